@@ -1,0 +1,172 @@
+package tenure
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Config configures an Elector. Start from DefaultConfig and set Key.
+type Config struct {
+	// Key is the name of what is led: 1–200 bytes of [A-Za-z0-9._/-], no
+	// leading '/', no '..'. Required.
+	Key string
+
+	// Holder is this node's identity, unique per process. Default (from
+	// DefaultConfig): DefaultHolder(), "hostname-pid-random".
+	Holder string
+
+	// TTL is the lease the coordinator is asked for. Default 10s.
+	TTL time.Duration
+
+	// Margin is subtracted from the local deadline as a safety allowance for
+	// scheduling delays between checking the term and acting. Default 1s.
+	// Must be less than TTL·(1 − MaxDrift).
+	Margin time.Duration
+
+	// MaxDrift is the largest difference in clock rate assumed between this
+	// node and the coordinator, as a fraction: 0.01 means one clock may run
+	// up to 1% faster than the other. In [0, 0.5). Default 0.01.
+	MaxDrift float64
+
+	// RenewInterval is how often the lease is renewed while leading. Zero
+	// means TTL/3. Must be less than the safe lease, TTL·(1 − MaxDrift) −
+	// Margin, so that at least one renewal is tried before the deadline.
+	RenewInterval time.Duration
+
+	// RetryPeriod is the base delay between campaign attempts (jittered, with
+	// backoff up to 4×) and between retries of a failed renewal. Zero means
+	// TTL/10. Must be less than RenewInterval.
+	RetryPeriod time.Duration
+
+	// RequestTimeout bounds one acquire attempt. Zero means RenewInterval.
+	// A renewal is always bounded by the local deadline.
+	RequestTimeout time.Duration
+
+	// Logger receives structured logs. Nil discards them.
+	Logger *slog.Logger
+
+	// Metrics receives observations. Nil means NopMetrics.
+	Metrics Metrics
+
+	// OnTransition, if set, is called on every leadership transition, from
+	// the elector's goroutine, after the term's context has been cancelled
+	// for endings. It must not block.
+	OnTransition func(Transition)
+}
+
+// DefaultConfig returns a Config with every default filled in except Key.
+func DefaultConfig() Config {
+	return Config{
+		Holder:   DefaultHolder(),
+		TTL:      10 * time.Second,
+		Margin:   time.Second,
+		MaxDrift: 0.01,
+	}
+}
+
+// DefaultHolder returns "hostname-pid-random", unique per process.
+func DefaultHolder() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "node"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// SafeLease is how long after sending a request that produced a grant of ttl
+// the holder may act: ttl·(1 − MaxDrift) − Margin.
+func (c Config) SafeLease(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*(1-c.MaxDrift)) - c.Margin
+}
+
+// EffectiveRenewInterval is RenewInterval, or TTL/3 when it is zero.
+func (c Config) EffectiveRenewInterval() time.Duration {
+	if c.RenewInterval == 0 {
+		return c.TTL / 3
+	}
+	return c.RenewInterval
+}
+
+// EffectiveRetryPeriod is RetryPeriod, or TTL/10 when it is zero.
+func (c Config) EffectiveRetryPeriod() time.Duration {
+	if c.RetryPeriod == 0 {
+		return c.TTL / 10
+	}
+	return c.RetryPeriod
+}
+
+// EffectiveRequestTimeout is RequestTimeout, or the renew interval when it is
+// zero.
+func (c Config) EffectiveRequestTimeout() time.Duration {
+	if c.RequestTimeout == 0 {
+		return c.EffectiveRenewInterval()
+	}
+	return c.RequestTimeout
+}
+
+// Validate reports every impossible setting, one error per field, each
+// wrapping ErrInvalidConfig and naming the field and its value. It never
+// replaces a bad value with a default.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if err := ValidateKey(c.Key); err != nil {
+		bad("Config.Key: %w", err)
+	}
+	if err := ValidateHolder(c.Holder); err != nil {
+		bad("Config.Holder: %w", err)
+	}
+	ttlOK := true
+	if err := ValidateTTL(c.TTL); err != nil {
+		bad("Config.TTL: %w", err)
+		ttlOK = false
+	}
+	driftOK := true
+	if !(c.MaxDrift >= 0 && c.MaxDrift < 0.5) { // also rejects NaN
+		bad("Config.MaxDrift (%v) must be in [0, 0.5)", c.MaxDrift)
+		driftOK = false
+	}
+	if c.Margin < 0 {
+		bad("Config.Margin (%s) must not be negative", c.Margin)
+	} else if ttlOK && c.Margin >= c.TTL {
+		bad("Config.Margin (%s) must be less than Config.TTL (%s)", c.Margin, c.TTL)
+	} else if ttlOK && driftOK && c.SafeLease(c.TTL) <= 0 {
+		bad("Config.Margin (%s) leaves no safe lease: TTL·(1−MaxDrift) = %s", c.Margin, time.Duration(float64(c.TTL)*(1-c.MaxDrift)))
+	}
+	renewOK := true
+	if c.RenewInterval < 0 {
+		bad("Config.RenewInterval (%s) must not be negative", c.RenewInterval)
+		renewOK = false
+	} else if ttlOK && driftOK && c.Margin >= 0 && c.Margin < c.TTL {
+		safe := c.SafeLease(c.TTL)
+		if ri := c.EffectiveRenewInterval(); ri <= 0 {
+			bad("Config.RenewInterval (%s) must be positive", ri)
+			renewOK = false
+		} else if ri >= safe {
+			bad("Config.RenewInterval (%s) must be less than the safe lease TTL·(1−MaxDrift)−Margin (%s)", ri, safe)
+			renewOK = false
+		}
+	}
+	if c.RetryPeriod < 0 {
+		bad("Config.RetryPeriod (%s) must not be negative", c.RetryPeriod)
+	} else if ttlOK && renewOK {
+		if rp := c.EffectiveRetryPeriod(); rp <= 0 {
+			bad("Config.RetryPeriod (%s) must be positive", rp)
+		} else if rp >= c.EffectiveRenewInterval() {
+			bad("Config.RetryPeriod (%s) must be less than the renew interval (%s)", rp, c.EffectiveRenewInterval())
+		}
+	}
+	if c.RequestTimeout < 0 {
+		bad("Config.RequestTimeout (%s) must not be negative", c.RequestTimeout)
+	}
+	return errors.Join(errs...)
+}

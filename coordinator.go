@@ -1,0 +1,136 @@
+package tenure
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// A Grant is one leadership tenure of one holder over one key, as the
+// coordinator granted or last renewed it.
+type Grant struct {
+	// Key is the name of what is led.
+	Key string
+	// Holder is the identity the grant was made to.
+	Holder string
+	// Token is the fencing token: greater than every token granted before for
+	// this key, never reused, durable across coordinator restarts.
+	Token uint64
+	// TTL is the lease the coordinator actually granted, on its own clock,
+	// counted from no earlier than when the request was sent. Coordinators
+	// that round or raise TTLs (etcd has a minimum) report the real value; a
+	// holder's local deadline never assumes more.
+	TTL time.Duration
+}
+
+// String formats the grant for logs.
+func (g Grant) String() string {
+	return fmt.Sprintf("%s@%d by %q (ttl %s)", g.Key, g.Token, g.Holder, g.TTL)
+}
+
+// Validate reports whether g can have come from a coordinator.
+func (g Grant) Validate() error {
+	if err := ValidateKey(g.Key); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidGrant, err)
+	}
+	if err := ValidateHolder(g.Holder); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidGrant, err)
+	}
+	if g.Token == 0 {
+		return fmt.Errorf("%w: key %q has token 0", ErrInvalidGrant, g.Key)
+	}
+	return nil
+}
+
+// A Coordinator holds leases on keys and grants them with fencing tokens.
+// Implementations: memory.Coordinator, etcd.Coordinator, postgres.Coordinator.
+// Every implementation passes tenuretest.RunCoordinatorTests.
+//
+// All methods are safe for concurrent use. A call whose context ends returns
+// an error wrapping the context's error; its outcome at the coordinator is then
+// unknown (it may or may not have been applied), which callers must allow for.
+type Coordinator interface {
+	// Acquire grants key to holder with a lease of ttl if the key is free or
+	// its lease has expired on the coordinator's clock, with a new token
+	// greater than every token granted for key before.
+	//
+	// If another holder has a live lease, Acquire returns a *HeldError naming
+	// it (matching ErrHeld) and changes nothing. If holder itself holds the
+	// key, Acquire supersedes that grant with a new one and a new token.
+	// Malformed keys, holders and TTLs are rejected with errors wrapping
+	// ErrInvalidKey, ErrInvalidHolder or ErrInvalidTTL.
+	Acquire(ctx context.Context, key, holder string, ttl time.Duration) (Grant, error)
+
+	// Renew extends a live grant by its TTL from now on the coordinator's
+	// clock and returns it with the TTL granted. A grant that expired, was
+	// released or was superseded is reported with an error wrapping ErrLost
+	// and is never revived.
+	Renew(ctx context.Context, g Grant) (Grant, error)
+
+	// Release ends the grant now, so that another holder can acquire the key
+	// without waiting for it to expire. Releasing a grant that is already
+	// gone (expired, released, superseded) is not an error and changes
+	// nothing.
+	Release(ctx context.Context, g Grant) error
+
+	// Leader returns the live grant on key. ok is false when nobody holds a
+	// live lease on it.
+	Leader(ctx context.Context, key string) (g Grant, ok bool, err error)
+
+	// Close releases the coordinator's resources (connections, sessions). It
+	// does not release grants: they expire on their own.
+	Close() error
+}
+
+// LeaderEvent is one observation of a key's leadership.
+type LeaderEvent struct {
+	Key string
+	// Held is false when the key is free (released, expired or never held).
+	Held bool
+	// Grant is the live grant when Held is true.
+	Grant Grant
+}
+
+// A Watcher is a Coordinator that can stream leadership changes of a key, so
+// that followers campaign the moment a key is released or expires instead of
+// on their next poll.
+type Watcher interface {
+	// Watch sends the key's current leadership first, then every change. The
+	// channel is closed when ctx ends or the watch fails; callers fall back to
+	// polling, so correctness never depends on an event arriving. Events may
+	// be coalesced: a slow reader sees the latest state, not every change.
+	Watch(ctx context.Context, key string) (<-chan LeaderEvent, error)
+}
+
+// RenewResult is the outcome of renewing one grant in a batch.
+type RenewResult struct {
+	// Grant is the renewed grant when Err is nil.
+	Grant Grant
+	// Err wraps ErrLost when the grant is gone; any other error means the
+	// outcome for this grant is unknown.
+	Err error
+}
+
+// A BatchRenewer is a Coordinator that renews many grants in one round trip.
+type BatchRenewer interface {
+	// RenewBatch renews every grant in gs and returns one result per grant,
+	// in order. A non-nil error means the round trip itself failed and the
+	// outcome of every grant is unknown.
+	RenewBatch(ctx context.Context, gs []Grant) ([]RenewResult, error)
+}
+
+// RenewAll renews gs through c in one round trip when c is a BatchRenewer,
+// one at a time otherwise.
+func RenewAll(ctx context.Context, c Coordinator, gs []Grant) ([]RenewResult, error) {
+	if b, ok := c.(BatchRenewer); ok {
+		return b.RenewBatch(ctx, gs)
+	}
+	out := make([]RenewResult, len(gs))
+	for i, g := range gs {
+		out[i].Grant, out[i].Err = c.Renew(ctx, g)
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,66 @@
+package tenure
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Match them with errors.Is; the typed errors below wrap or
+// match them too.
+var (
+	// ErrInvalidConfig is wrapped by every error Config.Validate reports.
+	ErrInvalidConfig = errors.New("tenure: invalid config")
+
+	// ErrInvalidKey is wrapped by errors about a malformed key.
+	ErrInvalidKey = errors.New("tenure: invalid key")
+
+	// ErrInvalidHolder is wrapped by errors about a malformed holder identity.
+	ErrInvalidHolder = errors.New("tenure: invalid holder")
+
+	// ErrInvalidTTL is wrapped by errors about a TTL the coordinator cannot grant.
+	ErrInvalidTTL = errors.New("tenure: invalid TTL")
+
+	// ErrInvalidGrant is wrapped by errors about a grant that cannot have come
+	// from a coordinator (empty key, zero token, …).
+	ErrInvalidGrant = errors.New("tenure: invalid grant")
+
+	// ErrHeld is matched by *HeldError: another holder has a live lease.
+	ErrHeld = errors.New("tenure: key held by another holder")
+
+	// ErrLost means a grant expired, was released or was superseded. A lost
+	// grant is never revived: the holder must acquire again and gets a new
+	// token.
+	ErrLost = errors.New("tenure: grant lost")
+
+	// ErrNotLeader is returned by Term.Check once the term has ended: its local
+	// deadline passed, its grant was lost, or it was stepped down.
+	ErrNotLeader = errors.New("tenure: not leader")
+
+	// ErrStaleToken is what a fenced resource's rejection matches: a newer
+	// token has been accepted, so the presenter is no longer the leader. User
+	// code that returns an error matching it makes the Elector step down at
+	// once ("fenced by resource").
+	ErrStaleToken = errors.New("tenure: stale fencing token")
+
+	// ErrClosed is returned by a Coordinator used after Close.
+	ErrClosed = errors.New("tenure: coordinator closed")
+)
+
+// HeldError reports that a key is held by another holder with a live lease.
+// It matches ErrHeld.
+type HeldError struct {
+	Key    string
+	Holder string
+	Token  uint64
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("tenure: key %q held by %q (token %d)", e.Key, e.Holder, e.Token)
+}
+
+// Is reports whether target is ErrHeld.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// IsStale reports whether err says that a resource rejected a fencing token
+// as stale (it matches ErrStaleToken).
+func IsStale(err error) bool { return errors.Is(err, ErrStaleToken) }

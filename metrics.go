@@ -1,0 +1,31 @@
+package tenure
+
+import "time"
+
+// Metrics receives what an Elector observes. Package prom implements it with
+// Prometheus collectors; the default discards everything. Implementations must
+// be safe for concurrent use and must not block.
+type Metrics interface {
+	// SetLeader records whether this node leads key.
+	SetLeader(key string, leading bool)
+	// SetToken records the fencing token of the current term on key.
+	SetToken(key string, token uint64)
+	// Transition counts a leadership transition of the given kind.
+	Transition(key string, kind TransitionKind)
+	// ObserveRenew records one renewal attempt: how long it took and whether
+	// it failed (err is nil on success).
+	ObserveRenew(key string, took time.Duration, err error)
+	// FencedRejection counts a resource rejecting this node's token as stale.
+	FencedRejection(key string)
+}
+
+// NopMetrics is a Metrics that discards everything.
+type NopMetrics struct{}
+
+func (NopMetrics) SetLeader(string, bool)                    {}
+func (NopMetrics) SetToken(string, uint64)                   {}
+func (NopMetrics) Transition(string, TransitionKind)         {}
+func (NopMetrics) ObserveRenew(string, time.Duration, error) {}
+func (NopMetrics) FencedRejection(string)                    {}
+
+var _ Metrics = NopMetrics{}

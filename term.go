@@ -1,0 +1,182 @@
+package tenure
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// A Term is what user code receives while it leads: the grant, its local
+// deadline on this process's monotonic clock, a context cancelled when the
+// term ends, and Check. A Term is safe for concurrent use.
+//
+// A term ends, for good, when its local deadline passes without a renewal,
+// when the coordinator reports the grant lost, when a resource rejects its
+// token (StepDown with a stale error), or when the Elector resigns. Its
+// context is cancelled first, then the end is reported.
+type Term struct {
+	key, holder string
+	token       uint64
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu       sync.Mutex
+	ttl      time.Duration
+	deadline time.Time // carries a monotonic reading
+	timer    *time.Timer
+	ended    bool
+}
+
+// newTerm starts a term for g whose deadline is deadline. The term's context
+// is cancelled at the deadline unless extend moves it.
+func newTerm(parent context.Context, g Grant, deadline time.Time) *Term {
+	ctx, cancel := context.WithCancelCause(parent)
+	t := &Term{
+		key: g.Key, holder: g.Holder, token: g.Token,
+		ctx: ctx, cancel: cancel,
+		ttl: g.TTL, deadline: deadline,
+	}
+	t.timer = time.AfterFunc(time.Until(deadline), t.expire)
+	return t
+}
+
+// Key is the key led.
+func (t *Term) Key() string { return t.key }
+
+// Holder is this node's identity.
+func (t *Term) Holder() string { return t.holder }
+
+// Token is the fencing token of this term. Present it to every protected
+// resource.
+func (t *Term) Token() uint64 { return t.token }
+
+// Grant returns the grant as last renewed.
+func (t *Term) Grant() Grant {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return Grant{Key: t.key, Holder: t.holder, Token: t.token, TTL: t.ttl}
+}
+
+// Deadline is the local deadline: when this node must stop acting unless a
+// renewal moves it. It carries a monotonic clock reading; compare it only with
+// time.Now() of this process.
+func (t *Term) Deadline() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.deadline
+}
+
+// Remaining is how long until the local deadline; zero or negative once the
+// term has ended.
+func (t *Term) Remaining() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return 0
+	}
+	return time.Until(t.deadline)
+}
+
+// Context returns a context cancelled when the term ends. context.Cause
+// reports why (an error matching ErrNotLeader, and ErrLost or ErrStaleToken
+// when those were the reason).
+func (t *Term) Context() context.Context { return t.ctx }
+
+// Done is closed when the term ends.
+func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+
+// Check returns nil while the term is live and its local deadline has not
+// passed, and an error wrapping ErrNotLeader otherwise. Call it right before
+// every action that must only happen while leading; it reads the monotonic
+// clock, so it is right even when the timer that cancels the context has not
+// fired yet.
+func (t *Term) Check() error {
+	if err := t.ctx.Err(); err != nil {
+		return t.cause()
+	}
+	t.mu.Lock()
+	deadline := t.deadline
+	t.mu.Unlock()
+	if over := time.Since(deadline); over >= 0 {
+		err := fmt.Errorf("%w: term %d on %q passed its local deadline %s ago", ErrNotLeader, t.token, t.key, over)
+		t.end(err)
+		return t.cause()
+	}
+	return nil
+}
+
+// StepDown ends the term now with cause (which is wrapped so that the
+// term's error matches ErrNotLeader). Pass the error a resource returned when
+// it rejected the token as stale: the Elector then records "fenced by
+// resource". StepDown on an ended term does nothing.
+func (t *Term) StepDown(cause error) {
+	if cause == nil {
+		cause = fmt.Errorf("%w: stepped down", ErrNotLeader)
+	} else {
+		cause = fmt.Errorf("%w: stepped down: %w", ErrNotLeader, cause)
+	}
+	t.end(cause)
+}
+
+// String formats the term for logs.
+func (t *Term) String() string {
+	return fmt.Sprintf("term %d of %q on %q", t.token, t.holder, t.key)
+}
+
+func (t *Term) cause() error {
+	err := context.Cause(t.ctx)
+	if err == nil || err == context.Canceled {
+		return fmt.Errorf("%w: term %d on %q ended", ErrNotLeader, t.token, t.key)
+	}
+	return err
+}
+
+// expire runs when the deadline timer fires.
+func (t *Term) expire() {
+	t.mu.Lock()
+	over := time.Since(t.deadline)
+	t.mu.Unlock()
+	if over < 0 { // extended after the timer was armed; extend re-armed it
+		return
+	}
+	t.end(fmt.Errorf("%w: term %d on %q reached its local deadline", ErrNotLeader, t.token, t.key))
+}
+
+// end marks the term ended and cancels its context with cause.
+func (t *Term) end(cause error) {
+	t.mu.Lock()
+	if t.ended {
+		t.mu.Unlock()
+		return
+	}
+	t.ended = true
+	t.timer.Stop()
+	t.mu.Unlock()
+	t.cancel(cause)
+}
+
+// extend moves the deadline to deadline (only ever later) and records the
+// renewed TTL. It reports false when the term has already ended: an ended
+// term is never revived.
+func (t *Term) extend(ttl time.Duration, deadline time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended || time.Since(t.deadline) >= 0 {
+		return false
+	}
+	t.ttl = ttl
+	if deadline.After(t.deadline) {
+		t.deadline = deadline
+		t.timer.Reset(time.Until(deadline))
+	}
+	return true
+}
+
+// isEnded reports whether the term has ended.
+func (t *Term) isEnded() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ended
+}

@@ -1,0 +1,56 @@
+package tenure
+
+import (
+	"fmt"
+	"time"
+)
+
+// TransitionKind says what happened to a node's leadership.
+type TransitionKind int
+
+// The transitions an Elector reports.
+const (
+	// Elected: the node acquired the key and a term began.
+	Elected TransitionKind = iota + 1
+	// Resigned: the node released the key on purpose (the user function
+	// returned, or Run's context ended).
+	Resigned
+	// Lost: the coordinator reported the grant expired or superseded.
+	Lost
+	// Expired: the local deadline passed before a renewal succeeded.
+	Expired
+	// Fenced: a resource rejected the term's token as stale.
+	Fenced
+	// SteppedDown: user code ended the term with Term.StepDown for another
+	// reason.
+	SteppedDown
+)
+
+var transitionNames = [...]string{
+	Elected:     "elected",
+	Resigned:    "resigned",
+	Lost:        "lost",
+	Expired:     "expired",
+	Fenced:      "fenced",
+	SteppedDown: "stepped-down",
+}
+
+func (k TransitionKind) String() string {
+	if k > 0 && int(k) < len(transitionNames) {
+		return transitionNames[k]
+	}
+	return fmt.Sprintf("TransitionKind(%d)", int(k))
+}
+
+// Transition is one change of a node's leadership of a key.
+type Transition struct {
+	Kind   TransitionKind
+	Key    string
+	Holder string
+	// Token is the fencing token of the term that began or ended.
+	Token uint64
+	// At is when the transition happened, on this process's clock.
+	At time.Time
+	// Err says why a term ended; nil for Elected and Resigned.
+	Err error
+}
