@@ -135,18 +135,22 @@ func (c Config) Validate() error {
 		bad("Config.MaxDrift (%v) must be in [0, 0.5)", c.MaxDrift)
 		driftOK = false
 	}
-	if c.Margin < 0 {
+	marginOK := false
+	switch {
+	case c.Margin < 0:
 		bad("Config.Margin (%s) must not be negative", c.Margin)
-	} else if ttlOK && c.Margin >= c.TTL {
+	case ttlOK && c.Margin >= c.TTL:
 		bad("Config.Margin (%s) must be less than Config.TTL (%s)", c.Margin, c.TTL)
-	} else if ttlOK && driftOK && c.SafeLease(c.TTL) <= 0 {
+	case ttlOK && driftOK && c.SafeLease(c.TTL) <= 0:
 		bad("Config.Margin (%s) leaves no safe lease: TTL·(1−MaxDrift) = %s", c.Margin, time.Duration(float64(c.TTL)*(1-c.MaxDrift)))
+	default:
+		marginOK = true
 	}
 	renewOK := true
 	if c.RenewInterval < 0 {
 		bad("Config.RenewInterval (%s) must not be negative", c.RenewInterval)
 		renewOK = false
-	} else if ttlOK && driftOK && c.Margin >= 0 && c.Margin < c.TTL {
+	} else if ttlOK && driftOK && marginOK {
 		safe := c.SafeLease(c.TTL)
 		if ri := c.EffectiveRenewInterval(); ri <= 0 {
 			bad("Config.RenewInterval (%s) must be positive", ri)

@@ -2,10 +2,14 @@ package tenure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 )
+
+// errSteppedDown marks a term ended by Term.StepDown.
+var errSteppedDown = errors.New("stepped down")
 
 // A Term is what user code receives while it leads: the grant, its local
 // deadline on this process's monotonic clock, a context cancelled when the
@@ -113,9 +117,9 @@ func (t *Term) Check() error {
 // resource". StepDown on an ended term does nothing.
 func (t *Term) StepDown(cause error) {
 	if cause == nil {
-		cause = fmt.Errorf("%w: stepped down", ErrNotLeader)
+		cause = fmt.Errorf("%w: %w", ErrNotLeader, errSteppedDown)
 	} else {
-		cause = fmt.Errorf("%w: stepped down: %w", ErrNotLeader, cause)
+		cause = fmt.Errorf("%w: %w: %w", ErrNotLeader, errSteppedDown, cause)
 	}
 	t.end(cause)
 }

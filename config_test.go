@@ -1,0 +1,156 @@
+package tenure_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+func validConfig() tenure.Config {
+	c := tenure.DefaultConfig()
+	c.Key = "scheduler"
+	return c
+}
+
+func TestDefaultConfigValid(t *testing.T) {
+	c := validConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("DefaultConfig() with a key: Validate() = %v; want nil", err)
+	}
+	if c.Holder == "" {
+		t.Fatal("DefaultConfig().Holder is empty; want hostname-pid-random")
+	}
+	if a, b := tenure.DefaultHolder(), tenure.DefaultHolder(); a == b {
+		t.Fatalf("DefaultHolder() twice = %q, %q; want distinct", a, b)
+	}
+	if got, want := c.EffectiveRenewInterval(), c.TTL/3; got != want {
+		t.Errorf("EffectiveRenewInterval() = %s; want TTL/3 = %s", got, want)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*tenure.Config)
+		want   []string // substrings, one per expected error
+	}{
+		{"margin equals TTL", func(c *tenure.Config) { c.TTL = 2 * time.Second; c.Margin = 3 * time.Second },
+			[]string{"Config.Margin (3s) must be less than Config.TTL (2s)"}},
+		{"negative margin", func(c *tenure.Config) { c.Margin = -time.Second },
+			[]string{"Config.Margin (-1s) must not be negative"}},
+		{"margin eats the drift allowance", func(c *tenure.Config) { c.TTL = time.Second; c.MaxDrift = 0.2; c.Margin = 900 * time.Millisecond },
+			[]string{"Config.Margin (900ms) leaves no safe lease"}},
+		{"renew interval too long", func(c *tenure.Config) { c.RenewInterval = 9 * time.Second },
+			[]string{"Config.RenewInterval (9s) must be less than the safe lease"}},
+		{"negative renew interval", func(c *tenure.Config) { c.RenewInterval = -time.Second },
+			[]string{"Config.RenewInterval (-1s) must not be negative"}},
+		{"drift too large", func(c *tenure.Config) { c.MaxDrift = 0.5 },
+			[]string{"Config.MaxDrift (0.5) must be in [0, 0.5)"}},
+		{"drift negative", func(c *tenure.Config) { c.MaxDrift = -0.1 },
+			[]string{"Config.MaxDrift (-0.1) must be in [0, 0.5)"}},
+		{"drift NaN", func(c *tenure.Config) { c.MaxDrift = math.NaN() },
+			[]string{"Config.MaxDrift (NaN)"}},
+		{"zero TTL", func(c *tenure.Config) { c.TTL = 0 },
+			[]string{"Config.TTL: tenure: invalid TTL 0s: must be positive"}},
+		{"empty key", func(c *tenure.Config) { c.Key = "" },
+			[]string{"Config.Key: tenure: invalid key: key is empty"}},
+		{"bad key character", func(c *tenure.Config) { c.Key = "jobs;drop" },
+			[]string{`Config.Key: tenure: invalid key "jobs;drop": character ';' at byte 4`}},
+		{"empty holder", func(c *tenure.Config) { c.Holder = "" },
+			[]string{"Config.Holder: tenure: invalid holder: holder is empty"}},
+		{"retry period not below renew interval", func(c *tenure.Config) { c.RetryPeriod = 4 * time.Second },
+			[]string{"Config.RetryPeriod (4s) must be less than the renew interval (3.333333333s)"}},
+		{"negative request timeout", func(c *tenure.Config) { c.RequestTimeout = -1 },
+			[]string{"Config.RequestTimeout (-1ns) must not be negative"}},
+		{"every bad field reported", func(c *tenure.Config) { c.Key = "/x"; c.Holder = ""; c.MaxDrift = 2 },
+			[]string{"Config.Key", "Config.Holder", "Config.MaxDrift (2)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validConfig()
+			tc.mutate(&c)
+			err := c.Validate()
+			if err == nil {
+				t.Fatalf("Validate() = nil; want errors %q", tc.want)
+			}
+			if !errors.Is(err, tenure.ErrInvalidConfig) {
+				t.Errorf("Validate() = %v; want it to match ErrInvalidConfig", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q; want it to contain %q", err, w)
+				}
+			}
+			if got := len(strings.Split(err.Error(), "\n")); got != len(tc.want) {
+				t.Errorf("Validate() reported %d errors (%q); want %d", got, err, len(tc.want))
+			}
+		})
+	}
+}
+
+func TestValidateKey(t *testing.T) {
+	good := []string{"a", "scheduler", "orders/17", "A-Z_0.9", "x/y/z", strings.Repeat("k", 200)}
+	for _, k := range good {
+		if err := tenure.ValidateKey(k); err != nil {
+			t.Errorf("ValidateKey(%q) = %v; want nil", k, err)
+		}
+	}
+	bad := map[string]string{
+		"":                       "key is empty",
+		"/abs":                   "must not start with '/'",
+		"a/../b":                 `".." path element`,
+		"a..b":                   "must not contain '..'",
+		"a//b":                   "empty path element",
+		"trailing/":              "must not end with '/'",
+		"sp ace":                 "character ' ' at byte 2",
+		"quote'":                 `character '\'' at byte 5`,
+		"semi;colon":             "character ';' at byte 4",
+		"naïve":                  "character 'ï' at byte 2",
+		strings.Repeat("k", 201): "201 bytes long, at most 200",
+		"./x":                    `"." path element`,
+	}
+	for k, want := range bad {
+		err := tenure.ValidateKey(k)
+		if err == nil {
+			t.Errorf("ValidateKey(%q) = nil; want error containing %q", k, want)
+			continue
+		}
+		if !errors.Is(err, tenure.ErrInvalidKey) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidateKey(%q) = %q; want ErrInvalidKey containing %q", k, err, want)
+		}
+	}
+}
+
+func TestValidateHolder(t *testing.T) {
+	for _, h := range []string{"node-1", "o'brien; DROP TABLE x;--", "ünïcode host"} {
+		if err := tenure.ValidateHolder(h); err != nil {
+			t.Errorf("ValidateHolder(%q) = %v; want nil", h, err)
+		}
+	}
+	for h, want := range map[string]string{
+		"":                       "holder is empty",
+		"tab\there":              "control character U+0009",
+		"\xff":                   "not valid UTF-8",
+		strings.Repeat("h", 257): "257 bytes long",
+	} {
+		err := tenure.ValidateHolder(h)
+		if err == nil || !errors.Is(err, tenure.ErrInvalidHolder) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidateHolder(%q) = %v; want ErrInvalidHolder containing %q", h, err, want)
+		}
+	}
+}
+
+func TestGrantValidate(t *testing.T) {
+	g := tenure.Grant{Key: "k", Holder: "h", Token: 1, TTL: time.Second}
+	if err := g.Validate(); err != nil {
+		t.Fatalf("Validate() = %v; want nil", err)
+	}
+	g.Token = 0
+	if err := g.Validate(); !errors.Is(err, tenure.ErrInvalidGrant) || !strings.Contains(err.Error(), "token 0") {
+		t.Fatalf("Validate() of token 0 = %v; want ErrInvalidGrant naming token 0", err)
+	}
+}

@@ -1,0 +1,403 @@
+package tenure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// An Elector campaigns for one key on behalf of one holder and runs user code
+// only while it leads. Create it with NewElector and call Run.
+type Elector struct {
+	c       Coordinator
+	cfg     Config
+	log     *slog.Logger
+	metrics Metrics
+
+	running atomic.Bool
+
+	mu   sync.Mutex
+	term *Term // current term, nil when not leading
+}
+
+// NewElector returns an Elector for cfg.Key on c. It validates cfg and
+// reports every bad field.
+func NewElector(c Coordinator, cfg Config) (*Elector, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: coordinator is nil", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Elector{c: c, cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
+	if e.log == nil {
+		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.metrics == nil {
+		e.metrics = NopMetrics{}
+	}
+	e.log = e.log.With("key", cfg.Key, "holder", cfg.Holder)
+	return e, nil
+}
+
+// Config returns the elector's configuration.
+func (e *Elector) Config() Config { return e.cfg }
+
+// Term returns the current term, or nil when this node does not lead.
+func (e *Elector) Term() *Term {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.term != nil && e.term.isEnded() {
+		return nil
+	}
+	return e.term
+}
+
+// IsLeader reports whether this node leads now: it holds a term whose local
+// deadline has not passed.
+func (e *Elector) IsLeader() bool {
+	t := e.Term()
+	return t != nil && t.Check() == nil
+}
+
+// Leader asks the coordinator who leads the key now.
+func (e *Elector) Leader(ctx context.Context) (Grant, bool, error) {
+	return e.c.Leader(ctx, e.cfg.Key)
+}
+
+// Run campaigns for the key and calls fn with a Term each time this node
+// becomes leader, until ctx ends or fn returns while still leading.
+//
+//   - fn must return when the term's context (its ctx argument) is cancelled:
+//     at the local deadline, when the grant is lost, when a resource rejects
+//     the token, or on shutdown.
+//   - If the term ends while fn runs, Run waits for fn to return, releases
+//     what may be left of the grant, and campaigns again.
+//   - If fn returns an error matching ErrStaleToken, the node steps down at
+//     once ("fenced by resource") and campaigns again.
+//   - If fn returns otherwise while the term is live, Run resigns: it
+//     releases the key, so that a follower takes over in one round trip, and
+//     returns fn's error.
+//   - When ctx ends, Run resigns: it cancels the term's context (stop new
+//     work), waits for fn to return — at most until the local deadline,
+//     then releases the key, waits for fn if it is still running, and returns
+//     ctx.Err().
+//
+// Run returns an error at once for a configuration the coordinator refuses
+// (an invalid key, holder or TTL). Only one Run may be active per Elector.
+func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term) error) error {
+	if fn == nil {
+		return fmt.Errorf("%w: Run needs a function", ErrInvalidConfig)
+	}
+	if !e.running.CompareAndSwap(false, true) {
+		return errors.New("tenure: Elector.Run is already running")
+	}
+	defer e.running.Store(false)
+
+	for {
+		t, err := e.campaign(ctx)
+		if err != nil {
+			return err
+		}
+		done, err := e.lead(ctx, t, fn)
+		if done {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// campaign acquires the key, waiting for it to be free when it is held. It
+// returns a live term, or ctx's error, or a permanent error.
+func (e *Elector) campaign(ctx context.Context) (*Term, error) {
+	retry := e.cfg.EffectiveRetryPeriod()
+	backoff := retry
+
+	// A watch, when the coordinator offers one, wakes the campaign the
+	// moment the key is released or expires. It is opened lazily, the first
+	// time the key is found held, and closed when the campaign ends.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var events <-chan LeaderEvent
+	watcher, canWatch := e.c.(Watcher)
+
+	for {
+		sent := time.Now()
+		actx, cancel := context.WithTimeout(ctx, e.cfg.EffectiveRequestTimeout())
+		g, err := e.c.Acquire(actx, e.cfg.Key, e.cfg.Holder, e.cfg.TTL)
+		cancel()
+		if err == nil {
+			if t := e.begin(ctx, g, sent); t != nil {
+				return t, nil
+			}
+			// The reply came too late to act on; try again.
+		} else {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrInvalidHolder) ||
+				errors.Is(err, ErrInvalidTTL) || errors.Is(err, ErrClosed) {
+				return nil, fmt.Errorf("campaign for %q: %w", e.cfg.Key, err)
+			}
+			var held *HeldError
+			if errors.As(err, &held) {
+				e.log.Debug("key held", "leader", held.Holder, "token", held.Token)
+				if canWatch && events == nil {
+					if ch, werr := watcher.Watch(watchCtx, e.cfg.Key); werr == nil {
+						events = ch
+					} else {
+						e.log.Debug("watch failed; polling", "err", werr)
+						canWatch = false
+					}
+				}
+			} else {
+				e.log.Warn("acquire failed", "err", err)
+			}
+		}
+
+		wait := jitter(backoff)
+		backoff = min(2*backoff, 4*retry)
+		timer := time.NewTimer(wait)
+	waiting:
+		for {
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return nil, ctx.Err()
+			case <-timer.C:
+				break waiting
+			case ev, ok := <-events:
+				if !ok {
+					events = nil
+					canWatch = false // the watch failed: poll from now on
+					continue
+				}
+				if !ev.Held {
+					timer.Stop()
+					backoff = retry
+					break waiting
+				}
+			}
+		}
+	}
+}
+
+// begin turns a grant whose request was sent at sent into a term, or returns
+// nil (after releasing the grant) when its local deadline has already passed.
+func (e *Elector) begin(ctx context.Context, g Grant, sent time.Time) *Term {
+	deadline := sent.Add(e.cfg.SafeLease(g.TTL))
+	if !time.Now().Before(deadline) {
+		e.log.Warn("grant arrived after its local deadline; not acting on it", "token", g.Token, "ttl", g.TTL)
+		e.release(ctx, g)
+		return nil
+	}
+	t := newTerm(context.WithoutCancel(ctx), g, deadline)
+	e.mu.Lock()
+	e.term = t
+	e.mu.Unlock()
+	e.log.Info("leadership acquired", "token", g.Token, "ttl", g.TTL, "remaining", time.Until(deadline))
+	e.metrics.SetLeader(g.Key, true)
+	e.metrics.SetToken(g.Key, g.Token)
+	e.transition(Elected, t, nil)
+	return t
+}
+
+// lead runs fn for term t, renews the lease in the background and ends the
+// term. done reports whether Run should return (with err).
+func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *Term) error) (done bool, err error) {
+	stopRenew := make(chan struct{})
+	renewDone := make(chan struct{})
+	go func() {
+		defer close(renewDone)
+		e.renewLoop(t, stopRenew)
+	}()
+	fnDone := make(chan error, 1)
+	go func() { fnDone <- fn(t.Context(), t) }()
+
+	defer func() {
+		close(stopRenew)
+		<-renewDone
+		e.mu.Lock()
+		if e.term == t {
+			e.term = nil
+		}
+		e.mu.Unlock()
+		e.metrics.SetLeader(t.key, false)
+	}()
+
+	select {
+	case fnErr := <-fnDone:
+		switch {
+		case IsStale(fnErr):
+			// A resource saw a newer token: someone else leads. Step down now.
+			t.end(fmt.Errorf("%w: fenced by resource: %w", ErrNotLeader, fnErr))
+			e.ended(ctx, t)
+			return false, nil
+		case t.isEnded() || t.Check() != nil:
+			// fn returned because the term ended.
+			e.ended(ctx, t)
+			return false, nil
+		default:
+			e.resign(ctx, t, nil)
+			return true, fnErr
+		}
+
+	case <-t.Done():
+		e.ended(ctx, t)
+		// fn must return now that its context is cancelled.
+		fnErr := <-fnDone
+		if fnErr != nil && !errors.Is(fnErr, context.Canceled) && !IsStale(fnErr) && !errors.Is(fnErr, ErrNotLeader) {
+			e.log.Warn("leader function returned an error after the term ended", "err", fnErr)
+		}
+		return false, nil
+
+	case <-ctx.Done():
+		e.resign(ctx, t, fnDone)
+		return true, ctx.Err()
+	}
+}
+
+// ended reports the end of term t (whose context is already cancelled) and
+// releases what may be left of its grant.
+func (e *Elector) ended(ctx context.Context, t *Term) {
+	cause := t.cause()
+	kind := Expired
+	switch {
+	case errors.Is(cause, ErrStaleToken):
+		kind = Fenced
+		e.metrics.FencedRejection(t.key)
+		e.log.Warn("fenced by resource: stepping down", "token", t.token, "err", cause)
+	case errors.Is(cause, ErrLost):
+		kind = Lost
+		e.log.Warn("leadership lost", "token", t.token, "err", cause)
+	case errors.Is(cause, errSteppedDown):
+		kind = SteppedDown
+		e.log.Info("stepped down", "token", t.token, "err", cause)
+	default:
+		e.log.Warn("leadership expired at the local deadline", "token", t.token, "err", cause)
+	}
+	e.metrics.SetLeader(t.key, false)
+	e.transition(kind, t, cause)
+	if kind != Lost {
+		// The grant may still be live at the coordinator (renewal replies
+		// lost, or a resource saw a newer token first): release it so that
+		// the next leader need not wait for it to expire.
+		e.release(ctx, t.Grant())
+	}
+}
+
+// resign stops new work, waits for fn (when fnDone is non-nil) at most until
+// the local deadline, releases the key and then waits for fn to finish.
+func (e *Elector) resign(ctx context.Context, t *Term, fnDone <-chan error) {
+	e.log.Info("resigning", "token", t.token)
+	t.end(fmt.Errorf("%w: resigned", ErrNotLeader))
+	if fnDone != nil {
+		timer := time.NewTimer(time.Until(t.Deadline()))
+		select {
+		case <-fnDone:
+			timer.Stop()
+			fnDone = nil
+		case <-timer.C:
+			e.log.Warn("leader function still running at the local deadline; releasing anyway", "token", t.token)
+		}
+	}
+	e.release(ctx, t.Grant())
+	e.metrics.SetLeader(t.key, false)
+	e.transition(Resigned, t, nil)
+	if fnDone != nil {
+		<-fnDone
+	}
+}
+
+// release releases g, bounded by the request timeout, even when ctx has ended.
+func (e *Elector) release(ctx context.Context, g Grant) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.EffectiveRequestTimeout())
+	defer cancel()
+	if err := e.c.Release(rctx, g); err != nil {
+		e.log.Warn("release failed; the lease will expire on its own", "token", g.Token, "err", err)
+		return
+	}
+	e.log.Debug("released", "token", g.Token)
+}
+
+// renewLoop renews t every renew interval until t ends or stop is closed. A
+// failed renewal is retried every retry period until the local deadline; a
+// renewal that reports the grant lost ends the term at once.
+func (e *Elector) renewLoop(t *Term, stop <-chan struct{}) {
+	interval := e.cfg.EffectiveRenewInterval()
+	retry := e.cfg.EffectiveRetryPeriod()
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.Done():
+			return
+		case <-timer.C:
+		}
+		ok := e.renewOnce(t)
+		if t.Check() != nil { // ended, or the deadline passed
+			return
+		}
+		if ok {
+			timer.Reset(interval)
+		} else {
+			timer.Reset(min(retry, max(time.Until(t.Deadline()), 0)))
+		}
+	}
+}
+
+// renewOnce tries one renewal of t, bounded by t's deadline, and reports
+// whether it succeeded. It ends t when the grant is lost.
+func (e *Elector) renewOnce(t *Term) bool {
+	// The renewal is bounded by the local deadline: after it, a reply is of
+	// no use. Its parent is the term's context, so the call is abandoned
+	// when the term ends.
+	rctx, cancel := context.WithDeadline(t.Context(), t.Deadline())
+	defer cancel()
+	sent := time.Now()
+	g, err := e.c.Renew(rctx, t.Grant())
+	took := time.Since(sent)
+	e.metrics.ObserveRenew(t.key, took, err)
+	switch {
+	case err == nil:
+		if !t.extend(g.TTL, sent.Add(e.cfg.SafeLease(g.TTL))) {
+			// The deadline passed while the reply was on its way: the term
+			// is over, whatever the coordinator says now.
+			t.end(fmt.Errorf("%w: term %d on %q: renewal arrived after the local deadline", ErrNotLeader, t.token, t.key))
+			return false
+		}
+		e.log.Debug("renewed", "token", t.token, "took", took, "remaining", t.Remaining())
+		return true
+	case errors.Is(err, ErrLost):
+		t.end(fmt.Errorf("%w: %w", ErrNotLeader, err))
+		return false
+	default:
+		if !t.isEnded() {
+			e.log.Warn("renewal failed; retrying until the local deadline", "token", t.token, "took", took, "remaining", t.Remaining(), "err", err)
+		}
+		return false
+	}
+}
+
+// transition reports a transition to metrics and the OnTransition hook.
+func (e *Elector) transition(kind TransitionKind, t *Term, err error) {
+	e.metrics.Transition(t.key, kind)
+	if e.cfg.OnTransition != nil {
+		e.cfg.OnTransition(Transition{Kind: kind, Key: t.key, Holder: t.holder, Token: t.token, At: time.Now(), Err: err})
+	}
+}
+
+// jitter returns d scaled by a random factor in [0.5, 1.5).
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+}

@@ -1,0 +1,85 @@
+package tenure
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestTermDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := Grant{Key: "k", Holder: "h", Token: 7, TTL: 10 * time.Second}
+		start := time.Now()
+		term := newTerm(context.Background(), g, start.Add(8*time.Second))
+		if err := term.Check(); err != nil {
+			t.Fatalf("Check() at start = %v; want nil", err)
+		}
+		if got := term.Remaining(); got != 8*time.Second {
+			t.Fatalf("Remaining() = %s; want 8s", got)
+		}
+		time.Sleep(5 * time.Second)
+		if !term.extend(10*time.Second, time.Now().Add(8*time.Second)) {
+			t.Fatal("extend() before the deadline = false; want true")
+		}
+		time.Sleep(7 * time.Second) // 12s after start: past the old deadline, before the new one
+		if err := term.Check(); err != nil {
+			t.Fatalf("Check() after extension = %v; want nil", err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		select {
+		case <-term.Done():
+		default:
+			t.Fatal("term context not cancelled at the extended deadline")
+		}
+		if err := term.Check(); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("Check() after deadline = %v; want ErrNotLeader", err)
+		}
+		if got := time.Since(start); got != 13*time.Second {
+			t.Fatalf("term ended %s after start; want 13s", got)
+		}
+		if term.extend(10*time.Second, time.Now().Add(8*time.Second)) {
+			t.Fatal("extend() of an ended term = true; an ended term must never be revived")
+		}
+		if err := term.Check(); err == nil {
+			t.Fatal("Check() after a refused extend = nil; want ErrNotLeader")
+		}
+	})
+}
+
+func TestTermCheckBeatsTimer(t *testing.T) {
+	// Check reads the clock itself: even if the timer has not fired, a term
+	// past its deadline is over.
+	synctest.Test(t, func(t *testing.T) {
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: time.Second}, time.Now().Add(time.Second))
+		term.timer.Stop() // simulate a timer that has not run yet
+		time.Sleep(time.Second)
+		if err := term.Check(); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("Check() at the deadline = %v; want ErrNotLeader", err)
+		}
+		if term.Context().Err() == nil {
+			t.Fatal("Check() found the deadline passed but left the context live")
+		}
+	})
+}
+
+func TestTermStepDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 3, TTL: time.Minute}, time.Now().Add(time.Minute))
+		stale := &HeldError{Key: "k"} // any error; wrapping is what matters
+		term.StepDown(stale)
+		err := term.Check()
+		if !errors.Is(err, ErrNotLeader) || !errors.Is(err, errSteppedDown) || !errors.As(err, &stale) {
+			t.Fatalf("Check() after StepDown = %v; want ErrNotLeader wrapping the cause", err)
+		}
+		if got := context.Cause(term.Context()); got != err {
+			t.Fatalf("context.Cause = %v; want %v", got, err)
+		}
+		if term.Remaining() != 0 {
+			t.Fatalf("Remaining() after StepDown = %s; want 0", term.Remaining())
+		}
+		term.StepDown(nil) // idempotent
+	})
+}
