@@ -1,0 +1,359 @@
+// Package pgtest gives tests a real PostgreSQL server: the one named by
+// TENURE_TEST_POSTGRES, or one it starts itself from the installed binaries
+// (initdb, postgres) in a temporary directory and stops afterwards.
+//
+// A test binary starts at most one server, in TestMain:
+//
+//	func TestMain(m *testing.M) {
+//		os.Exit(pgtest.Main(m, func(s *pgtest.Server, err error) { srv, srvErr = s, err }))
+//	}
+//
+// and each test that needs it calls pgtest.Need(t, srv, srvErr), which skips
+// the test when no server could be had, or fails it when
+// TENURE_REQUIRE_POSTGRES=1 (CI).
+//
+// A started server runs as a non-root user when the test runs as root
+// (PostgreSQL refuses to run as root): the user named by TENURE_PGTEST_USER,
+// default "postgres". It listens on 127.0.0.1 on a free port, with its unix
+// socket in the temporary directory, trust authentication, and fsync off
+// (durability across process crashes is kept: committed data sits in the
+// operating system's page cache).
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Environment variables read by Start and Need.
+const (
+	// EnvDSN names an existing server to use instead of starting one. Its
+	// role must be allowed to create databases and roles.
+	EnvDSN = "TENURE_TEST_POSTGRES"
+	// EnvRequire, when "1" or "true", turns "no server" into a test failure.
+	EnvRequire = "TENURE_REQUIRE_POSTGRES"
+	// EnvUser names the operating-system user that runs a started server
+	// when the tests run as root. Default "postgres".
+	EnvUser = "TENURE_PGTEST_USER"
+	// EnvBinDir names the directory holding initdb and postgres. Default:
+	// found on PATH, else the newest /usr/lib/postgresql/*/bin.
+	EnvBinDir = "TENURE_PGTEST_BINDIR"
+)
+
+// superuser is the bootstrap superuser of a started server.
+const superuser = "postgres"
+
+// A Server is a PostgreSQL server for tests.
+type Server struct {
+	dsn      string // superuser DSN to database "postgres"
+	external bool
+
+	// Set only for a started server.
+	dir, dataDir, sockDir, logPath, binDir string
+	port                                   int
+	cred                                   *syscall.Credential
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
+	seq    int           // for unique database and role names
+}
+
+// DSN is a superuser connection string for the database "postgres".
+func (s *Server) DSN() string { return s.dsn }
+
+// External reports whether the server was named by TENURE_TEST_POSTGRES
+// rather than started by Start; an external server cannot be restarted.
+func (s *Server) External() bool { return s.external }
+
+// Dir is the temporary directory of a started server ("" when external).
+func (s *Server) Dir() string { return s.dir }
+
+// Start returns the server named by TENURE_TEST_POSTGRES, after checking
+// that it answers, or starts one from the installed binaries. ctx bounds
+// the start.
+func Start(ctx context.Context) (*Server, error) {
+	if dsn := os.Getenv(EnvDSN); dsn != "" {
+		s := &Server{dsn: dsn, external: true}
+		if err := ping(ctx, dsn); err != nil {
+			return nil, fmt.Errorf("pgtest: %s: %w", EnvDSN, err)
+		}
+		return s, nil
+	}
+	s := &Server{}
+	if err := s.setUp(ctx); err != nil {
+		if s.dir != "" {
+			_ = os.RemoveAll(s.dir)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) setUp(ctx context.Context) error {
+	bin, err := findBinDir()
+	if err != nil {
+		return err
+	}
+	s.binDir = bin
+	if os.Geteuid() == 0 {
+		name := os.Getenv(EnvUser)
+		if name == "" {
+			name = "postgres"
+		}
+		u, err := user.Lookup(name)
+		if err != nil {
+			return fmt.Errorf("pgtest: running as root, and PostgreSQL will not: need the user %q to run it (create it with 'useradd --system %s', set %s, or set %s to a DSN): %w", name, name, EnvUser, EnvDSN, err)
+		}
+		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
+	}
+	// The directory must be reachable by the server's user: use /tmp when
+	// TMPDIR is private to root.
+	parent := os.TempDir()
+	if s.cred != nil {
+		if fi, err := os.Stat(parent); err != nil || fi.Mode().Perm()&0o001 == 0 {
+			parent = "/tmp"
+		}
+	}
+	s.dir, err = os.MkdirTemp(parent, "tenure-pgtest-")
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	s.dataDir = filepath.Join(s.dir, "data")
+	s.sockDir = filepath.Join(s.dir, "sock")
+	s.logPath = filepath.Join(s.dir, "postgres.log")
+	if err := os.Mkdir(s.sockDir, 0o700); err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	if s.cred != nil {
+		for _, p := range []string{s.dir, s.sockDir} {
+			if err := os.Chown(p, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+				return fmt.Errorf("pgtest: %w", err)
+			}
+		}
+	}
+	initdb := s.command(ctx, "initdb", "-D", s.dataDir, "-U", superuser, "-A", "trust",
+		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return fmt.Errorf("pgtest: %s: %w\n%s", strings.Join(initdb.Args, " "), err, out)
+	}
+	s.port, err = freePort()
+	if err != nil {
+		return err
+	}
+	s.dsn = fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=5", s.port, superuser)
+	return s.start(ctx)
+}
+
+// command builds an exec.Cmd for one of the server's binaries, run as the
+// server's user.
+func (s *Server) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.binDir, name), args...)
+	cmd.Dir = s.dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir, "LC_ALL=C", "TZ=UTC"}
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	return cmd
+}
+
+// start runs the postmaster as a child process and waits until it accepts
+// connections.
+func (s *Server) start(ctx context.Context) error {
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	defer logf.Close()
+	// Not CommandContext: ctx bounds the start, not the server's life.
+	cmd := s.command(context.Background(), "postgres",
+		"-D", s.dataDir,
+		"-p", strconv.Itoa(s.port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories="+s.sockDir,
+		"-c", "fsync=off",
+		"-c", "full_page_writes=off",
+		"-c", "shared_buffers=32MB",
+		"-c", "max_connections=200",
+		"-c", "log_min_messages=warning",
+		"-c", "log_min_error_statement=panic",
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	// Own process group (a terminal's ^C reaches the test, which stops the
+	// server itself), and an immediate shutdown if the test process dies
+	// without stopping it (a test timeout's panic, a kill).
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("pgtest: start postgres: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := ping(pctx, s.dsn)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("pgtest: postgres exited during start-up: %v\n%s", cmd.ProcessState, s.logTail())
+		case <-ctx.Done():
+			s.stop(syscall.SIGQUIT)
+			return fmt.Errorf("pgtest: start postgres: %w\n%s", ctx.Err(), s.logTail())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.stop(syscall.SIGQUIT)
+			return fmt.Errorf("pgtest: postgres not ready after 30s: %v\n%s", err, s.logTail())
+		}
+	}
+}
+
+// logTail returns the end of the server's log, for error messages.
+func (s *Server) logTail() string {
+	b, _ := os.ReadFile(s.logPath)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// Stop shuts a started server down (a "fast" shutdown: what pg_ctl stop -m
+// fast sends, SIGINT) and removes its directory. It does nothing for an
+// external server. Stop is idempotent.
+func (s *Server) Stop() error {
+	if s.external {
+		return nil
+	}
+	s.stop(syscall.SIGINT)
+	return os.RemoveAll(s.dir)
+}
+
+// stop signals the postmaster and waits for it to exit, escalating to
+// SIGQUIT (immediate shutdown) and SIGKILL if it takes too long.
+func (s *Server) stop(sig syscall.Signal) {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	for _, step := range []struct {
+		sig  syscall.Signal
+		wait time.Duration
+	}{{sig, 30 * time.Second}, {syscall.SIGQUIT, 10 * time.Second}, {syscall.SIGKILL, time.Minute}} {
+		_ = cmd.Process.Signal(step.sig)
+		select {
+		case <-exited:
+			return
+		case <-time.After(step.wait):
+		}
+	}
+}
+
+// RestartMode says how Restart stops the server.
+type RestartMode int
+
+const (
+	// Fast is pg_ctl's -m fast: sessions are terminated, a checkpoint is
+	// written, the server exits cleanly.
+	Fast RestartMode = iota
+	// Immediate is pg_ctl's -m immediate, a crash: every process exits at
+	// once and the next start runs crash recovery.
+	Immediate
+)
+
+// Restart stops a started server and starts it again on the same port and
+// data directory. During a restart every connection is lost and new ones
+// are refused. It fails for an external server.
+func (s *Server) Restart(ctx context.Context, mode RestartMode) error {
+	if s.external {
+		return errors.New("pgtest: cannot restart an external server (" + EnvDSN + ")")
+	}
+	sig := syscall.SIGINT
+	if mode == Immediate {
+		sig = syscall.SIGQUIT
+	}
+	s.stop(sig)
+	return s.start(ctx)
+}
+
+// ping connects to dsn and runs a trivial query.
+func ping(ctx context.Context, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.Ping(ctx)
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pgtest: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// findBinDir finds the directory of the PostgreSQL server binaries.
+func findBinDir() (string, error) {
+	if d := os.Getenv(EnvBinDir); d != "" {
+		return d, nil
+	}
+	if p, err := exec.LookPath("postgres"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		dir := filepath.Dir(p)
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+			return dir, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return pgVersion(dirs[i]) > pgVersion(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("pgtest: no PostgreSQL server binaries (initdb, postgres) on PATH or in /usr/lib/postgresql/*/bin: install PostgreSQL (Debian: apt-get install postgresql), set %s, or set %s to a DSN", EnvBinDir, EnvDSN)
+}
+
+// pgVersion extracts N from /usr/lib/postgresql/N/bin.
+func pgVersion(binDir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return n
+}
