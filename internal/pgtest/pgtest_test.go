@@ -2,7 +2,6 @@ package pgtest_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -31,7 +30,7 @@ func TestMain(m *testing.M) {
 func TestWithParams(t *testing.T) {
 	for _, tc := range []struct {
 		name, dsn, want string
-		params         map[string]string
+		params          map[string]string
 	}{
 		{"kv", "host=h port=1", "host=h port=1 dbname='d' user='u'", map[string]string{"user": "u", "dbname": "d"}},
 		{"kv quoting", "host=h", `host=h password='a\'b\\c'`, map[string]string{"password": `a'b\c`}},
@@ -99,5 +98,4 @@ func TestServer(t *testing.T) {
 			t.Fatalf("after restart: v = %d, %v; want 42", v, err)
 		}
 	}
-	_ = os.Getpid
 }
