@@ -1,0 +1,22 @@
+// Package tenuretest is the conformance suite every tenure.Coordinator must
+// pass: mutual exclusion, strictly increasing fencing tokens (also across
+// coordinator restarts), expiry on the coordinator's clock, no renewal after
+// expiry, release, leadership queries and watches, batch renewal, concurrent
+// acquirers, and bad inputs rejected with errors that name the input.
+//
+// A backend's test calls RunCoordinatorTests with a factory:
+//
+//	func TestConformance(t *testing.T) {
+//		tenuretest.RunCoordinatorTests(t, func(t *testing.T) tenure.Coordinator {
+//			c := etcd.New(client)
+//			t.Cleanup(func() { c.Close() })
+//			return c
+//		}, tenuretest.WithTTL(2*time.Second))
+//	}
+//
+// The suite runs on real time (it talks to network servers, so it cannot
+// use testing/synctest), with the TTL given by WithTTL, and polls with
+// deadlines rather than sleeping for fixed periods. Its subtests run in
+// parallel and use unique keys (derived from the test name plus a random
+// suffix), so several runs can share one external server.
+package tenuretest

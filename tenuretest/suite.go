@@ -1,0 +1,327 @@
+package tenuretest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// An Option configures RunCoordinatorTests.
+type Option func(*options)
+
+type options struct {
+	ttl         time.Duration
+	grace       time.Duration
+	callTimeout time.Duration
+	restart     func(t *testing.T)
+}
+
+// WithTTL sets the TTL the suite asks for. Default 2s, the smallest lease
+// etcd grants. The expiry checks wait about one TTL, so a smaller TTL makes
+// the suite faster against coordinators that grant it.
+func WithTTL(ttl time.Duration) Option {
+	return func(o *options) { o.ttl = ttl }
+}
+
+// WithGrace sets how long past a lease's expiry the suite waits for the
+// coordinator to notice it (etcd revokes expired leases on a timer; events
+// take a round trip). Default 2s. The suite never accepts an expiry earlier
+// than the TTL: grace only bounds how late it may be.
+func WithGrace(grace time.Duration) Option {
+	return func(o *options) { o.grace = grace }
+}
+
+// WithCallTimeout bounds each coordinator call the suite makes. Default 10s.
+func WithCallTimeout(d time.Duration) Option {
+	return func(o *options) { o.callTimeout = d }
+}
+
+// WithRestart adds the Restart subtest: it acquires a key, calls restart to
+// crash and restart the coordinator's backend, and checks that the grant and
+// the token sequence survived (tokens are durable). restart is called with
+// the same *testing.T that was passed to the factory for that subtest, and
+// must return once the backend accepts requests again (the suite retries
+// failing calls for the grace period). The Restart subtest runs after all
+// others have finished, never concurrently with them.
+func WithRestart(restart func(t *testing.T)) Option {
+	return func(o *options) { o.restart = restart }
+}
+
+func newOptions(opts []Option) *options {
+	o := &options{
+		ttl:         2 * time.Second,
+		grace:       2 * time.Second,
+		callTimeout: 10 * time.Second,
+	}
+	for _, opt := range opts {
+		opt(o)
+	}
+	return o
+}
+
+// RunCoordinatorTests runs the conformance suite against coordinators made by
+// newCoordinator, one fresh coordinator per subtest. newCoordinator registers
+// its own cleanup (t.Cleanup) to close what it made; it may be called
+// concurrently from parallel subtests.
+//
+// Optional capabilities are checked when the coordinator has them: Watch when
+// it implements tenure.Watcher, batch renewal when it implements
+// tenure.BatchRenewer (otherwise through tenure.RenewAll).
+//
+// The suite waits for all its subtests before it returns, so a caller may
+// stop a shared server with defer right after it.
+func RunCoordinatorTests(t *testing.T, newCoordinator func(t *testing.T) tenure.Coordinator, opts ...Option) {
+	t.Helper()
+	o := newOptions(opts)
+	if err := tenure.ValidateTTL(o.ttl); err != nil {
+		t.Fatalf("tenuretest.WithTTL: %v", err)
+	}
+	t.Run("Contract", func(t *testing.T) {
+		for _, ck := range allChecks() {
+			if ck.needsRestart {
+				continue
+			}
+			t.Run(ck.name, func(t *testing.T) {
+				t.Parallel()
+				c := newCoordinator(t)
+				runCheck(t, ck, c, o, nil)
+			})
+		}
+	})
+	if o.restart == nil {
+		return
+	}
+	for _, ck := range allChecks() {
+		if !ck.needsRestart {
+			continue
+		}
+		t.Run(ck.name, func(t *testing.T) {
+			c := newCoordinator(t)
+			runCheck(t, ck, c, o, func() { o.restart(t) })
+		})
+	}
+}
+
+// A check is one property of the contract. It reports through a testing.TB so
+// that the suite's own tests can run it against planted bugs and capture the
+// failure.
+type check struct {
+	name         string
+	needsRestart bool
+	run          func(s *state)
+}
+
+// state is what a check works with.
+type state struct {
+	tb      testing.TB
+	c       tenure.Coordinator
+	o       *options
+	restart func()
+	prefix  string // unique key prefix for this check
+}
+
+// runCheck runs ck against c, reporting to tb.
+func runCheck(tb testing.TB, ck check, c tenure.Coordinator, o *options, restart func()) {
+	tb.Helper()
+	s := &state{tb: tb, c: c, o: o, restart: restart, prefix: uniquePrefix(tb.Name())}
+	ck.run(s)
+}
+
+// uniquePrefix turns a test name into a valid key prefix with a random
+// suffix: "tenuretest/TestX_Contract_Expiry-1a2b3c4d".
+func uniquePrefix(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	n := b.String()
+	if len(n) > 120 {
+		n = n[len(n)-120:]
+	}
+	return "tenuretest/" + n + "-" + randHex(4)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// key returns a unique key for this check; name distinguishes several keys.
+func (s *state) key(name string) string { return s.prefix + "/" + name }
+
+// holder returns a holder identity unique to this run.
+func (s *state) holder(name string) string { return name + "-" + randHex(3) }
+
+// ctx returns a context for one call.
+func (s *state) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.tb.Context(), s.o.callTimeout)
+}
+
+// acquire acquires key for holder and fails the check on error.
+func (s *state) acquire(key, holder string) tenure.Grant {
+	s.tb.Helper()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	g, err := s.c.Acquire(ctx, key, holder, s.o.ttl)
+	if err != nil {
+		s.tb.Fatalf("Acquire(%q, %q, %s) error = %v; want nil", key, holder, s.o.ttl, err)
+	}
+	s.checkGrant(g, key, holder)
+	return g
+}
+
+// checkGrant checks the fields of a grant returned for key and holder.
+func (s *state) checkGrant(g tenure.Grant, key, holder string) {
+	s.tb.Helper()
+	if g.Key != key || g.Holder != holder {
+		s.tb.Fatalf("grant = %v; want key %q holder %q", g, key, holder)
+	}
+	if g.Token == 0 {
+		s.tb.Fatalf("grant %v has token 0; tokens are > 0", g)
+	}
+	if g.TTL <= 0 {
+		s.tb.Fatalf("grant %v has TTL %s; want the positive TTL granted", g, g.TTL)
+	}
+	if err := g.Validate(); err != nil {
+		s.tb.Fatalf("grant %v: Validate() = %v", g, err)
+	}
+}
+
+// acquireHeld expects Acquire by holder to be refused because owner holds key
+// with token, and checks the HeldError.
+func (s *state) acquireHeld(key, holder string, owner tenure.Grant) {
+	s.tb.Helper()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	g, err := s.c.Acquire(ctx, key, holder, s.o.ttl)
+	if err == nil {
+		s.tb.Fatalf("Acquire(%q, %q) = %v while %v is live; want *tenure.HeldError", key, holder, g, owner)
+	}
+	checkHeld(s.tb, err, owner)
+}
+
+// checkHeld checks that err is a *tenure.HeldError naming owner.
+func checkHeld(tb testing.TB, err error, owner tenure.Grant) {
+	tb.Helper()
+	var he *tenure.HeldError
+	if !errors.As(err, &he) {
+		tb.Fatalf("Acquire error = %v; want a *tenure.HeldError", err)
+	}
+	if !errors.Is(err, tenure.ErrHeld) {
+		tb.Errorf("Acquire error = %v; want it to match tenure.ErrHeld", err)
+	}
+	if he.Holder != owner.Holder || he.Token != owner.Token {
+		tb.Errorf("HeldError names holder %q token %d; want holder %q token %d", he.Holder, he.Token, owner.Holder, owner.Token)
+	}
+	if he.Key != "" && he.Key != owner.Key {
+		tb.Errorf("HeldError.Key = %q; want %q", he.Key, owner.Key)
+	}
+}
+
+// leader returns Leader(key) and fails the check on error.
+func (s *state) leader(key string) (tenure.Grant, bool) {
+	s.tb.Helper()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	g, ok, err := s.c.Leader(ctx, key)
+	if err != nil {
+		s.tb.Fatalf("Leader(%q) error = %v; want nil", key, err)
+	}
+	return g, ok
+}
+
+// wantLeader checks that Leader(key) reports want.
+func (s *state) wantLeader(key string, want tenure.Grant) {
+	s.tb.Helper()
+	g, ok := s.leader(key)
+	if !ok {
+		s.tb.Fatalf("Leader(%q) ok = false; want held by %v", key, want)
+	}
+	if g.Key != want.Key || g.Holder != want.Holder || g.Token != want.Token {
+		s.tb.Fatalf("Leader(%q) = %v; want %v", key, g, want)
+	}
+}
+
+// wantFree checks that Leader(key) reports the key free.
+func (s *state) wantFree(key string) {
+	s.tb.Helper()
+	if g, ok := s.leader(key); ok {
+		s.tb.Fatalf("Leader(%q) = %v, ok = true; want the key free", key, g)
+	}
+}
+
+// renew renews g and fails the check on error.
+func (s *state) renew(g tenure.Grant) tenure.Grant {
+	s.tb.Helper()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	r, err := s.c.Renew(ctx, g)
+	if err != nil {
+		s.tb.Fatalf("Renew(%v) error = %v; want nil", g, err)
+	}
+	if r.Key != g.Key || r.Holder != g.Holder || r.Token != g.Token {
+		s.tb.Fatalf("Renew(%v) = %v; want the same key, holder and token", g, r)
+	}
+	if r.TTL <= 0 {
+		s.tb.Fatalf("Renew(%v) TTL = %s; want the positive TTL granted", g, r.TTL)
+	}
+	return r
+}
+
+// renewLost checks that renewing g reports it lost.
+func (s *state) renewLost(g tenure.Grant) {
+	s.tb.Helper()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	r, err := s.c.Renew(ctx, g)
+	if err == nil {
+		s.tb.Fatalf("Renew(%v) = %v, nil; want an error wrapping tenure.ErrLost", g, r)
+	}
+	if !errors.Is(err, tenure.ErrLost) {
+		s.tb.Fatalf("Renew(%v) error = %v; want it to wrap tenure.ErrLost", g, err)
+	}
+}
+
+// release releases g and fails the check on error.
+func (s *state) release(g tenure.Grant) {
+	s.tb.Helper()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	if err := s.c.Release(ctx, g); err != nil {
+		s.tb.Fatalf("Release(%v) error = %v; want nil", g, err)
+	}
+}
+
+// ttlOf is the lease a grant lasts at least: the TTL asked for or the one
+// granted, whichever is longer.
+func (s *state) ttlOf(g tenure.Grant) time.Duration {
+	return max(g.TTL, s.o.ttl)
+}
+
+// pollInterval is how often the suite polls while waiting for expiry.
+func (s *state) pollInterval() time.Duration {
+	return min(max(s.o.ttl/20, 5*time.Millisecond), 100*time.Millisecond)
+}
+
+// sleep waits d or until the test's context ends.
+func (s *state) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.tb.Context().Done():
+		s.tb.Fatalf("test context ended while waiting")
+	}
+}
