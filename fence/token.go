@@ -1,0 +1,96 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// Header is the HTTP header that carries a fencing token: one positive
+// base-10 uint64.
+const Header = "Fencing-Token"
+
+// TokenSource is where a Transport gets the token to present. *tenure.Term
+// satisfies it, and also the optional capabilities Transport looks for:
+//
+//	Check() error     // refuse to send once the term has ended
+//	StepDown(error)   // end the term when a server answers "stale"
+type TokenSource interface {
+	Token() uint64
+}
+
+// ParseToken parses a fencing token as it appears in a Fencing-Token header:
+// a positive base-10 integer that fits in a uint64, digits only (no sign,
+// no spaces, no fraction). Anything else, 0 included, is reported with an
+// error wrapping ErrMalformedToken that quotes the input.
+func ParseToken(s string) (uint64, error) {
+	if s == "" {
+		return 0, fmt.Errorf("%w: empty value", ErrMalformedToken)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, fmt.Errorf("%w %s: want a positive base-10 integer", ErrMalformedToken, quote(s))
+		}
+	}
+	t, err := strconv.ParseUint(s, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%w %s: larger than the largest token, %d", ErrMalformedToken, quote(s), uint64(1<<64-1))
+	}
+	if err != nil { // unreachable for digit strings, kept for safety
+		return 0, fmt.Errorf("%w %s: %w", ErrMalformedToken, quote(s), err)
+	}
+	if t == 0 {
+		return 0, fmt.Errorf("%w %s: tokens start at 1", ErrMalformedToken, quote(s))
+	}
+	return t, nil
+}
+
+// TokenFromHeader returns the fencing token carried by h. It reports an
+// error wrapping ErrMissingToken when there is no Fencing-Token header, and
+// one wrapping ErrMalformedToken when there is more than one or its value is
+// not a valid token (see ParseToken).
+func TokenFromHeader(h http.Header) (uint64, error) {
+	vs := h.Values(Header)
+	switch len(vs) {
+	case 0:
+		return 0, fmt.Errorf("%w: no %s header", ErrMissingToken, Header)
+	case 1:
+		t, err := ParseToken(vs[0])
+		if err != nil {
+			return 0, fmt.Errorf("%s header: %w", Header, err)
+		}
+		return t, nil
+	default:
+		return 0, fmt.Errorf("%w: %d %s headers, want one", ErrMalformedToken, len(vs), Header)
+	}
+}
+
+type tokenKey struct{}
+
+// TokenFromContext returns the fencing token that Middleware admitted for
+// the request whose context is ctx. ok is false outside such a request.
+func TokenFromContext(ctx context.Context) (token uint64, ok bool) {
+	token, ok = ctx.Value(tokenKey{}).(uint64)
+	return token, ok
+}
+
+// quote quotes s for an error message, cut short if it is long: header
+// values can be large and end up in response bodies.
+func quote(s string) string {
+	const max = 40
+	if len(s) > max {
+		return strconv.Quote(s[:max]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// *tenure.Term is a TokenSource with both optional capabilities.
+var _ interface {
+	TokenSource
+	Check() error
+	StepDown(error)
+} = (*tenure.Term)(nil)
