@@ -1,0 +1,3 @@
+package postgres_test
+
+func runChild() int { return 2 }

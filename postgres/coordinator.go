@@ -1,0 +1,381 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenure-dev/tenure"
+)
+
+var (
+	_ tenure.Coordinator  = (*Coordinator)(nil)
+	_ tenure.Watcher      = (*Coordinator)(nil)
+	_ tenure.BatchRenewer = (*Coordinator)(nil)
+)
+
+// Execer is what the fence helpers and the coordinator need of a database
+// handle. *pgxpool.Pool, *pgxpool.Conn, *pgx.Conn and pgx.Tx satisfy it.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+var (
+	_ Execer = (*pgxpool.Pool)(nil)
+	_ Execer = (*pgxpool.Conn)(nil)
+	_ Execer = (*pgx.Conn)(nil)
+	_ Execer = (pgx.Tx)(nil)
+)
+
+// A Coordinator is a tenure.Coordinator on a PostgreSQL leadership table. It
+// also implements tenure.Watcher and tenure.BatchRenewer. It is safe for
+// concurrent use.
+type Coordinator struct {
+	pool    *pgxpool.Pool
+	ownPool bool
+	o       options
+	table   string // quoted, possibly schema-qualified
+	sql     statements
+
+	ctx    context.Context // cancelled by Close: ends watchers and the listener
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // watchers and the listener
+
+	mu       sync.Mutex
+	closed   bool
+	listener *listener // started by the first Watch
+}
+
+// statements are the SQL texts, built once with the quoted table name.
+type statements struct {
+	acquire, lookup, insert, renew, release, leader string
+}
+
+func newStatements(t string) statements {
+	return statements{
+		// The seed's acquisition, plus a notification for watchers (sent at
+		// commit, only when a row was updated).
+		acquire: `WITH g AS (
+	UPDATE ` + t + `
+	SET holder_id = $2, fencing_token = fencing_token + 1,
+	    acquired_at = CURRENT_TIMESTAMP,
+	    expires_at = CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond'
+	WHERE resource = $1 AND (expires_at <= CURRENT_TIMESTAMP OR holder_id = $2)
+	RETURNING resource, fencing_token
+)
+SELECT fencing_token, pg_notify($4, resource)::text FROM g`,
+		lookup: `SELECT holder_id, fencing_token, expires_at > CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource = $1`,
+		insert: `INSERT INTO ` + t + ` (resource, holder_id, fencing_token, acquired_at, expires_at)
+VALUES ($1, NULL, 0, NULL, '-infinity') ON CONFLICT (resource) DO NOTHING`,
+		renew: `UPDATE ` + t + ` AS l
+SET expires_at = CURRENT_TIMESTAMP + r.ttl_us * interval '1 microsecond'
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+     WITH ORDINALITY AS r(resource, holder_id, fencing_token, ttl_us, ord)
+WHERE l.resource = r.resource AND l.holder_id = r.holder_id
+  AND l.fencing_token = r.fencing_token AND l.expires_at > CURRENT_TIMESTAMP
+RETURNING r.ord`,
+		release: `WITH r AS (
+	UPDATE ` + t + ` SET expires_at = '-infinity'
+	WHERE resource = $1 AND holder_id = $2 AND fencing_token = $3
+	  AND expires_at > CURRENT_TIMESTAMP
+	RETURNING resource
+)
+SELECT pg_notify($4, resource)::text FROM r`,
+		leader: `SELECT holder_id, fencing_token,
+       (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
+FROM ` + t + ` WHERE resource = $1 AND expires_at > CURRENT_TIMESTAMP`,
+	}
+}
+
+// New returns a Coordinator that keeps its leases in pool's database. It
+// creates the leadership table if it does not exist (CREATE TABLE needs the
+// CREATE privilege on the schema; an existing table needs only SELECT,
+// INSERT and UPDATE) and checks the shape of an existing one. Close does not
+// close pool.
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator, error) {
+	if pool == nil {
+		return nil, errors.New("postgres: New: pool is nil")
+	}
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	ident := pgx.Identifier{o.table}
+	if o.schema != "" {
+		ident = pgx.Identifier{o.schema, o.table}
+	}
+	c := &Coordinator{pool: pool, o: o, table: ident.Sanitize()}
+	c.sql = newStatements(c.table)
+	if err := c.ensureTable(ctx); err != nil {
+		return nil, err
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// Open connects to the server named by dsn (a URL, "postgres://user:pw@host/db",
+// or keyword/value, "host=h dbname=db") with a pool of its own, checks that
+// it answers, and returns New's Coordinator on it; Close closes the pool.
+// Connecting is bounded by the DSN's connect_timeout, or
+// DefaultConnectTimeout, and by ctx. Errors name the DSN with its password
+// redacted.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Coordinator, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		detail, ok := scrub(err.Error(), dsn)
+		if !ok {
+			detail = "cannot parse it"
+		}
+		return nil, fmt.Errorf("%w %s: %s", ErrInvalidDSN, RedactDSN(dsn), detail)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open %s: %w", RedactDSN(dsn), err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect to %s: %w", RedactDSN(dsn), err)
+	}
+	c, err := New(ctx, pool, opts...)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	c.ownPool = true
+	return c, nil
+}
+
+// Table returns the leadership table's name as it appears in SQL (quoted,
+// schema-qualified when WithSchema was given).
+func (c *Coordinator) Table() string { return c.table }
+
+// Pool returns the pool the coordinator uses.
+func (c *Coordinator) Pool() *pgxpool.Pool { return c.pool }
+
+// Close stops watchers (their channels close) and the listener, and closes
+// the pool if Open made it. It does not release grants. Close is idempotent;
+// the coordinator's methods return tenure.ErrClosed afterwards.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	if c.ownPool {
+		c.pool.Close()
+	}
+	return nil
+}
+
+func (c *Coordinator) checkOpen() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return tenure.ErrClosed
+	}
+	return nil
+}
+
+// micros converts a validated TTL to whole microseconds, the database's
+// resolution, and back.
+func micros(ttl time.Duration) (int64, time.Duration) {
+	us := ttl.Microseconds()
+	return us, time.Duration(us) * time.Microsecond
+}
+
+// Acquire grants key to holder for ttl with the seed's UPDATE, inserting the
+// key's row first if this is its first acquisition. See
+// tenure.Coordinator.Acquire.
+func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
+	if err := tenure.ValidateKey(key); err != nil {
+		return tenure.Grant{}, err
+	}
+	if err := tenure.ValidateHolder(holder); err != nil {
+		return tenure.Grant{}, err
+	}
+	if err := tenure.ValidateTTL(ttl); err != nil {
+		return tenure.Grant{}, err
+	}
+	if err := c.checkOpen(); err != nil {
+		return tenure.Grant{}, err
+	}
+	us, granted := micros(ttl)
+	// Each pass either grants, finds a live holder, or saw the key free
+	// (inserted, released or expired) between two statements; the last is a
+	// race with another node and is retried a few times.
+	for attempt := 0; attempt < 8; attempt++ {
+		var token int64
+		err := c.pool.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
+		if err == nil {
+			return tenure.Grant{Key: key, Holder: holder, Token: uint64(token), TTL: granted}, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: %w", key, err)
+		}
+		var cur pgtype.Text
+		var curToken int64
+		var live bool
+		err = c.pool.QueryRow(ctx, c.sql.lookup, key).Scan(&cur, &curToken, &live)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			if _, err := c.pool.Exec(ctx, c.sql.insert, key); err != nil {
+				return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: insert its row: %w", key, err)
+			}
+			continue
+		case err != nil:
+			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: read its holder: %w", key, err)
+		case live && cur.Valid:
+			return tenure.Grant{}, &tenure.HeldError{Key: key, Holder: cur.String, Token: uint64(curToken)}
+		case live:
+			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: row in %s has a live lease but no holder_id", key, c.table)
+		}
+	}
+	return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: the key changed hands during every attempt; try again", key)
+}
+
+// Renew extends g by its TTL from now on the database's clock, if g is still
+// the live grant on its key. See tenure.Coordinator.Renew.
+func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
+	res, err := c.RenewBatch(ctx, []tenure.Grant{g})
+	if err != nil {
+		return tenure.Grant{}, err
+	}
+	return res[0].Grant, res[0].Err
+}
+
+// RenewBatch renews every grant in gs with one UPDATE statement. A grant
+// that is malformed gets its own error (wrapping tenure.ErrInvalidGrant or
+// tenure.ErrInvalidTTL) and is not sent; one that expired, was released or
+// was superseded gets an error wrapping tenure.ErrLost. See
+// tenure.BatchRenewer.
+func (c *Coordinator) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenure.RenewResult, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	out := make([]tenure.RenewResult, len(gs))
+	type req struct {
+		key, holder string
+		token, us   int64
+	}
+	var keys, holders []string
+	var tokens, ttls []int64
+	idx := map[req]int{}        // request → its ordinal in the statement (1-based)
+	pos := make([]int, len(gs)) // grant → ordinal, 0 when not sent
+	granted := make([]time.Duration, len(gs))
+	for i, g := range gs {
+		if err := g.Validate(); err != nil {
+			out[i].Err = fmt.Errorf("postgres: renew %v: %w", g, err)
+			continue
+		}
+		if err := tenure.ValidateTTL(g.TTL); err != nil {
+			out[i].Err = fmt.Errorf("postgres: renew %v: %w", g, err)
+			continue
+		}
+		if g.Token > math.MaxInt64 {
+			out[i].Err = fmt.Errorf("postgres: renew %v: %w: token %d exceeds bigint", g, tenure.ErrInvalidGrant, g.Token)
+			continue
+		}
+		var us int64
+		us, granted[i] = micros(g.TTL)
+		r := req{g.Key, g.Holder, int64(g.Token), us}
+		if n, ok := idx[r]; ok { // the same grant twice: renew it once
+			pos[i] = n
+			continue
+		}
+		keys, holders, tokens, ttls = append(keys, r.key), append(holders, r.holder), append(tokens, r.token), append(ttls, r.us)
+		idx[r] = len(keys)
+		pos[i] = len(keys)
+	}
+	renewed := map[int]bool{}
+	if len(keys) > 0 {
+		rows, err := c.pool.Query(ctx, c.sql.renew, keys, holders, tokens, ttls)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: renew %d grants: %w", len(keys), err)
+		}
+		for rows.Next() {
+			var ord int
+			if err := rows.Scan(&ord); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("postgres: renew %d grants: %w", len(keys), err)
+			}
+			renewed[ord] = true
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("postgres: renew %d grants: %w", len(keys), err)
+		}
+	}
+	for i, g := range gs {
+		switch {
+		case pos[i] == 0: // rejected above
+		case renewed[pos[i]]:
+			g.TTL = granted[i]
+			out[i].Grant = g
+		default:
+			out[i].Err = fmt.Errorf("postgres: renew %v: %w (expired, released or superseded)", g, tenure.ErrLost)
+		}
+	}
+	return out, nil
+}
+
+// Release ends g now, if it is still the live grant on its key, and notifies
+// watchers. See tenure.Coordinator.Release.
+func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("postgres: release %v: %w", g, err)
+	}
+	if err := c.checkOpen(); err != nil {
+		return err
+	}
+	if g.Token > math.MaxInt64 {
+		return nil // cannot be one of ours, so it is not live
+	}
+	if _, err := c.pool.Exec(ctx, c.sql.release, g.Key, g.Holder, int64(g.Token), c.o.channel); err != nil {
+		return fmt.Errorf("postgres: release %v: %w", g, err)
+	}
+	return nil
+}
+
+// Leader returns the live grant on key. Its TTL is the time left on the
+// lease, on the database's clock, when it was read.
+func (c *Coordinator) Leader(ctx context.Context, key string) (tenure.Grant, bool, error) {
+	if err := tenure.ValidateKey(key); err != nil {
+		return tenure.Grant{}, false, err
+	}
+	if err := c.checkOpen(); err != nil {
+		return tenure.Grant{}, false, err
+	}
+	return c.leader(ctx, key)
+}
+
+func (c *Coordinator) leader(ctx context.Context, key string) (tenure.Grant, bool, error) {
+	var holder pgtype.Text
+	var token, leftUS int64
+	err := c.pool.QueryRow(ctx, c.sql.leader, key).Scan(&holder, &token, &leftUS)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return tenure.Grant{}, false, nil
+	}
+	if err != nil {
+		return tenure.Grant{}, false, fmt.Errorf("postgres: leader %q: %w", key, err)
+	}
+	if !holder.Valid {
+		return tenure.Grant{}, false, fmt.Errorf("postgres: leader %q: row in %s has a live lease but no holder_id", key, c.table)
+	}
+	return tenure.Grant{Key: key, Holder: holder.String, Token: uint64(token), TTL: time.Duration(max(leftUS, 1)) * time.Microsecond}, true, nil
+}

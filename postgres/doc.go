@@ -1,0 +1,79 @@
+// Package postgres is a tenure.Coordinator on PostgreSQL (13 or newer), and
+// the SQL fence guard that protects a user's tables with fencing tokens.
+//
+// # Leadership table
+//
+// Leases live in one table, by default "cluster_leadership" on the search
+// path (WithSchema, WithTable), one row per key, created on first use:
+//
+//	CREATE TABLE cluster_leadership (
+//	    resource      text PRIMARY KEY,
+//	    holder_id     text,
+//	    fencing_token bigint NOT NULL DEFAULT 0,
+//	    acquired_at   timestamptz,
+//	    expires_at    timestamptz NOT NULL DEFAULT '-infinity'
+//	);
+//
+// A key's first acquisition inserts its row; rows are never deleted, so a
+// key's fencing_token only grows, across server restarts too. An existing
+// table of another shape is refused with an error naming the table and the
+// column (ErrTableShape); timestamp columns without a time zone are refused
+// because their meaning would depend on each session's time zone setting.
+//
+// # The seed's statements
+//
+// Acquisition is the seed's single atomic statement, with the TTL passed as
+// a parameter (microseconds), never spliced into the SQL text:
+//
+//	UPDATE cluster_leadership
+//	SET holder_id = $holder, fencing_token = fencing_token + 1,
+//	    acquired_at = CURRENT_TIMESTAMP,
+//	    expires_at = CURRENT_TIMESTAMP + $ttl_us * interval '1 microsecond'
+//	WHERE resource = $key AND (expires_at <= CURRENT_TIMESTAMP OR holder_id = $holder)
+//	RETURNING fencing_token
+//
+// Zero rows means another holder has a live lease: Acquire then reads it and
+// returns a *tenure.HeldError. The seed's "expires_at < CURRENT_TIMESTAMP"
+// becomes "<=", so that "live" (expires_at > CURRENT_TIMESTAMP, used by
+// renewal and Leader) and "free" are exact complements.
+//
+// Renewal extends only a live grant of the same holder and token; all the
+// grants of a RenewBatch are renewed by one UPDATE over unnest'ed arrays.
+// Release sets expires_at to '-infinity' (keeping holder_id and the token
+// for the record), so the key is free at once, and sends pg_notify on one
+// channel (WithChannel, default "tenure_leadership") with the key as payload;
+// acquisitions notify too.
+//
+// # Clocks
+//
+// The database's clock is the only one that decides expiry: every statement
+// compares and computes with CURRENT_TIMESTAMP; the node's clock never
+// reaches the database. CURRENT_TIMESTAMP is the start of the transaction,
+// and each statement here runs alone in its own (implicit) transaction, so
+// it is the moment the server began executing the request, which is no
+// earlier than when the node sent it; a lease therefore never ends sooner
+// than the node's local deadline assumes. Session and server time zone
+// settings do not matter: the columns are timestamptz (absolute instants).
+//
+// # Watching
+//
+// Watch shares one dedicated connection per Coordinator that LISTENs on the
+// channel, fanning notifications out by key, and every watcher also re-reads
+// its key at the poll interval (WithPollInterval, default 1s) and when its
+// lease is due to expire (the time left is read from the database, not
+// computed from the node's clock), so correctness never depends on a
+// notification arriving.
+//
+// # Fencing a table
+//
+// FenceUpdate and FenceGuard run the seed's resource-side pattern in the
+// caller's transaction:
+//
+//	UPDATE shard_assignment
+//	SET assignment = $1, fencing_token = $token
+//	WHERE shard_id = $id AND fencing_token <= $token
+//
+// and report zero rows affected as a *fence.StaleError (matching
+// tenure.ErrStaleToken) carrying the presented and required tokens, or
+// ErrRowNotFound. AddFencingColumn adds the fencing_token column to a table.
+package postgres

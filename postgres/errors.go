@@ -1,0 +1,21 @@
+package postgres
+
+import "errors"
+
+// Sentinel errors. Match them with errors.Is.
+var (
+	// ErrInvalidDSN is wrapped by Open's error for a DSN it cannot parse.
+	ErrInvalidDSN = errors.New("postgres: invalid DSN")
+
+	// ErrInvalidOption is wrapped by errors about an option value.
+	ErrInvalidOption = errors.New("postgres: invalid option")
+
+	// ErrTableShape is wrapped by errors about an existing table whose
+	// columns or indexes differ from what the coordinator or a fence
+	// needs; the error names the table and the column.
+	ErrTableShape = errors.New("postgres: table has the wrong shape")
+
+	// ErrRowNotFound is wrapped by the error a fence returns when the row to
+	// update does not exist.
+	ErrRowNotFound = errors.New("postgres: fenced row not found")
+)

@@ -1,0 +1,89 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults of the options.
+const (
+	// DefaultTable is the leadership table's default name, the seed's.
+	DefaultTable = "cluster_leadership"
+	// DefaultChannel is the default LISTEN/NOTIFY channel.
+	DefaultChannel = "tenure_leadership"
+	// DefaultPollInterval is how often a watcher re-reads its key when no
+	// notification arrives.
+	DefaultPollInterval = time.Second
+	// DefaultConnectTimeout bounds connecting to the server when the DSN
+	// given to Open has no connect_timeout.
+	DefaultConnectTimeout = 10 * time.Second
+)
+
+// maxIdentLen is PostgreSQL's NAMEDATALEN-1: longer identifiers would be
+// truncated silently.
+const maxIdentLen = 63
+
+// An Option configures a Coordinator.
+type Option func(*options)
+
+type options struct {
+	schema       string
+	table        string
+	channel      string
+	pollInterval time.Duration
+	logger       *slog.Logger
+}
+
+// WithSchema puts the leadership table in schema, which must exist. Default:
+// none, the table is found and created through the search_path.
+func WithSchema(schema string) Option { return func(o *options) { o.schema = schema } }
+
+// WithTable names the leadership table. Default DefaultTable.
+func WithTable(table string) Option { return func(o *options) { o.table = table } }
+
+// WithChannel names the LISTEN/NOTIFY channel. Default DefaultChannel.
+func WithChannel(channel string) Option { return func(o *options) { o.channel = channel } }
+
+// WithPollInterval sets how often each watcher re-reads its key besides
+// reacting to notifications and to its lease's expiry. Default
+// DefaultPollInterval.
+func WithPollInterval(d time.Duration) Option { return func(o *options) { o.pollInterval = d } }
+
+// WithLogger sets where the coordinator logs (listener reconnections).
+// Default: nowhere.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+func newOptions(opts []Option) (options, error) {
+	o := options{table: DefaultTable, channel: DefaultChannel, pollInterval: DefaultPollInterval}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	var errs []error
+	ident := func(name, v string, optional bool) {
+		switch {
+		case v == "" && optional:
+		case v == "":
+			errs = append(errs, fmt.Errorf("%w: %s is empty", ErrInvalidOption, name))
+		case len(v) > maxIdentLen:
+			errs = append(errs, fmt.Errorf("%w: %s %q is %d bytes long; PostgreSQL identifiers are at most %d", ErrInvalidOption, name, v, len(v), maxIdentLen))
+		}
+		for _, r := range v {
+			if r == 0 {
+				errs = append(errs, fmt.Errorf("%w: %s %q contains a NUL byte", ErrInvalidOption, name, v))
+				break
+			}
+		}
+	}
+	ident("WithSchema", o.schema, true)
+	ident("WithTable", o.table, false)
+	ident("WithChannel", o.channel, false)
+	if o.pollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("%w: WithPollInterval (%s) must be positive", ErrInvalidOption, o.pollInterval))
+	}
+	return o, errors.Join(errs...)
+}

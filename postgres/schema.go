@@ -1,0 +1,165 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// advisoryLockClass is the first key of the advisory lock that serializes
+// concurrent creation of a leadership table ("tenu").
+const advisoryLockClass = 0x74656e75
+
+// leadershipColumns is the shape a leadership table must have: column name →
+// accepted types as format_type spells them.
+var leadershipColumns = []struct {
+	name  string
+	types []string
+}{
+	{"resource", []string{"text", "character varying"}},
+	{"holder_id", []string{"text", "character varying"}},
+	{"fencing_token", []string{"bigint"}},
+	{"acquired_at", []string{"timestamp with time zone"}},
+	{"expires_at", []string{"timestamp with time zone"}},
+}
+
+// createTableSQL creates the leadership table named by the quoted name.
+func createTableSQL(table string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
+	resource      text PRIMARY KEY,
+	holder_id     text,
+	fencing_token bigint NOT NULL DEFAULT 0,
+	acquired_at   timestamptz,
+	expires_at    timestamptz NOT NULL DEFAULT '-infinity'
+)`
+}
+
+// ensureTable creates the leadership table if it does not exist and checks
+// its shape. It checks for the table before creating it, so that a role
+// without CREATE on the schema can use a table made for it.
+func (c *Coordinator) ensureTable(ctx context.Context) error {
+	exists, err := tableExists(ctx, c.pool, c.table)
+	if err != nil {
+		return fmt.Errorf("postgres: look up table %s: %w", c.table, err)
+	}
+	if !exists {
+		// CREATE TABLE IF NOT EXISTS alone can still fail when two sessions
+		// race (a unique violation in pg_type): serialize on an advisory
+		// lock held until commit.
+		err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, advisoryLockClass, c.table); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, createTableSQL(c.table))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("postgres: create table %s: %w", c.table, err)
+		}
+	}
+	return checkLeadershipShape(ctx, c.pool, c.table)
+}
+
+// tableExists reports whether the quoted, possibly qualified name resolves
+// to a relation.
+func tableExists(ctx context.Context, db Execer, table string) (bool, error) {
+	var oid pgtype.Uint32
+	if err := db.QueryRow(ctx, `SELECT to_regclass($1)::oid`, table).Scan(&oid); err != nil {
+		return false, err
+	}
+	return oid.Valid, nil
+}
+
+// column is one column of a table as the catalog describes it.
+type column struct {
+	name, typ        string
+	notNull, hasDef  bool
+	uniqueSingleCol  bool // a unique, non-partial index on this column alone
+	identity, genrtd bool
+}
+
+// columns describes the columns of the table with the quoted name.
+func columns(ctx context.Context, db Execer, table string) (relkind string, cols map[string]column, err error) {
+	if err := db.QueryRow(ctx, `SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1)`, table).Scan(&relkind); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", nil, fmt.Errorf("%w: table %s does not exist", ErrTableShape, table)
+		}
+		return "", nil, err
+	}
+	rows, err := db.Query(ctx, `
+SELECT a.attname, format_type(a.atttypid, NULL), a.attnotnull, a.atthasdef,
+       a.attidentity <> '' OR a.attgenerated <> '',
+       EXISTS (SELECT 1 FROM pg_index i
+               WHERE i.indrelid = a.attrelid AND i.indisunique AND i.indpred IS NULL
+                 AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum)
+FROM pg_attribute a
+WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, table)
+	if err != nil {
+		return "", nil, err
+	}
+	cols = map[string]column{}
+	for rows.Next() {
+		var c column
+		var auto bool
+		if err := rows.Scan(&c.name, &c.typ, &c.notNull, &c.hasDef, &auto, &c.uniqueSingleCol); err != nil {
+			rows.Close()
+			return "", nil, err
+		}
+		c.identity = auto
+		cols[c.name] = c
+	}
+	return relkind, cols, rows.Err()
+}
+
+// checkLeadershipShape reports, naming the table and each column, how an
+// existing leadership table differs from what the coordinator needs.
+func checkLeadershipShape(ctx context.Context, db Execer, table string) error {
+	relkind, cols, err := columns(ctx, db, table)
+	if err != nil {
+		if errors.Is(err, ErrTableShape) {
+			return err
+		}
+		return fmt.Errorf("postgres: inspect table %s: %w", table, err)
+	}
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: table %s: "+format, append([]any{ErrTableShape}, args...)...))
+	}
+	if relkind != "r" && relkind != "p" {
+		bad("is not a table (relkind %q)", relkind)
+		return errors.Join(errs...)
+	}
+	known := map[string]bool{}
+	for _, want := range leadershipColumns {
+		known[want.name] = true
+		col, ok := cols[want.name]
+		if !ok {
+			bad("column %q is missing (want %s)", want.name, want.types[0])
+			continue
+		}
+		okType := false
+		for _, t := range want.types {
+			okType = okType || col.typ == t
+		}
+		if !okType {
+			why := ""
+			if strings.HasPrefix(col.typ, "timestamp without") {
+				why = ": its meaning would depend on each session's time zone"
+			}
+			bad("column %q is %s; want %s%s", want.name, col.typ, strings.Join(want.types, " or "), why)
+		}
+	}
+	if col, ok := cols["resource"]; ok && !col.uniqueSingleCol {
+		bad("column %q has no unique index (want PRIMARY KEY or UNIQUE on it alone)", "resource")
+	}
+	for name, col := range cols {
+		if !known[name] && col.notNull && !col.hasDef && !col.identity {
+			bad("column %q is NOT NULL without a default, so new keys' rows cannot be inserted", name)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,245 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// watchFailures is how many reads in a row a watcher may fail before it
+// gives up and closes its channel.
+const watchFailures = 3
+
+// listener owns a Coordinator's dedicated LISTEN connection and fans
+// notifications out, by key, to the watchers subscribed to it.
+type listener struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+}
+
+// subscribe registers ch to be poked on notifications about key, and on
+// every (re)connection of the listener. It returns the unsubscribe func.
+func (l *listener) subscribe(key string, ch chan struct{}) func() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.subs[key] == nil {
+		l.subs[key] = map[chan struct{}]struct{}{}
+	}
+	l.subs[key][ch] = struct{}{}
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.subs[key], ch)
+		if len(l.subs[key]) == 0 {
+			delete(l.subs, key)
+		}
+	}
+}
+
+// poke wakes the watchers of key without blocking: a pending wake-up is
+// enough, since a watcher re-reads the key's whole state.
+func (l *listener) poke(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for ch := range l.subs[key] {
+		wake(ch)
+	}
+}
+
+// pokeAll wakes every watcher, after notifications may have been missed.
+func (l *listener) pokeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, chs := range l.subs {
+		for ch := range chs {
+			wake(ch)
+		}
+	}
+}
+
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// run keeps a LISTEN connection open until ctx ends, reconnecting with
+// backoff (at most the poll interval) when it fails.
+func (c *Coordinator) runListener(ctx context.Context, l *listener) {
+	defer c.wg.Done()
+	backoff := 50 * time.Millisecond
+	for {
+		err := c.listenOnce(ctx, l)
+		if ctx.Err() != nil {
+			return
+		}
+		c.o.logger.Warn("postgres: LISTEN connection failed; watchers poll until it is back",
+			"channel", c.o.channel, "retry_in", backoff, "err", err)
+		l.pokeAll()
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, c.o.pollInterval)
+	}
+}
+
+// listenOnce takes a connection out of the pool for good, LISTENs on the
+// channel and delivers notifications until the connection fails or ctx
+// ends.
+func (c *Coordinator) listenOnce(ctx context.Context, l *listener) error {
+	pc, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	conn := pc.Hijack()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{c.o.channel}.Sanitize()); err != nil {
+		return err
+	}
+	l.pokeAll() // changes made while nobody listened
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		l.poke(n.Payload)
+	}
+}
+
+// Watch sends key's current leadership, then every change: a new holder or
+// token, a release, an expiry. It learns of changes from notifications on
+// the coordinator's channel, and re-reads the key at the poll interval and
+// when its lease is due to expire (the time left is the database's), so an
+// expiry is reported promptly although nothing notifies it.
+//
+// Events are coalesced: a slow reader sees the latest state. The channel is
+// closed when ctx ends, when the coordinator is closed, or after 3 reads of
+// the key in a row have failed (the database is unreachable); callers then
+// fall back to polling.
+func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
+	if err := tenure.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, tenure.ErrClosed
+	}
+	if c.listener == nil {
+		c.listener = &listener{subs: map[string]map[chan struct{}]struct{}{}}
+		c.wg.Add(1)
+		go c.runListener(c.ctx, c.listener)
+	}
+	l := c.listener
+	c.wg.Add(1) // for the watcher, so that Close waits for it
+	c.mu.Unlock()
+
+	poke := make(chan struct{}, 1)
+	unsubscribe := l.subscribe(key, poke) // before the first read: miss nothing
+	g, held, err := c.leader(ctx, key)
+	if err != nil {
+		unsubscribe()
+		c.wg.Done()
+		return nil, err
+	}
+	first := event(key, g, held)
+	out := make(chan tenure.LeaderEvent, 1)
+	out <- first
+	go c.watch(ctx, key, out, poke, unsubscribe, first, g.TTL)
+	return out, nil
+}
+
+// watch is the goroutine of one Watch.
+func (c *Coordinator) watch(ctx context.Context, key string, out chan tenure.LeaderEvent, poke chan struct{}, unsubscribe func(), last tenure.LeaderEvent, left time.Duration) {
+	defer c.wg.Done()
+	defer close(out)
+	defer unsubscribe()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel) // Close ends every watch
+	defer stop()
+
+	timer := time.NewTimer(c.nextRead(last.Held, left))
+	defer timer.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poke:
+		case <-timer.C:
+		}
+		g, held, err := c.leader(ctx, key)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			c.o.logger.Warn("postgres: watch read failed", "key", key, "failures", failures, "err", err)
+			if failures >= watchFailures {
+				return
+			}
+			timer.Reset(c.o.pollInterval)
+			continue
+		}
+		failures = 0
+		if ev := event(key, g, held); changed(last, ev) {
+			offer(out, ev)
+			last = ev
+		}
+		timer.Reset(c.nextRead(held, g.TTL))
+	}
+}
+
+// nextRead is how long a watcher waits before re-reading its key without a
+// notification: the poll interval, or just past the lease's end if sooner.
+func (c *Coordinator) nextRead(held bool, left time.Duration) time.Duration {
+	if held {
+		return min(c.o.pollInterval, left+time.Millisecond)
+	}
+	return c.o.pollInterval
+}
+
+func event(key string, g tenure.Grant, held bool) tenure.LeaderEvent {
+	if !held {
+		return tenure.LeaderEvent{Key: key}
+	}
+	return tenure.LeaderEvent{Key: key, Held: true, Grant: g}
+}
+
+// changed reports whether b is news after a: renewals (same holder and
+// token) are not.
+func changed(a, b tenure.LeaderEvent) bool {
+	if a.Held != b.Held {
+		return true
+	}
+	return a.Held && (a.Grant.Holder != b.Grant.Holder || a.Grant.Token != b.Grant.Token)
+}
+
+// offer sends ev on out, replacing an event the reader has not taken yet.
+// It never blocks: the caller is out's only sender.
+func offer(out chan tenure.LeaderEvent, ev tenure.LeaderEvent) {
+	select {
+	case out <- ev:
+		return
+	default:
+	}
+	select {
+	case <-out:
+	default:
+	}
+	out <- ev
+}
