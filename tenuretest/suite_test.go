@@ -1,0 +1,189 @@
+package tenuretest_test
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/tenuretest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// Short leases: the toy grants any TTL, and runs on real time.
+var toyOpts = []tenuretest.Option{
+	tenuretest.WithTTL(200 * time.Millisecond),
+	tenuretest.WithGrace(600 * time.Millisecond),
+	tenuretest.WithCallTimeout(2 * time.Second),
+}
+
+// recorder is a testing.TB that records failures instead of reporting them,
+// so that a test can assert that a check fails. Fatal and Skip end the
+// check's goroutine, as they do in package testing; everything else (Name,
+// Context, Cleanup, Log) goes to the real test.
+type recorder struct {
+	testing.TB
+
+	mu      sync.Mutex
+	failed  bool
+	skipped bool
+	msgs    []string
+}
+
+func (r *recorder) record(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = true
+	r.msgs = append(r.msgs, msg)
+}
+
+func (r *recorder) Fail() { r.record("Fail called") }
+func (r *recorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+func (r *recorder) FailNow()                          { r.Fail(); runtime.Goexit() }
+func (r *recorder) Error(args ...any)                 { r.record(fmt.Sprint(args...)) }
+func (r *recorder) Errorf(format string, args ...any) { r.record(fmt.Sprintf(format, args...)) }
+func (r *recorder) Fatal(args ...any)                 { r.record(fmt.Sprint(args...)); runtime.Goexit() }
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.record(fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (r *recorder) SkipNow() {
+	r.mu.Lock()
+	r.skipped = true
+	r.mu.Unlock()
+	runtime.Goexit()
+}
+func (r *recorder) Skip(args ...any)                 { r.SkipNow() }
+func (r *recorder) Skipf(format string, args ...any) { r.SkipNow() }
+func (r *recorder) Skipped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.skipped
+}
+
+func (r *recorder) report() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.msgs, "\n")
+}
+
+// runCheck runs the named check of the suite against c and returns what it
+// reported.
+func runCheck(t *testing.T, name string, c tenure.Coordinator, restart func()) *recorder {
+	t.Helper()
+	r := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tenuretest.RunCheck(r, name, c, restart, toyOpts...)
+	}()
+	<-done
+	return r
+}
+
+func newToyFor(t *testing.T, b bugs) *toy {
+	c := newToy(b)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// A correct coordinator passes every check: the checks do not fail for
+// nothing, so their failures below are the planted bugs'.
+func TestChecksPassCorrectCoordinator(t *testing.T) {
+	names := tenuretest.CheckNames()
+	if len(names) < 12 {
+		t.Fatalf("CheckNames() = %v; want at least 12 checks", names)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := newToyFor(t, bugs{})
+			r := runCheck(t, name, c, c.Restart)
+			if r.Failed() || r.Skipped() {
+				t.Errorf("check %s against a correct coordinator: failed = %v, skipped = %v:\n%s", name, r.Failed(), r.Skipped(), r.report())
+			}
+		})
+	}
+}
+
+// Every planted bug is caught by the check aimed at it, for the right
+// reason.
+func TestChecksCatchPlantedBugs(t *testing.T) {
+	cases := []struct {
+		name  string
+		bugs  bugs
+		check string
+		want  string // in the report
+	}{
+		{"tokens reused after release", bugs{reuseTokens: true}, "Tokens", "want > "},
+		{"tokens reused after release (Release)", bugs{reuseTokens: true}, "Release", "want > "},
+		{"expired grant revived", bugs{reviveExpired: true}, "Expiry", "tenure.ErrLost"},
+		{"no mutual exclusion", bugs{noExclusion: true}, "MutualExclusion", "want *tenure.HeldError"},
+		{"no mutual exclusion under contention", bugs{noExclusion: true}, "ConcurrentAcquire", "want exactly 1"},
+		{"HeldError with wrong token", bugs{heldWrongToken: true}, "MutualExclusion", "HeldError names holder"},
+		{"HeldError with wrong token under contention", bugs{heldWrongToken: true}, "ConcurrentAcquire", "want the winner"},
+		{"lease expires early", bugs{earlyExpiry: true}, "Expiry", "must last"},
+		{"lease expires early (Watch)", bugs{earlyExpiry: true}, "Watch", "must last"},
+		{"lease expires late", bugs{lateExpiry: true}, "Expiry", "still held"},
+		{"renew does not extend", bugs{renewNoop: true}, "RenewExtends", "grant lost; want nil"},
+		{"superseded grant renewable", bugs{renewSuperseded: true}, "Superseded", "tenure.ErrLost"},
+		{"release by a stranger", bugs{releaseAny: true}, "BadInput", "Leader("},
+		{"release of a superseded grant", bugs{releaseAny: true}, "Superseded", "Leader("},
+		{"release does nothing", bugs{releaseNoop: true}, "Release", "want the key free"},
+		{"bad input accepted", bugs{noValidation: true}, "BadInput", "want an error wrapping tenure: invalid key"},
+		{"Leader reports expired lease", bugs{leaderStale: true}, "Expiry", "want it free"},
+		{"Watch misses expiry", bugs{watchNoExpiry: true}, "Watch", "waiting for key free"},
+		{"Watch never closes", bugs{watchNoClose: true}, "Watch", "not closed"},
+		{"batch renews lost grants", bugs{batchAllOK: true}, "RenewBatch", "tenure.ErrLost"},
+		{"ended context ignored", bugs{ignoreContext: true}, "CanceledContext", "context.Canceled"},
+		{"usable after Close", bugs{usableAfterClose: true}, "Close", "tenure.ErrClosed"},
+		{"tokens forgotten on restart", bugs{forgetOnRestart: true}, "Restart", "before the restart"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := newToyFor(t, tc.bugs)
+			r := runCheck(t, tc.check, c, c.Restart)
+			if !r.Failed() {
+				t.Fatalf("check %s passed a coordinator whose %s; want it to fail", tc.check, tc.name)
+			}
+			if got := r.report(); !strings.Contains(got, tc.want) {
+				t.Errorf("check %s failed with:\n%s\nwant a report mentioning %q", tc.check, got, tc.want)
+			}
+		})
+	}
+}
+
+// RunCoordinatorTests itself runs every check as a subtest, the restart
+// check only when a restart hook is given.
+func TestRunCoordinatorTests(t *testing.T) {
+	var restarted sync.Map // *testing.T → *toy
+	tenuretest.RunCoordinatorTests(t, func(t *testing.T) tenure.Coordinator {
+		c := newToyFor(t, bugs{})
+		restarted.Store(t, c)
+		return c
+	}, append(toyOpts, tenuretest.WithRestart(func(t *testing.T) {
+		c, ok := restarted.Load(t)
+		if !ok {
+			t.Fatal("restart hook called with a test that made no coordinator")
+		}
+		c.(*toy).Restart()
+	}))...)
+	made := 0
+	restarted.Range(func(_, _ any) bool { made++; return true })
+	if want := len(tenuretest.CheckNames()); made != want {
+		t.Errorf("RunCoordinatorTests made %d coordinators; want one per check (%d)", made, want)
+	}
+}

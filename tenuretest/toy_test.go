@@ -1,0 +1,272 @@
+package tenuretest_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// bugs are the defects a toy coordinator can be built with, each one a
+// violation of the contract that some check of the suite must catch.
+type bugs struct {
+	reuseTokens      bool // the token sequence restarts after a release
+	reviveExpired    bool // Renew extends an expired lease nobody took
+	noExclusion      bool // Acquire ignores other holders' leases
+	heldWrongToken   bool // HeldError names token 0
+	earlyExpiry      bool // leases last a third of their TTL
+	lateExpiry       bool // leases last ten times their TTL
+	renewNoop        bool // Renew reports success but does not extend
+	renewSuperseded  bool // Renew checks the holder but not the token
+	releaseAny       bool // Release ends the key's lease whoever presents what
+	releaseNoop      bool // Release does nothing
+	noValidation     bool // malformed inputs are accepted
+	leaderStale      bool // Leader reports expired leases as live
+	watchNoExpiry    bool // Watch never reports an expiry
+	watchNoClose     bool // Watch's channel ignores its context
+	batchAllOK       bool // RenewBatch reports every grant renewed
+	ignoreContext    bool // calls with an ended context go ahead
+	usableAfterClose bool // calls after Close go ahead
+	forgetOnRestart  bool // Restart loses the token sequence
+}
+
+// toy is a small Coordinator on real time, correct unless built with bugs.
+type toy struct {
+	bugs bugs
+
+	mu     sync.Mutex
+	tokens map[string]uint64
+	leases map[string]*toyLease
+	closed bool
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+type toyLease struct {
+	holder  string
+	token   uint64
+	ttl     time.Duration
+	expires time.Time
+}
+
+var (
+	_ tenure.Coordinator  = (*toy)(nil)
+	_ tenure.Watcher      = (*toy)(nil)
+	_ tenure.BatchRenewer = (*toy)(nil)
+)
+
+func newToy(b bugs) *toy {
+	return &toy{
+		bugs:   b,
+		tokens: make(map[string]uint64),
+		leases: make(map[string]*toyLease),
+		done:   make(chan struct{}),
+	}
+}
+
+func (c *toy) life(ttl time.Duration) time.Duration {
+	switch {
+	case c.bugs.earlyExpiry:
+		return ttl / 3
+	case c.bugs.lateExpiry:
+		return 10 * ttl
+	}
+	return ttl
+}
+
+// enter checks the context and whether the toy is closed, and locks it.
+func (c *toy) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil && !c.bugs.ignoreContext {
+		return fmt.Errorf("toy: %w", err)
+	}
+	c.mu.Lock()
+	if c.closed && !c.bugs.usableAfterClose {
+		c.mu.Unlock()
+		return fmt.Errorf("toy: %w", tenure.ErrClosed)
+	}
+	return nil
+}
+
+func (c *toy) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
+	if !c.bugs.noValidation {
+		if err := tenure.ValidateKey(key); err != nil {
+			return tenure.Grant{}, fmt.Errorf("toy: %w", err)
+		}
+		if err := tenure.ValidateHolder(holder); err != nil {
+			return tenure.Grant{}, fmt.Errorf("toy: %w", err)
+		}
+		if err := tenure.ValidateTTL(ttl); err != nil {
+			return tenure.Grant{}, fmt.Errorf("toy: %w", err)
+		}
+	}
+	if err := c.enter(ctx); err != nil {
+		return tenure.Grant{}, err
+	}
+	defer c.mu.Unlock()
+	now := time.Now()
+	if l := c.leases[key]; l != nil && now.Before(l.expires) && l.holder != holder && !c.bugs.noExclusion {
+		he := &tenure.HeldError{Key: key, Holder: l.holder, Token: l.token}
+		if c.bugs.heldWrongToken {
+			he.Token = 0
+		}
+		return tenure.Grant{}, he
+	}
+	c.tokens[key]++
+	l := &toyLease{holder: holder, token: c.tokens[key], ttl: ttl, expires: now.Add(c.life(ttl))}
+	c.leases[key] = l
+	return tenure.Grant{Key: key, Holder: holder, Token: l.token, TTL: ttl}, nil
+}
+
+func (c *toy) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
+	if err := g.Validate(); err != nil && !c.bugs.noValidation {
+		return tenure.Grant{}, fmt.Errorf("toy: %w", err)
+	}
+	if err := c.enter(ctx); err != nil {
+		return tenure.Grant{}, err
+	}
+	defer c.mu.Unlock()
+	return c.renewLocked(g)
+}
+
+func (c *toy) renewLocked(g tenure.Grant) (tenure.Grant, error) {
+	now := time.Now()
+	l := c.leases[g.Key]
+	if l == nil || l.holder != g.Holder || (l.token != g.Token && !c.bugs.renewSuperseded) {
+		return tenure.Grant{}, fmt.Errorf("toy: renew %v: %w", g, tenure.ErrLost)
+	}
+	if !now.Before(l.expires) && !c.bugs.reviveExpired {
+		delete(c.leases, g.Key)
+		return tenure.Grant{}, fmt.Errorf("toy: renew %v: expired: %w", g, tenure.ErrLost)
+	}
+	if !c.bugs.renewNoop {
+		l.expires = now.Add(c.life(l.ttl))
+	}
+	return tenure.Grant{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: l.ttl}, nil
+}
+
+func (c *toy) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenure.RenewResult, error) {
+	if err := c.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	out := make([]tenure.RenewResult, len(gs))
+	for i, g := range gs {
+		if c.bugs.batchAllOK {
+			out[i].Grant = g
+			continue
+		}
+		out[i].Grant, out[i].Err = c.renewLocked(g)
+	}
+	return out, nil
+}
+
+func (c *toy) Release(ctx context.Context, g tenure.Grant) error {
+	if err := g.Validate(); err != nil && !c.bugs.noValidation {
+		return fmt.Errorf("toy: %w", err)
+	}
+	if err := c.enter(ctx); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	l := c.leases[g.Key]
+	if c.bugs.releaseNoop || l == nil {
+		return nil
+	}
+	if c.bugs.releaseAny || (l.holder == g.Holder && l.token == g.Token) {
+		delete(c.leases, g.Key)
+		if c.bugs.reuseTokens {
+			delete(c.tokens, g.Key)
+		}
+	}
+	return nil
+}
+
+func (c *toy) Leader(ctx context.Context, key string) (tenure.Grant, bool, error) {
+	if err := tenure.ValidateKey(key); err != nil && !c.bugs.noValidation {
+		return tenure.Grant{}, false, fmt.Errorf("toy: %w", err)
+	}
+	if err := c.enter(ctx); err != nil {
+		return tenure.Grant{}, false, err
+	}
+	defer c.mu.Unlock()
+	ev := c.eventLocked(key, c.bugs.leaderStale)
+	return ev.Grant, ev.Held, nil
+}
+
+func (c *toy) eventLocked(key string, stale bool) tenure.LeaderEvent {
+	l := c.leases[key]
+	if l == nil || (!stale && !time.Now().Before(l.expires)) {
+		return tenure.LeaderEvent{Key: key}
+	}
+	return tenure.LeaderEvent{Key: key, Held: true, Grant: tenure.Grant{Key: key, Holder: l.holder, Token: l.token, TTL: l.ttl}}
+}
+
+// Watch polls every millisecond and sends changes, coalesced.
+func (c *toy) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
+	if err := tenure.ValidateKey(key); err != nil && !c.bugs.noValidation {
+		return nil, fmt.Errorf("toy: %w", err)
+	}
+	if err := c.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	stop := ctx.Done()
+	if c.bugs.watchNoClose {
+		stop = nil
+	}
+	ch := make(chan tenure.LeaderEvent, 1)
+	last := c.eventLocked(key, c.bugs.watchNoExpiry)
+	ch <- last
+	c.wg.Go(func() {
+		defer close(ch)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-c.done:
+				return
+			case <-tick.C:
+			}
+			c.mu.Lock()
+			ev := c.eventLocked(key, c.bugs.watchNoExpiry)
+			c.mu.Unlock()
+			if ev == last {
+				continue
+			}
+			last = ev
+			select {
+			case ch <- ev:
+			default:
+				select {
+				case <-ch:
+				default:
+				}
+				ch <- ev
+			}
+		}
+	})
+	return ch, nil
+}
+
+func (c *toy) Restart() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bugs.forgetOnRestart {
+		clear(c.tokens)
+	}
+}
+
+func (c *toy) Close() error {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.done)
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+	return nil
+}
