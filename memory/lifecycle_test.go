@@ -42,8 +42,8 @@ func TestRestart(t *testing.T) {
 		if now() != 500*time.Millisecond {
 			t.Errorf("in-flight calls failed at %s; want at once (500ms)", now())
 		}
-		wantLeader(t, c, "k/b", "") // request lost
-		wantLeader(t, c, "k/c", "") // request lost
+		wantLeader(t, c, "k/b", "")  // request lost
+		wantLeader(t, c, "k/c", "")  // request lost
 		wantLeader(t, c, "k/d", "d") // applied, reply lost
 
 		// Watches break.
