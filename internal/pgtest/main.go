@@ -114,12 +114,12 @@ func (s *Server) NewDatabase(t testing.TB) string {
 // NewRole creates a login role for t (dropped, with what it owns, when t
 // ends), runs grants (SQL statements; "%s" in each is replaced by the
 // quoted role name) as superuser on db, and returns a DSN that connects to
-// db as that role.
-func (s *Server) NewRole(t testing.TB, db string, grants ...string) string {
+// db as that role, and the role's name.
+func (s *Server) NewRole(t testing.TB, db string, grants ...string) (dsn, name string) {
 	t.Helper()
 	s.mu.Lock()
 	s.seq++
-	name := fmt.Sprintf("role_%d_%d", os.Getpid(), s.seq)
+	name = fmt.Sprintf("role_%d_%d", os.Getpid(), s.seq)
 	s.mu.Unlock()
 	q := pgx.Identifier{name}.Sanitize()
 	password := fmt.Sprintf("pw-%d", time.Now().UnixNano())
@@ -141,7 +141,7 @@ func (s *Server) NewRole(t testing.TB, db string, grants ...string) string {
 	for _, g := range grants {
 		s.Exec(t, db, strings.ReplaceAll(g, "%s", q))
 	}
-	return WithParams(db, map[string]string{"user": name, "password": password})
+	return WithParams(db, map[string]string{"user": name, "password": password}), name
 }
 
 // Exec runs sql on dsn and fails t on error.

@@ -61,7 +61,7 @@ func TestServer(t *testing.T) {
 	if db == "postgres" {
 		t.Errorf("NewDatabase() connects to %q; want a new database", db)
 	}
-	role := s.NewRole(t, dsn)
+	role, _ := s.NewRole(t, dsn)
 	rc, err := pgx.Connect(ctx, role)
 	if err != nil {
 		t.Fatal(err)
