@@ -294,7 +294,7 @@ func TestDatabaseClock(t *testing.T) {
 	var db string
 	queryRow(t, dsn, `SELECT current_database()`, nil, &db)
 	srv.Exec(t, dsn, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET timezone = 'Pacific/Kiritimati'") // UTC+14
-	a := open(t, pgtest.WithParams(dsn, map[string]string{"timezone": "Etc/GMT+12"}))           // UTC-12
+	a := open(t, pgtest.WithParams(dsn, map[string]string{"timezone": "Etc/GMT+12"}))                        // UTC-12
 	b := open(t, dsn)
 	for _, tc := range []struct {
 		c    *postgres.Coordinator
