@@ -1,0 +1,183 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"google.golang.org/grpc"
+
+	"github.com/tenure-dev/tenure/internal/zapslog"
+)
+
+// Server is one running etcd member. Its methods are safe for concurrent use.
+type Server struct {
+	etcd      *embed.Etcd
+	cfg       Config
+	endpoints []string
+
+	mu      sync.Mutex
+	grpc    []*grpc.Server // the member's client-facing gRPC servers
+	closing bool
+
+	closeOnce sync.Once
+}
+
+// Start starts an etcd member as cfg describes and waits until it is ready
+// to serve clients: for a member of a new multi-member cluster, until a
+// quorum of its peers has started too. It gives up, stops the member and
+// returns an error when ctx ends, when cfg.StartTimeout passes, or when etcd
+// reports a failure first.
+//
+// The caller must Close the returned Server.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded: member %q: data directory: %w", cfg.Name, err)
+	}
+
+	s := &Server{cfg: cfg}
+	ec := embed.NewConfig()
+	ec.Name = cfg.Name
+	ec.Dir = cfg.Dir
+	ec.ListenClientUrls = parseURLs(cfg.ClientURLs)
+	ec.AdvertiseClientUrls = parseURLs(cfg.AdvertiseClientURLs)
+	ec.ListenPeerUrls = parseURLs(cfg.PeerURLs)
+	ec.AdvertisePeerUrls = parseURLs(cfg.AdvertisePeerURLs)
+	ec.InitialCluster = cfg.InitialCluster
+	ec.ClusterState = cfg.ClusterState
+	ec.InitialClusterToken = cfg.ClusterToken
+	ec.ClientTLSInfo = cfg.ClientTLS.info()
+	ec.PeerTLSInfo = cfg.PeerTLS.info()
+	ec.TickMs = uint(cfg.HeartbeatInterval / time.Millisecond)
+	ec.ElectionMs = uint(cfg.ElectionTimeout / time.Millisecond)
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapslog.New(cfg.Logger, cfg.LogLevel))
+	// tenure speaks gRPC only; the JSON gateway would add an in-process
+	// client connection per listener and nothing tenure uses.
+	ec.EnableGRPCGateway = false
+	// Keep a handle on every client-facing gRPC server, so that Close can
+	// end open streams (watches, keepalives) at once instead of waiting
+	// etcd's request timeout for them to finish.
+	ec.ServiceRegister = s.register
+
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: start member %q (data %s): %w", cfg.Name, cfg.Dir, err)
+	}
+	s.etcd = e
+	s.endpoints = endpoints(cfg.ClientURLs, e.Clients)
+
+	timer := time.NewTimer(cfg.StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+		return s, nil
+	case err = <-e.Err():
+		err = fmt.Errorf("embedded: member %q failed while starting: %w", cfg.Name, err)
+	case <-e.Server.StopNotify():
+		err = fmt.Errorf("embedded: member %q stopped while starting", cfg.Name)
+	case <-ctx.Done():
+		err = fmt.Errorf("embedded: start member %q: %w", cfg.Name, context.Cause(ctx))
+	case <-timer.C:
+		err = fmt.Errorf("embedded: member %q not ready within Config.StartTimeout (%s); initial cluster %s", cfg.Name, cfg.StartTimeout, cfg.InitialCluster)
+	}
+	s.Close()
+	return nil, err
+}
+
+func (s *Server) register(g *grpc.Server) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.grpc = append(s.grpc, g)
+	if s.closing {
+		g.Stop() // Serve will return at once
+	}
+}
+
+// endpoints returns the client URLs the member actually listens on: the
+// configured ones, with port 0 replaced by the port the system picked.
+func endpoints(configured []string, ls []net.Listener) []string {
+	scheme := make(map[string]string) // host:port → scheme
+	for _, s := range configured {
+		u := parseURLs([]string{s})[0]
+		scheme[u.Host] = u.Scheme
+		if h, p, _ := net.SplitHostPort(u.Host); p == "0" {
+			scheme[h+":0"] = u.Scheme
+		}
+	}
+	out := make([]string, 0, len(ls))
+	for _, l := range ls {
+		addr := l.Addr().String()
+		sc, ok := scheme[addr]
+		if !ok {
+			h, _, _ := net.SplitHostPort(addr)
+			if sc, ok = scheme[h+":0"]; !ok {
+				sc = "http"
+			}
+		}
+		out = append(out, sc+"://"+addr)
+	}
+	return out
+}
+
+// Endpoints returns the client URLs the member listens on, with the ports
+// actually bound, ready for an etcd client's Endpoints.
+func (s *Server) Endpoints() []string {
+	return append([]string(nil), s.endpoints...)
+}
+
+// Name returns the member's name.
+func (s *Server) Name() string { return s.cfg.Name }
+
+// Dir returns the member's data directory.
+func (s *Server) Dir() string { return s.cfg.Dir }
+
+// Config returns the configuration the member was started with, defaults
+// filled in. Starting a Server from it on the same data directory restarts
+// the member.
+func (s *Server) Config() Config { return s.cfg }
+
+// IsLeader reports whether the member is the raft leader of its cluster.
+func (s *Server) IsLeader() bool {
+	return s.etcd.Server.Leader() == s.etcd.Server.MemberID()
+}
+
+// Err reports a failure that stops the member while it runs. It is closed
+// once Close has returned.
+func (s *Server) Err() <-chan error { return s.etcd.Err() }
+
+// Etcd returns the underlying etcd member, for uses this package does not
+// cover. Do not Close it directly: use Server.Close.
+func (s *Server) Etcd() *embed.Etcd { return s.etcd }
+
+// Close stops the member: it ends every client connection first (open
+// watches and keepalive streams fail at once instead of delaying the
+// shutdown), hands raft leadership to a peer if it leads a multi-member
+// cluster, and waits for etcd's goroutines to end. Close is idempotent and
+// always returns nil; its error result is there to satisfy io.Closer.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		gs := s.grpc
+		s.mu.Unlock()
+		for _, g := range gs {
+			g.Stop()
+		}
+		s.etcd.Close()
+	})
+	return nil
+}
+
+// String describes the member for logs.
+func (s *Server) String() string {
+	return fmt.Sprintf("etcd member %q at %s (data %s)", s.cfg.Name, strings.Join(s.endpoints, ","), s.cfg.Dir)
+}

@@ -1,0 +1,298 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// DefaultPrefix is the etcd key prefix under which tenure keys live, unless
+// changed with WithPrefix.
+const DefaultPrefix = "/tenure/leader/"
+
+// Compile-time checks that Coordinator has every capability.
+var (
+	_ tenure.Coordinator  = (*Coordinator)(nil)
+	_ tenure.Watcher      = (*Coordinator)(nil)
+	_ tenure.BatchRenewer = (*Coordinator)(nil)
+)
+
+// Coordinator is a tenure.Coordinator on etcd. It also implements
+// tenure.Watcher and tenure.BatchRenewer. It is safe for concurrent use.
+type Coordinator struct {
+	client     *clientv3.Client
+	ownsClient bool
+	prefix     string
+	log        *slog.Logger
+
+	// ctx is cancelled by Close; watch goroutines end with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	leases map[leaseKey]*sharedLease
+}
+
+// An Option configures a Coordinator.
+type Option func(*Coordinator)
+
+// WithPrefix sets the etcd key prefix under which tenure keys live. Default
+// DefaultPrefix. A prefix normally ends with "/".
+func WithPrefix(prefix string) Option {
+	return func(c *Coordinator) { c.prefix = prefix }
+}
+
+// WithLogger sets where the coordinator logs (lease expiries and grants at
+// debug level). Nil, the default, discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Coordinator) { c.log = l }
+}
+
+// New returns a Coordinator that talks to etcd through client. The caller
+// keeps ownership of client: Close does not close it, and the caller must not
+// close it before closing the Coordinator.
+func New(client *clientv3.Client, opts ...Option) (*Coordinator, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil etcd client", ErrInvalidConfig)
+	}
+	return newCoordinator(client, false, opts)
+}
+
+func newCoordinator(client *clientv3.Client, owns bool, opts []Option) (*Coordinator, error) {
+	c := &Coordinator{
+		client:     client,
+		ownsClient: owns,
+		prefix:     DefaultPrefix,
+		leases:     make(map[leaseKey]*sharedLease),
+	}
+	for _, opt := range opts {
+		opt(c)
+	}
+	if c.prefix == "" {
+		return nil, fmt.Errorf("%w: empty key prefix (WithPrefix); tenure keys would mix with every other key", ErrInvalidConfig)
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// Client returns the etcd client the coordinator uses.
+func (c *Coordinator) Client() *clientv3.Client { return c.client }
+
+// Prefix returns the etcd key prefix under which tenure keys live.
+func (c *Coordinator) Prefix() string { return c.prefix }
+
+// EtcdKey returns the etcd key that holds tenure key key.
+func (c *Coordinator) EtcdKey(key string) string { return c.prefix + key }
+
+// Close stops the coordinator's watches and, if it made its client (Dial),
+// closes the client. It does not release grants: they expire on their own.
+// Later calls return errors matching tenure.ErrClosed. Close is idempotent.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	if c.ownsClient {
+		if err := c.client.Close(); err != nil && !strings.Contains(err.Error(), "context canceled") {
+			return fmt.Errorf("etcd: close client: %w", err)
+		}
+	}
+	return nil
+}
+
+// begin checks that the coordinator is open and ctx has not ended.
+func (c *Coordinator) begin(ctx context.Context, op string) error {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%s: %w", op, tenure.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// ttlSeconds is ttl rounded up to whole seconds, as etcd leases are.
+func ttlSeconds(ttl time.Duration) int64 {
+	return int64((ttl + time.Second - 1) / time.Second)
+}
+
+// Acquire grants key to holder with a lease of at least ttl (rounded up to
+// whole seconds, and raised to etcd's minimum; the Grant reports the TTL
+// granted). See tenure.Coordinator.
+//
+// If holder already holds key, its grant is deleted and a new one is
+// created with a new token; another holder that acquires the key in between
+// wins, and Acquire then returns a *tenure.HeldError naming it.
+func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
+	op := fmt.Sprintf("etcd: acquire %q for %q", key, holder)
+	if err := tenure.ValidateKey(key); err != nil {
+		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := tenure.ValidateHolder(holder); err != nil {
+		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := tenure.ValidateTTL(ttl); err != nil {
+		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return tenure.Grant{}, err
+	}
+	ek := c.EtcdKey(key)
+	sl := c.sharedLease(holder, ttlSeconds(ttl))
+
+	// A few attempts: the shared lease may expire under us (a new one is
+	// granted), or we may first have to delete our own earlier grant.
+	const attempts = 4
+	var last error
+	for range attempts {
+		id, grantedTTL, fresh, err := sl.get(ctx, c.client)
+		if err != nil {
+			return tenure.Grant{}, fmt.Errorf("%s: grant lease: %w", op, err)
+		}
+		resp, err := c.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)).
+			Then(clientv3.OpPut(ek, holder, clientv3.WithLease(id))).
+			Else(clientv3.OpGet(ek)).
+			Commit()
+		if isLeaseNotFound(err) {
+			sl.drop(id)
+			last = fmt.Errorf("lease %x expired", int64(id))
+			continue
+		}
+		if err != nil {
+			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+		}
+		if !resp.Succeeded {
+			kvs := resp.Responses[0].GetResponseRange().Kvs
+			if len(kvs) == 0 { // cannot happen: the compare saw the key
+				last = fmt.Errorf("key %q vanished during the transaction", ek)
+				continue
+			}
+			kv := kvs[0]
+			if string(kv.Value) != holder {
+				return tenure.Grant{}, fmt.Errorf("%s: %w", op, &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.CreateRevision)})
+			}
+			// Our own earlier grant: end it, then acquire anew.
+			if _, err := c.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.CreateRevision(ek), "=", kv.CreateRevision)).
+				Then(clientv3.OpDelete(ek)).
+				Commit(); err != nil {
+				return tenure.Grant{}, fmt.Errorf("%s: supersede grant with token %d: %w", op, kv.CreateRevision, err)
+			}
+			last = fmt.Errorf("superseding own grant with token %d", kv.CreateRevision)
+			continue
+		}
+		g := tenure.Grant{Key: key, Holder: holder, Token: uint64(resp.Header.Revision), TTL: grantedTTL}
+		if !fresh {
+			// The lease was granted or last extended before this call
+			// began: extend it now, so that it lasts TTL from after the
+			// caller's send, and report the TTL etcd returns.
+			ka, err := c.client.KeepAliveOnce(ctx, id)
+			if isLeaseNotFound(err) {
+				// The lease expired between the put and now, taking the
+				// new key with it.
+				sl.drop(id)
+				last = fmt.Errorf("lease %x expired", int64(id))
+				continue
+			}
+			if err != nil {
+				return tenure.Grant{}, fmt.Errorf("%s: extend lease %x after granting token %d (outcome unknown): %w", op, int64(id), g.Token, err)
+			}
+			g.TTL = time.Duration(ka.TTL) * time.Second
+		}
+		c.log.Debug("leadership granted", "key", key, "holder", holder, "token", g.Token, "ttl", g.TTL, "lease", fmt.Sprintf("%x", int64(id)))
+		return g, nil
+	}
+	return tenure.Grant{}, fmt.Errorf("%s: gave up after %d attempts: %v", op, attempts, last)
+}
+
+// Release deletes g's key if g is still the live grant on it. A grant that
+// is already gone is not an error. The holder's shared lease is left alone:
+// its other keys stay held.
+func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
+	op := fmt.Sprintf("etcd: release %s", g)
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return err
+	}
+	ek := c.EtcdKey(g.Key)
+	_, err := c.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(ek), "=", int64(g.Token)),
+			clientv3.Compare(clientv3.Value(ek), "=", g.Holder)).
+		Then(clientv3.OpDelete(ek)).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// Leader returns the live grant on key, with the TTL of its lease as
+// granted. See tenure.Coordinator.
+//
+// A lease that has just expired keeps its key until etcd deletes it, a
+// moment later; Leader reports such a key as held (Acquire refuses it too),
+// with TTL 0.
+func (c *Coordinator) Leader(ctx context.Context, key string) (tenure.Grant, bool, error) {
+	op := fmt.Sprintf("etcd: leader of %q", key)
+	if err := tenure.ValidateKey(key); err != nil {
+		return tenure.Grant{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return tenure.Grant{}, false, err
+	}
+	resp, err := c.client.Get(ctx, c.EtcdKey(key))
+	if err != nil {
+		return tenure.Grant{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return tenure.Grant{}, false, nil
+	}
+	kv := resp.Kvs[0]
+	g := tenure.Grant{Key: key, Holder: string(kv.Value), Token: uint64(kv.CreateRevision)}
+	if g.TTL, err = c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+		return tenure.Grant{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	return g, true, nil
+}
+
+// leaseTTL returns the TTL lease id was granted with, 0 if it has expired or
+// the key has no lease.
+func (c *Coordinator) leaseTTL(ctx context.Context, id clientv3.LeaseID) (time.Duration, error) {
+	if id == clientv3.NoLease {
+		return 0, nil
+	}
+	r, err := c.client.TimeToLive(ctx, id)
+	if isLeaseNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lease %x: %w", int64(id), err)
+	}
+	if r.TTL <= 0 {
+		return 0, nil
+	}
+	return time.Duration(r.GrantedTTL) * time.Second, nil
+}

@@ -1,0 +1,157 @@
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tenure-dev/tenure/internal/zapslog"
+)
+
+// DefaultDialTimeout bounds Dial when Config.DialTimeout is zero.
+const DefaultDialTimeout = 5 * time.Second
+
+// Config says how to reach an etcd cluster.
+type Config struct {
+	// Endpoints are the cluster's client URLs ("http://10.0.0.1:2379",
+	// "https://etcd.example:2379") or host:port pairs. Required.
+	Endpoints []string
+
+	// DialTimeout bounds how long Dial waits for the cluster to answer.
+	// Default DefaultDialTimeout (5s).
+	DialTimeout time.Duration
+
+	// Username and Password authenticate with etcd's user/password auth.
+	// Both empty means no authentication.
+	Username, Password string
+
+	// TLS secures the connections; required for https:// endpoints. Set
+	// RootCAs to verify the servers and Certificates to authenticate with a
+	// client certificate.
+	TLS *tls.Config
+
+	// Logger receives the etcd client's warnings and errors. Nil discards
+	// them.
+	Logger *slog.Logger
+}
+
+// Validate reports every problem with cfg, each wrapping ErrInvalidConfig
+// and naming the field.
+func (cfg Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if len(cfg.Endpoints) == 0 {
+		bad("Config.Endpoints is empty: name at least one etcd client URL")
+	}
+	for _, ep := range cfg.Endpoints {
+		if err := checkEndpoint(ep); err != nil {
+			bad("Config.Endpoints: %q: %v", ep, err)
+			continue
+		}
+		if strings.HasPrefix(ep, "https://") && cfg.TLS == nil {
+			bad("Config.Endpoints: %q is https but Config.TLS is nil", ep)
+		}
+	}
+	if cfg.DialTimeout < 0 {
+		bad("Config.DialTimeout (%s) must not be negative", cfg.DialTimeout)
+	}
+	if (cfg.Username == "") != (cfg.Password == "") && cfg.Username == "" {
+		bad("Config.Password is set but Config.Username is empty")
+	}
+	return errors.Join(errs...)
+}
+
+// checkEndpoint accepts scheme://host:port with scheme http or https, and
+// host:port.
+func checkEndpoint(ep string) error {
+	hostport := ep
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		if err != nil {
+			return err
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return fmt.Errorf("scheme %q: want http or https", u.Scheme)
+		}
+		if u.Path != "" && u.Path != "/" {
+			return fmt.Errorf("unexpected path %q", u.Path)
+		}
+		hostport = u.Host
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return fmt.Errorf("want host:port or scheme://host:port: %w", err)
+	}
+	if host == "" || port == "" {
+		return errors.New("want host:port or scheme://host:port")
+	}
+	return nil
+}
+
+// Dial connects to the etcd cluster cfg names, checks within
+// cfg.DialTimeout that it answers (a linearizable read, which needs a
+// quorum) and that the credentials are accepted, and returns a Coordinator
+// that owns the connection: its Close closes it.
+//
+// Dial fails with an error wrapping ErrUnreachable when no endpoint answered
+// in time, ErrAuth when the credentials were refused or are required, and
+// ErrInvalidConfig for a malformed Config. It never waits longer than the
+// dial timeout, or than ctx allows.
+func Dial(ctx context.Context, cfg Config, opts ...Option) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	timeout := cfg.DialTimeout
+	if timeout == 0 {
+		timeout = DefaultDialTimeout
+	}
+	eps := strings.Join(cfg.Endpoints, ",")
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:            cfg.Endpoints,
+		DialTimeout:          timeout,
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 5 * time.Second,
+		Username:             cfg.Username,
+		Password:             cfg.Password,
+		TLS:                  cfg.TLS,
+		Logger:               zapslog.New(cfg.Logger, slog.LevelWarn),
+	})
+	if err != nil {
+		return nil, dialError(ctx, eps, cfg.Username, timeout, err)
+	}
+	c, err := newCoordinator(client, true, opts)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	if _, err := client.Get(ctx, c.prefix, clientv3.WithKeysOnly(), clientv3.WithLimit(1)); err != nil {
+		client.Close()
+		return nil, dialError(ctx, eps, cfg.Username, timeout, err)
+	}
+	return c, nil
+}
+
+func dialError(ctx context.Context, eps, user string, timeout time.Duration, err error) error {
+	switch {
+	case isAuthError(err) && user == "":
+		return fmt.Errorf("%w: etcd at %s requires a user name and password: %w", ErrAuth, eps, err)
+	case isAuthError(err):
+		return fmt.Errorf("%w: etcd at %s refused user %q: %w", ErrAuth, eps, user, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: no answer from etcd at %s within the dial timeout (%s): %w", ErrUnreachable, eps, timeout, err)
+	default:
+		return fmt.Errorf("etcd: dial %s: %w", eps, err)
+	}
+}

@@ -1,0 +1,45 @@
+// Package etcd is a tenure.Coordinator on etcd v3 (any etcd 3.4 or newer,
+// external or embedded), with a fence guard that makes etcd writes conditional
+// on a live grant.
+//
+// # Layout
+//
+// A tenure key K lives at the etcd key Prefix+K (Prefix defaults to
+// DefaultPrefix, "/tenure/leader/"; change it with WithPrefix). Its value is
+// the holder's identity, as is, and it is attached to the holder's etcd
+// lease. Nothing else is stored:
+//
+//	/tenure/leader/scheduler  →  "node-a-4242-1f2e3d4c"   (lease 694d7a1b2c3d4e5f)
+//
+// The fencing token is the key's create revision: etcd's revision counter
+// only grows and survives restarts, and a key deleted and created again gets
+// a new create revision, so every grant of a key has a token greater than
+// every grant before it.
+//
+// # Leases
+//
+// All keys one holder holds with the same TTL share one etcd lease, however
+// many there are, so renewing them costs the same two round trips as renewing
+// one: a KeepAliveOnce on the shared lease, then a single transaction that
+// checks that every key still exists with its create revision. There is no
+// background keepalive: leases are extended only by Acquire and Renew, so a
+// holder that stops renewing loses its keys when the TTL passes. Because the
+// lease is shared, renewing one grant also extends the holder's other grants
+// with the same TTL; Release deletes only its own key. When the shared lease
+// expires, the next Acquire grants a new one.
+//
+// etcd leases are whole seconds with a minimum (2s with default settings):
+// a requested TTL is rounded up to whole seconds and etcd may raise it
+// further. Grants report the TTL etcd actually granted, as returned by
+// LeaseGrant or the latest KeepAliveOnce, which etcd counts from when it
+// received the request, after the caller sent it: a holder's local deadline
+// computed from the reported TTL never outlives the lease.
+//
+// # Fencing
+//
+// FencedTxn commits a transaction only while a grant is live, by comparing
+// the election key's create revision with the grant's token in the same
+// transaction; Register keeps the highest token accepted so far in an etcd
+// key, for resources in etcd written by successive leaders. Both reject with
+// a *fence.StaleError, which matches tenure.ErrStaleToken.
+package etcd

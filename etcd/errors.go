@@ -1,0 +1,40 @@
+package etcd
+
+import (
+	"errors"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+)
+
+// Sentinel errors. Match them with errors.Is.
+var (
+	// ErrUnreachable is wrapped by Dial's error when no endpoint answered
+	// within the dial timeout.
+	ErrUnreachable = errors.New("etcd: unreachable")
+
+	// ErrAuth is wrapped by Dial's error when etcd refused the credentials,
+	// or requires credentials that were not given.
+	ErrAuth = errors.New("etcd: authentication failed")
+
+	// ErrInvalidConfig is wrapped by errors about a Config that cannot be
+	// dialled.
+	ErrInvalidConfig = errors.New("etcd: invalid config")
+)
+
+func isLeaseNotFound(err error) bool {
+	return errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrGRPCLeaseNotFound)
+}
+
+func isAuthError(err error) bool {
+	for _, e := range []error{
+		rpctypes.ErrAuthFailed, rpctypes.ErrUserEmpty, rpctypes.ErrInvalidAuthToken,
+		rpctypes.ErrPermissionDenied,
+		rpctypes.ErrGRPCAuthFailed, rpctypes.ErrGRPCUserEmpty, rpctypes.ErrGRPCInvalidAuthToken,
+		rpctypes.ErrGRPCPermissionDenied,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
