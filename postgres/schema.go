@@ -127,7 +127,7 @@ func checkLeadershipShape(ctx context.Context, db Execer, table string) error {
 	}
 	var errs []error
 	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: table %s: "+format, append([]any{ErrTableShape}, args...)...))
+		errs = append(errs, fmt.Errorf("%w: table %s: "+format, append([]any{ErrTableShape, table}, args...)...))
 	}
 	if relkind != "r" && relkind != "p" {
 		bad("is not a table (relkind %q)", relkind)
