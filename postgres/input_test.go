@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/postgres"
 )
