@@ -30,7 +30,7 @@ func TestConformance(t *testing.T) {
 		c.(*memory.Coordinator).Restart()
 	}
 	tenuretest.RunCoordinatorTests(t, newCoordinator,
-		tenuretest.WithTTL(300*time.Millisecond),
+		tenuretest.WithTTL(500*time.Millisecond),
 		tenuretest.WithGrace(time.Second),
 		tenuretest.WithRestart(restart))
 }
@@ -39,7 +39,7 @@ func TestConformance(t *testing.T) {
 // etcd's does.
 func TestConformanceMinTTL(t *testing.T) {
 	tenuretest.RunCoordinatorTests(t, func(t *testing.T) tenure.Coordinator {
-		c := memory.New(memory.WithMinTTL(400 * time.Millisecond))
+		c := memory.New(memory.WithMinTTL(500 * time.Millisecond))
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}, tenuretest.WithTTL(100*time.Millisecond), tenuretest.WithGrace(time.Second))

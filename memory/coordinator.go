@@ -83,7 +83,9 @@ func (l *lease) grant(key string) tenure.Grant {
 	return tenure.Grant{Key: key, Holder: l.holder, Token: l.token, TTL: l.ttl}
 }
 
-// New returns a running Coordinator whose clock runs at the real rate.
+// New returns a running Coordinator whose clock runs at the real rate. It
+// starts one goroutine, which expires leases as they run out; Close stops
+// it (inside a testing/synctest bubble, Close before the bubble ends).
 func New(opts ...Option) *Coordinator {
 	c := &Coordinator{
 		clock:    clock{baseReal: time.Now(), rate: 1},

@@ -283,8 +283,8 @@ func checkWatch(s *state) {
 	}
 
 	s.release(ga)
-	s.await(ch1, k, known, free, s.o.grace)
-	s.await(ch2, k, known, free, s.o.grace)
+	s.await(ch1, k, known, free(), s.o.grace)
+	s.await(ch2, k, known, free(), s.o.grace)
 
 	sent := time.Now()
 	ga2 := s.acquire(k, a)
@@ -292,7 +292,7 @@ func checkWatch(s *state) {
 	s.await(ch1, k, known, heldBy(ga2), s.o.grace)
 	// Not renewed: followers must hear of the expiry.
 	ttl := s.ttlOf(ga2)
-	s.await(ch1, k, known, free, ttl+s.o.grace)
+	s.await(ch1, k, known, free(), ttl+s.o.grace)
 	if el := time.Since(sent); el < early(ttl) {
 		s.tb.Fatalf("watch reported %v expired %s after it was requested; its lease must last %s", ga2, el, ttl)
 	}
@@ -309,7 +309,9 @@ type predicate struct {
 	match func(tenure.LeaderEvent) bool
 }
 
-var free = predicate{"key free", func(ev tenure.LeaderEvent) bool { return !ev.Held }}
+func free() predicate {
+	return predicate{"key free", func(ev tenure.LeaderEvent) bool { return !ev.Held }}
+}
 
 func heldBy(g tenure.Grant) predicate {
 	return predicate{fmt.Sprintf("held by %v", g), func(ev tenure.LeaderEvent) bool {

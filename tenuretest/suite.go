@@ -70,9 +70,36 @@ func newOptions(opts []Option) *options {
 // its own cleanup (t.Cleanup) to close what it made; it may be called
 // concurrently from parallel subtests.
 //
-// Optional capabilities are checked when the coordinator has them: Watch when
-// it implements tenure.Watcher, batch renewal when it implements
-// tenure.BatchRenewer (otherwise through tenure.RenewAll).
+// The subtests of Contract run in parallel, each on its own keys:
+//
+//   - MutualExclusion: another holder's Acquire gets a *tenure.HeldError
+//     naming the holder and token, and changes nothing.
+//   - Tokens: tokens strictly increase over acquire/release cycles and when
+//     the same holder acquires again.
+//   - Superseded: a superseded grant can neither be renewed nor released.
+//   - Release: Release frees the key at once; releasing a gone grant is nil.
+//   - Expiry: a lease expires after its TTL, not before (less 1% for clock
+//     rates) and not later than the grace period after; an expired grant is
+//     never renewed, even when nobody took the key.
+//   - RenewExtends: a grant renewed in time outlives its original TTL.
+//   - Leader: reports the live grant, and ok = false when the key is free.
+//   - Watch: current state first, then acquire, release and expiry; the
+//     channel closes when its context ends. Skipped unless the coordinator
+//     implements tenure.Watcher.
+//   - RenewBatch: per-grant results, in order, for live and lost grants
+//     (through tenure.RenewAll when the coordinator is not a
+//     tenure.BatchRenewer).
+//   - ConcurrentAcquire: of holders racing for a free key exactly one wins
+//     each round; the others are told who.
+//   - BadInput: malformed keys, holders, TTLs and forged grants are rejected
+//     with errors matching the right sentinel and naming the input; nothing
+//     changes.
+//   - CanceledContext: calls with an ended context return its error.
+//   - Close: calls after Close fail with errors matching tenure.ErrClosed.
+//     The factory's cleanup then closes the coordinator a second time, so
+//     Close should be idempotent.
+//
+// Restart, with WithRestart only, runs after them.
 //
 // The suite waits for all its subtests before it returns, so a caller may
 // stop a shared server with defer right after it.

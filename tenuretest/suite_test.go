@@ -18,11 +18,13 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// Short leases: the toy grants any TTL, and runs on real time.
-var toyOpts = []tenuretest.Option{
-	tenuretest.WithTTL(200 * time.Millisecond),
-	tenuretest.WithGrace(600 * time.Millisecond),
-	tenuretest.WithCallTimeout(2 * time.Second),
+// toyOpts are short leases: the toy grants any TTL, and runs on real time.
+func toyOpts() []tenuretest.Option {
+	return []tenuretest.Option{
+		tenuretest.WithTTL(400 * time.Millisecond),
+		tenuretest.WithGrace(time.Second),
+		tenuretest.WithCallTimeout(2 * time.Second),
+	}
 }
 
 // recorder is a testing.TB that records failures instead of reporting them,
@@ -87,7 +89,7 @@ func runCheck(t *testing.T, name string, c tenure.Coordinator, restart func()) *
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tenuretest.RunCheck(r, name, c, restart, toyOpts...)
+		tenuretest.RunCheck(r, name, c, restart, toyOpts()...)
 	}()
 	<-done
 	return r
@@ -174,7 +176,7 @@ func TestRunCoordinatorTests(t *testing.T) {
 		c := newToyFor(t, bugs{})
 		restarted.Store(t, c)
 		return c
-	}, append(toyOpts, tenuretest.WithRestart(func(t *testing.T) {
+	}, append(toyOpts(), tenuretest.WithRestart(func(t *testing.T) {
 		c, ok := restarted.Load(t)
 		if !ok {
 			t.Fatal("restart hook called with a test that made no coordinator")
