@@ -58,7 +58,7 @@ type Coordinator struct {
 
 // statements are the SQL texts, built once with the quoted table name.
 type statements struct {
-	acquire, lookup, insert, renew, release, leader string
+	acquire, lookup, insert, renew, release, leader, observe string
 }
 
 func newStatements(t string) statements {
@@ -94,6 +94,10 @@ SELECT pg_notify($4, resource)::text FROM r`,
 		leader: `SELECT holder_id, fencing_token,
        (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
 FROM ` + t + ` WHERE resource = $1 AND expires_at > CURRENT_TIMESTAMP`,
+		observe: `SELECT holder_id, fencing_token, expires_at > CURRENT_TIMESTAMP,
+       CASE WHEN expires_at > CURRENT_TIMESTAMP
+            THEN (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint END
+FROM ` + t + ` WHERE resource = $1`,
 	}
 }
 

@@ -2,10 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tenure-dev/tenure"
 )
@@ -125,7 +128,10 @@ func (c *Coordinator) listenOnce(ctx context.Context, l *listener) error {
 // when its lease is due to expire (the time left is the database's), so an
 // expiry is reported promptly although nothing notifies it.
 //
-// Events are coalesced: a slow reader sees the latest state. The channel is
+// Events are coalesced: a slow reader sees the latest state. A free event
+// may repeat: when the key was held and released again between two reads,
+// the watcher reports it free again (its token moved), so that a follower
+// that lost a race for the key learns of the next release. The channel is
 // closed when ctx ends, when the coordinator is closed, or after 3 reads of
 // the key in a row have failed (the database is unreachable); callers then
 // fall back to polling.
@@ -149,21 +155,52 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 
 	poke := make(chan struct{}, 1)
 	unsubscribe := l.subscribe(key, poke) // before the first read: miss nothing
-	g, held, err := c.leader(ctx, key)
+	first, err := c.observe(ctx, key)
 	if err != nil {
 		unsubscribe()
 		c.wg.Done()
 		return nil, err
 	}
-	first := event(key, g, held)
 	out := make(chan tenure.LeaderEvent, 1)
-	out <- first
-	go c.watch(ctx, key, out, poke, unsubscribe, first, g.TTL)
+	out <- first.ev
+	go c.watch(ctx, key, out, poke, unsubscribe, first)
 	return out, nil
 }
 
+// observation is one read of a key by a watcher.
+type observation struct {
+	ev tenure.LeaderEvent
+	// token is the key's latest token, live or not, so that a watcher can
+	// tell "free again after another tenure" from "still free".
+	token uint64
+	// left is the time left on a live lease, on the database's clock.
+	left time.Duration
+}
+
+// observe reads key's state for a watcher.
+func (c *Coordinator) observe(ctx context.Context, key string) (observation, error) {
+	var holder pgtype.Text
+	var token int64
+	var live bool
+	var leftUS pgtype.Int8
+	err := c.pool.QueryRow(ctx, c.sql.observe, key).Scan(&holder, &token, &live, &leftUS)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return observation{ev: tenure.LeaderEvent{Key: key}}, nil
+	case err != nil:
+		return observation{}, fmt.Errorf("postgres: watch %q: %w", key, err)
+	case live && holder.Valid:
+		g := tenure.Grant{Key: key, Holder: holder.String, Token: uint64(token), TTL: time.Duration(max(leftUS.Int64, 1)) * time.Microsecond}
+		return observation{ev: tenure.LeaderEvent{Key: key, Held: true, Grant: g}, token: uint64(token), left: g.TTL}, nil
+	case live:
+		return observation{}, fmt.Errorf("postgres: watch %q: row in %s has a live lease but no holder_id", key, c.table)
+	default:
+		return observation{ev: tenure.LeaderEvent{Key: key}, token: uint64(token)}, nil
+	}
+}
+
 // watch is the goroutine of one Watch.
-func (c *Coordinator) watch(ctx context.Context, key string, out chan tenure.LeaderEvent, poke chan struct{}, unsubscribe func(), last tenure.LeaderEvent, left time.Duration) {
+func (c *Coordinator) watch(ctx context.Context, key string, out chan tenure.LeaderEvent, poke chan struct{}, unsubscribe func(), last observation) {
 	defer c.wg.Done()
 	defer close(out)
 	defer unsubscribe()
@@ -172,7 +209,7 @@ func (c *Coordinator) watch(ctx context.Context, key string, out chan tenure.Lea
 	stop := context.AfterFunc(c.ctx, cancel) // Close ends every watch
 	defer stop()
 
-	timer := time.NewTimer(c.nextRead(last.Held, left))
+	timer := time.NewTimer(c.nextRead(last))
 	defer timer.Stop()
 	failures := 0
 	for {
@@ -182,7 +219,7 @@ func (c *Coordinator) watch(ctx context.Context, key string, out chan tenure.Lea
 		case <-poke:
 		case <-timer.C:
 		}
-		g, held, err := c.leader(ctx, key)
+		o, err := c.observe(ctx, key)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -196,37 +233,32 @@ func (c *Coordinator) watch(ctx context.Context, key string, out chan tenure.Lea
 			continue
 		}
 		failures = 0
-		if ev := event(key, g, held); changed(last, ev) {
-			offer(out, ev)
-			last = ev
+		if changed(last, o) {
+			offer(out, o.ev)
 		}
-		timer.Reset(c.nextRead(held, g.TTL))
+		last = o
+		timer.Reset(c.nextRead(o))
 	}
 }
 
 // nextRead is how long a watcher waits before re-reading its key without a
 // notification: the poll interval, or just past the lease's end if sooner.
-func (c *Coordinator) nextRead(held bool, left time.Duration) time.Duration {
-	if held {
-		return min(c.o.pollInterval, left+time.Millisecond)
+func (c *Coordinator) nextRead(o observation) time.Duration {
+	if o.ev.Held {
+		return min(c.o.pollInterval, o.left+time.Millisecond)
 	}
 	return c.o.pollInterval
 }
 
-func event(key string, g tenure.Grant, held bool) tenure.LeaderEvent {
-	if !held {
-		return tenure.LeaderEvent{Key: key}
-	}
-	return tenure.LeaderEvent{Key: key, Held: true, Grant: g}
-}
-
 // changed reports whether b is news after a: renewals (same holder and
-// token) are not.
-func changed(a, b tenure.LeaderEvent) bool {
-	if a.Held != b.Held {
+// token) are not, but a key found free again after a tenure the watcher
+// did not see (its token moved) is, so that a follower that lost a race
+// for the key hears of its next release.
+func changed(a, b observation) bool {
+	if a.ev.Held != b.ev.Held || a.token != b.token {
 		return true
 	}
-	return a.Held && (a.Grant.Holder != b.Grant.Holder || a.Grant.Token != b.Grant.Token)
+	return a.ev.Held && a.ev.Grant.Holder != b.ev.Grant.Holder
 }
 
 // offer sends ev on out, replacing an event the reader has not taken yet.
