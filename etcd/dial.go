@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -136,11 +137,90 @@ func Dial(ctx context.Context, cfg Config, opts ...Option) (*Coordinator, error)
 		client.Close()
 		return nil, err
 	}
-	if _, err := client.Get(ctx, c.prefix, clientv3.WithKeysOnly(), clientv3.WithLimit(1)); err != nil {
+	// clientv3.New does not fail on unreachable endpoints; a linearizable
+	// read does. If it has not answered by half the timeout, find out in
+	// the meantime why, for the error message.
+	var (
+		why       string
+		probeDone = make(chan struct{})
+	)
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	go func() {
+		defer close(probeDone)
+		t := time.NewTimer(timeout / 2)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			why = diagnose(probeCtx, cfg)
+		case <-probeCtx.Done():
+		}
+	}()
+	_, err = client.Get(ctx, c.prefix, clientv3.WithKeysOnly(), clientv3.WithLimit(1))
+	stopProbe()
+	<-probeDone
+	if err != nil {
 		client.Close()
-		return nil, dialError(ctx, eps, cfg.Username, timeout, err)
+		err = dialError(ctx, eps, cfg.Username, timeout, err)
+		if why != "" {
+			err = fmt.Errorf("%w (%s)", err, why)
+		}
+		return nil, err
 	}
 	return c, nil
+}
+
+// diagnose tries a plain connection (and TLS handshake) to every endpoint
+// and says what went wrong, for an error message. It returns when ctx ends.
+func diagnose(ctx context.Context, cfg Config) string {
+	out := make([]string, len(cfg.Endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range cfg.Endpoints {
+		wg.Go(func() { out[i] = ep + ": " + probe(ctx, ep, cfg.TLS) })
+	}
+	wg.Wait()
+	return strings.Join(out, "; ")
+}
+
+func probe(ctx context.Context, ep string, tlsCfg *tls.Config) string {
+	hostport, secure := ep, tlsCfg != nil
+	if u, err := url.Parse(ep); err == nil && u.Host != "" {
+		hostport, secure = u.Host, u.Scheme == "https" || (u.Scheme != "http" && tlsCfg != nil)
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", hostport)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "TCP connection not established"
+		}
+		return err.Error()
+	}
+	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(deadline)
+	}
+	if !secure || tlsCfg == nil {
+		return "connection accepted, but no answer"
+	}
+	cfg := tlsCfg.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(hostport)
+	}
+	cfg.NextProtos = []string{"h2"}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return "TLS: " + err.Error()
+	}
+	// TLS 1.3 servers reject a client certificate after the handshake:
+	// the alert arrives with the first read.
+	tc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	var b [1]byte
+	if _, err := tc.Read(b[:]); err != nil {
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			return "TLS: " + err.Error()
+		}
+	}
+	return "TLS connection established, but no answer"
 }
 
 func dialError(ctx context.Context, eps, user string, timeout time.Duration, err error) error {

@@ -97,6 +97,9 @@ func (r *Register) Key() string { return r.key }
 // far. Otherwise nothing is written and the error is a *fence.StaleError
 // (matching tenure.ErrStaleToken). Token 0 is rejected with an error wrapping
 // fence.ErrMissingToken. ops must not touch the register's key.
+//
+// In the response, Responses[0] is the put of the register's key and the
+// results of ops follow, in order.
 func (r *Register) Write(ctx context.Context, token uint64, ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
 	op := fmt.Sprintf("etcd: register %q: write with token %d", r.key, token)
 	if token == 0 {
@@ -104,15 +107,16 @@ func (r *Register) Write(ctx context.Context, token uint64, ops ...clientv3.Op) 
 	}
 	tok := formatToken(token)
 	then := append([]clientv3.Op{clientv3.OpPut(r.key, tok)}, ops...)
-	// Either the key does not exist yet, or its value is <= tok (etcd's
-	// value comparison fails on a missing key, hence the nesting).
+	// Write if the key does not exist yet, or if its value is not greater
+	// than tok. (etcd's value comparison fails on a missing key, hence the
+	// nesting; it has no "<=", hence the inverted inner transaction.)
 	resp, err := r.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(r.key), "=", 0)).
 		Then(then...).
 		Else(clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.Value(r.key), "<=", tok)},
-			then,
+			[]clientv3.Cmp{clientv3.Compare(clientv3.Value(r.key), ">", tok)},
 			[]clientv3.Op{clientv3.OpGet(r.key)},
+			then,
 		)).
 		Commit()
 	if err != nil {
@@ -122,8 +126,10 @@ func (r *Register) Write(ctx context.Context, token uint64, ops ...clientv3.Op) 
 		return resp, nil
 	}
 	inner := resp.Responses[0].GetResponseTxn()
-	if inner.Succeeded {
-		return resp, nil
+	if !inner.Succeeded {
+		written := (*clientv3.TxnResponse)(inner)
+		written.Header = resp.Header
+		return written, nil
 	}
 	kvs := inner.Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 {

@@ -1,0 +1,307 @@
+package etcd_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/embedded"
+	"github.com/tenure-dev/tenure/etcd"
+)
+
+func TestDialUnreachable(t *testing.T) {
+	free, err := embedded.FreeLocalURLs(1) // nothing listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A server that accepts connections and never answers, like a stopped
+	// (SIGSTOP) etcd: connection attempts succeed, requests hang.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	silent := "http://" + l.Addr().String()
+	tests := []struct {
+		name      string
+		endpoints []string
+	}{
+		{"refused", free},
+		{"silent", []string{silent}},
+		{"several", []string{silent, free[0]}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			const timeout = 500 * time.Millisecond
+			start := time.Now()
+			c, err := etcd.Dial(context.Background(), etcd.Config{Endpoints: tc.endpoints, DialTimeout: timeout})
+			took := time.Since(start)
+			if err == nil {
+				c.Close()
+				t.Fatalf("Dial(%v) succeeded; want an error", tc.endpoints)
+			}
+			if !errors.Is(err, etcd.ErrUnreachable) {
+				t.Errorf("Dial(%v) error = %v; want it to wrap ErrUnreachable", tc.endpoints, err)
+			}
+			if !strings.Contains(err.Error(), tc.endpoints[0]) {
+				t.Errorf("Dial error %q does not name the endpoint %s", err, tc.endpoints[0])
+			}
+			t.Logf("%v", err)
+			if took > timeout+time.Second {
+				t.Errorf("Dial took %s with DialTimeout %s; want it bounded by the timeout", took, timeout)
+			}
+		})
+	}
+	t.Run("context", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := etcd.Dial(ctx, etcd.Config{Endpoints: []string{silent}, DialTimeout: time.Minute})
+		if err == nil || time.Since(start) > 5*time.Second {
+			t.Errorf("Dial with a 200ms context = %v after %s; want an error at once", err, time.Since(start))
+		}
+	})
+}
+
+func TestDialBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  etcd.Config
+		want string // the error must mention it
+	}{
+		{"no endpoints", etcd.Config{}, "Config.Endpoints"},
+		{"bad scheme", etcd.Config{Endpoints: []string{"ftp://127.0.0.1:2379"}}, "ftp://127.0.0.1:2379"},
+		{"no port", etcd.Config{Endpoints: []string{"127.0.0.1"}}, `"127.0.0.1"`},
+		{"https without TLS", etcd.Config{Endpoints: []string{"https://127.0.0.1:2379"}}, "Config.TLS"},
+		{"negative timeout", etcd.Config{Endpoints: []string{"127.0.0.1:2379"}, DialTimeout: -time.Second}, "Config.DialTimeout (-1s)"},
+		{"password without user", etcd.Config{Endpoints: []string{"127.0.0.1:2379"}, Password: "x"}, "Config.Username"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := etcd.Dial(context.Background(), tc.cfg)
+			if err == nil {
+				c.Close()
+				t.Fatalf("Dial(%+v) succeeded", tc.cfg)
+			}
+			if !errors.Is(err, etcd.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Dial error = %q; want ErrInvalidConfig mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDialAuth(t *testing.T) {
+	eps := startCluster(t, 1).endpoints()
+	admin := newClient(t, eps)
+	if _, err := admin.RoleAdd(ctx(t), "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.UserAdd(ctx(t), "root", "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.UserGrantRole(ctx(t), "root", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.AuthEnable(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name, user, password string
+		want                 []string // the error mentions them
+	}{
+		{"wrong password", "root", "guess", []string{`"root"`, "authentication failed"}},
+		{"unknown user", "mallory", "guess", []string{`"mallory"`}},
+		{"no credentials", "", "", []string{"requires a user name and password"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			c, err := etcd.Dial(context.Background(), etcd.Config{Endpoints: eps, Username: tc.user, Password: tc.password, DialTimeout: 2 * time.Second})
+			if err == nil {
+				c.Close()
+				t.Fatal("Dial with bad credentials succeeded")
+			}
+			if !errors.Is(err, etcd.ErrAuth) {
+				t.Errorf("Dial error = %v; want it to wrap ErrAuth", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Dial error %q does not mention %s", err, w)
+				}
+			}
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("Dial took %s; want a prompt refusal", took)
+			}
+		})
+	}
+
+	c, err := etcd.Dial(context.Background(), etcd.Config{Endpoints: eps, Username: "root", Password: "s3cret"})
+	if err != nil {
+		t.Fatalf("Dial with the right credentials: %v", err)
+	}
+	defer c.Close()
+	g := mustAcquire(t, c, "auth/k", "alice", 2*time.Second)
+	if _, err := c.Renew(ctx(t), g); err != nil {
+		t.Errorf("Renew with auth: %v", err)
+	}
+}
+
+func TestDialTLS(t *testing.T) {
+	pki := newPKI(t)
+	urls, err := embedded.FreeLocalURLs(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := "https://" + strings.TrimPrefix(urls[0], "http://")
+	s, err := embedded.Start(t.Context(), embedded.Config{
+		Dir:        t.TempDir(),
+		ClientURLs: []string{client},
+		PeerURLs:   urls[1:],
+		ClientTLS: embedded.TLS{
+			CertFile: pki.serverCert, KeyFile: pki.serverKey,
+			TrustedCAFile: pki.caFile, ClientCertAuth: true,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if eps := s.Endpoints(); len(eps) != 1 || eps[0] != client {
+		t.Fatalf("Endpoints() = %v; want [%s]", eps, client)
+	}
+
+	// Without a client certificate: refused, within the dial timeout.
+	start := time.Now()
+	c, err := etcd.Dial(context.Background(), etcd.Config{
+		Endpoints: s.Endpoints(), DialTimeout: time.Second,
+		TLS: &tls.Config{RootCAs: pki.pool},
+	})
+	if err == nil {
+		c.Close()
+		t.Fatal("Dial without a client certificate succeeded")
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Dial without a client certificate took %s", took)
+	}
+	if !strings.Contains(err.Error(), "certificate required") {
+		t.Errorf("Dial without a client certificate error = %q; want it to say the certificate is required", err)
+	}
+
+	c, err = etcd.Dial(context.Background(), etcd.Config{
+		Endpoints: s.Endpoints(),
+		TLS:       &tls.Config{RootCAs: pki.pool, Certificates: []tls.Certificate{pki.client}},
+	})
+	if err != nil {
+		t.Fatalf("Dial with TLS: %v", err)
+	}
+	defer c.Close()
+	g := mustAcquire(t, c, "tls/k", "alice", 2*time.Second)
+	if g.Token == 0 {
+		t.Errorf("grant over TLS = %v", g)
+	}
+	// An open watch does not hold up the server's shutdown.
+	ch, err := c.Watch(t.Context(), "tls/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ch
+	start = time.Now()
+	s.Close()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Close with an open TLS watch took %s", took)
+	}
+}
+
+// pki is a throwaway CA with a server certificate for 127.0.0.1 and a
+// client certificate.
+type pki struct {
+	caFile, serverCert, serverKey string
+	pool                          *x509.CertPool
+	client                        tls.Certificate
+}
+
+func newPKI(t *testing.T) *pki {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tenure test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	issue := func(serial int64, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "tenure"},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, _ := x509.MarshalECPrivateKey(key)
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+	}
+	p := &pki{
+		caFile:     filepath.Join(dir, "ca.pem"),
+		serverCert: filepath.Join(dir, "server.pem"),
+		serverKey:  filepath.Join(dir, "server-key.pem"),
+		pool:       x509.NewCertPool(),
+	}
+	p.pool.AddCert(ca)
+	sc, sk := issue(2, x509.ExtKeyUsageServerAuth)
+	cc, ck := issue(3, x509.ExtKeyUsageClientAuth)
+	for name, data := range map[string][]byte{
+		p.caFile:     pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		p.serverCert: sc, p.serverKey: sk,
+	} {
+		if err := os.WriteFile(name, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err2 error
+	if p.client, err2 = tls.X509KeyPair(cc, ck); err2 != nil {
+		t.Fatal(err2)
+	}
+	return p
+}
+
+var _ tenure.Coordinator = (*etcd.Coordinator)(nil)
