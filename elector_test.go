@@ -214,7 +214,7 @@ func TestElectorBlockedCoordinatorSelfDemotes(t *testing.T) {
 
 		type result struct {
 			blockedAt, endedAt, lastOK, deadline time.Time
-			lastCheckErr                          error
+			lastCheckErr                         error
 		}
 		res := make(chan result, 1)
 		stop := start(e, func(ctx context.Context, term *tenure.Term) error {
