@@ -66,7 +66,7 @@ func ExampleMiddleware() {
 	// Output:
 	// 200 text/plain; charset=utf-8 accepted 8
 	// 409 application/problem+json {"type":"https://pkg.go.dev/github.com/tenure-dev/tenure/fence#StaleError","title":"Stale fencing token","status":409,"detail":"fence: stale fencing token 6: 8 or newer required","presented":6,"required":8}
-	// 400 application/problem+json {"type":"https://pkg.go.dev/github.com/tenure-dev/tenure/fence#ErrMalformedToken","title":"Malformed fencing token","status":400,"detail":"Fencing-Token header: fence: malformed fencing token \"abc\": want a positive base-10 integer"}
+	// 400 application/problem+json {"type":"https://pkg.go.dev/github.com/tenure-dev/tenure/fence#ErrMalformedToken","title":"Malformed fencing token","status":400,"detail":"fence: malformed fencing token in the Fencing-Token header: \"abc\" is not a positive base-10 integer"}
 	// 428 application/problem+json {"type":"https://pkg.go.dev/github.com/tenure-dev/tenure/fence#ErrMissingToken","title":"Fencing token required","status":428,"detail":"fence: missing fencing token: no Fencing-Token header"}
 }
 

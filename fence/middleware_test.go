@@ -157,7 +157,7 @@ func TestMiddlewareStatus(t *testing.T) {
 			if s, _ := p["title"].(string); s == "" {
 				t.Errorf("title = %v; want a non-empty string", p["title"])
 			}
-			if s, _ := p["detail"].(string); !strings.HasPrefix(s, "fence: ") && !strings.HasPrefix(s, "Fencing-Token header: fence: ") {
+			if s, _ := p["detail"].(string); !strings.HasPrefix(s, "fence: ") {
 				t.Errorf("detail = %v; want a fence error message", p["detail"])
 			}
 			if tc.wantStatus == 409 {

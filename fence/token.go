@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -28,25 +29,33 @@ type TokenSource interface {
 // no spaces, no fraction). Anything else, 0 included, is reported with an
 // error wrapping ErrMalformedToken that quotes the input.
 func ParseToken(s string) (uint64, error) {
+	t, why := parseToken(s)
+	if why != "" {
+		return 0, fmt.Errorf("%w: %s", ErrMalformedToken, why)
+	}
+	return t, nil
+}
+
+// parseToken parses s, or says why it is not a token.
+func parseToken(s string) (token uint64, why string) {
 	if s == "" {
-		return 0, fmt.Errorf("%w: empty value", ErrMalformedToken)
+		return 0, "empty value"
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, fmt.Errorf("%w %s: want a positive base-10 integer", ErrMalformedToken, quote(s))
+			return 0, quote(s) + " is not a positive base-10 integer"
 		}
 	}
 	t, err := strconv.ParseUint(s, 10, 64)
-	if errors.Is(err, strconv.ErrRange) {
-		return 0, fmt.Errorf("%w %s: larger than the largest token, %d", ErrMalformedToken, quote(s), uint64(1<<64-1))
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Sprintf("%s is larger than the largest token, %d", quote(s), uint64(math.MaxUint64))
+	case err != nil: // unreachable for digit strings
+		return 0, fmt.Sprintf("%s: %v", quote(s), err)
+	case t == 0:
+		return 0, quote(s) + " is not a token: tokens start at 1"
 	}
-	if err != nil { // unreachable for digit strings, kept for safety
-		return 0, fmt.Errorf("%w %s: %w", ErrMalformedToken, quote(s), err)
-	}
-	if t == 0 {
-		return 0, fmt.Errorf("%w %s: tokens start at 1", ErrMalformedToken, quote(s))
-	}
-	return t, nil
+	return t, ""
 }
 
 // TokenFromHeader returns the fencing token carried by h. It reports an
@@ -59,9 +68,9 @@ func TokenFromHeader(h http.Header) (uint64, error) {
 	case 0:
 		return 0, fmt.Errorf("%w: no %s header", ErrMissingToken, Header)
 	case 1:
-		t, err := ParseToken(vs[0])
-		if err != nil {
-			return 0, fmt.Errorf("%s header: %w", Header, err)
+		t, why := parseToken(vs[0])
+		if why != "" {
+			return 0, fmt.Errorf("%w in the %s header: %s", ErrMalformedToken, Header, why)
 		}
 		return t, nil
 	default:

@@ -66,7 +66,7 @@ func WithLogger(l *slog.Logger) Option {
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.errs = append(c.errs, fmt.Errorf("%w: worker: poll interval (%s) must be positive", tenure.ErrInvalidConfig, d))
+			c.errs = append(c.errs, invalid(fmt.Sprintf("WithPollInterval(%s): the poll interval must be positive", d)))
 		}
 		c.pollInterval = d
 	}
@@ -77,7 +77,7 @@ func WithPollInterval(d time.Duration) Option {
 func WithBatchSize(n int) Option {
 	return func(c *config) {
 		if n <= 0 {
-			c.errs = append(c.errs, fmt.Errorf("%w: worker: batch size (%d) must be positive", tenure.ErrInvalidConfig, n))
+			c.errs = append(c.errs, invalid(fmt.Sprintf("WithBatchSize(%d): the batch size must be positive", n)))
 		}
 		c.batchSize = n
 	}
@@ -93,7 +93,7 @@ func WithBatchSize(n int) Option {
 func WithMinRemaining(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {
-			c.errs = append(c.errs, fmt.Errorf("%w: worker: min remaining (%s) must not be negative", tenure.ErrInvalidConfig, d))
+			c.errs = append(c.errs, invalid(fmt.Sprintf("WithMinRemaining(%s): the minimum must not be negative", d)))
 		}
 		c.minRemaining = d
 	}
@@ -108,11 +108,19 @@ func WithMinRemaining(d time.Duration) Option {
 func WithErrorHandler(fn func(error) error) Option {
 	return func(c *config) {
 		if fn == nil {
-			c.errs = append(c.errs, fmt.Errorf("%w: worker: error handler must not be nil", tenure.ErrInvalidConfig))
+			c.errs = append(c.errs, invalid("WithErrorHandler(nil): the handler must not be nil"))
 		}
 		c.onError = fn
 	}
 }
+
+// invalid reports a bad argument to New or an option. It matches
+// tenure.ErrInvalidConfig.
+type invalid string
+
+func (e invalid) Error() string { return "worker: " + string(e) }
+
+func (e invalid) Unwrap() error { return tenure.ErrInvalidConfig }
 
 // Stats counts what a Worker has done, over all its runs.
 type Stats struct {
@@ -143,10 +151,10 @@ func New[T any](src Source[T], proc Processor[T], opts ...Option) (*Worker[T], e
 		opt(&cfg)
 	}
 	if src == nil {
-		cfg.errs = append(cfg.errs, fmt.Errorf("%w: worker: source must not be nil", tenure.ErrInvalidConfig))
+		cfg.errs = append(cfg.errs, invalid("New: the source must not be nil"))
 	}
 	if proc == nil {
-		cfg.errs = append(cfg.errs, fmt.Errorf("%w: worker: processor must not be nil", tenure.ErrInvalidConfig))
+		cfg.errs = append(cfg.errs, invalid("New: the processor must not be nil"))
 	}
 	if err := errors.Join(cfg.errs...); err != nil {
 		return nil, err

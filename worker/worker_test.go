@@ -27,14 +27,14 @@ func TestNewRejectsBadArguments(t *testing.T) {
 		opts  []worker.Option
 		wants []string // substrings of the error, one per problem
 	}{
-		{"nil source", nil, proc, nil, []string{"source must not be nil"}},
-		{"nil processor", src, nil, nil, []string{"processor must not be nil"}},
-		{"zero batch", src, proc, []worker.Option{worker.WithBatchSize(0)}, []string{"batch size (0) must be positive"}},
-		{"zero poll", src, proc, []worker.Option{worker.WithPollInterval(0)}, []string{"poll interval (0s) must be positive"}},
-		{"negative margin", src, proc, []worker.Option{worker.WithMinRemaining(-time.Second)}, []string{"min remaining (-1s) must not be negative"}},
-		{"nil handler", src, proc, []worker.Option{worker.WithErrorHandler(nil)}, []string{"error handler must not be nil"}},
+		{"nil source", nil, proc, nil, []string{"worker: New: the source must not be nil"}},
+		{"nil processor", src, nil, nil, []string{"worker: New: the processor must not be nil"}},
+		{"zero batch", src, proc, []worker.Option{worker.WithBatchSize(0)}, []string{"worker: WithBatchSize(0): the batch size must be positive"}},
+		{"zero poll", src, proc, []worker.Option{worker.WithPollInterval(0)}, []string{"worker: WithPollInterval(0s): the poll interval must be positive"}},
+		{"negative margin", src, proc, []worker.Option{worker.WithMinRemaining(-time.Second)}, []string{"worker: WithMinRemaining(-1s): the minimum must not be negative"}},
+		{"nil handler", src, proc, []worker.Option{worker.WithErrorHandler(nil)}, []string{"worker: WithErrorHandler(nil): the handler must not be nil"}},
 		{"all at once", nil, nil, []worker.Option{worker.WithBatchSize(-3), worker.WithPollInterval(-time.Millisecond)},
-			[]string{"source", "processor", "batch size (-3)", "poll interval (-1ms)"}},
+			[]string{"source", "processor", "WithBatchSize(-3)", "WithPollInterval(-1ms)"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
