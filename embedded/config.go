@@ -21,6 +21,14 @@ const (
 	DefaultStartTimeout      = 30 * time.Second
 	DefaultHeartbeatInterval = 100 * time.Millisecond
 	DefaultElectionTimeout   = time.Second
+
+	// A member that is its cluster's only member campaigns at once, but
+	// raft still waits up to one election timeout, randomized, before it
+	// does: these shorter defaults make it ready in a fraction of a second.
+	// (A single voter can never lose its leadership, so the short timeout
+	// costs nothing.)
+	DefaultSingleHeartbeatInterval = 50 * time.Millisecond
+	DefaultSingleElectionTimeout   = 250 * time.Millisecond
 )
 
 // Cluster states for Config.ClusterState.
@@ -88,12 +96,15 @@ type Config struct {
 	// https://.
 	PeerTLS TLS
 
-	// HeartbeatInterval is etcd's raft heartbeat (tick). Default 100ms.
+	// HeartbeatInterval is etcd's raft heartbeat (tick). Default 100ms, or
+	// 50ms when InitialCluster names this member alone.
 	HeartbeatInterval time.Duration
 
 	// ElectionTimeout is etcd's raft election timeout; at least five
-	// heartbeats. Default 1s. etcd's minimum lease TTL is 1.5 election
-	// timeouts, rounded up to whole seconds (2s by default).
+	// heartbeats. Default 1s, or 250ms when InitialCluster names this
+	// member alone (it is then ready at once). etcd's minimum lease TTL is
+	// 1.5 election timeouts, rounded up to whole seconds: 2s with 1s, 1s
+	// with 250ms.
 	ElectionTimeout time.Duration
 
 	// StartTimeout bounds how long Start waits for the member to be ready
@@ -164,6 +175,10 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ClusterToken == "" {
 		c.ClusterToken = DefaultClusterToken
+	}
+	single := !strings.Contains(c.InitialCluster, ",")
+	if c.HeartbeatInterval == 0 && c.ElectionTimeout == 0 && single {
+		c.HeartbeatInterval, c.ElectionTimeout = DefaultSingleHeartbeatInterval, DefaultSingleElectionTimeout
 	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = DefaultHeartbeatInterval

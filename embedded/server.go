@@ -7,9 +7,12 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 
 	"github.com/tenure-dev/tenure/internal/zapslog"
@@ -21,9 +24,12 @@ type Server struct {
 	cfg       Config
 	endpoints []string
 
-	mu      sync.Mutex
-	grpc    []*grpc.Server // the member's client-facing gRPC servers
-	closing bool
+	mu   sync.Mutex
+	grpc []*grpc.Server // the member's client-facing gRPC servers
+
+	closing atomic.Bool // Close has begun
+	errc    chan error  // failures while running, forwarded from etcd
+	errDone chan struct{}
 
 	closeOnce sync.Once
 }
@@ -44,7 +50,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("embedded: member %q: data directory: %w", cfg.Name, err)
 	}
 
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, errc: make(chan error, 1), errDone: make(chan struct{})}
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
 	ec.Dir = cfg.Dir
@@ -59,7 +65,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ec.PeerTLSInfo = cfg.PeerTLS.info()
 	ec.TickMs = uint(cfg.HeartbeatInterval / time.Millisecond)
 	ec.ElectionMs = uint(cfg.ElectionTimeout / time.Millisecond)
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapslog.New(cfg.Logger, cfg.LogLevel))
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapslog.New(cfg.Logger, cfg.LogLevel).
+		WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return &shutdownFilter{c, &s.closing} })))
 	// tenure speaks gRPC only; the JSON gateway would add an in-process
 	// client connection per listener and nothing tenure uses.
 	ec.EnableGRPCGateway = false
@@ -74,13 +81,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.etcd = e
 	s.endpoints = endpoints(cfg.ClientURLs, e.Clients)
+	go s.forwardErrors()
 
 	timer := time.NewTimer(cfg.StartTimeout)
 	defer timer.Stop()
 	select {
 	case <-e.Server.ReadyNotify():
 		return s, nil
-	case err = <-e.Err():
+	case err = <-s.errc:
 		err = fmt.Errorf("embedded: member %q failed while starting: %w", cfg.Name, err)
 	case <-e.Server.StopNotify():
 		err = fmt.Errorf("embedded: member %q stopped while starting", cfg.Name)
@@ -97,9 +105,45 @@ func (s *Server) register(g *grpc.Server) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.grpc = append(s.grpc, g)
-	if s.closing {
+	if s.closing.Load() {
 		g.Stop() // Serve will return at once
 	}
+}
+
+// forwardErrors passes etcd's failures on to Err, except those that Close
+// itself causes; it ends when etcd closes its error channel, at the end of
+// Close.
+func (s *Server) forwardErrors() {
+	defer close(s.errDone)
+	defer close(s.errc)
+	for err := range s.etcd.Err() {
+		if err == nil || s.closing.Load() {
+			continue
+		}
+		select {
+		case s.errc <- err:
+		default: // one failure is enough to report
+		}
+	}
+}
+
+// shutdownFilter drops the errors etcd logs about its own servers stopping
+// ("setting up serving from embedded etcd failed": "http: Server closed",
+// "use of closed network connection", …) once Close has begun.
+type shutdownFilter struct {
+	zapcore.Core
+	closing *atomic.Bool
+}
+
+func (f *shutdownFilter) With(fs []zapcore.Field) zapcore.Core {
+	return &shutdownFilter{f.Core.With(fs), f.closing}
+}
+
+func (f *shutdownFilter) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if f.closing.Load() && e.Message == "setting up serving from embedded etcd failed." {
+		return ce
+	}
+	return f.Core.Check(e, ce)
 }
 
 // endpoints returns the client URLs the member actually listens on: the
@@ -150,9 +194,10 @@ func (s *Server) IsLeader() bool {
 	return s.etcd.Server.Leader() == s.etcd.Server.MemberID()
 }
 
-// Err reports a failure that stops the member while it runs. It is closed
-// once Close has returned.
-func (s *Server) Err() <-chan error { return s.etcd.Err() }
+// Err reports a failure of the member while it runs (a listener that
+// stopped serving, for instance); the member should then be closed. Errors
+// caused by Close itself are not reported. The channel is closed by Close.
+func (s *Server) Err() <-chan error { return s.errc }
 
 // Etcd returns the underlying etcd member, for uses this package does not
 // cover. Do not Close it directly: use Server.Close.
@@ -166,13 +211,22 @@ func (s *Server) Etcd() *embed.Etcd { return s.etcd }
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
-		s.closing = true
+		s.closing.Store(true)
 		gs := s.grpc
 		s.mu.Unlock()
 		for _, g := range gs {
 			g.Stop()
 		}
+		select {
+		case <-s.etcd.Server.ReadyNotify():
+		default:
+			// Never ready: etcd's Close would wait forever for client
+			// servers that only start once the member is ready. Stopping
+			// the member first lets them give up.
+			s.etcd.Server.Stop()
+		}
 		s.etcd.Close()
+		<-s.errDone
 	})
 	return nil
 }

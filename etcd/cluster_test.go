@@ -120,8 +120,8 @@ func (b *contender) close() {
 type holder struct {
 	c        *etcd.Coordinator
 	g        tenure.Grant
-	deadline time.Time // local deadline: end of the last safe lease
-	lost     bool      // a renewal said ErrLost
+	deadline time.Time   // local deadline: end of the last safe lease
+	lost     bool        // a renewal said ErrLost
 	renewed  []time.Time // when each successful renewal was sent
 	failed   int         // renewals that failed with another error
 }

@@ -291,7 +291,7 @@ func (c *Coordinator) leaseTTL(ctx context.Context, id clientv3.LeaseID) (time.D
 	if err != nil {
 		return 0, fmt.Errorf("lease %x: %w", int64(id), err)
 	}
-	if r.TTL <= 0 {
+	if r.TTL < 0 { // -1: expired (remaining TTLs are rounded down: 0 is live)
 		return 0, nil
 	}
 	return time.Duration(r.GrantedTTL) * time.Second, nil

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/etcd"
 )
 
@@ -76,16 +77,38 @@ func leaseOf(t *testing.T, c *etcd.Coordinator, key string) clientv3.LeaseID {
 }
 
 func TestGrantedTTLIsWhatEtcdGranted(t *testing.T) {
-	cl := newClient(t, startCluster(t, 1).endpoints())
+	// etcd's minimum lease TTL is 1.5 election timeouts, in whole seconds
+	// rounded up: 1s for a one-member embedded cluster (250ms election
+	// timeout), 2s with etcd's default of 1s.
+	for _, setup := range []struct {
+		name     string
+		election time.Duration
+		min      time.Duration
+	}{
+		{"one member", 0, time.Second},
+		{"election timeout 1s", time.Second, 2 * time.Second},
+	} {
+		t.Run(setup.name, func(t *testing.T) {
+			testGrantedTTL(t, setup.election, setup.min)
+		})
+	}
+}
+
+func testGrantedTTL(t *testing.T, election, minTTL time.Duration) {
+	cl := newClient(t, startCluster(t, 1, func(c *embedded.Config) {
+		if election != 0 {
+			c.ElectionTimeout, c.HeartbeatInterval = election, election/10
+		}
+	}).endpoints())
 	c := newCoordinator(t, cl)
 	tests := []struct {
 		ask, want time.Duration
 	}{
-		{time.Millisecond, 2 * time.Second}, // etcd's minimum (1.5 election timeouts)
-		{time.Second, 2 * time.Second},
-		{1500 * time.Millisecond, 2 * time.Second},
+		{time.Millisecond, minTTL},
+		{time.Second, minTTL},
+		{1500 * time.Millisecond, max(minTTL, 2*time.Second)}, // whole seconds, rounded up
 		{2 * time.Second, 2 * time.Second},
-		{2500 * time.Millisecond, 3 * time.Second}, // whole seconds, rounded up
+		{2500 * time.Millisecond, 3 * time.Second},
 		{7 * time.Second, 7 * time.Second},
 	}
 	for i, tc := range tests {

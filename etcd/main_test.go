@@ -137,7 +137,8 @@ func (c *cluster) leader(t testing.TB) *member {
 }
 
 // startCluster starts an n-member embedded cluster, stopped at cleanup.
-func startCluster(t testing.TB, n int) *cluster {
+// Each function in configure may change the members' configurations.
+func startCluster(t testing.TB, n int, configure ...func(*embedded.Config)) *cluster {
 	t.Helper()
 	cfgs, err := embedded.LocalCluster(t.TempDir(), n)
 	if err != nil {
@@ -145,6 +146,9 @@ func startCluster(t testing.TB, n int) *cluster {
 	}
 	c := &cluster{}
 	for _, cfg := range cfgs {
+		for _, f := range configure {
+			f(&cfg)
+		}
 		c.members = append(c.members, &member{cfg: cfg})
 	}
 	c.startAll(t)
