@@ -123,10 +123,11 @@ func (c *Coordinator) listenOnce(ctx context.Context, l *listener) error {
 }
 
 // Watch sends key's current leadership, then every change: a new holder or
-// token, a release, an expiry. It learns of changes from notifications on
-// the coordinator's channel, and re-reads the key at the poll interval and
-// when its lease is due to expire (the time left is the database's), so an
-// expiry is reported promptly although nothing notifies it.
+// token, a release, an expiry. Acquisitions and releases arrive at once, as
+// notifications on the coordinator's channel; an expiry when the lease is
+// due to end (the watcher asks the database how long the lease has left),
+// although nothing notifies it; anything missed at the next poll
+// (WithPollInterval).
 //
 // Events are coalesced: a slow reader sees the latest state. A free event
 // may repeat: when the key was held and released again between two reads,
