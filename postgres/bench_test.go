@@ -141,7 +141,7 @@ func BenchmarkCoordinator(b *testing.B) {
 	})
 	b.Run("handover/seed", func(b *testing.B) {
 		const key = "handover/seed"
-		srv.Exec(b, dsn, `INSERT INTO seed_leadership (resource) VALUES ($1)`, key)
+		srv.Exec(b, dsn, `INSERT INTO seed_leadership (resource) VALUES ($1) ON CONFLICT DO NOTHING`, key)
 		var armed atomic.Bool
 		got := make(chan time.Time)
 		released := make(chan struct{})
