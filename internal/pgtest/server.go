@@ -66,6 +66,7 @@ type Server struct {
 	dir, dataDir, sockDir, logPath, binDir string
 	port                                   int
 	cred                                   *syscall.Credential
+	lock                                   *os.File // held while the server is ours
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -99,6 +100,9 @@ func Start(ctx context.Context) (*Server, error) {
 		if s.dir != "" {
 			_ = os.RemoveAll(s.dir)
 		}
+		if s.lock != nil {
+			s.lock.Close()
+		}
 		return nil, err
 	}
 	return s, nil
@@ -131,9 +135,19 @@ func (s *Server) setUp(ctx context.Context) error {
 			parent = "/tmp"
 		}
 	}
-	s.dir, err = os.MkdirTemp(parent, "tenure-pgtest-")
+	sweep(parent)
+	s.dir, err = os.MkdirTemp(parent, dirPrefix)
 	if err != nil {
 		return fmt.Errorf("pgtest: %w", err)
+	}
+	// The lock marks the directory in use for as long as this process
+	// lives; sweep removes directories whose lock is free.
+	s.lock, err = os.Create(filepath.Join(s.dir, lockName))
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	if err := syscall.Flock(int(s.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("pgtest: lock %s: %w", s.dir, err)
 	}
 	s.dataDir = filepath.Join(s.dir, "data")
 	s.sockDir = filepath.Join(s.dir, "sock")
@@ -255,7 +269,48 @@ func (s *Server) Stop() error {
 		return nil
 	}
 	s.stop(syscall.SIGINT)
-	return os.RemoveAll(s.dir)
+	err := os.RemoveAll(s.dir)
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	return err
+}
+
+const (
+	dirPrefix = "tenure-pgtest-"
+	lockName  = "in-use.lock"
+)
+
+// sweep removes the directories of servers whose test process died without
+// stopping them (killed, or a test timeout's panic): their lock is free and
+// their postmaster is gone (it got SIGQUIT when its parent died).
+func sweep(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, dirPrefix+"*"))
+	for _, d := range dirs {
+		f, err := os.Open(filepath.Join(d, lockName))
+		if err != nil {
+			continue // not ours, or still being set up
+		}
+		free := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+		if free && !postmasterAlive(d) {
+			_ = os.RemoveAll(d)
+		}
+		f.Close()
+	}
+}
+
+// postmasterAlive reports whether the postmaster.pid in dir's data
+// directory names a live process.
+func postmasterAlive(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
 }
 
 // stop signals the postmaster and waits for it to exit, escalating to
