@@ -12,12 +12,22 @@
 // the test when no server could be had, or fails it when
 // TENURE_REQUIRE_POSTGRES=1 (CI).
 //
-// A started server runs as a non-root user when the test runs as root
-// (PostgreSQL refuses to run as root): the user named by TENURE_PGTEST_USER,
-// default "postgres". It listens on 127.0.0.1 on a free port, with its unix
-// socket in the temporary directory, trust authentication, and fsync off
-// (durability across process crashes is kept: committed data sits in the
-// operating system's page cache).
+// Starting a server takes about a second:
+//
+//  1. find initdb and postgres: TENURE_PGTEST_BINDIR, else on PATH, else the
+//     newest /usr/lib/postgresql/*/bin;
+//  2. when running as root (PostgreSQL refuses to), run them as the user
+//     named by TENURE_PGTEST_USER, default "postgres" (Debian's package
+//     creates it), owning a 0700 directory under $TMPDIR, or /tmp when
+//     that is not reachable by other users;
+//  3. initdb -U postgres -A trust -E UTF8 --locale=C --no-sync;
+//  4. run postgres as a child process on 127.0.0.1 and a free port, with its
+//     unix socket in the directory, fsync off (committed data survives a
+//     process crash in the page cache) and a parent-death signal, so that
+//     it shuts down if the test process dies;
+//  5. stop it with SIGINT (what pg_ctl stop -m fast sends) and remove the
+//     directory. A directory left by a killed test process is removed by
+//     the next start.
 package pgtest
 
 import (
