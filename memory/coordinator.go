@@ -36,14 +36,16 @@ type Option func(*Coordinator)
 // WithMinTTL makes the coordinator grant at least min: a shorter TTL asked
 // for is raised to min, and the grant reports the TTL actually granted, as
 // etcd does with its minimum lease. TTLs that tenure.ValidateTTL rejects are
-// still rejected.
+// still rejected. A min of zero or less sets no minimum.
 func WithMinTTL(min time.Duration) Option {
 	return func(c *Coordinator) { c.minTTL = min }
 }
 
 // A Coordinator is an in-process tenure.Coordinator. It also implements
-// tenure.Watcher and tenure.BatchRenewer. Create one with New; it is safe for
-// concurrent use. Close stops its goroutines.
+// tenure.Watcher and tenure.BatchRenewer, and offers fault hooks (Partition,
+// Block, SetLatency, DropReplies, Heal, HealAll), clock controls
+// (SetClockRate, JumpClock) and Restart. Create one with New (the zero value
+// is not usable); it is safe for concurrent use. Close stops its goroutine.
 type Coordinator struct {
 	minTTL time.Duration
 
