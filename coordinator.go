@@ -61,10 +61,12 @@ type Coordinator interface {
 	// ErrInvalidKey, ErrInvalidHolder or ErrInvalidTTL.
 	Acquire(ctx context.Context, key, holder string, ttl time.Duration) (Grant, error)
 
-	// Renew extends a live grant by its TTL from now on the coordinator's
-	// clock and returns it with the TTL granted. A grant that expired, was
-	// released or was superseded is reported with an error wrapping ErrLost
-	// and is never revived.
+	// Renew extends a live grant from now on the coordinator's clock by the
+	// TTL the coordinator granted it, and returns it with that TTL. A grant
+	// that expired, was released or was superseded is reported with an error
+	// wrapping ErrLost and is never revived. A grant whose holder or token
+	// does not match the live one (forged, or from an earlier tenure) cannot
+	// renew or release the live one.
 	Renew(ctx context.Context, g Grant) (Grant, error)
 
 	// Release ends the grant now, so that another holder can acquire the key
@@ -74,11 +76,14 @@ type Coordinator interface {
 	Release(ctx context.Context, g Grant) error
 
 	// Leader returns the live grant on key. ok is false when nobody holds a
-	// live lease on it.
+	// live lease on it. The grant's TTL may be the lease remaining rather
+	// than the TTL granted (PostgreSQL stores only the expiry). A malformed
+	// key is rejected with an error wrapping ErrInvalidKey.
 	Leader(ctx context.Context, key string) (g Grant, ok bool, err error)
 
 	// Close releases the coordinator's resources (connections, sessions). It
-	// does not release grants: they expire on their own.
+	// does not release grants: they expire on their own. Close is
+	// idempotent; other calls after Close fail with errors wrapping ErrClosed.
 	Close() error
 }
 
@@ -98,7 +103,9 @@ type Watcher interface {
 	// Watch sends the key's current leadership first, then every change. The
 	// channel is closed when ctx ends or the watch fails; callers fall back to
 	// polling, so correctness never depends on an event arriving. Events may
-	// be coalesced: a slow reader sees the latest state, not every change.
+	// be coalesced: a slow reader sees the latest state, not every change;
+	// a "free" event may repeat. A malformed key is rejected with an error
+	// wrapping ErrInvalidKey.
 	Watch(ctx context.Context, key string) (<-chan LeaderEvent, error)
 }
 

@@ -74,9 +74,10 @@ func (e *Elector) Leader(ctx context.Context) (Grant, bool, error) {
 // Run campaigns for the key and calls fn with a Term each time this node
 // becomes leader, until ctx ends or fn returns while still leading.
 //
-//   - fn must return when the term's context (its ctx argument) is cancelled:
-//     at the local deadline, when the grant is lost, when a resource rejects
-//     the token, or on shutdown.
+//   - fn must return when its ctx argument is cancelled: at the local
+//     deadline, when the grant is lost, when a resource rejects the token, or
+//     on shutdown. Work already under way may use t.Context(), which on
+//     shutdown stays live until fn returns or the local deadline passes.
 //   - If the term ends while fn runs, Run waits for fn to return, releases
 //     what may be left of the grant, and campaigns again.
 //   - If fn returns an error matching ErrStaleToken, the node steps down at
@@ -84,9 +85,11 @@ func (e *Elector) Leader(ctx context.Context) (Grant, bool, error) {
 //   - If fn returns otherwise while the term is live, Run resigns: it
 //     releases the key, so that a follower takes over in one round trip, and
 //     returns fn's error.
-//   - When ctx ends, Run resigns: it cancels the term's context (stop new
-//     work), waits for fn to return — at most until the local deadline,
-//     then releases the key, waits for fn if it is still running, and returns
+//   - When ctx ends, Run resigns: it cancels fn's ctx argument (stop taking
+//     new work) but leaves the term's own context, t.Context(), live so that
+//     in-flight work can finish; it stops renewing and waits for fn to
+//     return, at most until the local deadline; then it ends the term,
+//     releases the key, waits for fn if it is still running, and returns
 //     ctx.Err().
 //
 // Run returns an error at once for a configuration the coordinator refuses
@@ -212,6 +215,11 @@ func (e *Elector) begin(ctx context.Context, g Grant, sent time.Time) *Term {
 
 // lead runs fn for term t, renews the lease in the background and ends the
 // term. done reports whether Run should return (with err).
+//
+// fn gets a work context that is cancelled when the term ends and also when
+// the elector resigns; the term's own context (t.Context()) stays live while
+// in-flight work drains during a resignation, until fn returns or the local
+// deadline passes.
 func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *Term) error) (done bool, err error) {
 	stopRenew := make(chan struct{})
 	renewDone := make(chan struct{})
@@ -219,12 +227,18 @@ func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *T
 		defer close(renewDone)
 		e.renewLoop(t, stopRenew)
 	}()
+	var stopOnce sync.Once
+	stopRenewing := func() {
+		stopOnce.Do(func() { close(stopRenew) })
+		<-renewDone
+	}
+	workCtx, stopWork := context.WithCancelCause(t.Context())
+	defer stopWork(nil)
 	fnDone := make(chan error, 1)
-	go func() { fnDone <- fn(t.Context(), t) }()
+	go func() { fnDone <- fn(workCtx, t) }()
 
 	defer func() {
-		close(stopRenew)
-		<-renewDone
+		stopRenewing()
 		e.mu.Lock()
 		if e.term == t {
 			e.term = nil
@@ -246,6 +260,7 @@ func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *T
 			e.ended(ctx, t)
 			return false, nil
 		default:
+			stopRenewing()
 			e.resign(ctx, t, nil)
 			return true, fnErr
 		}
@@ -260,6 +275,10 @@ func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *T
 		return false, nil
 
 	case <-ctx.Done():
+		// Stop new work and stop renewing: the drain is bounded by the
+		// local deadline as it stands.
+		stopWork(fmt.Errorf("%w: resigning", ErrNotLeader))
+		stopRenewing()
 		e.resign(ctx, t, fnDone)
 		return true, ctx.Err()
 	}
@@ -294,11 +313,11 @@ func (e *Elector) ended(ctx context.Context, t *Term) {
 	}
 }
 
-// resign stops new work, waits for fn (when fnDone is non-nil) at most until
-// the local deadline, releases the key and then waits for fn to finish.
+// resign ends term t on purpose. When fnDone is non-nil, new work has been
+// stopped and fn is draining: resign waits for it at most until the local
+// deadline, then ends the term, releases the key and waits for fn to finish.
 func (e *Elector) resign(ctx context.Context, t *Term, fnDone <-chan error) {
 	e.log.Info("resigning", "token", t.token)
-	t.end(fmt.Errorf("%w: resigned", ErrNotLeader))
 	if fnDone != nil {
 		timer := time.NewTimer(time.Until(t.Deadline()))
 		select {
@@ -307,8 +326,11 @@ func (e *Elector) resign(ctx context.Context, t *Term, fnDone <-chan error) {
 			fnDone = nil
 		case <-timer.C:
 			e.log.Warn("leader function still running at the local deadline; releasing anyway", "token", t.token)
+		case <-t.Done():
+			// The term ended (deadline, lost) while draining.
 		}
 	}
+	t.end(fmt.Errorf("%w: resigned", ErrNotLeader))
 	e.release(ctx, t.Grant())
 	e.metrics.SetLeader(t.key, false)
 	e.transition(Resigned, t, nil)

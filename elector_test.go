@@ -124,8 +124,15 @@ func TestElectorShutdownWaitsForWorkThenReleases(t *testing.T) {
 		done := make(chan error)
 		go func() {
 			done <- e.Run(ctx, func(ctx context.Context, term *tenure.Term) error {
-				<-ctx.Done()
+				<-ctx.Done() // stop taking new work
+				// The in-flight item still runs under a live term.
+				if err := term.Context().Err(); err != nil {
+					t.Errorf("term context during the drain = %v; want live", err)
+				}
 				time.Sleep(500 * time.Millisecond) // in-flight work finishing
+				if err := term.Check(); err != nil {
+					t.Errorf("Check() while draining before the deadline = %v; want nil", err)
+				}
 				finished = time.Now()
 				return nil
 			})
@@ -139,6 +146,35 @@ func TestElectorShutdownWaitsForWorkThenReleases(t *testing.T) {
 		}
 		if got := finished.Sub(stopped); got != 500*time.Millisecond {
 			t.Fatalf("in-flight work finished %s after shutdown; want 500ms (Run must wait for it)", got)
+		}
+		if _, ok, _ := c.Leader(context.Background(), "scheduler"); ok {
+			t.Fatal("key held after shutdown; want released")
+		}
+	})
+}
+
+func TestElectorShutdownDrainBoundedByDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := memory.New()
+		defer c.Close()
+		e := newElector(t, c, testConfig("a"))
+		ctx, cancel := context.WithCancel(context.Background())
+		var deadline, termEnded time.Time
+		done := make(chan error)
+		go func() {
+			done <- e.Run(ctx, func(ctx context.Context, term *tenure.Term) error {
+				<-ctx.Done()
+				deadline = term.Deadline()
+				<-term.Done() // work that does not finish on its own
+				termEnded = time.Now()
+				return nil
+			})
+		}()
+		time.Sleep(5 * time.Second)
+		cancel()
+		<-done
+		if !termEnded.Equal(deadline) {
+			t.Fatalf("a drain that never finished ended at %s; want at the local deadline %s", termEnded, deadline)
 		}
 		if _, ok, _ := c.Leader(context.Background(), "scheduler"); ok {
 			t.Fatal("key held after shutdown; want released")
