@@ -127,9 +127,11 @@ func (s *Server) forwardErrors() {
 	}
 }
 
-// shutdownFilter drops the errors etcd logs about its own servers stopping
+// shutdownFilter quiets etcd's logging once Close has begun: stopping its
+// servers makes etcd log errors that are side effects of the shutdown
 // ("setting up serving from embedded etcd failed": "http: Server closed",
-// "use of closed network connection", …) once Close has begun.
+// "use of closed network connection"; a storage version update cut short).
+// The first kind is dropped; any other error is logged as a warning.
 type shutdownFilter struct {
 	zapcore.Core
 	closing *atomic.Bool
@@ -140,8 +142,11 @@ func (f *shutdownFilter) With(fs []zapcore.Field) zapcore.Core {
 }
 
 func (f *shutdownFilter) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if f.closing.Load() && e.Message == "setting up serving from embedded etcd failed." {
-		return ce
+	if f.closing.Load() && e.Level == zapcore.ErrorLevel {
+		if e.Message == "setting up serving from embedded etcd failed." {
+			return ce
+		}
+		e.Level = zapcore.WarnLevel
 	}
 	return f.Core.Check(e, ce)
 }

@@ -152,6 +152,7 @@ func (h *holder) run(ctx context.Context) {
 }
 
 func TestRaftLeaderStopDuringTenure(t *testing.T) {
+	t.Parallel() // mostly waits for leases to expire
 	c := startCluster(t, 3)
 	a := newCoordinator(t, newClient(t, c.endpoints()))
 	b := newCoordinator(t, newClient(t, c.endpoints()))
@@ -185,14 +186,19 @@ func TestRaftLeaderStopDuringTenure(t *testing.T) {
 	}
 	cancel()
 	<-done
+	kept := !h.lost && time.Now().Before(h.deadline)
+	if !kept {
+		// Alice lost the key or let it lapse: bob must get it.
+		select {
+		case <-bob.done:
+		case <-time.After(2*ttl + 5*time.Second):
+		}
+	}
 	bob.close()
 
-	t.Logf("alice: %d renewals, %d failed, lost = %v; bob won = %v", len(h.renewed), h.failed, h.lost, bob.won.Token != 0)
+	t.Logf("alice: %d renewals, %d failed, lost = %v, kept = %v; bob won = %v", len(h.renewed), h.failed, h.lost, kept, bob.won.Token != 0)
 	if bob.won.Token != 0 {
 		// Bob took over: alice must have stopped acting before.
-		if !h.lost && time.Now().Before(h.deadline) {
-			t.Errorf("bob acquired %v while alice still believed she led until %s", bob.won, h.deadline.Format(time.StampMilli))
-		}
 		if bob.wonAt.Before(h.deadline) {
 			t.Errorf("bob's grant %v returned %s before alice's local deadline", bob.won, h.deadline.Sub(bob.wonAt))
 		}
@@ -201,11 +207,11 @@ func TestRaftLeaderStopDuringTenure(t *testing.T) {
 		}
 		return
 	}
-	// Alice kept her lease through the leader change: still hers.
-	if h.lost {
-		t.Fatalf("alice's grant was reported lost but bob never acquired the key")
+	if !kept {
+		t.Fatalf("alice stopped acting (lost = %v) but bob never acquired the key", h.lost)
 	}
-	g, ok, err := a.Leader(ctx2(t), "raft/leader")
+	// Alice kept her lease through the leader change: still hers.
+	g, ok, err := a.Leader(t.Context(), "raft/leader")
 	if err != nil || !ok || g.Token != first.Token || g.Holder != "alice" {
 		t.Fatalf("Leader after the leader change = %v, %v, %v; want alice's %v", g, ok, err, first)
 	}
@@ -214,10 +220,8 @@ func TestRaftLeaderStopDuringTenure(t *testing.T) {
 	}
 }
 
-// ctx2 returns a fresh call context (the test's may have been used up).
-func ctx2(t *testing.T) context.Context { return ctx(t) }
-
 func TestQuorumLossDuringTenure(t *testing.T) {
+	t.Parallel() // mostly waits for leases to expire
 	c := startCluster(t, 3)
 	a := newCoordinator(t, newClient(t, c.endpoints()))
 	b := newCoordinator(t, newClient(t, c.endpoints()))

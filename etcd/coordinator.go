@@ -3,8 +3,8 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -110,7 +110,8 @@ func (c *Coordinator) Close() error {
 	c.cancel()
 	c.wg.Wait()
 	if c.ownsClient {
-		if err := c.client.Close(); err != nil && !strings.Contains(err.Error(), "context canceled") {
+		// clientv3's Close reports the cancellation of its own context.
+		if err := c.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("etcd: close client: %w", err)
 		}
 	}
