@@ -2,8 +2,8 @@ package etcd
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
