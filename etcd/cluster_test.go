@@ -152,7 +152,7 @@ func (h *holder) run(ctx context.Context) {
 }
 
 func TestRaftLeaderStopDuringTenure(t *testing.T) {
-	t.Parallel() // mostly waits for leases to expire
+	t.Parallel() // it mostly waits for leases to expire
 	c := startCluster(t, 3)
 	a := newCoordinator(t, newClient(t, c.endpoints()))
 	b := newCoordinator(t, newClient(t, c.endpoints()))
@@ -221,7 +221,7 @@ func TestRaftLeaderStopDuringTenure(t *testing.T) {
 }
 
 func TestQuorumLossDuringTenure(t *testing.T) {
-	t.Parallel() // mostly waits for leases to expire
+	t.Parallel() // it mostly waits for leases to expire
 	c := startCluster(t, 3)
 	a := newCoordinator(t, newClient(t, c.endpoints()))
 	b := newCoordinator(t, newClient(t, c.endpoints()))

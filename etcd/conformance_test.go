@@ -13,7 +13,7 @@ import (
 // them, so restarting the servers under the shared client is safe.
 
 func TestConformanceEmbedded(t *testing.T) {
-	t.Parallel() // mostly waits for leases to expire
+	t.Parallel() // it mostly waits for leases to expire
 	c := startCluster(t, 1)
 	cl := newClient(t, c.endpoints())
 	tenuretest.RunCoordinatorTests(t, func(t *testing.T) tenure.Coordinator {
@@ -28,7 +28,7 @@ func TestConformanceEmbedded(t *testing.T) {
 }
 
 func TestConformanceEmbeddedCluster(t *testing.T) {
-	t.Parallel() // mostly waits for leases to expire
+	t.Parallel() // it mostly waits for leases to expire
 	c := startCluster(t, 3)
 	cl := newClient(t, c.endpoints())
 	tenuretest.RunCoordinatorTests(t, func(t *testing.T) tenure.Coordinator {
@@ -43,7 +43,7 @@ func TestConformanceEmbeddedCluster(t *testing.T) {
 }
 
 func TestConformanceEtcdBinary(t *testing.T) {
-	t.Parallel() // mostly waits for leases to expire
+	t.Parallel() // it mostly waits for leases to expire
 	b := startBinary(t)
 	cl := newClient(t, b.clients)
 	tenuretest.RunCoordinatorTests(t, func(t *testing.T) tenure.Coordinator {

@@ -228,7 +228,7 @@ func TestRenewBatchRoundTrips(t *testing.T) {
 }
 
 func TestExpiredSharedLeaseIsReplaced(t *testing.T) {
-	t.Parallel() // mostly waits for leases to expire
+	t.Parallel() // it mostly waits for leases to expire
 	cl := newClient(t, startCluster(t, 1).endpoints())
 	c := newCoordinator(t, cl)
 	g1 := mustAcquire(t, c, "expire/k1", "alice", time.Second) // granted 2s

@@ -24,7 +24,8 @@ import (
 )
 
 func TestDialUnreachable(t *testing.T) {
-	t.Parallel()                           // waits for dial timeouts
+	t.Parallel() // it mostly waits for dial timeouts
+
 	free, err := embedded.FreeLocalURLs(1) // nothing listens there
 	if err != nil {
 		t.Fatal(err)

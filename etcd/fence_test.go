@@ -45,7 +45,7 @@ func value(t *testing.T, cl *clientv3.Client, k string) string {
 }
 
 func TestFencedTxnRejectsAfterExpiry(t *testing.T) {
-	t.Parallel() // mostly waits for leases to expire
+	t.Parallel() // it mostly waits for leases to expire
 	eps := startCluster(t, 1).endpoints()
 	// Two nodes, each with its own connection.
 	a := newCoordinator(t, newClient(t, eps))
