@@ -161,9 +161,12 @@ func (t *Term) end(cause error) {
 	t.cancel(cause)
 }
 
-// extend moves the deadline to deadline (only ever later) and records the
-// renewed TTL. It reports false when the term has already ended: an ended
-// term is never revived.
+// extend replaces the deadline with the one a renewal produced and records
+// the renewed TTL. The new deadline replaces the old even when it is earlier:
+// a renewal sets the lease's expiry at the coordinator, so only the latest
+// renewal bounds it (a coordinator that granted a shorter TTL this time has
+// shortened the lease). It reports false when the term has already ended:
+// an ended term is never revived.
 func (t *Term) extend(ttl time.Duration, deadline time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -171,10 +174,8 @@ func (t *Term) extend(ttl time.Duration, deadline time.Time) bool {
 		return false
 	}
 	t.ttl = ttl
-	if deadline.After(t.deadline) {
-		t.deadline = deadline
-		t.timer.Reset(time.Until(deadline))
-	}
+	t.deadline = deadline
+	t.timer.Reset(time.Until(deadline))
 	return true
 }
 

@@ -83,3 +83,23 @@ func TestTermStepDown(t *testing.T) {
 		term.StepDown(nil) // idempotent
 	})
 }
+
+func TestTermRenewalWithShorterTTLShortensDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: 10 * time.Second}, time.Now().Add(9*time.Second))
+		time.Sleep(time.Second)
+		// The coordinator renewed with a 3s TTL: its lease now ends sooner
+		// than the first grant's did.
+		if !term.extend(3*time.Second, time.Now().Add(2*time.Second)) {
+			t.Fatal("extend() = false; want true")
+		}
+		if got := term.Remaining(); got != 2*time.Second {
+			t.Fatalf("Remaining() after a shorter renewal = %s; want 2s (the old, longer deadline no longer holds)", got)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if term.Context().Err() == nil {
+			t.Fatal("term still live past the shortened deadline")
+		}
+	})
+}
