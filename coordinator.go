@@ -109,6 +109,41 @@ type Watcher interface {
 	Watch(ctx context.Context, key string) (<-chan LeaderEvent, error)
 }
 
+// A Lister is a Coordinator that can list the live grants under a key
+// prefix, for status displays and operators' tools.
+type Lister interface {
+	// List returns the live grant on every key that starts with prefix
+	// (every key when prefix is empty), sorted by key. A listed grant's TTL
+	// is the time left on its lease when it was read, on the coordinator's
+	// clock (etcd rounds it down to whole seconds), not the TTL it was
+	// granted. A prefix with characters no key may contain is rejected with
+	// an error wrapping ErrInvalidKey.
+	List(ctx context.Context, prefix string) ([]Grant, error)
+}
+
+// ValidatePrefix reports whether prefix can begin a key: empty, or bytes of
+// [A-Za-z0-9._/-] without a leading '/'. The error wraps ErrInvalidKey.
+func ValidatePrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	if len(prefix) > MaxKeyLen {
+		return fmt.Errorf("%w: prefix %q is %d bytes long, at most %d allowed", ErrInvalidKey, prefix, len(prefix), MaxKeyLen)
+	}
+	if prefix[0] == '/' {
+		return fmt.Errorf("%w: prefix %q must not start with '/'", ErrInvalidKey, prefix)
+	}
+	for i := 0; i < len(prefix); i++ {
+		switch c := prefix[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.', c == '_', c == '/', c == '-':
+		default:
+			return fmt.Errorf("%w: prefix %q: byte %q at %d is not allowed (use A-Z a-z 0-9 . _ / -)", ErrInvalidKey, prefix, c, i)
+		}
+	}
+	return nil
+}
+
 // RenewResult is the outcome of renewing one grant in a batch.
 type RenewResult struct {
 	// Grant is the renewed grant when Err is nil.
