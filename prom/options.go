@@ -1,0 +1,72 @@
+package prom
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// DefaultNamespace is the prefix of every metric name unless WithNamespace
+// sets another.
+const DefaultNamespace = "tenure"
+
+// An Option configures New.
+type Option func(*options)
+
+type options struct {
+	namespace   string
+	constLabels prometheus.Labels
+}
+
+// WithNamespace sets the prefix of every metric name, "tenure" by default:
+// WithNamespace("app") gives app_leader, app_fencing_token, and so on. It
+// must be a valid Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*); New
+// reports an empty or malformed namespace.
+func WithNamespace(namespace string) Option {
+	return func(o *options) { o.namespace = namespace }
+}
+
+// WithConstLabels adds labels with fixed values to every series, such as
+// the holder or the deployment. Label names must be valid Prometheus label
+// names, must not start with "__" and must not be "key" or "kind", which the
+// metrics use themselves; values must be valid UTF-8. New reports any that
+// are not. Repeated calls add to the set; a later value for the same name
+// wins.
+func WithConstLabels(labels prometheus.Labels) Option {
+	return func(o *options) {
+		if o.constLabels == nil {
+			o.constLabels = make(prometheus.Labels, len(labels))
+		}
+		maps.Copy(o.constLabels, labels)
+	}
+}
+
+// validate reports the first problem with o, wrapping tenure.ErrInvalidConfig.
+func (o *options) validate() error {
+	if o.namespace == "" {
+		return fmt.Errorf("%w: prom: namespace must not be empty", tenure.ErrInvalidConfig)
+	}
+	if !model.LegacyValidation.IsValidMetricName(o.namespace) {
+		return fmt.Errorf("%w: prom: namespace %q is not a valid metric name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*)", tenure.ErrInvalidConfig, o.namespace)
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.constLabels)) {
+		value := o.constLabels[name]
+		switch {
+		case name == labelKey || name == labelKind:
+			return fmt.Errorf("%w: prom: const label %q is reserved for the metrics' own label", tenure.ErrInvalidConfig, name)
+		case len(name) >= 2 && name[:2] == "__":
+			return fmt.Errorf("%w: prom: const label %q: names starting with \"__\" are reserved", tenure.ErrInvalidConfig, name)
+		case !model.LegacyValidation.IsValidLabelName(name):
+			return fmt.Errorf("%w: prom: const label %q is not a valid label name ([a-zA-Z_][a-zA-Z0-9_]*)", tenure.ErrInvalidConfig, name)
+		case !utf8.ValidString(value):
+			return fmt.Errorf("%w: prom: const label %q: value %q is not valid UTF-8", tenure.ErrInvalidConfig, name, value)
+		}
+	}
+	return nil
+}
