@@ -164,15 +164,19 @@ func TestElectorShutdownDrainBoundedByDeadline(t *testing.T) {
 		go func() {
 			done <- e.Run(ctx, func(ctx context.Context, term *tenure.Term) error {
 				<-ctx.Done()
-				deadline = term.Deadline()
 				<-term.Done() // work that does not finish on its own
 				termEnded = time.Now()
+				deadline = term.Deadline() // final: renewals stopped at shutdown
 				return nil
 			})
 		}()
 		time.Sleep(5 * time.Second)
 		cancel()
+		stopped := time.Now()
 		<-done
+		if safe := testConfig("a").SafeLease(3 * time.Second); termEnded.Sub(stopped) > safe {
+			t.Fatalf("drain lasted %s after shutdown; want at most the safe lease %s", termEnded.Sub(stopped), safe)
+		}
 		if !termEnded.Equal(deadline) {
 			t.Fatalf("a drain that never finished ended at %s; want at the local deadline %s", termEnded, deadline)
 		}
