@@ -28,8 +28,9 @@
 // with the same TTL; Release deletes only its own key. When the shared lease
 // expires, the next Acquire grants a new one.
 //
-// etcd leases are whole seconds with a minimum (2s with default settings):
-// a requested TTL is rounded up to whole seconds and etcd may raise it
+// etcd leases are whole seconds with a minimum of 1.5 election timeouts
+// (2s with etcd's default settings, 1s on a one-member embedded server): a
+// requested TTL is rounded up to whole seconds and etcd may raise it
 // further. Grants report the TTL etcd actually granted, as returned by
 // LeaseGrant or the latest KeepAliveOnce, which etcd counts from when it
 // received the request, after the caller sent it: a holder's local deadline
