@@ -56,7 +56,12 @@ type Coordinator interface {
 	//
 	// If another holder has a live lease, Acquire returns a *HeldError naming
 	// it (matching ErrHeld) and changes nothing. If holder itself holds the
-	// key, Acquire supersedes that grant with a new one and a new token.
+	// key, Acquire supersedes that grant with a new one and a new token (on
+	// backends where superseding takes two steps, another holder may win in
+	// between, and Acquire then returns a *HeldError). An Acquire whose
+	// outcome is unknown (its context ended, or its reply was lost) may have
+	// been granted: the Elector simply acquires again with the same holder,
+	// which supersedes it.
 	// Malformed keys, holders and TTLs are rejected with errors wrapping
 	// ErrInvalidKey, ErrInvalidHolder or ErrInvalidTTL.
 	Acquire(ctx context.Context, key, holder string, ttl time.Duration) (Grant, error)
@@ -66,7 +71,9 @@ type Coordinator interface {
 	// that expired, was released or was superseded is reported with an error
 	// wrapping ErrLost and is never revived. A grant whose holder or token
 	// does not match the live one (forged, or from an earlier tenure) cannot
-	// renew or release the live one.
+	// renew or release the live one. Backends that share one lease among a
+	// holder's grants (etcd) may extend the holder's other grants too: that
+	// only ever makes them last longer, never shorter.
 	Renew(ctx context.Context, g Grant) (Grant, error)
 
 	// Release ends the grant now, so that another holder can acquire the key
@@ -76,7 +83,9 @@ type Coordinator interface {
 	Release(ctx context.Context, g Grant) error
 
 	// Leader returns the live grant on key. ok is false when nobody holds a
-	// live lease on it. The grant's TTL may be the lease remaining rather
+	// live lease on it. A lease that has just expired but that the
+	// coordinator has not yet collected may be reported as held with a TTL
+	// of zero, as long as Acquire still refuses it. The grant's TTL may be the lease remaining rather
 	// than the TTL granted (PostgreSQL stores only the expiry). A malformed
 	// key is rejected with an error wrapping ErrInvalidKey.
 	Leader(ctx context.Context, key string) (g Grant, ok bool, err error)
