@@ -7,27 +7,37 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// Exit codes of the tenure command.
+// Exit codes of the tenure command. tenure run also exits with its
+// command's own exit code (128+N when a signal N ended the command).
 const (
-	ExitOK       = 0 // success
-	ExitError    = 1 // a runtime error: coordinator unreachable, verification failed, …
-	ExitUsage    = 2 // bad flags or arguments
-	ExitNotReady = 3 // tenure run: --wait-timeout passed without leading
+	ExitOK         = 0   // success
+	ExitError      = 1   // a runtime error: coordinator unreachable, verification failed, …
+	ExitUsage      = 2   // bad flags or arguments
+	ExitNotReady   = 3   // tenure run: --wait-timeout passed without leading
+	ExitCannotRun  = 126 // tenure run: the command was found but could not be started
+	ExitNotFound   = 127 // tenure run: the command was not found
+	exitSignalBase = 128 // 128+N: ended by signal N (the command's, or tenure's own)
 )
 
-// ExitError carries an exit code out of a command.
+// exitError carries an exit code out of a command. A nil err exits quietly.
 type exitError struct {
 	code int
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit code %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 // usageError marks an error in flags or arguments (exit code 2).
@@ -59,7 +69,43 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	return ExitError
 }
 
+// globalFlags are the flags every command accepts.
+type globalFlags struct {
+	coord    coordinatorFlags
+	logLevel string
+}
+
+// logger returns a logger writing to w at --log-level, as text or, with
+// asJSON, as JSON lines.
+func (g *globalFlags) logger(w io.Writer, asJSON bool) (*slog.Logger, error) {
+	return g.loggerAtLeast(w, asJSON, slog.LevelDebug)
+}
+
+// loggerAtLeast is logger, but drops records below least whatever
+// --log-level says.
+func (g *globalFlags) loggerAtLeast(w io.Writer, asJSON bool, least slog.Level) (*slog.Logger, error) {
+	level, err := g.level()
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: max(level, least)}
+	if asJSON {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// level is --log-level.
+func (g *globalFlags) level() (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return 0, usageError("--log-level %q: want debug, info, warn or error", g.logLevel)
+	}
+	return level, nil
+}
+
 func newRootCommand() *cobra.Command {
+	var g globalFlags
 	root := &cobra.Command{
 		Use:   "tenure",
 		Short: "Leader election that stays safe when a leader goes stale",
@@ -69,7 +115,27 @@ increases; protected resources reject older tokens; a leader that cannot
 prove its lease is still safely held stops acting by itself.
 
 Every flag has an environment twin: --wait-timeout can also be set with
-TENURE_WAIT_TIMEOUT. A flag on the command line wins.`,
+TENURE_WAIT_TIMEOUT. A flag on the command line wins.
+
+The coordinator is etcd at --endpoints (by default a "tenure server" on
+this machine), or PostgreSQL when --postgres DSN is given.
+
+Exit codes:
+  0    success
+  1    runtime error (coordinator unreachable, authentication failed, …)
+  2    bad flags or arguments
+  3    tenure run: not leader within --wait-timeout
+  126  tenure run: the command could not be started
+  127  tenure run: the command was not found
+  N    tenure run: the command's own exit code (128+S when signal S ended it)`,
+		Example: `  # one terminal: a single-member etcd, data in ./tenure-data
+  tenure server
+
+  # two more terminals: only one worker runs at a time
+  tenure run --key jobs -- ./worker.sh
+
+  tenure status --key jobs
+  tenure watch --key jobs`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -79,7 +145,13 @@ TENURE_WAIT_TIMEOUT. A flag on the command line wins.`,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
 	})
-	root.AddCommand(newDemoCommand())
+	g.coord.register(root.PersistentFlags())
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "least severe log messages written to stderr: debug, info, warn or error")
+	root.AddCommand(newServerCommand(&g))
+	root.AddCommand(newRunCommand(&g))
+	root.AddCommand(newStatusCommand(&g))
+	root.AddCommand(newWatchCommand(&g))
+	root.AddCommand(newDemoCommand(&g))
 	return root
 }
 

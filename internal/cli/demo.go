@@ -22,7 +22,7 @@ type demoFlags struct {
 	key     string
 }
 
-func newDemoCommand() *cobra.Command {
+func newDemoCommand(g *globalFlags) *cobra.Command {
 	var f demoFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -38,10 +38,22 @@ func newDemoCommand() *cobra.Command {
   4. the partition heals and a write the old leader sent before it was cut
      off finally arrives: the register rejects it as stale.
 
+The coordinator (--backend) is:
+  etcd      an etcd member started in a temporary directory (the default);
+            every node talks to it through a TCP proxy of its own, and the
+            partition cuts the leader's proxy
+  memory    tenure's in-process coordinator, with simulated partitions
+  postgres  the PostgreSQL database named by --postgres (TENURE_POSTGRES),
+            through per-node TCP proxies; the nodes' leases live in its
+            cluster_leadership table (created if missing)
+
+Giving --postgres without --backend selects postgres.
+
 It exits 0 when the story ran as described, non-zero otherwise, in well
 under a minute.`,
 		Example: `  tenure demo
-  tenure demo --ttl 2s`,
+  tenure demo --backend memory --ttl 1s
+  tenure demo --backend postgres --postgres "postgres://tenure@localhost/tenure"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.nodes < 2 || f.nodes > 9 {
@@ -56,17 +68,30 @@ under a minute.`,
 			if err := tenure.ValidateKey(f.key); err != nil {
 				return usageError("--key: %w", err)
 			}
+			if !cmd.Flags().Changed("backend") && g.coord.postgres != "" {
+				f.backend = "postgres"
+			}
 			switch f.backend {
 			case "memory":
 				c := memory.New()
 				defer c.Close()
-				return runDemo(cmd.Context(), cmd.OutOrStdout(), c, c, f)
+				return runDemo(cmd.Context(), cmd.OutOrStdout(), func(string) tenure.Coordinator { return c }, c, f)
+			case "etcd":
+				if f.ttl < time.Second {
+					return usageError("--ttl (%s) must be at least 1s on etcd (leases are whole seconds)", f.ttl)
+				}
+				return etcdDemo(cmd.Context(), cmd.OutOrStdout(), f)
+			case "postgres":
+				if g.coord.postgres == "" {
+					return usageError("--backend postgres needs --postgres DSN (or TENURE_POSTGRES)")
+				}
+				return postgresDemo(cmd.Context(), cmd.OutOrStdout(), g.coord.postgres, g.coord.dialTimeout, f)
 			default:
-				return usageError("--backend %q is not one of: memory", f.backend)
+				return usageError("--backend %q is not one of: etcd, memory, postgres", f.backend)
 			}
 		},
 	}
-	cmd.Flags().StringVar(&f.backend, "backend", "memory", "coordinator to run on: memory")
+	cmd.Flags().StringVar(&f.backend, "backend", "etcd", "coordinator to run on: etcd (embedded, in a temporary directory), memory or postgres")
 	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "number of nodes (2–9)")
 	cmd.Flags().DurationVar(&f.ttl, "ttl", 3*time.Second, "lease TTL")
 	cmd.Flags().StringVar(&f.key, "key", "demo/scheduler", "key the nodes compete for")
@@ -100,8 +125,9 @@ func (d *demo) step(text string) {
 	fmt.Fprintf(d.out, "\n%s\n", text)
 }
 
-// runDemo tells the story on coordinator c, cutting nodes off through p.
-func runDemo(ctx context.Context, out io.Writer, c tenure.Coordinator, p partitioner, f demoFlags) error {
+// runDemo tells the story, each node on the coordinator coord gives for its
+// name, cutting nodes off through p.
+func runDemo(ctx context.Context, out io.Writer, coord func(name string) tenure.Coordinator, p partitioner, f demoFlags) error {
 	ctx, cancel := context.WithTimeout(ctx, 50*time.Second)
 	defer cancel()
 
@@ -124,7 +150,7 @@ func runDemo(ctx context.Context, out io.Writer, c tenure.Coordinator, p partiti
 	nodeCtx, stopNodes := context.WithCancel(ctx)
 	defer func() { stopNodes(); wg.Wait() }()
 	for i := 1; i <= f.nodes; i++ {
-		name := fmt.Sprintf("node-%d", i)
+		name := demoNodeName(i)
 		cfg := tenure.DefaultConfig()
 		cfg.Key = f.key
 		cfg.Holder = name
@@ -136,7 +162,7 @@ func runDemo(ctx context.Context, out io.Writer, c tenure.Coordinator, p partiti
 			default:
 			}
 		}
-		e, err := tenure.NewElector(c, cfg)
+		e, err := tenure.NewElector(coord(name), cfg)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,552 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tenure-dev/tenure"
+)
+
+type runFlags struct {
+	key         string
+	ttl         time.Duration
+	holder      string
+	killGrace   time.Duration
+	restart     bool
+	waitTimeout time.Duration
+	json        bool
+}
+
+func newRunCommand(g *globalFlags) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run --key KEY [flags] [--] COMMAND [ARG...]",
+		Short: "Run a command only while this process leads a key",
+		Long: `run campaigns for --key and, while it leads, runs COMMAND. However many
+"tenure run" processes share a key, on however many machines, at most one
+runs its command at a time.
+
+COMMAND gets the environment of tenure plus:
+
+  TENURE_KEY            the key led
+  TENURE_HOLDER         this process's identity (--holder)
+  TENURE_FENCING_TOKEN  the term's fencing token: a number greater than every
+                        token given out before for this key; present it to
+                        every resource you write to, so that a resource can
+                        refuse a deposed leader's late writes
+  TENURE_LEASE_TTL      the lease granted, as a Go duration ("10s")
+
+It runs in a process group of its own; SIGINT, SIGTERM and SIGHUP sent to
+tenure are forwarded to that group. COMMAND does not read the terminal:
+when tenure's stdin is a terminal, COMMAND's is /dev/null.
+
+The command never outlives the leadership:
+  - when the lease cannot be renewed or the coordinator says it is lost,
+    the group gets SIGTERM, then SIGKILL after --kill-grace; the SIGKILL
+    comes no later than the local deadline (the moment the lease might
+    expire at the coordinator, less a safety margin), so at a deadline it
+    is immediate. tenure then campaigns again and starts COMMAND afresh
+    when it leads again;
+  - if tenure dies, even by SIGKILL, COMMAND is killed by the kernel
+    (Linux parent-death signal). Processes COMMAND starts in its group are
+    signalled with it while tenure lives, but are not covered by that
+    last guarantee.
+
+When COMMAND exits on its own, tenure releases the key at once (another
+process takes over in one round trip, not a TTL) and exits with COMMAND's
+exit code, 128+N if signal N ended it. With --restart it campaigns again
+instead, and runs COMMAND again when it leads.
+
+When tenure gets SIGINT or SIGTERM, it forwards the signal, waits for
+COMMAND to exit (at most --kill-grace, and never past the local deadline,
+then SIGKILL), releases the key and exits with COMMAND's exit code; if no
+command runs it exits with 128+N. SIGHUP while no command runs ends tenure
+too.
+
+Leadership changes and the command's start and end are logged to stderr,
+as text, or as JSON lines (one object per line) with --json: every
+leadership change is a record with "msg":"leadership" and its
+"transition" (elected, resigned, lost, expired, fenced, stepped-down),
+"key", "holder" and "token".
+
+Exit codes:
+  N    COMMAND's exit code (128+S when signal S ended it)
+  1    runtime error (coordinator unreachable, authentication failed, …)
+  2    bad flags or arguments (including no COMMAND)
+  3    not leader within --wait-timeout
+  126  COMMAND could not be started
+  127  COMMAND was not found
+  128+S  tenure got signal S while no command ran`,
+		Example: `  # against "tenure server" on this machine: at most one worker at a time
+  tenure run --key jobs -- ./worker.sh
+
+  # PostgreSQL as the coordinator, a 5s lease, and a name in the logs
+  tenure run --postgres "$DSN" --key jobs --ttl 5s --holder "$(hostname)" -- ./worker.sh
+
+  # a cron job that runs on one machine only: give up after 30s of waiting
+  tenure run --key nightly-report --wait-timeout 30s -- ./report.sh
+
+  # a service that must always run somewhere; restart it when it exits
+  tenure run --key scheduler --restart -- ./scheduler --config prod.yaml`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError("run needs a command to run after the flags, as in: tenure run --key jobs -- ./worker.sh (see 'tenure run --help')")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd, g, &f, args)
+		},
+	}
+	// Everything after the first argument belongs to COMMAND, "--" or not.
+	cmd.Flags().SetInterspersed(false)
+	fs := cmd.Flags()
+	fs.StringVar(&f.key, "key", "", "the key to lead (required): 1–200 bytes of A-Z a-z 0-9 . _ / -")
+	fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lease TTL: how long after its last renewal a silent leader keeps the key (etcd rounds up to whole seconds)")
+	fs.StringVar(&f.holder, "holder", "", `this process's identity (default "hostname-pid-random")`)
+	fs.DurationVar(&f.killGrace, "kill-grace", 2*time.Second, "after SIGTERM, wait this long for the command to exit before SIGKILL (never past the local deadline)")
+	fs.BoolVar(&f.restart, "restart", false, "when the command exits, release the key, campaign again and run it again")
+	fs.DurationVar(&f.waitTimeout, "wait-timeout", 0, "exit with code 3 if not leader within this long of starting to campaign (0: wait forever); applies to every campaign")
+	fs.BoolVar(&f.json, "json", false, "log to stderr as JSON lines instead of text")
+	return cmd
+}
+
+// restartBackoff is the least time between two starts of the command
+// under --restart.
+const restartBackoff = time.Second
+
+// runner is one tenure run invocation.
+type runner struct {
+	f     *runFlags
+	log   *slog.Logger
+	argv  []string
+	path  string
+	env   []string
+	stdin io.Reader
+
+	stdout, stderr io.Writer
+
+	cancel context.CancelFunc // ends the campaign: tenure exits
+	wait   *waitLimit
+
+	mu        sync.Mutex
+	current   *child // the running command, nil when none
+	forwarded *child // the command a stopping signal was forwarded to
+	signal    syscall.Signal
+	exitCode  int // the command's code to exit with; -1: none
+	startErr  error
+	ran       time.Duration // how long the last command ran
+}
+
+func (r *runner) lastRan() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ran
+}
+
+func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) error {
+	if err := g.coord.check(cmd.Flags()); err != nil {
+		return err
+	}
+	if f.key == "" {
+		return usageError("--key is required: the key to lead (see 'tenure run --help')")
+	}
+	if err := tenure.ValidateKey(f.key); err != nil {
+		return usageError("--key: %w", err)
+	}
+	if f.holder == "" {
+		f.holder = tenure.DefaultHolder()
+	} else if err := tenure.ValidateHolder(f.holder); err != nil {
+		return usageError("--holder: %w", err)
+	}
+	if f.killGrace < 0 {
+		return usageError("--kill-grace (%s) must not be negative", f.killGrace)
+	}
+	if f.waitTimeout < 0 {
+		return usageError("--wait-timeout (%s) must not be negative (0 waits forever)", f.waitTimeout)
+	}
+	log, err := g.logger(cmd.ErrOrStderr(), f.json)
+	if err != nil {
+		return err
+	}
+	cfg := tenure.DefaultConfig()
+	cfg.Key, cfg.Holder, cfg.TTL = f.key, f.holder, f.ttl
+	if err := cfg.Validate(); err != nil {
+		return &exitError{code: ExitUsage, err: configFlagNames(err)}
+	}
+
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		code := ExitNotFound
+		if errors.Is(err, fs.ErrPermission) {
+			code = ExitCannotRun
+		}
+		return &exitError{code: code, err: fmt.Errorf("command %q: %w", args[0], err)}
+	}
+
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	r := &runner{
+		f: f, log: log, argv: args, path: path, env: os.Environ(),
+		stdin: childStdin(cmd.InOrStdin()), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(),
+		cancel: cancel, exitCode: -1,
+	}
+
+	// Signals are caught before dialling: from here on tenure decides what
+	// a signal means.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	sigDone := make(chan struct{})
+	stopSigs := make(chan struct{})
+	go func() {
+		defer close(sigDone)
+		for {
+			select {
+			case <-stopSigs:
+				return
+			case s := <-sigs:
+				r.onSignal(s.(syscall.Signal))
+			}
+		}
+	}()
+	defer func() { close(stopSigs); <-sigDone }()
+
+	coord, err := openCoordinator(ctx, &g.coord, log)
+	if err != nil {
+		if sig := r.caught(); sig != 0 {
+			return &exitError{code: exitSignalBase + int(sig)}
+		}
+		return err
+	}
+	defer coord.Close()
+
+	// The elector's own records repeat what the transitions say; show its
+	// warnings (failed renewals) unless debugging.
+	cfg.Logger = log
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		if cfg.Logger, err = g.loggerAtLeast(cmd.ErrOrStderr(), f.json, slog.LevelWarn); err != nil {
+			return err
+		}
+	}
+	r.wait = newWaitLimit(f.waitTimeout, func() {
+		log.Warn("not leader within --wait-timeout; giving up", "key", f.key, "wait_timeout", f.waitTimeout)
+		cancel()
+	})
+	cfg.OnTransition = r.onTransition
+	el, err := tenure.NewElector(coord, cfg)
+	if err != nil {
+		return &exitError{code: ExitUsage, err: configFlagNames(err)}
+	}
+
+	log.Info("campaigning", "key", f.key, "holder", f.holder, "ttl", f.ttl, "backend", g.coord.backend())
+	lctx, lcancel := context.WithTimeout(ctx, g.coord.dialTimeout)
+	if lg, ok, err := coord.Leader(lctx, f.key); err == nil && ok {
+		log.Info("key held; waiting for it", "key", f.key, "leader", lg.Holder, "token", lg.Token)
+	}
+	lcancel()
+	var runErr error
+	for {
+		r.wait.campaigning()
+		runErr = el.Run(ctx, r.lead)
+		r.wait.stop()
+		if !f.restart || ctx.Err() != nil || r.done() || runErr != nil {
+			break
+		}
+		// A command that fails at once must not turn tenure into a loop
+		// of grants and releases.
+		wait := time.Duration(0)
+		if ran := r.lastRan(); ran < restartBackoff {
+			wait = restartBackoff - ran
+		}
+		log.Info("command exited; campaigning again (--restart)", "key", f.key, "after", wait.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+	return r.result(ctx, coord, runErr)
+}
+
+// result is how tenure run ends, by precedence: the command's exit code,
+// a command that could not start, --wait-timeout, a signal, an error.
+func (r *runner) result(ctx context.Context, coord tenure.Coordinator, runErr error) error {
+	r.mu.Lock()
+	code, startErr, sig := r.exitCode, r.startErr, r.signal
+	r.mu.Unlock()
+	switch {
+	case startErr != nil:
+		c := ExitCannotRun
+		if errors.Is(startErr, exec.ErrNotFound) || errors.Is(startErr, fs.ErrNotExist) {
+			c = ExitNotFound
+		}
+		return &exitError{code: c, err: fmt.Errorf("start %q: %w", r.argv[0], startErr)}
+	case code >= 0:
+		if code == 0 {
+			return nil
+		}
+		return &exitError{code: code}
+	case r.wait.fired():
+		msg := fmt.Sprintf("not leader of %q within --wait-timeout (%s)", r.f.key, r.f.waitTimeout)
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		if g, ok, err := coord.Leader(lctx, r.f.key); err == nil && ok {
+			msg += fmt.Sprintf(": held by %q (token %d)", g.Holder, g.Token)
+		}
+		return &exitError{code: ExitNotReady, err: errors.New(msg)}
+	case sig != 0:
+		return &exitError{code: exitSignalBase + int(sig)}
+	case runErr != nil && !errors.Is(runErr, context.Canceled):
+		return runErr
+	case ctx.Err() != nil:
+		return &exitError{code: ExitError, err: context.Cause(ctx)}
+	}
+	return nil
+}
+
+// done reports whether the command has ended in a way that ends tenure.
+func (r *runner) done() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.exitCode >= 0 || r.startErr != nil || r.signal != 0
+}
+
+func (r *runner) caught() syscall.Signal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.signal
+}
+
+// onSignal forwards sig to the running command's group. SIGINT and SIGTERM
+// also end tenure (after the command, if any, has exited); so does SIGHUP
+// when no command runs.
+func (r *runner) onSignal(sig syscall.Signal) {
+	r.mu.Lock()
+	c := r.current
+	stopping := sig != syscall.SIGHUP || c == nil
+	if stopping {
+		r.signal = sig
+		if c != nil {
+			r.forwarded = c
+		}
+	}
+	r.mu.Unlock()
+	if c != nil {
+		r.log.Info("forwarding signal to the command", "signal", sig.String(), "pid", c.pid)
+		_ = c.signal(sig)
+	} else {
+		r.log.Info("signal received; stopping", "signal", sig.String())
+	}
+	if stopping {
+		r.cancel()
+	}
+}
+
+func (r *runner) onTransition(t tenure.Transition) {
+	if t.Kind == tenure.Elected {
+		r.wait.elected()
+	} else if t.Kind != tenure.Resigned {
+		r.wait.campaigning() // the elector campaigns again
+	}
+	attrs := []any{"transition", t.Kind.String(), "key", t.Key, "holder", t.Holder, "token", t.Token}
+	switch t.Kind {
+	case tenure.Elected, tenure.Resigned:
+		r.log.Info("leadership", attrs...)
+	default:
+		r.log.Warn("leadership", append(attrs, "err", t.Err)...)
+	}
+}
+
+// lead runs the command for term t; it is the elector's leader function.
+func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
+	if ctx.Err() != nil || r.done() {
+		return nil // stopping already: do not start
+	}
+	env := append(r.env[:len(r.env):len(r.env)],
+		"TENURE_KEY="+t.Key(),
+		"TENURE_HOLDER="+t.Holder(),
+		"TENURE_FENCING_TOKEN="+strconv.FormatUint(t.Token(), 10),
+		"TENURE_LEASE_TTL="+t.Grant().TTL.String(),
+	)
+	r.mu.Lock()
+	if r.signal != 0 { // a stopping signal came in while the term began
+		r.mu.Unlock()
+		return nil
+	}
+	c, err := startChild(r.path, r.argv, env, r.stdin, r.stdout, r.stderr)
+	if err != nil {
+		r.startErr = err
+		r.mu.Unlock()
+		r.log.Error("command could not start", "command", r.argv[0], "err", err)
+		r.cancel()
+		return err
+	}
+	r.current = c
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.current = nil
+		r.mu.Unlock()
+	}()
+	r.log.Info("command started", "pid", c.pid, "token", t.Token(), "command", r.argv[0])
+
+	select {
+	case <-c.done:
+		ran := time.Since(c.started)
+		r.mu.Lock()
+		r.ran = ran
+		r.mu.Unlock()
+		r.log.Info("command exited", "pid", c.pid, "status", c.describe(), "ran", ran.Round(time.Millisecond))
+		if c.groupAlive() {
+			r.log.Info("stopping what is left of the command's process group", "pgid", c.pid)
+			c.stop(syscall.SIGTERM, r.killAt(t))
+		}
+		r.mu.Lock()
+		forwarded := r.forwarded == c
+		r.mu.Unlock()
+		if !r.f.restart || forwarded {
+			r.mu.Lock()
+			r.exitCode = c.exitCode()
+			r.mu.Unlock()
+			r.cancel() // resign and exit, even if the term ended meanwhile
+		}
+		return nil
+
+	case <-ctx.Done():
+		r.mu.Lock()
+		forwarded := r.forwarded == c
+		r.mu.Unlock()
+		sig := syscall.SIGTERM
+		if forwarded {
+			sig = 0 // the signal tenure got has been forwarded already
+		}
+		killAt := r.killAt(t)
+		level, why := slog.LevelInfo, "tenure is stopping"
+		if t.Context().Err() != nil {
+			level, why = slog.LevelWarn, "leadership ended"
+			if cause := context.Cause(t.Context()); cause != nil {
+				why = cause.Error()
+			}
+		}
+		r.log.Log(context.Background(), level, "stopping the command", "pid", c.pid, "reason", why,
+			"sigkill_in", max(time.Until(killAt), 0).Round(time.Millisecond))
+		killed := c.stop(sig, killAt)
+		r.log.Info("command stopped", "pid", c.pid, "status", c.describe(), "sigkill", killed)
+		if forwarded {
+			r.mu.Lock()
+			r.exitCode = c.exitCode()
+			r.mu.Unlock()
+		}
+		return nil
+	}
+}
+
+// killAt is when the command must have been SIGKILLed: --kill-grace from
+// now, but no later than the term's local deadline.
+func (r *runner) killAt(t *tenure.Term) time.Time {
+	return earliest(time.Now().Add(r.f.killGrace), t.Deadline())
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// childStdin is the command's stdin: tenure's, unless it is a terminal,
+// which a command in another process group cannot read without being
+// stopped (SIGTTIN).
+func childStdin(in io.Reader) io.Reader {
+	f, ok := in.(*os.File)
+	if !ok {
+		return in
+	}
+	if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		return nil // /dev/null
+	}
+	return f
+}
+
+// configFlagNames rewrites tenure.Config field names in err as the flags
+// that set them.
+func configFlagNames(err error) error {
+	return errors.New(strings.NewReplacer(
+		"Config.Key", "--key",
+		"Config.Holder", "--holder",
+		"Config.TTL", "--ttl",
+	).Replace(err.Error()))
+}
+
+// waitLimit ends a campaign that has not led within d (0: never).
+type waitLimit struct {
+	d      time.Duration
+	onFire func()
+
+	mu       sync.Mutex
+	timer    *time.Timer
+	leading  bool
+	hasFired bool
+}
+
+func newWaitLimit(d time.Duration, onFire func()) *waitLimit {
+	return &waitLimit{d: d, onFire: onFire}
+}
+
+// campaigning starts the clock, unless it is already running.
+func (w *waitLimit) campaigning() {
+	if w.d <= 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.leading = false
+	if w.timer != nil || w.hasFired {
+		return
+	}
+	w.timer = time.AfterFunc(w.d, func() {
+		w.mu.Lock()
+		if w.leading || w.timer == nil {
+			w.mu.Unlock()
+			return
+		}
+		w.hasFired = true
+		w.timer = nil
+		w.mu.Unlock()
+		w.onFire()
+	})
+}
+
+// elected stops the clock.
+func (w *waitLimit) elected() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.leading = true
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+}
+
+// stop stops the clock for good.
+func (w *waitLimit) stop() { w.elected() }
+
+func (w *waitLimit) fired() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.hasFired
+}
