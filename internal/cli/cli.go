@@ -152,6 +152,8 @@ Exit codes:
 	root.AddCommand(newStatusCommand(&g))
 	root.AddCommand(newWatchCommand(&g))
 	root.AddCommand(newDemoCommand(&g))
+	root.AddCommand(newVerifyCommand(&g))
+	root.AddCommand(newVerifyNodeCommand())
 	return root
 }
 

@@ -1,0 +1,205 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/etcd"
+	"github.com/tenure-dev/tenure/fence"
+	"github.com/tenure-dev/tenure/postgres"
+)
+
+// NodeSpec tells a node process what to do. The runner passes it as JSON.
+type NodeSpec struct {
+	// Holder is the node's identity.
+	Holder string `json:"holder"`
+	// Key is the key the nodes compete for.
+	Key string `json:"key"`
+	// Endpoints are etcd client URLs (through the node's proxies).
+	Endpoints []string `json:"endpoints,omitempty"`
+	// Postgres is a PostgreSQL DSN (through the node's proxy), instead of
+	// Endpoints.
+	Postgres string `json:"postgres,omitempty"`
+	// Register is the base URL of the register service (through the node's
+	// proxy).
+	Register string `json:"register"`
+	// TTL, Margin and MaxDrift configure the elector.
+	TTL      time.Duration `json:"ttl"`
+	Margin   time.Duration `json:"margin"`
+	MaxDrift float64       `json:"max_drift"`
+	// WriteEvery is the pause between two writes while leading.
+	WriteEvery time.Duration `json:"write_every"`
+	// Plant is the planted bug, "" for none.
+	Plant string `json:"plant,omitempty"`
+}
+
+// ElectorConfig returns the elector configuration the spec describes.
+func (s NodeSpec) ElectorConfig() tenure.Config {
+	cfg := tenure.DefaultConfig()
+	cfg.Key = s.Key
+	cfg.Holder = s.Holder
+	cfg.TTL = s.TTL
+	cfg.Margin = s.Margin
+	cfg.MaxDrift = s.MaxDrift
+	return cfg
+}
+
+// ParseNodeSpec decodes a NodeSpec from JSON.
+func ParseNodeSpec(s string) (NodeSpec, error) {
+	var spec NodeSpec
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return spec, fmt.Errorf("chaos: node spec: %w", err)
+	}
+	if err := CheckPlant(spec.Plant); err != nil {
+		return spec, err
+	}
+	if len(spec.Endpoints) == 0 && spec.Postgres == "" {
+		return spec, errors.New("chaos: node spec names no coordinator")
+	}
+	if spec.Register == "" {
+		return spec, errors.New("chaos: node spec names no register")
+	}
+	if spec.WriteEvery <= 0 {
+		return spec, fmt.Errorf("chaos: node spec: write_every (%s) must be positive", spec.WriteEvery)
+	}
+	return spec, spec.ElectorConfig().Validate()
+}
+
+// RunNode is the body of a node process: it connects to the coordinator,
+// campaigns, writes to the register while it leads, and reports every event
+// as a JSON line on out, until ctx ends.
+func RunNode(ctx context.Context, spec NodeSpec, out io.Writer) error {
+	ew := newEventWriter(out, spec.Holder)
+	ew.emit(Event{Kind: KindStart})
+	cfg := spec.ElectorConfig()
+
+	var base tenure.Coordinator
+	for base == nil {
+		var err error
+		dctx, cancel := context.WithTimeout(ctx, 2*spec.TTL)
+		if spec.Postgres != "" {
+			base, err = postgres.Open(dctx, spec.Postgres)
+		} else {
+			base, err = etcd.Dial(dctx, etcd.Config{Endpoints: spec.Endpoints, DialTimeout: 2 * spec.TTL})
+		}
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			ew.emit(Event{Kind: "dial", Err: err.Error()})
+			base = nil
+		}
+	}
+	defer base.Close()
+
+	c := plant(recorder{passthrough{base}, ew}, spec.Plant, cfg)
+	cfg.OnTransition = func(tr tenure.Transition) {
+		ev := Event{Kind: KindTransition, At: monoOf(tr.At), Token: tr.Token, Result: tr.Kind.String()}
+		if tr.Kind == tenure.Elected {
+			ev.Kind = KindElected
+		}
+		if tr.Err != nil {
+			ev.Err = tr.Err.Error()
+		}
+		ew.emit(ev)
+	}
+	e, err := tenure.NewElector(c, cfg)
+	if err != nil {
+		return err
+	}
+	w := &writer{spec: spec, out: ew, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
+	defer w.client.CloseIdleConnections()
+	err = e.Run(ctx, w.lead)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// writer writes to the register while its node leads.
+type writer struct {
+	spec   NodeSpec
+	out    *eventWriter
+	client *http.Client
+	seq    int
+}
+
+// lead is the elector's leader function: write every WriteEvery until the
+// term ends.
+func (w *writer) lead(ctx context.Context, t *tenure.Term) error {
+	context.AfterFunc(t.Context(), func() {
+		w.out.emit(Event{Kind: KindEnd, Token: t.Token(), Deadline: monoOf(t.Deadline())})
+	})
+	tick := time.NewTicker(w.spec.WriteEvery)
+	defer tick.Stop()
+	for {
+		if t.Check() != nil {
+			return nil
+		}
+		if stale := w.write(ctx, t); stale {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// write sends one write and reports it; it returns true when the register
+// said the token is stale.
+func (w *writer) write(ctx context.Context, t *tenure.Term) (stale bool) {
+	w.seq++
+	value := fmt.Sprintf("%s#%d", w.spec.Holder, w.seq)
+	token := t.Token()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.spec.TTL)
+	defer cancel()
+
+	path := "/fenced"
+	var rt http.RoundTripper = &fence.Transport{Base: w.client.Transport, Source: t}
+	if w.spec.Plant == PlantNoToken {
+		path = "/unfenced"
+		rt = w.client.Transport
+	}
+	req, err := http.NewRequestWithContext(rctx, http.MethodPut, w.spec.Register+path, strings.NewReader(value))
+	if err != nil {
+		panic(err) // the URL was checked when the spec was parsed
+	}
+	req.Header.Set(headerClaimedToken, strconv.FormatUint(token, 10))
+	req.Header.Set(headerValue, value)
+	sent := Mono()
+	w.out.emit(Event{Kind: KindWriteStart, At: sent, Token: token, Value: value, Deadline: monoOf(t.Deadline())})
+	resp, err := rt.RoundTrip(req)
+	ev := Event{Kind: KindWrite, Sent: sent, Token: token, Value: value}
+	switch {
+	case err != nil && !strings.Contains(err.Error(), "not sending"):
+		ev.Result, ev.Err = ResultUnknown, err.Error()
+	case err != nil:
+		ev.Result, ev.Err = ResultRefused, err.Error()
+	default:
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK, http.StatusNoContent:
+			ev.Result = ResultAccepted
+		case http.StatusConflict:
+			ev.Result, stale = ResultStale, true
+		default:
+			ev.Result, ev.Err = ResultRejected, resp.Status
+		}
+	}
+	w.out.emit(ev)
+	return stale
+}

@@ -1,0 +1,195 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tenure-dev/tenure/fence"
+)
+
+const (
+	// headerClaimedToken carries the writer's token on every write, for the
+	// record only: the fenced path reads the token from fence.Header.
+	headerClaimedToken = "Tenure-Claimed-Token"
+	// headerValue names the value written, so that rejected writes can be
+	// matched with their writers.
+	headerValue = "Tenure-Write"
+)
+
+// Decision is one write the register service decided on.
+type Decision struct {
+	// Seq numbers decisions 1, 2, 3, … in the order they were made.
+	Seq uint64 `json:"seq"`
+	// At is when the decision was made (Mono).
+	At    int64  `json:"at"`
+	Token uint64 `json:"token"`
+	Value string `json:"value"`
+	// Path is "fenced" or "unfenced".
+	Path     string `json:"path"`
+	Accepted bool   `json:"accepted"`
+	Status   int    `json:"status"`
+}
+
+// Read is one read of the register by the runner.
+type Read struct {
+	Call   int64  `json:"call"`
+	Return int64  `json:"return"`
+	OK     bool   `json:"ok"`
+	Value  string `json:"value"`
+	Token  uint64 `json:"token"`
+}
+
+// Register is the fenced register service the nodes write to: an HTTP
+// server on loopback. PUT /fenced is guarded by fence.Middleware (serialized,
+// so that the token check and the store are one step); PUT /unfenced stores
+// anything, as a resource without fencing would (only the no-token plant
+// uses it); GET /read returns the value and its token.
+type Register struct {
+	ln  net.Listener
+	srv *http.Server
+	f   *fence.Fence
+
+	mu        sync.Mutex
+	value     string
+	token     uint64
+	seq       uint64
+	decisions []Decision
+	done      chan struct{}
+}
+
+// StartRegister starts a register service on a free loopback port.
+func StartRegister() (*Register, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("chaos: register: %w", err)
+	}
+	r := &Register{ln: ln, f: fence.New(), done: make(chan struct{})}
+	mux := http.NewServeMux()
+	fenced := fence.Middleware(r.f, http.HandlerFunc(r.store), fence.Serialize())
+	mux.Handle("PUT /fenced", r.recordRejections(fenced))
+	mux.HandleFunc("PUT /unfenced", r.storeUnfenced)
+	mux.HandleFunc("GET /read", r.read)
+	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(r.done)
+		_ = r.srv.Serve(ln)
+	}()
+	return r, nil
+}
+
+// Addr is the service's address, host:port.
+func (r *Register) Addr() string { return r.ln.Addr().String() }
+
+// Close stops the service.
+func (r *Register) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := r.srv.Shutdown(ctx)
+	if err != nil {
+		r.srv.Close()
+	}
+	<-r.done
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return err
+}
+
+// Decisions returns every decision so far, in order.
+func (r *Register) Decisions() []Decision {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Decision(nil), r.decisions...)
+}
+
+// Counts returns how many writes were accepted and rejected so far.
+func (r *Register) Counts() (accepted, rejected int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.decisions {
+		if d.Accepted {
+			accepted++
+		} else {
+			rejected++
+		}
+	}
+	return accepted, rejected
+}
+
+func (r *Register) decideLocked(d Decision) {
+	r.seq++
+	d.Seq = r.seq
+	d.At = Mono()
+	r.decisions = append(r.decisions, d)
+}
+
+// store runs once the middleware admitted the request's token.
+func (r *Register) store(w http.ResponseWriter, req *http.Request) {
+	token, _ := fence.TokenFromContext(req.Context())
+	value := req.Header.Get(headerValue)
+	r.mu.Lock()
+	r.value, r.token = value, token
+	r.decideLocked(Decision{Token: token, Value: value, Path: "fenced", Accepted: true, Status: http.StatusOK})
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+func (r *Register) storeUnfenced(w http.ResponseWriter, req *http.Request) {
+	token, _ := strconv.ParseUint(req.Header.Get(headerClaimedToken), 10, 64)
+	value := req.Header.Get(headerValue)
+	r.mu.Lock()
+	r.value, r.token = value, token
+	r.decideLocked(Decision{Token: token, Value: value, Path: "unfenced", Accepted: true, Status: http.StatusOK})
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+func (r *Register) read(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	value, token := r.value, r.token
+	r.mu.Unlock()
+	w.Header().Set(fence.Header, strconv.FormatUint(max(token, 1), 10))
+	w.Header().Set(headerClaimedToken, strconv.FormatUint(token, 10))
+	_, _ = io.WriteString(w, value)
+}
+
+// recordRejections records the requests the middleware rejects.
+func (r *Register) recordRejections(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, req)
+		if sw.status == http.StatusOK {
+			return
+		}
+		token, _ := strconv.ParseUint(req.Header.Get(headerClaimedToken), 10, 64)
+		r.mu.Lock()
+		r.decideLocked(Decision{Token: token, Value: req.Header.Get(headerValue), Path: "fenced", Status: sw.status})
+		r.mu.Unlock()
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}

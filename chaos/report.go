@@ -1,0 +1,76 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteSummary writes the report as an aligned table.
+func (r *Report) WriteSummary(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	plant := "none"
+	if r.Plant != "" {
+		plant = r.Plant
+	}
+	fmt.Fprintf(tw, "seed\t%d\t(replay: --seed %d)\n", r.Seed, r.Seed)
+	fmt.Fprintf(tw, "run\t%s, %d nodes, %s, TTL %s, margin %s, planted bug: %s\n", r.Duration, r.Nodes, r.Coordinator, r.TTL, r.Margin, plant)
+	fmt.Fprintf(tw, "faults\t%d\t%s\n", len(r.Faults), r.faultCounts())
+	fmt.Fprintf(tw, "writes\t%d\taccepted %d, rejected %d, outcome unknown %d; %d reads\n", r.WritesAttempted, r.WritesAccepted, r.WritesRejected, r.WritesUnknown, r.Reads)
+	fmt.Fprintf(tw, "late writes across a pause\t%d\tlanded after their lease; decided by fencing\n", r.LateWritesAcrossPause)
+	for _, c := range r.Checks() {
+		verdict := "ok"
+		if c.Count > 0 {
+			verdict = "VIOLATED"
+		}
+		extra := c.Note
+		if c == &r.Overlap && c.Count > 0 {
+			extra = fmt.Sprintf("%s of overlap in all", r.OverlapTotal.Round(time.Millisecond))
+		}
+		if c == &r.Linearizable {
+			extra = strings.TrimSpace(r.LinearizabilityResult + " " + c.Note)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s %s\n", c.Name, c.Count, verdict, extra)
+	}
+	l := r.Liveness
+	fmt.Fprintf(tw, "recovery after faults\tp50 %s\tp99 %s, max %s, bound %s (TTL + renew interval + retry period): %d of %d over\n",
+		l.P50.Round(time.Millisecond), l.P99.Round(time.Millisecond), l.Max.Round(time.Millisecond), l.Bound.Round(time.Millisecond), l.OverBound, len(l.Recoveries))
+	fmt.Fprintf(tw, "time with no leader\t%.1f%%\t\n", 100*l.NoLeaderShare)
+	tw.Flush()
+	for _, c := range r.Checks() {
+		if c.Count == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: %d\n", c.Name, c.Count)
+		for _, d := range c.Details {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+		if c.Count > len(c.Details) {
+			fmt.Fprintf(w, "  … and %d more (see --json)\n", c.Count-len(c.Details))
+		}
+	}
+	for _, e := range r.NodeErrors {
+		fmt.Fprintf(w, "\nnode error: %s\n", e)
+	}
+	if r.OK() {
+		fmt.Fprintln(w, "\nverdict: no safety violation")
+	} else {
+		fmt.Fprintf(w, "\nverdict: %d safety violation(s)\n", r.Violations)
+	}
+}
+
+func (r *Report) faultCounts() string {
+	n := map[string]int{}
+	for _, f := range r.Faults {
+		n[f.Family]++
+	}
+	var parts []string
+	for _, f := range Families() {
+		if n[f] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", f, n[f]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
