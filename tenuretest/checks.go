@@ -212,7 +212,10 @@ func checkExpiry(s *state) {
 // and the coordinator's clocks to differ.
 func early(ttl time.Duration) time.Duration { return ttl - ttl/100 }
 
-// checkRenewExtends: a grant renewed in time outlives its original TTL.
+// checkRenewExtends: a grant renewed in time outlives its original TTL, and
+// each renewal extends the lease by a full TTL from when it was sent (not
+// less: a holder computes its local deadline from that; not much more: the
+// lease must still expire once renewals stop).
 func checkRenewExtends(s *state) {
 	k := s.key("k")
 	a, b := s.holder("alice"), s.holder("bob")
@@ -226,8 +229,38 @@ func checkRenewExtends(s *state) {
 	// Twice the TTL after the acquire: only the renewals keep it alive.
 	s.acquireHeld(k, b, ga)
 	s.wantLeader(k, ga)
+
+	// The last renewal alone bounds the lease: it must last a TTL from when
+	// the renewal was sent, and end within the grace period after that.
+	renewed := time.Now()
 	ga = s.renew(ga)
-	s.release(ga)
+	ttl = s.ttlOf(ga)
+	deadline := renewed.Add(ttl + s.o.grace)
+	var gb tenure.Grant
+	for {
+		ctx, cancel := s.ctx()
+		g, err := s.c.Acquire(ctx, k, b, s.o.ttl)
+		cancel()
+		now := time.Now()
+		if err == nil {
+			if el := now.Sub(renewed); el < early(ttl) {
+				s.tb.Fatalf("Acquire by another holder succeeded %s after %v was renewed; a renewed lease must last %s from the renewal", el, ga, ttl)
+			}
+			gb = g
+			break
+		}
+		checkHeld(s.tb, err, ga)
+		if now.After(deadline) {
+			s.tb.Fatalf("key %q still held %s after the last renewal of %v; want it free after the TTL (+ %s grace)", k, now.Sub(renewed), ga, s.o.grace)
+		}
+		s.sleep(s.pollInterval())
+	}
+	s.checkGrant(gb, k, b)
+	if gb.Token <= ga.Token {
+		s.tb.Fatalf("Acquire after the renewed lease expired: token = %d; want > %d", gb.Token, ga.Token)
+	}
+	s.renewLost(ga)
+	s.release(gb)
 	s.wantFree(k)
 }
 
@@ -553,22 +586,27 @@ func checkBadInput(s *state) {
 	}
 
 	// Grants the coordinator never made cannot be renewed and do not
-	// release the live grant.
+	// release the live grant. Malformed ones are rejected as such;
+	// well-formed ones that are not the live grant are reported lost.
 	forged := []struct {
 		name string
 		g    tenure.Grant
+		want error
 	}{
-		{"zero token", tenure.Grant{Key: k, Holder: a, Token: 0, TTL: ttl}},
-		{"another holder's token", tenure.Grant{Key: k, Holder: b, Token: ga.Token, TTL: ttl}},
-		{"a token never granted", tenure.Grant{Key: k, Holder: a, Token: ga.Token + 1_000_000, TTL: ttl}},
-		{"a malformed key", tenure.Grant{Key: badKey, Holder: a, Token: ga.Token, TTL: ttl}},
-		{"an empty holder", tenure.Grant{Key: k, Holder: "", Token: ga.Token, TTL: ttl}},
+		{"zero token", tenure.Grant{Key: k, Holder: a, Token: 0, TTL: ttl}, tenure.ErrInvalidGrant},
+		{"another holder's token", tenure.Grant{Key: k, Holder: b, Token: ga.Token, TTL: ttl}, tenure.ErrLost},
+		{"a token never granted", tenure.Grant{Key: k, Holder: a, Token: ga.Token + 1_000_000, TTL: ttl}, tenure.ErrLost},
+		{"a malformed key", tenure.Grant{Key: badKey, Holder: a, Token: ga.Token, TTL: ttl}, tenure.ErrInvalidGrant},
+		{"an empty holder", tenure.Grant{Key: k, Holder: "", Token: ga.Token, TTL: ttl}, tenure.ErrInvalidGrant},
 	}
 	for _, f := range forged {
 		ctx, cancel := s.ctx()
 		r, err := s.c.Renew(ctx, f.g)
-		if err == nil {
-			s.tb.Errorf("Renew of a grant with %s (%v) = %v, nil; want an error", f.name, f.g, r)
+		switch {
+		case err == nil:
+			s.tb.Errorf("Renew of a grant with %s (%v) = %v, nil; want an error wrapping %v", f.name, f.g, r, f.want)
+		case !errors.Is(err, f.want):
+			s.tb.Errorf("Renew of a grant with %s (%v) error = %v; want it to wrap %v", f.name, f.g, err, f.want)
 		}
 		_ = s.c.Release(ctx, f.g) // an error or nil; either way nothing may change
 		cancel()
@@ -615,7 +653,7 @@ func checkCanceledContext(s *state) {
 func checkClose(s *state) {
 	k := s.key("k")
 	a := s.holder("alice")
-	s.acquire(k, a)
+	ga := s.acquire(k, a)
 	if err := s.c.Close(); err != nil {
 		s.tb.Fatalf("Close() = %v; want nil", err)
 	}
@@ -626,6 +664,25 @@ func checkClose(s *state) {
 	}
 	if g, ok, err := s.c.Leader(ctx, k); !errors.Is(err, tenure.ErrClosed) {
 		s.tb.Errorf("Leader after Close = %v, %v, %v; want an error matching tenure.ErrClosed", g, ok, err)
+	}
+	if r, err := s.c.Renew(ctx, ga); !errors.Is(err, tenure.ErrClosed) {
+		s.tb.Errorf("Renew after Close = %v, %v; want an error matching tenure.ErrClosed", r, err)
+	}
+	if err := s.c.Release(ctx, ga); !errors.Is(err, tenure.ErrClosed) {
+		s.tb.Errorf("Release after Close = %v; want an error matching tenure.ErrClosed", err)
+	}
+	if w, ok := s.c.(tenure.Watcher); ok {
+		ch, err := w.Watch(ctx, k)
+		if !errors.Is(err, tenure.ErrClosed) {
+			s.tb.Errorf("Watch after Close error = %v; want an error matching tenure.ErrClosed", err)
+		}
+		if err == nil && ch != nil {
+			cancel()
+			s.awaitClosed(ch, k)
+		}
+	}
+	if err := s.c.Close(); err != nil {
+		s.tb.Errorf("second Close() = %v; want nil (Close is idempotent)", err)
 	}
 }
 

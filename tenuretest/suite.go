@@ -81,7 +81,9 @@ func newOptions(opts []Option) *options {
 //   - Expiry: a lease expires after its TTL, not before (less 1% for clock
 //     rates) and not later than the grace period after; an expired grant is
 //     never renewed, even when nobody took the key.
-//   - RenewExtends: a grant renewed in time outlives its original TTL.
+//   - RenewExtends: a grant renewed in time outlives its original TTL; a
+//     renewal extends the lease by a full TTL from when it was sent, and
+//     the lease expires within the grace period once renewals stop.
 //   - Leader: reports the live grant, and ok = false when the key is free.
 //   - Watch: current state first, then acquire, release and expiry; the
 //     channel closes when its context ends. Skipped unless the coordinator
@@ -91,13 +93,13 @@ func newOptions(opts []Option) *options {
 //     tenure.BatchRenewer).
 //   - ConcurrentAcquire: of holders racing for a free key exactly one wins
 //     each round; the others are told who.
-//   - BadInput: malformed keys, holders, TTLs and forged grants are rejected
-//     with errors matching the right sentinel and naming the input; nothing
-//     changes.
+//   - BadInput: malformed keys, holders and TTLs are rejected with errors
+//     matching the right sentinel and naming the input; malformed grants are
+//     refused with tenure.ErrInvalidGrant and forged ones reported lost;
+//     nothing changes.
 //   - CanceledContext: calls with an ended context return its error.
-//   - Close: calls after Close fail with errors matching tenure.ErrClosed.
-//     The factory's cleanup then closes the coordinator a second time, so
-//     Close should be idempotent.
+//   - Close: calls after Close (Acquire, Renew, Release, Leader, Watch) fail
+//     with errors matching tenure.ErrClosed, and a second Close returns nil.
 //
 // Restart, with WithRestart only, runs after them.
 //

@@ -19,6 +19,9 @@ type bugs struct {
 	earlyExpiry      bool // leases last a third of their TTL
 	lateExpiry       bool // leases last ten times their TTL
 	renewNoop        bool // Renew reports success but does not extend
+	renewShort       bool // Renew extends by half the TTL only
+	renewLostAsOther bool // Renew of a grant that is not the live one fails without ErrLost
+	closeOnlyAcquire bool // after Close only Acquire and Leader are refused
 	renewSuperseded  bool // Renew checks the holder but not the token
 	releaseAny       bool // Release ends the key's lease whoever presents what
 	releaseNoop      bool // Release does nothing
@@ -77,12 +80,16 @@ func (c *toy) life(ttl time.Duration) time.Duration {
 }
 
 // enter checks the context and whether the toy is closed, and locks it.
-func (c *toy) enter(ctx context.Context) error {
+func (c *toy) enter(ctx context.Context) error { return c.enterOp(ctx, true) }
+
+// enterOp is enter for an operation that a closeOnlyAcquire toy checks for
+// Close (checked) or not.
+func (c *toy) enterOp(ctx context.Context, checked bool) error {
 	if err := ctx.Err(); err != nil && !c.bugs.ignoreContext {
 		return fmt.Errorf("toy: %w", err)
 	}
 	c.mu.Lock()
-	if c.closed && !c.bugs.usableAfterClose {
+	if c.closed && !c.bugs.usableAfterClose && (checked || !c.bugs.closeOnlyAcquire) {
 		c.mu.Unlock()
 		return fmt.Errorf("toy: %w", tenure.ErrClosed)
 	}
@@ -123,7 +130,7 @@ func (c *toy) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	if err := g.Validate(); err != nil && !c.bugs.noValidation {
 		return tenure.Grant{}, fmt.Errorf("toy: %w", err)
 	}
-	if err := c.enter(ctx); err != nil {
+	if err := c.enterOp(ctx, false); err != nil {
 		return tenure.Grant{}, err
 	}
 	defer c.mu.Unlock()
@@ -134,20 +141,26 @@ func (c *toy) renewLocked(g tenure.Grant) (tenure.Grant, error) {
 	now := time.Now()
 	l := c.leases[g.Key]
 	if l == nil || l.holder != g.Holder || (l.token != g.Token && !c.bugs.renewSuperseded) {
+		if c.bugs.renewLostAsOther {
+			return tenure.Grant{}, fmt.Errorf("toy: renew %v: not the live grant", g)
+		}
 		return tenure.Grant{}, fmt.Errorf("toy: renew %v: %w", g, tenure.ErrLost)
 	}
 	if !now.Before(l.expires) && !c.bugs.reviveExpired {
 		delete(c.leases, g.Key)
 		return tenure.Grant{}, fmt.Errorf("toy: renew %v: expired: %w", g, tenure.ErrLost)
 	}
-	if !c.bugs.renewNoop {
+	switch {
+	case c.bugs.renewShort:
+		l.expires = now.Add(c.life(l.ttl) / 2)
+	case !c.bugs.renewNoop:
 		l.expires = now.Add(c.life(l.ttl))
 	}
 	return tenure.Grant{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: l.ttl}, nil
 }
 
 func (c *toy) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenure.RenewResult, error) {
-	if err := c.enter(ctx); err != nil {
+	if err := c.enterOp(ctx, false); err != nil {
 		return nil, err
 	}
 	defer c.mu.Unlock()
@@ -166,7 +179,7 @@ func (c *toy) Release(ctx context.Context, g tenure.Grant) error {
 	if err := g.Validate(); err != nil && !c.bugs.noValidation {
 		return fmt.Errorf("toy: %w", err)
 	}
-	if err := c.enter(ctx); err != nil {
+	if err := c.enterOp(ctx, false); err != nil {
 		return err
 	}
 	defer c.mu.Unlock()
@@ -208,7 +221,7 @@ func (c *toy) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent,
 	if err := tenure.ValidateKey(key); err != nil && !c.bugs.noValidation {
 		return nil, fmt.Errorf("toy: %w", err)
 	}
-	if err := c.enter(ctx); err != nil {
+	if err := c.enterOp(ctx, false); err != nil {
 		return nil, err
 	}
 	defer c.mu.Unlock()
