@@ -22,9 +22,15 @@ const ProblemContentType = "application/problem+json"
 // Problem is an RFC 9457 problem details body, with the extension members
 // presented and required for a stale token (409 Conflict).
 type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
+	// Type is a URI naming the kind of problem: one of the Problem*
+	// constants, or "about:blank" for a plain HTTP status.
+	Type string `json:"type"`
+	// Title is a short human-readable summary of the kind of problem.
+	Title string `json:"title"`
+	// Status is the HTTP status code of the response.
+	Status int `json:"status"`
+	// Detail explains this occurrence (the error message); empty for
+	// internal errors, which are not disclosed.
 	Detail string `json:"detail,omitempty"`
 	// Presented is the token the request carried (stale tokens only).
 	Presented uint64 `json:"presented,omitempty"`

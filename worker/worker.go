@@ -190,7 +190,10 @@ func (w *Worker[T]) Stats() Stats {
 // is let finish (its context is the term's, so it sees the term's end but
 // not ctx's) and Run returns after it: with the error of Term.Check, which
 // matches tenure.ErrNotLeader, when the term ended, or ctx.Err() when ctx
-// did. Called from Elector.Run, ctx is the term's context.
+// did. Called from Elector.Run, ctx is the context Elector.Run gives its
+// function: it ends with the term and also when the elector resigns, while
+// the term's own context stays live until the in-flight item has finished
+// (or the local deadline passes).
 //
 // When processing or fetching fails with an error matching
 // tenure.ErrStaleToken, Run steps the term down with it (Term.StepDown) and
