@@ -125,6 +125,10 @@ Exit codes:
 	return cmd
 }
 
+// parentGrace is how long tenure run waits, when its context ends, for the
+// signal that ended it to arrive through its own handler.
+const parentGrace = 100 * time.Millisecond
+
 // restartBackoff is the least time between two starts of the command
 // under --restart.
 const restartBackoff = time.Second
@@ -198,7 +202,13 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		return &exitError{code: code, err: fmt.Errorf("command %q: %w", args[0], err)}
 	}
 
-	ctx, cancel := context.WithCancel(cmd.Context())
+	// tenure run handles SIGINT and SIGTERM itself (forward, then stop):
+	// the command's context, which the same signals cancel, must not end
+	// the campaign before the handler has seen them. When it ends without
+	// a signal (an embedding program stopping), it stops tenure as SIGTERM
+	// would.
+	parent := cmd.Context()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	defer cancel()
 	r := &runner{
 		f: f, log: log, argv: args, path: path, env: os.Environ(),
@@ -225,6 +235,17 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		}
 	}()
 	defer func() { close(stopSigs); <-sigDone }()
+	stopParent := context.AfterFunc(parent, func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(parentGrace):
+		}
+		if r.caught() == 0 {
+			r.onSignal(syscall.SIGTERM)
+		}
+	})
+	defer stopParent()
 
 	coord, err := openCoordinator(ctx, &g.coord, log)
 	if err != nil {
@@ -427,6 +448,7 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 		return nil
 
 	case <-ctx.Done():
+		resigning := t.Context().Err() == nil
 		r.mu.Lock()
 		forwarded := r.forwarded == c
 		r.mu.Unlock()
@@ -436,7 +458,7 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 		}
 		killAt := r.killAt(t)
 		level, why := slog.LevelInfo, "tenure is stopping"
-		if t.Context().Err() != nil {
+		if !resigning {
 			level, why = slog.LevelWarn, "leadership ended"
 			if cause := context.Cause(t.Context()); cause != nil {
 				why = cause.Error()
@@ -446,7 +468,8 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 			"sigkill_in", max(time.Until(killAt), 0).Round(time.Millisecond))
 		killed := c.stop(sig, killAt)
 		r.log.Info("command stopped", "pid", c.pid, "status", c.describe(), "sigkill", killed)
-		if forwarded {
+		if resigning {
+			// tenure is stopping: it exits with the command's code.
 			r.mu.Lock()
 			r.exitCode = c.exitCode()
 			r.mu.Unlock()

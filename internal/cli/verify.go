@@ -14,16 +14,16 @@ import (
 )
 
 type verifyFlags struct {
-	duration  time.Duration
-	ttl       time.Duration
-	margin    time.Duration
-	nodes     int
-	members   int
-	seed      uint64
-	faults    string
-	plant     string
-	jsonFile  string
-	htmlFile  string
+	duration time.Duration
+	ttl      time.Duration
+	margin   time.Duration
+	nodes    int
+	members  int
+	seed     uint64
+	faults   string
+	plant    string
+	jsonFile string
+	htmlFile string
 }
 
 func newVerifyCommand(g *globalFlags) *cobra.Command {

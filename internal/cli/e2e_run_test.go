@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// status returns "tenure status --key key" as text.
+func keyStatusText(t *testing.T, s *server, key string) string {
+	t.Helper()
+	res := runTenure(t, nil, "status", "--endpoints", s.endpoint, "--key", key)
+	if res.code != 0 {
+		t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+	}
+	return strings.TrimSpace(res.stdout)
+}
+
+// TestRunCommand: the command's environment, its exit code as tenure's,
+// and the key released as soon as it exits.
+func TestRunCommand(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	ep := []string{"--endpoints", s.endpoint}
+	run := func(t *testing.T, key string, command ...string) result {
+		t.Helper()
+		args := append(append([]string{"run"}, ep...), "--key", key, "--holder", "h1", "--ttl", "5s", "--")
+		return runTenure(t, nil, append(args, command...)...)
+	}
+
+	t.Run("environment", func(t *testing.T) {
+		res := run(t, "env/a", "sh", "-c", `printf '%s|%s|%s|%s' "$TENURE_KEY" "$TENURE_HOLDER" "$TENURE_FENCING_TOKEN" "$TENURE_LEASE_TTL"`)
+		if res.code != 0 {
+			t.Fatalf("exit %d; want 0\n%s", res.code, res.stderr)
+		}
+		f := strings.Split(res.stdout, "|")
+		if len(f) != 4 || f[0] != "env/a" || f[1] != "h1" || f[3] != "5s" {
+			t.Fatalf("command saw TENURE_KEY|HOLDER|FENCING_TOKEN|LEASE_TTL = %q; want env/a|h1|<token>|5s", res.stdout)
+		}
+		first, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil || first == 0 {
+			t.Fatalf("TENURE_FENCING_TOKEN = %q; want a positive integer", f[2])
+		}
+		// Released on exit: the next run gets the key at once, with a
+		// greater token.
+		res = run(t, "env/a", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)
+		second, _ := strconv.ParseUint(res.stdout, 10, 64)
+		if second <= first {
+			t.Errorf("second run's token = %d; want > %d", second, first)
+		}
+		if res.took > 3*time.Second {
+			t.Errorf("second run took %s; want the key released by the first (well under the 5s TTL)", res.took)
+		}
+	})
+
+	for _, tc := range []struct {
+		name    string
+		command []string
+		want    int
+	}{
+		{"exit 0", []string{"true"}, 0},
+		{"exit 7", []string{"sh", "-c", "exit 7"}, 7},
+		{"killed by a signal", []string{"sh", "-c", "kill -9 $$"}, 128 + 9},
+		{"not found", []string{"no-such-command-tenure-e2e"}, ExitNotFound},
+		{"not executable", []string{"/etc/hostname"}, ExitCannotRun},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := run(t, "codes", tc.command...)
+			if res.code != tc.want {
+				t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, tc.want, res.stderr)
+			}
+			if got := keyStatusText(t, s, "codes"); got != "codes: no leader" {
+				t.Errorf("status after the command exited = %q; want %q (released at once)", got, "codes: no leader")
+			}
+		})
+	}
+}
+
+// TestRunSignals: SIGTERM and SIGINT are forwarded to the command's group
+// and tenure exits with the command's code; SIGHUP is forwarded and tenure
+// carries on.
+func TestRunSignals(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	dir := t.TempDir()
+	script := `trap 'echo got-hup >> "$OUT"' HUP
+trap 'echo got-term >> "$OUT"; exit 0' TERM
+trap 'echo got-int >> "$OUT"; exit 5' INT
+echo started >> "$OUT"
+while :; do sleep 0.05; done`
+	start := func(t *testing.T, out string) *proc {
+		p := startProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.endpoint, "--key", "sig",
+			"--ttl", "5s", "--", "sh", "-c", script)
+		waitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(readFile(out), "started") })
+		return p
+	}
+
+	t.Run("SIGTERM", func(t *testing.T) {
+		out := filepath.Join(dir, "term")
+		p := start(t, out)
+		p.signal(t, syscall.SIGHUP)
+		waitFor(t, 5*time.Second, "the command to get SIGHUP", func() bool { return strings.Contains(readFile(out), "got-hup") })
+		if p.exited() {
+			t.Fatalf("tenure exited (%d) on a SIGHUP the command handled; want it to carry on", p.code)
+		}
+		p.signal(t, syscall.SIGTERM)
+		if code := p.wait(t, 10*time.Second); code != 0 {
+			t.Errorf("exit %d; want 0, the command's code after its SIGTERM trap", code)
+		}
+		if !strings.Contains(readFile(out), "got-term") {
+			t.Errorf("command output %q; want got-term", readFile(out))
+		}
+		if got := keyStatusText(t, s, "sig"); got != "sig: no leader" {
+			t.Errorf("status after exit = %q; want released", got)
+		}
+	})
+	t.Run("SIGINT", func(t *testing.T) {
+		out := filepath.Join(dir, "int")
+		p := start(t, out)
+		p.signal(t, syscall.SIGINT)
+		if code := p.wait(t, 10*time.Second); code != 5 {
+			t.Errorf("exit %d; want 5, the command's code after its SIGINT trap", code)
+		}
+	})
+	t.Run("SIGTERM while waiting", func(t *testing.T) {
+		holder := start(t, filepath.Join(dir, "holder"))
+		waiter := startProc(t, "waiter", nil, "run", "--endpoints", s.endpoint, "--key", "sig", "--", "true")
+		waitFor(t, 10*time.Second, "the waiter to campaign", func() bool { return strings.Contains(waiter.err.String(), "waiting") })
+		waiter.signal(t, syscall.SIGTERM)
+		if code := waiter.wait(t, 5*time.Second); code != 128+int(syscall.SIGTERM) {
+			t.Errorf("waiter exit %d; want %d", code, 128+int(syscall.SIGTERM))
+		}
+		holder.signal(t, syscall.SIGTERM)
+		holder.wait(t, 10*time.Second)
+	})
+}
+
+// TestRunRestart: with --restart, a command that exits runs again, each
+// time with a greater token, and no sooner than a second after the last
+// start.
+func TestRunRestart(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	out := filepath.Join(t.TempDir(), "tokens")
+	p := startProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.endpoint, "--key", "restart",
+		"--restart", "--", "sh", "-c", `echo "$TENURE_FENCING_TOKEN" >> "$OUT"`)
+	began := time.Now()
+	waitFor(t, 15*time.Second, "three runs", func() bool { return len(lines(readFile(out))) >= 3 })
+	if took := time.Since(began); took < 2*restartBackoff {
+		t.Errorf("three quick runs took %s; want at least %s (restart backoff)", took, 2*restartBackoff)
+	}
+	var last uint64
+	for _, l := range lines(readFile(out)) {
+		tok, err := strconv.ParseUint(l, 10, 64)
+		if err != nil || tok <= last {
+			t.Fatalf("tokens %q: want strictly increasing integers", lines(readFile(out)))
+		}
+		last = tok
+	}
+	p.signal(t, syscall.SIGTERM)
+	if code := p.wait(t, 10*time.Second); code != 128+int(syscall.SIGTERM) && code != 0 {
+		t.Errorf("exit after SIGTERM = %d; want %d", code, 128+int(syscall.SIGTERM))
+	}
+}
+
+// TestRunWaitTimeout: --wait-timeout gives up with exit code 3, naming the
+// holder, in about that time.
+func TestRunWaitTimeout(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	holder := startProc(t, "holder", nil, "run", "--endpoints", s.endpoint, "--key", "wait", "--holder", "the-holder", "--", "sleep", "60")
+	waitFor(t, 10*time.Second, "the holder to lead", func() bool { return strings.Contains(holder.err.String(), "command started") })
+
+	marker := filepath.Join(t.TempDir(), "ran")
+	res := runTenure(t, nil, "run", "--endpoints", s.endpoint, "--key", "wait", "--wait-timeout", "1s", "--", "touch", marker)
+	if res.code != ExitNotReady {
+		t.Fatalf("exit %d; want %d\n%s", res.code, ExitNotReady, res.stderr)
+	}
+	if !strings.Contains(res.stderr, "--wait-timeout") || !strings.Contains(res.stderr, "the-holder") {
+		t.Errorf("stderr %q; want it to name --wait-timeout and the holder", res.stderr)
+	}
+	if res.took < time.Second || res.took > 4*time.Second {
+		t.Errorf("took %s; want about 1s", res.took)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran without leading")
+	}
+	holder.signal(t, syscall.SIGTERM)
+	if code := holder.wait(t, 10*time.Second); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("holder exit %d after SIGTERM; want %d (sleep's death by SIGTERM)", code, 128+int(syscall.SIGTERM))
+	}
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// waitFor polls cond every 10ms for up to d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// tenureBin is the tenure binary built for the end-to-end tests.
+var tenureBin string
+
+// selfBin is this test binary: re-executed in a helper mode, it is the
+// command that "tenure run" runs in the end-to-end tests.
+var selfBin string
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childModeEnv); mode != "" {
+		os.Exit(childMain(mode))
+	}
+	os.Exit(buildThen(m))
+}
+
+// buildThen builds the tenure binary, runs the tests with a goroutine-leak
+// check, and removes the binary.
+func buildThen(m *testing.M) int {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "tenure-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	tenureBin = filepath.Join(dir, "tenure")
+	began := time.Now()
+	build := exec.Command("go", "build", "-o", tenureBin, "github.com/tenure-dev/tenure/cmd/tenure")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "build tenure: %v\n", err)
+		return 1
+	}
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "built %s in %s\n", tenureBin, time.Since(began).Round(time.Millisecond))
+	}
+	if selfBin, err = os.Executable(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if code == 0 {
+		// As goleak.VerifyTestMain, which would exit before the binary is
+		// removed.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	return code
+}
