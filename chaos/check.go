@@ -83,6 +83,11 @@ type Report struct {
 
 	Faults []FaultRecord `json:"faults"`
 	Spans  []Span        `json:"spans"`
+	// RenewRoundTrips are the round trips of successful renewals.
+	RenewRoundTrips struct {
+		P50 time.Duration `json:"p50"`
+		Max time.Duration `json:"max"`
+	} `json:"renew_round_trips"`
 	// Rejections are the register's rejected writes.
 	Rejections []Decision `json:"rejections"`
 
@@ -199,14 +204,25 @@ func Analyze(h *History) *Report {
 	}
 
 	// Lease overrun.
-	type op struct{ sent, reply int64; ttl time.Duration }
+	type op struct {
+		sent, reply int64
+		ttl         time.Duration
+	}
 	leases := map[string][]op{} // holder/token → successful acquires and renewals
 	key := func(holder string, token uint64) string { return fmt.Sprintf("%s/%d", holder, token) }
+	var rtts []time.Duration
 	for _, ev := range h.Events {
+		if ev.Kind == KindRenew && ev.OK {
+			rtts = append(rtts, time.Duration(ev.At-ev.Sent))
+		}
 		if (ev.Kind == KindAcquire || ev.Kind == KindRenew) && ev.OK {
 			k := key(ev.Holder, ev.Token)
 			leases[k] = append(leases[k], op{ev.Sent, ev.At, ev.TTL})
 		}
+	}
+	if len(rtts) > 0 {
+		slices.Sort(rtts)
+		rep.RenewRoundTrips.P50, rep.RenewRoundTrips.Max = rtts[(len(rtts)-1)/2], rtts[len(rtts)-1]
 	}
 	for _, d := range h.Decisions {
 		if !d.Accepted {

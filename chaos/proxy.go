@@ -189,42 +189,65 @@ func (p *Proxy) accept() {
 	}
 }
 
-// pipe copies src to dst in direction d, obeying holds and latency. At the
-// end of src it half-closes dst.
+// pipe copies src to dst in direction d, obeying holds and latency: each
+// chunk is delayed by the latency from when it was read (a propagation
+// delay: chunks in flight do not add up). At the end of src it half-closes
+// dst.
 func (p *Proxy) pipe(dst, src net.Conn, d Direction) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if !p.wait(d) {
-				return
+	type chunk struct {
+		b  []byte
+		at time.Time
+	}
+	q := make(chan chunk, 256)
+	go func() {
+		defer close(q)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				select {
+				case q <- chunk{buf[:n], time.Now()}:
+				case <-p.done:
+					return
+				}
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				src.Close()
+			if err != nil {
 				return
 			}
 		}
-		if err != nil {
-			if tc, ok := dst.(*net.TCPConn); ok {
-				_ = tc.CloseWrite()
-			} else {
-				dst.Close()
-			}
+	}()
+	defer func() {
+		for range q { // let the reader finish
+		}
+	}()
+	for c := range q {
+		if !p.wait(d, c.at) {
+			src.Close()
+			return
+		}
+		if _, err := dst.Write(c.b); err != nil {
+			src.Close()
 			return
 		}
 	}
+	if tc, ok := dst.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	} else {
+		dst.Close()
+	}
 }
 
-// wait blocks while direction d is held, then sleeps its latency. It
-// reports false when the proxy closed meanwhile.
-func (p *Proxy) wait(d Direction) bool {
+// wait blocks while direction d is held, then until the chunk read at
+// arrived has been delayed by the direction's latency. It reports false
+// when the proxy closed meanwhile.
+func (p *Proxy) wait(d Direction, arrived time.Time) bool {
 	for {
 		p.mu.Lock()
 		held, lat := p.hold[d], p.latency[d]
 		p.mu.Unlock()
 		if held == nil {
-			if lat > 0 {
-				t := time.NewTimer(lat)
+			if wait := time.Until(arrived.Add(lat)); wait > 0 {
+				t := time.NewTimer(wait)
 				select {
 				case <-t.C:
 				case <-p.done:

@@ -59,6 +59,8 @@ type Options struct {
 	// FaultStart, FaultTail and MaxGap tune the schedule (see
 	// ScheduleConfig).
 	FaultStart, FaultTail, MaxGap time.Duration
+	// LeaderOnly aims every node fault at the leader of the moment.
+	LeaderOnly bool
 	// Key is the key the nodes compete for. Default "tenure/verify".
 	Key string
 	// NodeCommand returns the command that runs one node with the JSON spec.
@@ -175,7 +177,7 @@ func hostPort(ep string) (string, error) {
 type FaultRecord struct {
 	Fault
 	// Target is the node struck (resolved from LeaderNode), -1 for a member.
-	Target int `json:"target"`
+	Target int    `json:"target"`
 	Holder string `json:"holder,omitempty"`
 	// Start and End are when the fault began and healed (Mono).
 	Start int64 `json:"start"`
@@ -212,13 +214,13 @@ type nodeProc struct {
 }
 
 type runner struct {
-	o         Options
-	origin    int64
-	reg       *Register
-	coordProx [][]*Proxy // [node][member]
-	regProx   []*Proxy
-	members   []*embedded.Server
-	memberCfg []embedded.Config
+	o          Options
+	origin     int64
+	reg        *Register
+	coordProx  [][]*Proxy // [node][member]
+	regProx    []*Proxy
+	members    []*embedded.Server
+	memberCfg  []embedded.Config
 	cleanupDir string
 
 	mu       sync.Mutex
@@ -292,7 +294,7 @@ func Run(ctx context.Context, o Options) (*History, error) {
 	sched := o.Schedule
 	if sched == nil {
 		sched = Schedule(ScheduleConfig{Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, Members: o.Members,
-			TTL: o.TTL, Margin: o.Margin, Families: o.Families, Start: o.FaultStart, Tail: o.FaultTail, MaxGap: o.MaxGap})
+			TTL: o.TTL, Margin: o.Margin, Families: o.Families, Start: o.FaultStart, Tail: o.FaultTail, MaxGap: o.MaxGap, LeaderOnly: o.LeaderOnly})
 	}
 	for _, f := range sched {
 		if !sleepCtx(ctx, time.Until(start.Add(f.At))) {

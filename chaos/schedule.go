@@ -107,6 +107,9 @@ type ScheduleConfig struct {
 	Tail time.Duration
 	// MaxGap bounds the quiet time between two faults; default 1.5·TTL.
 	MaxGap time.Duration
+	// LeaderOnly aims every node fault at the leader of the moment
+	// (otherwise 70% of them).
+	LeaderOnly bool
 }
 
 // Schedule draws a run's faults from cfg alone: the same cfg always gives
@@ -142,19 +145,19 @@ func Schedule(cfg ScheduleConfig) []Fault {
 	var out []Fault
 	for at := start; ; {
 		f := Fault{At: at, Family: fams[rng.IntN(len(fams))], Node: rng.IntN(cfg.Nodes)}
-		if rng.IntN(10) < 7 {
+		if rng.IntN(10) < 7 || cfg.LeaderOnly {
 			f.Node = LeaderNode
 		}
 		switch f.Family {
 		case FamilyPartition:
-			f.Dur = between(0.75, 2)
+			f.Dur = between(1, 2)
 		case FamilyBlackhole:
 			f.Dur = between(0.75, 2)
 			f.Dir = Direction(rng.IntN(2))
 		case FamilyLatency:
 			f.Dur = between(1.5, 3)
 			f.Up = between(0, 0.05)
-			f.Down = between(0.35, 0.5)
+			f.Down = between(0.1, 0.15)
 			f.Write = time.Duration((0.2 + 0.3*rng.Float64()) * float64(cfg.Margin))
 		case FamilyReset:
 			f.Dur = 0
