@@ -157,6 +157,14 @@ Exit codes:
 	return root
 }
 
+// noArgs rejects positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError("%s takes no arguments, got %q (see '%s --help')", cmd.CommandPath(), args, cmd.CommandPath())
+	}
+	return nil
+}
+
 // bindEnv gives every flag of fs an environment twin: --wait-timeout reads
 // TENURE_WAIT_TIMEOUT when the flag is not set on the command line.
 func bindEnv(cmd *cobra.Command, getenv func(string) string) error {
@@ -172,12 +180,30 @@ func bindEnv(cmd *cobra.Command, getenv func(string) string) error {
 				return
 			}
 			f.Changed = true
+			if f.Annotations == nil {
+				f.Annotations = map[string][]string{}
+			}
+			f.Annotations[envAnnotation] = []string{name}
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
 	return nil
+}
+
+// envAnnotation marks a flag set from its environment twin.
+const envAnnotation = "tenure-env"
+
+// flagRef names flag name of cmd for an error message: "--key", or
+// "TENURE_KEY (--key)" when the value came from the environment.
+func flagRef(cmd *cobra.Command, name string) string {
+	if f := cmd.Flags().Lookup(name); f != nil {
+		if env := f.Annotations[envAnnotation]; len(env) > 0 {
+			return fmt.Sprintf("%s (--%s)", env[0], name)
+		}
+	}
+	return "--" + name
 }
 
 // envName maps a flag name to its environment twin: wait-timeout →

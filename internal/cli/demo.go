@@ -54,7 +54,7 @@ under a minute.`,
 		Example: `  tenure demo
   tenure demo --backend memory --ttl 1s
   tenure demo --backend postgres --postgres "postgres://tenure@localhost/tenure"`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.nodes < 2 || f.nodes > 9 {
 				return usageError("--nodes (%d) must be between 2 and 9", f.nodes)

@@ -170,12 +170,12 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		return usageError("--key is required: the key to lead (see 'tenure run --help')")
 	}
 	if err := tenure.ValidateKey(f.key); err != nil {
-		return usageError("--key: %w", err)
+		return usageError("%s: %w", flagRef(cmd, "key"), err)
 	}
 	if f.holder == "" {
 		f.holder = tenure.DefaultHolder()
 	} else if err := tenure.ValidateHolder(f.holder); err != nil {
-		return usageError("--holder: %w", err)
+		return usageError("%s: %w", flagRef(cmd, "holder"), err)
 	}
 	if f.killGrace < 0 {
 		return usageError("--kill-grace (%s) must not be negative", f.killGrace)

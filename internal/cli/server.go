@@ -85,7 +85,7 @@ SIGINT or SIGTERM stops it cleanly.`,
   # clients over TLS, with client certificates required
   tenure server --listen-client https://127.0.0.1:2379 \
     --server-tls-cert server.pem --server-tls-key server-key.pem --server-tls-ca ca.pem`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServer(cmd, g, &f)
 		},

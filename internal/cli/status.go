@@ -39,7 +39,7 @@ It exits 0 whether or not the key is held.`,
 		Example: `  tenure status --key jobs
   tenure status --prefix orders/ --json
   tenure status --postgres "$DSN" --prefix ""`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			byKey, byPrefix := cmd.Flags().Changed("key"), cmd.Flags().Changed("prefix")
 			switch {
@@ -47,11 +47,11 @@ It exits 0 whether or not the key is held.`,
 				return usageError("give exactly one of --key and --prefix (see 'tenure status --help')")
 			case byKey:
 				if err := tenure.ValidateKey(f.key); err != nil {
-					return usageError("--key: %w", err)
+					return usageError("%s: %w", flagRef(cmd, "key"), err)
 				}
 			default:
 				if err := tenure.ValidatePrefix(f.prefix); err != nil {
-					return usageError("--prefix: %w", err)
+					return usageError("%s: %w", flagRef(cmd, "prefix"), err)
 				}
 			}
 			if err := g.coord.check(cmd.Flags()); err != nil {

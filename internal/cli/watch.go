@@ -40,13 +40,13 @@ With --json, one JSON object per line:
   {"time":"2026-01-02T15:04:09.456+01:00","key":"jobs","held":false}`,
 		Example: `  tenure watch --key jobs
   tenure watch --key jobs --json | jq .holder`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.key == "" {
 				return usageError("--key is required (see 'tenure watch --help')")
 			}
 			if err := tenure.ValidateKey(f.key); err != nil {
-				return usageError("--key: %w", err)
+				return usageError("%s: %w", flagRef(cmd, "key"), err)
 			}
 			if err := g.coord.check(cmd.Flags()); err != nil {
 				return err

@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// blackHole returns a loopback address that accepts connections and never
+// answers.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// TestUnreachableCoordinator: an unreachable coordinator is a clear error
+// within --dial-timeout; the command never runs.
+func TestUnreachableCoordinator(t *testing.T) {
+	const dialTimeout = time.Second
+	refused, hole := closedPort(t), blackHole(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"etcd refused", []string{"--endpoints", "http://" + refused}, []string{refused, "dial timeout"}},
+		{"etcd black hole", []string{"--endpoints", "http://" + hole}, []string{hole, "dial timeout"}},
+		{"etcd two endpoints", []string{"--endpoints", "http://" + refused + ",http://" + hole}, []string{refused, hole}},
+		{"postgres refused", []string{"--postgres", "postgres://tenure:secret@" + refused + "/tenure?sslmode=disable"}, []string{refused, "xxxxx"}},
+		{"postgres black hole", []string{"--postgres", "postgres://tenure:secret@" + hole + "/tenure?sslmode=disable"}, []string{hole, "dial-timeout"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "ran")
+			for _, cmd := range [][]string{
+				{"run", "--key", "jobs", "--", "touch", marker},
+				{"status", "--key", "jobs"},
+				{"watch", "--key", "jobs"},
+			} {
+				args := append(append([]string{"--dial-timeout", dialTimeout.String()}, tc.args...), cmd...)
+				res := runTenure(t, nil, args...)
+				if res.code != ExitError {
+					t.Errorf("%s: exit %d; want %d\n%s", res.description, res.code, ExitError, res.stderr)
+				}
+				if res.took > dialTimeout+2*time.Second {
+					t.Errorf("%s took %s; want within --dial-timeout (%s) plus start-up", res.description, res.took.Round(time.Millisecond), dialTimeout)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(res.stderr, w) {
+						t.Errorf("%s: stderr %q does not mention %q", res.description, res.stderr, w)
+					}
+				}
+				if strings.Contains(res.stderr, "secret") {
+					t.Errorf("%s: stderr %q shows the password", res.description, res.stderr)
+				}
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("the command ran although the coordinator was unreachable")
+			}
+		})
+	}
+}
+
+// TestCredentials: etcd with authentication enabled refuses a wrong
+// password and a missing user, clearly, and accepts the right ones, also
+// from TENURE_PASSWORD.
+func TestCredentials(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	ctx := ctxFor(t, 10*time.Second)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { _, err := c.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := c.UserAdd(ctx, "root", "sesame"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := c.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			c.Close()
+			t.Fatalf("enable etcd auth: %v", err)
+		}
+	}
+	c.Close()
+
+	ep := []string{"--endpoints", s.endpoint, "--dial-timeout", "2s"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		{"wrong password", nil, []string{"--user", "root", "--password", "open-barley"}, ExitError, `refused user "root"`},
+		{"no user", nil, nil, ExitError, "requires a user name and password"},
+		{"password without user", []string{"TENURE_PASSWORD=sesame"}, nil, ExitUsage, "--user is empty"},
+		{"right password", nil, []string{"--user", "root", "--password", "sesame"}, 0, "no leader"},
+		{"password from TENURE_PASSWORD", []string{"TENURE_PASSWORD=sesame", "TENURE_USER=root"}, nil, 0, "no leader"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runTenure(t, tc.env, append(append(ep, tc.args...), "status", "--key", "jobs")...)
+			if res.code != tc.code {
+				t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, tc.code, res.stderr)
+			}
+			if !strings.Contains(res.stdout+res.stderr, tc.want) {
+				t.Errorf("%s: output %q; want it to say %q", res.description, res.stdout+res.stderr, tc.want)
+			}
+			for _, pw := range []string{"sesame", "open-barley"} {
+				if strings.Contains(res.stderr, pw) {
+					t.Errorf("%s: stderr %q shows the password", res.description, res.stderr)
+				}
+			}
+		})
+	}
+	res := runTenure(t, []string{"TENURE_PASSWORD=sesame"}, append(ep, "--user", "root", "run", "--key", "jobs", "--", "sh", "-c", "echo $TENURE_FENCING_TOKEN")...)
+	if res.code != 0 || strings.TrimSpace(res.stdout) == "" {
+		t.Errorf("%s with the right credentials: exit %d, stdout %q; want 0 and a token\n%s", res.description, res.code, res.stdout, res.stderr)
+	}
+}
+
+// TestBadInput: malformed flags, environment twins, keys and commands are
+// usage errors (exit 2) that name what is wrong, found before anything is
+// dialled (the endpoint here does not exist).
+func TestBadInput(t *testing.T) {
+	nowhere := []string{"--endpoints", "http://" + closedPort(t)}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want []string
+	}{
+		{"run without a command", nil, []string{"run", "--key", "jobs"}, []string{"needs a command"}},
+		{"run without a command after --", nil, []string{"run", "--key", "jobs", "--"}, []string{"needs a command"}},
+		{"run without --key", nil, []string{"run", "--", "true"}, []string{"--key is required"}},
+		{"key with a leading slash", nil, []string{"run", "--key", "/jobs", "--", "true"}, []string{"--key", `"/jobs"`, "must not start with '/'"}},
+		{"key with a space", nil, []string{"status", "--key", "my jobs"}, []string{"--key", `"my jobs"`}},
+		{"key with ..", nil, []string{"watch", "--key", "a/../b"}, []string{"--key", `"a/../b"`}},
+		{"key too long", nil, []string{"run", "--key", strings.Repeat("k", 201), "--", "true"}, []string{"201 bytes"}},
+		{"bad prefix", nil, []string{"status", "--prefix", "/x"}, []string{"--prefix", `"/x"`}},
+		{"key and prefix", nil, []string{"status", "--key", "a", "--prefix", "b"}, []string{"exactly one of --key and --prefix"}},
+		{"bad holder", nil, []string{"run", "--key", "jobs", "--holder", "a\tb", "--", "true"}, []string{"--holder"}},
+		{"malformed --ttl", nil, []string{"run", "--key", "jobs", "--ttl", "ten", "--", "true"}, []string{"--ttl", `"ten"`}},
+		{"zero --ttl", nil, []string{"run", "--key", "jobs", "--ttl", "0s", "--", "true"}, []string{"--ttl", "must be positive"}},
+		{"--ttl too short for the margin", nil, []string{"run", "--key", "jobs", "--ttl", "900ms", "--", "true"}, []string{"--ttl (900ms)"}},
+		{"negative --kill-grace", nil, []string{"run", "--key", "jobs", "--kill-grace", "-1s", "--", "true"}, []string{"--kill-grace"}},
+		{"negative --wait-timeout", nil, []string{"run", "--key", "jobs", "--wait-timeout", "-1s", "--", "true"}, []string{"--wait-timeout"}},
+		{"malformed --dial-timeout", nil, []string{"--dial-timeout", "soon", "status", "--key", "jobs"}, []string{"--dial-timeout", `"soon"`}},
+		{"zero --dial-timeout", nil, []string{"--dial-timeout", "0s", "status", "--key", "jobs"}, []string{"--dial-timeout (0s) must be positive"}},
+		{"malformed TENURE_TTL", []string{"TENURE_TTL=10 seconds"}, []string{"run", "--key", "jobs", "--", "true"}, []string{"TENURE_TTL", `"10 seconds"`, "--ttl"}},
+		{"malformed TENURE_DIAL_TIMEOUT", []string{"TENURE_DIAL_TIMEOUT=5"}, []string{"status", "--key", "jobs"}, []string{"TENURE_DIAL_TIMEOUT", "--dial-timeout"}},
+		{"malformed TENURE_KILL_GRACE", []string{"TENURE_KILL_GRACE=x"}, []string{"run", "--key", "jobs", "--", "true"}, []string{"TENURE_KILL_GRACE"}},
+		{"malformed TENURE_RESTART", []string{"TENURE_RESTART=sometimes"}, []string{"run", "--key", "jobs", "--", "true"}, []string{"TENURE_RESTART"}},
+		{"bad key in TENURE_KEY", []string{"TENURE_KEY=a b"}, []string{"status"}, []string{"TENURE_KEY", `"a b"`}},
+		{"unknown flag", nil, []string{"run", "--kee", "jobs", "--", "true"}, []string{"--kee"}},
+		{"unknown backend", nil, []string{"demo", "--backend", "zookeeper"}, []string{`"zookeeper"`, "etcd, memory, postgres"}},
+		{"postgres backend without a DSN", nil, []string{"demo", "--backend", "postgres"}, []string{"--postgres"}},
+		{"postgres and endpoints", nil, []string{"--endpoints", "http://127.0.0.1:1", "--postgres", "postgres://localhost/db", "status", "--key", "jobs"}, []string{"--endpoints is for etcd"}},
+		{"malformed DSN", nil, []string{"status", "--key", "jobs"}, nil},
+		{"bad endpoint", nil, []string{"--endpoints", "ftp://x:1", "status", "--key", "jobs"}, []string{"ftp://x:1"}},
+		{"missing CA file", nil, []string{"--tls-ca", "/nonexistent/ca.pem", "status", "--key", "jobs"}, []string{"--tls-ca", "/nonexistent/ca.pem"}},
+		{"cert without key", nil, []string{"--tls-cert", "c.pem", "status", "--key", "jobs"}, []string{"--tls-cert and --tls-key"}},
+		{"bad log level", nil, []string{"--log-level", "loud", "status", "--key", "jobs"}, []string{"--log-level", `"loud"`}},
+		{"server with a bad URL", nil, []string{"server", "--listen-client", "127.0.0.1:2379", "--http", ""}, []string{"--listen-client", "127.0.0.1:2379"}},
+		{"server with a bad cluster state", nil, []string{"server", "--initial-cluster-state", "old", "--http", ""}, []string{"--initial-cluster-state", `"old"`}},
+		{"server with arguments", nil, []string{"server", "extra"}, []string{"extra"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.name == "malformed DSN" {
+				args = append([]string{"--postgres", "postgres://tenure:secret@[::1/db"}, args...)
+				tc.want = []string{"--postgres", "invalid DSN"}
+			} else if tc.name != "postgres and endpoints" && tc.name != "bad endpoint" && tc.args[0] != "server" {
+				args = append(append([]string{}, nowhere...), args...)
+			}
+			res := runTenure(t, tc.env, args...)
+			if res.code != ExitUsage {
+				t.Fatalf("%s: exit %d; want %d\nstderr: %s", res.description, res.code, ExitUsage, res.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stderr, w) {
+					t.Errorf("%s: stderr %q does not mention %q", res.description, res.stderr, w)
+				}
+			}
+			if res.took > 2*time.Second {
+				t.Errorf("%s took %s; want a usage error at once, before dialling", res.description, res.took.Round(time.Millisecond))
+			}
+			if strings.Contains(res.stderr, "secret") {
+				t.Errorf("%s: stderr shows the password: %s", res.description, res.stderr)
+			}
+		})
+	}
+}
+
+// TestHelp: every command explains itself, with examples, and run documents
+// its exit codes and environment.
+func TestHelp(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		want []string
+	}{
+		{"", []string{"Exit codes", "TENURE_WAIT_TIMEOUT", "--postgres", "tenure server"}},
+		{"server", []string{"--initial-cluster", "/healthz", "/metrics", "Example"}},
+		{"run", []string{"TENURE_FENCING_TOKEN", "TENURE_LEASE_TTL", "--kill-grace", "local deadline", "Exit codes", "127", "--wait-timeout", "Examples"}},
+		{"status", []string{"--prefix", "--json", "ttl_left_ms"}},
+		{"watch", []string{"--json", "interrupted"}},
+		{"demo", []string{"--backend", "postgres", "memory"}},
+	} {
+		args := []string{"--help"}
+		if tc.cmd != "" {
+			args = []string{tc.cmd, "--help"}
+		}
+		res := runTenure(t, nil, args...)
+		if res.code != 0 {
+			t.Errorf("tenure %s --help: exit %d; want 0", tc.cmd, res.code)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(res.stdout, w) {
+				t.Errorf("tenure %s --help does not mention %q", tc.cmd, w)
+			}
+		}
+	}
+}
