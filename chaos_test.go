@@ -282,7 +282,10 @@ func (r *chaosRun) startNode(n *chaosNode) {
 			r.mu.Lock()
 			r.spans = append(r.spans, sp)
 			r.mu.Unlock()
-			context.AfterFunc(ctx, func() {
+			// The span ends when the term's own context ends, not fn's:
+			// during a resignation's drain the term stays live after fn's
+			// context is cancelled.
+			context.AfterFunc(term.Context(), func() {
 				r.mu.Lock()
 				sp.end = time.Now()
 				r.mu.Unlock()

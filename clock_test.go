@@ -59,7 +59,7 @@ func TestClockJumpBeyondAssumptions(t *testing.T) {
 				mu.Lock()
 				spans = append(spans, sp)
 				mu.Unlock()
-				context.AfterFunc(ctx, func() { mu.Lock(); sp.end = time.Now(); mu.Unlock() })
+				context.AfterFunc(term.Context(), func() { mu.Lock(); sp.end = time.Now(); mu.Unlock() })
 				for ctx.Err() == nil && term.Check() == nil {
 					if err := reg.Write(term.Token(), holder); err != nil {
 						return err

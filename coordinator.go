@@ -98,6 +98,7 @@ type Coordinator interface {
 
 // LeaderEvent is one observation of a key's leadership.
 type LeaderEvent struct {
+	// Key is the key observed.
 	Key string
 	// Held is false when the key is free (released, expired or never held).
 	Held bool

@@ -53,7 +53,7 @@ func (e *Elector) Config() Config { return e.cfg }
 func (e *Elector) Term() *Term {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.term != nil && e.term.isEnded() {
+	if e.term == nil || e.term.Check() != nil {
 		return nil
 	}
 	return e.term
@@ -221,15 +221,17 @@ func (e *Elector) begin(ctx context.Context, g Grant, sent time.Time) *Term {
 // in-flight work drains during a resignation, until fn returns or the local
 // deadline passes.
 func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *Term) error) (done bool, err error) {
-	stopRenew := make(chan struct{})
+	// Stopping the renewals also abandons one in flight, so that a
+	// resignation never waits for a hung renewal until the local deadline.
+	renewCtx, stopRenew := context.WithCancel(t.Context())
+	defer stopRenew()
 	renewDone := make(chan struct{})
 	go func() {
 		defer close(renewDone)
-		e.renewLoop(t, stopRenew)
+		e.renewLoop(renewCtx, t)
 	}()
-	var stopOnce sync.Once
 	stopRenewing := func() {
-		stopOnce.Do(func() { close(stopRenew) })
+		stopRenew()
 		<-renewDone
 	}
 	workCtx, stopWork := context.WithCancelCause(t.Context())
@@ -266,12 +268,15 @@ func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *T
 		}
 
 	case <-t.Done():
-		e.ended(ctx, t)
-		// fn must return now that its context is cancelled.
+		kind := e.reportEnd(t)
+		// fn must return now that its context is cancelled. Release only
+		// after it has: until then the lease, if any is left, keeps a
+		// successor from starting while fn's in-flight work finishes.
 		fnErr := <-fnDone
 		if fnErr != nil && !errors.Is(fnErr, context.Canceled) && !IsStale(fnErr) && !errors.Is(fnErr, ErrNotLeader) {
 			e.log.Warn("leader function returned an error after the term ended", "err", fnErr)
 		}
+		e.releaseEnded(ctx, t, kind)
 		return false, nil
 
 	case <-ctx.Done():
@@ -285,8 +290,25 @@ func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *T
 }
 
 // ended reports the end of term t (whose context is already cancelled) and
-// releases what may be left of its grant.
+// releases what may be left of its grant. fn must have returned.
 func (e *Elector) ended(ctx context.Context, t *Term) {
+	e.releaseEnded(ctx, t, e.reportEnd(t))
+}
+
+// releaseEnded releases what may be left of the grant of term t, which
+// ended for reason kind.
+func (e *Elector) releaseEnded(ctx context.Context, t *Term, kind TransitionKind) {
+	if kind != Lost {
+		// The grant may still be live at the coordinator (renewal replies
+		// lost, or a resource saw a newer token first): release it so that
+		// the next leader need not wait for it to expire.
+		e.release(ctx, t.Grant())
+	}
+}
+
+// reportEnd logs the end of term t and reports it to metrics and the
+// OnTransition hook, and returns its kind.
+func (e *Elector) reportEnd(t *Term) TransitionKind {
 	cause := t.cause()
 	kind := Expired
 	switch {
@@ -305,12 +327,7 @@ func (e *Elector) ended(ctx context.Context, t *Term) {
 	}
 	e.metrics.SetLeader(t.key, false)
 	e.transition(kind, t, cause)
-	if kind != Lost {
-		// The grant may still be live at the coordinator (renewal replies
-		// lost, or a resource saw a newer token first): release it so that
-		// the next leader need not wait for it to expire.
-		e.release(ctx, t.Grant())
-	}
+	return kind
 }
 
 // resign ends term t on purpose. When fnDone is non-nil, new work has been
@@ -350,28 +367,34 @@ func (e *Elector) release(ctx context.Context, g Grant) {
 	e.log.Debug("released", "token", g.Token)
 }
 
-// renewLoop renews t every renew interval until t ends or stop is closed. A
-// failed renewal is retried every retry period until the local deadline; a
-// renewal that reports the grant lost ends the term at once.
-func (e *Elector) renewLoop(t *Term, stop <-chan struct{}) {
-	interval := e.cfg.EffectiveRenewInterval()
+// renewLoop renews t every renew interval until ctx ends (t's context, or
+// the elector stopping renewals). A failed renewal is retried every retry
+// period until the local deadline; a renewal that reports the grant lost
+// ends the term at once.
+func (e *Elector) renewLoop(ctx context.Context, t *Term) {
+	// A coordinator may grant less than was asked (rounding): renew often
+	// enough for the TTL actually granted.
+	interval := func() time.Duration {
+		return max(min(e.cfg.EffectiveRenewInterval(), e.cfg.SafeLease(t.Grant().TTL)/3), time.Millisecond)
+	}
 	retry := e.cfg.EffectiveRetryPeriod()
-	timer := time.NewTimer(interval)
+	timer := time.NewTimer(interval())
 	defer timer.Stop()
 	for {
 		select {
-		case <-stop:
-			return
-		case <-t.Done():
+		case <-ctx.Done():
 			return
 		case <-timer.C:
 		}
-		ok := e.renewOnce(t)
+		ok := e.renewOnce(ctx, t)
+		if ctx.Err() != nil { // stopped while the renewal was in flight
+			return
+		}
 		if t.Check() != nil { // ended, or the deadline passed
 			return
 		}
 		if ok {
-			timer.Reset(interval)
+			timer.Reset(interval())
 		} else {
 			timer.Reset(min(retry, max(time.Until(t.Deadline()), 0)))
 		}
@@ -380,11 +403,11 @@ func (e *Elector) renewLoop(t *Term, stop <-chan struct{}) {
 
 // renewOnce tries one renewal of t, bounded by t's deadline, and reports
 // whether it succeeded. It ends t when the grant is lost.
-func (e *Elector) renewOnce(t *Term) bool {
+func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
 	// The renewal is bounded by the local deadline: after it, a reply is of
-	// no use. Its parent is the term's context, so the call is abandoned
-	// when the term ends.
-	rctx, cancel := context.WithDeadline(t.Context(), t.Deadline())
+	// no use. ctx derives from the term's context, so the call is abandoned
+	// when the term ends or renewals stop.
+	rctx, cancel := context.WithDeadline(ctx, t.Deadline())
 	defer cancel()
 	sent := time.Now()
 	g, err := e.c.Renew(rctx, t.Grant())
@@ -404,7 +427,7 @@ func (e *Elector) renewOnce(t *Term) bool {
 		t.end(fmt.Errorf("%w: %w", ErrNotLeader, err))
 		return false
 	default:
-		if !t.isEnded() {
+		if !t.isEnded() && ctx.Err() == nil {
 			e.log.Warn("renewal failed; retrying until the local deadline", "token", t.token, "took", took, "remaining", t.Remaining(), "err", err)
 		}
 		return false

@@ -49,11 +49,15 @@ var (
 // HeldError reports that a key is held by another holder with a live lease.
 // It matches ErrHeld.
 type HeldError struct {
-	Key    string
+	// Key is the key asked for.
+	Key string
+	// Holder is who holds it now.
 	Holder string
-	Token  uint64
+	// Token is the fencing token of the live grant.
+	Token uint64
 }
 
+// Error names the key, the holder and its token.
 func (e *HeldError) Error() string {
 	return fmt.Sprintf("tenure: key %q held by %q (token %d)", e.Key, e.Holder, e.Token)
 }

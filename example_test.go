@@ -93,7 +93,11 @@ func ExampleTerm_StepDown() {
 		}
 		err := resource.Write(term.Token(), "stale write")
 		fmt.Println("write:", err)
-		return err // a stale rejection: the elector steps down
+		if tenure.IsStale(err) {
+			term.StepDown(err) // the elector steps down at once: "fenced"
+		}
+		<-ctx.Done() // the term's end cancels fn's context
+		return nil
 	})
 	// Output:
 	// transition: elected token 1

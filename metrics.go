@@ -22,10 +22,19 @@ type Metrics interface {
 // NopMetrics is a Metrics that discards everything.
 type NopMetrics struct{}
 
-func (NopMetrics) SetLeader(string, bool)                    {}
-func (NopMetrics) SetToken(string, uint64)                   {}
-func (NopMetrics) Transition(string, TransitionKind)         {}
+// SetLeader does nothing.
+func (NopMetrics) SetLeader(string, bool) {}
+
+// SetToken does nothing.
+func (NopMetrics) SetToken(string, uint64) {}
+
+// Transition does nothing.
+func (NopMetrics) Transition(string, TransitionKind) {}
+
+// ObserveRenew does nothing.
 func (NopMetrics) ObserveRenew(string, time.Duration, error) {}
-func (NopMetrics) FencedRejection(string)                    {}
+
+// FencedRejection does nothing.
+func (NopMetrics) FencedRejection(string) {}
 
 var _ Metrics = NopMetrics{}

@@ -35,6 +35,8 @@ var transitionNames = [...]string{
 	SteppedDown: "stepped-down",
 }
 
+// String returns the kind's name as used in logs and metrics labels
+// ("elected", "resigned", "lost", "expired", "fenced", "stepped-down").
 func (k TransitionKind) String() string {
 	if k > 0 && int(k) < len(transitionNames) {
 		return transitionNames[k]
@@ -44,8 +46,11 @@ func (k TransitionKind) String() string {
 
 // Transition is one change of a node's leadership of a key.
 type Transition struct {
-	Kind   TransitionKind
-	Key    string
+	// Kind says what happened.
+	Kind TransitionKind
+	// Key is the key led.
+	Key string
+	// Holder is this node's identity.
 	Holder string
 	// Token is the fencing token of the term that began or ended.
 	Token uint64
