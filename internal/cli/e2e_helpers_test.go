@@ -194,8 +194,9 @@ func runTenure(t *testing.T, env []string, args ...string) result {
 // server is a "tenure server" process.
 type server struct {
 	*proc
-	endpoint string // client URL
-	http     string // host:port of /metrics and /healthz
+	coord    []string // flags that name it: --endpoints URL
+	endpoint string   // client URL
+	http     string   // host:port of /metrics and /healthz
 	dir      string
 }
 
@@ -235,6 +236,7 @@ func awaitServer(t *testing.T, p *proc, dir string) *server {
 			if s.endpoint == "" {
 				t.Fatalf("ready line %q has no clients=", line)
 			}
+			s.coord = []string{"--endpoints", s.endpoint}
 			return s
 		}
 		if p.exited() {
@@ -371,12 +373,12 @@ func waitDead(t *testing.T, pid int, d time.Duration, what string) time.Duration
 	return time.Since(began)
 }
 
-// contender starts "tenure run" for key as holder, running the helper
+// contender starts "tenure run" on the coordinator coord names (flags) for key as holder, running the helper
 // command against r.
-func contender(t *testing.T, s *server, r *resource, key, holder string, extra ...string) *proc {
+func contender(t *testing.T, coord []string, r *resource, key, holder string, extra ...string) *proc {
 	t.Helper()
-	args := append([]string{"run", "--endpoints", s.endpoint, "--key", key, "--ttl", e2eTTL.String(),
-		"--holder", holder, "--kill-grace", "500ms"}, extra...)
+	args := append(append(append([]string{}, coord...), "run", "--key", key, "--ttl", e2eTTL.String(),
+		"--holder", holder, "--kill-grace", "500ms"), extra...)
 	args = append(args, "--", selfBin)
 	return startProc(t, holder, r.env(), args...)
 }

@@ -8,10 +8,10 @@ import (
 
 // leaderOfTwo starts two contenders for key and returns the one whose
 // command writes first, the other, and that first write.
-func leaderOfTwo(t *testing.T, s *server, r *resource, key string) (leader, follower *proc, w write) {
+func leaderOfTwo(t *testing.T, coord []string, r *resource, key string) (leader, follower *proc, w write) {
 	t.Helper()
-	a := contender(t, s, r, key, "a")
-	b := contender(t, s, r, key, "b")
+	a := contender(t, coord, r, key, "a")
+	b := contender(t, coord, r, key, "b")
 	w = r.first(t, 15*time.Second, "from either contender", func(write) bool { return true })
 	if w.holder == "a" {
 		return a, b, w
@@ -24,8 +24,12 @@ func leaderOfTwo(t *testing.T, s *server, r *resource, key string) (leader, foll
 // greater token.
 func TestRunSIGKILLFailover(t *testing.T) {
 	s := startServer(t, t.TempDir())
+	testSIGKILLFailover(t, s.coord)
+}
+
+func testSIGKILLFailover(t *testing.T, coord []string) {
 	r := startResource(t)
-	leader, follower, first := leaderOfTwo(t, s, r, "jobs")
+	leader, follower, first := leaderOfTwo(t, coord, r, "jobs")
 	t.Logf("%s leads with token %d (command pid %d)", leader.name, first.token, first.pid)
 
 	killed := time.Now()
@@ -54,7 +58,7 @@ func TestRunSIGKILLFailover(t *testing.T) {
 func TestRunPausedLeader(t *testing.T) {
 	s := startServer(t, t.TempDir())
 	r := startResource(t)
-	leader, follower, first := leaderOfTwo(t, s, r, "jobs")
+	leader, follower, first := leaderOfTwo(t, s.coord, r, "jobs")
 	t.Logf("%s leads with token %d (command pid %d)", leader.name, first.token, first.pid)
 
 	syscall.Kill(first.pid, syscall.SIGSTOP)
@@ -111,7 +115,7 @@ func TestRunPausedLeader(t *testing.T) {
 func TestRunCoordinatorStopped(t *testing.T) {
 	s := startServer(t, t.TempDir())
 	r := startResource(t)
-	leader := contender(t, s, r, "jobs", "a")
+	leader := contender(t, s.coord, r, "jobs", "a")
 	first := r.first(t, 15*time.Second, "from the leader", func(write) bool { return true })
 
 	s.signal(t, syscall.SIGSTOP)

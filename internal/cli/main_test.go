@@ -10,10 +10,19 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/tenure-dev/tenure/internal/pgtest"
 )
 
 // tenureBin is the tenure binary built for the end-to-end tests.
 var tenureBin string
+
+// pgServer is the PostgreSQL server of the tests that need one, or pgErr
+// says why there is none (see pgtest.Need).
+var (
+	pgServer *pgtest.Server
+	pgErr    error
+)
 
 // selfBin is this test binary: re-executed in a helper mode, it is the
 // command that "tenure run" runs in the end-to-end tests.
@@ -51,7 +60,7 @@ func buildThen(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	code := m.Run()
+	code := pgtest.Main(m, func(s *pgtest.Server, err error) { pgServer, pgErr = s, err })
 	if code == 0 {
 		// As goleak.VerifyTestMain, which would exit before the binary is
 		// removed.

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure/internal/pgtest"
+)
+
+// postgresCoord returns the flags that name a fresh PostgreSQL database.
+func postgresCoord(t *testing.T) []string {
+	t.Helper()
+	srv := pgtest.Need(t, pgServer, pgErr)
+	return []string{"--postgres", srv.NewDatabase(t)}
+}
+
+// TestPostgres: tenure run, status and watch with --postgres work like the
+// etcd versions.
+func TestPostgres(t *testing.T) {
+	coord := postgresCoord(t)
+
+	t.Run("run", func(t *testing.T) {
+		var last uint64
+		for i := range 2 {
+			res := runTenure(t, nil, append(coord, "run", "--key", "jobs", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
+			if res.code != 0 {
+				t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+			}
+			tok, err := strconv.ParseUint(res.stdout, 10, 64)
+			if err != nil || tok <= last {
+				t.Fatalf("run %d: token %q; want an integer > %d", i+1, res.stdout, last)
+			}
+			last = tok
+		}
+	})
+	t.Run("TENURE_POSTGRES", func(t *testing.T) {
+		res := runTenure(t, []string{"TENURE_POSTGRES=" + coord[1]}, "run", "--key", "jobs", "--", "true")
+		if res.code != 0 || !strings.Contains(res.stderr, "backend=postgres") {
+			t.Fatalf("%s with TENURE_POSTGRES: exit %d; want 0 on postgres\n%s", res.description, res.code, res.stderr)
+		}
+	})
+	t.Run("mutual exclusion", func(t *testing.T) {
+		holder := holdKey(t, coord, "excl", "first")
+		res := runTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "1500ms", "--", "true")...)
+		if res.code != ExitNotReady || !strings.Contains(res.stderr, `"first"`) {
+			t.Errorf("%s: exit %d; want %d naming the holder\n%s", res.description, res.code, ExitNotReady, res.stderr)
+		}
+		holder.signal(t, syscall.SIGTERM)
+		holder.wait(t, 10*time.Second)
+		res = runTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "3s", "--", "true")...)
+		if res.code != 0 {
+			t.Errorf("%s after the holder stopped: exit %d; want 0\n%s", res.description, res.code, res.stderr)
+		}
+	})
+	t.Run("status and watch", func(t *testing.T) { testStatusAndWatch(t, coord) })
+	t.Run("SIGKILL failover", func(t *testing.T) { testSIGKILLFailover(t, coord) })
+}

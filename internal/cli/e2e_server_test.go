@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/tenure-dev/tenure/embedded"
+)
+
+// get fetches http://addr/path and returns its status and body.
+func get(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
+	c := &http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get("http://" + addr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// token runs a command under tenure run and returns the token it saw.
+func token(t *testing.T, coord []string, key string) uint64 {
+	t.Helper()
+	res := runTenure(t, nil, append(coord, "run", "--key", key, "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
+	tok, err := strconv.ParseUint(res.stdout, 10, 64)
+	if res.code != 0 || err != nil {
+		t.Fatalf("%s: exit %d, stdout %q\n%s", res.description, res.code, res.stdout, res.stderr)
+	}
+	return tok
+}
+
+// TestServer: /healthz and /metrics; a clean, quick shutdown; a restart on
+// the same data directory keeps tokens increasing.
+func TestServer(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	if code, body := get(t, s.http, "/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
+		t.Errorf("/healthz = %d %q; want 200 ok", code, body)
+	}
+	code, body := get(t, s.http, "/metrics")
+	if code != http.StatusOK || !strings.Contains(body, "etcd_server_has_leader 1") {
+		t.Errorf("/metrics = %d, %d bytes; want 200 with etcd_server_has_leader 1", code, len(body))
+	}
+	if code, _ := get(t, s.http, "/nothing"); code != http.StatusNotFound {
+		t.Errorf("/nothing = %d; want 404", code)
+	}
+	before := token(t, s.coord, "durable")
+
+	began := time.Now()
+	s.stop(t)
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("server took %s to stop after SIGTERM; want well under 3s", took)
+	}
+	s = startServer(t, dir)
+	if after := token(t, s.coord, "durable"); after <= before {
+		t.Errorf("token after a restart on the same data = %d; want > %d", after, before)
+	}
+	s.stop(t)
+
+	// A port in use is reported before the member starts.
+	other := startServer(t, t.TempDir())
+	res := runTenure(t, nil, "server", "--data-dir", t.TempDir(), "--http", other.http)
+	if res.code != ExitError || !strings.Contains(res.stderr, other.http) {
+		t.Errorf("%s: exit %d; want %d naming the address in use\n%s", res.description, res.code, ExitError, res.stderr)
+	}
+}
+
+// TestServerCluster: three tenure server processes with --initial-cluster
+// form one etcd cluster; tenure works through any member; a member that
+// has lost its majority reports 503 on /healthz, and recovers.
+func TestServerCluster(t *testing.T) {
+	urls, err := embedded.FreeLocalURLs(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var initial []string
+	for i := range 3 {
+		initial = append(initial, fmt.Sprintf("m%d=%s", i+1, urls[2*i+1]))
+	}
+	procs := make([]*proc, 3)
+	for i := range 3 {
+		procs[i] = startProc(t, fmt.Sprintf("m%d", i+1), nil, "server", "--name", fmt.Sprintf("m%d", i+1),
+			"--data-dir", t.TempDir(), "--listen-client", urls[2*i], "--listen-peer", urls[2*i+1],
+			"--http", "127.0.0.1:0", "--initial-cluster", strings.Join(initial, ","))
+	}
+	members := make([]*server, 3)
+	for i, p := range procs {
+		members[i] = awaitServer(t, p, "")
+	}
+	all := []string{"--endpoints", strings.Join([]string{members[0].endpoint, members[1].endpoint, members[2].endpoint}, ",")}
+
+	ctx := ctxFor(t, 10*time.Second)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{members[0].endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml, err := c.MemberList(ctx)
+	c.Close()
+	if err != nil || len(ml.Members) != 3 {
+		t.Fatalf("member list: %v, %d members; want 3", err, len(ml.Members))
+	}
+
+	holder := holdKey(t, all, "cluster", "h")
+	got := statusJSON(t, nil, "--endpoints", members[2].endpoint, "--key", "cluster")
+	if len(got) != 1 || got[0].Holder != "h" {
+		t.Fatalf("status through m3 = %+v; want held by h", got)
+	}
+	holder.signal(t, syscall.SIGTERM)
+	holder.wait(t, 10*time.Second)
+
+	for _, m := range members {
+		if code, body := get(t, m.http, "/healthz"); code != http.StatusOK {
+			t.Errorf("%s /healthz = %d %q; want 200", m.name, code, body)
+		}
+	}
+	members[1].signal(t, syscall.SIGSTOP)
+	members[2].signal(t, syscall.SIGSTOP)
+	waitFor(t, 15*time.Second, "m1 to report 503 without a majority", func() bool {
+		code, _ := get(t, members[0].http, "/healthz")
+		return code == http.StatusServiceUnavailable
+	})
+	_, body := get(t, members[0].http, "/healthz")
+	t.Logf("m1 without a majority: /healthz says %q", strings.TrimSpace(body))
+	members[1].signal(t, syscall.SIGCONT)
+	members[2].signal(t, syscall.SIGCONT)
+	waitFor(t, 15*time.Second, "m1 to report 200 again", func() bool {
+		code, _ := get(t, members[0].http, "/healthz")
+		return code == http.StatusOK
+	})
+	for _, m := range members {
+		m.stop(t)
+	}
+}

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// statusJSON runs "tenure status --json" with args and decodes its lines.
+func statusJSON(t *testing.T, env []string, args ...string) []keyStatus {
+	t.Helper()
+	res := runTenure(t, env, append([]string{"status", "--json"}, args...)...)
+	if res.code != 0 {
+		t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+	}
+	var out []keyStatus
+	for _, l := range lines(res.stdout) {
+		var ks keyStatus
+		if err := json.Unmarshal([]byte(l), &ks); err != nil {
+			t.Fatalf("%s: line %q is not JSON: %v", res.description, l, err)
+		}
+		out = append(out, ks)
+	}
+	return out
+}
+
+// holdKey starts "tenure run --key key --holder holder -- sleep 60" and
+// waits until it leads.
+func holdKey(t *testing.T, coord []string, key, holder string) *proc {
+	t.Helper()
+	p := startProc(t, holder, nil, append(coord, "run", "--key", key, "--holder", holder, "--ttl", "10s", "--", "sleep", "60")...)
+	waitFor(t, 10*time.Second, holder+" to lead "+key, func() bool { return strings.Contains(p.err.String(), "command started") })
+	return p
+}
+
+// testStatusAndWatch checks status and watch output against the
+// coordinator coord names.
+func testStatusAndWatch(t *testing.T, coord []string) {
+	a := holdKey(t, coord, "st/a", "holder-a")
+	holdKey(t, coord, "st/b", "holder-b")
+
+	t.Run("status --key", func(t *testing.T) {
+		got := statusJSON(t, nil, append(coord, "--key", "st/a")...)
+		if len(got) != 1 {
+			t.Fatalf("status --key printed %d lines; want 1", len(got))
+		}
+		s := got[0]
+		if !s.Held || s.Key != "st/a" || s.Holder != "holder-a" || s.Token == 0 || s.TTLLeftMS == nil {
+			t.Fatalf("status --key st/a = %+v; want held by holder-a with a token and ttl_left_ms", s)
+		}
+		if left := time.Duration(*s.TTLLeftMS) * time.Millisecond; left < 0 || left > 10*time.Second {
+			t.Errorf("ttl_left_ms = %d; want within the 10s TTL", *s.TTLLeftMS)
+		}
+	})
+	t.Run("status --key free", func(t *testing.T) {
+		got := statusJSON(t, nil, append(coord, "--key", "st/none")...)
+		if len(got) != 1 || got[0].Held || got[0].Key != "st/none" {
+			t.Fatalf("status --key st/none = %+v; want one line, not held", got)
+		}
+	})
+	t.Run("status --prefix", func(t *testing.T) {
+		got := statusJSON(t, nil, append(coord, "--prefix", "st/")...)
+		if len(got) != 2 || got[0].Key != "st/a" || got[1].Key != "st/b" || got[1].Holder != "holder-b" {
+			t.Fatalf("status --prefix st/ = %+v; want st/a and st/b, in order", got)
+		}
+		if got := statusJSON(t, nil, append(coord, "--prefix", "st/b")...); len(got) != 1 || got[0].Key != "st/b" {
+			t.Errorf("status --prefix st/b = %+v; want st/b alone", got)
+		}
+		if got := statusJSON(t, nil, append(coord, "--prefix", "nothing/")...); len(got) != 0 {
+			t.Errorf("status --prefix nothing/ = %+v; want no lines", got)
+		}
+	})
+	t.Run("status table", func(t *testing.T) {
+		res := runTenure(t, nil, append(coord, "status", "--prefix", "")...)
+		ls := lines(res.stdout)
+		if res.code != 0 || len(ls) < 3 || !strings.HasPrefix(ls[0], "KEY") {
+			t.Fatalf("status --prefix \"\": exit %d, output:\n%s", res.code, res.stdout)
+		}
+		// Columns are aligned: HOLDER starts at the same offset on every line.
+		col := strings.Index(ls[0], "HOLDER")
+		for _, l := range ls[1:] {
+			if !strings.HasPrefix(l[col:], "holder-") {
+				t.Errorf("line %q: holder not at column %d", l, col)
+			}
+		}
+	})
+
+	t.Run("watch", func(t *testing.T) {
+		w := startProc(t, "watch", nil, append(coord, "watch", "--key", "st/w", "--json")...)
+		waitFor(t, 10*time.Second, "watch's first line", func() bool { return len(lines(w.out.String())) >= 1 })
+		res := runTenure(t, nil, append(coord, "run", "--key", "st/w", "--holder", "brief", "--", "sleep", "0.3")...)
+		if res.code != 0 {
+			t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+		}
+		waitFor(t, 10*time.Second, "watch to see the release", func() bool { return len(lines(w.out.String())) >= 3 })
+		w.signal(t, syscall.SIGINT)
+		if code := w.wait(t, 5*time.Second); code != 0 {
+			t.Errorf("watch exit %d after SIGINT; want 0", code)
+		}
+		var evs []watchLine
+		for _, l := range lines(w.out.String()) {
+			var ev watchLine
+			if err := json.Unmarshal([]byte(l), &ev); err != nil {
+				t.Fatalf("watch line %q is not JSON: %v", l, err)
+			}
+			if _, err := time.Parse(watchTimeFormat, ev.Time); err != nil {
+				t.Errorf("watch line %q: time: %v", l, err)
+			}
+			evs = append(evs, ev)
+		}
+		if len(evs) != 3 || evs[0].Held || !evs[1].Held || evs[1].Holder != "brief" || evs[1].Token == 0 || evs[2].Held {
+			t.Fatalf("watch saw %+v; want free, held by brief, free", evs)
+		}
+	})
+	a.signal(t, syscall.SIGTERM)
+	a.wait(t, 10*time.Second)
+	if got := statusJSON(t, nil, append(coord, "--key", "st/a")...); len(got) != 1 || got[0].Held {
+		t.Errorf("status of st/a after its holder stopped = %+v; want released", got)
+	}
+}
+
+func TestStatusAndWatchEtcd(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	testStatusAndWatch(t, s.coord)
+}
