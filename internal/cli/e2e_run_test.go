@@ -207,3 +207,31 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestRunMetrics: --http serves the elector's Prometheus metrics and a
+// health endpoint that says whether the node leads.
+func TestRunMetrics(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	p := startProc(t, "run", nil, "run", "--endpoints", s.endpoint, "--key", "metered", "--http", "127.0.0.1:0", "--", "sleep", "60")
+	waitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(p.err.String(), "command started") })
+	var addr string
+	for _, f := range strings.Fields(p.err.String()) {
+		if v, ok := strings.CutPrefix(f, "http="); ok {
+			addr = v
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no http= address in the log:\n%s", p.err)
+	}
+	code, body := get(t, addr, "/metrics")
+	for _, w := range []string{`tenure_leader{key="metered"} 1`, `tenure_fencing_token{key="metered"}`, `tenure_transitions_total{key="metered",kind="elected"} 1`, "go_goroutines"} {
+		if code != 200 || !strings.Contains(body, w) {
+			t.Errorf("/metrics = %d without %q", code, w)
+		}
+	}
+	if code, body := get(t, addr, "/healthz"); code != 200 || strings.TrimSpace(body) != "leading" {
+		t.Errorf("/healthz = %d %q; want 200 leading", code, body)
+	}
+	p.signal(t, syscall.SIGTERM)
+	p.wait(t, 10*time.Second)
+}

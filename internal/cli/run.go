@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -16,9 +18,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/prom"
 )
 
 type runFlags struct {
@@ -29,6 +35,7 @@ type runFlags struct {
 	restart     bool
 	waitTimeout time.Duration
 	json        bool
+	http        string
 }
 
 func newRunCommand(g *globalFlags) *cobra.Command {
@@ -77,6 +84,11 @@ then SIGKILL), releases the key and exits with COMMAND's exit code; if no
 command runs it exits with 128+N. SIGHUP while no command runs ends tenure
 too.
 
+With --http, /metrics serves this node's leadership metrics (see package
+prom: tenure_leader, tenure_fencing_token, tenure_transitions_total,
+tenure_renew_duration_seconds, …) and /healthz answers 200 with
+"leading" or "following" while tenure runs.
+
 Leadership changes and the command's start and end are logged to stderr,
 as text, or as JSON lines (one object per line) with --json: every
 leadership change is a record with "msg":"leadership" and its
@@ -101,7 +113,10 @@ Exit codes:
   tenure run --key nightly-report --wait-timeout 30s -- ./report.sh
 
   # a service that must always run somewhere; restart it when it exits
-  tenure run --key scheduler --restart -- ./scheduler --config prod.yaml`,
+  tenure run --key scheduler --restart -- ./scheduler --config prod.yaml
+
+  # export Prometheus metrics of the election
+  tenure run --key jobs --http 127.0.0.1:9480 -- ./worker.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError("run needs a command to run after the flags, as in: tenure run --key jobs -- ./worker.sh (see 'tenure run --help')")
@@ -122,6 +137,7 @@ Exit codes:
 	fs.BoolVar(&f.restart, "restart", false, "when the command exits, release the key, campaign again and run it again")
 	fs.DurationVar(&f.waitTimeout, "wait-timeout", 0, "exit with code 3 if not leader within this long of starting to campaign (0: wait forever); applies to every campaign")
 	fs.BoolVar(&f.json, "json", false, "log to stderr as JSON lines instead of text")
+	fs.StringVar(&f.http, "http", "", `host:port to serve /metrics (Prometheus: tenure_leader, tenure_fencing_token, tenure_transitions_total, renewals) and /healthz on; "" serves nothing`)
 	return cmd
 }
 
@@ -263,6 +279,13 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		if cfg.Logger, err = g.loggerAtLeast(cmd.ErrOrStderr(), f.json, slog.LevelWarn); err != nil {
 			return err
 		}
+	}
+	if f.http != "" {
+		stop, err := serveRunMetrics(f.http, &cfg, r, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	r.wait = newWaitLimit(f.waitTimeout, func() {
 		log.Warn("not leader within --wait-timeout; giving up", "key", f.key, "wait_timeout", f.waitTimeout)
@@ -572,4 +595,47 @@ func (w *waitLimit) fired() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.hasFired
+}
+
+// serveRunMetrics serves /metrics (cfg's elector metrics, which it sets,
+// and the process's) and /healthz on addr until the returned stop is
+// called.
+func serveRunMetrics(addr string, cfg *tenure.Config, r *runner, log *slog.Logger) (stop func(), err error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := prom.New(reg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Metrics = m
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--http %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		r.mu.Lock()
+		leading := r.current != nil
+		r.mu.Unlock()
+		if leading {
+			fmt.Fprintln(w, "leading")
+		} else {
+			fmt.Fprintln(w, "following")
+		}
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.Serve(ln)
+	}()
+	log.Info("serving metrics", "http", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+		<-done
+	}, nil
 }

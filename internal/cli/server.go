@@ -61,8 +61,10 @@ each with its own --name, --data-dir, --listen-client, --listen-peer and
 --http, and the full member list in --initial-cluster. A member that has
 lost its majority refuses to serve rather than serve stale data.
 
-Also served, on --http: /metrics (Prometheus: etcd's and the process's
-metrics) and /healthz (200 "ok" while the member can serve a
+Also served, on --http: /metrics (Prometheus: the etcd member's metrics,
+etcd_server_has_leader, etcd_mvcc_db_total_size_in_bytes, …, and the
+process's; the metrics of elections come from "tenure run --http") and
+/healthz (200 "ok" while the member can serve a
 linearizable read, 503 with the reason otherwise).
 
 Once ready it prints one line on stdout:
@@ -210,12 +212,12 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 
 // serverMux serves /metrics and /healthz for srv.
 func serverMux(srv *embedded.Server) *http.ServeMux {
-	// etcd registers its metrics (and the Go and process collectors) with
-	// Prometheus's default registry; tenure's own go in reg.
-	reg := prometheus.NewRegistry()
-	gatherer := prometheus.Gatherers{prometheus.DefaultGatherer, reg}
+	// etcd registers its server metrics (and the Go and process
+	// collectors) with Prometheus's default registry, from package
+	// initialisation: that registry is the member's. The metrics of
+	// elections are exported by the nodes that run them (tenure run --http).
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.DefaultGatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
