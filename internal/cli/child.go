@@ -101,11 +101,16 @@ func (c *child) signal(sig syscall.Signal) error {
 	return syscall.Kill(-c.pid, sig)
 }
 
-// groupAlive reports whether any process of the command's group is left.
-// (A process group id is not reused while any member exists, so this never
-// finds another program's processes.)
+// groupAlive reports whether any live process of the command's group is
+// left. (A process group id is not reused while any member exists, so this
+// never finds another program's processes.) Zombies do not count: a
+// descendant orphaned by the command may stay a zombie for good where
+// nothing reaps orphans (PID 1 of many containers).
 func (c *child) groupAlive() bool {
-	return syscall.Kill(-c.pid, 0) == nil
+	if syscall.Kill(-c.pid, 0) != nil {
+		return false
+	}
+	return groupHasLive(c.pid)
 }
 
 // stop ends the command's process group: sig now (unless sig is 0: already

@@ -235,3 +235,43 @@ func TestRunMetrics(t *testing.T) {
 	p.signal(t, syscall.SIGTERM)
 	p.wait(t, 10*time.Second)
 }
+
+// TestRunLeftovers: processes the command leaves behind in its group are
+// stopped before tenure releases the key: SIGTERM, then SIGKILL after
+// --kill-grace for those that ignore it.
+func TestRunLeftovers(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	for _, tc := range []struct {
+		name     string
+		script   string
+		grace    string
+		atLeast  time.Duration
+		atMost   time.Duration
+		wantCode int
+	}{
+		// Killed by SIGTERM, the leftover may stay a zombie: tenure must not
+		// wait for the grace to end because of it.
+		{"SIGTERM suffices", `sleep 30 & echo $! > "$PIDFILE"; exit 3`, "2s", 0, 1500 * time.Millisecond, 3},
+		{"SIGTERM ignored", `(trap "" TERM; exec sleep 30) & echo $! > "$PIDFILE"; exit 0`, "400ms", 400 * time.Millisecond, 2 * time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "pid")
+			res := runTenure(t, []string{"PIDFILE=" + pidfile}, "run", "--endpoints", s.endpoint, "--key", "leftovers",
+				"--kill-grace", tc.grace, "--", "sh", "-c", tc.script)
+			if res.code != tc.wantCode {
+				t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, tc.wantCode, res.stderr)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(readFile(pidfile)))
+			if err != nil {
+				t.Fatalf("pid file: %q", readFile(pidfile))
+			}
+			if alive(pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("the command's background process (pid %d) outlived tenure", pid)
+			}
+			if res.took < tc.atLeast || res.took > tc.atMost {
+				t.Errorf("took %s; want between %s and %s", res.took.Round(time.Millisecond), tc.atLeast, tc.atMost)
+			}
+		})
+	}
+}
