@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,10 +37,13 @@ const fenceURLEnv = "TENURE_E2E_FENCE_URL"
 //
 //	fence: write to the fenced resource at $TENURE_E2E_FENCE_URL every
 //	       20ms, presenting $TENURE_FENCING_TOKEN, with the body
-//	       "$TENURE_HOLDER <pid>", until killed.
+//	       "$TENURE_HOLDER <pid>", until killed by SIGKILL.
 func childMain(mode string) int {
 	switch mode {
 	case "fence":
+		// Like a stubborn worker, it ignores SIGTERM and SIGINT: only the
+		// SIGKILL tenure sends by the local deadline stops it.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 		url := os.Getenv(fenceURLEnv)
 		token := os.Getenv("TENURE_FENCING_TOKEN")
 		body := fmt.Sprintf("%s %d", os.Getenv("TENURE_HOLDER"), os.Getpid())
@@ -378,7 +382,7 @@ func waitDead(t *testing.T, pid int, d time.Duration, what string) time.Duration
 func contender(t *testing.T, coord []string, r *resource, key, holder string, extra ...string) *proc {
 	t.Helper()
 	args := append(append(append([]string{}, coord...), "run", "--key", key, "--ttl", e2eTTL.String(),
-		"--holder", holder, "--kill-grace", "500ms"), extra...)
+		"--holder", holder, "--kill-grace", "10s"), extra...)
 	args = append(args, "--", selfBin)
 	return startProc(t, holder, r.env(), args...)
 }
