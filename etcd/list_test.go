@@ -8,56 +8,53 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
+// TestList: the live grants under a prefix, sorted by key, with the time
+// left on their leases; released keys, keys outside the prefix and etcd
+// keys that are not tenure keys are left out.
 func TestList(t *testing.T) {
-	cl := newClient(t, startCluster(t, 1).endpoints())
-	c := newCoordinator(t, cl)
-	g1 := mustAcquire(t, c, "orders/1", "alice", 10*time.Second)
-	g2 := mustAcquire(t, c, "orders/2", "bob", 20*time.Second)
-	g3 := mustAcquire(t, c, "ordersx", "alice", 10*time.Second)
-	g4 := mustAcquire(t, c, "reports", "carol", 10*time.Second)
-	// Not a tenure key, though under the prefix: left out.
-	if _, err := cl.Put(ctx(t), c.EtcdKey("orders//odd"), "x"); err != nil {
-		t.Fatal(err)
-	}
+	cl := startCluster(t, 1)
+	client := newClient(t, cl.endpoints())
+	c := newCoordinator(t, client)
 
-	for _, tc := range []struct {
-		prefix string
-		want   []tenure.Grant
-	}{
-		{"orders/", []tenure.Grant{g1, g2}},
-		{"orders", []tenure.Grant{g1, g2, g3}},
-		{"", []tenure.Grant{g1, g2, g3, g4}},
-		{"nothing", nil},
-	} {
-		gs, err := c.List(ctx(t), tc.prefix)
+	const ttl = 5 * time.Second
+	grants := map[string]tenure.Grant{}
+	for _, kh := range [][2]string{{"a/2", "h2"}, {"a/1", "h1"}, {"b/1", "h1"}, {"a/3", "h3"}} {
+		g, err := c.Acquire(ctx(t), kh[0], kh[1], ttl)
 		if err != nil {
-			t.Fatalf("List(%q) = %v", tc.prefix, err)
+			t.Fatal(err)
 		}
-		if len(gs) != len(tc.want) {
-			t.Fatalf("List(%q) = %v; want %v", tc.prefix, gs, tc.want)
-		}
-		for i, g := range gs {
-			w := tc.want[i]
-			if g.Key != w.Key || g.Holder != w.Holder || g.Token != w.Token {
-				t.Errorf("List(%q)[%d] = %v; want %v", tc.prefix, i, g, w)
-			}
-			if g.TTL < w.TTL-5*time.Second || g.TTL > w.TTL {
-				t.Errorf("List(%q)[%d] time left = %s; want a little under %s", tc.prefix, i, g.TTL, w.TTL)
-			}
-		}
+		grants[kh[0]] = g
 	}
-	if _, err := c.List(ctx(t), "/abs"); !errors.Is(err, tenure.ErrInvalidKey) {
-		t.Errorf("List(/abs) = %v; want ErrInvalidKey", err)
-	}
-
-	// Released and expired grants are not listed.
-	if err := c.Release(ctx(t), g4); err != nil {
+	if err := c.Release(ctx(t), grants["a/3"]); err != nil {
 		t.Fatal(err)
 	}
-	short := mustAcquire(t, c, "short", "dave", time.Second)
-	waitFree(t, c, short.Key, time.Now().Add(short.TTL+5*time.Second))
-	gs, err := c.List(ctx(t), "")
-	if err != nil || len(gs) != 3 {
-		t.Errorf("List after a release and an expiry = %v, %v; want the 3 live grants", gs, err)
+	if _, err := client.Put(ctx(t), c.EtcdKey("a/not a key"), "x"); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := c.List(ctx(t), "a/")
+	if err != nil {
+		t.Fatalf("List(a/) error = %v", err)
+	}
+	if len(got) != 2 || got[0].Key != "a/1" || got[1].Key != "a/2" {
+		t.Fatalf("List(a/) = %v; want a/1 and a/2, in order", got)
+	}
+	for _, g := range got {
+		want := grants[g.Key]
+		if g.Holder != want.Holder || g.Token != want.Token {
+			t.Errorf("List(a/) has %v; want holder %q token %d", g, want.Holder, want.Token)
+		}
+		if g.TTL < ttl-2*time.Second || g.TTL > ttl {
+			t.Errorf("List(a/) TTL of %s = %s; want the time left, in (%s, %s]", g.Key, g.TTL, ttl-2*time.Second, ttl)
+		}
+	}
+	if all, err := c.List(ctx(t), ""); err != nil || len(all) != 3 {
+		t.Errorf("List(\"\") = %v, %v; want the 3 live grants", all, err)
+	}
+	if none, err := c.List(ctx(t), "c/"); err != nil || len(none) != 0 {
+		t.Errorf("List(c/) = %v, %v; want none", none, err)
+	}
+	if _, err := c.List(ctx(t), "/a"); !errors.Is(err, tenure.ErrInvalidKey) {
+		t.Errorf("List(/a) error = %v; want ErrInvalidKey", err)
 	}
 }
