@@ -114,15 +114,17 @@ func (c *child) groupAlive() bool {
 }
 
 // stop ends the command's process group: sig now (unless sig is 0: already
-// sent), then SIGKILL at killAt unless the command and every process of its
-// group have exited by then. killAt in the past means SIGKILL at once. stop
-// returns once the command has been reaped.
-func (c *child) stop(sig syscall.Signal, killAt time.Time) (killed bool) {
-	if time.Until(killAt) > 0 {
+// sent), then SIGKILL at killAt() unless the command and every process of
+// its group have exited by then; killAt is evaluated again whenever ended
+// is closed (the term ended, so its deadline may have come). A killAt in
+// the past means SIGKILL at once. stop returns once the command has been
+// reaped, and reports whether it sent SIGKILL.
+func (c *child) stop(sig syscall.Signal, killAt func() time.Time, ended <-chan struct{}) (killed bool) {
+	if time.Until(killAt()) > 0 {
 		if sig != 0 {
 			_ = c.signal(sig)
 		}
-		timer := time.NewTimer(time.Until(killAt))
+		timer := time.NewTimer(time.Until(killAt()))
 		defer timer.Stop()
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
@@ -131,6 +133,12 @@ func (c *child) stop(sig syscall.Signal, killAt time.Time) (killed bool) {
 			select {
 			case <-timer.C:
 				break wait
+			case <-ended:
+				ended = nil
+				if time.Until(killAt()) <= 0 {
+					break wait
+				}
+				timer.Reset(time.Until(killAt()))
 			case <-c.done:
 			case <-tick.C:
 			}

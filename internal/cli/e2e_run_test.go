@@ -124,6 +124,23 @@ while :; do sleep 0.05; done`
 			t.Errorf("exit %d; want 5, the command's code after its SIGINT trap", code)
 		}
 	})
+	t.Run("SIGTERM ignored", func(t *testing.T) {
+		// Renewals stop when tenure resigns: a command that ignores the
+		// signal is SIGKILLed at the local deadline, long before
+		// --kill-grace.
+		out := filepath.Join(dir, "stubborn")
+		p := startProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.endpoint, "--key", "sig",
+			"--ttl", e2eTTL.String(), "--kill-grace", "30s", "--", "sh", "-c", `trap "" TERM; echo started >> "$OUT"; while :; do sleep 0.05; done`)
+		waitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(readFile(out), "started") })
+		began := time.Now()
+		p.signal(t, syscall.SIGTERM)
+		if code := p.wait(t, 10*time.Second); code != 128+int(syscall.SIGKILL) {
+			t.Errorf("exit %d; want %d (the command's death by SIGKILL)", code, 128+int(syscall.SIGKILL))
+		}
+		if took := time.Since(began); took >= e2eTTL {
+			t.Errorf("tenure exited %s after SIGTERM; want the command killed by the local deadline, within the TTL (%s)", took.Round(time.Millisecond), e2eTTL)
+		}
+	})
 	t.Run("SIGTERM while waiting", func(t *testing.T) {
 		holder := start(t, filepath.Join(dir, "holder"))
 		waiter := startProc(t, "waiter", nil, "run", "--endpoints", s.endpoint, "--key", "sig", "--", "true")

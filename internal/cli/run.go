@@ -457,7 +457,7 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 		r.log.Info("command exited", "pid", c.pid, "status", c.describe(), "ran", ran.Round(time.Millisecond))
 		if c.groupAlive() {
 			r.log.Info("stopping what is left of the command's process group", "pgid", c.pid)
-			c.stop(syscall.SIGTERM, r.killAt(t))
+			c.stop(syscall.SIGTERM, r.killAt(t), t.Done())
 		}
 		r.mu.Lock()
 		forwarded := r.forwarded == c
@@ -488,8 +488,8 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 			}
 		}
 		r.log.Log(context.Background(), level, "stopping the command", "pid", c.pid, "reason", why,
-			"sigkill_in", max(time.Until(killAt), 0).Round(time.Millisecond))
-		killed := c.stop(sig, killAt)
+			"sigkill_in", max(time.Until(killAt()), 0).Round(time.Millisecond))
+		killed := c.stop(sig, killAt, t.Done())
 		r.log.Info("command stopped", "pid", c.pid, "status", c.describe(), "sigkill", killed)
 		if resigning {
 			// tenure is stopping: it exits with the command's code.
@@ -501,10 +501,12 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 	}
 }
 
-// killAt is when the command must have been SIGKILLed: --kill-grace from
-// now, but no later than the term's local deadline.
-func (r *runner) killAt(t *tenure.Term) time.Time {
-	return earliest(time.Now().Add(r.f.killGrace), t.Deadline())
+// killAt says when the command must have been SIGKILLed: --kill-grace from
+// now, but no later than the term's local deadline (as it stands when
+// asked: the deadline is read again when the term ends).
+func (r *runner) killAt(t *tenure.Term) func() time.Time {
+	graceEnd := time.Now().Add(r.f.killGrace)
+	return func() time.Time { return earliest(graceEnd, t.Deadline()) }
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -535,6 +537,9 @@ func configFlagNames(err error) error {
 		"Config.Key", "--key",
 		"Config.Holder", "--holder",
 		"Config.TTL", "--ttl",
+		"Config.Margin", "the local deadline's safety margin",
+		"Config.RenewInterval", "the renew interval (TTL/3)",
+		"Config.RetryPeriod", "the retry period (TTL/10)",
 	).Replace(err.Error()))
 }
 
