@@ -140,3 +140,27 @@ func TestWaitLimit(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	never.stop()
 }
+
+// TestMainInProcess runs status and watch through Main in this process,
+// so that the leak check of TestMain covers their goroutines (etcd client,
+// watch) after they return.
+func TestMainInProcess(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	var out, errb bytes.Buffer
+	if code := Main(t.Context(), []string{"--endpoints", s.endpoint, "status", "--key", "inproc"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("status: exit %d\n%s", code, errb.String())
+	}
+	if got := strings.TrimSpace(out.String()); got != "inproc: no leader" {
+		t.Errorf("status output %q; want %q", got, "inproc: no leader")
+	}
+
+	out.Reset()
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	if code := Main(ctx, []string{"--endpoints", s.endpoint, "watch", "--key", "inproc"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("watch: exit %d when its context ended; want 0\n%s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "inproc  no leader") {
+		t.Errorf("watch output %q; want the key's current state", out.String())
+	}
+}
