@@ -66,4 +66,3 @@ func TestReportRendersInChromium(t *testing.T) {
 		}
 	}
 }
-

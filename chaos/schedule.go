@@ -155,10 +155,10 @@ func Schedule(cfg ScheduleConfig) []Fault {
 			f.Dur = between(0.75, 2)
 			f.Dir = Direction(rng.IntN(2))
 		case FamilyLatency:
-			f.Dur = between(1.5, 3)
+			f.Dur = between(1, 2)
 			f.Up = between(0, 0.05)
 			f.Down = between(0.1, 0.15)
-			f.Write = time.Duration((0.2 + 0.3*rng.Float64()) * float64(cfg.Margin))
+			f.Write = time.Duration((0.5 + 0.3*rng.Float64()) * float64(cfg.Margin))
 		case FamilyReset:
 			f.Dur = 0
 		case FamilyPause:
