@@ -71,6 +71,7 @@ func TestUnreachableCoordinator(t *testing.T) {
 		{"postgres black hole", []string{"--postgres", "postgres://tenure:secret@" + hole + "/tenure?sslmode=disable"}, []string{hole, "dial-timeout"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case waits out its dial timeouts
 			marker := filepath.Join(t.TempDir(), "ran")
 			for _, cmd := range [][]string{
 				{"run", "--key", "jobs", "--", "touch", marker},
