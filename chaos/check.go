@@ -232,10 +232,14 @@ func Analyze(h *History) *Report {
 		if !ok {
 			continue
 		}
+		// The coordinator may expire a lease as early as TTL·(1−MaxDrift)
+		// after the request was sent, on the node's clock, while clock rates
+		// stay within the assumed drift: a write landing later is outside
+		// what the lease guarantees, even when this machine's clocks agree.
 		var end int64 = math.MinInt64
 		for _, l := range leases[key(ws.Holder, ws.Token)] {
 			if l.reply <= d.At {
-				end = max(end, l.sent+int64(l.ttl))
+				end = max(end, l.sent+int64(float64(l.ttl)*(1-o.MaxDrift)))
 			}
 		}
 		if d.At <= end {

@@ -17,6 +17,7 @@ type verifyFlags struct {
 	duration time.Duration
 	ttl      time.Duration
 	margin   time.Duration
+	maxDrift float64
 	nodes    int
 	members  int
 	seed     uint64
@@ -70,7 +71,7 @@ stale-write checker shows it did.`,
 			}
 			o := chaos.Options{
 				Seed: f.seed, Duration: f.duration, Nodes: f.nodes, Members: f.members,
-				Endpoints: endpoints, Postgres: g.coord.postgres, TTL: f.ttl, Margin: f.margin,
+				Endpoints: endpoints, Postgres: g.coord.postgres, TTL: f.ttl, Margin: f.margin, MaxDrift: f.maxDrift,
 				Families: fams, Plant: f.plant,
 				NodeCommand: func(spec string) *exec.Cmd {
 					return exec.Command(exe, "verify-node", "--spec", spec)
@@ -120,6 +121,7 @@ stale-write checker shows it did.`,
 	fl.DurationVar(&f.duration, "duration", 120*time.Second, "length of the run")
 	fl.DurationVar(&f.ttl, "ttl", 2*time.Second, "lease TTL (etcd grants whole seconds)")
 	fl.DurationVar(&f.margin, "margin", 0, "elector safety margin (default TTL/10)")
+	fl.Float64Var(&f.maxDrift, "max-drift", 0.01, "clock-rate drift the electors assume, in [0, 0.5); writes landing after send + TTL·(1−drift) are lease overruns")
 	fl.IntVar(&f.nodes, "nodes", 3, "number of node processes (2–9)")
 	fl.IntVar(&f.members, "members", 1, "embedded etcd members: 1 or 3")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the fault schedule (default: drawn and printed)")
