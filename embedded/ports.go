@@ -2,31 +2,27 @@ package embedded
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
+
+	"github.com/tenure-dev/tenure/internal/freeport"
 )
 
 // FreeLocalURLs returns n distinct http:// URLs on 127.0.0.1 whose ports
 // were free when it was called, for members started right after, typically
 // in tests. (etcd can listen for clients on port 0, but a cluster's peers
-// must know each other's ports in advance.) Another process can take a port
-// in between; Start then fails with "address already in use".
+// must know each other's ports in advance.) The ports lie below the kernel's
+// ephemeral range, so that a member restarted on its port does not find it
+// taken by an outgoing connection; another listener can still take a port in
+// between, and Start then fails with "address already in use".
 func FreeLocalURLs(n int) ([]string, error) {
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	out := make([]string, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("embedded: find a free loopback port: %w", err)
-		}
-		ls = append(ls, l)
-		out = append(out, "http://"+l.Addr().String())
+	ports, err := freeport.Ports(n)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	out := make([]string, n)
+	for i, p := range ports {
+		out[i] = fmt.Sprintf("http://127.0.0.1:%d", p)
 	}
 	return out, nil
 }

@@ -34,7 +34,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -47,6 +46,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tenure-dev/tenure/internal/freeport"
 )
 
 // Environment variables read by Start and Need.
@@ -383,14 +384,15 @@ func ping(ctx context.Context, dsn string) error {
 	return conn.Ping(ctx)
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago, below
+// the ephemeral range, so that a server restarted on it does not find it
+// taken by an outgoing connection.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1)
 	if err != nil {
-		return 0, fmt.Errorf("pgtest: find a free port: %w", err)
+		return 0, fmt.Errorf("pgtest: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
 // findBinDir finds the directory of the PostgreSQL server binaries.
