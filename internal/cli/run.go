@@ -30,6 +30,8 @@ import (
 type runFlags struct {
 	key         string
 	ttl         time.Duration
+	margin      time.Duration
+	maxDrift    float64
 	holder      string
 	killGrace   time.Duration
 	restart     bool
@@ -132,6 +134,8 @@ Exit codes:
 	fs := cmd.Flags()
 	fs.StringVar(&f.key, "key", "", "the key to lead (required): 1–200 bytes of A-Z a-z 0-9 . _ / -")
 	fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lease TTL: how long after its last renewal a silent leader keeps the key (etcd rounds up to whole seconds)")
+	fs.DurationVar(&f.margin, "margin", time.Second, "safety margin: the command is stopped this long before the lease could expire at the coordinator (less than --ttl)")
+	fs.Float64Var(&f.maxDrift, "max-drift", 0.01, "largest clock-rate difference assumed between this machine and the coordinator, as a fraction in [0, 0.5)")
 	fs.StringVar(&f.holder, "holder", "", `this process's identity (default "hostname-pid-random")`)
 	fs.DurationVar(&f.killGrace, "kill-grace", 2*time.Second, "after SIGTERM, wait this long for the command to exit before SIGKILL (never past the local deadline)")
 	fs.BoolVar(&f.restart, "restart", false, "when the command exits, release the key, campaign again and run it again")
@@ -205,6 +209,7 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 	}
 	cfg := tenure.DefaultConfig()
 	cfg.Key, cfg.Holder, cfg.TTL = f.key, f.holder, f.ttl
+	cfg.Margin, cfg.MaxDrift = f.margin, f.maxDrift
 	if err := cfg.Validate(); err != nil {
 		return &exitError{code: ExitUsage, err: configFlagNames(err)}
 	}
@@ -537,7 +542,8 @@ func configFlagNames(err error) error {
 		"Config.Key", "--key",
 		"Config.Holder", "--holder",
 		"Config.TTL", "--ttl",
-		"Config.Margin", "the local deadline's safety margin",
+		"Config.Margin", "--margin",
+		"Config.MaxDrift", "--max-drift",
 		"Config.RenewInterval", "the renew interval (TTL/3)",
 		"Config.RetryPeriod", "the retry period (TTL/10)",
 	).Replace(err.Error()))
