@@ -238,9 +238,15 @@ func runChaos(t *testing.T, o chaosOptions) chaosResult {
 		stop()
 	}
 	r.nodeWG.Wait()
+	synctest.Wait() // the AfterFuncs that record span ends have run
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, sp := range r.spans {
+		if sp.end.IsZero() {
+			t.Fatalf("term %d of %s has no recorded end: the overlap checker would not see it", sp.token, sp.holder)
+		}
+	}
 	res.spans = r.spans
 	res.overlaps, res.overlapTotal = overlaps(r.spans, r.origin)
 	res.accepted, res.rejected = r.reg.Stats().Accepted, r.reg.Stats().Rejected

@@ -78,9 +78,15 @@ func TestClockJumpBeyondAssumptions(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		stopB()
 		stopA()
+		synctest.Wait() // the AfterFuncs that record span ends have run
 
 		mu.Lock()
 		defer mu.Unlock()
+		for _, sp := range spans {
+			if sp.end.IsZero() {
+				t.Fatalf("term %d of %s has no recorded end", sp.token, sp.holder)
+			}
+		}
 		over, total := overlaps(spans, origin)
 		if len(over) == 0 {
 			for _, s := range spans {
