@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/tenure-dev/tenure"
 )
 
 // Exit codes of the tenure command. tenure run also exits with its
@@ -73,6 +75,23 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 type globalFlags struct {
 	coord    coordinatorFlags
 	logLevel string
+}
+
+// connect checks the coordinator flags of cmd, makes a text logger on cmd's
+// stderr and opens the coordinator they name. The caller closes it.
+func (g *globalFlags) connect(cmd *cobra.Command) (tenure.Coordinator, *slog.Logger, error) {
+	if err := g.coord.check(cmd.Flags()); err != nil {
+		return nil, nil, err
+	}
+	log, err := g.logger(cmd.ErrOrStderr(), false)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := openCoordinator(cmd.Context(), &g.coord, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, log, nil
 }
 
 // logger returns a logger writing to w at --log-level, as text or, with

@@ -54,14 +54,7 @@ It exits 0 whether or not the key is held.`,
 					return usageError("%s: %w", flagRef(cmd, "prefix"), err)
 				}
 			}
-			if err := g.coord.check(cmd.Flags()); err != nil {
-				return err
-			}
-			log, err := g.logger(cmd.ErrOrStderr(), false)
-			if err != nil {
-				return err
-			}
-			c, err := openCoordinator(cmd.Context(), &g.coord, log)
+			c, _, err := g.connect(cmd)
 			if err != nil {
 				return err
 			}

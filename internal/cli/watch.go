@@ -48,14 +48,7 @@ With --json, one JSON object per line:
 			if err := tenure.ValidateKey(f.key); err != nil {
 				return usageError("%s: %w", flagRef(cmd, "key"), err)
 			}
-			if err := g.coord.check(cmd.Flags()); err != nil {
-				return err
-			}
-			log, err := g.logger(cmd.ErrOrStderr(), false)
-			if err != nil {
-				return err
-			}
-			c, err := openCoordinator(cmd.Context(), &g.coord, log)
+			c, log, err := g.connect(cmd)
 			if err != nil {
 				return err
 			}
