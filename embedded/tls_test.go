@@ -1,74 +1,23 @@
 package embedded_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/tenure-dev/tenure/embedded"
+	"github.com/tenure-dev/tenure/internal/testpki"
 )
 
-// writePKI writes a throwaway CA and a certificate for 127.0.0.1, usable by
-// servers and clients alike (peers are both), and returns their files.
-func writePKI(t *testing.T) embedded.TLS {
-	t.Helper()
-	dir := t.TempDir()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tenure test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "member"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	files := embedded.TLS{
-		CertFile:       filepath.Join(dir, "member.pem"),
-		KeyFile:        filepath.Join(dir, "member-key.pem"),
-		TrustedCAFile:  filepath.Join(dir, "ca.pem"),
-		ClientCertAuth: true,
-	}
-	for name, b := range map[string]*pem.Block{
-		files.CertFile:      {Type: "CERTIFICATE", Bytes: der},
-		files.KeyFile:       {Type: "EC PRIVATE KEY", Bytes: kb},
-		files.TrustedCAFile: {Type: "CERTIFICATE", Bytes: caDER},
-	} {
-		if err := os.WriteFile(name, pem.EncodeToMemory(b), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return files
-}
-
 func TestClusterWithPeerTLS(t *testing.T) {
-	tls := writePKI(t)
+	pki := testpki.New(t)
+	// Peers are servers and clients alike: they all present the server
+	// certificate, and require one signed by the CA.
+	tls := embedded.TLS{
+		CertFile: pki.ServerCertFile, KeyFile: pki.ServerKeyFile,
+		TrustedCAFile: pki.CAFile, ClientCertAuth: true,
+	}
 	cfgs, err := embedded.LocalCluster(t.TempDir(), 3)
 	if err != nil {
 		t.Fatal(err)

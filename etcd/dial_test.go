@@ -2,18 +2,9 @@ package etcd_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +12,7 @@ import (
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/etcd"
+	"github.com/tenure-dev/tenure/internal/testpki"
 )
 
 func TestDialUnreachable(t *testing.T) {
@@ -179,7 +171,7 @@ func TestDialAuth(t *testing.T) {
 }
 
 func TestDialTLS(t *testing.T) {
-	pki := newPKI(t)
+	pki := testpki.New(t)
 	urls, err := embedded.FreeLocalURLs(2)
 	if err != nil {
 		t.Fatal(err)
@@ -190,8 +182,8 @@ func TestDialTLS(t *testing.T) {
 		ClientURLs: []string{client},
 		PeerURLs:   urls[1:],
 		ClientTLS: embedded.TLS{
-			CertFile: pki.serverCert, KeyFile: pki.serverKey,
-			TrustedCAFile: pki.caFile, ClientCertAuth: true,
+			CertFile: pki.ServerCertFile, KeyFile: pki.ServerKeyFile,
+			TrustedCAFile: pki.CAFile, ClientCertAuth: true,
 		},
 	})
 	if err != nil {
@@ -206,7 +198,7 @@ func TestDialTLS(t *testing.T) {
 	start := time.Now()
 	c, err := etcd.Dial(context.Background(), etcd.Config{
 		Endpoints: s.Endpoints(), DialTimeout: time.Second,
-		TLS: &tls.Config{RootCAs: pki.pool},
+		TLS: &tls.Config{RootCAs: pki.Pool},
 	})
 	if err == nil {
 		c.Close()
@@ -221,7 +213,7 @@ func TestDialTLS(t *testing.T) {
 
 	c, err = etcd.Dial(context.Background(), etcd.Config{
 		Endpoints: s.Endpoints(),
-		TLS:       &tls.Config{RootCAs: pki.pool, Certificates: []tls.Certificate{pki.client}},
+		TLS:       pki.ClientConfig(),
 	})
 	if err != nil {
 		t.Fatalf("Dial with TLS: %v", err)
@@ -242,68 +234,6 @@ func TestDialTLS(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("Close with an open TLS watch took %s", took)
 	}
-}
-
-// pki is a throwaway CA with a server certificate for 127.0.0.1 and a
-// client certificate.
-type pki struct {
-	caFile, serverCert, serverKey string
-	pool                          *x509.CertPool
-	client                        tls.Certificate
-}
-
-func newPKI(t *testing.T) *pki {
-	t.Helper()
-	dir := t.TempDir()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tenure test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	issue := func(serial int64, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "tenure"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kb, _ := x509.MarshalECPrivateKey(key)
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	}
-	p := &pki{
-		caFile:     filepath.Join(dir, "ca.pem"),
-		serverCert: filepath.Join(dir, "server.pem"),
-		serverKey:  filepath.Join(dir, "server-key.pem"),
-		pool:       x509.NewCertPool(),
-	}
-	p.pool.AddCert(ca)
-	sc, sk := issue(2, x509.ExtKeyUsageServerAuth)
-	cc, ck := issue(3, x509.ExtKeyUsageClientAuth)
-	for name, data := range map[string][]byte{
-		p.caFile:     pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		p.serverCert: sc, p.serverKey: sk,
-	} {
-		if err := os.WriteFile(name, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var err2 error
-	if p.client, err2 = tls.X509KeyPair(cc, ck); err2 != nil {
-		t.Fatal(err2)
-	}
-	return p
 }
 
 var _ tenure.Coordinator = (*etcd.Coordinator)(nil)
