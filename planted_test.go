@@ -1,65 +1,19 @@
 package tenure_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/memory"
+	"github.com/tenure-dev/tenure/internal/plant"
 )
 
 // Planted bugs prove the chaos checker can fail. Each wraps the memory
-// coordinator so that the elector computes the deadline a buggy elector
-// would: the wrapper inflates the TTL it reports by exactly the amount the
-// bug would add to the local deadline.
-
-// replyDeadline plants "deadline measured from the reply instead of the
-// send": the reported TTL grows by the call's round trip, so send + TTL'
-// equals reply + TTL.
-type replyDeadline struct{ *memory.Coordinator }
-
-func (c replyDeadline) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
-	sent := time.Now()
-	g, err := c.Coordinator.Acquire(ctx, key, holder, ttl)
-	g.TTL += time.Since(sent)
-	return g, err
-}
-
-func (c replyDeadline) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
-	sent := time.Now()
-	g, err := c.Coordinator.Renew(ctx, g)
-	g.TTL += time.Since(sent)
-	return g, err
-}
-
-// noMargin plants "no safety margin": the reported TTL is inflated so that
-// TTL'·(1−MaxDrift) − Margin equals the real TTL, i.e. the elector acts
-// until send + TTL, with no allowance for clock-rate drift or scheduling.
-type noMargin struct {
-	*memory.Coordinator
-	cfg tenure.Config
-}
-
-func (c noMargin) inflate(g tenure.Grant) tenure.Grant {
-	g.TTL = time.Duration(float64(g.TTL+c.cfg.Margin) / (1 - c.cfg.MaxDrift))
-	return g
-}
-
-func (c noMargin) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
-	g, err := c.Coordinator.Acquire(ctx, key, holder, ttl)
-	return c.inflate(g), err
-}
-
-func (c noMargin) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
-	g.TTL = ttlOf(c.cfg)
-	g, err := c.Coordinator.Renew(ctx, g)
-	return c.inflate(g), err
-}
-
-func ttlOf(cfg tenure.Config) time.Duration { return cfg.TTL }
+// coordinator (package internal/plant, the same wrappers tenure verify
+// plants) so that the elector behaves as a buggy one would: a deadline
+// measured from the reply, no safety margin, a renewal allowed after expiry.
 
 func TestChaosCatchesPlantedBugs(t *testing.T) {
 	const runs = 20
@@ -67,16 +21,15 @@ func TestChaosCatchesPlantedBugs(t *testing.T) {
 		name string
 		fams []family
 		rate float64
-		wrap func(*memory.Coordinator, tenure.Config) tenure.Coordinator
+		bug  string // "" plants nothing
 		// least is how many of the runs must report an overlap (seen:
-		// 19 or 20 of 20 for both bugs).
+		// 19 or 20 of 20 for each bug).
 		least int
 	}{
-		{"none", []family{famLatency, famDegrade, famPartition, famBlock}, chaosDrift, nil, 0},
-		{"deadline from reply", []family{famLatency, famDegrade, famPartition, famBlock}, 0,
-			func(c *memory.Coordinator, _ tenure.Config) tenure.Coordinator { return replyDeadline{c} }, 18},
-		{"no margin", []family{famLatency, famDegrade, famPartition, famBlock, famDrift}, chaosDrift,
-			func(c *memory.Coordinator, cfg tenure.Config) tenure.Coordinator { return noMargin{c, cfg} }, 18},
+		{"none", []family{famLatency, famDegrade, famPartition, famBlock}, chaosDrift, "", 0},
+		{"deadline from reply", []family{famLatency, famDegrade, famPartition, famBlock}, 0, plant.ReplyDeadline, 18},
+		{"no margin", []family{famLatency, famDegrade, famPartition, famBlock, famDrift}, chaosDrift, plant.NoMargin, 18},
+		{"renewal after expiry", []family{famPartition, famBlock}, 0, plant.RenewAfterExpiry, 18},
 	}
 	for _, bug := range bugs {
 		t.Run(bug.name, func(t *testing.T) {
@@ -85,9 +38,9 @@ func TestChaosCatchesPlantedBugs(t *testing.T) {
 			for seed := uint64(1); seed <= runs; seed++ {
 				synctest.Test(t, func(t *testing.T) {
 					o := chaosOptions{seed: seed, nodes: 3, length: 240 * time.Second, fams: bug.fams, maxRate: bug.rate, margin: -1}
-					if bug.wrap != nil {
+					if bug.bug != "" {
 						o.wrap = func(c tenure.Coordinator, cfg tenure.Config) tenure.Coordinator {
-							return bug.wrap(c.(*memory.Coordinator), cfg)
+							return plant.Wrap(c, bug.bug, cfg)
 						}
 					}
 					res := runChaos(t, o)
@@ -103,7 +56,7 @@ func TestChaosCatchesPlantedBugs(t *testing.T) {
 				})
 			}
 			t.Logf("planted bug %q: overlap reported in %d of %d runs; e.g. %s", bug.name, caught, runs, example)
-			if bug.wrap == nil && caught > 0 {
+			if bug.bug == "" && caught > 0 {
 				t.Fatalf("unplanted build reported overlaps in %d of %d runs: %s", caught, runs, example)
 			}
 			if caught < bug.least {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	internalplant "github.com/tenure-dev/tenure/internal/plant"
 )
 
 // Plants are the known bugs a node can be built with, to prove that the
@@ -22,17 +23,17 @@ const (
 	// PlantReplyDeadline: the local deadline is measured from the reply
 	// instead of the send: the reported TTL grows by the round trip. Caught
 	// by the lease-overrun checker (latency on replies).
-	PlantReplyDeadline = "reply-deadline"
+	PlantReplyDeadline = internalplant.ReplyDeadline
 	// PlantNoMargin: no safety margin and no drift allowance: the reported
 	// TTL is inflated so that TTL'·(1−MaxDrift) − Margin = TTL. Caught by the
 	// lease-overrun checker (a write checked just before the deadline lands
 	// after it).
-	PlantNoMargin = "no-margin"
+	PlantNoMargin = internalplant.NoMargin
 	// PlantRenewAfterExpiry: renewal allowed after expiry: a renewal that
 	// fails or reports the grant lost is reported renewed (re-acquiring
 	// quietly when the key is free), so the old term carries on. Caught by
 	// the overlap and lease-overrun checkers (partitions of the leader).
-	PlantRenewAfterExpiry = "renew-after-expiry"
+	PlantRenewAfterExpiry = internalplant.RenewAfterExpiry
 )
 
 // Plants lists every planted bug.
@@ -104,81 +105,8 @@ func (c recorder) Release(ctx context.Context, g tenure.Grant) error {
 	return err
 }
 
-// replyDeadline plants PlantReplyDeadline.
-type replyDeadline struct{ passthrough }
-
-func (c replyDeadline) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
-	sent := time.Now()
-	g, err := c.Coordinator.Acquire(ctx, key, holder, ttl)
-	g.TTL += time.Since(sent)
-	return g, err
-}
-
-func (c replyDeadline) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
-	sent := time.Now()
-	g, err := c.Coordinator.Renew(ctx, g)
-	g.TTL += time.Since(sent)
-	return g, err
-}
-
-// noMargin plants PlantNoMargin.
-type noMargin struct {
-	passthrough
-	cfg tenure.Config
-}
-
-func (c noMargin) inflate(g tenure.Grant) tenure.Grant {
-	g.TTL = time.Duration(float64(g.TTL+c.cfg.Margin) / (1 - c.cfg.MaxDrift))
-	return g
-}
-
-func (c noMargin) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
-	g, err := c.Coordinator.Acquire(ctx, key, holder, ttl)
-	return c.inflate(g), err
-}
-
-func (c noMargin) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
-	g.TTL = c.cfg.TTL
-	g, err := c.Coordinator.Renew(ctx, g)
-	return c.inflate(g), err
-}
-
-// renewAfterExpiry plants PlantRenewAfterExpiry.
-type renewAfterExpiry struct {
-	passthrough
-	cfg tenure.Config
-}
-
-func (c renewAfterExpiry) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
-	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
-	defer cancel()
-	r, err := c.Coordinator.Renew(rctx, g)
-	if err == nil {
-		return r, nil
-	}
-	if errors.Is(err, tenure.ErrLost) {
-		// Quietly take the key again if it is free; whatever happens, the
-		// old term carries on.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.EffectiveRetryPeriod())
-		_, _ = c.Coordinator.Acquire(actx, g.Key, g.Holder, c.cfg.TTL)
-		cancel()
-	}
-	if g.TTL <= 0 {
-		g.TTL = c.cfg.TTL
-	}
-	return g, nil
-}
-
-// plant wraps c with the coordinator-side part of bug p.
+// plant wraps c with the coordinator-side part of bug p (PlantNoToken is
+// node-side: see node.go).
 func plant(c tenure.Coordinator, p string, cfg tenure.Config) tenure.Coordinator {
-	switch p {
-	case PlantReplyDeadline:
-		return replyDeadline{passthrough{c}}
-	case PlantNoMargin:
-		return noMargin{passthrough{c}, cfg}
-	case PlantRenewAfterExpiry:
-		return renewAfterExpiry{passthrough{c}, cfg}
-	default:
-		return c
-	}
+	return internalplant.Wrap(c, p, cfg)
 }

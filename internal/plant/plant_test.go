@@ -1,0 +1,60 @@
+package plant_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/plant"
+	"github.com/tenure-dev/tenure/memory"
+)
+
+func config() tenure.Config {
+	cfg := tenure.DefaultConfig()
+	cfg.Key, cfg.Holder, cfg.TTL, cfg.Margin, cfg.MaxDrift = "k", "h", 10*time.Second, time.Second, 0.01
+	return cfg
+}
+
+// Each wrapper moves the elector's local deadline exactly as far as its bug
+// would, and nothing else.
+func TestWrap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		defer m.Close()
+		cfg := config()
+		ctx := context.Background()
+
+		m.SetLatency("h", 100*time.Millisecond, 200*time.Millisecond)
+		g, err := plant.Wrap(m, plant.ReplyDeadline, cfg).Acquire(ctx, "k", "h", cfg.TTL)
+		if err != nil || g.TTL != cfg.TTL+300*time.Millisecond {
+			t.Fatalf("reply-deadline Acquire() = %v, %v; want TTL %s + the 300ms round trip", g, err, cfg.TTL)
+		}
+		m.HealAll()
+
+		g, err = plant.Wrap(m, plant.NoMargin, cfg).Acquire(ctx, "k", "h", cfg.TTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.SafeLease(g.TTL); got < cfg.TTL-time.Microsecond || got > cfg.TTL {
+			t.Fatalf("no-margin: safe lease of the reported TTL = %s; want the whole TTL %s", got, cfg.TTL)
+		}
+
+		bad := plant.Wrap(m, plant.RenewAfterExpiry, cfg)
+		time.Sleep(cfg.TTL + time.Second) // the grant expires
+		if _, err := m.Renew(ctx, g); err == nil {
+			t.Fatal("the real coordinator renewed an expired grant")
+		}
+		if r, err := bad.Renew(ctx, g); err != nil || r.Token != g.Token {
+			t.Fatalf("renew-after-expiry Renew() of an expired grant = %v, %v; want the old grant reported renewed", r, err)
+		}
+
+		if plant.Wrap(m, "", cfg) != tenure.Coordinator(m) {
+			t.Fatal("Wrap with no bug changed the coordinator")
+		}
+		if _, ok := bad.(tenure.Watcher); !ok {
+			t.Fatal("a wrapped coordinator lost Watch: the elector would campaign by polling")
+		}
+	})
+}
