@@ -13,35 +13,16 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/etcd"
+	"github.com/tenure-dev/tenure/internal/leakcheck"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(settled{m})
-}
-
-// settled runs the tests, then gives etcd's peer connections time to end
-// before goleak looks for leaks. A stopped member never closes the idle
-// keep-alive connections of the HTTP client it calls its peers with (lease
-// renewals forwarded to the raft leader, version checks), and the peer end
-// of such a connection only notices at etcd's 5s peer read timeout; their
-// goroutines outlive a stopped multi-member cluster by up to 5s. Waiting for
-// them, as etcd's own testutil.CheckAfterTest does, keeps the leak check
-// strict: no goroutine is ignored.
-type settled struct{ m *testing.M }
-
-func (s settled) Run() int {
-	code := s.m.Run()
-	deadline := time.Now().Add(10 * time.Second)
-	for goleak.Find() != nil && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	return code
+	leakcheck.VerifyTestMain(m)
 }
 
 // member is an embedded etcd member that a test can restart.
