@@ -1,7 +1,6 @@
 package etcd_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -12,24 +11,15 @@ import (
 // The suite's Restart check runs after the others, never concurrently with
 // them, so restarting the servers under the shared client is safe.
 
-func TestConformanceEmbedded(t *testing.T) {
-	t.Parallel() // it mostly waits for leases to expire
-	c := startCluster(t, 1)
-	cl := newClient(t, c.endpoints())
-	tenuretest.RunCoordinatorTests(t, func(t *testing.T) tenure.Coordinator {
-		return newCoordinator(t, cl)
-	},
-		tenuretest.WithTTL(2*time.Second),
-		tenuretest.WithRestart(func(t *testing.T) {
-			c.stopAll()
-			c.startAll(t)
-		}),
-	)
-}
+func TestConformanceEmbedded(t *testing.T) { conformanceEmbedded(t, 1) }
 
-func TestConformanceEmbeddedCluster(t *testing.T) {
+func TestConformanceEmbeddedCluster(t *testing.T) { conformanceEmbedded(t, 3) }
+
+// conformanceEmbedded runs the suite on an n-member embedded cluster whose
+// members all restart in the Restart check.
+func conformanceEmbedded(t *testing.T, n int) {
 	t.Parallel() // it mostly waits for leases to expire
-	c := startCluster(t, 3)
+	c := startCluster(t, n)
 	cl := newClient(t, c.endpoints())
 	tenuretest.RunCoordinatorTests(t, func(t *testing.T) tenure.Coordinator {
 		return newCoordinator(t, cl)
@@ -56,5 +46,3 @@ func TestConformanceEtcdBinary(t *testing.T) {
 		}),
 	)
 }
-
-var _ = context.Background
