@@ -1,0 +1,40 @@
+// Package boottime reads a clock that only moves forward and keeps counting
+// while the host is suspended: CLOCK_BOOTTIME on Linux.
+//
+// Go's monotonic clock (the reading inside time.Now()) is CLOCK_MONOTONIC on
+// Linux, which stops while the machine or VM is suspended. A lease deadline
+// measured on it would let a leader that was suspended for longer than its
+// lease believe, after resume, that it still leads. tenure measures every
+// local deadline on this clock too, and treats a term as over when either
+// clock says so.
+//
+// Readings are durations since an arbitrary fixed point (boot, on Linux) that
+// is the same for every process on the host, so a deadline computed in one
+// process can be handed to another (the guard of `tenure run`).
+package boottime
+
+import "time"
+
+// An Instant is a reading of the boot clock: nanoseconds since the host
+// booted on Linux. Two Instants taken on one host compare meaningfully
+// across processes; they mean nothing on another host.
+type Instant int64
+
+// Now reads the boot clock.
+func Now() Instant { return now() }
+
+// Add returns i moved forward by d.
+func (i Instant) Add(d time.Duration) Instant { return i + Instant(d) }
+
+// Sub returns i − j.
+func (i Instant) Sub(j Instant) time.Duration { return time.Duration(i - j) }
+
+// Until returns how long until i on the boot clock (negative once past).
+func Until(i Instant) time.Duration { return i.Sub(Now()) }
+
+// Since returns how long ago i was on the boot clock.
+func Since(i Instant) time.Duration { return Now().Sub(i) }
+
+// A Clock reads the boot clock. Code that must be tested against a
+// simulated suspend takes a Clock; production code passes Now.
+type Clock func() Instant

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package boottime
+
+func now() Instant { return fallback() }
