@@ -333,7 +333,7 @@ func (r *chaosRun) apply(ev faultEvent) {
 		if g, ok, err := r.coord.Leader(context.Background(), "chaos"); err == nil && ok {
 			r.mu.Lock()
 			for _, n := range r.nodes {
-				if n.holder == g.Holder {
+				if name, _ := tenure.SplitIdentity(g.Holder); n.holder == name {
 					idx = n.id
 				}
 			}

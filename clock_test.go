@@ -100,7 +100,7 @@ func TestClockJumpBeyondAssumptions(t *testing.T) {
 		}
 		var fenced bool
 		for _, tr := range rec.ts {
-			if tr.Holder == "a" && tr.Kind == tenure.Fenced && errors.Is(tr.Err, tenure.ErrStaleToken) {
+			if name, _ := tenure.SplitIdentity(tr.Holder); name == "a" && tr.Kind == tenure.Fenced && errors.Is(tr.Err, tenure.ErrStaleToken) {
 				fenced = true
 			}
 		}

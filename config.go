@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -16,9 +18,17 @@ type Config struct {
 	// leading '/', no '..'. Required.
 	Key string
 
-	// Holder is this node's identity, unique per process. Default (from
-	// DefaultConfig): DefaultHolder(), "hostname-pid-random".
+	// Holder is this node's display name. Default (from DefaultConfig):
+	// DefaultHolder(), "hostname-pid-random". Two processes may be given the
+	// same name: the identity the coordinator compares also carries Instance.
 	Holder string
+
+	// Instance is appended to Holder to form the identity that the
+	// coordinator compares and that grants carry, "Holder#Instance" (see
+	// Identity), so that two processes (or two Electors) given the same
+	// Holder are two contenders and never replace each other's grant. Empty
+	// means ProcessInstance(), random and fixed for the life of the process.
+	Instance string
 
 	// TTL is the lease the coordinator is asked for. Default 10s.
 	TTL time.Duration
@@ -83,6 +93,41 @@ func DefaultHolder() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
+// Identity is the holder identity the coordinator compares and grants
+// carry: Identity(c.Holder, c.Instance), with ProcessInstance() for an
+// empty Instance.
+func (c Config) Identity() string {
+	inst := c.Instance
+	if inst == "" {
+		inst = ProcessInstance()
+	}
+	return Identity(c.Holder, inst)
+}
+
+// Identity joins a display name and an instance id into the identity a
+// coordinator compares: "name#instance". SplitIdentity undoes it.
+func Identity(name, instance string) string { return name + "#" + instance }
+
+// SplitIdentity splits a holder identity made by Identity into its display
+// name and instance id. A holder without '#' (written by another tool, or
+// by a version of tenure before instance ids) is all name.
+func SplitIdentity(holder string) (name, instance string) {
+	if i := strings.LastIndexByte(holder, '#'); i >= 0 {
+		return holder[:i], holder[i+1:]
+	}
+	return holder, ""
+}
+
+// ProcessInstance returns this process's instance id: 8 random hex digits,
+// drawn once and fixed for the life of the process.
+func ProcessInstance() string { return processInstance() }
+
+var processInstance = sync.OnceValue(func() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+})
+
 // SafeLease is how long after sending a request that produced a grant of ttl
 // the holder may act: ttl·(1 − MaxDrift) − Margin.
 func (c Config) SafeLease(ttl time.Duration) time.Duration {
@@ -127,6 +172,11 @@ func (c Config) Validate() error {
 	}
 	if err := ValidateHolder(c.Holder); err != nil {
 		bad("Config.Holder: %w", err)
+	} else if err := ValidateHolder(c.Identity()); err != nil {
+		bad("Config.Holder and Config.Instance: %w", err)
+	}
+	if strings.Contains(c.Instance, "#") {
+		bad("Config.Instance %q must not contain '#'", c.Instance)
 	}
 	ttlOK := true
 	if err := ValidateTTL(c.TTL); err != nil {

@@ -154,3 +154,31 @@ func TestGrantValidate(t *testing.T) {
 		t.Fatalf("Validate() of token 0 = %v; want ErrInvalidGrant naming token 0", err)
 	}
 }
+
+func TestIdentity(t *testing.T) {
+	c := tenure.DefaultConfig()
+	c.Key, c.Holder = "k", "web-1"
+	if got, want := c.Identity(), "web-1#"+tenure.ProcessInstance(); got != want {
+		t.Fatalf("Identity() = %q; want %q", got, want)
+	}
+	if tenure.ProcessInstance() != tenure.ProcessInstance() || len(tenure.ProcessInstance()) != 8 {
+		t.Fatalf("ProcessInstance() = %q; want 8 hex digits, the same every call", tenure.ProcessInstance())
+	}
+	c.Instance = "x"
+	if got := c.Identity(); got != "web-1#x" {
+		t.Fatalf("Identity() = %q; want web-1#x", got)
+	}
+	for _, tc := range []struct{ in, name, inst string }{
+		{"web-1#x", "web-1", "x"},
+		{"a#b#c", "a#b", "c"},
+		{"legacy", "legacy", ""},
+	} {
+		if n, i := tenure.SplitIdentity(tc.in); n != tc.name || i != tc.inst {
+			t.Errorf("SplitIdentity(%q) = %q, %q; want %q, %q", tc.in, n, i, tc.name, tc.inst)
+		}
+	}
+	c.Instance = "a#b"
+	if err := c.Validate(); !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Instance") {
+		t.Fatalf("Validate() with Instance %q = %v; want an error naming Config.Instance", c.Instance, err)
+	}
+}

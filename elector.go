@@ -19,6 +19,7 @@ type Elector struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics Metrics
+	id      string // the holder identity sent to the coordinator: cfg.Identity()
 
 	running atomic.Bool
 
@@ -42,12 +43,17 @@ func NewElector(c Coordinator, cfg Config) (*Elector, error) {
 	if e.metrics == nil {
 		e.metrics = NopMetrics{}
 	}
-	e.log = e.log.With("key", cfg.Key, "holder", cfg.Holder)
+	e.id = cfg.Identity()
+	e.log = e.log.With("key", cfg.Key, "holder", e.id)
 	return e, nil
 }
 
 // Config returns the elector's configuration.
 func (e *Elector) Config() Config { return e.cfg }
+
+// Identity is the holder identity this Elector's grants carry:
+// "Holder#Instance" (see Config.Identity).
+func (e *Elector) Identity() string { return e.id }
 
 // Term returns the current term, or nil when this node does not lead.
 func (e *Elector) Term() *Term {
@@ -135,7 +141,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 	for {
 		sent := time.Now()
 		actx, cancel := context.WithTimeout(ctx, e.cfg.EffectiveRequestTimeout())
-		g, err := e.c.Acquire(actx, e.cfg.Key, e.cfg.Holder, e.cfg.TTL)
+		g, err := e.c.Acquire(actx, e.cfg.Key, e.id, e.cfg.TTL)
 		cancel()
 		if err == nil {
 			if t := e.begin(ctx, g, sent); t != nil {

@@ -429,3 +429,59 @@ func TestElectorRunTwice(t *testing.T) {
 		<-done
 	})
 }
+
+// TestSameHolderNameTwoProcesses: two contenders given the same display
+// name (two processes started with --holder "$(hostname)") are two
+// identities; the second waits instead of replacing the first's grant.
+func TestSameHolderNameTwoProcesses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := memory.New()
+		defer c.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+
+		var mu sync.Mutex
+		leading := 0
+		maxLeading := 0
+		run := func(instance string) *tenure.Elector {
+			cfg := testConfig("web-1")
+			cfg.Instance = instance
+			e := newElector(t, c, cfg)
+			go func() {
+				_ = e.Run(ctx, func(ctx context.Context, term *tenure.Term) error {
+					mu.Lock()
+					leading++
+					maxLeading = max(maxLeading, leading)
+					mu.Unlock()
+					<-ctx.Done()
+					mu.Lock()
+					leading--
+					mu.Unlock()
+					return nil
+				})
+			}()
+			return e
+		}
+		a, b := run("p1"), run("p2")
+		if a.Identity() == b.Identity() {
+			t.Fatalf("Identity() of two instances = %q for both; want different", a.Identity())
+		}
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		got := maxLeading
+		mu.Unlock()
+		if got != 1 {
+			t.Fatalf("%d electors named %q led at once; want 1", got, "web-1")
+		}
+		g, ok, err := c.Leader(ctx, "scheduler")
+		if err != nil || !ok {
+			t.Fatalf("Leader() = %v, %v, %v", g, ok, err)
+		}
+		if name, inst := tenure.SplitIdentity(g.Holder); name != "web-1" || (inst != "p1" && inst != "p2") {
+			t.Fatalf("SplitIdentity(%q) = %q, %q; want web-1 and p1 or p2", g.Holder, name, inst)
+		}
+		cancel()
+		synctest.Wait()
+	})
+}

@@ -19,7 +19,8 @@ func ExampleElector_Run() {
 
 	cfg := tenure.DefaultConfig()
 	cfg.Key = "scheduler"
-	cfg.Holder = "node-a"
+	cfg.Holder = "node-a" // the display name
+	cfg.Instance = "1"    // default: a random id per process, so two processes named node-a are two contenders
 	elector, err := tenure.NewElector(coord, cfg)
 	if err != nil {
 		panic(err)
@@ -40,7 +41,7 @@ func ExampleElector_Run() {
 	_, held, _ := coord.Leader(context.Background(), "scheduler")
 	fmt.Println("still held after Run:", held)
 	// Output:
-	// node-a leads "scheduler" with token 1
+	// node-a#1 leads "scheduler" with token 1
 	// run: <nil>
 	// resource: "nightly report scheduled" (token 1)
 	// still held after Run: false

@@ -78,17 +78,28 @@ func (c *Coordinator) setFaults(holder string, set func(*faults)) {
 
 // faultsLocked combines the faults of holders: the call crosses every one
 // of their links. It returns the first partitioned holder, if any.
+//
+// A fault set on a name applies to every identity with that display name
+// ("a" covers "a#1f2e3d4c", see tenure.Identity), so tests and demos can
+// name nodes without knowing their instance ids; a fault set on a whole
+// identity applies to that identity alone.
 func (c *Coordinator) faultsLocked(holders []string) (f faults, partitioned string) {
 	for _, h := range holders {
-		hf := c.faults[h]
-		if hf.partitioned && !f.partitioned {
-			partitioned = h
+		links := []string{h}
+		if name, inst := tenure.SplitIdentity(h); inst != "" {
+			links = append(links, name)
 		}
-		f.partitioned = f.partitioned || hf.partitioned
-		f.blocked = f.blocked || hf.blocked
-		f.drop = f.drop || hf.drop
-		f.request = max(f.request, hf.request)
-		f.reply = max(f.reply, hf.reply)
+		for _, l := range links {
+			hf := c.faults[l]
+			if hf.partitioned && !f.partitioned {
+				partitioned = h
+			}
+			f.partitioned = f.partitioned || hf.partitioned
+			f.blocked = f.blocked || hf.blocked
+			f.drop = f.drop || hf.drop
+			f.request = max(f.request, hf.request)
+			f.reply = max(f.reply, hf.reply)
+		}
 	}
 	return f, partitioned
 }

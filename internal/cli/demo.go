@@ -203,6 +203,8 @@ func runDemo(ctx context.Context, out io.Writer, coord func(name string) tenure.
 			case <-ctx.Done():
 				return tenure.Transition{}, fmt.Errorf("demo timed out waiting for %s: %w", want, ctx.Err())
 			case t := <-d.events:
+				// The story names nodes; their instance ids add nothing.
+				t.Holder, _ = tenure.SplitIdentity(t.Holder)
 				d.report(t)
 				if t.Kind == want && (holder == "" || t.Holder == holder) {
 					return t, nil
