@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
 // An Elector campaigns for one key on behalf of one holder and runs user code
@@ -20,6 +22,7 @@ type Elector struct {
 	log     *slog.Logger
 	metrics Metrics
 	id      string // the holder identity sent to the coordinator: cfg.Identity()
+	boot    boottime.Clock
 
 	running atomic.Bool
 
@@ -36,7 +39,7 @@ func NewElector(c Coordinator, cfg Config) (*Elector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Elector{c: c, cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
+	e := &Elector{c: c, cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, boot: boottime.Now}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -139,7 +142,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 	watcher, canWatch := e.c.(Watcher)
 
 	for {
-		sent := time.Now()
+		sent := e.now()
 		actx, cancel := context.WithTimeout(ctx, e.cfg.EffectiveRequestTimeout())
 		g, err := e.c.Acquire(actx, e.cfg.Key, e.id, e.cfg.TTL)
 		cancel()
@@ -201,18 +204,18 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 
 // begin turns a grant whose request was sent at sent into a term, or returns
 // nil (after releasing the grant) when its local deadline has already passed.
-func (e *Elector) begin(ctx context.Context, g Grant, sent time.Time) *Term {
-	deadline := sent.Add(e.cfg.SafeLease(g.TTL))
-	if !time.Now().Before(deadline) {
+func (e *Elector) begin(ctx context.Context, g Grant, sent sendTime) *Term {
+	dl := sent.after(e.cfg.SafeLease(g.TTL))
+	if !time.Now().Before(dl.mono) || e.boot() >= dl.boot {
 		e.log.Warn("grant arrived after its local deadline; not acting on it", "token", g.Token, "ttl", g.TTL)
 		e.release(ctx, g)
 		return nil
 	}
-	t := newTerm(context.WithoutCancel(ctx), g, deadline)
+	t := newTerm(context.WithoutCancel(ctx), g, dl, e.boot)
 	e.mu.Lock()
 	e.term = t
 	e.mu.Unlock()
-	e.log.Info("leadership acquired", "token", g.Token, "ttl", g.TTL, "remaining", time.Until(deadline))
+	e.log.Info("leadership acquired", "token", g.Token, "ttl", g.TTL, "remaining", t.Remaining())
 	e.metrics.SetLeader(g.Key, true)
 	e.metrics.SetToken(g.Key, g.Token)
 	e.transition(Elected, t, nil)
@@ -415,13 +418,13 @@ func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
 	// when the term ends or renewals stop.
 	rctx, cancel := context.WithDeadline(ctx, t.Deadline())
 	defer cancel()
-	sent := time.Now()
+	sent := e.now()
 	g, err := e.c.Renew(rctx, t.Grant())
-	took := time.Since(sent)
+	took := time.Since(sent.mono)
 	e.metrics.ObserveRenew(t.key, took, err)
 	switch {
 	case err == nil:
-		if !t.extend(g.TTL, sent.Add(e.cfg.SafeLease(g.TTL))) {
+		if !t.extend(g.TTL, sent.after(e.cfg.SafeLease(g.TTL))) {
 			// The deadline passed while the reply was on its way: the term
 			// is over, whatever the coordinator says now.
 			t.end(fmt.Errorf("%w: term %d on %q: renewal arrived after the local deadline", ErrNotLeader, t.token, t.key))
@@ -438,6 +441,11 @@ func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
 		}
 		return false
 	}
+}
+
+// now reads both clocks, for the send time of a request.
+func (e *Elector) now() sendTime {
+	return sendTime{mono: time.Now(), boot: e.boot()}
 }
 
 // transition reports a transition to metrics and the OnTransition hook.

@@ -6,14 +6,28 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/boottime"
 )
+
+// suspendCheck bounds how long the term's timer sleeps at a time. Go's
+// timers run on CLOCK_MONOTONIC, which stops while the host is suspended: a
+// term whose boot-clock deadline passed during a suspend is ended within
+// suspendCheck of the resume, and Check reports it over at once.
+const suspendCheck = time.Second
 
 // errSteppedDown marks a term ended by Term.StepDown.
 var errSteppedDown = errors.New("stepped down")
 
 // A Term is what user code receives while it leads: the grant, its local
-// deadline on this process's monotonic clock, a context cancelled when the
-// term ends, and Check. A Term is safe for concurrent use.
+// deadline, a context cancelled when the term ends, and Check. A Term is
+// safe for concurrent use.
+//
+// The local deadline is kept on two clocks: Go's monotonic clock (Deadline)
+// and the boot clock, which keeps counting while the host is suspended
+// (BootDeadline, CLOCK_BOOTTIME on Linux). The term is over when either
+// says so, so a leader resumed after a suspend longer than its lease never
+// acts again on that term.
 //
 // A term ends, for good, when its local deadline passes without a renewal,
 // when the coordinator reports the grant lost, when a resource rejects its
@@ -26,24 +40,57 @@ type Term struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	mu       sync.Mutex
-	ttl      time.Duration
-	deadline time.Time // carries a monotonic reading
-	timer    *time.Timer
-	ended    bool
+	boot boottime.Clock
+
+	mu           sync.Mutex
+	ttl          time.Duration
+	deadline     time.Time // carries a monotonic reading
+	bootDeadline boottime.Instant
+	timer        *time.Timer
+	ended        bool
 }
 
-// newTerm starts a term for g whose deadline is deadline. The term's context
-// is cancelled at the deadline unless extend moves it.
-func newTerm(parent context.Context, g Grant, deadline time.Time) *Term {
+// A localDeadline is when a holder must stop acting, on both clocks.
+type localDeadline struct {
+	mono time.Time        // on Go's monotonic clock
+	boot boottime.Instant // on the boot clock, which counts suspended time
+}
+
+// sendTime is when a request was sent, on both clocks.
+type sendTime localDeadline
+
+// after returns the deadline d after the send time.
+func (s sendTime) after(d time.Duration) localDeadline {
+	return localDeadline{mono: s.mono.Add(d), boot: s.boot.Add(d)}
+}
+
+// newTerm starts a term for g whose deadline is dl, with clock as the boot
+// clock (nil means boottime.Now). The term's context is cancelled at the
+// deadline unless extend moves it.
+func newTerm(parent context.Context, g Grant, dl localDeadline, clock boottime.Clock) *Term {
+	if clock == nil {
+		clock = boottime.Now
+	}
 	ctx, cancel := context.WithCancelCause(parent)
 	t := &Term{
 		key: g.Key, holder: g.Holder, token: g.Token,
-		ctx: ctx, cancel: cancel,
-		ttl: g.TTL, deadline: deadline,
+		ctx: ctx, cancel: cancel, boot: clock,
+		ttl: g.TTL, deadline: dl.mono, bootDeadline: dl.boot,
 	}
-	t.timer = time.AfterFunc(time.Until(deadline), t.expire)
+	t.timer = time.AfterFunc(t.sleepLocked(), t.expire)
 	return t
+}
+
+// sleepLocked is how long the timer should sleep: until the deadline, at
+// most suspendCheck at a time.
+func (t *Term) sleepLocked() time.Duration {
+	return max(min(time.Until(t.deadline), t.bootDeadline.Sub(t.boot()), suspendCheck), 0)
+}
+
+// overLocked reports how far past its local deadline the term is on the
+// clock that is furthest past it; negative while neither clock is past it.
+func (t *Term) overLocked() time.Duration {
+	return max(time.Since(t.deadline), t.boot().Sub(t.bootDeadline))
 }
 
 // Key is the key led.
@@ -65,22 +112,34 @@ func (t *Term) Grant() Grant {
 
 // Deadline is the local deadline: when this node must stop acting unless a
 // renewal moves it. It carries a monotonic clock reading; compare it only with
-// time.Now() of this process.
+// time.Now() of this process. Go's monotonic clock stops while the host is
+// suspended: Check and Remaining also consult BootDeadline, which does not.
 func (t *Term) Deadline() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.deadline
 }
 
-// Remaining is how long until the local deadline; zero or negative once the
-// term has ended.
+// BootDeadline is the local deadline on the boot clock (CLOCK_BOOTTIME on
+// Linux: nanoseconds since the host booted, counting suspended time). It is
+// the same instant as Deadline, measured from the same send time; unlike
+// Deadline it can be handed to another process on the same host, as
+// `tenure run` does to the guard that enforces it on the command.
+func (t *Term) BootDeadline() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return int64(t.bootDeadline)
+}
+
+// Remaining is how long until the local deadline, on whichever clock
+// reaches it first; zero or negative once the term has ended.
 func (t *Term) Remaining() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
 		return 0
 	}
-	return time.Until(t.deadline)
+	return -t.overLocked()
 }
 
 // Context returns a context cancelled when the term ends. context.Cause
@@ -101,9 +160,9 @@ func (t *Term) Check() error {
 		return t.cause()
 	}
 	t.mu.Lock()
-	deadline := t.deadline
+	over := t.overLocked()
 	t.mu.Unlock()
-	if over := time.Since(deadline); over >= 0 {
+	if over >= 0 {
 		err := fmt.Errorf("%w: term %d on %q passed its local deadline %s ago", ErrNotLeader, t.token, t.key, over)
 		t.end(err)
 		return t.cause()
@@ -140,11 +199,16 @@ func (t *Term) cause() error {
 // expire runs when the deadline timer fires.
 func (t *Term) expire() {
 	t.mu.Lock()
-	over := time.Since(t.deadline)
-	t.mu.Unlock()
-	if over < 0 { // extended after the timer was armed; extend re-armed it
+	if t.ended {
+		t.mu.Unlock()
 		return
 	}
+	if t.overLocked() < 0 { // not yet (or extended): sleep again
+		t.timer.Reset(t.sleepLocked())
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
 	t.end(fmt.Errorf("%w: term %d on %q reached its local deadline", ErrNotLeader, t.token, t.key))
 }
 
@@ -167,15 +231,15 @@ func (t *Term) end(cause error) {
 // renewal bounds it (a coordinator that granted a shorter TTL this time has
 // shortened the lease). It reports false when the term has already ended:
 // an ended term is never revived.
-func (t *Term) extend(ttl time.Duration, deadline time.Time) bool {
+func (t *Term) extend(ttl time.Duration, dl localDeadline) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended || time.Since(t.deadline) >= 0 {
+	if t.ended || t.overLocked() >= 0 {
 		return false
 	}
 	t.ttl = ttl
-	t.deadline = deadline
-	t.timer.Reset(time.Until(deadline))
+	t.deadline, t.bootDeadline = dl.mono, dl.boot
+	t.timer.Reset(t.sleepLocked())
 	return true
 }
 

@@ -6,13 +6,15 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
 func TestTermDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := Grant{Key: "k", Holder: "h", Token: 7, TTL: 10 * time.Second}
 		start := time.Now()
-		term := newTerm(context.Background(), g, start.Add(8*time.Second))
+		term := newTerm(context.Background(), g, dlAt(start.Add(8*time.Second)), nil)
 		if err := term.Check(); err != nil {
 			t.Fatalf("Check() at start = %v; want nil", err)
 		}
@@ -20,7 +22,7 @@ func TestTermDeadline(t *testing.T) {
 			t.Fatalf("Remaining() = %s; want 8s", got)
 		}
 		time.Sleep(5 * time.Second)
-		if !term.extend(10*time.Second, time.Now().Add(8*time.Second)) {
+		if !term.extend(10*time.Second, dlAt(time.Now().Add(8*time.Second))) {
 			t.Fatal("extend() before the deadline = false; want true")
 		}
 		time.Sleep(7 * time.Second) // 12s after start: past the old deadline, before the new one
@@ -40,7 +42,7 @@ func TestTermDeadline(t *testing.T) {
 		if got := time.Since(start); got != 13*time.Second {
 			t.Fatalf("term ended %s after start; want 13s", got)
 		}
-		if term.extend(10*time.Second, time.Now().Add(8*time.Second)) {
+		if term.extend(10*time.Second, dlAt(time.Now().Add(8*time.Second))) {
 			t.Fatal("extend() of an ended term = true; an ended term must never be revived")
 		}
 		if err := term.Check(); err == nil {
@@ -53,7 +55,7 @@ func TestTermCheckBeatsTimer(t *testing.T) {
 	// Check reads the clock itself: even if the timer has not fired, a term
 	// past its deadline is over.
 	synctest.Test(t, func(t *testing.T) {
-		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: time.Second}, time.Now().Add(time.Second))
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: time.Second}, dlAt(time.Now().Add(time.Second)), nil)
 		term.timer.Stop() // simulate a timer that has not run yet
 		time.Sleep(time.Second)
 		if err := term.Check(); !errors.Is(err, ErrNotLeader) {
@@ -67,7 +69,7 @@ func TestTermCheckBeatsTimer(t *testing.T) {
 
 func TestTermStepDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 3, TTL: time.Minute}, time.Now().Add(time.Minute))
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 3, TTL: time.Minute}, dlAt(time.Now().Add(time.Minute)), nil)
 		stale := &HeldError{Key: "k"} // any error; wrapping is what matters
 		term.StepDown(stale)
 		err := term.Check()
@@ -86,11 +88,11 @@ func TestTermStepDown(t *testing.T) {
 
 func TestTermRenewalWithShorterTTLShortensDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: 10 * time.Second}, time.Now().Add(9*time.Second))
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: 10 * time.Second}, dlAt(time.Now().Add(9*time.Second)), nil)
 		time.Sleep(time.Second)
 		// The coordinator renewed with a 3s TTL: its lease now ends sooner
 		// than the first grant's did.
-		if !term.extend(3*time.Second, time.Now().Add(2*time.Second)) {
+		if !term.extend(3*time.Second, dlAt(time.Now().Add(2*time.Second))) {
 			t.Fatal("extend() = false; want true")
 		}
 		if got := term.Remaining(); got != 2*time.Second {
@@ -100,6 +102,51 @@ func TestTermRenewalWithShorterTTLShortensDeadline(t *testing.T) {
 		synctest.Wait()
 		if term.Context().Err() == nil {
 			t.Fatal("term still live past the shortened deadline")
+		}
+	})
+}
+
+// dlAt is a local deadline at mono on Go's clock, and a year away on the
+// boot clock, which in a bubble runs in real time: these tests are about Go's
+// clock alone (TestTermEndsAfterSuspend is about the boot clock).
+func dlAt(mono time.Time) localDeadline {
+	return localDeadline{mono: mono, boot: boottime.Now().Add(365 * 24 * time.Hour)}
+}
+
+// TestTermEndsAfterSuspend: a host suspended for longer than the lease
+// stops CLOCK_MONOTONIC but not CLOCK_BOOTTIME. On resume the term is over:
+// Check fails at once, and the context is cancelled within suspendCheck.
+func TestTermEndsAfterSuspend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := newSuspendableClock()
+		sent := sendTime{mono: time.Now(), boot: clk.now()}
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 4, TTL: 10 * time.Second}, sent.after(8*time.Second), clk.now)
+		time.Sleep(2 * time.Second)
+		if err := term.Check(); err != nil {
+			t.Fatalf("Check() 2s into the term = %v; want nil", err)
+		}
+		clk.suspend(30 * time.Second) // the host sleeps; Go's clock does not move
+		if err := term.Check(); !errors.Is(err, ErrNotLeader) {
+			t.Fatalf("Check() after a 30s suspend = %v; want ErrNotLeader", err)
+		}
+		if r := term.Remaining(); r > 0 {
+			t.Fatalf("Remaining() after a 30s suspend = %s; want <= 0", r)
+		}
+		if term.extend(10*time.Second, sendTime{mono: time.Now(), boot: clk.now()}.after(8*time.Second)) {
+			t.Fatal("extend() after the boot-clock deadline = true; an ended term must never be revived")
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		// The context too: no Check call, only the timer.
+		clk := newSuspendableClock()
+		sent := sendTime{mono: time.Now(), boot: clk.now()}
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 5, TTL: time.Minute}, sent.after(50*time.Second), clk.now)
+		time.Sleep(2 * time.Second)
+		clk.suspend(time.Hour)
+		resumed := time.Now()
+		<-term.Done()
+		if took := time.Since(resumed); took > suspendCheck {
+			t.Fatalf("term context cancelled %s after resume; want within %s", took, suspendCheck)
 		}
 	})
 }

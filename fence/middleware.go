@@ -9,14 +9,24 @@ import (
 // MiddlewareOption configures Middleware.
 type MiddlewareOption func(*middleware)
 
-// Drain makes Middleware admit requests with Fence.Enter instead of
-// Fence.Admit: a request with a newer token waits until the handlers of
-// requests with older tokens have returned before its own handler starts.
-// Handlers of two different terms then never overlap. Handlers of the same
-// token still run concurrently. A request that ends while it waits is
-// answered 503.
+// Drain is Middleware's default, kept so that callers can say so: requests
+// are admitted with Fence.Enter, so a request with a newer token waits until
+// the handlers of requests with older tokens have returned before its own
+// handler starts. Handlers of two different terms then never overlap.
+// Handlers of the same token still run concurrently. A request that ends
+// while it waits is answered 503.
 func Drain() MiddlewareOption {
 	return func(m *middleware) { m.drain = true }
+}
+
+// Unordered makes Middleware admit requests with Fence.Admit and not wait
+// for older handlers: a handler admitted with token 5 may still be writing
+// after one with token 6 has written, and overwrite it. Use it only when the
+// handler itself stores the token with the data it protects and rejects
+// lower ones (fence.Register, postgres.FenceUpdate, etcd.FencedTxn), so that
+// the middleware is an early filter, not the guard.
+func Unordered() MiddlewareOption {
+	return func(m *middleware) { m.drain = false }
 }
 
 // Serialize makes Middleware run one handler at a time: a request waits for
@@ -49,10 +59,12 @@ type middleware struct {
 //
 // What is guaranteed: admission is atomic with recording the token in f.
 // Once a token has been admitted, every request that arrives afterwards with
-// a lower token is rejected, and it never reaches next. By default, handlers
-// of lower tokens admitted earlier may still be running, concurrently with
-// the newer token's handlers; use Drain to make the newer token wait for
-// them, or Serialize to run one handler at a time.
+// a lower token is rejected, and it never reaches next. And by default
+// (Drain) a request with a newer token waits until every handler of an
+// older token has returned, so an older term's handler can never write
+// after a newer term's: the resource sees the terms in token order. Use
+// Serialize to run one handler at a time, or Unordered to skip the wait
+// when the handler guards its own writes with the token.
 //
 // Middleware panics if f or next is nil.
 func Middleware(f *Fence, next http.Handler, opts ...MiddlewareOption) http.Handler {
@@ -62,7 +74,7 @@ func Middleware(f *Fence, next http.Handler, opts ...MiddlewareOption) http.Hand
 	if next == nil {
 		panic("fence: Middleware with a nil next handler")
 	}
-	m := &middleware{f: f, next: next}
+	m := &middleware{f: f, next: next, drain: true}
 	for _, opt := range opts {
 		opt(m)
 	}

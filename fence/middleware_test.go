@@ -239,18 +239,44 @@ func isClosed(ch chan struct{}) bool {
 	}
 }
 
-// TestMiddlewareDefaultOverlaps documents the default: an older token's
-// handler that was admitted first may still run while a newer one's does.
-func TestMiddlewareDefaultOverlaps(t *testing.T) {
+// TestMiddlewareDefaultWaitsForOlderHandlers: request A (token 1) is
+// admitted and its handler is slow; request B (token 2) arrives. By default
+// B's handler must not start until A's has returned, or A could overwrite
+// B's write afterwards.
+func TestMiddlewareDefaultWaitsForOlderHandlers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := &blockingHandler{started: make(chan uint64, 4), gates: map[uint64]chan struct{}{1: make(chan struct{})}}
 		mw := fence.Middleware(fence.New(), h)
 		_, done1 := serve(mw, "1")
 		synctest.Wait()
+		<-h.started
+		rec2, done2 := serve(mw, "2")
+		synctest.Wait()
+		if isClosed(done2) || len(h.started) != 0 {
+			t.Fatal("token 2's handler ran while token 1's was still running; the default must wait for it")
+		}
+		close(h.gates[1])
+		<-done1
+		<-done2
+		if got := <-h.started; got != 2 || rec2.Code != http.StatusNoContent {
+			t.Fatalf("after token 1's handler returned: started %d, status %d; want token 2, 204", got, rec2.Code)
+		}
+	})
+}
+
+// TestMiddlewareUnorderedOverlaps documents the opt-out: with Unordered an
+// older token's handler that was admitted first may still run while a newer
+// one's does.
+func TestMiddlewareUnorderedOverlaps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &blockingHandler{started: make(chan uint64, 4), gates: map[uint64]chan struct{}{1: make(chan struct{})}}
+		mw := fence.Middleware(fence.New(), h, fence.Unordered())
+		_, done1 := serve(mw, "1")
+		synctest.Wait()
 		rec2, done2 := serve(mw, "2")
 		synctest.Wait()
 		if !isClosed(done2) || rec2.Code != http.StatusNoContent {
-			t.Errorf("token 2 did not complete while token 1 was in its handler; the default must not wait")
+			t.Errorf("token 2 did not complete while token 1 was in its handler; Unordered must not wait")
 		}
 		close(h.gates[1])
 		<-done1
