@@ -56,8 +56,9 @@ type Config struct {
 	// TTL/10. Must be less than RenewInterval.
 	RetryPeriod time.Duration
 
-	// RequestTimeout bounds one acquire attempt. Zero means RenewInterval.
-	// A renewal is always bounded by the local deadline.
+	// RequestTimeout bounds one acquire or renewal attempt, so that a call
+	// hung on a half-open connection is abandoned and retried. Zero means
+	// RenewInterval. A renewal is also bounded by the local deadline.
 	RequestTimeout time.Duration
 
 	// Logger receives structured logs. Nil discards them.

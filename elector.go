@@ -98,8 +98,11 @@ func (e *Elector) Leader(ctx context.Context) (Grant, bool, error) {
 //     new work) but leaves the term's own context, t.Context(), live so that
 //     in-flight work can finish; it stops renewing and waits for fn to
 //     return, at most until the local deadline; then it ends the term,
-//     releases the key, waits for fn if it is still running, and returns
-//     ctx.Err().
+//     waits for fn if it is still running, releases the key (never before
+//     fn has returned: what is left of the lease keeps a successor out
+//     while fn may still write), and returns ctx.Err().
+//   - After a term that a resource fenced, Run backs off (jittered, from
+//     the retry period doubling up to the TTL) before campaigning again.
 //
 // Run returns an error at once for a configuration the coordinator refuses
 // (an invalid key, holder or TTL). Only one Run may be active per Elector.
@@ -112,7 +115,17 @@ func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term)
 	}
 	defer e.running.Store(false)
 
+	fenced := 0 // terms in a row that a resource fenced
 	for {
+		if fenced > 0 {
+			// A resource has seen a newer token than this node was just
+			// granted: someone else leads, or the resource was written by
+			// another coordinator. Back off before campaigning again, so
+			// that a node never spins acquire → rejected → release.
+			if err := sleepCtx(ctx, jitter(e.fencedBackoff(fenced))); err != nil {
+				return err
+			}
+		}
 		t, err := e.campaign(ctx)
 		if err != nil {
 			return err
@@ -124,6 +137,34 @@ func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if errors.Is(t.cause(), ErrStaleToken) {
+			fenced++
+		} else {
+			fenced = 0
+		}
+	}
+}
+
+// fencedBackoff is how long to wait before campaigning after n fenced terms
+// in a row: the retry period, doubling with each, at most the TTL.
+func (e *Elector) fencedBackoff(n int) time.Duration {
+	d := e.cfg.EffectiveRetryPeriod()
+	for i := 1; i < n && d < e.cfg.TTL; i++ {
+		d *= 2
+	}
+	return min(d, e.cfg.TTL)
+}
+
+// sleepCtx waits for d or until ctx ends, and returns ctx's error if it
+// ended.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
 	}
 }
 
@@ -163,7 +204,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 			if errors.As(err, &held) {
 				e.log.Debug("key held", "leader", held.Holder, "token", held.Token)
 				if canWatch && events == nil {
-					if ch, werr := watcher.Watch(watchCtx, e.cfg.Key); werr == nil {
+					if ch, werr := e.watch(watchCtx, watcher); werr == nil {
 						events = ch
 					} else {
 						e.log.Debug("watch failed; polling", "err", werr)
@@ -200,6 +241,33 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 			}
 		}
 	}
+}
+
+// watch opens a watch of the key that lives as long as ctx, but whose setup
+// is bounded by the request timeout: a hung coordinator must not freeze the
+// campaign (it falls back to polling).
+func (e *Elector) watch(ctx context.Context, w Watcher) (<-chan LeaderEvent, error) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	timeout := e.cfg.EffectiveRequestTimeout()
+	timer := time.AfterFunc(timeout, func() {
+		cancel(fmt.Errorf("tenure: watch of %q not set up within %s", e.cfg.Key, timeout))
+	})
+	ch, err := w.Watch(wctx, e.cfg.Key)
+	if !timer.Stop() {
+		// The setup outlived its bound; a watch that came up anyway has
+		// been cancelled with it.
+		if err == nil {
+			err = context.Cause(wctx)
+		}
+		return nil, err
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	// wctx now lives until ctx ends (cancel is dropped on purpose: ctx's
+	// cancellation releases it).
+	return ch, nil
 }
 
 // begin turns a grant whose request was sent at sent into a term, or returns
@@ -351,18 +419,22 @@ func (e *Elector) resign(ctx context.Context, t *Term, fnDone <-chan error) {
 			timer.Stop()
 			fnDone = nil
 		case <-timer.C:
-			e.log.Warn("leader function still running at the local deadline; releasing anyway", "token", t.token)
+			e.log.Warn("leader function still running at the local deadline; its term ends now, and the key is released when it returns", "token", t.token)
 		case <-t.Done():
 			// The term ended (deadline, lost) while draining.
 		}
 	}
 	t.end(fmt.Errorf("%w: resigned", ErrNotLeader))
+	if fnDone != nil {
+		// Release only after fn has returned: until then what is left of
+		// the lease keeps a successor from starting while fn may still be
+		// writing (the same rule as when a term ends).
+		<-fnDone
+		fnDone = nil
+	}
 	e.release(ctx, t.Grant())
 	e.metrics.SetLeader(t.key, false)
 	e.transition(Resigned, t, nil)
-	if fnDone != nil {
-		<-fnDone
-	}
 }
 
 // release releases g, bounded by the request timeout, even when ctx has ended.
@@ -413,12 +485,14 @@ func (e *Elector) renewLoop(ctx context.Context, t *Term) {
 // renewOnce tries one renewal of t, bounded by t's deadline, and reports
 // whether it succeeded. It ends t when the grant is lost.
 func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
-	// The renewal is bounded by the local deadline: after it, a reply is of
-	// no use. ctx derives from the term's context, so the call is abandoned
-	// when the term ends or renewals stop.
-	rctx, cancel := context.WithDeadline(ctx, t.Deadline())
-	defer cancel()
+	// One attempt is bounded by the request timeout, so that a renewal hung
+	// on a half-open connection is abandoned and retried within the lease,
+	// and by the local deadline, after which a reply is of no use. ctx
+	// derives from the term's context, so the call is abandoned when the
+	// term ends or renewals stop.
 	sent := e.now()
+	rctx, cancel := context.WithDeadline(ctx, minTime(t.Deadline(), sent.mono.Add(e.cfg.EffectiveRequestTimeout())))
+	defer cancel()
 	g, err := e.c.Renew(rctx, t.Grant())
 	took := time.Since(sent.mono)
 	e.metrics.ObserveRenew(t.key, took, err)
@@ -441,6 +515,14 @@ func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
 		}
 		return false
 	}
+}
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // now reads both clocks, for the send time of a request.
