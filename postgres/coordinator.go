@@ -64,10 +64,17 @@ type statements struct {
 func newStatements(t string) statements {
 	return statements{
 		// The seed's acquisition, plus a notification for watchers (sent at
-		// commit, only when a row was updated).
+		// commit, only when a row was updated). The new token is the old one
+		// plus one, and never less than the database clock in microseconds
+		// since 1970: a row deleted to "unstick" a key, a truncated or
+		// re-created table, or a point-in-time restore would otherwise
+		// restart tokens at 1, and a resource that has seen higher tokens
+		// would reject every new leader (or, worse, a table re-created
+		// between two resources' writes would hand out a token twice).
 		acquire: `WITH g AS (
 	UPDATE ` + t + `
-	SET holder_id = $2, fencing_token = fencing_token + 1,
+	SET holder_id = $2,
+	    fencing_token = GREATEST(fencing_token + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint),
 	    acquired_at = CURRENT_TIMESTAMP,
 	    expires_at = CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond'
 	WHERE resource = $1 AND (expires_at <= CURRENT_TIMESTAMP OR holder_id = $2)
@@ -77,13 +84,26 @@ SELECT fencing_token, pg_notify($4, resource)::text FROM g`,
 		lookup: `SELECT holder_id, fencing_token, expires_at > CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource = $1`,
 		insert: `INSERT INTO ` + t + ` (resource, holder_id, fencing_token, acquired_at, expires_at)
 VALUES ($1, NULL, 0, NULL, '-infinity') ON CONFLICT (resource) DO NOTHING`,
-		renew: `UPDATE ` + t + ` AS l
-SET expires_at = CURRENT_TIMESTAMP + r.ttl_us * interval '1 microsecond'
-FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
-     WITH ORDINALITY AS r(resource, holder_id, fencing_token, ttl_us, ord)
-WHERE l.resource = r.resource AND l.holder_id = r.holder_id
-  AND l.fencing_token = r.fencing_token AND l.expires_at > CURRENT_TIMESTAMP
-RETURNING r.ord`,
+		// A renewal extends from the statement's start (no later than the
+		// request was sent, as the holder's deadline assumes), but tests
+		// liveness again after it holds the row's lock, against
+		// clock_timestamp(): a renewal that waited on the lock past the
+		// lease's expiry must not revive it.
+		renew: `WITH r AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+	    WITH ORDINALITY AS r(resource, holder_id, fencing_token, ttl_us, ord)
+), locked AS MATERIALIZED (
+	SELECT l.resource, l.expires_at, r.ttl_us, r.ord
+	FROM ` + t + ` AS l JOIN r ON l.resource = r.resource
+	 AND l.holder_id = r.holder_id AND l.fencing_token = r.fencing_token
+	WHERE l.expires_at > CURRENT_TIMESTAMP
+	FOR UPDATE OF l
+)
+UPDATE ` + t + ` AS l
+SET expires_at = CURRENT_TIMESTAMP + k.ttl_us * interval '1 microsecond'
+FROM locked AS k
+WHERE l.resource = k.resource AND k.expires_at > clock_timestamp()
+RETURNING k.ord`,
 		release: `WITH r AS (
 	UPDATE ` + t + ` SET expires_at = '-infinity'
 	WHERE resource = $1 AND holder_id = $2 AND fencing_token = $3

@@ -11,6 +11,8 @@ import (
 const (
 	// DefaultTable is the leadership table's default name, the seed's.
 	DefaultTable = "cluster_leadership"
+	// DefaultSchema is the leadership table's default schema.
+	DefaultSchema = "public"
 	// DefaultChannel is the default LISTEN/NOTIFY channel.
 	DefaultChannel = "tenure_leadership"
 	// DefaultPollInterval is how often a watcher re-reads its key when no
@@ -36,8 +38,11 @@ type options struct {
 	logger       *slog.Logger
 }
 
-// WithSchema puts the leadership table in schema, which must exist. Default:
-// none, the table is found and created through the search_path.
+// WithSchema puts the leadership table in schema, which must exist. Default
+// DefaultSchema. The table is always named with its schema, never found
+// through the search_path: two roles (or two connections) with different
+// search_paths would otherwise find two different tables, and hand out the
+// same key, with the same tokens, twice.
 func WithSchema(schema string) Option { return func(o *options) { o.schema = schema } }
 
 // WithTable names the leadership table. Default DefaultTable.
@@ -56,7 +61,7 @@ func WithPollInterval(d time.Duration) Option { return func(o *options) { o.poll
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 func newOptions(opts []Option) (options, error) {
-	o := options{table: DefaultTable, channel: DefaultChannel, pollInterval: DefaultPollInterval}
+	o := options{schema: DefaultSchema, table: DefaultTable, channel: DefaultChannel, pollInterval: DefaultPollInterval}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -79,7 +84,7 @@ func newOptions(opts []Option) (options, error) {
 			}
 		}
 	}
-	ident("WithSchema", o.schema, true)
+	ident("WithSchema", o.schema, false)
 	ident("WithTable", o.table, false)
 	ident("WithChannel", o.channel, false)
 	if o.pollInterval <= 0 {
