@@ -40,6 +40,10 @@ type Coordinator struct {
 	mu     sync.Mutex
 	closed bool
 	leases map[leaseKey]*sharedLease
+	// orphans are grants whose Release failed. Their keys hang on a shared
+	// lease that the holder's other grants keep alive, so they would never
+	// expire: every renewal retries their release first (orphan.go).
+	orphans map[string]tenure.Grant
 }
 
 // An Option configures a Coordinator.
@@ -73,6 +77,7 @@ func newCoordinator(client *clientv3.Client, owns bool, opts []Option) (*Coordin
 		ownsClient: owns,
 		prefix:     DefaultPrefix,
 		leases:     make(map[leaseKey]*sharedLease),
+		orphans:    make(map[string]tenure.Grant),
 	}
 	for _, opt := range opts {
 		opt(c)
@@ -236,18 +241,28 @@ func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if err := c.begin(ctx, op); err != nil {
+		if !errors.Is(err, tenure.ErrClosed) {
+			c.orphan(g)
+		}
 		return err
 	}
+	if err := c.deleteGrant(ctx, g); err != nil {
+		c.orphan(g)
+		return fmt.Errorf("%s: %w (retried with the holder's next renewal)", op, err)
+	}
+	c.adopted(g)
+	return nil
+}
+
+// deleteGrant deletes g's key if g is still the live grant on it.
+func (c *Coordinator) deleteGrant(ctx context.Context, g tenure.Grant) error {
 	ek := c.EtcdKey(g.Key)
 	_, err := c.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(ek), "=", int64(g.Token)),
 			clientv3.Compare(clientv3.Value(ek), "=", g.Holder)).
 		Then(clientv3.OpDelete(ek)).
 		Commit()
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	return nil
+	return err
 }
 
 // Leader returns the live grant on key, with the TTL of its lease as

@@ -72,7 +72,10 @@ func (c *Coordinator) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenu
 		return out, nil
 	}
 
-	// 1. Extend the shared leases; 2. check the keys.
+	// 0. Release what failed to release before, so that extending the
+	// shared leases does not keep those keys alive; 1. extend the shared
+	// leases; 2. check the keys.
+	c.releaseOrphans(ctx, gs)
 	ka := c.keepAlive(ctx, keys(owners))
 	for id, r := range ka {
 		if r.gone {
