@@ -523,6 +523,17 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 	defer func() { close(stopFeed); <-fed }()
 	select {
 	case <-c.done:
+		if c.killed() && t.Remaining() < r.renewEvery {
+			// The guard killed it at the deadline it last heard of
+			// (tenure was stopped, or slow): the term is over, not the
+			// command's run. Campaign again once the elector agrees.
+			r.log.Warn("the guard killed the command at the local deadline", "pid", c.pid, "token", t.Token())
+			select {
+			case <-t.Done():
+			case <-ctx.Done():
+			}
+			return nil
+		}
 		r.exited(c)
 	case <-ctx.Done():
 		r.stopCommand(c, t)

@@ -109,7 +109,10 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 		g.st.killNow() // tenure cannot hear from us: nobody would stop it
 	}
 	g.loop()
-	return g.enc.Encode(g.tree.report(g.st.killed))
+	if err := g.enc.Encode(g.tree.report(g.st.killed)); err != nil && g.msgs != nil {
+		return err
+	}
+	return nil // tenure is gone: nobody to tell
 }
 
 // loop enforces the deadlines until the command and its whole tree are
