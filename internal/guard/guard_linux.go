@@ -112,7 +112,13 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 	if err := g.enc.Encode(g.tree.report(g.st.killed)); err != nil && g.msgs != nil {
 		return err
 	}
-	return nil // tenure is gone: nobody to tell
+	// Keep the lease file (which says the term is over) until tenure has
+	// read the report and closes the pipe, or dies.
+	if g.msgs != nil {
+		for range g.msgs {
+		}
+	}
+	return nil
 }
 
 // loop enforces the deadlines until the command and its whole tree are
