@@ -1,69 +1,136 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
-	"runtime"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/guard"
 )
 
-// child is a command tenure run started in a process group of its own.
+// child is a command tenure run started under a guard process (package
+// guard): the tenure binary re-executed, which starts the command, feeds
+// its lease file and kills its whole process tree at the last deadline
+// tenure sent, or at once if tenure goes away.
 type child struct {
-	pid     int
+	pid     int // the command's (and its process group's)
 	started time.Time
-	done    chan struct{} // closed once the command has exited and been reaped
-	state   *os.ProcessState
-	err     error // from Wait, when it is not an exit status
+	done    chan struct{} // closed once the guard has reported and exited
+
+	mu     sync.Mutex
+	enc    *json.Encoder // to the guard; nil once closed
+	ctl    *os.File
+	report guard.Report
+	err    error // the guard failed: no report
 }
 
-// startChild starts the program at path with args (args[0] is the name it
-// sees as its own) and env in a new process group whose
-// id is its pid. On Linux the command is also killed (SIGKILL) if tenure
-// dies, even by SIGKILL: see sysProcAttr.
-func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (*child, error) {
-	c := &child{done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		// The parent-death signal fires when the *thread* that started the
-		// child exits, not the process. Keep this goroutine on its thread
-		// from before the fork until the child has been reaped, so that the
-		// runtime never retires the thread while the child lives.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		cmd := exec.Command(path, args[1:]...)
-		cmd.Args[0] = args[0] // the name the user typed
-		cmd.Env = env
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-		cmd.SysProcAttr = sysProcAttr()
-		// Output copied through pipes (when stdout is not a file) must not
-		// keep Wait waiting for descendants that still hold the pipe.
-		cmd.WaitDelay = time.Second
-		if err := cmd.Start(); err != nil {
-			started <- err
-			close(c.done)
-			return
-		}
-		c.pid = cmd.Process.Pid
-		c.started = time.Now()
-		started <- nil
-		err := cmd.Wait()
-		c.state = cmd.ProcessState
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			c.err = err
-		}
-		close(c.done)
-	}()
-	if err := <-started; err != nil {
+// startChild starts a guard that starts the program at path with args
+// (args[0] is the name it sees as its own) and env, once it has the first
+// lease. grace is --kill-grace.
+func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer,
+	grace time.Duration, first guard.Message) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the tenure binary to run the guard: %w", err)
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
 		return nil, err
 	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(self, append([]string{guard.Command, "--kill-grace", grace.String(), "--", path}, args...)...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.ExtraFiles = []*os.File{ctlR, repW} // fds 3 and 4
+	// Output copied through pipes (when stdout is not a file) must not keep
+	// Wait waiting for descendants that still hold the pipe.
+	cmd.WaitDelay = time.Second
+	err = cmd.Start()
+	ctlR.Close()
+	repW.Close()
+	if err != nil {
+		ctlW.Close()
+		repR.Close()
+		return nil, fmt.Errorf("start the guard: %w", err)
+	}
+	c := &child{done: make(chan struct{}), ctl: ctlW, enc: json.NewEncoder(ctlW)}
+	c.send(first)
+	dec := json.NewDecoder(repR)
+	var r guard.Report
+	if err := dec.Decode(&r); err != nil || r.Pid == 0 {
+		ctlW.Close()
+		_ = cmd.Wait()
+		repR.Close()
+		return nil, startFailure(r, err)
+	}
+	c.pid, c.started = r.Pid, time.Now()
+	go c.watch(cmd, dec, repR)
 	return c, nil
 }
 
-// exited reports whether the command has exited.
+// startFailure is the error of a guard that did not start the command.
+func startFailure(r guard.Report, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("the guard ended before starting the command: %w", err)
+	case r.Code == ExitNotFound:
+		return fmt.Errorf("%s: %w", r.Err, fs.ErrNotExist)
+	default:
+		return errors.New(r.Err)
+	}
+}
+
+// watch waits for the guard's last report and its exit.
+func (c *child) watch(cmd *exec.Cmd, dec *json.Decoder, rep io.Closer) {
+	var r guard.Report
+	err := dec.Decode(&r)
+	if err == nil && !r.Exited {
+		err = fmt.Errorf("guard report %+v: want exited", r)
+	}
+	rep.Close()
+	c.close()
+	werr := cmd.Wait()
+	c.mu.Lock()
+	c.report = r
+	if err != nil {
+		c.err = fmt.Errorf("guard: %w (%v)", err, werr)
+	}
+	c.mu.Unlock()
+	close(c.done)
+}
+
+// send gives the guard m; once the guard is gone it does nothing.
+func (c *child) send(m guard.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.enc != nil {
+		_ = c.enc.Encode(m)
+	}
+}
+
+// close closes the control pipe: the guard kills what is left at once.
+func (c *child) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.enc != nil {
+		c.enc = nil
+		c.ctl.Close()
+	}
+}
+
+// exited reports whether the command and its tree are gone.
 func (c *child) exited() bool {
 	select {
 	case <-c.done:
@@ -76,78 +143,43 @@ func (c *child) exited() bool {
 // exitCode is the command's exit code, 128+N when signal N ended it. Call
 // it after done is closed.
 func (c *child) exitCode() int {
-	if c.state == nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
 		return ExitError
 	}
-	if ws, ok := c.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return exitSignalBase + int(ws.Signal())
-	}
-	return c.state.ExitCode()
+	return c.report.Code
 }
 
 // describe says how the command ended, for logs.
 func (c *child) describe() string {
-	if c.state == nil {
-		if c.err != nil {
-			return c.err.Error()
-		}
-		return "unknown"
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err.Error()
 	}
-	return c.state.String()
+	return c.report.Status
 }
 
-// signal sends sig to the command's whole process group.
-func (c *child) signal(sig syscall.Signal) error {
-	return syscall.Kill(-c.pid, sig)
+// killed reports whether the guard ended the command with SIGKILL. Call
+// it after done is closed.
+func (c *child) killed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.report.Killed
 }
 
-// groupAlive reports whether any live process of the command's group is
-// left. (A process group id is not reused while any member exists, so this
-// never finds another program's processes.) Zombies do not count: a
-// descendant orphaned by the command may stay a zombie for good where
-// nothing reaps orphans (PID 1 of many containers).
-func (c *child) groupAlive() bool {
-	if syscall.Kill(-c.pid, 0) != nil {
-		return false
-	}
-	return groupHasLive(c.pid)
+// signal forwards sig to every process of the command's tree.
+func (c *child) signal(sig syscall.Signal) {
+	c.send(guard.Message{Op: guard.OpSignal, Signal: sig})
 }
 
-// stop ends the command's process group: sig now (unless sig is 0: already
-// sent), then SIGKILL at killAt() unless the command and every process of
-// its group have exited by then; killAt is evaluated again whenever ended
-// is closed (the term ended, so its deadline may have come). A killAt in
-// the past means SIGKILL at once. stop returns once the command has been
-// reaped, and reports whether it sent SIGKILL.
-func (c *child) stop(sig syscall.Signal, killAt func() time.Time, ended <-chan struct{}) (killed bool) {
-	if time.Until(killAt()) > 0 {
-		if sig != 0 {
-			_ = c.signal(sig)
-		}
-		timer := time.NewTimer(time.Until(killAt()))
-		defer timer.Stop()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-	wait:
-		for !(c.exited() && !c.groupAlive()) {
-			select {
-			case <-timer.C:
-				break wait
-			case <-ended:
-				ended = nil
-				if time.Until(killAt()) <= 0 {
-					break wait
-				}
-				timer.Reset(time.Until(killAt()))
-			case <-c.done:
-			case <-tick.C:
-			}
-		}
-	}
-	if !c.exited() || c.groupAlive() {
-		_ = c.signal(syscall.SIGKILL)
-		killed = true
-	}
+// stop ends the term for the command: sig now (unless 0: forwarded
+// already), SIGKILL after --kill-grace but never past the deadline. It
+// returns once the command's whole tree is gone, and reports whether the
+// guard sent SIGKILL.
+func (c *child) stop(sig syscall.Signal) bool {
+	c.send(guard.Message{Op: guard.OpEnd, Signal: sig})
 	<-c.done
-	return killed
+	return c.killed()
 }

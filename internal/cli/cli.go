@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/guard"
 )
 
 // Exit codes of the tenure command. tenure run also exits with its
@@ -49,6 +50,9 @@ func usageError(format string, args ...any) error {
 
 // Main runs the tenure command line with args and returns the exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == guard.Command {
+		return guard.Main(args[1:], stderr)
+	}
 	root := newRootCommand()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -173,6 +177,7 @@ Exit codes:
 	root.AddCommand(newDemoCommand(&g))
 	root.AddCommand(newVerifyCommand(&g))
 	root.AddCommand(newVerifyNodeCommand())
+	root.AddCommand(newLeaseCommand())
 	return root
 }
 
@@ -193,6 +198,9 @@ func bindEnv(cmd *cobra.Command, getenv func(string) string) error {
 			return
 		}
 		name := envName(f.Name)
+		if isCommandVar(name) && insideCommand(getenv) {
+			return // the parent tenure run's term, not a setting
+		}
 		if v := getenv(name); v != "" {
 			if err := f.Value.Set(v); err != nil {
 				errs = append(errs, fmt.Errorf("invalid %s=%q (for --%s): %w", name, v, f.Name, err))

@@ -95,21 +95,6 @@ func TestMainExitCodes(t *testing.T) {
 	}
 }
 
-func TestEarliest(t *testing.T) {
-	now := time.Now()
-	if got := earliest(now.Add(2*time.Second), now.Add(time.Second)); !got.Equal(now.Add(time.Second)) {
-		t.Errorf("earliest(now+2s, now+1s) = now+%s; want now+1s (the deadline caps the grace)", got.Sub(now))
-	}
-	if got := earliest(now.Add(time.Second), now.Add(2*time.Second)); !got.Equal(now.Add(time.Second)) {
-		t.Errorf("earliest(now+1s, now+2s) = now+%s; want now+1s", got.Sub(now))
-	}
-	// At a deadline-triggered loss the deadline is already past: SIGKILL
-	// at once.
-	if got := earliest(now.Add(2*time.Second), now.Add(-time.Millisecond)); got.After(now) {
-		t.Errorf("earliest(now+2s, past deadline) = now+%s; want the past deadline", got.Sub(now))
-	}
-}
-
 // TestWaitLimit: the limit fires only while campaigning, is reset by each
 // new campaign, and never after an election.
 func TestWaitLimit(t *testing.T) {

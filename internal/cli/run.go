@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +23,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/boottime"
+	"github.com/tenure-dev/tenure/internal/guard"
 	"github.com/tenure-dev/tenure/prom"
 )
 
@@ -49,31 +50,53 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 "tenure run" processes share a key, on however many machines, at most one
 runs its command at a time.
 
-COMMAND gets the environment of tenure plus:
+COMMAND gets the environment of tenure, without tenure's own variables
+(the twin of every flag: TENURE_ENDPOINTS, TENURE_POSTGRES, TENURE_USER,
+TENURE_PASSWORD, TENURE_TLS_*, …), plus:
 
   TENURE_KEY            the key led
-  TENURE_HOLDER         this process's identity (--holder)
+  TENURE_HOLDER         this process's display name (--holder)
+  TENURE_INSTANCE       this process's instance id (the coordinator sees
+                        the holder as TENURE_HOLDER#TENURE_INSTANCE)
   TENURE_FENCING_TOKEN  the term's fencing token: a number greater than every
                         token given out before for this key; present it to
                         every resource you write to, so that a resource can
                         refuse a deposed leader's late writes
   TENURE_LEASE_TTL      the lease granted, as a Go duration ("10s")
+  TENURE_LEASE_FILE     the lease file: "tenure lease check" exits 0 and
+                        prints the token only while the lease is safely
+                        held, as in: tenure lease check && do_write
 
-It runs in a process group of its own; SIGINT, SIGTERM and SIGHUP sent to
-tenure are forwarded to that group. COMMAND does not read the terminal:
-when tenure's stdin is a terminal, COMMAND's is /dev/null.
+Inside COMMAND, TENURE_KEY and TENURE_HOLDER describe this term: a nested
+"tenure run" does not take them as its --key and --holder.
 
-The command never outlives the leadership:
-  - when the lease cannot be renewed or the coordinator says it is lost,
-    the group gets SIGTERM, then SIGKILL after --kill-grace; the SIGKILL
-    comes no later than the local deadline (the moment the lease might
-    expire at the coordinator, less a safety margin), so at a deadline it
-    is immediate. tenure then campaigns again and starts COMMAND afresh
-    when it leads again;
-  - if tenure dies, even by SIGKILL, COMMAND is killed by the kernel
-    (Linux parent-death signal). Processes COMMAND starts in its group are
-    signalled with it while tenure lives, but are not covered by that
-    last guarantee.
+` + leaseDoc + `
+
+COMMAND runs under a guard: the tenure binary re-executed as a separate
+process, a child subreaper (orphans of COMMAND's descendants become its
+children), that starts COMMAND in a process group of its own and learns
+each new local deadline (the moment the lease might expire at the
+coordinator, less a safety margin, on the clock that counts suspended
+time). The guard, not tenure, enforces it:
+  - at the last deadline it heard of, it SIGKILLs every process of
+    COMMAND's tree (every descendant, in any process group or session),
+    even if tenure is stopped (kill -STOP) and sends nothing more;
+  - SIGTERM comes first, at --kill-grace before the deadline, once a
+    renewal is a whole renew interval (TTL/3) overdue;
+  - if tenure dies, even by SIGKILL, it kills the whole tree at once;
+  - Ctrl-Z (SIGTSTP) stops COMMAND's tree, then tenure; on SIGCONT the tree
+    continues if the deadline has not passed, and is killed without ever
+    being continued if it has.
+When a term ends (the lease is lost or cannot be renewed), the tree gets
+SIGTERM, then SIGKILL after --kill-grace, no later than the deadline.
+tenure then campaigns again and starts COMMAND afresh when it leads again.
+Out of reach: someone stopping or killing the guard itself; a descendant
+that makes itself a subreaper and outlives its own children; process ids
+reused between reading /proc and signalling.
+
+SIGINT, SIGTERM and SIGHUP sent to tenure are forwarded to COMMAND's tree.
+COMMAND does not read the terminal: when tenure's stdin is a terminal,
+COMMAND's is /dev/null.
 
 When COMMAND exits on its own, tenure releases the key at once (another
 process takes over in one round trip, not a TTL) and exits with COMMAND's
@@ -116,6 +139,9 @@ Exit codes:
 
   # a service that must always run somewhere; restart it when it exits
   tenure run --key scheduler --restart -- ./scheduler --config prod.yaml
+
+  # check the lease right before each write, from inside the command
+  tenure run --key jobs -- sh -c 'while tenure lease check >/dev/null; do ./step.sh; done'
 
   # export Prometheus metrics of the election
   tenure run --key jobs --http 127.0.0.1:9480 -- ./worker.sh`,
@@ -174,6 +200,8 @@ type runner struct {
 	exitCode  int // the command's code to exit with; -1: none
 	startErr  error
 	ran       time.Duration // how long the last command ran
+
+	renewEvery time.Duration // the elector's renew interval
 }
 
 func (r *runner) lastRan() time.Duration {
@@ -183,46 +211,14 @@ func (r *runner) lastRan() time.Duration {
 }
 
 func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) error {
-	if err := g.coord.check(cmd.Flags()); err != nil {
+	cfg, path, err := checkRunFlags(cmd, g, f, args)
+	if err != nil {
 		return err
-	}
-	if f.key == "" {
-		return usageError("--key is required: the key to lead (see 'tenure run --help')")
-	}
-	if err := tenure.ValidateKey(f.key); err != nil {
-		return usageError("%s: %w", flagRef(cmd, "key"), err)
-	}
-	if f.holder == "" {
-		f.holder = tenure.DefaultHolder()
-	} else if err := tenure.ValidateHolder(f.holder); err != nil {
-		return usageError("%s: %w", flagRef(cmd, "holder"), err)
-	}
-	if f.killGrace < 0 {
-		return usageError("--kill-grace (%s) must not be negative", f.killGrace)
-	}
-	if f.waitTimeout < 0 {
-		return usageError("--wait-timeout (%s) must not be negative (0 waits forever)", f.waitTimeout)
 	}
 	log, err := g.logger(cmd.ErrOrStderr(), f.json)
 	if err != nil {
 		return err
 	}
-	cfg := tenure.DefaultConfig()
-	cfg.Key, cfg.Holder, cfg.TTL = f.key, f.holder, f.ttl
-	cfg.Margin, cfg.MaxDrift = f.margin, f.maxDrift
-	if err := cfg.Validate(); err != nil {
-		return &exitError{code: ExitUsage, err: configFlagNames(err)}
-	}
-
-	path, err := exec.LookPath(args[0])
-	if err != nil {
-		code := ExitNotFound
-		if errors.Is(err, fs.ErrPermission) {
-			code = ExitCannotRun
-		}
-		return &exitError{code: code, err: fmt.Errorf("command %q: %w", args[0], err)}
-	}
-
 	// tenure run handles SIGINT and SIGTERM itself (forward, then stop):
 	// the command's context, which the same signals cancel, must not end
 	// the campaign before the handler has seen them. When it ends without
@@ -232,16 +228,82 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	defer cancel()
 	r := &runner{
-		f: f, log: log, argv: args, path: path, env: os.Environ(),
+		f: f, log: log, argv: args, path: path, env: commandEnv(cmd.Root(), os.Environ()),
 		stdin: childStdin(cmd.InOrStdin()), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(),
-		cancel: cancel, exitCode: -1,
+		cancel: cancel, exitCode: -1, renewEvery: cfg.EffectiveRenewInterval(),
 	}
-
 	// Signals are caught before dialling: from here on tenure decides what
 	// a signal means.
+	defer r.catchSignals(ctx, parent)()
+
+	coord, err := openCoordinator(ctx, &g.coord, log)
+	if err != nil {
+		if sig := r.caught(); sig != 0 {
+			return &exitError{code: exitSignalBase + int(sig)}
+		}
+		return err
+	}
+	defer coord.Close()
+	el, stop, err := r.newElector(ctx, cmd, g, coord, cfg)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	log.Info("campaigning", "key", f.key, "holder", f.holder, "ttl", f.ttl, "backend", g.coord.backend())
+	lctx, lcancel := context.WithTimeout(ctx, g.coord.dialTimeout)
+	if lg, ok, err := coord.Leader(lctx, f.key); err == nil && ok {
+		log.Info("key held; waiting for it", "key", f.key, "leader", lg.Holder, "token", lg.Token)
+	}
+	lcancel()
+	return r.result(ctx, coord, r.campaign(ctx, el))
+}
+
+// checkRunFlags checks the flags and arguments of tenure run and returns
+// the elector's config and the command's path.
+func checkRunFlags(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) (tenure.Config, string, error) {
+	cfg := tenure.DefaultConfig()
+	if err := g.coord.check(cmd.Flags()); err != nil {
+		return cfg, "", err
+	}
+	if f.key == "" {
+		return cfg, "", usageError("--key is required: the key to lead (see 'tenure run --help')")
+	}
+	if err := tenure.ValidateKey(f.key); err != nil {
+		return cfg, "", usageError("%s: %w", flagRef(cmd, "key"), err)
+	}
+	if f.holder == "" {
+		f.holder = tenure.DefaultHolder()
+	} else if err := tenure.ValidateHolder(f.holder); err != nil {
+		return cfg, "", usageError("%s: %w", flagRef(cmd, "holder"), err)
+	}
+	if f.killGrace < 0 {
+		return cfg, "", usageError("--kill-grace (%s) must not be negative", f.killGrace)
+	}
+	if f.waitTimeout < 0 {
+		return cfg, "", usageError("--wait-timeout (%s) must not be negative (0 waits forever)", f.waitTimeout)
+	}
+	cfg.Key, cfg.Holder, cfg.TTL = f.key, f.holder, f.ttl
+	cfg.Margin, cfg.MaxDrift = f.margin, f.maxDrift
+	if err := cfg.Validate(); err != nil {
+		return cfg, "", &exitError{code: ExitUsage, err: configFlagNames(err)}
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		code := ExitNotFound
+		if errors.Is(err, fs.ErrPermission) {
+			code = ExitCannotRun
+		}
+		return cfg, "", &exitError{code: code, err: fmt.Errorf("command %q: %w", args[0], err)}
+	}
+	return cfg, path, nil
+}
+
+// catchSignals handles SIGINT, SIGTERM, SIGHUP, SIGTSTP and SIGCONT (see
+// onSignal) until the returned stop is called, and stops tenure as SIGTERM
+// would when parent ends without one of them.
+func (r *runner) catchSignals(ctx, parent context.Context) (stop func()) {
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)
 	sigDone := make(chan struct{})
 	stopSigs := make(chan struct{})
 	go func() {
@@ -255,7 +317,6 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 			}
 		}
 	}()
-	defer func() { close(stopSigs); <-sigDone }()
 	stopParent := context.AfterFunc(parent, func() {
 		select {
 		case <-ctx.Done():
@@ -266,55 +327,54 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 			r.onSignal(syscall.SIGTERM)
 		}
 	})
-	defer stopParent()
-
-	coord, err := openCoordinator(ctx, &g.coord, log)
-	if err != nil {
-		if sig := r.caught(); sig != 0 {
-			return &exitError{code: exitSignalBase + int(sig)}
-		}
-		return err
+	return func() {
+		stopParent()
+		signal.Stop(sigs)
+		close(stopSigs)
+		<-sigDone
 	}
-	defer coord.Close()
+}
 
+// newElector makes the elector of tenure run, with --http's metrics server
+// (stopped by the returned stop) and --wait-timeout.
+func (r *runner) newElector(ctx context.Context, cmd *cobra.Command, g *globalFlags, coord tenure.Coordinator, cfg tenure.Config) (*tenure.Elector, func(), error) {
+	var err error
 	// The elector's own records repeat what the transitions say; show its
 	// warnings (failed renewals) unless debugging.
-	cfg.Logger = log
-	if !log.Enabled(ctx, slog.LevelDebug) {
-		if cfg.Logger, err = g.loggerAtLeast(cmd.ErrOrStderr(), f.json, slog.LevelWarn); err != nil {
-			return err
+	cfg.Logger = r.log
+	if !r.log.Enabled(ctx, slog.LevelDebug) {
+		if cfg.Logger, err = g.loggerAtLeast(cmd.ErrOrStderr(), r.f.json, slog.LevelWarn); err != nil {
+			return nil, nil, err
 		}
 	}
-	if f.http != "" {
-		stop, err := serveRunMetrics(f.http, &cfg, r, log)
-		if err != nil {
-			return err
+	stop := func() {}
+	if r.f.http != "" {
+		if stop, err = serveRunMetrics(r.f.http, &cfg, r, r.log); err != nil {
+			return nil, nil, err
 		}
-		defer stop()
 	}
-	r.wait = newWaitLimit(f.waitTimeout, func() {
-		log.Warn("not leader within --wait-timeout; giving up", "key", f.key, "wait_timeout", f.waitTimeout)
-		cancel()
+	r.wait = newWaitLimit(r.f.waitTimeout, func() {
+		r.log.Warn("not leader within --wait-timeout; giving up", "key", r.f.key, "wait_timeout", r.f.waitTimeout)
+		r.cancel()
 	})
 	cfg.OnTransition = r.onTransition
 	el, err := tenure.NewElector(coord, cfg)
 	if err != nil {
-		return &exitError{code: ExitUsage, err: configFlagNames(err)}
+		stop()
+		return nil, nil, &exitError{code: ExitUsage, err: configFlagNames(err)}
 	}
+	return el, stop, nil
+}
 
-	log.Info("campaigning", "key", f.key, "holder", f.holder, "ttl", f.ttl, "backend", g.coord.backend())
-	lctx, lcancel := context.WithTimeout(ctx, g.coord.dialTimeout)
-	if lg, ok, err := coord.Leader(lctx, f.key); err == nil && ok {
-		log.Info("key held; waiting for it", "key", f.key, "leader", lg.Holder, "token", lg.Token)
-	}
-	lcancel()
-	var runErr error
+// campaign leads until the command has run (or, with --restart, until
+// tenure stops) and returns the elector's error.
+func (r *runner) campaign(ctx context.Context, el *tenure.Elector) error {
 	for {
 		r.wait.campaigning()
-		runErr = el.Run(ctx, r.lead)
+		runErr := el.Run(ctx, r.lead)
 		r.wait.stop()
-		if !f.restart || ctx.Err() != nil || r.done() || runErr != nil {
-			break
+		if !r.f.restart || ctx.Err() != nil || r.done() || runErr != nil {
+			return runErr
 		}
 		// A command that fails at once must not turn tenure into a loop
 		// of grants and releases.
@@ -322,13 +382,12 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		if ran := r.lastRan(); ran < restartBackoff {
 			wait = restartBackoff - ran
 		}
-		log.Info("command exited; campaigning again (--restart)", "key", f.key, "after", wait.Round(time.Millisecond))
+		r.log.Info("command exited; campaigning again (--restart)", "key", r.f.key, "after", wait.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):
 		}
 	}
-	return r.result(ctx, coord, runErr)
 }
 
 // result is how tenure run ends, by precedence: the command's exit code,
@@ -380,12 +439,32 @@ func (r *runner) caught() syscall.Signal {
 	return r.signal
 }
 
-// onSignal forwards sig to the running command's group. SIGINT and SIGTERM
-// also end tenure (after the command, if any, has exited); so does SIGHUP
-// when no command runs.
+// onSignal handles a signal tenure got. SIGTSTP stops the command's tree
+// (through the guard), then tenure itself; SIGCONT continues the tree if
+// its deadline has not passed (the guard kills it otherwise). Other
+// signals are forwarded to the command's tree; SIGINT and SIGTERM also end
+// tenure (after the command, if any, has exited); so does SIGHUP when no
+// command runs.
 func (r *runner) onSignal(sig syscall.Signal) {
 	r.mu.Lock()
 	c := r.current
+	r.mu.Unlock()
+	switch sig {
+	case syscall.SIGTSTP:
+		if c != nil {
+			c.send(guard.Message{Op: guard.OpStop})
+		}
+		r.log.Info("suspending (SIGTSTP): the command is stopped; it is killed if its deadline passes before SIGCONT")
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		return
+	case syscall.SIGCONT:
+		if c != nil {
+			r.log.Info("continued (SIGCONT): the command continues if its deadline has not passed")
+			c.send(guard.Message{Op: guard.OpCont})
+		}
+		return
+	}
+	r.mu.Lock()
 	stopping := sig != syscall.SIGHUP || c == nil
 	if stopping {
 		r.signal = sig
@@ -396,7 +475,7 @@ func (r *runner) onSignal(sig syscall.Signal) {
 	r.mu.Unlock()
 	if c != nil {
 		r.log.Info("forwarding signal to the command", "signal", sig.String(), "pid", c.pid)
-		_ = c.signal(sig)
+		c.signal(sig)
 	} else {
 		r.log.Info("signal received; stopping", "signal", sig.String())
 	}
@@ -425,100 +504,154 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 	if ctx.Err() != nil || r.done() {
 		return nil // stopping already: do not start
 	}
-	env := append(r.env[:len(r.env):len(r.env)],
-		"TENURE_KEY="+t.Key(),
-		"TENURE_HOLDER="+t.Holder(),
-		"TENURE_FENCING_TOKEN="+strconv.FormatUint(t.Token(), 10),
-		"TENURE_LEASE_TTL="+t.Grant().TTL.String(),
-	)
-	r.mu.Lock()
-	if r.signal != 0 { // a stopping signal came in while the term began
-		r.mu.Unlock()
-		return nil
-	}
-	c, err := startChild(r.path, r.argv, env, r.stdin, r.stdout, r.stderr)
-	if err != nil {
-		r.startErr = err
-		r.mu.Unlock()
-		r.log.Error("command could not start", "command", r.argv[0], "err", err)
-		r.cancel()
+	c, err := r.start(t)
+	if c == nil {
 		return err
 	}
-	r.current = c
-	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
 		r.current = nil
 		r.mu.Unlock()
 	}()
 	r.log.Info("command started", "pid", c.pid, "token", t.Token(), "command", r.argv[0])
-
+	fed := make(chan struct{})
+	stopFeed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		r.feed(c, t, stopFeed)
+	}()
+	defer func() { close(stopFeed); <-fed }()
 	select {
 	case <-c.done:
-		ran := time.Since(c.started)
-		r.mu.Lock()
-		r.ran = ran
-		r.mu.Unlock()
-		r.log.Info("command exited", "pid", c.pid, "status", c.describe(), "ran", ran.Round(time.Millisecond))
-		if c.groupAlive() {
-			r.log.Info("stopping what is left of the command's process group", "pgid", c.pid)
-			c.stop(syscall.SIGTERM, r.killAt(t), t.Done())
-		}
-		r.mu.Lock()
-		forwarded := r.forwarded == c
-		r.mu.Unlock()
-		if !r.f.restart || forwarded {
-			r.mu.Lock()
-			r.exitCode = c.exitCode()
-			r.mu.Unlock()
-			r.cancel() // resign and exit, even if the term ended meanwhile
-		}
-		return nil
-
-	case <-ctx.Done():
-		resigning := t.Context().Err() == nil
-		r.mu.Lock()
-		forwarded := r.forwarded == c
-		r.mu.Unlock()
-		sig := syscall.SIGTERM
-		if forwarded {
-			sig = 0 // the signal tenure got has been forwarded already
-		}
-		killAt := r.killAt(t)
-		level, why := slog.LevelInfo, "tenure is stopping"
-		if !resigning {
-			level, why = slog.LevelWarn, "leadership ended"
-			if cause := context.Cause(t.Context()); cause != nil {
-				why = cause.Error()
+		if c.killed() && t.Remaining() < r.renewEvery {
+			// The guard killed it at the deadline it last heard of
+			// (tenure was stopped, or slow): the term is over, not the
+			// command's run. Campaign again once the elector agrees.
+			r.log.Warn("the guard killed the command at the local deadline", "pid", c.pid, "token", t.Token())
+			select {
+			case <-t.Done():
+			case <-ctx.Done():
 			}
+			return nil
 		}
-		r.log.Log(context.Background(), level, "stopping the command", "pid", c.pid, "reason", why,
-			"sigkill_in", max(time.Until(killAt()), 0).Round(time.Millisecond))
-		killed := c.stop(sig, killAt, t.Done())
-		r.log.Info("command stopped", "pid", c.pid, "status", c.describe(), "sigkill", killed)
-		if resigning {
-			// tenure is stopping: it exits with the command's code.
-			r.mu.Lock()
-			r.exitCode = c.exitCode()
-			r.mu.Unlock()
+		r.exited(c)
+	case <-ctx.Done():
+		r.stopCommand(c, t)
+	}
+	return nil
+}
+
+// start starts the command under a guard for term t. It returns a nil
+// child when it did not start one (and the error, if it failed).
+func (r *runner) start(t *tenure.Term) (*child, error) {
+	env := append(r.env[:len(r.env):len(r.env)], termEnv(t)...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.signal != 0 { // a stopping signal came in while the term began
+		return nil, nil
+	}
+	c, err := startChild(r.path, r.argv, env, r.stdin, r.stdout, r.stderr, r.f.killGrace, r.leaseMessage(t))
+	if err != nil {
+		r.startErr = err
+		r.log.Error("command could not start", "command", r.argv[0], "err", err)
+		r.cancel()
+		return nil, err
+	}
+	r.current = c
+	return c, nil
+}
+
+// feedInterval is how often tenure looks for a new deadline to send to
+// the guard.
+const feedInterval = 20 * time.Millisecond
+
+// feed sends the guard each new deadline of t until stop is closed or the
+// guard is gone. While tenure is stopped nothing is sent, and the guard
+// kills the command at the last deadline it heard of.
+func (r *runner) feed(c *child, t *tenure.Term, stop <-chan struct{}) {
+	tick := time.NewTicker(feedInterval)
+	defer tick.Stop()
+	last := t.Deadline()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-c.done:
+			return
+		case <-tick.C:
 		}
-		return nil
+		if d := t.Deadline(); !d.Equal(last) && t.Context().Err() == nil {
+			last = d
+			c.send(r.leaseMessage(t))
+		}
 	}
 }
 
-// killAt says when the command must have been SIGKILLed: --kill-grace from
-// now, but no later than the term's local deadline (as it stands when
-// asked: the deadline is read again when the term ends).
-func (r *runner) killAt(t *tenure.Term) func() time.Time {
-	graceEnd := time.Now().Add(r.f.killGrace)
-	return func() time.Time { return earliest(graceEnd, t.Deadline()) }
+// leaseMessage is the guard's news of t's lease: its deadline on the boot
+// clock, and when the command gets SIGTERM if no renewal comes by then:
+// --kill-grace before the deadline, but not before a renewal is a whole
+// renew interval overdue (no SIGTERM at all when that is past the
+// deadline).
+func (r *runner) leaseMessage(t *tenure.Term) guard.Message {
+	now := boottime.Now()
+	deadline := now.Add(t.Remaining())
+	termAt := max(deadline.Add(-r.f.killGrace), now.Add(2*r.renewEvery))
+	if termAt >= deadline {
+		termAt = 0
+	}
+	name, instance := tenure.SplitIdentity(t.Holder())
+	return guard.Message{Op: guard.OpLease, TermAt: termAt, Lease: &guard.Lease{
+		Key: t.Key(), Holder: name, Instance: instance, Token: t.Token(),
+		Deadline: deadline, TTLMs: t.Grant().TTL.Milliseconds(), Live: true,
+	}}
 }
 
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
+// exited handles the command's exit on its own (the guard has already
+// stopped what was left of its tree).
+func (r *runner) exited(c *child) {
+	ran := time.Since(c.started)
+	r.mu.Lock()
+	r.ran = ran
+	forwarded := r.forwarded == c
+	r.mu.Unlock()
+	r.log.Info("command exited", "pid", c.pid, "status", c.describe(), "ran", ran.Round(time.Millisecond))
+	if !r.f.restart || forwarded {
+		r.mu.Lock()
+		r.exitCode = c.exitCode()
+		r.mu.Unlock()
+		r.cancel() // resign and exit, even if the term ended meanwhile
 	}
-	return a
+}
+
+// stopCommand ends the command because the term ended or tenure is
+// stopping: SIGTERM (unless a signal was forwarded already), SIGKILL after
+// --kill-grace but no later than the deadline.
+func (r *runner) stopCommand(c *child, t *tenure.Term) {
+	resigning := t.Context().Err() == nil
+	r.mu.Lock()
+	forwarded := r.forwarded == c
+	r.mu.Unlock()
+	sig := syscall.SIGTERM
+	if forwarded {
+		sig = 0 // the signal tenure got has been forwarded already
+	}
+	level, why := slog.LevelInfo, "tenure is stopping"
+	if !resigning {
+		level, why = slog.LevelWarn, "leadership ended"
+		if cause := context.Cause(t.Context()); cause != nil {
+			why = cause.Error()
+		}
+	}
+	r.log.Log(context.Background(), level, "stopping the command", "pid", c.pid, "reason", why,
+		"sigkill_in", max(min(r.f.killGrace, t.Remaining()), 0).Round(time.Millisecond))
+	killed := c.stop(sig)
+	r.log.Info("command stopped", "pid", c.pid, "status", c.describe(), "sigkill", killed)
+	if resigning {
+		// tenure is stopping: it exits with the command's code.
+		r.mu.Lock()
+		r.exitCode = c.exitCode()
+		r.mu.Unlock()
+	}
 }
 
 // childStdin is the command's stdin: tenure's, unless it is a terminal,

@@ -1,0 +1,26 @@
+// Package guard is the process that keeps the command of `tenure run` from
+// outliving its lease, even when tenure itself is stopped, suspended or
+// killed.
+//
+// tenure run re-executes its own binary with the hidden subcommand
+// [Command]. The guard makes itself a child subreaper (PR_SET_CHILD_SUBREAPER:
+// orphans of the command's descendants, double-forked or setsid'd, become
+// its children instead of init's), starts the command in a process group of
+// its own, and reads [Message]s from tenure on a pipe (file descriptor 3):
+// each new local deadline as a CLOCK_BOOTTIME instant, forwarded signals,
+// the end of the term, and Ctrl-Z (stop and continue). It kills the whole
+// process tree — every process whose parent chain leads to the guard — at
+// the last deadline it heard of, or at once when the pipe reaches end of
+// file (tenure died, even by SIGKILL). It reports the command's exit status
+// on file descriptor 4.
+//
+// The guard also keeps the lease file the command finds in
+// TENURE_LEASE_FILE (see [Lease]), so that `tenure lease check` stays
+// truthful while tenure is stopped.
+//
+// Out of reach: someone stopping or killing the guard itself (the command
+// then gets SIGKILL from the kernel when the guard dies, by the parent-death
+// signal, but its descendants do not); a descendant that makes itself a
+// subreaper of its own and whose children then escape the walk once it
+// dies; process ids reused between reading /proc and signalling.
+package guard

@@ -1,0 +1,195 @@
+//go:build linux
+
+package guard
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// poll bounds how long the guard sleeps between two readings of the boot
+// clock: Go's timers run on the monotonic clock, which stops while the
+// host is suspended, so a deadline that passed during a suspend is acted on
+// within poll of the resume.
+const poll = 100 * time.Millisecond
+
+// settle is how often the guard looks at the tree while it waits for it
+// to empty.
+const settle = 10 * time.Millisecond
+
+// Main runs the guard (see the package comment) with the arguments after
+// Command and returns its exit code: 0 once it has reported, 2 on bad
+// arguments.
+func Main(args []string, stderr io.Writer) int {
+	// The command's parent-death signal is tied to the thread that forks
+	// it: keep the main goroutine on one thread for the guard's life.
+	runtime.LockOSThread()
+	fs := flag.NewFlagSet(Command, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	grace := fs.Duration("kill-grace", 2*time.Second, "after SIGTERM, how long before SIGKILL (never past the deadline)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() < 2 {
+		fmt.Fprintf(stderr, "tenure %s: want PATH ARGV0 [ARG...] after the flags\n", Command)
+		return 2
+	}
+	syscall.CloseOnExec(ControlFD)
+	syscall.CloseOnExec(ReportFD)
+	ctl, rep := os.NewFile(ControlFD, "control"), os.NewFile(ReportFD, "report")
+	g := &guard{enc: json.NewEncoder(rep), log: stderr}
+	if err := g.run(ctl, *grace, fs.Arg(0), fs.Args()[1:]); err != nil {
+		fmt.Fprintf(stderr, "tenure guard: %v\n", err)
+		_ = g.enc.Encode(Report{Err: err.Error(), Code: 126})
+	}
+	return 0
+}
+
+// guard is the running guard process.
+type guard struct {
+	enc  *json.Encoder
+	log  io.Writer
+	st   state
+	tree *procTree
+	msgs <-chan Message
+	sigs chan os.Signal
+}
+
+// run starts the command once the first lease arrives, enforces the
+// deadlines, and reports how the command ended.
+func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []string) error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err)
+	}
+	// Terminal signals reach the guard with tenure (same process group):
+	// tenure decides what they mean. SIGTERM to the guard kills the tree.
+	g.sigs = make(chan os.Signal, 16)
+	signal.Notify(g.sigs, syscall.SIGINT, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGQUIT,
+		syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGTERM, syscall.SIGCHLD)
+	g.msgs = readMessages(ctl)
+	dir, err := os.MkdirTemp("", "tenure-lease-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	g.tree = &procTree{self: os.Getpid(), selfPgid: syscall.Getpgrp()}
+	g.st = state{clock: boottime.Now, grace: grace, tree: g.tree, path: filepath.Join(dir, "lease.json")}
+	first, ok := <-g.msgs
+	for ok && first.Op != OpLease {
+		first, ok = <-g.msgs
+	}
+	if !ok {
+		return nil // tenure went away before the term began
+	}
+	g.st.handle(first)
+	pid, err := startCommand(path, argv, g.st.path)
+	if err != nil {
+		code := 126
+		if errors.Is(err, syscall.ENOENT) {
+			code = 127
+		}
+		return g.enc.Encode(Report{Err: err.Error(), Code: code})
+	}
+	g.tree.main = pid
+	if err := g.enc.Encode(Report{Pid: pid}); err != nil {
+		g.st.killNow() // tenure cannot hear from us: nobody would stop it
+	}
+	g.loop()
+	if err := g.enc.Encode(g.tree.report(g.st.killed)); err != nil && g.msgs != nil {
+		return err
+	}
+	// Keep the lease file (which says the term is over) until tenure has
+	// read the report and closes the pipe, or dies.
+	if g.msgs != nil {
+		for range g.msgs {
+		}
+	}
+	return nil
+}
+
+// loop enforces the deadlines until the command and its whole tree are
+// gone.
+func (g *guard) loop() {
+	for {
+		g.tree.reap()
+		g.st.tick()
+		if g.tree.exited {
+			if g.tree.empty() {
+				return
+			}
+			if g.st.killAt == 0 { // the command exited, leftovers did not
+				g.st.end(syscall.SIGTERM, g.st.clock().Add(g.st.grace))
+			}
+		}
+		wait := poll
+		if g.tree.exited || g.st.killAt != 0 {
+			wait = settle
+		}
+		timer := time.NewTimer(g.st.wake(wait))
+		select {
+		case m, ok := <-g.msgs:
+			if !ok { // tenure is gone: nobody renews, nobody decides
+				g.msgs = nil
+				g.st.killNow()
+			} else {
+				g.st.handle(m)
+			}
+		case s := <-g.sigs:
+			if s == syscall.SIGTERM {
+				g.st.killNow()
+			}
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// readMessages decodes messages from r until it fails or ends, then closes
+// the channel.
+func readMessages(r io.Reader) <-chan Message {
+	ch := make(chan Message, 16)
+	go func() {
+		defer close(ch)
+		dec := json.NewDecoder(r)
+		for {
+			var m Message
+			if err := dec.Decode(&m); err != nil {
+				return
+			}
+			ch <- m
+		}
+	}()
+	return ch
+}
+
+// startCommand starts the command in a process group of its own, with the
+// guard's environment and standard files, TENURE_LEASE_FILE set to lease,
+// and SIGKILL as its parent-death signal.
+func startCommand(path string, argv []string, lease string) (int, error) {
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TENURE_LEASE_FILE=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "TENURE_LEASE_FILE="+lease)
+	return syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Env:   env,
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+}

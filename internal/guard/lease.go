@@ -1,0 +1,87 @@
+package guard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// A Lease is the content of the lease file the guard keeps for its command
+// (path in TENURE_LEASE_FILE), one JSON object replaced atomically (written
+// to a temporary file, then renamed) on every change:
+//
+//	{"key":"jobs","holder":"web-1","instance":"3f9c2a","token":42,
+//	 "deadline_boot_ns":123456789000,"ttl_ms":10000,"live":true}
+//
+// The lease is safely held while live is true and the boot clock
+// (CLOCK_BOOTTIME, in nanoseconds) reads less than deadline_boot_ns.
+type Lease struct {
+	Key      string           `json:"key"`
+	Holder   string           `json:"holder"`   // the display name
+	Instance string           `json:"instance"` // the per-process instance id
+	Token    uint64           `json:"token"`
+	Deadline boottime.Instant `json:"deadline_boot_ns"`
+	TTLMs    int64            `json:"ttl_ms"`
+	Live     bool             `json:"live"` // false once the term has ended
+}
+
+// Errors of Lease.Check.
+var (
+	// ErrEnded: the term is over (the guard was told, or killed the command).
+	ErrEnded = errors.New("guard: term ended")
+	// ErrExpired: the local deadline has passed on the boot clock.
+	ErrExpired = errors.New("guard: local deadline passed")
+)
+
+// Check returns nil while the lease is safely held at now, and an error
+// wrapping ErrEnded or ErrExpired otherwise.
+func (l Lease) Check(now boottime.Instant) error {
+	if !l.Live {
+		return fmt.Errorf("token %d of %q: %w", l.Token, l.Key, ErrEnded)
+	}
+	if now >= l.Deadline {
+		return fmt.Errorf("token %d of %q: %w %s ago", l.Token, l.Key, ErrExpired, now.Sub(l.Deadline).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// ReadLease reads the lease file at path.
+func ReadLease(path string) (Lease, error) {
+	var l Lease
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return l, fmt.Errorf("lease file: %w", err)
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return l, fmt.Errorf("lease file %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// writeLease replaces the lease file at path atomically.
+func writeLease(path string, l Lease) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".lease-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(append(b, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}

@@ -1,0 +1,9 @@
+package guard
+
+import (
+	"testing"
+
+	"github.com/tenure-dev/tenure/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }

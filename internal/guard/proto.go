@@ -1,0 +1,62 @@
+package guard
+
+import (
+	"syscall"
+
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// Command is the hidden subcommand that makes the tenure binary a guard:
+//
+//	tenure __guard [--kill-grace D] -- PATH ARGV0 [ARG...]
+//
+// It starts the program at PATH (named ARGV0) with the guard's own
+// environment, standard files and a lease file, once the first OpLease has
+// arrived on file descriptor 3.
+const Command = "__guard"
+
+// Files the guard finds open: messages in, reports out.
+const (
+	ControlFD = 3
+	ReportFD  = 4
+)
+
+// An Op is what a Message asks of the guard.
+type Op string
+
+// The messages tenure sends, one JSON object per line.
+const (
+	// OpLease: the term's lease as it stands (the first starts the command).
+	// SIGTERM at TermAt (when set), SIGKILL at Lease.Deadline.
+	OpLease Op = "lease"
+	// OpSignal: send Signal to every process of the tree.
+	OpSignal Op = "signal"
+	// OpEnd: the term is over. Signal (unless 0) now, SIGKILL after the
+	// kill grace but no later than the deadline.
+	OpEnd Op = "end"
+	// OpStop: SIGSTOP the tree (tenure got SIGTSTP and stops itself).
+	OpStop Op = "stop"
+	// OpCont: SIGCONT the tree if the deadline has not passed; kill it
+	// otherwise, without ever continuing it.
+	OpCont Op = "cont"
+)
+
+// A Message is one instruction from tenure run to its guard.
+type Message struct {
+	Op     Op               `json:"op"`
+	Lease  *Lease           `json:"lease,omitempty"`
+	TermAt boottime.Instant `json:"term_at_boot_ns,omitempty"`
+	Signal syscall.Signal   `json:"signal,omitempty"`
+}
+
+// A Report is what the guard tells tenure, one JSON object per line: first
+// that the command started (Pid) or could not (Err, Code), then, once the
+// command and every process of its tree are gone, how it ended.
+type Report struct {
+	Pid    int    `json:"pid,omitempty"`
+	Err    string `json:"err,omitempty"` // the command could not start
+	Exited bool   `json:"exited,omitempty"`
+	Code   int    `json:"code"`             // exit code, 128+N for signal N; 126/127 with Err
+	Status string `json:"status,omitempty"` // "exit status 3", "signal: killed"
+	Killed bool   `json:"killed,omitempty"` // the guard sent SIGKILL
+}

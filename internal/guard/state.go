@@ -1,0 +1,141 @@
+package guard
+
+import (
+	"syscall"
+	"time"
+
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// signaller reaches every process of the command's tree.
+type signaller interface {
+	signal(sig syscall.Signal) // sig to every process of the tree
+	kill()                     // SIGKILL until no process of the tree is left
+}
+
+// state is the guard's deadline logic: what to do to the tree, and when,
+// given the messages from tenure and the boot clock. It does no I/O of its
+// own besides its signaller and the lease file (when path is set).
+type state struct {
+	clock boottime.Clock
+	grace time.Duration
+	tree  signaller
+	path  string // lease file; "" keeps none
+
+	lease   Lease
+	termAt  boottime.Instant // SIGTERM then, unless 0 or sent
+	termed  bool
+	killAt  boottime.Instant // set once the term ends or the command exits
+	stopped bool
+	killed  bool // SIGKILL sent: the tree is gone for good
+	leased  bool // an OpLease has arrived
+}
+
+// handle applies one message from tenure.
+func (s *state) handle(m Message) {
+	now := s.clock()
+	switch m.Op {
+	case OpLease:
+		if m.Lease == nil || s.killed || !s.lease.Live && s.leased {
+			return
+		}
+		s.lease, s.leased = *m.Lease, true
+		s.lease.Live = true
+		s.termAt, s.termed = m.TermAt, false
+		s.save()
+	case OpSignal:
+		if !s.killed {
+			s.tree.signal(m.Signal)
+		}
+	case OpEnd:
+		s.end(m.Signal, now.Add(s.grace))
+	case OpStop:
+		if !s.killed {
+			s.stopped = true
+			s.tree.signal(syscall.SIGSTOP)
+		}
+	case OpCont:
+		if !s.stopped || s.killed {
+			return
+		}
+		s.stopped = false
+		if now >= s.lease.Deadline {
+			s.killNow() // never continued after its deadline
+			return
+		}
+		s.tree.signal(syscall.SIGCONT)
+	}
+}
+
+// end ends the term: sig now (unless 0), SIGKILL at at or at the deadline,
+// whichever comes first.
+func (s *state) end(sig syscall.Signal, at boottime.Instant) {
+	if s.lease.Live {
+		s.lease.Live = false
+		s.save()
+	}
+	if s.killed {
+		return
+	}
+	if sig != 0 {
+		s.tree.signal(sig)
+		if s.stopped && sig != syscall.SIGKILL {
+			s.tree.signal(syscall.SIGCONT) // let it act on sig
+			s.stopped = false
+		}
+	}
+	at = min(at, s.lease.Deadline)
+	if s.killAt == 0 || at < s.killAt {
+		s.killAt = at
+	}
+}
+
+// tick acts on the boot clock: SIGTERM at termAt, SIGKILL at the deadline
+// or at killAt.
+func (s *state) tick() {
+	if s.killed || !s.leased {
+		return
+	}
+	now := s.clock()
+	if now >= s.lease.Deadline || s.killAt != 0 && now >= s.killAt {
+		s.killNow()
+		return
+	}
+	if s.termAt != 0 && !s.termed && now >= s.termAt {
+		s.termed = true
+		s.tree.signal(syscall.SIGTERM)
+	}
+}
+
+// killNow kills the whole tree and marks the term over.
+func (s *state) killNow() {
+	s.killed = true
+	s.tree.kill()
+	if s.lease.Live {
+		s.lease.Live = false
+		s.save()
+	}
+}
+
+// wake is how long until tick has something to do (capped by most).
+func (s *state) wake(most time.Duration) time.Duration {
+	if s.killed || !s.leased {
+		return most
+	}
+	now := s.clock()
+	d := min(most, s.lease.Deadline.Sub(now))
+	if s.killAt != 0 {
+		d = min(d, s.killAt.Sub(now))
+	}
+	if s.termAt != 0 && !s.termed {
+		d = min(d, s.termAt.Sub(now))
+	}
+	return max(d, 0)
+}
+
+// save writes the lease file, if there is one.
+func (s *state) save() {
+	if s.path != "" {
+		_ = writeLease(s.path, s.lease)
+	}
+}

@@ -1,0 +1,185 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// recorder is the tree of a state under test: it records what was sent,
+// and when (as time since the bubble began).
+type recorder struct {
+	began time.Time
+	sent  []string
+}
+
+func (r *recorder) signal(sig syscall.Signal) {
+	r.sent = append(r.sent, fmt.Sprintf("%s@%s", sig, time.Since(r.began)))
+}
+func (r *recorder) kill() { r.signal(syscall.SIGKILL) }
+
+// newState returns a state whose boot clock is the bubble's clock
+// (0 when the bubble began), with a lease file in dir.
+func newState(t *testing.T, grace time.Duration) (*state, *recorder) {
+	began := time.Now()
+	rec := &recorder{began: began}
+	clock := func() boottime.Instant { return boottime.Instant(time.Since(began)) }
+	return &state{clock: clock, grace: grace, tree: rec, path: filepath.Join(t.TempDir(), "lease.json")}, rec
+}
+
+func at(d time.Duration) boottime.Instant { return boottime.Instant(d) }
+
+func leaseMsg(deadline, termAt time.Duration) Message {
+	m := Message{Op: OpLease, Lease: &Lease{Key: "k", Holder: "h", Token: 7, Deadline: at(deadline), Live: true}}
+	if termAt != 0 {
+		m.TermAt = at(termAt)
+	}
+	return m
+}
+
+// drive runs the guard's loop on s for d (as the guard does: sleep until
+// wake, then tick), applying msgs at their times.
+func drive(s *state, d time.Duration, msgs map[time.Duration]Message) {
+	began := time.Now()
+	times := make([]time.Duration, 0, len(msgs))
+	for at := range msgs {
+		times = append(times, at)
+	}
+	slices.Sort(times)
+	for time.Since(began) < d {
+		next := s.wake(poll)
+		if len(times) > 0 {
+			next = min(next, times[0]-time.Since(began))
+		}
+		time.Sleep(max(next, time.Millisecond))
+		for len(times) > 0 && time.Since(began) >= times[0] {
+			s.handle(msgs[times[0]])
+			times = times[1:]
+		}
+		s.tick()
+	}
+}
+
+// TestDeadlines: SIGTERM at TermAt, SIGKILL at the last deadline heard of;
+// a renewal moves both; nothing is sent while the lease is renewed.
+func TestDeadlines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, rec := newState(t, time.Second)
+		s.handle(leaseMsg(time.Second, 700*time.Millisecond))
+		drive(s, 3*time.Second, map[time.Duration]Message{
+			500 * time.Millisecond: leaseMsg(1500*time.Millisecond, 1200*time.Millisecond),
+		})
+		want := []string{"terminated@1.2s", "killed@1.5s"}
+		if !slices.Equal(rec.sent, want) {
+			t.Fatalf("sent %q; want %q (TERM and KILL moved by the renewal)", rec.sent, want)
+		}
+		l, err := ReadLease(s.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Live || !errors.Is(l.Check(s.clock()), ErrEnded) {
+			t.Errorf("lease file after the kill: %+v; want live false (ErrEnded)", l)
+		}
+	})
+}
+
+// TestEnd: a term that ends gets the signal now and SIGKILL after the
+// grace, or at the deadline if that comes first.
+func TestEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		grace    time.Duration
+		deadline time.Duration
+		want     []string
+	}{
+		{"grace first", 300 * time.Millisecond, 5 * time.Second, []string{"terminated@1s", "killed@1.3s"}},
+		{"deadline first", 10 * time.Second, 1500 * time.Millisecond, []string{"terminated@1s", "killed@1.5s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, rec := newState(t, tc.grace)
+				s.handle(leaseMsg(tc.deadline, 0))
+				drive(s, 6*time.Second, map[time.Duration]Message{
+					time.Second: {Op: OpEnd, Signal: syscall.SIGTERM},
+				})
+				if !slices.Equal(rec.sent, tc.want) {
+					t.Fatalf("sent %q; want %q", rec.sent, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// TestStopContinue: a tree stopped by Ctrl-Z is continued only before its
+// deadline; after it, it is killed (at the deadline, while stopped) and
+// never continued.
+func TestStopContinue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cont time.Duration
+		want []string
+	}{
+		{"before the deadline", 800 * time.Millisecond, []string{"stopped (signal)@500ms", "continued@800ms", "killed@2s"}},
+		{"after the deadline", 3 * time.Second, []string{"stopped (signal)@500ms", "killed@2s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, rec := newState(t, time.Second)
+				s.handle(leaseMsg(2*time.Second, 0))
+				drive(s, 4*time.Second, map[time.Duration]Message{
+					500 * time.Millisecond: {Op: OpStop},
+					tc.cont:                {Op: OpCont},
+				})
+				if !slices.Equal(rec.sent, tc.want) {
+					t.Fatalf("sent %q; want %q", rec.sent, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// TestLeaseFile: the lease file says held exactly until the deadline, on
+// the boot clock.
+func TestLeaseFile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := newState(t, time.Second)
+		s.handle(leaseMsg(time.Second, 0))
+		l, err := ReadLease(s.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Token != 7 || l.Key != "k" || l.Check(at(999*time.Millisecond)) != nil {
+			t.Fatalf("lease %+v at 999ms: %v; want token 7 of k, held", l, l.Check(at(999*time.Millisecond)))
+		}
+		if err := l.Check(at(time.Second)); !errors.Is(err, ErrExpired) {
+			t.Errorf("Check at the deadline = %v; want ErrExpired", err)
+		}
+		if _, err := ReadLease(filepath.Join(t.TempDir(), "none")); err == nil {
+			t.Error("ReadLease of a missing file: nil error")
+		}
+	})
+}
+
+// TestContinueAfterSuspend: SIGCONT that reaches the guard after the
+// deadline, before the guard looked at its clock (the host was suspended),
+// kills the tree without continuing it.
+func TestContinueAfterSuspend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, rec := newState(t, time.Second)
+		s.handle(leaseMsg(2*time.Second, 0))
+		s.handle(Message{Op: OpStop})
+		time.Sleep(5 * time.Second) // no tick: the guard did not run
+		s.handle(Message{Op: OpCont})
+		want := []string{"stopped (signal)@0s", "killed@5s"}
+		if !slices.Equal(rec.sent, want) {
+			t.Fatalf("sent %q; want %q", rec.sent, want)
+		}
+	})
+}

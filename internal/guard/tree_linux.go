@@ -1,0 +1,116 @@
+//go:build linux
+
+package guard
+
+import (
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// procTree is the command's process tree: every descendant of the guard,
+// which, as a child subreaper, also inherits the orphans among them.
+type procTree struct {
+	self, selfPgid int
+	main           int // the command's pid (and process group)
+
+	exited bool // the command has been reaped
+	status syscall.WaitStatus
+}
+
+// killBound bounds how long kill keeps finding new processes to kill.
+const killBound = 10 * time.Second
+
+// live returns the descendants that are not zombies.
+func (t *procTree) live() []Proc {
+	procs, err := Descendants("/proc", t.self)
+	if err != nil {
+		return nil
+	}
+	out := procs[:0]
+	for _, p := range procs {
+		if !p.Zombie() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (t *procTree) empty() bool { return len(t.live()) == 0 }
+
+// signal sends sig to every process group of the tree that one of its
+// processes leads (the command's among them), and to each process of the
+// tree outside those groups. The guard's own group is never signalled.
+func (t *procTree) signal(sig syscall.Signal) {
+	t.signalAll(t.live(), sig)
+}
+
+func (t *procTree) signalAll(procs []Proc, sig syscall.Signal) {
+	ours := map[int]bool{}
+	if t.main != 0 {
+		ours[t.main] = true
+	}
+	for _, p := range procs {
+		ours[p.Pid] = true
+	}
+	done := map[int]bool{}
+	for _, p := range procs {
+		if p.Pgid != t.selfPgid && ours[p.Pgid] && !done[p.Pgid] {
+			done[p.Pgid] = true
+			_ = syscall.Kill(-p.Pgid, sig)
+		}
+	}
+	for _, p := range procs {
+		if !done[p.Pgid] || sig == syscall.SIGKILL {
+			_ = syscall.Kill(p.Pid, sig)
+		}
+	}
+}
+
+// kill sends SIGKILL to every process of the tree, again and again, reaping
+// as it goes, until none is left (or killBound has passed).
+func (t *procTree) kill() {
+	began := time.Now()
+	for {
+		procs := t.live()
+		if len(procs) == 0 || time.Since(began) > killBound {
+			t.reap()
+			return
+		}
+		t.signalAll(procs, syscall.SIGKILL)
+		t.reap()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// reap waits for every child that has exited, recording the command's
+// status.
+func (t *procTree) reap() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if pid <= 0 || err != nil {
+			return
+		}
+		if pid == t.main {
+			t.exited, t.status = true, ws
+		}
+	}
+}
+
+// report says how the command ended.
+func (t *procTree) report(killed bool) Report {
+	r := Report{Exited: true, Killed: killed}
+	switch {
+	case t.status.Signaled():
+		r.Code = 128 + int(t.status.Signal())
+		r.Status = "signal: " + t.status.Signal().String()
+	default:
+		r.Code = t.status.ExitStatus()
+		r.Status = "exit status " + strconv.Itoa(r.Code)
+	}
+	return r
+}

@@ -1,0 +1,101 @@
+package guard
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestParseStat(t *testing.T) {
+	p, err := parseStat([]byte("4242 (a (b) c) S 17 4240 4240 0 -1 4194560"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p != (Proc{Pid: 4242, PPid: 17, Pgid: 4240, State: 'S'}) {
+		t.Errorf("parseStat = %+v; want pid 4242 ppid 17 pgid 4240 state S", p)
+	}
+	for _, bad := range []string{"", "12 noparen S 1 1", "12 (x) S 1", "x (y) S 1 2"} {
+		if _, err := parseStat([]byte(bad)); err == nil {
+			t.Errorf("parseStat(%q): nil error", bad)
+		}
+	}
+}
+
+// TestDescendantsOf: the walk follows parent links from the root through
+// any depth and leaves out everything else.
+func TestDescendantsOf(t *testing.T) {
+	all := []Proc{
+		{Pid: 1, PPid: 0}, {Pid: 10, PPid: 1}, {Pid: 11, PPid: 10}, {Pid: 12, PPid: 11},
+		{Pid: 13, PPid: 10, State: 'Z'}, {Pid: 20, PPid: 1}, {Pid: 21, PPid: 20},
+	}
+	var got []int
+	for _, p := range descendantsOf(all, 10) {
+		got = append(got, p.Pid)
+	}
+	slices.Sort(got)
+	if want := []int{11, 12, 13}; !slices.Equal(got, want) {
+		t.Fatalf("descendants of 10 = %v; want %v", got, want)
+	}
+}
+
+// TestKillTree: a command that forks without exec, starts a grandchild in
+// a session of its own, and orphans a great-grandchild (reparented to this
+// test process, a subreaper like the guard) is found whole and killed
+// whole.
+func TestKillTree(t *testing.T) {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatalf("PR_SET_CHILD_SUBREAPER: %v", err)
+	}
+	script := `(while :; do sleep 1; done) &
+setsid sh -c 'sleep 60 & (sleep 61 &) ; sleep 62' &
+wait`
+	pid, err := startCommand("/bin/sh", []string{"sh", "-c", script}, filepath.Join(t.TempDir(), "lease.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := &procTree{self: os.Getpid(), selfPgid: syscall.Getpgrp(), main: pid}
+	t.Cleanup(tree.kill)
+	// sh, its subshell and the subshell's sleep, the setsid'd sh, sleep 60,
+	// sleep 62, and the orphaned sleep 61: 7 processes.
+	var procs []Proc
+	began := time.Now()
+	for len(procs) < 7 && time.Since(began) < 10*time.Second {
+		time.Sleep(20 * time.Millisecond)
+		procs = tree.live()
+	}
+	if len(procs) < 7 {
+		t.Fatalf("found %d processes of the tree: %+v; want 7", len(procs), procs)
+	}
+	orphan, sessions := false, map[int]bool{}
+	for _, p := range procs {
+		sessions[p.Pgid] = true
+		if p.PPid == os.Getpid() && p.Pid != pid {
+			orphan = true
+		}
+	}
+	if !orphan || len(sessions) < 2 {
+		t.Fatalf("tree %+v: want an orphan reparented to this process and two process groups", procs)
+	}
+	tree.kill()
+	for _, p := range procs {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid)); err == nil {
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/stat"); len(b) > 0 {
+				if q, err := parseStat(b); err == nil && q.PPid == p.PPid && !q.Zombie() {
+					t.Errorf("process %d (%+v) alive after kill", p.Pid, q)
+				}
+			}
+		}
+	}
+	if !tree.exited || !tree.status.Signaled() || tree.status.Signal() != syscall.SIGKILL {
+		t.Errorf("command reaped %v with status %v; want reaped, killed by SIGKILL", tree.exited, tree.status)
+	}
+	if r := tree.report(true); r.Code != 128+9 || !r.Killed {
+		t.Errorf("report %+v; want code 137, killed", r)
+	}
+}
