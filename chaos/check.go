@@ -84,10 +84,7 @@ type Report struct {
 	Faults []FaultRecord `json:"faults"`
 	Spans  []Span        `json:"spans"`
 	// RenewRoundTrips are the round trips of successful renewals.
-	RenewRoundTrips struct {
-		P50 time.Duration `json:"p50"`
-		Max time.Duration `json:"max"`
-	} `json:"renew_round_trips"`
+	RenewRoundTrips RoundTrips `json:"renew_round_trips"`
 	// Rejections are the register's rejected writes.
 	Rejections []Decision `json:"rejections"`
 
@@ -117,6 +114,26 @@ func (r *Report) Checks() []*Check {
 
 // Analyze runs every checker over h.
 func Analyze(h *History) *Report {
+	rep := newReport(h)
+	rep.Spans = Spans(h)
+	rep.countWrites(h)
+	rep.StaleWrites = CheckStaleWrites(h)
+	rep.TokenOrder = CheckTokenOrder(h, rep.Spans)
+	rep.Overlap, rep.OverlapTotal = CheckOverlap(h, rep.Spans)
+	rep.LeaseOverrun, rep.LateWritesAcrossPause = CheckLeaseOverrun(h)
+	rep.Linearizable, rep.LinearizabilityResult = CheckLinearizable(h)
+	rep.RenewRoundTrips = renewRoundTrips(h.Events)
+	rep.Liveness = liveness(h, rep.Spans)
+	for _, c := range rep.Checks() {
+		if c.Safety {
+			rep.Violations += c.Count
+		}
+	}
+	return rep
+}
+
+// newReport returns the report of h with the run's description filled in.
+func newReport(h *History) *Report {
 	o := h.Options
 	rep := &Report{
 		Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, TTL: o.TTL, Margin: o.Margin,
@@ -131,28 +148,54 @@ func Analyze(h *History) *Report {
 	default:
 		rep.Coordinator = fmt.Sprintf("embedded etcd, %d member(s)", o.Members)
 	}
-	rep.StaleWrites = Check{Name: "stale writes accepted", Safety: true}
-	rep.TokenOrder = Check{Name: "token order", Safety: true}
-	rep.Overlap = Check{Name: "safe-lease overlap", Safety: true}
-	rep.LeaseOverrun = Check{Name: "lease overrun", Safety: true}
-	rep.Linearizable = Check{Name: "linearizability", Safety: true}
+	return rep
+}
 
-	rep.Spans = spans(h)
-	rel := func(t int64) float64 { return float64(t-h.Origin) / 1e9 }
+// RoundTrips summarises round-trip times.
+type RoundTrips struct {
+	P50 time.Duration `json:"p50"`
+	Max time.Duration `json:"max"`
+}
 
-	// Writes.
-	starts := map[string]Event{}
-	results := map[string]Event{}
-	for _, ev := range h.Events {
-		switch ev.Kind {
-		case KindWriteStart:
-			starts[ev.Value] = ev
-		case KindWrite:
-			results[ev.Value] = ev
+// renewRoundTrips summarises the round trips of successful renewals.
+func renewRoundTrips(evs []Event) RoundTrips {
+	var rtts []time.Duration
+	for _, ev := range evs {
+		if ev.Kind == KindRenew && ev.OK {
+			rtts = append(rtts, time.Duration(ev.At-ev.Sent))
 		}
 	}
-	for v := range starts {
-		res, ok := results[v]
+	if len(rtts) == 0 {
+		return RoundTrips{}
+	}
+	slices.Sort(rtts)
+	return RoundTrips{P50: rtts[(len(rtts)-1)/2], Max: rtts[len(rtts)-1]}
+}
+
+// writeOps pairs every write's start event with its result event, by value.
+type writeOps struct {
+	starts, results map[string]Event
+}
+
+func indexWrites(evs []Event) writeOps {
+	w := writeOps{starts: map[string]Event{}, results: map[string]Event{}}
+	for _, ev := range evs {
+		switch ev.Kind {
+		case KindWriteStart:
+			w.starts[ev.Value] = ev
+		case KindWrite:
+			w.results[ev.Value] = ev
+		}
+	}
+	return w
+}
+
+// countWrites counts the writes attempted, accepted, rejected and of
+// unknown outcome.
+func (rep *Report) countWrites(h *History) {
+	w := indexWrites(h.Events)
+	for v := range w.starts {
+		res, ok := w.results[v]
 		switch {
 		case ok && res.Result == ResultRefused:
 			continue
@@ -161,110 +204,146 @@ func Analyze(h *History) *Report {
 		}
 		rep.WritesAttempted++
 	}
+	for _, d := range h.Decisions {
+		if d.Accepted {
+			rep.WritesAccepted++
+		} else {
+			rep.WritesRejected++
+			rep.Rejections = append(rep.Rejections, d)
+		}
+	}
+}
+
+// rel returns t as seconds since the start of h.
+func (h *History) rel(t int64) float64 { return float64(t-h.Origin) / 1e9 }
+
+// CheckStaleWrites reports every write the register accepted with a token
+// lower than one it had accepted before.
+func CheckStaleWrites(h *History) Check {
+	c := Check{Name: "stale writes accepted", Safety: true}
 	var highest uint64
 	for _, d := range h.Decisions {
 		if !d.Accepted {
-			rep.WritesRejected++
-			rep.Rejections = append(rep.Rejections, d)
 			continue
 		}
-		rep.WritesAccepted++
 		if d.Token < highest {
-			rep.StaleWrites.add("%.3fs: write %s with token %d accepted (%s path) after token %d", rel(d.At), d.Value, d.Token, d.Path, highest)
+			c.add("%.3fs: write %s with token %d accepted (%s path) after token %d", h.rel(d.At), d.Value, d.Token, d.Path, highest)
 		}
 		highest = max(highest, d.Token)
 	}
+	return c
+}
 
-	// Token order: a term that began after another ended has a greater
-	// token.
-	byStart := slices.Clone(rep.Spans)
-	slices.SortFunc(byStart, func(a, b Span) int { return cmpInt(a.Start, b.Start) })
-	for i, s := range byStart {
-		for _, a := range byStart[:i] {
-			if a.End < s.Start && s.Token <= a.Token {
-				rep.TokenOrder.add("%s began term %d at %.3fs after %s's term %d ended at %.3fs", s.Holder, s.Token, rel(s.Start), a.Holder, a.Token, rel(a.End))
+// byStart returns spans sorted by start.
+func byStart(spans []Span) []Span {
+	s := slices.Clone(spans)
+	slices.SortStableFunc(s, func(a, b Span) int { return cmpInt(a.Start, b.Start) })
+	return s
+}
+
+// CheckTokenOrder reports every term that began after another had ended
+// without a greater token.
+func CheckTokenOrder(h *History, spans []Span) Check {
+	c := Check{Name: "token order", Safety: true}
+	s := byStart(spans)
+	for i, b := range s {
+		for _, a := range s[:i] {
+			if a.End < b.Start && b.Token <= a.Token {
+				c.add("%s began term %d at %.3fs after %s's term %d ended at %.3fs", b.Holder, b.Token, h.rel(b.Start), a.Holder, a.Token, h.rel(a.End))
 			}
 		}
 	}
+	return c
+}
 
-	// Overlap.
-	for i, a := range byStart {
-		for _, b := range byStart[i+1:] {
+// CheckOverlap reports every two terms of different tokens whose spans
+// overlap, and the overlapping time in all.
+func CheckOverlap(h *History, spans []Span) (Check, time.Duration) {
+	c := Check{Name: "safe-lease overlap", Safety: true}
+	var total time.Duration
+	s := byStart(spans)
+	for i, a := range s {
+		for _, b := range s[i+1:] {
 			if b.Start >= a.End {
 				break
 			}
 			if a.Token == b.Token {
 				continue
 			}
-			d := min(a.End, b.End) - b.Start
-			rep.OverlapTotal += time.Duration(d)
-			rep.Overlap.add("%s (token %d) led %.3fs–%.3fs and %s (token %d) led %.3fs–%.3fs: %s overlap",
-				a.Holder, a.Token, rel(a.Start), rel(a.End), b.Holder, b.Token, rel(b.Start), rel(b.End), time.Duration(d).Round(time.Millisecond))
+			d := time.Duration(min(a.End, b.End) - b.Start)
+			total += d
+			c.add("%s (token %d) led %.3fs–%.3fs and %s (token %d) led %.3fs–%.3fs: %s overlap",
+				a.Holder, a.Token, h.rel(a.Start), h.rel(a.End), b.Holder, b.Token, h.rel(b.Start), h.rel(b.End), d.Round(time.Millisecond))
 		}
 	}
+	return c, total
+}
 
-	// Lease overrun.
-	type op struct {
-		sent, reply int64
-		ttl         time.Duration
-	}
-	leases := map[string][]op{} // holder/token → successful acquires and renewals
-	key := func(holder string, token uint64) string { return fmt.Sprintf("%s/%d", holder, token) }
-	var rtts []time.Duration
-	for _, ev := range h.Events {
-		if ev.Kind == KindRenew && ev.OK {
-			rtts = append(rtts, time.Duration(ev.At-ev.Sent))
-		}
+// leaseKey names one term of one holder.
+type leaseKey struct {
+	holder string
+	token  uint64
+}
+
+// lease is one successful acquire or renewal.
+type lease struct {
+	sent, reply int64
+	ttl         time.Duration
+}
+
+// leasesOf returns every successful acquire and renewal, per term.
+func leasesOf(evs []Event) map[leaseKey][]lease {
+	out := map[leaseKey][]lease{}
+	for _, ev := range evs {
 		if (ev.Kind == KindAcquire || ev.Kind == KindRenew) && ev.OK {
-			k := key(ev.Holder, ev.Token)
-			leases[k] = append(leases[k], op{ev.Sent, ev.At, ev.TTL})
+			k := leaseKey{ev.Holder, ev.Token}
+			out[k] = append(out[k], lease{ev.Sent, ev.At, ev.TTL})
 		}
 	}
-	if len(rtts) > 0 {
-		slices.Sort(rtts)
-		rep.RenewRoundTrips.P50, rep.RenewRoundTrips.Max = rtts[(len(rtts)-1)/2], rtts[len(rtts)-1]
-	}
-	for _, d := range h.Decisions {
-		if !d.Accepted {
-			continue
-		}
-		ws, ok := starts[d.Value]
-		if !ok {
-			continue
-		}
-		// The coordinator may expire a lease as early as TTL·(1−MaxDrift)
-		// after the request was sent, on the node's clock, while clock rates
-		// stay within the assumed drift: a write landing later is outside
-		// what the lease guarantees, even when this machine's clocks agree.
-		var end int64 = math.MinInt64
-		for _, l := range leases[key(ws.Holder, ws.Token)] {
-			if l.reply <= d.At {
-				end = max(end, l.sent+int64(float64(l.ttl)*(1-o.MaxDrift)))
-			}
-		}
-		if d.At <= end {
-			continue
-		}
-		if pausedDuring(h.Pauses[ws.Holder], ws.At, d.At) {
-			rep.LateWritesAcrossPause++
-			continue
-		}
-		if end == math.MinInt64 {
-			rep.LeaseOverrun.add("%.3fs: write %s (token %d) accepted with no lease known for it", rel(d.At), d.Value, d.Token)
-			continue
-		}
-		rep.LeaseOverrun.add("%.3fs: write %s (token %d, sent %.3fs) landed %s after its lease could have expired (%.3fs)",
-			rel(d.At), d.Value, d.Token, rel(ws.At), time.Duration(d.At-end).Round(time.Millisecond), rel(end))
-	}
+	return out
+}
 
-	rep.LinearizabilityResult = linearizable(h, starts, results, &rep.Linearizable)
-	rep.Liveness = liveness(h, rep.Spans)
-	for _, c := range rep.Checks() {
-		if c.Safety {
-			rep.Violations += c.Count
+// leaseEnd is the earliest the coordinator may expire the term's lease, as
+// known at time at: TTL·(1−MaxDrift) after the last request sent whose
+// reply came by then. The coordinator may expire a lease that early while
+// clock rates stay within the assumed drift, even when this machine's
+// clocks agree. It returns math.MinInt64 when no lease is known.
+func leaseEnd(ls []lease, at int64, maxDrift float64) int64 {
+	end := int64(math.MinInt64)
+	for _, l := range ls {
+		if l.reply <= at {
+			end = max(end, l.sent+int64(float64(l.ttl)*(1-maxDrift)))
 		}
 	}
-	return rep
+	return end
+}
+
+// CheckLeaseOverrun reports every accepted write that landed after the
+// lease its writer was acting on could have expired. Writes in flight
+// across a pause of their process are not counted, only returned: no lease
+// can stop them, fencing decides them.
+func CheckLeaseOverrun(h *History) (c Check, acrossPause int) {
+	c = Check{Name: "lease overrun", Safety: true}
+	starts := indexWrites(h.Events).starts
+	leases := leasesOf(h.Events)
+	for _, d := range h.Decisions {
+		ws, ok := starts[d.Value]
+		if !d.Accepted || !ok {
+			continue
+		}
+		end := leaseEnd(leases[leaseKey{ws.Holder, ws.Token}], d.At, h.Options.MaxDrift)
+		switch {
+		case d.At <= end:
+		case pausedDuring(h.Pauses[ws.Holder], ws.At, d.At):
+			acrossPause++
+		case end == math.MinInt64:
+			c.add("%.3fs: write %s (token %d) accepted with no lease known for it", h.rel(d.At), d.Value, d.Token)
+		default:
+			c.add("%.3fs: write %s (token %d, sent %.3fs) landed %s after its lease could have expired (%.3fs)",
+				h.rel(d.At), d.Value, d.Token, h.rel(ws.At), time.Duration(d.At-end).Round(time.Millisecond), h.rel(end))
+		}
+	}
+	return c, acrossPause
 }
 
 func cmpInt(a, b int64) int {
@@ -286,8 +365,11 @@ func pausedDuring(ws [][2]int64, from, to int64) bool {
 	return false
 }
 
-// spans rebuilds every term from the node events.
-func spans(h *History) []Span {
+// Spans rebuilds every term from the node events: from its elected event
+// to the earlier of its end event and the local deadline that event carries;
+// a term with no end ends when its process was killed, or at the end of
+// the run.
+func Spans(h *History) []Span {
 	type k struct {
 		holder string
 		token  uint64
@@ -363,21 +445,28 @@ func liveness(h *History, sp []Span) Liveness {
 			}
 		}
 	}
-	// Union of spans within [Origin, Finish].
+	if total := h.Finish - h.Origin; total > 0 {
+		l.NoLeaderShare = 1 - float64(covered(sp, h.Origin, h.Finish))/float64(total)
+	}
+	return l
+}
+
+// covered returns how much of [from, to] lies within some span.
+func covered(sp []Span, from, to int64) int64 {
 	iv := make([][2]int64, 0, len(sp))
 	for _, s := range sp {
-		a, b := max(s.Start, h.Origin), min(s.End, h.Finish)
+		a, b := max(s.Start, from), min(s.End, to)
 		if b > a {
 			iv = append(iv, [2]int64{a, b})
 		}
 	}
 	slices.SortFunc(iv, func(a, b [2]int64) int { return cmpInt(a[0], b[0]) })
-	var covered, curA, curB int64
+	var sum, curA, curB int64
 	curA, curB = -1, -1
 	for _, x := range iv {
 		if curB < 0 || x[0] > curB {
 			if curB >= 0 {
-				covered += curB - curA
+				sum += curB - curA
 			}
 			curA, curB = x[0], x[1]
 		} else {
@@ -385,12 +474,9 @@ func liveness(h *History, sp []Span) Liveness {
 		}
 	}
 	if curB >= 0 {
-		covered += curB - curA
+		sum += curB - curA
 	}
-	if total := h.Finish - h.Origin; total > 0 {
-		l.NoLeaderShare = 1 - float64(covered)/float64(total)
-	}
-	return l
+	return sum
 }
 
 // Linearizability model: a fenced register.
@@ -451,12 +537,33 @@ var registerModel = porcupine.NondeterministicModel{
 	},
 }
 
-// linearizable checks the register history with porcupine.
-func linearizable(h *History, starts, results map[string]Event, c *Check) string {
+// CheckLinearizable checks the register history with porcupine: writes
+// whose outcome their writer never learned are modelled as unknown (they
+// may or may not have taken effect). It returns the check and porcupine's
+// answer. A history porcupine cannot decide within
+// Options.CheckTimeout counts as a violation: no verdict is not a pass.
+func CheckLinearizable(h *History) (Check, string) {
+	c := Check{Name: "linearizability", Safety: true}
+	ops := registerOps(h)
+	res := porcupine.CheckOperationsTimeout(registerModel.ToModel(), ops, h.Options.CheckTimeout)
+	switch res {
+	case porcupine.Illegal:
+		c.add("the register history of %d operations is not linearizable", len(ops))
+	case porcupine.Unknown:
+		c.add("porcupine found no verdict within %s on %d operations: the history is unchecked (raise the check timeout, or shorten the run)", h.Options.CheckTimeout, len(ops))
+	default:
+		c.Note = fmt.Sprintf("%d operations", len(ops))
+	}
+	return c, string(res)
+}
+
+// registerOps turns the writes and reads of h into porcupine operations.
+func registerOps(h *History) []porcupine.Operation {
+	w := indexWrites(h.Events)
 	var ops []porcupine.Operation
 	end := h.Finish + int64(time.Hour)
-	for v, ws := range starts {
-		res, ok := results[v]
+	for v, ws := range w.starts {
+		res, ok := w.results[v]
 		if ok && res.Result == ResultRefused {
 			continue
 		}
@@ -477,14 +584,5 @@ func linearizable(h *History, starts, results map[string]Event, c *Check) string
 		}
 	}
 	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmpInt(a.Call, b.Call) })
-	res := porcupine.CheckOperationsTimeout(registerModel.ToModel(), ops, h.Options.CheckTimeout)
-	switch res {
-	case porcupine.Illegal:
-		c.add("the register history of %d operations is not linearizable", len(ops))
-	case porcupine.Unknown:
-		c.Note = fmt.Sprintf("porcupine timed out after %s on %d operations: no verdict", h.Options.CheckTimeout, len(ops))
-	default:
-		c.Note = fmt.Sprintf("%d operations", len(ops))
-	}
-	return string(res)
+	return ops
 }

@@ -2,13 +2,14 @@ package chaos
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/require"
 )
 
 // TestReportRendersInChromium runs a short verification, writes its HTML
@@ -17,10 +18,7 @@ import (
 func TestReportRendersInChromium(t *testing.T) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
-		if os.Getenv("TENURE_REQUIRE_CHROMIUM") == "1" {
-			t.Fatal("chromium not found and TENURE_REQUIRE_CHROMIUM=1 (Debian package chromium)")
-		}
-		t.Skip("chromium not found (Debian package chromium)")
+		require.Chromium.Missing(t, err)
 	}
 	h, err := Run(context.Background(), Options{
 		Seed: 5, Duration: 8 * time.Second, Families: []string{FamilyPartition, FamilyCrash}, NodeCommand: testNodeCommand,

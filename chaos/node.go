@@ -14,6 +14,7 @@ import (
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/fence"
+	"github.com/tenure-dev/tenure/internal/plant"
 	"github.com/tenure-dev/tenure/postgres"
 )
 
@@ -103,7 +104,7 @@ func RunNode(ctx context.Context, spec NodeSpec, out io.Writer) error {
 	}
 	defer base.Close()
 
-	c := plant(recorder{passthrough{base}, ew}, spec.Plant, cfg)
+	c := plant.Wrap(recorder{plant.Passthrough{Coordinator: base}, ew}, spec.Plant, cfg)
 	cfg.OnTransition = func(tr tenure.Transition) {
 		ev := Event{Kind: KindTransition, At: monoOf(tr.At), Token: tr.Token, Result: tr.Kind.String()}
 		if tr.Kind == tenure.Elected {
@@ -184,10 +185,11 @@ func (w *writer) write(ctx context.Context, t *tenure.Term) (stale bool) {
 	resp, err := rt.RoundTrip(req)
 	ev := Event{Kind: KindWrite, Sent: sent, Token: token, Value: value}
 	switch {
-	case err != nil && !strings.Contains(err.Error(), "not sending"):
-		ev.Result, ev.Err = ResultUnknown, err.Error()
-	case err != nil:
+	case errors.Is(err, tenure.ErrNotLeader):
+		// fence.Transport sent nothing: the term had ended.
 		ev.Result, ev.Err = ResultRefused, err.Error()
+	case err != nil:
+		ev.Result, ev.Err = ResultUnknown, err.Error()
 	default:
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 		resp.Body.Close()

@@ -2,38 +2,71 @@ package chaos
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-var (
-	plantRuns        = flag.Int("chaos.runs", 20, "seeded runs per planted bug in TestPlantedBugsAreCaught")
-	plantConcurrency = flag.Int("chaos.concurrency", 4, "runs at once in TestPlantedBugsAreCaught")
-)
+// exposing returns a schedule that contains the fault that exposes planted
+// bug p, struck on the leader once it has led for a while.
+func exposing(p string) []Fault {
+	const ttl = 2 * time.Second
+	switch p {
+	case PlantNoToken:
+		// A write in flight across a pause long enough for a newer leader
+		// to write before it lands.
+		return []Fault{{At: 3 * time.Second, Family: FamilyPause, Node: LeaderNode, Dur: 2 * ttl}}
+	case PlantReplyDeadline, PlantNoMargin:
+		// Replies late by the margin (a renewal of a few round trips
+		// takes several margins), writes 80ms late, then the leader is
+		// cut off from the coordinator.
+		return []Fault{{At: 3 * time.Second, Family: FamilyDegrade, Node: LeaderNode, Dur: 3 * ttl,
+			Up: 10 * time.Millisecond, Down: ttl / 10, Write: 80 * time.Millisecond}}
+	case PlantRenewAfterExpiry:
+		return []Fault{{At: 3 * time.Second, Family: FamilyPartition, Node: LeaderNode, Dur: 2 * ttl}}
+	}
+	return nil
+}
 
-// shortRun runs a short, fault-dense verification: every fault strikes the
-// leader of the moment.
-// plantDrift is the MaxDrift of planted-bug runs.
-const plantDrift = 0.05
+// caughtBy returns the checker that must report planted bug p.
+func caughtBy(p string) func(*Report) *Check {
+	switch p {
+	case PlantNoToken:
+		return func(r *Report) *Check { return &r.StaleWrites }
+	case PlantRenewAfterExpiry:
+		return func(r *Report) *Check { return &r.Overlap }
+	}
+	return func(r *Report) *Check { return &r.LeaseOverrun }
+}
 
-func shortRun(seed uint64, plant string, fams []string, d time.Duration) (*Report, error) {
+// runSchedule runs the shipped TTL, margin and drift for 12 seconds on
+// sched, with bug p planted.
+func runSchedule(t *testing.T, p string, sched []Fault) *Report {
+	t.Helper()
 	h, err := Run(context.Background(), Options{
-		Seed: seed, Duration: d, Families: fams, Plant: plant, NodeCommand: testNodeCommand,
-		FaultStart: 1500 * time.Millisecond, FaultTail: time.Second, MaxGap: 600 * time.Millisecond,
-		LeaderOnly: true, CheckTimeout: 20 * time.Second,
-		// A wider drift allowance widens the window a bug must respect
-		// (the last TTL·MaxDrift of a lease), so that a missing margin
-		// shows at nearly every lease that ends.
-		MaxDrift: plantDrift,
+		Seed: 1, Duration: 12 * time.Second, Plant: p, Schedule: sched, NodeCommand: testNodeCommand,
 	})
 	if err != nil {
-		return nil, err
+		t.Fatalf("Run(plant %q) = %v", p, err)
 	}
-	return Analyze(h), nil
+	rep := Analyze(h)
+	if rep.WritesAccepted == 0 {
+		t.Fatalf("plant %q: no write accepted:\n%s", p, describe(rep))
+	}
+	if len(rep.Faults) != len(sched) || rep.Faults[0].Holder == "" || !ledAt(rep, rep.Faults[0]) {
+		t.Fatalf("plant %q: the fault did not strike a leader: %+v\n%s", p, rep.Faults, describe(rep))
+	}
+	return rep
+}
+
+// ledAt reports whether the fault's target held a term when it struck.
+func ledAt(r *Report, f FaultRecord) bool {
+	for _, s := range r.Spans {
+		if s.Holder == f.Holder && s.Start <= f.Start && f.Start <= s.End {
+			return true
+		}
+	}
+	return false
 }
 
 func describe(r *Report) string {
@@ -42,81 +75,54 @@ func describe(r *Report) string {
 	return b.String()
 }
 
-// TestPlantedBugsAreCaught proves the checkers can fail: each planted bug is
-// reported as a violation in at least 19 of 20 short seeded runs, under the
-// faults that make it visible, and the build as shipped reports none in the
-// same seeds under all of those faults together.
+// TestPlantedBugsAreCaught proves the checkers can fail on real processes:
+// each planted bug is reported by its checker on a schedule that contains
+// the fault exposing it, and the build as shipped reports nothing on the
+// same schedule (the control run). The catch rate on drawn schedules is
+// measured by BenchmarkPlantCatchRate.
 func TestPlantedBugsAreCaught(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 100 short verifications")
+	controls := map[string]bool{}
+	for _, p := range Plants() {
+		t.Run(p, func(t *testing.T) {
+			t.Parallel()
+			rep := runSchedule(t, p, exposing(p))
+			if c := caughtBy(p)(rep); c.Count == 0 {
+				t.Errorf("planted bug %q not reported by %q:\n%s", p, c.Name, describe(rep))
+			}
+		})
+		fam := exposing(p)[0].Family
+		if controls[fam] {
+			continue
+		}
+		controls[fam] = true
+		t.Run("control/"+fam, func(t *testing.T) {
+			t.Parallel()
+			if rep := runSchedule(t, PlantNone, exposing(p)); !rep.OK() {
+				t.Errorf("the build as shipped reported violations on the schedule that exposes %q:\n%s", p, describe(rep))
+			}
+		})
 	}
-	const length = 9 * time.Second
-	// least is how many of 20 runs must report a violation.
-	cases := []struct {
-		plant string
-		fams  []string
-		least int
-	}{
-		{PlantNone, []string{FamilyPause, FamilyLatency, FamilyPartition}, 0},
-		{PlantNoToken, []string{FamilyPause}, 19},
-		{PlantReplyDeadline, []string{FamilyLatency}, 19},
-		{PlantNoMargin, []string{FamilyPartition}, 19},
-		{PlantRenewAfterExpiry, []string{FamilyPartition}, 19},
-	}
-	type job struct {
-		c    int
-		seed uint64
-	}
-	caught := make([]int, len(cases))
-	example := make([]string, len(cases))
-	var mu sync.Mutex
-	jobs := make(chan job)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range *plantConcurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				c := cases[j.c]
-				rep, err := shortRun(j.seed, c.plant, c.fams, length)
+}
+
+// BenchmarkPlantCatchRate measures how often each planted bug is reported
+// in a 20-second run at tenure verify's defaults (the shipped TTL, margin
+// and drift, the fault families that expose the bug, seeds 1…b.N):
+//
+//	go test -run '^$' -bench PlantCatchRate -benchtime 20x ./chaos/
+func BenchmarkPlantCatchRate(b *testing.B) {
+	for _, p := range Plants() {
+		b.Run(p, func(b *testing.B) {
+			caught := 0
+			for i := range b.N {
+				h, err := Run(context.Background(), Options{Seed: uint64(i + 1), Duration: 20 * time.Second, Plant: p, NodeCommand: testNodeCommand})
 				if err != nil {
-					t.Errorf("plant %q seed %d: %v", c.plant, j.seed, err)
-					continue
+					b.Fatal(err)
 				}
-				mu.Lock()
-				if !rep.OK() {
-					caught[j.c]++
-					if example[j.c] == "" || c.plant == PlantNone {
-						example[j.c] += fmt.Sprintf("seed %d:\n%s\n", j.seed, describe(rep))
-					}
-				}
-				mu.Unlock()
-				if rep.WritesAccepted == 0 {
-					t.Errorf("plant %q seed %d: no write accepted:\n%s", c.plant, j.seed, describe(rep))
+				if !Analyze(h).OK() {
+					caught++
 				}
 			}
-		}()
-	}
-	for seed := uint64(1); seed <= uint64(*plantRuns); seed++ {
-		for c := range cases {
-			jobs <- job{c, seed}
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	t.Logf("%d runs of %s in %s", *plantRuns*len(cases), length, time.Since(start).Round(time.Second))
-	for i, c := range cases {
-		name := c.plant
-		if name == PlantNone {
-			name = "none"
-		}
-		t.Logf("planted bug %-18s faults %-26s violation reported in %2d of %d runs", name, strings.Join(c.fams, ","), caught[i], *plantRuns)
-		switch {
-		case c.plant == PlantNone && caught[i] > 0:
-			t.Errorf("the build as shipped reported violations in %d of %d runs:\n%s", caught[i], *plantRuns, example[i])
-		case c.plant != PlantNone && caught[i]*20 < c.least**plantRuns:
-			t.Errorf("planted bug %q caught in %d of %d runs; want at least %d of 20", c.plant, caught[i], *plantRuns, c.least)
-		}
+			b.ReportMetric(float64(caught)/float64(b.N), "caught/run")
+		})
 	}
 }

@@ -50,7 +50,9 @@ type Options struct {
 	WriteEvery time.Duration
 	// ReadEvery is how often the runner reads the register. Default 50ms.
 	ReadEvery time.Duration
-	// Families are the fault families drawn. Default all.
+	// Families are the fault families drawn. Default all, or with a Plant,
+	// the families that expose it (PlantFamilies), every fault aimed at
+	// the leader.
 	Families []string
 	// Plant is the planted bug, PlantNone for the node as shipped.
 	Plant string
@@ -104,6 +106,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ReadEvery == 0 {
 		o.ReadEvery = 50 * time.Millisecond
+	}
+	if o.Families == nil && o.Plant != PlantNone {
+		o.Families, o.LeaderOnly = PlantFamilies(o.Plant), true
 	}
 	if o.Families == nil {
 		o.Families = Families()
@@ -250,25 +255,8 @@ func Run(ctx context.Context, o Options) (*History, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.reg, err = StartRegister(); err != nil {
+	if err := r.startProxies(targets); err != nil {
 		return nil, err
-	}
-	for i := range o.Nodes {
-		var ps []*Proxy
-		for _, t := range targets {
-			p, err := NewProxy(t)
-			if err != nil {
-				return nil, err
-			}
-			ps = append(ps, p)
-		}
-		r.coordProx = append(r.coordProx, ps)
-		p, err := NewProxy(r.reg.Addr())
-		if err != nil {
-			return nil, err
-		}
-		r.regProx = append(r.regProx, p)
-		_ = i
 	}
 	r.gens = make([]int, o.Nodes)
 	r.procs = make([]*nodeProc, o.Nodes)
@@ -291,12 +279,7 @@ func Run(ctx context.Context, o Options) (*History, error) {
 		go func() { defer bg.Done(); r.progressLoop(stop, start) }()
 	}
 
-	sched := o.Schedule
-	if sched == nil {
-		sched = Schedule(ScheduleConfig{Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, Members: o.Members,
-			TTL: o.TTL, Margin: o.Margin, Families: o.Families, Start: o.FaultStart, Tail: o.FaultTail, MaxGap: o.MaxGap, LeaderOnly: o.LeaderOnly})
-	}
-	for _, f := range sched {
+	for _, f := range o.schedule() {
 		if !sleepCtx(ctx, time.Until(start.Add(f.At))) {
 			break
 		}
@@ -320,6 +303,41 @@ func Run(ctx context.Context, o Options) (*History, error) {
 		fmt.Fprint(o.Progress, "\r\033[K")
 	}
 	return h, ctx.Err()
+}
+
+// schedule is o.Schedule, or the schedule drawn from o.
+func (o Options) schedule() []Fault {
+	if o.Schedule != nil {
+		return o.Schedule
+	}
+	return Schedule(ScheduleConfig{Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, Members: o.Members,
+		TTL: o.TTL, Margin: o.Margin, Families: o.Families, Start: o.FaultStart, Tail: o.FaultTail, MaxGap: o.MaxGap, LeaderOnly: o.LeaderOnly})
+}
+
+// startProxies starts the register service and, for each node, a proxy to
+// every coordinator target and one to the register.
+func (r *runner) startProxies(targets []string) error {
+	var err error
+	if r.reg, err = StartRegister(); err != nil {
+		return err
+	}
+	for range r.o.Nodes {
+		var ps []*Proxy
+		for _, t := range targets {
+			p, err := NewProxy(t)
+			if err != nil {
+				return err
+			}
+			ps = append(ps, p)
+		}
+		r.coordProx = append(r.coordProx, ps)
+		p, err := NewProxy(r.reg.Addr())
+		if err != nil {
+			return err
+		}
+		r.regProx = append(r.regProx, p)
+	}
+	return nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -520,125 +538,173 @@ func (r *runner) stopNodes() {
 	}
 }
 
-// target resolves a fault's node.
-func (r *runner) target(f Fault) int {
+// target resolves a fault's node. For LeaderNode it waits, up to 2·TTL,
+// for some node to lead, so that a fault meant for the leader strikes one;
+// it falls back to node 0 when nobody leads by then.
+func (r *runner) target(ctx context.Context, f Fault) int {
 	if f.Node != LeaderNode {
 		return f.Node
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	best, tok := 0, uint64(0)
-	for slot, t := range r.leading {
-		if t > tok {
-			best, tok = slot, t
+	deadline := time.Now().Add(2 * r.o.TTL)
+	for {
+		if slot, ok := r.leader(); ok {
+			return slot
+		}
+		if time.Now().After(deadline) || !sleepCtx(ctx, 10*time.Millisecond) {
+			return 0
 		}
 	}
-	return best
+}
+
+// leader returns the slot of the node whose live term has the highest
+// token.
+func (r *runner) leader() (slot int, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tok := uint64(0)
+	for s, t := range r.leading {
+		if t > tok {
+			slot, tok, ok = s, t, true
+		}
+	}
+	return slot, ok
 }
 
 // apply applies fault f and returns once it has healed.
 func (r *runner) apply(ctx context.Context, f Fault) {
-	rec := FaultRecord{Fault: f, Target: r.target(f), Start: Mono()}
-	if f.Family == FamilyMember {
-		rec.Target = -1
-	}
+	rec := FaultRecord{Fault: f, Target: -1}
 	var np *nodeProc
-	if rec.Target >= 0 {
+	if f.Family != FamilyMember {
+		rec.Target = r.target(ctx, f)
 		r.mu.Lock()
 		np = r.procs[rec.Target]
 		r.mu.Unlock()
 		rec.Holder = np.holder
 	}
-	prox := func() []*Proxy {
-		if rec.Target < 0 {
-			return nil
-		}
-		return r.coordProx[rec.Target]
-	}()
+	rec.Start = Mono()
 	wait := func(d time.Duration) { sleepCtx(ctx, d) }
 	switch f.Family {
 	case FamilyPartition:
-		for _, p := range prox {
-			p.Hold(Up)
-			p.Hold(Down)
-		}
+		r.cut(rec.Target, Up, Down)
 		wait(f.Dur)
-		for _, p := range prox {
-			p.Heal()
-		}
+		r.heal(rec.Target)
 	case FamilyBlackhole:
-		for _, p := range prox {
-			p.Hold(f.Dir)
-		}
+		r.cut(rec.Target, f.Dir)
 		wait(f.Dur)
-		for _, p := range prox {
-			p.Heal()
-		}
+		r.heal(rec.Target)
 	case FamilyLatency:
-		for _, p := range prox {
-			p.SetLatency(Up, f.Up)
-			p.SetLatency(Down, f.Down)
-		}
-		r.regProx[rec.Target].SetLatency(Up, f.Write)
+		r.slow(rec.Target, f)
 		wait(f.Dur)
-		for _, p := range prox {
-			p.Heal()
-		}
-		r.regProx[rec.Target].Heal()
+		r.heal(rec.Target)
+	case FamilyDegrade:
+		r.slow(rec.Target, f)
+		wait(f.Dur / 3)
+		r.cut(rec.Target, Up, Down)
+		wait(f.Dur - f.Dur/3)
+		r.heal(rec.Target)
 	case FamilyReset:
-		n := 0
-		for _, p := range prox {
-			n += p.Reset()
-		}
-		n += r.regProx[rec.Target].Reset()
-		rec.Note = fmt.Sprintf("%d connections reset", n)
+		rec.Note = fmt.Sprintf("%d connections reset", r.reset(rec.Target))
 	case FamilyPause:
-		// Hold the node's writes first, so that one is in flight when the
-		// process stops; release it while the process is still stopped,
-		// after a newer leader has had time to write.
-		rp := r.regProx[rec.Target]
-		rp.Hold(Up)
-		wait(3 * r.o.WriteEvery)
-		from := Mono()
-		_ = np.cmd.Process.Signal(syscall.SIGSTOP)
-		wait(f.Dur)
-		rp.Heal()
-		wait(100 * time.Millisecond)
-		_ = np.cmd.Process.Signal(syscall.SIGCONT)
-		r.mu.Lock()
-		r.pauses[np.holder] = append(r.pauses[np.holder], [2]int64{from, Mono()})
-		r.mu.Unlock()
+		r.pause(np, rec.Target, f.Dur, wait)
 	case FamilyCrash:
-		r.mu.Lock()
-		np.killed = true
-		r.mu.Unlock()
-		_ = np.cmd.Process.Kill()
-		r.mu.Lock()
-		r.kills[np.holder] = Mono()
-		r.mu.Unlock()
-		<-np.done
-		wait(f.Dur)
-		if ctx.Err() == nil {
-			if err := r.startNode(rec.Target); err != nil {
-				rec.Note = err.Error()
-			}
-		}
+		rec.Note = r.crash(ctx, np, rec.Target, f.Dur)
 	case FamilyMember:
-		if f.Member < len(r.members) {
-			r.members[f.Member].Close()
-			wait(f.Dur)
-			s, err := embedded.Start(context.WithoutCancel(ctx), r.memberCfg[f.Member])
-			if err != nil {
-				rec.Note = "restart failed: " + err.Error()
-			} else {
-				r.members[f.Member] = s
-			}
-		}
+		rec.Note = r.restartMember(ctx, f)
 	}
 	rec.End = Mono()
 	r.mu.Lock()
 	r.faults = append(r.faults, rec)
 	r.mu.Unlock()
+}
+
+// cut holds the given directions between node slot and the coordinator.
+func (r *runner) cut(slot int, dirs ...Direction) {
+	for _, p := range r.coordProx[slot] {
+		for _, d := range dirs {
+			p.Hold(d)
+		}
+	}
+}
+
+// slow puts f's latencies on node slot's links: Up and Down to and from the
+// coordinator, Write on its writes.
+func (r *runner) slow(slot int, f Fault) {
+	for _, p := range r.coordProx[slot] {
+		p.SetLatency(Up, f.Up)
+		p.SetLatency(Down, f.Down)
+	}
+	r.regProx[slot].SetLatency(Up, f.Write)
+}
+
+// heal ends every hold and latency on node slot's links.
+func (r *runner) heal(slot int) {
+	for _, p := range r.coordProx[slot] {
+		p.Heal()
+	}
+	r.regProx[slot].Heal()
+}
+
+// reset resets every connection of node slot and returns how many.
+func (r *runner) reset(slot int) int {
+	n := 0
+	for _, p := range r.coordProx[slot] {
+		n += p.Reset()
+	}
+	return n + r.regProx[slot].Reset()
+}
+
+// pause holds the node's writes first, so that one is in flight when the
+// process stops, then stops it for d; the write is released while the
+// process is still stopped, after a newer leader has had time to write.
+func (r *runner) pause(np *nodeProc, slot int, d time.Duration, wait func(time.Duration)) {
+	rp := r.regProx[slot]
+	rp.Hold(Up)
+	wait(3 * r.o.WriteEvery)
+	from := Mono()
+	_ = np.cmd.Process.Signal(syscall.SIGSTOP)
+	wait(d)
+	rp.Heal()
+	wait(100 * time.Millisecond)
+	_ = np.cmd.Process.Signal(syscall.SIGCONT)
+	r.mu.Lock()
+	r.pauses[np.holder] = append(r.pauses[np.holder], [2]int64{from, Mono()})
+	r.mu.Unlock()
+}
+
+// crash kills the node process, waits d, and starts a new incarnation in
+// its slot. It returns a note when the restart failed.
+func (r *runner) crash(ctx context.Context, np *nodeProc, slot int, d time.Duration) string {
+	r.mu.Lock()
+	np.killed = true
+	r.mu.Unlock()
+	_ = np.cmd.Process.Kill()
+	r.mu.Lock()
+	r.kills[np.holder] = Mono()
+	r.mu.Unlock()
+	<-np.done
+	sleepCtx(ctx, d)
+	if ctx.Err() != nil {
+		return ""
+	}
+	if err := r.startNode(slot); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// restartMember stops etcd member f.Member for f.Dur, then starts it again.
+func (r *runner) restartMember(ctx context.Context, f Fault) string {
+	if f.Member >= len(r.members) {
+		return ""
+	}
+	r.members[f.Member].Close()
+	sleepCtx(ctx, f.Dur)
+	s, err := embedded.Start(context.WithoutCancel(ctx), r.memberCfg[f.Member])
+	if err != nil {
+		return "restart failed: " + err.Error()
+	}
+	r.members[f.Member] = s
+	return ""
 }
 
 // readLoop reads the register every ReadEvery until stop is closed.

@@ -17,11 +17,16 @@ const (
 	FamilyPause     = "pause"     // SIGSTOP longer than the TTL, with a write in flight
 	FamilyCrash     = "crash"     // SIGKILL, restart with a new holder
 	FamilyMember    = "member"    // an etcd member stopped, then restarted (--members 3)
+	// FamilyDegrade: latency to and from the coordinator and on writes for
+	// the first third, then a partition from the coordinator while the
+	// latency lasts: the last renewal that got through was slow, and the
+	// leader writes, slowly, up to its local deadline.
+	FamilyDegrade = "degrade"
 )
 
 // Families lists every fault family.
 func Families() []string {
-	return []string{FamilyPartition, FamilyBlackhole, FamilyLatency, FamilyReset, FamilyPause, FamilyCrash, FamilyMember}
+	return []string{FamilyPartition, FamilyBlackhole, FamilyLatency, FamilyReset, FamilyPause, FamilyCrash, FamilyMember, FamilyDegrade}
 }
 
 // ParseFamilies parses a comma-separated list of fault families; "all" means
@@ -82,7 +87,7 @@ func (f Fault) String() string {
 		return s + " " + who
 	case FamilyBlackhole:
 		return s + fmt.Sprintf(" %s, %s held for %s", who, f.Dir, f.Dur.Round(time.Millisecond))
-	case FamilyLatency:
+	case FamilyLatency, FamilyDegrade:
 		return s + fmt.Sprintf(" %s for %s: requests +%s, replies +%s, writes +%s", who, f.Dur.Round(time.Millisecond),
 			f.Up.Round(time.Millisecond), f.Down.Round(time.Millisecond), f.Write.Round(time.Millisecond))
 	default:
@@ -148,28 +153,7 @@ func Schedule(cfg ScheduleConfig) []Fault {
 		if rng.IntN(10) < 7 || cfg.LeaderOnly {
 			f.Node = LeaderNode
 		}
-		switch f.Family {
-		case FamilyPartition:
-			f.Dur = between(1, 2)
-		case FamilyBlackhole:
-			f.Dur = between(0.75, 2)
-			f.Dir = Direction(rng.IntN(2))
-		case FamilyLatency:
-			f.Dur = between(1, 2)
-			f.Up = between(0, 0.05)
-			f.Down = between(0.1, 0.15)
-			f.Write = time.Duration((0.5 + 0.3*rng.Float64()) * float64(cfg.Margin))
-		case FamilyReset:
-			f.Dur = 0
-		case FamilyPause:
-			f.Dur = between(1.6, 2.2)
-		case FamilyCrash:
-			f.Dur = between(0.25, 1.5)
-		case FamilyMember:
-			f.Node = 0
-			f.Member = rng.IntN(cfg.Members)
-			f.Dur = between(1, 3)
-		}
+		f = shape(f, cfg, between, rng)
 		if at+f.Dur+tail > cfg.Duration {
 			break
 		}
@@ -177,4 +161,50 @@ func Schedule(cfg ScheduleConfig) []Fault {
 		at += f.Dur + minGap + time.Duration(rng.Int64N(int64(maxGap-minGap)+1))
 	}
 	return out
+}
+
+// shape draws the parameters of fault f from rng; between draws a duration
+// in TTLs.
+func shape(f Fault, cfg ScheduleConfig, between func(lo, hi float64) time.Duration, rng *rand.Rand) Fault {
+	switch f.Family {
+	case FamilyPartition:
+		// At least 1.25 TTL: long enough for the lease to run out.
+		f.Dur = between(1.25, 2)
+	case FamilyBlackhole:
+		f.Dur = between(0.75, 2)
+		f.Dir = Direction(rng.IntN(2))
+	case FamilyLatency:
+		f.Dur = between(1, 2)
+		f.Up = between(0, 0.05)
+		f.Down = between(0.1, 0.15)
+		f.Write = writeLatency(cfg.Margin, rng.Float64())
+	case FamilyDegrade:
+		// A third of the time for slow renewals, then at least 1.5 TTL
+		// cut off: the lease runs out and another node takes over.
+		// Replies late by about the margin: a renewal (a few round trips)
+		// still gets through, but takes several times the margin.
+		f.Dur = between(2.5, 3)
+		f.Up = between(0, 0.02)
+		f.Down = between(0.08, 0.12)
+		f.Write = writeLatency(cfg.Margin, rng.Float64())
+	case FamilyReset:
+		f.Dur = 0
+	case FamilyPause:
+		f.Dur = between(1.6, 2.2)
+	case FamilyCrash:
+		f.Dur = between(0.25, 1.5)
+	case FamilyMember:
+		f.Node = 0
+		f.Member = rng.IntN(cfg.Members)
+		f.Dur = between(1, 3)
+	}
+	return f
+}
+
+// writeLatency is the latency put on a node's writes: between a quarter and
+// a half of the margin, well inside what the margin absorbs, long enough
+// that a write checked just before a deadline that has no margin lands
+// after the lease.
+func writeLatency(margin time.Duration, x float64) time.Duration {
+	return time.Duration((0.25 + 0.25*x) * float64(margin))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/internal/leakcheck"
+	"github.com/tenure-dev/tenure/internal/require"
 )
 
 func TestMain(m *testing.M) {
@@ -190,15 +191,12 @@ type binary struct {
 const etcdBinary = "/usr/bin/etcd"
 
 // startBinary starts /usr/bin/etcd in a temporary directory on free loopback
-// ports, stopped at cleanup. It skips the test when the binary is missing,
-// unless TENURE_REQUIRE_ETCD_BINARY=1 (as in CI), when it fails it.
+// ports, stopped at cleanup. When the binary is missing, require.EtcdBinary
+// decides: a failure in CI, a skip with a notice otherwise.
 func startBinary(t *testing.T) *binary {
 	t.Helper()
 	if _, err := os.Stat(etcdBinary); err != nil {
-		if os.Getenv("TENURE_REQUIRE_ETCD_BINARY") == "1" {
-			t.Fatalf("TENURE_REQUIRE_ETCD_BINARY=1 but %s is missing (install package etcd-server): %v", etcdBinary, err)
-		}
-		t.Skipf("%s not installed (package etcd-server); set TENURE_REQUIRE_ETCD_BINARY=1 to require it", etcdBinary)
+		require.EtcdBinary.Missing(t, err)
 	}
 	urls, err := embedded.FreeLocalURLs(2)
 	if err != nil {

@@ -54,67 +54,14 @@ stale-write checker shows it did.`,
 		Example: `  tenure verify --duration 60s --json out.json
   tenure verify --duration 2m --html report.html
   tenure verify --members 3 --faults partition,member
-  tenure verify --plant reply-deadline --duration 30s`,
+  tenure verify --plant reply-deadline --duration 20s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fams, err := chaos.ParseFamilies(f.faults)
-			if err != nil {
-				return usageError("--faults: %w", err)
-			}
-			exe, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("verify: find this binary to run the nodes: %w", err)
-			}
-			var endpoints []string
-			if fl := cmd.Flags().Lookup("endpoints"); fl != nil && fl.Changed {
-				endpoints = g.coord.endpoints
-			}
-			o := chaos.Options{
-				Seed: f.seed, Duration: f.duration, Nodes: f.nodes, Members: f.members,
-				Endpoints: endpoints, Postgres: g.coord.postgres, TTL: f.ttl, Margin: f.margin, MaxDrift: f.maxDrift,
-				Families: fams, Plant: f.plant,
-				NodeCommand: func(spec string) *exec.Cmd {
-					return exec.Command(exe, "verify-node", "--spec", spec)
-				},
-			}
-			if err := o.Validate(); err != nil {
-				return usageError("%w", err)
-			}
-			out := cmd.OutOrStdout()
-			if o.Seed == 0 {
-				o.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "verify: seed %d, %s, %d nodes, faults %s\n", o.Seed, f.duration, f.nodes, strings.Join(fams, ","))
-			if isTerminal(out) {
-				o.Progress = out
-			}
-			h, err := chaos.Run(cmd.Context(), o)
-			if h == nil {
-				return err
-			}
-			rep := chaos.Analyze(h)
-			rep.WriteSummary(out)
-			if f.jsonFile != "" {
-				b, jerr := json.MarshalIndent(rep, "", "  ")
-				if jerr == nil {
-					jerr = os.WriteFile(f.jsonFile, b, 0o644)
-				}
-				if jerr != nil {
-					return fmt.Errorf("verify: --json: %w", jerr)
-				}
-			}
-			if f.htmlFile != "" {
-				if herr := rep.WriteHTMLFile(f.htmlFile); herr != nil {
-					return fmt.Errorf("verify: --html: %w", herr)
-				}
-			}
+			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
 			}
-			if !rep.OK() {
-				return &exitError{code: ExitError, err: fmt.Errorf("verify: %d safety violation(s); replay with --seed %d", rep.Violations, rep.Seed)}
-			}
-			return nil
+			return runVerify(cmd, f, o)
 		},
 	}
 	fl := cmd.Flags()
@@ -125,11 +72,95 @@ stale-write checker shows it did.`,
 	fl.IntVar(&f.nodes, "nodes", 3, "number of node processes (2–9)")
 	fl.IntVar(&f.members, "members", 1, "embedded etcd members: 1 or 3")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the fault schedule (default: drawn and printed)")
-	fl.StringVar(&f.faults, "faults", "all", "fault families, comma-separated: "+strings.Join(chaos.Families(), ",")+", or all")
+	fl.StringVar(&f.faults, "faults", "all", "fault families, comma-separated: "+strings.Join(chaos.Families(), ",")+", or all (with --plant: the families that expose the bug)")
 	fl.StringVar(&f.plant, "plant", "", "plant a known bug in the nodes: "+strings.Join(chaos.Plants(), ", "))
 	fl.StringVar(&f.jsonFile, "json", "", "write every figure to this JSON file")
 	fl.StringVar(&f.htmlFile, "html", "", "write a self-contained HTML report with a timeline to this file")
 	return cmd
+}
+
+// options turns the flags into chaos options. With --plant and no
+// --faults, the run draws the fault families that expose the planted bug.
+func (f *verifyFlags) options(cmd *cobra.Command, g *globalFlags) (chaos.Options, error) {
+	var fams []string
+	if f.plant == "" || cmd.Flags().Changed("faults") {
+		var err error
+		if fams, err = chaos.ParseFamilies(f.faults); err != nil {
+			return chaos.Options{}, usageError("--faults: %w", err)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return chaos.Options{}, fmt.Errorf("verify: find this binary to run the nodes: %w", err)
+	}
+	var endpoints []string
+	if fl := cmd.Flags().Lookup("endpoints"); fl != nil && fl.Changed {
+		endpoints = g.coord.endpoints
+	}
+	o := chaos.Options{
+		Seed: f.seed, Duration: f.duration, Nodes: f.nodes, Members: f.members,
+		Endpoints: endpoints, Postgres: g.coord.postgres, TTL: f.ttl, Margin: f.margin, MaxDrift: f.maxDrift,
+		Families: fams, Plant: f.plant,
+		NodeCommand: func(spec string) *exec.Cmd {
+			return exec.Command(exe, "verify-node", "--spec", spec)
+		},
+	}
+	if err := o.Validate(); err != nil {
+		return o, usageError("%w", err)
+	}
+	if o.Seed == 0 {
+		o.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
+	}
+	return o, nil
+}
+
+// runVerify runs the verification o, writes its reports, and returns an
+// exit error when a safety checker found a violation.
+func runVerify(cmd *cobra.Command, f verifyFlags, o chaos.Options) error {
+	out := cmd.OutOrStdout()
+	fams := o.Families
+	if fams == nil {
+		fams = chaos.PlantFamilies(o.Plant)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "verify: seed %d, %s, %d nodes, faults %s\n", o.Seed, f.duration, f.nodes, strings.Join(fams, ","))
+	if isTerminal(out) {
+		o.Progress = out
+	}
+	h, err := chaos.Run(cmd.Context(), o)
+	if h == nil {
+		return err
+	}
+	rep := chaos.Analyze(h)
+	rep.WriteSummary(out)
+	if werr := writeVerifyFiles(f, rep); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return &exitError{code: ExitError, err: fmt.Errorf("verify: %d safety violation(s); replay with --seed %d", rep.Violations, rep.Seed)}
+	}
+	return nil
+}
+
+// writeVerifyFiles writes the --json and --html reports asked for.
+func writeVerifyFiles(f verifyFlags, rep *chaos.Report) error {
+	if f.jsonFile != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err == nil {
+			err = os.WriteFile(f.jsonFile, b, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("verify: --json: %w", err)
+		}
+	}
+	if f.htmlFile != "" {
+		if err := rep.WriteHTMLFile(f.htmlFile); err != nil {
+			return fmt.Errorf("verify: --html: %w", err)
+		}
+	}
+	return nil
 }
 
 // newVerifyNodeCommand is the hidden node process of verify.

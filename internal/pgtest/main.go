@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tenure-dev/tenure/internal/require"
 )
 
 // Main starts a server, hands it (or the reason there is none) to use, runs
@@ -46,15 +48,9 @@ func Main(m interface{ Run() int }, use func(*Server, error)) int {
 	return code
 }
 
-// Required reports whether TENURE_REQUIRE_POSTGRES asks for a server.
-func Required() bool {
-	v := strings.ToLower(os.Getenv(EnvRequire))
-	return v == "1" || v == "true" || v == "yes"
-}
-
-// Need returns s when there is a server. Otherwise it fails t when
-// TENURE_REQUIRE_POSTGRES is set, and skips it with err as the reason when
-// it is not.
+// Need returns s when there is a server. Otherwise it ends t as
+// require.Postgres decides: a failure when PostgreSQL is required
+// (TENURE_REQUIRE_POSTGRES, or CI=true), a skip with a notice otherwise.
 func Need(t testing.TB, s *Server, err error) *Server {
 	t.Helper()
 	if s != nil && err == nil {
@@ -63,10 +59,7 @@ func Need(t testing.TB, s *Server, err error) *Server {
 	if err == nil {
 		err = fmt.Errorf("no server was started (is pgtest.Main called from TestMain?)")
 	}
-	if Required() {
-		t.Fatalf("PostgreSQL required (%s is set) but unavailable: %v", EnvRequire, err)
-	}
-	t.Skipf("no PostgreSQL server (set %s=DSN, or install initdb/postgres; %s=1 makes this a failure): %v", EnvDSN, EnvRequire, err)
+	require.Postgres.Missing(t, err)
 	return nil
 }
 

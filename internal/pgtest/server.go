@@ -55,8 +55,6 @@ const (
 	// EnvDSN names an existing server to use instead of starting one. Its
 	// role must be allowed to create databases and roles.
 	EnvDSN = "TENURE_TEST_POSTGRES"
-	// EnvRequire, when "1" or "true", turns "no server" into a test failure.
-	EnvRequire = "TENURE_REQUIRE_POSTGRES"
 	// EnvUser names the operating-system user that runs a started server
 	// when the tests run as root. Default "postgres".
 	EnvUser = "TENURE_PGTEST_USER"

@@ -17,8 +17,12 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// The bugs a coordinator wrapper can plant.
+// The planted bugs.
 const (
+	// NoToken: the writer presents no fencing token and writes through an
+	// unfenced path, so nothing stops a stale write. It is planted in the
+	// writer, not the coordinator: Wrap leaves the coordinator unchanged.
+	NoToken = "no-token"
 	// ReplyDeadline: the local deadline is measured from the reply instead
 	// of the send: the reported TTL grows by the call's round trip.
 	ReplyDeadline = "reply-deadline"
@@ -31,34 +35,39 @@ const (
 	RenewAfterExpiry = "renew-after-expiry"
 )
 
+// All lists every planted bug.
+func All() []string { return []string{NoToken, ReplyDeadline, NoMargin, RenewAfterExpiry} }
+
 // Wrap returns c with bug planted for an Elector configured with cfg; any
 // other bug name returns c unchanged. The wrapper keeps c's Watch, so the
 // Elector's campaign still wakes on releases.
 func Wrap(c tenure.Coordinator, bug string, cfg tenure.Config) tenure.Coordinator {
 	switch bug {
 	case ReplyDeadline:
-		return replyDeadline{passthrough{c}}
+		return replyDeadline{Passthrough{c}}
 	case NoMargin:
-		return noMargin{passthrough{c}, cfg}
+		return noMargin{Passthrough{c}, cfg}
 	case RenewAfterExpiry:
-		return renewAfterExpiry{passthrough{c}, cfg}
+		return renewAfterExpiry{Passthrough{c}, cfg}
 	default:
 		return c
 	}
 }
 
-// passthrough forwards Watch to the inner coordinator.
-type passthrough struct{ tenure.Coordinator }
+// Passthrough is a base for coordinator wrappers: it forwards every call,
+// Watch included, to the Coordinator it embeds, so that an Elector above a
+// wrapper still campaigns on watch events rather than by polling.
+type Passthrough struct{ tenure.Coordinator }
 
 // Watch forwards to the inner coordinator when it can watch.
-func (c passthrough) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
+func (c Passthrough) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
 	if w, ok := c.Coordinator.(tenure.Watcher); ok {
 		return w.Watch(ctx, key)
 	}
 	return nil, errors.New("plant: coordinator cannot watch")
 }
 
-type replyDeadline struct{ passthrough }
+type replyDeadline struct{ Passthrough }
 
 func (c replyDeadline) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	sent := time.Now()
@@ -75,7 +84,7 @@ func (c replyDeadline) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant,
 }
 
 type noMargin struct {
-	passthrough
+	Passthrough
 	cfg tenure.Config
 }
 
@@ -96,7 +105,7 @@ func (c noMargin) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, erro
 }
 
 type renewAfterExpiry struct {
-	passthrough
+	Passthrough
 	cfg tenure.Config
 }
 

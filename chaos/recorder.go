@@ -1,0 +1,50 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/plant"
+)
+
+// recorder reports every acquire, renew and release with its send and reply
+// times and the TTL the coordinator really granted.
+type recorder struct {
+	plant.Passthrough
+	out *eventWriter
+}
+
+func (c recorder) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
+	sent := Mono()
+	g, err := c.Coordinator.Acquire(ctx, key, holder, ttl)
+	ev := Event{Kind: KindAcquire, Sent: sent, OK: err == nil, Token: g.Token, TTL: g.TTL}
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	c.out.emit(ev)
+	return g, err
+}
+
+func (c recorder) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
+	sent := Mono()
+	r, err := c.Coordinator.Renew(ctx, g)
+	ev := Event{Kind: KindRenew, Sent: sent, OK: err == nil, Token: g.Token, TTL: r.TTL, Lost: errors.Is(err, tenure.ErrLost)}
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	c.out.emit(ev)
+	return r, err
+}
+
+func (c recorder) Release(ctx context.Context, g tenure.Grant) error {
+	sent := Mono()
+	err := c.Coordinator.Release(ctx, g)
+	ev := Event{Kind: KindRelease, Sent: sent, OK: err == nil, Token: g.Token}
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	c.out.emit(ev)
+	return err
+}
