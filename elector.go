@@ -215,6 +215,7 @@ func (e *Elector) begin(ctx context.Context, g Grant, sent time.Time) *Term {
 	e.log.Info("leadership acquired", "token", g.Token, "ttl", g.TTL, "remaining", time.Until(deadline))
 	e.metrics.SetLeader(g.Key, true)
 	e.metrics.SetToken(g.Key, g.Token)
+	e.metrics.TermBegan(t)
 	e.transition(Elected, t, nil)
 	return t
 }
@@ -320,7 +321,6 @@ func (e *Elector) reportEnd(t *Term) TransitionKind {
 	switch {
 	case errors.Is(cause, ErrStaleToken):
 		kind = Fenced
-		e.metrics.FencedRejection(t.key)
 		e.log.Warn("fenced by resource: stepping down", "token", t.token, "err", cause)
 	case errors.Is(cause, ErrLost):
 		kind = Lost
