@@ -286,6 +286,7 @@ func (e *Elector) begin(ctx context.Context, g Grant, sent sendTime) *Term {
 	e.log.Info("leadership acquired", "token", g.Token, "ttl", g.TTL, "remaining", t.Remaining())
 	e.metrics.SetLeader(g.Key, true)
 	e.metrics.SetToken(g.Key, g.Token)
+	e.metrics.TermBegan(t)
 	e.transition(Elected, t, nil)
 	return t
 }
@@ -391,7 +392,6 @@ func (e *Elector) reportEnd(t *Term) TransitionKind {
 	switch {
 	case errors.Is(cause, ErrStaleToken):
 		kind = Fenced
-		e.metrics.FencedRejection(t.key)
 		e.log.Warn("fenced by resource: stepping down", "token", t.token, "err", cause)
 	case errors.Is(cause, ErrLost):
 		kind = Lost

@@ -10,13 +10,17 @@ type Metrics interface {
 	SetLeader(key string, leading bool)
 	// SetToken records the fencing token of the current term on key.
 	SetToken(key string, token uint64)
+	// TermBegan records that term t began. An implementation may keep t
+	// until SetLeader(t.Key(), false) to read t.Remaining() when it is
+	// asked (a Prometheus scrape), so that the lease left is reported as it
+	// is then, not as it was at the last renewal.
+	TermBegan(t *Term)
 	// Transition counts a leadership transition of the given kind.
 	Transition(key string, kind TransitionKind)
 	// ObserveRenew records one renewal attempt: how long it took and whether
-	// it failed (err is nil on success).
+	// it failed (err is nil on success, wraps ErrLost when the grant was
+	// gone).
 	ObserveRenew(key string, took time.Duration, err error)
-	// FencedRejection counts a resource rejecting this node's token as stale.
-	FencedRejection(key string)
 }
 
 // NopMetrics is a Metrics that discards everything.
@@ -28,13 +32,13 @@ func (NopMetrics) SetLeader(string, bool) {}
 // SetToken does nothing.
 func (NopMetrics) SetToken(string, uint64) {}
 
+// TermBegan does nothing.
+func (NopMetrics) TermBegan(*Term) {}
+
 // Transition does nothing.
 func (NopMetrics) Transition(string, TransitionKind) {}
 
 // ObserveRenew does nothing.
 func (NopMetrics) ObserveRenew(string, time.Duration, error) {}
-
-// FencedRejection does nothing.
-func (NopMetrics) FencedRejection(string) {}
 
 var _ Metrics = NopMetrics{}

@@ -44,6 +44,26 @@ func (k TransitionKind) String() string {
 	return fmt.Sprintf("TransitionKind(%d)", int(k))
 }
 
+var transitionReasons = [...]string{
+	Elected:     "acquired",
+	Resigned:    "released",
+	Lost:        "lost",
+	Expired:     "deadline",
+	Fenced:      "fenced",
+	SteppedDown: "released",
+}
+
+// Reason is the kind as one of the five reasons that logs, metrics and
+// status pages give for a transition: "acquired" (Elected), "released"
+// (Resigned and SteppedDown: the node gave the key up on purpose),
+// "deadline" (Expired), "lost" and "fenced".
+func (k TransitionKind) Reason() string {
+	if k > 0 && int(k) < len(transitionReasons) {
+		return transitionReasons[k]
+	}
+	return k.String()
+}
+
 // Transition is one change of a node's leadership of a key.
 type Transition struct {
 	// Kind says what happened.

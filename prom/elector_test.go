@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
@@ -34,7 +35,7 @@ func newElector(t *testing.T, c tenure.Coordinator, m tenure.Metrics) *tenure.El
 // key selects the series of the elector's key, and kind a transition kind.
 var key = map[string]string{"key": "scheduler"}
 
-func kind(k string) map[string]string { return map[string]string{"key": "scheduler", "kind": k} }
+func reason(r string) map[string]string { return map[string]string{"key": "scheduler", "reason": r} }
 
 // A real Elector on the memory coordinator: elected, renews while leading,
 // resigns when its function returns.
@@ -53,14 +54,14 @@ func TestElectorElectedRenewResigned(t *testing.T) {
 		var token uint64
 		err = e.Run(t.Context(), func(ctx context.Context, term *tenure.Term) error {
 			token = term.Token()
-			if got := value(t, reg, "tenure_leader", key); got != 1 {
-				t.Errorf("tenure_leader while leading = %v; want 1", got)
+			if got := value(t, reg, "tenure_is_leader", key); got != 1 {
+				t.Errorf("tenure_is_leader while leading = %v; want 1", got)
 			}
 			if got := value(t, reg, "tenure_fencing_token", key); got != float64(token) {
 				t.Errorf("tenure_fencing_token while leading = %v; want %d", got, token)
 			}
-			if got := value(t, reg, "tenure_transitions_total", kind("elected")); got != 1 {
-				t.Errorf(`tenure_transitions_total{kind="elected"} while leading = %v; want 1`, got)
+			if got := value(t, reg, "tenure_transitions_total", reason("acquired")); got != 1 {
+				t.Errorf(`tenure_transitions_total{reason="acquired"} while leading = %v; want 1`, got)
 			}
 			time.Sleep(10 * time.Second) // renewals every TTL/3
 			if got := value(t, reg, "tenure_renew_duration_seconds", key); got == 0 {
@@ -71,26 +72,26 @@ func TestElectorElectedRenewResigned(t *testing.T) {
 		if !errors.Is(err, errDone) {
 			t.Fatalf("Run() = %v; want %v", err, errDone)
 		}
-		if got := value(t, reg, "tenure_leader", key); got != 0 {
-			t.Errorf("tenure_leader after resigning = %v; want 0", got)
+		if got := value(t, reg, "tenure_is_leader", key); got != 0 {
+			t.Errorf("tenure_is_leader after resigning = %v; want 0", got)
 		}
 		if got := value(t, reg, "tenure_fencing_token", key); got != float64(token) {
 			t.Errorf("tenure_fencing_token after resigning = %v; want the last term's %d", got, token)
 		}
-		if got := value(t, reg, "tenure_transitions_total", kind("resigned")); got != 1 {
-			t.Errorf(`tenure_transitions_total{kind="resigned"} = %v; want 1`, got)
+		if got := value(t, reg, "tenure_transitions_total", reason("released")); got != 1 {
+			t.Errorf(`tenure_transitions_total{reason="released"} = %v; want 1`, got)
 		}
 		// 10s of leading at TTL/3 = 3.33s: three renewals, all successful
 		// and instant on virtual time.
 		if got := value(t, reg, "tenure_renew_duration_seconds", key); got != 3 {
 			t.Errorf("tenure_renew_duration_seconds_count = %v; want 3", got)
 		}
-		if got := value(t, reg, "tenure_renew_failures_total", key); got != 0 {
-			t.Errorf("tenure_renew_failures_total = %v; want 0", got)
+		if n, _ := testutil.GatherAndCount(reg, "tenure_renew_duration_seconds"); n != 1 {
+			t.Errorf("tenure_renew_duration_seconds has %d series; want 1 (result ok only)", n)
 		}
 		compare(t, reg, `
-			tenure_transitions_total{key="scheduler",kind="elected"} 1
-			tenure_transitions_total{key="scheduler",kind="resigned"} 1
+			tenure_transitions_total{key="scheduler",reason="acquired"} 1
+			tenure_transitions_total{key="scheduler",reason="released"} 1
 		`, "tenure_transitions_total")
 	})
 }
@@ -121,13 +122,12 @@ func TestElectorFenced(t *testing.T) {
 			t.Fatalf("Run() = %v; want %v", err, errDone)
 		}
 		compare(t, reg, `
-			tenure_transitions_total{key="scheduler",kind="elected"} 2
-			tenure_transitions_total{key="scheduler",kind="fenced"} 1
-			tenure_transitions_total{key="scheduler",kind="resigned"} 1
-			tenure_fenced_rejections_total{key="scheduler"} 1
+			tenure_transitions_total{key="scheduler",reason="acquired"} 2
+			tenure_transitions_total{key="scheduler",reason="fenced"} 1
+			tenure_transitions_total{key="scheduler",reason="released"} 1
 			tenure_fencing_token{key="scheduler"} 2
-			tenure_leader{key="scheduler"} 0
-		`, "tenure_transitions_total", "tenure_fenced_rejections_total", "tenure_fencing_token", "tenure_leader")
+			tenure_is_leader{key="scheduler"} 0
+		`, "tenure_transitions_total", "tenure_fenced_rejections_total", "tenure_fencing_token", "tenure_is_leader")
 	})
 }
 
@@ -154,8 +154,8 @@ func TestElectorRenewFailuresExpire(t *testing.T) {
 			c.Partition(holder)
 			<-ctx.Done()    // the local deadline
 			synctest.Wait() // the elector has reported the end of the term
-			if got := value(t, reg, "tenure_leader", key); got != 0 {
-				t.Errorf("tenure_leader after the local deadline = %v; want 0", got)
+			if got := value(t, reg, "tenure_is_leader", key); got != 0 {
+				t.Errorf("tenure_is_leader after the local deadline = %v; want 0", got)
 			}
 			c.Heal(holder)
 			return ctx.Err()
@@ -163,16 +163,14 @@ func TestElectorRenewFailuresExpire(t *testing.T) {
 		if !errors.Is(err, errDone) {
 			t.Fatalf("Run() = %v; want %v", err, errDone)
 		}
-		if got := value(t, reg, "tenure_renew_failures_total", key); got == 0 {
-			t.Error("tenure_renew_failures_total after a partition = 0; want > 0")
-		}
-		if failures, attempts := value(t, reg, "tenure_renew_failures_total", key), value(t, reg, "tenure_renew_duration_seconds", key); failures > attempts {
-			t.Errorf("renew failures (%v) > renew attempts (%v)", failures, attempts)
+		failed := map[string]string{"key": "scheduler", "result": "error"}
+		if got := value(t, reg, "tenure_renew_duration_seconds", failed); got == 0 {
+			t.Error(`tenure_renew_duration_seconds_count{result="error"} after a partition = 0; want > 0`)
 		}
 		compare(t, reg, `
-			tenure_transitions_total{key="scheduler",kind="elected"} 2
-			tenure_transitions_total{key="scheduler",kind="expired"} 1
-			tenure_transitions_total{key="scheduler",kind="resigned"} 1
+			tenure_transitions_total{key="scheduler",reason="acquired"} 2
+			tenure_transitions_total{key="scheduler",reason="deadline"} 1
+			tenure_transitions_total{key="scheduler",reason="released"} 1
 		`, "tenure_transitions_total")
 	})
 }

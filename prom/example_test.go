@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/prom"
 )
@@ -31,36 +32,33 @@ func printMetric(reg prometheus.Gatherer, name string) {
 
 func Example() {
 	reg := prometheus.NewRegistry()
-	m, err := prom.New(reg, prom.WithConstLabels(prometheus.Labels{"holder": "node-1"}))
+	m, err := prom.New(reg, prom.WithConstLabels(prometheus.Labels{"zone": "eu-1"}))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-
 	// An Elector calls these; set m as tenure.Config.Metrics.
 	m.SetLeader("scheduler", true)
 	m.SetToken("scheduler", 42)
-
-	printMetric(reg, "tenure_leader")
+	printMetric(reg, "tenure_is_leader")
 	// Output:
-	// # HELP tenure_leader Whether this node leads the key: 1 while it holds a live term, 0 otherwise.
-	// # TYPE tenure_leader gauge
-	// tenure_leader{holder="node-1",key="scheduler"} 1
+	// # HELP tenure_is_leader 1 while this instance leads the key (holds a live term whose local deadline has not passed), 0 otherwise.
+	// # TYPE tenure_is_leader gauge
+	// tenure_is_leader{key="scheduler",zone="eu-1"} 1
 }
 
-// An Elector reporting to Prometheus: it is elected, runs its function and
-// resigns when the function returns.
+// An Elector reporting to Prometheus, through a coordinator whose failed
+// calls are counted: it is elected, runs its function and resigns when the
+// function returns.
 func Example_elector() {
-	c := memory.New()
-	defer c.Close()
-
 	reg := prometheus.NewRegistry()
 	m, err := prom.New(reg)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-
+	c := m.Instrument(memory.New())
+	defer c.Close()
 	cfg := tenure.DefaultConfig()
 	cfg.Key = "scheduler"
 	cfg.Metrics = m
@@ -74,14 +72,32 @@ func Example_elector() {
 		return errDone // work done: resign
 	})
 	fmt.Println("Run:", err)
-
 	printMetric(reg, "tenure_transitions_total")
 	// Output:
 	// Run: done
-	// # HELP tenure_transitions_total Leadership transitions of this node on the key, by kind: elected, resigned (released on purpose), lost (the coordinator expired or superseded the grant), expired (the local deadline passed before a renewal succeeded), fenced (a resource rejected the token), stepped-down (user code ended the term).
+	// # HELP tenure_transitions_total Leadership transitions of this instance on the key, by reason: acquired, released (given up on purpose), deadline (the local deadline passed before a renewal succeeded), lost (the coordinator expired or superseded the grant), fenced (a resource rejected the token).
 	// # TYPE tenure_transitions_total counter
-	// tenure_transitions_total{key="scheduler",kind="elected"} 1
-	// tenure_transitions_total{key="scheduler",kind="resigned"} 1
+	// tenure_transitions_total{key="scheduler",reason="acquired"} 1
+	// tenure_transitions_total{key="scheduler",reason="released"} 1
+}
+
+// A fenced register counts the stale writes it rejects.
+func ExampleMetrics_FenceObserver() {
+	reg := prometheus.NewRegistry()
+	m, err := prom.New(reg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r := fence.NewRegister[string](fence.WithObserver(m.FenceObserver("orders")))
+	_ = r.Write(7, "from term 7")
+	fmt.Println(r.Write(6, "from a stale leader"))
+	printMetric(reg, "tenure_stale_rejections_total")
+	// Output:
+	// fence: stale fencing token 6: 7 or newer required
+	// # HELP tenure_stale_rejections_total Writes a fence guard rejected because their fencing token was older than one it had accepted, by resource.
+	// # TYPE tenure_stale_rejections_total counter
+	// tenure_stale_rejections_total{resource="orders"} 1
 }
 
 // Keys this node will not lead again can be forgotten, so that their series

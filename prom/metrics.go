@@ -3,6 +3,7 @@ package prom
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,28 +11,68 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// Label names of the variable labels.
+// Label names of the variable labels. None grows without bound: keys and
+// resources are chosen by the application, reasons, results and ops are
+// fixed sets, and a key has one leader_info series at a time.
 const (
-	labelKey  = "key"
-	labelKind = "kind"
+	labelKey      = "key"
+	labelReason   = "reason"
+	labelResult   = "result"
+	labelHolder   = "holder"
+	labelResource = "resource"
+	labelOp       = "op"
+	labelGroup    = "group"
 )
 
-// renewBuckets are the upper bounds, in seconds, of the renew duration
-// histogram's buckets: from 1ms (a coordinator on the same host) to 10s (a
-// renewal that ran into its request timeout).
-var renewBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+// Results of a renewal, the values of the result label of
+// tenure_renew_duration_seconds.
+const (
+	ResultOK    = "ok"    // the lease was extended
+	ResultLost  = "lost"  // the coordinator said the grant was gone
+	ResultError = "error" // no answer, or an error: retried until the local deadline
+)
+
+var (
+	// renewBuckets: from 1ms (a coordinator on the same host) to 10s (a
+	// renewal that ran into its request timeout).
+	renewBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	// leadershipBuckets: from a second (a flapping leader) to a day.
+	leadershipBuckets = []float64{1, 10, 60, 300, 1800, 3600, 6 * 3600, 24 * 3600}
+	// leaderlessBuckets: from a handover (one round trip) to minutes.
+	leaderlessBuckets = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+)
 
 // Metrics is a tenure.Metrics backed by Prometheus collectors. Create it
 // with New and set it as tenure.Config.Metrics; one Metrics may serve any
 // number of Electors (their keys tell them apart). It is safe for
 // concurrent use and never blocks.
 type Metrics struct {
-	leader           *prometheus.GaugeVec
-	token            *prometheus.GaugeVec
-	transitions      *prometheus.CounterVec
-	renewDuration    *prometheus.HistogramVec
-	renewFailures    *prometheus.CounterVec
-	fencedRejections *prometheus.CounterVec
+	isLeader    *prometheus.GaugeVec
+	leaderInfo  *prometheus.GaugeVec
+	token       *prometheus.GaugeVec
+	transitions *prometheus.CounterVec
+	renew       *prometheus.HistogramVec
+	lastRenew   *prometheus.GaugeVec
+	leadership  *prometheus.HistogramVec
+	leaderless  *prometheus.HistogramVec
+	stale       *prometheus.CounterVec
+	coordErrors *prometheus.CounterVec
+	lease       *leaseCollector
+	parts       partitionVecs
+
+	mu   sync.Mutex
+	keys map[string]*keyState
+}
+
+// keyState is what Metrics remembers of one key.
+type keyState struct {
+	term    *tenure.Term // this node's live term, nil when not leading
+	began   time.Time    // when term began
+	holder  string       // the leader_info holder label now set, "" if none
+	known   bool         // whether held is known
+	held    bool         // whether some node held the key when last seen
+	freeAt  time.Time    // when the key was last seen becoming free
+	tracked bool         // whether the lease gauge reports the key
 }
 
 var _ tenure.Metrics = (*Metrics)(nil)
@@ -54,47 +95,8 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	ns, cl := o.namespace, o.constLabels
-
-	m := &Metrics{
-		leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: ns, Name: "leader", ConstLabels: cl,
-			Help: "Whether this node leads the key: 1 while it holds a live term, 0 otherwise.",
-		}, []string{labelKey}),
-		token: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: ns, Name: "fencing_token", ConstLabels: cl,
-			Help: "Fencing token of this node's current or most recent term on the key; it grows with every grant, so a change marks a new term.",
-		}, []string{labelKey}),
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "transitions_total", ConstLabels: cl,
-			Help: "Leadership transitions of this node on the key, by kind: elected, resigned (released on purpose), lost (the coordinator expired or superseded the grant), expired (the local deadline passed before a renewal succeeded), fenced (a resource rejected the token), stepped-down (user code ended the term).",
-		}, []string{labelKey, labelKind}),
-		renewDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Name: "renew_duration_seconds", ConstLabels: cl,
-			Help:    "Duration of lease renewal attempts on the key, successful or failed; slow renewals eat into the safe lease.",
-			Buckets: renewBuckets,
-		}, []string{labelKey}),
-		renewFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "renew_failures_total", ConstLabels: cl,
-			Help: "Lease renewal attempts on the key that failed (retried until the local deadline, or the grant was lost).",
-		}, []string{labelKey}),
-		fencedRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Name: "fenced_rejections_total", ConstLabels: cl,
-			Help: "Times a fenced resource rejected this node's token on the key as stale, proving that another node had taken over; each made the node step down.",
-		}, []string{labelKey}),
-	}
-
-	collectors := []struct {
-		name string
-		c    prometheus.Collector
-	}{
-		{ns + "_leader", m.leader},
-		{ns + "_fencing_token", m.token},
-		{ns + "_transitions_total", m.transitions},
-		{ns + "_renew_duration_seconds", m.renewDuration},
-		{ns + "_renew_failures_total", m.renewFailures},
-		{ns + "_fenced_rejections_total", m.fencedRejections},
-	}
+	m := newMetrics(o.namespace, o.constLabels)
+	collectors := m.collectors(o.namespace)
 	for i, c := range collectors {
 		if err := reg.Register(c.c); err != nil {
 			for _, done := range collectors[:i] {
@@ -110,42 +112,150 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	return m, nil
 }
 
-// SetLeader sets the leader gauge of key to 1 when leading, else 0.
+// named is a collector and the name of its metric, for errors.
+type named struct {
+	name string
+	c    prometheus.Collector
+}
+
+func (m *Metrics) collectors(ns string) []named {
+	return []named{
+		{ns + "_is_leader", m.isLeader},
+		{ns + "_leader_info", m.leaderInfo},
+		{ns + "_fencing_token", m.token},
+		{ns + "_transitions_total", m.transitions},
+		{ns + "_renew_duration_seconds", m.renew},
+		{ns + "_last_renew_timestamp_seconds", m.lastRenew},
+		{ns + "_lease_remaining_seconds", m.lease},
+		{ns + "_leadership_duration_seconds", m.leadership},
+		{ns + "_leaderless_seconds", m.leaderless},
+		{ns + "_stale_rejections_total", m.stale},
+		{ns + "_coordinator_errors_total", m.coordErrors},
+		{ns + "_partitions_owned", m.parts.owned},
+		{ns + "_partitions_unowned", m.parts.unowned},
+		{ns + "_partition_unowned_oldest_seconds", m.parts.oldest},
+		{ns + "_partition_moves_total", m.parts.moves},
+		{ns + "_partition_imbalance", m.parts.imbalance},
+	}
+}
+
+// SetLeader sets tenure_is_leader of key to 1 when leading, else 0. When
+// leading ends it forgets the term that TermBegan gave it.
 func (m *Metrics) SetLeader(key string, leading bool) {
 	v := 0.0
 	if leading {
 		v = 1
 	}
-	m.leader.WithLabelValues(key).Set(v)
+	m.isLeader.WithLabelValues(key).Set(v)
+	if !leading {
+		m.mu.Lock()
+		m.state(key).term = nil
+		m.mu.Unlock()
+	}
 }
 
-// SetToken sets the fencing token gauge of key. Tokens above 2^53 lose
+// SetToken sets tenure_fencing_token of key. Tokens above 2^53 lose
 // precision as float64.
 func (m *Metrics) SetToken(key string, token uint64) {
 	m.token.WithLabelValues(key).Set(float64(token))
 }
 
-// Transition increments the transitions counter of key and kind, labelled
-// with kind.String() ("elected", "stepped-down", …).
-func (m *Metrics) Transition(key string, kind tenure.TransitionKind) {
-	m.transitions.WithLabelValues(key, kind.String()).Inc()
+// TermBegan keeps t, so that tenure_lease_remaining_seconds reads
+// t.Remaining() at every scrape, and starts timing the term for
+// tenure_leadership_duration_seconds.
+func (m *Metrics) TermBegan(t *tenure.Term) {
+	now := time.Now()
+	m.lastRenew.WithLabelValues(t.Key()).Set(float64(now.UnixNano()) / 1e9)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.state(t.Key())
+	s.term, s.began, s.tracked = t, now, true
+	m.observeHeldLocked(t.Key(), s, true, t.Holder(), now)
 }
 
-// ObserveRenew records one renewal attempt on key in the duration histogram
-// and, when err is not nil, in the failures counter. The failures counter of
-// key is created at zero by the first attempt, so that ratios of failures to
-// attempts are defined before the first failure.
+// Transition counts a transition of key in tenure_transitions_total under
+// kind.Reason() (acquired, released, deadline, lost, fenced). The end of a
+// term is observed in tenure_leadership_duration_seconds, and the key
+// counts as leaderless from then until a holder is seen again.
+func (m *Metrics) Transition(key string, kind tenure.TransitionKind) {
+	m.transitions.WithLabelValues(key, kind.Reason()).Inc()
+	if kind == tenure.Elected {
+		return
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.state(key)
+	if !s.began.IsZero() {
+		m.leadership.WithLabelValues(key).Observe(now.Sub(s.began).Seconds())
+		s.began = time.Time{}
+	}
+	m.observeHeldLocked(key, s, false, "", now)
+}
+
+// ObserveRenew records one renewal attempt on key in
+// tenure_renew_duration_seconds by result (ok, lost, error) and, when it
+// succeeded, sets tenure_last_renew_timestamp_seconds to now.
 func (m *Metrics) ObserveRenew(key string, took time.Duration, err error) {
-	m.renewDuration.WithLabelValues(key).Observe(took.Seconds())
-	failures := m.renewFailures.WithLabelValues(key)
-	if err != nil {
-		failures.Inc()
+	result := ResultOK
+	switch {
+	case errors.Is(err, tenure.ErrLost):
+		result = ResultLost
+	case err != nil:
+		result = ResultError
+	}
+	m.renew.WithLabelValues(key, result).Observe(took.Seconds())
+	if err == nil {
+		m.lastRenew.WithLabelValues(key).Set(float64(time.Now().UnixNano()) / 1e9)
 	}
 }
 
-// FencedRejection increments the fenced rejections counter of key.
-func (m *Metrics) FencedRejection(key string) {
-	m.fencedRejections.WithLabelValues(key).Inc()
+// ObserveLeader records who holds key, as seen by a status poller or a
+// watch: it sets tenure_leader_info{key,holder} (holder is the display name
+// of g.Holder, see tenure.SplitIdentity) or removes it when the key is
+// free (held false), and observes in tenure_leaderless_seconds how long the
+// key was seen free before a holder appeared. Repeated observations of the
+// same state change nothing.
+func (m *Metrics) ObserveLeader(key string, g tenure.Grant, held bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.observeHeldLocked(key, m.state(key), held, g.Holder, time.Now())
+}
+
+// observeHeldLocked moves key's leaderless clock and leader_info series.
+func (m *Metrics) observeHeldLocked(key string, s *keyState, held bool, holder string, now time.Time) {
+	if held {
+		if s.known && !s.held && !s.freeAt.IsZero() {
+			m.leaderless.WithLabelValues(key).Observe(now.Sub(s.freeAt).Seconds())
+		}
+		name, _ := tenure.SplitIdentity(holder)
+		if name != s.holder {
+			if s.holder != "" {
+				m.leaderInfo.DeleteLabelValues(key, s.holder)
+			}
+			m.leaderInfo.WithLabelValues(key, name).Set(1)
+			s.holder = name
+		}
+	} else {
+		if !s.known || s.held {
+			s.freeAt = now
+		}
+		if s.holder != "" {
+			m.leaderInfo.DeleteLabelValues(key, s.holder)
+			s.holder = ""
+		}
+	}
+	s.known, s.held = true, held
+}
+
+// state returns key's state, created on first use. m.mu must be held.
+func (m *Metrics) state(key string) *keyState {
+	s := m.keys[key]
+	if s == nil {
+		s = &keyState{}
+		m.keys[key] = s
+	}
+	return s
 }
 
 // Forget deletes every series of key, for a key this node will not lead
@@ -156,9 +266,15 @@ func (m *Metrics) Forget(key string) int {
 	l := prometheus.Labels{labelKey: key}
 	n := 0
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		m.leader, m.token, m.transitions, m.renewDuration, m.renewFailures, m.fencedRejections,
+		m.isLeader, m.leaderInfo, m.token, m.transitions, m.renew, m.lastRenew, m.leadership, m.leaderless,
 	} {
 		n += v.DeletePartialMatch(l)
 	}
+	m.mu.Lock()
+	if s := m.keys[key]; s != nil && s.tracked {
+		n++
+	}
+	delete(m.keys, key)
+	m.mu.Unlock()
 	return n
 }

@@ -33,9 +33,9 @@ func WithNamespace(namespace string) Option {
 }
 
 // WithConstLabels adds labels with fixed values to every series, such as
-// the holder or the deployment. Label names must be valid Prometheus label
-// names, must not start with "__" and must not be "key" or "kind", which the
-// metrics use themselves; values must be valid UTF-8. New reports any that
+// the deployment or the zone. Label names must be valid Prometheus label
+// names, must not start with "__" and must not be one the metrics use
+// themselves (key, reason, result, holder, resource, op, group); values must be valid UTF-8. New reports any that
 // are not. Repeated calls add to the set; a later value for the same name
 // wins.
 func WithConstLabels(labels prometheus.Labels) Option {
@@ -45,6 +45,12 @@ func WithConstLabels(labels prometheus.Labels) Option {
 		}
 		maps.Copy(o.constLabels, labels)
 	}
+}
+
+// reserved are the label names the metrics use themselves.
+var reserved = map[string]bool{
+	labelKey: true, labelReason: true, labelResult: true, labelHolder: true,
+	labelResource: true, labelOp: true, labelGroup: true,
 }
 
 // validate reports the first problem with o, wrapping tenure.ErrInvalidConfig.
@@ -58,7 +64,7 @@ func (o *options) validate() error {
 	for _, name := range slices.Sorted(maps.Keys(o.constLabels)) {
 		value := o.constLabels[name]
 		switch {
-		case name == labelKey || name == labelKind:
+		case reserved[name]:
 			return fmt.Errorf("%w: prom: const label %q is reserved for the metrics' own label", tenure.ErrInvalidConfig, name)
 		case len(name) >= 2 && name[:2] == "__":
 			return fmt.Errorf("%w: prom: const label %q: names starting with \"__\" are reserved", tenure.ErrInvalidConfig, name)

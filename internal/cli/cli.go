@@ -77,8 +77,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 
 // globalFlags are the flags every command accepts.
 type globalFlags struct {
-	coord    coordinatorFlags
-	logLevel string
+	coord     coordinatorFlags
+	logLevel  string
+	logFormat string
 }
 
 // connect checks the coordinator flags of cmd, makes a text logger on cmd's
@@ -99,7 +100,7 @@ func (g *globalFlags) connect(cmd *cobra.Command) (tenure.Coordinator, *slog.Log
 }
 
 // logger returns a logger writing to w at --log-level, as text or, with
-// asJSON, as JSON lines.
+// asJSON or --log-format json, as JSON lines.
 func (g *globalFlags) logger(w io.Writer, asJSON bool) (*slog.Logger, error) {
 	return g.loggerAtLeast(w, asJSON, slog.LevelDebug)
 }
@@ -112,6 +113,13 @@ func (g *globalFlags) loggerAtLeast(w io.Writer, asJSON bool, least slog.Level) 
 		return nil, err
 	}
 	opts := &slog.HandlerOptions{Level: max(level, least)}
+	switch g.logFormat {
+	case "text":
+	case "json":
+		asJSON = true
+	default:
+		return nil, usageError("--log-format %q: want text or json", g.logFormat)
+	}
 	if asJSON {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
@@ -162,7 +170,13 @@ Exit codes:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return bindEnv(cmd, os.Getenv)
+			if err := bindEnv(cmd, os.Getenv); err != nil {
+				return err
+			}
+			if g.logFormat != "text" && g.logFormat != "json" {
+				return usageError("%s %q: want text or json", flagRef(cmd, "log-format"), g.logFormat)
+			}
+			return nil
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -170,6 +184,7 @@ Exit codes:
 	})
 	g.coord.register(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "least severe log messages written to stderr: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log records on stderr as text (key=value) or json (one object per line)")
 	root.AddCommand(newServerCommand(&g))
 	root.AddCommand(newRunCommand(&g))
 	root.AddCommand(newStatusCommand(&g))

@@ -241,13 +241,13 @@ func TestRunMetrics(t *testing.T) {
 		t.Fatalf("no http= address in the log:\n%s", p.err)
 	}
 	code, body := get(t, addr, "/metrics")
-	for _, w := range []string{`tenure_leader{key="metered"} 1`, `tenure_fencing_token{key="metered"}`, `tenure_transitions_total{key="metered",kind="elected"} 1`, "go_goroutines"} {
+	for _, w := range []string{`tenure_is_leader{key="metered"} 1`, `tenure_fencing_token{key="metered"}`, `tenure_transitions_total{key="metered",reason="acquired"} 1`, "go_goroutines"} {
 		if code != 200 || !strings.Contains(body, w) {
 			t.Errorf("/metrics = %d without %q", code, w)
 		}
 	}
-	if code, body := get(t, addr, "/healthz"); code != 200 || strings.TrimSpace(body) != "leading" {
-		t.Errorf("/healthz = %d %q; want 200 leading", code, body)
+	if code, body := get(t, addr, "/leader"); code != 200 || strings.TrimSpace(body) != "leader" {
+		t.Errorf("/leader = %d %q; want 200 leader", code, body)
 	}
 	p.signal(t, syscall.SIGTERM)
 	p.wait(t, 10*time.Second)

@@ -7,8 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,15 +15,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/boottime"
 	"github.com/tenure-dev/tenure/internal/guard"
-	"github.com/tenure-dev/tenure/prom"
 )
 
 type runFlags struct {
@@ -109,16 +103,17 @@ then SIGKILL), releases the key and exits with COMMAND's exit code; if no
 command runs it exits with 128+N. SIGHUP while no command runs ends tenure
 too.
 
-With --http, /metrics serves this node's leadership metrics (see package
-prom: tenure_leader, tenure_fencing_token, tenure_transitions_total,
-tenure_renew_duration_seconds, …) and /healthz answers 200 with
-"leading" or "following" while tenure runs.
+With --http, this node serves a live status page at / and /status (JSON),
+/health (200 while tenure runs, whatever its role), /leader (200 only
+while it leads, 503 otherwise) and /metrics (tenure_is_leader,
+tenure_fencing_token, tenure_transitions_total, tenure_lease_remaining_seconds,
+…: see the README's Monitoring section).
 
 Leadership changes and the command's start and end are logged to stderr,
-as text, or as JSON lines (one object per line) with --json: every
-leadership change is a record with "msg":"leadership" and its
-"transition" (elected, resigned, lost, expired, fenced, stepped-down),
-"key", "holder" and "token".
+as text, or as JSON lines (one object per line) with --log-format json
+(or --json): every leadership change is a record with "msg":"leadership",
+"key", "holder", "token" and "reason" (acquired, released, deadline, lost,
+fenced).
 
 Exit codes:
   N    COMMAND's exit code (128+S when signal S ended it)
@@ -167,7 +162,7 @@ Exit codes:
 	fs.BoolVar(&f.restart, "restart", false, "when the command exits, release the key, campaign again and run it again")
 	fs.DurationVar(&f.waitTimeout, "wait-timeout", 0, "exit with code 3 if not leader within this long of starting to campaign (0: wait forever); applies to every campaign")
 	fs.BoolVar(&f.json, "json", false, "log to stderr as JSON lines instead of text")
-	fs.StringVar(&f.http, "http", "", `host:port to serve /metrics (Prometheus: tenure_leader, tenure_fencing_token, tenure_transitions_total, renewals) and /healthz on; "" serves nothing`)
+	fs.StringVar(&f.http, "http", "", `host:port of the live status page (/) and of /status, /health, /leader and /metrics; "" serves nothing`)
 	return cmd
 }
 
@@ -349,7 +344,7 @@ func (r *runner) newElector(ctx context.Context, cmd *cobra.Command, g *globalFl
 	}
 	stop := func() {}
 	if r.f.http != "" {
-		if stop, err = serveRunMetrics(r.f.http, &cfg, r, r.log); err != nil {
+		if stop, err = serveRunMonitor(r.f.http, &cfg, &coord, r.log); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -490,7 +485,7 @@ func (r *runner) onTransition(t tenure.Transition) {
 	} else if t.Kind != tenure.Resigned {
 		r.wait.campaigning() // the elector campaigns again
 	}
-	attrs := []any{"transition", t.Kind.String(), "key", t.Key, "holder", t.Holder, "token", t.Token}
+	attrs := []any{"key", t.Key, "holder", t.Holder, "token", t.Token, "reason", t.Kind.Reason()}
 	switch t.Kind {
 	case tenure.Elected, tenure.Resigned:
 		r.log.Info("leadership", attrs...)
@@ -739,47 +734,4 @@ func (w *waitLimit) fired() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.hasFired
-}
-
-// serveRunMetrics serves /metrics (cfg's elector metrics, which it sets,
-// and the process's) and /healthz on addr until the returned stop is
-// called.
-func serveRunMetrics(addr string, cfg *tenure.Config, r *runner, log *slog.Logger) (stop func(), err error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m, err := prom.New(reg)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Metrics = m
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--http %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		r.mu.Lock()
-		leading := r.current != nil
-		r.mu.Unlock()
-		if leading {
-			fmt.Fprintln(w, "leading")
-		} else {
-			fmt.Fprintln(w, "following")
-		}
-	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = hs.Serve(ln)
-	}()
-	log.Info("serving metrics", "http", ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = hs.Shutdown(ctx)
-		<-done
-	}, nil
 }

@@ -6,18 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure/embedded"
 )
 
-// DefaultHTTPAddr is where tenure server serves /metrics and /healthz.
+// DefaultHTTPAddr is where tenure server serves its status page and metrics.
 const DefaultHTTPAddr = "127.0.0.1:9479"
 
 type serverFlags struct {
@@ -37,6 +34,7 @@ type serverFlags struct {
 	peerTLSKey      string
 	peerTLSCA       string
 	http            string
+	prefix          string
 	startTimeout    time.Duration
 	heartbeat       time.Duration
 	electionTimeout time.Duration
@@ -61,11 +59,18 @@ each with its own --name, --data-dir, --listen-client, --listen-peer and
 --http, and the full member list in --initial-cluster. A member that has
 lost its majority refuses to serve rather than serve stale data.
 
-Also served, on --http: /metrics (Prometheus: the etcd member's metrics,
-etcd_server_has_leader, etcd_mvcc_db_total_size_in_bytes, …, and the
-process's; the metrics of elections come from "tenure run --http") and
-/healthz (200 "ok" while the member can serve a
-linearizable read, 503 with the reason otherwise).
+Also served, on --http:
+  /         a live status page: every key under --prefix with its holder,
+            token and lease left counting down, and the recent transitions
+            with their reasons; it updates by itself and needs no internet
+  /status   the same as JSON (durations in *_ms fields)
+  /health   200 "ok" while the member can serve a linearizable read, 503
+            with the reason otherwise (/healthz answers the same)
+  /leader   200 while this member leads the etcd cluster, 503 otherwise
+  /metrics  Prometheus: the etcd member's metrics (etcd_server_has_leader,
+            …), the process's, and tenure_leader_info and
+            tenure_leaderless_seconds for the keys it shows; the metrics of
+            each contender come from "tenure run --http"
 
 Once ready it prints one line on stdout:
 
@@ -108,7 +113,8 @@ SIGINT or SIGTERM stops it cleanly.`,
 	fs.StringVar(&f.peerTLSCert, "peer-tls-cert", "", "PEM certificate for https:// peer URLs")
 	fs.StringVar(&f.peerTLSKey, "peer-tls-key", "", "PEM private key of --peer-tls-cert")
 	fs.StringVar(&f.peerTLSCA, "peer-tls-ca", "", "PEM CA bundle: when set, peers must present a certificate it signed")
-	fs.StringVar(&f.http, "http", DefaultHTTPAddr, `host:port of the /metrics and /healthz endpoint; "" disables it`)
+	fs.StringVar(&f.http, "http", DefaultHTTPAddr, `host:port of the live status page (/) and of /status, /health, /leader and /metrics; "" disables it`)
+	fs.StringVar(&f.prefix, "prefix", "", `the status page shows every key under this prefix ("" for all)`)
 	fs.DurationVar(&f.startTimeout, "start-timeout", embedded.DefaultStartTimeout, "give up when the member is not ready after this long (a new cluster waits for a majority of its members)")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", 0, "raft heartbeat (default 100ms, 50ms for a single member)")
 	fs.DurationVar(&f.electionTimeout, "election-timeout", 0, "raft election timeout, at least 5 heartbeats (default 1s, 250ms for a single member); etcd's shortest lease is 1.5 election timeouts rounded up to whole seconds")
@@ -176,12 +182,13 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 	}()
 
 	httpAddr := "off"
-	httpDone := make(chan error, 1)
-	var hs *http.Server
+	var httpDone <-chan error
+	var stopHTTP func()
 	if ln != nil {
-		hs = &http.Server{Handler: serverMux(srv), ReadHeaderTimeout: 5 * time.Second}
+		if stopHTTP, httpDone, err = serveServerMonitor(ln, srv, f.prefix, log); err != nil {
+			return err
+		}
 		httpAddr = ln.Addr().String()
-		go func() { httpDone <- hs.Serve(ln) }()
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "tenure server ready: name=%s clients=%s http=%s data=%s\n",
 		srv.Name(), strings.Join(srv.Endpoints(), ","), httpAddr, srv.Dir())
@@ -197,38 +204,11 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 		}
 	case err := <-httpDone:
 		runErr = fmt.Errorf("--http %s: %w", httpAddr, err)
-		hs = nil
 	}
-	if hs != nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		_ = hs.Shutdown(sctx)
-		cancel()
-		if err := <-httpDone; err != nil && !errors.Is(err, http.ErrServerClosed) && runErr == nil {
-			runErr = err
-		}
+	if stopHTTP != nil {
+		stopHTTP()
 	}
 	return runErr
-}
-
-// serverMux serves /metrics and /healthz for srv.
-func serverMux(srv *embedded.Server) *http.ServeMux {
-	// etcd registers its server metrics (and the Go and process
-	// collectors) with Prometheus's default registry, from package
-	// initialisation: that registry is the member's. The metrics of
-	// elections are exported by the nodes that run them (tenure run --http).
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.DefaultGatherer, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		if err := memberHealth(r.Context(), srv); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "unhealthy: %v\n", err)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	return mux
 }
 
 // memberHealth reports nil when srv can serve a linearizable read now: it

@@ -1,0 +1,104 @@
+package prom
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// Operations counted in tenure_coordinator_errors_total{op}.
+const (
+	OpAcquire = "acquire"
+	OpRenew   = "renew"
+	OpRelease = "release"
+	OpLeader  = "leader"
+	OpWatch   = "watch"
+	OpList    = "list"
+)
+
+// Instrument returns c with every failed call counted in
+// tenure_coordinator_errors_total{op}. A key held by another node
+// (tenure.ErrHeld), a lost grant (tenure.ErrLost) and a call cancelled by
+// its caller are outcomes, not errors, and are not counted.
+//
+// The result is also a tenure.Watcher, tenure.Lister and
+// tenure.BatchRenewer. When c is not a Watcher or a Lister, Watch and List
+// fail (an Elector then polls); when c is not a BatchRenewer, RenewBatch
+// renews one grant at a time.
+func (m *Metrics) Instrument(c tenure.Coordinator) tenure.Coordinator {
+	return &instrumented{c: c, m: m}
+}
+
+type instrumented struct {
+	c tenure.Coordinator
+	m *Metrics
+}
+
+var (
+	_ tenure.Watcher      = (*instrumented)(nil)
+	_ tenure.Lister       = (*instrumented)(nil)
+	_ tenure.BatchRenewer = (*instrumented)(nil)
+)
+
+// errNotSupported is returned by Watch and List on coordinators without
+// them.
+var errNotSupported = errors.New("prom: the coordinator does not support this call")
+
+// count counts err under op unless it is an outcome or a cancellation.
+func (i *instrumented) count(op string, err error) error {
+	if err != nil && !errors.Is(err, tenure.ErrHeld) && !errors.Is(err, tenure.ErrLost) && !errors.Is(err, context.Canceled) {
+		i.m.coordErrors.WithLabelValues(op).Inc()
+	}
+	return err
+}
+
+func (i *instrumented) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
+	g, err := i.c.Acquire(ctx, key, holder, ttl)
+	return g, i.count(OpAcquire, err)
+}
+
+func (i *instrumented) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
+	g, err := i.c.Renew(ctx, g)
+	return g, i.count(OpRenew, err)
+}
+
+func (i *instrumented) Release(ctx context.Context, g tenure.Grant) error {
+	return i.count(OpRelease, i.c.Release(ctx, g))
+}
+
+func (i *instrumented) Leader(ctx context.Context, key string) (tenure.Grant, bool, error) {
+	g, ok, err := i.c.Leader(ctx, key)
+	return g, ok, i.count(OpLeader, err)
+}
+
+func (i *instrumented) Close() error { return i.c.Close() }
+
+func (i *instrumented) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
+	w, ok := i.c.(tenure.Watcher)
+	if !ok {
+		return nil, errNotSupported
+	}
+	ch, err := w.Watch(ctx, key)
+	return ch, i.count(OpWatch, err)
+}
+
+func (i *instrumented) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
+	l, ok := i.c.(tenure.Lister)
+	if !ok {
+		return nil, errNotSupported
+	}
+	gs, err := l.List(ctx, prefix)
+	return gs, i.count(OpList, err)
+}
+
+func (i *instrumented) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenure.RenewResult, error) {
+	rs, err := tenure.RenewAll(ctx, i.c, gs)
+	if i.count(OpRenew, err) == nil {
+		for _, r := range rs {
+			i.count(OpRenew, r.Err)
+		}
+	}
+	return rs, err
+}
