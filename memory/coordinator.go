@@ -56,6 +56,7 @@ type Coordinator struct {
 	wakeAt   time.Duration        // coordinator time the expiry loop will wake at; valid if armed
 	armed    bool
 	faults   map[string]faults
+	groups   map[string]*group // partition groups (group.go), created lazily
 	gen      chan struct{} // closed by Restart, then replaced: fails calls in flight
 	closed   bool
 	inflight sync.WaitGroup // watch cleanups not yet run

@@ -1,0 +1,122 @@
+package tenure
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// A Member is one membership of one process in a partition group, as the
+// coordinator granted or last renewed it. Every partition the member claims
+// lives exactly as long as the membership: renewing the member renews them
+// all, in one write, however many there are (the model is CockroachDB's
+// epoch leases).
+type Member struct {
+	// Group is the group's key: partition keys are PartitionKey(Group, name).
+	Group string
+	// ID is the member's holder identity ("name#instance").
+	ID string
+	// Epoch tells this membership apart from every earlier one of the same
+	// ID (the etcd lease, the PostgreSQL epoch row). It is never 0.
+	Epoch uint64
+	// TTL is the membership's lease as the coordinator granted it, on its own
+	// clock, counted from no earlier than when the request was sent.
+	TTL time.Duration
+}
+
+// String formats the member for logs.
+func (m Member) String() string {
+	return fmt.Sprintf("%q in %q (epoch %d, ttl %s)", m.ID, m.Group, m.Epoch, m.TTL)
+}
+
+// ClaimResult is the outcome of claiming one partition in a batch.
+type ClaimResult struct {
+	// Grant is the partition's grant to the member when Err is nil. Its TTL
+	// is the member's.
+	Grant Grant
+	// Err is a *HeldError when another member owns the partition; any other
+	// error means the outcome for this partition is unknown.
+	Err error
+}
+
+// A GroupCoordinator is a Coordinator that can run partition groups (package
+// partition): members that share the partitions of one group, each
+// partition owned by at most one live member at a time, with its own
+// fencing token, and every partition of a member alive exactly as long as
+// the member's one lease.
+//
+// Partition keys are PartitionKey(group, name). A partition's token is
+// greater than every token granted for it before, across members and
+// coordinator restarts, as for any key.
+type GroupCoordinator interface {
+	// JoinGroup makes id a member of group with a lease of ttl, as a new
+	// membership with a new epoch (an earlier membership of id is left to
+	// expire or leave on its own). Malformed groups, ids and TTLs are
+	// rejected with errors wrapping ErrInvalidKey, ErrInvalidHolder and
+	// ErrInvalidTTL.
+	JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (Member, error)
+
+	// RenewMember extends m's lease, and so every partition m owns, from
+	// now on the coordinator's clock, in one write. A membership that
+	// expired or left is reported with an error wrapping ErrLost and never
+	// revived.
+	RenewMember(ctx context.Context, m Member) (Member, error)
+
+	// LeaveGroup ends m and every partition it still owns now. Leaving a
+	// membership that is already gone is not an error.
+	LeaveGroup(ctx context.Context, m Member) error
+
+	// GroupMembers returns the live members of group, sorted by ID. A
+	// member's TTL is the time left on its lease, on the coordinator's clock
+	// (rounded down to whole seconds on etcd).
+	GroupMembers(ctx context.Context, group string) ([]Member, error)
+
+	// ClaimPartitions claims the named partitions of m's group for m, in as
+	// few round trips as the backend allows, and returns one result per
+	// name, in order. A partition that is free (never owned, released, or
+	// its owner's membership expired) is granted with a new token; one that
+	// m already owns is returned as it is; one that another live member owns
+	// gets a *HeldError. If m itself has expired or left, the error wraps
+	// ErrLost and nothing is claimed.
+	ClaimPartitions(ctx context.Context, m Member, names []string) ([]ClaimResult, error)
+
+	// ReleasePartitions frees the partitions of gs that m still owns with
+	// their tokens, in as few round trips as the backend allows, so that
+	// other members can claim them without waiting for m's lease. Grants
+	// already gone are skipped without error.
+	ReleasePartitions(ctx context.Context, m Member, gs []Grant) error
+
+	// GroupPartitions returns the live grants on group's partitions, sorted
+	// by key, each with the time left on its owner's lease as TTL (rounded
+	// down to whole seconds on etcd). Free partitions are left out.
+	GroupPartitions(ctx context.Context, group string) ([]Grant, error)
+}
+
+// PartitionKey is the key of partition name in group: "group/name".
+func PartitionKey(group, name string) string { return group + "/" + name }
+
+// ValidatePartitionName reports whether name can name a partition: one path
+// element of a key (bytes of [A-Za-z0-9._-], not "." or "..", no '/'). The
+// error wraps ErrInvalidKey.
+func ValidatePartitionName(name string) error {
+	if strings.Contains(name, "/") {
+		return fmt.Errorf("%w: partition name %q must not contain '/'", ErrInvalidKey, name)
+	}
+	if err := ValidateKey(name); err != nil {
+		return fmt.Errorf("partition name: %w", err)
+	}
+	return nil
+}
+
+// ValidateGroup reports whether group can be a partition group's key with
+// partitions of names up to nameLen bytes. The error wraps ErrInvalidKey.
+func ValidateGroup(group string, nameLen int) error {
+	if err := ValidateKey(group); err != nil {
+		return fmt.Errorf("group: %w", err)
+	}
+	if n := len(group) + 1 + nameLen; n > MaxKeyLen {
+		return fmt.Errorf("%w: group %q with partition names of %d bytes makes keys of %d bytes, at most %d allowed", ErrInvalidKey, group, nameLen, n, MaxKeyLen)
+	}
+	return nil
+}

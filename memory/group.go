@@ -1,0 +1,298 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sort"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+var _ tenure.GroupCoordinator = (*Coordinator)(nil)
+
+// group is one partition group: its memberships and who owns which
+// partition. A partition is owned while its owner's membership is live.
+type group struct {
+	members   map[string]*membership // by member ID
+	owners    map[string]uint64      // partition name → owning epoch
+	nextEpoch uint64
+}
+
+// membership is one live (or expired, not yet collected) membership.
+type membership struct {
+	id      string
+	epoch   uint64
+	ttl     time.Duration
+	expires time.Duration // on the coordinator's clock
+}
+
+func (m *membership) member(group string, ttl time.Duration) tenure.Member {
+	return tenure.Member{Group: group, ID: m.id, Epoch: m.epoch, TTL: ttl}
+}
+
+// groupLocked returns group g, creating it.
+func (c *Coordinator) groupLocked(name string) *group {
+	if c.groups == nil {
+		c.groups = make(map[string]*group)
+	}
+	g := c.groups[name]
+	if g == nil {
+		g = &group{members: make(map[string]*membership), owners: make(map[string]uint64)}
+		c.groups[name] = g
+	}
+	return g
+}
+
+// liveMemberLocked returns the live membership with epoch in g, or nil. An
+// expired membership is collected with its partitions.
+func (c *Coordinator) liveMemberLocked(g *group, epoch uint64, now time.Duration) *membership {
+	for id, m := range g.members {
+		if m.epoch != epoch {
+			continue
+		}
+		if m.expires > now {
+			return m
+		}
+		delete(g.members, id)
+	}
+	return nil
+}
+
+// collectGroupLocked drops g's expired memberships.
+func collectGroupLocked(g *group, now time.Duration) {
+	for id, m := range g.members {
+		if m.expires <= now {
+			delete(g.members, id)
+		}
+	}
+}
+
+// JoinGroup makes id a member of group for ttl (raised to the minimum TTL)
+// with a new epoch; see tenure.GroupCoordinator. An earlier membership of
+// id is replaced, and its partitions freed. The call is subject to id's
+// faults.
+func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+	if err := validate(group, id, ttl); err != nil {
+		return tenure.Member{}, fmt.Errorf("memory: join group: %w", err)
+	}
+	ttl = max(ttl, c.minTTL)
+	var m tenure.Member
+	err := c.call(ctx, []string{id}, func() error {
+		g := c.groupLocked(group)
+		if g.nextEpoch == math.MaxUint64 {
+			return fmt.Errorf("epochs of group %q exhausted", group)
+		}
+		g.nextEpoch++
+		ms := &membership{id: id, epoch: g.nextEpoch, ttl: ttl, expires: c.clock.now() + ttl}
+		g.members[id] = ms
+		m = ms.member(group, ttl)
+		return nil
+	})
+	if err != nil {
+		return tenure.Member{}, fmt.Errorf("memory: join group %q as %q: %w", group, id, err)
+	}
+	return m, nil
+}
+
+// RenewMember extends m's lease, and so all its partitions, by its TTL from
+// now on the coordinator's clock. The call is subject to m.ID's faults.
+func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+	if err := validateMember(m); err != nil {
+		return tenure.Member{}, fmt.Errorf("memory: renew member: %w", err)
+	}
+	var r tenure.Member
+	err := c.call(ctx, []string{m.ID}, func() error {
+		g := c.groupLocked(m.Group)
+		ms := c.liveMemberLocked(g, m.Epoch, c.clock.now())
+		if ms == nil || ms.id != m.ID {
+			return fmt.Errorf("membership expired or left: %w", tenure.ErrLost)
+		}
+		ms.expires = c.clock.now() + ms.ttl
+		r = ms.member(m.Group, ms.ttl)
+		return nil
+	})
+	if err != nil {
+		return tenure.Member{}, fmt.Errorf("memory: renew member %s: %w", m, err)
+	}
+	return r, nil
+}
+
+// LeaveGroup ends m and frees its partitions. The call is subject to m.ID's
+// faults.
+func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
+	if err := validateMember(m); err != nil {
+		return fmt.Errorf("memory: leave group: %w", err)
+	}
+	err := c.call(ctx, []string{m.ID}, func() error {
+		g := c.groupLocked(m.Group)
+		if ms := g.members[m.ID]; ms != nil && ms.epoch == m.Epoch {
+			delete(g.members, m.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("memory: leave %s: %w", m, err)
+	}
+	return nil
+}
+
+// GroupMembers returns group's live members, sorted by ID, each with the
+// time left on its lease. It has no holder: it is never faulted.
+func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
+	if err := tenure.ValidateKey(group); err != nil {
+		return nil, fmt.Errorf("memory: group members: %w", err)
+	}
+	if err := c.observe(ctx); err != nil {
+		return nil, fmt.Errorf("memory: members of %q: %w", group, err)
+	}
+	defer c.mu.Unlock()
+	now := c.clock.now()
+	g := c.groupLocked(group)
+	collectGroupLocked(g, now)
+	out := make([]tenure.Member, 0, len(g.members))
+	for _, ms := range g.members {
+		out = append(out, ms.member(group, ms.expires-now))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// observe checks ctx and that the coordinator is open, and returns with
+// c.mu held when it reports nil.
+func (c *Coordinator) observe(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return tenure.ErrClosed
+	}
+	return nil
+}
+
+// liveEpochsLocked returns g's live memberships by epoch.
+func liveEpochsLocked(g *group, now time.Duration) map[uint64]*membership {
+	collectGroupLocked(g, now)
+	out := make(map[uint64]*membership, len(g.members))
+	for _, ms := range g.members {
+		out[ms.epoch] = ms
+	}
+	return out
+}
+
+// ClaimPartitions claims the named partitions of m's group for m; see
+// tenure.GroupCoordinator. A claimed partition's token is one greater than
+// the last token granted on its key. The call is subject to m.ID's faults.
+func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+	if err := validateMember(m); err != nil {
+		return nil, fmt.Errorf("memory: claim: %w", err)
+	}
+	for _, n := range names {
+		if err := tenure.ValidatePartitionName(n); err != nil {
+			return nil, fmt.Errorf("memory: claim for %s: %w", m, err)
+		}
+	}
+	out := make([]tenure.ClaimResult, len(names))
+	err := c.call(ctx, []string{m.ID}, func() error {
+		now := c.clock.now()
+		g := c.groupLocked(m.Group)
+		live := liveEpochsLocked(g, now)
+		self := live[m.Epoch]
+		if self == nil || self.id != m.ID {
+			return fmt.Errorf("membership expired or left: %w", tenure.ErrLost)
+		}
+		for i, n := range names {
+			out[i] = c.claimLocked(g, live, self, m.Group, n, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("memory: claim %d partitions for %s: %w", len(names), m, err)
+	}
+	return out, nil
+}
+
+func (c *Coordinator) claimLocked(g *group, live map[uint64]*membership, self *membership, group, name string, now time.Duration) tenure.ClaimResult {
+	key := tenure.PartitionKey(group, name)
+	ks := c.keyLocked(key)
+	if owner := live[g.owners[name]]; owner != nil {
+		if owner == self {
+			return tenure.ClaimResult{Grant: tenure.Grant{Key: key, Holder: self.id, Token: ks.token, TTL: self.ttl}}
+		}
+		return tenure.ClaimResult{Err: &tenure.HeldError{Key: key, Holder: owner.id, Token: ks.token}}
+	}
+	if ks.token == math.MaxUint64 {
+		return tenure.ClaimResult{Err: fmt.Errorf("tokens of key %q exhausted", key)}
+	}
+	ks.token++
+	g.owners[name] = self.epoch
+	return tenure.ClaimResult{Grant: tenure.Grant{Key: key, Holder: self.id, Token: ks.token, TTL: self.ttl}}
+}
+
+// ReleasePartitions frees the partitions of gs that m still owns with
+// their tokens. The call is subject to m.ID's faults.
+func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+	if err := validateMember(m); err != nil {
+		return fmt.Errorf("memory: release partitions: %w", err)
+	}
+	err := c.call(ctx, []string{m.ID}, func() error {
+		g := c.groupLocked(m.Group)
+		for _, gr := range gs {
+			name, ok := strings.CutPrefix(gr.Key, m.Group+"/")
+			ks := c.keys[gr.Key]
+			if ok && ks != nil && g.owners[name] == m.Epoch && ks.token == gr.Token {
+				delete(g.owners, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("memory: release %d partitions of %s: %w", len(gs), m, err)
+	}
+	return nil
+}
+
+// GroupPartitions returns the live grants on group's partitions, sorted by
+// key, each with the time left on its owner's lease. It has no holder: it
+// is never faulted.
+func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
+	if err := tenure.ValidateKey(group); err != nil {
+		return nil, fmt.Errorf("memory: group partitions: %w", err)
+	}
+	if err := c.observe(ctx); err != nil {
+		return nil, fmt.Errorf("memory: partitions of %q: %w", group, err)
+	}
+	defer c.mu.Unlock()
+	now := c.clock.now()
+	g := c.groupLocked(group)
+	live := liveEpochsLocked(g, now)
+	var out []tenure.Grant
+	for name, epoch := range g.owners {
+		owner := live[epoch]
+		if owner == nil {
+			continue
+		}
+		key := tenure.PartitionKey(group, name)
+		out = append(out, tenure.Grant{Key: key, Holder: owner.id, Token: c.keys[key].token, TTL: owner.expires - now})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// validateMember reports whether m can have come from JoinGroup.
+func validateMember(m tenure.Member) error {
+	if err := tenure.ValidateKey(m.Group); err != nil {
+		return fmt.Errorf("member %q: group: %w", m.ID, err)
+	}
+	if err := tenure.ValidateHolder(m.ID); err != nil {
+		return fmt.Errorf("member of %q: %w", m.Group, err)
+	}
+	if m.Epoch == 0 {
+		return fmt.Errorf("%w: member %q of %q has epoch 0", tenure.ErrInvalidGrant, m.ID, m.Group)
+	}
+	return nil
+}
