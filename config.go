@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -117,6 +118,16 @@ func SplitIdentity(holder string) (name, instance string) {
 		return holder[:i], holder[i+1:]
 	}
 	return holder, ""
+}
+
+// DescribeHolder formats a holder identity for people: the quoted display
+// name, and the instance id when there is one: "web-1" (instance 3f2a9c01).
+func DescribeHolder(holder string) string {
+	name, inst := SplitIdentity(holder)
+	if inst == "" {
+		return strconv.Quote(name)
+	}
+	return strconv.Quote(name) + " (instance " + inst + ")"
 }
 
 // ProcessInstance returns this process's instance id: 8 random hex digits,

@@ -182,3 +182,14 @@ func TestIdentity(t *testing.T) {
 		t.Fatalf("Validate() with Instance %q = %v; want an error naming Config.Instance", c.Instance, err)
 	}
 }
+
+func TestDescribeHolder(t *testing.T) {
+	for in, want := range map[string]string{
+		"web-1#3f2a9c01": `"web-1" (instance 3f2a9c01)`,
+		"legacy":         `"legacy"`,
+	} {
+		if got := tenure.DescribeHolder(in); got != want {
+			t.Errorf("DescribeHolder(%q) = %s; want %s", in, got, want)
+		}
+	}
+}

@@ -59,7 +59,7 @@ type HeldError struct {
 
 // Error names the key, the holder and its token.
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("tenure: key %q held by %q (token %d)", e.Key, e.Holder, e.Token)
+	return fmt.Sprintf("tenure: key %q held by %s (token %d)", e.Key, DescribeHolder(e.Holder), e.Token)
 }
 
 // Is reports whether target is ErrHeld.

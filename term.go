@@ -16,6 +16,14 @@ import (
 // suspendCheck of the resume, and Check reports it over at once.
 const suspendCheck = time.Second
 
+// suspendNoise is how far the boot clock may run ahead of Go's monotonic
+// clock before the difference counts as a suspend. Two clocks read a moment
+// apart differ by scheduling noise; inside a testing/synctest bubble, whose
+// virtual time stands still while goroutines compute, the real boot clock
+// runs ahead by however long they compute. A suspend shorter than this is
+// of the same order as the scheduling delays Config.Margin allows for.
+const suspendNoise = 50 * time.Millisecond
+
 // errSteppedDown marks a term ended by Term.StepDown.
 var errSteppedDown = errors.New("stepped down")
 
@@ -26,8 +34,9 @@ var errSteppedDown = errors.New("stepped down")
 // The local deadline is kept on two clocks: Go's monotonic clock (Deadline)
 // and the boot clock, which keeps counting while the host is suspended
 // (BootDeadline, CLOCK_BOOTTIME on Linux). The term is over when either
-// says so, so a leader resumed after a suspend longer than its lease never
-// acts again on that term.
+// says so (a suspend shorter than 50 ms is taken for scheduling noise), so a
+// leader resumed after a suspend longer than its lease never acts again on
+// that term.
 //
 // A term ends, for good, when its local deadline passes without a renewal,
 // when the coordinator reports the grant lost, when a resource rejects its
@@ -77,20 +86,29 @@ func newTerm(parent context.Context, g Grant, dl localDeadline, clock boottime.C
 		ctx: ctx, cancel: cancel, boot: clock,
 		ttl: g.TTL, deadline: dl.mono, bootDeadline: dl.boot,
 	}
+	t.mu.Lock() // expire, which locks, may run before t.timer is set
 	t.timer = time.AfterFunc(t.sleepLocked(), t.expire)
+	t.mu.Unlock()
 	return t
 }
 
 // sleepLocked is how long the timer should sleep: until the deadline, at
 // most suspendCheck at a time.
 func (t *Term) sleepLocked() time.Duration {
-	return max(min(time.Until(t.deadline), t.bootDeadline.Sub(t.boot()), suspendCheck), 0)
+	return max(min(-t.overLocked(), suspendCheck), 0)
 }
 
-// overLocked reports how far past its local deadline the term is on the
-// clock that is furthest past it; negative while neither clock is past it.
+// overLocked reports how far past its local deadline the term is:
+// negative while it is not. Go's monotonic clock decides, plus the time the
+// host spent suspended since the deadline was set, which only the boot clock
+// counts (beyond suspendNoise).
 func (t *Term) overLocked() time.Duration {
-	return max(time.Since(t.deadline), t.boot().Sub(t.bootDeadline))
+	mono := time.Since(t.deadline)
+	suspended := t.boot().Sub(t.bootDeadline) - mono
+	if suspended <= suspendNoise {
+		return mono
+	}
+	return mono + suspended
 }
 
 // Key is the key led.
