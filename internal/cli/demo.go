@@ -203,7 +203,6 @@ func runDemo(ctx context.Context, out io.Writer, coord func(name string) tenure.
 			case <-ctx.Done():
 				return tenure.Transition{}, fmt.Errorf("demo timed out waiting for %s: %w", want, ctx.Err())
 			case t := <-d.events:
-				// The story names nodes; their instance ids add nothing.
 				t.Holder, _ = tenure.SplitIdentity(t.Holder)
 				d.report(t)
 				if t.Kind == want && (holder == "" || t.Holder == holder) {
@@ -290,6 +289,8 @@ func runDemo(ctx context.Context, out io.Writer, coord func(name string) tenure.
 }
 
 func (d *demo) report(t tenure.Transition) {
+	// The story names nodes; their instance ids add nothing.
+	t.Holder, _ = tenure.SplitIdentity(t.Holder)
 	switch t.Kind {
 	case tenure.Elected:
 		d.say(t.Holder, "leads", fmt.Sprintf("token %d", t.Token))
