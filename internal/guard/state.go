@@ -26,7 +26,8 @@ type state struct {
 	termAt  boottime.Instant // SIGTERM then, unless 0 or sent
 	termed  bool
 	killAt  boottime.Instant // set once the term ends or the command exits
-	stopped bool
+	stopped bool // by Ctrl-Z (OpStop)
+	frozen  bool // SIGSTOPped freezeLead before the deadline
 	killed  bool // SIGKILL sent: the tree is gone for good
 	leased  bool // an OpLease has arrived
 }
@@ -43,6 +44,12 @@ func (s *state) handle(m Message) {
 		s.lease.Live = true
 		s.termAt, s.termed = m.TermAt, false
 		s.save()
+		if s.frozen && now < s.freezeAt() {
+			s.frozen = false // renewed after all
+			if !s.stopped {
+				s.tree.signal(syscall.SIGCONT)
+			}
+		}
 	case OpSignal:
 		if !s.killed {
 			s.tree.signal(m.Signal)
@@ -63,7 +70,9 @@ func (s *state) handle(m Message) {
 			s.killNow() // never continued after its deadline
 			return
 		}
-		s.tree.signal(syscall.SIGCONT)
+		if !s.frozen {
+			s.tree.signal(syscall.SIGCONT)
+		}
 	}
 }
 
@@ -79,9 +88,9 @@ func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 	}
 	if sig != 0 {
 		s.tree.signal(sig)
-		if s.stopped && sig != syscall.SIGKILL {
+		if (s.stopped || s.frozen) && sig != syscall.SIGKILL && s.clock() < s.freezeAt() {
 			s.tree.signal(syscall.SIGCONT) // let it act on sig
-			s.stopped = false
+			s.stopped, s.frozen = false, false
 		}
 	}
 	at = min(at, s.lease.Deadline)
@@ -105,16 +114,33 @@ func (s *state) tick() {
 		s.termed = true
 		s.tree.signal(syscall.SIGTERM)
 	}
+	if !s.frozen && now >= s.freezeAt() {
+		s.frozen = true
+		s.tree.signal(syscall.SIGSTOP)
+	}
+}
+
+// freezeLead is how long before the deadline the tree is stopped
+// (SIGSTOP), so that it does nothing more by the deadline, when SIGKILL
+// comes: at most a twentieth of the TTL.
+const freezeLead = 100 * time.Millisecond
+
+// freezeAt is when the tree is frozen unless a renewal comes first.
+func (s *state) freezeAt() boottime.Instant {
+	lead := min(freezeLead, time.Duration(s.lease.TTLMs)*time.Millisecond/20)
+	return s.lease.Deadline.Add(-lead)
 }
 
 // killNow kills the whole tree and marks the term over.
+// The lease file says so first: nothing of the tree acts after it reads
+// the term is over.
 func (s *state) killNow() {
 	s.killed = true
-	s.tree.kill()
 	if s.lease.Live {
 		s.lease.Live = false
 		s.save()
 	}
+	s.tree.kill()
 }
 
 // wake is how long until tick has something to do (capped by most).
@@ -129,6 +155,9 @@ func (s *state) wake(most time.Duration) time.Duration {
 	}
 	if s.termAt != 0 && !s.termed {
 		d = min(d, s.termAt.Sub(now))
+	}
+	if !s.frozen {
+		d = min(d, s.freezeAt().Sub(now))
 	}
 	return max(d, 0)
 }
