@@ -96,6 +96,7 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 		return nil // tenure went away before the term began
 	}
 	g.st.handle(first)
+	g.drain() // a renewal may have come while the guard started
 	pid, err := startCommand(path, argv, g.st.path)
 	if err != nil {
 		code := 126
@@ -155,6 +156,23 @@ func (g *guard) loop() {
 		case <-timer.C:
 		}
 		timer.Stop()
+	}
+}
+
+// drain applies the messages already waiting.
+func (g *guard) drain() {
+	for {
+		select {
+		case m, ok := <-g.msgs:
+			if !ok {
+				g.msgs = nil
+				g.st.killNow()
+				return
+			}
+			g.st.handle(m)
+		default:
+			return
+		}
 	}
 }
 
