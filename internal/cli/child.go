@@ -182,6 +182,14 @@ func (c *child) killed() bool {
 	return c.report.Killed
 }
 
+// expired reports whether the guard killed the command on its own, at the
+// deadline it last heard of. Call it after done is closed.
+func (c *child) expired() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.report.Expired
+}
+
 // signal forwards sig to every process of the command's tree.
 func (c *child) signal(sig syscall.Signal) {
 	c.send(guard.Message{Op: guard.OpSignal, Signal: sig})

@@ -196,6 +196,20 @@ func procState(pid int) byte {
 	return p.State
 }
 
+// parentOf is pid's parent (for a command of tenure run: its guard).
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := guard.ParseStat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.PPid
+}
+
 // writesBy returns the accepted writes of pid.
 func (r *resource) writesBy(pid int) []write {
 	var out []write

@@ -534,7 +534,7 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 	r.log.Info("command started", "pid", c.pid, "token", t.Token(), "command", r.argv[0])
 	select {
 	case <-c.done:
-		if c.killed() {
+		if c.expired() {
 			// The guard killed it on its own, at the deadline it last
 			// heard of (tenure was stopped, or slow): the term is over.
 			r.log.Warn("the guard killed the command at the local deadline", "pid", c.pid, "token", t.Token())

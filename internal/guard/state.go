@@ -29,6 +29,7 @@ type state struct {
 	stopped bool // by Ctrl-Z (OpStop)
 	frozen  bool // SIGSTOPped freezeLead before the deadline
 	killed  bool // SIGKILL sent: the tree is gone for good
+	expired bool // killed because the deadline passed (or tenure went away)
 	leased  bool // an OpLease has arrived
 }
 
@@ -67,7 +68,7 @@ func (s *state) handle(m Message) {
 		}
 		s.stopped = false
 		if now >= s.lease.Deadline {
-			s.killNow() // never continued after its deadline
+			s.expire() // never continued after its deadline
 			return
 		}
 		if !s.frozen {
@@ -106,7 +107,11 @@ func (s *state) tick() {
 		return
 	}
 	now := s.clock()
-	if now >= s.lease.Deadline || s.killAt != 0 && now >= s.killAt {
+	if now >= s.lease.Deadline {
+		s.expire()
+		return
+	}
+	if s.killAt != 0 && now >= s.killAt {
 		s.killNow()
 		return
 	}
@@ -129,6 +134,13 @@ const freezeLead = 100 * time.Millisecond
 func (s *state) freezeAt() boottime.Instant {
 	lead := min(freezeLead, time.Duration(s.lease.TTLMs)*time.Millisecond/20)
 	return s.lease.Deadline.Add(-lead)
+}
+
+// expire kills the whole tree because the deadline passed, or because
+// tenure is gone and nobody will move it.
+func (s *state) expire() {
+	s.expired = true
+	s.killNow()
 }
 
 // killNow kills the whole tree and marks the term over.

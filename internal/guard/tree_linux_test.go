@@ -95,7 +95,7 @@ wait`
 	if !tree.exited || !tree.status.Signaled() || tree.status.Signal() != syscall.SIGKILL {
 		t.Errorf("command reaped %v with status %v; want reaped, killed by SIGKILL", tree.exited, tree.status)
 	}
-	if r := tree.report(true); r.Code != 128+9 || !r.Killed {
+	if r := tree.report(true, false); r.Code != 128+9 || !r.Killed {
 		t.Errorf("report %+v; want code 137, killed", r)
 	}
 }
