@@ -80,6 +80,7 @@ func (c *child) awaitStart() error {
 	<-c.started
 	return c.startErr
 }
+
 // startFailure is the error of a guard that did not start the command.
 func startFailure(r guard.Report, err error) error {
 	switch {

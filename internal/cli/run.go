@@ -41,12 +41,8 @@ type runFlags struct {
 	http        string
 }
 
-func newRunCommand(g *globalFlags) *cobra.Command {
-	var f runFlags
-	cmd := &cobra.Command{
-		Use:   "run --key KEY [flags] [--] COMMAND [ARG...]",
-		Short: "Run a command only while this process leads a key",
-		Long: `run campaigns for --key and, while it leads, runs COMMAND. However many
+// runLong is the help of tenure run.
+var runLong = `run campaigns for --key and, while it leads, runs COMMAND. However many
 "tenure run" processes share a key, on however many machines, at most one
 runs its command at a time.
 
@@ -127,8 +123,10 @@ Exit codes:
   3    not leader within --wait-timeout
   126  COMMAND could not be started
   127  COMMAND was not found
-  128+S  tenure got signal S while no command ran`,
-		Example: `  # against "tenure server" on this machine: at most one worker at a time
+  128+S  tenure got signal S while no command ran`
+
+// runExample is the examples of tenure run.
+const runExample = `  # against "tenure server" on this machine: at most one worker at a time
   tenure run --key jobs -- ./worker.sh
 
   # PostgreSQL as the coordinator, a 5s lease, and a name in the logs
@@ -144,7 +142,15 @@ Exit codes:
   tenure run --key jobs -- sh -c 'while tenure lease check >/dev/null; do ./step.sh; done'
 
   # export Prometheus metrics of the election
-  tenure run --key jobs --http 127.0.0.1:9480 -- ./worker.sh`,
+  tenure run --key jobs --http 127.0.0.1:9480 -- ./worker.sh`
+
+func newRunCommand(g *globalFlags) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:     "run --key KEY [flags] [--] COMMAND [ARG...]",
+		Short:   "Run a command only while this process leads a key",
+		Long:    runLong,
+		Example: runExample,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError("run needs a command to run after the flags, as in: tenure run --key jobs -- ./worker.sh (see 'tenure run --help')")

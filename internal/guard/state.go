@@ -26,11 +26,11 @@ type state struct {
 	termAt  boottime.Instant // SIGTERM then, unless 0 or sent
 	termed  bool
 	killAt  boottime.Instant // set once the term ends or the command exits
-	stopped bool // by Ctrl-Z (OpStop)
-	frozen  bool // SIGSTOPped freezeLead before the deadline
-	killed  bool // SIGKILL sent: the tree is gone for good
-	expired bool // killed because the deadline passed (or tenure went away)
-	leased  bool // an OpLease has arrived
+	stopped bool             // by Ctrl-Z (OpStop)
+	frozen  bool             // SIGSTOPped freezeLead before the deadline
+	killed  bool             // SIGKILL sent: the tree is gone for good
+	expired bool             // killed because the deadline passed (or tenure went away)
+	leased  bool             // an OpLease has arrived
 }
 
 // handle applies one message from tenure.
