@@ -3,19 +3,16 @@ package cli
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/internal/boottime"
+	"github.com/tenure-dev/tenure/internal/etcdbin"
 	"github.com/tenure-dev/tenure/internal/guard"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 	"github.com/tenure-dev/tenure/internal/tcpproxy"
@@ -33,7 +30,7 @@ type guardCoord struct {
 // guardCoords are Debian's etcd binary and PostgreSQL.
 func guardCoords(t *testing.T) []guardCoord {
 	etcd := guardCoord{name: "etcd-binary"}
-	etcd.flags = []string{"--endpoints", startEtcdBinary(t)}
+	etcd.flags = []string{"--endpoints", etcdbin.Start(t)}
 	etcd.proxied = func(t *testing.T) ([]string, *tcpproxy.Proxy) {
 		u, _ := url.Parse(etcd.flags[1])
 		p := newProxy(t, u.Host)
@@ -82,55 +79,6 @@ func newProxy(t *testing.T, target string) *tcpproxy.Proxy {
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
-}
-
-// etcdBinaryPath is where Debian's etcd-server package installs etcd.
-const etcdBinaryPath = "/usr/bin/etcd"
-
-// startEtcdBinary starts Debian's etcd on free loopback ports for t and
-// returns its client URL. Without the binary the test is skipped, unless
-// TENURE_REQUIRE_ETCD_BINARY=1, when it fails.
-func startEtcdBinary(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat(etcdBinaryPath); err != nil {
-		if os.Getenv("TENURE_REQUIRE_ETCD_BINARY") == "1" {
-			t.Fatalf("TENURE_REQUIRE_ETCD_BINARY=1 but %s is missing (install package etcd-server): %v", etcdBinaryPath, err)
-		}
-		t.Skipf("%s not installed (package etcd-server); set TENURE_REQUIRE_ETCD_BINARY=1 to require it", etcdBinaryPath)
-	}
-	urls, err := embedded.FreeLocalURLs(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(etcdBinaryPath, "--name", "bin", "--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", urls[0], "--advertise-client-urls", urls[0],
-		"--listen-peer-urls", urls[1], "--initial-advertise-peer-urls", urls[1],
-		"--initial-cluster", "bin="+urls[1], "--log-level", "warn", "--logger", "zap")
-	log := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGCONT)
-		cmd.Process.Kill()
-		<-done
-	})
-	client := &http.Client{Timeout: time.Second}
-	for began := time.Now(); time.Since(began) < 30*time.Second; time.Sleep(50 * time.Millisecond) {
-		if resp, err := client.Get(urls[0] + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return urls[0]
-			}
-		}
-	}
-	t.Fatalf("%s not ready within 30s:\n%s", etcdBinaryPath, log)
-	return ""
 }
 
 // supervised is a "tenure run" whose command reports its pid and lease
