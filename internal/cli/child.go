@@ -20,9 +20,11 @@ import (
 // its lease file and kills its whole process tree at the last deadline
 // tenure sent, or at once if tenure goes away.
 type child struct {
-	pid     int // the command's (and its process group's)
-	started time.Time
-	done    chan struct{} // closed once the guard has reported and exited
+	started  chan struct{} // closed once the guard has reported the start
+	startErr error         // why the command did not start; set before started closes
+	pid      int           // the command's (and its process group's); set before started closes
+	began    time.Time
+	done     chan struct{} // closed once the guard has reported and exited
 
 	mu     sync.Mutex
 	enc    *json.Encoder // to the guard; nil once closed
@@ -33,7 +35,8 @@ type child struct {
 
 // startChild starts a guard that starts the program at path with args
 // (args[0] is the name it sees as its own) and env, once it has the first
-// lease. grace is --kill-grace.
+// lease. grace is --kill-grace. Call awaitStart to learn whether the
+// command started; send new leases meanwhile.
 func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer,
 	grace time.Duration, first guard.Message) (*child, error) {
 	self, err := os.Executable()
@@ -65,19 +68,17 @@ func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr
 		repR.Close()
 		return nil, fmt.Errorf("start the guard: %w", err)
 	}
-	c := &child{done: make(chan struct{}), ctl: ctlW, enc: json.NewEncoder(ctlW)}
+	c := &child{done: make(chan struct{}), started: make(chan struct{}), ctl: ctlW, enc: json.NewEncoder(ctlW)}
 	c.send(first)
-	dec := json.NewDecoder(repR)
-	var r guard.Report
-	if err := dec.Decode(&r); err != nil || r.Pid == 0 {
-		ctlW.Close()
-		_ = cmd.Wait()
-		repR.Close()
-		return nil, startFailure(r, err)
-	}
-	c.pid, c.started = r.Pid, time.Now()
-	go c.watch(cmd, dec, repR)
+	go c.watch(cmd, json.NewDecoder(repR), repR)
 	return c, nil
+}
+
+// awaitStart waits for the guard to start the command and returns the
+// reason it could not.
+func (c *child) awaitStart() error {
+	<-c.started
+	return c.startErr
 }
 
 // startFailure is the error of a guard that did not start the command.
@@ -92,10 +93,23 @@ func startFailure(r guard.Report, err error) error {
 	}
 }
 
-// watch waits for the guard's last report and its exit.
+// watch reads the guard's reports: the command's pid (or why it did not
+// start), then how it ended; then it waits for the guard to exit.
 func (c *child) watch(cmd *exec.Cmd, dec *json.Decoder, rep io.Closer) {
 	var r guard.Report
 	err := dec.Decode(&r)
+	if err != nil || r.Pid == 0 {
+		c.startErr = startFailure(r, err)
+		close(c.started)
+		c.close()
+		_ = cmd.Wait()
+		rep.Close()
+		close(c.done)
+		return
+	}
+	c.pid, c.began = r.Pid, time.Now()
+	close(c.started)
+	err = dec.Decode(&r)
 	if err == nil && !r.Exited {
 		err = fmt.Errorf("guard report %+v: want exited", r)
 	}
@@ -167,6 +181,14 @@ func (c *child) killed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.report.Killed
+}
+
+// expired reports whether the guard killed the command on its own, at the
+// deadline it last heard of. Call it after done is closed.
+func (c *child) expired() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.report.Expired
 }
 
 // signal forwards sig to every process of the command's tree.

@@ -61,7 +61,11 @@ func TestRunPausedLeader(t *testing.T) {
 	leader, follower, first := leaderOfTwo(t, s.coord, r, "jobs")
 	t.Logf("%s leads with token %d (command pid %d)", leader.name, first.token, first.pid)
 
+	// The whole machine pauses: the command, tenure and the guard that
+	// would otherwise kill the command at its deadline.
+	guardPid := parentOf(t, first.pid)
 	syscall.Kill(first.pid, syscall.SIGSTOP)
+	syscall.Kill(guardPid, syscall.SIGSTOP)
 	leader.signal(t, syscall.SIGSTOP)
 	time.Sleep(3 * e2eTTL)
 	next := r.first(t, 0, "from the follower while the leader was paused", func(w write) bool { return w.holder == follower.name })
@@ -80,6 +84,7 @@ func TestRunPausedLeader(t *testing.T) {
 		t.Errorf("the resumed command's writes with token %d were not rejected", first.token)
 	}
 	leader.signal(t, syscall.SIGCONT)
+	syscall.Kill(guardPid, syscall.SIGCONT)
 	took := waitDead(t, first.pid, 2*time.Second, "resumed command")
 	if took > 500*time.Millisecond {
 		t.Errorf("resumed command died %s after its tenure's SIGCONT; want promptly (< 500ms)", took.Round(time.Millisecond))

@@ -35,12 +35,8 @@ type runFlags struct {
 	http        string
 }
 
-func newRunCommand(g *globalFlags) *cobra.Command {
-	var f runFlags
-	cmd := &cobra.Command{
-		Use:   "run --key KEY [flags] [--] COMMAND [ARG...]",
-		Short: "Run a command only while this process leads a key",
-		Long: `run campaigns for --key and, while it leads, runs COMMAND. However many
+// runLong is the help of tenure run.
+var runLong = `run campaigns for --key and, while it leads, runs COMMAND. However many
 "tenure run" processes share a key, on however many machines, at most one
 runs its command at a time.
 
@@ -122,8 +118,10 @@ Exit codes:
   3    not leader within --wait-timeout
   126  COMMAND could not be started
   127  COMMAND was not found
-  128+S  tenure got signal S while no command ran`,
-		Example: `  # against "tenure server" on this machine: at most one worker at a time
+  128+S  tenure got signal S while no command ran`
+
+// runExample is the examples of tenure run.
+const runExample = `  # against "tenure server" on this machine: at most one worker at a time
   tenure run --key jobs -- ./worker.sh
 
   # PostgreSQL as the coordinator, a 5s lease, and a name in the logs
@@ -139,7 +137,15 @@ Exit codes:
   tenure run --key jobs -- sh -c 'while tenure lease check >/dev/null; do ./step.sh; done'
 
   # export Prometheus metrics of the election
-  tenure run --key jobs --http 127.0.0.1:9480 -- ./worker.sh`,
+  tenure run --key jobs --http 127.0.0.1:9480 -- ./worker.sh`
+
+func newRunCommand(g *globalFlags) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:     "run --key KEY [flags] [--] COMMAND [ARG...]",
+		Short:   "Run a command only while this process leads a key",
+		Long:    runLong,
+		Example: runExample,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError("run needs a command to run after the flags, as in: tenure run --key jobs -- ./worker.sh (see 'tenure run --help')")
@@ -469,7 +475,7 @@ func (r *runner) onSignal(sig syscall.Signal) {
 	}
 	r.mu.Unlock()
 	if c != nil {
-		r.log.Info("forwarding signal to the command", "signal", sig.String(), "pid", c.pid)
+		r.log.Info("forwarding signal to the command", "signal", sig.String())
 		c.signal(sig)
 	} else {
 		r.log.Info("signal received; stopping", "signal", sig.String())
@@ -499,8 +505,26 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 	if ctx.Err() != nil || r.done() {
 		return nil // stopping already: do not start
 	}
-	c, err := r.start(t)
+	c := r.start(t)
 	if c == nil {
+		return nil
+	}
+	// Feed the guard from the start: the command waits for the guard to
+	// start it, and a renewal may come meanwhile.
+	fed := make(chan struct{})
+	stopFeed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		r.feed(c, t, stopFeed)
+	}()
+	defer func() { close(stopFeed); <-fed }()
+	if err := c.awaitStart(); err != nil {
+		r.mu.Lock()
+		r.startErr = err
+		r.current = nil
+		r.mu.Unlock()
+		r.log.Error("command could not start", "command", r.argv[0], "err", err)
+		r.cancel()
 		return err
 	}
 	defer func() {
@@ -509,24 +533,13 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 		r.mu.Unlock()
 	}()
 	r.log.Info("command started", "pid", c.pid, "token", t.Token(), "command", r.argv[0])
-	fed := make(chan struct{})
-	stopFeed := make(chan struct{})
-	go func() {
-		defer close(fed)
-		r.feed(c, t, stopFeed)
-	}()
-	defer func() { close(stopFeed); <-fed }()
 	select {
 	case <-c.done:
-		if c.killed() && t.Remaining() < r.renewEvery {
-			// The guard killed it at the deadline it last heard of
-			// (tenure was stopped, or slow): the term is over, not the
-			// command's run. Campaign again once the elector agrees.
+		if c.expired() {
+			// The guard killed it on its own, at the deadline it last
+			// heard of (tenure was stopped, or slow): the term is over.
 			r.log.Warn("the guard killed the command at the local deadline", "pid", c.pid, "token", t.Token())
-			select {
-			case <-t.Done():
-			case <-ctx.Done():
-			}
+			t.StepDown(errKilledAtDeadline)
 			return nil
 		}
 		r.exited(c)
@@ -536,24 +549,28 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 	return nil
 }
 
-// start starts the command under a guard for term t. It returns a nil
-// child when it did not start one (and the error, if it failed).
-func (r *runner) start(t *tenure.Term) (*child, error) {
+// errKilledAtDeadline ends a term whose command the guard killed at the
+// deadline it had.
+var errKilledAtDeadline = errors.New("the guard killed the command at the local deadline")
+
+// start starts the guard of the command for term t, or returns nil when
+// a stopping signal came in first or the guard could not be started.
+func (r *runner) start(t *tenure.Term) *child {
 	env := append(r.env[:len(r.env):len(r.env)], termEnv(t)...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.signal != 0 { // a stopping signal came in while the term began
-		return nil, nil
+		return nil
 	}
 	c, err := startChild(r.path, r.argv, env, r.stdin, r.stdout, r.stderr, r.f.killGrace, r.leaseMessage(t))
 	if err != nil {
 		r.startErr = err
 		r.log.Error("command could not start", "command", r.argv[0], "err", err)
 		r.cancel()
-		return nil, err
+		return nil
 	}
 	r.current = c
-	return c, nil
+	return c
 }
 
 // feedInterval is how often tenure looks for a new deadline to send to
@@ -566,7 +583,7 @@ const feedInterval = 20 * time.Millisecond
 func (r *runner) feed(c *child, t *tenure.Term, stop <-chan struct{}) {
 	tick := time.NewTicker(feedInterval)
 	defer tick.Stop()
-	last := t.Deadline()
+	var last time.Time // the first tick sends the lease again: cheap, and sure
 	for {
 		select {
 		case <-stop:
@@ -604,7 +621,7 @@ func (r *runner) leaseMessage(t *tenure.Term) guard.Message {
 // exited handles the command's exit on its own (the guard has already
 // stopped what was left of its tree).
 func (r *runner) exited(c *child) {
-	ran := time.Since(c.started)
+	ran := time.Since(c.began)
 	r.mu.Lock()
 	r.ran = ran
 	forwarded := r.forwarded == c

@@ -96,6 +96,7 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 		return nil // tenure went away before the term began
 	}
 	g.st.handle(first)
+	g.drain() // a renewal may have come while the guard started
 	pid, err := startCommand(path, argv, g.st.path)
 	if err != nil {
 		code := 126
@@ -106,10 +107,10 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 	}
 	g.tree.main = pid
 	if err := g.enc.Encode(Report{Pid: pid}); err != nil {
-		g.st.killNow() // tenure cannot hear from us: nobody would stop it
+		g.st.expire() // tenure cannot hear from us: nobody would stop it
 	}
 	g.loop()
-	if err := g.enc.Encode(g.tree.report(g.st.killed)); err != nil && g.msgs != nil {
+	if err := g.enc.Encode(g.tree.report(g.st.killed, g.st.expired)); err != nil && g.msgs != nil {
 		return err
 	}
 	// Keep the lease file (which says the term is over) until tenure has
@@ -144,7 +145,7 @@ func (g *guard) loop() {
 		case m, ok := <-g.msgs:
 			if !ok { // tenure is gone: nobody renews, nobody decides
 				g.msgs = nil
-				g.st.killNow()
+				g.st.expire()
 			} else {
 				g.st.handle(m)
 			}
@@ -155,6 +156,23 @@ func (g *guard) loop() {
 		case <-timer.C:
 		}
 		timer.Stop()
+	}
+}
+
+// drain applies the messages already waiting.
+func (g *guard) drain() {
+	for {
+		select {
+		case m, ok := <-g.msgs:
+			if !ok {
+				g.msgs = nil
+				g.st.expire()
+				return
+			}
+			g.st.handle(m)
+		default:
+			return
+		}
 	}
 }
 

@@ -59,4 +59,7 @@ type Report struct {
 	Code   int    `json:"code"`             // exit code, 128+N for signal N; 126/127 with Err
 	Status string `json:"status,omitempty"` // "exit status 3", "signal: killed"
 	Killed bool   `json:"killed,omitempty"` // the guard sent SIGKILL
+	// Expired: the guard killed the tree on its own, because the deadline
+	// it last heard of passed (or tenure went away).
+	Expired bool `json:"expired,omitempty"`
 }

@@ -26,9 +26,11 @@ type state struct {
 	termAt  boottime.Instant // SIGTERM then, unless 0 or sent
 	termed  bool
 	killAt  boottime.Instant // set once the term ends or the command exits
-	stopped bool
-	killed  bool // SIGKILL sent: the tree is gone for good
-	leased  bool // an OpLease has arrived
+	stopped bool             // by Ctrl-Z (OpStop)
+	frozen  bool             // SIGSTOPped freezeLead before the deadline
+	killed  bool             // SIGKILL sent: the tree is gone for good
+	expired bool             // killed because the deadline passed (or tenure went away)
+	leased  bool             // an OpLease has arrived
 }
 
 // handle applies one message from tenure.
@@ -43,6 +45,12 @@ func (s *state) handle(m Message) {
 		s.lease.Live = true
 		s.termAt, s.termed = m.TermAt, false
 		s.save()
+		if s.frozen && now < s.freezeAt() {
+			s.frozen = false // renewed after all
+			if !s.stopped {
+				s.tree.signal(syscall.SIGCONT)
+			}
+		}
 	case OpSignal:
 		if !s.killed {
 			s.tree.signal(m.Signal)
@@ -60,10 +68,12 @@ func (s *state) handle(m Message) {
 		}
 		s.stopped = false
 		if now >= s.lease.Deadline {
-			s.killNow() // never continued after its deadline
+			s.expire() // never continued after its deadline
 			return
 		}
-		s.tree.signal(syscall.SIGCONT)
+		if !s.frozen {
+			s.tree.signal(syscall.SIGCONT)
+		}
 	}
 }
 
@@ -79,9 +89,9 @@ func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 	}
 	if sig != 0 {
 		s.tree.signal(sig)
-		if s.stopped && sig != syscall.SIGKILL {
+		if (s.stopped || s.frozen) && sig != syscall.SIGKILL && s.clock() < s.freezeAt() {
 			s.tree.signal(syscall.SIGCONT) // let it act on sig
-			s.stopped = false
+			s.stopped, s.frozen = false, false
 		}
 	}
 	at = min(at, s.lease.Deadline)
@@ -97,7 +107,11 @@ func (s *state) tick() {
 		return
 	}
 	now := s.clock()
-	if now >= s.lease.Deadline || s.killAt != 0 && now >= s.killAt {
+	if now >= s.lease.Deadline {
+		s.expire()
+		return
+	}
+	if s.killAt != 0 && now >= s.killAt {
 		s.killNow()
 		return
 	}
@@ -105,16 +119,40 @@ func (s *state) tick() {
 		s.termed = true
 		s.tree.signal(syscall.SIGTERM)
 	}
+	if !s.frozen && now >= s.freezeAt() {
+		s.frozen = true
+		s.tree.signal(syscall.SIGSTOP)
+	}
+}
+
+// freezeLead is how long before the deadline the tree is stopped
+// (SIGSTOP), so that it does nothing more by the deadline, when SIGKILL
+// comes: at most a twentieth of the TTL.
+const freezeLead = 100 * time.Millisecond
+
+// freezeAt is when the tree is frozen unless a renewal comes first.
+func (s *state) freezeAt() boottime.Instant {
+	lead := min(freezeLead, time.Duration(s.lease.TTLMs)*time.Millisecond/20)
+	return s.lease.Deadline.Add(-lead)
+}
+
+// expire kills the whole tree because the deadline passed, or because
+// tenure is gone and nobody will move it.
+func (s *state) expire() {
+	s.expired = true
+	s.killNow()
 }
 
 // killNow kills the whole tree and marks the term over.
+// The lease file says so first: nothing of the tree acts after it reads
+// the term is over.
 func (s *state) killNow() {
 	s.killed = true
-	s.tree.kill()
 	if s.lease.Live {
 		s.lease.Live = false
 		s.save()
 	}
+	s.tree.kill()
 }
 
 // wake is how long until tick has something to do (capped by most).
@@ -129,6 +167,9 @@ func (s *state) wake(most time.Duration) time.Duration {
 	}
 	if s.termAt != 0 && !s.termed {
 		d = min(d, s.termAt.Sub(now))
+	}
+	if !s.frozen {
+		d = min(d, s.freezeAt().Sub(now))
 	}
 	return max(d, 0)
 }

@@ -37,7 +37,7 @@ func newState(t *testing.T, grace time.Duration) (*state, *recorder) {
 func at(d time.Duration) boottime.Instant { return boottime.Instant(d) }
 
 func leaseMsg(deadline, termAt time.Duration) Message {
-	m := Message{Op: OpLease, Lease: &Lease{Key: "k", Holder: "h", Token: 7, Deadline: at(deadline), Live: true}}
+	m := Message{Op: OpLease, Lease: &Lease{Key: "k", Holder: "h", Token: 7, Deadline: at(deadline), TTLMs: 2000, Live: true}}
 	if termAt != 0 {
 		m.TermAt = at(termAt)
 	}
@@ -67,8 +67,9 @@ func drive(s *state, d time.Duration, msgs map[time.Duration]Message) {
 	}
 }
 
-// TestDeadlines: SIGTERM at TermAt, SIGKILL at the last deadline heard of;
-// a renewal moves both; nothing is sent while the lease is renewed.
+// TestDeadlines: SIGTERM at TermAt, SIGSTOP (frozen) a twentieth of the TTL
+// before the last deadline heard of, SIGKILL at it; a renewal moves them
+// all; nothing is sent while the lease is renewed.
 func TestDeadlines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, rec := newState(t, time.Second)
@@ -76,7 +77,7 @@ func TestDeadlines(t *testing.T) {
 		drive(s, 3*time.Second, map[time.Duration]Message{
 			500 * time.Millisecond: leaseMsg(1500*time.Millisecond, 1200*time.Millisecond),
 		})
-		want := []string{"terminated@1.2s", "killed@1.5s"}
+		want := []string{"terminated@1.2s", "stopped (signal)@1.4s", "killed@1.5s"}
 		if !slices.Equal(rec.sent, want) {
 			t.Fatalf("sent %q; want %q (TERM and KILL moved by the renewal)", rec.sent, want)
 		}
@@ -100,7 +101,7 @@ func TestEnd(t *testing.T) {
 		want     []string
 	}{
 		{"grace first", 300 * time.Millisecond, 5 * time.Second, []string{"terminated@1s", "killed@1.3s"}},
-		{"deadline first", 10 * time.Second, 1500 * time.Millisecond, []string{"terminated@1s", "killed@1.5s"}},
+		{"deadline first", 10 * time.Second, 1500 * time.Millisecond, []string{"terminated@1s", "stopped (signal)@1.4s", "killed@1.5s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -126,8 +127,8 @@ func TestStopContinue(t *testing.T) {
 		cont time.Duration
 		want []string
 	}{
-		{"before the deadline", 800 * time.Millisecond, []string{"stopped (signal)@500ms", "continued@800ms", "killed@2s"}},
-		{"after the deadline", 3 * time.Second, []string{"stopped (signal)@500ms", "killed@2s"}},
+		{"before the deadline", 800 * time.Millisecond, []string{"stopped (signal)@500ms", "continued@800ms", "stopped (signal)@1.9s", "killed@2s"}},
+		{"after the deadline", 3 * time.Second, []string{"stopped (signal)@500ms", "stopped (signal)@1.9s", "killed@2s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -178,6 +179,22 @@ func TestContinueAfterSuspend(t *testing.T) {
 		time.Sleep(5 * time.Second) // no tick: the guard did not run
 		s.handle(Message{Op: OpCont})
 		want := []string{"stopped (signal)@0s", "killed@5s"}
+		if !slices.Equal(rec.sent, want) {
+			t.Fatalf("sent %q; want %q", rec.sent, want)
+		}
+	})
+}
+
+// TestFreezeThenRenew: a renewal that comes after the tree was frozen
+// ahead of the deadline continues it.
+func TestFreezeThenRenew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, rec := newState(t, time.Second)
+		s.handle(leaseMsg(time.Second, 0))
+		drive(s, 3*time.Second, map[time.Duration]Message{
+			950 * time.Millisecond: leaseMsg(2*time.Second, 0),
+		})
+		want := []string{"stopped (signal)@900ms", "continued@950ms", "stopped (signal)@1.9s", "killed@2s"}
 		if !slices.Equal(rec.sent, want) {
 			t.Fatalf("sent %q; want %q", rec.sent, want)
 		}

@@ -73,16 +73,16 @@ func readProcs(procDir string) ([]Proc, error) {
 		if err != nil {
 			continue // gone
 		}
-		if p, err := parseStat(b); err == nil {
+		if p, err := ParseStat(b); err == nil {
 			out = append(out, p)
 		}
 	}
 	return out, nil
 }
 
-// parseStat parses /proc/PID/stat: "pid (comm) state ppid pgrp …", where
+// ParseStat parses /proc/PID/stat: "pid (comm) state ppid pgrp …", where
 // comm may hold spaces and parentheses.
-func parseStat(b []byte) (Proc, error) {
+func ParseStat(b []byte) (Proc, error) {
 	var p Proc
 	open := bytes.IndexByte(b, '(')
 	i := bytes.LastIndexByte(b, ')')

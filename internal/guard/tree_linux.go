@@ -102,8 +102,8 @@ func (t *procTree) reap() {
 }
 
 // report says how the command ended.
-func (t *procTree) report(killed bool) Report {
-	r := Report{Exited: true, Killed: killed}
+func (t *procTree) report(killed, expired bool) Report {
+	r := Report{Exited: true, Killed: killed, Expired: expired}
 	switch {
 	case t.status.Signaled():
 		r.Code = 128 + int(t.status.Signal())

@@ -13,7 +13,7 @@ import (
 )
 
 func TestParseStat(t *testing.T) {
-	p, err := parseStat([]byte("4242 (a (b) c) S 17 4240 4240 0 -1 4194560"))
+	p, err := ParseStat([]byte("4242 (a (b) c) S 17 4240 4240 0 -1 4194560"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,8 +21,8 @@ func TestParseStat(t *testing.T) {
 		t.Errorf("parseStat = %+v; want pid 4242 ppid 17 pgid 4240 state S", p)
 	}
 	for _, bad := range []string{"", "12 noparen S 1 1", "12 (x) S 1", "x (y) S 1 2"} {
-		if _, err := parseStat([]byte(bad)); err == nil {
-			t.Errorf("parseStat(%q): nil error", bad)
+		if _, err := ParseStat([]byte(bad)); err == nil {
+			t.Errorf("ParseStat(%q): nil error", bad)
 		}
 	}
 }
@@ -86,7 +86,7 @@ wait`
 	for _, p := range procs {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid)); err == nil {
 			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/stat"); len(b) > 0 {
-				if q, err := parseStat(b); err == nil && q.PPid == p.PPid && !q.Zombie() {
+				if q, err := ParseStat(b); err == nil && q.PPid == p.PPid && !q.Zombie() {
 					t.Errorf("process %d (%+v) alive after kill", p.Pid, q)
 				}
 			}
@@ -95,7 +95,7 @@ wait`
 	if !tree.exited || !tree.status.Signaled() || tree.status.Signal() != syscall.SIGKILL {
 		t.Errorf("command reaped %v with status %v; want reaped, killed by SIGKILL", tree.exited, tree.status)
 	}
-	if r := tree.report(true); r.Code != 128+9 || !r.Killed {
+	if r := tree.report(true, false); r.Code != 128+9 || !r.Killed {
 		t.Errorf("report %+v; want code 137, killed", r)
 	}
 }
