@@ -26,6 +26,11 @@ import (
 // against "tenure server" processes, with real time: leases of e2eTTL.
 const e2eTTL = 2 * time.Second
 
+// slack is what a loaded machine may add to a real-time upper bound: the
+// end-to-end tests assert liveness ("within the TTL + slack"), never tight
+// timings. Lower bounds ("not before the TTL") take no slack.
+const slack = 5 * time.Second
+
 // childModeEnv, when set, makes the test binary a helper command instead
 // of running tests (see childMain).
 const childModeEnv = "TENURE_E2E_CHILD"
