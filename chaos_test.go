@@ -141,7 +141,7 @@ type chaosRun struct {
 	origin time.Time
 	margin time.Duration
 
-	mu    sync.Mutex
+	mu     sync.Mutex
 	nodes  []*chaosNode
 	wg     sync.WaitGroup // heal and crash/restart goroutines
 	nodeWG sync.WaitGroup // node runners
