@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenure-dev/tenure/embedded"
+	"github.com/tenure-dev/tenure/internal/tcpproxy"
 )
 
 // Options configure a verification run. Zero values mean the defaults
@@ -222,8 +223,8 @@ type runner struct {
 	o          Options
 	origin     int64
 	reg        *Register
-	coordProx  [][]*Proxy // [node][member]
-	regProx    []*Proxy
+	coordProx  [][]*tcpproxy.Proxy // [node][member]
+	regProx    []*tcpproxy.Proxy
 	members    []*embedded.Server
 	memberCfg  []embedded.Config
 	cleanupDir string
@@ -322,16 +323,16 @@ func (r *runner) startProxies(targets []string) error {
 		return err
 	}
 	for range r.o.Nodes {
-		var ps []*Proxy
+		var ps []*tcpproxy.Proxy
 		for _, t := range targets {
-			p, err := NewProxy(t)
+			p, err := tcpproxy.New("tcp", t)
 			if err != nil {
 				return err
 			}
 			ps = append(ps, p)
 		}
 		r.coordProx = append(r.coordProx, ps)
-		p, err := NewProxy(r.reg.Addr())
+		p, err := tcpproxy.New("tcp", r.reg.Addr())
 		if err != nil {
 			return err
 		}
