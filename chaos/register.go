@@ -137,20 +137,20 @@ func (r *Register) decideLocked(d Decision) {
 // store runs once the middleware admitted the request's token.
 func (r *Register) store(w http.ResponseWriter, req *http.Request) {
 	token, _ := fence.TokenFromContext(req.Context())
-	value := valueOf(req)
-	r.mu.Lock()
-	r.value, r.token = value, token
-	r.decideLocked(Decision{Token: token, Value: value, Path: "fenced", Accepted: true, Status: http.StatusOK})
-	r.mu.Unlock()
-	w.WriteHeader(http.StatusOK)
+	r.accept(w, token, valueOf(req), "fenced")
 }
 
+// storeUnfenced stores any write, with the token it claims.
 func (r *Register) storeUnfenced(w http.ResponseWriter, req *http.Request) {
 	token, _ := strconv.ParseUint(req.Header.Get(headerClaimedToken), 10, 64)
-	value := valueOf(req)
+	r.accept(w, token, valueOf(req), "unfenced")
+}
+
+// accept stores value and token and records the decision.
+func (r *Register) accept(w http.ResponseWriter, token uint64, value, path string) {
 	r.mu.Lock()
 	r.value, r.token = value, token
-	r.decideLocked(Decision{Token: token, Value: value, Path: "unfenced", Accepted: true, Status: http.StatusOK})
+	r.decideLocked(Decision{Token: token, Value: value, Path: path, Accepted: true, Status: http.StatusOK})
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
 }
