@@ -294,21 +294,43 @@ func (r *chaosRun) startNode(n *chaosNode) {
 	r.mu.Unlock()
 }
 
-func (r *chaosRun) apply(ev faultEvent) {
-	idx := ev.node
-	if idx == leaderNode {
-		idx = 0
-		if g, ok, err := r.coord.Leader(context.Background(), "chaos"); err == nil && ok {
-			r.mu.Lock()
-			for _, n := range r.nodes {
-				if name, _ := tenure.SplitIdentity(g.Holder); n.holder == name {
-					idx = n.id
-				}
-			}
-			r.mu.Unlock()
+// crash cuts n off at once, so that it releases nothing, stops its
+// process, and after down restarts it with a new identity.
+func (r *chaosRun) crash(n *chaosNode, holder string, stop func(), down time.Duration) {
+	r.coord.Partition(holder)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		stop()
+		time.Sleep(down)
+		r.coord.Heal(holder)
+		r.startNode(n)
+	}()
+}
+
+// target resolves a fault's node: leaderNode is the node leading now (node
+// 0 when nobody leads).
+func (r *chaosRun) target(node int) int {
+	if node != leaderNode {
+		return node
+	}
+	g, ok, err := r.coord.Leader(context.Background(), "chaos")
+	if err != nil || !ok {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.nodes {
+		if name, _ := tenure.SplitIdentity(g.Holder); n.holder == name {
+			return n.id
 		}
 	}
-	n := r.nodes[idx]
+	return 0
+}
+
+// apply strikes with fault ev; heals and restarts run in the background.
+func (r *chaosRun) apply(ev faultEvent) {
+	n := r.nodes[r.target(ev.node)]
 	r.mu.Lock()
 	holder, down, stop := n.holder, n.down, n.stop
 	if ev.fam == famCrash {
@@ -358,15 +380,7 @@ func (r *chaosRun) apply(ev faultEvent) {
 		// A crash: the node is cut off at once, so it releases nothing,
 		// and its process is gone; after a while it restarts with a new
 		// identity.
-		r.coord.Partition(holder)
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			stop()
-			time.Sleep(ev.dur)
-			r.coord.Heal(holder)
-			r.startNode(n)
-		}()
+		r.crash(n, holder, stop, ev.dur)
 	case famCoordRestart:
 		r.coord.Restart()
 	case famDrift:
