@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -132,27 +131,17 @@ func schedule(seed uint64, nodes int, length time.Duration, fams []family, maxRa
 	return evs
 }
 
-// span is one term as the node lived it.
-type span struct {
-	node       int
-	holder     string
-	token      uint64
-	start, end time.Time
-}
-
 // chaosRun is the state and history of one run.
 type chaosRun struct {
 	t      *testing.T
 	coord  *memory.Coordinator
 	c      tenure.Coordinator // coord, possibly wrapped with a planted bug
 	reg    *fence.Register[string]
+	hist   *simHistory
 	origin time.Time
 	margin time.Duration
 
 	mu     sync.Mutex
-	spans  []*span
-	writes []fence.Event
-
 	nodes  []*chaosNode
 	wg     sync.WaitGroup // heal and crash/restart goroutines
 	nodeWG sync.WaitGroup // node runners
@@ -181,25 +170,25 @@ type chaosOptions struct {
 	rate float64
 	// margin overrides the elector's Margin when non-negative.
 	margin time.Duration
+	// schedule, when not nil, replaces the schedule drawn from seed.
+	schedule []faultEvent
 	// wrap plants a bug between the elector and the coordinator.
 	wrap func(c tenure.Coordinator, cfg tenure.Config) tenure.Coordinator
 }
 
 // chaosResult is what the checkers found.
 type chaosResult struct {
-	schedule      []faultEvent
-	spans         []*span
-	overlaps      []string
-	overlapTotal  time.Duration
-	accepted      uint64
-	rejected      uint64
-	lateAccepted  int // accepted writes that landed after their term ended (pauses)
-	orderBreaches []string
+	verdict
+	schedule     []faultEvent
+	accepted     uint64
+	rejected     uint64
+	lateAccepted int // accepted writes that landed after their term ended (pauses)
 }
 
 // runChaos runs one chaos scenario. It must be called inside a bubble.
 func runChaos(t *testing.T, o chaosOptions) chaosResult {
-	r := &chaosRun{t: t, coord: memory.New(), origin: time.Now(), margin: chaosMargin}
+	hist := newSimHistory()
+	r := &chaosRun{t: t, coord: memory.New(), hist: hist, origin: hist.origin, margin: chaosMargin}
 	if o.margin >= 0 {
 		r.margin = o.margin
 	}
@@ -208,16 +197,15 @@ func runChaos(t *testing.T, o chaosOptions) chaosResult {
 	if o.wrap != nil {
 		r.c = o.wrap(r.coord, r.config("planted"))
 	}
-	r.reg = fence.NewRegister[string](fence.WithObserver(func(ev fence.Event) {
-		r.mu.Lock()
-		r.writes = append(r.writes, ev)
-		r.mu.Unlock()
-	}))
+	r.reg = fence.NewRegister[string](fence.WithObserver(hist.observe))
 
 	if o.rate != 0 {
 		r.coord.SetClockRate(o.rate)
 	}
-	res := chaosResult{schedule: schedule(o.seed, o.nodes, o.length, o.fams, o.maxRate)}
+	res := chaosResult{schedule: o.schedule}
+	if res.schedule == nil {
+		res.schedule = schedule(o.seed, o.nodes, o.length, o.fams, o.maxRate)
+	}
 	for i := range o.nodes {
 		n := &chaosNode{id: i}
 		r.nodes = append(r.nodes, n)
@@ -238,20 +226,11 @@ func runChaos(t *testing.T, o chaosOptions) chaosResult {
 		stop()
 	}
 	r.nodeWG.Wait()
-	synctest.Wait() // the AfterFuncs that record span ends have run
+	synctest.Wait() // the AfterFuncs that record term ends have run
 
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, sp := range r.spans {
-		if sp.end.IsZero() {
-			t.Fatalf("term %d of %s has no recorded end: the overlap checker would not see it", sp.token, sp.holder)
-		}
-	}
-	res.spans = r.spans
-	res.overlaps, res.overlapTotal = overlaps(r.spans, r.origin)
+	res.verdict = hist.check(t)
 	res.accepted, res.rejected = r.reg.Stats().Accepted, r.reg.Stats().Rejected
-	res.orderBreaches = tokenOrder(r.writes)
-	res.lateAccepted = lateAccepted(r.writes, r.spans)
+	res.lateAccepted = hist.lateAccepted(res.spans)
 	return res
 }
 
@@ -284,18 +263,7 @@ func (r *chaosRun) startNode(n *chaosNode) {
 		defer r.nodeWG.Done()
 		defer close(done)
 		err := e.Run(ctx, func(ctx context.Context, term *tenure.Term) error {
-			sp := &span{node: n.id, holder: holder, token: term.Token(), start: time.Now()}
-			r.mu.Lock()
-			r.spans = append(r.spans, sp)
-			r.mu.Unlock()
-			// The span ends when the term's own context ends, not fn's:
-			// during a resignation's drain the term stays live after fn's
-			// context is cancelled.
-			context.AfterFunc(term.Context(), func() {
-				r.mu.Lock()
-				sp.end = time.Now()
-				r.mu.Unlock()
-			})
+			r.hist.lead(n.id, holder, term)
 			ticker := time.NewTicker(writeEvery)
 			defer ticker.Stop()
 			for {
@@ -326,21 +294,43 @@ func (r *chaosRun) startNode(n *chaosNode) {
 	r.mu.Unlock()
 }
 
-func (r *chaosRun) apply(ev faultEvent) {
-	idx := ev.node
-	if idx == leaderNode {
-		idx = 0
-		if g, ok, err := r.coord.Leader(context.Background(), "chaos"); err == nil && ok {
-			r.mu.Lock()
-			for _, n := range r.nodes {
-				if name, _ := tenure.SplitIdentity(g.Holder); n.holder == name {
-					idx = n.id
-				}
-			}
-			r.mu.Unlock()
+// crash cuts n off at once, so that it releases nothing, stops its
+// process, and after down restarts it with a new identity.
+func (r *chaosRun) crash(n *chaosNode, holder string, stop func(), down time.Duration) {
+	r.coord.Partition(holder)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		stop()
+		time.Sleep(down)
+		r.coord.Heal(holder)
+		r.startNode(n)
+	}()
+}
+
+// target resolves a fault's node: leaderNode is the node leading now (node
+// 0 when nobody leads).
+func (r *chaosRun) target(node int) int {
+	if node != leaderNode {
+		return node
+	}
+	g, ok, err := r.coord.Leader(context.Background(), "chaos")
+	if err != nil || !ok {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.nodes {
+		if name, _ := tenure.SplitIdentity(g.Holder); n.holder == name {
+			return n.id
 		}
 	}
-	n := r.nodes[idx]
+	return 0
+}
+
+// apply strikes with fault ev; heals and restarts run in the background.
+func (r *chaosRun) apply(ev faultEvent) {
+	n := r.nodes[r.target(ev.node)]
 	r.mu.Lock()
 	holder, down, stop := n.holder, n.down, n.stop
 	if ev.fam == famCrash {
@@ -390,15 +380,7 @@ func (r *chaosRun) apply(ev faultEvent) {
 		// A crash: the node is cut off at once, so it releases nothing,
 		// and its process is gone; after a while it restarts with a new
 		// identity.
-		r.coord.Partition(holder)
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			stop()
-			time.Sleep(ev.dur)
-			r.coord.Heal(holder)
-			r.startNode(n)
-		}()
+		r.crash(n, holder, stop, ev.dur)
 	case famCoordRestart:
 		r.coord.Restart()
 	case famDrift:
@@ -406,82 +388,11 @@ func (r *chaosRun) apply(ev faultEvent) {
 	}
 }
 
-// overlaps returns every pair of spans of different terms that overlap, and
-// the total overlapping time.
-func overlaps(spans []*span, origin time.Time) ([]string, time.Duration) {
-	s := slices.Clone(spans)
-	slices.SortFunc(s, func(a, b *span) int { return a.start.Compare(b.start) })
-	var out []string
-	var total time.Duration
-	for i, a := range s {
-		for _, b := range s[i+1:] {
-			if !b.start.Before(a.end) {
-				break
-			}
-			if a.token == b.token {
-				continue
-			}
-			end := a.end
-			if b.end.Before(end) {
-				end = b.end
-			}
-			d := end.Sub(b.start)
-			total += d
-			out = append(out, fmt.Sprintf("%s (token %d) led %.3fs–%.3fs and %s (token %d) led %.3fs–%.3fs: %s overlap",
-				a.holder, a.token, a.start.Sub(origin).Seconds(), a.end.Sub(origin).Seconds(),
-				b.holder, b.token, b.start.Sub(origin).Seconds(), b.end.Sub(origin).Seconds(), d))
-		}
-	}
-	return out, total
-}
-
-// tokenOrder checks that accepted tokens never decrease and that no write
-// was accepted with a token lower than one accepted before it.
-func tokenOrder(writes []fence.Event) []string {
-	var out []string
-	var highest uint64
-	for _, w := range writes {
-		if !w.Accepted {
-			if w.Token >= highest && w.Token != 0 {
-				out = append(out, fmt.Sprintf("write #%d with token %d rejected though the highest accepted was %d", w.Seq, w.Token, highest))
-			}
-			continue
-		}
-		if w.Token < highest {
-			out = append(out, fmt.Sprintf("write #%d accepted stale token %d after %d", w.Seq, w.Token, highest))
-		}
-		highest = max(highest, w.Token)
-	}
-	return out
-}
-
-// lateAccepted counts accepted writes that landed after their term had
-// ended: the writes a paused process had in flight. They are harmless only
-// because nothing newer had been written yet; the register rejects the rest.
-func lateAccepted(writes []fence.Event, spans []*span) int {
-	end := map[uint64]time.Time{}
-	for _, s := range spans {
-		end[s.token] = s.end
-	}
-	n := 0
-	for _, w := range writes {
-		if e, ok := end[w.Token]; ok && w.Accepted && w.At.After(e) {
-			n++
-		}
-	}
-	return n
-}
-
 func (res chaosResult) describe(seed uint64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d: %d terms, %d writes accepted, %d rejected, %d late writes accepted\n",
 		seed, len(res.spans), res.accepted, res.rejected, res.lateAccepted)
-	for _, o := range res.overlaps {
-		fmt.Fprintf(&b, "  OVERLAP %s\n", o)
-	}
-	for _, o := range res.orderBreaches {
-		fmt.Fprintf(&b, "  ORDER %s\n", o)
-	}
+	b.WriteString(res.verdict.String())
 	fmt.Fprintf(&b, "  fault schedule:\n")
 	for _, ev := range res.schedule {
 		fmt.Fprintf(&b, "    %s\n", ev)
@@ -509,7 +420,7 @@ func TestChaosNoTwoLeaders(t *testing.T) {
 					seed: seed, nodes: 3, length: *chaosDuration, fams: allFamilies(),
 					maxRate: chaosDrift, margin: -1,
 				})
-				if len(res.overlaps) > 0 || len(res.orderBreaches) > 0 {
+				if res.violations() > 0 {
 					t.Fatalf("safety violated; replay with: go test -run 'TestChaosNoTwoLeaders/seed=%d$' .\n%s", seed, res.describe(seed))
 				}
 				terms.Add(int64(len(res.spans)))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,7 +24,7 @@ func TestClockDriftWithinBoundNeverOverlaps(t *testing.T) {
 			t.Run(fmt.Sprintf("rate=%.4f/seed=%d", rate, seed), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					res := runChaos(t, chaosOptions{seed: seed, nodes: 3, length: 120 * time.Second, fams: fams, rate: rate, margin: 0})
-					if len(res.overlaps) > 0 || len(res.orderBreaches) > 0 {
+					if res.violations() > 0 {
 						t.Fatalf("clock rate %.4f within MaxDrift %.2f produced overlapping leases:\n%s", rate, chaosDrift, res.describe(seed))
 					}
 				})
@@ -44,22 +43,15 @@ func TestClockJumpBeyondAssumptions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := memory.New()
 		defer c.Close()
-		reg := fence.NewRegister[string]()
-		origin := time.Now()
-
-		var mu sync.Mutex
-		var spans []*span
+		hist := newSimHistory()
+		reg := fence.NewRegister[string](fence.WithObserver(hist.observe))
 		var rec recorder
-		run := func(holder string) (stop func()) {
+		run := func(node int, holder string) (stop func()) {
 			cfg := testConfig(holder)
 			cfg.OnTransition = rec.add
 			e := newElector(t, c, cfg)
 			return start(e, func(ctx context.Context, term *tenure.Term) error {
-				sp := &span{holder: holder, token: term.Token(), start: time.Now()}
-				mu.Lock()
-				spans = append(spans, sp)
-				mu.Unlock()
-				context.AfterFunc(term.Context(), func() { mu.Lock(); sp.end = time.Now(); mu.Unlock() })
+				hist.lead(node, holder, term)
 				for ctx.Err() == nil && term.Check() == nil {
 					if err := reg.Write(term.Token(), holder); err != nil {
 						return err
@@ -69,32 +61,26 @@ func TestClockJumpBeyondAssumptions(t *testing.T) {
 				return nil
 			})
 		}
-		stopA := run("a")
+		stopA := run(0, "a")
 		time.Sleep(time.Second) // a leads
-		stopB := run("b")
+		stopB := run(1, "b")
 		time.Sleep(5*time.Second + writeEvery/2) // between two of a's writes
 
 		c.JumpClock(2 * chaosTTL) // far beyond MaxDrift
 		time.Sleep(5 * time.Second)
 		stopB()
 		stopA()
-		synctest.Wait() // the AfterFuncs that record span ends have run
+		synctest.Wait() // the AfterFuncs that record term ends have run
 
-		mu.Lock()
-		defer mu.Unlock()
-		for _, sp := range spans {
-			if sp.end.IsZero() {
-				t.Fatalf("term %d of %s has no recorded end", sp.token, sp.holder)
-			}
+		v := hist.check(t)
+		if v.overlap.Count == 0 {
+			t.Fatalf("a clock jump beyond the assumptions produced no overlap; terms %+v; transitions %v", v.spans, rec.kinds())
 		}
-		over, total := overlaps(spans, origin)
-		if len(over) == 0 {
-			for _, s := range spans {
-				t.Logf("%s token %d %s–%s", s.holder, s.token, s.start.Sub(origin), s.end.Sub(origin))
-			}
-			t.Fatalf("a clock jump beyond the assumptions produced no overlap; transitions %v", rec.kinds())
+		total := v.overlapTotal
+		t.Logf("overlap after a %s jump: %v (%s in all)", 2*chaosTTL, v.overlap.Details, total)
+		if v.stale.Count > 0 {
+			t.Fatalf("the register accepted a stale write: %v", v.stale.Details)
 		}
-		t.Logf("overlap after a %s jump: %v (%s in all)", 2*chaosTTL, over, total)
 		if total > writeEvery {
 			t.Fatalf("overlap lasted %s; want the old leader fenced at its next write (≤ %s)", total, writeEvery)
 		}

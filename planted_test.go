@@ -1,7 +1,7 @@
 package tenure_test
 
 import (
-	"fmt"
+	"flag"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,58 +10,103 @@ import (
 	"github.com/tenure-dev/tenure/internal/plant"
 )
 
-// Planted bugs prove the chaos checker can fail. Each wraps the memory
+// Planted bugs prove the chaos checkers can fail. Each wraps the memory
 // coordinator (package internal/plant, the same wrappers tenure verify
 // plants) so that the elector behaves as a buggy one would: a deadline
 // measured from the reply, no safety margin, a renewal allowed after expiry.
 
-func TestChaosCatchesPlantedBugs(t *testing.T) {
-	const runs = 20
-	bugs := []struct {
-		name string
-		fams []family
-		rate float64
-		bug  string // "" plants nothing
-		// least is how many of the runs must report an overlap (seen:
-		// 19 or 20 of 20 for each bug).
-		least int
-	}{
-		{"none", []family{famLatency, famDegrade, famPartition, famBlock}, chaosDrift, "", 0},
-		{"deadline from reply", []family{famLatency, famDegrade, famPartition, famBlock}, 0, plant.ReplyDeadline, 18},
-		{"no margin", []family{famLatency, famDegrade, famPartition, famBlock, famDrift}, chaosDrift, plant.NoMargin, 18},
-		{"renewal after expiry", []family{famPartition, famBlock}, 0, plant.RenewAfterExpiry, 18},
+// plantedCase is a planted bug and a schedule containing the fault that
+// exposes it.
+type plantedCase struct {
+	name  string
+	bug   string
+	sched []faultEvent
+}
+
+func plantedCases() []plantedCase {
+	return []plantedCase{
+		// Replies 1s late (more than the 300ms margin), then the leader is
+		// cut off: its last renewal took a second, and the bug counts that
+		// second into the lease.
+		{"deadline from reply", plant.ReplyDeadline, []faultEvent{
+			{at: 5 * time.Second, fam: famDegrade, node: leaderNode, dur: 8 * time.Second, reply: time.Second},
+		}},
+		// The coordinator's clock runs fast, as fast as MaxDrift allows,
+		// and the leader is cut off: its lease expires at the coordinator
+		// before TTL has passed on the leader's clock.
+		{"no margin", plant.NoMargin, []faultEvent{
+			{at: time.Second, fam: famDrift, rate: 1 / (1 - chaosDrift)},
+			{at: 5 * time.Second, fam: famPartition, node: leaderNode, dur: 2 * chaosTTL},
+		}},
+		// The leader is cut off for two TTLs: its renewals fail, and the
+		// bug reports them renewed.
+		{"renewal after expiry", plant.RenewAfterExpiry, []faultEvent{
+			{at: 5 * time.Second, fam: famPartition, node: leaderNode, dur: 2 * chaosTTL},
+		}},
 	}
-	for _, bug := range bugs {
-		t.Run(bug.name, func(t *testing.T) {
+}
+
+// runPlanted runs c's schedule for 30 simulated seconds with bug planted
+// ("" plants nothing), in a bubble.
+func runPlanted(t *testing.T, c plantedCase, bug string) chaosResult {
+	var res chaosResult
+	synctest.Test(t, func(t *testing.T) {
+		o := chaosOptions{nodes: 3, length: 30 * time.Second, schedule: c.sched, margin: -1}
+		if bug != "" {
+			o.wrap = func(co tenure.Coordinator, cfg tenure.Config) tenure.Coordinator { return plant.Wrap(co, bug, cfg) }
+		}
+		res = runChaos(t, o)
+	})
+	return res
+}
+
+// TestChaosCatchesPlantedBugs: each planted bug is reported as an overlap on
+// a schedule that contains the fault exposing it, and the build as shipped
+// reports nothing on the same schedule (the control run). The fenced
+// register accepts no stale write either way.
+func TestChaosCatchesPlantedBugs(t *testing.T) {
+	for _, c := range plantedCases() {
+		t.Run(c.name, func(t *testing.T) {
+			res := runPlanted(t, c, c.bug)
+			if res.overlap.Count == 0 {
+				t.Errorf("planted bug %q: no overlap reported:\n%s", c.name, res.describe(0))
+			}
+			if res.stale.Count > 0 || res.order.Count > 0 {
+				t.Errorf("planted bug %q: the fenced register failed too:\n%s", c.name, res.describe(0))
+			}
+			if ctl := runPlanted(t, c, ""); ctl.violations() > 0 || ctl.accepted == 0 {
+				t.Errorf("control run (no bug) on the schedule that exposes %q: %d violations, %d writes accepted; want none and some:\n%s",
+					c.name, ctl.violations(), ctl.accepted, ctl.describe(0))
+			}
+		})
+	}
+}
+
+var plantRuns = flag.Int("chaos.plantruns", 20, "drawn schedules per planted bug in TestChaosPlantCatchRate")
+
+// TestChaosPlantCatchRate prints (with -v) how often each planted bug is
+// reported on drawn schedules of every fault family at the shipped margin
+// and drift bound (seeds 1…20, 240 simulated seconds each). The rate is a
+// measurement, not asserted; what is asserted is that every run made
+// progress and that the fenced register, which fences planted bugs too,
+// accepted no stale write.
+func TestChaosPlantCatchRate(t *testing.T) {
+	for _, c := range plantedCases() {
+		t.Run(c.name, func(t *testing.T) {
 			caught := 0
-			var example string
-			for seed := uint64(1); seed <= runs; seed++ {
+			for seed := uint64(1); seed <= uint64(*plantRuns); seed++ {
 				synctest.Test(t, func(t *testing.T) {
-					o := chaosOptions{seed: seed, nodes: 3, length: 240 * time.Second, fams: bug.fams, maxRate: bug.rate, margin: -1}
-					if bug.bug != "" {
-						o.wrap = func(c tenure.Coordinator, cfg tenure.Config) tenure.Coordinator {
-							return plant.Wrap(c, bug.bug, cfg)
-						}
-					}
-					res := runChaos(t, o)
-					if len(res.orderBreaches) > 0 {
-						t.Errorf("seed %d: the fenced register accepted a stale write:\n%s", seed, res.describe(seed))
-					}
-					if len(res.overlaps) > 0 {
+					res := runChaos(t, chaosOptions{seed: seed, nodes: 3, length: 240 * time.Second, fams: allFamilies(), maxRate: chaosDrift, margin: -1,
+						wrap: func(co tenure.Coordinator, cfg tenure.Config) tenure.Coordinator { return plant.Wrap(co, c.bug, cfg) }})
+					if res.overlap.Count > 0 {
 						caught++
-						if example == "" {
-							example = fmt.Sprintf("seed %d: %s (%d overlaps, %s in all)", seed, res.overlaps[0], len(res.overlaps), res.overlapTotal)
-						}
+					}
+					if res.stale.Count > 0 || res.accepted == 0 {
+						t.Errorf("seed %d: %d writes accepted, stale writes accepted %d; want some, none:\n%s", seed, res.accepted, res.stale.Count, res.describe(seed))
 					}
 				})
 			}
-			t.Logf("planted bug %q: overlap reported in %d of %d runs; e.g. %s", bug.name, caught, runs, example)
-			if bug.bug == "" && caught > 0 {
-				t.Fatalf("unplanted build reported overlaps in %d of %d runs: %s", caught, runs, example)
-			}
-			if caught < bug.least {
-				t.Fatalf("planted bug %q caught in %d of %d runs; want at least %d", bug.name, caught, runs, bug.least)
-			}
+			t.Logf("planted bug %q: overlap reported in %d of %d drawn schedules", c.name, caught, *plantRuns)
 		})
 	}
 }

@@ -91,20 +91,7 @@ func (r *Report) HTML() ([]byte, error) {
 			Title: fmt.Sprintf("%s token %d: %.3fs–%.3fs (%s)", s.Holder, s.Token, rel(s.Start), rel(s.End), s.How),
 			Label: fmt.Sprint(s.Token)})
 	}
-	node := map[string]int{}
-	for _, s := range r.Spans {
-		node[fmt.Sprintf("%s#", s.Holder)] = s.Node
-	}
-	for _, d := range r.Rejections {
-		n := 0
-		if i := strings.LastIndex(d.Value, "#"); i > 0 {
-			if v, ok := node[d.Value[:i+1]]; ok {
-				n = v
-			}
-		}
-		p.Marks = append(p.Marks, svgRect{X: x(d.At), Y: laneY(n) + laneH - 2, W: 3, H: 8, Class: "rejected",
-			Title: fmt.Sprintf("rejected %s token %d at %.3fs (%d)", d.Value, d.Token, rel(d.At), d.Status)})
-	}
+	p.Marks = rejectionMarks(r, x, func(n int) float64 { return laneY(n) + laneH - 2 })
 	step := 10 * time.Second
 	if time.Duration(total) <= 20*time.Second {
 		step = 2 * time.Second
@@ -118,6 +105,27 @@ func (r *Report) HTML() ([]byte, error) {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// rejectionMarks marks each rejected write on its writer's lane; x places a
+// time, y a lane.
+func rejectionMarks(r *Report, x func(int64) float64, y func(node int) float64) []svgRect {
+	node := map[string]int{}
+	for _, s := range r.Spans {
+		node[fmt.Sprintf("%s#", s.Holder)] = s.Node
+	}
+	var marks []svgRect
+	for _, d := range r.Rejections {
+		n := 0
+		if i := strings.LastIndex(d.Value, "#"); i > 0 {
+			if v, ok := node[d.Value[:i+1]]; ok {
+				n = v
+			}
+		}
+		marks = append(marks, svgRect{X: x(d.At), Y: y(n), W: 3, H: 8, Class: "rejected",
+			Title: fmt.Sprintf("rejected %s token %d at %.3fs (%d)", d.Value, d.Token, float64(d.At-r.Origin)/1e9, d.Status)})
+	}
+	return marks
 }
 
 var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>

@@ -46,11 +46,14 @@ type Read struct {
 	Token  uint64 `json:"token"`
 }
 
-// Register is the fenced register service the nodes write to: an HTTP
-// server on loopback. PUT /fenced is guarded by fence.Middleware (serialized,
-// so that the token check and the store are one step); PUT /unfenced stores
-// anything, as a resource without fencing would (only the no-token plant
-// uses it); GET /read returns the value and its token.
+// Register is the fenced HTTP register that tenure verify's nodes and the
+// end-to-end tests' commands write to: an HTTP server on loopback that
+// records every decision. PUT or POST /fenced is guarded by fence.Middleware
+// (serialized, so that the token check and the store are one step); PUT
+// /unfenced stores anything, as a resource without fencing would (only the
+// no-token plant uses it); GET /read returns the value and its token. The
+// value written is the Tenure-Write header, or the request body when the
+// header is absent.
 type Register struct {
 	ln  net.Listener
 	srv *http.Server
@@ -74,6 +77,7 @@ func StartRegister() (*Register, error) {
 	mux := http.NewServeMux()
 	fenced := fence.Middleware(r.f, http.HandlerFunc(r.store), fence.Serialize())
 	mux.Handle("PUT /fenced", r.recordRejections(fenced))
+	mux.Handle("POST /fenced", r.recordRejections(fenced))
 	mux.HandleFunc("PUT /unfenced", r.storeUnfenced)
 	mux.HandleFunc("GET /read", r.read)
 	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -133,20 +137,20 @@ func (r *Register) decideLocked(d Decision) {
 // store runs once the middleware admitted the request's token.
 func (r *Register) store(w http.ResponseWriter, req *http.Request) {
 	token, _ := fence.TokenFromContext(req.Context())
-	value := req.Header.Get(headerValue)
-	r.mu.Lock()
-	r.value, r.token = value, token
-	r.decideLocked(Decision{Token: token, Value: value, Path: "fenced", Accepted: true, Status: http.StatusOK})
-	r.mu.Unlock()
-	w.WriteHeader(http.StatusOK)
+	r.accept(w, token, valueOf(req), "fenced")
 }
 
+// storeUnfenced stores any write, with the token it claims.
 func (r *Register) storeUnfenced(w http.ResponseWriter, req *http.Request) {
 	token, _ := strconv.ParseUint(req.Header.Get(headerClaimedToken), 10, 64)
-	value := req.Header.Get(headerValue)
+	r.accept(w, token, valueOf(req), "unfenced")
+}
+
+// accept stores value and token and records the decision.
+func (r *Register) accept(w http.ResponseWriter, token uint64, value, path string) {
 	r.mu.Lock()
 	r.value, r.token = value, token
-	r.decideLocked(Decision{Token: token, Value: value, Path: "unfenced", Accepted: true, Status: http.StatusOK})
+	r.decideLocked(Decision{Token: token, Value: value, Path: path, Accepted: true, Status: http.StatusOK})
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
 }
@@ -160,6 +164,16 @@ func (r *Register) read(w http.ResponseWriter, req *http.Request) {
 	_, _ = io.WriteString(w, value)
 }
 
+// valueOf returns the value a write carries: its Tenure-Write header, or
+// (up to 64 KiB of) its body.
+func valueOf(req *http.Request) string {
+	if v := req.Header.Get(headerValue); v != "" {
+		return v
+	}
+	b, _ := io.ReadAll(io.LimitReader(req.Body, 64<<10))
+	return string(b)
+}
+
 // recordRejections records the requests the middleware rejects.
 func (r *Register) recordRejections(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -168,9 +182,13 @@ func (r *Register) recordRejections(next http.Handler) http.Handler {
 		if sw.status == http.StatusOK {
 			return
 		}
-		token, _ := strconv.ParseUint(req.Header.Get(headerClaimedToken), 10, 64)
+		claimed := req.Header.Get(headerClaimedToken)
+		if claimed == "" {
+			claimed = req.Header.Get(fence.Header)
+		}
+		token, _ := strconv.ParseUint(claimed, 10, 64)
 		r.mu.Lock()
-		r.decideLocked(Decision{Token: token, Value: req.Header.Get(headerValue), Path: "fenced", Status: sw.status})
+		r.decideLocked(Decision{Token: token, Value: valueOf(req), Path: "fenced", Status: sw.status})
 		r.mu.Unlock()
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenure-dev/tenure/embedded"
+	"github.com/tenure-dev/tenure/internal/tcpproxy"
 )
 
 // Options configure a verification run. Zero values mean the defaults
@@ -222,8 +223,8 @@ type runner struct {
 	o          Options
 	origin     int64
 	reg        *Register
-	coordProx  [][]*Proxy // [node][member]
-	regProx    []*Proxy
+	coordProx  [][]*tcpproxy.Proxy // [node][member]
+	regProx    []*tcpproxy.Proxy
 	members    []*embedded.Server
 	memberCfg  []embedded.Config
 	cleanupDir string
@@ -322,16 +323,16 @@ func (r *runner) startProxies(targets []string) error {
 		return err
 	}
 	for range r.o.Nodes {
-		var ps []*Proxy
+		var ps []*tcpproxy.Proxy
 		for _, t := range targets {
-			p, err := NewProxy(t)
+			p, err := tcpproxy.New("tcp", t)
 			if err != nil {
 				return err
 			}
 			ps = append(ps, p)
 		}
 		r.coordProx = append(r.coordProx, ps)
-		p, err := NewProxy(r.reg.Addr())
+		p, err := tcpproxy.New("tcp", r.reg.Addr())
 		if err != nil {
 			return err
 		}
@@ -376,6 +377,13 @@ func (r *runner) startCoordinator(ctx context.Context) ([]string, error) {
 		}
 		return out, nil
 	}
+	return r.startMembers(ctx)
+}
+
+// startMembers starts the embedded etcd members and returns their client
+// addresses.
+func (r *runner) startMembers(ctx context.Context) ([]string, error) {
+	o := r.o
 	dir := o.Dir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "tenure-verify-")
@@ -473,38 +481,45 @@ func (r *runner) startNode(i int) error {
 	r.readers.Add(1)
 	go func() {
 		defer r.readers.Done()
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var ev Event
-			if json.Unmarshal(sc.Bytes(), &ev) != nil {
-				continue
-			}
-			ev.Node = i
-			r.mu.Lock()
-			r.events = append(r.events, ev)
-			switch ev.Kind {
-			case KindElected:
-				r.leading[i] = ev.Token
-			case KindEnd:
-				if r.leading[i] == ev.Token {
-					delete(r.leading, i)
-				}
-			}
-			r.mu.Unlock()
-		}
-		err := cmd.Wait()
-		r.mu.Lock()
-		if !np.killed && err != nil {
-			r.nodeErrs = append(r.nodeErrs, fmt.Sprintf("node %s: %v: %s", holder, err, tail.String()))
-		}
-		if r.procs[i] == np {
-			delete(r.leading, i)
-		}
-		r.mu.Unlock()
-		close(np.done)
+		r.readEvents(np, stdout)
 	}()
 	return nil
+}
+
+// readEvents records the events node np writes on stdout until it exits,
+// then reaps it.
+func (r *runner) readEvents(np *nodeProc, stdout io.Reader) {
+	i := np.slot
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var ev Event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		ev.Node = i
+		r.mu.Lock()
+		r.events = append(r.events, ev)
+		switch ev.Kind {
+		case KindElected:
+			r.leading[i] = ev.Token
+		case KindEnd:
+			if r.leading[i] == ev.Token {
+				delete(r.leading, i)
+			}
+		}
+		r.mu.Unlock()
+	}
+	err := np.cmd.Wait()
+	r.mu.Lock()
+	if !np.killed && err != nil {
+		r.nodeErrs = append(r.nodeErrs, fmt.Sprintf("node %s: %v: %s", np.holder, err, np.stderr.String()))
+	}
+	if r.procs[i] == np {
+		delete(r.leading, i)
+	}
+	r.mu.Unlock()
+	close(np.done)
 }
 
 // stopNodes asks every node to resign (SIGTERM) and kills those that have

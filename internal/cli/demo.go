@@ -132,33 +132,60 @@ func runDemo(ctx context.Context, out io.Writer, coord func(name string) tenure.
 	defer cancel()
 
 	d := &demo{out: out, start: time.Now(), events: make(chan tenure.Transition, 64)}
-	reg := fence.NewRegister[string]()
-
+	s := &demoStory{demo: d, ctx: ctx, f: f, p: p, reg: fence.NewRegister[string](), pending: map[string]inflight{}}
 	fmt.Fprintf(out, "tenure demo: %d nodes compete for %q (TTL %s) and write to a fenced register.\n", f.nodes, f.key, f.ttl)
 	d.step("1. Election")
 
-	// pending holds, per node, a write it has sent but that has not yet
-	// arrived: the "in flight" write of a leader that is then cut off.
-	type inflight struct {
-		token uint64
-		value string
-	}
-	var mu sync.Mutex
-	pending := map[string]inflight{}
-
-	var wg sync.WaitGroup
 	nodeCtx, stopNodes := context.WithCancel(ctx)
-	defer func() { stopNodes(); wg.Wait() }()
-	for i := 1; i <= f.nodes; i++ {
+	defer func() { stopNodes(); s.wg.Wait() }()
+	if err := s.startNodes(nodeCtx, coord); err != nil {
+		return err
+	}
+	for _, step := range []func() error{s.elect, s.partition, s.takeover, s.heal} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	d.step("5. Shutdown: every node resigns")
+	stopNodes()
+	s.wg.Wait()
+	return s.finish()
+}
+
+// inflight is a write a node has sent but that has not yet arrived: the
+// "in flight" write of a leader that is then cut off.
+type inflight struct {
+	token uint64
+	value string
+}
+
+// demoStory is the state of the demo's story, told step by step.
+type demoStory struct {
+	*demo
+	ctx context.Context
+	f   demoFlags
+	p   partitioner
+	reg *fence.Register[string]
+	wg  sync.WaitGroup
+
+	mu      sync.Mutex
+	pending map[string]inflight // per node, its latest write
+
+	first, lost, second tenure.Transition
+	leader              string
+	cut                 time.Time
+}
+
+// startNodes starts f.nodes electors; each writes to the register every
+// TTL/6 while it leads.
+func (s *demoStory) startNodes(ctx context.Context, coord func(name string) tenure.Coordinator) error {
+	for i := 1; i <= s.f.nodes; i++ {
 		name := demoNodeName(i)
 		cfg := tenure.DefaultConfig()
-		cfg.Key = f.key
-		cfg.Holder = name
-		cfg.TTL = f.ttl
-		cfg.Margin = f.ttl / 10
+		cfg.Key, cfg.Holder, cfg.TTL, cfg.Margin = s.f.key, name, s.f.ttl, s.f.ttl/10
 		cfg.OnTransition = func(t tenure.Transition) {
 			select {
-			case d.events <- t:
+			case s.events <- t:
 			default:
 			}
 		}
@@ -166,125 +193,146 @@ func runDemo(ctx context.Context, out io.Writer, coord func(name string) tenure.
 		if err != nil {
 			return err
 		}
-		wg.Add(1)
+		s.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			writes := 0
-			_ = e.Run(nodeCtx, func(ctx context.Context, term *tenure.Term) error {
-				ticker := time.NewTicker(f.ttl / 6)
-				defer ticker.Stop()
-				for {
-					select {
-					case <-ctx.Done():
-						return nil
-					case <-ticker.C:
-					}
-					if term.Check() != nil {
-						return nil
-					}
-					writes++
-					v := fmt.Sprintf("%s write #%d", name, writes)
-					// Every write is "sent" before it lands; remember the
-					// latest so the story can deliver one late.
-					mu.Lock()
-					pending[name] = inflight{term.Token(), v}
-					mu.Unlock()
-					if err := reg.Write(term.Token(), v); err != nil {
-						return err
-					}
-				}
-			})
+			defer s.wg.Done()
+			_ = e.Run(ctx, func(ctx context.Context, term *tenure.Term) error { return s.lead(ctx, name, term) })
 		}()
 	}
+	return nil
+}
 
-	next := func(want tenure.TransitionKind, holder string) (tenure.Transition, error) {
-		for {
-			select {
-			case <-ctx.Done():
-				return tenure.Transition{}, fmt.Errorf("demo timed out waiting for %s: %w", want, ctx.Err())
-			case t := <-d.events:
-				t.Holder, _ = tenure.SplitIdentity(t.Holder)
-				d.report(t)
-				if t.Kind == want && (holder == "" || t.Holder == holder) {
-					return t, nil
-				}
+// lead writes to the register every TTL/6 until the term ends.
+func (s *demoStory) lead(ctx context.Context, name string, term *tenure.Term) error {
+	ticker := time.NewTicker(s.f.ttl / 6)
+	defer ticker.Stop()
+	for writes := 1; ; writes++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		if term.Check() != nil {
+			return nil
+		}
+		v := fmt.Sprintf("%s write #%d", name, writes)
+		// Every write is "sent" before it lands; remember the latest so
+		// the story can deliver one late.
+		s.mu.Lock()
+		s.pending[name] = inflight{term.Token(), v}
+		s.mu.Unlock()
+		if err := s.reg.Write(term.Token(), v); err != nil {
+			return err
+		}
+	}
+}
+
+// next reports transitions until one of kind want (of holder, if not "").
+func (s *demoStory) next(want tenure.TransitionKind, holder string) (tenure.Transition, error) {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return tenure.Transition{}, fmt.Errorf("demo timed out waiting for %s: %w", want, s.ctx.Err())
+		case t := <-s.events:
+			// The story names nodes; their instance ids add nothing.
+			t.Holder, _ = tenure.SplitIdentity(t.Holder)
+			s.report(t)
+			if t.Kind == want && (holder == "" || t.Holder == holder) {
+				return t, nil
 			}
 		}
 	}
+}
 
-	first, err := next(tenure.Elected, "")
-	if err != nil {
+// elect waits for the first leader and its first writes.
+func (s *demoStory) elect() error {
+	var err error
+	if s.first, err = s.next(tenure.Elected, ""); err != nil {
 		return err
 	}
-	leader := first.Holder
-	waitWrites(ctx, reg, 3)
-	v, tok := reg.Read()
-	d.say(leader, "writes", fmt.Sprintf("register = %q with token %d", v, tok))
+	s.leader = s.first.Holder
+	waitWrites(s.ctx, s.reg, 3)
+	v, tok := s.reg.Read()
+	s.say(s.leader, "writes", fmt.Sprintf("register = %q with token %d", v, tok))
+	return nil
+}
 
-	d.step(fmt.Sprintf("2. Partition: %s is cut off from the coordinator", leader))
-	p.Partition(leader)
-	cut := time.Now()
-	d.say(leader, "cut off", "renewals now fail; it keeps working until its local deadline")
-	lost, err := next(tenure.Expired, leader)
-	if err != nil {
+// partition cuts the leader off and waits for it to stop at its deadline.
+func (s *demoStory) partition() error {
+	s.step(fmt.Sprintf("2. Partition: %s is cut off from the coordinator", s.leader))
+	s.p.Partition(s.leader)
+	s.cut = time.Now()
+	s.say(s.leader, "cut off", "renewals now fail; it keeps working until its local deadline")
+	var err error
+	if s.lost, err = s.next(tenure.Expired, s.leader); err != nil {
 		return err
 	}
-	d.say(leader, "stopped", fmt.Sprintf("%.1fs after the cut, before its lease (%s) can expire at the coordinator", lost.At.Sub(cut).Seconds(), f.ttl))
+	s.say(s.leader, "stopped", fmt.Sprintf("%.1fs after the cut, before its lease (%s) can expire at the coordinator", s.lost.At.Sub(s.cut).Seconds(), s.f.ttl))
+	return nil
+}
 
-	d.step("3. Takeover")
-	var second tenure.Transition
+// takeover waits for another node to lead, with a greater token, and write.
+func (s *demoStory) takeover() error {
+	s.step("3. Takeover")
 	for {
-		second, err = next(tenure.Elected, "")
-		if err != nil {
+		var err error
+		if s.second, err = s.next(tenure.Elected, ""); err != nil {
 			return err
 		}
-		if second.Holder != leader {
+		if s.second.Holder != s.leader {
 			break
 		}
 	}
-	if second.Token <= first.Token {
-		return fmt.Errorf("demo: new leader's token %d is not greater than %d", second.Token, first.Token)
+	if s.second.Token <= s.first.Token {
+		return fmt.Errorf("demo: new leader's token %d is not greater than %d", s.second.Token, s.first.Token)
 	}
-	d.say(second.Holder, "takes over", fmt.Sprintf("token %d > %d, %.1fs after the cut", second.Token, first.Token, second.At.Sub(cut).Seconds()))
-	waitToken(ctx, reg, second.Token)
-	v, tok = reg.Read()
-	d.say(second.Holder, "writes", fmt.Sprintf("register = %q with token %d", v, tok))
+	s.say(s.second.Holder, "takes over", fmt.Sprintf("token %d > %d, %.1fs after the cut", s.second.Token, s.first.Token, s.second.At.Sub(s.cut).Seconds()))
+	waitToken(s.ctx, s.reg, s.second.Token)
+	v, tok := s.reg.Read()
+	s.say(s.second.Holder, "writes", fmt.Sprintf("register = %q with token %d", v, tok))
+	return nil
+}
 
-	d.step(fmt.Sprintf("4. Heal: a write %s sent before the cut arrives late", leader))
-	p.Heal(leader)
-	mu.Lock()
-	late := pending[leader]
-	mu.Unlock()
-	if late.token != first.Token {
-		return fmt.Errorf("demo: %s's last write carried token %d; want %d", leader, late.token, first.Token)
+// heal delivers the old leader's write from before the cut: the register
+// rejects it as stale.
+func (s *demoStory) heal() error {
+	s.step(fmt.Sprintf("4. Heal: a write %s sent before the cut arrives late", s.leader))
+	s.p.Heal(s.leader)
+	s.mu.Lock()
+	late := s.pending[s.leader]
+	s.mu.Unlock()
+	if late.token != s.first.Token {
+		return fmt.Errorf("demo: %s's last write carried token %d; want %d", s.leader, late.token, s.first.Token)
 	}
-	err = reg.Write(late.token, late.value+" (late)")
+	err := s.reg.Write(late.token, late.value+" (late)")
 	var stale *fence.StaleError
 	if !errors.As(err, &stale) {
 		return fmt.Errorf("demo: the deposed leader's write was not rejected as stale: %v", err)
 	}
-	d.say(leader, "rejected", fmt.Sprintf("stale token %d: the register has seen %d", stale.Presented, stale.Required))
-	v, tok = reg.Read()
-	d.say("register", "unchanged", fmt.Sprintf("%q with token %d", v, tok))
+	s.say(s.leader, "rejected", fmt.Sprintf("stale token %d: the register has seen %d", stale.Presented, stale.Required))
+	v, tok := s.reg.Read()
+	s.say("register", "unchanged", fmt.Sprintf("%q with token %d", v, tok))
+	return nil
+}
 
-	d.step("5. Shutdown: every node resigns")
-	stopNodes()
-	wg.Wait()
+// finish reports the transitions left and the summary, once every node has
+// resigned.
+func (s *demoStory) finish() error {
 	for drained := false; !drained; {
 		select {
-		case t := <-d.events:
-			d.report(t)
+		case t := <-s.events:
+			s.report(t)
 		default:
 			drained = true
 		}
 	}
-	stats := reg.Stats()
-	gap := second.At.Sub(lost.At)
+	stats := s.reg.Stats()
+	gap := s.second.At.Sub(s.lost.At)
 	if gap <= 0 {
-		return fmt.Errorf("demo: %s started leading %s before %s stopped", second.Holder, -gap, leader)
+		return fmt.Errorf("demo: %s started leading %s before %s stopped", s.second.Holder, -gap, s.leader)
 	}
-	fmt.Fprintf(out, "\nDone in %.1fs: %d writes accepted, %d rejected as stale; %s stopped %.1fs before %s started.\n",
-		time.Since(d.start).Seconds(), stats.Accepted, stats.Rejected, leader, gap.Seconds(), second.Holder)
+	fmt.Fprintf(s.out, "\nDone in %.1fs: %d writes accepted, %d rejected as stale; %s stopped %.1fs before %s started.\n",
+		time.Since(s.start).Seconds(), stats.Accepted, stats.Rejected, s.leader, gap.Seconds(), s.second.Holder)
 	return nil
 }
 

@@ -51,8 +51,8 @@ func TestRunCommand(t *testing.T) {
 		if second <= first {
 			t.Errorf("second run's token = %d; want > %d", second, first)
 		}
-		if res.took > 3*time.Second {
-			t.Errorf("second run took %s; want the key released by the first (well under the 5s TTL)", res.took)
+		if res.took > 5*time.Second+slack {
+			t.Errorf("second run took %s; want the key released by the first (within the 5s TTL + slack)", res.took)
 		}
 	})
 
@@ -137,8 +137,8 @@ while :; do sleep 0.05; done`
 		if code := p.wait(t, 10*time.Second); code != 128+int(syscall.SIGKILL) {
 			t.Errorf("exit %d; want %d (the command's death by SIGKILL)", code, 128+int(syscall.SIGKILL))
 		}
-		if took := time.Since(began); took >= e2eTTL {
-			t.Errorf("tenure exited %s after SIGTERM; want the command killed by the local deadline, within the TTL (%s)", took.Round(time.Millisecond), e2eTTL)
+		if took := time.Since(began); took >= e2eTTL+slack {
+			t.Errorf("tenure exited %s after SIGTERM; want the command killed by the local deadline, within the TTL + slack (%s), long before the 30s grace", took.Round(time.Millisecond), e2eTTL+slack)
 		}
 	})
 	t.Run("SIGTERM while waiting", func(t *testing.T) {
@@ -196,8 +196,8 @@ func TestRunWaitTimeout(t *testing.T) {
 	if !strings.Contains(res.stderr, "--wait-timeout") || !strings.Contains(res.stderr, "the-holder") {
 		t.Errorf("stderr %q; want it to name --wait-timeout and the holder", res.stderr)
 	}
-	if res.took < time.Second || res.took > 4*time.Second {
-		t.Errorf("took %s; want about 1s", res.took)
+	if res.took < time.Second || res.took > time.Second+slack {
+		t.Errorf("took %s; want 1s (the --wait-timeout) or a little more", res.took)
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the command ran without leading")
@@ -267,9 +267,9 @@ func TestRunLeftovers(t *testing.T) {
 		wantCode int
 	}{
 		// Killed by SIGTERM, the leftover may stay a zombie: tenure must not
-		// wait for the grace to end because of it.
-		{"SIGTERM suffices", `sleep 30 & echo $! > "$PIDFILE"; exit 3`, "2s", 0, 1500 * time.Millisecond, 3},
-		{"SIGTERM ignored", `(trap "" TERM; exec sleep 30) & echo $! > "$PIDFILE"; exit 0`, "400ms", 400 * time.Millisecond, 2 * time.Second, 0},
+		// wait for the (30s) grace to end because of it.
+		{"SIGTERM suffices", `sleep 30 & echo $! > "$PIDFILE"; exit 3`, "30s", 0, slack, 3},
+		{"SIGTERM ignored", `(trap "" TERM; exec sleep 30) & echo $! > "$PIDFILE"; exit 0`, "400ms", 400 * time.Millisecond, 400*time.Millisecond + slack, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pidfile := filepath.Join(t.TempDir(), "pid")

@@ -47,7 +47,11 @@ func buildThen(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	tenureBin = filepath.Join(dir, "tenure")
 	began := time.Now()
-	build := exec.Command("go", "build", "-o", tenureBin, "github.com/tenure-dev/tenure/cmd/tenure")
+	args := []string{"build", "-o", tenureBin}
+	if raceEnabled {
+		args = append(args, "-race") // the signal and child-process code runs under the race detector too
+	}
+	build := exec.Command("go", append(args, "github.com/tenure-dev/tenure/cmd/tenure")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "build tenure: %v\n", err)

@@ -45,8 +45,15 @@ The coordinator is an embedded etcd (one member, or --members 3) unless
 forward plain TCP) or --postgres a PostgreSQL database.
 
 Checkers: stale writes accepted, token order, safe-lease overlap, lease
-overrun, linearizability of the register (porcupine), and liveness after
-each fault. The exit code is 0 when every safety checker reports zero.
+overrun, linearizability of the register (porcupine; no verdict within the
+time limit counts as a violation), and liveness after each fault. The exit
+code is 0 when every safety checker reports zero.
+
+--plant builds the nodes with a known bug, to watch the checkers catch it.
+Without --faults, the run then draws only the fault families that expose
+that bug (no-token: pause; reply-deadline and no-margin: degrade;
+renew-after-expiry: partition) and aims every fault at the leader, so that
+a 20-second run reports the violation.
 
 What it cannot check: a lease cannot stop a paused process from finishing
 a write it had already sent — only the resource's fencing can, and the
