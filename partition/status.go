@@ -143,8 +143,9 @@ type Row struct {
 type MemberRow struct {
 	// ID is the member's identity.
 	ID string
-	// LeaseLeft is the time left on its lease.
-	LeaseLeft time.Duration
+	// TTL is the time left on its lease, or the TTL granted on backends
+	// that do not report the time left with the membership (etcd).
+	TTL time.Duration
 	// Owned is how many partitions it owns.
 	Owned int
 }
@@ -185,7 +186,7 @@ func readTable(ctx context.Context, gc tenure.GroupCoordinator, group string, na
 	}
 	t.Stats = summarize(len(names), len(ms), owned)
 	for _, m := range ms {
-		t.Members = append(t.Members, MemberRow{ID: m.ID, LeaseLeft: m.TTL, Owned: owned[m.ID]})
+		t.Members = append(t.Members, MemberRow{ID: m.ID, TTL: m.TTL, Owned: owned[m.ID]})
 	}
 	if len(ms) > 0 {
 		t.Cap = (len(names) + len(ms) - 1) / len(ms)
