@@ -189,4 +189,3 @@ WHERE p.grp = $1 AND m.expires_at > CURRENT_TIMESTAMP`, group)
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
 }
-
