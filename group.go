@@ -68,8 +68,10 @@ type GroupCoordinator interface {
 	LeaveGroup(ctx context.Context, m Member) error
 
 	// GroupMembers returns the live members of group, sorted by ID. A
-	// member's TTL is the time left on its lease, on the coordinator's clock
-	// (rounded down to whole seconds on etcd).
+	// member's TTL is the time left on its lease where the backend reads it
+	// with the membership (memory, PostgreSQL), and the TTL granted where
+	// that would take a round trip per member (etcd). Every member calls it
+	// often, so it costs one read.
 	GroupMembers(ctx context.Context, group string) ([]Member, error)
 
 	// ClaimPartitions claims the named partitions of m's group for m, in as

@@ -56,7 +56,6 @@ type Coordinator struct {
 	wakeAt   time.Duration        // coordinator time the expiry loop will wake at; valid if armed
 	armed    bool
 	faults   map[string]faults
-	groups   map[string]*group // partition groups (group.go), created lazily
 	gen      chan struct{} // closed by Restart, then replaced: fails calls in flight
 	closed   bool
 	inflight sync.WaitGroup // watch cleanups not yet run
@@ -64,6 +63,8 @@ type Coordinator struct {
 	wake     chan struct{} // pokes the expiry loop (1-buffered)
 	done     chan struct{} // closed by Close
 	loopDone chan struct{} // closed when the expiry loop has returned
+
+	groups map[string]*group // partition groups (group.go), created lazily; under mu
 }
 
 // keyState is what the coordinator knows about one key.

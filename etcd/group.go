@@ -1,0 +1,130 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tenure-dev/tenure"
+)
+
+var _ tenure.GroupCoordinator = (*Coordinator)(nil)
+
+// membersKey is the etcd key prefix of group's memberships. It contains a
+// '#', which no tenure key may, so List never mistakes a membership for a
+// grant.
+func (c *Coordinator) membersKey(group string) string {
+	return c.prefix + "#members/" + group + "/"
+}
+
+// JoinGroup makes id a member of group: one etcd lease of ttl (rounded up to
+// whole seconds, raised to etcd's minimum) and a membership key on it. Every
+// partition the member claims is put on that lease, so one keepalive per
+// renewal interval keeps them all, and etcd deletes them all when it
+// expires. See tenure.GroupCoordinator.
+func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+	op := fmt.Sprintf("etcd: join group %q as %q", group, id)
+	if err := validateJoin(group, id, ttl); err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return tenure.Member{}, err
+	}
+	lease, err := c.client.Grant(ctx, ttlSeconds(ttl))
+	if err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: grant lease: %w", op, err)
+	}
+	m := tenure.Member{Group: group, ID: id, Epoch: uint64(lease.ID), TTL: time.Duration(lease.TTL) * time.Second}
+	if _, err := c.client.Put(ctx, c.membersKey(group)+id, strconv.FormatInt(lease.TTL, 10), clientv3.WithLease(lease.ID)); err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: put membership on lease %x: %w", op, int64(lease.ID), err)
+	}
+	return m, nil
+}
+
+func validateJoin(group, id string, ttl time.Duration) error {
+	if err := tenure.ValidateKey(group); err != nil {
+		return err
+	}
+	if err := tenure.ValidateHolder(id); err != nil {
+		return err
+	}
+	return tenure.ValidateTTL(ttl)
+}
+
+// validMember reports whether m can have come from JoinGroup.
+func validMember(m tenure.Member) error {
+	if err := validateJoin(m.Group, m.ID, time.Second); err != nil {
+		return err
+	}
+	if m.Epoch == 0 {
+		return fmt.Errorf("%w: member %q of %q has epoch 0", tenure.ErrInvalidGrant, m.ID, m.Group)
+	}
+	return nil
+}
+
+// RenewMember extends m's lease, and so all its partitions, with one
+// KeepAliveOnce. A lease that has expired is reported with an error
+// wrapping tenure.ErrLost.
+func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+	op := fmt.Sprintf("etcd: renew member %s", m)
+	if err := validMember(m); err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return tenure.Member{}, err
+	}
+	resp, err := c.client.KeepAliveOnce(ctx, clientv3.LeaseID(m.Epoch))
+	if isLeaseNotFound(err) {
+		return tenure.Member{}, fmt.Errorf("%s: %w: lease %x expired or was revoked", op, tenure.ErrLost, m.Epoch)
+	}
+	if err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
+	m.TTL = time.Duration(resp.TTL) * time.Second
+	return m, nil
+}
+
+// LeaveGroup revokes m's lease: etcd deletes its membership and every
+// partition it owns in one step.
+func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
+	op := fmt.Sprintf("etcd: leave %s", m)
+	if err := validMember(m); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return err
+	}
+	if _, err := c.client.Revoke(ctx, clientv3.LeaseID(m.Epoch)); err != nil && !isLeaseNotFound(err) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// GroupMembers returns group's live members with one range read. A
+// member's TTL is the TTL its lease was granted.
+func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
+	op := fmt.Sprintf("etcd: members of %q", group)
+	if err := tenure.ValidateKey(group); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	prefix := c.membersKey(group)
+	resp, err := c.client.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	out := make([]tenure.Member, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		secs, _ := strconv.ParseInt(string(kv.Value), 10, 64)
+		out = append(out, tenure.Member{Group: group, ID: strings.TrimPrefix(string(kv.Key), prefix), Epoch: uint64(kv.Lease), TTL: time.Duration(secs) * time.Second})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}

@@ -1,0 +1,142 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// groupTxnOps is how many partitions one transaction claims or releases:
+// each is a nested transaction, and etcd counts a nested transaction's
+// operations against what the outer one leaves of --max-txn-ops (128).
+const groupTxnOps = maxTxnOps / 2
+
+// ClaimPartitions claims the named partitions for m, 64 per transaction:
+// each free partition key is created on m's lease, with the member's ID as
+// its value; its token is its create revision. See tenure.GroupCoordinator.
+// If m's lease has expired, the error wraps tenure.ErrLost and nothing of
+// that transaction is claimed.
+func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+	op := fmt.Sprintf("etcd: claim %d partitions for %s", len(names), m)
+	if err := validMember(m); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	for _, n := range names {
+		if err := tenure.ValidatePartitionName(n); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	out := make([]tenure.ClaimResult, 0, len(names))
+	for start := 0; start < len(names); start += groupTxnOps {
+		chunk := names[start:min(start+groupTxnOps, len(names))]
+		res, err := c.claimChunk(ctx, m, chunk)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+// claimChunk claims names (at most groupTxnOps) in one transaction of nested
+// transactions, one per key: create it if absent, else read it.
+func (c *Coordinator) claimChunk(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+	lease := clientv3.LeaseID(m.Epoch)
+	ops := make([]clientv3.Op, len(names))
+	for i, n := range names {
+		ek := c.EtcdKey(tenure.PartitionKey(m.Group, n))
+		ops[i] = clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)},
+			[]clientv3.Op{clientv3.OpPut(ek, m.ID, clientv3.WithLease(lease))},
+			[]clientv3.Op{clientv3.OpGet(ek)})
+	}
+	resp, err := c.client.Txn(ctx).Then(ops...).Commit()
+	if isLeaseNotFound(err) {
+		return nil, fmt.Errorf("%w: lease %x expired or was revoked", tenure.ErrLost, m.Epoch)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tenure.ClaimResult, len(names))
+	for i, r := range resp.Responses {
+		key := tenure.PartitionKey(m.Group, names[i])
+		tr := r.GetResponseTxn()
+		if tr.Succeeded {
+			out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(resp.Header.Revision), TTL: m.TTL}
+			continue
+		}
+		kv := firstKV(tr.Responses[0].GetResponseRange().Kvs)
+		switch {
+		case kv == nil:
+			out[i].Err = fmt.Errorf("partition %q vanished during the claim", key)
+		case string(kv.Value) == m.ID && kv.Lease == int64(lease):
+			out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(kv.CreateRevision), TTL: m.TTL}
+		default:
+			out[i].Err = &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.CreateRevision)}
+		}
+	}
+	return out, nil
+}
+
+func firstKV(kvs []*mvccpb.KeyValue) *mvccpb.KeyValue {
+	if len(kvs) == 0 {
+		return nil
+	}
+	return kvs[0]
+}
+
+// ReleasePartitions deletes the partition keys of gs that m still owns with
+// their tokens, 64 per transaction.
+func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+	op := fmt.Sprintf("etcd: release %d partitions of %s", len(gs), m)
+	if err := validMember(m); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return err
+	}
+	for start := 0; start < len(gs); start += groupTxnOps {
+		chunk := gs[start:min(start+groupTxnOps, len(gs))]
+		ops := make([]clientv3.Op, len(chunk))
+		for i, g := range chunk {
+			ek := c.EtcdKey(g.Key)
+			ops[i] = clientv3.OpTxn([]clientv3.Cmp{
+				clientv3.Compare(clientv3.CreateRevision(ek), "=", int64(g.Token)),
+				clientv3.Compare(clientv3.Value(ek), "=", m.ID),
+				clientv3.Compare(clientv3.LeaseValue(ek), "=", int64(m.Epoch)),
+			}, []clientv3.Op{clientv3.OpDelete(ek)}, nil)
+		}
+		if _, err := c.client.Txn(ctx).Then(ops...).Commit(); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// GroupPartitions lists the live partition keys of group (List on
+// "group/", keeping keys one level below it), each with the time left on
+// its owner's lease.
+func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
+	if err := tenure.ValidateKey(group); err != nil {
+		return nil, fmt.Errorf("etcd: partitions of %q: %w", group, err)
+	}
+	all, err := c.List(ctx, group+"/")
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, g := range all {
+		if !strings.Contains(strings.TrimPrefix(g.Key, group+"/"), "/") {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,111 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// A Partition is one partition of a group.
+type Partition struct {
+	// Index is the partition's position in Config.PartitionNames().
+	Index int
+	// Name is its name ("0" to "P−1" unless Config.Names names them).
+	Name string
+	// Key is its key: tenure.PartitionKey(group, Name).
+	Key string
+}
+
+// Func is the work a member does for one owned partition. It must return
+// when ctx is cancelled: when the term ends (its lease lost or its local
+// deadline passed, see t.Context()), when the partition is handed over to
+// another member, or when the Group leaves. An error matching
+// tenure.ErrStaleToken steps the partition down at once ("fenced"); any
+// other return while the term is live releases the partition, which this
+// member claims again, with a new token, after RetryPeriod.
+type Func func(ctx context.Context, p Partition, t *tenure.Term) error
+
+// A Group runs one member of a partition group: it joins the group, claims
+// the partitions the assignment gives it, runs a Func for each with its own
+// term and fencing token, hands partitions over when the assignment moves
+// them, and takes over partitions whose owner's lease expired. Create it
+// with New and call Run.
+type Group struct {
+	c       tenure.GroupCoordinator
+	cfg     Config
+	parts   []Partition
+	byName  map[string]Partition
+	names   []string
+	id      string
+	log     *slog.Logger
+	metrics Metrics
+	running atomic.Bool
+
+	mu    sync.Mutex
+	snap  Snapshot
+	terms []*tenure.Term // of snap.Owned, in order
+}
+
+// New returns a Group member for cfg on c, which must implement
+// tenure.GroupCoordinator (memory, etcd and postgres coordinators do). It
+// validates cfg and reports every bad field.
+func New(c tenure.Coordinator, cfg Config) (*Group, error) {
+	gc, ok := c.(tenure.GroupCoordinator)
+	if !ok {
+		return nil, fmt.Errorf("%w: coordinator %T cannot run partition groups (it is not a tenure.GroupCoordinator)", tenure.ErrInvalidConfig, c)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	g := &Group{c: gc, cfg: cfg, names: cfg.PartitionNames(), log: cfg.Logger, metrics: cfg.Metrics}
+	if g.log == nil {
+		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if g.metrics == nil {
+		g.metrics = NopMetrics{}
+	}
+	g.id = cfg.Identity()
+	g.log = g.log.With("group", cfg.Key, "holder", g.id)
+	g.byName = make(map[string]Partition, len(g.names))
+	for i, n := range g.names {
+		p := Partition{Index: i, Name: n, Key: tenure.PartitionKey(cfg.Key, n)}
+		g.parts = append(g.parts, p)
+		g.byName[n] = p
+	}
+	return g, nil
+}
+
+// Config returns the group's configuration.
+func (g *Group) Config() Config { return g.cfg }
+
+// Identity is this member's holder identity ("Holder#Instance").
+func (g *Group) Identity() string { return g.id }
+
+// Partitions returns every partition of the group, in index order.
+func (g *Group) Partitions() []Partition { return append([]Partition(nil), g.parts...) }
+
+// Run joins the group and runs fn for each partition this member owns,
+// each in its own goroutine with its own term, until ctx ends. It then
+// leaves: it cancels every fn's ctx, waits for them to return (at most
+// until the member's local deadline), ends their terms and leaves the group
+// in one call, so that other members take over without waiting for a TTL;
+// it waits for every fn before returning ctx.Err(). Run returns at once for
+// a configuration the coordinator refuses. Only one Run may be active per
+// Group.
+func (g *Group) Run(ctx context.Context, fn Func) error {
+	if fn == nil {
+		return fmt.Errorf("%w: Run needs a function", tenure.ErrInvalidConfig)
+	}
+	if !g.running.CompareAndSwap(false, true) {
+		return errors.New("partition: Group.Run is already running")
+	}
+	defer g.running.Store(false)
+	r := newRunner(ctx, g, fn)
+	return r.run()
+}

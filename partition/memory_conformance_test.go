@@ -1,0 +1,73 @@
+package partition_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/memory"
+	"github.com/tenure-dev/tenure/partition/partitiontest"
+)
+
+// TestConformanceMemory runs the group suite in real time on one memory
+// coordinator shared by every member, as processes share a server.
+func TestConformanceMemory(t *testing.T) {
+	shared := memory.New()
+	t.Cleanup(func() { shared.Close() })
+	partitiontest.Run(t, func(t *testing.T) tenure.Coordinator { return &handle{Coordinator: shared} })
+}
+
+// handle is one member's connection to the shared coordinator: closing it
+// cuts that member off (its group calls fail with tenure.ErrClosed) and
+// leaves the server running.
+type handle struct {
+	*memory.Coordinator
+	closed atomic.Bool
+}
+
+func (h *handle) Close() error { h.closed.Store(true); return nil }
+
+func (h *handle) check() error {
+	if h.closed.Load() {
+		return fmt.Errorf("member's handle: %w", tenure.ErrClosed)
+	}
+	return nil
+}
+
+func (h *handle) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+	if err := h.check(); err != nil {
+		return tenure.Member{}, err
+	}
+	return h.Coordinator.JoinGroup(ctx, group, id, ttl)
+}
+
+func (h *handle) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+	if err := h.check(); err != nil {
+		return tenure.Member{}, err
+	}
+	return h.Coordinator.RenewMember(ctx, m)
+}
+
+func (h *handle) LeaveGroup(ctx context.Context, m tenure.Member) error {
+	if err := h.check(); err != nil {
+		return err
+	}
+	return h.Coordinator.LeaveGroup(ctx, m)
+}
+
+func (h *handle) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	return h.Coordinator.ClaimPartitions(ctx, m, names)
+}
+
+func (h *handle) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+	if err := h.check(); err != nil {
+		return err
+	}
+	return h.Coordinator.ReleasePartitions(ctx, m, gs)
+}

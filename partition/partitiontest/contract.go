@@ -1,0 +1,209 @@
+// Package partitiontest is the conformance suite every
+// tenure.GroupCoordinator passes: the contract of its methods, and a
+// partition.Group's balance, planned hand-over and takeover after a
+// member's lease expires, on the real backend.
+package partitiontest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// Factory returns a new coordinator on the backend under test, as a new
+// process would have (its own client or pool). The suite closes it.
+type Factory func(t *testing.T) tenure.Coordinator
+
+// Option configures the suite.
+type Option func(*options)
+
+type options struct {
+	ttl   time.Duration
+	slack time.Duration
+}
+
+// WithTTL sets the membership TTL of the expiry checks. Default 2s.
+func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl } }
+
+// WithSlack sets how much longer than the bound a liveness check waits on a
+// loaded machine. Default 5s.
+func WithSlack(d time.Duration) Option { return func(o *options) { o.slack = d } }
+
+// Run runs every check, each in its own subtest with fresh coordinators.
+func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
+	o := options{ttl: 2 * time.Second, slack: 5 * time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := suite{newCoordinator: newCoordinator, o: o}
+	t.Run("Contract", s.contract)
+	t.Run("Expiry", s.expiry)
+	t.Run("Balance", s.balance)
+	t.Run("PlannedLeave", s.plannedLeave)
+	t.Run("Crash", s.crash)
+}
+
+type suite struct {
+	newCoordinator Factory
+	o              options
+}
+
+// group returns a coordinator from the factory as a GroupCoordinator,
+// closed when the test ends.
+func (s suite) group(t *testing.T) tenure.GroupCoordinator {
+	c := s.newCoordinator(t)
+	t.Cleanup(func() { _ = c.Close() })
+	gc, ok := c.(tenure.GroupCoordinator)
+	if !ok {
+		t.Fatalf("%T is not a tenure.GroupCoordinator", c)
+	}
+	return gc
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func groupName(t *testing.T) string {
+	return fmt.Sprintf("ptest/%d", time.Now().UnixNano())
+}
+
+func (s suite) join(t *testing.T, c tenure.GroupCoordinator, group, id string) tenure.Member {
+	m, err := c.JoinGroup(ctx(t), group, id, s.o.ttl)
+	if err != nil {
+		t.Fatalf("JoinGroup(%q, %q) error = %v", group, id, err)
+	}
+	if m.Epoch == 0 || m.TTL < s.o.ttl || m.ID != id || m.Group != group {
+		t.Fatalf("JoinGroup(%q, %q) = %+v; want that group and id, an epoch and TTL ≥ %s", group, id, m, s.o.ttl)
+	}
+	return m
+}
+
+func claim(t *testing.T, c tenure.GroupCoordinator, m tenure.Member, names ...string) []tenure.ClaimResult {
+	res, err := c.ClaimPartitions(ctx(t), m, names)
+	if err != nil {
+		t.Fatalf("ClaimPartitions(%s, %v) error = %v", m, names, err)
+	}
+	if len(res) != len(names) {
+		t.Fatalf("ClaimPartitions(%s, %d names) returned %d results", m, len(names), len(res))
+	}
+	return res
+}
+
+// contract checks claims, idempotence, refusal, release, membership and
+// leave on one coordinator per member.
+func (s suite) contract(t *testing.T) {
+	a, b := s.group(t), s.group(t)
+	g := groupName(t)
+	ma, mb := s.join(t, a, g, "a#1"), s.join(t, b, g, "b#1")
+	names := make([]string, 200) // more than one etcd transaction's worth
+	for i := range names {
+		names[i] = fmt.Sprint(i)
+	}
+	first := claim(t, a, ma, names...)
+	for i, r := range first {
+		if r.Err != nil || r.Grant.Token == 0 || r.Grant.Holder != "a#1" || r.Grant.Key != tenure.PartitionKey(g, names[i]) {
+			t.Fatalf("claim of free partition %s = %+v, %v; want a grant to a#1", names[i], r.Grant, r.Err)
+		}
+	}
+	again := claim(t, a, ma, "0", "199")
+	if again[0].Err != nil || again[0].Grant.Token != first[0].Grant.Token || again[1].Grant.Token != first[199].Grant.Token {
+		t.Errorf("claiming owned partitions again = %+v; want the same grants (tokens %d, %d)", again, first[0].Grant.Token, first[199].Grant.Token)
+	}
+	var held *tenure.HeldError
+	if r := claim(t, b, mb, "7")[0]; !errors.As(r.Err, &held) || held.Holder != "a#1" || held.Token != first[7].Grant.Token {
+		t.Errorf("b's claim of a's partition = %+v, %v; want a *HeldError naming a#1 and token %d", r.Grant, r.Err, first[7].Grant.Token)
+	}
+	if err := a.ReleasePartitions(ctx(t), ma, []tenure.Grant{first[7].Grant, first[8].Grant}); err != nil {
+		t.Fatalf("ReleasePartitions() error = %v", err)
+	}
+	if err := a.ReleasePartitions(ctx(t), ma, []tenure.Grant{first[7].Grant}); err != nil {
+		t.Errorf("releasing a released partition: error = %v; want nil", err)
+	}
+	if r := claim(t, b, mb, "7")[0]; r.Err != nil || r.Grant.Token <= first[7].Grant.Token {
+		t.Errorf("b's claim of a released partition = %+v, %v; want a grant with token > %d", r.Grant, r.Err, first[7].Grant.Token)
+	}
+	s.checkMembers(t, a, g, "a#1", "b#1")
+	parts, err := a.GroupPartitions(ctx(t), g)
+	if err != nil || len(parts) != 199 {
+		t.Errorf("GroupPartitions() = %d grants, %v; want 199 (198 of a, 1 of b)", len(parts), err)
+	}
+	if err := a.LeaveGroup(ctx(t), ma); err != nil {
+		t.Fatalf("LeaveGroup() error = %v", err)
+	}
+	if r := claim(t, b, mb, "0")[0]; r.Err != nil || r.Grant.Token <= first[0].Grant.Token {
+		t.Errorf("claim after the owner left = %+v, %v; want a grant with token > %d", r.Grant, r.Err, first[0].Grant.Token)
+	}
+	if _, err := a.RenewMember(ctx(t), ma); !errors.Is(err, tenure.ErrLost) {
+		t.Errorf("RenewMember() after LeaveGroup error = %v; want ErrLost", err)
+	}
+	if _, err := a.ClaimPartitions(ctx(t), ma, []string{"1"}); !errors.Is(err, tenure.ErrLost) {
+		t.Errorf("ClaimPartitions() after LeaveGroup error = %v; want ErrLost", err)
+	}
+	s.checkMembers(t, b, g, "b#1")
+}
+
+func (s suite) checkMembers(t *testing.T, c tenure.GroupCoordinator, group string, want ...string) {
+	t.Helper()
+	ms, err := c.GroupMembers(ctx(t), group)
+	if err != nil {
+		t.Fatalf("GroupMembers() error = %v", err)
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.ID)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("GroupMembers() = %v; want %v", got, want)
+	}
+}
+
+// expiry checks that a member that stops renewing loses every partition at
+// its lease's expiry, not before, and that renewing keeps them.
+func (s suite) expiry(t *testing.T) {
+	a, b := s.group(t), s.group(t)
+	g := groupName(t)
+	ma, mb := s.join(t, a, g, "a#1"), s.join(t, b, g, "b#1")
+	sent := time.Now()
+	owned := claim(t, a, ma, "0", "1", "2")
+	time.Sleep(s.o.ttl / 2)
+	if _, err := a.RenewMember(ctx(t), ma); err != nil {
+		t.Fatalf("RenewMember() error = %v", err)
+	}
+	if _, err := b.RenewMember(ctx(t), mb); err != nil {
+		t.Fatalf("RenewMember(b) error = %v", err)
+	}
+	// Renewed at ttl/2: still held after the first lease would have ended.
+	time.Sleep(s.o.ttl/2 + s.o.ttl/10)
+	if r := claim(t, b, mb, "1")[0]; !errors.Is(r.Err, tenure.ErrHeld) {
+		t.Errorf("claim of a renewed member's partition %s after the first TTL = %+v, %v; want ErrHeld", time.Since(sent), r.Grant, r.Err)
+	}
+	renewBy := time.Now().Add(s.o.ttl + s.o.slack)
+	for {
+		if _, err := b.RenewMember(ctx(t), mb); err != nil {
+			t.Fatalf("RenewMember(b) error = %v", err)
+		}
+		r := claim(t, b, mb, "0", "1", "2")
+		if r[0].Err == nil && r[1].Err == nil && r[2].Err == nil {
+			for i := range r {
+				if r[i].Grant.Token <= owned[i].Grant.Token {
+					t.Errorf("partition %d taken over with token %d; want > %d", i, r[i].Grant.Token, owned[i].Grant.Token)
+				}
+			}
+			break
+		}
+		if time.Now().After(renewBy) {
+			t.Fatalf("a's partitions still held %s after its last renewal; want free after TTL %s", time.Since(sent), s.o.ttl)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := a.RenewMember(ctx(t), ma); !errors.Is(err, tenure.ErrLost) {
+		t.Errorf("RenewMember() after expiry error = %v; want ErrLost (never revived)", err)
+	}
+}

@@ -1,0 +1,221 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// owned is one partition this member owns, from its claim until its
+// function has returned.
+type owned struct {
+	p      Partition
+	term   *tenure.Term
+	ctl    tenure.TermControl
+	stop   context.CancelCauseFunc // cancels the function's ctx
+	done   chan error              // receives the function's result
+	reason MoveReason              // why it is being given up; "" while wanted
+	keep   bool                    // do not release: the membership is gone
+}
+
+// runner is one Run of a Group.
+type runner struct {
+	g    *Group
+	cfg  Config
+	fn   Func
+	ctx  context.Context
+	wake chan struct{} // poked when a function returns
+
+	joined    bool
+	member    tenure.Member
+	deadline  time.Time // the member's local deadline
+	nextRenew time.Time
+
+	latest, effective []string // member IDs: as last read; debounced
+	changedAt         time.Time
+	target, settled   map[string]string // Assign over latest, effective
+
+	reconcile bool // a claim's outcome is unknown: look for orphans
+	owned     map[string]*owned
+	unsent    map[string]tenure.Grant // to release; retried until it succeeds
+	cooldown  map[string]time.Time    // not claimed again before
+	unowned   map[string]time.Time    // first seen unowned, for Stats
+	nextStats time.Time
+}
+
+func newRunner(ctx context.Context, g *Group, fn Func) *runner {
+	return &runner{
+		g: g, cfg: g.cfg, fn: fn, ctx: ctx,
+		wake:     make(chan struct{}, 1),
+		owned:    make(map[string]*owned),
+		unsent:   make(map[string]tenure.Grant),
+		cooldown: make(map[string]time.Time),
+		unowned:  make(map[string]time.Time),
+	}
+}
+
+func (r *runner) run() error {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			r.leave()
+			return r.ctx.Err()
+		case <-timer.C:
+		case <-r.wake:
+		}
+		if err := r.step(); err != nil {
+			r.leave()
+			return err
+		}
+		wait := r.cfg.EffectiveSyncInterval()
+		if r.joined {
+			wait = max(min(wait, time.Until(r.nextRenew)), time.Millisecond)
+		}
+		timer.Reset(wait)
+	}
+}
+
+// step does one round: join or renew, read the membership, collect
+// finished functions, hand over, release, claim. It returns only permanent
+// errors.
+func (r *runner) step() error {
+	if !r.joined {
+		if err := r.join(); err != nil {
+			return err
+		}
+	}
+	if r.joined && !time.Now().Before(r.nextRenew) {
+		r.renew()
+	}
+	if r.joined {
+		r.readMembers()
+	}
+	r.reap()
+	if r.joined && r.reconcile {
+		r.findOrphans()
+	}
+	r.handOver()
+	r.release()
+	if r.joined {
+		r.claim()
+	}
+	r.publish()
+	r.stats()
+	return nil
+}
+
+// call runs f with a context bounded by the request timeout.
+func (r *runner) call(f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(r.ctx, r.cfg.EffectiveRequestTimeout())
+	defer cancel()
+	return f(ctx)
+}
+
+// permanent reports whether err is one that retrying cannot cure.
+func permanent(err error) bool {
+	return errors.Is(err, tenure.ErrInvalidKey) || errors.Is(err, tenure.ErrInvalidHolder) ||
+		errors.Is(err, tenure.ErrInvalidTTL) || errors.Is(err, tenure.ErrClosed)
+}
+
+// join makes this process a member with a new epoch.
+func (r *runner) join() error {
+	sent := time.Now()
+	var m tenure.Member
+	err := r.call(func(ctx context.Context) (err error) {
+		m, err = r.g.c.JoinGroup(ctx, r.cfg.Key, r.g.id, r.cfg.TTL)
+		return err
+	})
+	switch {
+	case err == nil:
+	case permanent(err):
+		return fmt.Errorf("partition: join %q: %w", r.cfg.Key, err)
+	default:
+		r.g.log.Warn("join failed; retrying", "err", err)
+		return nil
+	}
+	r.member, r.joined = m, true
+	r.deadline = sent.Add(r.cfg.SafeLease(m.TTL))
+	r.nextRenew = sent.Add(r.renewInterval())
+	r.g.log.Info("joined", "epoch", m.Epoch, "ttl", m.TTL)
+	return nil
+}
+
+// renewInterval is how often the membership is renewed: the configured
+// interval, but at least three times per safe lease of the TTL granted.
+func (r *runner) renewInterval() time.Duration {
+	return max(min(r.cfg.EffectiveRenewInterval(), r.cfg.SafeLease(r.member.TTL)/3), time.Millisecond)
+}
+
+// renew extends the membership, and with it every owned partition's term.
+func (r *runner) renew() {
+	sent := time.Now()
+	var m tenure.Member
+	err := r.call(func(ctx context.Context) (err error) {
+		m, err = r.g.c.RenewMember(ctx, r.member)
+		return err
+	})
+	switch {
+	case err == nil:
+		r.member = m
+		r.deadline = sent.Add(r.cfg.SafeLease(m.TTL))
+		r.nextRenew = sent.Add(r.renewInterval())
+		for _, o := range r.owned {
+			o.ctl.Extend(m.TTL, r.deadline)
+		}
+	case errors.Is(err, tenure.ErrLost):
+		r.lost(err)
+	default:
+		r.g.log.Warn("membership renewal failed; retrying until the local deadline", "err", err, "remaining", time.Until(r.deadline))
+		r.nextRenew = time.Now().Add(r.cfg.EffectiveRetryPeriod())
+	}
+}
+
+// lost ends every term after the coordinator reported the membership gone.
+// The partitions are free already: nothing is released.
+func (r *runner) lost(err error) {
+	r.g.log.Warn("membership lost", "epoch", r.member.Epoch, "err", err)
+	for _, o := range r.owned {
+		o.keep = true
+		if o.reason == "" {
+			o.reason = MoveLost
+		}
+		o.ctl.End(fmt.Errorf("%w: %w", tenure.ErrNotLeader, err))
+	}
+	clear(r.unsent)
+	r.joined = false
+}
+
+// readMembers reads the membership and debounces changes to it.
+func (r *runner) readMembers() {
+	var ms []tenure.Member
+	err := r.call(func(ctx context.Context) (err error) {
+		ms, err = r.g.c.GroupMembers(ctx, r.cfg.Key)
+		return err
+	})
+	if err != nil {
+		r.g.log.Warn("reading members failed", "err", err)
+		return
+	}
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	now := time.Now()
+	if r.target == nil || !slices.Equal(ids, r.latest) {
+		r.latest, r.changedAt = ids, now
+		r.target = Assign(r.g.names, ids)
+	}
+	first := r.settled == nil
+	if !slices.Equal(r.latest, r.effective) && (first || now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce()) {
+		r.effective, r.settled = r.latest, r.target
+		if !first {
+			r.g.log.Info("membership changed", "members", len(r.effective))
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// claim claims, in one batch, the free partitions the latest membership
+// gives this member and that it does not own, and starts a term for each.
+func (r *runner) claim() {
+	var names []string
+	now := time.Now()
+	for _, n := range r.g.names {
+		if r.target[n] != r.g.id || r.owned[n] != nil {
+			continue
+		}
+		if _, releasing := r.unsent[n]; releasing || now.Before(r.cooldown[n]) {
+			continue
+		}
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		return
+	}
+	var res []tenure.ClaimResult
+	err := r.call(func(ctx context.Context) (err error) {
+		res, err = r.g.c.ClaimPartitions(ctx, r.member, names)
+		return err
+	})
+	if errors.Is(err, tenure.ErrLost) {
+		r.lost(err)
+		return
+	}
+	if err != nil {
+		// Some claims may have been made: find and release them.
+		r.g.log.Warn("claim failed", "partitions", len(names), "err", err)
+		r.reconcile = true
+		return
+	}
+	claimed := 0
+	for i, cr := range res {
+		switch {
+		case cr.Err == nil && time.Now().Before(r.deadline):
+			r.start(r.g.byName[names[i]], cr.Grant)
+			claimed++
+		case cr.Err == nil: // granted, but the member's deadline has passed
+			r.unsent[names[i]] = cr.Grant
+		case !errors.Is(cr.Err, tenure.ErrHeld):
+			r.g.log.Warn("claim failed", "partition", names[i], "err", cr.Err)
+			r.reconcile = true
+		}
+	}
+	if claimed > 0 {
+		r.g.log.Info("claimed partitions", "claimed", claimed, "asked", len(names), "owned", len(r.owned))
+	}
+}
+
+// findOrphans reads the partition table after a claim whose outcome is
+// unknown, and queues for release every partition this member owns at the
+// coordinator but does not run, so that none stays held by a live member
+// that does not know it holds it.
+func (r *runner) findOrphans() {
+	var gs []tenure.Grant
+	err := r.call(func(ctx context.Context) (err error) {
+		gs, err = r.g.c.GroupPartitions(ctx, r.cfg.Key)
+		return err
+	})
+	if err != nil {
+		r.g.log.Warn("reading the partition table failed", "err", err)
+		return
+	}
+	r.reconcile = false
+	for _, gr := range gs {
+		name, ok := strings.CutPrefix(gr.Key, r.cfg.Key+"/")
+		if ok && gr.Holder == r.g.id && r.owned[name] == nil {
+			r.unsent[name] = gr
+		}
+	}
+}
+
+// start runs the function for p under a new term for grant gr.
+func (r *runner) start(p Partition, gr tenure.Grant) {
+	t, ctl := tenure.StartTerm(r.ctx, gr, r.deadline)
+	work, stop := context.WithCancelCause(t.Context())
+	o := &owned{p: p, term: t, ctl: ctl, stop: stop, done: make(chan error, 1)}
+	r.owned[p.Name] = o
+	r.g.metrics.Moved(r.cfg.Key, MoveClaimed)
+	r.transition(tenure.Elected, o, nil)
+	go func() {
+		o.done <- r.fn(work, p, t)
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+// handOver stops the functions of partitions that both the settled and the
+// latest membership give to another member; they are released once they
+// have returned. A partition the latest membership gives to this member is
+// kept (it may just have been claimed, free), and one only the latest
+// membership moves waits for the change to settle.
+func (r *runner) handOver() {
+	if r.settled == nil {
+		return
+	}
+	for n, o := range r.owned {
+		if o.reason == "" && r.settled[n] != r.g.id && r.target[n] != r.g.id {
+			o.reason = MoveRebalanced
+			o.stop(fmt.Errorf("%w: partition %q handed over", tenure.ErrNotLeader, n))
+		}
+	}
+}
+
+// reap collects the partitions whose function has returned: it ends their
+// terms, reports why, and queues their release.
+func (r *runner) reap() {
+	for n, o := range r.owned {
+		select {
+		case err := <-o.done:
+			r.finish(o, err)
+			delete(r.owned, n)
+		default:
+		}
+	}
+}
+
+// finish ends o's term after its function returned err.
+func (r *runner) finish(o *owned, err error) {
+	kind := tenure.Resigned
+	switch {
+	case tenure.IsStale(err):
+		o.ctl.End(fmt.Errorf("%w: fenced by resource: %w", tenure.ErrNotLeader, err))
+		kind, o.reason = tenure.Fenced, MoveFenced
+	case o.ctl.Ended():
+		kind = tenure.Expired
+		if errors.Is(o.ctl.Cause(), tenure.ErrLost) {
+			kind = tenure.Lost
+		}
+		if o.reason == "" {
+			o.reason = MoveLost
+		}
+	case o.reason == "":
+		o.reason = MoveReturned
+		r.cooldown[o.p.Name] = time.Now().Add(r.cfg.EffectiveRetryPeriod())
+		if err != nil {
+			r.g.log.Warn("partition function failed", "partition", o.p.Name, "token", o.term.Token(), "err", err)
+		}
+	}
+	o.ctl.End(fmt.Errorf("%w: partition %q given up (%s)", tenure.ErrNotLeader, o.p.Name, o.reason))
+	r.g.metrics.Moved(r.cfg.Key, o.reason)
+	r.transition(kind, o, o.ctl.Cause())
+	if !o.keep {
+		r.unsent[o.p.Name] = o.term.Grant()
+	}
+}
+
+// release releases, in one batch, every partition given up and not yet
+// released.
+func (r *runner) release() {
+	if len(r.unsent) == 0 || !r.joined {
+		return
+	}
+	gs := make([]tenure.Grant, 0, len(r.unsent))
+	for _, gr := range r.unsent {
+		gs = append(gs, gr)
+	}
+	err := r.call(func(ctx context.Context) error {
+		return r.g.c.ReleasePartitions(ctx, r.member, gs)
+	})
+	if err != nil {
+		r.g.log.Warn("release failed; retrying", "partitions", len(gs), "err", err)
+		return
+	}
+	clear(r.unsent)
+}
+
+// transition reports a transition of o's term to the OnTransition hook.
+func (r *runner) transition(kind tenure.TransitionKind, o *owned, err error) {
+	if kind == tenure.Resigned {
+		err = nil
+	}
+	if r.cfg.OnTransition != nil {
+		r.cfg.OnTransition(tenure.Transition{Kind: kind, Key: o.p.Key, Holder: r.g.id, Token: o.term.Token(), At: time.Now(), Err: err})
+	}
+}
+
+// leave stops every function, waits for them at most until the member's
+// local deadline, ends their terms and leaves the group in one call, then
+// waits for the functions that are still running.
+func (r *runner) leave() {
+	for _, o := range r.owned {
+		if o.reason == "" {
+			o.reason = MoveLeft
+		}
+		o.stop(fmt.Errorf("%w: leaving the group", tenure.ErrNotLeader))
+	}
+	timer := time.NewTimer(time.Until(r.deadline))
+	defer timer.Stop()
+	for n, o := range r.owned {
+		select {
+		case err := <-o.done:
+			r.finish(o, err)
+			delete(r.owned, n)
+		case <-timer.C:
+			timer.Reset(0)
+		}
+	}
+	for _, o := range r.owned { // still running at the deadline
+		o.ctl.End(fmt.Errorf("%w: left the group", tenure.ErrNotLeader))
+	}
+	if r.joined {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.cfg.EffectiveRequestTimeout())
+		if err := r.g.c.LeaveGroup(ctx, r.member); err != nil {
+			r.g.log.Warn("leave failed; the membership will expire on its own", "err", err)
+		}
+		cancel()
+		r.joined = false
+	}
+	for n, o := range r.owned {
+		r.finish(o, <-o.done)
+		delete(r.owned, n)
+	}
+	clear(r.unsent)
+	r.publish()
+	r.g.log.Info("left")
+}

@@ -1,0 +1,191 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tenure-dev/tenure"
+)
+
+var _ tenure.GroupCoordinator = (*Coordinator)(nil)
+
+// JoinGroup inserts a membership row for id with a new epoch and a lease of
+// ttl from now on the database's clock, creating the group tables first if
+// they do not exist. See tenure.GroupCoordinator.
+func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+	op := fmt.Sprintf("postgres: join group %q as %q", group, id)
+	if err := validateJoin(group, id, ttl); err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
+	t, err := c.groupTables()
+	if err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.checkOpen(); err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.ensureGroupTables(ctx, t); err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: create tables: %w", op, err)
+	}
+	us, granted := micros(ttl)
+	var epoch int64
+	err = c.pool.QueryRow(ctx, `INSERT INTO `+t.members+` (grp, member, ttl_us, expires_at)
+VALUES ($1, $2, $3::bigint, CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond') RETURNING epoch`, group, id, us).Scan(&epoch)
+	if err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return tenure.Member{Group: group, ID: id, Epoch: uint64(epoch), TTL: granted}, nil
+}
+
+func validateJoin(group, id string, ttl time.Duration) error {
+	if err := tenure.ValidateKey(group); err != nil {
+		return err
+	}
+	if err := tenure.ValidateHolder(id); err != nil {
+		return err
+	}
+	return tenure.ValidateTTL(ttl)
+}
+
+// begin validates m and returns the group tables.
+func (c *Coordinator) beginGroup(op string, m tenure.Member) (groupTables, error) {
+	if err := validateJoin(m.Group, m.ID, time.Second); err != nil {
+		return groupTables{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if m.Epoch == 0 || m.Epoch > 1<<63-1 {
+		return groupTables{}, fmt.Errorf("%s: %w: epoch %d", op, tenure.ErrInvalidGrant, m.Epoch)
+	}
+	t, err := c.groupTables()
+	if err != nil {
+		return groupTables{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.checkOpen(); err != nil {
+		return groupTables{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return t, nil
+}
+
+// RenewMember extends m's lease, and so all its partitions, with one UPDATE
+// of its row. A row that expired or is gone is reported with an error
+// wrapping tenure.ErrLost and never revived.
+func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+	op := fmt.Sprintf("postgres: renew member %s", m)
+	t, err := c.beginGroup(op, m)
+	if err != nil {
+		return tenure.Member{}, err
+	}
+	var us int64
+	err = c.pool.QueryRow(ctx, `UPDATE `+t.members+`
+SET expires_at = CURRENT_TIMESTAMP + ttl_us * interval '1 microsecond'
+WHERE epoch = $1 AND member = $2 AND expires_at > CURRENT_TIMESTAMP
+RETURNING ttl_us`, int64(m.Epoch), m.ID).Scan(&us)
+	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
+		return tenure.Member{}, fmt.Errorf("%s: %w: membership expired or left", op, tenure.ErrLost)
+	}
+	if err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
+	m.TTL = time.Duration(us) * time.Microsecond
+	return m, nil
+}
+
+// LeaveGroup deletes m's row: every partition it owned is free at once.
+func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
+	op := fmt.Sprintf("postgres: leave %s", m)
+	t, err := c.beginGroup(op, m)
+	if err != nil {
+		return err
+	}
+	if _, err := c.pool.Exec(ctx, `DELETE FROM `+t.members+` WHERE epoch = $1 AND member = $2`, int64(m.Epoch), m.ID); err != nil && !isUndefinedTable(err) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+func isUndefinedTable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42P01"
+}
+
+// GroupMembers returns group's live members with one query, each with the
+// time left on its lease on the database's clock.
+func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
+	op := fmt.Sprintf("postgres: members of %q", group)
+	t, err := c.beginObserve(op, group)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.pool.Query(ctx, `SELECT member, epoch,
+       (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
+FROM `+t.members+` WHERE grp = $1 AND expires_at > CURRENT_TIMESTAMP ORDER BY member, epoch`, group)
+	if isUndefinedTable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (tenure.Member, error) {
+		var m tenure.Member
+		var epoch, us int64
+		err := r.Scan(&m.ID, &epoch, &us)
+		m.Group, m.Epoch, m.TTL = group, uint64(epoch), time.Duration(us)*time.Microsecond
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, nil
+}
+
+func (c *Coordinator) beginObserve(op, group string) (groupTables, error) {
+	if err := tenure.ValidateKey(group); err != nil {
+		return groupTables{}, fmt.Errorf("%s: %w", op, err)
+	}
+	t, err := c.groupTables()
+	if err != nil {
+		return groupTables{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.checkOpen(); err != nil {
+		return groupTables{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return t, nil
+}
+
+// GroupPartitions returns the live grants on group's partitions with one
+// query, each with the time left on its owner's lease.
+func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
+	op := fmt.Sprintf("postgres: partitions of %q", group)
+	t, err := c.beginObserve(op, group)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.pool.Query(ctx, `SELECT p.name, m.member, p.fencing_token,
+       (extract(epoch FROM m.expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
+FROM `+t.partitions+` p JOIN `+t.members+` m ON m.epoch = p.owner_epoch
+WHERE p.grp = $1 AND m.expires_at > CURRENT_TIMESTAMP`, group)
+	if isUndefinedTable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (tenure.Grant, error) {
+		var g tenure.Grant
+		var name string
+		var token, us int64
+		err := r.Scan(&name, &g.Holder, &token, &us)
+		g.Key, g.Token, g.TTL = tenure.PartitionKey(group, name), uint64(token), time.Duration(us)*time.Microsecond
+		return g, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}

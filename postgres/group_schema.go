@@ -1,0 +1,71 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// groupTables are the quoted names of the partition group tables, made from
+// the leadership table's name: "<table>_members" and "<table>_partitions",
+// in the same schema.
+type groupTables struct {
+	members, partitions string
+	index               string // of members by group, unqualified
+}
+
+func (c *Coordinator) groupTables() (groupTables, error) {
+	names := [3]string{c.o.table + "_members", c.o.table + "_partitions", c.o.table + "_members_grp"}
+	var out [3]string
+	for i, n := range names {
+		if len(n) > maxIdentLen {
+			return groupTables{}, fmt.Errorf("%w: group table %q (from WithTable %q) is %d bytes long; PostgreSQL identifiers are at most %d", ErrInvalidOption, n, c.o.table, len(n), maxIdentLen)
+		}
+		ident := pgx.Identifier{n}
+		if c.o.schema != "" && i < 2 {
+			ident = pgx.Identifier{c.o.schema, n}
+		}
+		out[i] = ident.Sanitize()
+	}
+	return groupTables{members: out[0], partitions: out[1], index: out[2]}, nil
+}
+
+// createGroupTablesSQL creates the group tables. A membership is one row,
+// renewed by one UPDATE however many partitions it owns; a partition is
+// owned while the row of its owner_epoch exists (expired rows are deleted
+// by the next claim, under row locks, before it takes their partitions).
+// Partition rows are never deleted, so tokens only grow.
+func createGroupTablesSQL(t groupTables) string {
+	return `CREATE TABLE IF NOT EXISTS ` + t.members + ` (
+	epoch      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	grp        text NOT NULL,
+	member     text NOT NULL,
+	ttl_us     bigint NOT NULL,
+	expires_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ` + t.index + ` ON ` + t.members + ` (grp);
+CREATE TABLE IF NOT EXISTS ` + t.partitions + ` (
+	grp           text NOT NULL,
+	name          text NOT NULL,
+	owner_epoch   bigint,
+	fencing_token bigint NOT NULL,
+	PRIMARY KEY (grp, name)
+)`
+}
+
+// ensureGroupTables creates the group tables if they do not exist,
+// serialized on an advisory lock as ensureTable is.
+func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) error {
+	exists, err := tableExists(ctx, c.pool, t.partitions)
+	if err != nil || exists {
+		return err
+	}
+	return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, advisoryLockClass, t.partitions); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, createGroupTablesSQL(t))
+		return err
+	})
+}

@@ -1,0 +1,160 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// ClaimPartitions claims the named partitions for m in one transaction: it
+// deletes the group's expired membership rows (row locks order this against
+// their renewals), checks that m's row is live, takes every named partition
+// that is free or whose owner's row is gone with one INSERT … ON CONFLICT
+// (fencing_token + 1), and reads the owners of the rest. See
+// tenure.GroupCoordinator.
+func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+	op := fmt.Sprintf("postgres: claim %d partitions for %s", len(names), m)
+	t, err := c.beginGroup(op, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if err := tenure.ValidatePartitionName(n); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	sorted := slices.Clone(names) // one lock order for every claimer
+	slices.Sort(sorted)
+	var claimed map[string]int64
+	var others map[string]owner
+	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		var err error
+		if claimed, err = c.claimTx(ctx, tx, t, m, sorted); err != nil {
+			return err
+		}
+		others, err = readOwners(ctx, tx, t, m.Group, sorted, claimed)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	out := make([]tenure.ClaimResult, len(names))
+	for i, n := range names {
+		key := tenure.PartitionKey(m.Group, n)
+		tok, ok := claimed[n]
+		o := others[n]
+		switch {
+		case ok:
+		case o.epoch == int64(m.Epoch):
+			tok = o.token
+		case o.member != "":
+			out[i].Err = &tenure.HeldError{Key: key, Holder: o.member, Token: uint64(o.token)}
+			continue
+		default:
+			out[i].Err = fmt.Errorf("partition %q: neither claimed nor owned", key)
+			continue
+		}
+		out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(tok), TTL: m.TTL}
+	}
+	return out, nil
+}
+
+// claimTx reaps expired memberships, checks m's, and claims the free
+// partitions among names; it returns their new tokens.
+func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m tenure.Member, names []string) (map[string]int64, error) {
+	if _, err := tx.Exec(ctx, `DELETE FROM `+t.members+` WHERE grp = $1 AND expires_at <= CURRENT_TIMESTAMP`, m.Group); err != nil {
+		return nil, fmt.Errorf("delete expired memberships: %w", err)
+	}
+	var live bool
+	err := tx.QueryRow(ctx, `SELECT true FROM `+t.members+` WHERE epoch = $1 AND member = $2 AND expires_at > CURRENT_TIMESTAMP`, int64(m.Epoch), m.ID).Scan(&live)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: membership expired or left", tenure.ErrLost)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
+SELECT $1, n, $2, 1 FROM unnest($3::text[]) AS n ORDER BY n
+ON CONFLICT (grp, name) DO UPDATE
+SET owner_epoch = EXCLUDED.owner_epoch, fencing_token = p.fencing_token + 1
+WHERE p.owner_epoch IS NULL
+   OR NOT EXISTS (SELECT 1 FROM `+t.members+` m WHERE m.epoch = p.owner_epoch)
+RETURNING name, fencing_token`, m.Group, int64(m.Epoch), names)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64)
+	var name string
+	var tok int64
+	_, err = pgx.ForEachRow(rows, []any{&name, &tok}, func() error {
+		out[name] = tok
+		return nil
+	})
+	return out, err
+}
+
+// owner is who owns a partition row: the epoch, its token and the member
+// (empty when its membership is gone).
+type owner struct {
+	epoch, token int64
+	member       string
+}
+
+// readOwners reads the owners of the partitions among names not in claimed.
+func readOwners(ctx context.Context, tx pgx.Tx, t groupTables, group string, names []string, claimed map[string]int64) (map[string]owner, error) {
+	var rest []string
+	for _, n := range names {
+		if _, ok := claimed[n]; !ok {
+			rest = append(rest, n)
+		}
+	}
+	out := make(map[string]owner, len(rest))
+	if len(rest) == 0 {
+		return out, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT p.name, coalesce(p.owner_epoch, 0), p.fencing_token, coalesce(m.member, '')
+FROM `+t.partitions+` p LEFT JOIN `+t.members+` m ON m.epoch = p.owner_epoch
+WHERE p.grp = $1 AND p.name = ANY($2)`, group, rest)
+	if err != nil {
+		return nil, fmt.Errorf("read owners: %w", err)
+	}
+	var name string
+	var o owner
+	_, err = pgx.ForEachRow(rows, []any{&name, &o.epoch, &o.token, &o.member}, func() error {
+		out[name] = o
+		return nil
+	})
+	return out, err
+}
+
+// ReleasePartitions frees, with one UPDATE, the partitions of gs that m
+// still owns with their tokens.
+func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+	op := fmt.Sprintf("postgres: release %d partitions of %s", len(gs), m)
+	t, err := c.beginGroup(op, m)
+	if err != nil {
+		return err
+	}
+	var names []string
+	var tokens []int64
+	for _, g := range gs {
+		if n, ok := strings.CutPrefix(g.Key, m.Group+"/"); ok && g.Token <= 1<<63-1 {
+			names = append(names, n)
+			tokens = append(tokens, int64(g.Token))
+		}
+	}
+	_, err = c.pool.Exec(ctx, `UPDATE `+t.partitions+` p SET owner_epoch = NULL
+FROM unnest($3::text[], $4::bigint[]) AS r(name, tok)
+WHERE p.grp = $1 AND p.name = r.name AND p.fencing_token = r.tok AND p.owner_epoch = $2`,
+		m.Group, int64(m.Epoch), names, tokens)
+	if err != nil && !isUndefinedTable(err) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
