@@ -42,9 +42,9 @@ var (
 	_ tenure.BatchRenewer = (*instrumented)(nil)
 )
 
-// errNotSupported is returned by Watch and List on coordinators without
-// them.
-var errNotSupported = errors.New("prom: the coordinator does not support this call")
+// ErrNotSupported is returned by the Watch and List of an instrumented
+// coordinator whose underlying coordinator has no such call.
+var ErrNotSupported = errors.New("prom: the coordinator does not support this call")
 
 // count counts err under op unless it is an outcome or a cancellation.
 func (i *instrumented) count(op string, err error) error {
@@ -78,7 +78,7 @@ func (i *instrumented) Close() error { return i.c.Close() }
 func (i *instrumented) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
 	w, ok := i.c.(tenure.Watcher)
 	if !ok {
-		return nil, errNotSupported
+		return nil, ErrNotSupported
 	}
 	ch, err := w.Watch(ctx, key)
 	return ch, i.count(OpWatch, err)
@@ -87,7 +87,7 @@ func (i *instrumented) Watch(ctx context.Context, key string) (<-chan tenure.Lea
 func (i *instrumented) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
 	l, ok := i.c.(tenure.Lister)
 	if !ok {
-		return nil, errNotSupported
+		return nil, ErrNotSupported
 	}
 	gs, err := l.List(ctx, prefix)
 	return gs, i.count(OpList, err)
