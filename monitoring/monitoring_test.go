@@ -77,7 +77,7 @@ func TestEveryAlertTested(t *testing.T) {
 		t.Fatalf("alerts.yml has %d alerts; want at least 7", len(names))
 	}
 	for _, n := range names {
-		if !regexp.MustCompile(`alertname: `+n[1]+`\s*\n\s*exp_alerts:\s*\n\s*- exp_labels`).MatchString(tests) {
+		if !regexp.MustCompile(`alertname: ` + n[1] + `\s*\n\s*exp_alerts:\s*\n\s*- exp_labels`).MatchString(tests) {
 			t.Errorf("alert %s has no test in alerts_test.yml that expects it to fire", n[1])
 		}
 	}
