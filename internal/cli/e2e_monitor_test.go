@@ -177,3 +177,50 @@ func screenshot(t *testing.T, ctx context.Context, b *headless.Browser, name str
 		t.Errorf("screenshot %s: %v", name, err)
 	}
 }
+
+// TestLogFormat: every command rejects a --log-format other than text or
+// json, naming the flag (or its environment twin), with exit code 2.
+func TestLogFormat(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"--log-format", "yaml", "status", "--key", "x"}, `--log-format "yaml"`},
+		{nil, []string{"demo", "--log-format", "xml"}, `--log-format "xml"`},
+		{nil, []string{"server", "--log-format", "JSON", "--http", ""}, `--log-format "JSON"`},
+		{[]string{"TENURE_LOG_FORMAT=logfmt"}, []string{"run", "--key", "x", "--", "true"}, `TENURE_LOG_FORMAT (--log-format) "logfmt"`},
+	} {
+		res := runTenure(t, tc.env, tc.args...)
+		if res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("tenure %s = exit %d, stderr %q; want exit 2 naming %s", strings.Join(tc.args, " "), res.code, res.stderr, tc.want)
+		}
+	}
+}
+
+// TestServerEndpoints: tenure server --http serves /health (and the older
+// /healthz), /leader (a one-member cluster's member leads it), /status as
+// JSON and the status page.
+func TestServerEndpoints(t *testing.T) {
+	s := startServer(t, t.TempDir(), "--log-format", "json")
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/health", 200, "ok"},
+		{"/healthz", 200, "ok"},
+		{"/leader", 200, "leader"},
+		{"/status", 200, `"role": "observer"`},
+		{"/", 200, "<title>tenure"},
+		{"/metrics", 200, "etcd_server_has_leader 1"},
+	} {
+		if code, body := get(t, s.http, tc.path); code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("GET %s = %d; want %d with %q:\n%.500s", tc.path, code, tc.code, tc.want, body)
+		}
+	}
+	var rec map[string]any
+	if l := lines(s.err.String()); len(l) == 0 || json.Unmarshal([]byte(l[0]), &rec) != nil || rec["msg"] != "member ready" {
+		t.Errorf("server log with --log-format json = %q; want JSON lines", l)
+	}
+}
