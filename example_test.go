@@ -107,3 +107,18 @@ func ExampleTerm_StepDown() {
 	// transition: elected token 2
 	// transition: resigned token 2
 }
+
+// Logs, metrics and status pages name a transition by its reason: six
+// kinds, five reasons.
+func ExampleTransitionKind_Reason() {
+	for _, k := range []tenure.TransitionKind{tenure.Elected, tenure.Resigned, tenure.SteppedDown, tenure.Expired, tenure.Lost, tenure.Fenced} {
+		fmt.Printf("%s: %s\n", k, k.Reason())
+	}
+	// Output:
+	// elected: acquired
+	// resigned: released
+	// stepped-down: released
+	// expired: deadline
+	// lost: lost
+	// fenced: fenced
+}

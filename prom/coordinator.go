@@ -42,9 +42,9 @@ var (
 	_ tenure.BatchRenewer = (*instrumented)(nil)
 )
 
-// errNotSupported is returned by Watch and List on coordinators without
-// them.
-var errNotSupported = errors.New("prom: the coordinator does not support this call")
+// ErrNotSupported is returned by the Watch and List of an instrumented
+// coordinator whose underlying coordinator has no such call.
+var ErrNotSupported = errors.New("prom: the coordinator does not support this call")
 
 // count counts err under op unless it is an outcome or a cancellation.
 func (i *instrumented) count(op string, err error) error {
@@ -54,45 +54,53 @@ func (i *instrumented) count(op string, err error) error {
 	return err
 }
 
+// Acquire calls the coordinator's Acquire and counts its error.
 func (i *instrumented) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	g, err := i.c.Acquire(ctx, key, holder, ttl)
 	return g, i.count(OpAcquire, err)
 }
 
+// Renew calls the coordinator's Renew and counts its error.
 func (i *instrumented) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	g, err := i.c.Renew(ctx, g)
 	return g, i.count(OpRenew, err)
 }
 
+// Release calls the coordinator's Release and counts its error.
 func (i *instrumented) Release(ctx context.Context, g tenure.Grant) error {
 	return i.count(OpRelease, i.c.Release(ctx, g))
 }
 
+// Leader calls the coordinator's Leader and counts its error.
 func (i *instrumented) Leader(ctx context.Context, key string) (tenure.Grant, bool, error) {
 	g, ok, err := i.c.Leader(ctx, key)
 	return g, ok, i.count(OpLeader, err)
 }
 
+// Close closes the coordinator.
 func (i *instrumented) Close() error { return i.c.Close() }
 
+// Watch calls the coordinator's Watch, or fails with ErrNotSupported.
 func (i *instrumented) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
 	w, ok := i.c.(tenure.Watcher)
 	if !ok {
-		return nil, errNotSupported
+		return nil, ErrNotSupported
 	}
 	ch, err := w.Watch(ctx, key)
 	return ch, i.count(OpWatch, err)
 }
 
+// List calls the coordinator's List, or fails with ErrNotSupported.
 func (i *instrumented) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
 	l, ok := i.c.(tenure.Lister)
 	if !ok {
-		return nil, errNotSupported
+		return nil, ErrNotSupported
 	}
 	gs, err := l.List(ctx, prefix)
 	return gs, i.count(OpList, err)
 }
 
+// RenewBatch renews gs through tenure.RenewAll and counts the errors.
 func (i *instrumented) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenure.RenewResult, error) {
 	rs, err := tenure.RenewAll(ctx, i.c, gs)
 	if i.count(OpRenew, err) == nil {

@@ -1,55 +1,53 @@
-// Package prom exports what a tenure.Elector observes as Prometheus metrics.
+// Package prom exports what tenure observes as Prometheus metrics.
 //
 // New registers the collectors on a prometheus.Registerer that the caller
 // owns (no global registry, no promauto) and returns a *Metrics, which
 // implements tenure.Metrics: set it as Config.Metrics.
 //
 //	reg := prometheus.NewRegistry()
-//	m, err := prom.New(reg, prom.WithConstLabels(prometheus.Labels{"instance_role": "scheduler"}))
+//	m, err := prom.New(reg)
 //	if err != nil { ... }
 //	cfg := tenure.DefaultConfig()
 //	cfg.Key = "scheduler"
 //	cfg.Metrics = m
+//	el, err := tenure.NewElector(m.Instrument(coordinator), cfg)
 //
 // # Metrics
 //
-// With the default namespace "tenure", every series carries a key label (the
-// led key) plus any constant labels:
+// With the default namespace "tenure" (the README's "Monitoring" section
+// has the full table with help texts):
 //
-//	tenure_leader{key}                        gauge     1 while this node leads key, else 0
-//	tenure_fencing_token{key}                 gauge     fencing token of the current or last term
-//	tenure_transitions_total{key,kind}        counter   leadership transitions; kind is one of
-//	                                                    elected, resigned, lost, expired, fenced,
-//	                                                    stepped-down
-//	tenure_renew_duration_seconds{key}        histogram duration of every renewal attempt,
-//	                                                    successful or not (buckets 1ms–10s)
-//	tenure_renew_failures_total{key}          counter   renewal attempts that failed
-//	tenure_fenced_rejections_total{key}       counter   terms ended because a resource
-//	                                                    rejected the token as stale
+//	tenure_is_leader{key}                        gauge     1 while this instance leads key
+//	tenure_leader_info{key,holder}               gauge     1 for the holder last seen (display name)
+//	tenure_fencing_token{key}                    gauge     token of this instance's current or last term
+//	tenure_transitions_total{key,reason}         counter   acquired, released, deadline, lost, fenced
+//	tenure_renew_duration_seconds{key,result}    histogram renewals by result: ok, lost, error
+//	tenure_last_renew_timestamp_seconds{key}     gauge     Unix time of the last grant or renewal
+//	tenure_lease_remaining_seconds{key}          gauge     time to the local deadline, read at scrape
+//	tenure_leadership_duration_seconds{key}      histogram length of this instance's terms
+//	tenure_leaderless_seconds{key}               histogram time the key was seen without a holder
+//	tenure_stale_rejections_total{resource}      counter   stale writes rejected by fence guards
+//	tenure_coordinator_errors_total{op}          counter   failed coordinator calls
+//	tenure_partitions_owned{group}, tenure_partitions_unowned{group},
+//	tenure_partition_unowned_oldest_seconds{group}, tenure_partition_moves_total{group},
+//	tenure_partition_imbalance{group}            partition groups (SetPartitions, PartitionMoved)
 //
-// Useful queries: sum by (key) (tenure_leader) counts the nodes that believe
-// they lead each key. Nodes are scraped at different moments, so two may
-// briefly both show 1 around a handover; tenure_fencing_token tells their
-// terms apart (the larger token is the newer term). The failure ratio of
-// renewals is rate(tenure_renew_failures_total[5m]) /
-// rate(tenure_renew_duration_seconds_count[5m]).
+// The Elector reports the first nine through the tenure.Metrics methods;
+// ObserveLeader takes what a status poller or a watch sees of other holders;
+// Instrument wraps a Coordinator to count its errors; FenceObserver (for
+// fence.WithObserver) and ObserveGuard count stale writes at the resource.
 //
-// The fencing token is exported as a float64 gauge: it is exact up to 2^53,
-// far beyond what any coordinator hands out in practice.
+// Nodes are scraped at different moments, so two may briefly both show
+// tenure_is_leader 1 around a handover; tenure_fencing_token tells their
+// terms apart (the larger token is the newer term). The token is exported as
+// a float64 gauge: exact up to 2^53, far beyond what coordinators hand out.
 //
 // # Cardinality
 //
-// Each key a node has touched costs about 20 series: one each for the leader,
-// token, renew-failure and fenced-rejection metrics, up to six transition
-// counters and the histogram's 13 buckets plus its sum and count. Keys are
-// chosen by the application, not by peers or requests, so their number is
-// bounded by design; but a node that serves many partitions (package
-// partition), or keys built from unbounded input such as "orders/<id>",
-// multiplies that. Keep keys to a known, bounded set, and call Forget when
-// a node will not lead a key again, so that its series are dropped.
-//
-// A constant "holder" label is useful when several nodes are scraped into
-// one place, but tenure.DefaultHolder includes the process id and a random
-// suffix, so it changes on every restart and each restart starts new
-// series; prefer a stable name (a pod or host name) for the label.
+// No label grows without bound: keys, resources and groups are chosen by
+// the application, reasons, results and ops are fixed sets, and a key has
+// one leader_info series at a time. Each key costs about 60 series (the
+// renew histogram has three results of 16 series each). Keep keys to a
+// known, bounded set, and call Forget when a node will not lead a key again,
+// so that its series are dropped.
 package prom

@@ -115,3 +115,37 @@ func ExampleMetrics_Forget() {
 	// Output:
 	// series deleted: 2
 }
+
+// A status poller or a watch tells Metrics who holds a key; the time the
+// key spent without a holder goes to tenure_leaderless_seconds.
+func ExampleMetrics_ObserveLeader() {
+	reg := prometheus.NewRegistry()
+	m, err := prom.New(reg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	m.ObserveLeader("scheduler", tenure.Grant{Key: "scheduler", Holder: tenure.Identity("node-2", "4f1c"), Token: 7}, true)
+	printMetric(reg, "tenure_leader_info")
+	// Output:
+	// # HELP tenure_leader_info 1 for the key's current holder (display name) as this instance last saw it; no series while the key is free.
+	// # TYPE tenure_leader_info gauge
+	// tenure_leader_info{holder="node-2",key="scheduler"} 1
+}
+
+// A member of a partition group reports after each balancing round.
+func ExampleMetrics_SetPartitions() {
+	reg := prometheus.NewRegistry()
+	m, err := prom.New(reg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	m.SetPartitions("shards", prom.PartitionStats{Owned: 8, Unowned: 0, Imbalance: 1})
+	m.PartitionMoved("shards", 3)
+	printMetric(reg, "tenure_partition_moves_total")
+	// Output:
+	// # HELP tenure_partition_moves_total Partitions of the group that changed owner.
+	// # TYPE tenure_partition_moves_total counter
+	// tenure_partition_moves_total{group="shards"} 3
+}

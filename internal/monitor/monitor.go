@@ -75,9 +75,10 @@ type Monitor struct {
 
 // view is what the Monitor last saw of one key.
 type view struct {
-	grant  tenure.Grant
-	held   bool
-	seenAt time.Time // when grant.TTL was the time left
+	grant     tenure.Grant
+	held      bool
+	leftKnown bool      // grant.TTL is the time left (read by List), not the TTL granted
+	seenAt    time.Time // when grant.TTL was read
 }
 
 var _ tenure.Metrics = (*Monitor)(nil)
@@ -150,7 +151,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 func (m *Monitor) poll(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(4*m.cfg.Poll, 2*time.Second))
 	defer cancel()
-	grants, err := m.read(ctx)
+	grants, listed, err := m.read(ctx)
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -161,7 +162,7 @@ func (m *Monitor) poll(ctx context.Context) {
 	held := make(map[string]bool, len(grants))
 	for _, g := range grants {
 		held[g.Key] = true
-		m.seenLocked(g, now)
+		m.seenLocked(g, listed, now)
 	}
 	for k, v := range m.keys {
 		if v.held && !held[k] {
@@ -170,62 +171,83 @@ func (m *Monitor) poll(ctx context.Context) {
 	}
 }
 
-// read returns the live grants on the keys shown.
-func (m *Monitor) read(ctx context.Context) ([]tenure.Grant, error) {
+// read returns the live grants on the keys shown, and whether they were
+// listed (their TTL is the time left on their lease).
+func (m *Monitor) read(ctx context.Context) ([]tenure.Grant, bool, error) {
 	l, canList := m.cfg.Coordinator.(tenure.Lister)
 	if len(m.cfg.Keys) == 0 {
-		return l.List(ctx, m.cfg.Prefix)
+		gs, err := l.List(ctx, m.cfg.Prefix)
+		return gs, true, err
 	}
 	var out []tenure.Grant
 	for _, k := range m.cfg.Keys {
 		if canList {
 			gs, err := l.List(ctx, k)
-			if err != nil {
-				return nil, err
+			if errors.Is(err, prom.ErrNotSupported) {
+				canList = false // an instrumented coordinator that cannot list
+			} else if err != nil {
+				return nil, false, err
 			}
-			if i := slices.IndexFunc(gs, func(g tenure.Grant) bool { return g.Key == k }); i >= 0 {
-				out = append(out, gs[i])
+			if canList {
+				if i := slices.IndexFunc(gs, func(g tenure.Grant) bool { return g.Key == k }); i >= 0 {
+					out = append(out, gs[i])
+				}
+				continue
 			}
-			continue
 		}
 		g, ok, err := m.cfg.Coordinator.Leader(ctx, k)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if ok {
 			out = append(out, g)
 		}
 	}
-	return out, nil
+	return out, canList, nil
 }
 
-// seenLocked records that g is live now.
-func (m *Monitor) seenLocked(g tenure.Grant, now time.Time) {
+// seenLocked records that g is live now; listed says whether g.TTL is the
+// time left.
+func (m *Monitor) seenLocked(g tenure.Grant, listed bool, now time.Time) {
 	v := m.keys[g.Key]
 	if v == nil {
 		v = &view{}
 		m.keys[g.Key] = v
 	}
+	if v.held && v.grant.Token != g.Token {
+		// Taken over between two polls: the old grant ended first.
+		m.endedLocked(g.Key, v, now)
+	}
 	if (!v.held || v.grant.Token != g.Token) && g.Holder != m.cfg.Identity {
 		m.observedLocked(Event{At: now, Key: g.Key, Token: g.Token, Reason: ReasonAcquired}, g.Holder)
 	}
-	v.grant, v.held, v.seenAt = g, true, now
+	v.grant, v.held, v.leftKnown, v.seenAt = g, true, listed, now
 	m.cfg.Metrics.ObserveLeader(g.Key, g, true)
 }
 
-// goneLocked records that the grant in v is gone: released when it went
-// with time left on its lease, expired otherwise.
+// goneLocked records that key is free: the grant in v is gone.
 func (m *Monitor) goneLocked(key string, v *view, now time.Time) {
+	m.endedLocked(key, v, now)
+	v.held = false
+	m.cfg.Metrics.ObserveLeader(key, tenure.Grant{Key: key}, false)
+}
+
+// endedLocked records the end of the grant in v, unless it was this
+// instance's (whose end is recorded with its true reason): released when
+// it went with time left on its lease, expired otherwise.
+func (m *Monitor) endedLocked(key string, v *view, now time.Time) {
 	if v.grant.Holder != m.cfg.Identity {
-		reason := ReasonExpired
 		// etcd reports whole seconds left: allow one more, and a poll.
-		if v.left(now) > m.cfg.Poll+time.Second {
+		reason := ReasonEnded
+		switch left, ok := v.left(now); {
+		case !ok:
+		case left > m.cfg.Poll+time.Second:
 			reason = ReasonReleased
+		default:
+			reason = ReasonExpired
 		}
 		m.observedLocked(Event{At: now, Key: key, Token: v.grant.Token, Reason: reason}, v.grant.Holder)
 	}
-	v.held = false
-	m.cfg.Metrics.ObserveLeader(key, tenure.Grant{Key: key}, false)
 }
 
 // observedLocked records and logs a transition of another holder.
@@ -245,10 +267,11 @@ func (m *Monitor) addLocked(ev Event) {
 	}
 }
 
-// left is the lease left on v's grant at now, as last read.
-func (v *view) left(now time.Time) time.Duration {
-	if !v.held {
-		return 0
+// left is the lease left on v's grant at now, counted down from the last
+// read; ok is false when the coordinator did not say (it cannot list).
+func (v *view) left(now time.Time) (left time.Duration, ok bool) {
+	if !v.held || !v.leftKnown {
+		return 0, v.leftKnown
 	}
-	return max(v.grant.TTL-now.Sub(v.seenAt), 0)
+	return max(v.grant.TTL-now.Sub(v.seenAt), 0), true
 }

@@ -10,11 +10,13 @@ import (
 
 // Reasons of the transitions in Status. A node's own transitions carry
 // the reasons of tenure.TransitionKind.Reason; transitions of other
-// holders, seen from outside, are acquired, released or expired.
+// holders, seen from outside, are acquired, released or expired (ended on
+// a coordinator that cannot list keys, which does not say the lease left).
 const (
 	ReasonAcquired = "acquired" // a new grant: new holder or new token
 	ReasonReleased = "released" // the grant went before its lease ran out
 	ReasonExpired  = "expired"  // the grant went when its lease ran out
+	ReasonEnded    = "ended"    // the grant went; the coordinator cannot say how much lease it had left
 )
 
 // Sources of the transitions in Status.
@@ -59,8 +61,9 @@ type KeyStatus struct {
 	Token uint64 `json:"token,omitempty"`
 	// LeaseLeftMs is the time left: to this instance's local deadline when
 	// it holds the key, else on the lease as the coordinator last reported
-	// it, counted down since.
-	LeaseLeftMs int64 `json:"lease_left_ms"`
+	// it, counted down since. Absent while the key is free, or when the
+	// coordinator cannot list keys (it does not report the lease left).
+	LeaseLeftMs *int64 `json:"lease_left_ms,omitempty"`
 	// Mine is true while this instance holds the key.
 	Mine bool `json:"mine"`
 }
@@ -106,12 +109,15 @@ func (m *Monitor) Status() Status {
 		ks := KeyStatus{Key: k, Held: v.held}
 		if v.held {
 			ks.Holder, ks.Instance = tenure.SplitIdentity(v.grant.Holder)
-			ks.Token, ks.LeaseLeftMs = v.grant.Token, v.left(now).Milliseconds()
+			ks.Token = v.grant.Token
+			if left, ok := v.left(now); ok {
+				ks.LeaseLeftMs = ms(left)
+			}
 		}
 		if t := m.own[k]; t != nil && t.Check() == nil {
 			ks.Held, ks.Mine, ks.Token = true, true, t.Token()
 			ks.Holder, ks.Instance = tenure.SplitIdentity(t.Holder())
-			ks.LeaseLeftMs = max(t.Remaining(), 0).Milliseconds()
+			ks.LeaseLeftMs = ms(max(t.Remaining(), 0))
 		}
 		s.Keys = append(s.Keys, ks)
 	}
@@ -156,4 +162,10 @@ func (m *Monitor) Leading() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.leadingLocked()
+}
+
+// ms is d in whole milliseconds, for a *_ms field.
+func ms(d time.Duration) *int64 {
+	v := d.Milliseconds()
+	return &v
 }

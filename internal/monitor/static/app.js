@@ -61,10 +61,13 @@ function renderKeys(s) {
     if (lastToken.has(k.key) && lastToken.get(k.key) !== k.token) tr.classList.add("changed");
     lastToken.set(k.key, k.token);
     const id = k.key + "@" + k.token;
-    maxLease.set(id, Math.max(maxLease.get(id) || 0, k.lease_left_ms));
+    maxLease.set(id, Math.max(maxLease.get(id) || 0, k.lease_left_ms ?? 0));
     rows.push(tr);
   }
   body.replaceChildren(...rows);
+  const held = s.keys.filter((k) => k.held).length;
+  const free = s.keys.length - held;
+  $("summary").replaceChildren(held + " held", ...(free ? [" · ", el("span", { class: "free" }, free + " free")] : []));
   $("nokeys").hidden = s.keys.length > 0;
   tick();
 }
@@ -96,12 +99,13 @@ function tick() {
   state.keys.forEach((k, i) => {
     const tr = rows[i];
     if (!tr) return;
-    const left = k.held ? Math.max(k.lease_left_ms - since, 0) : 0;
+    const known = k.held && k.lease_left_ms !== undefined;
+    const left = known ? Math.max(k.lease_left_ms - since, 0) : 0;
     const full = maxLease.get(k.key + "@" + k.token) || 1;
     const bar = tr.querySelector(".bar");
-    bar.firstChild.style.width = (k.held ? Math.min(100, (100 * left) / full) : 0) + "%";
+    bar.firstChild.style.width = (known ? Math.min(100, (100 * left) / full) : 0) + "%";
     bar.classList.toggle("low", left < full / 3);
-    tr.querySelector(".left").textContent = k.held ? fmtLeft(left) : "";
+    tr.querySelector(".left").textContent = known ? fmtLeft(left) : k.held ? "—" : "";
     tr.dataset.leftMs = String(Math.round(left));
   });
   const conn = $("conn");
