@@ -30,8 +30,8 @@ func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, 
 type keepalive struct {
 	sent boottime.Instant // when it was sent, on the boot clock
 	ttl  time.Duration    // granted TTL, from the response
-	gone bool          // the lease has expired
-	err  error         // the round trip failed: outcome unknown
+	gone bool             // the lease has expired
+	err  error            // the round trip failed: outcome unknown
 }
 
 // RenewBatch renews every grant in gs and returns one result per grant, in
