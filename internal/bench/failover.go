@@ -142,10 +142,10 @@ func failoverReport(o FailoverOptions, impls []*failImpl, results [][]outcome, b
 	r.compare("tenure", impls[1].name)
 	r.Notes = append(r.Notes,
 		"failover: from SIGKILL of the leading process until the successor process acts; both implementations' leaders are killed at the same moment in each round",
-		"floor: the old lease's time left at the kill, a lower bound read from the coordinator (etcd reports whole seconds, so it is polled every 10ms for the moment it drops)",
-		"failure: a successor acting before that lower bound of the old lease's expiry")
+		"floor: from the kill until the old lease was last seen live at the coordinator, polled every 10ms while the successor campaigns (a lower bound of when it ended there)",
+		"failure: a successor acting while the old lease could still be live at the coordinator")
 	if o.Postgres == "" {
-		r.Notes = append(r.Notes, "etcd revokes expired leases in a pass every 500ms: expect up to 500ms above the floor")
+		r.Notes = append(r.Notes, "etcd: the floor includes etcd's revocation pass (every 500ms), since etcd reports an expired lease live until that pass revokes it; TimeToLive's whole seconds are rounded down")
 	} else {
 		r.Settings["seed_poll"] = o.SeedPoll.String()
 	}

@@ -113,7 +113,7 @@ code { background: #f3f3f3; padding: 0.1em 0.3em; }
 {{with .R.Recommendation}}<p id="recommendation"><b>Recommendation:</b> {{.}}</p>{{end}}
 {{range .Plots}}
 <h2>Latency CDF{{with .Case}} — {{.}}{{end}}</h2>
-<svg class="cdf" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" xmlns="http://www.w3.org/2000/svg">
+<svg class="cdf" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
 {{range .XTicks}}<line x1="{{.Pos}}" y1="20" x2="{{.Pos}}" y2="280" stroke="#eee"/><text x="{{.Pos}}" y="296" text-anchor="middle">{{.Label}}</text>{{end}}
 {{range .YTicks}}<line x1="60" y1="{{.Pos}}" x2="490" y2="{{.Pos}}" stroke="#eee"/><text x="54" y="{{.Pos}}" text-anchor="end" dominant-baseline="middle">{{.Label}}</text>{{end}}
 <text x="275" y="314" text-anchor="middle">milliseconds</text>

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -205,9 +206,12 @@ func (o *TTLOptions) model(env environment, ttl time.Duration, rng *rand.Rand) R
 	perHour += o.PauseRate * hit(o.Pause)
 	fo := o.failovers(env, ttl, interval, rng)
 	s := Summarize(fo)
+	// The worst delay measured (injected pauses are counted by their rate).
+	worst := o.Latency + slices.Max(env.rtts) + slices.Max(append([]time.Duration{0}, env.stalls...))
 	return Row{Impl: "tenure", Case: "ttl=" + ttl.String(), Extra: map[string]float64{
 		"margin_ms": ms(cfg.Margin), "renew_every_ms": ms(interval), "slack_ms": ms(slack),
 		"failover_p50_ms": s.P50, "failover_p99_ms": s.P99, "demotions_per_hour": perHour,
+		"headroom_x": math.Round(float64(slack)/float64(worst)*10) / 10,
 	}}
 }
 
@@ -228,6 +232,12 @@ func (o *TTLOptions) failovers(env environment, ttl, interval time.Duration, rng
 	return out
 }
 
+// minHeadroom is how many times the worst delay measured (round trip,
+// stall or pause) a recommended TTL's renewal slack must be: a short
+// measurement cannot see rare stalls, so the recommendation keeps a margin
+// over the ones it saw.
+const minHeadroom = 2.0
+
 // recommend names the shortest TTL whose wrongful-demotion rate is at most
 // the threshold.
 func (o *TTLOptions) recommend(rows []Row) string {
@@ -238,10 +248,10 @@ func (o *TTLOptions) recommend(rows []Row) string {
 	slices.SortFunc(idx, func(a, b int) int { return int(o.TTLs[a] - o.TTLs[b]) })
 	for _, i := range idx {
 		x := rows[i].Extra
-		if x["demotions_per_hour"] <= o.Threshold {
-			return fmt.Sprintf("--ttl %s: the shortest TTL here with at most %g wrongful demotions per hour (%.3g/h); crash failover p50 %.0fms, p99 %.0fms",
-				o.TTLs[i], o.Threshold, x["demotions_per_hour"], x["failover_p50_ms"], x["failover_p99_ms"])
+		if x["demotions_per_hour"] <= o.Threshold && x["headroom_x"] >= minHeadroom {
+			return fmt.Sprintf("--ttl %s: the shortest TTL here with at most %g wrongful demotions per hour (%.3g/h) and a renewal slack %.1fx the worst delay seen; crash failover p50 %.0fms, p99 %.0fms",
+				o.TTLs[i], o.Threshold, x["demotions_per_hour"], x["headroom_x"], x["failover_p50_ms"], x["failover_p99_ms"])
 		}
 	}
-	return fmt.Sprintf("none of %v stays under %g wrongful demotions per hour here: try longer TTLs, or find the stalls", o.TTLs, o.Threshold)
+	return fmt.Sprintf("none of %v stays under %g wrongful demotions per hour with a slack %gx the worst delay seen: try longer TTLs, or find the stalls", o.TTLs, o.Threshold, minHeadroom)
 }

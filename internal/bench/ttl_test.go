@@ -35,6 +35,19 @@ func TestTTLModel(t *testing.T) {
 	if rec := o.recommend(rows); !strings.HasPrefix(rec, "--ttl 5s") {
 		t.Errorf("recommendation = %q; want --ttl 5s", rec)
 	}
+	// A 400ms stall seen once: no demotion at TTL 1s (slack 493ms), but
+	// too little headroom over it; TTL 2s has twice that.
+	stalled := environment{rtts: env.rtts, stalls: []time.Duration{400 * time.Millisecond}, span: time.Hour}
+	o.Pause = 0
+	for i, ttl := range o.TTLs {
+		rows[i] = o.model(stalled, ttl, rng)
+	}
+	if got := rows[0].Extra["demotions_per_hour"]; got != 0 {
+		t.Errorf("TTL 1s with a 400ms stall: demotions_per_hour = %v; want 0", got)
+	}
+	if rec := o.recommend(rows); !strings.HasPrefix(rec, "--ttl 2s") {
+		t.Errorf("with a 400ms stall, recommendation = %q; want --ttl 2s", rec)
+	}
 	o.Pause = 20 * time.Second
 	for i, ttl := range o.TTLs {
 		rows[i] = o.model(env, ttl, rng)

@@ -173,6 +173,7 @@ Exit codes:
 	root.AddCommand(newDemoCommand(&g))
 	root.AddCommand(newVerifyCommand(&g))
 	root.AddCommand(newVerifyNodeCommand())
+	root.AddCommand(newBenchCommand(&g))
 	return root
 }
 
