@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
 // DefaultPrefix is the etcd key prefix under which tenure keys live, unless
@@ -143,8 +144,23 @@ func ttlSeconds(ttl time.Duration) int64 {
 }
 
 // Acquire grants key to holder with a lease of at least ttl (rounded up to
-// whole seconds, and raised to etcd's minimum; the Grant reports the TTL
-// granted). See tenure.Coordinator.
+// whole seconds, and raised to etcd's minimum). See tenure.Coordinator.
+//
+// All keys of a holder hang on one shared lease, so the key is put on a
+// lease that may have been granted or extended a while ago. The Grant's TTL
+// is then the time that lease has left for sure, without asking etcd: its
+// granted TTL minus the time since the grant or keepalive that last extended
+// it was sent, measured on the boot clock from when this call began. etcd
+// started that TTL no earlier than it received that request, so the lease
+// lasts at least until then on etcd's clock; the caller, which sent its
+// request before this call began, counts the reported TTL from its send
+// time and so ends its term no later than the lease, by the time this call
+// took to start at most. The report is truthful or conservative, never
+// generous: this saves the keepalive round trip after the put on a handover.
+// Only when the lease has less than half its TTL left is it extended after
+// the put, and the TTL etcd returns for that keepalive (counted from after
+// the call began) reported instead. A lease granted by this call reports
+// its whole TTL.
 //
 // If holder already holds key, its grant is deleted and a new one is
 // created with a new token; another holder that acquires the key in between
@@ -165,13 +181,14 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 	}
 	ek := c.EtcdKey(key)
 	sl := c.sharedLease(holder, ttlSeconds(ttl))
+	start := boottime.Now() // after the caller sent its request
 
 	// A few attempts: the shared lease may expire under us (a new one is
 	// granted), or we may first have to delete our own earlier grant.
 	const attempts = 4
 	var last error
 	for range attempts {
-		id, grantedTTL, fresh, err := sl.get(ctx, c.client)
+		id, grantedTTL, left, err := sl.get(ctx, c.client, start)
 		if err != nil {
 			return tenure.Grant{}, fmt.Errorf("%s: grant lease: %w", op, err)
 		}
@@ -208,11 +225,12 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			last = fmt.Errorf("superseding own grant with token %d", kv.CreateRevision)
 			continue
 		}
-		g := tenure.Grant{Key: key, Holder: holder, Token: uint64(resp.Header.Revision), TTL: grantedTTL}
-		if !fresh {
-			// The lease was granted or last extended before this call
-			// began: extend it now, so that it lasts TTL from after the
-			// caller's send, and report the TTL etcd returns.
+		g := tenure.Grant{Key: key, Holder: holder, Token: uint64(resp.Header.Revision), TTL: left.Truncate(time.Millisecond)}
+		if left < grantedTTL/2 {
+			// The lease has less than half its TTL left: extend it now
+			// (one more round trip), so that the new term is not cut
+			// short, and report the TTL etcd returns, counted from after
+			// this call began.
 			ka, err := c.client.KeepAliveOnce(ctx, id)
 			if isLeaseNotFound(err) {
 				// The lease expired between the put and now, taking the

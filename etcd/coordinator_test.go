@@ -137,10 +137,11 @@ func testGrantedTTL(t *testing.T, election, minTTL time.Duration) {
 				t.Errorf("Leader() = %v, %v, %v; want %v", l, ok, err, g)
 			}
 			// Acquiring again on the existing shared lease reports the
-			// TTL of the keepalive that extended it.
+			// time it has left since the renewal's keepalive was sent:
+			// at most the TTL, at least half of it.
 			g2 := mustAcquire(t, c, "ttl/"+holder+"/2", holder, tc.ask)
-			if g2.TTL != tc.want {
-				t.Errorf("second Acquire(ttl %s) TTL = %s; want %s", tc.ask, g2.TTL, tc.want)
+			if g2.TTL > tc.want || g2.TTL < tc.want/2 {
+				t.Errorf("second Acquire(ttl %s) TTL = %s; want in [%s, %s]", tc.ask, g2.TTL, tc.want/2, tc.want)
 			}
 		})
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
 // leaseKey identifies a shared lease: one per holder and requested TTL.
@@ -23,6 +25,11 @@ type sharedLease struct {
 	mu  sync.Mutex
 	id  clientv3.LeaseID // NoLease until granted, and after it expired
 	ttl time.Duration    // as granted by etcd
+	// sent is when the request that last extended the lease (its grant, or
+	// a keepalive whose reply said it was extended) was sent, on the boot
+	// clock. etcd starts a lease's TTL no earlier than it receives that
+	// request, so the lease lasts at least until sent+ttl on etcd's clock.
+	sent boottime.Instant
 }
 
 // sharedLease returns the shared lease entry of holder for TTL secs.
@@ -38,21 +45,36 @@ func (c *Coordinator) sharedLease(holder string, secs int64) *sharedLease {
 	return sl
 }
 
-// get returns the current lease, granting one if there is none. fresh
-// reports that it was granted by this call, so that it lasts its TTL from
-// after the call began.
-func (sl *sharedLease) get(ctx context.Context, client *clientv3.Client) (id clientv3.LeaseID, ttl time.Duration, fresh bool, err error) {
+// get returns the current lease, granting one if there is none, and the
+// time it has left for sure, counted from start: its granted TTL minus the
+// time since the request that last extended it was sent (the whole TTL for a
+// lease granted by this call, which began after start). A lease whose last
+// extension was sent before a suspend of the host has that suspend counted
+// against it, because start and sent are read on the boot clock.
+func (sl *sharedLease) get(ctx context.Context, client *clientv3.Client, start boottime.Instant) (id clientv3.LeaseID, ttl, left time.Duration, err error) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	if sl.id != clientv3.NoLease {
-		return sl.id, sl.ttl, false, nil
+		return sl.id, sl.ttl, sl.ttl - max(start.Sub(sl.sent), 0), nil
 	}
+	sent := boottime.Now()
 	resp, err := client.Grant(ctx, sl.key.secs)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, 0, err
 	}
-	sl.id, sl.ttl = resp.ID, time.Duration(resp.TTL)*time.Second
-	return sl.id, sl.ttl, true, nil
+	sl.id, sl.ttl, sl.sent = resp.ID, time.Duration(resp.TTL)*time.Second, sent
+	return sl.id, sl.ttl, sl.ttl, nil
+}
+
+// extended records that a keepalive of lease id sent at sent was answered
+// with ttl: the lease now lasts at least until sent+ttl. An older reply
+// arriving late never moves sent backwards.
+func (sl *sharedLease) extended(id clientv3.LeaseID, sent boottime.Instant, ttl time.Duration) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.id == id && sent > sl.sent {
+		sl.sent, sl.ttl = sent, ttl
+	}
 }
 
 // current returns the lease's id and granted TTL, NoLease if none.
@@ -74,17 +96,21 @@ func (sl *sharedLease) drop(id clientv3.LeaseID) {
 
 // adopt makes id the shared lease if there is none, so that a grant made by
 // another Coordinator (before a restart of this process) is renewed on the
-// fast path from now on.
-func (sl *sharedLease) adopt(id clientv3.LeaseID, ttl time.Duration) {
+// fast path from now on. sent is when the keepalive that extended it by ttl
+// was sent.
+func (sl *sharedLease) adopt(id clientv3.LeaseID, sent boottime.Instant, ttl time.Duration) {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	if sl.id == clientv3.NoLease {
-		sl.id, sl.ttl = id, ttl
+		sl.id, sl.ttl, sl.sent = id, ttl, sent
 	}
 }
 
-// leasesOf returns the shared leases of holder whose granted TTL is ttl,
-// with their ids.
+// leasesOf returns the shared leases of holder that a grant of ttl may be
+// on, with their ids: those granted ttl, and those granted up to twice ttl,
+// since Acquire reports the time a shared lease has left, never less than
+// half its TTL. Extending a lease of another of the holder's grants by
+// mistake only makes that grant last longer.
 func (c *Coordinator) leasesOf(holder string, ttl time.Duration) map[clientv3.LeaseID]*sharedLease {
 	c.mu.Lock()
 	var candidates []*sharedLease
@@ -96,7 +122,7 @@ func (c *Coordinator) leasesOf(holder string, ttl time.Duration) map[clientv3.Le
 	c.mu.Unlock()
 	out := make(map[clientv3.LeaseID]*sharedLease)
 	for _, sl := range candidates {
-		if id, t := sl.current(); id != clientv3.NoLease && t == ttl {
+		if id, t := sl.current(); id != clientv3.NoLease && t/2 <= ttl && ttl <= t {
 			out[id] = sl
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
 // maxTxnOps is how many keys one verification transaction reads: etcd's
@@ -27,9 +28,10 @@ func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, 
 
 // keepalive is the outcome of one KeepAliveOnce.
 type keepalive struct {
-	ttl  time.Duration // granted TTL, from the response
-	gone bool          // the lease has expired
-	err  error         // the round trip failed: outcome unknown
+	sent boottime.Instant // when it was sent, on the boot clock
+	ttl  time.Duration    // granted TTL, from the response
+	gone bool             // the lease has expired
+	err  error            // the round trip failed: outcome unknown
 }
 
 // RenewBatch renews every grant in gs and returns one result per grant, in
@@ -78,9 +80,12 @@ func (c *Coordinator) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenu
 	c.releaseOrphans(ctx, gs)
 	ka := c.keepAlive(ctx, keys(owners))
 	for id, r := range ka {
-		if r.gone {
+		switch {
+		case r.gone:
 			owners[id].drop(id)
 			c.log.Info("shared lease expired", "lease", fmt.Sprintf("%x", int64(id)))
+		case r.err == nil:
+			owners[id].extended(id, r.sent, r.ttl)
 		}
 	}
 	kvs, err := c.getKeys(ctx, gs, todo)
@@ -117,7 +122,7 @@ func (c *Coordinator) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenu
 		}
 		if out[i].Err == nil {
 			lease := clientv3.LeaseID(kvs2[j].Lease)
-			c.sharedLease(gs[i].Holder, ttlSeconds(out[i].Grant.TTL)).adopt(lease, out[i].Grant.TTL)
+			c.sharedLease(gs[i].Holder, ttlSeconds(out[i].Grant.TTL)).adopt(lease, ka2[lease].sent, out[i].Grant.TTL)
 		}
 	}
 	return out, nil
@@ -172,7 +177,7 @@ func (c *Coordinator) keepAlive(ctx context.Context, ids []clientv3.LeaseID) map
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Go(func() {
-			var k keepalive
+			k := keepalive{sent: boottime.Now()}
 			resp, err := c.client.KeepAliveOnce(ctx, id)
 			switch {
 			case isLeaseNotFound(err):

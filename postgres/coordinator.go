@@ -61,10 +61,17 @@ type statements struct {
 	acquire, lookup, insert, renew, release, leader, observe string
 }
 
-func newStatements(t string) statements {
+func newStatements(t string, notify Notify) statements {
+	// An acquisition notifies watchers (at commit, only when a row was
+	// updated) only with NotifyAll: a waiting contender needs releases, not
+	// acquisitions, and each notifying commit serializes on PostgreSQL's
+	// global notification queue lock.
+	announce := "NULLIF($4::text, $4::text)" // NULL; names $4, the channel, for one argument list
+	if notify == NotifyAll {
+		announce = "pg_notify($4, resource)::text"
+	}
 	return statements{
-		// The seed's acquisition, plus a notification for watchers (sent at
-		// commit, only when a row was updated). The new token is the old one
+		// The seed's acquisition. The new token is the old one
 		// plus one, and never less than the database clock in microseconds
 		// since 1970: a row deleted to "unstick" a key, a truncated or
 		// re-created table, or a point-in-time restore would otherwise
@@ -80,7 +87,7 @@ func newStatements(t string) statements {
 	WHERE resource = $1 AND (expires_at <= CURRENT_TIMESTAMP OR holder_id = $2)
 	RETURNING resource, fencing_token
 )
-SELECT fencing_token, pg_notify($4, resource)::text FROM g`,
+SELECT fencing_token, ` + announce + ` FROM g`,
 		lookup: `SELECT holder_id, fencing_token, expires_at > CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource = $1`,
 		insert: `INSERT INTO ` + t + ` (resource, holder_id, fencing_token, acquired_at, expires_at)
 VALUES ($1, NULL, 0, NULL, '-infinity') ON CONFLICT (resource) DO NOTHING`,
@@ -139,7 +146,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 		ident = pgx.Identifier{o.schema, o.table}
 	}
 	c := &Coordinator{pool: pool, o: o, table: ident.Sanitize()}
-	c.sql = newStatements(c.table)
+	c.sql = newStatements(c.table, o.notify)
 	if err := c.ensureTable(ctx); err != nil {
 		return nil, err
 	}

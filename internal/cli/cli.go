@@ -193,6 +193,7 @@ Exit codes:
 	root.AddCommand(newVerifyCommand(&g))
 	root.AddCommand(newVerifyNodeCommand())
 	root.AddCommand(newLeaseCommand())
+	root.AddCommand(newBenchCommand(&g))
 	return root
 }
 

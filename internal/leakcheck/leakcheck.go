@@ -11,7 +11,6 @@
 package leakcheck
 
 import (
-	"testing"
 	"time"
 
 	"go.uber.org/goleak"
@@ -22,11 +21,12 @@ const Settle = 10 * time.Second
 
 // VerifyTestMain runs m's tests, waits up to Settle for leftover goroutines
 // to end, then fails the run if any remain (goleak.VerifyTestMain).
-func VerifyTestMain(m *testing.M) {
+// m is a *testing.M, or a wrapper whose Run calls its Run (pgtest.Main).
+func VerifyTestMain(m goleak.TestingM) {
 	goleak.VerifyTestMain(settled{m})
 }
 
-type settled struct{ m *testing.M }
+type settled struct{ m goleak.TestingM }
 
 func (s settled) Run() int {
 	code := s.m.Run()

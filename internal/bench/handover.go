@@ -1,0 +1,265 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// HandoverOptions configure Handover.
+type HandoverOptions struct {
+	Target
+	// Trials is how many handovers each implementation makes. Default 100.
+	Trials int
+	// TTL is the lease of every implementation. Default 10s: a handover
+	// never waits for it.
+	TTL time.Duration
+	// Settle is how long the follower has been waiting when the leader lets
+	// go. Default 150ms: etcd delivers events to a watch opened at a past
+	// revision only after its next catch-up pass (every 100ms), and real
+	// followers have usually been waiting far longer.
+	Settle time.Duration
+	// SeedPoll is how often the seed's contender re-runs its acquisition.
+	// Default 5ms.
+	SeedPoll time.Duration
+}
+
+func (o *HandoverOptions) defaults() error {
+	if o.Trials == 0 {
+		o.Trials = 100
+	}
+	if o.TTL == 0 {
+		o.TTL = 10 * time.Second
+	}
+	if o.Settle == 0 {
+		o.Settle = 150 * time.Millisecond
+	}
+	if o.SeedPoll == 0 {
+		o.SeedPoll = 5 * time.Millisecond
+	}
+	var errs []error
+	if o.Trials < 1 {
+		errs = append(errs, fmt.Errorf("%w: --trials %d: want at least 1", ErrInvalidOptions, o.Trials))
+	}
+	if o.TTL < time.Second {
+		errs = append(errs, fmt.Errorf("%w: --ttl %s: want 1s or more", ErrInvalidOptions, o.TTL))
+	}
+	return errors.Join(append(errs, o.validate())...)
+}
+
+// trialer makes one handover (or failover) and says how long it took.
+type trialer interface {
+	trial(ctx context.Context) (time.Duration, error)
+	close()
+}
+
+// Handover measures graceful handovers: the leader lets go, and the time
+// until the successor acts. tenure's Elector and the peer (etcd's
+// concurrency.Election, or the seed SQL re-run by a polling contender)
+// alternate trial by trial, and after each pair of trials the floor (one
+// watch notification plus one transaction round trip) is measured.
+func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	id := runID()
+	ten, err := newElectorPair(ctx, o.Target, "bench/"+id+"/handover", o.TTL, o.Settle)
+	if err != nil {
+		return nil, err
+	}
+	defer ten.close()
+	var peer trialer
+	var peerName string
+	var fl floor
+	if o.Postgres != "" {
+		peerName = "seed-sql"
+		peer, err = newSeedHandover(ctx, o.Target, "bench/"+id+"/seed", o.TTL, o.Settle, o.SeedPoll)
+		if err == nil {
+			fl, err = newPGFloor(ctx, o.Target, "bench/"+id+"/floor")
+		}
+	} else {
+		peerName = "etcd-election"
+		peer, err = newElectionHandover(ctx, o.Target, "/tenure-bench/"+id+"/election", o.TTL, o.Settle)
+		if err == nil {
+			fl, err = newEtcdFloor(ctx, o.Target, "/tenure-bench/"+id+"/floor")
+		}
+	}
+	if peer != nil {
+		defer peer.close()
+	}
+	if fl != nil {
+		defer fl.close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	var tds, pds, floors []time.Duration
+	for i := range o.Trials {
+		for _, side := range []struct {
+			t  trialer
+			ds *[]time.Duration
+		}{{ten, &tds}, {peer, &pds}} {
+			d, err := side.t.trial(ctx)
+			if err != nil {
+				return nil, err
+			}
+			*side.ds = append(*side.ds, d)
+		}
+		f, err := fl.measure(ctx)
+		if err != nil {
+			return nil, err
+		}
+		floors = append(floors, f)
+		if (i+1)%10 == 0 || i+1 == o.Trials {
+			o.progress("handover: %d/%d trials", i+1, o.Trials)
+		}
+	}
+	r := &Report{Benchmark: "handover", Backend: o.Backend(), Settings: map[string]string{
+		"trials": fmt.Sprint(o.Trials), "ttl": o.TTL.String(), "settle": o.Settle.String(),
+	}, Failures: []string{}}
+	r.addLatency("tenure", "", tds, floors, 0)
+	r.addLatency(peerName, "", pds, floors, 0)
+	r.compare("tenure", peerName)
+	r.Notes = append(r.Notes,
+		"handover: from the leader starting to let go until the successor acts (its function called with the new token)",
+		"floor: one watch notification (from the write's send to the event's arrival) plus one write-transaction round trip, measured after each pair of trials")
+	if o.Postgres != "" {
+		r.Settings["seed_poll"] = o.SeedPoll.String()
+		r.Notes = append(r.Notes, fmt.Sprintf("seed-sql: the follower re-runs the seed's UPDATE every %s (the seed has no notification)", o.SeedPoll))
+	}
+	r.Elapsed = ms(time.Since(began))
+	return r, nil
+}
+
+// electorPair hands a key back and forth between two tenure Electors, each
+// on a coordinator of its own.
+type electorPair struct {
+	coords [2]*probe
+	key    string
+	ttl    time.Duration
+	settle time.Duration
+	cur    *leading
+	n      int // handovers made
+}
+
+// leading is a running Elector: campaigning, then leading.
+type leading struct {
+	release chan struct{} // closed to make the leader let go
+	cancel  context.CancelFunc
+	done    chan error // Run's result
+	acting  chan time.Duration
+}
+
+// resign makes the leader l let go (its function returns) and waits for its
+// Run to release the key and return.
+func (l *leading) resign() error {
+	close(l.release)
+	err := <-l.done
+	l.cancel()
+	return err
+}
+
+// stop makes l stop, leading or campaigning, and waits for its Run.
+func (l *leading) stop() {
+	close(l.release)
+	l.cancel()
+	<-l.done
+}
+
+func newElectorPair(ctx context.Context, t Target, key string, ttl, settle time.Duration) (*electorPair, error) {
+	p := &electorPair{key: key, ttl: ttl, settle: settle}
+	for i := range p.coords {
+		c, err := t.coordinator(ctx)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.coords[i] = &probe{Coordinator: c}
+	}
+	l, err := p.lead(ctx, 0, nil)
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	if _, err := wait(ctx, l.acting, 30*time.Second, "first leader"); err != nil {
+		p.close()
+		return nil, err
+	}
+	p.cur = l
+	return p, nil
+}
+
+// lead starts node i campaigning. Once it acts, it sends on acting how long
+// after the time received on released it began (0 without released).
+func (p *electorPair) lead(ctx context.Context, i int, released <-chan time.Time) (*leading, error) {
+	cfg := tenure.DefaultConfig()
+	cfg.Key, cfg.Holder, cfg.TTL = p.key, fmt.Sprintf("bench-%d", i), p.ttl
+	cfg.RetryPeriod = p.ttl / 4 // the watch, not the retry, must wake the follower
+	e, err := tenure.NewElector(p.coords[i], cfg)
+	if err != nil {
+		return nil, err
+	}
+	l := &leading{release: make(chan struct{}), done: make(chan error, 1), acting: make(chan time.Duration, 1)}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l.cancel = cancel
+	go func() {
+		l.done <- e.Run(rctx, func(context.Context, *tenure.Term) error {
+			now := time.Now()
+			var took time.Duration
+			if released != nil {
+				select {
+				case t0 := <-released:
+					took = now.Sub(t0)
+				case <-l.release:
+					return nil
+				}
+			}
+			l.acting <- took
+			<-l.release
+			return nil
+		})
+	}()
+	return l, nil
+}
+
+func (p *electorPair) trial(ctx context.Context) (time.Duration, error) {
+	next := (p.n + 1) % 2
+	refused := p.coords[next].arm()
+	released := make(chan time.Time, 1)
+	l, err := p.lead(ctx, next, released)
+	if err != nil {
+		return 0, err
+	}
+	_, err = wait(ctx, refused, 30*time.Second, "follower refused")
+	if err == nil {
+		err = sleep(ctx, p.settle)
+	}
+	if err != nil {
+		l.stop()
+		return 0, err
+	}
+	released <- time.Now()
+	if err := p.cur.resign(); err != nil {
+		l.stop()
+		return 0, fmt.Errorf("bench: tenure leader's Run() = %w", err)
+	}
+	p.cur = l
+	p.n++
+	return wait(ctx, l.acting, 30*time.Second, "tenure successor acting")
+}
+
+func (p *electorPair) close() {
+	if p.cur != nil {
+		p.cur.stop()
+		p.cur = nil
+	}
+	for _, c := range p.coords {
+		if c != nil {
+			c.Close()
+		}
+	}
+}

@@ -1,0 +1,387 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/postgres"
+)
+
+// ThroughputOptions configure Throughput.
+type ThroughputOptions struct {
+	Target
+	// Clients are the concurrencies measured: each client cycles on a key
+	// of its own. Default 1, 10, 50.
+	Clients []int
+	// Duration is how long each implementation runs at each concurrency,
+	// split over Rounds. Default 2s.
+	Duration time.Duration
+	// Rounds is how many times the implementations take turns. Default 2.
+	Rounds int
+}
+
+func (o *ThroughputOptions) defaults() error {
+	if len(o.Clients) == 0 {
+		o.Clients = []int{1, 10, 50}
+	}
+	if o.Duration == 0 {
+		o.Duration = 2 * time.Second
+	}
+	if o.Rounds == 0 {
+		o.Rounds = 2
+	}
+	var errs []error
+	for _, n := range o.Clients {
+		if n < 1 || n > 500 {
+			errs = append(errs, fmt.Errorf("%w: --clients %d: want 1 to 500", ErrInvalidOptions, n))
+		}
+	}
+	if o.Duration < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("%w: --duration %s: want 10ms or more", ErrInvalidOptions, o.Duration))
+	}
+	if o.Rounds < 1 {
+		errs = append(errs, fmt.Errorf("%w: --rounds %d: want at least 1", ErrInvalidOptions, o.Rounds))
+	}
+	return errors.Join(append(errs, o.validate())...)
+}
+
+// cycler is an implementation in the throughput benchmark: set up for n
+// clients, it runs one acquire/renew/release cycle of client i.
+type cycler struct {
+	name  string
+	setup func(ctx context.Context, n int) (cycle func(ctx context.Context, i int) error, done func(), err error)
+	// renewAll times the renewal of n keys of one holder, if measured.
+	renewAll func(ctx context.Context, n int) (time.Duration, error)
+}
+
+// Throughput measures acquire/renew/release cycles per second, each client
+// on a key of its own, for tenure and its peers in turns, and the time to
+// renew all the keys of one holder. Operations per second count three per
+// cycle.
+func Throughput(ctx context.Context, o ThroughputOptions) (*Report, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	id := runID()
+	impls, closeAll, err := throughputImpls(ctx, o.Target, id)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	type cell struct {
+		cycles  int64
+		elapsed time.Duration
+	}
+	cells := map[string]*cell{}
+	slice := o.Duration / time.Duration(o.Rounds)
+	for r := range o.Rounds {
+		for _, n := range o.Clients {
+			for _, im := range impls {
+				cycles, el, err := runCycles(ctx, im, n, slice)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %d clients: %w", im.name, n, err)
+				}
+				k := fmt.Sprintf("%s/%d", im.name, n)
+				if cells[k] == nil {
+					cells[k] = &cell{}
+				}
+				cells[k].cycles += cycles
+				cells[k].elapsed += el
+			}
+			o.progress("throughput: round %d/%d, %d clients done", r+1, o.Rounds, n)
+		}
+	}
+	rep := &Report{Benchmark: "throughput", Backend: o.Backend(), Settings: map[string]string{
+		"duration": o.Duration.String(), "rounds": fmt.Sprint(o.Rounds), "clients": fmt.Sprint(o.Clients),
+	}, Failures: []string{}}
+	for _, n := range o.Clients {
+		for _, im := range impls {
+			c := cells[fmt.Sprintf("%s/%d", im.name, n)]
+			row := Row{Impl: im.name, Case: fmt.Sprintf("clients=%d", n), OpsPerSec: float64(3*c.cycles) / c.elapsed.Seconds()}
+			if im.renewAll != nil {
+				d, err := im.renewAll(ctx, n)
+				if err != nil {
+					return nil, fmt.Errorf("%s: renew %d keys: %w", im.name, n, err)
+				}
+				row.Extra = map[string]float64{"renew_all_keys_ms": ms(d)}
+			}
+			rep.Rows = append(rep.Rows, row)
+		}
+	}
+	rep.compare("tenure", impls[len(impls)-1].name)
+	rep.compare("tenure-notify-all", impls[len(impls)-1].name)
+	rep.Notes = throughputNotes(o)
+	rep.Elapsed = ms(time.Since(began))
+	return rep, nil
+}
+
+func throughputNotes(o ThroughputOptions) []string {
+	n := []string{
+		"ops/s: acquire, renew and release, three operations per cycle, each client cycling on a key of its own; the implementations take turns in each round",
+		"renew_all_keys_ms: median time for one holder to renew as many keys as there are clients (tenure: one RenewBatch)",
+	}
+	if o.Postgres != "" {
+		n = append(n, "tenure-notify-all announces acquisitions as well as releases (postgres.NotifyAll, the old behaviour); tenure (postgres.NotifyReleases, the default) announces releases only",
+			"seed-sql renews a holder's keys one statement each, as the seed's recipe does")
+	} else {
+		n = append(n, "etcd-mutex: concurrency.Mutex Lock, one KeepAliveOnce of the session's lease, Unlock, on one session per client")
+	}
+	return n
+}
+
+// runCycles runs n clients for d and counts their cycles.
+func runCycles(ctx context.Context, im *cycler, n int, d time.Duration) (int64, time.Duration, error) {
+	cycle, done, err := im.setup(ctx, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer done()
+	for i := range n { // warm up: connections, rows, leases
+		if err := cycle(ctx, i); err != nil {
+			return 0, 0, err
+		}
+	}
+	var count atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	start := time.Now()
+	stop := start.Add(d)
+	for i := range n {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				if errs[i] = cycle(ctx, i); errs[i] != nil {
+					return
+				}
+				count.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return count.Load(), time.Since(start), errors.Join(errs...)
+}
+
+// tenureCycler cycles through tenure coordinators that open makes.
+func tenureCycler(name, prefix string, open func(ctx context.Context, n int) (tenure.Coordinator, error)) *cycler {
+	key := func(i int) string { return fmt.Sprintf("%s/%d", prefix, i) }
+	return &cycler{
+		name: name,
+		setup: func(ctx context.Context, n int) (func(context.Context, int) error, func(), error) {
+			c, err := open(ctx, n)
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(ctx context.Context, i int) error {
+				g, err := c.Acquire(ctx, key(i), fmt.Sprintf("client-%d", i), 15*time.Second)
+				if err != nil {
+					return err
+				}
+				if g, err = c.Renew(ctx, g); err != nil {
+					return err
+				}
+				return c.Release(ctx, g)
+			}, func() { c.Close() }, nil
+		},
+		renewAll: func(ctx context.Context, n int) (time.Duration, error) {
+			c, err := open(ctx, 2)
+			if err != nil {
+				return 0, err
+			}
+			defer c.Close()
+			gs := make([]tenure.Grant, n)
+			for i := range gs {
+				if gs[i], err = c.Acquire(ctx, key(i)+"/renew", "one-holder", 15*time.Second); err != nil {
+					return 0, err
+				}
+			}
+			defer func() {
+				for _, g := range gs {
+					_ = c.Release(ctx, g)
+				}
+			}()
+			return timeMedian(ctx, 20, func() error {
+				res, err := tenure.RenewAll(ctx, c, gs)
+				for _, r := range res {
+					err = errors.Join(err, r.Err)
+				}
+				return err
+			})
+		},
+	}
+}
+
+// timeMedian runs f k times and returns the median time it took.
+func timeMedian(ctx context.Context, k int, f func() error) (time.Duration, error) {
+	ds := make([]time.Duration, 0, k)
+	for range k {
+		start := time.Now()
+		if err := f(); err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(start))
+	}
+	s := Summarize(ds)
+	return time.Duration(s.P50 * float64(time.Millisecond)), ctx.Err()
+}
+
+// throughputImpls returns tenure first and its peers on the target.
+func throughputImpls(ctx context.Context, t Target, id string) ([]*cycler, func(), error) {
+	prefix := "bench/" + id + "/ops"
+	if t.Postgres == "" {
+		return []*cycler{
+			tenureCycler("tenure", prefix, func(ctx context.Context, _ int) (tenure.Coordinator, error) { return t.coordinator(ctx) }),
+			mutexCycler(t, "/tenure-bench/"+id+"/mutex"),
+		}, func() {}, nil
+	}
+	pgOpen := func(notify postgres.Notify) func(context.Context, int) (tenure.Coordinator, error) {
+		return func(ctx context.Context, n int) (tenure.Coordinator, error) {
+			p, err := t.pool(ctx, n+2)
+			if err != nil {
+				return nil, err
+			}
+			c, err := postgres.New(ctx, p, postgres.WithNotify(notify))
+			if err != nil {
+				p.Close()
+				return nil, err
+			}
+			return closing{c, p.Close}, nil
+		}
+	}
+	return []*cycler{
+		tenureCycler("tenure", prefix, pgOpen(postgres.NotifyReleases)),
+		tenureCycler("tenure-notify-all", prefix, pgOpen(postgres.NotifyAll)),
+		seedCycler(t, prefix+"/seed"),
+	}, func() {}, nil
+}
+
+// closing is a coordinator that also closes the pool it was made on.
+type closing struct {
+	tenure.Coordinator
+	closePool func()
+}
+
+// Close closes the coordinator, then its pool.
+func (c closing) Close() error {
+	err := c.Coordinator.Close()
+	c.closePool()
+	return err
+}
+
+// RenewBatch renews through the coordinator in one round trip.
+func (c closing) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenure.RenewResult, error) {
+	return tenure.RenewAll(ctx, c.Coordinator, gs)
+}
+
+func mutexCycler(t Target, prefix string) *cycler {
+	return &cycler{
+		name: "etcd-mutex",
+		setup: func(ctx context.Context, n int) (func(context.Context, int) error, func(), error) {
+			cl, err := t.etcdClient(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			sessions := make([]*concurrency.Session, n)
+			done := func() {
+				for _, s := range sessions {
+					if s != nil {
+						s.Close()
+					}
+				}
+				cl.Close()
+			}
+			for i := range sessions {
+				if sessions[i], err = concurrency.NewSession(cl, concurrency.WithTTL(15)); err != nil {
+					done()
+					return nil, nil, err
+				}
+			}
+			return func(ctx context.Context, i int) error {
+				s := sessions[i]
+				m := concurrency.NewMutex(s, fmt.Sprintf("%s/%d", prefix, i))
+				if err := m.Lock(ctx); err != nil {
+					return err
+				}
+				if _, err := cl.KeepAliveOnce(ctx, s.Lease()); err != nil {
+					return err
+				}
+				return m.Unlock(ctx)
+			}, done, nil
+		},
+	}
+}
+
+func seedCycler(t Target, prefix string) *cycler {
+	key := func(i int) string { return fmt.Sprintf("%s/%d", prefix, i) }
+	const ttl = 15 * time.Second
+	setup := func(ctx context.Context, n int) (Seed, error) {
+		p, err := t.pool(ctx, n+2)
+		if err != nil {
+			return Seed{}, err
+		}
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = key(i)
+		}
+		s := Seed{p}
+		if err := s.Setup(ctx, keys...); err != nil {
+			p.Close()
+			return Seed{}, err
+		}
+		return s, nil
+	}
+	return &cycler{
+		name: "seed-sql",
+		setup: func(ctx context.Context, n int) (func(context.Context, int) error, func(), error) {
+			s, err := setup(ctx, n)
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(ctx context.Context, i int) error {
+				holder := fmt.Sprintf("client-%d", i)
+				tok, ok, err := s.Acquire(ctx, key(i), holder, ttl)
+				if err != nil || !ok {
+					return errors.Join(err, fmt.Errorf("seed acquire of %q refused", key(i)))
+				}
+				if _, err := s.Renew(ctx, key(i), holder, tok, ttl); err != nil {
+					return err
+				}
+				return s.Release(ctx, key(i), holder, tok)
+			}, s.Pool.Close, nil
+		},
+		renewAll: func(ctx context.Context, n int) (time.Duration, error) {
+			s, err := setup(ctx, n)
+			if err != nil {
+				return 0, err
+			}
+			defer s.Pool.Close()
+			toks := make([]int64, n)
+			for i := range toks {
+				tok, ok, err := s.Acquire(ctx, key(i), "one-holder", ttl)
+				if err != nil || !ok {
+					return 0, errors.Join(err, fmt.Errorf("seed acquire of %q refused", key(i)))
+				}
+				toks[i] = tok
+			}
+			defer func() {
+				for i, tok := range toks {
+					_ = s.Release(ctx, key(i), "one-holder", tok)
+				}
+			}()
+			return timeMedian(ctx, 20, func() error {
+				for i, tok := range toks {
+					if _, err := s.Renew(ctx, key(i), "one-holder", tok, ttl); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	}
+}

@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure/internal/bench"
+)
+
+// TestBench runs every bench subcommand end to end with tiny settings, on
+// the etcd it starts by default and on PostgreSQL: the JSON report parses
+// with a row for tenure and its peer and no safety failure, and the HTML
+// page renders in headless Chromium with one CDF line per implementation.
+// Speed is not asserted: the benchmark prints it.
+func TestBench(t *testing.T) {
+	tests := []struct {
+		name, peer string
+		args       []string
+		cdfs       int // CDF lines in the page
+	}{
+		{"handover", "etcd-election", []string{"bench", "handover", "--trials", "3", "--settle", "120ms"}, 2},
+		{"failover", "etcd-mutex", []string{"bench", "failover", "--trials", "1", "--ttl", "1s", "--settle", "100ms"}, 2},
+		{"throughput", "etcd-mutex", []string{"bench", "throughput", "--clients", "1,2", "--duration", "100ms", "--rounds", "1"}, 0},
+		{"ttl", "", []string{"bench", "ttl", "--ttls", "1s,3s", "--measure", "300ms", "--pause", "2s", "--pause-rate", "1"}, 0},
+		{"handover-postgres", "seed-sql", []string{"bench", "handover", "--trials", "3", "--settle", "50ms"}, 2},
+		{"failover-postgres", "seed-sql", []string{"bench", "failover", "--trials", "1", "--ttl", "1s", "--settle", "100ms"}, 2},
+		{"throughput-postgres", "seed-sql", []string{"bench", "throughput", "--clients", "1", "--duration", "100ms", "--rounds", "1"}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if strings.HasSuffix(tc.name, "-postgres") {
+				args = append(postgresCoord(t), args...)
+			}
+			page := filepath.Join(t.TempDir(), "report.html")
+			res := runTenure(t, cleanEnv(), append(args, "--json", "--html", page)...)
+			if res.code != 0 {
+				t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+			}
+			var r bench.Report
+			if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+				t.Fatalf("%s: JSON does not parse: %v\n%s", res.description, err, res.stdout)
+			}
+			impls := map[string]bool{}
+			for _, row := range r.Rows {
+				impls[row.Impl] = true
+			}
+			if !impls["tenure"] || (tc.peer != "" && !impls[tc.peer]) {
+				t.Errorf("rows %+v; want tenure and %q", r.Rows, tc.peer)
+			}
+			if len(r.Failures) != 0 {
+				t.Errorf("failures %q; want none", r.Failures)
+			}
+			if !strings.Contains(res.stderr, "bench:") && !strings.Contains(res.stderr, r.Benchmark+":") {
+				t.Errorf("no progress on stderr:\n%s", res.stderr)
+			}
+			if tc.cdfs > 0 {
+				checkRendered(t, page, len(r.Rows), tc.cdfs)
+			}
+		})
+	}
+}
+
+// checkRendered loads page in headless Chromium and checks the table's rows
+// and the CDF lines in the rendered DOM.
+func checkRendered(t *testing.T, page string, rows, lines int) {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("TENURE_REQUIRE_CHROMIUM") == "1" {
+			t.Fatal("chromium not found and TENURE_REQUIRE_CHROMIUM=1 (Debian package chromium)")
+		}
+		t.Skip("chromium not found (Debian package chromium)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(t.TempDir(), "profile"), "--dump-dom", "file://"+page)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	dom := string(out)
+	if got := strings.Count(dom, `<tr class="row">`); got != rows {
+		t.Errorf("rendered table has %d rows; want %d", got, rows)
+	}
+	if got := strings.Count(dom, `class="cdf-line"`); got != lines {
+		t.Errorf("rendered page has %d CDF lines; want %d:\n%.3000s", got, lines, dom)
+	}
+	if strings.Contains(dom, "http://") || strings.Contains(dom, "https://") {
+		t.Errorf("page refers to an external resource; want it self-contained")
+	}
+}
