@@ -284,9 +284,9 @@ func checkRunFlags(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		code := ExitNotFound
-		if errors.Is(err, fs.ErrPermission) {
-			code = ExitCannotRun
+		code := ExitCannotRun // a directory, no execute permission, …: as shells do
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = ExitNotFound
 		}
 		return cfg, "", &exitError{code: code, err: fmt.Errorf("command %q: %w", args[0], err)}
 	}
