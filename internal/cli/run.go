@@ -277,6 +277,9 @@ func checkRunFlags(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 	if f.waitTimeout < 0 {
 		return cfg, "", usageError("--wait-timeout (%s) must not be negative (0 waits forever)", f.waitTimeout)
 	}
+	if err := checkTiming(cmd, f.ttl, f.margin, f.maxDrift); err != nil {
+		return cfg, "", err
+	}
 	cfg.Key, cfg.Holder, cfg.TTL = f.key, f.holder, f.ttl
 	cfg.Margin, cfg.MaxDrift = f.margin, f.maxDrift
 	if err := cfg.Validate(); err != nil {
