@@ -96,6 +96,9 @@ func checkEndpoint(ep string) error {
 	if host == "" || port == "" {
 		return errors.New("want host:port or scheme://host:port")
 	}
+	if strings.Contains(host, "/") {
+		return fmt.Errorf("host %q contains '/': want host:port or scheme://host:port", host)
+	}
 	return nil
 }
 

@@ -24,6 +24,7 @@ const (
 	ExitError      = 1   // a runtime error: coordinator unreachable, verification failed, …
 	ExitUsage      = 2   // bad flags or arguments
 	ExitNotReady   = 3   // tenure run: --wait-timeout passed without leading
+	ExitNoLeader   = 4   // tenure status --exit-code: nobody leads
 	ExitCannotRun  = 126 // tenure run: the command was found but could not be started
 	ExitNotFound   = 127 // tenure run: the command was not found
 	exitSignalBase = 128 // 128+N: ended by signal N (the command's, or tenure's own)
@@ -58,21 +59,28 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	var err error
+	if _, _, ferr := root.Find(args); ferr != nil {
+		// cobra's command lookup fails only on an unknown command.
+		err = &exitError{code: ExitUsage, err: fmt.Errorf("%w (see 'tenure --help')", ferr)}
+	} else {
+		err = root.ExecuteContext(ctx)
+	}
 	if err == nil {
 		return ExitOK
 	}
+	code := ExitError
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.code != ExitOK {
-			if msg := ee.err.Error(); msg != "" {
-				fmt.Fprintln(stderr, "tenure:", msg)
-			}
+		code = ee.code
+		if ee.err == nil || code == ExitOK {
+			return code
 		}
-		return ee.code
 	}
-	fmt.Fprintln(stderr, "tenure:", err)
-	return ExitError
+	if msg := errorMessage(err); msg != "" {
+		fmt.Fprintln(stderr, "tenure:", msg)
+	}
+	return code
 }
 
 // globalFlags are the flags every command accepts.
@@ -154,8 +162,9 @@ this machine), or PostgreSQL when --postgres DSN is given.
 Exit codes:
   0    success
   1    runtime error (coordinator unreachable, authentication failed, …)
-  2    bad flags or arguments
+  2    bad flags or arguments, unknown command
   3    tenure run: not leader within --wait-timeout
+  4    tenure status --exit-code: nobody leads
   126  tenure run: the command could not be started
   127  tenure run: the command was not found
   N    tenure run: the command's own exit code (128+S when signal S ended it)`,
@@ -170,6 +179,9 @@ Exit codes:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFlagScope(cmd); err != nil {
+				return err
+			}
 			if err := bindEnv(cmd, os.Getenv); err != nil {
 				return err
 			}
@@ -185,15 +197,20 @@ Exit codes:
 	g.coord.register(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "least severe log messages written to stderr: debug, info, warn or error")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log records on stderr as text (key=value) or json (one object per line)")
-	root.AddCommand(newServerCommand(&g))
+	root.AddCommand(exitCodes(uses(newServerCommand(&g)), exitCodesServer))
 	root.AddCommand(newRunCommand(&g))
-	root.AddCommand(newStatusCommand(&g))
-	root.AddCommand(newWatchCommand(&g))
-	root.AddCommand(newDemoCommand(&g))
-	root.AddCommand(newVerifyCommand(&g))
-	root.AddCommand(newVerifyNodeCommand())
-	root.AddCommand(newLeaseCommand())
+	root.AddCommand(exitCodes(newStatusCommand(&g), exitCodesStatus))
+	root.AddCommand(exitCodes(newWatchCommand(&g), exitCodesPlain))
+	root.AddCommand(newReleaseCommand(&g))
+	root.AddCommand(exitCodes(uses(newDemoCommand(&g), "postgres", "dial-timeout"), exitCodesDemo))
+	root.AddCommand(uses(newVerifyCommand(&g), "endpoints", "postgres"))
+	root.AddCommand(uses(newVerifyNodeCommand()))
+	root.AddCommand(usesNoneDeep(newLeaseCommand()))
 	root.AddCommand(newBenchCommand(&g))
+	root.AddCommand(newVersionCommand())
+	root.Version = readVersion().String()
+	root.SetVersionTemplate("tenure {{.Version}}\n")
+	root.SetHelpFunc(helpWithSections(root.HelpFunc()))
 	return root
 }
 
@@ -210,7 +227,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func bindEnv(cmd *cobra.Command, getenv func(string) string) error {
 	var errs []error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Changed || f.Name == "help" {
+		if f.Changed || f.Name == "help" || !usesFlag(cmd, f.Name) {
 			return
 		}
 		name := envName(f.Name)

@@ -68,7 +68,13 @@ func (f *coordinatorFlags) check(fs *pflag.FlagSet) error {
 	if f.dialTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--dial-timeout (%s) must be positive", f.dialTimeout))
 	}
+	if f.postgres != "" {
+		if err := checkDSNScheme(f.postgres); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if f.postgres == "" {
+		errs = append(errs, checkEndpointTypos(f.endpoints)...)
 		if len(f.endpoints) == 0 {
 			errs = append(errs, errors.New("--endpoints is empty: name at least one etcd client URL"))
 		}
@@ -156,7 +162,10 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 	}, etcd.WithLogger(log))
 	if err != nil {
 		if errors.Is(err, etcd.ErrInvalidConfig) {
-			return nil, &exitError{code: ExitUsage, err: err}
+			return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}
+		}
+		if errors.Is(err, etcd.ErrUnreachable) {
+			return nil, serverHint(err, f.endpoints)
 		}
 		return nil, err
 	}

@@ -110,7 +110,7 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 			}
 			evs = append(evs, ev)
 		}
-		if len(evs) != 3 || evs[0].Held || !evs[1].Held || evs[1].Holder != "brief" || evs[1].Token == 0 || evs[2].Held {
+		if len(evs) != 3 || evs[0].Event != "no_leader" || evs[1].Event != "leader" || evs[1].Holder != "brief" || evs[1].Instance == "" || evs[1].Token == 0 || evs[2].Event != "no_leader" {
 			t.Fatalf("watch saw %+v; want free, held by brief, free", evs)
 		}
 	})

@@ -283,6 +283,9 @@ func checkRunFlags(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 	if f.waitTimeout < 0 {
 		return cfg, "", usageError("--wait-timeout (%s) must not be negative (0 waits forever)", f.waitTimeout)
 	}
+	if err := checkTiming(cmd, f.ttl, f.margin, f.maxDrift); err != nil {
+		return cfg, "", err
+	}
 	cfg.Key, cfg.Holder, cfg.TTL = f.key, f.holder, f.ttl
 	cfg.Margin, cfg.MaxDrift = f.margin, f.maxDrift
 	if err := cfg.Validate(); err != nil {
@@ -290,9 +293,9 @@ func checkRunFlags(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		code := ExitNotFound
-		if errors.Is(err, fs.ErrPermission) {
-			code = ExitCannotRun
+		code := ExitCannotRun // a directory, no execute permission, …: as shells do
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = ExitNotFound
 		}
 		return cfg, "", &exitError{code: code, err: fmt.Errorf("command %q: %w", args[0], err)}
 	}

@@ -14,15 +14,16 @@ import (
 )
 
 type statusFlags struct {
-	key    string
-	prefix string
-	json   bool
+	key      string
+	prefix   string
+	json     bool
+	exitCode bool
 }
 
 func newStatusCommand(g *globalFlags) *cobra.Command {
 	var f statusFlags
 	cmd := &cobra.Command{
-		Use:   "status (--key KEY | --prefix PREFIX) [--json]",
+		Use:   "status (--key KEY | --prefix PREFIX) [--json] [--exit-code]",
 		Short: "Show who leads a key, or every key under a prefix",
 		Long: `status asks the coordinator who leads --key, or every key that starts with
 --prefix (--prefix "" lists every key), and prints, for each key led, the
@@ -32,10 +33,16 @@ are not listed under --prefix; --key prints "no leader" for them.
 
 With --json it prints one JSON object per line, one per key:
 
-  {"key":"jobs","held":true,"holder":"web-1-4242-1f2e3d4c","token":42,"ttl_left_ms":8000}
+  {"key":"jobs","held":true,"holder":"web-1","instance":"3f9c2a1b","token":42,"ttl_left_ms":8000}
   {"key":"jobs","held":false}
 
-It exits 0 whether or not the key is held.`,
+"holder" is the display name (--holder of tenure run) and "instance" the
+process's instance id: the coordinator sees the holder as holder#instance.
+
+It exits 0 whether or not the key is held; with --exit-code it exits 4
+when nobody leads --key (or no key under --prefix is led), for scripts:
+
+  tenure status --key jobs --exit-code >/dev/null || echo "nobody runs jobs"`,
 		Example: `  tenure status --key jobs
   tenure status --prefix orders/ --json
   tenure status --postgres "$DSN" --prefix ""`,
@@ -66,7 +73,10 @@ It exits 0 whether or not the key is held.`,
 				if err != nil {
 					return err
 				}
-				return printStatus(cmd.OutOrStdout(), f.json, []keyStatus{{Key: f.key, Held: ok, grant: g}}, "")
+				if err := printStatus(cmd.OutOrStdout(), f.json, []keyStatus{{Key: f.key, Held: ok, grant: g}}, ""); err != nil {
+					return err
+				}
+				return f.noLeader(ok)
 			}
 			lister, ok := c.(tenure.Lister)
 			if !ok {
@@ -80,13 +90,25 @@ It exits 0 whether or not the key is held.`,
 			for i, g := range gs {
 				st[i] = keyStatus{Key: g.Key, Held: true, grant: g}
 			}
-			return printStatus(cmd.OutOrStdout(), f.json, st, f.prefix)
+			if err := printStatus(cmd.OutOrStdout(), f.json, st, f.prefix); err != nil {
+				return err
+			}
+			return f.noLeader(len(st) > 0)
 		},
 	}
 	cmd.Flags().StringVar(&f.key, "key", "", "the key to show")
 	cmd.Flags().StringVar(&f.prefix, "prefix", "", `show every key led that starts with this ("" for all)`)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON lines instead of a table")
+	cmd.Flags().BoolVar(&f.exitCode, "exit-code", false, "exit 4 when nobody leads (no key under --prefix is led)")
 	return cmd
+}
+
+// noLeader is the exit error of --exit-code when nobody leads.
+func (f *statusFlags) noLeader(led bool) error {
+	if f.exitCode && !led {
+		return &exitError{code: ExitNoLeader}
+	}
+	return nil
 }
 
 // leaderOf returns the live grant on key with the time left on its lease
@@ -112,6 +134,7 @@ type keyStatus struct {
 	Key       string `json:"key"`
 	Held      bool   `json:"held"`
 	Holder    string `json:"holder,omitempty"`
+	Instance  string `json:"instance,omitempty"`
 	Token     uint64 `json:"token,omitempty"`
 	TTLLeftMS *int64 `json:"ttl_left_ms,omitempty"`
 
@@ -123,7 +146,8 @@ func printStatus(w io.Writer, asJSON bool, st []keyStatus, prefix string) error 
 		enc := json.NewEncoder(w)
 		for _, s := range st {
 			if s.Held {
-				s.Holder, s.Token = s.grant.Holder, s.grant.Token
+				s.Holder, s.Instance = tenure.SplitIdentity(s.grant.Holder)
+				s.Token = s.grant.Token
 				ms := s.grant.TTL.Milliseconds()
 				s.TTLLeftMS = &ms
 			}
@@ -142,9 +166,10 @@ func printStatus(w io.Writer, asJSON bool, st []keyStatus, prefix string) error 
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tHOLDER\tTOKEN\tTTL LEFT")
+	fmt.Fprintln(tw, "KEY\tHOLDER\tINSTANCE\tTOKEN\tTTL LEFT")
 	for _, s := range st {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.Key, s.grant.Holder, s.grant.Token, roundTTL(s.grant.TTL))
+		name, instance := tenure.SplitIdentity(s.grant.Holder)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Key, name, instance, s.grant.Token, roundTTL(s.grant.TTL))
 	}
 	return tw.Flush()
 }

@@ -14,131 +14,350 @@ import (
 )
 
 type watchFlags struct {
-	key  string
-	json bool
+	key    string
+	prefix string
+	json   bool
 }
 
 func newWatchCommand(g *globalFlags) *cobra.Command {
 	var f watchFlags
 	cmd := &cobra.Command{
-		Use:   "watch --key KEY [--json]",
-		Short: "Print a line each time the leadership of a key changes",
-		Long: `watch prints the current leadership of --key, then one line each time it
-changes (a new term, a release, an expiry), until interrupted (SIGINT or
-SIGTERM; it then exits 0). It follows the coordinator's change stream
-and reconnects when the stream breaks; changes that happen faster than
-the stream delivers them may be coalesced into the latest state.
+		Use:   "watch (--key KEY | --prefix PREFIX) [--json]",
+		Short: "Print a line each time the leadership of a key changes, or the coordinator becomes unreachable",
+		Long: `watch prints the current leadership of --key (or of every key under
+--prefix), then one line each time it changes (a new term, a release, an
+expiry), until interrupted (SIGINT or SIGTERM; it then exits 0).
+
+With --key it follows the coordinator's change stream and reconnects when
+the stream breaks; with --prefix it polls the coordinator twice a second.
+Either way, changes faster than that may be coalesced into the latest state.
+
+It also asks the coordinator every second who leads: when that fails, it
+prints that the coordinator is unreachable (a leader shown before may be
+gone), and when it answers again, that it is reachable, then the
+leadership as it is now.
 
 Text lines look like:
 
-  2026-01-02T15:04:05.123+01:00  jobs  leader web-1-4242-1f2e3d4c  token 42  ttl 10s
+  2026-01-02T15:04:05.123+01:00  jobs  holder web-1 (instance 3f9c2a1b)  token 42  ttl 10s
   2026-01-02T15:04:09.456+01:00  jobs  no leader
+  2026-01-02T15:04:12.000+01:00  jobs  coordinator unreachable: <the error>
+  2026-01-02T15:04:30.500+01:00  jobs  coordinator reachable again after 18.5s
 
-With --json, one JSON object per line:
+With --json, one JSON object per line; "event" is leader, no_leader,
+unreachable or reachable; durations are integer milliseconds:
 
-  {"time":"2026-01-02T15:04:05.123+01:00","key":"jobs","held":true,"holder":"web-1-4242-1f2e3d4c","token":42,"ttl_ms":10000}
-  {"time":"2026-01-02T15:04:09.456+01:00","key":"jobs","held":false}`,
+  {"time":"…","event":"leader","key":"jobs","held":true,"holder":"web-1","instance":"3f9c2a1b","token":42,"ttl_ms":10000}
+  {"time":"…","event":"no_leader","key":"jobs","held":false}
+  {"time":"…","event":"unreachable","key":"jobs","error":"…"}
+  {"time":"…","event":"reachable","key":"jobs","down_ms":18500}
+
+ttl_ms is the lease granted. Under --prefix, lines carry ttl_left_ms (the
+time left on the lease, as status shows it) instead, and the coordinator
+events carry "prefix" instead of "key".`,
 		Example: `  tenure watch --key jobs
-  tenure watch --key jobs --json | jq .holder`,
+  tenure watch --prefix orders/ --json | jq .holder`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.key == "" {
-				return usageError("--key is required (see 'tenure watch --help')")
-			}
-			if err := tenure.ValidateKey(f.key); err != nil {
-				return usageError("%s: %w", flagRef(cmd, "key"), err)
+			byKey, byPrefix := cmd.Flags().Changed("key"), cmd.Flags().Changed("prefix")
+			switch {
+			case byKey == byPrefix:
+				return usageError("give exactly one of --key and --prefix (see 'tenure watch --help')")
+			case byKey:
+				if err := tenure.ValidateKey(f.key); err != nil {
+					return usageError("%s: %w", flagRef(cmd, "key"), err)
+				}
+			default:
+				if err := tenure.ValidatePrefix(f.prefix); err != nil {
+					return usageError("%s: %w", flagRef(cmd, "prefix"), err)
+				}
 			}
 			c, log, err := g.connect(cmd)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			return watchKey(cmd.Context(), c, f.key, newWatchPrinter(cmd.OutOrStdout(), f.json), log)
+			p := &watchPrinter{w: cmd.OutOrStdout(), asJSON: f.json, enc: json.NewEncoder(cmd.OutOrStdout())}
+			if byKey {
+				return watchKey(cmd.Context(), c, f.key, p, log)
+			}
+			lister, ok := c.(tenure.Lister)
+			if !ok {
+				return fmt.Errorf("--prefix: the %s coordinator cannot list keys", g.coord.backend())
+			}
+			return watchPrefix(cmd.Context(), lister, f.prefix, p)
 		},
 	}
-	cmd.Flags().StringVar(&f.key, "key", "", "the key to watch (required)")
+	cmd.Flags().StringVar(&f.key, "key", "", "the key to watch")
+	cmd.Flags().StringVar(&f.prefix, "prefix", "", `watch every key that starts with this ("" for all)`)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON lines")
 	return cmd
 }
 
-// watchKey reports key's leadership to print on every change until ctx
-// ends: through the coordinator's watch when it has one, re-opened when it
-// breaks, else by polling.
-func watchKey(ctx context.Context, c tenure.Coordinator, key string, print func(tenure.LeaderEvent) error, log *slog.Logger) error {
-	const retry = time.Second
-	var last *tenure.LeaderEvent
-	report := func(ev tenure.LeaderEvent) error {
-		if last != nil && last.Held == ev.Held && (!ev.Held ||
-			last.Grant.Holder == ev.Grant.Holder && last.Grant.Token == ev.Grant.Token) {
-			return nil
-		}
-		last = &ev
-		return print(ev)
+// How often watch asks the coordinator who leads, and how long it waits
+// for the answer before it calls the coordinator unreachable.
+const (
+	watchProbeEvery   = time.Second
+	watchProbeTimeout = 3 * time.Second
+	watchPrefixEvery  = 500 * time.Millisecond
+)
+
+// watchKey reports key's leadership to p on every change until ctx ends:
+// through the coordinator's watch when it has one (re-opened when it
+// breaks), and through a lookup every watchProbeEvery that also finds the
+// coordinator unreachable and reachable again.
+func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPrinter, log *slog.Logger) error {
+	st := &watchState{p: p, scope: watchScope{key: key}}
+	events := make(chan tenure.LeaderEvent)
+	streamDone := make(chan struct{})
+	sctx, stop := context.WithCancel(ctx)
+	defer func() { stop(); <-streamDone }()
+	if w, ok := c.(tenure.Watcher); ok {
+		go func() { defer close(streamDone); streamLeader(sctx, w, key, events, log) }()
+	} else {
+		close(streamDone)
 	}
-	watcher, canWatch := c.(tenure.Watcher)
+	tick := time.NewTimer(0)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-events:
+			if err := st.up(); err != nil {
+				return err
+			}
+			if err := st.leader(ev); err != nil {
+				return err
+			}
+		case <-tick.C:
+			pctx, cancel := context.WithTimeout(ctx, watchProbeTimeout)
+			g, held, err := c.Leader(pctx, key)
+			cancel()
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err := st.probed(err, tenure.LeaderEvent{Key: key, Held: held, Grant: g}); err != nil {
+				return err
+			}
+			tick.Reset(watchProbeEvery)
+		}
+	}
+}
+
+// streamLeader sends key's change events to events until ctx ends,
+// re-opening the coordinator's watch when it breaks.
+func streamLeader(ctx context.Context, w tenure.Watcher, key string, events chan<- tenure.LeaderEvent, log *slog.Logger) {
 	for ctx.Err() == nil {
-		if canWatch {
-			events, err := watcher.Watch(ctx, key)
-			if err == nil {
-				for ev := range events {
-					if err := report(ev); err != nil {
-						return err
-					}
+		stream, err := w.Watch(ctx, key)
+		if err == nil {
+			for ev := range stream {
+				select {
+				case events <- ev:
+				case <-ctx.Done():
 				}
-				if ctx.Err() != nil {
-					break
-				}
-				log.Warn("watch stream ended; reconnecting", "key", key)
-			} else if ctx.Err() == nil {
-				log.Warn("watch failed; retrying", "key", key, "err", err)
 			}
-		} else {
-			g, ok, err := c.Leader(ctx, key)
-			if err == nil {
-				if err := report(tenure.LeaderEvent{Key: key, Held: ok, Grant: g}); err != nil {
-					return err
-				}
-			} else if ctx.Err() == nil {
-				log.Warn("leader lookup failed; retrying", "key", key, "err", err)
-			}
+		} else if ctx.Err() == nil {
+			log.Debug("watch failed; retrying", "key", key, "err", err)
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(retry):
+		case <-time.After(watchProbeEvery):
+		}
+	}
+}
+
+// watchPrefix reports the leadership of every key under prefix to p,
+// polling the coordinator every watchPrefixEvery, until ctx ends.
+func watchPrefix(ctx context.Context, l tenure.Lister, prefix string, p *watchPrinter) error {
+	st := &watchState{p: p, scope: watchScope{prefix: &prefix}}
+	known := map[string]tenure.Grant{}
+	tick := time.NewTimer(0)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, watchProbeTimeout)
+		gs, err := l.List(pctx, prefix)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			if err := st.down(err); err != nil {
+				return err
+			}
+		} else if err := st.listed(known, gs); err != nil {
+			return err
+		}
+		tick.Reset(watchPrefixEvery)
+	}
+}
+
+// watchScope is what a watch follows: one key, or every key under a
+// prefix.
+type watchScope struct {
+	key    string
+	prefix *string
+}
+
+// watchState turns observations into printed events: each leadership
+// once, and the coordinator's reachability when it changes.
+type watchState struct {
+	p     *watchPrinter
+	scope watchScope
+	last  map[string]tenure.LeaderEvent
+	since time.Time // when the coordinator became unreachable; zero while reachable
+}
+
+// probed records the result of a leadership lookup.
+func (s *watchState) probed(err error, ev tenure.LeaderEvent) error {
+	if err != nil {
+		return s.down(err)
+	}
+	if err := s.up(); err != nil {
+		return err
+	}
+	return s.leader(ev)
+}
+
+// down reports the coordinator unreachable, once per outage.
+func (s *watchState) down(err error) error {
+	if !s.since.IsZero() {
+		return nil
+	}
+	s.since = time.Now()
+	return s.p.print(watchLine{Event: "unreachable", Key: s.scope.key, Prefix: s.scope.prefix, Error: errorMessage(err)})
+}
+
+// up reports the coordinator reachable again after an outage, and forgets
+// what was shown before it, so that the next leadership is printed.
+func (s *watchState) up() error {
+	if s.since.IsZero() {
+		return nil
+	}
+	down := time.Since(s.since).Milliseconds()
+	s.since, s.last = time.Time{}, nil
+	return s.p.print(watchLine{Event: "reachable", Key: s.scope.key, Prefix: s.scope.prefix, DownMS: &down})
+}
+
+// leader prints ev unless it is what was printed last for its key.
+func (s *watchState) leader(ev tenure.LeaderEvent) error {
+	if last, ok := s.last[ev.Key]; ok && last.Held == ev.Held &&
+		(!ev.Held || last.Grant.Holder == ev.Grant.Holder && last.Grant.Token == ev.Grant.Token) {
+		return nil
+	}
+	if s.last == nil {
+		s.last = map[string]tenure.LeaderEvent{}
+	}
+	s.last[ev.Key] = ev
+	return s.p.print(leaderLine(ev, s.scope.prefix != nil))
+}
+
+// listed prints what changed under the prefix since known, and updates
+// known.
+func (s *watchState) listed(known map[string]tenure.Grant, gs []tenure.Grant) error {
+	if err := s.up(); err != nil {
+		return err
+	}
+	now := map[string]bool{}
+	for _, g := range gs {
+		now[g.Key] = true
+		known[g.Key] = g
+		if err := s.leader(tenure.LeaderEvent{Key: g.Key, Held: true, Grant: g}); err != nil {
+			return err
+		}
+	}
+	for key := range known {
+		if !now[key] {
+			delete(known, key)
+			if err := s.leader(tenure.LeaderEvent{Key: key}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// watchLine is one line of watch --json output.
+// watchLine is one line of watch output.
 type watchLine struct {
-	Time   string `json:"time"`
-	Key    string `json:"key"`
-	Held   bool   `json:"held"`
-	Holder string `json:"holder,omitempty"`
-	Token  uint64 `json:"token,omitempty"`
-	TTLMS  int64  `json:"ttl_ms,omitempty"`
+	Time      string  `json:"time"`
+	Event     string  `json:"event"`
+	Key       string  `json:"key,omitempty"`
+	Prefix    *string `json:"prefix,omitempty"`
+	Held      *bool   `json:"held,omitempty"`
+	Holder    string  `json:"holder,omitempty"`
+	Instance  string  `json:"instance,omitempty"`
+	Token     uint64  `json:"token,omitempty"`
+	TTLMS     *int64  `json:"ttl_ms,omitempty"`
+	TTLLeftMS *int64  `json:"ttl_left_ms,omitempty"`
+	Error     string  `json:"error,omitempty"`
+	DownMS    *int64  `json:"down_ms,omitempty"`
+}
+
+// leaderLine describes a leadership event; left says the grant's TTL is the
+// time left on its lease (a listing), not the TTL granted.
+func leaderLine(ev tenure.LeaderEvent, left bool) watchLine {
+	held := ev.Held
+	l := watchLine{Event: "no_leader", Key: ev.Key, Held: &held}
+	if ev.Held {
+		ms := ev.Grant.TTL.Milliseconds()
+		l.Event, l.Token = "leader", ev.Grant.Token
+		l.Holder, l.Instance = tenure.SplitIdentity(ev.Grant.Holder)
+		if left {
+			l.TTLLeftMS = &ms
+		} else {
+			l.TTLMS = &ms
+		}
+	}
+	return l
 }
 
 const watchTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
-func newWatchPrinter(w io.Writer, asJSON bool) func(tenure.LeaderEvent) error {
-	enc := json.NewEncoder(w)
-	return func(ev tenure.LeaderEvent) error {
-		now := time.Now().Format(watchTimeFormat)
-		if asJSON {
-			l := watchLine{Time: now, Key: ev.Key, Held: ev.Held}
-			if ev.Held {
-				l.Holder, l.Token, l.TTLMS = ev.Grant.Holder, ev.Grant.Token, ev.Grant.TTL.Milliseconds()
-			}
-			return enc.Encode(l)
-		}
-		var err error
-		if ev.Held {
-			_, err = fmt.Fprintf(w, "%s  %s  leader %s  token %d  ttl %s\n", now, ev.Key, ev.Grant.Holder, ev.Grant.Token, roundTTL(ev.Grant.TTL))
-		} else {
-			_, err = fmt.Fprintf(w, "%s  %s  no leader\n", now, ev.Key)
-		}
-		return err
+// watchPrinter writes watch lines as text or JSON.
+type watchPrinter struct {
+	w      io.Writer
+	asJSON bool
+	enc    *json.Encoder
+}
+
+func (p *watchPrinter) print(l watchLine) error {
+	l.Time = time.Now().Format(watchTimeFormat)
+	if p.asJSON {
+		return p.enc.Encode(l)
 	}
+	what := l.Key
+	if l.Prefix != nil {
+		what = fmt.Sprintf("prefix %q", *l.Prefix)
+	}
+	var detail string
+	switch l.Event {
+	case "leader":
+		ttl := "ttl"
+		ms := l.TTLMS
+		if ms == nil {
+			ttl, ms = "ttl left", l.TTLLeftMS
+		}
+		detail = fmt.Sprintf("holder %s  token %d  %s %s", holderText(l.Holder, l.Instance), l.Token, ttl, roundTTL(time.Duration(*ms)*time.Millisecond))
+	case "no_leader":
+		detail = "no leader"
+	case "unreachable":
+		detail = "coordinator unreachable: " + l.Error
+	case "reachable":
+		detail = fmt.Sprintf("coordinator reachable again after %s", roundTTL(time.Duration(*l.DownMS)*time.Millisecond))
+	}
+	_, err := fmt.Fprintf(p.w, "%s  %s  %s\n", l.Time, what, detail)
+	return err
+}
+
+// holderText shows a holder for people: "web-1 (instance 3f9c2a1b)".
+func holderText(name, instance string) string {
+	if instance == "" {
+		return name
+	}
+	return fmt.Sprintf("%s (instance %s)", name, instance)
 }

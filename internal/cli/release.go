@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tenure-dev/tenure"
+)
+
+type releaseFlags struct {
+	key   string
+	token uint64
+	force bool
+	json  bool
+}
+
+// errReleaseRefused is a release that was not done: no --token or
+// --force, or a --token that is not the live grant's.
+var errReleaseRefused = errors.New("release refused")
+
+func newReleaseCommand(g *globalFlags) *cobra.Command {
+	var f releaseFlags
+	cmd := &cobra.Command{
+		Use:   "release --key KEY (--token N | --force) [--json]",
+		Short: "End the live grant on a key now, so that another holder can take over",
+		Long: `release ends the live grant on --key at the coordinator, for a key whose
+holder is stuck or gone and whose lease you do not want to wait out.
+
+It refuses unless you name the grant: --token N must be the fencing token
+of the live grant (see "tenure status --key KEY"), or --force releases
+whatever grant is live. Without either, it prints the live grant and the
+command that would release it. It prints who was released (holder,
+instance and token) and logs it.
+
+Releasing the grant of a holder that is still running lets another holder
+take over at once, while the released holder learns that it lost the key
+only at its next renewal (up to a third of the TTL later) and only then
+stops its command: until then both may act, and only fencing tokens keep
+your resources safe. Stop the holder instead when you can.
+
+A key nobody leads is not an error: nothing is released.
+
+With --json it prints one object:
+
+  {"key":"jobs","released":true,"holder":"web-1","instance":"3f9c2a1b","token":42,"ttl_left_ms":8000}
+  {"key":"jobs","released":false}`,
+		Example: `  tenure status --key jobs
+  tenure release --key jobs --token 42
+  tenure release --key jobs --force --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRelease(cmd, g, &f)
+		},
+	}
+	cmd.Flags().StringVar(&f.key, "key", "", "the key to release (required)")
+	cmd.Flags().Uint64Var(&f.token, "token", 0, "release only if this is the live grant's fencing token")
+	cmd.Flags().BoolVar(&f.force, "force", false, "release whatever grant is live")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object")
+	return exitCodes(cmd, `  0    released, or nobody led the key
+  1    refused (no --token or --force, or --token is not the live grant's), or a runtime error
+  2    bad flags or arguments`)
+}
+
+// releaseResult is the --json output of tenure release.
+type releaseResult struct {
+	Key       string `json:"key"`
+	Released  bool   `json:"released"`
+	Holder    string `json:"holder,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+	Token     uint64 `json:"token,omitempty"`
+	TTLLeftMS *int64 `json:"ttl_left_ms,omitempty"`
+}
+
+func runRelease(cmd *cobra.Command, g *globalFlags, f *releaseFlags) error {
+	if f.key == "" {
+		return usageError("--key is required (see 'tenure release --help')")
+	}
+	if err := tenure.ValidateKey(f.key); err != nil {
+		return usageError("%s: %w", flagRef(cmd, "key"), err)
+	}
+	tokenSet := cmd.Flags().Changed("token")
+	if tokenSet && f.token == 0 {
+		return usageError("%s 0: fencing tokens start at 1", flagRef(cmd, "token"))
+	}
+	if tokenSet && f.force {
+		return usageError("give one of --token and --force, not both")
+	}
+	c, log, err := g.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), g.coord.dialTimeout)
+	defer cancel()
+	live, held, err := leaderOf(ctx, c, f.key)
+	if err != nil {
+		return err
+	}
+	res := releaseResult{Key: f.key}
+	if held {
+		res.Holder, res.Instance = tenure.SplitIdentity(live.Holder)
+		res.Token = live.Token
+		if err := refuseRelease(f, tokenSet, live, res); err != nil {
+			return err
+		}
+		if err := c.Release(ctx, live); err != nil {
+			return fmt.Errorf("release %s: %w", res.describe(), err)
+		}
+		res.Released = true
+		ms := live.TTL.Milliseconds()
+		res.TTLLeftMS = &ms
+		log.Info("released", "key", f.key, "holder", res.Holder, "instance", res.Instance, "token", res.Token, "forced", f.force)
+	}
+	out := cmd.OutOrStdout()
+	if f.json {
+		return json.NewEncoder(out).Encode(res)
+	}
+	if !held {
+		_, err = fmt.Fprintf(out, "%s: no leader, nothing released\n", f.key)
+		return err
+	}
+	_, err = fmt.Fprintf(out, "released %s\n", res.describe())
+	return err
+}
+
+// refuseRelease returns why the live grant must not be released with the
+// flags f, or nil.
+func refuseRelease(f *releaseFlags, tokenSet bool, live tenure.Grant, res releaseResult) error {
+	switch {
+	case f.force:
+		return nil
+	case !tokenSet:
+		return &exitError{code: ExitError, err: fmt.Errorf("%w: %s; to release it, run: tenure release --key %s --token %d (or --force)",
+			errReleaseRefused, res.describe(), f.key, live.Token)}
+	case f.token != live.Token:
+		return &exitError{code: ExitError, err: fmt.Errorf("%w: --token %d is not the live grant: %s; nothing released",
+			errReleaseRefused, f.token, res.describe())}
+	}
+	return nil
+}
+
+// describe says which grant: "jobs held by web-1 (instance 3f9c2a1b) with
+// token 42".
+func (r releaseResult) describe() string {
+	return fmt.Sprintf("%s held by %s with token %d", r.Key, holderText(r.Holder, r.Instance), r.Token)
+}
