@@ -107,7 +107,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	s := startServer(t, t.TempDir())
 	a, addrA := monitored(t, s, "page", "alpha")
 	waitFor(t, 15*time.Second, "alpha to lead", func() bool { code, _ := get(t, addrA, "/leader"); return code == 200 })
-	monitored(t, s, "page", "beta")
+	_, addrB := monitored(t, s, "page", "beta")
 
 	ctx := ctxFor(t, 2*time.Minute)
 	b, err := headless.Open(ctx, chromium, "http://"+s.http+"/", 1200, 760)
@@ -160,6 +160,25 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Errorf("page loads = %d, %v; want 1: the page must update without a reload", loads, err)
 	}
 	screenshot(t, ctx, b, "page-beta.png")
+
+	// The same page on the new leader's tenure run --http marks its row.
+	var nav bool
+	if err := b.Eval(ctx, `location.assign("http://`+addrB+`/"), true`, &nav); err != nil {
+		t.Fatal(err)
+	}
+	var own string
+	waitFor(t, 30*time.Second, "beta's own page to show it leads", func() bool {
+		err := b.Eval(ctx, `(() => { const r = document.querySelector('#keys tr[data-key="page"]');
+			return location.host + " " + document.getElementById("role").textContent + " " + (r && r.querySelector(".you") ? r.dataset.holder : ""); })()`, &own)
+		return err == nil && own == addrB+" leader beta"
+	})
+	if err := b.Eval(ctx, `[...document.querySelectorAll("#timeline li")].map(li => li.dataset.reason + " " + li.dataset.holder)`, &timeline); err != nil {
+		t.Fatal(err)
+	}
+	if expired := slices.Index(timeline, "expired alpha"); expired < 0 || slices.Index(timeline, "acquired beta") > expired {
+		t.Errorf("beta's timeline = %q; want alpha's lease expired, then beta acquired (newest first)", timeline)
+	}
+	screenshot(t, ctx, b, "run-beta.png")
 }
 
 // screenshot writes the page to $TENURE_SCREENSHOT_DIR/name when that is

@@ -37,7 +37,10 @@ func (m *Monitor) TermBegan(t *tenure.Term) {
 		v = &view{}
 		m.keys[t.Key()] = v
 	}
-	v.grant, v.held, v.seenAt = t.Grant(), true, now
+	if v.held && v.grant.Token != t.Token() {
+		m.endedLocked(t.Key(), v, now) // the previous holder's grant, seen last
+	}
+	v.grant, v.held, v.leftKnown, v.seenAt = t.Grant(), true, false, now
 	m.selfLocked(now, t, ReasonAcquired)
 }
 

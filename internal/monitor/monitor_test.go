@@ -145,6 +145,27 @@ func TestOwnTermsAndObservedHolder(t *testing.T) {
 		if _, body := get(t, h, "/metrics"); !strings.Contains(body, `tenure_leader_info{holder="beta",key="jobs"} 1`) {
 			t.Errorf("/metrics without tenure_leader_info for beta:\n%s", body)
 		}
+
+		// beta resigns and alpha takes over before the next poll: beta's
+		// end is recorded when alpha's term begins (memory cannot say how
+		// much lease beta had left).
+		cancel()
+		wg.Wait()
+		err = elector(t, c, "alpha", mon).Run(t.Context(), func(ctx context.Context, term *tenure.Term) error {
+			s := status(t, h)
+			got = got[:0]
+			for _, e := range s.Transitions[:2] {
+				got = append(got, e.Reason+" "+e.Holder+" "+e.Source)
+			}
+			want := []string{"acquired alpha self", "ended beta observed"}
+			if strings.Join(got, ", ") != strings.Join(want, ", ") {
+				t.Errorf("/status transitions = %q; want %q first", got, want)
+			}
+			return errDone
+		})
+		if !errors.Is(err, errDone) {
+			t.Fatalf("second Run() = %v; want %v", err, errDone)
+		}
 	})
 }
 
