@@ -31,6 +31,7 @@ import (
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/internal/monitor"
 	"github.com/tenure-dev/tenure/memory"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/prom"
 )
 
@@ -94,7 +95,8 @@ func readFile(t *testing.T, name string) string {
 
 // exported runs a real instance, an Elector reporting through a Monitor,
 // with every kind of observation (a fenced term, a stale write rejected by
-// a fence, renewals, a failed coordinator call, a partition group), and
+// a fence, renewals, a failed coordinator call), and a member of a
+// partition group reporting on the same registry, and
 // returns the metric families its /metrics serves.
 func exported(t *testing.T) map[string]*dto.MetricFamily {
 	var families map[string]*dto.MetricFamily
@@ -125,8 +127,25 @@ func exported(t *testing.T) map[string]*dto.MetricFamily {
 		past, cancelPast := context.WithDeadline(ctx, time.Now().Add(-time.Second))
 		_, _, _ = c.Leader(past, cfg.Key) // a failed coordinator call
 		cancelPast()
-		m.SetPartitions("shards", prom.PartitionStats{Owned: 2, Unowned: 1, OldestUnowned: time.Minute, Imbalance: 1})
-		m.PartitionMoved("shards", 1)
+		// A member of a partition group, reporting on the same registry.
+		pm, err := prom.NewPartition(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pcfg := partition.DefaultConfig()
+		pcfg.Key, pcfg.Partitions, pcfg.Holder, pcfg.Metrics = "shards", 4, "node", pm
+		group, err := partition.New(mem, pcfg) // Instrument does not pass tenure.GroupCoordinator through
+		if err != nil {
+			t.Fatal(err)
+		}
+		groupDone := make(chan error, 1)
+		go func() {
+			groupDone <- group.Run(ctx, func(ctx context.Context, _ partition.Partition, _ *tenure.Term) error {
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		defer func() { cancel(); <-groupDone }()
 
 		register := fence.NewRegister[string](fence.WithObserver(m.FenceObserver("orders")))
 		var first uint64
@@ -258,7 +277,7 @@ func labelNames(mf *dto.MetricFamily) string {
 		}
 	}
 	var order []string
-	for _, n := range []string{"key", "holder", "reason", "result", "resource", "op", "group"} {
+	for _, n := range []string{"key", "group", "holder", "reason", "result", "resource", "op"} {
 		if seen[n] {
 			order = append(order, n)
 		}

@@ -16,11 +16,6 @@ const (
 	helpLeaderless  = "How long the key was seen without a holder before one appeared, as observed by this instance."
 	helpStale       = "Writes a fence guard rejected because their fencing token was older than one it had accepted, by resource."
 	helpCoordErrors = "Coordinator calls that failed (unreachable, timed out, refused), by operation; a key held by another node or a lost grant is not an error."
-	helpOwned       = "Partitions of the group this instance owns."
-	helpUnowned     = "Partitions of the group that no member owns."
-	helpOldest      = "How long the longest-unowned partition of the group has been without an owner; 0 when all are owned."
-	helpMoves       = "Partitions of the group that changed owner."
-	helpImbalance   = "Partitions owned by the group's busiest member minus those of its least busy member."
 )
 
 // newMetrics creates the collectors of New, unregistered.
@@ -45,14 +40,7 @@ func newMetrics(ns string, cl prometheus.Labels) *Metrics {
 		leaderless:  histogram("leaderless_seconds", helpLeaderless, leaderlessBuckets, labelKey),
 		stale:       counter("stale_rejections_total", helpStale, labelResource),
 		coordErrors: counter("coordinator_errors_total", helpCoordErrors, labelOp),
-		parts: partitionVecs{
-			owned:     gauge("partitions_owned", helpOwned, labelGroup),
-			unowned:   gauge("partitions_unowned", helpUnowned, labelGroup),
-			oldest:    gauge("partition_unowned_oldest_seconds", helpOldest, labelGroup),
-			moves:     counter("partition_moves_total", helpMoves, labelGroup),
-			imbalance: gauge("partition_imbalance", helpImbalance, labelGroup),
-		},
-		keys: make(map[string]*keyState),
+		keys:        make(map[string]*keyState),
 	}
 	m.lease = &leaseCollector{
 		desc: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "lease_remaining_seconds"), helpLease, []string{labelKey}, cl),

@@ -26,7 +26,8 @@ const (
 // The result is also a tenure.Watcher, tenure.Lister and
 // tenure.BatchRenewer. When c is not a Watcher or a Lister, Watch and List
 // fail (an Elector then polls); when c is not a BatchRenewer, RenewBatch
-// renews one grant at a time.
+// renews one grant at a time. It is not a tenure.GroupCoordinator: give
+// partition groups the coordinator itself.
 func (m *Metrics) Instrument(c tenure.Coordinator) tenure.Coordinator {
 	return &instrumented{c: c, m: m}
 }

@@ -28,9 +28,12 @@
 //	tenure_leaderless_seconds{key}               histogram time the key was seen without a holder
 //	tenure_stale_rejections_total{resource}      counter   stale writes rejected by fence guards
 //	tenure_coordinator_errors_total{op}          counter   failed coordinator calls
-//	tenure_partitions_owned{group}, tenure_partitions_unowned{group},
-//	tenure_partition_unowned_oldest_seconds{group}, tenure_partition_moves_total{group},
-//	tenure_partition_imbalance{group}            partition groups (SetPartitions, PartitionMoved)
+//
+// A partition group's metrics come from NewPartition, on the same registry:
+//
+//	tenure_partitions_owned{group}, tenure_partition_members{group},
+//	tenure_partitions_unowned{group}, tenure_partition_oldest_unowned_seconds{group},
+//	tenure_partition_imbalance_ratio{group}, tenure_partition_moves_total{group,reason}
 //
 // The Elector reports the first nine through the tenure.Metrics methods;
 // ObserveLeader takes what a status poller or a watch sees of other holders;

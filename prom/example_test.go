@@ -132,20 +132,3 @@ func ExampleMetrics_ObserveLeader() {
 	// # TYPE tenure_leader_info gauge
 	// tenure_leader_info{holder="node-2",key="scheduler"} 1
 }
-
-// A member of a partition group reports after each balancing round.
-func ExampleMetrics_SetPartitions() {
-	reg := prometheus.NewRegistry()
-	m, err := prom.New(reg)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	m.SetPartitions("shards", prom.PartitionStats{Owned: 8, Unowned: 0, Imbalance: 1})
-	m.PartitionMoved("shards", 3)
-	printMetric(reg, "tenure_partition_moves_total")
-	// Output:
-	// # HELP tenure_partition_moves_total Partitions of the group that changed owner.
-	// # TYPE tenure_partition_moves_total counter
-	// tenure_partition_moves_total{group="shards"} 3
-}

@@ -58,7 +58,6 @@ type Metrics struct {
 	stale       *prometheus.CounterVec
 	coordErrors *prometheus.CounterVec
 	lease       *leaseCollector
-	parts       partitionVecs
 
 	mu   sync.Mutex
 	keys map[string]*keyState
@@ -131,11 +130,6 @@ func (m *Metrics) collectors(ns string) []named {
 		{ns + "_leaderless_seconds", m.leaderless},
 		{ns + "_stale_rejections_total", m.stale},
 		{ns + "_coordinator_errors_total", m.coordErrors},
-		{ns + "_partitions_owned", m.parts.owned},
-		{ns + "_partitions_unowned", m.parts.unowned},
-		{ns + "_partition_unowned_oldest_seconds", m.parts.oldest},
-		{ns + "_partition_moves_total", m.parts.moves},
-		{ns + "_partition_imbalance", m.parts.imbalance},
 	}
 }
 

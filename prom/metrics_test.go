@@ -107,8 +107,6 @@ func touchAll(m *prom.Metrics) {
 	m.ObserveRenew("k", time.Millisecond, nil)
 	m.ObserveLeader("k", tenure.Grant{Key: "k", Holder: "node-2#ab", Token: 2}, true)
 	m.FenceObserver("orders")(fence.Event{Err: &fence.StaleError{Presented: 1, Required: 2}})
-	m.SetPartitions("shards", prom.PartitionStats{Owned: 3, Unowned: 1, OldestUnowned: time.Minute, Imbalance: 1})
-	m.PartitionMoved("shards", 2)
 	c := memory.New()
 	_ = c.Close()
 	_, _ = m.Instrument(c).Acquire(context.Background(), "k", "a", time.Second)
@@ -363,21 +361,6 @@ func TestInstrumentCountsErrors(t *testing.T) {
 		tenure_coordinator_errors_total{op="acquire"} 1
 		tenure_coordinator_errors_total{op="leader"} 1
 	`, "tenure_coordinator_errors_total")
-}
-
-func TestPartitions(t *testing.T) {
-	m, reg := newMetrics(t)
-	m.SetPartitions("shards", prom.PartitionStats{Owned: 4, Unowned: 2, OldestUnowned: 90 * time.Second, Imbalance: 1})
-	m.PartitionMoved("shards", 3)
-	m.PartitionMoved("shards", -1) // ignored
-	compare(t, reg, `
-		tenure_partitions_owned{group="shards"} 4
-		tenure_partitions_unowned{group="shards"} 2
-		tenure_partition_unowned_oldest_seconds{group="shards"} 90
-		tenure_partition_moves_total{group="shards"} 3
-		tenure_partition_imbalance{group="shards"} 1
-	`, "tenure_partitions_owned", "tenure_partitions_unowned", "tenure_partition_unowned_oldest_seconds",
-		"tenure_partition_moves_total", "tenure_partition_imbalance")
 }
 
 func TestOptions(t *testing.T) {

@@ -1,46 +1,100 @@
 package prom
 
 import (
-	"time"
+	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
 )
 
-// partitionVecs are the collectors of partition groups.
-type partitionVecs struct {
-	owned, unowned, oldest, imbalance *prometheus.GaugeVec
-	moves                             *prometheus.CounterVec
+// PartitionMetrics is a partition.Metrics backed by Prometheus collectors.
+// Create it with NewPartition and set it as partition.Config.Metrics. Its
+// labels are the group and the move reason, never the partition, so series
+// do not grow with the number of partitions. It is safe for concurrent use
+// and never blocks.
+type PartitionMetrics struct {
+	owned, members, unowned, oldest, imbalance *prometheus.GaugeVec
+	moves                                      *prometheus.CounterVec
 }
 
-// PartitionStats is what a member of a partition group reports after each
-// balancing round (see Metrics.SetPartitions).
-type PartitionStats struct {
-	// Owned is how many partitions this member owns.
-	Owned int
-	// Unowned is how many partitions of the group no member owns.
-	Unowned int
-	// OldestUnowned is how long the longest-unowned partition has been
-	// without an owner; 0 when every partition is owned.
-	OldestUnowned time.Duration
-	// Imbalance is the partitions of the busiest member minus those of the
-	// least busy one.
-	Imbalance int
+var _ partition.Metrics = (*PartitionMetrics)(nil)
+
+// NewPartition creates the partition collectors and registers them on reg,
+// with the options and error reporting of New (nothing stays registered on
+// error).
+func NewPartition(reg prometheus.Registerer, opts ...Option) (*PartitionMetrics, error) {
+	if reg == nil {
+		return nil, fmt.Errorf("%w: prom: registerer is nil", tenure.ErrInvalidConfig)
+	}
+	o := options{namespace: DefaultNamespace}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: o.namespace, Name: name, ConstLabels: o.constLabels, Help: help}, []string{labelGroup})
+	}
+	m := &PartitionMetrics{
+		owned:     gauge("partitions_owned", "Partitions of the group this member runs now."),
+		members:   gauge("partition_members", "Live members of the group, as this member last read them."),
+		unowned:   gauge("partitions_unowned", "Partitions of the group with no live owner, as this member last read the table."),
+		oldest:    gauge("partition_oldest_unowned_seconds", "How long the partition of the group unowned for longest has been unowned, as far as this member has seen; 0 when all are owned."),
+		imbalance: gauge("partition_imbalance_ratio", "Most partitions one member of the group owns divided by the mean, P/N; 1 is perfect balance."),
+		moves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: o.namespace, Name: "partition_moves_total", ConstLabels: o.constLabels,
+			Help: "Partitions of the group this member took or gave up, by reason: claimed, rebalanced, left, lost, fenced, returned.",
+		}, []string{labelGroup, labelReason}),
+	}
+	return m, m.register(reg, o.namespace)
 }
 
-// SetPartitions sets the gauges of partition group: tenure_partitions_owned,
-// tenure_partitions_unowned, tenure_partition_unowned_oldest_seconds and
-// tenure_partition_imbalance. Groups are named by the application, so their
-// number is bounded.
-func (m *Metrics) SetPartitions(group string, s PartitionStats) {
-	m.parts.owned.WithLabelValues(group).Set(float64(s.Owned))
-	m.parts.unowned.WithLabelValues(group).Set(float64(s.Unowned))
-	m.parts.oldest.WithLabelValues(group).Set(max(s.OldestUnowned.Seconds(), 0))
-	m.parts.imbalance.WithLabelValues(group).Set(float64(s.Imbalance))
-	m.parts.moves.WithLabelValues(group).Add(0) // present from the first report
+func (m *PartitionMetrics) register(reg prometheus.Registerer, ns string) error {
+	collectors := []struct {
+		name string
+		c    prometheus.Collector
+	}{
+		{ns + "_partitions_owned", m.owned},
+		{ns + "_partition_members", m.members},
+		{ns + "_partitions_unowned", m.unowned},
+		{ns + "_partition_oldest_unowned_seconds", m.oldest},
+		{ns + "_partition_imbalance_ratio", m.imbalance},
+		{ns + "_partition_moves_total", m.moves},
+	}
+	for i, c := range collectors {
+		if err := reg.Register(c.c); err != nil {
+			for _, done := range collectors[:i] {
+				reg.Unregister(done.c)
+			}
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return fmt.Errorf("prom: register %s: a collector with this name is already registered: %w", c.name, err)
+			}
+			return fmt.Errorf("prom: register %s: %w", c.name, err)
+		}
+	}
+	return nil
 }
 
-// PartitionMoved counts n partitions of group that changed owner in
-// tenure_partition_moves_total.
-func (m *Metrics) PartitionMoved(group string, n int) {
-	m.parts.moves.WithLabelValues(group).Add(float64(max(n, 0)))
+// SetOwned sets the owned-partitions gauge of group.
+func (m *PartitionMetrics) SetOwned(group string, owned int) {
+	m.owned.WithLabelValues(group).Set(float64(owned))
+}
+
+// Moved increments the moves counter of group and reason.
+func (m *PartitionMetrics) Moved(group string, reason partition.MoveReason) {
+	m.moves.WithLabelValues(group, string(reason)).Inc()
+}
+
+// SetStats sets the members, unowned, oldest-unowned and imbalance gauges
+// of group.
+func (m *PartitionMetrics) SetStats(group string, s partition.Stats) {
+	m.members.WithLabelValues(group).Set(float64(s.Members))
+	m.unowned.WithLabelValues(group).Set(float64(s.Unowned))
+	m.oldest.WithLabelValues(group).Set(s.OldestUnowned.Seconds())
+	m.imbalance.WithLabelValues(group).Set(s.Imbalance)
 }
