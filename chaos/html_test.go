@@ -2,24 +2,20 @@ package chaos
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure/internal/require"
+	"github.com/tenure-dev/tenure/internal/headless"
 )
 
 // TestReportRendersInChromium runs a short verification, writes its HTML
 // report and checks in headless Chromium that the timeline rendered: one lane
 // per node, leadership intervals labelled with tokens, fault windows.
 func TestReportRendersInChromium(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		require.Chromium.Missing(t, err)
-	}
+	chromium := headless.Need(t)
 	h, err := Run(context.Background(), Options{
 		Seed: 5, Duration: 8 * time.Second, Families: []string{FamilyPartition, FamilyCrash}, NodeCommand: testNodeCommand,
 		FaultStart: 1500 * time.Millisecond, FaultTail: time.Second, MaxGap: 600 * time.Millisecond, LeaderOnly: true,
@@ -38,14 +34,10 @@ func TestReportRendersInChromium(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--dump-dom", "file://"+page)
-	out, err := cmd.Output()
+	dom, err := headless.DumpDOM(ctx, chromium, "file://"+page)
 	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
+		t.Fatal(err)
 	}
-	dom := string(out)
 	if !strings.Contains(dom, `<svg id="timeline"`) {
 		t.Fatalf("rendered DOM has no timeline SVG:\n%.2000s", dom)
 	}

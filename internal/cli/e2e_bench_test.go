@@ -3,14 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/bench"
+
+	"github.com/tenure-dev/tenure/internal/headless"
 )
 
 // TestBench runs every bench subcommand end to end with tiny settings, on
@@ -71,23 +71,13 @@ func TestBench(t *testing.T) {
 // and the CDF lines in the rendered DOM.
 func checkRendered(t *testing.T, page string, rows, lines int) {
 	t.Helper()
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("TENURE_REQUIRE_CHROMIUM") == "1" {
-			t.Fatal("chromium not found and TENURE_REQUIRE_CHROMIUM=1 (Debian package chromium)")
-		}
-		t.Skip("chromium not found (Debian package chromium)")
-	}
+	chromium := headless.Need(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+filepath.Join(t.TempDir(), "profile"), "--dump-dom", "file://"+page)
-	out, err := cmd.Output()
+	dom, err := headless.DumpDOM(ctx, chromium, "file://"+page)
 	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
+		t.Fatal(err)
 	}
-	dom := string(out)
 	if got := strings.Count(dom, `<tr class="row">`); got != rows {
 		t.Errorf("rendered table has %d rows; want %d", got, rows)
 	}

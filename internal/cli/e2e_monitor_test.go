@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -98,12 +97,7 @@ func TestRunEndpoints(t *testing.T) {
 // leads a key; after the leader is killed it shows the new holder and a
 // greater token, without a reload, within the TTL and some slack.
 func TestStatusPageInChromium(t *testing.T) {
-	chromium, err := headless.Find()
-	if errors.Is(err, headless.ErrNotFound) && os.Getenv(headless.RequireEnv) != "1" {
-		t.Skip(err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	chromium := headless.Need(t)
 	s := startServer(t, t.TempDir())
 	a, addrA := monitored(t, s, "page", "alpha")
 	waitFor(t, 15*time.Second, "alpha to lead", func() bool { code, _ := get(t, addrA, "/leader"); return code == 200 })

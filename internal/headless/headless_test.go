@@ -3,10 +3,9 @@ package headless_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,22 +16,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// chromium returns the browser, failing under TENURE_REQUIRE_CHROMIUM=1
-// when it is missing, skipping otherwise.
-func chromium(t *testing.T) string {
-	t.Helper()
-	path, err := headless.Find()
-	if errors.Is(err, headless.ErrNotFound) && os.Getenv(headless.RequireEnv) != "1" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // A page that changes by itself is seen changing, in the same page load.
 func TestEvalSeesLiveChanges(t *testing.T) {
+	chromium := headless.Need(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(`<!doctype html><p id="n">0</p><script>
@@ -43,7 +29,7 @@ func TestEvalSeesLiveChanges(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b, err := headless.Open(ctx, chromium(t), srv.URL, 800, 600)
+	b, err := headless.Open(ctx, chromium, srv.URL, 800, 600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,5 +60,26 @@ func TestEvalSeesLiveChanges(t *testing.T) {
 	png, err := b.Screenshot(ctx)
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Errorf("Screenshot() = %d bytes, %v; want a PNG", len(png), err)
+	}
+}
+
+// DumpDOM returns the DOM after the page's scripts ran, not the source.
+func TestDumpDOMRunsScripts(t *testing.T) {
+	chromium := headless.Need(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<!doctype html><body><script>
+			const p = document.createElement("p"); p.id = "made"; p.textContent = "by script"; document.body.appendChild(p);
+		</script></body>`))
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dom, err := headless.DumpDOM(ctx, chromium, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dom, `<p id="made">by script</p>`) {
+		t.Fatalf("DumpDOM() = %.500s; want the paragraph the script made", dom)
 	}
 }
