@@ -510,9 +510,9 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 	if ctx.Err() != nil || r.done() {
 		return nil // stopping already: do not start
 	}
-	c := r.start(t)
+	c, err := r.start(t)
 	if c == nil {
-		return nil
+		return err
 	}
 	// Feed the guard from the start: the command waits for the guard to
 	// start it, and a renewal may come meanwhile.
@@ -558,24 +558,25 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 // deadline it had.
 var errKilledAtDeadline = errors.New("the guard killed the command at the local deadline")
 
-// start starts the guard of the command for term t, or returns nil when
-// a stopping signal came in first or the guard could not be started.
-func (r *runner) start(t *tenure.Term) *child {
+// start starts the guard of the command for term t. It returns no child
+// when a stopping signal came in first, or when the guard could not be
+// started (and why).
+func (r *runner) start(t *tenure.Term) (*child, error) {
 	env := append(r.env[:len(r.env):len(r.env)], termEnv(t)...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.signal != 0 { // a stopping signal came in while the term began
-		return nil
+		return nil, nil
 	}
 	c, err := startChild(r.path, r.argv, env, r.stdin, r.stdout, r.stderr, r.f.killGrace, r.leaseMessage(t))
 	if err != nil {
 		r.startErr = err
 		r.log.Error("command could not start", "command", r.argv[0], "err", err)
 		r.cancel()
-		return nil
+		return nil, err
 	}
 	r.current = c
-	return c
+	return c, nil
 }
 
 // feedInterval is how often tenure looks for a new deadline to send to
