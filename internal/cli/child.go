@@ -33,12 +33,12 @@ type child struct {
 	err    error // the guard failed: no report
 }
 
-// startChild starts a guard that starts the program at path with args
-// (args[0] is the name it sees as its own) and env, once it has the first
-// lease. grace is --kill-grace. Call awaitStart to learn whether the
-// command started; send new leases meanwhile.
+// startChild starts a guard that will start the program at path with args
+// (args[0] is the name it sees as its own) and env once it is sent the
+// first lease (with the term's variables). grace is --kill-grace. Call
+// awaitStart, after that first lease, to learn whether the command started.
 func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer,
-	grace time.Duration, first guard.Message) (*child, error) {
+	grace time.Duration) (*child, error) {
 	self, err := selfBinary()
 	if err != nil {
 		return nil, err
@@ -70,7 +70,6 @@ func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr
 		return nil, fmt.Errorf("start the guard: %w", err)
 	}
 	c := &child{done: make(chan struct{}), started: make(chan struct{}), ctl: ctlW, enc: json.NewEncoder(ctlW)}
-	c.send(first)
 	go c.watch(cmd, json.NewDecoder(repR), repR)
 	return c, nil
 }

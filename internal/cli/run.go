@@ -206,6 +206,7 @@ type runner struct {
 	exitCode  int // the command's code to exit with; -1: none
 	startErr  error
 	ran       time.Duration // how long the last command ran
+	spare     *child        // a guard started ahead of the next term
 
 	renewEvery time.Duration // the elector's renew interval
 }
@@ -375,8 +376,10 @@ func (r *runner) newElector(ctx context.Context, cmd *cobra.Command, g *globalFl
 // campaign leads until the command has run (or, with --restart, until
 // tenure stops) and returns the elector's error.
 func (r *runner) campaign(ctx context.Context, el *tenure.Elector) error {
+	defer r.dropSpare()
 	for {
 		r.wait.campaigning()
+		r.prepare()
 		runErr := el.Run(ctx, r.lead)
 		r.wait.stop()
 		if !r.f.restart || ctx.Err() != nil || r.done() || runErr != nil {
@@ -536,6 +539,7 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 		r.mu.Lock()
 		r.current = nil
 		r.mu.Unlock()
+		r.prepare() // for the next term, unless tenure is ending
 	}()
 	r.log.Info("command started", "pid", c.pid, "token", t.Token(), "command", r.argv[0])
 	select {
@@ -558,25 +562,62 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 // deadline it had.
 var errKilledAtDeadline = errors.New("the guard killed the command at the local deadline")
 
-// start starts the guard of the command for term t. It returns no child
-// when a stopping signal came in first, or when the guard could not be
-// started (and why).
+// start has a guard start the command for term t. It returns no child
+// when a stopping signal came in first, or when no guard could be started
+// (and why).
 func (r *runner) start(t *tenure.Term) (*child, error) {
-	env := append(r.env[:len(r.env):len(r.env)], termEnv(t)...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.signal != 0 { // a stopping signal came in while the term began
 		return nil, nil
 	}
-	c, err := startChild(r.path, r.argv, env, r.stdin, r.stdout, r.stderr, r.f.killGrace, r.leaseMessage(t))
-	if err != nil {
-		r.startErr = err
-		r.log.Error("command could not start", "command", r.argv[0], "err", err)
-		r.cancel()
-		return nil, err
+	c := r.spare
+	r.spare = nil
+	if c == nil || c.exited() {
+		var err error
+		if c, err = r.startGuard(); err != nil {
+			r.startErr = err
+			r.log.Error("command could not start", "command", r.argv[0], "err", err)
+			r.cancel()
+			return nil, err
+		}
 	}
+	first := r.leaseMessage(t)
+	first.Env = termEnv(t)
+	c.send(first)
 	r.current = c
 	return c, nil
+}
+
+// startGuard starts a guard for the command; it waits for its first lease.
+func (r *runner) startGuard() (*child, error) {
+	return startChild(r.path, r.argv, r.env, r.stdin, r.stdout, r.stderr, r.f.killGrace)
+}
+
+// prepare starts a spare guard ahead of the next term, so that the command
+// starts the moment the term begins (a guard takes a moment to start). A
+// guard that cannot start is reported when a term needs it.
+func (r *runner) prepare() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.spare != nil || r.signal != 0 || r.exitCode >= 0 || r.startErr != nil {
+		return
+	}
+	if c, err := r.startGuard(); err == nil {
+		r.spare = c
+	}
+}
+
+// dropSpare ends the spare guard, if any.
+func (r *runner) dropSpare() {
+	r.mu.Lock()
+	c := r.spare
+	r.spare = nil
+	r.mu.Unlock()
+	if c != nil {
+		c.close()
+		<-c.done
+	}
 }
 
 // feedInterval is how often tenure looks for a new deadline to send to
