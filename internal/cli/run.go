@@ -87,8 +87,8 @@ When a term ends (the lease is lost or cannot be renewed), the tree gets
 SIGTERM, then SIGKILL after --kill-grace, no later than the deadline.
 tenure then campaigns again and starts COMMAND afresh when it leads again.
 Out of reach: someone stopping or killing the guard itself; a descendant
-that makes itself a subreaper and outlives its own children; process ids
-reused between reading /proc and signalling.
+that makes itself a subreaper and outlives its own children; a process
+group id reused in the instant between reading /proc and signalling.
 
 SIGINT, SIGTERM and SIGHUP sent to tenure are forwarded to COMMAND's tree.
 COMMAND does not read the terminal: when tenure's stdin is a terminal,
