@@ -33,15 +33,15 @@ type child struct {
 	err    error // the guard failed: no report
 }
 
-// startChild starts a guard that starts the program at path with args
-// (args[0] is the name it sees as its own) and env, once it has the first
-// lease. grace is --kill-grace. Call awaitStart to learn whether the
-// command started; send new leases meanwhile.
+// startChild starts a guard that will start the program at path with args
+// (args[0] is the name it sees as its own) and env once it is sent the
+// first lease (with the term's variables). grace is --kill-grace. Call
+// awaitStart, after that first lease, to learn whether the command started.
 func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer,
-	grace time.Duration, first guard.Message) (*child, error) {
-	self, err := os.Executable()
+	grace time.Duration) (*child, error) {
+	self, err := selfBinary()
 	if err != nil {
-		return nil, fmt.Errorf("find the tenure binary to run the guard: %w", err)
+		return nil, err
 	}
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
@@ -54,6 +54,7 @@ func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr
 		return nil, err
 	}
 	cmd := exec.Command(self, append([]string{guard.Command, "--kill-grace", grace.String(), "--", path}, args...)...)
+	cmd.Args[0] = os.Args[0] // "tenure", in ps
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.ExtraFiles = []*os.File{ctlR, repW} // fds 3 and 4
@@ -69,7 +70,6 @@ func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr
 		return nil, fmt.Errorf("start the guard: %w", err)
 	}
 	c := &child{done: make(chan struct{}), started: make(chan struct{}), ctl: ctlW, enc: json.NewEncoder(ctlW)}
-	c.send(first)
 	go c.watch(cmd, json.NewDecoder(repR), repR)
 	return c, nil
 }
@@ -79,6 +79,20 @@ func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr
 func (c *child) awaitStart() error {
 	<-c.started
 	return c.startErr
+}
+
+// selfBinary is the tenure binary, to run as the guard: /proc/self/exe on
+// Linux, which still works when the file was replaced or removed (an
+// upgrade while tenure runs).
+func selfBinary() (string, error) {
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		return "/proc/self/exe", nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the tenure binary to run the guard: %w", err)
+	}
+	return self, nil
 }
 
 // startFailure is the error of a guard that did not start the command.

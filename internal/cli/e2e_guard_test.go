@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -29,6 +30,7 @@ func TestGuard(t *testing.T) {
 			t.Run("ctrl-z within the deadline", func(t *testing.T) { testGuardSuspendWithin(t, c) })
 			t.Run("kill -9", func(t *testing.T) { testGuardKill9(t, c) })
 			t.Run("term ends", func(t *testing.T) { testGuardTermEnds(t, c) })
+			t.Run("TERM before KILL", func(t *testing.T) { testGuardTermBeforeKill(t, c) })
 			t.Run("environment", func(t *testing.T) { testGuardEnv(t, c) })
 		})
 	}
@@ -48,6 +50,11 @@ func testGuardStopped(t *testing.T, c guardCoord) {
 	check := runTenure(t, nil, "lease", "check", "--lease-file", leaseFile)
 	if check.code != 0 || strings.TrimSpace(check.stdout) != strconv.FormatUint(first.token, 10) {
 		t.Fatalf("lease check during the term: exit %d, %q; want 0 and token %d\n%s", check.code, check.stdout, first.token, check.stderr)
+	}
+	js := runTenure(t, nil, "lease", "check", "--json", "--lease-file", leaseFile)
+	var held leaseCheckResult
+	if err := json.Unmarshal([]byte(js.stdout), &held); err != nil || js.code != 0 || !held.Held || held.Token != first.token || held.RemainingMs <= 0 {
+		t.Fatalf("lease check --json during the term: exit %d, %q (%v); want held, token %d, time left", js.code, js.stdout, err, first.token)
 	}
 	s.signal(t, syscall.SIGSTOP)
 	stoppedAt := boottime.Now()
@@ -232,4 +239,23 @@ func testGuardEnv(t *testing.T, c guardCoord) {
 	if _, err := os.Stat(vars["TENURE_LEASE_FILE"]); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lease file after tenure exited: %v; want removed", err)
 	}
+}
+
+// testGuardTermBeforeKill: when renewals fail, the command gets SIGTERM
+// (--kill-grace before the deadline, once a renewal is a renew interval
+// overdue), then SIGKILL at the deadline.
+func testGuardTermBeforeKill(t *testing.T, c guardCoord) {
+	coord, proxy := c.proxied(t)
+	script := `trap 'echo term >> "$OUT.sig"' TERM
+echo "$$ $TENURE_LEASE_FILE" > "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
+while :; do sleep 0.05; done`
+	s := startSupervised(t, coord, "term-kill", nil, script, "--ttl", "5s", "--kill-grace", "1s")
+	pid, _ := s.started(t)
+	proxy.Cut()
+	cut := time.Now()
+	waitDead(t, pid, 5*time.Second+5*time.Second, "the command after the coordinator was cut off")
+	if got := lines(readFile(s.out + ".sig")); !slices.Equal(got, []string{"term"}) {
+		t.Errorf("the command's trap saw %q before it died; want one SIGTERM", got)
+	}
+	t.Logf("%s: command killed %s after the cut, SIGTERM first", c.name, time.Since(cut).Round(time.Millisecond))
 }

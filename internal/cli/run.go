@@ -81,8 +81,8 @@ When a term ends (the lease is lost or cannot be renewed), the tree gets
 SIGTERM, then SIGKILL after --kill-grace, no later than the deadline.
 tenure then campaigns again and starts COMMAND afresh when it leads again.
 Out of reach: someone stopping or killing the guard itself; a descendant
-that makes itself a subreaper and outlives its own children; process ids
-reused between reading /proc and signalling.
+that makes itself a subreaper and outlives its own children; a process
+group id reused in the instant between reading /proc and signalling.
 
 SIGINT, SIGTERM and SIGHUP sent to tenure are forwarded to COMMAND's tree.
 COMMAND does not read the terminal: when tenure's stdin is a terminal,
@@ -201,6 +201,7 @@ type runner struct {
 	exitCode  int // the command's code to exit with; -1: none
 	startErr  error
 	ran       time.Duration // how long the last command ran
+	spare     *child        // a guard started ahead of the next term
 
 	renewEvery time.Duration // the elector's renew interval
 }
@@ -373,8 +374,10 @@ func (r *runner) newElector(ctx context.Context, cmd *cobra.Command, g *globalFl
 // campaign leads until the command has run (or, with --restart, until
 // tenure stops) and returns the elector's error.
 func (r *runner) campaign(ctx context.Context, el *tenure.Elector) error {
+	defer r.dropSpare()
 	for {
 		r.wait.campaigning()
+		r.prepare()
 		runErr := el.Run(ctx, r.lead)
 		r.wait.stop()
 		if !r.f.restart || ctx.Err() != nil || r.done() || runErr != nil {
@@ -508,9 +511,9 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 	if ctx.Err() != nil || r.done() {
 		return nil // stopping already: do not start
 	}
-	c := r.start(t)
+	c, err := r.start(t)
 	if c == nil {
-		return nil
+		return err
 	}
 	// Feed the guard from the start: the command waits for the guard to
 	// start it, and a renewal may come meanwhile.
@@ -534,6 +537,7 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 		r.mu.Lock()
 		r.current = nil
 		r.mu.Unlock()
+		r.prepare() // for the next term, unless tenure is ending
 	}()
 	r.log.Info("command started", "pid", c.pid, "token", t.Token(), "command", r.argv[0])
 	select {
@@ -556,24 +560,62 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 // deadline it had.
 var errKilledAtDeadline = errors.New("the guard killed the command at the local deadline")
 
-// start starts the guard of the command for term t, or returns nil when
-// a stopping signal came in first or the guard could not be started.
-func (r *runner) start(t *tenure.Term) *child {
-	env := append(r.env[:len(r.env):len(r.env)], termEnv(t)...)
+// start has a guard start the command for term t. It returns no child
+// when a stopping signal came in first, or when no guard could be started
+// (and why).
+func (r *runner) start(t *tenure.Term) (*child, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.signal != 0 { // a stopping signal came in while the term began
-		return nil
+		return nil, nil
 	}
-	c, err := startChild(r.path, r.argv, env, r.stdin, r.stdout, r.stderr, r.f.killGrace, r.leaseMessage(t))
-	if err != nil {
-		r.startErr = err
-		r.log.Error("command could not start", "command", r.argv[0], "err", err)
-		r.cancel()
-		return nil
+	c := r.spare
+	r.spare = nil
+	if c == nil || c.exited() {
+		var err error
+		if c, err = r.startGuard(); err != nil {
+			r.startErr = err
+			r.log.Error("command could not start", "command", r.argv[0], "err", err)
+			r.cancel()
+			return nil, err
+		}
 	}
+	first := r.leaseMessage(t)
+	first.Env = termEnv(t)
+	c.send(first)
 	r.current = c
-	return c
+	return c, nil
+}
+
+// startGuard starts a guard for the command; it waits for its first lease.
+func (r *runner) startGuard() (*child, error) {
+	return startChild(r.path, r.argv, r.env, r.stdin, r.stdout, r.stderr, r.f.killGrace)
+}
+
+// prepare starts a spare guard ahead of the next term, so that the command
+// starts the moment the term begins (a guard takes a moment to start). A
+// guard that cannot start is reported when a term needs it.
+func (r *runner) prepare() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.spare != nil || r.signal != 0 || r.exitCode >= 0 || r.startErr != nil {
+		return
+	}
+	if c, err := r.startGuard(); err == nil {
+		r.spare = c
+	}
+}
+
+// dropSpare ends the spare guard, if any.
+func (r *runner) dropSpare() {
+	r.mu.Lock()
+	c := r.spare
+	r.spare = nil
+	r.mu.Unlock()
+	if c != nil {
+		c.close()
+		<-c.done
+	}
 }
 
 // feedInterval is how often tenure looks for a new deadline to send to

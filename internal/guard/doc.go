@@ -22,5 +22,7 @@
 // then gets SIGKILL from the kernel when the guard dies, by the parent-death
 // signal, but its descendants do not); a descendant that makes itself a
 // subreaper of its own and whose children then escape the walk once it
-// dies; process ids reused between reading /proc and signalling.
+// dies; a process group that empties and whose id is reused in the
+// instant between reading /proc and signalling the group (single processes
+// are signalled through pidfds, checked to still be in the tree first).
 package guard

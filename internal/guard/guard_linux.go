@@ -97,7 +97,7 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 	}
 	g.st.handle(first)
 	g.drain() // a renewal may have come while the guard started
-	pid, err := startCommand(path, argv, g.st.path)
+	pid, err := startCommand(path, argv, g.st.path, first.Env)
 	if err != nil {
 		code := 126
 		if errors.Is(err, syscall.ENOENT) {
@@ -195,16 +195,16 @@ func readMessages(r io.Reader) <-chan Message {
 }
 
 // startCommand starts the command in a process group of its own, with the
-// guard's environment and standard files, TENURE_LEASE_FILE set to lease,
-// and SIGKILL as its parent-death signal.
-func startCommand(path string, argv []string, lease string) (int, error) {
+// guard's environment plus extra and standard files, TENURE_LEASE_FILE set
+// to lease, and SIGKILL as its parent-death signal.
+func startCommand(path string, argv []string, lease string, extra []string) (int, error) {
 	env := []string{}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "TENURE_LEASE_FILE=") {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "TENURE_LEASE_FILE="+lease)
+	env = append(append(env, extra...), "TENURE_LEASE_FILE="+lease)
 	return syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{0, 1, 2},

@@ -11,8 +11,10 @@ import (
 //	tenure __guard [--kill-grace D] -- PATH ARGV0 [ARG...]
 //
 // It starts the program at PATH (named ARGV0) with the guard's own
-// environment, standard files and a lease file, once the first OpLease has
-// arrived on file descriptor 3.
+// environment plus the first OpLease's Env, its standard files and a lease
+// file, once that first OpLease has arrived on file descriptor 3: tenure
+// run starts a guard ahead of each term, so that the command starts as
+// soon as the term begins.
 const Command = "__guard"
 
 // Files the guard finds open: messages in, reports out.
@@ -47,6 +49,9 @@ type Message struct {
 	Lease  *Lease           `json:"lease,omitempty"`
 	TermAt boottime.Instant `json:"term_at_boot_ns,omitempty"`
 	Signal syscall.Signal   `json:"signal,omitempty"`
+	// Env, with the first OpLease, is added to the command's environment
+	// (the term's variables: a guard may be started before its term).
+	Env []string `json:"env,omitempty"`
 }
 
 // A Report is what the guard tells tenure, one JSON object per line: first

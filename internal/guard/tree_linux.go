@@ -3,9 +3,13 @@
 package guard
 
 import (
+	"errors"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // procTree is the command's process tree: every descendant of the guard,
@@ -62,9 +66,34 @@ func (t *procTree) signalAll(procs []Proc, sig syscall.Signal) {
 	}
 	for _, p := range procs {
 		if !done[p.Pgid] || sig == syscall.SIGKILL {
-			_ = syscall.Kill(p.Pid, sig)
+			signalProc(p, ours, t.self, sig)
 		}
 	}
+}
+
+// signalProc sends sig to p, through a pidfd, once it has checked that the
+// process the pidfd holds is still in the tree (its parent is the guard or
+// one of ours): a process that exited since /proc was read may have had its
+// id reused by an unrelated process. Without pidfds (Linux < 5.3) it falls
+// back to kill(2).
+func signalProc(p Proc, ours map[int]bool, self int, sig syscall.Signal) {
+	fd, err := unix.PidfdOpen(p.Pid, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		_ = syscall.Kill(p.Pid, sig)
+		return
+	}
+	if err != nil {
+		return // gone
+	}
+	defer unix.Close(fd)
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/stat")
+	if err != nil {
+		return
+	}
+	if q, err := ParseStat(b); err != nil || q.PPid != self && !ours[q.PPid] {
+		return // not ours (any more)
+	}
+	_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
 // kill sends SIGKILL to every process of the tree, again and again, reaping

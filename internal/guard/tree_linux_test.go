@@ -55,32 +55,31 @@ func TestKillTree(t *testing.T) {
 	script := `(while :; do sleep 1; done) &
 setsid sh -c 'sleep 60 & (sleep 61 &) ; sleep 62' &
 wait`
-	pid, err := startCommand("/bin/sh", []string{"sh", "-c", script}, filepath.Join(t.TempDir(), "lease.json"))
+	pid, err := startCommand("/bin/sh", []string{"sh", "-c", script}, filepath.Join(t.TempDir(), "lease.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tree := &procTree{self: os.Getpid(), selfPgid: syscall.Getpgrp(), main: pid}
 	t.Cleanup(tree.kill)
 	// sh, its subshell and the subshell's sleep, the setsid'd sh, sleep 60,
-	// sleep 62, and the orphaned sleep 61: 7 processes.
+	// sleep 62, and the orphaned sleep 61 (once the subshell that started
+	// it has exited): 7 processes in two groups, one of them an orphan.
 	var procs []Proc
-	began := time.Now()
-	for len(procs) < 7 && time.Since(began) < 10*time.Second {
-		time.Sleep(20 * time.Millisecond)
+	whole := func() bool {
 		procs = tree.live()
-	}
-	if len(procs) < 7 {
-		t.Fatalf("found %d processes of the tree: %+v; want 7", len(procs), procs)
-	}
-	orphan, sessions := false, map[int]bool{}
-	for _, p := range procs {
-		sessions[p.Pgid] = true
-		if p.PPid == os.Getpid() && p.Pid != pid {
-			orphan = true
+		orphan, groups := false, map[int]bool{}
+		for _, p := range procs {
+			groups[p.Pgid] = true
+			if p.PPid == os.Getpid() && p.Pid != pid {
+				orphan = true
+			}
 		}
+		return len(procs) >= 7 && orphan && len(groups) >= 2
 	}
-	if !orphan || len(sessions) < 2 {
-		t.Fatalf("tree %+v: want an orphan reparented to this process and two process groups", procs)
+	for began := time.Now(); !whole(); time.Sleep(20 * time.Millisecond) {
+		if time.Since(began) > 10*time.Second {
+			t.Fatalf("tree %+v: want 7 processes in two groups, one an orphan reparented to this process", procs)
+		}
 	}
 	tree.kill()
 	for _, p := range procs {
