@@ -651,7 +651,9 @@ func (r *runner) feed(c *child, t *tenure.Term, stop <-chan struct{}) {
 // deadline).
 func (r *runner) leaseMessage(t *tenure.Term) guard.Message {
 	now := boottime.Now()
-	deadline := now.Add(t.Remaining())
+	// The term's deadline on the boot clock, measured from the send time of
+	// the request that produced the grant, as the term's own.
+	deadline := boottime.Instant(t.BootDeadline())
 	termAt := max(deadline.Add(-r.f.killGrace), now.Add(2*r.renewEvery))
 	if termAt >= deadline {
 		termAt = 0
