@@ -211,11 +211,11 @@ func (r *runner) readMembers() {
 		r.latest, r.changedAt = ids, now
 		r.target = Assign(r.g.names, ids)
 	}
+	// The first view settles too, so that members started together see
+	// each other before claiming, instead of the first claiming everything.
 	first := r.settled == nil
-	if !slices.Equal(r.latest, r.effective) && (first || now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce()) {
+	if (first || !slices.Equal(r.latest, r.effective)) && now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce() {
 		r.effective, r.settled = r.latest, r.target
-		if !first {
-			r.g.log.Info("membership changed", "members", len(r.effective))
-		}
+		r.g.log.Info("membership settled", "members", len(r.effective))
 	}
 }

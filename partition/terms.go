@@ -13,6 +13,9 @@ import (
 // claim claims, in one batch, the free partitions the latest membership
 // gives this member and that it does not own, and starts a term for each.
 func (r *runner) claim() {
+	if r.settled == nil { // no settled view yet: this member just joined
+		return
+	}
 	var names []string
 	now := time.Now()
 	for _, n := range r.g.names {
