@@ -18,8 +18,8 @@ func (r *runner) claim() {
 	}
 	var names []string
 	now := time.Now()
-	for _, n := range r.g.names {
-		if r.target[n] != r.g.id || r.owned[n] != nil {
+	for _, n := range r.mine {
+		if r.owned[n] != nil {
 			continue
 		}
 		if _, releasing := r.unsent[n]; releasing || now.Before(r.cooldown[n]) {
