@@ -1,9 +1,8 @@
 package partition
 
 import (
-	"hash/fnv"
+	"math/bits"
 	"slices"
-	"sort"
 	"strconv"
 )
 
@@ -27,49 +26,49 @@ func Assign(names, members []string) map[string]string {
 
 	mh := make([]uint64, len(ms))
 	for i, m := range ms {
-		mh[i] = hashString(m)
+		mh[i] = mix(hashString(m))
 	}
-	type pair struct {
-		score uint64
-		p, m  int32
-	}
-	pairs := make([]pair, 0, len(names)*len(ms))
-	for p, n := range names {
-		ph := hashString(n)
+	// Each pair is one uint64: its score in the high bits, its index (p·N+m)
+	// in the low bits, so that one integer sort orders pairs by score (ties
+	// by index, deterministic since members are sorted and names ordered).
+	n := uint64(len(ms))
+	shift := bits.Len64(uint64(len(names)) * n)
+	pairs := make([]uint64, 0, len(names)*len(ms))
+	for p, name := range names {
+		ph := hashString(name)
 		for m := range ms {
-			pairs = append(pairs, pair{mix(ph ^ mix(mh[m])), int32(p), int32(m)})
+			score := mix(ph ^ mh[m])
+			pairs = append(pairs, score>>shift<<shift|uint64(p)*n+uint64(m))
 		}
 	}
-	sort.Slice(pairs, func(i, j int) bool {
-		a, b := pairs[i], pairs[j]
-		if a.score != b.score {
-			return a.score > b.score
-		}
-		if names[a.p] != names[b.p] {
-			return names[a.p] < names[b.p]
-		}
-		return a.m < b.m
-	})
+	slices.Sort(pairs)
 	load := make([]int, len(ms))
-	for _, pr := range pairs {
-		n := names[pr.p]
-		if _, taken := out[n]; taken || load[pr.m] >= capacity {
+	owner := make([]int, len(names)) // member index + 1; 0 while unassigned
+	mask := uint64(1)<<shift - 1
+	for i, left := len(pairs)-1, len(names); i >= 0 && left > 0; i-- {
+		idx := pairs[i] & mask
+		p, m := idx/n, idx%n
+		if owner[p] != 0 || load[m] >= capacity {
 			continue
 		}
-		out[n] = ms[pr.m]
-		load[pr.m]++
-		if len(out) == len(names) {
-			break
-		}
+		owner[p] = int(m) + 1
+		load[m]++
+		left--
+	}
+	for p, m := range owner {
+		out[names[p]] = ms[m-1]
 	}
 	return out
 }
 
 // hashString is 64-bit FNV-1a of s.
 func hashString(s string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(s))
-	return h.Sum64()
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 // mix is splitmix64's finalizer: it spreads every input bit over the output.

@@ -14,7 +14,7 @@ import (
 	"github.com/tenure-dev/tenure/memory"
 )
 
-var chaosSeeds = flag.Int("partition.seeds", 100, "seeds of TestGroupChaos (CI runs 300)")
+var chaosSeeds = flag.Int("partition.seeds", 50, "seeds of TestGroupChaos (CI: -partition.seeds 300)")
 
 // TestGroupChaos runs four members of a 16-partition group through random
 // faults (crashes without leaving, network partitions, lost replies,

@@ -27,14 +27,15 @@ type Config struct {
 	Names []string
 
 	// SyncInterval is how often the member reads the group's membership and
-	// retries claims it could not make. Zero means min(RetryPeriod, 250ms).
+	// retries claims it could not make. Zero means min(RetryPeriod, 100ms).
 	SyncInterval time.Duration
 
 	// Debounce is how long a change of membership must have been seen
 	// unchanged before this member hands partitions over because of it, so
 	// that a flapping member does not make partitions move back and forth.
-	// Free partitions are claimed at once, whatever the debounce. Zero means
-	// the effective RetryPeriod.
+	// Free partitions are claimed at once, whatever the debounce, except by
+	// a member that has just joined, which waits for its first view to
+	// settle. Zero means the effective RetryPeriod.
 	Debounce time.Duration
 
 	// Metrics receives the group's observations. Nil means NopMetrics.
@@ -47,11 +48,11 @@ func DefaultConfig() Config {
 	return Config{Config: tenure.DefaultConfig()}
 }
 
-// EffectiveSyncInterval is SyncInterval, or min(RetryPeriod, 250ms) when it
+// EffectiveSyncInterval is SyncInterval, or min(RetryPeriod, 100ms) when it
 // is zero.
 func (c Config) EffectiveSyncInterval() time.Duration {
 	if c.SyncInterval == 0 {
-		return min(c.EffectiveRetryPeriod(), 250*time.Millisecond)
+		return min(c.EffectiveRetryPeriod(), 100*time.Millisecond)
 	}
 	return c.SyncInterval
 }

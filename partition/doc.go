@@ -1,5 +1,44 @@
 // Package partition runs per-partition leadership: a group of members
 // shares P named partitions of one key, each partition led by at most one
-// member at a time with its own fencing token, spread over the live
-// members by rendezvous hashing capped at ⌈P/N⌉.
+// member at a time, with its own term and fencing token, spread over the
+// live members.
+//
+// # Assignment
+//
+// Every member reads the group's membership from the coordinator and
+// computes the same assignment (Assign): rendezvous hashing capped at
+// ⌈P/N⌉ partitions per member, so that a join or a leave moves about P/N
+// partitions, in one round. A member claims the free partitions the latest
+// membership gives it at once (an orphan of an expired member, or one a
+// leaving member released), but hands a partition over only when the
+// membership has been stable for Config.Debounce and both the settled and
+// the latest membership give it to another member, so a flapping member
+// moves nothing. A partition is released only after its function has
+// returned (drained).
+//
+// # Terms
+//
+// Each owned partition runs Func(ctx, p, term) in its own goroutine with a
+// tenure.Term of its own: its token is greater than every token the
+// partition's key had before, across members and restarts; its context
+// ends at the member's local deadline, when the membership is lost, on a
+// hand-over, or when the function reports a stale token
+// (tenure.IsStale), which steps that partition down alone.
+//
+// # Renewal cost
+//
+// A member holds one lease (tenure.GroupCoordinator) and every partition it
+// owns lives exactly as long as that lease: renewing it is one write per
+// member per renewal interval, whatever P is. On etcd every partition key
+// is attached to the member's etcd lease; on PostgreSQL a partition's row
+// names its owner's epoch, valid while the member's one row is live on the
+// database's clock; the memory coordinator does the same in process. Claims
+// and releases are batched.
+//
+// # Status and metrics
+//
+// Group.Snapshot tells what one member runs; ReadTable reads the whole
+// table (owner, token and lease left per partition, members, balance) for
+// `tenure status`. Config.Metrics receives owned partitions, moves by
+// reason and group-wide stats; package prom implements it.
 package partition

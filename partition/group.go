@@ -26,9 +26,9 @@ type Partition struct {
 // when ctx is cancelled: when the term ends (its lease lost or its local
 // deadline passed, see t.Context()), when the partition is handed over to
 // another member, or when the Group leaves. An error matching
-// tenure.ErrStaleToken steps the partition down at once ("fenced"); any
-// other return while the term is live releases the partition, which this
-// member claims again, with a new token, after RetryPeriod.
+// tenure.ErrStaleToken steps the partition down at once ("fenced"); that,
+// or any other return while the term is live, releases the partition,
+// which this member claims again, with a new token, after RetryPeriod.
 type Func func(ctx context.Context, p Partition, t *tenure.Term) error
 
 // A Group runs one member of a partition group: it joins the group, claims

@@ -16,7 +16,8 @@ const (
 	MoveLeft MoveReason = "left"
 	// MoveLost: the member's lease was lost or its local deadline passed.
 	MoveLost MoveReason = "lost"
-	// MoveFenced: a resource rejected the partition's token as stale.
+	// MoveFenced: a resource rejected the partition's token as stale; the
+	// member claims it again after RetryPeriod.
 	MoveFenced MoveReason = "fenced"
 	// MoveReturned: the partition's function returned while it was owned;
 	// the member claims it again after RetryPeriod.

@@ -38,6 +38,7 @@ type runner struct {
 	latest, effective []string // member IDs: as last read; debounced
 	changedAt         time.Time
 	target, settled   map[string]string // Assign over latest, effective
+	mine              []string          // names target gives this member
 
 	reconcile bool // a claim's outcome is unknown: look for orphans
 	owned     map[string]*owned
@@ -210,12 +211,18 @@ func (r *runner) readMembers() {
 	if r.target == nil || !slices.Equal(ids, r.latest) {
 		r.latest, r.changedAt = ids, now
 		r.target = Assign(r.g.names, ids)
-	}
-	first := r.settled == nil
-	if !slices.Equal(r.latest, r.effective) && (first || now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce()) {
-		r.effective, r.settled = r.latest, r.target
-		if !first {
-			r.g.log.Info("membership changed", "members", len(r.effective))
+		r.mine = r.mine[:0]
+		for _, n := range r.g.names {
+			if r.target[n] == r.g.id {
+				r.mine = append(r.mine, n)
+			}
 		}
+	}
+	// The first view settles too, so that members started together see
+	// each other before claiming, instead of the first claiming everything.
+	first := r.settled == nil
+	if (first || !slices.Equal(r.latest, r.effective)) && now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce() {
+		r.effective, r.settled = r.latest, r.target
+		r.g.log.Info("membership settled", "members", len(r.effective))
 	}
 }

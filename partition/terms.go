@@ -13,10 +13,13 @@ import (
 // claim claims, in one batch, the free partitions the latest membership
 // gives this member and that it does not own, and starts a term for each.
 func (r *runner) claim() {
+	if r.settled == nil || !time.Now().Before(r.deadline) {
+		return // no settled view yet (just joined), or no renewal in time
+	}
 	var names []string
 	now := time.Now()
-	for _, n := range r.g.names {
-		if r.target[n] != r.g.id || r.owned[n] != nil {
+	for _, n := range r.mine {
+		if r.owned[n] != nil {
 			continue
 		}
 		if _, releasing := r.unsent[n]; releasing || now.Before(r.cooldown[n]) {
@@ -137,6 +140,7 @@ func (r *runner) finish(o *owned, err error) {
 	case tenure.IsStale(err):
 		o.ctl.End(fmt.Errorf("%w: fenced by resource: %w", tenure.ErrNotLeader, err))
 		kind, o.reason = tenure.Fenced, MoveFenced
+		r.cooldown[o.p.Name] = time.Now().Add(r.cfg.EffectiveRetryPeriod())
 	case o.ctl.Ended():
 		kind = tenure.Expired
 		if errors.Is(o.ctl.Cause(), tenure.ErrLost) {

@@ -1,0 +1,224 @@
+package partition
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+func (m *measurer) fn(ctx context.Context, p Partition, t *tenure.Term) error {
+	m.mu.Lock()
+	m.runs[p.Key] = append(m.runs[p.Key], run{member: t.Holder(), token: t.Token(), at: time.Now()})
+	m.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+func (m *measurer) start(ctx context.Context, name string) error {
+	c, err := m.cfg.NewCoordinator(ctx)
+	if err != nil {
+		return fmt.Errorf("partition: measure: coordinator for %s: %w", name, err)
+	}
+	cfg := m.pcfg
+	cfg.Holder, cfg.Instance = name, "1"
+	g, err := New(c, cfg)
+	if err != nil {
+		_ = c.Close()
+		return err
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n := &measured{coord: c, g: g, cancel: cancel, done: make(chan error, 1)}
+	go func() { n.done <- g.Run(rctx, m.fn) }()
+	m.nodes[name] = n
+	return nil
+}
+
+// stop ends member name: gracefully, or by closing its coordinator first
+// (crash: it cannot renew or leave).
+func (m *measurer) stop(name string, crash bool) {
+	n := m.nodes[name]
+	delete(m.nodes, name)
+	if crash {
+		_ = n.coord.Close()
+	}
+	n.cancel()
+	<-n.done
+	_ = n.coord.Close()
+}
+
+func (m *measurer) stopAll() {
+	for name := range m.nodes {
+		m.stop(name, false)
+	}
+}
+
+// owners returns who runs each partition now, and the most one runs.
+func (m *measurer) owners() (map[string]string, int) {
+	out := make(map[string]string, m.cfg.Partitions)
+	most := 0
+	for name, n := range m.nodes {
+		owned := n.g.Snapshot().Owned
+		most = max(most, len(owned))
+		for _, o := range owned {
+			out[o.Partition.Key] = name
+		}
+	}
+	return out, most
+}
+
+// settle waits until every partition runs on the member the assignment
+// gives it, polling every 10ms.
+func (m *measurer) settle(ctx context.Context, what string) (map[string]string, int, error) {
+	limit := (m.cfg.Partitions + len(m.nodes) - 1) / len(m.nodes)
+	var ids []string
+	names := make(map[string]string) // member ID → name
+	for name, n := range m.nodes {
+		ids = append(ids, n.g.Identity())
+		names[n.g.Identity()] = name
+	}
+	want := Assign(m.pcfg.PartitionNames(), ids)
+	deadline := time.Now().Add(3*m.cfg.TTL + 30*time.Second)
+	for {
+		own, most := m.owners()
+		if len(own) == m.cfg.Partitions && m.matches(own, want, names) {
+			return own, most, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, 0, fmt.Errorf("partition: measure: %s: %d of %d partitions run, most %d (cap %d)", what, len(own), m.cfg.Partitions, most, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (m *measurer) coldStart(ctx context.Context, res *Measured) error {
+	start := time.Now()
+	for i := range m.cfg.Members {
+		if err := m.start(ctx, fmt.Sprintf("member-%02d", i)); err != nil {
+			return err
+		}
+	}
+	_, most, err := m.settle(ctx, "cold start")
+	if err != nil {
+		return err
+	}
+	res.ColdStart = time.Since(start)
+	res.MaxOwned, res.Cap = most, (m.cfg.Partitions+m.cfg.Members-1)/m.cfg.Members
+	res.Imbalance = float64(most) / (float64(m.cfg.Partitions) / float64(m.cfg.Members))
+	return nil
+}
+
+// cpuTime is this process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (m *measurer) steady(ctx context.Context, res *Measured) error {
+	time.Sleep(m.cfg.TTL / 2) // let claims' aftermath pass
+	var w0, w1 int64
+	var err error
+	if m.cfg.Writes != nil {
+		if w0, err = m.cfg.Writes(ctx); err != nil {
+			return fmt.Errorf("partition: measure: count writes: %w", err)
+		}
+	}
+	c0, t0 := cpuTime(), time.Now()
+	time.Sleep(m.cfg.Steady)
+	c1, elapsed := cpuTime(), time.Since(t0)
+	if m.cfg.Writes != nil {
+		if w1, err = m.cfg.Writes(ctx); err != nil {
+			return fmt.Errorf("partition: measure: count writes: %w", err)
+		}
+		res.WritesPerSecond = float64(w1-w0) / elapsed.Seconds()
+	}
+	res.CPUPerMember = (c1 - c0).Seconds() / elapsed.Seconds() / float64(m.cfg.Members)
+	return nil
+}
+
+func moved(before, after map[string]string) int {
+	n := 0
+	for k, v := range before {
+		if after[k] != v {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *measurer) join(ctx context.Context, res *Measured) error {
+	before, _ := m.owners()
+	if err := m.start(ctx, fmt.Sprintf("member-%02d", m.cfg.Members)); err != nil {
+		return err
+	}
+	after, _, err := m.settle(ctx, "join")
+	res.JoinMoves = moved(before, after)
+	return err
+}
+
+// handover measures how long after at the partitions owned by name in
+// before began a new term elsewhere, and counts tokens that did not grow.
+func (m *measurer) handover(before map[string]string, name string, at time.Time) (p99, most time.Duration, stale int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var lat []time.Duration
+	for key, owner := range before {
+		if owner != name {
+			continue
+		}
+		rs := m.runs[key]
+		last := rs[len(rs)-1]
+		prev := rs[len(rs)-2]
+		if last.token <= prev.token {
+			stale++
+		}
+		lat = append(lat, last.at.Sub(at))
+	}
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return 0, 0, stale
+	}
+	return lat[(len(lat)*99+99)/100-1], lat[len(lat)-1], stale
+}
+
+func (m *measurer) leave(ctx context.Context, res *Measured) error {
+	before, _ := m.owners()
+	at := time.Now()
+	m.stop("member-00", false)
+	after, _, err := m.settle(ctx, "planned leave")
+	if err != nil {
+		return err
+	}
+	res.LeaveMoves = moved(before, after)
+	var stale int
+	res.LeaveP99, res.LeaveMax, stale = m.handover(before, "member-00", at)
+	res.StaleTokens += stale
+	return nil
+}
+
+func (m *measurer) crash(ctx context.Context, res *Measured) error {
+	before, _ := m.owners()
+	at := time.Now()
+	m.stop("member-01", true)
+	if _, _, err := m.settle(ctx, "crash"); err != nil {
+		return err
+	}
+	var stale int
+	res.CrashP99, res.CrashMax, stale = m.handover(before, "member-01", at)
+	res.StaleTokens += stale
+	return nil
+}
+
+// matches reports whether every partition runs where want puts it.
+func (m *measurer) matches(own, want, names map[string]string) bool {
+	for name, id := range want {
+		if own[tenure.PartitionKey(m.pcfg.Key, name)] != names[id] {
+			return false
+		}
+	}
+	return true
+}
