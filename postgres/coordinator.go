@@ -54,6 +54,7 @@ type Coordinator struct {
 	mu       sync.Mutex
 	closed   bool
 	listener *listener // started by the first Watch
+	presence presence  // the keys this coordinator watches, announced to releasers
 }
 
 // statements are the SQL texts, built once with the quoted table name.
@@ -69,6 +70,12 @@ func newStatements(t string, notify Notify) statements {
 	announce := "NULLIF($4::text, $4::text)" // NULL; names $4, the channel, for one argument list
 	if notify == NotifyAll {
 		announce = "pg_notify($4, resource)::text"
+	}
+	// With NotifyWatched a release notifies only when a watcher holds the
+	// key's shared advisory lock (see presence).
+	watchedOnly := ""
+	if notify == NotifyWatched {
+		watchedOnly = "\nWHERE NOT pg_try_advisory_xact_lock(hashtext($4), hashtext(resource))"
 	}
 	return statements{
 		// The seed's acquisition. The new token is the old one
@@ -117,7 +124,7 @@ RETURNING k.ord`,
 	  AND expires_at > CURRENT_TIMESTAMP
 	RETURNING resource
 )
-SELECT pg_notify($4, resource)::text FROM r`,
+SELECT pg_notify($4, resource)::text FROM r` + watchedOnly,
 		leader: `SELECT holder_id, fencing_token,
        (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
 FROM ` + t + ` WHERE resource = $1 AND expires_at > CURRENT_TIMESTAMP`,
@@ -145,7 +152,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 	if o.schema != "" {
 		ident = pgx.Identifier{o.schema, o.table}
 	}
-	c := &Coordinator{pool: pool, o: o, table: ident.Sanitize()}
+	c := &Coordinator{pool: pool, o: o, table: ident.Sanitize(), presence: presence{keys: map[string]int{}}}
 	c.sql = newStatements(c.table, o.notify)
 	if err := c.ensureTable(ctx); err != nil {
 		return nil, err
@@ -209,6 +216,7 @@ func (c *Coordinator) Close() error {
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
+	c.closePresence()
 	if c.ownPool {
 		c.pool.Close()
 	}
