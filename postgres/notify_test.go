@@ -11,9 +11,9 @@ import (
 	"github.com/tenure-dev/tenure/postgres"
 )
 
-// TestNotifyModes checks which changes each mode announces: by default a
-// release only while some coordinator watches the key; every release with
-// NotifyReleases; acquisitions too with NotifyAll.
+// TestNotifyModes checks which changes each mode announces: by default
+// acquisitions and releases only while some coordinator watches the key;
+// always with NotifyAll.
 func TestNotifyModes(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -22,9 +22,8 @@ func TestNotifyModes(t *testing.T) {
 		want    int  // notifications for an acquire then a release
 	}{
 		{"default-unwatched", nil, false, 0},
-		{"default-watched", nil, true, 1},
+		{"default-watched", nil, true, 2},
 		{"watched-unwatched", []postgres.Option{postgres.WithNotify(postgres.NotifyWatched)}, false, 0},
-		{"releases", []postgres.Option{postgres.WithNotify(postgres.NotifyReleases)}, false, 1},
 		{"all", []postgres.Option{postgres.WithNotify(postgres.NotifyAll)}, false, 2},
 		{"all-watched", []postgres.Option{postgres.WithNotify(postgres.NotifyAll)}, true, 2},
 	}

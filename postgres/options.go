@@ -49,18 +49,16 @@ type options struct {
 type Notify int
 
 const (
-	// NotifyWatched announces a release only when some Coordinator watches
-	// the key (it holds an advisory lock for it while it does): the change
-	// a waiting contender acts on, and only when one waits. An expiry is
-	// never announced (watchers time it from the lease's end), and a new
-	// holder is seen at a watcher's next read: its next poll, or the end
-	// of the lease it was waiting for. The default.
+	// NotifyWatched announces acquisitions and releases only while some
+	// Coordinator watches the key (it holds an advisory lock for the key
+	// while it does), so that a key nobody waits for never takes the
+	// notification lock. An expiry is never announced: watchers time it
+	// from the lease's end. The default.
 	NotifyWatched Notify = iota
-	// NotifyReleases announces every release, watched or not.
-	NotifyReleases
-	// NotifyAll announces every acquisition and every release, so that
-	// watchers see a new holder at once. Every acquisition then serializes
-	// on the notification lock: compare with `tenure bench throughput`.
+	// NotifyAll announces every acquisition and every release, watched or
+	// not (tenure's behaviour before NotifyWatched): every one of them
+	// serializes on the notification lock. Compare with `tenure bench
+	// throughput --postgres`.
 	NotifyAll
 )
 
@@ -69,8 +67,6 @@ func (n Notify) String() string {
 	switch n {
 	case NotifyWatched:
 		return "watched"
-	case NotifyReleases:
-		return "releases"
 	case NotifyAll:
 		return "all"
 	}
@@ -131,7 +127,7 @@ func newOptions(opts []Option) (options, error) {
 	ident("WithTable", o.table, false)
 	ident("WithChannel", o.channel, false)
 	if o.notify < NotifyWatched || o.notify > NotifyAll {
-		errs = append(errs, fmt.Errorf("%w: WithNotify (%s) must be NotifyWatched, NotifyReleases or NotifyAll", ErrInvalidOption, o.notify))
+		errs = append(errs, fmt.Errorf("%w: WithNotify (%s) must be NotifyWatched or NotifyAll", ErrInvalidOption, o.notify))
 	}
 	if o.pollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("%w: WithPollInterval (%s) must be positive", ErrInvalidOption, o.pollInterval))

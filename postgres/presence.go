@@ -9,31 +9,33 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// presence tells releasers which keys are watched, so that with
-// NotifyWatched a release sends a notification (and takes PostgreSQL's
-// global notification lock at commit) only when someone waits for it.
+// presence tells writers which keys are watched, so that with
+// NotifyWatched an acquisition or release sends a notification (and takes
+// PostgreSQL's global notification lock at commit) only when someone
+// watches.
 //
 // A Coordinator that watches a key holds a session-level shared advisory
 // lock on (hashtext(channel), hashtext(key)), on a connection of its own,
-// for as long as it watches. A release tries the exclusive transaction-level
+// for as long as it watches. A writer tries the exclusive transaction-level
 // lock on the same pair: when it gets it, nobody watches and it does not
 // notify; when it cannot, it notifies. A watcher takes its lock before it
-// reads the key: a release that got the exclusive lock first holds it until
+// reads the key: a writer that got the exclusive lock first holds it until
 // it commits, so the watcher's lock waits for that commit and its read
-// then sees the release. Hash collisions, or another application's
+// then sees the change. Hash collisions, or another application's
 // advisory locks on the same pair, only cause extra notifications.
 //
-// If the presence connection fails, the locks go with it: releases stop
+// If the presence connection fails, the locks go with it: writes stop
 // notifying until the listener reconnects and restores them, and watchers
-// meanwhile see releases at their next poll.
+// meanwhile see changes at their next poll or lease expiry.
 type presence struct {
 	mu   sync.Mutex
 	conn *pgx.Conn      // nil until the first key, and after a failure
 	keys map[string]int // watchers per key
 }
 
-// presenceLock is how often, and how long apart, a watcher tries its
-// shared lock while a release holds the exclusive one (until it commits).
+// presenceTries and presencePause: how often, and how far apart, a watcher
+// tries its shared lock while a writer holds the exclusive one (until it
+// commits).
 const (
 	presenceTries = 50
 	presencePause = 2 * time.Millisecond
@@ -50,7 +52,7 @@ func (c *Coordinator) enter(ctx context.Context, key string) {
 		return
 	}
 	if err := c.lockKeys(ctx, []string{key}); err != nil {
-		c.o.logger.Warn("postgres: cannot announce a watch; releases of the key are seen at the next poll",
+		c.o.logger.Warn("postgres: cannot announce a watch; changes of the key are seen at the next poll",
 			"key", key, "err", err)
 	}
 }
@@ -118,7 +120,7 @@ func (c *Coordinator) lockKeys(ctx context.Context, keys []string) error {
 	return nil
 }
 
-// lockKey tries key's shared lock until it gets it: a release holding the
+// lockKey tries key's shared lock until it gets it: a writer holding the
 // exclusive lock keeps it only until it commits.
 func (c *Coordinator) lockKey(ctx context.Context, key string) error {
 	for range presenceTries {

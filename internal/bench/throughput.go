@@ -117,7 +117,6 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Report, error) {
 		}
 	}
 	rep.compare("tenure", impls[len(impls)-1].name)
-	rep.compare("tenure-notify-releases", impls[len(impls)-1].name)
 	rep.compare("tenure-notify-all", impls[len(impls)-1].name)
 	rep.Notes = throughputNotes(o)
 	rep.Elapsed = ms(time.Since(began))
@@ -130,7 +129,7 @@ func throughputNotes(o ThroughputOptions) []string {
 		"renew_all_keys_ms: median time for one holder to renew as many keys as there are clients (tenure: one RenewBatch)",
 	}
 	if o.Postgres != "" {
-		n = append(n, "notifications: tenure (postgres.NotifyWatched, the default) announces a release only while some coordinator watches the key (none does here); tenure-notify-releases every release; tenure-notify-all every acquisition and release (the old behaviour)",
+		n = append(n, "notifications: tenure (postgres.NotifyWatched, the default) announces acquisitions and releases only while some coordinator watches the key (none does here); tenure-notify-all announces every one (the old behaviour)",
 			"seed-sql renews a holder's keys one statement each, as the seed's recipe does")
 	} else {
 		n = append(n, "etcd-mutex: concurrency.Mutex Lock, one KeepAliveOnce of the session's lease, Unlock, on one session per client")
@@ -257,7 +256,6 @@ func throughputImpls(ctx context.Context, t Target, id string) ([]*cycler, func(
 	}
 	return []*cycler{
 		tenureCycler("tenure", prefix, pgOpen(postgres.NotifyWatched)),
-		tenureCycler("tenure-notify-releases", prefix, pgOpen(postgres.NotifyReleases)),
 		tenureCycler("tenure-notify-all", prefix, pgOpen(postgres.NotifyAll)),
 		seedCycler(t, prefix+"/seed"),
 	}, func() {}, nil
