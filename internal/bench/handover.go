@@ -118,8 +118,8 @@ func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
 			o.progress("handover: %d/%d trials", i+1, o.Trials)
 		}
 	}
-	r := &Report{Benchmark: "handover", Backend: o.Backend(), Settings: map[string]string{
-		"trials": fmt.Sprint(o.Trials), "ttl": o.TTL.String(), "settle": o.Settle.String(),
+	r := &Report{Benchmark: "handover", Backend: o.Backend(), Settings: map[string]any{
+		"trials": o.Trials, "ttl_ms": ms(o.TTL), "settle_ms": ms(o.Settle),
 	}, Failures: []string{}}
 	r.addLatency("tenure", "", tds, floors, 0)
 	r.addLatency(peerName, "", pds, floors, 0)
@@ -128,7 +128,7 @@ func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
 		"handover: from the leader starting to let go until the successor acts (its function called with the new token)",
 		"floor: one watch notification (from the write's send to the event's arrival) plus one write-transaction round trip, measured after each pair of trials")
 	if o.Postgres != "" {
-		r.Settings["seed_poll"] = o.SeedPoll.String()
+		r.Settings["seed_poll_ms"] = ms(o.SeedPoll)
 		r.Notes = append(r.Notes, fmt.Sprintf("seed-sql: the follower re-runs the seed's UPDATE every %s (the seed has no notification)", o.SeedPoll))
 	}
 	r.Elapsed = ms(time.Since(began))

@@ -99,8 +99,8 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Report, error) {
 			o.progress("throughput: round %d/%d, %d clients done", r+1, o.Rounds, n)
 		}
 	}
-	rep := &Report{Benchmark: "throughput", Backend: o.Backend(), Settings: map[string]string{
-		"duration": o.Duration.String(), "rounds": fmt.Sprint(o.Rounds), "clients": fmt.Sprint(o.Clients),
+	rep := &Report{Benchmark: "throughput", Backend: o.Backend(), Settings: map[string]any{
+		"duration_ms": ms(o.Duration), "rounds": o.Rounds, "clients": o.Clients,
 	}, Failures: []string{}}
 	for _, n := range o.Clients {
 		for _, im := range impls {
