@@ -72,22 +72,7 @@ func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
 		return nil, err
 	}
 	defer ten.close()
-	var peer trialer
-	var peerName string
-	var fl floor
-	if o.Postgres != "" {
-		peerName = "seed-sql"
-		peer, err = newSeedHandover(ctx, o.Target, "bench/"+id+"/seed", o.TTL, o.Settle, o.SeedPoll)
-		if err == nil {
-			fl, err = newPGFloor(ctx, o.Target, "bench/"+id+"/floor")
-		}
-	} else {
-		peerName = "etcd-election"
-		peer, err = newElectionHandover(ctx, o.Target, "/tenure-bench/"+id+"/election", o.TTL, o.Settle)
-		if err == nil {
-			fl, err = newEtcdFloor(ctx, o.Target, "/tenure-bench/"+id+"/floor")
-		}
-	}
+	peerName, peer, fl, err := handoverPeer(ctx, o, id)
 	if peer != nil {
 		defer peer.close()
 	}
@@ -118,6 +103,35 @@ func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
 			o.progress("handover: %d/%d trials", i+1, o.Trials)
 		}
 	}
+	return handoverReport(o, peerName, tds, pds, floors, began), nil
+}
+
+// handoverPeer sets up the peer on the target and the floor's measurement.
+// What it returns non-nil must be closed, error or not.
+func handoverPeer(ctx context.Context, o HandoverOptions, id string) (string, trialer, floor, error) {
+	if o.Postgres != "" {
+		h, err := newSeedHandover(ctx, o.Target, "bench/"+id+"/seed", o.TTL, o.Settle, o.SeedPoll)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		f, err := newPGFloor(ctx, o.Target, "bench/"+id+"/floor")
+		if err != nil {
+			return "", h, nil, err
+		}
+		return "seed-sql", h, f, nil
+	}
+	h, err := newElectionHandover(ctx, o.Target, "/tenure-bench/"+id+"/election", o.TTL, o.Settle)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	f, err := newEtcdFloor(ctx, o.Target, "/tenure-bench/"+id+"/floor")
+	if err != nil {
+		return "", h, nil, err
+	}
+	return "etcd-election", h, f, nil
+}
+
+func handoverReport(o HandoverOptions, peerName string, tds, pds, floors []time.Duration, began time.Time) *Report {
 	r := &Report{Benchmark: "handover", Backend: o.Backend(), Settings: map[string]any{
 		"trials": o.Trials, "ttl_ms": ms(o.TTL), "settle_ms": ms(o.Settle),
 	}, Failures: []string{}}
@@ -132,7 +146,7 @@ func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
 		r.Notes = append(r.Notes, fmt.Sprintf("seed-sql: the follower re-runs the seed's UPDATE every %s (the seed has no notification)", o.SeedPoll))
 	}
 	r.Elapsed = ms(time.Since(began))
-	return r, nil
+	return r
 }
 
 // electorPair hands a key back and forth between two tenure Electors, each

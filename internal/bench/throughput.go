@@ -355,33 +355,39 @@ func seedCycler(t Target, prefix string) *cycler {
 				return s.Release(ctx, key(i), holder, tok)
 			}, s.Pool.Close, nil
 		},
-		renewAll: func(ctx context.Context, n int) (time.Duration, error) {
-			s, err := setup(ctx, n)
-			if err != nil {
-				return 0, err
+		renewAll: seedRenewAll(setup, key, ttl),
+	}
+}
+
+// seedRenewAll times the seed's renewal of n keys of one holder: one
+// statement per key.
+func seedRenewAll(setup func(context.Context, int) (Seed, error), key func(int) string, ttl time.Duration) func(context.Context, int) (time.Duration, error) {
+	return func(ctx context.Context, n int) (time.Duration, error) {
+		s, err := setup(ctx, n)
+		if err != nil {
+			return 0, err
+		}
+		defer s.Pool.Close()
+		toks := make([]int64, n)
+		for i := range toks {
+			tok, ok, err := s.Acquire(ctx, key(i), "one-holder", ttl)
+			if err != nil || !ok {
+				return 0, errors.Join(err, fmt.Errorf("seed acquire of %q refused", key(i)))
 			}
-			defer s.Pool.Close()
-			toks := make([]int64, n)
-			for i := range toks {
-				tok, ok, err := s.Acquire(ctx, key(i), "one-holder", ttl)
-				if err != nil || !ok {
-					return 0, errors.Join(err, fmt.Errorf("seed acquire of %q refused", key(i)))
-				}
-				toks[i] = tok
+			toks[i] = tok
+		}
+		defer func() {
+			for i, tok := range toks {
+				_ = s.Release(ctx, key(i), "one-holder", tok)
 			}
-			defer func() {
-				for i, tok := range toks {
-					_ = s.Release(ctx, key(i), "one-holder", tok)
+		}()
+		return timeMedian(ctx, 20, func() error {
+			for i, tok := range toks {
+				if _, err := s.Renew(ctx, key(i), "one-holder", tok, ttl); err != nil {
+					return err
 				}
-			}()
-			return timeMedian(ctx, 20, func() error {
-				for i, tok := range toks {
-					if _, err := s.Renew(ctx, key(i), "one-holder", tok, ttl); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		},
+			}
+			return nil
+		})
 	}
 }
