@@ -50,7 +50,7 @@ func (o *HandoverOptions) defaults() error {
 	return errors.Join(append(errs, o.validate())...)
 }
 
-// trialer makes one handover (or failover) and says how long it took.
+// trialer makes one handover and says how long it took.
 type trialer interface {
 	trial(ctx context.Context) (time.Duration, error)
 	close()
