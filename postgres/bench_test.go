@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -10,42 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tenure-dev/tenure/internal/bench"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 )
 
-// The seed's statements, verbatim but for the table name and the renew and
-// release statements the seed leaves implicit, for the raw-SQL peer.
-const (
-	seedTable   = `CREATE TABLE seed_leadership (resource text PRIMARY KEY, holder_id text, fencing_token bigint NOT NULL DEFAULT 0, acquired_at timestamptz, expires_at timestamptz NOT NULL DEFAULT '-infinity')`
-	seedAcquire = `UPDATE seed_leadership
-SET holder_id = $1, fencing_token = fencing_token + 1,
-    acquired_at = CURRENT_TIMESTAMP, expires_at = CURRENT_TIMESTAMP + INTERVAL '15 seconds'
-WHERE resource = $2 AND (expires_at < CURRENT_TIMESTAMP OR holder_id = $1)
-RETURNING fencing_token, expires_at`
-	seedRenew = `UPDATE seed_leadership SET expires_at = CURRENT_TIMESTAMP + INTERVAL '15 seconds'
-WHERE resource = $1 AND holder_id = $2 AND fencing_token = $3 AND expires_at > CURRENT_TIMESTAMP`
-	seedRelease = `UPDATE seed_leadership SET expires_at = '-infinity'
-WHERE resource = $1 AND holder_id = $2 AND fencing_token = $3`
-)
-
-// seedPeer runs the seed's statements on a pool of its own.
-type seedPeer struct{ pool *pgxpool.Pool }
-
-func (s seedPeer) acquire(ctx context.Context, key, holder string) (uint64, bool, error) {
-	var token int64
-	var exp time.Time
-	err := s.pool.QueryRow(ctx, seedAcquire, holder, key).Scan(&token, &exp)
-	if err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, false, nil
-		}
-		return 0, false, err
-	}
-	return uint64(token), true, nil
-}
+// seedTTL is the lease of the seed's statements, as the seed writes it.
+const seedTTL = 15 * time.Second
 
 // BenchmarkCoordinator measures the Coordinator beside the seed's raw SQL on
 // the same server in the same run:
@@ -62,15 +33,18 @@ func BenchmarkCoordinator(b *testing.B) {
 	poolDSN := pgtest.WithParams(dsn, map[string]string{"pool_max_conns": "12"}) // room for 10 clients
 	ctx := b.Context()
 	c := open(b, poolDSN)
-	srv.Exec(b, dsn, seedTable)
 	pool, err := pgxpool.New(ctx, poolDSN)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
-	seed := seedPeer{pool}
+	seed := bench.Seed{Pool: pool}
+	keys := []string{"handover/seed"}
 	for i := range 10 {
-		srv.Exec(b, dsn, `INSERT INTO seed_leadership (resource) VALUES ($1)`, fmt.Sprintf("bench/%d", i))
+		keys = append(keys, fmt.Sprintf("bench/%d", i))
+	}
+	if err := seed.Setup(ctx, keys...); err != nil {
+		b.Fatal(err)
 	}
 
 	for _, clients := range []int{1, 10} {
@@ -88,15 +62,14 @@ func BenchmarkCoordinator(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("ops/clients=%d/seed", clients), func(b *testing.B) {
 			runClients(b, clients, func(key, holder string) error {
-				token, ok, err := seed.acquire(ctx, key, holder)
+				token, ok, err := seed.Acquire(ctx, key, holder, seedTTL)
 				if err != nil || !ok {
 					return fmt.Errorf("seed acquire: %v, ok %v", err, ok)
 				}
-				if _, err := pool.Exec(ctx, seedRenew, key, holder, int64(token)); err != nil {
+				if _, err := seed.Renew(ctx, key, holder, token, seedTTL); err != nil {
 					return err
 				}
-				_, err = pool.Exec(ctx, seedRelease, key, holder, int64(token))
-				return err
+				return seed.Release(ctx, key, holder, token)
 			})
 		})
 	}
@@ -141,7 +114,6 @@ func BenchmarkCoordinator(b *testing.B) {
 	})
 	b.Run("handover/seed", func(b *testing.B) {
 		const key = "handover/seed"
-		srv.Exec(b, dsn, `INSERT INTO seed_leadership (resource) VALUES ($1) ON CONFLICT DO NOTHING`, key)
 		var armed atomic.Bool
 		got := make(chan time.Time)
 		released := make(chan struct{})
@@ -160,24 +132,24 @@ func BenchmarkCoordinator(b *testing.B) {
 				if !armed.Load() {
 					continue
 				}
-				token, ok, err := seed.acquire(wctx, key, "follower")
+				token, ok, err := seed.Acquire(wctx, key, "follower", seedTTL)
 				if err != nil || !ok {
 					continue
 				}
 				armed.Store(false)
 				got <- time.Now()
-				_, _ = pool.Exec(wctx, seedRelease, key, "follower", int64(token))
+				_ = seed.Release(wctx, key, "follower", token)
 				released <- struct{}{}
 			}
 		})
 		handover(b, func() (func(), error) {
-			token, ok, err := seed.acquire(ctx, key, "leader")
+			token, ok, err := seed.Acquire(ctx, key, "leader", seedTTL)
 			if err != nil || !ok {
 				return nil, fmt.Errorf("seed acquire: %v, ok %v", err, ok)
 			}
 			return func() {
 				armed.Store(true)
-				_, _ = pool.Exec(ctx, seedRelease, key, "leader", int64(token))
+				_ = seed.Release(ctx, key, "leader", token)
 			}, nil
 		}, got, released)
 		stop()

@@ -54,6 +54,7 @@ type Coordinator struct {
 	mu       sync.Mutex
 	closed   bool
 	listener *listener // started by the first Watch
+	presence presence  // the keys this coordinator watches, announced to releasers
 }
 
 // statements are the SQL texts, built once with the quoted table name.
@@ -62,16 +63,18 @@ type statements struct {
 }
 
 func newStatements(t string, notify Notify) statements {
-	// An acquisition notifies watchers (at commit, only when a row was
-	// updated) only with NotifyAll: a waiting contender needs releases, not
-	// acquisitions, and each notifying commit serializes on PostgreSQL's
-	// global notification queue lock.
-	announce := "NULLIF($4::text, $4::text)" // NULL; names $4, the channel, for one argument list
-	if notify == NotifyAll {
-		announce = "pg_notify($4, resource)::text"
+	// Acquisitions and releases notify watchers (at commit, only when a row
+	// was updated). With NotifyWatched, only while some coordinator watches
+	// the key, which it announces with a shared advisory lock (see
+	// presence): each notifying commit serializes on PostgreSQL's global
+	// notification queue lock, and nobody needs a notification that nobody
+	// watches for.
+	announce := "pg_notify($4, resource)::text"
+	if notify == NotifyWatched {
+		announce = "CASE WHEN pg_try_advisory_xact_lock(hashtext($4), hashtext(resource)) THEN NULL ELSE pg_notify($4, resource)::text END"
 	}
 	return statements{
-		// The seed's acquisition. The new token is the old one
+		// The seed's acquisition, plus a notification for watchers. The new token is the old one
 		// plus one, and never less than the database clock in microseconds
 		// since 1970: a row deleted to "unstick" a key, a truncated or
 		// re-created table, or a point-in-time restore would otherwise
@@ -117,7 +120,7 @@ RETURNING k.ord`,
 	  AND expires_at > CURRENT_TIMESTAMP
 	RETURNING resource
 )
-SELECT pg_notify($4, resource)::text FROM r`,
+SELECT ` + announce + ` FROM r`,
 		leader: `SELECT holder_id, fencing_token,
        (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
 FROM ` + t + ` WHERE resource = $1 AND expires_at > CURRENT_TIMESTAMP`,
@@ -145,7 +148,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 	if o.schema != "" {
 		ident = pgx.Identifier{o.schema, o.table}
 	}
-	c := &Coordinator{pool: pool, o: o, table: ident.Sanitize()}
+	c := &Coordinator{pool: pool, o: o, table: ident.Sanitize(), presence: presence{keys: map[string]int{}}}
 	c.sql = newStatements(c.table, o.notify)
 	if err := c.ensureTable(ctx); err != nil {
 		return nil, err
@@ -209,6 +212,7 @@ func (c *Coordinator) Close() error {
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
+	c.closePresence()
 	if c.ownPool {
 		c.pool.Close()
 	}

@@ -42,7 +42,11 @@
 // Release sets expires_at to '-infinity' (keeping holder_id and the token
 // for the record), so the key is free at once, and sends pg_notify on one
 // channel (WithChannel, default "tenure_leadership") with the key as payload;
-// acquisitions notify too.
+// acquisitions notify too. By default (NotifyWatched) both notify only while
+// some Coordinator watches the key, which it announces with a shared
+// advisory lock: PostgreSQL serializes every notifying commit on one global
+// lock, so unwatched keys never pay for it (WithNotify(NotifyAll) always
+// notifies).
 //
 // # Clocks
 //
@@ -58,7 +62,8 @@
 // # Watching
 //
 // Watch shares one dedicated connection per Coordinator that LISTENs on the
-// channel, fanning notifications out by key, and every watcher also re-reads
+// channel, fanning notifications out by key, and another that holds the
+// watched keys' shared advisory locks; every watcher also re-reads
 // its key at the poll interval (WithPollInterval, default 1s) and when its
 // lease is due to expire (the time left is read from the database, not
 // computed from the node's clock), so correctness never depends on a

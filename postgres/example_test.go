@@ -70,3 +70,21 @@ func ExampleFenceGuard() {
 		fmt.Println("deposed; stepping down:", err)
 	}
 }
+
+// Every acquisition and release announced to watchers, watched or not, as
+// tenure did before NotifyWatched became the default: watchers elsewhere
+// (other tools LISTENing on the channel) hear of every change, at the cost
+// of serializing those commits on PostgreSQL's notification lock.
+func ExampleWithNotify() {
+	c, err := postgres.Open(context.Background(), os.Getenv("DATABASE_URL"),
+		postgres.WithNotify(postgres.NotifyAll))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+}
+
+func ExampleNotify_String() {
+	fmt.Println(postgres.NotifyWatched, postgres.NotifyAll)
+	// Output: watched all
+}

@@ -49,23 +49,24 @@ type options struct {
 type Notify int
 
 const (
-	// NotifyReleases announces releases only: the change a waiting
-	// contender acts on. An expiry is never announced (watchers time it
-	// from the lease's end), and a new holder is seen at a watcher's next
-	// read: its next poll, or the end of the lease it was waiting for.
-	// The default.
-	NotifyReleases Notify = iota
-	// NotifyAll also announces every acquisition, so that watchers see a
-	// new holder at once; at 10 clients it costs about a third of the
-	// acquire/renew/release throughput (see `tenure bench throughput`).
+	// NotifyWatched announces acquisitions and releases only while some
+	// Coordinator watches the key (it holds an advisory lock for the key
+	// while it does), so that a key nobody waits for never takes the
+	// notification lock. An expiry is never announced: watchers time it
+	// from the lease's end. The default.
+	NotifyWatched Notify = iota
+	// NotifyAll announces every acquisition and every release, watched or
+	// not (tenure's behaviour before NotifyWatched): every one of them
+	// serializes on the notification lock. Compare with `tenure bench
+	// throughput --postgres`.
 	NotifyAll
 )
 
 // String names the mode as the bench command's output does.
 func (n Notify) String() string {
 	switch n {
-	case NotifyReleases:
-		return "releases"
+	case NotifyWatched:
+		return "watched"
 	case NotifyAll:
 		return "all"
 	}
@@ -91,7 +92,7 @@ func WithChannel(channel string) Option { return func(o *options) { o.channel = 
 func WithPollInterval(d time.Duration) Option { return func(o *options) { o.pollInterval = d } }
 
 // WithNotify sets which changes are announced to watchers. Default
-// NotifyReleases.
+// NotifyWatched.
 func WithNotify(n Notify) Option { return func(o *options) { o.notify = n } }
 
 // WithLogger sets where the coordinator logs (listener reconnections).
@@ -125,8 +126,8 @@ func newOptions(opts []Option) (options, error) {
 	ident("WithSchema", o.schema, false)
 	ident("WithTable", o.table, false)
 	ident("WithChannel", o.channel, false)
-	if o.notify != NotifyReleases && o.notify != NotifyAll {
-		errs = append(errs, fmt.Errorf("%w: WithNotify (%s) must be NotifyReleases or NotifyAll", ErrInvalidOption, o.notify))
+	if o.notify < NotifyWatched || o.notify > NotifyAll {
+		errs = append(errs, fmt.Errorf("%w: WithNotify (%s) must be NotifyWatched or NotifyAll", ErrInvalidOption, o.notify))
 	}
 	if o.pollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("%w: WithPollInterval (%s) must be positive", ErrInvalidOption, o.pollInterval))

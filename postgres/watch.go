@@ -112,7 +112,8 @@ func (c *Coordinator) listenOnce(ctx context.Context, l *listener) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{c.o.channel}.Sanitize()); err != nil {
 		return err
 	}
-	l.pokeAll() // changes made while nobody listened
+	c.restore(ctx) // announce the watched keys again if that connection failed too
+	l.pokeAll()    // changes made while nobody listened
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -156,6 +157,8 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 
 	poke := make(chan struct{}, 1)
 	unsubscribe := l.subscribe(key, poke) // before the first read: miss nothing
+	c.enter(ctx, key)                     // likewise: releases notify from now on
+	unsubscribe = func(unsub func()) func() { return func() { unsub(); c.leave(key) } }(unsubscribe)
 	first, err := c.observe(ctx, key)
 	if err != nil {
 		unsubscribe()

@@ -182,7 +182,14 @@ func (c *chain) trial(ctx context.Context, settle time.Duration) (outcome, error
 	if c.next, err = c.start(); err != nil {
 		return outcome{}, err
 	}
-	return outcome{took: at.Sub(killed), floor: bound.Sub(killed), early: at < bound}, nil
+	return judge(killed, at, bound), nil
+}
+
+// judge is the outcome of a failover: the leader killed at killed, its
+// successor acting at at, the old lease seen live at the coordinator until
+// bound at least.
+func judge(killed, at, bound boottime.Instant) outcome {
+	return outcome{took: at.Sub(killed), floor: bound.Sub(killed), early: at < bound}
 }
 
 func (c *chain) close() {

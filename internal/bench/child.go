@@ -24,8 +24,8 @@ type childSpec struct {
 	Postgres  string        `json:"postgres,omitempty"`
 	Key       string        `json:"key"`
 	Holder    string        `json:"holder"`
-	TTL       time.Duration `json:"ttl"`
-	Poll      time.Duration `json:"poll,omitempty"` // seed-sql's contender
+	TTL       time.Duration `json:"ttl_ns"`
+	Poll      time.Duration `json:"poll_ns,omitempty"` // seed-sql's contender
 }
 
 // Lines a contender writes on its standard output.

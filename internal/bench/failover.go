@@ -122,8 +122,8 @@ func Failover(ctx context.Context, o FailoverOptions) (*Report, error) {
 }
 
 func failoverReport(o FailoverOptions, impls []*failImpl, results [][]outcome, began time.Time) *Report {
-	r := &Report{Benchmark: "failover", Backend: o.Backend(), Settings: map[string]string{
-		"trials": fmt.Sprint(o.Trials), "ttl": o.TTL.String(), "settle": o.Settle.String(),
+	r := &Report{Benchmark: "failover", Backend: o.Backend(), Settings: map[string]any{
+		"trials": o.Trials, "ttl_ms": ms(o.TTL), "settle_ms": ms(o.Settle),
 	}, Failures: []string{}}
 	for i, im := range impls {
 		var ds, fs []time.Duration
@@ -147,7 +147,7 @@ func failoverReport(o FailoverOptions, impls []*failImpl, results [][]outcome, b
 	if o.Postgres == "" {
 		r.Notes = append(r.Notes, "etcd: the floor includes etcd's revocation pass (every 500ms), since etcd reports an expired lease live until that pass revokes it; TimeToLive's whole seconds are rounded down")
 	} else {
-		r.Settings["seed_poll"] = o.SeedPoll.String()
+		r.Settings["seed_poll_ms"] = ms(o.SeedPoll)
 	}
 	r.Elapsed = ms(time.Since(began))
 	return r

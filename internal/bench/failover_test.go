@@ -3,8 +3,11 @@ package bench
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
 // selfCommand re-executes this test binary as a contender process.
@@ -50,5 +53,44 @@ func checkFailover(t *testing.T, r *Report) {
 		if row.Failures != 0 {
 			t.Errorf("%s: %d successors acted before the old lease expired", row.Impl, row.Failures)
 		}
+	}
+}
+
+// TestJudge: a successor that acts while the old lease was still seen live
+// is a failure; one that acts after it is not.
+func TestJudge(t *testing.T) {
+	const k = boottime.Instant(1_000_000_000)
+	tests := []struct {
+		name      string
+		at, bound boottime.Instant
+		early     bool
+	}{
+		{"after the lease", k + 2_100_000_000, k + 2_000_000_000, false},
+		{"at the lease's end", k + 2_000_000_000, k + 2_000_000_000, false},
+		{"before the lease's end", k + 1_900_000_000, k + 2_000_000_000, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := judge(k, tc.at, tc.bound)
+			if o.early != tc.early || o.took != tc.at.Sub(k) || o.floor != tc.bound.Sub(k) {
+				t.Errorf("judge() = %+v; want early %v, took %s, floor %s", o, tc.early, tc.at.Sub(k), tc.bound.Sub(k))
+			}
+		})
+	}
+}
+
+// TestFailoverReportFailures: an early successor is reported, by
+// implementation and trial, and counted in its row.
+func TestFailoverReportFailures(t *testing.T) {
+	o := FailoverOptions{Trials: 2, TTL: 2 * time.Second}
+	impls := []*failImpl{{name: "tenure"}, {name: "etcd-mutex"}}
+	ok := outcome{took: 2100 * time.Millisecond, floor: 2000 * time.Millisecond}
+	early := outcome{took: 1500 * time.Millisecond, floor: 2000 * time.Millisecond, early: true}
+	r := failoverReport(o, impls, [][]outcome{{ok, early}, {ok, ok}}, time.Now())
+	if len(r.Failures) != 1 || !strings.Contains(r.Failures[0], "tenure trial 2") {
+		t.Errorf("failures = %q; want one, for tenure trial 2", r.Failures)
+	}
+	if r.Rows[0].Failures != 1 || r.Rows[1].Failures != 0 {
+		t.Errorf("rows' failures = %d, %d; want 1, 0", r.Rows[0].Failures, r.Rows[1].Failures)
 	}
 }

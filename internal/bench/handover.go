@@ -50,7 +50,7 @@ func (o *HandoverOptions) defaults() error {
 	return errors.Join(append(errs, o.validate())...)
 }
 
-// trialer makes one handover (or failover) and says how long it took.
+// trialer makes one handover and says how long it took.
 type trialer interface {
 	trial(ctx context.Context) (time.Duration, error)
 	close()
@@ -72,22 +72,7 @@ func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
 		return nil, err
 	}
 	defer ten.close()
-	var peer trialer
-	var peerName string
-	var fl floor
-	if o.Postgres != "" {
-		peerName = "seed-sql"
-		peer, err = newSeedHandover(ctx, o.Target, "bench/"+id+"/seed", o.TTL, o.Settle, o.SeedPoll)
-		if err == nil {
-			fl, err = newPGFloor(ctx, o.Target, "bench/"+id+"/floor")
-		}
-	} else {
-		peerName = "etcd-election"
-		peer, err = newElectionHandover(ctx, o.Target, "/tenure-bench/"+id+"/election", o.TTL, o.Settle)
-		if err == nil {
-			fl, err = newEtcdFloor(ctx, o.Target, "/tenure-bench/"+id+"/floor")
-		}
-	}
+	peerName, peer, fl, err := handoverPeer(ctx, o, id)
 	if peer != nil {
 		defer peer.close()
 	}
@@ -118,8 +103,37 @@ func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
 			o.progress("handover: %d/%d trials", i+1, o.Trials)
 		}
 	}
-	r := &Report{Benchmark: "handover", Backend: o.Backend(), Settings: map[string]string{
-		"trials": fmt.Sprint(o.Trials), "ttl": o.TTL.String(), "settle": o.Settle.String(),
+	return handoverReport(o, peerName, tds, pds, floors, began), nil
+}
+
+// handoverPeer sets up the peer on the target and the floor's measurement.
+// What it returns non-nil must be closed, error or not.
+func handoverPeer(ctx context.Context, o HandoverOptions, id string) (string, trialer, floor, error) {
+	if o.Postgres != "" {
+		h, err := newSeedHandover(ctx, o.Target, "bench/"+id+"/seed", o.TTL, o.Settle, o.SeedPoll)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		f, err := newPGFloor(ctx, o.Target, "bench/"+id+"/floor")
+		if err != nil {
+			return "", h, nil, err
+		}
+		return "seed-sql", h, f, nil
+	}
+	h, err := newElectionHandover(ctx, o.Target, "/tenure-bench/"+id+"/election", o.TTL, o.Settle)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	f, err := newEtcdFloor(ctx, o.Target, "/tenure-bench/"+id+"/floor")
+	if err != nil {
+		return "", h, nil, err
+	}
+	return "etcd-election", h, f, nil
+}
+
+func handoverReport(o HandoverOptions, peerName string, tds, pds, floors []time.Duration, began time.Time) *Report {
+	r := &Report{Benchmark: "handover", Backend: o.Backend(), Settings: map[string]any{
+		"trials": o.Trials, "ttl_ms": ms(o.TTL), "settle_ms": ms(o.Settle),
 	}, Failures: []string{}}
 	r.addLatency("tenure", "", tds, floors, 0)
 	r.addLatency(peerName, "", pds, floors, 0)
@@ -128,11 +142,11 @@ func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
 		"handover: from the leader starting to let go until the successor acts (its function called with the new token)",
 		"floor: one watch notification (from the write's send to the event's arrival) plus one write-transaction round trip, measured after each pair of trials")
 	if o.Postgres != "" {
-		r.Settings["seed_poll"] = o.SeedPoll.String()
+		r.Settings["seed_poll_ms"] = ms(o.SeedPoll)
 		r.Notes = append(r.Notes, fmt.Sprintf("seed-sql: the follower re-runs the seed's UPDATE every %s (the seed has no notification)", o.SeedPoll))
 	}
 	r.Elapsed = ms(time.Since(began))
-	return r, nil
+	return r
 }
 
 // electorPair hands a key back and forth between two tenure Electors, each

@@ -66,7 +66,11 @@ func (r *Report) plots() []plot {
 		y := func(q float64) float64 { return padT + (1-q)*ih }
 		for i := range 5 {
 			v := xmax * float64(i) / 4
-			p.XTicks = append(p.XTicks, tick{x(v), fmt.Sprintf("%.3g", v)})
+			label := fmt.Sprintf("%.3g", v)
+			if xmax >= 100 {
+				label = fmt.Sprintf("%.0f", v)
+			}
+			p.XTicks = append(p.XTicks, tick{x(v), label})
 			p.YTicks = append(p.YTicks, tick{y(float64(i) / 4), fmt.Sprintf("%d%%", i*25)})
 		}
 		for _, s := range r.Series {

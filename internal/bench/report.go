@@ -20,8 +20,9 @@ type Report struct {
 	Backend string `json:"backend"`
 	// Command is the command line that produced the report.
 	Command string `json:"command,omitempty"`
-	// Settings are the run's parameters, by name.
-	Settings map[string]string `json:"settings"`
+	// Settings are the run's parameters, by name: numbers, durations in
+	// milliseconds under names ending in _ms, or lists.
+	Settings map[string]any `json:"settings"`
 	// Rows are the figures, tenure's rows before its peers'.
 	Rows []Row `json:"rows"`
 	// Series are the samples behind latency rows, for CDF plots.
@@ -196,7 +197,7 @@ func (r *Report) table() [][]string {
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "tenure bench %s on %s", r.Benchmark, r.Backend)
 	for _, k := range slices.Sorted(maps.Keys(r.Settings)) {
-		fmt.Fprintf(w, ", %s %s", k, r.Settings[k])
+		fmt.Fprintf(w, ", %s %v", k, r.Settings[k])
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -99,8 +99,8 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Report, error) {
 			o.progress("throughput: round %d/%d, %d clients done", r+1, o.Rounds, n)
 		}
 	}
-	rep := &Report{Benchmark: "throughput", Backend: o.Backend(), Settings: map[string]string{
-		"duration": o.Duration.String(), "rounds": fmt.Sprint(o.Rounds), "clients": fmt.Sprint(o.Clients),
+	rep := &Report{Benchmark: "throughput", Backend: o.Backend(), Settings: map[string]any{
+		"duration_ms": ms(o.Duration), "rounds": o.Rounds, "clients": o.Clients,
 	}, Failures: []string{}}
 	for _, n := range o.Clients {
 		for _, im := range impls {
@@ -129,7 +129,7 @@ func throughputNotes(o ThroughputOptions) []string {
 		"renew_all_keys_ms: median time for one holder to renew as many keys as there are clients (tenure: one RenewBatch)",
 	}
 	if o.Postgres != "" {
-		n = append(n, "tenure-notify-all announces acquisitions as well as releases (postgres.NotifyAll, the old behaviour); tenure (postgres.NotifyReleases, the default) announces releases only",
+		n = append(n, "notifications: tenure (postgres.NotifyWatched, the default) announces acquisitions and releases only while some coordinator watches the key (none does here); tenure-notify-all announces every one (the old behaviour)",
 			"seed-sql renews a holder's keys one statement each, as the seed's recipe does")
 	} else {
 		n = append(n, "etcd-mutex: concurrency.Mutex Lock, one KeepAliveOnce of the session's lease, Unlock, on one session per client")
@@ -255,7 +255,7 @@ func throughputImpls(ctx context.Context, t Target, id string) ([]*cycler, func(
 		}
 	}
 	return []*cycler{
-		tenureCycler("tenure", prefix, pgOpen(postgres.NotifyReleases)),
+		tenureCycler("tenure", prefix, pgOpen(postgres.NotifyWatched)),
 		tenureCycler("tenure-notify-all", prefix, pgOpen(postgres.NotifyAll)),
 		seedCycler(t, prefix+"/seed"),
 	}, func() {}, nil
@@ -355,33 +355,39 @@ func seedCycler(t Target, prefix string) *cycler {
 				return s.Release(ctx, key(i), holder, tok)
 			}, s.Pool.Close, nil
 		},
-		renewAll: func(ctx context.Context, n int) (time.Duration, error) {
-			s, err := setup(ctx, n)
-			if err != nil {
-				return 0, err
+		renewAll: seedRenewAll(setup, key, ttl),
+	}
+}
+
+// seedRenewAll times the seed's renewal of n keys of one holder: one
+// statement per key.
+func seedRenewAll(setup func(context.Context, int) (Seed, error), key func(int) string, ttl time.Duration) func(context.Context, int) (time.Duration, error) {
+	return func(ctx context.Context, n int) (time.Duration, error) {
+		s, err := setup(ctx, n)
+		if err != nil {
+			return 0, err
+		}
+		defer s.Pool.Close()
+		toks := make([]int64, n)
+		for i := range toks {
+			tok, ok, err := s.Acquire(ctx, key(i), "one-holder", ttl)
+			if err != nil || !ok {
+				return 0, errors.Join(err, fmt.Errorf("seed acquire of %q refused", key(i)))
 			}
-			defer s.Pool.Close()
-			toks := make([]int64, n)
-			for i := range toks {
-				tok, ok, err := s.Acquire(ctx, key(i), "one-holder", ttl)
-				if err != nil || !ok {
-					return 0, errors.Join(err, fmt.Errorf("seed acquire of %q refused", key(i)))
-				}
-				toks[i] = tok
+			toks[i] = tok
+		}
+		defer func() {
+			for i, tok := range toks {
+				_ = s.Release(ctx, key(i), "one-holder", tok)
 			}
-			defer func() {
-				for i, tok := range toks {
-					_ = s.Release(ctx, key(i), "one-holder", tok)
+		}()
+		return timeMedian(ctx, 20, func() error {
+			for i, tok := range toks {
+				if _, err := s.Renew(ctx, key(i), "one-holder", tok, ttl); err != nil {
+					return err
 				}
-			}()
-			return timeMedian(ctx, 20, func() error {
-				for i, tok := range toks {
-					if _, err := s.Renew(ctx, key(i), "one-holder", tok, ttl); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		},
+			}
+			return nil
+		})
 	}
 }

@@ -102,9 +102,9 @@ func TTL(ctx context.Context, o TTLOptions) (*Report, error) {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x7e1))
-	r := &Report{Benchmark: "ttl", Backend: o.Backend(), Settings: map[string]string{
-		"measure": o.Measure.String(), "latency": o.Latency.String(), "pause": o.Pause.String(),
-		"pause_rate_per_hour": fmt.Sprint(o.PauseRate), "threshold_per_hour": fmt.Sprint(o.Threshold),
+	r := &Report{Benchmark: "ttl", Backend: o.Backend(), Settings: map[string]any{
+		"measure_ms": ms(o.Measure), "latency_ms": ms(o.Latency), "pause_ms": ms(o.Pause),
+		"pause_rate_per_hour": o.PauseRate, "threshold_per_hour": o.Threshold,
 	}, Failures: []string{}}
 	for _, ttl := range o.TTLs {
 		r.Rows = append(r.Rows, o.model(env, ttl, rng))

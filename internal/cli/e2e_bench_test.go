@@ -88,3 +88,25 @@ func checkRendered(t *testing.T, page string, rows, lines int) {
 		t.Errorf("page refers to an external resource; want it self-contained")
 	}
 }
+
+// TestBenchBadInput: options no benchmark can run with are usage errors
+// that name the flag.
+func TestBenchBadInput(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "handover", "--trials", "-1"}, "--trials -1"},
+		{[]string{"bench", "failover", "--ttl", "1500ms"}, "--ttl 1.5s"},
+		{[]string{"bench", "throughput", "--clients", "0"}, "--clients 0"},
+		{[]string{"bench", "ttl", "--ttls", "1s", "--margin", "2s"}, "--ttls 1s is too short for --margin 2s"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
+			res := runTenure(t, cleanEnv(), tc.args...)
+			if res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {
+				t.Errorf("%s: exit %d, stderr %q; want exit %d naming %q", res.description, res.code, res.stderr, ExitUsage, tc.want)
+			}
+		})
+	}
+}
