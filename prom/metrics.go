@@ -87,15 +87,20 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: prom: registerer is nil", tenure.ErrInvalidConfig)
 	}
-	o := options{namespace: DefaultNamespace}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := o.validate(); err != nil {
+	o, err := newOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 	m := newMetrics(o.namespace, o.constLabels)
-	collectors := m.collectors(o.namespace)
+	if err := register(reg, m.collectors(o.namespace)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers every collector on reg, or none: on an error it
+// unregisters those it had registered and names the metric that failed.
+func register(reg prometheus.Registerer, collectors []named) error {
 	for i, c := range collectors {
 		if err := reg.Register(c.c); err != nil {
 			for _, done := range collectors[:i] {
@@ -103,12 +108,12 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 			}
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
-				return nil, fmt.Errorf("prom: register %s: a collector with this name is already registered: %w", c.name, err)
+				return fmt.Errorf("prom: register %s: a collector with this name is already registered: %w", c.name, err)
 			}
-			return nil, fmt.Errorf("prom: register %s: %w", c.name, err)
+			return fmt.Errorf("prom: register %s: %w", c.name, err)
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // named is a collector and the name of its metric, for errors.

@@ -76,3 +76,12 @@ func (o *options) validate() error {
 	}
 	return nil
 }
+
+// newOptions applies opts to the defaults and validates the result.
+func newOptions(opts []Option) (options, error) {
+	o := options{namespace: DefaultNamespace}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o, o.validate()
+}

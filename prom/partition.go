@@ -1,7 +1,6 @@
 package prom
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,11 +28,8 @@ func NewPartition(reg prometheus.Registerer, opts ...Option) (*PartitionMetrics,
 	if reg == nil {
 		return nil, fmt.Errorf("%w: prom: registerer is nil", tenure.ErrInvalidConfig)
 	}
-	o := options{namespace: DefaultNamespace}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := o.validate(); err != nil {
+	o, err := newOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 	gauge := func(name, help string) *prometheus.GaugeVec {
@@ -54,30 +50,14 @@ func NewPartition(reg prometheus.Registerer, opts ...Option) (*PartitionMetrics,
 }
 
 func (m *PartitionMetrics) register(reg prometheus.Registerer, ns string) error {
-	collectors := []struct {
-		name string
-		c    prometheus.Collector
-	}{
+	return register(reg, []named{
 		{ns + "_partitions_owned", m.owned},
 		{ns + "_partition_members", m.members},
 		{ns + "_partitions_unowned", m.unowned},
 		{ns + "_partition_oldest_unowned_seconds", m.oldest},
 		{ns + "_partition_imbalance_ratio", m.imbalance},
 		{ns + "_partition_moves_total", m.moves},
-	}
-	for i, c := range collectors {
-		if err := reg.Register(c.c); err != nil {
-			for _, done := range collectors[:i] {
-				reg.Unregister(done.c)
-			}
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				return fmt.Errorf("prom: register %s: a collector with this name is already registered: %w", c.name, err)
-			}
-			return fmt.Errorf("prom: register %s: %w", c.name, err)
-		}
-	}
-	return nil
+	})
 }
 
 // SetOwned sets the owned-partitions gauge of group.
