@@ -205,4 +205,3 @@ func TestWatchPrefixStatusExitCodeRelease(t *testing.T) {
 		t.Errorf("watch --prefix saw %v; want wp/a by holder-a and wp/b by holder-b, with instance, token and ttl_left_ms", seen)
 	}
 }
-
