@@ -59,18 +59,9 @@ events carry "prefix" instead of "key".`,
   tenure watch --prefix orders/ --json | jq .holder`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			byKey, byPrefix := cmd.Flags().Changed("key"), cmd.Flags().Changed("prefix")
-			switch {
-			case byKey == byPrefix:
-				return usageError("give exactly one of --key and --prefix (see 'tenure watch --help')")
-			case byKey:
-				if err := tenure.ValidateKey(f.key); err != nil {
-					return usageError("%s: %w", flagRef(cmd, "key"), err)
-				}
-			default:
-				if err := tenure.ValidatePrefix(f.prefix); err != nil {
-					return usageError("%s: %w", flagRef(cmd, "prefix"), err)
-				}
+			byKey, err := keyOrPrefix(cmd, f.key, f.prefix)
+			if err != nil {
+				return err
 			}
 			c, log, err := g.connect(cmd)
 			if err != nil {
