@@ -411,7 +411,8 @@ func (r *runner) result(ctx context.Context, coord tenure.Coordinator, runErr er
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
 		if g, ok, err := coord.Leader(lctx, r.f.key); err == nil && ok {
-			msg += fmt.Sprintf(": held by %q (token %d)", g.Holder, g.Token)
+			name, instance := tenure.SplitIdentity(g.Holder)
+			msg += fmt.Sprintf(": held by %q (instance %s, token %d)", name, instance, g.Token)
 		}
 		return &exitError{code: ExitNotReady, err: errors.New(msg)}
 	case sig != 0:
