@@ -31,6 +31,8 @@ type Server struct {
 	errc    chan error  // failures while running, forwarded from etcd
 	errDone chan struct{}
 
+	lock *os.File // the data dir's lock file, held until Close
+
 	closeOnce sync.Once
 }
 
@@ -50,7 +52,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("embedded: member %q: data directory: %w", cfg.Name, err)
 	}
 
-	s := &Server{cfg: cfg, errc: make(chan error, 1), errDone: make(chan struct{})}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: member %q: %w", cfg.Name, err)
+	}
+	s := &Server{cfg: cfg, lock: lock, errc: make(chan error, 1), errDone: make(chan struct{})}
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
 	ec.Dir = cfg.Dir
@@ -77,6 +83,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("embedded: start member %q (data %s): %w", cfg.Name, cfg.Dir, err)
 	}
 	s.etcd = e
@@ -232,6 +239,7 @@ func (s *Server) Close() error {
 		}
 		s.etcd.Close()
 		<-s.errDone
+		s.lock.Close() // releases the flock
 	})
 	return nil
 }

@@ -95,6 +95,7 @@ func TestDialBadConfig(t *testing.T) {
 		{"no endpoints", etcd.Config{}, "Config.Endpoints"},
 		{"bad scheme", etcd.Config{Endpoints: []string{"ftp://127.0.0.1:2379"}}, "ftp://127.0.0.1:2379"},
 		{"no port", etcd.Config{Endpoints: []string{"127.0.0.1"}}, `"127.0.0.1"`},
+		{"scheme without ://", etcd.Config{Endpoints: []string{"http//127.0.0.1:2379"}}, `host "http//127.0.0.1" contains '/'`},
 		{"https without TLS", etcd.Config{Endpoints: []string{"https://127.0.0.1:2379"}}, "Config.TLS"},
 		{"negative timeout", etcd.Config{Endpoints: []string{"127.0.0.1:2379"}, DialTimeout: -time.Second}, "Config.DialTimeout (-1s)"},
 		{"password without user", etcd.Config{Endpoints: []string{"127.0.0.1:2379"}, Password: "x"}, "Config.Username"},

@@ -203,7 +203,7 @@ Exit codes:
 	root.AddCommand(exitCodes(newWatchCommand(&g), exitCodesPlain))
 	root.AddCommand(newReleaseCommand(&g))
 	root.AddCommand(exitCodes(uses(newDemoCommand(&g), "postgres", "dial-timeout"), exitCodesDemo))
-	root.AddCommand(uses(newVerifyCommand(&g), "endpoints", "postgres"))
+	root.AddCommand(exitCodes(uses(newVerifyCommand(&g), "endpoints", "postgres"), exitCodesVerify))
 	root.AddCommand(uses(newVerifyNodeCommand()))
 	root.AddCommand(usesNoneDeep(newLeaseCommand()))
 	root.AddCommand(newBenchCommand(&g))

@@ -79,7 +79,7 @@ func TestMainExitCodes(t *testing.T) {
 	}{
 		{[]string{"--help"}, ExitOK, "Exit codes"},
 		{[]string{"run", "--key", "k"}, ExitUsage, "needs a command"},
-		{[]string{"nosuchcommand"}, ExitError, "unknown command"},
+		{[]string{"nosuchcommand"}, ExitUsage, "unknown command"},
 		{[]string{"demo", "--nodes", "1"}, ExitUsage, "--nodes (1)"},
 		{[]string{"demo", "--backend", "memory", "--ttl", "1h"}, ExitUsage, "--ttl (1h0m0s)"},
 		{[]string{"run", "--key", "k", "--", "no-such-command-tenure-test"}, ExitNotFound, "no-such-command-tenure-test"},

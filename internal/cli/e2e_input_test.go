@@ -183,8 +183,8 @@ func TestBadInput(t *testing.T) {
 		{"bad holder", nil, []string{"run", "--key", "jobs", "--holder", "a\tb", "--", "true"}, []string{"--holder"}},
 		{"malformed --ttl", nil, []string{"run", "--key", "jobs", "--ttl", "ten", "--", "true"}, []string{"--ttl", `"ten"`}},
 		{"zero --ttl", nil, []string{"run", "--key", "jobs", "--ttl", "0s", "--", "true"}, []string{"--ttl", "must be positive"}},
-		{"--ttl too short for the margin", nil, []string{"run", "--key", "jobs", "--ttl", "900ms", "--", "true"}, []string{"--margin (1s) must be less than --ttl (900ms)"}},
-		{"--margin beyond the drift allowance", nil, []string{"run", "--key", "jobs", "--ttl", "2s", "--margin", "1990ms", "--", "true"}, []string{"--margin (1.99s) leaves no safe lease"}},
+		{"--ttl too short for the margin", nil, []string{"run", "--key", "jobs", "--ttl", "900ms", "--", "true"}, []string{"--ttl 900ms is too short for --margin 1s (the default)", "use --ttl 2s or more"}},
+		{"--margin beyond the drift allowance", nil, []string{"run", "--key", "jobs", "--ttl", "2s", "--margin", "1990ms", "--", "true"}, []string{"--ttl 2s is too short for --margin 1.99s", "use --ttl 4s or more"}},
 		{"--max-drift out of range", nil, []string{"run", "--key", "jobs", "--max-drift", "0.7", "--", "true"}, []string{"--max-drift (0.7) must be in [0, 0.5)"}},
 		{"negative --margin", nil, []string{"run", "--key", "jobs", "--margin", "-1s", "--", "true"}, []string{"--margin (-1s) must not be negative"}},
 		{"negative --kill-grace", nil, []string{"run", "--key", "jobs", "--kill-grace", "-1s", "--", "true"}, []string{"--kill-grace"}},
@@ -214,7 +214,7 @@ func TestBadInput(t *testing.T) {
 			if tc.name == "malformed DSN" {
 				args = append([]string{"--postgres", "postgres://tenure:secret@[::1/db"}, args...)
 				tc.want = []string{"--postgres", "invalid DSN"}
-			} else if tc.name != "postgres and endpoints" && tc.name != "bad endpoint" && tc.args[0] != "server" {
+			} else if tc.name != "postgres and endpoints" && tc.name != "bad endpoint" && tc.args[0] != "server" && tc.args[0] != "demo" {
 				args = append(append([]string{}, nowhere...), args...)
 			}
 			res := runTenure(t, tc.env, args...)

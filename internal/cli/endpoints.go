@@ -9,8 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/tenure-dev/tenure/embedded"
 )
 
 // checkEndpointTypos finds endpoints that are URLs with a mangled "://"
@@ -65,13 +63,13 @@ func etcdFieldNames(err error) error {
 	).Replace(errorMessage(err)))
 }
 
-// serverHint adds to err, a failure to reach the default endpoint, the
-// advice to start "tenure server" when nothing listens there.
-func serverHint(err error, eps []string) error {
-	if !slices.Equal(eps, []string{embedded.DefaultClientURL}) {
+// serverHint adds to err, a failure to reach eps, the advice to start
+// "tenure server" when eps is defaultURL alone and nothing listens there.
+func serverHint(err error, eps []string, defaultURL string) error {
+	if !slices.Equal(eps, []string{defaultURL}) {
 		return err
 	}
-	u, perr := url.Parse(embedded.DefaultClientURL)
+	u, perr := url.Parse(defaultURL)
 	if perr != nil {
 		return err
 	}
@@ -83,5 +81,5 @@ func serverHint(err error, eps []string) error {
 	if !errors.Is(derr, syscall.ECONNREFUSED) {
 		return err
 	}
-	return fmt.Errorf("%w\nnothing listens on %s, the default --endpoints: is \"tenure server\" running? Start it in another terminal with: tenure server (or name your etcd with --endpoints)", err, embedded.DefaultClientURL)
+	return fmt.Errorf("%w\nnothing listens on %s, the default --endpoints: is \"tenure server\" running? Start it in another terminal with: tenure server (or name your etcd with --endpoints)", err, defaultURL)
 }

@@ -159,6 +159,10 @@ const (
 	exitCodesDemo = `  0    the story ran as described
   1    it did not (or the coordinator could not start)
   2    bad flags or arguments`
+	// exitCodesVerify is shown unless verify's own help lists its codes.
+	exitCodesVerify = `  0    no safety violation found
+  1    a safety violation, or the run could not be done
+  2    bad flags or arguments`
 	exitCodesVersion = `  0    success
   2    bad flags or arguments`
 )

@@ -48,18 +48,9 @@ when nobody leads --key (or no key under --prefix is led), for scripts:
   tenure status --postgres "$DSN" --prefix ""`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			byKey, byPrefix := cmd.Flags().Changed("key"), cmd.Flags().Changed("prefix")
-			switch {
-			case byKey == byPrefix:
-				return usageError("give exactly one of --key and --prefix (see 'tenure status --help')")
-			case byKey:
-				if err := tenure.ValidateKey(f.key); err != nil {
-					return usageError("%s: %w", flagRef(cmd, "key"), err)
-				}
-			default:
-				if err := tenure.ValidatePrefix(f.prefix); err != nil {
-					return usageError("%s: %w", flagRef(cmd, "prefix"), err)
-				}
+			byKey, err := keyOrPrefix(cmd, f.key, f.prefix)
+			if err != nil {
+				return err
 			}
 			c, _, err := g.connect(cmd)
 			if err != nil {
@@ -180,4 +171,23 @@ func roundTTL(d time.Duration) time.Duration {
 		return d.Round(10 * time.Millisecond)
 	}
 	return d.Round(time.Millisecond)
+}
+
+// keyOrPrefix checks that cmd got exactly one of --key and --prefix, and
+// a valid one, and reports which.
+func keyOrPrefix(cmd *cobra.Command, key, prefix string) (byKey bool, err error) {
+	byKey, byPrefix := cmd.Flags().Changed("key"), cmd.Flags().Changed("prefix")
+	switch {
+	case byKey == byPrefix:
+		return false, usageError("give exactly one of --key and --prefix (see '%s --help')", cmd.CommandPath())
+	case byKey:
+		if err := tenure.ValidateKey(key); err != nil {
+			return false, usageError("%s: %w", flagRef(cmd, "key"), err)
+		}
+	default:
+		if err := tenure.ValidatePrefix(prefix); err != nil {
+			return false, usageError("%s: %w", flagRef(cmd, "prefix"), err)
+		}
+	}
+	return byKey, nil
 }

@@ -59,18 +59,9 @@ events carry "prefix" instead of "key".`,
   tenure watch --prefix orders/ --json | jq .holder`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			byKey, byPrefix := cmd.Flags().Changed("key"), cmd.Flags().Changed("prefix")
-			switch {
-			case byKey == byPrefix:
-				return usageError("give exactly one of --key and --prefix (see 'tenure watch --help')")
-			case byKey:
-				if err := tenure.ValidateKey(f.key); err != nil {
-					return usageError("%s: %w", flagRef(cmd, "key"), err)
-				}
-			default:
-				if err := tenure.ValidatePrefix(f.prefix); err != nil {
-					return usageError("%s: %w", flagRef(cmd, "prefix"), err)
-				}
+			byKey, err := keyOrPrefix(cmd, f.key, f.prefix)
+			if err != nil {
+				return err
 			}
 			c, log, err := g.connect(cmd)
 			if err != nil {
@@ -210,7 +201,9 @@ type watchState struct {
 	p     *watchPrinter
 	scope watchScope
 	last  map[string]tenure.LeaderEvent
-	since time.Time // when the coordinator became unreachable; zero while reachable
+	// maxToken is the greatest token seen per key, kept across outages.
+	maxToken map[string]uint64
+	since    time.Time // when the coordinator became unreachable; zero while reachable
 }
 
 // probed records the result of a leadership lookup.
@@ -244,16 +237,26 @@ func (s *watchState) up() error {
 	return s.p.print(watchLine{Event: "reachable", Key: s.scope.key, Prefix: s.scope.prefix, DownMS: &down})
 }
 
-// leader prints ev unless it is what was printed last for its key.
+// leader prints ev unless it is what was printed last for its key, or
+// older than it: a lookup sent before a change can answer after the
+// change's event, and a grant once gone never comes back.
 func (s *watchState) leader(ev tenure.LeaderEvent) error {
-	if last, ok := s.last[ev.Key]; ok && last.Held == ev.Held &&
+	last, ok := s.last[ev.Key]
+	if ok && last.Held == ev.Held &&
 		(!ev.Held || last.Grant.Holder == ev.Grant.Holder && last.Grant.Token == ev.Grant.Token) {
+		return nil
+	}
+	if ev.Held && ok && (ev.Grant.Token < s.maxToken[ev.Key] || !last.Held && ev.Grant.Token == s.maxToken[ev.Key]) {
 		return nil
 	}
 	if s.last == nil {
 		s.last = map[string]tenure.LeaderEvent{}
 	}
+	if s.maxToken == nil {
+		s.maxToken = map[string]uint64{}
+	}
 	s.last[ev.Key] = ev
+	s.maxToken[ev.Key] = max(s.maxToken[ev.Key], ev.Grant.Token)
 	return s.p.print(leaderLine(ev, s.scope.prefix != nil))
 }
 
