@@ -138,7 +138,7 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("no answer from PostgreSQL at %s within --dial-timeout (%s): %w", postgres.RedactDSN(f.postgres), f.dialTimeout, err)
 			}
-			return nil, err
+			return nil, serverCauseFirst(err, f.postgres)
 		}
 		return c, nil
 	}
