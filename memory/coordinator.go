@@ -57,7 +57,7 @@ type Coordinator struct {
 	armed    bool
 	faults   map[string]faults
 	groups   map[string]*group // partition groups (group.go), created lazily
-	gen      chan struct{} // closed by Restart, then replaced: fails calls in flight
+	gen      chan struct{}     // closed by Restart, then replaced: fails calls in flight
 	closed   bool
 	inflight sync.WaitGroup // watch cleanups not yet run
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tenure-dev/tenure"
