@@ -165,7 +165,7 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 			return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}
 		}
 		if errors.Is(err, etcd.ErrUnreachable) {
-			return nil, serverHint(err, f.endpoints, embedded.DefaultClientURL)
+			return nil, plainServerHint(serverHint(err, f.endpoints, embedded.DefaultClientURL), f.endpoints)
 		}
 		return nil, err
 	}

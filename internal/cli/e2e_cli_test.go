@@ -247,3 +247,18 @@ func TestServerHint(t *testing.T) {
 		t.Errorf("serverHint(something listens) = %q; want the error unchanged", got)
 	}
 }
+
+// TestHTTPSToPlainServer: https:// to a server without TLS says to use
+// http://, not just "EOF".
+func TestHTTPSToPlainServer(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	https := strings.Replace(s.endpoint, "http://", "https://", 1)
+	res := runTenure(t, nil, "--endpoints", https, "--dial-timeout", "2s", "status", "--key", "k")
+	if want := "use --endpoints " + s.endpoint; res.code != ExitError || !strings.Contains(res.stderr, want) {
+		t.Errorf("%s: exit %d, stderr %q; want %d and %q", res.description, res.code, res.stderr, ExitError, want)
+	}
+	res = runTenure(t, nil, "--endpoints", s.endpoint, "status", "--key", "k")
+	if res.code != 0 {
+		t.Errorf("%s: exit %d; want 0 (the advice works)\n%s", res.description, res.code, res.stderr)
+	}
+}

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"slices"
@@ -117,4 +119,32 @@ func serverCauseFirst(err error, dsn string) error {
 		msg += ": " + hint
 	}
 	return &pgCauseError{msg: msg, err: err}
+}
+
+// plainServerHint adds to err, a failure to reach eps, the advice to use
+// http:// for each https:// endpoint whose server does not speak TLS
+// (etcd without TLS closes the connection on a TLS hello: "EOF").
+func plainServerHint(err error, eps []string) error {
+	var plain []string
+	for _, ep := range eps {
+		u, perr := url.Parse(ep)
+		if perr != nil || u.Scheme != "https" {
+			continue
+		}
+		// A handshake only, to learn whether the server speaks TLS at all:
+		// nothing is sent over it, so its certificate does not matter.
+		c, derr := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", u.Host, &tls.Config{InsecureSkipVerify: true})
+		if derr == nil {
+			c.Close()
+			continue
+		}
+		var rec tls.RecordHeaderError
+		if errors.Is(derr, io.EOF) || errors.As(derr, &rec) {
+			plain = append(plain, "http://"+u.Host)
+		}
+	}
+	if len(plain) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w\nthe server does not speak TLS: if it is a plain server, use --endpoints %s", err, strings.Join(plain, ","))
 }
