@@ -21,10 +21,14 @@ var ErrDirInUse = errors.New("embedded: data dir in use")
 
 // DirInUseError says which process holds a data directory.
 type DirInUseError struct {
+	// Dir is the data directory.
 	Dir string
-	PID int // 0 when it could not be found
+	// PID is the process that holds it, 0 when it could not be found.
+	PID int
 }
 
+// Error says which directory and process: "data dir d is in use by
+// process 4242".
 func (e *DirInUseError) Error() string {
 	if e.PID == 0 {
 		return fmt.Sprintf("data dir %s is in use by another process", e.Dir)

@@ -2,6 +2,7 @@ package embedded_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -42,4 +43,32 @@ func Example() {
 	}
 	fmt.Println("leader:", g.Holder, "ttl:", g.TTL)
 	// Output: leader: node-a ttl: 5s
+}
+
+// A second member on a data directory in use fails at once, naming the
+// process that holds it, instead of waiting for etcd's database lock.
+func ExampleDirInUseError() {
+	dir, err := os.MkdirTemp("", "tenure-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+
+	urls, err := embedded.FreeLocalURLs(4)
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv, err := embedded.Start(ctx, embedded.Config{Dir: dir, ClientURLs: urls[:1], PeerURLs: urls[1:2]})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	_, err = embedded.Start(ctx, embedded.Config{Dir: dir, ClientURLs: urls[2:3], PeerURLs: urls[3:]})
+	var inUse *embedded.DirInUseError
+	if errors.As(err, &inUse) {
+		fmt.Println("in use by this process:", inUse.PID == os.Getpid())
+	}
+	// Output: in use by this process: true
 }

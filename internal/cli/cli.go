@@ -60,7 +60,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	var err error
-	if _, _, ferr := root.Find(args); ferr != nil {
+	// cobra adds its help and completion commands only when it executes:
+	// add them now, so that the lookup below knows them.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
+	shellComp := len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd)
+	if _, _, ferr := root.Find(args); ferr != nil && !shellComp {
 		// cobra's command lookup fails only on an unknown command.
 		err = &exitError{code: ExitUsage, err: fmt.Errorf("%w (see 'tenure --help')", ferr)}
 	} else {

@@ -138,7 +138,7 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("no answer from PostgreSQL at %s within --dial-timeout (%s): %w", postgres.RedactDSN(f.postgres), f.dialTimeout, err)
 			}
-			return nil, err
+			return nil, serverCauseFirst(err, f.postgres)
 		}
 		return c, nil
 	}
@@ -165,7 +165,7 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 			return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}
 		}
 		if errors.Is(err, etcd.ErrUnreachable) {
-			return nil, serverHint(err, f.endpoints, embedded.DefaultClientURL)
+			return nil, plainServerHint(serverHint(err, f.endpoints, embedded.DefaultClientURL), f.endpoints)
 		}
 		return nil, err
 	}

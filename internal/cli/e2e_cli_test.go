@@ -28,6 +28,9 @@ func TestExitCodesBinary(t *testing.T) {
 		{"version", []string{"version"}, ExitOK, "tenure "},
 		{"--version", []string{"--version"}, ExitOK, "tenure "},
 		{"help", []string{"--help"}, ExitOK, "Exit codes"},
+		{"help command", []string{"help", "status"}, ExitOK, "--exit-code"},
+		{"completion", []string{"completion", "bash"}, ExitOK, "bash completion"},
+		{"shell completion request", []string{"__complete", "st"}, ExitOK, "status"},
 		{"a directory as the command", []string{"--endpoints", nowhere, "run", "--key", "k", "--", "/tmp"}, ExitCannotRun, "is a directory"},
 		{"a missing command", []string{"--endpoints", nowhere, "run", "--key", "k", "--", "no-such-command-tenure-e2e"}, ExitNotFound, "no-such-command-tenure-e2e"},
 		{"a missing path", []string{"--endpoints", nowhere, "run", "--key", "k", "--", "/nonexistent/cmd"}, ExitNotFound, "/nonexistent/cmd"},
@@ -245,5 +248,20 @@ func TestServerHint(t *testing.T) {
 	open := "http://" + blackHole(t)
 	if got := serverHint(cause, []string{open}, open); got != cause {
 		t.Errorf("serverHint(something listens) = %q; want the error unchanged", got)
+	}
+}
+
+// TestHTTPSToPlainServer: https:// to a server without TLS says to use
+// http://, not just "EOF".
+func TestHTTPSToPlainServer(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	https := strings.Replace(s.endpoint, "http://", "https://", 1)
+	res := runTenure(t, nil, "--endpoints", https, "--dial-timeout", "2s", "status", "--key", "k")
+	if want := "use --endpoints " + s.endpoint; res.code != ExitError || !strings.Contains(res.stderr, want) {
+		t.Errorf("%s: exit %d, stderr %q; want %d and %q", res.description, res.code, res.stderr, ExitError, want)
+	}
+	res = runTenure(t, nil, "--endpoints", s.endpoint, "status", "--key", "k")
+	if res.code != 0 {
+		t.Errorf("%s: exit %d; want 0 (the advice works)\n%s", res.description, res.code, res.stderr)
 	}
 }

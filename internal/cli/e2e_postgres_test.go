@@ -58,3 +58,24 @@ func TestPostgres(t *testing.T) {
 	t.Run("status and watch", func(t *testing.T) { testStatusAndWatch(t, coord) })
 	t.Run("SIGKILL failover", func(t *testing.T) { testSIGKILLFailover(t, coord) })
 }
+
+// TestPostgresCauseFirst: when PostgreSQL answers a connection with an
+// error, that answer comes first, with what to do, not the TLS attempt
+// that preceded it.
+func TestPostgresCauseFirst(t *testing.T) {
+	srv := pgtest.Need(t, pgServer, pgErr)
+	dsn := pgtest.WithParams(srv.NewDatabase(t), map[string]string{"dbname": "tenure_no_such_db", "sslmode": "prefer"})
+	res := runTenure(t, nil, "--postgres", dsn, "status", "--key", "k")
+	if res.code != ExitError {
+		t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, ExitError, res.stderr)
+	}
+	first := strings.SplitN(res.stderr, "\n", 2)[0]
+	for _, w := range []string{`refused the connection: database "tenure_no_such_db" does not exist (SQLSTATE 3D000)`, "create the database"} {
+		if !strings.Contains(first, w) {
+			t.Errorf("first line %q; want %q", first, w)
+		}
+	}
+	if strings.Contains(res.stderr, "TLS") {
+		t.Errorf("stderr %q mentions the TLS attempt; want the server's answer alone", res.stderr)
+	}
+}

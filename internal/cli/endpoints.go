@@ -1,14 +1,20 @@
 package cli
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tenure-dev/tenure/postgres"
 )
 
 // checkEndpointTypos finds endpoints that are URLs with a mangled "://"
@@ -82,4 +88,63 @@ func serverHint(err error, eps []string, defaultURL string) error {
 		return err
 	}
 	return fmt.Errorf("%w\nnothing listens on %s, the default --endpoints: is \"tenure server\" running? Start it in another terminal with: tenure server (or name your etcd with --endpoints)", err, defaultURL)
+}
+
+// pgCauseError is a connection failure told by the server's own answer,
+// without the attempts before it (pgx tries TLS first, and reports
+// "server refused TLS connection" before the wrong password).
+type pgCauseError struct {
+	msg string
+	err error
+}
+
+func (e *pgCauseError) Error() string { return e.msg }
+func (e *pgCauseError) Unwrap() error { return e.err }
+
+// serverCauseFirst leads err with what PostgreSQL answered, when it
+// answered, and says what to do about it.
+func serverCauseFirst(err error, dsn string) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	hint := map[string]string{
+		"28P01": "check the user and password in --postgres (or TENURE_POSTGRES)",
+		"28000": "the server's pg_hba.conf lets this user not connect from here to this database",
+		"3D000": "create the database, or name another one in --postgres",
+		"42501": "grant the role CONNECT on the database",
+	}[pgErr.Code]
+	msg := fmt.Sprintf("PostgreSQL at %s refused the connection: %s (SQLSTATE %s)", postgres.RedactDSN(dsn), pgErr.Message, pgErr.Code)
+	if hint != "" {
+		msg += ": " + hint
+	}
+	return &pgCauseError{msg: msg, err: err}
+}
+
+// plainServerHint adds to err, a failure to reach eps, the advice to use
+// http:// for each https:// endpoint whose server does not speak TLS
+// (etcd without TLS closes the connection on a TLS hello: "EOF").
+func plainServerHint(err error, eps []string) error {
+	var plain []string
+	for _, ep := range eps {
+		u, perr := url.Parse(ep)
+		if perr != nil || u.Scheme != "https" {
+			continue
+		}
+		// A handshake only, to learn whether the server speaks TLS at all:
+		// nothing is sent over it, so its certificate does not matter.
+		c, derr := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", u.Host, &tls.Config{InsecureSkipVerify: true})
+		if derr == nil {
+			c.Close()
+			continue
+		}
+		var rec tls.RecordHeaderError
+		if errors.Is(derr, io.EOF) || errors.As(derr, &rec) {
+			plain = append(plain, "http://"+u.Host)
+		}
+	}
+	if len(plain) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w\nthe server does not speak TLS: if it is a plain server, use --endpoints %s", err, strings.Join(plain, ","))
 }
