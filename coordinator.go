@@ -138,7 +138,7 @@ func ValidatePrefix(prefix string) error {
 		return nil
 	}
 	if len(prefix) > MaxKeyLen {
-		return fmt.Errorf("%w: prefix %s is %d bytes long, at most %d allowed", ErrInvalidKey, quoteInput(prefix), len(prefix), MaxKeyLen)
+		return fmt.Errorf("%w: prefix %s is %d bytes long, at most %d allowed", ErrInvalidKey, QuoteInput(prefix), len(prefix), MaxKeyLen)
 	}
 	if prefix[0] == '/' {
 		return fmt.Errorf("%w: prefix %q must not start with '/'", ErrInvalidKey, prefix)

@@ -20,7 +20,7 @@ const (
 // element. The error wraps ErrInvalidKey and names the key and what is wrong.
 func ValidateKey(key string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("%w %s: %s", ErrInvalidKey, quoteInput(key), why)
+		return fmt.Errorf("%w %s: %s", ErrInvalidKey, QuoteInput(key), why)
 	}
 	if key == "" {
 		return fmt.Errorf("%w: key is empty", ErrInvalidKey)
@@ -66,14 +66,14 @@ func ValidateHolder(holder string) error {
 		return fmt.Errorf("%w: holder is empty", ErrInvalidHolder)
 	}
 	if len(holder) > MaxHolderLen {
-		return fmt.Errorf("%w %s: %d bytes long, at most %d allowed", ErrInvalidHolder, quoteInput(holder), len(holder), MaxHolderLen)
+		return fmt.Errorf("%w %s: %d bytes long, at most %d allowed", ErrInvalidHolder, QuoteInput(holder), len(holder), MaxHolderLen)
 	}
 	if !utf8.ValidString(holder) {
-		return fmt.Errorf("%w %s: not valid UTF-8", ErrInvalidHolder, quoteInput(holder))
+		return fmt.Errorf("%w %s: not valid UTF-8", ErrInvalidHolder, QuoteInput(holder))
 	}
 	for i, r := range holder {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("%w %s: control character %U at byte %d", ErrInvalidHolder, quoteInput(holder), r, i)
+			return fmt.Errorf("%w %s: control character %U at byte %d", ErrInvalidHolder, QuoteInput(holder), r, i)
 		}
 	}
 	return nil
@@ -99,10 +99,11 @@ const MaxTTL = 24 * time.Hour
 // maxQuoted is how much of a bad input an error message shows.
 const maxQuoted = 64
 
-// quoteInput quotes s for an error message, cut after maxQuoted bytes (on
-// a character boundary) so that a 10,000-byte input does not flood the
-// terminal: "kkkk…" (10000 bytes).
-func quoteInput(s string) string {
+// QuoteInput quotes s for an error message, cut after 64 bytes (on a
+// character boundary) so that a 10,000-byte input does not flood the
+// terminal: "kkkk…" (10000 bytes). tenure's errors name bad keys and
+// holders this way; backends may too.
+func QuoteInput(s string) string {
 	if len(s) <= maxQuoted {
 		return strconv.Quote(s)
 	}

@@ -619,7 +619,8 @@ func checkBadInput(s *state) {
 func mentions(err error, text string) bool {
 	msg := err.Error()
 	q := strconv.Quote(text)
-	return strings.Contains(msg, text) || strings.Contains(msg, q[1:len(q)-1])
+	return strings.Contains(msg, text) || strings.Contains(msg, q[1:len(q)-1]) ||
+		strings.Contains(msg, tenure.QuoteInput(text)) // long inputs are cut
 }
 
 // checkCanceledContext: a call whose context has ended returns an error
