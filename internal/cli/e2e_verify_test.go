@@ -68,25 +68,46 @@ func TestVerifyExitCodes(t *testing.T) {
 // tenure verify --plant X with default flags (a drawn seed, the fault
 // families that expose X) reports the violation in a 20-second run: exit 1,
 // the JSON report counting it, and the seed to replay it with.
+//
+// The runs are real time on a machine shared with the rest of the suite, so
+// a drawn schedule may, rarely, not line the fault up with a renewal (seen
+// once for reply-deadline under a load of 9 on 2 cores): a bug must be
+// reported in one of up to three runs, and each miss is logged with its
+// seed. The deterministic proof, a schedule that contains the exposing
+// fault with a control run beside it, is chaos.TestPlantedBugsAreCaught.
 func TestVerifyPlantedBugs(t *testing.T) {
 	for _, p := range chaos.Plants() {
 		t.Run(p, func(t *testing.T) {
 			t.Parallel()
-			report := filepath.Join(t.TempDir(), "report.json")
-			res := runTenure(t, cleanEnv(), "verify", "--duration", "20s", "--plant", p, "--json", report)
-			if res.code != ExitError {
-				t.Fatalf("%s: exit %d; want %d (a violation)\nstdout:\n%s\nstderr:\n%s", res.description, res.code, ExitError, res.stdout, res.stderr)
-			}
-			r := readVerifyReport(t, report)
-			if r.Violations == 0 {
-				t.Fatalf("%s: exit 1, report = %+v; want violations counted", res.description, r)
-			}
-			if want := fmt.Sprintf("replay with --seed %d", r.Seed); !strings.Contains(res.stderr, want) {
-				t.Errorf("stderr does not say %q:\n%s", want, res.stderr)
-			}
-			if want := "faults " + strings.Join(chaos.PlantFamilies(p), ","); !strings.Contains(res.stderr, want) {
-				t.Errorf("stderr does not say %q (the families that expose %s):\n%s", want, p, res.stderr)
+			const attempts = 3
+			for i := 1; ; i++ {
+				report := filepath.Join(t.TempDir(), "report.json")
+				res := runTenure(t, cleanEnv(), "verify", "--duration", "20s", "--plant", p, "--json", report)
+				if res.code == ExitError {
+					checkPlantedReport(t, p, res, report)
+					return
+				}
+				if res.code != 0 || i == attempts {
+					t.Fatalf("%s (run %d of %d): exit %d; want %d (a violation)\nstdout:\n%s\nstderr:\n%s", res.description, i, attempts, res.code, ExitError, res.stdout, res.stderr)
+				}
+				t.Logf("run %d of %d of --plant %s reported no violation; trying again:\n%s", i, attempts, p, res.stdout)
 			}
 		})
+	}
+}
+
+// checkPlantedReport checks the report and stderr of a verify run with
+// --plant p that exited 1.
+func checkPlantedReport(t *testing.T, p string, res result, report string) {
+	t.Helper()
+	r := readVerifyReport(t, report)
+	if r.Violations == 0 {
+		t.Fatalf("%s: exit 1, report = %+v; want violations counted", res.description, r)
+	}
+	if want := fmt.Sprintf("replay with --seed %d", r.Seed); !strings.Contains(res.stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, res.stderr)
+	}
+	if want := "faults " + strings.Join(chaos.PlantFamilies(p), ","); !strings.Contains(res.stderr, want) {
+		t.Errorf("stderr does not say %q (the families that expose %s):\n%s", want, p, res.stderr)
 	}
 }
