@@ -3,9 +3,9 @@
 // external etcd, or PostgreSQL) reached through its own TCP proxy, lets every
 // leader write to a fenced register service as fast as it reasonably can,
 // injects faults on a seeded schedule (partitions, one-way blackholes,
-// latency, reset connections, SIGSTOP pauses, SIGKILL crashes with restarts,
-// loss of an etcd member), records every event on the machine's shared
-// monotonic clock, and checks the history:
+// latency, latency then a partition, reset connections, SIGSTOP pauses,
+// SIGKILL crashes with restarts, loss of an etcd member), records every
+// event on the machine's shared monotonic clock, and checks the history:
 //
 //   - stale writes accepted: the register accepted a token lower than one it
 //     had accepted before (must be 0, always);
@@ -18,10 +18,17 @@
 //     TTL), not counting writes that were in flight across a pause of their
 //     process — only fencing can stop those;
 //   - linearizability of the register history (porcupine), with writes whose
-//     outcome the writer never learned modelled as unknown;
+//     outcome the writer never learned modelled as unknown; a history
+//     porcupine cannot decide in time fails the run;
 //   - liveness: after each fault heals, time until a leader's write is
 //     accepted again, and the share of the run with no leader.
 //
-// Planted bugs (Plant) prove that the checkers can fail. The command line
-// front end is "tenure verify"; the node processes are "tenure verify-node".
+// Each checker is a function of a History (CheckStaleWrites,
+// CheckTokenOrder, CheckOverlap, CheckLeaseOverrun, CheckLinearizable);
+// Analyze runs them all. The in-process simulation of package tenure
+// records the same History and is judged by the same checkers.
+//
+// Planted bugs (Options.Plant, PlantFamilies) prove that the checkers can
+// fail. The command line front end is "tenure verify"; the node processes
+// are "tenure verify-node".
 package chaos

@@ -18,12 +18,12 @@ const (
 	PlantNoToken = plant.NoToken
 	// PlantReplyDeadline: the local deadline is measured from the reply
 	// instead of the send: the reported TTL grows by the round trip. Caught
-	// by the lease-overrun checker (latency on replies).
+	// by the lease-overrun checker (degrade: slow replies, then a partition).
 	PlantReplyDeadline = plant.ReplyDeadline
 	// PlantNoMargin: no safety margin and no drift allowance: the reported
 	// TTL is inflated so that TTL'·(1−MaxDrift) − Margin = TTL. Caught by the
-	// lease-overrun checker (a write checked just before the deadline lands
-	// after it).
+	// lease-overrun checker (degrade: a slow write checked just before the
+	// deadline lands after the lease).
 	PlantNoMargin = plant.NoMargin
 	// PlantRenewAfterExpiry: renewal allowed after expiry: a renewal that
 	// fails or reports the grant lost is reported renewed (re-acquiring

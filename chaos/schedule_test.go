@@ -54,3 +54,30 @@ func TestParseFamilies(t *testing.T) {
 		t.Fatal("ParseFamilies(partition,meteor) = nil error; want one naming meteor")
 	}
 }
+
+// With a planted bug and no families, a run draws the families that expose
+// the bug and aims every fault at the leader; families given still win.
+func TestPlantDefaults(t *testing.T) {
+	for _, p := range Plants() {
+		o := Options{Plant: p}.withDefaults()
+		if fmt.Sprint(o.Families) != fmt.Sprint(PlantFamilies(p)) || len(o.Families) == 0 || !o.LeaderOnly {
+			t.Errorf("plant %s: families %v, leader only %v; want %v aimed at the leader", p, o.Families, o.LeaderOnly, PlantFamilies(p))
+		}
+		sched := Schedule(ScheduleConfig{Seed: 1, Duration: 20 * time.Second, Nodes: 3, Members: 1, TTL: o.TTL, Margin: o.Margin, Families: o.Families, LeaderOnly: true})
+		if len(sched) == 0 {
+			t.Errorf("plant %s: a 20s run draws no fault", p)
+		}
+		for _, f := range sched {
+			if f.Node != LeaderNode || f.Family != o.Families[0] {
+				t.Errorf("plant %s: drew %s; want only %v faults on the leader", p, f, o.Families)
+			}
+		}
+		o = Options{Plant: p, Families: []string{FamilyCrash}}.withDefaults()
+		if fmt.Sprint(o.Families) != "[crash]" || o.LeaderOnly {
+			t.Errorf("plant %s with families [crash]: got %v, leader only %v; want [crash] as given", p, o.Families, o.LeaderOnly)
+		}
+	}
+	if o := (Options{}).withDefaults(); len(o.Families) != len(Families()) || o.LeaderOnly {
+		t.Errorf("no plant: families %v, leader only %v; want all, any node", o.Families, o.LeaderOnly)
+	}
+}

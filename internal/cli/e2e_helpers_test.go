@@ -325,9 +325,8 @@ func (r *resource) accepted() []write {
 			continue
 		}
 		identity, pidText, _ := strings.Cut(d.Value, " ")
-		holder, _ := tenure.SplitIdentity(identity) // the --holder name
 		pid, _ := strconv.Atoi(pidText)
-		out = append(out, write{seq: d.Seq, token: d.Token, holder: holder, pid: pid, at: now.Add(time.Duration(d.At - mono))})
+		out = append(out, write{seq: d.Seq, token: d.Token, holder: nameOf(identity), pid: pid, at: now.Add(time.Duration(d.At - mono))})
 	}
 	return out
 }
@@ -341,6 +340,13 @@ func (r *resource) rejections(token uint64) int {
 		}
 	}
 	return n
+}
+
+// nameOf is the --holder name of a holder identity ("name" or
+// "name#instance").
+func nameOf(identity string) string {
+	name, _ := tenure.SplitIdentity(identity)
+	return name
 }
 
 // alive reports whether process pid exists and is not a zombie.

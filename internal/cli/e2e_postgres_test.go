@@ -45,7 +45,7 @@ func TestPostgres(t *testing.T) {
 	t.Run("mutual exclusion", func(t *testing.T) {
 		holder := holdKey(t, coord, "excl", "first")
 		res := runTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "1500ms", "--", "true")...)
-		if res.code != ExitNotReady || !strings.Contains(res.stderr, `"first"`) {
+		if res.code != ExitNotReady || !strings.Contains(res.stderr, "first") {
 			t.Errorf("%s: exit %d; want %d naming the holder\n%s", res.description, res.code, ExitNotReady, res.stderr)
 		}
 		holder.signal(t, syscall.SIGTERM)

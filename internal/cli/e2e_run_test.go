@@ -37,7 +37,7 @@ func TestRunCommand(t *testing.T) {
 			t.Fatalf("exit %d; want 0\n%s", res.code, res.stderr)
 		}
 		f := strings.Split(res.stdout, "|")
-		if len(f) != 4 || f[0] != "env/a" || f[1] != "h1" || f[3] != "5s" {
+		if len(f) != 4 || f[0] != "env/a" || nameOf(f[1]) != "h1" || f[3] != "5s" {
 			t.Fatalf("command saw TENURE_KEY|HOLDER|FENCING_TOKEN|LEASE_TTL = %q; want env/a|h1|<token>|5s", res.stdout)
 		}
 		first, err := strconv.ParseUint(f[2], 10, 64)

@@ -113,7 +113,7 @@ func TestServerCluster(t *testing.T) {
 
 	holder := holdKey(t, all, "cluster", "h")
 	got := statusJSON(t, nil, "--endpoints", members[2].endpoint, "--key", "cluster")
-	if len(got) != 1 || got[0].Holder != "h" {
+	if len(got) != 1 || nameOf(got[0].Holder) != "h" {
 		t.Fatalf("status through m3 = %+v; want held by h", got)
 	}
 	holder.signal(t, syscall.SIGTERM)

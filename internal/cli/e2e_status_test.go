@@ -47,7 +47,7 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 			t.Fatalf("status --key printed %d lines; want 1", len(got))
 		}
 		s := got[0]
-		if !s.Held || s.Key != "st/a" || s.Holder != "holder-a" || s.Token == 0 || s.TTLLeftMS == nil {
+		if !s.Held || s.Key != "st/a" || nameOf(s.Holder) != "holder-a" || s.Token == 0 || s.TTLLeftMS == nil {
 			t.Fatalf("status --key st/a = %+v; want held by holder-a with a token and ttl_left_ms", s)
 		}
 		if left := time.Duration(*s.TTLLeftMS) * time.Millisecond; left < 0 || left > 10*time.Second {
@@ -62,7 +62,7 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 	})
 	t.Run("status --prefix", func(t *testing.T) {
 		got := statusJSON(t, nil, append(coord, "--prefix", "st/")...)
-		if len(got) != 2 || got[0].Key != "st/a" || got[1].Key != "st/b" || got[1].Holder != "holder-b" {
+		if len(got) != 2 || got[0].Key != "st/a" || got[1].Key != "st/b" || nameOf(got[1].Holder) != "holder-b" {
 			t.Fatalf("status --prefix st/ = %+v; want st/a and st/b, in order", got)
 		}
 		if got := statusJSON(t, nil, append(coord, "--prefix", "st/b")...); len(got) != 1 || got[0].Key != "st/b" {

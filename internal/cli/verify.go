@@ -71,6 +71,12 @@ stale-write checker shows it did.`,
 			return runVerify(cmd, f, o)
 		},
 	}
+	f.bind(cmd)
+	return cmd
+}
+
+// bind defines verify's flags on cmd, bound to f.
+func (f *verifyFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.DurationVar(&f.duration, "duration", 120*time.Second, "length of the run")
 	fl.DurationVar(&f.ttl, "ttl", 2*time.Second, "lease TTL (etcd grants whole seconds)")
@@ -83,7 +89,6 @@ stale-write checker shows it did.`,
 	fl.StringVar(&f.plant, "plant", "", "plant a known bug in the nodes: "+strings.Join(chaos.Plants(), ", "))
 	fl.StringVar(&f.jsonFile, "json", "", "write every figure to this JSON file")
 	fl.StringVar(&f.htmlFile, "html", "", "write a self-contained HTML report with a timeline to this file")
-	return cmd
 }
 
 // options turns the flags into chaos options. With --plant and no

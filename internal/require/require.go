@@ -1,5 +1,5 @@
 // Package require decides what a test does when a component it needs is
-// missing: the etcd binary, PostgreSQL or Chromium. When the component is
+// missing: the etcd binary, PostgreSQL, Chromium or Prometheus. When the component is
 // required (its TENURE_REQUIRE_* variable is true, or, when that is unset,
 // CI is true) the test fails. Otherwise the test is skipped, and one line
 // per component names what was skipped and how to install it, printed where
@@ -34,6 +34,9 @@ var (
 	Postgres = Component{Name: "PostgreSQL (initdb and postgres, or TENURE_TEST_POSTGRES=DSN)", Env: "TENURE_REQUIRE_POSTGRES", Install: "apt-get install postgresql-15"}
 	// Chromium is a headless Chromium, for the HTML pages.
 	Chromium = Component{Name: "Chromium (chromium)", Env: "TENURE_REQUIRE_CHROMIUM", Install: "apt-get install chromium"}
+	// Prometheus is Debian's Prometheus server and promtool, for the
+	// metrics and alert rules.
+	Prometheus = Component{Name: "Prometheus (prometheus, promtool)", Env: "TENURE_REQUIRE_PROMETHEUS", Install: "apt-get install prometheus"}
 )
 
 // Required reports whether c must be present: its variable when set (1,
