@@ -154,7 +154,7 @@ func printGroupStatus(ctx context.Context, w io.Writer, c tenure.Coordinator, ke
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "\n%d partitions, %d members, at most %d each; imbalance (max/mean) %.3f; unowned %d\n",
+	_, err = fmt.Fprintf(w, "\npartitions %d, members %d, at most %d each, imbalance (max/mean) %.3f, unowned %d\n",
 		len(st.Partitions), len(st.Members), st.Cap, st.Imbalance, st.Unowned)
 	return err
 }
