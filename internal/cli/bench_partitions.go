@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
@@ -153,43 +151,11 @@ func (o *benchPartitionsFlags) measureConfig(g *globalFlags, t bench.Target, loc
 	}
 	switch {
 	case t.Postgres != "":
-		mc.Writes = func(ctx context.Context) (int64, error) { return pgWrites(ctx, t.Postgres) }
+		mc.Writes = func(ctx context.Context) (int64, error) { return bench.PostgresGroupWrites(ctx, t.Postgres) }
 	case local:
-		mc.Writes = etcdWrites
+		mc.Writes = bench.EtcdWrites
 	}
 	return mc
-}
-
-// etcdWrites sums the in-process etcd server's committed proposals and
-// lease renewals.
-func etcdWrites(context.Context) (int64, error) {
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		return 0, err
-	}
-	var n float64
-	for _, mf := range mfs {
-		switch mf.GetName() {
-		case "etcd_server_proposals_committed_total", "etcd_debugging_lease_renewed_total":
-			for _, m := range mf.GetMetric() {
-				n += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return int64(n), nil
-}
-
-// pgWrites counts the rows written to tenure's group tables.
-func pgWrites(ctx context.Context, dsn string) (int64, error) {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close(ctx)
-	var n int64
-	err = conn.QueryRow(ctx, `SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint
-FROM pg_stat_user_tables WHERE relname IN ('cluster_leadership_members', 'cluster_leadership_partitions')`).Scan(&n)
-	return n, err
 }
 
 // fill copies m's figures into the report.

@@ -507,13 +507,7 @@ func (r *runner) onTransition(t tenure.Transition) {
 	} else if t.Kind != tenure.Resigned {
 		r.wait.campaigning() // the elector campaigns again
 	}
-	attrs := []any{"key", t.Key, "holder", t.Holder, "token", t.Token, "reason", t.Kind.Reason()}
-	switch t.Kind {
-	case tenure.Elected, tenure.Resigned:
-		r.log.Info("leadership", attrs...)
-	default:
-		r.log.Warn("leadership", append(attrs, "err", t.Err)...)
-	}
+	logTransition(r.log, t)
 }
 
 // lead runs the command for term t; it is the elector's leader function.

@@ -207,13 +207,17 @@ func (r *partRunner) each(m guard.Message) {
 	}
 }
 
-func (r *partRunner) onTransition(t tenure.Transition) {
+func (r *partRunner) onTransition(t tenure.Transition) { logTransition(r.log, t) }
+
+// logTransition logs a leadership change: a record "leadership" with key,
+// holder, token and reason (and err when leadership was lost).
+func logTransition(log *slog.Logger, t tenure.Transition) {
 	attrs := []any{"key", t.Key, "holder", t.Holder, "token", t.Token, "reason", t.Kind.Reason()}
 	switch t.Kind {
 	case tenure.Elected, tenure.Resigned:
-		r.log.Info("leadership", attrs...)
+		log.Info("leadership", attrs...)
 	default:
-		r.log.Warn("leadership", append(attrs, "err", t.Err)...)
+		log.Warn("leadership", append(attrs, "err", t.Err)...)
 	}
 }
 
