@@ -42,7 +42,7 @@ func newPartGroup(t *testing.T, coord []string) *partGroup {
 func (g *partGroup) member(t *testing.T, holder string) *proc {
 	t.Helper()
 	args := append(append([]string{}, g.coord...), "run", "--key", "jobs", "--partitions", fmt.Sprint(groupParts),
-		"--ttl", e2eTTL.String(), "--holder", holder, "--kill-grace", "500ms", "--", "sh", "-c", partitionScript)
+		"--ttl", e2eTTL.String(), "--margin", "300ms", "--holder", holder, "--kill-grace", "500ms", "--", "sh", "-c", partitionScript)
 	return startProc(t, holder, g.env, args...)
 }
 
@@ -74,15 +74,21 @@ func (g *partGroup) awaitOwned(t *testing.T, d time.Duration, want map[string]in
 	return st
 }
 
-// awaitRunning waits until every partition's latest accepted write comes
-// from the holder st gives it, with st's token, and returns the writing
-// pid of each partition.
+// awaitRunning waits until every partition has an accepted write from the
+// holder st gives it, with st's token or a later one of the same holder (a
+// loaded machine may end a term at its deadline, and the partition is
+// claimed again), and returns the writing pid of each partition.
 func (g *partGroup) awaitRunning(t *testing.T, d time.Duration, st partitionStatus) []int {
 	t.Helper()
 	pids := make([]int, groupParts)
 	for _, row := range st.Partitions {
-		w := g.regs[row.Partition].first(t, d, fmt.Sprintf("to partition %d by %s with token %d", row.Partition, row.Holder, row.Token),
-			func(w write) bool { return w.holder == row.Holder && w.token == row.Token })
+		w := g.regs[row.Partition].first(t, d, fmt.Sprintf("to partition %d by %s with token %d or later", row.Partition, row.Holder, row.Token),
+			func(w write) bool { return w.holder == row.Holder && w.token >= row.Token })
+		for _, later := range g.regs[row.Partition].accepted() {
+			if later.holder == row.Holder && later.token >= w.token {
+				w = later // its latest command
+			}
+		}
 		pids[row.Partition] = w.pid
 	}
 	return pids
