@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -200,5 +201,43 @@ func TestRunPartitionsFlags(t *testing.T) {
 		if res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {
 			t.Errorf("tenure run %s: exit %d, stderr %q; want %d and %q", tc.args, res.code, res.stderr, ExitUsage, tc.want)
 		}
+	}
+}
+
+// TestRunPartitionsCommandExits: a partition's command that exits on its
+// own releases the partition, which the member claims again with a greater
+// token and runs the command again; each command sees its partition's
+// index, name, key and token.
+func TestRunPartitionsCommandExits(t *testing.T) {
+	out := t.TempDir() + "/runs"
+	p := startProc(t, "member", []string{"OUT=" + out}, "--endpoints", etcdbin.Start(t), "run", "--key", "jobs",
+		"--partitions", "2", "--names", "x,y", "--ttl", e2eTTL.String(), "--margin", "300ms", "--",
+		"sh", "-c", `echo "$TENURE_PARTITION $TENURE_PARTITION_NAME $TENURE_KEY $TENURE_FENCING_TOKEN" >> "$OUT"`)
+	runs := map[string][]string{}
+	waitFor(t, 3*e2eTTL+slack, "each partition's command run three times", func() bool {
+		runs = map[string][]string{}
+		for _, l := range lines(readFile(out)) {
+			f := strings.Fields(l)
+			if len(f) == 4 {
+				runs[f[0]+" "+f[1]+" "+f[2]] = append(runs[f[0]+" "+f[1]+" "+f[2]], f[3])
+			}
+		}
+		return len(runs["0 x jobs/x"]) >= 3 && len(runs["1 y jobs/y"]) >= 3
+	})
+	if len(runs) != 2 {
+		t.Errorf("commands saw partitions %v; want only \"0 x jobs/x\" and \"1 y jobs/y\"", runs)
+	}
+	for part, tokens := range runs {
+		for i := 1; i < len(tokens); i++ {
+			prev, _ := strconv.ParseUint(tokens[i-1], 10, 64)
+			next, err := strconv.ParseUint(tokens[i], 10, 64)
+			if err != nil || next <= prev {
+				t.Errorf("partition %s: run %d had token %q after %d; want a greater token", part, i+1, tokens[i], prev)
+			}
+		}
+	}
+	p.signal(t, syscall.SIGTERM)
+	if code := p.wait(t, e2eTTL+slack); code != exitSignalBase+int(syscall.SIGTERM) {
+		t.Errorf("member after SIGTERM: exit %d; want %d", code, exitSignalBase+int(syscall.SIGTERM))
 	}
 }
