@@ -109,7 +109,8 @@ func runPartitions(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 	r := &partRunner{
 		f: f, log: log, argv: args, path: path, env: commandEnv(cmd.Root(), os.Environ()),
 		named: f.names != nil, out: cmd.OutOrStdout(), err: cmd.ErrOrStderr(),
-		feeder:   &runner{f: f, renewEvery: cfg.EffectiveRenewInterval()},
+		// A member renews at least three times per safe lease (partition's runner).
+		feeder:   &runner{f: f, renewEvery: min(cfg.EffectiveRenewInterval(), cfg.SafeLease(cfg.TTL)/3)},
 		children: map[*child]bool{},
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(cmd.Context()))
