@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/etcd"
+	"github.com/tenure-dev/tenure/internal/bench"
 	"github.com/tenure-dev/tenure/partition"
 )
 
@@ -32,7 +31,7 @@ func BenchmarkPartitions(b *testing.B) {
 				NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
 					return etcd.New(newClient(b, eps))
 				},
-				Writes: etcdWrites,
+				Writes: bench.EtcdWrites,
 			})
 			if err != nil {
 				b.Fatal(err)
@@ -47,23 +46,4 @@ func BenchmarkPartitions(b *testing.B) {
 			res.Report(os.Stdout, 10*time.Second, ratio)
 		}
 	}
-}
-
-// etcdWrites sums the in-process etcd server's committed proposals and
-// lease renewals.
-func etcdWrites(context.Context) (int64, error) {
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		return 0, err
-	}
-	var n float64
-	for _, mf := range mfs {
-		switch mf.GetName() {
-		case "etcd_server_proposals_committed_total", "etcd_debugging_lease_renewed_total":
-			for _, m := range mf.GetMetric() {
-				n += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return int64(n), nil
 }

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/bench"
 	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/postgres"
 )
@@ -31,7 +30,7 @@ func BenchmarkPartitions(b *testing.B) {
 				NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
 					return postgres.Open(ctx, dsn)
 				},
-				Writes: func(ctx context.Context) (int64, error) { return pgWrites(ctx, dsn) },
+				Writes: func(ctx context.Context) (int64, error) { return bench.PostgresGroupWrites(ctx, dsn) },
 			})
 			if err != nil {
 				b.Fatal(err)
@@ -46,18 +45,4 @@ func BenchmarkPartitions(b *testing.B) {
 			res.Report(os.Stdout, 10*time.Second, ratio)
 		}
 	}
-}
-
-// pgWrites sums the rows written to the group tables, as the server counts
-// them.
-func pgWrites(ctx context.Context, dsn string) (int64, error) {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close(ctx)
-	var n int64
-	err = conn.QueryRow(ctx, `SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint
-FROM pg_stat_user_tables WHERE relname IN ('cluster_leadership_members', 'cluster_leadership_partitions')`).Scan(&n)
-	return n, err
 }

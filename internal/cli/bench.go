@@ -24,7 +24,7 @@ type benchFlags struct {
 func newBenchCommand(g *globalFlags) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench (handover | failover | throughput | ttl)",
+		Use:   "bench (handover | failover | throughput | ttl | partitions)",
 		Short: "Measure tenure beside the recipes you would use instead",
 		Long: `bench runs tenure and the peer a user would pick instead alternately in
 one run, on real servers, and prints each figure with the ratio between
@@ -48,7 +48,7 @@ under 2 minutes with its defaults.`,
 	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "print the report as JSON instead of a table")
 	cmd.PersistentFlags().StringVar(&f.html, "html", "", "also write the report as a self-contained HTML page to this file")
 	cmd.AddCommand(newBenchHandoverCommand(g, &f), newBenchFailoverCommand(g, &f),
-		newBenchThroughputCommand(g, &f), newBenchTTLCommand(g, &f), newBenchChildCommand())
+		newBenchThroughputCommand(g, &f), newBenchTTLCommand(g, &f), newBenchChildCommand(), newBenchPartitionsCommand(g, &f))
 	return cmd
 }
 

@@ -33,6 +33,7 @@ type runFlags struct {
 	waitTimeout time.Duration
 	json        bool
 	http        string
+	partitionFlags
 }
 
 // runLong is the help of tenure run.
@@ -118,7 +119,9 @@ Exit codes:
   3    not leader within --wait-timeout
   126  COMMAND could not be started
   127  COMMAND was not found
-  128+S  tenure got signal S while no command ran`
+  128+S  tenure got signal S while no command ran
+
+` + runPartitionsDoc
 
 // runExample is the examples of tenure run.
 const runExample = `  # against "tenure server" on this machine: at most one worker at a time
@@ -132,6 +135,9 @@ const runExample = `  # against "tenure server" on this machine: at most one wor
 
   # a service that must always run somewhere; restart it when it exits
   tenure run --key scheduler --restart -- ./scheduler --config prod.yaml
+
+  # one worker per partition of 64, spread over every process running this
+  tenure run --key jobs --partitions 64 -- ./worker.sh
 
   # check the lease right before each write, from inside the command
   tenure run --key jobs -- sh -c 'while tenure lease check >/dev/null; do ./step.sh; done'
@@ -169,6 +175,7 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 	fs.DurationVar(&f.waitTimeout, "wait-timeout", 0, "exit with code 3 if not leader within this long of starting to campaign (0: wait forever); applies to every campaign")
 	fs.BoolVar(&f.json, "json", false, "log to stderr as JSON lines instead of text")
 	fs.StringVar(&f.http, "http", "", `host:port of the live status page (/) and of /status, /health, /leader and /metrics; "" serves nothing`)
+	f.partitionFlags.register(fs)
 	return cmd
 }
 
@@ -213,6 +220,9 @@ func (r *runner) lastRan() time.Duration {
 }
 
 func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) error {
+	if cmd.Flags().Changed("partitions") || cmd.Flags().Changed("names") {
+		return runPartitions(cmd, g, f, args)
+	}
 	cfg, path, err := checkRunFlags(cmd, g, f, args)
 	if err != nil {
 		return err
@@ -497,13 +507,7 @@ func (r *runner) onTransition(t tenure.Transition) {
 	} else if t.Kind != tenure.Resigned {
 		r.wait.campaigning() // the elector campaigns again
 	}
-	attrs := []any{"key", t.Key, "holder", t.Holder, "token", t.Token, "reason", t.Kind.Reason()}
-	switch t.Kind {
-	case tenure.Elected, tenure.Resigned:
-		r.log.Info("leadership", attrs...)
-	default:
-		r.log.Warn("leadership", append(attrs, "err", t.Err)...)
-	}
+	logTransition(r.log, t)
 }
 
 // lead runs the command for term t; it is the elector's leader function.

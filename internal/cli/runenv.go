@@ -15,7 +15,7 @@ import (
 // describe the parent's term and are not flag twins.
 var commandVars = []string{
 	"TENURE_KEY", "TENURE_HOLDER", "TENURE_INSTANCE", "TENURE_FENCING_TOKEN",
-	"TENURE_LEASE_TTL", "TENURE_LEASE_FILE",
+	"TENURE_LEASE_TTL", "TENURE_LEASE_FILE", "TENURE_PARTITION", "TENURE_PARTITION_NAME",
 }
 
 // insideCommand reports whether getenv is the environment of a command

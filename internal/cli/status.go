@@ -18,6 +18,7 @@ type statusFlags struct {
 	prefix   string
 	json     bool
 	exitCode bool
+	group    statusGroupFlags
 }
 
 func newStatusCommand(g *globalFlags) *cobra.Command {
@@ -42,7 +43,7 @@ process's instance id: the coordinator sees the holder as holder#instance.
 It exits 0 whether or not the key is held; with --exit-code it exits 4
 when nobody leads --key (or no key under --prefix is led), for scripts:
 
-  tenure status --key jobs --exit-code >/dev/null || echo "nobody runs jobs"`,
+  tenure status --key jobs --exit-code >/dev/null || echo "nobody runs jobs"` + statusPartitionsDoc,
 		Example: `  tenure status --key jobs
   tenure status --prefix orders/ --json
   tenure status --postgres "$DSN" --prefix ""`,
@@ -60,6 +61,9 @@ when nobody leads --key (or no key under --prefix is led), for scripts:
 			ctx, cancel := context.WithTimeout(cmd.Context(), g.coord.dialTimeout)
 			defer cancel()
 			if byKey {
+				if grouped, err := f.groupStatus(ctx, cmd, c); grouped {
+					return err
+				}
 				g, ok, err := leaderOf(ctx, c, f.key)
 				if err != nil {
 					return err
@@ -91,6 +95,7 @@ when nobody leads --key (or no key under --prefix is led), for scripts:
 	cmd.Flags().StringVar(&f.prefix, "prefix", "", `show every key led that starts with this ("" for all)`)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON lines instead of a table")
 	cmd.Flags().BoolVar(&f.exitCode, "exit-code", false, "exit 4 when nobody leads (no key under --prefix is led)")
+	f.group.register(cmd.Flags())
 	return cmd
 }
 

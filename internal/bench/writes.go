@@ -1,0 +1,42 @@
+package bench
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// EtcdWrites counts the writes of an etcd server running in this process,
+// at the server: its committed raft proposals plus its lease renewals
+// (etcd's own metrics, on the default Prometheus registry).
+func EtcdWrites(context.Context) (int64, error) {
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		return 0, err
+	}
+	var n float64
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "etcd_server_proposals_committed_total", "etcd_debugging_lease_renewed_total":
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return int64(n), nil
+}
+
+// PostgresGroupWrites counts the rows written to tenure's partition-group
+// tables in the database dsn names, at the server (pg_stat_user_tables).
+func PostgresGroupWrites(ctx context.Context, dsn string) (int64, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, `SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint
+FROM pg_stat_user_tables WHERE relname IN ('cluster_leadership_members', 'cluster_leadership_partitions')`).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestBenchPartitions runs tenure bench partitions with a tiny group on the
+// etcd it starts and on PostgreSQL: the JSON report parses, the group is
+// balanced at ⌈P/N⌉, no partition ran again with a token not greater, the
+// writes were counted at the server, and a crashed member's partitions were
+// not taken over before its lease could have expired.
+func TestBenchPartitions(t *testing.T) {
+	for _, backend := range []string{"etcd", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			args := []string{"bench", "partitions", "--partitions", "20", "--members", "2", "--ttl", "2s", "--reference", "4", "--steady", "1s", "--json"}
+			if backend == "postgres" {
+				args = append(postgresCoord(t), args...)
+			}
+			res := runTenure(t, cleanEnv(), args...)
+			if res.code != 0 {
+				t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+			}
+			var r partitionsReport
+			if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+				t.Fatalf("%s: JSON does not parse: %v\n%s", res.description, err, res.stdout)
+			}
+			if r.Backend != backend || r.Partitions != 20 || r.Members != 2 || r.Cap != 10 {
+				t.Errorf("report backend %q, P=%d, N=%d, cap %d; want %s, 20, 2, 10", r.Backend, r.Partitions, r.Members, r.Cap, backend)
+			}
+			if r.MaxOwned > r.Cap || r.StaleTokens != 0 {
+				t.Errorf("max owned %d (cap %d), stale tokens %d; want ≤ cap and 0", r.MaxOwned, r.Cap, r.StaleTokens)
+			}
+			if r.WritesPerSecond <= 0 || r.ReferenceWritesPS <= 0 || r.WritesRatio <= 0 {
+				t.Errorf("writes/s %.2f, reference %.2f, ratio %.3f; want all > 0 (counted at the server)", r.WritesPerSecond, r.ReferenceWritesPS, r.WritesRatio)
+			}
+			// The crashed member renewed at most a renew interval (TTL/3)
+			// before it stopped: its lease had at least 2/3 of 2s left.
+			if r.CrashP99MS < 1000 {
+				t.Errorf("crash takeover p99 %.0fms; want ≥ 1000ms (no takeover before the lease can expire)", r.CrashP99MS)
+			}
+		})
+	}
+}

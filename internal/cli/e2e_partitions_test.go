@@ -1,0 +1,243 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure/internal/etcdbin"
+)
+
+// groupParts is P in the partition end-to-end tests.
+const groupParts = 8
+
+// partitionScript makes the helper command write to the fenced register of
+// its own partition ($TENURE_E2E_PART_<index>).
+const partitionScript = `eval "export ` + fenceURLEnv + `=\$TENURE_E2E_PART_$TENURE_PARTITION"; exec "$SELF"`
+
+// partGroup is a partition group of "tenure run --partitions" members on
+// one coordinator, each partition's command writing to its own fenced
+// register.
+type partGroup struct {
+	coord []string
+	regs  []*resource
+	env   []string
+}
+
+func newPartGroup(t *testing.T, coord []string) *partGroup {
+	g := &partGroup{coord: coord, env: []string{childModeEnv + "=fence", "SELF=" + selfBin}}
+	for i := range groupParts {
+		r := startResource(t)
+		g.regs = append(g.regs, r)
+		g.env = append(g.env, fmt.Sprintf("TENURE_E2E_PART_%d=%s", i, r.url))
+	}
+	return g
+}
+
+// member starts a member of the group as holder.
+func (g *partGroup) member(t *testing.T, holder string) *proc {
+	t.Helper()
+	args := append(append([]string{}, g.coord...), "run", "--key", "jobs", "--partitions", fmt.Sprint(groupParts),
+		"--ttl", e2eTTL.String(), "--margin", "300ms", "--holder", holder, "--kill-grace", "500ms", "--", "sh", "-c", partitionScript)
+	return startProc(t, holder, g.env, args...)
+}
+
+// status reads the group's table with tenure status --partitions --json.
+func (g *partGroup) status(t *testing.T) partitionStatus {
+	t.Helper()
+	res := runTenure(t, nil, append(append([]string{}, g.coord...), "status", "--key", "jobs",
+		"--partitions", fmt.Sprint(groupParts), "--json")...)
+	var st partitionStatus
+	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &st) != nil {
+		t.Fatalf("%s: exit %d, output %q\n%s", res.description, res.code, res.stdout, res.stderr)
+	}
+	return st
+}
+
+// awaitOwned waits until the table gives each holder of want its count of
+// partitions and no partition is unowned, and returns the table.
+func (g *partGroup) awaitOwned(t *testing.T, d time.Duration, want map[string]int) partitionStatus {
+	t.Helper()
+	var st partitionStatus
+	waitFor(t, d, fmt.Sprintf("partitions owned %v", want), func() bool {
+		st = g.status(t)
+		got := map[string]int{}
+		for _, m := range st.Members {
+			got[m.Holder] = m.Owned
+		}
+		return st.Unowned == 0 && fmt.Sprint(got) == fmt.Sprint(want)
+	})
+	return st
+}
+
+// awaitRunning waits until every partition has an accepted write from the
+// holder st gives it, with st's token or a later one of the same holder (a
+// loaded machine may end a term at its deadline, and the partition is
+// claimed again), and returns the writing pid of each partition.
+func (g *partGroup) awaitRunning(t *testing.T, d time.Duration, st partitionStatus) []int {
+	t.Helper()
+	pids := make([]int, groupParts)
+	for _, row := range st.Partitions {
+		w := g.regs[row.Partition].first(t, d, fmt.Sprintf("to partition %d by %s with token %d or later", row.Partition, row.Holder, row.Token),
+			func(w write) bool { return w.holder == row.Holder && w.token >= row.Token })
+		for _, later := range g.regs[row.Partition].accepted() {
+			if later.holder == row.Holder && later.token >= w.token {
+				w = later // its latest command
+			}
+		}
+		pids[row.Partition] = w.pid
+	}
+	return pids
+}
+
+// checkOnceAtATime asserts that each partition's commands wrote one after
+// another: a pid's writes are never interleaved with another's, and tokens
+// never decrease.
+func (g *partGroup) checkOnceAtATime(t *testing.T) {
+	t.Helper()
+	for i, r := range g.regs {
+		var order []int
+		var last uint64
+		for _, w := range r.accepted() {
+			if w.token < last {
+				t.Errorf("partition %d: accepted token %d after %d", i, w.token, last)
+			}
+			last = w.token
+			if len(order) == 0 || order[len(order)-1] != w.pid {
+				if slices.Contains(order, w.pid) {
+					t.Errorf("partition %d: pid %d wrote again after another command (pids in order %v)", i, w.pid, order)
+				}
+				order = append(order, w.pid)
+			}
+		}
+	}
+}
+
+// TestRunPartitions: two "tenure run --partitions 8" members on Debian's
+// etcd share the partitions 4/4, each partition's command running once; a
+// SIGKILLed member's partitions run again on the other with greater tokens
+// and its commands die; a joining member restores the balance; a SIGTERMed
+// member hands its partitions over.
+func TestRunPartitions(t *testing.T) {
+	g := newPartGroup(t, []string{"--endpoints", etcdbin.Start(t)})
+	a, _ := g.member(t, "a"), g.member(t, "b")
+	st := g.awaitOwned(t, 10*time.Second+slack, map[string]int{"a": 4, "b": 4})
+	pids := g.awaitRunning(t, slack, st)
+
+	a.signal(t, syscall.SIGKILL)
+	killed := time.Now()
+	for _, row := range st.Partitions {
+		if row.Holder == "a" {
+			waitDead(t, pids[row.Partition], slack, fmt.Sprintf("a's command of partition %d", row.Partition))
+			g.regs[row.Partition].first(t, e2eTTL+slack-time.Since(killed), fmt.Sprintf("to partition %d by b with a token > %d", row.Partition, row.Token),
+				func(w write) bool { return w.holder == "b" && w.token > row.Token })
+		}
+	}
+	g.awaitOwned(t, slack, map[string]int{"b": groupParts})
+
+	c := g.member(t, "c")
+	st = g.awaitOwned(t, 2*e2eTTL+slack, map[string]int{"b": 4, "c": 4})
+	pids = g.awaitRunning(t, slack, st)
+
+	c.signal(t, syscall.SIGTERM)
+	if code := c.wait(t, e2eTTL+slack); code != exitSignalBase+int(syscall.SIGTERM) {
+		t.Errorf("member c after SIGTERM: exit %d; want %d", code, exitSignalBase+int(syscall.SIGTERM))
+	}
+	for _, row := range st.Partitions {
+		if row.Holder == "c" && alive(pids[row.Partition]) {
+			t.Errorf("c's command of partition %d (pid %d) outlived c", row.Partition, pids[row.Partition])
+		}
+	}
+	st = g.awaitOwned(t, e2eTTL+slack, map[string]int{"b": groupParts})
+	g.awaitRunning(t, slack, st)
+	g.checkOnceAtATime(t)
+
+	// Without --partitions, status finds the group: the table of what is owned.
+	res := runTenure(t, nil, append(append([]string{}, g.coord...), "status", "--key", "jobs")...)
+	if res.code != 0 || !strings.Contains(res.stdout, "PARTITION") || !strings.Contains(res.stdout, "partitions 8, members 1,") {
+		t.Errorf("%s: exit %d; want the group's table of 8 partitions\n%s%s", res.description, res.code, res.stdout, res.stderr)
+	}
+}
+
+// TestRunPartitionsPostgres: the same group on PostgreSQL: balanced, and a
+// SIGKILLed member's partitions run again on the other with greater tokens.
+func TestRunPartitionsPostgres(t *testing.T) {
+	g := newPartGroup(t, postgresCoord(t))
+	a, _ := g.member(t, "a"), g.member(t, "b")
+	st := g.awaitOwned(t, 10*time.Second+slack, map[string]int{"a": 4, "b": 4})
+	pids := g.awaitRunning(t, slack, st)
+	a.signal(t, syscall.SIGKILL)
+	for _, row := range st.Partitions {
+		if row.Holder == "a" {
+			waitDead(t, pids[row.Partition], slack, fmt.Sprintf("a's command of partition %d", row.Partition))
+		}
+	}
+	st2 := g.awaitOwned(t, e2eTTL+slack, map[string]int{"b": groupParts})
+	for _, row := range st.Partitions {
+		if now := st2.Partitions[row.Partition]; now.Token <= row.Token && row.Holder == "a" {
+			t.Errorf("partition %d: token %d after a's crash; want > %d", row.Partition, now.Token, row.Token)
+		}
+	}
+	g.awaitRunning(t, slack, st2)
+	g.checkOnceAtATime(t)
+}
+
+// TestRunPartitionsFlags: bad --partitions and --names are refused, naming
+// the flag.
+func TestRunPartitionsFlags(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"--partitions 0", "--partitions (0) must be at least 1"},
+		{"--partitions 3 --names a,b", "--names gives 2 names for --partitions 3"},
+		{"--partitions 2 --names a,a", "--names[1]"},
+		{"--partitions 2 --wait-timeout 1s", "--wait-timeout is not supported with --partitions"},
+	} {
+		args := append(append([]string{"run", "--endpoints", "http://127.0.0.1:1", "--key", "jobs"}, strings.Fields(tc.args)...), "--", "true")
+		res := runTenure(t, nil, args...)
+		if res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("tenure run %s: exit %d, stderr %q; want %d and %q", tc.args, res.code, res.stderr, ExitUsage, tc.want)
+		}
+	}
+}
+
+// TestRunPartitionsCommandExits: a partition's command that exits on its
+// own releases the partition, which the member claims again with a greater
+// token and runs the command again; each command sees its partition's
+// index, name, key and token.
+func TestRunPartitionsCommandExits(t *testing.T) {
+	out := t.TempDir() + "/runs"
+	p := startProc(t, "member", []string{"OUT=" + out}, "--endpoints", etcdbin.Start(t), "run", "--key", "jobs",
+		"--partitions", "2", "--names", "x,y", "--ttl", e2eTTL.String(), "--margin", "300ms", "--",
+		"sh", "-c", `echo "$TENURE_PARTITION $TENURE_PARTITION_NAME $TENURE_KEY $TENURE_FENCING_TOKEN" >> "$OUT"`)
+	runs := map[string][]string{}
+	waitFor(t, 3*e2eTTL+slack, "each partition's command run three times", func() bool {
+		runs = map[string][]string{}
+		for _, l := range lines(readFile(out)) {
+			f := strings.Fields(l)
+			if len(f) == 4 {
+				runs[f[0]+" "+f[1]+" "+f[2]] = append(runs[f[0]+" "+f[1]+" "+f[2]], f[3])
+			}
+		}
+		return len(runs["0 x jobs/x"]) >= 3 && len(runs["1 y jobs/y"]) >= 3
+	})
+	if len(runs) != 2 {
+		t.Errorf("commands saw partitions %v; want only \"0 x jobs/x\" and \"1 y jobs/y\"", runs)
+	}
+	for part, tokens := range runs {
+		for i := 1; i < len(tokens); i++ {
+			prev, _ := strconv.ParseUint(tokens[i-1], 10, 64)
+			next, err := strconv.ParseUint(tokens[i], 10, 64)
+			if err != nil || next <= prev {
+				t.Errorf("partition %s: run %d had token %q after %d; want a greater token", part, i+1, tokens[i], prev)
+			}
+		}
+	}
+	p.signal(t, syscall.SIGTERM)
+	if code := p.wait(t, e2eTTL+slack); code != exitSignalBase+int(syscall.SIGTERM) {
+		t.Errorf("member after SIGTERM: exit %d; want %d", code, exitSignalBase+int(syscall.SIGTERM))
+	}
+}

@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
+)
+
+// statusPartitionsDoc is the part of tenure status's help about groups.
+const statusPartitionsDoc = `
+
+For a partition group (tenure run --partitions), --partitions P (and
+--names, as given to tenure run) prints the partition table: each
+partition's holder, instance, fencing token and lease left, then the
+members, how many partitions each owns, and the balance. Without
+--partitions, a --key that nobody leads but that names a group with live
+members prints the table of the partitions owned now. With --json it
+prints one object:
+
+  {"key":"jobs","partitions":[{"partition":0,"name":"0","key":"jobs/0",
+    "held":true,"holder":"web-1","instance":"3f9c2a1b","token":42,
+    "lease_left_ms":8000}],"members":[{"holder":"web-1",
+    "instance":"3f9c2a1b","owned":1,"ttl_ms":10000}],"cap":1,
+    "unowned":0,"imbalance":1}
+
+A member's ttl_ms is the time left on its lease (PostgreSQL) or the TTL it
+was granted (etcd).`
+
+// statusGroupFlags are tenure status's flags for partition groups.
+type statusGroupFlags struct {
+	partitions int
+	names      []string
+}
+
+func (f *statusGroupFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&f.partitions, "partitions", 0, "show --key as a partition group of this many partitions")
+	fs.StringSliceVar(&f.names, "names", nil, "the group's partition names, comma-separated, as given to tenure run --names")
+}
+
+// partitionStatus is tenure status --json for a group.
+type partitionStatus struct {
+	Key        string            `json:"key"`
+	Partitions []partitionRowOut `json:"partitions"`
+	Members    []memberRowOut    `json:"members"`
+	Cap        int               `json:"cap"`
+	Unowned    int               `json:"unowned"`
+	Imbalance  float64           `json:"imbalance"`
+}
+
+type partitionRowOut struct {
+	Partition   int    `json:"partition"`
+	Name        string `json:"name"`
+	Key         string `json:"key"`
+	Held        bool   `json:"held"`
+	Holder      string `json:"holder,omitempty"`
+	Instance    string `json:"instance,omitempty"`
+	Token       uint64 `json:"token,omitempty"`
+	LeaseLeftMS *int64 `json:"lease_left_ms,omitempty"`
+}
+
+type memberRowOut struct {
+	Holder   string `json:"holder"`
+	Instance string `json:"instance"`
+	Owned    int    `json:"owned"`
+	TTLMS    int64  `json:"ttl_ms"`
+}
+
+// groupNames returns the partition names --partitions and --names give, or
+// nil when neither was given.
+func (f *statusGroupFlags) groupNames(cmd *cobra.Command) ([]string, error) {
+	byP, byNames := cmd.Flags().Changed("partitions"), cmd.Flags().Changed("names")
+	switch {
+	case !byP && !byNames:
+		return nil, nil
+	case byNames && !byP:
+		f.partitions = len(f.names)
+	case f.partitions < 1:
+		return nil, usageError("%s (%d) must be at least 1", flagRef(cmd, "partitions"), f.partitions)
+	case byNames && len(f.names) != f.partitions:
+		return nil, usageError("--names gives %d names for --partitions %d: give one name per partition", len(f.names), f.partitions)
+	}
+	if byNames {
+		return f.names, nil
+	}
+	return partition.Names(f.partitions), nil
+}
+
+// detectGroup returns the names of the partitions owned now in group key,
+// or nil when c cannot run groups or key has no live member.
+func detectGroup(ctx context.Context, c tenure.Coordinator, key string) ([]string, error) {
+	gc, ok := c.(tenure.GroupCoordinator)
+	if !ok || tenure.ValidateGroup(key, 1) != nil {
+		return nil, nil
+	}
+	ms, err := gc.GroupMembers(ctx, key)
+	if err != nil || len(ms) == 0 {
+		return nil, err
+	}
+	gs, err := gc.GroupPartitions(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, g := range gs {
+		if n, ok := strings.CutPrefix(g.Key, key+"/"); ok {
+			names = append(names, n)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		x, errA := strconv.Atoi(a)
+		y, errB := strconv.Atoi(b)
+		if errA == nil && errB == nil {
+			return x - y
+		}
+		return strings.Compare(a, b)
+	})
+	return names, nil
+}
+
+// printGroupStatus reads and prints group key's partition table.
+func printGroupStatus(ctx context.Context, w io.Writer, c tenure.Coordinator, key string, names []string, asJSON bool) error {
+	t, err := partition.ReadTable(ctx, c, key, names)
+	if err != nil {
+		return err
+	}
+	st := groupStatusOf(t)
+	if asJSON {
+		return json.NewEncoder(w).Encode(st)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tNAME\tHOLDER\tINSTANCE\tTOKEN\tLEASE LEFT")
+	for _, r := range st.Partitions {
+		if !r.Held {
+			fmt.Fprintf(tw, "%d\t%s\t-\t-\t-\t-\n", r.Partition, r.Name)
+			continue
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%dms\n", r.Partition, r.Name, r.Holder, r.Instance, r.Token, *r.LeaseLeftMS)
+	}
+	fmt.Fprintln(tw, "\nMEMBER\tINSTANCE\tOWNED\tTTL")
+	for _, m := range st.Members {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%dms\n", m.Holder, m.Instance, m.Owned, m.TTLMS)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "\npartitions %d, members %d, at most %d each, imbalance (max/mean) %.3f, unowned %d\n",
+		len(st.Partitions), len(st.Members), st.Cap, st.Imbalance, st.Unowned)
+	return err
+}
+
+// groupStatusOf is the output form of t: display names and instances, *_ms
+// durations.
+func groupStatusOf(t partition.Table) partitionStatus {
+	st := partitionStatus{Key: t.Group, Cap: t.Cap, Unowned: t.Stats.Unowned, Imbalance: t.Stats.Imbalance,
+		Partitions: []partitionRowOut{}, Members: []memberRowOut{}}
+	for _, r := range t.Partitions {
+		out := partitionRowOut{Partition: r.Partition.Index, Name: r.Partition.Name, Key: r.Partition.Key, Held: r.Owner != ""}
+		if out.Held {
+			out.Holder, out.Instance = tenure.SplitIdentity(r.Owner)
+			ms := r.LeaseLeft.Milliseconds()
+			out.Token, out.LeaseLeftMS = r.Token, &ms
+		}
+		st.Partitions = append(st.Partitions, out)
+	}
+	for _, m := range t.Members {
+		name, instance := tenure.SplitIdentity(m.ID)
+		st.Members = append(st.Members, memberRowOut{Holder: name, Instance: instance, Owned: m.Owned, TTLMS: m.TTL.Milliseconds()})
+	}
+	return st
+}
+
+// groupStatus prints --key's partition table when --partitions or --names
+// is given, or when nobody leads --key and it names a group with live
+// members. It reports whether it printed (or failed to).
+func (f *statusFlags) groupStatus(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator) (bool, error) {
+	names, err := f.group.groupNames(cmd)
+	if err != nil {
+		return true, err
+	}
+	if names == nil {
+		if _, led, err := leaderOf(ctx, c, f.key); err != nil || led {
+			return false, nil
+		}
+		if names, err = detectGroup(ctx, c, f.key); err != nil || names == nil {
+			return false, nil
+		}
+	} else if _, ok := c.(tenure.GroupCoordinator); !ok {
+		return true, fmt.Errorf("--partitions: this coordinator cannot run partition groups")
+	}
+	return true, printGroupStatus(ctx, cmd.OutOrStdout(), c, f.key, names, f.json)
+}
