@@ -12,6 +12,7 @@ package plant
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/tenure-dev/tenure"
@@ -44,9 +45,9 @@ func All() []string { return []string{NoToken, ReplyDeadline, NoMargin, RenewAft
 func Wrap(c tenure.Coordinator, bug string, cfg tenure.Config) tenure.Coordinator {
 	switch bug {
 	case ReplyDeadline:
-		return replyDeadline{Passthrough{c}}
+		return replyDeadline{Passthrough{c}, newBent()}
 	case NoMargin:
-		return noMargin{Passthrough{c}, cfg}
+		return noMargin{Passthrough{c}, cfg, newBent()}
 	case RenewAfterExpiry:
 		return renewAfterExpiry{Passthrough{c}, cfg}
 	default:
@@ -67,30 +68,69 @@ func (c Passthrough) Watch(ctx context.Context, key string) (<-chan tenure.Leade
 	return nil, errors.New("plant: coordinator cannot watch")
 }
 
-type replyDeadline struct{ Passthrough }
+// bent remembers the TTL the coordinator really granted for each token
+// whose TTL a plant has inflated, so that grants handed back to the
+// coordinator (Renew, Release) carry the real one: the bug bends only the
+// Elector's deadline, not what the coordinator is asked (etcd finds a
+// holder's shared lease by its TTL; PostgreSQL extends by it).
+type bent struct {
+	mu   sync.Mutex
+	real map[uint64]time.Duration
+}
+
+func newBent() *bent { return &bent{real: make(map[uint64]time.Duration)} }
+
+// bend records g's real TTL and returns g with ttl instead.
+func (b *bent) bend(g tenure.Grant, ttl time.Duration) tenure.Grant {
+	if g.Token == 0 { // no grant (an error)
+		return g
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.real[g.Token] = g.TTL
+	g.TTL = ttl
+	return g
+}
+
+// unbend returns g with the TTL the coordinator really granted it.
+func (b *bent) unbend(g tenure.Grant) tenure.Grant {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ttl, ok := b.real[g.Token]; ok {
+		g.TTL = ttl
+	}
+	return g
+}
+
+type replyDeadline struct {
+	Passthrough
+	b *bent
+}
 
 func (c replyDeadline) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	sent := time.Now()
 	g, err := c.Coordinator.Acquire(ctx, key, holder, ttl)
-	g.TTL += time.Since(sent)
-	return g, err
+	return c.b.bend(g, g.TTL+time.Since(sent)), err
 }
 
 func (c replyDeadline) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	sent := time.Now()
-	g, err := c.Coordinator.Renew(ctx, g)
-	g.TTL += time.Since(sent)
-	return g, err
+	g, err := c.Coordinator.Renew(ctx, c.b.unbend(g))
+	return c.b.bend(g, g.TTL+time.Since(sent)), err
+}
+
+func (c replyDeadline) Release(ctx context.Context, g tenure.Grant) error {
+	return c.Coordinator.Release(ctx, c.b.unbend(g))
 }
 
 type noMargin struct {
 	Passthrough
 	cfg tenure.Config
+	b   *bent
 }
 
 func (c noMargin) inflate(g tenure.Grant) tenure.Grant {
-	g.TTL = time.Duration(float64(g.TTL+c.cfg.Margin) / (1 - c.cfg.MaxDrift))
-	return g
+	return c.b.bend(g, time.Duration(float64(g.TTL+c.cfg.Margin)/(1-c.cfg.MaxDrift)))
 }
 
 func (c noMargin) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
@@ -99,9 +139,12 @@ func (c noMargin) Acquire(ctx context.Context, key, holder string, ttl time.Dura
 }
 
 func (c noMargin) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
-	g.TTL = c.cfg.TTL
-	g, err := c.Coordinator.Renew(ctx, g)
+	g, err := c.Coordinator.Renew(ctx, c.b.unbend(g))
 	return c.inflate(g), err
+}
+
+func (c noMargin) Release(ctx context.Context, g tenure.Grant) error {
+	return c.Coordinator.Release(ctx, c.b.unbend(g))
 }
 
 type renewAfterExpiry struct {
