@@ -170,7 +170,18 @@ func (r *partRunner) catchSignals(ctx, parent context.Context, cancel context.Ca
 			}
 		}
 	}()
-	stopParent := context.AfterFunc(parent, cancel)
+	// main's context ends on SIGINT or SIGTERM too, and may win the race
+	// with the channel above: count it as SIGTERM unless a signal is
+	// already recorded (the channel's, when it comes, replaces it), so the
+	// exit code is 128+N either way.
+	stopParent := context.AfterFunc(parent, func() {
+		r.mu.Lock()
+		if r.signal == 0 {
+			r.signal = syscall.SIGTERM
+		}
+		r.mu.Unlock()
+		cancel()
+	})
 	return func() {
 		stopParent()
 		signal.Stop(sigs)
