@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/etcdbin"
 	"github.com/tenure-dev/tenure/tenuretest"
 )
 
@@ -34,15 +35,15 @@ func conformanceEmbedded(t *testing.T, n int) {
 
 func TestConformanceEtcdBinary(t *testing.T) {
 	t.Parallel() // it mostly waits for leases to expire
-	b := startBinary(t)
-	cl := newClient(t, b.clients)
+	b := etcdbin.New(t)
+	cl := newClient(t, []string{b.URL})
 	tenuretest.RunCoordinatorTests(t, func(t *testing.T) tenure.Coordinator {
 		return newCoordinator(t, cl)
 	},
 		tenuretest.WithTTL(2*time.Second),
 		tenuretest.WithRestart(func(t *testing.T) {
-			b.kill() // a crash: no graceful shutdown
-			b.start(t)
+			b.Kill() // a crash: no graceful shutdown
+			b.Restart(t)
 		}),
 	)
 }

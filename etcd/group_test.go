@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/etcdbin"
 	"github.com/tenure-dev/tenure/partition/partitiontest"
 )
 
@@ -21,8 +22,8 @@ func TestGroupConformanceEmbedded(t *testing.T) {
 // TestGroupConformanceEtcdBinary runs the suite on the Debian etcd binary
 // (3.4), whose nested transactions the claims rely on.
 func TestGroupConformanceEtcdBinary(t *testing.T) {
-	b := startBinary(t)
+	b := etcdbin.New(t)
 	partitiontest.Run(t, func(t *testing.T) tenure.Coordinator {
-		return newCoordinator(t, newClient(t, b.clients))
+		return newCoordinator(t, newClient(t, []string{b.URL}))
 	}, partitiontest.WithTTL(2*time.Second))
 }

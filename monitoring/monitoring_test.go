@@ -30,6 +30,7 @@ import (
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/internal/monitor"
+	"github.com/tenure-dev/tenure/internal/require"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/prom"
@@ -39,20 +40,13 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// requireEnv makes a missing Prometheus tool fail the test instead of
-// skipping it (CI sets it).
-const requireEnv = "TENURE_REQUIRE_PROMETHEUS"
-
-// tool returns the path of a Prometheus tool, skipping the test when it is
-// missing unless requireEnv is 1.
+// tool returns the path of a Prometheus tool; when it is missing,
+// require.Prometheus decides between failing and skipping the test.
 func tool(t *testing.T, name string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv(requireEnv) == "1" {
-			t.Fatalf("%s=1 but %s is missing (Debian package prometheus): %v", requireEnv, name, err)
-		}
-		t.Skipf("%s not installed (Debian package prometheus); set %s=1 to require it", name, requireEnv)
+		require.Prometheus.Missing(t, err)
 	}
 	return path
 }

@@ -11,6 +11,7 @@ import (
 // writes were counted at the server, and a crashed member's partitions were
 // not taken over before its lease could have expired.
 func TestBenchPartitions(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"etcd", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			args := []string{"bench", "partitions", "--partitions", "20", "--members", "2", "--ttl", "2s", "--reference", "4", "--steady", "1s", "--json"}

@@ -19,6 +19,7 @@ import (
 // page renders in headless Chromium with one CDF line per implementation.
 // Speed is not asserted: the benchmark prints it.
 func TestBench(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, peer string
 		args       []string
@@ -92,6 +93,7 @@ func checkRendered(t *testing.T, page string, rows, lines int) {
 // TestBenchBadInput: options no benchmark can run with are usage errors
 // that name the flag.
 func TestBenchBadInput(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string

@@ -12,6 +12,7 @@ import (
 
 // TestExitCodesBinary: the documented exit codes, on the built binary.
 func TestExitCodesBinary(t *testing.T) {
+	t.Parallel()
 	nowhere := "http://" + closedPort(t)
 	for _, tc := range []struct {
 		name string
@@ -66,6 +67,7 @@ func TestExitCodesBinary(t *testing.T) {
 // each flag it shows and its exit codes, shows only the coordinator flags
 // it uses, and writes boolean flags as users type them.
 func TestHelpSections(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		cmd    []string
 		shows  []string // flags whose twin must be listed
@@ -122,6 +124,7 @@ func TestHelpSections(t *testing.T) {
 // version and the Go version the binary was built with; --json has the
 // same fields.
 func TestVersionBinary(t *testing.T) {
+	t.Parallel()
 	text := runTenure(t, nil, "version")
 	flag := runTenure(t, nil, "--version")
 	if text.stdout != flag.stdout || !strings.HasPrefix(text.stdout, "tenure ") || !strings.Contains(text.stdout, runtime.Version()) {
@@ -144,6 +147,7 @@ func TestVersionBinary(t *testing.T) {
 // one "tenure:" prefix and no library field names, cut long inputs, and
 // come before anything is dialled.
 func TestErrorsSayWhatToDo(t *testing.T) {
+	t.Parallel()
 	nowhere := []string{"--endpoints", "http://" + closedPort(t)}
 	long := strings.Repeat("k", 10000)
 	for _, tc := range []struct {
@@ -208,6 +212,7 @@ func shorten(s string) string {
 // TestSmallestTTL: the TTL named in the advice is valid, and 1s (or
 // 100ms) less is not.
 func TestSmallestTTL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		margin time.Duration
 		drift  float64
@@ -237,6 +242,7 @@ func TestSmallestTTL(t *testing.T) {
 // TestServerHint: a refused default endpoint gets the advice to start
 // tenure server; other endpoints and other failures do not.
 func TestServerHint(t *testing.T) {
+	t.Parallel()
 	refused := "http://" + closedPort(t)
 	cause := fmt.Errorf("etcd: unreachable")
 	if got := serverHint(cause, []string{refused}, refused).Error(); !strings.Contains(got, `is "tenure server" running?`) {
@@ -254,6 +260,7 @@ func TestServerHint(t *testing.T) {
 // TestHTTPSToPlainServer: https:// to a server without TLS says to use
 // http://, not just "EOF".
 func TestHTTPSToPlainServer(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	https := strings.Replace(s.endpoint, "http://", "https://", 1)
 	res := runTenure(t, nil, "--endpoints", https, "--dial-timeout", "2s", "status", "--key", "k")

@@ -17,6 +17,7 @@ import (
 // once naming the process that holds it; SIGINT and SIGTERM both stop a
 // server, and the data dir is free again after each.
 func TestServerDataDirInUse(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	first := startServer(t, dir)
 	res := runTenure(t, nil, "server", "--data-dir", dir, "--listen-client", "http://127.0.0.1:0",
@@ -87,6 +88,7 @@ func waitEvent(t *testing.T, p *proc, d time.Duration, ev string, from int) int 
 // while it is down and reachable again when it is back, in JSON and in
 // text, then the leadership as it is now.
 func TestWatchCoordinatorDown(t *testing.T) {
+	t.Parallel()
 	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +130,7 @@ func TestWatchCoordinatorDown(t *testing.T) {
 // under the prefix; status --exit-code tells led from not led; release
 // refuses without the live token, then releases and says whom.
 func TestWatchPrefixStatusExitCodeRelease(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	coord := s.coord
 	w := startProc(t, "watch prefix", nil, append(coord, "watch", "--prefix", "wp/", "--json")...)

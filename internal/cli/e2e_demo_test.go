@@ -9,6 +9,7 @@ import (
 // TestDemo: the demo tells its story on every backend and exits 0 within a
 // minute.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args func(t *testing.T) []string

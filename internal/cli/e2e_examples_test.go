@@ -114,6 +114,7 @@ func (h helpCache) checkInvocation(t *testing.T, where string, args []string, en
 // TestExamplesSystemd: the systemd units parse, have what systemd needs
 // to start and enable them, and run tenure with real flags.
 func TestExamplesSystemd(t *testing.T) {
+	t.Parallel()
 	h := helpCache{}
 	for file, sub := range map[string]string{"tenure-server.service": "server", "tenure-run-jobs.service": "run"} {
 		t.Run(file, func(t *testing.T) {
@@ -149,6 +150,7 @@ func TestExamplesSystemd(t *testing.T) {
 // go.mod and starts it with real flags; the compose file parses and each
 // service runs a tenure command with real flags and environment twins.
 func TestExamplesContainer(t *testing.T) {
+	t.Parallel()
 	h := helpCache{}
 	docker, err := os.ReadFile(filepath.Join(examplesDir, "container", "Dockerfile"))
 	if err != nil {

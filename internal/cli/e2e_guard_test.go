@@ -23,6 +23,7 @@ const margin = time.Second
 // TestGuard: what tenure run's guard guarantees, on the built binary,
 // against Debian's etcd and against PostgreSQL.
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	for _, c := range guardCoords(t) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Run("stopped tenure", func(t *testing.T) { testGuardStopped(t, c) })

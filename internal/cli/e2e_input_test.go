@@ -57,6 +57,7 @@ func blackHole(t *testing.T) string {
 // TestUnreachableCoordinator: an unreachable coordinator is a clear error
 // within --dial-timeout; the command never runs.
 func TestUnreachableCoordinator(t *testing.T) {
+	t.Parallel()
 	const dialTimeout = time.Second
 	refused, hole := closedPort(t), blackHole(t)
 	for _, tc := range []struct {
@@ -106,6 +107,7 @@ func TestUnreachableCoordinator(t *testing.T) {
 // password and a missing user, clearly, and accepts the right ones, also
 // from TENURE_PASSWORD.
 func TestCredentials(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	ctx := ctxFor(t, 10*time.Second)
 	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
@@ -166,6 +168,7 @@ func TestCredentials(t *testing.T) {
 // usage errors (exit 2) that name what is wrong, found before anything is
 // dialled (the endpoint here does not exist).
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	nowhere := []string{"--endpoints", "http://" + closedPort(t)}
 	for _, tc := range []struct {
 		name string
@@ -241,6 +244,7 @@ func TestBadInput(t *testing.T) {
 // TestHelp: every command explains itself, with examples, and run documents
 // its exit codes and environment.
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		cmd  string
 		want []string

@@ -39,6 +39,7 @@ func monitored(t *testing.T, s *server, key, holder string) (*proc, string) {
 // lease left in milliseconds; --log-format json logs each transition as
 // one object with key, holder, token and reason.
 func TestRunEndpoints(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	a, addrA := monitored(t, s, "endpoints", "alpha")
 	waitFor(t, 15*time.Second, "alpha to lead", func() bool { code, _ := get(t, addrA, "/leader"); return code == 200 })
@@ -97,6 +98,7 @@ func TestRunEndpoints(t *testing.T) {
 // leads a key; after the leader is killed it shows the new holder and a
 // greater token, without a reload, within the TTL and some slack.
 func TestStatusPageInChromium(t *testing.T) {
+	t.Parallel()
 	chromium := headless.Need(t)
 	s := startServer(t, t.TempDir())
 	a, addrA := monitored(t, s, "page", "alpha")
@@ -194,6 +196,7 @@ func screenshot(t *testing.T, ctx context.Context, b *headless.Browser, name str
 // TestLogFormat: every command rejects a --log-format other than text or
 // json, naming the flag (or its environment twin), with exit code 2.
 func TestLogFormat(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env  []string
 		args []string
@@ -215,6 +218,7 @@ func TestLogFormat(t *testing.T) {
 // /healthz), /leader (a one-member cluster's member leads it), /status as
 // JSON and the status page.
 func TestServerEndpoints(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir(), "--log-format", "json")
 	for _, tc := range []struct {
 		path string

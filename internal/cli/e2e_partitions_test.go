@@ -124,6 +124,7 @@ func (g *partGroup) checkOnceAtATime(t *testing.T) {
 // and its commands die; a joining member restores the balance; a SIGTERMed
 // member hands its partitions over.
 func TestRunPartitions(t *testing.T) {
+	t.Parallel()
 	g := newPartGroup(t, []string{"--endpoints", etcdbin.Start(t)})
 	a, _ := g.member(t, "a"), g.member(t, "b")
 	st := g.awaitOwned(t, 10*time.Second+slack, map[string]int{"a": 4, "b": 4})
@@ -167,6 +168,7 @@ func TestRunPartitions(t *testing.T) {
 // TestRunPartitionsPostgres: the same group on PostgreSQL: balanced, and a
 // SIGKILLed member's partitions run again on the other with greater tokens.
 func TestRunPartitionsPostgres(t *testing.T) {
+	t.Parallel()
 	g := newPartGroup(t, postgresCoord(t))
 	a, _ := g.member(t, "a"), g.member(t, "b")
 	st := g.awaitOwned(t, 10*time.Second+slack, map[string]int{"a": 4, "b": 4})
@@ -190,6 +192,7 @@ func TestRunPartitionsPostgres(t *testing.T) {
 // TestRunPartitionsFlags: bad --partitions and --names are refused, naming
 // the flag.
 func TestRunPartitionsFlags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ args, want string }{
 		{"--partitions 0", "--partitions (0) must be at least 1"},
 		{"--partitions 3 --names a,b", "--names gives 2 names for --partitions 3"},
@@ -209,6 +212,7 @@ func TestRunPartitionsFlags(t *testing.T) {
 // token and runs the command again; each command sees its partition's
 // index, name, key and token.
 func TestRunPartitionsCommandExits(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir() + "/runs"
 	p := startProc(t, "member", []string{"OUT=" + out}, "--endpoints", etcdbin.Start(t), "run", "--key", "jobs",
 		"--partitions", "2", "--names", "x,y", "--ttl", e2eTTL.String(), "--margin", "300ms", "--",

@@ -20,6 +20,7 @@ func postgresCoord(t *testing.T) []string {
 // TestPostgres: tenure run, status and watch with --postgres work like the
 // etcd versions.
 func TestPostgres(t *testing.T) {
+	t.Parallel()
 	coord := postgresCoord(t)
 
 	t.Run("run", func(t *testing.T) {
@@ -63,6 +64,7 @@ func TestPostgres(t *testing.T) {
 // error, that answer comes first, with what to do, not the TLS attempt
 // that preceded it.
 func TestPostgresCauseFirst(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Need(t, pgServer, pgErr)
 	dsn := pgtest.WithParams(srv.NewDatabase(t), map[string]string{"dbname": "tenure_no_such_db", "sslmode": "prefer"})
 	res := runTenure(t, nil, "--postgres", dsn, "status", "--key", "k")

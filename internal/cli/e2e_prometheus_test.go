@@ -14,11 +14,8 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/freeport"
+	"github.com/tenure-dev/tenure/internal/require"
 )
-
-// prometheusRequireEnv, set to 1 (as in CI), makes a missing prometheus
-// binary fail the test instead of skipping it.
-const prometheusRequireEnv = "TENURE_REQUIRE_PROMETHEUS"
 
 // promServer is a Prometheus server started by a test.
 type promServer struct{ addr string }
@@ -29,10 +26,7 @@ func startPrometheus(t *testing.T, targets ...string) *promServer {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
-		if os.Getenv(prometheusRequireEnv) == "1" {
-			t.Fatalf("%s=1 but prometheus is missing (Debian package prometheus): %v", prometheusRequireEnv, err)
-		}
-		t.Skipf("prometheus not installed (Debian package prometheus); set %s=1 to require it", prometheusRequireEnv)
+		require.Prometheus.Missing(t, err)
 	}
 	dir := t.TempDir()
 	quoted, _ := json.Marshal(targets)
@@ -128,6 +122,7 @@ func (p *promServer) scalar(t *testing.T, q string) float64 {
 // the other takes over, with a greater fencing token. Sampled all along,
 // the number of instances that claim to lead never exceeds one.
 func TestPrometheusScrapesContenders(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	a, addrA := monitored(t, s, "prom", "alpha")
 	b, addrB := monitored(t, s, "prom", "beta")

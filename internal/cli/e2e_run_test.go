@@ -23,6 +23,7 @@ func keyStatusText(t *testing.T, s *server, key string) string {
 // TestRunCommand: the command's environment, its exit code as tenure's,
 // and the key released as soon as it exits.
 func TestRunCommand(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	ep := []string{"--endpoints", s.endpoint}
 	run := func(t *testing.T, key string, command ...string) result {
@@ -83,6 +84,7 @@ func TestRunCommand(t *testing.T) {
 // and tenure exits with the command's code; SIGHUP is forwarded and tenure
 // carries on.
 func TestRunSignals(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	dir := t.TempDir()
 	script := `trap 'echo got-hup >> "$OUT"' HUP
@@ -158,6 +160,7 @@ while :; do sleep 0.05; done`
 // time with a greater token, and no sooner than a second after the last
 // start.
 func TestRunRestart(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	out := filepath.Join(t.TempDir(), "tokens")
 	p := startProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.endpoint, "--key", "restart",
@@ -184,6 +187,7 @@ func TestRunRestart(t *testing.T) {
 // TestRunWaitTimeout: --wait-timeout gives up with exit code 3, naming the
 // holder, in about that time.
 func TestRunWaitTimeout(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	holder := startProc(t, "holder", nil, "run", "--endpoints", s.endpoint, "--key", "wait", "--holder", "the-holder", "--", "sleep", "60")
 	waitFor(t, 10*time.Second, "the holder to lead", func() bool { return strings.Contains(holder.err.String(), "command started") })
@@ -228,6 +232,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // TestRunMetrics: --http serves the elector's Prometheus metrics and a
 // health endpoint that says whether the node leads.
 func TestRunMetrics(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	p := startProc(t, "run", nil, "run", "--endpoints", s.endpoint, "--key", "metered", "--http", "127.0.0.1:0", "--", "sleep", "60")
 	waitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(p.err.String(), "command started") })
@@ -257,6 +262,7 @@ func TestRunMetrics(t *testing.T) {
 // stopped before tenure releases the key: SIGTERM, then SIGKILL after
 // --kill-grace for those that ignore it.
 func TestRunLeftovers(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	for _, tc := range []struct {
 		name     string

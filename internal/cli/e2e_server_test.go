@@ -43,6 +43,7 @@ func token(t *testing.T, coord []string, key string) uint64 {
 // TestServer: /healthz and /metrics; a clean, quick shutdown; a restart on
 // the same data directory keeps tokens increasing.
 func TestServer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startServer(t, dir)
 	if code, body := get(t, s.http, "/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
@@ -80,6 +81,7 @@ func TestServer(t *testing.T) {
 // form one etcd cluster; tenure works through any member; a member that
 // has lost its majority reports 503 on /healthz, and recovers.
 func TestServerCluster(t *testing.T) {
+	t.Parallel()
 	urls, err := embedded.FreeLocalURLs(6)
 	if err != nil {
 		t.Fatal(err)

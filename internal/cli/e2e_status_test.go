@@ -122,6 +122,7 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 }
 
 func TestStatusAndWatchEtcd(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	testStatusAndWatch(t, s.coord)
 }

@@ -14,6 +14,7 @@ import (
 // connects with --tls-ca, --tls-cert and --tls-key, and is refused,
 // clearly, without a client certificate or with the wrong CA.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := testpki.New(t)
 	otherCA := testpki.New(t).CAFile // a CA that signed none of p's certificates

@@ -75,6 +75,7 @@ func TestVerifyExitCodes(t *testing.T) {
 // seed. The deterministic proof, a schedule that contains the exposing
 // fault with a control run beside it, is chaos.TestPlantedBugsAreCaught.
 func TestVerifyPlantedBugs(t *testing.T) {
+	t.Parallel()
 	for _, p := range chaos.Plants() {
 		t.Run(p, func(t *testing.T) {
 			t.Parallel()

@@ -1,6 +1,7 @@
 // Package etcdbin starts Debian's etcd binary (package etcd-server) for
 // tests: one member on free loopback ports, in a temporary directory,
-// stopped when the test ends.
+// stopped when the test ends. A test can crash it (SIGKILL) and start it
+// again on the same ports and data.
 package etcdbin
 
 import (
@@ -9,68 +10,125 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tenure-dev/tenure/embedded"
+	"github.com/tenure-dev/tenure/internal/require"
 )
 
 // Path is where Debian's etcd-server package installs etcd.
 const Path = "/usr/bin/etcd"
 
-// RequireEnv, set to 1 (as in CI), makes a missing binary fail the test
-// instead of skipping it.
-const RequireEnv = "TENURE_REQUIRE_ETCD_BINARY"
+// readyWithin bounds how long a start waits for /health: liveness with
+// slack for a loaded 2-core machine (etcd is ready in well under a second).
+const readyWithin = 60 * time.Second
+
+// Server is one etcd process started from Path.
+type Server struct {
+	// URL is the client URL, the same across restarts.
+	URL string
+
+	args []string
+	log  *lockedBuffer
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
 
 // Start starts etcd for t and returns its client URL once it answers
-// /health. Without the binary the test is skipped, unless RequireEnv is 1.
+// /health. Without the binary, require.EtcdBinary decides: the test fails
+// when the binary is required (CI), and is skipped with a notice otherwise.
 func Start(t testing.TB) string {
 	t.Helper()
+	return New(t).URL
+}
+
+// New starts etcd for t like Start and returns the server, stopped at
+// cleanup.
+func New(t testing.TB) *Server {
+	t.Helper()
 	if _, err := os.Stat(Path); err != nil {
-		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("%s=1 but %s is missing (install package etcd-server): %v", RequireEnv, Path, err)
-		}
-		t.Skipf("%s not installed (package etcd-server); set %s=1 to require it", Path, RequireEnv)
+		require.EtcdBinary.Missing(t, err)
 	}
 	urls, err := embedded.FreeLocalURLs(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(Path, "--name", "bin", "--data-dir", filepath.Join(t.TempDir(), "data"),
-		"--listen-client-urls", urls[0], "--advertise-client-urls", urls[0],
-		"--listen-peer-urls", urls[1], "--initial-advertise-peer-urls", urls[1],
-		"--initial-cluster", "bin="+urls[1], "--log-level", "warn", "--logger", "zap")
-	log := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = log, log
+	s := &Server{
+		URL: urls[0],
+		args: []string{"--name", "bin", "--data-dir", filepath.Join(t.TempDir(), "data"),
+			"--listen-client-urls", urls[0], "--advertise-client-urls", urls[0],
+			"--listen-peer-urls", urls[1], "--initial-advertise-peer-urls", urls[1],
+			"--initial-cluster", "bin=" + urls[1], "--initial-cluster-token", "tenure-test",
+			"--log-level", "warn", "--logger", "zap"},
+		log: &lockedBuffer{},
+	}
+	t.Cleanup(s.Kill)
+	s.Restart(t)
+	return s
+}
+
+// Restart starts the server again (after Kill) on the same ports and data
+// directory, and waits until it answers /health.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(Path, s.args...)
+	cmd.Stdout, cmd.Stderr = s.log, s.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("start %s: %v", Path, err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGCONT)
-		cmd.Process.Kill()
-		<-done
-	})
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+
 	client := &http.Client{Timeout: time.Second}
-	for began := time.Now(); time.Since(began) < 30*time.Second; time.Sleep(50 * time.Millisecond) {
-		if resp, err := client.Get(urls[0] + "/health"); err == nil {
+	for began := time.Now(); time.Since(began) < readyWithin; time.Sleep(50 * time.Millisecond) {
+		if resp, err := client.Get(s.URL + "/health"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return urls[0]
+				return
 			}
 		}
 		select {
-		case <-done:
-			t.Fatalf("%s exited while starting:\n%s", Path, log)
+		case <-exited:
+			t.Fatalf("%s exited while starting: %s\n%s", Path, cmd.ProcessState, s.tail())
 		default:
 		}
 	}
-	t.Fatalf("%s not ready within 30s:\n%s", Path, log)
-	return ""
+	t.Fatalf("%s not ready within %s:\n%s", Path, readyWithin, s.tail())
+}
+
+// Kill crashes the server (SIGKILL, continuing it first if it was
+// stopped) and waits for it to exit. It does nothing when the server is
+// not running.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGCONT)
+	cmd.Process.Kill()
+	<-exited
+}
+
+// tail returns the last lines etcd logged.
+func (s *Server) tail() string {
+	lines := strings.Split(strings.TrimSpace(s.log.String()), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return "last lines of etcd's log:\n" + strings.Join(lines, "\n")
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writes.
