@@ -82,6 +82,10 @@ type environment struct {
 	rtts   []time.Duration
 	stalls []time.Duration
 	span   time.Duration
+	// granted maps each TTL asked for to the TTL the coordinator granted:
+	// etcd rounds up to whole seconds and to its minimum lease TTL (1.5×
+	// the election timeout: 2s on a cluster with the default 1s).
+	granted map[time.Duration]time.Duration
 }
 
 // TTL shows the trade-off of the lease's length: for each TTL, the crash
@@ -97,7 +101,7 @@ func TTL(ctx context.Context, o TTLOptions) (*Report, error) {
 	}
 	began := time.Now()
 	o.progress("ttl: measuring renewal round trips and stalls for %s", o.Measure)
-	env, err := measureEnv(ctx, o.Target, o.Measure)
+	env, err := measureEnv(ctx, o.Target, o.Measure, o.TTLs)
 	if err != nil {
 		return nil, err
 	}
@@ -119,24 +123,33 @@ func TTL(ctx context.Context, o TTLOptions) (*Report, error) {
 		fmt.Sprintf("demotions_per_hour resolves rates down to about %.0f per hour from stalls (one stall in the measured span); rates below come from the round trips' tail and the injected pauses only", 3600/env.span.Seconds()),
 		"failover: a crash at a random moment of the renewal cycle; the lease's remainder, then the coordinator's expiry (etcd: a revocation pass every 500ms), a watch event and one acquisition round trip",
 	}
+	for _, asked := range o.TTLs {
+		if g := env.granted[asked]; g != asked {
+			r.Notes = append(r.Notes, fmt.Sprintf("asked for %s, the coordinator granted %s (etcd: whole seconds, and at least 1.5x its election timeout); the ttl=%s row is modelled at %s", asked, g, asked, g))
+		}
+	}
 	r.Elapsed = ms(time.Since(began))
 	return r, nil
 }
 
-// measureEnv renews one grant through a tenure coordinator every 20ms and,
-// meanwhile, times a 5ms ticker's lateness, for d.
-func measureEnv(ctx context.Context, t Target, d time.Duration) (environment, error) {
+// measureEnv asks the coordinator which TTL it grants for each of ttls,
+// then renews one grant every 20ms and, meanwhile, times a 5ms ticker's
+// lateness, for d.
+func measureEnv(ctx context.Context, t Target, d time.Duration, ttls []time.Duration) (environment, error) {
 	c, err := t.coordinator(ctx)
 	if err != nil {
 		return environment{}, err
 	}
 	defer c.Close()
+	env := environment{span: d}
+	if env.granted, err = grantedTTLs(ctx, c, ttls); err != nil {
+		return environment{}, err
+	}
 	g, err := c.Acquire(ctx, "bench/"+runID()+"/ttl", "ttl-probe", 10*time.Second)
 	if err != nil {
 		return environment{}, err
 	}
 	defer c.Release(context.WithoutCancel(ctx), g)
-	env := environment{span: d}
 	mctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -159,6 +172,26 @@ func measureEnv(ctx context.Context, t Target, d time.Duration) (environment, er
 	return env, nil
 }
 
+// grantedTTLs acquires one probe key per TTL, each for its own holder (so
+// that no lease is shared), and returns the TTL each grant carries.
+func grantedTTLs(ctx context.Context, c tenure.Coordinator, ttls []time.Duration) (map[time.Duration]time.Duration, error) {
+	out := make(map[time.Duration]time.Duration, len(ttls))
+	for _, ttl := range ttls {
+		probe := fmt.Sprintf("ttl-probe-%d", ttl.Milliseconds())
+		g, err := c.Acquire(ctx, "bench/"+runID()+"/"+probe, probe, ttl)
+		if err != nil {
+			return nil, fmt.Errorf("bench: ask for a %s lease: %w", ttl, err)
+		}
+		// A grant reports the time left as of its reply, a little under
+		// the lease granted.
+		out[ttl] = max(g.TTL.Round(100*time.Millisecond), ttl)
+		if err := c.Release(context.WithoutCancel(ctx), g); err != nil {
+			return nil, fmt.Errorf("bench: release the %s probe: %w", ttl, err)
+		}
+	}
+	return out, nil
+}
+
 // measureStalls returns how late a ticker of period p fired, each time it
 // was more than 1ms late, until ctx ends.
 func measureStalls(ctx context.Context, p time.Duration) []time.Duration {
@@ -179,8 +212,13 @@ func measureStalls(ctx context.Context, p time.Duration) []time.Duration {
 	}
 }
 
-// model returns the row of one TTL.
-func (o *TTLOptions) model(env environment, ttl time.Duration, rng *rand.Rand) Row {
+// model returns the row of one TTL asked for, modelled with the TTL the
+// coordinator grants for it.
+func (o *TTLOptions) model(env environment, asked time.Duration, rng *rand.Rand) Row {
+	ttl := asked
+	if g, ok := env.granted[asked]; ok {
+		ttl = g
+	}
 	cfg := tenure.Config{TTL: ttl, Margin: o.margin(ttl), MaxDrift: o.MaxDrift}
 	safe := cfg.SafeLease(ttl)
 	interval := min(ttl/3, safe/3)
@@ -208,8 +246,8 @@ func (o *TTLOptions) model(env environment, ttl time.Duration, rng *rand.Rand) R
 	s := Summarize(fo)
 	// The worst delay measured (injected pauses are counted by their rate).
 	worst := o.Latency + slices.Max(env.rtts) + slices.Max(append([]time.Duration{0}, env.stalls...))
-	return Row{Impl: "tenure", Case: "ttl=" + ttl.String(), Extra: map[string]float64{
-		"margin_ms": ms(cfg.Margin), "renew_every_ms": ms(interval), "slack_ms": ms(slack),
+	return Row{Impl: "tenure", Case: "ttl=" + asked.String(), Extra: map[string]float64{
+		"granted_ttl_ms": ms(ttl), "margin_ms": ms(cfg.Margin), "renew_every_ms": ms(interval), "slack_ms": ms(slack),
 		"failover_p50_ms": s.P50, "failover_p99_ms": s.P99, "demotions_per_hour": perHour,
 		"headroom_x": math.Round(float64(slack)/float64(worst)*10) / 10,
 	}}

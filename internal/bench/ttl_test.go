@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,13 +58,41 @@ func TestTTLModel(t *testing.T) {
 	}
 }
 
+// TestTTLModelGranted: a row is modelled at the TTL the coordinator
+// grants, not the one asked for.
+func TestTTLModelGranted(t *testing.T) {
+	o := TTLOptions{Target: Target{Endpoints: []string{"x"}}, TTLs: []time.Duration{time.Second}}
+	if err := o.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	env := environment{rtts: []time.Duration{time.Millisecond}, span: time.Minute,
+		granted: map[time.Duration]time.Duration{time.Second: 2 * time.Second}}
+	x := o.model(env, time.Second, rand.New(rand.NewPCG(1, 2))).Extra
+	if x["granted_ttl_ms"] != 2000 {
+		t.Errorf("granted_ttl_ms = %v; want 2000", x["granted_ttl_ms"])
+	}
+	if lo := 2000 - x["renew_every_ms"]; x["failover_p50_ms"] < lo {
+		t.Errorf("failover p50 %vms; want at least %vms, the 2s lease's remainder", x["failover_p50_ms"], lo)
+	}
+}
+
 func TestTTLEtcd(t *testing.T) {
-	r, err := TTL(t.Context(), TTLOptions{Target: etcdTarget(t), TTLs: []time.Duration{time.Second, 3 * time.Second}, Measure: 300 * time.Millisecond})
+	// etcd grants whole seconds: 1.5s is granted as 2s.
+	r, err := TTL(t.Context(), TTLOptions{Target: etcdTarget(t), TTLs: []time.Duration{1500 * time.Millisecond, 3 * time.Second}, Measure: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Rows) != 2 || r.Recommendation == "" {
 		t.Fatalf("report = %+v; want two rows and a recommendation", r)
+	}
+	if g := r.Rows[0].Extra["granted_ttl_ms"]; g != 2000 {
+		t.Errorf("ttl=1.5s row: granted_ttl_ms = %v; want 2000 (etcd's whole seconds)", g)
+	}
+	if g := r.Rows[1].Extra["granted_ttl_ms"]; g != 3000 {
+		t.Errorf("ttl=3s row: granted_ttl_ms = %v; want 3000", g)
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "asked for 1.5s, the coordinator granted 2s") }) {
+		t.Errorf("notes %q; want one saying 1.5s was granted as 2s", r.Notes)
 	}
 	if !strings.Contains(r.Notes[0], "simulated") {
 		t.Errorf("first note = %q; want it to say the figures are simulated", r.Notes[0])

@@ -235,8 +235,11 @@ func newBenchTTLCommand(g *globalFlags, f *benchFlags) *cobra.Command {
 stalls, adds the latency and pauses you give, and models, for each TTL, the
 crash failover time and how often a healthy leader would lose its term
 (wrongful demotions per hour). It ends with the shortest TTL under
---threshold. The figures are a model fed with what was measured, not a
-long real run, and the output says so.`,
+--threshold. Each TTL is modelled at the lease the coordinator really
+grants for it (etcd rounds up to whole seconds and to its minimum, 1.5×
+its election timeout; granted_ttl_ms, and a note when they differ). The
+figures are a model fed with what was measured, not a long real run, and
+the output says so.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd, g, f, func(ctx context.Context, t bench.Target) (*bench.Report, error) {
