@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -88,40 +89,64 @@ func TestSearchPathDoesNotSplitTheTable(t *testing.T) {
 // TestRenewalAfterLockWaitDoesNotRevive: a renewal is sent before the
 // lease expires, but waits on the row's lock (a long transaction holds it)
 // until after the expiry. It must report the grant lost, not extend a lease
-// that expired while it waited.
+// that expired while it waited: through Renew (one grant, its own
+// statement) and RenewBatch (several grants, one statement).
 func TestRenewalAfterLockWaitDoesNotRevive(t *testing.T) {
-	dsn := newDB(t)
-	pool := newPool(t, dsn)
-	c := open(t, dsn)
-	ctx := ctxFor(t, 30*time.Second)
-	g, err := c.Acquire(ctx, "k", "a", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM public.cluster_leadership WHERE resource = 'k' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	renewed := make(chan error, 1)
-	go func() {
-		_, err := c.Renew(ctx, g)
-		renewed <- err
-	}()
-	time.Sleep(1500 * time.Millisecond) // the lease (1s) expires while the renewal waits
-	select {
-	case err := <-renewed:
-		t.Fatalf("Renew() returned %v while the row was locked; want it to wait", err)
-	default:
-	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-renewed; !errors.Is(err, tenure.ErrLost) {
-		t.Fatalf("Renew() that waited past the expiry = %v; want ErrLost", err)
+	for _, tc := range []struct {
+		name  string
+		renew func(ctx context.Context, c *postgres.Coordinator, g, other tenure.Grant) error
+	}{
+		{"Renew", func(ctx context.Context, c *postgres.Coordinator, g, _ tenure.Grant) error {
+			_, err := c.Renew(ctx, g)
+			return err
+		}},
+		{"RenewBatch", func(ctx context.Context, c *postgres.Coordinator, g, other tenure.Grant) error {
+			res, err := c.RenewBatch(ctx, []tenure.Grant{g, other})
+			if err != nil {
+				return err
+			}
+			if res[1].Err != nil {
+				return fmt.Errorf("the unlocked grant: %w", res[1].Err)
+			}
+			return res[0].Err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dsn := newDB(t)
+			pool := newPool(t, dsn)
+			c := open(t, dsn)
+			ctx := ctxFor(t, 30*time.Second)
+			g, err := c.Acquire(ctx, "k", "a", time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := c.Acquire(ctx, "other", "a", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(context.Background())
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM public.cluster_leadership WHERE resource = 'k' FOR UPDATE`); err != nil {
+				t.Fatal(err)
+			}
+			renewed := make(chan error, 1)
+			go func() { renewed <- tc.renew(ctx, c, g, other) }()
+			time.Sleep(1500 * time.Millisecond) // the lease (1s) expires while the renewal waits
+			select {
+			case err := <-renewed:
+				t.Fatalf("renewal returned %v while the row was locked; want it to wait", err)
+			default:
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-renewed; !errors.Is(err, tenure.ErrLost) {
+				t.Fatalf("renewal that waited past the expiry = %v; want ErrLost", err)
+			}
+		})
 	}
 }
 
