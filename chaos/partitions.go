@@ -181,7 +181,7 @@ func partitionLiveness(h *History, hists []*History, figs []PartitionFigures) Li
 		for _, ph := range hists {
 			slowest = max(slowest, firstAccepted(ph.Decisions, f.End))
 		}
-		if slowest <= next {
+		if slowest != math.MaxInt64 && slowest <= next {
 			l.Recoveries = append(l.Recoveries, time.Duration(slowest-f.End))
 		}
 	}
