@@ -440,6 +440,18 @@ func Spans(h *History) []Span {
 // liveness measures recovery after each fault and the time without a
 // leader.
 func liveness(h *History, sp []Span) Liveness {
+	l := recoveries(h, func(from int64) int64 { return firstAccepted(h.Decisions, from) })
+	if total := h.Finish - h.Origin; total > 0 {
+		l.NoLeaderShare = 1 - float64(covered(sp, h.Origin, h.Finish))/float64(total)
+	}
+	return l
+}
+
+// recoveries returns the liveness figures of h but NoLeaderShare: the time
+// from each fault's heal to writtenAt(heal), when a write is accepted again
+// (math.MaxInt64: never), for faults followed by that write before the
+// next fault.
+func recoveries(h *History, writtenAt func(from int64) int64) Liveness {
 	o := h.Options
 	l := Liveness{Bound: o.TTL + o.TTL/3 + o.TTL/10}
 	for i, f := range h.Faults {
@@ -447,19 +459,11 @@ func liveness(h *History, sp []Span) Liveness {
 		if i+1 < len(h.Faults) {
 			next = h.Faults[i+1].Start
 		}
-		for _, d := range h.Decisions {
-			if d.Accepted && d.At >= f.End {
-				if d.At <= next {
-					l.Recoveries = append(l.Recoveries, time.Duration(d.At-f.End))
-				}
-				break
-			}
+		if at := writtenAt(f.End); at != math.MaxInt64 && at <= next {
+			l.Recoveries = append(l.Recoveries, time.Duration(at-f.End))
 		}
 	}
 	l.summarize()
-	if total := h.Finish - h.Origin; total > 0 {
-		l.NoLeaderShare = 1 - float64(covered(sp, h.Origin, h.Finish))/float64(total)
-	}
 	return l
 }
 

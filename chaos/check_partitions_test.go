@@ -79,12 +79,7 @@ func TestPartitionedLegalHistory(t *testing.T) {
 
 // Each checker reports, per partition, the violation it exists for.
 func TestPartitionedViolations(t *testing.T) {
-	cases := []struct {
-		name  string
-		check func(*Report) *Check
-		build func(h *hist)
-		want  string
-	}{
+	testViolations(t, legalPartitioned, []violationCase{
 		{"overlap", func(r *Report) *Check { return &r.Overlap }, func(h *hist) {
 			h.pterm(0, "1", "n0.1", 1, 2, 1000, 1200) // while n1.1 owns partition 1
 		}, "partition 1: n1.1 (token 1)"},
@@ -102,24 +97,7 @@ func TestPartitionedViolations(t *testing.T) {
 			h.member(0, "n0.1", 3, 3000, 6000)
 			h.pterm(0, "2", "n0.1", 1, 1, 0, 3500).pwrite(0, "2", "n0.1", 1, "overrun", 3300, true)
 		}, "partition 2: 3.301s: write overrun"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := legalPartitioned()
-			tc.build(h)
-			rep := Analyze(&h.History)
-			c := tc.check(rep)
-			if c.Count == 0 {
-				t.Fatalf("%s: no violation reported", c.Name)
-			}
-			if !strings.Contains(strings.Join(c.Details, "\n"), tc.want) {
-				t.Errorf("%s details = %q; want one containing %q", c.Name, c.Details, tc.want)
-			}
-			if rep.OK() || rep.Violations < c.Count {
-				t.Errorf("report OK() = %v, violations %d; want a failed run counting %d", rep.OK(), rep.Violations, c.Count)
-			}
-		})
-	}
+	})
 }
 
 // A partition with no write accepted after the last fault healed is named.

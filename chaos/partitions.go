@@ -170,22 +170,13 @@ func firstAccepted(ds []Decision, t int64) int64 {
 // partition was written before the next fault. NoLeaderShare is the mean
 // share of the run a partition had no live term.
 func partitionLiveness(h *History, hists []*History, figs []PartitionFigures) Liveness {
-	o := h.Options
-	l := Liveness{Bound: o.TTL + o.TTL/3 + o.TTL/10}
-	for i, f := range h.Faults {
-		next := int64(math.MaxInt64)
-		if i+1 < len(h.Faults) {
-			next = h.Faults[i+1].Start
-		}
-		slowest := int64(0)
+	l := recoveries(h, func(from int64) int64 {
+		slowest := from
 		for _, ph := range hists {
-			slowest = max(slowest, firstAccepted(ph.Decisions, f.End))
+			slowest = max(slowest, firstAccepted(ph.Decisions, from))
 		}
-		if slowest != math.MaxInt64 && slowest <= next {
-			l.Recoveries = append(l.Recoveries, time.Duration(slowest-f.End))
-		}
-	}
-	l.summarize()
+		return slowest
+	})
 	owned := 0.0
 	for _, fig := range figs {
 		owned += fig.Owned
