@@ -30,8 +30,9 @@ type GroupPassthrough struct{ Group }
 //   - NoMargin: the membership's TTL is inflated so that
 //     TTL'·(1−MaxDrift) − Margin equals the real TTL;
 //   - RenewAfterExpiry: a membership renewal that fails or reports the
-//     membership lost is reported done, so the member's partitions carry on
-//     past their lease while other members claim them.
+//     membership lost (or takes longer than two retry periods) is reported
+//     done, so the member's partitions carry on past their lease while
+//     other members claim them.
 //
 // As for Wrap, only what the member sees is bent: calls handed back to the
 // coordinator carry the TTL it really granted.
@@ -44,7 +45,7 @@ func WrapGroup(c Group, bug string, cfg tenure.Config) Group {
 			return time.Duration(float64(m.TTL+cfg.Margin) / (1 - cfg.MaxDrift))
 		}}
 	case RenewAfterExpiry:
-		return renewMemberAfterExpiry{GroupPassthrough{c}}
+		return renewMemberAfterExpiry{GroupPassthrough{c}, cfg}
 	default:
 		return c
 	}
@@ -101,11 +102,19 @@ func (c bentGroup) ReleasePartitions(ctx context.Context, m tenure.Member, gs []
 	return c.Group.ReleasePartitions(ctx, c.unbend(m), gs)
 }
 
-// renewMemberAfterExpiry reports every membership renewal done.
-type renewMemberAfterExpiry struct{ GroupPassthrough }
+// renewMemberAfterExpiry reports every membership renewal done. As Wrap's
+// renewal after expiry, it gives the real renewal at most two retry
+// periods, so that the member's deadline moves on as often as a renewal
+// that succeeded would move it.
+type renewMemberAfterExpiry struct {
+	GroupPassthrough
+	cfg tenure.Config
+}
 
 func (c renewMemberAfterExpiry) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
-	if r, err := c.Group.RenewMember(ctx, m); err == nil {
+	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
+	defer cancel()
+	if r, err := c.Group.RenewMember(rctx, m); err == nil {
 		return r, nil
 	}
 	return m, nil
