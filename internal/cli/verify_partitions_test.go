@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tenure-dev/tenure/chaos"
 )
 
 // verify --partitions N passes N to the run; a count the register cannot
@@ -22,14 +24,7 @@ func TestVerifyPartitionsFlag(t *testing.T) {
 		{[]string{"--partitions", "100000"}, 0, "partitions (100000)"},
 	} {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
-			var g globalFlags
-			var f verifyFlags
-			cmd := &cobra.Command{Use: "verify"}
-			f.bind(cmd)
-			if err := cmd.ParseFlags(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			o, err := f.options(cmd, &g)
+			o, err := verifyOptions(t, tc.args...)
 			switch {
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("options(%v) error = %v; want one naming %q", tc.args, err, tc.wantErr)
@@ -40,4 +35,17 @@ func TestVerifyPartitionsFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// verifyOptions returns the chaos options verify's flags args give.
+func verifyOptions(t *testing.T, args ...string) (chaos.Options, error) {
+	t.Helper()
+	var g globalFlags
+	var f verifyFlags
+	cmd := &cobra.Command{Use: "verify"}
+	f.bind(cmd)
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	return f.options(cmd, &g)
 }
