@@ -40,6 +40,8 @@ type Span struct {
 	End    int64  `json:"end"`
 	// How says how the term ended: expired, lost, fenced, resigned, killed, …
 	How string `json:"how"`
+	// Partition names the term's partition in a partitioned run.
+	Partition string `json:"partition,omitempty"`
 }
 
 // Liveness summarises recovery after faults.
@@ -100,6 +102,16 @@ type Report struct {
 	Liveness              Liveness `json:"liveness"`
 	NodeErrors            []string `json:"node_errors,omitempty"`
 
+	// Partitions is the number of partitions of a partitioned run, 0 for a
+	// single key. Every checker then judged each partition on its own;
+	// its count is the sum over the partitions.
+	Partitions int `json:"partitions,omitempty"`
+	// PerPartition are the figures of each partition.
+	PerPartition []PartitionFigures `json:"per_partition,omitempty"`
+	// NotReowned names the partitions with no write accepted after the
+	// last fault healed.
+	NotReowned []string `json:"not_reowned,omitempty"`
+
 	// Violations is the sum of the safety checkers' counts.
 	Violations int `json:"violations"`
 }
@@ -112,24 +124,35 @@ func (r *Report) Checks() []*Check {
 	return []*Check{&r.StaleWrites, &r.TokenOrder, &r.Overlap, &r.LeaseOverrun, &r.Linearizable}
 }
 
-// Analyze runs every checker over h.
+// Analyze runs every checker over h. In a partitioned run
+// (Options.Partitions > 0), the checkers judge each partition's history on
+// its own (PartitionHistory) and the report sums their verdicts.
 func Analyze(h *History) *Report {
 	rep := newReport(h)
-	rep.Spans = Spans(h)
 	rep.countWrites(h)
-	rep.StaleWrites = CheckStaleWrites(h)
-	rep.TokenOrder = CheckTokenOrder(h, rep.Spans)
-	rep.Overlap, rep.OverlapTotal = CheckOverlap(h, rep.Spans)
-	rep.LeaseOverrun, rep.LateWritesAcrossPause = CheckLeaseOverrun(h)
-	rep.Linearizable, rep.LinearizabilityResult = CheckLinearizable(h)
 	rep.RenewRoundTrips = renewRoundTrips(h.Events)
-	rep.Liveness = liveness(h, rep.Spans)
+	if h.Options.Partitions > 0 {
+		rep.analyzePartitions(h)
+	} else {
+		rep.analyzeKey(h)
+	}
 	for _, c := range rep.Checks() {
 		if c.Safety {
 			rep.Violations += c.Count
 		}
 	}
 	return rep
+}
+
+// analyzeKey runs every checker over the history of one key.
+func (rep *Report) analyzeKey(h *History) {
+	rep.Spans = Spans(h)
+	rep.StaleWrites = CheckStaleWrites(h)
+	rep.TokenOrder = CheckTokenOrder(h, rep.Spans)
+	rep.Overlap, rep.OverlapTotal = CheckOverlap(h, rep.Spans)
+	rep.LeaseOverrun, rep.LateWritesAcrossPause = CheckLeaseOverrun(h)
+	rep.Linearizable, rep.LinearizabilityResult = CheckLinearizable(h)
+	rep.Liveness = liveness(h, rep.Spans)
 }
 
 // newReport returns the report of h with the run's description filled in.
@@ -161,7 +184,7 @@ type RoundTrips struct {
 func renewRoundTrips(evs []Event) RoundTrips {
 	var rtts []time.Duration
 	for _, ev := range evs {
-		if ev.Kind == KindRenew && ev.OK {
+		if (ev.Kind == KindRenew || ev.Kind == KindRenewMember) && ev.OK {
 			rtts = append(rtts, time.Duration(ev.At-ev.Sent))
 		}
 	}
@@ -417,6 +440,18 @@ func Spans(h *History) []Span {
 // liveness measures recovery after each fault and the time without a
 // leader.
 func liveness(h *History, sp []Span) Liveness {
+	l := recoveries(h, func(from int64) int64 { return firstAccepted(h.Decisions, from) })
+	if total := h.Finish - h.Origin; total > 0 {
+		l.NoLeaderShare = 1 - float64(covered(sp, h.Origin, h.Finish))/float64(total)
+	}
+	return l
+}
+
+// recoveries returns the liveness figures of h but NoLeaderShare: the time
+// from each fault's heal to writtenAt(heal), when a write is accepted again
+// (math.MaxInt64: never), for faults followed by that write before the
+// next fault.
+func recoveries(h *History, writtenAt func(from int64) int64) Liveness {
 	o := h.Options
 	l := Liveness{Bound: o.TTL + o.TTL/3 + o.TTL/10}
 	for i, f := range h.Faults {
@@ -424,30 +459,11 @@ func liveness(h *History, sp []Span) Liveness {
 		if i+1 < len(h.Faults) {
 			next = h.Faults[i+1].Start
 		}
-		for _, d := range h.Decisions {
-			if d.Accepted && d.At >= f.End {
-				if d.At <= next {
-					l.Recoveries = append(l.Recoveries, time.Duration(d.At-f.End))
-				}
-				break
-			}
+		if at := writtenAt(f.End); at != math.MaxInt64 && at <= next {
+			l.Recoveries = append(l.Recoveries, time.Duration(at-f.End))
 		}
 	}
-	if n := len(l.Recoveries); n > 0 {
-		s := slices.Clone(l.Recoveries)
-		slices.Sort(s)
-		l.P50 = s[(n-1)/2]
-		l.P99 = s[min(n-1, int(math.Ceil(0.99*float64(n)))-1)]
-		l.Max = s[n-1]
-		for _, r := range s {
-			if r > l.Bound {
-				l.OverBound++
-			}
-		}
-	}
-	if total := h.Finish - h.Origin; total > 0 {
-		l.NoLeaderShare = 1 - float64(covered(sp, h.Origin, h.Finish))/float64(total)
-	}
+	l.summarize()
 	return l
 }
 

@@ -89,12 +89,7 @@ func TestCheckersPassALegalHistory(t *testing.T) {
 // Each checker reports the violation it exists for, on a history that is
 // legal but for that one violation.
 func TestCheckersReportViolations(t *testing.T) {
-	cases := []struct {
-		name  string
-		check func(*Report) *Check
-		build func(h *hist)
-		want  string
-	}{
+	testViolations(t, legal, []violationCase{
 		{"stale write accepted", func(r *Report) *Check { return &r.StaleWrites }, func(h *hist) {
 			h.Decisions[3].Accepted = true // the late write of token 1, after token 2
 			h.Events[len(h.Events)-1].Result = ResultAccepted
@@ -114,7 +109,22 @@ func TestCheckersReportViolations(t *testing.T) {
 		{"non-linearizable read", func(r *Report) *Check { return &r.Linearizable }, func(h *hist) {
 			h.read(3100, 3200, 1, "a") // the value token 2 overwrote
 		}, "not linearizable"},
-	}
+	})
+}
+
+// violationCase is a history that is legal but for one violation, and
+// what its checker must report.
+type violationCase struct {
+	name  string
+	check func(*Report) *Check
+	build func(h *hist) // adds the violation to a legal history
+	want  string        // in the checker's details
+}
+
+// testViolations checks that each case's checker reports its violation
+// on the history legal returns with the case's violation added, and that
+// the run fails.
+func testViolations(t *testing.T, legal func() *hist, cases []violationCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := legal()

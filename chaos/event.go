@@ -18,6 +18,14 @@ const (
 	KindEnd        = "end"         // a term's context was cancelled (Token, Deadline: the final local deadline)
 	KindWriteStart = "write-start" // a write is about to be sent (Token, Value, Deadline)
 	KindWrite      = "write"       // a write finished (Sent, Token, Value, Result)
+
+	// Partitioned runs (Options.Partitions > 0): the node is one member of
+	// a partition group; its term, write and claim events name their
+	// Partition.
+	KindJoin        = "join"         // a join call returned (Sent, At, OK, Epoch, TTL)
+	KindRenewMember = "renew-member" // a membership renewal returned (Sent, At, OK, Lost, Epoch, TTL)
+	KindLeave       = "leave"        // a leave call returned (Epoch)
+	KindClaim       = "claim"        // a partition was granted in a claim (Sent, At, Partition, Token, Epoch)
 )
 
 // Write results.
@@ -48,6 +56,11 @@ type Event struct {
 	Value    string        `json:"value,omitempty"`
 	Result   string        `json:"result,omitempty"`
 	Err      string        `json:"err,omitempty"`
+	// Partition names the partition of a partitioned run the event is
+	// about; "" in a single-key run and for a member's own events.
+	Partition string `json:"partition,omitempty"`
+	// Epoch is the membership's epoch, for member and claim events.
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // eventWriter writes events as JSON lines, one at a time.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenure-dev/tenure"
@@ -40,6 +41,11 @@ type NodeSpec struct {
 	WriteEvery time.Duration `json:"write_every"`
 	// Plant is the planted bug, "" for none.
 	Plant string `json:"plant,omitempty"`
+	// Partitions, when positive, makes the node one member of a partition
+	// group of that many partitions under Key (package partition) instead
+	// of an Elector of Key: it writes to each partition's resource of the
+	// register while it owns the partition.
+	Partitions int `json:"partitions,omitempty"`
 }
 
 // ElectorConfig returns the elector configuration the spec describes.
@@ -73,19 +79,45 @@ func ParseNodeSpec(s string) (NodeSpec, error) {
 	if spec.WriteEvery <= 0 {
 		return spec, fmt.Errorf("chaos: node spec: write_every (%s) must be positive", spec.WriteEvery)
 	}
+	if spec.Partitions > 0 {
+		return spec, spec.GroupConfig().Validate()
+	}
+	if spec.Partitions < 0 {
+		return spec, fmt.Errorf("chaos: node spec: partitions (%d) must not be negative", spec.Partitions)
+	}
 	return spec, spec.ElectorConfig().Validate()
 }
 
 // RunNode is the body of a node process: it connects to the coordinator,
-// campaigns, writes to the register while it leads, and reports every event
-// as a JSON line on out, until ctx ends.
+// campaigns (or joins the partition group), writes to the register while it
+// leads, and reports every event as a JSON line on out, until ctx ends.
 func RunNode(ctx context.Context, spec NodeSpec, out io.Writer) error {
 	ew := newEventWriter(out, spec.Holder)
 	ew.emit(Event{Kind: KindStart})
-	cfg := spec.ElectorConfig()
+	base := dial(ctx, spec, ew)
+	if base == nil {
+		return nil // ctx ended
+	}
+	defer base.Close()
+	w := &writer{spec: spec, out: ew, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
+	defer w.client.CloseIdleConnections()
+	var err error
+	if spec.Partitions > 0 {
+		err = runMember(ctx, spec, base, w)
+	} else {
+		err = runElector(ctx, spec, base, w)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
 
-	var base tenure.Coordinator
-	for base == nil {
+// dial connects to the spec's coordinator, retrying until it succeeds; it
+// returns nil when ctx ends first.
+func dial(ctx context.Context, spec NodeSpec, ew *eventWriter) tenure.Coordinator {
+	for ctx.Err() == nil {
+		var base tenure.Coordinator
 		var err error
 		dctx, cancel := context.WithTimeout(ctx, 2*spec.TTL)
 		if spec.Postgres != "" {
@@ -94,38 +126,39 @@ func RunNode(ctx context.Context, spec NodeSpec, out io.Writer) error {
 			base, err = etcd.Dial(dctx, etcd.Config{Endpoints: spec.Endpoints, DialTimeout: 2 * spec.TTL})
 		}
 		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			ew.emit(Event{Kind: "dial", Err: err.Error()})
-			base = nil
+		if err == nil {
+			return base
 		}
+		ew.emit(Event{Kind: "dial", Err: err.Error()})
 	}
-	defer base.Close()
+	return nil
+}
 
-	c := plant.Wrap(recorder{plant.Passthrough{Coordinator: base}, ew}, spec.Plant, cfg)
-	cfg.OnTransition = func(tr tenure.Transition) {
-		ev := Event{Kind: KindTransition, At: monoOf(tr.At), Token: tr.Token, Result: tr.Kind.String()}
-		if tr.Kind == tenure.Elected {
-			ev.Kind = KindElected
-		}
-		if tr.Err != nil {
-			ev.Err = tr.Err.Error()
-		}
-		ew.emit(ev)
-	}
+// runElector runs one Elector of the spec's key on base until ctx ends.
+func runElector(ctx context.Context, spec NodeSpec, base tenure.Coordinator, w *writer) error {
+	cfg := spec.ElectorConfig()
+	c := plant.Wrap(recorder{plant.Passthrough{Coordinator: base}, w.out}, spec.Plant, cfg)
+	cfg.OnTransition = w.transition
 	e, err := tenure.NewElector(c, cfg)
 	if err != nil {
 		return err
 	}
-	w := &writer{spec: spec, out: ew, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
-	defer w.client.CloseIdleConnections()
-	err = e.Run(ctx, w.lead)
-	if ctx.Err() != nil {
-		return nil
+	return e.Run(ctx, w.lead)
+}
+
+// transition reports an elector's or a partition's transition.
+func (w *writer) transition(tr tenure.Transition) {
+	ev := Event{Kind: KindTransition, At: monoOf(tr.At), Token: tr.Token, Result: tr.Kind.String()}
+	if w.spec.Partitions > 0 {
+		ev.Partition = strings.TrimPrefix(tr.Key, w.spec.Key+"/")
 	}
-	return err
+	if tr.Kind == tenure.Elected {
+		ev.Kind = KindElected
+	}
+	if tr.Err != nil {
+		ev.Err = tr.Err.Error()
+	}
+	w.out.emit(ev)
 }
 
 // writer writes to the register while its node leads.
@@ -133,7 +166,7 @@ type writer struct {
 	spec   NodeSpec
 	out    *eventWriter
 	client *http.Client
-	seq    int
+	seq    atomic.Int64
 }
 
 // lead is the elector's leader function: write every WriteEvery until the
@@ -148,7 +181,7 @@ func (w *writer) lead(ctx context.Context, t *tenure.Term) error {
 		if t.Check() != nil {
 			return nil
 		}
-		if stale := w.write(ctx, t); stale {
+		if stale := w.write(ctx, t, ""); stale {
 			return nil
 		}
 		select {
@@ -159,11 +192,11 @@ func (w *writer) lead(ctx context.Context, t *tenure.Term) error {
 	}
 }
 
-// write sends one write and reports it; it returns true when the register
-// said the token is stale.
-func (w *writer) write(ctx context.Context, t *tenure.Term) (stale bool) {
-	w.seq++
-	value := fmt.Sprintf("%s#%d", w.spec.Holder, w.seq)
+// write sends one write to the register's resource of partition part ("":
+// the single one) and reports it; it returns true when the register said
+// the token is stale.
+func (w *writer) write(ctx context.Context, t *tenure.Term, part string) (stale bool) {
+	value := fmt.Sprintf("%s#%d", w.spec.Holder, w.seq.Add(1))
 	token := t.Token()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.spec.TTL)
 	defer cancel()
@@ -174,6 +207,9 @@ func (w *writer) write(ctx context.Context, t *tenure.Term) (stale bool) {
 		path = "/unfenced"
 		rt = w.client.Transport
 	}
+	if part != "" {
+		path = "/p/" + part + path
+	}
 	req, err := http.NewRequestWithContext(rctx, http.MethodPut, w.spec.Register+path, strings.NewReader(value))
 	if err != nil {
 		panic(err) // the URL was checked when the spec was parsed
@@ -181,9 +217,9 @@ func (w *writer) write(ctx context.Context, t *tenure.Term) (stale bool) {
 	req.Header.Set(headerClaimedToken, strconv.FormatUint(token, 10))
 	req.Header.Set(headerValue, value)
 	sent := Mono()
-	w.out.emit(Event{Kind: KindWriteStart, At: sent, Token: token, Value: value, Deadline: monoOf(t.Deadline())})
+	w.out.emit(Event{Kind: KindWriteStart, At: sent, Token: token, Value: value, Deadline: monoOf(t.Deadline()), Partition: part})
 	resp, err := rt.RoundTrip(req)
-	ev := Event{Kind: KindWrite, Sent: sent, Token: token, Value: value}
+	ev := Event{Kind: KindWrite, Sent: sent, Token: token, Value: value, Partition: part}
 	switch {
 	case errors.Is(err, tenure.ErrNotLeader):
 		// fence.Transport sent nothing: the term had ended.

@@ -82,11 +82,19 @@ func describe(r *Report) string {
 // same schedule (the control run). The catch rate on drawn schedules is
 // measured by BenchmarkPlantCatchRate.
 func TestPlantedBugsAreCaught(t *testing.T) {
+	testPlants(t, Plants(), runSchedule, caughtBy)
+}
+
+// testPlants runs each planted bug of plants with run on the schedule that
+// exposes it and checks that the checker caughtBy names reports it, and
+// runs the build as shipped on each of those schedules (the controls) and
+// checks that it reports nothing.
+func testPlants(t *testing.T, plants []string, run func(*testing.T, string, []Fault) *Report, caughtBy func(string) func(*Report) *Check) {
 	controls := map[string]bool{}
-	for _, p := range Plants() {
+	for _, p := range plants {
 		t.Run(p, func(t *testing.T) {
 			t.Parallel()
-			rep := runSchedule(t, p, exposing(p))
+			rep := run(t, p, exposing(p))
 			if c := caughtBy(p)(rep); c.Count == 0 {
 				t.Errorf("planted bug %q not reported by %q:\n%s", p, c.Name, describe(rep))
 			}
@@ -98,7 +106,7 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 		controls[fam] = true
 		t.Run("control/"+fam, func(t *testing.T) {
 			t.Parallel()
-			if rep := runSchedule(t, PlantNone, exposing(p)); !rep.OK() {
+			if rep := run(t, PlantNone, exposing(p)); !rep.OK() {
 				t.Errorf("the build as shipped reported violations on the schedule that exposes %q:\n%s", p, describe(rep))
 			}
 		})

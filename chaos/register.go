@@ -32,9 +32,12 @@ type Decision struct {
 	Token uint64 `json:"token"`
 	Value string `json:"value"`
 	// Path is "fenced" or "unfenced".
-	Path     string `json:"path"`
-	Accepted bool   `json:"accepted"`
-	Status   int    `json:"status"`
+	Path string `json:"path"`
+	// Partition names the register's per-partition resource written; ""
+	// for the single register of a single-key run.
+	Partition string `json:"partition,omitempty"`
+	Accepted  bool   `json:"accepted"`
+	Status    int    `json:"status"`
 }
 
 // Read is one read of the register by the runner.
@@ -44,6 +47,19 @@ type Read struct {
 	OK     bool   `json:"ok"`
 	Value  string `json:"value"`
 	Token  uint64 `json:"token"`
+	// Partition names the resource read; "" for the single register.
+	Partition string `json:"partition,omitempty"`
+}
+
+// maxResources bounds the per-partition resources one Register creates.
+const maxResources = 4096
+
+// resource is one fenced value of the register: the single one ("") or a
+// partition's.
+type resource struct {
+	fenced http.Handler // fence.Middleware over its own fence
+	value  string
+	token  uint64
 }
 
 // Register is the fenced HTTP register that tenure verify's nodes and the
@@ -54,14 +70,16 @@ type Read struct {
 // no-token plant uses it); GET /read returns the value and its token. The
 // value written is the Tenure-Write header, or the request body when the
 // header is absent.
+//
+// Each partition of a partitioned run has a resource of its own, with its
+// own fence, under /p/NAME/ (PUT or POST /p/NAME/fenced, PUT
+// /p/NAME/unfenced, GET /p/NAME/read), created on first use.
 type Register struct {
 	ln  net.Listener
 	srv *http.Server
-	f   *fence.Fence
 
 	mu        sync.Mutex
-	value     string
-	token     uint64
+	res       map[string]*resource // by partition name; "" is the single one
 	seq       uint64
 	decisions []Decision
 	done      chan struct{}
@@ -73,13 +91,14 @@ func StartRegister() (*Register, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: register: %w", err)
 	}
-	r := &Register{ln: ln, f: fence.New(), done: make(chan struct{})}
+	r := &Register{ln: ln, res: map[string]*resource{}, done: make(chan struct{})}
 	mux := http.NewServeMux()
-	fenced := fence.Middleware(r.f, http.HandlerFunc(r.store), fence.Serialize())
-	mux.Handle("PUT /fenced", r.recordRejections(fenced))
-	mux.Handle("POST /fenced", r.recordRejections(fenced))
-	mux.HandleFunc("PUT /unfenced", r.storeUnfenced)
-	mux.HandleFunc("GET /read", r.read)
+	for _, prefix := range []string{"", "/p/{partition}"} {
+		mux.Handle("PUT "+prefix+"/fenced", r.recordRejections(http.HandlerFunc(r.fenced)))
+		mux.Handle("POST "+prefix+"/fenced", r.recordRejections(http.HandlerFunc(r.fenced)))
+		mux.HandleFunc("PUT "+prefix+"/unfenced", r.storeUnfenced)
+		mux.HandleFunc("GET "+prefix+"/read", r.read)
+	}
 	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(r.done)
@@ -134,31 +153,66 @@ func (r *Register) decideLocked(d Decision) {
 	r.decisions = append(r.decisions, d)
 }
 
+// resource returns the request's resource, creating it on first use; nil
+// when the register has created as many as it may.
+func (r *Register) resource(req *http.Request) (name string, res *resource) {
+	name = req.PathValue("partition")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if res = r.res[name]; res != nil || len(r.res) >= maxResources {
+		return name, res
+	}
+	res = &resource{}
+	res.fenced = fence.Middleware(fence.New(), http.HandlerFunc(r.store), fence.Serialize())
+	r.res[name] = res
+	return name, res
+}
+
+// fenced passes a write to its resource's fence.
+func (r *Register) fenced(w http.ResponseWriter, req *http.Request) {
+	if _, res := r.resource(req); res != nil {
+		res.fenced.ServeHTTP(w, req)
+		return
+	}
+	http.Error(w, fmt.Sprintf("chaos: register: more than %d partitions", maxResources), http.StatusBadRequest)
+}
+
 // store runs once the middleware admitted the request's token.
 func (r *Register) store(w http.ResponseWriter, req *http.Request) {
 	token, _ := fence.TokenFromContext(req.Context())
-	r.accept(w, token, valueOf(req), "fenced")
+	r.accept(w, req, token, "fenced")
 }
 
 // storeUnfenced stores any write, with the token it claims.
 func (r *Register) storeUnfenced(w http.ResponseWriter, req *http.Request) {
 	token, _ := strconv.ParseUint(req.Header.Get(headerClaimedToken), 10, 64)
-	r.accept(w, token, valueOf(req), "unfenced")
+	r.accept(w, req, token, "unfenced")
 }
 
-// accept stores value and token and records the decision.
-func (r *Register) accept(w http.ResponseWriter, token uint64, value, path string) {
+// accept stores the request's value and token in its resource and records
+// the decision.
+func (r *Register) accept(w http.ResponseWriter, req *http.Request, token uint64, path string) {
+	name, res := r.resource(req)
+	if res == nil {
+		http.Error(w, fmt.Sprintf("chaos: register: more than %d partitions", maxResources), http.StatusBadRequest)
+		return
+	}
+	value := valueOf(req)
 	r.mu.Lock()
-	r.value, r.token = value, token
-	r.decideLocked(Decision{Token: token, Value: value, Path: path, Accepted: true, Status: http.StatusOK})
+	res.value, res.token = value, token
+	r.decideLocked(Decision{Token: token, Value: value, Path: path, Partition: name, Accepted: true, Status: http.StatusOK})
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
 }
 
 func (r *Register) read(w http.ResponseWriter, req *http.Request) {
-	r.mu.Lock()
-	value, token := r.value, r.token
-	r.mu.Unlock()
+	var value string
+	var token uint64
+	if _, res := r.resource(req); res != nil {
+		r.mu.Lock()
+		value, token = res.value, res.token
+		r.mu.Unlock()
+	}
 	w.Header().Set(fence.Header, strconv.FormatUint(max(token, 1), 10))
 	w.Header().Set(headerClaimedToken, strconv.FormatUint(token, 10))
 	_, _ = io.WriteString(w, value)
@@ -188,7 +242,7 @@ func (r *Register) recordRejections(next http.Handler) http.Handler {
 		}
 		token, _ := strconv.ParseUint(claimed, 10, 64)
 		r.mu.Lock()
-		r.decideLocked(Decision{Token: token, Value: valueOf(req), Path: "fenced", Status: sw.status})
+		r.decideLocked(Decision{Token: token, Value: valueOf(req), Path: "fenced", Partition: req.PathValue("partition"), Status: sw.status})
 		r.mu.Unlock()
 	})
 }

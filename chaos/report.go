@@ -39,6 +39,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		l.P50.Round(time.Millisecond), l.P99.Round(time.Millisecond), l.Max.Round(time.Millisecond), l.Bound.Round(time.Millisecond), l.OverBound, len(l.Recoveries))
 	fmt.Fprintf(tw, "time with no leader\t%.1f%%\t\n", 100*l.NoLeaderShare)
 	tw.Flush()
+	r.writePartitions(w)
 	for _, c := range r.Checks() {
 		if c.Count == 0 {
 			continue

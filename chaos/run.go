@@ -78,6 +78,12 @@ type Options struct {
 	Progress io.Writer
 	// CheckTimeout bounds the linearizability check. Default 60s.
 	CheckTimeout time.Duration
+	// Partitions, when positive, makes every node a member of one
+	// partition group of that many partitions under Key (package
+	// partition) instead of an Elector of Key; each partition has its own
+	// resource in the register, and the checkers judge each partition as
+	// they judge a single key (see PartitionHistory). Default 0: one key.
+	Partitions int
 }
 
 func (o Options) withDefaults() Options {
@@ -154,8 +160,15 @@ func (o Options) Validate() error {
 			bad("endpoint %q: %v", ep, err)
 		}
 	}
-	spec := NodeSpec{Key: o.Key, Holder: "n0.1", TTL: o.TTL, Margin: o.Margin, MaxDrift: o.MaxDrift}
-	if err := spec.ElectorConfig().Validate(); err != nil {
+	if o.Partitions < 0 || o.Partitions > maxResources {
+		bad("partitions (%d) must be between 0 and %d", o.Partitions, maxResources)
+	}
+	spec := NodeSpec{Key: o.Key, Holder: "n0.1", TTL: o.TTL, Margin: o.Margin, MaxDrift: o.MaxDrift, Partitions: o.Partitions}
+	if o.Partitions > 0 {
+		if err := spec.GroupConfig().Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	} else if err := spec.ElectorConfig().Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -237,7 +250,7 @@ type runner struct {
 	pauses   map[string][][2]int64
 	procs    []*nodeProc
 	gens     []int
-	leading  map[int]uint64 // slot → token of its live term
+	leading  map[int]map[string]uint64 // slot → partition ("" for the key) → token of its live term
 	nodeErrs []string
 	readers  sync.WaitGroup // stdout readers
 }
@@ -249,7 +262,7 @@ func Run(ctx context.Context, o Options) (*History, error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	r := &runner{o: o, kills: map[string]int64{}, pauses: map[string][][2]int64{}, leading: map[int]uint64{}}
+	r := &runner{o: o, kills: map[string]int64{}, pauses: map[string][][2]int64{}, leading: map[int]map[string]uint64{}}
 	defer r.closeAll()
 
 	targets, err := r.startCoordinator(ctx)
@@ -453,7 +466,7 @@ func (r *runner) startNode(i int) error {
 		Holder: holder, Key: r.o.Key,
 		Register: "http://" + r.regProx[i].Addr(),
 		TTL:      r.o.TTL, Margin: r.o.Margin, MaxDrift: r.o.MaxDrift,
-		WriteEvery: r.o.WriteEvery, Plant: r.o.Plant,
+		WriteEvery: r.o.WriteEvery, Plant: r.o.Plant, Partitions: r.o.Partitions,
 	}
 	if r.o.Postgres != "" {
 		spec.Postgres = proxiedDSN(r.o.Postgres, r.coordProx[i][0].Addr())
@@ -500,14 +513,7 @@ func (r *runner) readEvents(np *nodeProc, stdout io.Reader) {
 		ev.Node = i
 		r.mu.Lock()
 		r.events = append(r.events, ev)
-		switch ev.Kind {
-		case KindElected:
-			r.leading[i] = ev.Token
-		case KindEnd:
-			if r.leading[i] == ev.Token {
-				delete(r.leading, i)
-			}
-		}
+		r.track(i, ev)
 		r.mu.Unlock()
 	}
 	err := np.cmd.Wait()
@@ -571,15 +577,36 @@ func (r *runner) target(ctx context.Context, f Fault) int {
 	}
 }
 
+// track follows which terms node slot i holds. The caller holds r.mu.
+func (r *runner) track(i int, ev Event) {
+	switch ev.Kind {
+	case KindElected:
+		if r.leading[i] == nil {
+			r.leading[i] = map[string]uint64{}
+		}
+		r.leading[i][ev.Partition] = ev.Token
+	case KindEnd:
+		if r.leading[i][ev.Partition] == ev.Token {
+			delete(r.leading[i], ev.Partition)
+		}
+	}
+}
+
 // leader returns the slot of the node whose live term has the highest
-// token.
+// token; in a partitioned run, the node that owns the most partitions.
 func (r *runner) leader() (slot int, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	tok := uint64(0)
-	for s, t := range r.leading {
-		if t > tok {
-			slot, tok, ok = s, t, true
+	best := uint64(0)
+	for s, terms := range r.leading {
+		for _, t := range terms {
+			score := t
+			if r.o.Partitions > 0 {
+				score = uint64(len(terms))
+			}
+			if score > best || (score == best && s < slot) {
+				slot, best, ok = s, score, true
+			}
 		}
 	}
 	return slot, ok
@@ -728,14 +755,19 @@ func (r *runner) readLoop(stop <-chan struct{}) {
 	defer client.CloseIdleConnections()
 	t := time.NewTicker(r.o.ReadEvery)
 	defer t.Stop()
-	for {
+	for n := 0; ; n++ {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		}
 		rd := Read{Call: Mono()}
-		resp, err := client.Get("http://" + r.reg.Addr() + "/read")
+		path := "/read"
+		if r.o.Partitions > 0 { // one partition per tick, in turn
+			rd.Partition = strconv.Itoa(n % r.o.Partitions)
+			path = "/p/" + rd.Partition + path
+		}
+		resp, err := client.Get("http://" + r.reg.Addr() + path)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()

@@ -1,7 +1,6 @@
 package partition_test
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -11,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/memory"
+	"github.com/tenure-dev/tenure/internal/plant"
 )
 
 var chaosSeeds = flag.Int("partition.seeds", 50, "seeds of TestGroupChaos (CI: -partition.seeds 300)")
@@ -101,36 +100,37 @@ func chaosRun(t *testing.T, seed uint64) {
 	}
 }
 
-// neverRenews is a planted bug: a coordinator that reports every membership
-// renewal as done without renewing, so the member acts on after its lease
-// has expired and other members have taken its partitions.
-type neverRenews struct{ *memory.Coordinator }
-
-func (c neverRenews) RenewMember(_ context.Context, m tenure.Member) (tenure.Member, error) {
-	return m, nil
-}
-
+// TestGroupChaosCatchesPlantedBug: a member whose membership renewals are
+// reported done when they fail (internal/plant's renew-after-expiry, moved
+// to the membership by plant.WrapGroup) is cut off from the coordinator
+// for two TTLs: its partitions carry on past its lease while the other
+// member claims them, and the chaos checkers report the overlapping terms.
+// The control run of the same schedule, without the bug, reports nothing.
 func TestGroupChaosCatchesPlantedBug(t *testing.T) {
 	for _, planted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("planted=%v", planted), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c := newCluster(t, 8)
 				if planted {
-					c.wrap = map[string]tenure.Coordinator{"a": neverRenews{c.coord}}
+					c.wrap = map[string]tenure.Coordinator{"a": plant.WrapGroup(c.coord, plant.RenewAfterExpiry, c.cfg.Config)}
 				}
 				c.start("a")
 				c.start("b")
-				time.Sleep(4 * c.cfg.TTL)
+				time.Sleep(2 * c.cfg.TTL)
+				c.coord.Partition("a")
+				time.Sleep(2 * c.cfg.TTL)
+				c.coord.Heal("a")
+				time.Sleep(2 * c.cfg.TTL)
 				c.close()
-				var found []string
-				for _, spans := range c.rec.byKey() {
-					found = append(found, partitionOverlaps(spans)...)
+				rep := c.rec.analyze(c.cfg.Partitions)
+				if planted && rep.Overlap.Count == 0 {
+					t.Errorf("no overlap reported with a member whose failed renewals are reported done; want overlaps")
 				}
-				if planted && len(found) == 0 {
-					t.Errorf("partitionOverlaps found nothing with a member that never renews; want overlaps")
+				if !planted && !rep.OK() {
+					t.Errorf("the control run reported %d violations: %v %v", rep.Violations, rep.Overlap.Details, rep.TokenOrder.Details)
 				}
-				if !planted && len(found) > 0 {
-					t.Errorf("partitionOverlaps found %d overlaps in the control run: %v", len(found), found)
+				if rep.TokenOrder.Count > 0 || len(rep.Spans) < c.cfg.Partitions {
+					t.Errorf("token order violations %v, %d terms; want none and at least one per partition", rep.TokenOrder.Details, len(rep.Spans))
 				}
 			})
 		})

@@ -3,96 +3,58 @@ package partition_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/chaos"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
 )
 
-// partitionSpan is one term of one partition as its function saw it: from
-// the call until the term's context was cancelled.
-type partitionSpan struct {
-	key        string
-	holder     string
-	token      uint64
-	start, end time.Time
-}
-
-// recorder collects the spans of every member's terms.
+// recorder records the terms of every member in the history format of
+// tenure verify (package chaos), so that the chaos checkers judge each
+// partition: times are nanoseconds on the bubble's clock since origin.
 type recorder struct {
-	mu    sync.Mutex
-	spans []*partitionSpan
-	wg    sync.WaitGroup // span-end AfterFuncs not yet run
+	origin time.Time
+	mu     sync.Mutex
+	events []chaos.Event
+	wg     sync.WaitGroup // term-end AfterFuncs not yet run
 }
 
-// fn is a partition function that records its term's span and works until
-// its context ends.
-func (r *recorder) fn(ctx context.Context, p partition.Partition, t *tenure.Term) error {
-	s := &partitionSpan{key: p.Key, holder: t.Holder(), token: t.Token(), start: time.Now()}
+func newRecorder() *recorder { return &recorder{origin: time.Now()} }
+
+func (r *recorder) add(ev chaos.Event) {
 	r.mu.Lock()
-	r.spans = append(r.spans, s)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	ev.At = int64(time.Since(r.origin))
+	r.events = append(r.events, ev)
+}
+
+// fn is a partition function that records its term, from the call until
+// the term's context ends, and works until its context ends.
+func (r *recorder) fn(ctx context.Context, p partition.Partition, t *tenure.Term) error {
+	r.add(chaos.Event{Holder: t.Holder(), Kind: chaos.KindElected, Token: t.Token(), Partition: p.Name})
 	r.wg.Add(1)
 	context.AfterFunc(t.Context(), func() {
 		defer r.wg.Done()
-		r.mu.Lock()
-		s.end = time.Now()
-		r.mu.Unlock()
+		r.add(chaos.Event{Holder: t.Holder(), Kind: chaos.KindEnd, Token: t.Token(), Partition: p.Name})
 	})
 	<-ctx.Done()
 	return nil
 }
 
-// byKey groups the spans by partition key.
-func (r *recorder) byKey() map[string][]*partitionSpan {
+// analyze runs the chaos checkers over the recorded terms of a group of p
+// partitions, once every term has ended: each partition is judged on its
+// own (no two owners' terms overlap, tokens only increase).
+func (r *recorder) analyze(p int) *chaos.Report {
 	r.wg.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string][]*partitionSpan{}
-	for _, s := range r.spans {
-		out[s.key] = append(out[s.key], s)
-	}
-	return out
-}
-
-// partitionOverlaps returns, for one partition's spans, every pair of
-// different terms whose spans overlap (two owners acting at once).
-func partitionOverlaps(spans []*partitionSpan) []string {
-	s := slices.Clone(spans)
-	slices.SortFunc(s, func(a, b *partitionSpan) int { return a.start.Compare(b.start) })
-	var out []string
-	for i, a := range s {
-		for _, b := range s[i+1:] {
-			if !b.start.Before(a.end) {
-				break
-			}
-			if a.token != b.token {
-				out = append(out, fmt.Sprintf("%s: %s (token %d) until %s and %s (token %d) from %s overlap",
-					a.key, a.holder, a.token, a.end.Format(time.StampMilli), b.holder, b.token, b.start.Format(time.StampMilli)))
-			}
-		}
-	}
-	return out
-}
-
-// partitionTokenOrder returns every term of one partition whose token is not
-// greater than that of the term that started before it.
-func partitionTokenOrder(spans []*partitionSpan) []string {
-	s := slices.Clone(spans)
-	slices.SortStableFunc(s, func(a, b *partitionSpan) int { return a.start.Compare(b.start) })
-	var out []string
-	for i := 1; i < len(s); i++ {
-		if s[i].token <= s[i-1].token {
-			out = append(out, fmt.Sprintf("%s: token %d (%s) started after token %d (%s)", s[i].key, s[i].token, s[i].holder, s[i-1].token, s[i-1].holder))
-		}
-	}
-	return out
+	h := &chaos.History{Options: chaos.Options{Partitions: p, MaxDrift: 0.01}, Events: r.events, Finish: int64(time.Since(r.origin))}
+	return chaos.Analyze(h)
 }
 
 // cluster runs members of one group on a memory coordinator.
@@ -121,7 +83,7 @@ func newCluster(t *testing.T, p int) *cluster {
 	cfg.Margin = 300 * time.Millisecond
 	cfg.Instance = "1"
 	cfg.Logger = dbgLogger
-	return &cluster{t: t, coord: memory.New(), cfg: cfg, rec: &recorder{}, nodes: map[string]*node{}}
+	return &cluster{t: t, coord: memory.New(), cfg: cfg, rec: newRecorder(), nodes: map[string]*node{}}
 }
 
 // start runs member name.
@@ -220,17 +182,18 @@ func (c *cluster) await(what string, limit time.Duration, cond func() bool) time
 	return time.Since(start)
 }
 
-// check stops the cluster and runs the per-partition checkers on every span
-// recorded.
+// check stops the cluster and runs the chaos checkers on every term
+// recorded, per partition.
 func (c *cluster) check() {
 	c.t.Helper()
 	c.close()
-	for _, spans := range c.rec.byKey() {
-		for _, msg := range partitionOverlaps(spans) {
-			c.t.Error(msg)
+	rep := c.rec.analyze(c.cfg.Partitions)
+	for _, chk := range rep.Checks() {
+		for _, msg := range chk.Details {
+			c.t.Errorf("%s: %s", chk.Name, msg)
 		}
-		for _, msg := range partitionTokenOrder(spans) {
-			c.t.Error(msg)
+		if chk.Count > len(chk.Details) {
+			c.t.Errorf("%s: … and %d more", chk.Name, chk.Count-len(chk.Details))
 		}
 	}
 }
@@ -248,31 +211,5 @@ func (c *cluster) dump() {
 	}
 	for _, r := range tab.Partitions {
 		c.t.Logf("%s: %q token %d lease left %s", r.Partition.Key, r.Owner, r.Token, r.LeaseLeft)
-	}
-}
-
-func TestPartitionCheckers(t *testing.T) {
-	at := func(s float64) time.Time { return time.Unix(1000, 0).Add(time.Duration(s * float64(time.Second))) }
-	span := func(holder string, token uint64, from, to float64) *partitionSpan {
-		return &partitionSpan{key: "jobs/1", holder: holder, token: token, start: at(from), end: at(to)}
-	}
-	for _, tc := range []struct {
-		name             string
-		spans            []*partitionSpan
-		overlaps, orders int
-	}{
-		{"one after another", []*partitionSpan{span("a", 1, 0, 1), span("b", 2, 1, 2), span("a", 3, 3, 4)}, 0, 0},
-		{"overlap", []*partitionSpan{span("a", 1, 0, 2), span("b", 2, 1, 3)}, 1, 0},
-		{"token went down", []*partitionSpan{span("a", 5, 0, 1), span("b", 4, 2, 3)}, 0, 1},
-		{"token repeated", []*partitionSpan{span("a", 5, 0, 1), span("a", 5, 2, 3)}, 0, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := partitionOverlaps(tc.spans); len(got) != tc.overlaps {
-				t.Errorf("partitionOverlaps() = %q; want %d findings", got, tc.overlaps)
-			}
-			if got := partitionTokenOrder(tc.spans); len(got) != tc.orders {
-				t.Errorf("partitionTokenOrder() = %q; want %d findings", got, tc.orders)
-			}
-		})
 	}
 }

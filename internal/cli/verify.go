@@ -25,6 +25,7 @@ type verifyFlags struct {
 	plant    string
 	jsonFile string
 	htmlFile string
+	parts    int
 }
 
 func newVerifyCommand(g *globalFlags) *cobra.Command {
@@ -55,13 +56,24 @@ that bug (no-token: pause; reply-deadline and no-margin: degrade;
 renew-after-expiry: partition) and aims every fault at the leader, so that
 a 20-second run reports the violation.
 
+--partitions N makes every node one member of a partition group of N
+partitions (what "tenure run --partitions" runs) instead of one elector:
+while a node owns a partition it writes to that partition's own fenced
+resource with that partition's token. Every checker judges each partition
+on its own; the summary adds one line per partition (owned time, terms,
+writes, overlaps, violations, longest time from a fault's heal to the
+partition's next accepted write), and names any partition not re-owned
+after the last fault. The planted bugs apply to the membership that every
+partition of a member shares.
+
 What it cannot check: a lease cannot stop a paused process from finishing
 a write it had already sent — only the resource's fencing can, and the
 stale-write checker shows it did.`,
 		Example: `  tenure verify --duration 60s --json out.json
   tenure verify --duration 2m --html report.html
   tenure verify --members 3 --faults partition,member
-  tenure verify --plant reply-deadline --duration 20s`,
+  tenure verify --plant reply-deadline --duration 20s
+  tenure verify --partitions 16 --duration 30s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := f.options(cmd, g)
@@ -89,6 +101,7 @@ func (f *verifyFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.plant, "plant", "", "plant a known bug in the nodes: "+strings.Join(chaos.Plants(), ", "))
 	fl.StringVar(&f.jsonFile, "json", "", "write every figure to this JSON file")
 	fl.StringVar(&f.htmlFile, "html", "", "write a self-contained HTML report with a timeline to this file")
+	fl.IntVar(&f.parts, "partitions", 0, "run a partition group of this many partitions in every node instead of one elector, and check each partition (0: one key)")
 }
 
 // options turns the flags into chaos options. With --plant and no
@@ -112,7 +125,7 @@ func (f *verifyFlags) options(cmd *cobra.Command, g *globalFlags) (chaos.Options
 	o := chaos.Options{
 		Seed: f.seed, Duration: f.duration, Nodes: f.nodes, Members: f.members,
 		Endpoints: endpoints, Postgres: g.coord.postgres, TTL: f.ttl, Margin: f.margin, MaxDrift: f.maxDrift,
-		Families: fams, Plant: f.plant,
+		Families: fams, Plant: f.plant, Partitions: f.parts,
 		NodeCommand: func(spec string) *exec.Cmd {
 			return exec.Command(exe, "verify-node", "--spec", spec)
 		},
@@ -134,7 +147,11 @@ func runVerify(cmd *cobra.Command, f verifyFlags, o chaos.Options) error {
 	if fams == nil {
 		fams = chaos.PlantFamilies(o.Plant)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "verify: seed %d, %s, %d nodes, faults %s\n", o.Seed, f.duration, f.nodes, strings.Join(fams, ","))
+	what := fmt.Sprintf("%d nodes", f.nodes)
+	if o.Partitions > 0 {
+		what = fmt.Sprintf("%d nodes sharing %d partitions", f.nodes, o.Partitions)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "verify: seed %d, %s, %s, faults %s\n", o.Seed, f.duration, what, strings.Join(fams, ","))
 	if isTerminal(out) {
 		o.Progress = out
 	}

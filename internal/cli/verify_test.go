@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/spf13/cobra"
-
 	"github.com/tenure-dev/tenure/chaos"
 )
 
@@ -22,14 +20,7 @@ func TestVerifyOptions(t *testing.T) {
 		{nil, fmt.Sprint(chaos.Families())},
 	} {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
-			var g globalFlags
-			var f verifyFlags
-			cmd := &cobra.Command{Use: "verify"}
-			f.bind(cmd)
-			if err := cmd.ParseFlags(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			o, err := f.options(cmd, &g)
+			o, err := verifyOptions(t, tc.args...)
 			if err != nil {
 				t.Fatalf("options(%v) = %v", tc.args, err)
 			}

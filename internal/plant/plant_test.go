@@ -2,6 +2,7 @@ package plant_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -55,6 +56,56 @@ func TestWrap(t *testing.T) {
 		}
 		if _, ok := bad.(tenure.Watcher); !ok {
 			t.Fatal("a wrapped coordinator lost Watch: the elector would campaign by polling")
+		}
+	})
+}
+
+// Each group wrapper moves the membership's deadline (and so every owned
+// partition's) as far as its bug would, and hands the real TTL back.
+func TestWrapGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memory.New()
+		defer m.Close()
+		cfg := config()
+		ctx := context.Background()
+
+		m.SetLatency("h#1", 100*time.Millisecond, 200*time.Millisecond)
+		rd := plant.WrapGroup(m, plant.ReplyDeadline, cfg)
+		mem, err := rd.JoinGroup(ctx, "g", "h#1", cfg.TTL)
+		if err != nil || mem.TTL != cfg.TTL+300*time.Millisecond {
+			t.Fatalf("reply-deadline JoinGroup() = %v, %v; want TTL %s + the 300ms round trip", mem, err, cfg.TTL)
+		}
+		if r, err := rd.RenewMember(ctx, mem); err != nil || r.TTL != cfg.TTL+300*time.Millisecond {
+			t.Fatalf("reply-deadline RenewMember() = %v, %v; want the real TTL renewed, reported %s + 300ms", r, err, cfg.TTL)
+		}
+		m.HealAll()
+
+		nm := plant.WrapGroup(m, plant.NoMargin, cfg)
+		mem, err = nm.JoinGroup(ctx, "g", "h#2", cfg.TTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.SafeLease(mem.TTL); got < cfg.TTL-time.Microsecond || got > cfg.TTL {
+			t.Fatalf("no-margin: safe lease of the reported TTL = %s; want the whole TTL %s", got, cfg.TTL)
+		}
+		if res, err := nm.ClaimPartitions(ctx, mem, []string{"0"}); err != nil || res[0].Err != nil || res[0].Grant.TTL != cfg.TTL {
+			t.Fatalf("no-margin ClaimPartitions() = %v, %v; want a grant with the real TTL %s", res, err, cfg.TTL)
+		}
+
+		bad := plant.WrapGroup(m, plant.RenewAfterExpiry, cfg)
+		mem, err = bad.JoinGroup(ctx, "g", "h#3", cfg.TTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(cfg.TTL + time.Second) // the membership expires
+		if _, err := m.RenewMember(ctx, mem); !errors.Is(err, tenure.ErrLost) {
+			t.Fatalf("the real coordinator renewed an expired membership: %v", err)
+		}
+		if r, err := bad.RenewMember(ctx, mem); err != nil || r.Epoch != mem.Epoch {
+			t.Fatalf("renew-after-expiry RenewMember() of an expired membership = %v, %v; want it reported renewed", r, err)
+		}
+		if plant.WrapGroup(m, plant.NoToken, cfg) != plant.Group(m) {
+			t.Fatal("WrapGroup with the writer's bug changed the coordinator")
 		}
 	})
 }

@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tenure-dev/tenure/chaos"
+)
+
+// verify --partitions N passes N to the run; a count the register cannot
+// serve is a usage error that names the flag's value.
+func TestVerifyPartitionsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    int
+		wantErr string
+	}{
+		{nil, 0, ""},
+		{[]string{"--partitions", "16"}, 16, ""},
+		{[]string{"--partitions", "-1"}, 0, "partitions (-1)"},
+		{[]string{"--partitions", "100000"}, 0, "partitions (100000)"},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			o, err := verifyOptions(t, tc.args...)
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("options(%v) error = %v; want one naming %q", tc.args, err, tc.wantErr)
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("options(%v) = %v", tc.args, err)
+			case tc.wantErr == "" && o.Partitions != tc.want:
+				t.Errorf("options(%v).Partitions = %d; want %d", tc.args, o.Partitions, tc.want)
+			}
+		})
+	}
+}
+
+// verifyOptions returns the chaos options verify's flags args give.
+func verifyOptions(t *testing.T, args ...string) (chaos.Options, error) {
+	t.Helper()
+	var g globalFlags
+	var f verifyFlags
+	cmd := &cobra.Command{Use: "verify"}
+	f.bind(cmd)
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	return f.options(cmd, &g)
+}

@@ -1,0 +1,121 @@
+package plant
+
+import (
+	"context"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// Group is a coordinator that can run partition groups: what package
+// partition needs below a Group member.
+type Group interface {
+	tenure.Coordinator
+	tenure.GroupCoordinator
+}
+
+// GroupPassthrough is a base for group coordinator wrappers: it forwards
+// every call to the Group it embeds.
+type GroupPassthrough struct{ Group }
+
+// WrapGroup returns c with bug planted for a partition group member
+// configured with cfg (the member's lease settings); any other bug name,
+// and NoToken (a writer's bug), return c unchanged. The bugs are the
+// Elector's, moved to the membership whose lease every owned partition
+// shares:
+//
+//   - ReplyDeadline: the membership's TTL grows by the round trip of the
+//     join or renewal, so every partition's local deadline is measured
+//     from the reply;
+//   - NoMargin: the membership's TTL is inflated so that
+//     TTL'·(1−MaxDrift) − Margin equals the real TTL;
+//   - RenewAfterExpiry: a membership renewal that fails or reports the
+//     membership lost (or takes longer than two retry periods) is reported
+//     done, so the member's partitions carry on past their lease while
+//     other members claim them.
+//
+// As for Wrap, only what the member sees is bent: calls handed back to the
+// coordinator carry the TTL it really granted.
+func WrapGroup(c Group, bug string, cfg tenure.Config) Group {
+	switch bug {
+	case ReplyDeadline:
+		return bentGroup{GroupPassthrough{c}, newBent(), func(m tenure.Member, rtt time.Duration) time.Duration { return m.TTL + rtt }}
+	case NoMargin:
+		return bentGroup{GroupPassthrough{c}, newBent(), func(m tenure.Member, _ time.Duration) time.Duration {
+			return time.Duration(float64(m.TTL+cfg.Margin) / (1 - cfg.MaxDrift))
+		}}
+	case RenewAfterExpiry:
+		return renewMemberAfterExpiry{GroupPassthrough{c}, cfg}
+	default:
+		return c
+	}
+}
+
+// bentGroup reports memberships with the TTL ttl returns for them (given
+// the call's round trip) and hands the real one back to the coordinator.
+type bentGroup struct {
+	GroupPassthrough
+	b   *bent
+	ttl func(m tenure.Member, rtt time.Duration) time.Duration
+}
+
+// bend records m's real TTL under its epoch and returns m as the bug sees it.
+func (c bentGroup) bend(m tenure.Member, sent time.Time) tenure.Member {
+	g := c.b.bend(tenure.Grant{Token: m.Epoch, TTL: m.TTL}, c.ttl(m, time.Since(sent)))
+	m.TTL = g.TTL
+	return m
+}
+
+// unbend returns m with the TTL the coordinator really granted it.
+func (c bentGroup) unbend(m tenure.Member) tenure.Member {
+	m.TTL = c.b.unbend(tenure.Grant{Token: m.Epoch, TTL: m.TTL}).TTL
+	return m
+}
+
+func (c bentGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+	sent := time.Now()
+	m, err := c.Group.JoinGroup(ctx, group, id, ttl)
+	if err != nil {
+		return m, err
+	}
+	return c.bend(m, sent), nil
+}
+
+func (c bentGroup) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+	sent := time.Now()
+	r, err := c.Group.RenewMember(ctx, c.unbend(m))
+	if err != nil {
+		return r, err
+	}
+	return c.bend(r, sent), nil
+}
+
+func (c bentGroup) LeaveGroup(ctx context.Context, m tenure.Member) error {
+	return c.Group.LeaveGroup(ctx, c.unbend(m))
+}
+
+func (c bentGroup) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+	return c.Group.ClaimPartitions(ctx, c.unbend(m), names)
+}
+
+func (c bentGroup) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+	return c.Group.ReleasePartitions(ctx, c.unbend(m), gs)
+}
+
+// renewMemberAfterExpiry reports every membership renewal done. As Wrap's
+// renewal after expiry, it gives the real renewal at most two retry
+// periods, so that the member's deadline moves on as often as a renewal
+// that succeeded would move it.
+type renewMemberAfterExpiry struct {
+	GroupPassthrough
+	cfg tenure.Config
+}
+
+func (c renewMemberAfterExpiry) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
+	defer cancel()
+	if r, err := c.Group.RenewMember(rctx, m); err == nil {
+		return r, nil
+	}
+	return m, nil
+}
