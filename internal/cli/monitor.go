@@ -17,6 +17,7 @@ import (
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/internal/monitor"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/prom"
 )
 
@@ -51,7 +52,7 @@ func serveRunMonitor(addr string, cfg *tenure.Config, coord *tenure.Coordinator,
 
 // serveServerMonitor serves the monitoring endpoints of tenure server
 // --http on ln for member srv: the status page shows every key under
-// prefix, /health and /healthz answer whether the member can serve, and
+// prefix and the partition table of every group under it, /health and /healthz answer whether the member can serve, and
 // /leader whether it leads raft. /metrics has the member's metrics and the
 // tenure metrics of what it observes. done receives the error that ended
 // the serving; stop ends it and waits.
@@ -66,8 +67,10 @@ func serveServerMonitor(ln net.Listener, srv *embedded.Server, prefix string, lo
 		return nil, nil, err
 	}
 	health := func(ctx context.Context) error { return memberHealth(ctx, srv) }
+	ic, groups := m.Instrument(c), &groupFinder{}
 	mon, err := monitor.New(monitor.Config{
-		Coordinator: m.Instrument(c), Prefix: prefix, Metrics: m, Health: health, Leading: srv.IsLeader, Logger: log,
+		Coordinator: ic, Prefix: prefix, Metrics: m, Health: health, Leading: srv.IsLeader, Logger: log,
+		Partitions: func(ctx context.Context) ([]partition.Table, error) { return groups.tables(ctx, ic, prefix) },
 		// etcd registers the member's metrics (and the Go and process
 		// collectors) with Prometheus's default registry.
 		Gatherer: prometheus.Gatherers{prometheus.DefaultGatherer, reg},

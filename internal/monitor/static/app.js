@@ -98,7 +98,7 @@ function renderPartitions(s) {
       tr.dataset.id = id;
       return tr;
     });
-    const summary = g.partitions + " partitions · " + g.members + " members · at most " + g.cap + " each · imbalance " +
+    const summary = g.partitions + " partitions · " + g.members + (g.members === 1 ? " member" : " members") + " · at most " + g.cap + " each · imbalance " +
       g.imbalance.toFixed(2) + " · ";
     return el("div", { class: "group", "data-group": g.group },
       el("h3", {}, el("code", {}, g.group), " ", el("span", { class: "muted" }, summary),
