@@ -22,17 +22,7 @@ func partMonitored(t *testing.T, coord []string, holder string) (*proc, string) 
 	args := append(append([]string{}, coord...), "run", "--key", "jobs", "--partitions", "4", "--holder", holder,
 		"--ttl", e2eTTL.String(), "--margin", "300ms", "--http", "127.0.0.1:0", "--", "sleep", "600")
 	p := startProc(t, holder, nil, args...)
-	var addr string
-	waitFor(t, 15*time.Second, holder+"'s http address", func() bool {
-		for _, f := range strings.Fields(p.err.String()) {
-			if v, ok := strings.CutPrefix(f, "http="); ok {
-				addr = v
-				return true
-			}
-		}
-		return false
-	})
-	return p, addr
+	return p, httpAddr(t, p)
 }
 
 // TestRunPartitionsHTTP: "tenure run --partitions 4 --http", alone in its

@@ -27,9 +27,7 @@ import (
 // whose failed calls are counted. Call it before creating the elector;
 // stop ends the serving and waits for it.
 func serveRunMonitor(addr string, cfg *tenure.Config, coord *tenure.Coordinator, log *slog.Logger) (stop func(), err error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m, err := prom.New(reg)
+	reg, m, err := runMetrics()
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +39,21 @@ func serveRunMonitor(addr string, cfg *tenure.Config, coord *tenure.Coordinator,
 		return nil, err
 	}
 	cfg.Metrics = mon
+	return listenMonitor(addr, mon, log)
+}
+
+// runMetrics returns the registry of tenure run --http, with the Go
+// runtime's and the process's collectors and tenure's metrics on it.
+func runMetrics() (*prometheus.Registry, *prom.Metrics, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := prom.New(reg)
+	return reg, m, err
+}
+
+// listenMonitor serves mon's endpoints on addr (--http of tenure run) and
+// logs the address; stop ends the serving and waits for it.
+func listenMonitor(addr string, mon *monitor.Monitor, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http %s: %w", addr, err)

@@ -2,19 +2,19 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
 	"sync/atomic"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
+	"time"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/monitor"
 	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/prom"
 )
+
+// groupPoll is how often tenure run --partitions --http reads its group's
+// table for the page and /status.
+const groupPoll = time.Second
 
 // serveGroupMonitor serves the monitoring endpoints of tenure run
 // --partitions --http on addr: the page and /status show the group's
@@ -25,9 +25,7 @@ import (
 // replaces *coord with one whose failed calls are counted. Call it before
 // creating the group; stop ends the serving and waits for it.
 func serveGroupMonitor(addr string, pc *partition.Config, coord *tenure.Coordinator, grp *atomic.Pointer[partition.Group], log *slog.Logger) (stop func(), err error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m, err := prom.New(reg)
+	reg, m, err := runMetrics()
 	if err != nil {
 		return nil, err
 	}
@@ -39,6 +37,7 @@ func serveGroupMonitor(addr string, pc *partition.Config, coord *tenure.Coordina
 	names := pc.PartitionNames()
 	mon, err := monitor.New(monitor.Config{
 		Coordinator: c, PartitionsOnly: true, Identity: pc.Identity(), Metrics: m, Gatherer: reg,
+		Poll: groupPoll, // each poll reads the whole table: P keys
 		Partitions: func(ctx context.Context) ([]partition.Table, error) {
 			t, err := partition.ReadTable(ctx, c, pc.Key, names)
 			return []partition.Table{t}, err
@@ -58,11 +57,5 @@ func serveGroupMonitor(addr string, pc *partition.Config, coord *tenure.Coordina
 		}
 		mon.Record(t)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--http %s: %w", addr, err)
-	}
-	log.Info("serving status and metrics", "http", ln.Addr().String())
-	stop, _ = serveMonitor(ln, mon, mon.Handler())
-	return stop, nil
+	return listenMonitor(addr, mon, log)
 }
