@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -160,13 +161,14 @@ func (m *Monitor) poll(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(4*m.cfg.Poll, 2*time.Second))
 	defer cancel()
 	grants, listed, err := m.read(ctx)
+	var partErr error
 	if err == nil {
-		err = m.pollPartitions(ctx)
+		partErr = m.pollPartitions(ctx)
 	}
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.err, m.polled = err, now
+	m.err, m.polled = cmp.Or(err, partErr), now
 	if err != nil {
 		return
 	}

@@ -2,6 +2,7 @@ package monitor_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -104,5 +105,25 @@ func TestPartitionTableInStatus(t *testing.T) {
 			t.Errorf("/status after b was cut off: owners %q, %d mine, group %+v; want all 4 owned by a, 1 member", holders, mine, s.Groups[0])
 		}
 		c.Heal("b")
+	})
+}
+
+// A partition table that cannot be read is reported in /status, and the
+// keys are still shown.
+func TestPartitionReadError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := memory.New()
+		defer c.Close()
+		if _, err := c.Acquire(t.Context(), "jobs", "x#1", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		errRead := errors.New("table unreadable")
+		h := newMonitor(t, c, monitor.Config{Keys: []string{"jobs"},
+			Partitions: func(context.Context) ([]partition.Table, error) { return nil, errRead }}).Handler()
+		time.Sleep(time.Second)
+		s := status(t, h)
+		if s.Error != errRead.Error() || len(s.Keys) != 1 || s.Keys[0].Holder != "x" || len(s.Partitions) != 0 {
+			t.Errorf("/status = error %q, keys %+v, %d partitions; want %q, jobs held by x, none", s.Error, s.Keys, len(s.Partitions), errRead)
+		}
 	})
 }
