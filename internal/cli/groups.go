@@ -30,9 +30,9 @@ type groupFinder struct {
 	seen map[string]map[string]bool // group -> partition names seen owned
 }
 
-// tables reads the table of every group under prefix from c, sorted by
+// list reads the table of every group under prefix from c, sorted by
 // group.
-func (f *groupFinder) tables(ctx context.Context, c tenure.Coordinator, prefix string) ([]partition.Table, error) {
+func (f *groupFinder) list(ctx context.Context, c tenure.Coordinator, prefix string) ([]partition.Table, error) {
 	l, canList := c.(tenure.Lister)
 	if _, ok := c.(tenure.GroupCoordinator); !ok || !canList {
 		return nil, fmt.Errorf("the coordinator %T cannot list partition groups", c)
@@ -41,6 +41,13 @@ func (f *groupFinder) tables(ctx context.Context, c tenure.Coordinator, prefix s
 	if err != nil {
 		return nil, err
 	}
+	return f.tables(ctx, c, gs)
+}
+
+// tables reads from c the table of every group that a key of gs, the live
+// grants under a prefix, is a partition of, and of every group found
+// before, sorted by group.
+func (f *groupFinder) tables(ctx context.Context, c tenure.Coordinator, gs []tenure.Grant) ([]partition.Table, error) {
 	f.mu.Lock()
 	if f.seen == nil {
 		f.seen = make(map[string]map[string]bool)

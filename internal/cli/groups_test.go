@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/etcd"
+	"github.com/tenure-dev/tenure/internal/bench"
 	"github.com/tenure-dev/tenure/partition"
 )
 
@@ -37,13 +37,9 @@ func tableRows(tables []partition.Table) []string {
 // shown from the start.
 func TestGroupFinder(t *testing.T) {
 	ctx := t.Context()
-	urls, err := embedded.FreeLocalURLs(2)
+	srv, err := bench.StartEtcd(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
-	}
-	srv, err := embedded.Start(ctx, embedded.Config{Dir: t.TempDir(), ClientURLs: urls[:1], PeerURLs: urls[1:]})
-	if err != nil {
-		t.Fatalf("embedded.Start() error = %v", err)
 	}
 	defer srv.Close()
 	c, err := etcd.Dial(ctx, etcd.Config{Endpoints: srv.Endpoints()})
@@ -65,7 +61,7 @@ func TestGroupFinder(t *testing.T) {
 	seen, fixed := &groupFinder{}, &groupFinder{names: partition.Names(3)}
 	check := func(f *groupFinder, want ...string) {
 		t.Helper()
-		tables, err := f.tables(ctx, c, "")
+		tables, err := f.list(ctx, c, "")
 		if err != nil {
 			t.Fatalf("tables() error = %v", err)
 		}
@@ -85,7 +81,7 @@ func TestGroupFinder(t *testing.T) {
 	}
 	check(seen, "jobs (0 members): 0=- 2=-")
 	check(fixed)
-	if _, err := (&groupFinder{}).tables(context.Background(), keysOnly{c}, ""); err == nil {
+	if _, err := (&groupFinder{}).list(context.Background(), keysOnly{c}, ""); err == nil {
 		t.Error("tables() on a coordinator that cannot run groups: error = nil; want one")
 	}
 }

@@ -83,7 +83,9 @@ func serveServerMonitor(ln net.Listener, srv *embedded.Server, prefix string, lo
 	ic, groups := m.Instrument(c), &groupFinder{}
 	mon, err := monitor.New(monitor.Config{
 		Coordinator: ic, Prefix: prefix, Metrics: m, Health: health, Leading: srv.IsLeader, Logger: log,
-		Partitions: func(ctx context.Context) ([]partition.Table, error) { return groups.tables(ctx, ic, prefix) },
+		Partitions: func(ctx context.Context, listed []tenure.Grant) ([]partition.Table, error) {
+			return groups.tables(ctx, ic, listed)
+		},
 		// etcd registers the member's metrics (and the Go and process
 		// collectors) with Prometheus's default registry.
 		Gatherer: prometheus.Gatherers{prometheus.DefaultGatherer, reg},

@@ -176,7 +176,7 @@ func (f *statusFlags) prefixGroups(ctx context.Context, cmd *cobra.Command, c te
 	if _, ok := c.(tenure.GroupCoordinator); !ok {
 		return true, false, errors.New("--partitions: this coordinator cannot run partition groups")
 	}
-	tables, err := (&groupFinder{names: names}).tables(ctx, c, f.prefix)
+	tables, err := (&groupFinder{names: names}).list(ctx, c, f.prefix)
 	if err != nil {
 		return true, false, fmt.Errorf("--prefix %q --partitions: %w", f.prefix, err)
 	}

@@ -53,8 +53,10 @@ type Config struct {
 	// term on any key. With an Identity, it also makes Status.Role leader.
 	Leading func() bool
 	// Partitions reads the partition tables shown on the page and in
-	// /status, at every poll (see partition.ReadTable); nil shows none.
-	Partitions func(ctx context.Context) ([]partition.Table, error)
+	// /status, at every poll (see partition.ReadTable), given the live
+	// grants on the keys shown that the poll has just read; nil shows
+	// none.
+	Partitions func(ctx context.Context, grants []tenure.Grant) ([]partition.Table, error)
 	// Poll is how often the coordinator is read; DefaultPoll when zero.
 	Poll time.Duration
 	// History is how many transitions are kept; DefaultHistory when zero.
@@ -163,7 +165,7 @@ func (m *Monitor) poll(ctx context.Context) {
 	grants, listed, err := m.read(ctx)
 	var partErr error
 	if err == nil {
-		partErr = m.pollPartitions(ctx)
+		partErr = m.pollPartitions(ctx, grants)
 	}
 	now := time.Now()
 	m.mu.Lock()

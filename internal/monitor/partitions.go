@@ -56,12 +56,12 @@ type partView struct {
 }
 
 // pollPartitions reads the partition tables, when there are any to show,
-// and returns the read's error.
-func (m *Monitor) pollPartitions(ctx context.Context) error {
+// given the grants the poll read, and returns the read's error.
+func (m *Monitor) pollPartitions(ctx context.Context, grants []tenure.Grant) error {
 	if m.cfg.Partitions == nil {
 		return nil
 	}
-	tables, err := m.cfg.Partitions(ctx)
+	tables, err := m.cfg.Partitions(ctx, grants)
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()

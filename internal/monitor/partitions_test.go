@@ -64,7 +64,7 @@ func TestPartitionTableInStatus(t *testing.T) {
 		names := partition.Names(4)
 		mon := newMonitor(t, c, monitor.Config{
 			PartitionsOnly: true, Identity: "a#a",
-			Partitions: func(ctx context.Context) ([]partition.Table, error) {
+			Partitions: func(ctx context.Context, _ []tenure.Grant) ([]partition.Table, error) {
 				tb, err := partition.ReadTable(ctx, c, "jobs", names)
 				return []partition.Table{tb}, err
 			},
@@ -119,7 +119,7 @@ func TestPartitionReadError(t *testing.T) {
 		}
 		errRead := errors.New("table unreadable")
 		h := newMonitor(t, c, monitor.Config{Keys: []string{"jobs"},
-			Partitions: func(context.Context) ([]partition.Table, error) { return nil, errRead }}).Handler()
+			Partitions: func(context.Context, []tenure.Grant) ([]partition.Table, error) { return nil, errRead }}).Handler()
 		time.Sleep(time.Second)
 		s := status(t, h)
 		if s.Error != errRead.Error() || len(s.Keys) != 1 || s.Keys[0].Holder != "x" || len(s.Partitions) != 0 {
