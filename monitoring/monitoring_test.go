@@ -128,7 +128,7 @@ func exported(t *testing.T) map[string]*dto.MetricFamily {
 		}
 		pcfg := partition.DefaultConfig()
 		pcfg.Key, pcfg.Partitions, pcfg.Holder, pcfg.Metrics = "shards", 4, "node", pm
-		group, err := partition.New(mem, pcfg) // Instrument does not pass tenure.GroupCoordinator through
+		group, err := partition.New(c, pcfg) // the instrumented coordinator runs groups too
 		if err != nil {
 			t.Fatal(err)
 		}

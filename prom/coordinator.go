@@ -26,10 +26,17 @@ const (
 // The result is also a tenure.Watcher, tenure.Lister and
 // tenure.BatchRenewer. When c is not a Watcher or a Lister, Watch and List
 // fail (an Elector then polls); when c is not a BatchRenewer, RenewBatch
-// renews one grant at a time. It is not a tenure.GroupCoordinator: give
-// partition groups the coordinator itself.
+// renews one grant at a time. When c is a tenure.GroupCoordinator, so is
+// the result, and the failed calls of partition groups are counted too
+// (under join_group, renew_member, leave_group, group_members,
+// claim_partitions, release_partitions and group_partitions), so a
+// partition.Group can run on it.
 func (m *Metrics) Instrument(c tenure.Coordinator) tenure.Coordinator {
-	return &instrumented{c: c, m: m}
+	i := &instrumented{c: c, m: m}
+	if gc, ok := c.(tenure.GroupCoordinator); ok {
+		return &instrumentedGroup{instrumented: i, gc: gc}
+	}
+	return i
 }
 
 type instrumented struct {

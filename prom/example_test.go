@@ -12,6 +12,7 @@ import (
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/memory"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/prom"
 )
 
@@ -131,4 +132,53 @@ func ExampleMetrics_ObserveLeader() {
 	// # HELP tenure_leader_info 1 for the key's current holder (display name) as this instance last saw it; no series while the key is free.
 	// # TYPE tenure_leader_info gauge
 	// tenure_leader_info{holder="node-2",key="scheduler"} 1
+}
+
+// A partition group on an instrumented coordinator: Instrument keeps the
+// coordinator's tenure.GroupCoordinator, so the group's failed calls are
+// counted with the rest, and PartitionMetrics reports what the member owns.
+func ExampleMetrics_Instrument_partitions() {
+	reg := prometheus.NewRegistry()
+	m, err := prom.New(reg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pm, err := prom.NewPartition(reg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c := m.Instrument(memory.New())
+	defer c.Close()
+	_, isGroup := c.(tenure.GroupCoordinator)
+	fmt.Println("group coordinator:", isGroup)
+	cfg := partition.DefaultConfig()
+	cfg.Key, cfg.Partitions, cfg.Metrics = "jobs", 2, pm
+	g, err := partition.New(c, cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan int, 2)
+	go func() {
+		<-started
+		<-started
+		cancel() // both partitions run: leave the group
+	}()
+	err = g.Run(ctx, func(ctx context.Context, p partition.Partition, t *tenure.Term) error {
+		started <- p.Index
+		<-ctx.Done()
+		return nil
+	})
+	fmt.Println("Run:", err)
+	printMetric(reg, "tenure_partition_moves_total")
+	// Output:
+	// group coordinator: true
+	// Run: context canceled
+	// # HELP tenure_partition_moves_total Partitions of the group this member took or gave up, by reason: claimed, rebalanced, left, lost, fenced, returned.
+	// # TYPE tenure_partition_moves_total counter
+	// tenure_partition_moves_total{group="jobs",reason="claimed"} 2
+	// tenure_partition_moves_total{group="jobs",reason="left"} 2
 }

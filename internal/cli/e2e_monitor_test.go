@@ -21,8 +21,15 @@ func monitored(t *testing.T, s *server, key, holder string) (*proc, string) {
 	args := append(append([]string{}, s.coord...), "run", "--key", key, "--holder", holder,
 		"--ttl", e2eTTL.String(), "--http", "127.0.0.1:0", "--", "sleep", "600")
 	p := startProc(t, holder, nil, args...)
+	return p, httpAddr(t, p)
+}
+
+// httpAddr waits for the address that p, started with --http and text
+// logs, says it serves on.
+func httpAddr(t *testing.T, p *proc) string {
+	t.Helper()
 	var addr string
-	waitFor(t, 15*time.Second, holder+"'s http address", func() bool {
+	waitFor(t, 15*time.Second, p.name+"'s http address", func() bool {
 		for _, f := range strings.Fields(p.err.String()) {
 			if v, ok := strings.CutPrefix(f, "http="); ok {
 				addr = v
@@ -31,7 +38,7 @@ func monitored(t *testing.T, s *server, key, holder string) (*proc, string) {
 		}
 		return false
 	})
-	return p, addr
+	return addr
 }
 
 // TestRunEndpoints: a follower serves /health 200 and /leader 503, the

@@ -17,6 +17,7 @@ import (
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/internal/monitor"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/prom"
 )
 
@@ -26,9 +27,7 @@ import (
 // whose failed calls are counted. Call it before creating the elector;
 // stop ends the serving and waits for it.
 func serveRunMonitor(addr string, cfg *tenure.Config, coord *tenure.Coordinator, log *slog.Logger) (stop func(), err error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m, err := prom.New(reg)
+	reg, m, err := runMetrics()
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +39,21 @@ func serveRunMonitor(addr string, cfg *tenure.Config, coord *tenure.Coordinator,
 		return nil, err
 	}
 	cfg.Metrics = mon
+	return listenMonitor(addr, mon, log)
+}
+
+// runMetrics returns the registry of tenure run --http, with the Go
+// runtime's and the process's collectors and tenure's metrics on it.
+func runMetrics() (*prometheus.Registry, *prom.Metrics, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := prom.New(reg)
+	return reg, m, err
+}
+
+// listenMonitor serves mon's endpoints on addr (--http of tenure run) and
+// logs the address; stop ends the serving and waits for it.
+func listenMonitor(addr string, mon *monitor.Monitor, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http %s: %w", addr, err)
@@ -51,7 +65,7 @@ func serveRunMonitor(addr string, cfg *tenure.Config, coord *tenure.Coordinator,
 
 // serveServerMonitor serves the monitoring endpoints of tenure server
 // --http on ln for member srv: the status page shows every key under
-// prefix, /health and /healthz answer whether the member can serve, and
+// prefix and the partition table of every group under it, /health and /healthz answer whether the member can serve, and
 // /leader whether it leads raft. /metrics has the member's metrics and the
 // tenure metrics of what it observes. done receives the error that ended
 // the serving; stop ends it and waits.
@@ -66,8 +80,12 @@ func serveServerMonitor(ln net.Listener, srv *embedded.Server, prefix string, lo
 		return nil, nil, err
 	}
 	health := func(ctx context.Context) error { return memberHealth(ctx, srv) }
+	ic, groups := m.Instrument(c), &groupFinder{}
 	mon, err := monitor.New(monitor.Config{
-		Coordinator: m.Instrument(c), Prefix: prefix, Metrics: m, Health: health, Leading: srv.IsLeader, Logger: log,
+		Coordinator: ic, Prefix: prefix, Metrics: m, Health: health, Leading: srv.IsLeader, Logger: log,
+		Partitions: func(ctx context.Context, listed []tenure.Grant) ([]partition.Table, error) {
+			return groups.tables(ctx, ic, listed)
+		},
 		// etcd registers the member's metrics (and the Go and process
 		// collectors) with Prometheus's default registry.
 		Gatherer: prometheus.Gatherers{prometheus.DefaultGatherer, reg},

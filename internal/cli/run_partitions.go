@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,7 +44,16 @@ new token, after the retry period (TTL/10) and runs the command again: a
 partition's command always runs somewhere. SIGINT or SIGTERM stops every
 command, releases every partition at once (the others take over without
 waiting for the TTL) and exits 128+N. --restart is implied; --wait-timeout
-and --http are not supported with --partitions.`
+is not supported with --partitions.
+
+With --http, the member serves the live status page and /status with the
+group's partition table (each partition's owner, token and lease left, and
+the members and balance), /health (200 while tenure runs), /leader (200
+while this member owns at least one partition, 503 otherwise) and /metrics
+with the partition metrics (tenure_partitions_owned,
+tenure_partitions_unowned, tenure_partition_oldest_unowned_seconds,
+tenure_partition_moves_total, tenure_partition_imbalance_ratio,
+tenure_partition_members) and tenure_coordinator_errors_total.`
 
 // partitionFlags are tenure run's flags for partition groups.
 type partitionFlags struct {
@@ -78,10 +88,8 @@ func checkPartitionFlags(cmd *cobra.Command, f *runFlags, cfg tenure.Config) (pa
 	if f.names != nil && len(f.names) != f.partitions {
 		return pc, usageError("--names gives %d names for --partitions %d: give one name per partition", len(f.names), f.partitions)
 	}
-	for _, n := range []string{"http", "wait-timeout"} {
-		if cmd.Flags().Changed(n) {
-			return pc, usageError("--%s is not supported with --partitions", n)
-		}
+	if cmd.Flags().Changed("wait-timeout") {
+		return pc, usageError("--wait-timeout is not supported with --partitions")
 	}
 	pc.Partitions, pc.Names = f.partitions, f.names
 	if err := pc.Validate(); err != nil {
@@ -128,10 +136,19 @@ func runPartitions(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 		return err
 	}
 	pc.OnTransition = r.onTransition
+	var member atomic.Pointer[partition.Group]
+	if f.http != "" {
+		stop, err := serveGroupMonitor(f.http, &pc, &coord, &member, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	grp, err := partition.New(coord, pc)
 	if err != nil {
 		return &exitError{code: ExitUsage, err: configFlagNames(err)}
 	}
+	member.Store(grp)
 	log.Info("joining the group", "key", f.key, "partitions", f.partitions, "holder", f.holder,
 		"ttl", f.ttl, "backend", g.coord.backend())
 	return r.result(grp.Run(ctx, r.lead))

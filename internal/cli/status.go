@@ -73,6 +73,12 @@ when nobody leads --key (or no key under --prefix is led), for scripts:
 				}
 				return f.noLeader(ok)
 			}
+			if printed, found, err := f.prefixGroups(ctx, cmd, c); printed {
+				if err != nil {
+					return err
+				}
+				return f.noLeader(found)
+			}
 			lister, ok := c.(tenure.Lister)
 			if !ok {
 				return fmt.Errorf("--prefix: the %s coordinator cannot list keys", g.coord.backend())

@@ -3,10 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -35,7 +34,15 @@ prints one object:
     "unowned":0,"imbalance":1}
 
 A member's ttl_ms is the time left on its lease (PostgreSQL) or the TTL it
-was granted (etcd).`
+was granted (etcd).
+
+With --prefix instead of --key, --partitions P (or --names) prints the
+table of every group under the prefix with live members, each read as a
+group of those partitions: one table after a "GROUP KEY" line per group,
+or with --json one object as above per line. Groups are found from the
+partition keys the coordinator lists under the prefix (etcd; PostgreSQL
+keeps partitions apart from keys, so use --key there). --exit-code exits
+4 when no group is found.`
 
 // statusGroupFlags are tenure status's flags for partition groups.
 type statusGroupFlags struct {
@@ -117,14 +124,7 @@ func detectGroup(ctx context.Context, c tenure.Coordinator, key string) ([]strin
 			names = append(names, n)
 		}
 	}
-	slices.SortFunc(names, func(a, b string) int {
-		x, errA := strconv.Atoi(a)
-		y, errB := strconv.Atoi(b)
-		if errA == nil && errB == nil {
-			return x - y
-		}
-		return strings.Compare(a, b)
-	})
+	sortNames(names)
 	return names, nil
 }
 
@@ -134,6 +134,12 @@ func printGroupStatus(ctx context.Context, w io.Writer, c tenure.Coordinator, ke
 	if err != nil {
 		return err
 	}
+	return printTable(w, t, asJSON)
+}
+
+// printTable prints a group's partition table: one JSON object with
+// asJSON, else the partitions, the members and a summary line.
+func printTable(w io.Writer, t partition.Table, asJSON bool) error {
 	st := groupStatusOf(t)
 	if asJSON {
 		return json.NewEncoder(w).Encode(st)
@@ -154,9 +160,43 @@ func printGroupStatus(ctx context.Context, w io.Writer, c tenure.Coordinator, ke
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "\npartitions %d, members %d, at most %d each, imbalance (max/mean) %.3f, unowned %d\n",
+	_, err := fmt.Fprintf(w, "\npartitions %d, members %d, at most %d each, imbalance (max/mean) %.3f, unowned %d\n",
 		len(st.Partitions), len(st.Members), st.Cap, st.Imbalance, st.Unowned)
 	return err
+}
+
+// prefixGroups prints the partition table of every group under --prefix,
+// each of --partitions partitions (or --names); it reports whether it
+// printed (or failed to), and whether any group was found.
+func (f *statusFlags) prefixGroups(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator) (printed, found bool, err error) {
+	names, err := f.group.groupNames(cmd)
+	if err != nil || names == nil {
+		return err != nil, false, err
+	}
+	if _, ok := c.(tenure.GroupCoordinator); !ok {
+		return true, false, errors.New("--partitions: this coordinator cannot run partition groups")
+	}
+	tables, err := (&groupFinder{names: names}).list(ctx, c, f.prefix)
+	if err != nil {
+		return true, false, fmt.Errorf("--prefix %q --partitions: %w", f.prefix, err)
+	}
+	w := cmd.OutOrStdout()
+	if len(tables) == 0 && !f.json {
+		_, err := fmt.Fprintf(w, "no partition group with live members under prefix %q\n", f.prefix)
+		return true, false, err
+	}
+	for i, t := range tables {
+		if !f.json {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "GROUP %s\n", t.Group)
+		}
+		if err := printTable(w, t, f.json); err != nil {
+			return true, true, err
+		}
+	}
+	return true, len(tables) > 0, nil
 }
 
 // groupStatusOf is the output form of t: display names and instances, *_ms

@@ -13,4 +13,11 @@
 // true reasons: acquired, released, deadline, lost, fenced. Transitions of
 // other holders, seen only from outside, are acquired, released (gone
 // before its lease ran out) or expired.
+//
+// Partition groups (package partition) are shown as tables read at every
+// poll through Config.Partitions: each partition's owner, token and lease
+// left, and how long it has been unowned. A group's member shows only its
+// group (Config.PartitionsOnly), records its partition terms' transitions
+// with Record, and answers /leader with whether it owns a partition
+// (Config.Leading).
 package monitor

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/prom"
 )
 
@@ -27,8 +29,12 @@ type Config struct {
 	// Coordinator is polled for the keys shown. Required.
 	Coordinator tenure.Coordinator
 	// Keys are the keys shown. When empty, every key under Prefix is
-	// shown, which needs a coordinator that is a tenure.Lister.
+	// shown, which needs a coordinator that is a tenure.Lister, unless
+	// PartitionsOnly is set.
 	Keys []string
+	// PartitionsOnly shows no keys, only the partition tables (a member
+	// of a partition group, whose keys are its partitions).
+	PartitionsOnly bool
 	// Prefix selects the keys shown when Keys is empty ("" for all).
 	Prefix string
 	// Identity is this instance's holder identity ("name#instance"), or ""
@@ -42,12 +48,15 @@ type Config struct {
 	// Health is /health's check; nil answers 200 while the process runs.
 	Health func(ctx context.Context) error
 	// Leading answers /leader for an instance without an Elector (an etcd
-	// member: whether it leads raft); nil means whether this instance
-	// holds a live term on any key.
+	// member: whether it leads raft; a partition group's member: whether
+	// it owns a partition); nil means whether this instance holds a live
+	// term on any key. With an Identity, it also makes Status.Role leader.
 	Leading func() bool
-	// Partitions lists the partition table shown on the page and in
-	// /status; nil shows none.
-	Partitions func() []PartitionStatus
+	// Partitions reads the partition tables shown on the page and in
+	// /status, at every poll (see partition.ReadTable), given the live
+	// grants on the keys shown that the poll has just read; nil shows
+	// none.
+	Partitions func(ctx context.Context, grants []tenure.Grant) ([]partition.Table, error)
 	// Poll is how often the coordinator is read; DefaultPoll when zero.
 	Poll time.Duration
 	// History is how many transitions are kept; DefaultHistory when zero.
@@ -69,6 +78,7 @@ type Monitor struct {
 	own    map[string]*tenure.Term // live terms of this instance
 	last   map[string]*tenure.Term // the latest term of each key, live or not
 	events []Event                 // oldest first, at most cfg.History
+	parts  partView                // the partition tables
 	err    error                   // of the last poll
 	polled time.Time
 }
@@ -106,7 +116,7 @@ func New(cfg Config) (*Monitor, error) {
 			errs = append(errs, fmt.Errorf("monitor: Config.Keys: %w", err))
 		}
 	}
-	if _, ok := cfg.Coordinator.(tenure.Lister); !ok && len(cfg.Keys) == 0 && cfg.Coordinator != nil {
+	if _, ok := cfg.Coordinator.(tenure.Lister); !ok && len(cfg.Keys) == 0 && !cfg.PartitionsOnly && cfg.Coordinator != nil {
 		errs = append(errs, errors.New("monitor: Config.Keys is empty and the coordinator cannot list keys under Config.Prefix"))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -121,6 +131,7 @@ func New(cfg Config) (*Monitor, error) {
 	m := &Monitor{
 		cfg: cfg, log: cfg.Logger,
 		keys: make(map[string]*view), own: make(map[string]*tenure.Term), last: make(map[string]*tenure.Term),
+		parts: partView{unowned: make(map[string]time.Time)},
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -152,10 +163,14 @@ func (m *Monitor) poll(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(4*m.cfg.Poll, 2*time.Second))
 	defer cancel()
 	grants, listed, err := m.read(ctx)
+	var partErr error
+	if err == nil {
+		partErr = m.pollPartitions(ctx, grants)
+	}
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.err, m.polled = err, now
+	m.err, m.polled = cmp.Or(err, partErr), now
 	if err != nil {
 		return
 	}
@@ -175,6 +190,9 @@ func (m *Monitor) poll(ctx context.Context) {
 // listed (their TTL is the time left on their lease).
 func (m *Monitor) read(ctx context.Context) ([]tenure.Grant, bool, error) {
 	l, canList := m.cfg.Coordinator.(tenure.Lister)
+	if m.cfg.PartitionsOnly && len(m.cfg.Keys) == 0 {
+		return nil, false, nil
+	}
 	if len(m.cfg.Keys) == 0 {
 		gs, err := l.List(ctx, m.cfg.Prefix)
 		return gs, true, err

@@ -45,7 +45,10 @@ type Status struct {
 	Keys []KeyStatus `json:"keys"`
 	// Transitions are the recent transitions, newest first.
 	Transitions []Event `json:"transitions"`
-	// Partitions is the partition table, empty when there is none.
+	// Groups summarizes the partition groups shown, sorted.
+	Groups []GroupStatus `json:"groups"`
+	// Partitions are the rows of the partition tables, by group and
+	// index; empty when there is none.
 	Partitions []PartitionStatus `json:"partitions"`
 }
 
@@ -82,16 +85,6 @@ type Event struct {
 	Source string `json:"source"`
 }
 
-// PartitionStatus is one row of the partition table.
-type PartitionStatus struct {
-	Group     string `json:"group"`
-	Partition int    `json:"partition"`
-	Owner     string `json:"owner,omitempty"` // "" while unowned
-	Token     uint64 `json:"token,omitempty"`
-	// UnownedMs is how long the partition has been without an owner.
-	UnownedMs int64 `json:"unowned_ms,omitempty"`
-}
-
 // Status returns the view now.
 func (m *Monitor) Status() Status {
 	now := time.Now()
@@ -100,7 +93,7 @@ func (m *Monitor) Status() Status {
 	s := Status{
 		Instance: m.cfg.Identity, Role: m.roleLocked(), Prefix: m.cfg.Prefix,
 		PollMs: m.cfg.Poll.Milliseconds(), UpdatedAt: m.polled,
-		Keys: []KeyStatus{}, Transitions: make([]Event, 0, len(m.events)), Partitions: []PartitionStatus{},
+		Keys: []KeyStatus{}, Transitions: make([]Event, 0, len(m.events)), Groups: []GroupStatus{}, Partitions: []PartitionStatus{},
 	}
 	if m.err != nil {
 		s.Error = m.err.Error()
@@ -125,9 +118,7 @@ func (m *Monitor) Status() Status {
 	for i := len(m.events) - 1; i >= 0; i-- {
 		s.Transitions = append(s.Transitions, m.events[i])
 	}
-	if m.cfg.Partitions != nil {
-		s.Partitions = append(s.Partitions, m.cfg.Partitions()...)
-	}
+	m.partitionsLocked(&s, now)
 	return s
 }
 
@@ -136,7 +127,7 @@ func (m *Monitor) roleLocked() string {
 	switch {
 	case m.cfg.Identity == "":
 		return "observer"
-	case m.leadingLocked():
+	case m.leadingLocked(), m.cfg.Leading != nil && m.cfg.Leading():
 		return "leader"
 	default:
 		return "follower"

@@ -72,12 +72,50 @@ function renderKeys(s) {
   tick();
 }
 
+// renderPartitions draws one table per partition group: each partition's
+// owner, token and lease left (counted down by tick).
 function renderPartitions(s) {
+  const groups = s.groups || [];
   const parts = s.partitions || [];
-  $("nopartitions").hidden = parts.length > 0;
-  $("partitions").replaceChildren(...parts.map((p) =>
-    el("div", { class: "part" + (p.owner ? "" : " unowned"), title: p.group + "/" + p.partition },
-      el("div", {}, p.group + "/" + p.partition), el("b", {}, p.owner || "unowned"))));
+  $("nopartitions").hidden = groups.length > 0;
+  $("partitions-section").hidden = groups.length === 0 && s.keys.length > 0;
+  $("keys-section").hidden = s.keys.length === 0 && groups.length > 0;
+  $("partitions").replaceChildren(...groups.map((g) => {
+    const rows = parts.filter((p) => p.group === g.group).map((p) => {
+      const owner = p.held
+        ? [p.holder, el("span", { class: "inst" }, "#" + (p.instance || "")), ...(p.mine ? [el("span", { class: "you" }, "this instance")] : [])]
+        : ["— unowned " + fmtLeft(p.unowned_ms || 0) + " —"];
+      const tr = el("tr", { class: p.held ? "held" : "free", "data-key": p.key, "data-holder": p.held ? p.holder : "", "data-token": p.held ? String(p.token) : "" },
+        el("td", { class: "key" }, p.name === String(p.partition) ? p.name : p.partition + " · " + p.name),
+        el("td", { class: "holder" }, ...owner),
+        el("td", { class: "num token" }, p.held ? String(p.token) : "–"),
+        el("td", { class: "lease" }, el("div", { class: "bar" }, el("div")), el("div", { class: "left" })));
+      tr.dataset.left0 = String(p.held ? p.lease_left_ms ?? 0 : -1);
+      if (lastToken.has(p.key) && lastToken.get(p.key) !== p.token) tr.classList.add("changed");
+      lastToken.set(p.key, p.token);
+      const id = p.key + "@" + p.token;
+      maxLease.set(id, Math.max(maxLease.get(id) || 0, p.lease_left_ms ?? 0));
+      tr.dataset.id = id;
+      return tr;
+    });
+    const summary = g.partitions + " partitions · " + g.members + (g.members === 1 ? " member" : " members") + " · at most " + g.cap + " each · imbalance " +
+      g.imbalance.toFixed(2) + " · ";
+    return el("div", { class: "group", "data-group": g.group },
+      el("h3", {}, el("code", {}, g.group), " ", el("span", { class: "muted" }, summary),
+        el("span", { class: g.unowned ? "free" : "" }, g.unowned + " unowned")),
+      el("table", { class: "parts" },
+        el("thead", {}, el("tr", {}, el("th", {}, "partition"), el("th", {}, "owner"), el("th", { class: "num" }, "token"), el("th", { class: "lease" }, "lease left"))),
+        el("tbody", {}, ...rows)));
+  }));
+}
+
+// leaseCell draws the bar and the time left of one row: left ms of a bar
+// whose 100% is full; known is false when the coordinator did not say.
+function leaseCell(tr, known, left, full) {
+  const bar = tr.querySelector(".bar");
+  bar.firstChild.style.width = (known ? Math.min(100, (100 * left) / full) : 0) + "%";
+  bar.classList.toggle("low", left < full / 3);
+  tr.dataset.leftMs = String(Math.round(left));
 }
 
 function renderTimeline(s) {
@@ -101,13 +139,15 @@ function tick() {
     if (!tr) return;
     const known = k.held && k.lease_left_ms !== undefined;
     const left = known ? Math.max(k.lease_left_ms - since, 0) : 0;
-    const full = maxLease.get(k.key + "@" + k.token) || 1;
-    const bar = tr.querySelector(".bar");
-    bar.firstChild.style.width = (known ? Math.min(100, (100 * left) / full) : 0) + "%";
-    bar.classList.toggle("low", left < full / 3);
+    leaseCell(tr, known, left, maxLease.get(k.key + "@" + k.token) || 1);
     tr.querySelector(".left").textContent = known ? fmtLeft(left) : k.held ? "—" : "";
-    tr.dataset.leftMs = String(Math.round(left));
   });
+  for (const tr of document.querySelectorAll("table.parts tbody tr")) {
+    const left0 = Number(tr.dataset.left0);
+    const left = Math.max(left0 - since, 0);
+    leaseCell(tr, left0 >= 0, left, maxLease.get(tr.dataset.id) || 1);
+    tr.querySelector(".left").textContent = left0 >= 0 ? fmtLeft(left) : "";
+  }
   const conn = $("conn");
   const age = state.fetchedAt ? (performance.now() - state.fetchedAt) / 1000 : 0;
   $("updated").textContent = failures > 0 ? "unreachable" : state.fetchedAt ? "live · " + age.toFixed(1) + " s ago" : "connecting";

@@ -1,0 +1,79 @@
+package prom
+
+import (
+	"context"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// Operations of partition groups counted in
+// tenure_coordinator_errors_total{op}.
+const (
+	OpJoinGroup         = "join_group"
+	OpRenewMember       = "renew_member"
+	OpLeaveGroup        = "leave_group"
+	OpGroupMembers      = "group_members"
+	OpClaimPartitions   = "claim_partitions"
+	OpReleasePartitions = "release_partitions"
+	OpGroupPartitions   = "group_partitions"
+)
+
+// instrumentedGroup is an instrumented coordinator that is also a
+// tenure.GroupCoordinator, returned by Instrument when the coordinator it
+// wraps is one.
+type instrumentedGroup struct {
+	*instrumented
+	gc tenure.GroupCoordinator
+}
+
+var _ tenure.GroupCoordinator = (*instrumentedGroup)(nil)
+
+// JoinGroup calls the coordinator's JoinGroup and counts its error.
+func (i *instrumentedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+	m, err := i.gc.JoinGroup(ctx, group, id, ttl)
+	return m, i.count(OpJoinGroup, err)
+}
+
+// RenewMember calls the coordinator's RenewMember and counts its error (a
+// lost membership is an outcome, not counted).
+func (i *instrumentedGroup) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+	m, err := i.gc.RenewMember(ctx, m)
+	return m, i.count(OpRenewMember, err)
+}
+
+// LeaveGroup calls the coordinator's LeaveGroup and counts its error.
+func (i *instrumentedGroup) LeaveGroup(ctx context.Context, m tenure.Member) error {
+	return i.count(OpLeaveGroup, i.gc.LeaveGroup(ctx, m))
+}
+
+// GroupMembers calls the coordinator's GroupMembers and counts its error.
+func (i *instrumentedGroup) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
+	ms, err := i.gc.GroupMembers(ctx, group)
+	return ms, i.count(OpGroupMembers, err)
+}
+
+// ClaimPartitions calls the coordinator's ClaimPartitions and counts its
+// error, and each partition's error other than *tenure.HeldError.
+func (i *instrumentedGroup) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+	rs, err := i.gc.ClaimPartitions(ctx, m, names)
+	if i.count(OpClaimPartitions, err) == nil {
+		for _, r := range rs {
+			i.count(OpClaimPartitions, r.Err)
+		}
+	}
+	return rs, err
+}
+
+// ReleasePartitions calls the coordinator's ReleasePartitions and counts
+// its error.
+func (i *instrumentedGroup) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+	return i.count(OpReleasePartitions, i.gc.ReleasePartitions(ctx, m, gs))
+}
+
+// GroupPartitions calls the coordinator's GroupPartitions and counts its
+// error.
+func (i *instrumentedGroup) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
+	gs, err := i.gc.GroupPartitions(ctx, group)
+	return gs, i.count(OpGroupPartitions, err)
+}

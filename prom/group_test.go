@@ -1,0 +1,124 @@
+package prom_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/memory"
+	"github.com/tenure-dev/tenure/partition"
+	"github.com/tenure-dev/tenure/prom"
+)
+
+// An instrumented group coordinator is still a tenure.GroupCoordinator: a
+// partition group runs on it, a partition held by another member is not
+// an error, and the failed calls of a member cut off from the coordinator
+// are counted under their operations.
+func TestInstrumentKeepsGroupCoordinator(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewPedanticRegistry()
+		m, err := prom.New(reg)
+		if err != nil {
+			t.Fatalf("prom.New() error = %v", err)
+		}
+		mem := memory.New()
+		defer mem.Close()
+		c := m.Instrument(mem)
+		gc, ok := c.(tenure.GroupCoordinator)
+		if !ok {
+			t.Fatalf("Instrument(%T) = %T; want a tenure.GroupCoordinator", mem, c)
+		}
+		cfg := partition.DefaultConfig()
+		cfg.Key, cfg.Partitions, cfg.Holder = "jobs", 4, "a"
+		g, err := partition.New(c, cfg)
+		if err != nil {
+			t.Fatalf("partition.New() error = %v", err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			done <- g.Run(ctx, func(ctx context.Context, _ partition.Partition, _ *tenure.Term) error {
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		time.Sleep(cfg.TTL)
+		if n := len(g.Snapshot().Owned); n != 4 {
+			t.Fatalf("member owns %d partitions on the instrumented coordinator; want 4", n)
+		}
+		// Another member's claim of an owned partition is refused: an
+		// outcome, not an error.
+		other, err := gc.JoinGroup(ctx, "jobs", "b#1", cfg.TTL)
+		if err != nil {
+			t.Fatalf("JoinGroup() error = %v", err)
+		}
+		rs, err := gc.ClaimPartitions(ctx, other, []string{"0"})
+		if err != nil || len(rs) != 1 || !errors.Is(rs[0].Err, tenure.ErrHeld) {
+			t.Fatalf("ClaimPartitions(owned) = %+v, %v; want one result with ErrHeld", rs, err)
+		}
+		if err := gc.LeaveGroup(ctx, other); err != nil {
+			t.Fatalf("LeaveGroup() error = %v", err)
+		}
+		if got := opErrors(t, reg, prom.OpClaimPartitions); got != 0 {
+			t.Errorf(`tenure_coordinator_errors_total{op="claim_partitions"} = %v after a refused claim; want 0`, got)
+		}
+		mem.Partition("a") // every call of member a fails now
+		time.Sleep(cfg.TTL)
+		mem.Heal("a")
+		if got := opErrors(t, reg, prom.OpRenewMember); got < 1 {
+			t.Errorf(`tenure_coordinator_errors_total{op="renew_member"} = %v after a partition of a TTL; want ≥ 1`, got)
+		}
+		if _, err := gc.GroupMembers(ctx, "/bad"); err == nil {
+			t.Fatal(`GroupMembers("/bad") error = nil; want an invalid key`)
+		}
+		if got := opErrors(t, reg, prom.OpGroupMembers); got != 1 {
+			t.Errorf(`tenure_coordinator_errors_total{op="group_members"} = %v; want 1`, got)
+		}
+		cancel()
+		<-done
+	})
+}
+
+// A coordinator that cannot run groups stays one when instrumented.
+func TestInstrumentWithoutGroups(t *testing.T) {
+	m, err := prom.New(prometheus.NewPedanticRegistry())
+	if err != nil {
+		t.Fatalf("prom.New() error = %v", err)
+	}
+	var c tenure.Coordinator = keysOnly{memory.New()}
+	defer c.Close()
+	if _, ok := m.Instrument(c).(tenure.GroupCoordinator); ok {
+		t.Error("Instrument(a coordinator without groups) is a tenure.GroupCoordinator; want not")
+	}
+}
+
+// keysOnly hides every capability of a coordinator but tenure.Coordinator.
+type keysOnly struct{ tenure.Coordinator }
+
+// opErrors is tenure_coordinator_errors_total{op} gathered from reg; 0
+// when the series does not exist yet.
+func opErrors(t *testing.T, reg prometheus.Gatherer, op string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather() error = %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "tenure_coordinator_errors_total" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "op" && l.GetValue() == op {
+					return s.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
