@@ -102,6 +102,9 @@ type Report struct {
 
 	// Violations is the sum of the safety checkers' counts.
 	Violations int `json:"violations"`
+	// Inconclusive, when not empty, says why the run proved nothing (see
+	// Conclusive).
+	Inconclusive string `json:"inconclusive,omitempty"`
 }
 
 // OK reports whether every safety checker found nothing.
@@ -129,6 +132,7 @@ func Analyze(h *History) *Report {
 			rep.Violations += c.Count
 		}
 	}
+	rep.Inconclusive = rep.vacuity()
 	return rep
 }
 

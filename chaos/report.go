@@ -6,7 +6,51 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 )
+
+// MinAcceptedWrites is the fewest writes the register must accept for a
+// run to prove anything: with fewer, the checkers had nothing to judge. A
+// leader writes every 30ms, so a run with any leadership accepts hundreds.
+const MinAcceptedWrites = 10
+
+// vacuity returns why the run proved nothing, or "" when it tested
+// something: no node was ever elected, or the register accepted fewer than
+// MinAcceptedWrites writes.
+func (r *Report) vacuity() string {
+	switch {
+	case len(r.Spans) == 0:
+		return "no node was ever elected leader, so nothing was tested (could the nodes reach the coordinator?)"
+	case r.WritesAccepted < MinAcceptedWrites:
+		return fmt.Sprintf("the register accepted %d write(s), fewer than %d: too little happened to judge", r.WritesAccepted, MinAcceptedWrites)
+	}
+	return ""
+}
+
+// Conclusive reports whether the run tested enough to be judged: some node
+// was elected and the register accepted at least MinAcceptedWrites writes.
+// An inconclusive run is no pass, even with no violation; Inconclusive says
+// why.
+func (r *Report) Conclusive() bool { return r.Inconclusive == "" }
+
+// Verdict is the report's verdict in a few words.
+func (r *Report) Verdict() string {
+	switch {
+	case !r.OK():
+		return fmt.Sprintf("%d safety violation(s)", r.Violations)
+	case !r.Conclusive():
+		return "inconclusive: " + r.Inconclusive
+	}
+	return "no safety violation"
+}
+
+// linearizabilityWords says porcupine's answers in words.
+var linearizabilityWords = map[string]string{
+	string(porcupine.Ok):      "linearizable",
+	string(porcupine.Illegal): "not linearizable",
+	string(porcupine.Unknown): "no verdict in time",
+}
 
 // WriteSummary writes the report as an aligned table.
 func (r *Report) WriteSummary(w io.Writer) {
@@ -30,9 +74,9 @@ func (r *Report) WriteSummary(w io.Writer) {
 			extra = fmt.Sprintf("%s of overlap in all", r.OverlapTotal.Round(time.Millisecond))
 		}
 		if c == &r.Linearizable {
-			extra = strings.TrimSpace(r.LinearizabilityResult + " " + c.Note)
+			extra = strings.Join(nonEmpty(linearizabilityWords[r.LinearizabilityResult], c.Note), ", ")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s %s\n", c.Name, c.Count, verdict, extra)
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", c.Name, c.Count, strings.TrimSpace(verdict+" "+extra))
 	}
 	l := r.Liveness
 	fmt.Fprintf(tw, "recovery after faults\tp50 %s\tp99 %s, max %s, bound %s (TTL + renew interval + retry period): %d of %d over\n",
@@ -54,11 +98,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 	for _, e := range r.NodeErrors {
 		fmt.Fprintf(w, "\nnode error: %s\n", e)
 	}
-	if r.OK() {
-		fmt.Fprintln(w, "\nverdict: no safety violation")
-	} else {
-		fmt.Fprintf(w, "\nverdict: %d safety violation(s)\n", r.Violations)
-	}
+	fmt.Fprintf(w, "\nverdict: %s\n", r.Verdict())
 }
 
 func (r *Report) faultCounts() string {
@@ -73,4 +113,15 @@ func (r *Report) faultCounts() string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// nonEmpty returns the strings of ss that are not empty.
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
