@@ -148,7 +148,7 @@ func newReport(h *History) *Report {
 	o := h.Options
 	rep := &Report{
 		Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, TTL: o.TTL, Margin: o.Margin,
-		Plant: o.Plant, Families: o.Families, Origin: h.Origin, Finish: h.Finish, Faults: h.Faults,
+		Plant: o.Plant, Families: StrikingFamilies(o.Families, o.Members), Origin: h.Origin, Finish: h.Finish, Faults: h.Faults,
 		NodeErrors: h.NodeErrors, Reads: len(h.Reads),
 	}
 	switch {

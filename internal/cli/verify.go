@@ -140,7 +140,8 @@ func runVerify(cmd *cobra.Command, f verifyFlags, o chaos.Options) error {
 	if fams == nil {
 		fams = chaos.PlantFamilies(o.Plant)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "verify: seed %d, %s, %d nodes, faults %s\n", o.Seed, f.duration, f.nodes, verifyFamilies(fams, o.Members))
+	fmt.Fprintf(cmd.ErrOrStderr(), "verify: seed %d, %s, %d nodes, faults %s\n", o.Seed, f.duration, f.nodes,
+		verifyFamilies(fams, o.Members, cmd.Flags().Changed("faults")))
 	if isTerminal(out) {
 		o.Progress = out
 	}
@@ -168,14 +169,15 @@ func runVerify(cmd *cobra.Command, f verifyFlags, o chaos.Options) error {
 }
 
 // verifyFamilies lists the fault families of fams that can strike with
-// the given number of etcd members, and says which cannot.
-func verifyFamilies(fams []string, members int) string {
+// the given number of etcd members; when the user asked for families, it
+// says why those left out cannot strike.
+func verifyFamilies(fams []string, members int, asked bool) string {
 	striking := chaos.StrikingFamilies(fams, max(members, 1))
 	s := strings.Join(striking, ",")
 	if len(striking) == 0 {
 		s = "none"
 	}
-	if len(striking) < len(fams) {
+	if asked && len(striking) < len(fams) {
 		s += " (member faults need --members 3)"
 	}
 	return s
