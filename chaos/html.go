@@ -241,7 +241,7 @@ func faultShapes(r *Report, g geom) []shape {
 
 // faultLine describes fault f as it struck: when, whom, and as scheduled.
 func faultLine(f FaultRecord, g geom) string {
-	s := fmt.Sprintf("%7.3fs–%.3fs  %-9s %s: %s", g.rel(f.Start), g.rel(f.End), f.Family, faultWho(f), strings.TrimSpace(f.Fault.String()))
+	s := fmt.Sprintf("%7.3fs–%.3fs  %s  (scheduled: %s)", g.rel(f.Start), g.rel(f.End), faultWho(f), strings.TrimSpace(f.Fault.String()))
 	if f.Note != "" {
 		s += " (" + f.Note + ")"
 	}
