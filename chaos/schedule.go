@@ -152,7 +152,7 @@ var durations = map[string][2]float64{
 // the same schedule. Faults do not overlap; each is followed by a quiet gap.
 // Families are drawn in rounds, each a shuffle of every family that can
 // strike (StrikingFamilies): when the run is long enough for one short
-// fault of each (27s at the default TTL of 2s with one member, 29.2s
+// fault of each (26.7s at the default TTL of 2s with one member, 29.2s
 // with three), the first round is drawn short enough to fit, so that every
 // family strikes at least once.
 func Schedule(cfg ScheduleConfig) []Fault {
