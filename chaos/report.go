@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -61,7 +62,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "seed\t%d\t(replay: --seed %d)\n", r.Seed, r.Seed)
 	fmt.Fprintf(tw, "run\t%s, %d nodes, %s, TTL %s, margin %s, planted bug: %s\n", r.Duration, r.Nodes, r.Coordinator, r.TTL, r.Margin, plant)
-	fmt.Fprintf(tw, "faults\t%d\t%s\n", len(r.Faults), r.faultCounts())
+	fmt.Fprintf(tw, "faults\t%d\t%s\n", len(r.Faults), cmp.Or(r.faultCounts(), "none struck"))
 	fmt.Fprintf(tw, "writes\t%d\taccepted %d, rejected %d, outcome unknown %d; %d reads\n", r.WritesAttempted, r.WritesAccepted, r.WritesRejected, r.WritesUnknown, r.Reads)
 	fmt.Fprintf(tw, "late writes across a pause\t%d\tlanded after their lease; decided by fencing\n", r.LateWritesAcrossPause)
 	for _, c := range r.Checks() {
@@ -78,10 +79,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\n", c.Name, c.Count, strings.TrimSpace(verdict+" "+extra))
 	}
-	l := r.Liveness
-	fmt.Fprintf(tw, "recovery after faults\tp50 %s\tp99 %s, max %s, bound %s (TTL + renew interval + retry period): %d of %d over\n",
-		l.P50.Round(time.Millisecond), l.P99.Round(time.Millisecond), l.Max.Round(time.Millisecond), l.Bound.Round(time.Millisecond), l.OverBound, len(l.Recoveries))
-	fmt.Fprintf(tw, "time with no leader\t%.1f%%\t\n", 100*l.NoLeaderShare)
+	r.writeLiveness(tw)
 	tw.Flush()
 	for _, c := range r.Checks() {
 		if c.Count == 0 {
@@ -99,6 +97,18 @@ func (r *Report) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "\nnode error: %s\n", e)
 	}
 	fmt.Fprintf(w, "\nverdict: %s\n", r.Verdict())
+}
+
+// writeLiveness writes the liveness rows of the summary.
+func (r *Report) writeLiveness(tw io.Writer) {
+	l := r.Liveness
+	if len(l.Recoveries) == 0 {
+		fmt.Fprintf(tw, "recovery after faults\tnone measured\tno fault was followed by an accepted write before the next\n")
+	} else {
+		fmt.Fprintf(tw, "recovery after faults\tp50 %s\tp99 %s, max %s, bound %s (TTL + renew interval + retry period): %d of %d over\n",
+			l.P50.Round(time.Millisecond), l.P99.Round(time.Millisecond), l.Max.Round(time.Millisecond), l.Bound.Round(time.Millisecond), l.OverBound, len(l.Recoveries))
+	}
+	fmt.Fprintf(tw, "time with no leader\t%.1f%%\t\n", 100*l.NoLeaderShare)
 }
 
 func (r *Report) faultCounts() string {
