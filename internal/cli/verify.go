@@ -39,8 +39,11 @@ elector against a real coordinator reached through its own TCP proxy; while
 a node leads it writes to a fenced register service as fast as it
 reasonably can. Faults strike on a schedule drawn from --seed: partitions,
 one-way blackholes, latency, reset connections, SIGSTOP pauses longer than
-the TTL, SIGKILL crashes with restarts, and (with --members 3) the loss of
-an etcd member. Every event is stamped with the machine's monotonic clock.
+the TTL, SIGKILL crashes with restarts, slow renewals and writes followed
+by a partition (degrade), and (with --members 3) the loss of an etcd
+member. Families are drawn in shuffled rounds, the first fitted to
+the run: at the default TTL, a run of 30s or more sees every family that
+can strike. Every event is stamped with the machine's monotonic clock.
 
 The coordinator is an embedded etcd (one member, or --members 3) unless
 --endpoints names an external etcd cluster (http:// only: the proxies
