@@ -344,7 +344,7 @@ func violations(r *Report, g geom, labels []string) ([]violationMark, []violatio
 		}
 		if len(c.Marks) == 0 {
 			for _, d := range c.Details {
-				items = append(items, violationItem{At: "the whole run", Check: c.Name, Text: d})
+				items = append(items, violationItem{Check: c.Name, Text: d})
 			}
 		}
 		if shown := max(len(c.Marks), len(c.Details)); c.Count > shown {
@@ -460,7 +460,7 @@ svg text{font:11px system-ui,sans-serif}
 {{end}}<text class="axis-title" x="{{f1 .AxisMid}}" y="{{f1 (add .AxisY 36)}}">seconds since start</text>
 </svg>
 {{if .Items}}<h2>Safety violations</h2>
-<ul id="violations">{{range .Items}}<li class="violation-item"{{if .N}} data-n="{{.N}}"{{end}}>{{if .N}}<b>[{{.N}}]</b> {{end}}<b>{{.Check}}</b> at {{.At}}{{with .Lane}} on {{.}}{{end}}: {{.Text}}{{if .MoreCount}} … and {{.MoreCount}} more (see --json){{end}}</li>
+<ul id="violations">{{range .Items}}<li class="violation-item"{{if .N}} data-n="{{.N}}"{{end}}>{{if .N}}<b>[{{.N}}]</b> {{end}}<b>{{.Check}}</b>{{if .At}} at {{.At}}{{else}}, over the whole history{{end}}{{with .Lane}} on {{.}}{{end}}: {{.Text}}{{if .MoreCount}} … and {{.MoreCount}} more (see --json){{end}}</li>
 {{end}}</ul>{{end}}
 <h2>Summary</h2>
 <pre>{{.Summary}}</pre>
