@@ -20,7 +20,10 @@ type Check struct {
 	Count  int  `json:"count"`
 	// Details lists the offending events (at most 20).
 	Details []string `json:"details,omitempty"`
-	Note    string   `json:"note,omitempty"`
+	// Marks place the offending events on the timeline (at most
+	// maxMarks): those with a time and a node.
+	Marks []Mark `json:"marks,omitempty"`
+	Note  string `json:"note,omitempty"`
 }
 
 func (c *Check) add(format string, args ...any) {
@@ -89,6 +92,9 @@ type Report struct {
 	RenewRoundTrips RoundTrips `json:"renew_round_trips"`
 	// Rejections are the register's rejected writes.
 	Rejections []Decision `json:"rejections"`
+	// Timeline holds the writes, renewals and local deadlines the HTML
+	// report draws; it is left out of the JSON.
+	Timeline []Point `json:"-"`
 
 	StaleWrites  Check         `json:"stale_writes"`
 	TokenOrder   Check         `json:"token_order"`
@@ -114,6 +120,9 @@ type Report struct {
 
 	// Violations is the sum of the safety checkers' counts.
 	Violations int `json:"violations"`
+	// Inconclusive, when not empty, says why the run proved nothing (see
+	// Conclusive).
+	Inconclusive string `json:"inconclusive,omitempty"`
 }
 
 // OK reports whether every safety checker found nothing.
@@ -141,6 +150,8 @@ func Analyze(h *History) *Report {
 			rep.Violations += c.Count
 		}
 	}
+	rep.Inconclusive = rep.vacuity()
+	rep.Timeline = Timeline(h)
 	return rep
 }
 
@@ -160,7 +171,7 @@ func newReport(h *History) *Report {
 	o := h.Options
 	rep := &Report{
 		Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, TTL: o.TTL, Margin: o.Margin,
-		Plant: o.Plant, Families: o.Families, Origin: h.Origin, Finish: h.Finish, Faults: h.Faults,
+		Plant: o.Plant, Families: StrikingFamilies(o.Families, o.Members), Origin: h.Origin, Finish: h.Finish, Faults: h.Faults,
 		NodeErrors: h.NodeErrors, Reads: len(h.Reads),
 	}
 	switch {
@@ -244,13 +255,14 @@ func (h *History) rel(t int64) float64 { return float64(t-h.Origin) / 1e9 }
 // lower than one it had accepted before.
 func CheckStaleWrites(h *History) Check {
 	c := Check{Name: "stale writes accepted", Safety: true}
+	starts := indexWrites(h.Events).starts
 	var highest uint64
 	for _, d := range h.Decisions {
 		if !d.Accepted {
 			continue
 		}
 		if d.Token < highest {
-			c.add("%.3fs: write %s with token %d accepted (%s path) after token %d", h.rel(d.At), d.Value, d.Token, d.Path, highest)
+			c.addAt(d.At, writerNode(starts, d.Value), "%.3fs: write %s with token %d accepted (%s path) after token %d", h.rel(d.At), d.Value, d.Token, d.Path, highest)
 		}
 		highest = max(highest, d.Token)
 	}
@@ -272,7 +284,7 @@ func CheckTokenOrder(h *History, spans []Span) Check {
 	for i, b := range s {
 		for _, a := range s[:i] {
 			if a.End < b.Start && b.Token <= a.Token {
-				c.add("%s began term %d at %.3fs after %s's term %d ended at %.3fs", b.Holder, b.Token, h.rel(b.Start), a.Holder, a.Token, h.rel(a.End))
+				c.addAt(b.Start, b.Node, "%s began term %d at %.3fs after %s's term %d ended at %.3fs", b.Holder, b.Token, h.rel(b.Start), a.Holder, a.Token, h.rel(a.End))
 			}
 		}
 	}
@@ -295,7 +307,7 @@ func CheckOverlap(h *History, spans []Span) (Check, time.Duration) {
 			}
 			d := time.Duration(min(a.End, b.End) - b.Start)
 			total += d
-			c.add("%s (token %d) led %.3fs–%.3fs and %s (token %d) led %.3fs–%.3fs: %s overlap",
+			c.addAt(b.Start, b.Node, "%s (token %d) led %.3fs–%.3fs and %s (token %d) led %.3fs–%.3fs: %s overlap",
 				a.Holder, a.Token, h.rel(a.Start), h.rel(a.End), b.Holder, b.Token, h.rel(b.Start), h.rel(b.End), d.Round(time.Millisecond))
 		}
 	}
@@ -360,9 +372,9 @@ func CheckLeaseOverrun(h *History) (c Check, acrossPause int) {
 		case pausedDuring(h.Pauses[ws.Holder], ws.At, d.At):
 			acrossPause++
 		case end == math.MinInt64:
-			c.add("%.3fs: write %s (token %d) accepted with no lease known for it", h.rel(d.At), d.Value, d.Token)
+			c.addAt(d.At, ws.Node, "%.3fs: write %s (token %d) accepted with no lease known for it", h.rel(d.At), d.Value, d.Token)
 		default:
-			c.add("%.3fs: write %s (token %d, sent %.3fs) landed %s after its lease could have expired (%.3fs)",
+			c.addAt(d.At, ws.Node, "%.3fs: write %s (token %d, sent %.3fs) landed %s after its lease could have expired (%.3fs)",
 				h.rel(d.At), d.Value, d.Token, h.rel(ws.At), time.Duration(d.At-end).Round(time.Millisecond), h.rel(end))
 		}
 	}

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"html/template"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
 
 // WriteHTMLFile writes the report as one self-contained HTML page: the
-// summary and an inline SVG timeline with one lane per node.
+// verdict, an inline SVG timeline with one lane per node slot, the list of
+// violations and the summary.
 func (r *Report) WriteHTMLFile(name string) error {
 	b, err := r.HTML()
 	if err != nil {
@@ -20,86 +21,143 @@ func (r *Report) WriteHTMLFile(name string) error {
 	return os.WriteFile(name, b, 0o644)
 }
 
-type svgRect struct {
-	X, Y, W, H float64
-	Class      string
-	Title      string
-	Label      string
+// familyColours gives each fault family its colour on the timeline.
+var familyColours = map[string]string{
+	FamilyPartition: "#f39c12",
+	FamilyBlackhole: "#8e44ad",
+	FamilyLatency:   "#f4d03f",
+	FamilyReset:     "#48c9b0",
+	FamilyPause:     "#ec7063",
+	FamilyCrash:     "#566573",
+	FamilyMember:    "#85c1e9",
+	FamilyDegrade:   "#a04000",
 }
 
-type svgLane struct {
+// Timeline geometry, in pixels.
+const (
+	laneH   = 44.0  // a lane: renewals on top, the term, writes below
+	laneGap = 8.0   // between lanes
+	leftPad = 110.0 // lane labels
+	plotW   = 1100.0
+	topPad  = 52.0 // two legend rows
+	axisH   = 44.0 // tick labels and the axis title
+)
+
+// geom places times and lanes on the timeline.
+type geom struct {
+	origin int64
+	total  float64 // ns
+}
+
+// x returns the horizontal position of Mono time t, clamped to the plot.
+func (g geom) x(t int64) float64 {
+	v := float64(t-g.origin) / g.total * plotW
+	return leftPad + min(max(v, 0), plotW)
+}
+
+// y returns the top of node slot n's lane.
+func (g geom) y(n int) float64 { return topPad + float64(n)*(laneH+laneGap) }
+
+// rel returns t in seconds since the start.
+func (g geom) rel(t int64) float64 { return float64(t-g.origin) / 1e9 }
+
+// shape is one element drawn on the timeline: a rect, a circle (X, Y its
+// centre, W its radius), a line (X, Y to X, Y+H) or a polygon (Points).
+type shape struct {
+	Kind          string // rect, circle, line, polygon
+	X, Y, W, H    float64
+	Points, Class string
+	Title         string
+	// Label, when set, is written at LX, LY in class LabelClass.
+	Label, LabelClass string
+	LX, LY            float64
+}
+
+// violationMark is one violation drawn on the timeline: a line across its
+// lane with a numbered diamond on top.
+type violationMark struct {
+	N          int // its number in the list under the chart
+	X, Y1, Y2  float64
+	Diamond    string // the diamond's points
+	Node       int
+	Lane, At   string
+	Check, Txt string
+}
+
+// violationItem is one violation in the list under the chart.
+type violationItem struct {
+	N         int // 0 when it is not drawn
+	At, Lane  string
+	Check     string
+	Text      string
+	MoreCount int // "… and N more" after a checker's last item
+}
+
+type lane struct {
 	Y     float64
+	Node  int
 	Label string
 }
 
-type htmlPage struct {
-	R       *Report
-	Summary string
-	Width   float64
-	Height  float64
-	Lanes   []svgLane
-	Rects   []svgRect
-	Marks   []svgRect
-	Ticks   []svgRect
-	Verdict string
-	OK      bool
+type legendItem struct {
+	X      float64
+	Y      float64
+	Swatch shape
+	Label  string
 }
 
-const (
-	laneH   = 34.0
-	laneGap = 10.0
-	leftPad = 90.0
-	plotW   = 1100.0
-	topPad  = 24.0
-)
+type htmlPage struct {
+	R            *Report
+	Summary      string
+	Verdict      string
+	VerdictClass string
+	Width        float64
+	Height       float64
+	LeftPad      float64
+	PlotRight    float64
+	AxisY        float64
+	AxisMid      float64
+	FamilyCSS    template.CSS
+	Lanes        []lane
+	Shapes       []shape
+	Violations   []violationMark
+	Items        []violationItem
+	Ticks        []shape
+	Legend       []legendItem
+	FaultLines   []string
+}
 
 // HTML renders the report page.
 func (r *Report) HTML() ([]byte, error) {
 	var sum bytes.Buffer
 	r.WriteSummary(&sum)
-	p := htmlPage{R: r, Summary: sum.String(), Width: leftPad + plotW + 20, OK: r.OK()}
-	p.Verdict = "no safety violation"
-	if !r.OK() {
-		p.Verdict = fmt.Sprintf("%d safety violation(s)", r.Violations)
-	}
 	total := float64(r.Finish - r.Origin)
 	if total <= 0 {
 		total = 1
 	}
-	x := func(t int64) float64 {
-		v := float64(t-r.Origin) / total * plotW
-		return leftPad + min(max(v, 0), plotW)
+	g := geom{origin: r.Origin, total: total}
+	p := htmlPage{R: r, Summary: sum.String(), Verdict: r.Verdict(), Width: leftPad + plotW + 20, LeftPad: leftPad, PlotRight: leftPad + plotW}
+	p.VerdictClass = map[bool]string{true: "ok", false: "bad"}[r.OK()]
+	if r.OK() && !r.Conclusive() {
+		p.VerdictClass = "inconclusive"
 	}
-	laneY := func(n int) float64 { return topPad + float64(n)*(laneH+laneGap) }
+	labels := laneLabels(r)
 	for n := range r.Nodes {
-		p.Lanes = append(p.Lanes, svgLane{Y: laneY(n), Label: fmt.Sprintf("node %d", n)})
+		p.Lanes = append(p.Lanes, lane{Y: g.y(n), Node: n, Label: labels[n]})
 	}
-	p.Height = laneY(r.Nodes) + 30
-	rel := func(t int64) float64 { return float64(t-r.Origin) / 1e9 }
+	p.AxisY = g.y(r.Nodes)
+	p.Height = p.AxisY + axisH
+	p.AxisMid = leftPad + plotW/2
+	p.FamilyCSS = familyCSS()
+	p.Shapes = append(p.Shapes, faultShapes(r, g)...)
+	p.Shapes = append(p.Shapes, termShapes(r, g)...)
+	p.Shapes = append(p.Shapes, pointShapes(r, g, labels)...)
+	p.Violations, p.Items = violations(r, g, labels)
+	p.Ticks = ticks(g, p.AxisY)
+	p.Legend = legend(r)
 	for _, f := range r.Faults {
-		y, h := topPad-4, laneY(r.Nodes)-topPad
-		if f.Target >= 0 {
-			y, h = laneY(f.Target)-4, laneH+8
-		}
-		w := max(x(f.End)-x(f.Start), 2)
-		p.Rects = append(p.Rects, svgRect{X: x(f.Start), Y: y, W: w, H: h, Class: "fault fault-" + f.Family,
-			Title: fmt.Sprintf("%s %s %.2fs–%.2fs", f.Family, f.Holder, rel(f.Start), rel(f.End))})
+		p.FaultLines = append(p.FaultLines, faultLine(f, g))
 	}
-	for _, s := range r.Spans {
-		w := max(x(s.End)-x(s.Start), 1)
-		p.Rects = append(p.Rects, svgRect{X: x(s.Start), Y: laneY(s.Node) + 4, W: w, H: laneH - 8, Class: "term",
-			Title: fmt.Sprintf("%s token %d: %.3fs–%.3fs (%s)", s.Holder, s.Token, rel(s.Start), rel(s.End), s.How),
-			Label: fmt.Sprint(s.Token)})
-	}
-	p.Marks = rejectionMarks(r, x, func(n int) float64 { return laneY(n) + laneH - 2 })
-	step := 10 * time.Second
-	if time.Duration(total) <= 20*time.Second {
-		step = 2 * time.Second
-	}
-	for t := time.Duration(0); float64(t) <= total; t += step {
-		p.Ticks = append(p.Ticks, svgRect{X: leftPad + float64(t)/total*plotW, Y: p.Height - 10, Label: fmt.Sprintf("%gs", t.Seconds())})
-	}
-	sort.SliceStable(p.Rects, func(i, j int) bool { return p.Rects[i].Class != "term" && p.Rects[j].Class == "term" })
 	var out bytes.Buffer
 	if err := pageTmpl.Execute(&out, p); err != nil {
 		return nil, err
@@ -107,59 +165,307 @@ func (r *Report) HTML() ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// rejectionMarks marks each rejected write on its writer's lane; x places a
-// time, y a lane.
-func rejectionMarks(r *Report, x func(int64) float64, y func(node int) float64) []svgRect {
-	node := map[string]int{}
-	for _, s := range r.Spans {
-		node[fmt.Sprintf("%s#", s.Holder)] = s.Node
-	}
-	var marks []svgRect
-	for _, d := range r.Rejections {
-		n := 0
-		if i := strings.LastIndex(d.Value, "#"); i > 0 {
-			if v, ok := node[d.Value[:i+1]]; ok {
-				n = v
-			}
+// laneLabels names each node slot's lane after the holders it ran, as the
+// text summary names them: "n0.1", or "n0.1–n0.3" after restarts.
+func laneLabels(r *Report) []string {
+	holders := make([][]string, r.Nodes)
+	see := func(node int, holder string) {
+		if node >= 0 && node < r.Nodes && holder != "" && !slices.Contains(holders[node], holder) {
+			holders[node] = append(holders[node], holder)
 		}
-		marks = append(marks, svgRect{X: x(d.At), Y: y(n), W: 3, H: 8, Class: "rejected",
-			Title: fmt.Sprintf("rejected %s token %d at %.3fs (%d)", d.Value, d.Token, float64(d.At-r.Origin)/1e9, d.Status)})
 	}
-	return marks
+	for _, s := range r.Spans {
+		see(s.Node, s.Holder)
+	}
+	for _, f := range r.Faults {
+		see(f.Target, f.Holder)
+	}
+	for _, pt := range r.Timeline {
+		see(pt.Node, pt.Holder)
+	}
+	out := make([]string, r.Nodes)
+	for n, hs := range holders {
+		slices.SortFunc(hs, compareHolders)
+		switch len(hs) {
+		case 0:
+			out[n] = fmt.Sprintf("n%d", n)
+		case 1:
+			out[n] = hs[0]
+		default:
+			out[n] = hs[0] + "–" + hs[len(hs)-1]
+		}
+	}
+	return out
 }
 
-var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// compareHolders orders holder names "nS.G" by generation G.
+func compareHolders(a, b string) int {
+	ga, gb := a[strings.LastIndex(a, ".")+1:], b[strings.LastIndex(b, ".")+1:]
+	if len(ga) != len(gb) {
+		return len(ga) - len(gb)
+	}
+	return strings.Compare(ga, gb)
+}
+
+// familyCSS returns the style rule of each fault family's colour.
+func familyCSS() template.CSS {
+	var b strings.Builder
+	for _, f := range Families() {
+		fmt.Fprintf(&b, ".fault-%s{fill:%s}\n", f, familyColours[f])
+	}
+	return template.CSS(b.String())
+}
+
+// faultShapes draws each fault as a band of its family's colour over its
+// node's lane (over every lane for a member), labelled with the family.
+func faultShapes(r *Report, g geom) []shape {
+	var out []shape
+	for _, f := range r.Faults {
+		y, h := g.y(0)-3, g.y(r.Nodes)-laneGap-g.y(0)+6
+		if f.Target >= 0 {
+			y, h = g.y(f.Target)-3, laneH+6
+		}
+		w := max(g.x(f.End)-g.x(f.Start), 2)
+		title := fmt.Sprintf("%s fault on %s, %.3fs–%.3fs", f.Family, faultWho(f), g.rel(f.Start), g.rel(f.End))
+		if f.Note != "" {
+			title += ": " + f.Note
+		}
+		s := shape{Kind: "rect", X: g.x(f.Start), Y: y, W: w, H: h, Class: "fault fault-" + f.Family, Title: title}
+		if w >= 6*float64(len(f.Family)) {
+			s.Label, s.LabelClass, s.LX, s.LY = f.Family, "fault-label", s.X+2, s.Y+h-2
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// faultLine describes fault f as it struck: when, whom, and as scheduled.
+func faultLine(f FaultRecord, g geom) string {
+	s := fmt.Sprintf("%7.3fs–%.3fs  %s  (scheduled: %s)", g.rel(f.Start), g.rel(f.End), faultWho(f), strings.TrimSpace(f.Fault.String()))
+	if f.Note != "" {
+		s += " (" + f.Note + ")"
+	}
+	return s
+}
+
+// faultWho names what fault f struck.
+func faultWho(f FaultRecord) string {
+	if f.Family == FamilyMember {
+		return fmt.Sprintf("etcd member %d", f.Member)
+	}
+	return f.Holder
+}
+
+// termShapes draws each term as a bar in its lane, labelled with its token.
+func termShapes(r *Report, g geom) []shape {
+	var out []shape
+	for _, s := range r.Spans {
+		w := max(g.x(s.End)-g.x(s.Start), 1)
+		t := shape{Kind: "rect", X: g.x(s.Start), Y: g.y(s.Node) + 9, W: w, H: 22, Class: "term",
+			Title: fmt.Sprintf("%s token %d: %.3fs–%.3fs (%s)", s.Holder, s.Token, g.rel(s.Start), g.rel(s.End), s.How)}
+		if w > 18 {
+			t.Label, t.LabelClass, t.LX, t.LY = fmt.Sprint(s.Token), "term-label", t.X+2, t.Y+15
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// pointShapes draws the timeline's points: renewals as dots above the term
+// (hollow when failed), local deadlines as dashed lines across the lane,
+// writes below it (accepted: a green tick; rejected: a red triangle;
+// unknown: a hollow grey square). Writes of one kind in one pixel column
+// of a lane are drawn once, their count in the tooltip.
+func pointShapes(r *Report, g geom, labels []string) []shape {
+	type bucket struct {
+		node, col int
+		kind      string
+	}
+	var out []shape
+	writes := map[bucket]int{} // → index in out
+	count := map[int]int{}     // index in out → writes drawn there
+	for _, pt := range r.Timeline {
+		if pt.Node < 0 || pt.Node >= r.Nodes {
+			continue
+		}
+		x, y := g.x(pt.At), g.y(pt.Node)
+		switch pt.Kind {
+		case PointRenewal, PointRenewalFailed:
+			out = append(out, shape{Kind: "circle", X: x, Y: y + 4, W: 2.5, Class: pt.Kind, Title: pt.Text})
+		case PointDeadline:
+			out = append(out, shape{Kind: "line", X: x, Y: y, H: laneH, Class: "deadline", Title: pt.Text})
+		default:
+			b := bucket{pt.Node, int(x), pt.Kind}
+			i, ok := writes[b]
+			if !ok {
+				i, writes[b] = len(out), len(out)
+				out = append(out, writeShape(pt, x, y))
+			}
+			if count[i]++; count[i] > 1 {
+				out[i].Title = fmt.Sprintf("%d writes %s here on %s; the last: %s", count[i], pt.Kind, labels[pt.Node], pt.Text)
+			}
+		}
+	}
+	return out
+}
+
+// writeShape is the mark of one write at x in the lane at y.
+func writeShape(pt Point, x, y float64) shape {
+	s := shape{X: x, Y: y + 33, Class: "write-" + pt.Kind, Title: pt.Text}
+	switch pt.Kind {
+	case PointAccepted:
+		s.Kind, s.W, s.H = "rect", 1.2, 7
+	case PointRejected:
+		s.Kind, s.Points = "polygon", fmt.Sprintf("%.1f,%.1f %.1f,%.1f %.1f,%.1f", x-3, y+33, x+3, y+33, x, y+41)
+	default:
+		s.Kind, s.X, s.W, s.H = "rect", x-2.5, 5, 5
+	}
+	return s
+}
+
+// violations returns the violation marks drawn on the timeline and the list
+// of every violation reported, numbered alike.
+func violations(r *Report, g geom, labels []string) ([]violationMark, []violationItem) {
+	var marks []violationMark
+	var items []violationItem
+	for _, c := range r.Checks() {
+		if c.Count == 0 {
+			continue
+		}
+		for _, m := range c.Marks {
+			it := violationItem{At: fmt.Sprintf("%.3fs", g.rel(m.At)), Check: c.Name, Text: m.Text}
+			if m.Node >= 0 && m.Node < r.Nodes {
+				it.N, it.Lane = len(marks)+1, labels[m.Node]
+				x, y := g.x(m.At), g.y(m.Node)
+				marks = append(marks, violationMark{N: it.N, X: x, Y1: y - 2, Y2: y + laneH + 2, Node: m.Node, Lane: it.Lane, At: it.At, Check: c.Name, Txt: m.Text,
+					Diamond: fmt.Sprintf("%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f", x, y-9, x+5, y-4, x, y+1, x-5, y-4)})
+			}
+			items = append(items, it)
+		}
+		if len(c.Marks) == 0 {
+			for _, d := range c.Details {
+				items = append(items, violationItem{Check: c.Name, Text: d})
+			}
+		}
+		if shown := max(len(c.Marks), len(c.Details)); c.Count > shown {
+			items[len(items)-1].MoreCount = c.Count - shown
+		}
+	}
+	return marks, items
+}
+
+// ticks returns the axis's tick labels below y.
+func ticks(g geom, y float64) []shape {
+	step := 10 * time.Second
+	switch {
+	case g.total <= float64(20*time.Second):
+		step = 2 * time.Second
+	case g.total <= float64(60*time.Second):
+		step = 5 * time.Second
+	}
+	var out []shape
+	for t := time.Duration(0); float64(t) <= g.total; t += step {
+		x := leftPad + float64(t)/g.total*plotW
+		out = append(out, shape{Kind: "line", X: x, Y: y - 4, H: 6, Class: "tick",
+			Label: fmt.Sprintf("%gs", t.Seconds()), LabelClass: "tick-label", LX: x, LY: y + 14})
+	}
+	return out
+}
+
+// legend returns the chart's legend: what each mark means on the first row,
+// the colour of each fault family of the run on the second.
+func legend(r *Report) []legendItem {
+	items := []legendItem{
+		{Swatch: shape{Kind: "rect", Y: -5, W: 14, H: 10, Class: "term"}, Label: "term (token)"},
+		{Swatch: shape{Kind: "circle", X: 4, W: 2.5, Class: PointRenewal}, Label: "renewal"},
+		{Swatch: shape{Kind: "circle", X: 4, W: 2.5, Class: PointRenewalFailed}, Label: "failed renewal"},
+		{Swatch: shape{Kind: "line", X: 4, Y: -6, H: 12, Class: "deadline"}, Label: "local deadline"},
+		{Swatch: shape{Kind: "rect", X: 4, Y: -5, W: 1.2, H: 10, Class: "write-" + PointAccepted}, Label: "write accepted"},
+		{Swatch: shape{Kind: "polygon", Points: "0,-4 6,-4 3,4", Class: "write-" + PointRejected}, Label: "write rejected"},
+		{Swatch: shape{Kind: "rect", Y: -3, W: 5, H: 5, Class: "write-" + PointUnknown}, Label: "write outcome unknown"},
+		{Swatch: shape{Kind: "polygon", Points: "4,-6 10,0 4,6 -2,0", Class: "violation-mark"}, Label: "safety violation"},
+	}
+	x := 8.0
+	for i := range items {
+		items[i].X, items[i].Y = x, 14
+		x += 30 + 6.5*float64(len(items[i].Label))
+	}
+	x = leftPad
+	fams := slices.Clone(r.Families)
+	for _, f := range r.Faults {
+		if !slices.Contains(fams, f.Family) {
+			fams = append(fams, f.Family)
+		}
+	}
+	row2 := []legendItem{{X: 8, Y: 34, Label: "faults:"}}
+	for _, f := range fams {
+		row2 = append(row2, legendItem{X: x, Y: 34, Swatch: shape{Kind: "rect", Y: -5, W: 14, H: 10, Class: "fault fault-" + f}, Label: f})
+		x += 30 + 6.5*float64(len(f))
+	}
+	return append(items, row2...)
+}
+
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+	"f1":  func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"add": func(a, b float64) float64 { return a + b },
+}).Parse(pageHTML))
+
+const pageHTML = `{{define "shape"}}{{if eq .Kind "rect"}}<rect class="{{.Class}}" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}">{{with .Title}}<title>{{.}}</title>{{end}}</rect>
+{{- else if eq .Kind "circle"}}<circle class="{{.Class}}" cx="{{f1 .X}}" cy="{{f1 .Y}}" r="{{f1 .W}}">{{with .Title}}<title>{{.}}</title>{{end}}</circle>
+{{- else if eq .Kind "line"}}<line class="{{.Class}}" x1="{{f1 .X}}" y1="{{f1 .Y}}" x2="{{f1 .X}}" y2="{{f1 (add .Y .H)}}">{{with .Title}}<title>{{.}}</title>{{end}}</line>
+{{- else if eq .Kind "polygon"}}<polygon class="{{.Class}}" points="{{.Points}}">{{with .Title}}<title>{{.}}</title>{{end}}</polygon>{{end}}
+{{- with .Label}}<text class="{{$.LabelClass}}" x="{{f1 $.LX}}" y="{{f1 $.LY}}">{{.}}</text>{{end}}{{end -}}
+<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>tenure verify — seed {{.R.Seed}}</title>
 <style>
 body{font:14px system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:20px;margin:0 0 4px}
+h2{font-size:16px;margin:20px 0 6px}
 .verdict{font-weight:bold;padding:4px 8px;border-radius:4px;display:inline-block}
-.ok{background:#d7f5dd;color:#175c26}.bad{background:#fbd9d9;color:#8a1111}
+.ok{background:#d7f5dd;color:#175c26}.bad{background:#fbd9d9;color:#8a1111}.inconclusive{background:#fdebc8;color:#7a4b00}
 pre{background:#f6f6f6;padding:12px;overflow-x:auto}
 svg text{font:11px system-ui,sans-serif}
-.term{fill:#4a7fd4;stroke:#24508f}
-.fault{fill:#f2b84b;opacity:.35}
-.fault-pause,.fault-crash{fill:#d9534f}
-.fault-member{fill:#999}
-.rejected{fill:#c00}
 .lane{fill:#f4f4f4}
-.legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}
+.lane-label{font-weight:bold}
+.term{fill:#4a7fd4;stroke:#24508f}
+.term-label{fill:#fff}
+.fault{opacity:.45}
+.fault-label{fill:#222;font-size:10px}
+{{.FamilyCSS}}
+.renewal{fill:#24508f}
+.renewal-failed{fill:#fff;stroke:#b03a2e;stroke-width:1.2}
+.deadline{stroke:#222;stroke-width:1;stroke-dasharray:3,2}
+.write-accepted{fill:#1e8449}
+.write-rejected{fill:#e67e22;stroke:#a04000;stroke-width:.5}
+.write-unknown{fill:none;stroke:#555;stroke-width:1}
+.violation-line{stroke:#c0002a;stroke-width:2}
+.violation-mark{fill:#c0002a;stroke:#000;stroke-width:.8}
+.violation-n{fill:#c0002a;font-weight:bold}
+.axis,.tick{stroke:#444}
+.tick-label{text-anchor:middle}
+.axis-title{text-anchor:middle;font-style:italic}
+#violations li{margin:3px 0}
 </style></head><body>
 <h1>tenure verify — seed {{.R.Seed}}</h1>
-<p><span class="verdict {{if .OK}}ok{{else}}bad{{end}}">{{.Verdict}}</span>
+<p><span class="verdict {{.VerdictClass}}">{{.Verdict}}</span>
  {{.R.Duration}}, {{.R.Nodes}} nodes, {{.R.Coordinator}}, TTL {{.R.TTL}}</p>
-<p class="legend"><span style="background:#4a7fd4"></span>leadership (token)<span style="background:#f2b84b"></span>network fault<span style="background:#d9534f"></span>pause / crash<span style="background:#999"></span>member down<span style="background:#c00"></span>rejected write</p>
-<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
-{{range .Lanes}}<g class="lane-group" data-lane="{{.Label}}"><rect class="lane" x="90" y="{{.Y}}" width="1100" height="34"/><text x="4" y="{{.Y}}" dy="21">{{.Label}}</text></g>
-{{end}}{{range .Rects}}<g><rect class="{{.Class}}" x="{{printf "%.1f" .X}}" y="{{printf "%.1f" .Y}}" width="{{printf "%.1f" .W}}" height="{{printf "%.1f" .H}}"><title>{{.Title}}</title></rect>{{if .Label}}{{if gt .W 18.0}}<text x="{{printf "%.1f" .X}}" dx="2" y="{{printf "%.1f" .Y}}" dy="17" fill="#fff">{{.Label}}</text>{{end}}{{end}}</g>
-{{end}}{{range .Marks}}<rect class="{{.Class}}" x="{{printf "%.1f" .X}}" y="{{printf "%.1f" .Y}}" width="{{.W}}" height="{{.H}}"><title>{{.Title}}</title></rect>
-{{end}}{{range .Ticks}}<text x="{{printf "%.1f" .X}}" y="{{.Y}}">{{.Label}}</text>
-{{end}}</svg>
+<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{{f1 .Width}}" height="{{f1 .Height}}" viewBox="0 0 {{f1 .Width}} {{f1 .Height}}">
+<g id="legend">{{range .Legend}}<g class="legend-item" transform="translate({{f1 .X}},{{f1 .Y}})">{{if .Swatch.Kind}}{{template "shape" .Swatch}}<text x="20" y="4">{{.Label}}</text>{{else}}<text x="0" y="4">{{.Label}}</text>{{end}}</g>{{end}}</g>
+{{range .Lanes}}<g class="lane-group" data-lane="{{.Label}}" data-node="{{.Node}}"><rect class="lane" x="{{f1 $.LeftPad}}" y="{{f1 .Y}}" width="1100" height="44"/><text class="lane-label" x="4" y="{{f1 (add .Y 26)}}">{{.Label}}</text></g>
+{{end}}{{range .Shapes}}{{template "shape" .}}
+{{end}}{{range .Violations}}<g class="violation" id="violation-{{.N}}" data-node="{{.Node}}" data-lane="{{.Lane}}" data-at="{{.At}}" data-x="{{f1 .X}}" data-check="{{.Check}}"><title>[{{.N}}] {{.Check}} at {{.At}} on {{.Lane}}: {{.Txt}}</title><line class="violation-line" x1="{{f1 .X}}" y1="{{f1 .Y1}}" x2="{{f1 .X}}" y2="{{f1 .Y2}}"/><polygon class="violation-mark" points="{{.Diamond}}"/><text class="violation-n" x="{{f1 (add .X 6)}}" y="{{f1 .Y1}}">{{.N}}</text></g>
+{{end}}<line class="axis" x1="{{f1 $.LeftPad}}" y1="{{f1 .AxisY}}" x2="{{f1 .PlotRight}}" y2="{{f1 .AxisY}}"/>
+{{range .Ticks}}{{template "shape" .}}
+{{end}}<text class="axis-title" x="{{f1 .AxisMid}}" y="{{f1 (add .AxisY 36)}}">seconds since start</text>
+</svg>
+{{if .Items}}<h2>Safety violations</h2>
+<ul id="violations">{{range .Items}}<li class="violation-item"{{if .N}} data-n="{{.N}}"{{end}}>{{if .N}}<b>[{{.N}}]</b> {{end}}<b>{{.Check}}</b>{{if .At}} at {{.At}}{{else}}, over the whole history{{end}}{{with .Lane}} on {{.}}{{end}}: {{.Text}}{{if .MoreCount}} … and {{.MoreCount}} more (see --json){{end}}</li>
+{{end}}</ul>{{end}}
 <h2>Summary</h2>
 <pre>{{.Summary}}</pre>
 <h2>Faults</h2>
-<pre>{{range .R.Faults}}{{.Fault}}  {{.Holder}} {{.Note}}
+<pre>{{range .FaultLines}}{{.}}
 {{end}}</pre>
 </body></html>
-`))
+`

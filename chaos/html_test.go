@@ -2,14 +2,82 @@ package chaos
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/headless"
 )
+
+// openReport writes rep's HTML page and opens it in headless Chromium.
+func openReport(t *testing.T, chromium string, rep *Report) (*headless.Browser, context.Context) {
+	t.Helper()
+	page := filepath.Join(t.TempDir(), "report.html")
+	if err := rep.WriteHTMLFile(page); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	b, err := headless.Open(ctx, chromium, "file://"+page, 1300, 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, ctx
+}
+
+// renderedViolation is a violation mark as Chromium laid it out.
+type renderedViolation struct {
+	Node, Lane, Title string
+	X                 float64 // the mark's line, in SVG user units
+	Top, Bottom       float64 // the mark's line on screen
+	LaneTop           float64 // its lane on screen
+	LaneBottom        float64
+	Item              string // its entry in the list under the chart
+}
+
+const violationsJS = `Array.from(document.querySelectorAll('#timeline g.violation')).map(g => {
+  const line = g.querySelector('line').getBoundingClientRect();
+  const lane = document.querySelector('#timeline g.lane-group[data-node="' + g.dataset.node + '"] rect.lane').getBoundingClientRect();
+  const item = document.querySelector('#violations li[data-n="' + g.id.replace('violation-', '') + '"]');
+  return {Node: g.dataset.node, Lane: g.dataset.lane, Title: g.querySelector('title').textContent,
+    X: parseFloat(g.querySelector('line').getAttribute('x1')), Top: line.top, Bottom: line.bottom,
+    LaneTop: lane.top, LaneBottom: lane.bottom, Item: item ? item.textContent : ''};
+})`
+
+// The report of a history with a planted violation, rendered in Chromium:
+// the violation's mark sits at its time on its writer's lane, its title
+// explains it, and the list under the chart has the same entry.
+func TestReportViolationInChromium(t *testing.T) {
+	chromium := headless.Need(t)
+	rep := Analyze(&planted().History)
+	b, ctx := openReport(t, chromium, rep)
+	var got []renderedViolation
+	if err := b.Eval(ctx, violationsJS, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d violation marks rendered; want 1: %+v", len(got), got)
+	}
+	v := got[0]
+	if want := leftPad + 2.801/10*plotW; math.Abs(v.X-want) > 0.1 {
+		t.Errorf("violation mark at x = %.1f; want %.1f (2.801s)", v.X, want)
+	}
+	if v.Node != "0" || v.Lane != "n0.1" || v.Top > v.LaneBottom || v.Bottom < v.LaneTop {
+		t.Errorf("violation mark on node %s (%q), %.0f–%.0fpx; want on n0.1's lane, %.0f–%.0fpx", v.Node, v.Lane, v.Top, v.Bottom, v.LaneTop, v.LaneBottom)
+	}
+	const explanation = "write late with token 1 accepted (fenced path) after token 2"
+	if want := "[1] stale writes accepted at 2.801s on n0.1: 2.801s: " + explanation; v.Title != want {
+		t.Errorf("violation title = %q; want %q", v.Title, want)
+	}
+	if want := "[1] stale writes accepted at 2.801s on n0.1: 2.801s: " + explanation; v.Item != want {
+		t.Errorf("violation list entry = %q; want %q", v.Item, want)
+	}
+}
 
 // TestReportRendersInChromium runs a short verification, writes its HTML
 // report and checks in headless Chromium that the timeline rendered: one lane
@@ -27,32 +95,28 @@ func TestReportRendersInChromium(t *testing.T) {
 	if len(rep.Spans) < 2 || len(rep.Faults) == 0 {
 		t.Fatalf("run too quiet for a timeline: %d terms, %d faults", len(rep.Spans), len(rep.Faults))
 	}
-	dir := t.TempDir()
-	page := filepath.Join(dir, "report.html")
-	if err := rep.WriteHTMLFile(page); err != nil {
+	b, ctx := openReport(t, chromium, rep)
+	var counts struct {
+		Lanes, Terms, Faults, Accepted int
+		Labels                         []string
+	}
+	const js = `({Lanes: document.querySelectorAll('#timeline > g.lane-group').length,
+  Terms: document.querySelectorAll('#timeline > rect.term').length,
+  Faults: document.querySelectorAll('#timeline > rect.fault').length,
+  Accepted: document.querySelectorAll('#timeline > rect.write-accepted').length,
+  Labels: Array.from(document.querySelectorAll('#timeline > text.term-label')).map(e => e.textContent)})`
+	if err := b.Eval(ctx, js, &counts); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	dom, err := headless.DumpDOM(ctx, chromium, "file://"+page)
-	if err != nil {
-		t.Fatal(err)
+	if counts.Lanes != rep.Nodes || counts.Terms != len(rep.Spans) || counts.Faults != len(rep.Faults) || counts.Accepted == 0 {
+		t.Errorf("rendered %d lanes, %d terms, %d faults, %d accepted-write marks; want %d, %d, %d, some",
+			counts.Lanes, counts.Terms, counts.Faults, counts.Accepted, rep.Nodes, len(rep.Spans), len(rep.Faults))
 	}
-	if !strings.Contains(dom, `<svg id="timeline"`) {
-		t.Fatalf("rendered DOM has no timeline SVG:\n%.2000s", dom)
-	}
-	if got := strings.Count(dom, `class="lane-group"`); got != rep.Nodes {
-		t.Errorf("rendered DOM has %d lanes; want %d", got, rep.Nodes)
-	}
-	if got := strings.Count(dom, `class="term"`); got != len(rep.Spans) {
-		t.Errorf("rendered DOM has %d leadership intervals; want %d", got, len(rep.Spans))
-	}
-	if got := strings.Count(dom, `class="fault fault-`); got != len(rep.Faults) {
-		t.Errorf("rendered DOM has %d fault windows; want %d", got, len(rep.Faults))
-	}
+	labels := fmt.Sprint(counts.Labels)
+	g := geom{origin: rep.Origin, total: float64(rep.Finish - rep.Origin)}
 	for _, s := range rep.Spans {
-		if !strings.Contains(dom, "token "+strconv.FormatUint(s.Token, 10)) {
-			t.Errorf("term with token %d not labelled in the DOM", s.Token)
+		if w := g.x(s.End) - g.x(s.Start); w > 18 && !slices.Contains(counts.Labels, strconv.FormatUint(s.Token, 10)) {
+			t.Errorf("term with token %d (%.0fpx wide) not labelled; labels %s", s.Token, w, labels)
 		}
 	}
 }

@@ -104,11 +104,12 @@ type ScheduleConfig struct {
 	TTL      time.Duration
 	Margin   time.Duration
 	Families []string
-	// Start is when the first fault may strike; default 2·TTL, time for a
-	// first leader.
+	// Start is when the first fault may strike; default 1.5·TTL, time for
+	// a first leader.
 	Start time.Duration
 	// Tail is the quiet time left at the end so that the last fault's
-	// recovery is measured; default 2·TTL.
+	// recovery is measured; default 1.5·TTL, more than the liveness bound
+	// (TTL + renew interval + retry period).
 	Tail time.Duration
 	// MaxGap bounds the quiet time between two faults; default 1.5·TTL.
 	MaxGap time.Duration
@@ -117,86 +118,163 @@ type ScheduleConfig struct {
 	LeaderOnly bool
 }
 
-// Schedule draws a run's faults from cfg alone: the same cfg always gives
-// the same schedule. Faults do not overlap; each is followed by a quiet gap.
-// The member family is drawn only when Members ≥ 3.
-func Schedule(cfg ScheduleConfig) []Fault {
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7e5e7e5e))
-	ttl := cfg.TTL
-	between := func(lo, hi float64) time.Duration { // in TTLs
-		return time.Duration((lo + (hi-lo)*rng.Float64()) * float64(ttl))
-	}
-	var fams []string
-	for _, f := range cfg.Families {
-		if f == FamilyMember && cfg.Members < 3 {
+// StrikingFamilies returns the families of fams that can strike a run with
+// the given number of coordinator members: all but member, which needs
+// three members (one stopped leaves a quorum).
+func StrikingFamilies(fams []string, members int) []string {
+	var out []string
+	for _, f := range fams {
+		if f == FamilyMember && members < 3 {
 			continue
 		}
-		fams = append(fams, f)
-	}
-	if len(fams) == 0 {
-		return nil
-	}
-	start, tail, maxGap := cfg.Start, cfg.Tail, cfg.MaxGap
-	if start == 0 {
-		start = 2 * ttl
-	}
-	if tail == 0 {
-		tail = 2 * ttl
-	}
-	if maxGap == 0 {
-		maxGap = ttl * 3 / 2
-	}
-	minGap := min(ttl/2, maxGap)
-	var out []Fault
-	for at := start; ; {
-		f := Fault{At: at, Family: fams[rng.IntN(len(fams))], Node: rng.IntN(cfg.Nodes)}
-		if rng.IntN(10) < 7 || cfg.LeaderOnly {
-			f.Node = LeaderNode
-		}
-		f = shape(f, cfg, between, rng)
-		if at+f.Dur+tail > cfg.Duration {
-			break
-		}
 		out = append(out, f)
-		at += f.Dur + minGap + time.Duration(rng.Int64N(int64(maxGap-minGap)+1))
 	}
 	return out
 }
 
-// shape draws the parameters of fault f from rng; between draws a duration
-// in TTLs.
-func shape(f Fault, cfg ScheduleConfig, between func(lo, hi float64) time.Duration, rng *rand.Rand) Fault {
-	switch f.Family {
-	case FamilyPartition:
-		// At least 1.25 TTL: long enough for the lease to run out.
-		f.Dur = between(1.25, 2)
+// durations bounds each family's duration, in TTLs.
+var durations = map[string][2]float64{
+	// At least 1.25 TTL: long enough for the lease to run out.
+	FamilyPartition: {1.25, 2},
+	FamilyBlackhole: {0.75, 2},
+	FamilyLatency:   {1, 2},
+	// A third of the time for slow renewals, then at least 1.5 TTL cut
+	// off: the lease runs out and another node takes over.
+	FamilyDegrade: {2.5, 3},
+	FamilyReset:   {0, 0},
+	// Longer than the TTL, with a write in flight.
+	FamilyPause:  {1.6, 2.2},
+	FamilyCrash:  {0.25, 1.5},
+	FamilyMember: {0.75, 2.5},
+}
+
+// Schedule draws a run's faults from cfg alone: the same cfg always gives
+// the same schedule. Faults do not overlap; each is followed by a quiet gap.
+// Families are drawn in rounds, each a shuffle of every family that can
+// strike (StrikingFamilies): when the run is long enough for one short
+// fault of each (26.7s at the default TTL of 2s with one member, 29.2s
+// with three), the first round is drawn short enough to fit, so that every
+// family strikes at least once.
+func Schedule(cfg ScheduleConfig) []Fault {
+	fams := StrikingFamilies(cfg.Families, cfg.Members)
+	if len(fams) == 0 {
+		return nil
+	}
+	s := newScheduler(cfg)
+	var out []Fault
+	var round []string
+	var first bool // in the first round
+	for at := s.start; ; {
+		if len(round) == 0 {
+			first = out == nil
+			round = slices.Clone(fams)
+			s.rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+		}
+		fam := round[0]
+		round = round[1:]
+		// room is the time this fault and its gap may take; in the
+		// first round, the rest of the round is kept room for.
+		room := s.end - at
+		if first && s.reserve(round) <= room-s.shortest(fam) {
+			room -= s.reserve(round)
+		}
+		f := s.draw(fam, at, room)
+		if at+f.Dur > s.end {
+			break
+		}
+		out = append(out, f)
+		at += f.Dur + s.gap(room-f.Dur)
+	}
+	return out
+}
+
+// scheduler draws faults for Schedule.
+type scheduler struct {
+	cfg            ScheduleConfig
+	rng            *rand.Rand
+	start, end     time.Duration // faults strike in [start, end]
+	minGap, maxGap time.Duration
+}
+
+func newScheduler(cfg ScheduleConfig) *scheduler {
+	s := &scheduler{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e5e7e5e))}
+	ttl := cfg.TTL
+	s.start, s.maxGap = cfg.Start, cfg.MaxGap
+	tail := cfg.Tail
+	if s.start == 0 {
+		s.start = ttl * 3 / 2
+	}
+	if tail == 0 {
+		tail = ttl * 3 / 2
+	}
+	if s.maxGap == 0 {
+		s.maxGap = ttl * 3 / 2
+	}
+	s.minGap = min(ttl/2, s.maxGap)
+	s.end = cfg.Duration - tail
+	return s
+}
+
+// shortest is the shortest fault of family fam.
+func (s *scheduler) shortest(fam string) time.Duration {
+	return time.Duration(durations[fam][0] * float64(s.cfg.TTL))
+}
+
+// reserve is the time the shortest fault of each of fams, with the
+// shortest gap after each, takes.
+func (s *scheduler) reserve(fams []string) time.Duration {
+	var d time.Duration
+	for _, f := range fams {
+		d += s.shortest(f) + s.minGap
+	}
+	return d
+}
+
+// between draws a duration in [lo, hi] TTLs.
+func (s *scheduler) between(lo, hi float64) time.Duration {
+	return time.Duration((lo + (hi-lo)*s.rng.Float64()) * float64(s.cfg.TTL))
+}
+
+// duration draws the duration of a fault of family fam, no longer than
+// room unless the family's shortest is.
+func (s *scheduler) duration(fam string, room time.Duration) time.Duration {
+	d := durations[fam]
+	return s.between(d[0], max(d[0], min(d[1], float64(room)/float64(s.cfg.TTL))))
+}
+
+// gap draws the quiet time after a fault, at most room when room allows
+// the shortest gap.
+func (s *scheduler) gap(room time.Duration) time.Duration {
+	hi := min(s.maxGap, max(room, s.minGap))
+	return s.minGap + time.Duration(s.rng.Int64N(int64(hi-s.minGap)+1))
+}
+
+// draw draws a fault of family fam at at, lasting at most room when the
+// family allows.
+func (s *scheduler) draw(fam string, at, room time.Duration) Fault {
+	cfg := s.cfg
+	f := Fault{At: at, Family: fam, Node: s.rng.IntN(cfg.Nodes)}
+	if s.rng.IntN(10) < 7 || cfg.LeaderOnly {
+		f.Node = LeaderNode
+	}
+	f.Dur = s.duration(fam, room-s.minGap)
+	between := s.between
+	switch fam {
 	case FamilyBlackhole:
-		f.Dur = between(0.75, 2)
-		f.Dir = Direction(rng.IntN(2))
+		f.Dir = Direction(s.rng.IntN(2))
 	case FamilyLatency:
-		f.Dur = between(1, 2)
 		f.Up = between(0, 0.05)
 		f.Down = between(0.1, 0.15)
-		f.Write = writeLatency(cfg.Margin, rng.Float64())
+		f.Write = writeLatency(cfg.Margin, s.rng.Float64())
 	case FamilyDegrade:
-		// A third of the time for slow renewals, then at least 1.5 TTL
-		// cut off: the lease runs out and another node takes over.
 		// Replies late by about the margin: a renewal (a few round trips)
 		// still gets through, but takes several times the margin.
-		f.Dur = between(2.5, 3)
 		f.Up = between(0, 0.02)
 		f.Down = between(0.08, 0.12)
-		f.Write = writeLatency(cfg.Margin, rng.Float64())
-	case FamilyReset:
-		f.Dur = 0
-	case FamilyPause:
-		f.Dur = between(1.6, 2.2)
-	case FamilyCrash:
-		f.Dur = between(0.25, 1.5)
+		f.Write = writeLatency(cfg.Margin, s.rng.Float64())
 	case FamilyMember:
 		f.Node = 0
-		f.Member = rng.IntN(cfg.Members)
-		f.Dur = between(1, 3)
+		f.Member = s.rng.IntN(cfg.Members)
 	}
 	return f
 }

@@ -81,3 +81,49 @@ func TestPlantDefaults(t *testing.T) {
 		t.Errorf("no plant: families %v, leader only %v; want all, any node", o.Families, o.LeaderOnly)
 	}
 }
+
+// Every family that can strike does, in a 30-second run at the default TTL,
+// for every seed: the first round of families is drawn short enough to fit.
+// The faults stay apart by at least TTL/2, strike after 1.5·TTL and heal
+// 1.5·TTL before the end.
+func TestScheduleStrikesEveryFamily(t *testing.T) {
+	const ttl = 2 * time.Second
+	for _, members := range []int{1, 3} {
+		for _, d := range []time.Duration{30 * time.Second, 45 * time.Second, 120 * time.Second} {
+			for seed := uint64(1); seed <= 200; seed++ {
+				cfg := ScheduleConfig{Seed: seed, Duration: d, Nodes: 3, Members: members, TTL: ttl, Margin: ttl / 10, Families: Families()}
+				checkSchedule(t, cfg, Schedule(cfg))
+			}
+		}
+	}
+}
+
+// checkSchedule checks that sched, drawn from cfg, strikes every family that
+// can strike, within the run and with quiet gaps between faults.
+func checkSchedule(t *testing.T, cfg ScheduleConfig, sched []Fault) {
+	t.Helper()
+	seen := map[string]bool{}
+	for i, f := range sched {
+		seen[f.Family] = true
+		if r := durations[f.Family]; f.Dur < time.Duration(r[0]*float64(cfg.TTL)) || f.Dur > time.Duration(r[1]*float64(cfg.TTL)) {
+			t.Errorf("members %d, %s, seed %d: fault %s lasts outside [%g, %g] TTL", cfg.Members, cfg.Duration, cfg.Seed, f, r[0], r[1])
+		}
+		if i == 0 && f.At < cfg.TTL*3/2 {
+			t.Errorf("members %d, %s, seed %d: first fault %s before 1.5 TTL", cfg.Members, cfg.Duration, cfg.Seed, f)
+		}
+		if i > 0 && f.At < sched[i-1].At+sched[i-1].Dur+cfg.TTL/2 {
+			t.Errorf("members %d, %s, seed %d: fault %s less than TTL/2 after %s", cfg.Members, cfg.Duration, cfg.Seed, f, sched[i-1])
+		}
+		if f.At+f.Dur > cfg.Duration-cfg.TTL*3/2 {
+			t.Errorf("members %d, %s, seed %d: fault %s heals less than 1.5 TTL before the end", cfg.Members, cfg.Duration, cfg.Seed, f)
+		}
+	}
+	for _, fam := range StrikingFamilies(cfg.Families, cfg.Members) {
+		if !seen[fam] {
+			t.Errorf("members %d, %s, seed %d: family %s never strikes in %v", cfg.Members, cfg.Duration, cfg.Seed, fam, sched)
+		}
+	}
+	if cfg.Members < 3 && seen[FamilyMember] {
+		t.Errorf("members %d, seed %d: a member fault with fewer than 3 members", cfg.Members, cfg.Seed)
+	}
+}

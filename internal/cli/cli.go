@@ -30,6 +30,11 @@ const (
 	exitSignalBase = 128 // 128+N: ended by signal N (the command's, or tenure's own)
 )
 
+// ExitInconclusive is tenure verify's exit code when the run could not be
+// done or proved nothing: no leader was ever elected, or the register
+// accepted fewer than chaos.MinAcceptedWrites writes.
+const ExitInconclusive = 5
+
 // exitError carries an exit code out of a command. A nil err exits quietly.
 type exitError struct {
 	code int
@@ -170,6 +175,7 @@ Exit codes:
   2    bad flags or arguments, unknown command
   3    tenure run: not leader within --wait-timeout
   4    tenure status --exit-code: nobody leads
+  5    tenure verify: could not run, or the run proved nothing
   126  tenure run: the command could not be started
   127  tenure run: the command was not found
   N    tenure run: the command's own exit code (128+S when signal S ended it)`,

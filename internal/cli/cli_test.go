@@ -78,6 +78,9 @@ func TestMainExitCodes(t *testing.T) {
 		want string
 	}{
 		{[]string{"--help"}, ExitOK, "Exit codes"},
+		{[]string{"--help"}, ExitOK, "5    tenure verify: could not run, or the run proved nothing"},
+		{[]string{"verify", "--help"}, ExitOK, "5    inconclusive: the run could not be done, or proved nothing"},
+		{[]string{"run", "--help"}, ExitOK, "display name (default: the host name, the process id and a random suffix)\n"},
 		{[]string{"run", "--key", "k"}, ExitUsage, "needs a command"},
 		{[]string{"nosuchcommand"}, ExitUsage, "unknown command"},
 		{[]string{"demo", "--nodes", "1"}, ExitUsage, "--nodes (1)"},

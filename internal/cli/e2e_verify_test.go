@@ -15,6 +15,7 @@ import (
 type verifyReport struct {
 	Seed           uint64 `json:"seed"`
 	Violations     int    `json:"violations"`
+	Inconclusive   string `json:"inconclusive"`
 	WritesAccepted int    `json:"writes_accepted"`
 	StaleWrites    struct {
 		Count int `json:"count"`
@@ -62,6 +63,41 @@ func TestVerifyExitCodes(t *testing.T) {
 		if bad := args[len(args)-1]; !strings.Contains(res.stderr, bad) {
 			t.Errorf("%s: the error does not name %q:\n%s", res.description, bad, res.stderr)
 		}
+	}
+}
+
+// tenure verify against a coordinator nobody listens on proves nothing: it
+// must not pass. (--duration 5s is the shortest verify accepts.) It exits ExitInconclusive, says why, never prints "no
+// safety violation", and its JSON report says why too; the summary prints
+// where the reports were written, and the header leaves out the member
+// family, which cannot strike with one member.
+func TestVerifyUnreachableIsInconclusive(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	report, page := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	nowhere := "http://" + closedPort(t)
+	res := runTenure(t, cleanEnv(), "verify", "--duration", "5s", "--endpoints", nowhere, "--json", report, "--html", page)
+	if res.code != ExitInconclusive {
+		t.Fatalf("%s: exit %d; want %d\nstdout:\n%s\nstderr:\n%s", res.description, res.code, ExitInconclusive, res.stdout, res.stderr)
+	}
+	if strings.Contains(res.stdout, "no safety violation") {
+		t.Errorf("an inconclusive run says it found no safety violation:\n%s", res.stdout)
+	}
+	for _, want := range []string{"verdict: inconclusive: no node was ever elected", "JSON report: " + report, "HTML report: " + page} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	for _, want := range []string{"the run proved nothing", nowhere, "faults partition,"} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		}
+	}
+	if strings.Contains(res.stderr, "member") {
+		t.Errorf("the header lists the member family with one member:\n%s", res.stderr)
+	}
+	if r := readVerifyReport(t, report); !strings.Contains(r.Inconclusive, "no node was ever elected") || r.Violations != 0 {
+		t.Errorf("JSON report = %+v; want inconclusive (no node elected), no violation", r)
 	}
 }
 

@@ -160,9 +160,11 @@ const (
   1    it did not (or the coordinator could not start)
   2    bad flags or arguments`
 	// exitCodesVerify is shown unless verify's own help lists its codes.
-	exitCodesVerify = `  0    no safety violation found
-  1    a safety violation, or the run could not be done
-  2    bad flags or arguments`
+	exitCodesVerify = `  0    no safety violation found in a run that tested something
+  1    a safety violation
+  2    bad flags or arguments
+  5    inconclusive: the run could not be done, or proved nothing (no leader
+       was ever elected, or too few writes were accepted)`
 	exitCodesVersion = `  0    success
   2    bad flags or arguments`
 )

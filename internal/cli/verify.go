@@ -3,8 +3,10 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,8 +40,11 @@ elector against a real coordinator reached through its own TCP proxy; while
 a node leads it writes to a fenced register service as fast as it
 reasonably can. Faults strike on a schedule drawn from --seed: partitions,
 one-way blackholes, latency, reset connections, SIGSTOP pauses longer than
-the TTL, SIGKILL crashes with restarts, and (with --members 3) the loss of
-an etcd member. Every event is stamped with the machine's monotonic clock.
+the TTL, SIGKILL crashes with restarts, slow renewals and writes followed
+by a partition (degrade), and (with --members 3) the loss of an etcd
+member. Families are drawn in shuffled rounds, the first fitted to
+the run: at the default TTL, a run of 30s or more sees every family that
+can strike. Every event is stamped with the machine's monotonic clock.
 
 The coordinator is an embedded etcd (one member, or --members 3) unless
 --endpoints names an external etcd cluster (http:// only: the proxies
@@ -48,7 +53,10 @@ forward plain TCP) or --postgres a PostgreSQL database.
 Checkers: stale writes accepted, token order, safe-lease overlap, lease
 overrun, linearizability of the register (porcupine; no verdict within the
 time limit counts as a violation), and liveness after each fault. The exit
-code is 0 when every safety checker reports zero.
+code is 0 when every safety checker reports zero and the run tested
+something; 1 on a safety violation; 5 when the run could not be done or
+proved nothing: no node was ever elected leader, or the register accepted
+fewer than ` + fmt.Sprint(chaos.MinAcceptedWrites) + ` writes (an unreachable coordinator, say).
 
 --plant builds the nodes with a known bug, to watch the checkers catch it.
 Without --faults, the run then draws only the fault families that expose
@@ -139,8 +147,9 @@ func (f *verifyFlags) options(cmd *cobra.Command, g *globalFlags) (chaos.Options
 	return o, nil
 }
 
-// runVerify runs the verification o, writes its reports, and returns an
-// exit error when a safety checker found a violation.
+// runVerify runs the verification o, writes its reports and returns an
+// exit error: ExitError when a safety checker found a violation,
+// ExitInconclusive when the run could not be done or proved nothing.
 func runVerify(cmd *cobra.Command, f verifyFlags, o chaos.Options) error {
 	out := cmd.OutOrStdout()
 	fams := o.Families
@@ -151,30 +160,63 @@ func runVerify(cmd *cobra.Command, f verifyFlags, o chaos.Options) error {
 	if o.Partitions > 0 {
 		what = fmt.Sprintf("%d nodes sharing %d partitions", f.nodes, o.Partitions)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "verify: seed %d, %s, %s, faults %s\n", o.Seed, f.duration, what, strings.Join(fams, ","))
+	fmt.Fprintf(cmd.ErrOrStderr(), "verify: seed %d, %s, %s, faults %s\n", o.Seed, f.duration, what,
+		verifyFamilies(fams, o.Members, cmd.Flags().Changed("faults")))
 	if isTerminal(out) {
 		o.Progress = out
 	}
 	h, err := chaos.Run(cmd.Context(), o)
 	if h == nil {
-		return err
+		return &exitError{code: ExitInconclusive, err: fmt.Errorf("verify: could not run: %w", err)}
 	}
 	rep := chaos.Analyze(h)
 	rep.WriteSummary(out)
-	if werr := writeVerifyFiles(f, rep); werr != nil {
-		return werr
-	}
-	if err != nil {
-		return err
-	}
-	if !rep.OK() {
+	werr := writeVerifyFiles(out, f, rep)
+	switch {
+	case !rep.OK():
+		if werr != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "tenure:", werr)
+		}
 		return &exitError{code: ExitError, err: fmt.Errorf("verify: %d safety violation(s); replay with --seed %d", rep.Violations, rep.Seed)}
+	case werr != nil:
+		return &exitError{code: ExitInconclusive, err: werr}
+	case err != nil:
+		return &exitError{code: ExitInconclusive, err: fmt.Errorf("verify: the run was cut short, so it proved nothing: %w", err)}
+	case !rep.Conclusive():
+		return &exitError{code: ExitInconclusive, err: fmt.Errorf("verify: inconclusive, the run proved nothing: %s; coordinator: %s", rep.Inconclusive, verifyCoordinator(o))}
 	}
 	return nil
 }
 
-// writeVerifyFiles writes the --json and --html reports asked for.
-func writeVerifyFiles(f verifyFlags, rep *chaos.Report) error {
+// verifyFamilies lists the fault families of fams that can strike with
+// the given number of etcd members; when the user asked for families, it
+// says why those left out cannot strike.
+func verifyFamilies(fams []string, members int, asked bool) string {
+	striking := chaos.StrikingFamilies(fams, max(members, 1))
+	s := strings.Join(striking, ",")
+	if len(striking) == 0 {
+		s = "none"
+	}
+	if asked && len(striking) < len(fams) {
+		s += " (member faults need --members 3)"
+	}
+	return s
+}
+
+// verifyCoordinator names the coordinator of o for a message.
+func verifyCoordinator(o chaos.Options) string {
+	switch {
+	case o.Postgres != "":
+		return "PostgreSQL at --postgres"
+	case len(o.Endpoints) > 0:
+		return "etcd at " + strings.Join(o.Endpoints, ",")
+	}
+	return "embedded etcd"
+}
+
+// writeVerifyFiles writes the --json and --html reports asked for and
+// prints on out where it wrote them.
+func writeVerifyFiles(out io.Writer, f verifyFlags, rep *chaos.Report) error {
 	if f.jsonFile != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err == nil {
@@ -183,13 +225,23 @@ func writeVerifyFiles(f verifyFlags, rep *chaos.Report) error {
 		if err != nil {
 			return fmt.Errorf("verify: --json: %w", err)
 		}
+		fmt.Fprintf(out, "JSON report: %s\n", absPath(f.jsonFile))
 	}
 	if f.htmlFile != "" {
 		if err := rep.WriteHTMLFile(f.htmlFile); err != nil {
 			return fmt.Errorf("verify: --html: %w", err)
 		}
+		fmt.Fprintf(out, "HTML report: %s\n", absPath(f.htmlFile))
 	}
 	return nil
+}
+
+// absPath returns name made absolute, or name when it cannot be.
+func absPath(name string) string {
+	if a, err := filepath.Abs(name); err == nil {
+		return a
+	}
+	return name
 }
 
 // newVerifyNodeCommand is the hidden node process of verify.

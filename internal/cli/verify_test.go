@@ -34,3 +34,24 @@ func TestVerifyOptions(t *testing.T) {
 		})
 	}
 }
+
+// verify's header lists only the fault families that can strike, and says
+// why a family asked for cannot.
+func TestVerifyFamiliesHeader(t *testing.T) {
+	all := chaos.Families()
+	for _, tc := range []struct {
+		fams    []string
+		members int
+		asked   bool
+		want    string
+	}{
+		{all, 1, false, "partition,blackhole,latency,reset,pause,crash,degrade"},
+		{all, 3, false, "partition,blackhole,latency,reset,pause,crash,member,degrade"},
+		{[]string{chaos.FamilyMember, chaos.FamilyPause}, 1, true, "pause (member faults need --members 3)"},
+		{[]string{chaos.FamilyMember}, 1, true, "none (member faults need --members 3)"},
+	} {
+		if got := verifyFamilies(tc.fams, tc.members, tc.asked); got != tc.want {
+			t.Errorf("verifyFamilies(%v, %d, %v) = %q; want %q", tc.fams, tc.members, tc.asked, got, tc.want)
+		}
+	}
+}

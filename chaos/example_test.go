@@ -1,0 +1,30 @@
+package chaos_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tenure-dev/tenure/chaos"
+)
+
+// With one etcd member, the member family cannot strike: a run leaves it
+// out, and so does its header.
+func ExampleStrikingFamilies() {
+	fmt.Println(chaos.StrikingFamilies(chaos.Families(), 1))
+	fmt.Println(chaos.StrikingFamilies([]string{chaos.FamilyMember, chaos.FamilyPause}, 3))
+	// Output:
+	// [partition blackhole latency reset pause crash degrade]
+	// [member pause]
+}
+
+// A run in which no node was ever elected proved nothing: no violation,
+// and no pass either.
+func ExampleReport_Verdict() {
+	h := &chaos.History{Options: chaos.Options{Nodes: 3, TTL: 2 * time.Second}, Finish: int64(10 * time.Second)}
+	rep := chaos.Analyze(h)
+	fmt.Println(rep.OK(), rep.Conclusive())
+	fmt.Println(rep.Verdict())
+	// Output:
+	// true false
+	// inconclusive: no node was ever elected leader, so nothing was tested (could the nodes reach the coordinator?)
+}
