@@ -137,3 +137,17 @@ func TestPartitionHistory(t *testing.T) {
 		t.Errorf("partition 0: %d decisions, %d reads, partitions %d; want 2, 1, 0", len(ph.Decisions), len(ph.Reads), ph.Options.Partitions)
 	}
 }
+
+// A partition's violations are drawn on the timeline too, named by their
+// partition.
+func TestPartitionedViolationIsMarked(t *testing.T) {
+	h := legalPartitioned()
+	h.pwrite(0, "0", "n0.1", 1, "late", 2800, true) // after token 2 wrote
+	rep := Analyze(&h.History)
+	if len(rep.StaleWrites.Marks) == 0 {
+		t.Fatalf("stale write accepted in partition 0: no mark on the timeline (details %q)", rep.StaleWrites.Details)
+	}
+	if m := rep.StaleWrites.Marks[0]; !strings.HasPrefix(m.Text, "partition 0: ") || m.Node != 0 {
+		t.Errorf("mark = %+v; want node 0, text naming partition 0", m)
+	}
+}

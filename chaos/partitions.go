@@ -131,6 +131,12 @@ func (m *Check) merge(name string, c *Check) {
 			m.Details = append(m.Details, "partition "+name+": "+d)
 		}
 	}
+	for _, k := range c.Marks {
+		if len(m.Marks) < maxMarks {
+			k.Text = "partition " + name + ": " + k.Text
+			m.Marks = append(m.Marks, k)
+		}
+	}
 }
 
 // worseResult returns the worse of two porcupine answers: Illegal, then
