@@ -10,9 +10,9 @@ import (
 )
 
 // WatchMembers returns a channel that receives a value at once and then
-// whenever group's membership changes: a member joins, leaves (its lease
-// revoked) or expires, as etcd puts or deletes its membership key. Values
-// are coalesced. The channel is closed when ctx ends, when the coordinator
+// whenever group's membership changes after the call: a member joins,
+// leaves (its lease revoked) or expires, as etcd puts or deletes its
+// membership key. Values are coalesced. The channel is closed when ctx ends, when the coordinator
 // is closed, or when the watch fails (etcd compacted the revision it
 // needed, or the member it talks to lost its raft leader); callers then
 // poll GroupMembers. See partition.MembersWatcher.
@@ -35,9 +35,18 @@ func (c *Coordinator) WatchMembers(ctx context.Context, group string) (<-chan st
 	}
 	c.wg.Add(1)
 	c.mu.Unlock()
-	wch := c.client.Watch(clientv3.WithRequireLeader(wctx), c.membersKey(group), clientv3.WithPrefix())
+	// Watch from the revision now, so that no change after this call is
+	// missed however long etcd takes to set the watch up.
+	resp, err := c.client.Get(wctx, c.membersKey(group), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		c.wg.Done()
+		stop()
+		cancel()
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	wch := c.client.Watch(clientv3.WithRequireLeader(wctx), c.membersKey(group), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 	out := make(chan struct{}, 1)
-	out <- struct{}{} // a first read; the caller's polling covers what happened before the watch began
+	out <- struct{}{} // read the membership now
 	go func() {
 		defer c.wg.Done()
 		defer close(out)
