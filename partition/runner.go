@@ -38,7 +38,8 @@ type runner struct {
 	changedAt         time.Time
 	target, settled   map[string]string // Rebalance over latest, effective
 	mine              []string          // names target gives this member
-	nextTarget        time.Time         // when to compute target again
+	view              map[string]string // partition → owner, as last read
+	nextRead          time.Time         // when to read the table again
 	watch             <-chan struct{}   // membership changes; nil: poll only
 	nextWatch         time.Time         // when to try watching again
 

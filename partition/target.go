@@ -2,6 +2,8 @@ package partition
 
 import (
 	"context"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -37,10 +39,13 @@ func (r *runner) watchMembers(ctx context.Context) {
 	r.watch = ch
 }
 
-// readMembers reads the membership and debounces changes to it. It computes
-// the target assignment from the partition table when the membership
-// changes, when it settles, and every renewal interval (so that members
-// whose views of a hand-over differed agree again).
+// readMembers reads the membership and debounces changes to it. It
+// computes the target assignment when the membership changes, from the
+// partition table as last read (so that a planned leave is acted on at
+// once, with one read of the membership), and reads the table again when
+// the change settles, then every renewal interval while the table is not
+// the target yet (so that members whose views of a hand-over differed
+// agree again), and every ten renewal intervals once it is.
 func (r *runner) readMembers() {
 	ids, ok := r.members()
 	if !ok {
@@ -54,16 +59,28 @@ func (r *runner) readMembers() {
 	// The first view settles too, so that members started together see
 	// each other before claiming, instead of the first claiming everything.
 	settle := (r.settled == nil || !slices.Equal(r.latest, r.effective)) && now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce()
-	if !changed && !settle && now.Before(r.nextTarget) {
+	read := r.view == nil || settle || !now.Before(r.nextRead)
+	if !changed && !read {
 		return
 	}
-	owners, ok := r.owners()
-	if !ok {
-		r.nextTarget = time.Time{} // try again on the next round
-		return
+	if read {
+		owners, ok := r.owners()
+		if !ok {
+			r.nextRead = time.Time{} // try again on the next round
+			return
+		}
+		r.view = owners
 	}
-	r.nextTarget = now.Add(r.renewInterval())
-	r.target = Rebalance(r.g.names, r.latest, owners)
+	r.target = Rebalance(r.g.names, r.latest, r.view)
+	if read {
+		// Jittered by up to half, so that members that settled together do
+		// not all read the table at the same moment again.
+		every := r.renewInterval()
+		if maps.Equal(r.target, r.view) {
+			every *= 10
+		}
+		r.nextRead = now.Add(every + rand.N(every/2+1))
+	}
 	r.mine = r.mine[:0]
 	for _, n := range r.g.names {
 		if r.target[n] == r.g.id {
