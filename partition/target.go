@@ -41,8 +41,9 @@ func (r *runner) watchMembers(ctx context.Context) {
 
 // readMembers reads the membership and debounces changes to it. It
 // computes the target assignment when the membership changes, from the
-// partition table as last read (so that a planned leave is acted on at
-// once, with one read of the membership), and reads the table again when
+// partition table as last read if it was settled then (so that a planned
+// leave is acted on at once, with one read of the membership; otherwise
+// from the table read again), and reads the table again when
 // the change settles, then every renewal interval while the table is not
 // the target yet (so that members whose views of a hand-over differed
 // agree again), and every ten renewal intervals once it is.
@@ -59,7 +60,10 @@ func (r *runner) readMembers() {
 	// The first view settles too, so that members started together see
 	// each other before claiming, instead of the first claiming everything.
 	settle := (r.settled == nil || !slices.Equal(r.latest, r.effective)) && now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce()
-	read := r.view == nil || settle || !now.Before(r.nextRead)
+	// The table as last read stands for the table now only if no hand-over
+	// was under way then (it was the target): ownership moves only by
+	// hand-overs and membership changes.
+	read := r.view == nil || settle || !now.Before(r.nextRead) || (changed && !r.viewSettled)
 	if !changed && !read {
 		return
 	}
@@ -76,7 +80,7 @@ func (r *runner) readMembers() {
 		// Jittered by up to half, so that members that settled together do
 		// not all read the table at the same moment again.
 		every := r.renewInterval()
-		if maps.Equal(r.target, r.view) {
+		if r.viewSettled = maps.Equal(r.target, r.view); r.viewSettled {
 			every *= 10
 		}
 		r.nextRead = now.Add(every + rand.N(every/2+1))
