@@ -38,8 +38,6 @@ type runner struct {
 	changedAt         time.Time
 	target, settled   map[string]string // Rebalance over latest, effective
 	mine              []string          // names target gives this member
-	view              map[string]string // partition → owner, as last read
-	viewSettled       bool              // view was the target when read
 	nextRead          time.Time         // when to read the table again
 	watch             <-chan struct{}   // membership changes; nil: poll only
 	nextWatch         time.Time         // when to try watching again

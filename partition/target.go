@@ -41,12 +41,12 @@ func (r *runner) watchMembers(ctx context.Context) {
 
 // readMembers reads the membership and debounces changes to it. It
 // computes the target assignment when the membership changes, from the
-// partition table as last read if it was settled then (so that a planned
-// leave is acted on at once, with one read of the membership; otherwise
-// from the table read again), and reads the table again when
-// the change settles, then every renewal interval while the table is not
-// the target yet (so that members whose views of a hand-over differed
-// agree again), and every ten renewal intervals once it is.
+// previous target (the table that hand-overs were moving to, and every
+// member computed the same), so that a planned leave is acted on at once
+// with one read of the membership; it reads the partition table when the
+// change settles, then every renewal interval while the table is not the
+// target yet (so that members whose views of a hand-over differed agree
+// again), and every ten renewal intervals once it is.
 func (r *runner) readMembers() {
 	ids, ok := r.members()
 	if !ok {
@@ -60,27 +60,25 @@ func (r *runner) readMembers() {
 	// The first view settles too, so that members started together see
 	// each other before claiming, instead of the first claiming everything.
 	settle := (r.settled == nil || !slices.Equal(r.latest, r.effective)) && now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce()
-	// The table as last read stands for the table now only if no hand-over
-	// was under way then (it was the target): ownership moves only by
-	// hand-overs and membership changes.
-	read := r.view == nil || settle || !now.Before(r.nextRead) || (changed && !r.viewSettled)
+	read := r.target == nil || settle || !now.Before(r.nextRead)
 	if !changed && !read {
 		return
 	}
+	basis := r.target
 	if read {
 		owners, ok := r.owners()
 		if !ok {
 			r.nextRead = time.Time{} // try again on the next round
 			return
 		}
-		r.view = owners
+		basis = owners
 	}
-	r.target = Rebalance(r.g.names, r.latest, r.view)
+	r.target = Rebalance(r.g.names, r.latest, basis)
 	if read {
 		// Jittered by up to half, so that members that settled together do
 		// not all read the table at the same moment again.
 		every := r.renewInterval()
-		if r.viewSettled = maps.Equal(r.target, r.view); r.viewSettled {
+		if maps.Equal(r.target, basis) {
 			every *= 10
 		}
 		r.nextRead = now.Add(every + rand.N(every/2+1))
