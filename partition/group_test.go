@@ -1,9 +1,14 @@
 package partition_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/memory"
 )
 
 func TestGroupBalancesAndHandsOver(t *testing.T) {
@@ -103,6 +108,31 @@ func TestGroupLeaveRightAfterAJoin(t *testing.T) {
 		if got := moves(before, c.owners()); got != own {
 			t.Errorf("a leave moved %d partitions; want only the leaver's %d", got, own)
 		}
+		c.check()
+	})
+}
+
+// noTable is a coordinator whose partition table cannot be read (every read
+// times out, say).
+type noTable struct{ *memory.Coordinator }
+
+func (noTable) GroupPartitions(context.Context, string) ([]tenure.Grant, error) {
+	return nil, errors.New("partition table unreadable")
+}
+
+// TestGroupMemberThatCannotReadTheTable: a member whose reads of the
+// partition table fail still settles on the assignment it computes from
+// the membership, and claims its share.
+func TestGroupMemberThatCannotReadTheTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 20)
+		defer c.close()
+		c.wrap = map[string]tenure.Coordinator{"a": noTable{c.coord}}
+		c.start("a")
+		c.start("b")
+		c.await("a and b settle", 5*time.Second, func() bool {
+			return c.settled() && len(c.nodes["a"].g.Snapshot().Owned) == 10
+		})
 		c.check()
 	})
 }

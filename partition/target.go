@@ -41,12 +41,10 @@ func (r *runner) watchMembers(ctx context.Context) {
 
 // readMembers reads the membership and debounces changes to it. It
 // computes the target assignment when the membership changes, from the
-// previous target (the table that hand-overs were moving to, and every
-// member computed the same), so that a planned leave is acted on at once
-// with one read of the membership; it reads the partition table when the
-// change settles, then every renewal interval while the table is not the
-// target yet (so that members whose views of a hand-over differed agree
-// again), and every ten renewal intervals once it is.
+// table as predicted (see predicted), so that a planned leave is acted on
+// at once with one read of the membership; it reads the partition table
+// when the change settles, and then as scheduleRead says (so that members
+// whose views of a hand-over differed agree again).
 func (r *runner) readMembers() {
 	ids, ok := r.members()
 	if !ok {
@@ -64,30 +62,23 @@ func (r *runner) readMembers() {
 	if !changed && !read {
 		return
 	}
-	basis := r.target
+	basis, fresh := r.predicted(), false
 	if read {
-		owners, ok := r.owners()
-		if !ok {
-			r.nextRead = time.Time{} // try again on the next round
-			return
+		if owners, ok := r.owners(); ok {
+			basis, fresh = owners, true
+		} else {
+			// Go on with the table as predicted, so that a member that
+			// cannot read it in time still settles and claims; read
+			// again after RetryPeriod.
+			r.nextRead = now.Add(r.cfg.EffectiveRetryPeriod())
+			if !changed && !settle {
+				return
+			}
 		}
-		basis = owners
 	}
-	r.target = Rebalance(r.g.names, r.latest, basis)
-	if read {
-		// Jittered by up to half, so that members that settled together do
-		// not all read the table at the same moment again.
-		every := r.renewInterval()
-		if maps.Equal(r.target, basis) {
-			every *= 10
-		}
-		r.nextRead = now.Add(every + rand.N(every/2+1))
-	}
-	r.mine = r.mine[:0]
-	for _, n := range r.g.names {
-		if r.target[n] == r.g.id {
-			r.mine = append(r.mine, n)
-		}
+	r.setTarget(Rebalance(r.g.names, r.latest, basis))
+	if fresh {
+		r.scheduleRead(now, maps.Equal(r.target, basis))
 	}
 	if settle {
 		r.effective = r.latest
@@ -96,6 +87,46 @@ func (r *runner) readMembers() {
 	if settle || (r.settled != nil && slices.Equal(r.latest, r.effective)) {
 		r.settled = r.target
 	}
+}
+
+// setTarget makes t the target and lists the partitions it gives this
+// member.
+func (r *runner) setTarget(t map[string]string) {
+	r.target = t
+	r.mine = r.mine[:0]
+	for _, n := range r.g.names {
+		if t[n] == r.g.id {
+			r.mine = append(r.mine, n)
+		}
+	}
+}
+
+// scheduleRead sets when to read the table again after a read at now: a
+// renewal interval later while the table was not the target (a hand-over
+// under way), ten once it was; jittered by up to half, so that members
+// that settled together do not all read it at the same moment again.
+func (r *runner) scheduleRead(now time.Time, settled bool) {
+	every := r.renewInterval()
+	if settled {
+		every *= 10
+	}
+	r.nextRead = now.Add(every + rand.N(every/2+1))
+}
+
+// predicted is the partition table as this member expects it to be: what
+// it runs itself, and the other members' partitions of the previous target
+// (where hand-overs were taking the table, the same for every member).
+func (r *runner) predicted() map[string]string {
+	out := make(map[string]string, len(r.target))
+	for n, m := range r.target {
+		if m != r.g.id {
+			out[n] = m
+		}
+	}
+	for n := range r.owned {
+		out[n] = r.g.id
+	}
+	return out
 }
 
 // members reads the IDs of the group's live members.
