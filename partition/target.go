@@ -101,14 +101,16 @@ func (r *runner) setTarget(t map[string]string) {
 	}
 }
 
-// scheduleRead sets when to read the table again after a read at now: a
-// renewal interval later while the table was not the target (a hand-over
-// under way), ten once it was; jittered by up to half, so that members
-// that settled together do not all read it at the same moment again.
+// scheduleRead sets when to read the table again after a read at now:
+// three renewal intervals later while the table was not the target (a
+// hand-over under way: the read is a safety net for members whose views
+// differed, and reading P rows is not free for the coordinator while it
+// serves the hand-over's claims), ten once it was; jittered by up to half,
+// so that members that settled together do not all read it at once again.
 func (r *runner) scheduleRead(now time.Time, settled bool) {
-	every := r.renewInterval()
+	every := 3 * r.renewInterval()
 	if settled {
-		every *= 10
+		every = 10 * r.renewInterval()
 	}
 	r.nextRead = now.Add(every + rand.N(every/2+1))
 }
