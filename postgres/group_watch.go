@@ -34,10 +34,8 @@ func (c *Coordinator) WatchMembers(ctx context.Context, group string) (<-chan st
 		defer c.wg.Done()
 		defer close(out)
 		defer unsubscribe()
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := context.AfterFunc(c.ctx, cancel) // Close ends every watch
-		defer stop()
+		ctx, end := c.watcherContext(ctx)
+		defer end()
 		for {
 			select {
 			case <-ctx.Done():

@@ -180,6 +180,14 @@ func (c *Coordinator) startWatcher() (*listener, error) {
 	return c.listener, nil
 }
 
+// watcherContext returns a context for a watcher's goroutine: ctx, ended
+// by Close too. The goroutine calls end when it returns.
+func (c *Coordinator) watcherContext(ctx context.Context) (wctx context.Context, end func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.ctx, cancel) // Close ends every watch
+	return wctx, func() { stop(); cancel() }
+}
+
 // observation is one read of a key by a watcher.
 type observation struct {
 	ev tenure.LeaderEvent
@@ -217,10 +225,8 @@ func (c *Coordinator) watch(ctx context.Context, key string, out chan tenure.Lea
 	defer c.wg.Done()
 	defer close(out)
 	defer unsubscribe()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.ctx, cancel) // Close ends every watch
-	defer stop()
+	ctx, end := c.watcherContext(ctx)
+	defer end()
 
 	timer := time.NewTimer(c.nextRead(last))
 	defer timer.Stop()
