@@ -17,6 +17,15 @@ func members(n int) []string {
 	return out
 }
 
+// randomMembers returns n member IDs with random instances.
+func randomMembers(rng *rand.Rand, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("node-%d#%08x", rng.IntN(1000), rng.Uint32())
+	}
+	return out
+}
+
 func loads(a map[string]string) map[string]int {
 	out := map[string]int{}
 	for _, m := range a {
@@ -35,19 +44,26 @@ func moved(a, b map[string]string) int {
 	return n
 }
 
+// checkBalanced fails unless a assigns all p partitions to ms with every
+// member owning ⌊P/N⌋ or ⌈P/N⌉.
+func checkBalanced(t *testing.T, what string, a map[string]string, p int, ms []string) {
+	t.Helper()
+	if len(a) != p {
+		t.Fatalf("%s: %d partitions assigned; want %d", what, len(a), p)
+	}
+	l := loads(a)
+	for _, m := range ms {
+		if l[m] < p/len(ms) || l[m] > (p+len(ms)-1)/len(ms) {
+			t.Errorf("%s: member %s owns %d partitions; want ⌊P/N⌋ = %d to ⌈P/N⌉ = %d", what, m, l[m], p/len(ms), (p+len(ms)-1)/len(ms))
+		}
+	}
+}
+
 func TestAssignBalance(t *testing.T) {
 	for _, tc := range []struct{ p, n int }{{1, 1}, {1, 3}, {7, 3}, {64, 5}, {100, 10}, {1000, 7}, {10000, 10}} {
 		t.Run(fmt.Sprintf("P=%d,N=%d", tc.p, tc.n), func(t *testing.T) {
-			a := partition.Assign(partition.Names(tc.p), members(tc.n))
-			if len(a) != tc.p {
-				t.Fatalf("Assign() assigned %d partitions; want %d", len(a), tc.p)
-			}
-			limit := (tc.p + tc.n - 1) / tc.n
-			for m, l := range loads(a) {
-				if l > limit {
-					t.Errorf("member %s owns %d partitions; want ≤ ⌈P/N⌉ = %d", m, l, limit)
-				}
-			}
+			ms := members(tc.n)
+			checkBalanced(t, "Assign()", partition.Assign(partition.Names(tc.p), ms), tc.p, ms)
 		})
 	}
 }
@@ -62,27 +78,93 @@ func TestAssignDeterministic(t *testing.T) {
 		if got := partition.Assign(names, shuffled); !maps.Equal(got, want) {
 			t.Fatalf("Assign(members in order %v) differs from Assign(members in order %v) on %d partitions", shuffled, ms, moved(got, want))
 		}
+		// Owners that are not members are ignored; a settled map is kept.
+		owners := maps.Clone(want)
+		owners["0"] = "gone#1"
+		if got := partition.Rebalance(names, shuffled, owners); !maps.Equal(got, want) {
+			t.Fatalf("Rebalance(settled, members in order %v) moved %d partitions; want 0", shuffled, moved(want, got))
+		}
 	}
 }
 
-func TestAssignMovesLittle(t *testing.T) {
-	for _, tc := range []struct{ p, n int }{{100, 4}, {1000, 10}, {10000, 10}} {
-		t.Run(fmt.Sprintf("P=%d,N=%d", tc.p, tc.n), func(t *testing.T) {
-			names, ms := partition.Names(tc.p), members(tc.n+1)
-			before := partition.Assign(names, ms[:tc.n])
-			after := partition.Assign(names, ms)
-			limit := 1.1 * float64(tc.p) / float64(tc.n)
-			if got := moved(before, after); float64(got) > limit {
-				t.Errorf("a join moved %d partitions; want ≤ 1.1·P/N = %.0f", got, limit)
+// TestRebalanceMovesLittle is a property test over many P and N: from a
+// settled assignment, a join moves at most 1.1·P/N partitions and a leave
+// only about the leaver's (both at most 1.1·P/N, +1 for rounding where P/N
+// is small), in one round
+// (the result is settled: a fixed point), balanced within ⌊P/N⌋..⌈P/N⌉.
+func TestRebalanceMovesLittle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	sizes := []int{2, 7, 16, 30, 64, 100, 100, 101, 333, 1000, 4096}
+	for i := range 300 {
+		p := sizes[i%len(sizes)]
+		if i == 0 {
+			p = 10000
+		}
+		n := 1 + rng.IntN(min(p, 16))
+		names, ms := partition.Names(p), randomMembers(rng, n+1)
+		before := partition.Assign(names, ms[:n])
+		after := partition.Rebalance(names, ms, before)
+		checkBalanced(t, fmt.Sprintf("P=%d, N=%d+1", p, n), after, p, ms)
+		if again := partition.Rebalance(names, ms, after); !maps.Equal(again, after) {
+			t.Fatalf("P=%d, N=%d: Rebalance of a settled assignment moved %d partitions; want 0", p, n+1, moved(after, again))
+		}
+		// +1: the newcomer may be one of the P mod N members whose quota is
+		// ⌈P/N⌉; that matters only where P/N is small.
+		if got, limit := moved(before, after), 1.1*float64(p)/float64(n)+1; float64(got) > limit {
+			t.Errorf("P=%d, N=%d: a join moved %d partitions; want ≤ 1.1·P/N + 1 = %.1f", p, n, got, limit)
+		}
+		if got, limit := moved(before, after), 1.1*float64(p)/float64(n); p >= 10*n && float64(got) > limit {
+			t.Errorf("P=%d, N=%d: a join moved %d partitions; want ≤ 1.1·P/N = %.1f", p, n, got, limit)
+		}
+		k := rng.IntN(n + 1)
+		without := append(append([]string(nil), ms[:k]...), ms[k+1:]...)
+		left := partition.Rebalance(names, without, after)
+		if n > 0 {
+			checkBalanced(t, fmt.Sprintf("P=%d, N=%d−1", p, n+1), left, p, without)
+		}
+		got, limit := moved(after, left), 1.1*float64(p)/float64(n+1)+1
+		if float64(got) > limit {
+			t.Errorf("P=%d, N=%d: the leave of %s moved %d partitions; want ≤ 1.1·P/N + 1 = %.1f", p, n+1, ms[k], got, limit)
+		}
+		if own := loads(after)[ms[k]]; p >= (n+1)*n && got != own {
+			t.Errorf("P=%d, N=%d: the leave of %s moved %d partitions; want only its own %d", p, n+1, ms[k], got, own)
+		}
+	}
+}
+
+// TestRebalanceAgreesDuringHandOver checks that members reading the table
+// at any moment of a hand-over compute the same target: with any subset of
+// the moves done (a moved partition still with its old owner, free, or
+// claimed by its new one), Rebalance gives the target again.
+func TestRebalanceAgreesDuringHandOver(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 100 {
+		p := []int{16, 100, 1000}[i%3]
+		n := 2 + rng.IntN(10)
+		names, ms := partition.Names(p), randomMembers(rng, n+1)
+		before := partition.Assign(names, ms[:n])
+		change := ms
+		if i%2 == 1 { // a leave instead of a join
+			before, change = partition.Assign(names, ms), ms[1:]
+		}
+		target := partition.Rebalance(names, change, before)
+		for range 5 {
+			mid := maps.Clone(before)
+			for name, owner := range target {
+				if before[name] == owner {
+					continue
+				}
+				switch rng.IntN(3) {
+				case 0: // not yet released
+				case 1:
+					delete(mid, name)
+				case 2:
+					mid[name] = owner
+				}
 			}
-			if got := moved(after, before); float64(got) > limit {
-				t.Errorf("a leave moved %d partitions; want ≤ 1.1·P/N = %.0f", got, limit)
+			if got := partition.Rebalance(names, change, mid); !maps.Equal(got, target) {
+				t.Fatalf("P=%d, N=%d, round %d: Rebalance mid-hand-over differs from the target on %d partitions", p, n, i, moved(got, target))
 			}
-			// A leave of a member in the middle of the sorted list.
-			without := append(append([]string(nil), ms[:tc.n/2]...), ms[tc.n/2+1:]...)
-			if got := moved(after, partition.Assign(names, without)); float64(got) > limit {
-				t.Errorf("leave of %s moved %d partitions; want ≤ %.0f", ms[tc.n/2], got, limit)
-			}
-		})
+		}
 	}
 }

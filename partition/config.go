@@ -27,7 +27,9 @@ type Config struct {
 	Names []string
 
 	// SyncInterval is how often the member reads the group's membership and
-	// retries claims it could not make. Zero means min(RetryPeriod, 100ms).
+	// retries claims it could not make; a coordinator that is a
+	// MembersWatcher also wakes it at once on a join or leave. Zero means
+	// min(RetryPeriod, 100ms).
 	SyncInterval time.Duration
 
 	// Debounce is how long a change of membership must have been seen

@@ -5,10 +5,17 @@
 //
 // # Assignment
 //
-// Every member reads the group's membership from the coordinator and
-// computes the same assignment (Assign): rendezvous hashing capped at
-// ⌈P/N⌉ partitions per member, so that a join or a leave moves about P/N
-// partitions, in one round. A member claims the free partitions the latest
+// Every member reads the group's membership and partition table from the
+// coordinator and computes the same assignment (Rebalance): each member
+// keeps what it owns up to its quota (⌊P/N⌋ or ⌈P/N⌉), and the rest go by
+// rendezvous hashing capped at the quotas, so that a join moves only the
+// newcomer's share (about P/(N+1)) and a leave only the leaver's
+// partitions, in one round; the result is a fixed point, and so is every
+// state on the way to it, so members that read the table at different
+// moments of a hand-over agree (they also compute it again every renewal
+// interval). Members learn of joins and leaves at once from a coordinator
+// that is a MembersWatcher (etcd, PostgreSQL), otherwise within
+// Config.SyncInterval. A member claims the free partitions the latest
 // membership gives it at once (an orphan of an expired member, or one a
 // leaving member released), but hands a partition over only when the
 // membership has been stable for Config.Debounce and both the settled and

@@ -77,7 +77,34 @@ func ExampleAssign() {
 	}
 	fmt.Println(len(a), "partitions; node-a", load["node-a#1"], "node-b", load["node-b#1"], "node-c", load["node-c#1"])
 	// Output:
-	// 7 partitions; node-a 2 node-b 3 node-c 2
+	// 7 partitions; node-a 3 node-b 2 node-c 2
+}
+
+// Rebalance keeps what members own within their quota, so a join moves
+// only the newcomer's share and a leave only the leaver's partitions.
+func ExampleRebalance() {
+	names := partition.Names(100)
+	three := []string{"node-a#1", "node-b#1", "node-c#1"}
+	before := partition.Assign(names, three)
+	joined := partition.Rebalance(names, append(three, "node-d#1"), before)
+	left := partition.Rebalance(names, []string{"node-b#1", "node-c#1", "node-d#1"}, joined)
+	count := func(a, b map[string]string) (n int) {
+		for k := range a {
+			if a[k] != b[k] {
+				n++
+			}
+		}
+		return n
+	}
+	load := map[string]int{}
+	for _, m := range joined {
+		load[m]++
+	}
+	fmt.Println("join moved", count(before, joined), "to node-d, which owns", load["node-d#1"])
+	fmt.Println("node-a owned", load["node-a#1"], "and its leave moved", count(joined, left))
+	// Output:
+	// join moved 25 to node-d, which owns 25
+	// node-a owned 25 and its leave moved 25
 }
 
 // ReadTable is what `tenure status` shows for a group: each partition's

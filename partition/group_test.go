@@ -1,9 +1,14 @@
 package partition_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/memory"
 )
 
 func TestGroupBalancesAndHandsOver(t *testing.T) {
@@ -72,4 +77,62 @@ func moves(before, after map[string]string) int {
 		}
 	}
 	return n
+}
+
+// TestGroupLeaveRightAfterAJoin: a planned leave just after a join's
+// hand-over moves only the leaver's partitions, and at once: members must
+// not act on a view of the table taken while the join's hand-over was under
+// way (that would cost a renewal interval of disagreement).
+func TestGroupLeaveRightAfterAJoin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 40)
+		defer c.close()
+		for _, n := range []string{"a", "b", "c"} {
+			c.start(n)
+		}
+		c.await("3 members settle", 5*time.Second, c.settled)
+		c.start("d")
+		c.await("d gets its share", 5*time.Second, func() bool {
+			return c.settled() && len(c.nodes["d"].g.Snapshot().Owned) == 10
+		})
+		before := c.owners()
+		own := len(c.nodes["a"].g.Snapshot().Owned)
+		c.stop("a")
+		took := c.await("a's partitions re-owned after it left", 5*time.Second, c.settled)
+		// The members poll every 100ms here (the memory coordinator does not
+		// watch); a stale view would wait for the next read of the table, a
+		// renewal interval (1s) away.
+		if limit := 500 * time.Millisecond; took > limit {
+			t.Errorf("hand-over after a planned leave took %s; want ≤ %s", took, limit)
+		}
+		if got := moves(before, c.owners()); got != own {
+			t.Errorf("a leave moved %d partitions; want only the leaver's %d", got, own)
+		}
+		c.check()
+	})
+}
+
+// noTable is a coordinator whose partition table cannot be read (every read
+// times out, say).
+type noTable struct{ *memory.Coordinator }
+
+func (noTable) GroupPartitions(context.Context, string) ([]tenure.Grant, error) {
+	return nil, errors.New("partition table unreadable")
+}
+
+// TestGroupMemberThatCannotReadTheTable: a member whose reads of the
+// partition table fail still settles on the assignment it computes from
+// the membership, and claims its share.
+func TestGroupMemberThatCannotReadTheTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 20)
+		defer c.close()
+		c.wrap = map[string]tenure.Coordinator{"a": noTable{c.coord}}
+		c.start("a")
+		c.start("b")
+		c.await("a and b settle", 5*time.Second, func() bool {
+			return c.settled() && len(c.nodes["a"].g.Snapshot().Owned) == 10
+		})
+		c.check()
+	})
 }

@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"syscall"
 	"time"
@@ -70,21 +71,19 @@ func (m *measurer) owners() (map[string]string, int) {
 	return out, most
 }
 
-// settle waits until every partition runs on the member the assignment
-// gives it, polling every 10ms.
+// settle waits until every partition runs and the runs are settled: the
+// assignment members compute from them (Rebalance) moves nothing. It polls
+// every 10ms.
 func (m *measurer) settle(ctx context.Context, what string) (map[string]string, int, error) {
 	limit := (m.cfg.Partitions + len(m.nodes) - 1) / len(m.nodes)
 	var ids []string
-	names := make(map[string]string) // member ID → name
-	for name, n := range m.nodes {
+	for _, n := range m.nodes {
 		ids = append(ids, n.g.Identity())
-		names[n.g.Identity()] = name
 	}
-	want := Assign(m.pcfg.PartitionNames(), ids)
 	deadline := time.Now().Add(3*m.cfg.TTL + 30*time.Second)
 	for {
 		own, most := m.owners()
-		if len(own) == m.cfg.Partitions && m.matches(own, want, names) {
+		if len(own) == m.cfg.Partitions && m.isSettled(own, ids) {
 			return own, most, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -213,12 +212,14 @@ func (m *measurer) crash(ctx context.Context, res *Measured) error {
 	return nil
 }
 
-// matches reports whether every partition runs where want puts it.
-func (m *measurer) matches(own, want, names map[string]string) bool {
-	for name, id := range want {
-		if own[tenure.PartitionKey(m.pcfg.Key, name)] != names[id] {
-			return false
+// isSettled reports whether own (partition key → member name) is a fixed
+// point of Rebalance over the members ids.
+func (m *measurer) isSettled(own map[string]string, ids []string) bool {
+	owners := make(map[string]string, len(own))
+	for _, n := range m.pcfg.PartitionNames() {
+		if name, ok := own[tenure.PartitionKey(m.pcfg.Key, n)]; ok {
+			owners[n] = m.nodes[name].g.Identity()
 		}
 	}
-	return true
+	return maps.Equal(Rebalance(m.pcfg.PartitionNames(), ids, owners), owners)
 }

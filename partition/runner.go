@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/tenure-dev/tenure"
@@ -37,8 +36,11 @@ type runner struct {
 
 	latest, effective []string // member IDs: as last read; debounced
 	changedAt         time.Time
-	target, settled   map[string]string // Assign over latest, effective
+	target, settled   map[string]string // Rebalance over latest, effective
 	mine              []string          // names target gives this member
+	nextRead          time.Time         // when to read the table again
+	watch             <-chan struct{}   // membership changes; nil: poll only
+	nextWatch         time.Time         // when to try watching again
 
 	reconcile bool // a claim's outcome is unknown: look for orphans
 	owned     map[string]*owned
@@ -62,6 +64,8 @@ func newRunner(ctx context.Context, g *Group, fn Func) *runner {
 func (r *runner) run() error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	wctx, stopWatch := context.WithCancel(r.ctx)
+	defer stopWatch()
 	for {
 		select {
 		case <-r.ctx.Done():
@@ -69,7 +73,12 @@ func (r *runner) run() error {
 			return r.ctx.Err()
 		case <-timer.C:
 		case <-r.wake:
+		case _, ok := <-r.watch:
+			if !ok {
+				r.watch = nil
+			}
 		}
+		r.watchMembers(wctx)
 		if err := r.step(); err != nil {
 			r.leave()
 			return err
@@ -190,39 +199,4 @@ func (r *runner) lost(err error) {
 	}
 	clear(r.unsent)
 	r.joined = false
-}
-
-// readMembers reads the membership and debounces changes to it.
-func (r *runner) readMembers() {
-	var ms []tenure.Member
-	err := r.call(func(ctx context.Context) (err error) {
-		ms, err = r.g.c.GroupMembers(ctx, r.cfg.Key)
-		return err
-	})
-	if err != nil {
-		r.g.log.Warn("reading members failed", "err", err)
-		return
-	}
-	ids := make([]string, len(ms))
-	for i, m := range ms {
-		ids[i] = m.ID
-	}
-	now := time.Now()
-	if r.target == nil || !slices.Equal(ids, r.latest) {
-		r.latest, r.changedAt = ids, now
-		r.target = Assign(r.g.names, ids)
-		r.mine = r.mine[:0]
-		for _, n := range r.g.names {
-			if r.target[n] == r.g.id {
-				r.mine = append(r.mine, n)
-			}
-		}
-	}
-	// The first view settles too, so that members started together see
-	// each other before claiming, instead of the first claiming everything.
-	first := r.settled == nil
-	if (first || !slices.Equal(r.latest, r.effective)) && now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce() {
-		r.effective, r.settled = r.latest, r.target
-		r.g.log.Info("membership settled", "members", len(r.effective))
-	}
 }

@@ -17,7 +17,8 @@ var _ tenure.GroupCoordinator = (*Coordinator)(nil)
 
 // JoinGroup inserts a membership row for id with a new epoch and a lease of
 // ttl from now on the database's clock, creating the group tables first if
-// they do not exist. See tenure.GroupCoordinator.
+// they do not exist, and notifies members' watchers (WatchMembers). See
+// tenure.GroupCoordinator.
 func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
 	op := fmt.Sprintf("postgres: join group %q as %q", group, id)
 	if err := validateJoin(group, id, ttl); err != nil {
@@ -35,8 +36,9 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 	}
 	us, granted := micros(ttl)
 	var epoch int64
-	err = c.pool.QueryRow(ctx, `INSERT INTO `+t.members+` (grp, member, ttl_us, expires_at)
-VALUES ($1, $2, $3::bigint, CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond') RETURNING epoch`, group, id, us).Scan(&epoch)
+	err = c.pool.QueryRow(ctx, `WITH joined AS (INSERT INTO `+t.members+` (grp, member, ttl_us, expires_at)
+VALUES ($1, $2, $3::bigint, CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond') RETURNING epoch)
+SELECT epoch, pg_notify($4, $5)::text FROM joined`, group, id, us, c.o.channel, membersTopic(group)).Scan(&epoch, nil)
 	if err != nil {
 		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
@@ -95,14 +97,16 @@ RETURNING ttl_us`, int64(m.Epoch), m.ID).Scan(&us)
 	return m, nil
 }
 
-// LeaveGroup deletes m's row: every partition it owned is free at once.
+// LeaveGroup deletes m's row: every partition it owned is free at once. It
+// notifies members' watchers (WatchMembers).
 func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
 	op := fmt.Sprintf("postgres: leave %s", m)
 	t, err := c.beginGroup(op, m)
 	if err != nil {
 		return err
 	}
-	if _, err := c.pool.Exec(ctx, `DELETE FROM `+t.members+` WHERE epoch = $1 AND member = $2`, int64(m.Epoch), m.ID); err != nil && !isUndefinedTable(err) {
+	if _, err := c.pool.Exec(ctx, `WITH gone AS (DELETE FROM `+t.members+` WHERE epoch = $1 AND member = $2 RETURNING grp)
+SELECT pg_notify($3, $4) FROM gone`, int64(m.Epoch), m.ID, c.o.channel, membersTopic(m.Group)); err != nil && !isUndefinedTable(err) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil

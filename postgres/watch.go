@@ -141,19 +141,10 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 	if err := tenure.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, tenure.ErrClosed
+	l, err := c.startWatcher()
+	if err != nil {
+		return nil, err
 	}
-	if c.listener == nil {
-		c.listener = &listener{subs: map[string]map[chan struct{}]struct{}{}}
-		c.wg.Add(1)
-		go c.runListener(c.ctx, c.listener)
-	}
-	l := c.listener
-	c.wg.Add(1) // for the watcher, so that Close waits for it
-	c.mu.Unlock()
 
 	poke := make(chan struct{}, 1)
 	unsubscribe := l.subscribe(key, poke) // before the first read: miss nothing
@@ -169,6 +160,32 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 	out <- first.ev
 	go c.watch(ctx, key, out, poke, unsubscribe, first)
 	return out, nil
+}
+
+// startWatcher starts the listener if it is not running and counts one
+// more watcher in c.wg, so that Close waits for it: the watcher calls
+// c.wg.Done when it ends.
+func (c *Coordinator) startWatcher() (*listener, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, tenure.ErrClosed
+	}
+	if c.listener == nil {
+		c.listener = &listener{subs: map[string]map[chan struct{}]struct{}{}}
+		c.wg.Add(1)
+		go c.runListener(c.ctx, c.listener)
+	}
+	c.wg.Add(1)
+	return c.listener, nil
+}
+
+// watcherContext returns a context for a watcher's goroutine: ctx, ended
+// by Close too. The goroutine calls end when it returns.
+func (c *Coordinator) watcherContext(ctx context.Context) (wctx context.Context, end func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.ctx, cancel) // Close ends every watch
+	return wctx, func() { stop(); cancel() }
 }
 
 // observation is one read of a key by a watcher.
@@ -208,10 +225,8 @@ func (c *Coordinator) watch(ctx context.Context, key string, out chan tenure.Lea
 	defer c.wg.Done()
 	defer close(out)
 	defer unsubscribe()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(c.ctx, cancel) // Close ends every watch
-	defer stop()
+	ctx, end := c.watcherContext(ctx)
+	defer end()
 
 	timer := time.NewTimer(c.nextRead(last))
 	defer timer.Stop()

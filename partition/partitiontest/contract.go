@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // Factory returns a new coordinator on the backend under test, as a new
@@ -33,7 +34,8 @@ func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl }
 // loaded machine. Default 5s.
 func WithSlack(d time.Duration) Option { return func(o *options) { o.slack = d } }
 
-// Run runs every check, each in its own subtest with fresh coordinators.
+// Run runs every check, each in its own subtest with fresh coordinators;
+// WatchMembers only for a coordinator that is a partition.MembersWatcher.
 func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	o := options{ttl: 2 * time.Second, slack: 5 * time.Second}
 	for _, opt := range opts {
@@ -45,6 +47,12 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("Balance", s.balance)
 	t.Run("PlannedLeave", s.plannedLeave)
 	t.Run("Crash", s.crash)
+	probe := newCoordinator(t)
+	_, watches := probe.(partition.MembersWatcher)
+	_ = probe.Close()
+	if watches {
+		t.Run("WatchMembers", s.watchMembers)
+	}
 }
 
 type suite struct {
