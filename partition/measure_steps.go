@@ -161,27 +161,56 @@ func (m *measurer) join(ctx context.Context, res *Measured) error {
 
 // handover measures how long after at the partitions owned by name in
 // before began a new term elsewhere, and counts tokens that did not grow.
-func (m *measurer) handover(before map[string]string, name string, at time.Time) (p99, most time.Duration, stale int) {
+// A claim shows in a member's snapshot a moment before its term's function
+// records the run, so it waits (up to the settle limit) until every one of
+// those partitions has a run that began after at.
+func (m *measurer) handover(ctx context.Context, before map[string]string, name string, at time.Time) (p99, most time.Duration, stale int, err error) {
+	deadline := time.Now().Add(3*m.cfg.TTL + 30*time.Second)
+	for {
+		lat, stale, missing := m.handoverRuns(before, name, at)
+		if missing == 0 {
+			slices.Sort(lat)
+			if len(lat) == 0 {
+				return 0, 0, stale, nil
+			}
+			return lat[(len(lat)*99+99)/100-1], lat[len(lat)-1], stale, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return 0, 0, stale, fmt.Errorf("partition: measure: %d partitions of %s ran nowhere else by %s", missing, name, deadline.Format(time.TimeOnly))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// handoverRuns returns, for the partitions owned by name in before, how long
+// after at each first ran again, how many did so without a greater token
+// than their last run before at, and how many have not run again yet.
+func (m *measurer) handoverRuns(before map[string]string, name string, at time.Time) (lat []time.Duration, stale, missing int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var lat []time.Duration
 	for key, owner := range before {
 		if owner != name {
 			continue
 		}
-		rs := m.runs[key]
-		last := rs[len(rs)-1]
-		prev := rs[len(rs)-2]
-		if last.token <= prev.token {
+		var prev, next *run
+		for i := range m.runs[key] {
+			r := &m.runs[key][i]
+			if !r.at.After(at) {
+				prev = r
+			} else if next == nil {
+				next = r
+			}
+		}
+		if next == nil {
+			missing++
+			continue
+		}
+		if prev != nil && next.token <= prev.token {
 			stale++
 		}
-		lat = append(lat, last.at.Sub(at))
+		lat = append(lat, next.at.Sub(at))
 	}
-	slices.Sort(lat)
-	if len(lat) == 0 {
-		return 0, 0, stale
-	}
-	return lat[(len(lat)*99+99)/100-1], lat[len(lat)-1], stale
+	return lat, stale, missing
 }
 
 func (m *measurer) leave(ctx context.Context, res *Measured) error {
@@ -194,9 +223,9 @@ func (m *measurer) leave(ctx context.Context, res *Measured) error {
 	}
 	res.LeaveMoves = moved(before, after)
 	var stale int
-	res.LeaveP99, res.LeaveMax, stale = m.handover(before, "member-00", at)
+	res.LeaveP99, res.LeaveMax, stale, err = m.handover(ctx, before, "member-00", at)
 	res.StaleTokens += stale
-	return nil
+	return err
 }
 
 func (m *measurer) crash(ctx context.Context, res *Measured) error {
@@ -207,9 +236,10 @@ func (m *measurer) crash(ctx context.Context, res *Measured) error {
 		return err
 	}
 	var stale int
-	res.CrashP99, res.CrashMax, stale = m.handover(before, "member-01", at)
+	var err error
+	res.CrashP99, res.CrashMax, stale, err = m.handover(ctx, before, "member-01", at)
 	res.StaleTokens += stale
-	return nil
+	return err
 }
 
 // isSettled reports whether own (partition key → member name) is a fixed
