@@ -97,6 +97,14 @@ func TestPartitionedViolations(t *testing.T) {
 			h.member(0, "n0.1", 3, 3000, 6000)
 			h.pterm(0, "2", "n0.1", 1, 1, 0, 3500).pwrite(0, "2", "n0.1", 1, "overrun", 3300, true)
 		}, "partition 2: 3.301s: write overrun"},
+		{"lease overrun after a hand-over", func(r *Report) *Check { return &r.LeaseOverrun }, func(h *hist) {
+			// n1.1 hands partition 2 over at 1000 while its membership
+			// (epoch 2) goes on renewing until 6000: the renewals sent
+			// after the hand-over do not extend the partition's lease,
+			// which ends at 600 + TTL·(1−drift) = 2580.
+			h.Options.Partitions = 3
+			h.pterm(1, "2", "n1.1", 2, 1, 0, 1000).pwrite(1, "2", "n1.1", 1, "late", 3500, true)
+		}, "partition 2: 3.501s: write late (token 1, sent 3.500s) landed 921ms after its lease could have expired (2.580s)"},
 	})
 }
 

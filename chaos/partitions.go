@@ -40,8 +40,10 @@ type PartitionFigures struct {
 // judges one partition as it judges one key: the partition's term and
 // write events, its resource's decisions and reads, the run's faults, and
 // for each term, the lease events of the membership it was claimed under
-// (join and renewals), as acquires and renewals of that term: a partition
-// lives exactly as long as its owner's membership.
+// (join and renewals) sent before the term ended, as acquires and renewals
+// of that term: a partition lives as long as its owner's membership, but
+// a renewal of the membership sent after the partition was handed over
+// extends nothing of it.
 func PartitionHistory(h *History, name string) *History {
 	out := &History{Options: h.Options, Origin: h.Origin, Finish: h.Finish, Faults: h.Faults, Kills: h.Kills, Pauses: h.Pauses}
 	out.Options.Partitions = 0
@@ -49,18 +51,30 @@ func PartitionHistory(h *History, name string) *History {
 		holder string
 		epoch  uint64
 	}
+	type term struct {
+		holder string
+		token  uint64
+	}
 	leases := map[membership][]Event{}
+	ends := map[term]int64{} // when each term of the partition ended
 	for _, ev := range h.Events {
 		if (ev.Kind == KindJoin || ev.Kind == KindRenewMember) && ev.OK {
 			m := membership{ev.Holder, ev.Epoch}
 			leases[m] = append(leases[m], ev)
+		}
+		if ev.Kind == KindEnd && ev.Partition == name {
+			ends[term{ev.Holder, ev.Token}] = ev.At
 		}
 	}
 	for _, ev := range h.Events {
 		switch {
 		case ev.Partition != name:
 		case ev.Kind == KindClaim:
+			end, ended := ends[term{ev.Holder, ev.Token}]
 			for _, l := range leases[membership{ev.Holder, ev.Epoch}] {
+				if ended && l.Sent > end {
+					continue
+				}
 				l.Kind, l.Token, l.Partition = KindRenew, ev.Token, name
 				out.Events = append(out.Events, l)
 			}

@@ -164,10 +164,12 @@ func (m *measurer) join(ctx context.Context, res *Measured) error {
 // A claim shows in a member's snapshot a moment before its term's function
 // records the run, so it waits (up to the settle limit) until every one of
 // those partitions has a run that began after at.
-func (m *measurer) handover(ctx context.Context, before map[string]string, name string, at time.Time) (p99, most time.Duration, stale int, err error) {
+// leaver is the departed member's identity: a run of its own that its
+// snapshot showed a moment before at is not a hand-over.
+func (m *measurer) handover(ctx context.Context, before map[string]string, name, leaver string, at time.Time) (p99, most time.Duration, stale int, err error) {
 	deadline := time.Now().Add(3*m.cfg.TTL + 30*time.Second)
 	for {
-		lat, stale, missing := m.handoverRuns(before, name, at)
+		lat, stale, missing := m.handoverRuns(before, name, leaver, at)
 		if missing == 0 {
 			slices.Sort(lat)
 			if len(lat) == 0 {
@@ -185,7 +187,7 @@ func (m *measurer) handover(ctx context.Context, before map[string]string, name 
 // handoverRuns returns, for the partitions owned by name in before, how long
 // after at each first ran again, how many did so without a greater token
 // than their last run before at, and how many have not run again yet.
-func (m *measurer) handoverRuns(before map[string]string, name string, at time.Time) (lat []time.Duration, stale, missing int) {
+func (m *measurer) handoverRuns(before map[string]string, name, leaver string, at time.Time) (lat []time.Duration, stale, missing int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for key, owner := range before {
@@ -195,9 +197,13 @@ func (m *measurer) handoverRuns(before map[string]string, name string, at time.T
 		var prev, next *run
 		for i := range m.runs[key] {
 			r := &m.runs[key][i]
-			if !r.at.After(at) {
-				prev = r
-			} else if next == nil {
+			if !r.at.After(at) || r.member == leaver {
+				if r.member == leaver {
+					prev = r
+				}
+				continue
+			}
+			if next == nil {
 				next = r
 			}
 		}
@@ -215,6 +221,7 @@ func (m *measurer) handoverRuns(before map[string]string, name string, at time.T
 
 func (m *measurer) leave(ctx context.Context, res *Measured) error {
 	before, _ := m.owners()
+	leaver := m.nodes["member-00"].g.Identity()
 	at := time.Now()
 	m.stop("member-00", false)
 	after, _, err := m.settle(ctx, "planned leave")
@@ -223,13 +230,14 @@ func (m *measurer) leave(ctx context.Context, res *Measured) error {
 	}
 	res.LeaveMoves = moved(before, after)
 	var stale int
-	res.LeaveP99, res.LeaveMax, stale, err = m.handover(ctx, before, "member-00", at)
+	res.LeaveP99, res.LeaveMax, stale, err = m.handover(ctx, before, "member-00", leaver, at)
 	res.StaleTokens += stale
 	return err
 }
 
 func (m *measurer) crash(ctx context.Context, res *Measured) error {
 	before, _ := m.owners()
+	leaver := m.nodes["member-01"].g.Identity()
 	at := time.Now()
 	m.stop("member-01", true)
 	if _, _, err := m.settle(ctx, "crash"); err != nil {
@@ -237,7 +245,7 @@ func (m *measurer) crash(ctx context.Context, res *Measured) error {
 	}
 	var stale int
 	var err error
-	res.CrashP99, res.CrashMax, stale, err = m.handover(ctx, before, "member-01", at)
+	res.CrashP99, res.CrashMax, stale, err = m.handover(ctx, before, "member-01", leaver, at)
 	res.StaleTokens += stale
 	return err
 }

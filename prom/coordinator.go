@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // Operations counted in tenure_coordinator_errors_total{op}.
@@ -27,14 +28,20 @@ const (
 // tenure.BatchRenewer. When c is not a Watcher or a Lister, Watch and List
 // fail (an Elector then polls); when c is not a BatchRenewer, RenewBatch
 // renews one grant at a time. When c is a tenure.GroupCoordinator, so is
-// the result, and the failed calls of partition groups are counted too
+// the result (and a partition.MembersWatcher when c is one), and the failed
+// calls of partition groups are counted too
 // (under join_group, renew_member, leave_group, group_members,
-// claim_partitions, release_partitions and group_partitions), so a
+// claim_partitions, release_partitions, group_partitions and
+// watch_members), so a
 // partition.Group can run on it.
 func (m *Metrics) Instrument(c tenure.Coordinator) tenure.Coordinator {
 	i := &instrumented{c: c, m: m}
 	if gc, ok := c.(tenure.GroupCoordinator); ok {
-		return &instrumentedGroup{instrumented: i, gc: gc}
+		g := &instrumentedGroup{instrumented: i, gc: gc}
+		if w, ok := c.(partition.MembersWatcher); ok {
+			return &instrumentedWatchingGroup{instrumentedGroup: g, w: w}
+		}
+		return g
 	}
 	return i
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // Operations of partition groups counted in
@@ -17,6 +18,7 @@ const (
 	OpClaimPartitions   = "claim_partitions"
 	OpReleasePartitions = "release_partitions"
 	OpGroupPartitions   = "group_partitions"
+	OpWatchMembers      = "watch_members"
 )
 
 // instrumentedGroup is an instrumented coordinator that is also a
@@ -28,6 +30,22 @@ type instrumentedGroup struct {
 }
 
 var _ tenure.GroupCoordinator = (*instrumentedGroup)(nil)
+
+// instrumentedWatchingGroup is an instrumentedGroup whose coordinator also
+// tells members of joins and leaves at once: the wrapper must not hide
+// that, or groups on it would fall back to polling.
+type instrumentedWatchingGroup struct {
+	*instrumentedGroup
+	w partition.MembersWatcher
+}
+
+var _ partition.MembersWatcher = (*instrumentedWatchingGroup)(nil)
+
+// WatchMembers calls the coordinator's WatchMembers and counts its error.
+func (i *instrumentedWatchingGroup) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
+	ch, err := i.w.WatchMembers(ctx, group)
+	return ch, i.count(OpWatchMembers, err)
+}
 
 // JoinGroup calls the coordinator's JoinGroup and counts its error.
 func (i *instrumentedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {

@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/prom"
@@ -121,4 +124,33 @@ func opErrors(t *testing.T, reg prometheus.Gatherer, op string) float64 {
 		}
 	}
 	return 0
+}
+
+// Instrumenting a coordinator that tells members of joins and leaves at
+// once (etcd, PostgreSQL) keeps that: a group on the wrapper watches
+// instead of polling. The memory coordinator cannot, and the wrapper does
+// not pretend it can.
+func TestInstrumentKeepsMembersWatcher(t *testing.T) {
+	cl, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://127.0.0.1:1"}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ec, err := etcd.New(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ec.Close()
+	m, err := prom.New(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Instrument(ec).(partition.MembersWatcher); !ok {
+		t.Errorf("Instrument(etcd coordinator) is not a partition.MembersWatcher; want the watch kept")
+	}
+	mc := memory.New()
+	defer mc.Close()
+	if _, ok := m.Instrument(mc).(partition.MembersWatcher); ok {
+		t.Errorf("Instrument(memory coordinator) is a partition.MembersWatcher; want not")
+	}
 }
