@@ -75,6 +75,13 @@ func (g *partGroup) awaitOwned(t *testing.T, d time.Duration, want map[string]in
 	return st
 }
 
+// startSlack bounds how long every owned partition's command takes to
+// write once the table shows it owned: liveness, with the slack a loaded
+// 2-core machine needs to start eight race-instrumented guard, shell and
+// command processes, while terms that end at their deadlines there restart
+// some of them.
+const startSlack = 3 * slack
+
 // awaitRunning waits until every partition has an accepted write from the
 // holder st gives it, with st's token or a later one of the same holder (a
 // loaded machine may end a term at its deadline, and the partition is
@@ -128,7 +135,7 @@ func TestRunPartitions(t *testing.T) {
 	g := newPartGroup(t, []string{"--endpoints", etcdbin.Start(t)})
 	a, _ := g.member(t, "a"), g.member(t, "b")
 	st := g.awaitOwned(t, 10*time.Second+slack, map[string]int{"a": 4, "b": 4})
-	pids := g.awaitRunning(t, slack, st)
+	pids := g.awaitRunning(t, startSlack, st)
 
 	a.signal(t, syscall.SIGKILL)
 	killed := time.Now()
@@ -148,7 +155,7 @@ func TestRunPartitions(t *testing.T) {
 
 	c := g.member(t, "c")
 	st = g.awaitOwned(t, 2*e2eTTL+slack, map[string]int{"b": 4, "c": 4})
-	pids = g.awaitRunning(t, slack, st)
+	pids = g.awaitRunning(t, startSlack, st)
 
 	c.signal(t, syscall.SIGTERM)
 	if code := c.wait(t, e2eTTL+slack); code != exitSignalBase+int(syscall.SIGTERM) {
@@ -160,7 +167,7 @@ func TestRunPartitions(t *testing.T) {
 		}
 	}
 	st = g.awaitOwned(t, e2eTTL+slack, map[string]int{"b": groupParts})
-	g.awaitRunning(t, slack, st)
+	g.awaitRunning(t, startSlack, st)
 	g.checkOnceAtATime(t)
 
 	// Without --partitions, status finds the group: the table of what is owned.
@@ -177,7 +184,7 @@ func TestRunPartitionsPostgres(t *testing.T) {
 	g := newPartGroup(t, postgresCoord(t))
 	a, _ := g.member(t, "a"), g.member(t, "b")
 	st := g.awaitOwned(t, 10*time.Second+slack, map[string]int{"a": 4, "b": 4})
-	pids := g.awaitRunning(t, slack, st)
+	pids := g.awaitRunning(t, startSlack, st)
 	a.signal(t, syscall.SIGKILL)
 	for _, row := range st.Partitions {
 		if row.Holder == "a" {
@@ -190,7 +197,7 @@ func TestRunPartitionsPostgres(t *testing.T) {
 			t.Errorf("partition %d: token %d after a's crash; want > %d", row.Partition, now.Token, row.Token)
 		}
 	}
-	g.awaitRunning(t, slack, st2)
+	g.awaitRunning(t, startSlack, st2)
 	g.checkOnceAtATime(t)
 }
 
