@@ -134,11 +134,17 @@ func (s *Server) forwardErrors() {
 	}
 }
 
+// storageVersionFailed is the message of etcd's storage version monitor
+// when an update fails.
+const storageVersionFailed = "failed to update storage version"
+
 // shutdownFilter quiets etcd's logging once Close has begun: stopping its
 // servers makes etcd log errors that are side effects of the shutdown
 // ("setting up serving from embedded etcd failed": "http: Server closed",
 // "use of closed network connection"; a storage version update cut short).
-// The first kind is dropped; any other error is logged as a warning.
+// The first kind is dropped; any other error is logged as a warning. It
+// also makes a failed storage version update a warning at any time (see
+// Check).
 type shutdownFilter struct {
 	zapcore.Core
 	closing *atomic.Bool
@@ -149,6 +155,13 @@ func (f *shutdownFilter) With(fs []zapcore.Field) zapcore.Core {
 }
 
 func (f *shutdownFilter) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if e.Level == zapcore.ErrorLevel && e.Message == storageVersionFailed {
+		// etcd's storage version monitor runs as soon as the member is
+		// ready and logs this error when no raft term has been stored
+		// yet ("missing term information"), then retries: a race at
+		// start, not a fault, so it is a warning (not shown by default).
+		e.Level = zapcore.WarnLevel
+	}
 	if f.closing.Load() && e.Level == zapcore.ErrorLevel {
 		if e.Message == "setting up serving from embedded etcd failed." {
 			return ce
