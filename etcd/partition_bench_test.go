@@ -24,26 +24,17 @@ func BenchmarkPartitions(b *testing.B) {
 	c := startCluster(b, 1)
 	eps := c.endpoints()
 	for range b.N {
-		var small partition.Measured
-		for _, p := range []int{100, 10000} {
-			res, err := partition.Measure(context.Background(), partition.MeasureConfig{
-				Partitions: p, Members: 10, TTL: 10 * time.Second,
-				NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
-					return etcd.New(newClient(b, eps))
-				},
-				Writes: bench.EtcdWrites,
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ratio := 0.0
-			if p == 100 {
-				small = res
-			} else if small.WritesPerSecond > 0 {
-				ratio = res.WritesPerSecond / small.WritesPerSecond
-			}
-			b.Logf("embedded etcd, P=%d", p)
-			res.Report(os.Stdout, 10*time.Second, ratio)
+		res, err := partition.MeasureScaling(context.Background(), partition.MeasureConfig{
+			Partitions: 10000, Members: 10, TTL: 10 * time.Second,
+			NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
+				return etcd.New(newClient(b, eps))
+			},
+			Writes: bench.EtcdWrites,
+		}, 100, os.Stdout)
+		if err != nil {
+			b.Fatal(err)
 		}
+		b.Logf("embedded etcd, P=10000 beside P=100")
+		res.Report(os.Stdout, 10*time.Second, res.WritesRatio)
 	}
 }

@@ -120,6 +120,51 @@ func Measure(ctx context.Context, cfg MeasureConfig) (Measured, error) {
 	return res, m.crash(ctx, &res)
 }
 
+// Scaling is a Measure run beside a reference run with fewer partitions:
+// renewal cost must not grow with P.
+type Scaling struct {
+	Measured
+	// ReferencePartitions is P of the reference run; 0 when none ran.
+	ReferencePartitions int
+	// ReferenceWritesPerSecond is the reference run's steady-state writes.
+	ReferenceWritesPerSecond float64
+	// WritesRatio is WritesPerSecond / ReferenceWritesPerSecond: 0 when
+	// not measured.
+	WritesRatio float64
+}
+
+// MeasureScaling runs Measure with reference partitions (when reference is
+// positive and cfg.Writes is set), then with cfg, and returns the second
+// run's figures with the ratio of their steady-state writes. Progress, if
+// not nil, gets a line as each run begins.
+func MeasureScaling(ctx context.Context, cfg MeasureConfig, reference int, progress io.Writer) (Scaling, error) {
+	cfg = measureDefaults(cfg)
+	if progress == nil {
+		progress = io.Discard
+	}
+	var s Scaling
+	if reference > 0 && cfg.Writes != nil {
+		ref := cfg
+		ref.Partitions = reference
+		fmt.Fprintf(progress, "bench: reference run, P=%d, N=%d\n", ref.Partitions, ref.Members)
+		res, err := Measure(ctx, ref)
+		if err != nil {
+			return s, fmt.Errorf("reference P=%d: %w", reference, err)
+		}
+		s.ReferencePartitions, s.ReferenceWritesPerSecond = reference, res.WritesPerSecond
+	}
+	fmt.Fprintf(progress, "bench: P=%d, N=%d, TTL %s\n", cfg.Partitions, cfg.Members, cfg.TTL)
+	res, err := Measure(ctx, cfg)
+	s.Measured = res
+	if err != nil {
+		return s, err
+	}
+	if s.ReferenceWritesPerSecond > 0 && res.WritesPerSecond >= 0 {
+		s.WritesRatio = res.WritesPerSecond / s.ReferenceWritesPerSecond
+	}
+	return s, nil
+}
+
 func measureDefaults(cfg MeasureConfig) MeasureConfig {
 	if cfg.Group == "" {
 		cfg.Group = "bench/partitions"

@@ -23,26 +23,17 @@ import (
 func BenchmarkPartitions(b *testing.B) {
 	dsn := newDB(b)
 	for range b.N {
-		var small partition.Measured
-		for _, p := range []int{100, 10000} {
-			res, err := partition.Measure(context.Background(), partition.MeasureConfig{
-				Partitions: p, Members: 10, TTL: 10 * time.Second,
-				NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
-					return postgres.Open(ctx, dsn)
-				},
-				Writes: func(ctx context.Context) (int64, error) { return bench.PostgresGroupWrites(ctx, dsn) },
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ratio := 0.0
-			if p == 100 {
-				small = res
-			} else if small.WritesPerSecond > 0 {
-				ratio = res.WritesPerSecond / small.WritesPerSecond
-			}
-			b.Logf("PostgreSQL, P=%d", p)
-			res.Report(os.Stdout, 10*time.Second, ratio)
+		res, err := partition.MeasureScaling(context.Background(), partition.MeasureConfig{
+			Partitions: 10000, Members: 10, TTL: 10 * time.Second,
+			NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
+				return postgres.Open(ctx, dsn)
+			},
+			Writes: func(ctx context.Context) (int64, error) { return bench.PostgresGroupWrites(ctx, dsn) },
+		}, 100, os.Stdout)
+		if err != nil {
+			b.Fatal(err)
 		}
+		b.Logf("PostgreSQL, P=10000 beside P=100")
+		res.Report(os.Stdout, 10*time.Second, res.WritesRatio)
 	}
 }

@@ -95,21 +95,13 @@ func runBenchPartitions(cmd *cobra.Command, g *globalFlags, f *benchFlags, o *be
 	defer stop()
 	mc := o.measureConfig(g, t, !cmd.Flags().Changed("endpoints"))
 	rep := partitionsReport{Command: commandLine(cmd), Backend: t.Backend()}
-	if o.reference > 0 && mc.Writes != nil {
-		ref := mc
-		ref.Partitions = o.reference
-		fmt.Fprintf(t.Progress, "bench: reference run, P=%d, N=%d\n", ref.Partitions, ref.Members)
-		res, err := partition.Measure(cmd.Context(), ref)
-		if err != nil {
-			return fmt.Errorf("bench partitions (reference P=%d): %w", ref.Partitions, err)
-		}
-		rep.ReferencePartitions, rep.ReferenceWritesPS = o.reference, res.WritesPerSecond
-	}
-	fmt.Fprintf(t.Progress, "bench: P=%d, N=%d, TTL %s on %s\n", mc.Partitions, mc.Members, mc.TTL, t.Backend())
-	res, err := partition.Measure(cmd.Context(), mc)
+	fmt.Fprintf(t.Progress, "bench: on %s\n", t.Backend())
+	sc, err := partition.MeasureScaling(cmd.Context(), mc, o.reference, t.Progress)
 	if err != nil {
 		return fmt.Errorf("bench partitions: %w", err)
 	}
+	res := sc.Measured
+	rep.ReferencePartitions, rep.ReferenceWritesPS, rep.WritesRatio = sc.ReferencePartitions, sc.ReferenceWritesPerSecond, sc.WritesRatio
 	rep.fill(res, o.ttl)
 	if err := rep.write(cmd.OutOrStdout(), res, f.json); err != nil {
 		return err
@@ -164,9 +156,6 @@ func (r *partitionsReport) fill(m partition.Measured, ttl time.Duration) {
 	r.Partitions, r.Members, r.TTLMS = m.Partitions, m.Members, ttl.Milliseconds()
 	r.ColdStartMS, r.MaxOwned, r.Cap, r.Imbalance = m.ColdStart.Milliseconds(), m.MaxOwned, m.Cap, m.Imbalance
 	r.WritesPerSecond, r.CPUPerMember = m.WritesPerSecond, m.CPUPerMember
-	if r.ReferenceWritesPS > 0 && m.WritesPerSecond >= 0 {
-		r.WritesRatio = m.WritesPerSecond / r.ReferenceWritesPS
-	}
 	r.JoinMoves, r.LeaveMoves, r.StaleTokens = m.JoinMoves, m.LeaveMoves, m.StaleTokens
 	r.LeaveP99MS, r.LeaveMaxMS = ms(m.LeaveP99), ms(m.LeaveMax)
 	r.CrashP99MS, r.CrashMaxMS = ms(m.CrashP99), ms(m.CrashMax)
