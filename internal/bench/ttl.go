@@ -55,6 +55,10 @@ func (o *TTLOptions) defaults() error {
 	}
 	var errs []error
 	for _, ttl := range o.TTLs {
+		if ttl <= 0 {
+			errs = append(errs, fmt.Errorf("%w: --ttls %s: every TTL must be positive", ErrInvalidOptions, ttl))
+			continue
+		}
 		m := o.margin(ttl)
 		if cfg := (tenure.Config{MaxDrift: o.MaxDrift, Margin: m}); cfg.SafeLease(ttl) <= 0 {
 			errs = append(errs, fmt.Errorf("%w: --ttls %s is too short for --margin %s", ErrInvalidOptions, ttl, m))

@@ -102,6 +102,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "failover", "--ttl", "1500ms"}, "--ttl 1.5s"},
 		{[]string{"bench", "throughput", "--clients", "0"}, "--clients 0"},
 		{[]string{"bench", "ttl", "--ttls", "1s", "--margin", "2s"}, "--ttls 1s is too short for --margin 2s"},
+		{[]string{"bench", "ttl", "--ttls", "2s,0s"}, "--ttls 0s: every TTL must be positive"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
