@@ -85,7 +85,18 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Report, error) {
 	for r := range o.Rounds {
 		for _, n := range o.Clients {
 			for _, im := range impls {
-				cycles, el, err := runCycles(ctx, im, n, slice)
+				// Each implementation connects and warms up before its
+				// slice is timed, and disconnects after it: connecting (a
+				// backend or a lease per client) is not an operation, and
+				// only one implementation's connections are open at a time
+				// (50 clients of three would pass PostgreSQL's default
+				// limit of 100).
+				c, err := startClients(ctx, im, n)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %d clients: %w", im.name, n, err)
+				}
+				cycles, el, err := c.run(ctx, slice)
+				c.close()
 				if err != nil {
 					return nil, fmt.Errorf("%s, %d clients: %w", im.name, n, err)
 				}
@@ -137,27 +148,47 @@ func throughputNotes(o ThroughputOptions) []string {
 	return n
 }
 
-// runCycles runs n clients for d and counts their cycles.
-func runCycles(ctx context.Context, im *cycler, n int, d time.Duration) (int64, time.Duration, error) {
+// clients are n clients of one implementation, connected and warmed up.
+type clients struct {
+	im    *cycler
+	n     int
+	cycle func(ctx context.Context, i int) error
+	close func()
+}
+
+// startClients sets up n clients of im and warms them up: every client runs
+// one cycle, all at once, so that each has its connection (or lease) before
+// the timing begins.
+func startClients(ctx context.Context, im *cycler, n int) (*clients, error) {
 	cycle, done, err := im.setup(ctx, n)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	defer done()
-	for i := range n { // warm up: connections, rows, leases
-		if err := cycle(ctx, i); err != nil {
-			return 0, 0, err
-		}
+	c := &clients{im: im, n: n, cycle: cycle, close: done}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = cycle(ctx, i) })
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		done()
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	return c, nil
+}
+
+// run runs the clients for d and counts their cycles.
+func (c *clients) run(ctx context.Context, d time.Duration) (int64, time.Duration, error) {
 	var count atomic.Int64
 	var wg sync.WaitGroup
-	errs := make([]error, n)
+	errs := make([]error, c.n)
 	start := time.Now()
 	stop := start.Add(d)
-	for i := range n {
+	for i := range c.n {
 		wg.Go(func() {
 			for time.Now().Before(stop) {
-				if errs[i] = cycle(ctx, i); errs[i] != nil {
+				if errs[i] = c.cycle(ctx, i); errs[i] != nil {
 					return
 				}
 				count.Add(1)
@@ -168,7 +199,6 @@ func runCycles(ctx context.Context, im *cycler, n int, d time.Duration) (int64, 
 	return count.Load(), time.Since(start), errors.Join(errs...)
 }
 
-// tenureCycler cycles through tenure coordinators that open makes.
 func tenureCycler(name, prefix string, open func(ctx context.Context, n int) (tenure.Coordinator, error)) *cycler {
 	key := func(i int) string { return fmt.Sprintf("%s/%d", prefix, i) }
 	return &cycler{
