@@ -135,33 +135,33 @@ func (o Options) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if o.Nodes < 2 || o.Nodes > 9 {
-		bad("nodes (%d) must be between 2 and 9", o.Nodes)
+		bad("Options.Nodes (%d) must be between 2 and 9", o.Nodes)
 	}
 	if o.Members != 1 && o.Members != 3 {
-		bad("members (%d) must be 1 or 3", o.Members)
+		bad("Options.Members (%d) must be 1 or 3", o.Members)
 	}
 	if (len(o.Endpoints) > 0 || o.Postgres != "") && o.Members != 1 {
-		bad("members (%d) applies to the embedded coordinator only", o.Members)
+		bad("Options.Members (%d) applies to the embedded coordinator only", o.Members)
 	}
 	if len(o.Endpoints) > 0 && o.Postgres != "" {
-		bad("endpoints and postgres are exclusive")
+		bad("Options.Endpoints and Options.Postgres are exclusive")
 	}
 	if o.Duration < 5*time.Second {
-		bad("duration (%s) must be at least 5s", o.Duration)
+		bad("Options.Duration (%s) must be at least 5s", o.Duration)
 	}
 	if o.NodeCommand == nil {
-		bad("NodeCommand is nil")
+		bad("Options.NodeCommand is nil")
 	}
 	if err := CheckPlant(o.Plant); err != nil {
 		errs = append(errs, err)
 	}
 	for _, ep := range o.Endpoints {
 		if _, err := hostPort(ep); err != nil {
-			bad("endpoint %q: %v", ep, err)
+			bad("Options.Endpoints: %q: %v", ep, err)
 		}
 	}
 	if o.Partitions < 0 || o.Partitions > maxResources {
-		bad("partitions (%d) must be between 0 and %d", o.Partitions, maxResources)
+		bad("Options.Partitions (%d) must be between 0 and %d", o.Partitions, maxResources)
 	}
 	spec := NodeSpec{Key: o.Key, Holder: "n0.1", TTL: o.TTL, Margin: o.Margin, MaxDrift: o.MaxDrift, Partitions: o.Partitions}
 	if o.Partitions > 0 {

@@ -60,6 +60,10 @@ type Measured struct {
 	// (its coordinator closed, no leave) its partitions ran again
 	// elsewhere, with greater tokens.
 	CrashP99, CrashMax time.Duration
+	// LeaveTimes and CrashTimes are the samples behind them: for each
+	// partition of the member that left or crashed, how long until it ran
+	// elsewhere, sorted.
+	LeaveTimes, CrashTimes []time.Duration
 	// StaleTokens counts partitions re-run with a token not greater than
 	// before (must be 0).
 	StaleTokens int
@@ -185,8 +189,22 @@ func measureDefaults(cfg MeasureConfig) MeasureConfig {
 // writesRatio is writes(P)/writes(P small) from a second Measure, or 0 when
 // not measured.
 func (m Measured) Report(w io.Writer, ttl time.Duration, writesRatio float64) {
-	row := func(what, target, got string) { fmt.Fprintf(w, "%-44s %-22s %s\n", what, target, got) }
-	row("figure", "target", "measured")
+	fmt.Fprintf(w, "%-44s %-22s %s\n", "figure", "target", "measured")
+	for _, f := range m.Figures(ttl, writesRatio) {
+		fmt.Fprintf(w, "%-44s %-22s %s\n", f.What, f.Target, f.Measured)
+	}
+}
+
+// A Figure is one line of a Measured's report.
+type Figure struct {
+	What, Target, Measured string
+}
+
+// Figures returns m's figures beside their targets (Target is empty for a
+// figure without one), as Report prints them.
+func (m Measured) Figures(ttl time.Duration, writesRatio float64) []Figure {
+	var out []Figure
+	row := func(what, target, got string) { out = append(out, Figure{what, target, got}) }
 	row(fmt.Sprintf("balance max/mean (P=%d, N=%d)", m.Partitions, m.Members), "≤ 1.001 (max ≤ ⌈P/N⌉)", fmt.Sprintf("%.4f (max %d, cap %d)", m.Imbalance, m.MaxOwned, m.Cap))
 	row("cold start to fully owned", "< 5s", m.ColdStart.Round(time.Millisecond).String())
 	if m.WritesPerSecond >= 0 {
@@ -201,4 +219,5 @@ func (m Measured) Report(w io.Writer, ttl time.Duration, writesRatio float64) {
 	row("planned leave hand-over p99 (max)", "≤ 1s", fmt.Sprintf("%s (%s)", m.LeaveP99.Round(time.Millisecond), m.LeaveMax.Round(time.Millisecond)))
 	row("crash takeover p99 (max)", fmt.Sprintf("≤ TTL+1s = %s", ttl+time.Second), fmt.Sprintf("%s (%s)", m.CrashP99.Round(time.Millisecond), m.CrashMax.Round(time.Millisecond)))
 	row("partitions re-run with a token not greater", "0", fmt.Sprint(m.StaleTokens))
+	return out
 }

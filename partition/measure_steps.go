@@ -166,19 +166,19 @@ func (m *measurer) join(ctx context.Context, res *Measured) error {
 // those partitions has a run that began after at.
 // leaver is the departed member's identity: a run of its own that its
 // snapshot showed a moment before at is not a hand-over.
-func (m *measurer) handover(ctx context.Context, before map[string]string, name, leaver string, at time.Time) (p99, most time.Duration, stale int, err error) {
+func (m *measurer) handover(ctx context.Context, before map[string]string, name, leaver string, at time.Time) (lat []time.Duration, p99, most time.Duration, stale int, err error) {
 	deadline := time.Now().Add(3*m.cfg.TTL + 30*time.Second)
 	for {
 		lat, stale, missing := m.handoverRuns(before, name, leaver, at)
 		if missing == 0 {
 			slices.Sort(lat)
 			if len(lat) == 0 {
-				return 0, 0, stale, nil
+				return nil, 0, 0, stale, nil
 			}
-			return lat[(len(lat)*99+99)/100-1], lat[len(lat)-1], stale, nil
+			return lat, lat[(len(lat)*99+99)/100-1], lat[len(lat)-1], stale, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return 0, 0, stale, fmt.Errorf("partition: measure: %d partitions of %s ran nowhere else by %s", missing, name, deadline.Format(time.TimeOnly))
+			return nil, 0, 0, stale, fmt.Errorf("partition: measure: %d partitions of %s ran nowhere else by %s", missing, name, deadline.Format(time.TimeOnly))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -230,7 +230,7 @@ func (m *measurer) leave(ctx context.Context, res *Measured) error {
 	}
 	res.LeaveMoves = moved(before, after)
 	var stale int
-	res.LeaveP99, res.LeaveMax, stale, err = m.handover(ctx, before, "member-00", leaver, at)
+	res.LeaveTimes, res.LeaveP99, res.LeaveMax, stale, err = m.handover(ctx, before, "member-00", leaver, at)
 	res.StaleTokens += stale
 	return err
 }
@@ -245,7 +245,7 @@ func (m *measurer) crash(ctx context.Context, res *Measured) error {
 	}
 	var stale int
 	var err error
-	res.CrashP99, res.CrashMax, stale, err = m.handover(ctx, before, "member-01", leaver, at)
+	res.CrashTimes, res.CrashP99, res.CrashMax, stale, err = m.handover(ctx, before, "member-01", leaver, at)
 	res.StaleTokens += stale
 	return err
 }

@@ -71,6 +71,13 @@ type Series struct {
 	Samples []float64 `json:"samples_ms"`
 }
 
+// AddLatency appends a row for impl in case c with samples ds, and their
+// series for the CDF plots, for a benchmark measured outside this package
+// (tenure bench partitions).
+func (r *Report) AddLatency(impl, c string, ds []time.Duration) {
+	r.addLatency(impl, c, ds, nil, 0)
+}
+
 // addLatency appends a row for impl in case c with samples ds and their
 // floors (nil when the benchmark has no per-trial floor), and its series.
 func (r *Report) addLatency(impl, c string, ds, floors []time.Duration, failures int) *Row {

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -85,9 +87,6 @@ func runBenchPartitions(cmd *cobra.Command, g *globalFlags, f *benchFlags, o *be
 	if err := o.check(); err != nil {
 		return err
 	}
-	if f.html != "" {
-		return usageError("--html is not supported by bench partitions: use --json")
-	}
 	t, stop, err := g.benchTarget(cmd)
 	if err != nil {
 		return err
@@ -103,6 +102,11 @@ func runBenchPartitions(cmd *cobra.Command, g *globalFlags, f *benchFlags, o *be
 	res := sc.Measured
 	rep.ReferencePartitions, rep.ReferenceWritesPS, rep.WritesRatio = sc.ReferencePartitions, sc.ReferenceWritesPerSecond, sc.WritesRatio
 	rep.fill(res, o.ttl)
+	if f.html != "" {
+		if err := rep.writeHTML(f.html, res); err != nil {
+			return err
+		}
+	}
 	if err := rep.write(cmd.OutOrStdout(), res, f.json); err != nil {
 		return err
 	}
@@ -173,6 +177,38 @@ func (r *partitionsReport) write(w io.Writer, m partition.Measured, asJSON bool)
 	if r.ReferencePartitions > 0 {
 		fmt.Fprintf(w, "%-44s %-22s %.2f\n", fmt.Sprintf("coordinator writes/s at P=%d (reference)", r.ReferencePartitions), "", r.ReferenceWritesPS)
 		fmt.Fprintf(w, "%-44s %-22s %.3f\n", fmt.Sprintf("writes(P=%d) / writes(P=%d)", r.Partitions, r.ReferencePartitions), "≤ 1.1", r.WritesRatio)
+	}
+	return nil
+}
+
+// writeHTML writes the report as a page (--html): the CDFs of the planned
+// leave's hand-overs and of the crash's takeovers, one point per partition,
+// and every figure beside its target.
+func (r *partitionsReport) writeHTML(path string, m partition.Measured) error {
+	ttl := time.Duration(r.TTLMS) * time.Millisecond
+	page := &bench.Report{Benchmark: "partitions", Backend: r.Backend, Command: r.Command, Failures: []string{},
+		Settings: map[string]any{"partitions": r.Partitions, "members": r.Members, "ttl_ms": r.TTLMS}}
+	page.AddLatency("tenure", "planned-leave hand-over", m.LeaveTimes)
+	page.AddLatency("tenure", "crash takeover", m.CrashTimes)
+	if r.StaleTokens > 0 {
+		page.Failures = append(page.Failures, fmt.Sprintf("%d partitions ran again with a token not greater than before", r.StaleTokens))
+	}
+	for _, f := range m.Figures(ttl, r.WritesRatio) {
+		note := f.What + ": " + f.Measured
+		if f.Target != "" {
+			note += " (target " + f.Target + ")"
+		}
+		page.Notes = append(page.Notes, note)
+	}
+	page.Notes = append(page.Notes,
+		"planned-leave hand-over: for each partition of the member that left gracefully, from the leave's start until it ran on another member",
+		"crash takeover: for each partition of the member that stopped renewing, from the stop until it ran elsewhere with a greater token")
+	h, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--html: %w", err)
+	}
+	if err := errors.Join(page.WriteHTML(h), h.Close()); err != nil {
+		return fmt.Errorf("--html %s: %w", path, err)
 	}
 	return nil
 }

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -9,12 +12,15 @@ import (
 // etcd it starts and on PostgreSQL: the JSON report parses, the group is
 // balanced at ⌈P/N⌉, no partition ran again with a token not greater, the
 // writes were counted at the server, and a crashed member's partitions were
-// not taken over before its lease could have expired.
+// not taken over before its lease could have expired. The --html page
+// renders in headless Chromium with the CDFs of the hand-overs and of the
+// takeovers, and every figure beside its target.
 func TestBenchPartitions(t *testing.T) {
 	t.Parallel()
 	for _, backend := range []string{"etcd", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
-			args := []string{"bench", "partitions", "--partitions", "20", "--members", "2", "--ttl", "2s", "--reference", "4", "--steady", "1s", "--json"}
+			page := filepath.Join(t.TempDir(), "partitions.html")
+			args := []string{"bench", "partitions", "--partitions", "20", "--members", "2", "--ttl", "2s", "--reference", "4", "--steady", "1s", "--json", "--html", page}
 			if backend == "postgres" {
 				args = append(postgresCoord(t), args...)
 			}
@@ -39,6 +45,18 @@ func TestBenchPartitions(t *testing.T) {
 			// before it stopped: its lease had at least 2/3 of 2s left.
 			if r.CrashP99MS < 1000 {
 				t.Errorf("crash takeover p99 %.0fms; want ≥ 1000ms (no takeover before the lease can expire)", r.CrashP99MS)
+			}
+			html, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatalf("--html: %v", err)
+			}
+			for _, want := range []string{"planned-leave hand-over", "crash takeover", "moves on a join: ", "(target ≤ 1s)"} {
+				if !strings.Contains(string(html), want) {
+					t.Errorf("page does not show %q", want)
+				}
+			}
+			if backend == "etcd" {
+				checkRendered(t, page, 2, 2)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -279,6 +280,9 @@ func checkRunFlags(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 	}
 	if f.key == "" {
 		return cfg, "", usageError("--key is required: the key to lead (see 'tenure run --help')")
+	}
+	if err := checkListenAddr(f.http); err != nil {
+		return cfg, "", usageError("%s: %w", flagRef(cmd, "http"), err)
 	}
 	if err := tenure.ValidateKey(f.key); err != nil {
 		return cfg, "", usageError("%s: %w", flagRef(cmd, "key"), err)
@@ -802,4 +806,21 @@ func (w *waitLimit) fired() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.hasFired
+}
+
+// checkListenAddr checks that addr ("" for none) is a host:port to listen
+// on, before anything is dialled; whether it can be bound is found when it
+// is.
+func checkListenAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("%q: port %q is neither a number from 0 to 65535 nor a service name", addr, port)
+	}
+	return nil
 }

@@ -53,6 +53,11 @@ when nobody leads --key (or no key under --prefix is led), for scripts:
 			if err != nil {
 				return err
 			}
+			// Bad --partitions or --names are reported before connecting:
+			// an unreachable coordinator must not hide them.
+			if _, err := f.group.groupNames(cmd); err != nil {
+				return err
+			}
 			c, _, err := g.connect(cmd)
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -139,7 +140,7 @@ func (f *verifyFlags) options(cmd *cobra.Command, g *globalFlags) (chaos.Options
 		},
 	}
 	if err := o.Validate(); err != nil {
-		return o, usageError("%w", err)
+		return o, usageError("%w", verifyFlagNames(err))
 	}
 	if o.Seed == 0 {
 		o.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
@@ -272,4 +273,17 @@ func isTerminal(w any) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// verifyFlagNames names verify's flags in an error about chaos.Options or
+// the nodes' tenure.Config, whose fields the library names.
+func verifyFlagNames(err error) error {
+	return configFlagNames(errors.New(strings.NewReplacer(
+		"Options.Nodes", "--nodes",
+		"Options.Members", "--members",
+		"Options.Endpoints", "--endpoints",
+		"Options.Postgres", "--postgres",
+		"Options.Duration", "--duration",
+		"Options.Partitions", "--partitions",
+	).Replace(err.Error())))
 }

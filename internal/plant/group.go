@@ -18,6 +18,26 @@ type Group interface {
 // every call to the Group it embeds.
 type GroupPassthrough struct{ Group }
 
+// membersWatcher is partition.MembersWatcher (named here, since package
+// partition's own tests plant bugs).
+type membersWatcher interface {
+	WatchMembers(ctx context.Context, group string) (<-chan struct{}, error)
+}
+
+// WatchMembers forwards to the embedded Group when it watches its
+// membership (etcd, PostgreSQL), so that members under a planted bug or a
+// recorder wake on joins and leaves as they do without them. Over a Group
+// that cannot watch, it returns a channel that never fires and is closed
+// when ctx ends: the member polls, as it would without the wrapper.
+func (p GroupPassthrough) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
+	if w, ok := p.Group.(membersWatcher); ok {
+		return w.WatchMembers(ctx, group)
+	}
+	ch := make(chan struct{})
+	context.AfterFunc(ctx, func() { close(ch) })
+	return ch, nil
+}
+
 // WrapGroup returns c with bug planted for a partition group member
 // configured with cfg (the member's lease settings); any other bug name,
 // and NoToken (a writer's bug), return c unchanged. The bugs are the

@@ -109,3 +109,54 @@ func TestWrapGroup(t *testing.T) {
 		}
 	})
 }
+
+// watchingGroup is the memory coordinator with a membership watch whose
+// channel the test holds, to see that wrappers hand it through.
+type watchingGroup struct {
+	*memory.Coordinator
+	ch chan struct{}
+}
+
+func (w watchingGroup) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
+	return w.ch, nil
+}
+
+type membersWatcher interface {
+	WatchMembers(ctx context.Context, group string) (<-chan struct{}, error)
+}
+
+// Every group wrapper passes the membership watch of the coordinator it
+// wraps through (verify's members wake on joins and leaves, as real ones
+// do); over a coordinator that cannot watch, the watch never fires and ends
+// with its context.
+func TestWrapGroupKeepsMembersWatch(t *testing.T) {
+	m := memory.New()
+	defer m.Close()
+	inner := watchingGroup{m, make(chan struct{}, 1)}
+	inner.ch <- struct{}{}
+	for _, bug := range []string{"", plant.ReplyDeadline, plant.NoMargin, plant.RenewAfterExpiry} {
+		w, ok := plant.WrapGroup(plant.GroupPassthrough{Group: inner}, bug, config()).(membersWatcher)
+		if !ok {
+			t.Fatalf("WrapGroup(%q) cannot watch members", bug)
+		}
+		ch, err := w.WatchMembers(t.Context(), "g")
+		if err != nil || ch != (<-chan struct{})(inner.ch) {
+			t.Errorf("WrapGroup(%q).WatchMembers() = %v, %v; want the coordinator's own watch", bug, ch, err)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	ch, err := plant.GroupPassthrough{Group: m}.WatchMembers(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+		t.Fatal("a watch over a coordinator that cannot watch fired")
+	default:
+	}
+	cancel()
+	if _, open := <-ch; open {
+		t.Error("the watch sent a value after its context ended; want it closed")
+	}
+}
