@@ -21,9 +21,9 @@ type ThroughputOptions struct {
 	// of its own. Default 1, 10, 50.
 	Clients []int
 	// Duration is how long each implementation runs at each concurrency,
-	// split over Rounds. Default 2s.
+	// split over Rounds. Default 4s: short runs on a shared machine swing by ±10%.
 	Duration time.Duration
-	// Rounds is how many times the implementations take turns. Default 2.
+	// Rounds is how many times the implementations take turns. Default 4.
 	Rounds int
 }
 
@@ -32,10 +32,10 @@ func (o *ThroughputOptions) defaults() error {
 		o.Clients = []int{1, 10, 50}
 	}
 	if o.Duration == 0 {
-		o.Duration = 2 * time.Second
+		o.Duration = 4 * time.Second
 	}
 	if o.Rounds == 0 {
-		o.Rounds = 2
+		o.Rounds = 4
 	}
 	var errs []error
 	for _, n := range o.Clients {

@@ -221,8 +221,8 @@ times the renewal of as many keys of one holder as there are clients.`,
 		},
 	}
 	cmd.Flags().IntSliceVar(&o.Clients, "clients", []int{1, 10, 50}, "concurrent clients, each on a key of its own")
-	cmd.Flags().DurationVar(&o.Duration, "duration", 0, "time per implementation and concurrency (default 2s)")
-	cmd.Flags().IntVar(&o.Rounds, "rounds", 0, "turns the implementations take (default 2)")
+	cmd.Flags().DurationVar(&o.Duration, "duration", 0, "time per implementation and concurrency (default 4s)")
+	cmd.Flags().IntVar(&o.Rounds, "rounds", 0, "turns the implementations take (default 4)")
 	return cmd
 }
 
