@@ -213,16 +213,16 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			}
 			kv := kvs[0]
 			if string(kv.Value) != holder {
-				return tenure.Grant{}, fmt.Errorf("%s: %w", op, &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.CreateRevision)})
+				return tenure.Grant{}, fmt.Errorf("%s: %w", op, &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)})
 			}
 			// Our own earlier grant: end it, then acquire anew.
 			if _, err := c.client.Txn(ctx).
-				If(clientv3.Compare(clientv3.CreateRevision(ek), "=", kv.CreateRevision)).
+				If(clientv3.Compare(clientv3.ModRevision(ek), "=", kv.ModRevision)).
 				Then(clientv3.OpDelete(ek)).
 				Commit(); err != nil {
-				return tenure.Grant{}, fmt.Errorf("%s: supersede grant with token %d: %w", op, kv.CreateRevision, err)
+				return tenure.Grant{}, fmt.Errorf("%s: supersede grant with token %d: %w", op, kv.ModRevision, err)
 			}
-			last = fmt.Errorf("superseding own grant with token %d", kv.CreateRevision)
+			last = fmt.Errorf("superseding own grant with token %d", kv.ModRevision)
 			continue
 		}
 		g := tenure.Grant{Key: key, Holder: holder, Token: uint64(resp.Header.Revision), TTL: left.Truncate(time.Millisecond)}
@@ -276,7 +276,7 @@ func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 func (c *Coordinator) deleteGrant(ctx context.Context, g tenure.Grant) error {
 	ek := c.EtcdKey(g.Key)
 	_, err := c.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(ek), "=", int64(g.Token)),
+		If(clientv3.Compare(clientv3.ModRevision(ek), "=", int64(g.Token)),
 			clientv3.Compare(clientv3.Value(ek), "=", g.Holder)).
 		Then(clientv3.OpDelete(ek)).
 		Commit()
@@ -305,7 +305,7 @@ func (c *Coordinator) Leader(ctx context.Context, key string) (tenure.Grant, boo
 		return tenure.Grant{}, false, nil
 	}
 	kv := resp.Kvs[0]
-	g := tenure.Grant{Key: key, Holder: string(kv.Value), Token: uint64(kv.CreateRevision)}
+	g := tenure.Grant{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)}
 	if g.TTL, err = c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
 		return tenure.Grant{}, false, fmt.Errorf("%s: %w", op, err)
 	}

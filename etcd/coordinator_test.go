@@ -401,7 +401,7 @@ func TestPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "alice" || uint64(resp.Kvs[0].CreateRevision) != g.Token {
+	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "alice" || uint64(resp.Kvs[0].ModRevision) != g.Token {
 		t.Fatalf("etcd key /custom/jobs = %v; want value \"alice\" created at revision %d", resp.Kvs, g.Token)
 	}
 	other := newCoordinator(t, cl) // default prefix: a different key space

@@ -31,7 +31,7 @@ func (c *Coordinator) FencedTxn(ctx context.Context, g tenure.Grant, ops ...clie
 	}
 	ek := c.EtcdKey(g.Key)
 	resp, err := c.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(ek), "=", int64(g.Token)),
+		If(clientv3.Compare(clientv3.ModRevision(ek), "=", int64(g.Token)),
 			clientv3.Compare(clientv3.Value(ek), "=", g.Holder)).
 		Then(ops...).
 		Else(clientv3.OpGet(ek)).
@@ -48,11 +48,11 @@ func (c *Coordinator) FencedTxn(ctx context.Context, g tenure.Grant, ops ...clie
 	case len(kvs) == 0:
 		stale.Required = uint64(resp.Header.Revision) + 1
 		return nil, fmt.Errorf("%s: key is free: %w", op, stale)
-	case uint64(kvs[0].CreateRevision) > g.Token:
-		stale.Required = uint64(kvs[0].CreateRevision)
+	case uint64(kvs[0].ModRevision) > g.Token:
+		stale.Required = uint64(kvs[0].ModRevision)
 		return nil, fmt.Errorf("%s: key now held by %q: %w", op, kvs[0].Value, stale)
 	default:
-		return nil, fmt.Errorf("%s: %w: key is held by %q with token %d; this grant was never made", op, tenure.ErrInvalidGrant, kvs[0].Value, kvs[0].CreateRevision)
+		return nil, fmt.Errorf("%s: %w: key is held by %q with token %d; this grant was never made", op, tenure.ErrInvalidGrant, kvs[0].Value, kvs[0].ModRevision)
 	}
 }
 

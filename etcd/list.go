@@ -57,7 +57,7 @@ func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, 
 		if ttl < 0 {
 			continue
 		}
-		out = append(out, tenure.Grant{Key: key, Holder: string(kv.Value), Token: uint64(kv.CreateRevision), TTL: ttl})
+		out = append(out, tenure.Grant{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: ttl})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil

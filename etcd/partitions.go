@@ -78,9 +78,9 @@ func (c *Coordinator) claimChunk(ctx context.Context, m tenure.Member, names []s
 		case kv == nil:
 			out[i].Err = fmt.Errorf("partition %q vanished during the claim", key)
 		case string(kv.Value) == m.ID && kv.Lease == int64(lease):
-			out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(kv.CreateRevision), TTL: m.TTL}
+			out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(kv.ModRevision), TTL: m.TTL}
 		default:
-			out[i].Err = &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.CreateRevision)}
+			out[i].Err = &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)}
 		}
 	}
 	return out, nil
@@ -109,7 +109,7 @@ func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs
 		for i, g := range chunk {
 			ek := c.EtcdKey(g.Key)
 			ops[i] = clientv3.OpTxn([]clientv3.Cmp{
-				clientv3.Compare(clientv3.CreateRevision(ek), "=", int64(g.Token)),
+				clientv3.Compare(clientv3.ModRevision(ek), "=", int64(g.Token)),
 				clientv3.Compare(clientv3.Value(ek), "=", m.ID),
 				clientv3.Compare(clientv3.LeaseValue(ek), "=", int64(m.Epoch)),
 			}, []clientv3.Op{clientv3.OpDelete(ek)}, nil)

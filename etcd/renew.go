@@ -147,10 +147,10 @@ func (c *Coordinator) classify(r *tenure.RenewResult, g tenure.Grant, kv *mvccpb
 	switch {
 	case kv == nil:
 		return lost("key is free")
-	case uint64(kv.CreateRevision) != g.Token:
-		return lost("key now held by %q with token %d", kv.Value, kv.CreateRevision)
+	case uint64(kv.ModRevision) != g.Token:
+		return lost("key now held by %q with token %d", kv.Value, kv.ModRevision)
 	case string(kv.Value) != g.Holder:
-		return lost("key with token %d is held by %q", kv.CreateRevision, kv.Value)
+		return lost("key with token %d is held by %q", kv.ModRevision, kv.Value)
 	case kv.Lease == int64(clientv3.NoLease):
 		r.Err = fmt.Errorf("etcd: renew %s: key has no lease (not written by tenure?)", g)
 		return true

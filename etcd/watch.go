@@ -111,7 +111,7 @@ func (c *Coordinator) event(ctx context.Context, key string, kv *mvccpb.KeyValue
 		Key:  key,
 		Held: true,
 		Grant: tenure.Grant{
-			Key: key, Holder: string(kv.Value), Token: uint64(kv.CreateRevision), TTL: ttl,
+			Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: ttl,
 		},
 	}, nil
 }
