@@ -61,7 +61,9 @@ type Coordinator interface {
 	// between, and Acquire then returns a *HeldError). An Acquire whose
 	// outcome is unknown (its context ended, or its reply was lost) may have
 	// been granted: the Elector simply acquires again with the same holder,
-	// which supersedes it.
+	// which supersedes it. A Candidate may instead return, once, a grant
+	// for holder whose token it has returned to no caller yet: one handed
+	// to holder by a release, or the lost reply's.
 	// Malformed keys, holders and TTLs are rejected with errors wrapping
 	// ErrInvalidKey, ErrInvalidHolder or ErrInvalidTTL.
 	Acquire(ctx context.Context, key, holder string, ttl time.Duration) (Grant, error)
@@ -117,6 +119,24 @@ type Watcher interface {
 	// a "free" event may repeat. A malformed key is rejected with an error
 	// wrapping ErrInvalidKey.
 	Watch(ctx context.Context, key string) (<-chan LeaderEvent, error)
+}
+
+// A Candidate is a Watcher on which a campaigning holder can wait in line
+// for a key while it watches it: a release by the key's holder then hands
+// the key to the first in line in the same write, so that the successor
+// acts on one watch notification, without a write of its own. The Elector
+// campaigns through it when its coordinator offers it (etcd).
+type Candidate interface {
+	// WatchAsCandidate is Watch, and while ctx lasts it also puts holder
+	// in line for key, on the lease holder's grants of ttl share. A key
+	// handed to holder shows on the channel as held by holder, with a new
+	// token greater than every token granted for key before; holder's
+	// next Acquire of key returns that grant (from the coordinator's own
+	// view, without a round trip). When ctx ends, holder leaves the line,
+	// and a key handed to it that no Acquire took is released. Waiting in
+	// line is a speed-up only: if it cannot be set up, the watch works as
+	// Watch does.
+	WatchAsCandidate(ctx context.Context, key, holder string, ttl time.Duration) (<-chan LeaderEvent, error)
 }
 
 // A Lister is a Coordinator that can list the live grants under a key

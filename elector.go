@@ -92,8 +92,12 @@ func (e *Elector) Leader(ctx context.Context) (Grant, bool, error) {
 //   - If fn returns an error matching ErrStaleToken, the node steps down at
 //     once ("fenced by resource") and campaigns again.
 //   - If fn returns otherwise while the term is live, Run resigns: it
-//     releases the key, so that a follower takes over in one round trip, and
-//     returns fn's error.
+//     releases the key, so that a follower takes over at once (on a
+//     Candidate, the release itself hands the key to the follower that has
+//     waited longest), and returns fn's error.
+//   - While the key is held by another node, Run waits on the coordinator's
+//     watch when it is a Watcher (in line for the key when it is a
+//     Candidate), and polls every retry period otherwise.
 //   - When ctx ends, Run resigns: it cancels fn's ctx argument (stop taking
 //     new work) but leaves the term's own context, t.Context(), live so that
 //     in-flight work can finish; it stops renewing and waits for fn to
@@ -233,7 +237,9 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 					canWatch = false // the watch failed: poll from now on
 					continue
 				}
-				if !ev.Held {
+				// Free, or handed to this elector by the leader's
+				// release (a Candidate): acquire now.
+				if !ev.Held || ev.Grant.Holder == e.id {
 					timer.Stop()
 					backoff = retry
 					break waiting
@@ -245,14 +251,21 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 
 // watch opens a watch of the key that lives as long as ctx, but whose setup
 // is bounded by the request timeout: a hung coordinator must not freeze the
-// campaign (it falls back to polling).
+// campaign (it falls back to polling). On a Candidate, the elector waits in
+// line for the key while it watches.
 func (e *Elector) watch(ctx context.Context, w Watcher) (<-chan LeaderEvent, error) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	timeout := e.cfg.EffectiveRequestTimeout()
 	timer := time.AfterFunc(timeout, func() {
 		cancel(fmt.Errorf("tenure: watch of %q not set up within %s", e.cfg.Key, timeout))
 	})
-	ch, err := w.Watch(wctx, e.cfg.Key)
+	var ch <-chan LeaderEvent
+	var err error
+	if c, ok := w.(Candidate); ok {
+		ch, err = c.WatchAsCandidate(wctx, e.cfg.Key, e.id, e.cfg.TTL)
+	} else {
+		ch, err = w.Watch(wctx, e.cfg.Key)
+	}
 	if !timer.Stop() {
 		// The setup outlived its bound; a watch that came up anyway has
 		// been cancelled with it.

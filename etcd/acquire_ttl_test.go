@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
@@ -16,6 +17,9 @@ func TestAcquireOnSharedLeaseIsOneTxn(t *testing.T) {
 	cl, rc := countingClient(t, eps)
 	c := newCoordinator(t, cl)
 	g1 := mustAcquire(t, c, "onetxn/a", "alice", 10*time.Second)
+	if !etcd.WaitLineReady(c) {
+		t.Fatal("the coordinator does not follow the line of candidates")
+	}
 	rc.reset()
 	sent := boottime.Now()
 	g2 := mustAcquire(t, c, "onetxn/b", "alice", 10*time.Second)

@@ -45,6 +45,12 @@ type Coordinator struct {
 	// lease that the holder's other grants keep alive, so they would never
 	// expire: every renewal retries their release first (orphan.go).
 	orphans map[string]tenure.Grant
+
+	// Hand-off on release (handoff.go): the line entries, the latest
+	// state of each watched key, and the greatest token returned per key.
+	line  line
+	seen  map[string]seenKey
+	given map[string]int64
 }
 
 // An Option configures a Coordinator.
@@ -79,6 +85,8 @@ func newCoordinator(client *clientv3.Client, owns bool, opts []Option) (*Coordin
 		prefix:     DefaultPrefix,
 		leases:     make(map[leaseKey]*sharedLease),
 		orphans:    make(map[string]tenure.Grant),
+		seen:       make(map[string]seenKey),
+		given:      make(map[string]int64),
 	}
 	for _, opt := range opts {
 		opt(c)
@@ -162,9 +170,17 @@ func ttlSeconds(ttl time.Duration) int64 {
 // the call began) reported instead. A lease granted by this call reports
 // its whole TTL.
 //
-// If holder already holds key, its grant is deleted and a new one is
-// created with a new token; another holder that acquires the key in between
-// wins, and Acquire then returns a *tenure.HeldError naming it.
+// If holder already holds key on this coordinator's shared lease with a
+// token this coordinator has returned to no caller (a release handed the
+// key to holder while it waited in line, or an earlier call's reply was
+// lost), Acquire returns that grant, once: from what this coordinator's
+// watch of the key saw, without a round trip, when it saw it. Otherwise, if
+// holder already holds key, its grant is deleted and a new one is created
+// with a new token; another holder that acquires the key in between wins,
+// and Acquire then returns a *tenure.HeldError naming it.
+//
+// The token of a grant is its key's ModRevision: the revision of the write
+// that granted it (a put, or a release's hand-off).
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: acquire %q for %q", key, holder)
 	if err := tenure.ValidateKey(key); err != nil {
@@ -182,6 +198,13 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 	ek := c.EtcdKey(key)
 	sl := c.sharedLease(holder, ttlSeconds(ttl))
 	start := boottime.Now() // after the caller sent its request
+	if g, ok := c.claimSeen(key, holder, sl, start); ok {
+		// A release handed the key to holder (WatchAsCandidate), and this
+		// coordinator's watch saw it: no round trip.
+		c.followLine()
+		c.log.Debug("leadership handed over", "key", key, "holder", holder, "token", g.Token, "ttl", g.TTL)
+		return g, nil
+	}
 
 	// A few attempts: the shared lease may expire under us (a new one is
 	// granted), or we may first have to delete our own earlier grant.
@@ -212,6 +235,18 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 				continue
 			}
 			kv := kvs[0]
+			if g, ok := c.claim(key, holder, kv, id, left); ok {
+				// Handed to holder by a release, or granted by an earlier
+				// call whose reply was lost: nobody has this token yet.
+				if g, err := c.extendIfShort(ctx, sl, g, id, grantedTTL, left); err != nil {
+					return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+				} else if g.TTL > 0 {
+					c.followLine()
+					return g, nil
+				}
+				last = fmt.Errorf("lease %x expired", int64(id))
+				continue
+			}
 			if string(kv.Value) != holder {
 				return tenure.Grant{}, fmt.Errorf("%s: %w", op, &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)})
 			}
@@ -226,33 +261,55 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			continue
 		}
 		g := tenure.Grant{Key: key, Holder: holder, Token: uint64(resp.Header.Revision), TTL: left.Truncate(time.Millisecond)}
-		if left < grantedTTL/2 {
-			// The lease has less than half its TTL left: extend it now
-			// (one more round trip), so that the new term is not cut
-			// short, and report the TTL etcd returns, counted from after
-			// this call began.
-			ka, err := c.client.KeepAliveOnce(ctx, id)
-			if isLeaseNotFound(err) {
-				// The lease expired between the put and now, taking the
-				// new key with it.
-				sl.drop(id)
-				last = fmt.Errorf("lease %x expired", int64(id))
-				continue
-			}
-			if err != nil {
-				return tenure.Grant{}, fmt.Errorf("%s: extend lease %x after granting token %d (outcome unknown): %w", op, int64(id), g.Token, err)
-			}
-			g.TTL = time.Duration(ka.TTL) * time.Second
+		c.granted(key, g.Token)
+		g, err = c.extendIfShort(ctx, sl, g, id, grantedTTL, left)
+		if err != nil {
+			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 		}
+		if g.TTL == 0 {
+			last = fmt.Errorf("lease %x expired", int64(id))
+			continue
+		}
+		c.followLine()
 		c.log.Debug("leadership granted", "key", key, "holder", holder, "token", g.Token, "ttl", g.TTL, "lease", fmt.Sprintf("%x", int64(id)))
 		return g, nil
 	}
 	return tenure.Grant{}, fmt.Errorf("%s: gave up after %d attempts: %v", op, attempts, last)
 }
 
+// extendIfShort returns g, extended first when its lease id has less than
+// half its TTL left: it then keeps the lease alive (one more round trip), so
+// that the new term is not cut short, and reports the TTL etcd returns,
+// counted from after the call began. A lease that expired meanwhile, taking
+// the key with it, is dropped and reported with a TTL of 0.
+func (c *Coordinator) extendIfShort(ctx context.Context, sl *sharedLease, g tenure.Grant, id clientv3.LeaseID, grantedTTL, left time.Duration) (tenure.Grant, error) {
+	if left >= grantedTTL/2 {
+		return g, nil
+	}
+	sent := boottime.Now()
+	ka, err := c.client.KeepAliveOnce(ctx, id)
+	if isLeaseNotFound(err) {
+		sl.drop(id)
+		g.TTL = 0
+		return g, nil
+	}
+	if err != nil {
+		return tenure.Grant{}, fmt.Errorf("extend lease %x after granting token %d (outcome unknown): %w", int64(id), g.Token, err)
+	}
+	g.TTL = time.Duration(ka.TTL) * time.Second
+	sl.extended(id, sent, g.TTL)
+	return g, nil
+}
+
 // Release deletes g's key if g is still the live grant on it. A grant that
 // is already gone is not an error. The holder's shared lease is left alone:
 // its other keys stay held.
+//
+// When a candidate waits in line for the key (WatchAsCandidate, seen by this
+// coordinator's watch of the line), Release hands the key to the one that
+// has waited longest instead, in the same single transaction: the key is
+// put with the candidate's holder on the candidate's lease, with a new
+// token. If the candidate has left meanwhile, the key is deleted.
 func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 	op := fmt.Sprintf("etcd: release %s", g)
 	if err := g.Validate(); err != nil {
@@ -263,6 +320,21 @@ func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 			c.orphan(g)
 		}
 		return err
+	}
+	if e, ok := c.line.first(g.Key); ok {
+		handed, err := c.handOff(ctx, g, e)
+		switch {
+		case handed:
+			c.adopted(g)
+			return nil
+		case isLeaseNotFound(err):
+			// The candidate's lease has just expired: release plainly.
+			c.line.forget(e)
+		case err != nil:
+			c.orphan(g)
+			return fmt.Errorf("%s: hand over to %q: %w (retried with the holder's next renewal)", op, e.holder, err)
+		}
+		// Not handed: the grant is gone, or the candidate has just left.
 	}
 	if err := c.deleteGrant(ctx, g); err != nil {
 		c.orphan(g)

@@ -203,6 +203,9 @@ func TestRenewBatchRoundTrips(t *testing.T) {
 			for i := range gs {
 				gs[i] = mustAcquire(t, c, fmt.Sprintf("many/%d/%d", n, i), holder, 5*time.Second)
 			}
+			if !etcd.WaitLineReady(c) {
+				t.Fatal("the coordinator does not follow the line of candidates")
+			}
 			rc.reset()
 			res, err := c.RenewBatch(ctx(t), gs)
 			if err != nil {

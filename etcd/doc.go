@@ -11,19 +11,39 @@
 //
 //	/tenure/leader/scheduler  →  "node-a-4242-1f2e3d4c"   (lease 694d7a1b2c3d4e5f)
 //
-// The fencing token is the key's create revision: etcd's revision counter
-// only grows and survives restarts, and a key deleted and created again gets
-// a new create revision, so every grant of a key has a token greater than
+// The fencing token is the key's mod revision, the revision of the write
+// that granted it: etcd's revision counter only grows and survives restarts,
+// and every grant is a write of the key (a put of a free key, or a release
+// that hands the key over), so every grant of a key has a token greater than
 // every grant before it.
+//
+// # Hand-off on release
+//
+// An Elector that finds its key held waits in line for it
+// (WatchAsCandidate): a line entry, outside the prefix, holds its identity
+// on its lease, which it keeps alive while it waits:
+//
+//	"\x00tenure-line\x00/tenure/leader/scheduler\x00694d7a1b2c3d4e5f"  →  "node-b-…"
+//
+// Every coordinator that has granted a key follows the line with one watch.
+// Its Release hands the key to the candidate that has waited longest in one
+// transaction: if the grant is live and the entry still exists, put the key
+// with the candidate's identity on the candidate's lease and delete the
+// entry. The candidate's watch sees the put, and its Acquire returns the
+// grant without a round trip, so a graceful handover costs one write and one
+// watch notification. A candidate that stops waiting deletes its entry and
+// releases a key handed to it meanwhile. Without a candidate, or when the
+// entry has gone, Release deletes the key as before.
 //
 // # Leases
 //
 // All keys one holder holds with the same TTL share one etcd lease, however
 // many there are, so renewing them costs the same two round trips as renewing
 // one: a KeepAliveOnce on the shared lease, then a single transaction that
-// checks that every key still exists with its create revision. There is no
-// background keepalive: leases are extended only by Acquire and Renew, so a
-// holder that stops renewing loses its keys when the TTL passes. Because the
+// checks that every key still exists with its token. There is no background
+// keepalive of a held key: leases are extended by Acquire and Renew, and by
+// a candidate waiting in line, so a holder that stops renewing and waiting
+// loses its keys when the TTL passes. Because the
 // lease is shared, renewing one grant also extends the holder's other grants
 // with the same TTL; Release deletes only its own key. When the shared lease
 // expires, the next Acquire grants a new one.
@@ -39,7 +59,7 @@
 // # Fencing
 //
 // FencedTxn commits a transaction only while a grant is live, by comparing
-// the election key's create revision with the grant's token in the same
+// the election key's mod revision with the grant's token in the same
 // transaction; Register keeps the highest token accepted so far in an etcd
 // key, for resources in etcd written by successive leaders. Both reject with
 // a *fence.StaleError, which matches tenure.ErrStaleToken.

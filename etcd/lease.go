@@ -84,6 +84,14 @@ func (sl *sharedLease) current() (clientv3.LeaseID, time.Duration) {
 	return sl.id, sl.ttl
 }
 
+// snapshot returns the lease's id (NoLease if none), granted TTL, and when
+// the request that last extended it was sent.
+func (sl *sharedLease) snapshot() (clientv3.LeaseID, time.Duration, boottime.Instant) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.id, sl.ttl, sl.sent
+}
+
 // drop forgets lease id after etcd reported it gone; the next get grants a
 // new one.
 func (sl *sharedLease) drop(id clientv3.LeaseID) {

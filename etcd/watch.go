@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -41,6 +42,7 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 		return fail(err)
 	}
 	first := tenure.LeaderEvent{Key: key}
+	c.observe(key, resp.Header.Revision, firstKV(resp.Kvs))
 	if len(resp.Kvs) > 0 {
 		if first, err = c.event(wctx, key, resp.Kvs[0]); err != nil {
 			return fail(err)
@@ -84,9 +86,11 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 				}
 				last := wr.Events[len(wr.Events)-1]
 				if last.Type == mvccpb.DELETE {
+					c.observe(key, last.Kv.ModRevision, nil)
 					pending = &tenure.LeaderEvent{Key: key}
 					continue
 				}
+				c.observe(key, last.Kv.ModRevision, last.Kv)
 				e, err := c.event(wctx, key, last.Kv)
 				if err != nil {
 					return
@@ -101,11 +105,16 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 }
 
 // event describes a held key. The TTL is looked up from its lease; it is 0
-// when the lease has just expired (a delete event follows).
+// when the lease has just expired (a delete event follows). A key on one of
+// this coordinator's own shared leases (handed to a candidate here) needs no
+// lookup: its granted TTL is known.
 func (c *Coordinator) event(ctx context.Context, key string, kv *mvccpb.KeyValue) (tenure.LeaderEvent, error) {
-	ttl, err := c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease))
-	if err != nil {
-		return tenure.LeaderEvent{}, err
+	ttl, ok := c.ownLeaseTTL(clientv3.LeaseID(kv.Lease))
+	if !ok {
+		var err error
+		if ttl, err = c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+			return tenure.LeaderEvent{}, err
+		}
 	}
 	return tenure.LeaderEvent{
 		Key:  key,
@@ -114,4 +123,24 @@ func (c *Coordinator) event(ctx context.Context, key string, kv *mvccpb.KeyValue
 			Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: ttl,
 		},
 	}, nil
+}
+
+// ownLeaseTTL returns the granted TTL of id when it is one of this
+// coordinator's shared leases.
+func (c *Coordinator) ownLeaseTTL(id clientv3.LeaseID) (time.Duration, bool) {
+	if id == clientv3.NoLease {
+		return 0, false
+	}
+	c.mu.Lock()
+	sls := make([]*sharedLease, 0, len(c.leases))
+	for _, sl := range c.leases {
+		sls = append(sls, sl)
+	}
+	c.mu.Unlock()
+	for _, sl := range sls {
+		if cur, ttl := sl.current(); cur == id {
+			return ttl, true
+		}
+	}
+	return 0, false
 }

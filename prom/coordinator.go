@@ -53,6 +53,7 @@ type instrumented struct {
 
 var (
 	_ tenure.Watcher      = (*instrumented)(nil)
+	_ tenure.Candidate    = (*instrumented)(nil)
 	_ tenure.Lister       = (*instrumented)(nil)
 	_ tenure.BatchRenewer = (*instrumented)(nil)
 )
@@ -102,6 +103,18 @@ func (i *instrumented) Watch(ctx context.Context, key string) (<-chan tenure.Lea
 		return nil, ErrNotSupported
 	}
 	ch, err := w.Watch(ctx, key)
+	return ch, i.count(OpWatch, err)
+}
+
+// WatchAsCandidate calls the coordinator's WatchAsCandidate, or its Watch
+// when it has none (waiting in line is a speed-up only), and counts its
+// error as a watch's.
+func (i *instrumented) WatchAsCandidate(ctx context.Context, key, holder string, ttl time.Duration) (<-chan tenure.LeaderEvent, error) {
+	c, ok := i.c.(tenure.Candidate)
+	if !ok {
+		return i.Watch(ctx, key)
+	}
+	ch, err := c.WatchAsCandidate(ctx, key, holder, ttl)
 	return ch, i.count(OpWatch, err)
 }
 

@@ -68,6 +68,17 @@ func (c Passthrough) Watch(ctx context.Context, key string) (<-chan tenure.Leade
 	return nil, errors.New("plant: coordinator cannot watch")
 }
 
+// WatchAsCandidate forwards to the inner coordinator when it lets
+// candidates wait in line (tenure.Candidate), and watches plainly
+// otherwise, so that an Elector above a wrapper is handed keys as it would
+// be without it.
+func (c Passthrough) WatchAsCandidate(ctx context.Context, key, holder string, ttl time.Duration) (<-chan tenure.LeaderEvent, error) {
+	if w, ok := c.Coordinator.(tenure.Candidate); ok {
+		return w.WatchAsCandidate(ctx, key, holder, ttl)
+	}
+	return c.Watch(ctx, key)
+}
+
 // bent remembers the TTL the coordinator really granted for each token
 // whose TTL a plant has inflated, so that grants handed back to the
 // coordinator (Renew, Release) carry the real one: the bug bends only the

@@ -1,0 +1,28 @@
+package etcd
+
+import "time"
+
+// WaitLineReady waits (at most 10s) until c follows the line of candidates,
+// which it starts doing in the background after its first grant, and
+// reports whether it does: tests that count a call's round trips wait for
+// it first, so that the follower's one read and watch are not counted.
+func WaitLineReady(c *Coordinator) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c.line.mu.Lock()
+		ready := c.line.ready
+		c.line.mu.Unlock()
+		if ready {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
+}
+
+// LineFirst returns the candidate that has waited longest for key, as c
+// sees the line.
+func LineFirst(c *Coordinator, key string) (holder string, ok bool) {
+	e, ok := c.line.first(key)
+	return e.holder, ok
+}

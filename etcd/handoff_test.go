@@ -1,0 +1,255 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/etcd"
+)
+
+// waitFirst waits until leader's view of the line shows holder first for key.
+func waitFirst(t *testing.T, leader *etcd.Coordinator, key, holder string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if h, ok := etcd.LineFirst(leader, key); ok && (h == holder || strings.HasSuffix(holder, "#") && strings.HasPrefix(h, holder)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader never saw %q waiting in line for %q", holder, key)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// nextEvent returns the next event on ch, failing after 10s.
+func nextEvent(t *testing.T, ch <-chan tenure.LeaderEvent) tenure.LeaderEvent {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("watch closed")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch event within 10s")
+	}
+	return tenure.LeaderEvent{}
+}
+
+// A release hands the key to the candidate waiting in line, in one write:
+// the candidate's watch shows it held by the candidate with a greater
+// token, the candidate's Acquire returns that grant without a round trip,
+// the grant renews and fences like any other, and the old grant is lost.
+func TestReleaseHandsOffToCandidate(t *testing.T) {
+	eps := startCluster(t, 1).endpoints()
+	leader := newCoordinator(t, newClient(t, eps))
+	cl, rc := countingClient(t, eps)
+	cand := newCoordinator(t, cl)
+	const key, ttl = "handoff/a", 10 * time.Second
+
+	old := mustAcquire(t, leader, key, "alice", ttl)
+	wctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	ch, err := cand.WatchAsCandidate(wctx, key, "bob", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, ch); !ev.Held || ev.Grant.Holder != "alice" {
+		t.Fatalf("first event %+v; want held by alice", ev)
+	}
+	waitFirst(t, leader, key, "bob")
+
+	if err := leader.Release(ctx(t), old); err != nil {
+		t.Fatal(err)
+	}
+	ev := nextEvent(t, ch)
+	for ev.Held && ev.Grant.Holder == "alice" {
+		ev = nextEvent(t, ch)
+	}
+	if !ev.Held || ev.Grant.Holder != "bob" || ev.Grant.Token <= old.Token {
+		t.Fatalf("event after the release %+v; want held by bob with a token above %d", ev, old.Token)
+	}
+	rc.reset()
+	g, err := cand.Acquire(ctx(t), key, "bob", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := rc.reset(); len(calls) != 0 {
+		t.Errorf("Acquire of a handed-over key made calls %v; want none", calls)
+	}
+	if g.Token != ev.Grant.Token || g.TTL <= 0 || g.TTL > ttl {
+		t.Errorf("Acquire() = %v; want token %d and a TTL in (0, %s]", g, ev.Grant.Token, ttl)
+	}
+	if l, ok, err := leader.Leader(ctx(t), key); err != nil || !ok || l.Holder != "bob" || l.Token != g.Token {
+		t.Errorf("Leader() = %v, %v, %v; want bob with token %d", l, ok, err, g.Token)
+	}
+	if _, err := cand.Renew(ctx(t), g); err != nil {
+		t.Errorf("Renew(handed grant) = %v", err)
+	}
+	if _, err := leader.Renew(ctx(t), old); !errors.Is(err, tenure.ErrLost) {
+		t.Errorf("Renew(old grant) = %v; want ErrLost", err)
+	}
+	// A second Acquire by the same holder gets a new grant, never the
+	// token already given.
+	g2, err := cand.Acquire(ctx(t), key, "bob", ttl)
+	if err != nil || g2.Token <= g.Token {
+		t.Errorf("second Acquire() = %v, %v; want a new grant above token %d", g2, err, g.Token)
+	}
+	if err := cand.Release(ctx(t), g2); err != nil {
+		t.Fatal(err)
+	}
+	// bob still waits in line on its own lease; it released, so nobody
+	// else waits: the key is free.
+	stop()
+	waitFree(t, leader, key, time.Now().Add(10*time.Second))
+}
+
+// A candidate that stopped waiting is not handed the key: the release frees
+// it.
+func TestReleaseSkipsCandidateThatLeft(t *testing.T) {
+	eps := startCluster(t, 1).endpoints()
+	leader := newCoordinator(t, newClient(t, eps))
+	cand := newCoordinator(t, newClient(t, eps))
+	const key, ttl = "handoff/left", 10 * time.Second
+
+	old := mustAcquire(t, leader, key, "alice", ttl)
+	wctx, stop := context.WithCancel(t.Context())
+	if _, err := cand.WatchAsCandidate(wctx, key, "bob", ttl); err != nil {
+		t.Fatal(err)
+	}
+	waitFirst(t, leader, key, "bob")
+	stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := etcd.LineFirst(leader, key); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("bob's line entry is still there 10s after its watch ended")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := leader.Release(ctx(t), old); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok, err := leader.Leader(ctx(t), key); err != nil || ok {
+		t.Errorf("Leader() after release = %v, %v, %v; want free", l, ok, err)
+	}
+}
+
+// A key handed to a candidate whose watch then ends before any Acquire took
+// it is released by the candidate: it never stays held by a holder that no
+// longer wants it.
+func TestHandedKeyReleasedWhenCandidateStops(t *testing.T) {
+	eps := startCluster(t, 1).endpoints()
+	leader := newCoordinator(t, newClient(t, eps))
+	cand := newCoordinator(t, newClient(t, eps))
+	const key, ttl = "handoff/abandoned", 10 * time.Second
+
+	old := mustAcquire(t, leader, key, "alice", ttl)
+	wctx, stop := context.WithCancel(t.Context())
+	ch, err := cand.WatchAsCandidate(wctx, key, "bob", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFirst(t, leader, key, "bob")
+	if err := leader.Release(ctx(t), old); err != nil {
+		t.Fatal(err)
+	}
+	for ev := nextEvent(t, ch); !ev.Held || ev.Grant.Holder != "bob"; ev = nextEvent(t, ch) {
+	}
+	stop()
+	waitFree(t, leader, key, time.Now().Add(10*time.Second))
+	// And the candidate never returns that grant afterwards.
+	g, err := cand.Acquire(ctx(t), key, "bob", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Token <= old.Token {
+		t.Errorf("Acquire() = %v; want a fresh grant above %d", g, old.Token)
+	}
+}
+
+// Two electors on etcd hand the key back and forth: each lets go once its
+// successor waits in line, and the successor's term begins with a greater
+// token, after its predecessor's function returned, on the key the release
+// rewrote for it (its CreateRevision never changes: no delete and create).
+func TestElectorsHandOff(t *testing.T) {
+	eps := startCluster(t, 1).endpoints()
+	raw := newClient(t, eps)
+	var coords [2]*etcd.Coordinator
+	for i := range coords {
+		coords[i] = newCoordinator(t, newClient(t, eps))
+	}
+	const key = "handoff/electors"
+	type term struct {
+		node  int
+		token uint64
+	}
+	terms := make(chan term, 16)
+	release := [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
+	var active [2]atomic.Bool
+	runCtx, stopAll := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for i := range coords {
+		cfg := tenure.DefaultConfig()
+		cfg.Key, cfg.Holder, cfg.TTL, cfg.RetryPeriod = key, []string{"n0", "n1"}[i], 10*time.Second, 2500*time.Millisecond
+		e, err := tenure.NewElector(coords[i], cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for runCtx.Err() == nil {
+				_ = e.Run(runCtx, func(ctx context.Context, tm *tenure.Term) error {
+					if active[1-i].Load() {
+						t.Errorf("node %d began term %d while node %d's function ran", i, tm.Token(), 1-i)
+					}
+					active[i].Store(true)
+					defer active[i].Store(false)
+					terms <- term{i, tm.Token()}
+					select {
+					case <-release[i]:
+					case <-ctx.Done():
+					}
+					return nil // Run releases the key and returns; it runs again
+				})
+			}
+		})
+	}
+	defer func() {
+		stopAll()
+		wg.Wait()
+	}()
+	createRev := func() int64 {
+		resp, err := raw.Get(ctx(t), coords[0].EtcdKey(key))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("Get(%q) = %v, %v; want the held key", key, resp, err)
+		}
+		return resp.Kvs[0].CreateRevision
+	}
+	last := <-terms
+	created := createRev()
+	for range 4 {
+		waitFirst(t, coords[last.node], key, []string{"n0", "n1"}[1-last.node]+"#")
+		release[last.node] <- struct{}{}
+		select {
+		case next := <-terms:
+			if next.node == last.node || next.token <= last.token {
+				t.Fatalf("term %+v after %+v; want the other node with a greater token", next, last)
+			}
+			if c := createRev(); c != created {
+				t.Errorf("term %+v: the key was created anew at %d (was %d); want it handed over in place", next, c, created)
+			}
+			last = next
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no successor within 5s of node %d letting go", last.node)
+		}
+	}
+}
