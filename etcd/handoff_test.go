@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/etcd"
+	"github.com/tenure-dev/tenure/internal/etcdbin"
 )
 
 // waitFirst waits until leader's view of the line shows holder first for key.
@@ -48,7 +49,17 @@ func nextEvent(t *testing.T, ch <-chan tenure.LeaderEvent) tenure.LeaderEvent {
 // token, the candidate's Acquire returns that grant without a round trip,
 // the grant renews and fences like any other, and the old grant is lost.
 func TestReleaseHandsOffToCandidate(t *testing.T) {
-	eps := startCluster(t, 1).endpoints()
+	onBothEtcds(t, testReleaseHandsOffToCandidate)
+}
+
+// onBothEtcds runs test on an embedded etcd and on the etcd binary
+// (Debian's is 3.4): the hand-off's transactions must hold on both.
+func onBothEtcds(t *testing.T, test func(t *testing.T, eps []string)) {
+	t.Run("embedded", func(t *testing.T) { test(t, startCluster(t, 1).endpoints()) })
+	t.Run("binary", func(t *testing.T) { test(t, []string{etcdbin.New(t).URL}) })
+}
+
+func testReleaseHandsOffToCandidate(t *testing.T, eps []string) {
 	leader := newCoordinator(t, newClient(t, eps))
 	cl, rc := countingClient(t, eps)
 	cand := newCoordinator(t, cl)
@@ -182,7 +193,10 @@ func TestHandedKeyReleasedWhenCandidateStops(t *testing.T) {
 // token, after its predecessor's function returned, on the key the release
 // rewrote for it (its CreateRevision never changes: no delete and create).
 func TestElectorsHandOff(t *testing.T) {
-	eps := startCluster(t, 1).endpoints()
+	onBothEtcds(t, testElectorsHandOff)
+}
+
+func testElectorsHandOff(t *testing.T, eps []string) {
 	raw := newClient(t, eps)
 	var coords [2]*etcd.Coordinator
 	for i := range coords {
