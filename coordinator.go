@@ -61,9 +61,8 @@ type Coordinator interface {
 	// between, and Acquire then returns a *HeldError). An Acquire whose
 	// outcome is unknown (its context ended, or its reply was lost) may have
 	// been granted: the Elector simply acquires again with the same holder,
-	// which supersedes it. A Candidate may instead return, once, a grant
-	// for holder whose token it has returned to no caller yet: one handed
-	// to holder by a release, or the lost reply's.
+	// which supersedes it. A Candidate instead returns, once, a grant that
+	// a release handed to holder while it waited in line.
 	// Malformed keys, holders and TTLs are rejected with errors wrapping
 	// ErrInvalidKey, ErrInvalidHolder or ErrInvalidTTL.
 	Acquire(ctx context.Context, key, holder string, ttl time.Duration) (Grant, error)
@@ -132,10 +131,11 @@ type Candidate interface {
 	// handed to holder shows on the channel as held by holder, with a new
 	// token greater than every token granted for key before; holder's
 	// next Acquire of key returns that grant (from the coordinator's own
-	// view, without a round trip). When ctx ends, holder leaves the line,
-	// and a key handed to it that no Acquire took is released. Waiting in
-	// line is a speed-up only: if it cannot be set up, the watch works as
-	// Watch does.
+	// view, without a round trip). When ctx ends or the watch fails, holder
+	// leaves the line, and a key handed to it that no Acquire took is
+	// released; a leave that fails is retried before the holder's next
+	// renewal. Waiting in line is a speed-up only: if it cannot be set up,
+	// the watch works as Watch does.
 	WatchAsCandidate(ctx context.Context, key, holder string, ttl time.Duration) (<-chan LeaderEvent, error)
 }
 

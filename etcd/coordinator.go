@@ -23,10 +23,12 @@ var (
 	_ tenure.Coordinator  = (*Coordinator)(nil)
 	_ tenure.Watcher      = (*Coordinator)(nil)
 	_ tenure.BatchRenewer = (*Coordinator)(nil)
+	_ tenure.Candidate    = (*Coordinator)(nil)
 )
 
 // Coordinator is a tenure.Coordinator on etcd. It also implements
-// tenure.Watcher and tenure.BatchRenewer. It is safe for concurrent use.
+// tenure.Watcher, tenure.Candidate and tenure.BatchRenewer. It is safe for
+// concurrent use.
 type Coordinator struct {
 	client     *clientv3.Client
 	ownsClient bool
@@ -48,9 +50,11 @@ type Coordinator struct {
 
 	// Hand-off on release (handoff.go): the line entries, the latest
 	// state of each watched key, and the greatest token returned per key.
-	line  line
-	seen  map[string]seenKey
-	given map[string]int64
+	line      line
+	seen      map[string]seenKey
+	given     map[string]int64
+	waiting   map[string]int      // line entry → electors of this coordinator waiting on it
+	leftovers map[string]leftover // line entries maybe left in etcd, to delete
 }
 
 // An Option configures a Coordinator.
@@ -87,6 +91,8 @@ func newCoordinator(client *clientv3.Client, owns bool, opts []Option) (*Coordin
 		orphans:    make(map[string]tenure.Grant),
 		seen:       make(map[string]seenKey),
 		given:      make(map[string]int64),
+		waiting:    make(map[string]int),
+		leftovers:  make(map[string]leftover),
 	}
 	for _, opt := range opts {
 		opt(c)
@@ -170,10 +176,10 @@ func ttlSeconds(ttl time.Duration) int64 {
 // the call began) reported instead. A lease granted by this call reports
 // its whole TTL.
 //
-// If holder already holds key on this coordinator's shared lease with a
-// token this coordinator has returned to no caller (a release handed the
-// key to holder while it waited in line, or an earlier call's reply was
-// lost), Acquire returns that grant, once: from what this coordinator's
+// If a release handed key to holder on this coordinator's shared lease
+// while holder waited in line (WatchAsCandidate), and no caller of this
+// coordinator has been given that grant's token (nor renewed or released
+// it here), Acquire returns that grant, once: from what this coordinator's
 // watch of the key saw, without a round trip, when it saw it. Otherwise, if
 // holder already holds key, its grant is deleted and a new one is created
 // with a new token; another holder that acquires the key in between wins,
@@ -236,8 +242,7 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			}
 			kv := kvs[0]
 			if g, ok := c.claim(key, holder, kv, id, left); ok {
-				// Handed to holder by a release, or granted by an earlier
-				// call whose reply was lost: nobody has this token yet.
+				// Handed to holder by a release: nobody has this token yet.
 				if g, err := c.extendIfShort(ctx, sl, g, id, grantedTTL, left); err != nil {
 					return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 				} else if g.TTL > 0 {
@@ -321,7 +326,8 @@ func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 		}
 		return err
 	}
-	if e, ok := c.line.first(g.Key); ok {
+	c.granted(g.Key, g.Token)
+	if e, ok := c.line.first(g.Key, g.Holder); ok {
 		handed, err := c.handOff(ctx, g, e)
 		switch {
 		case handed:

@@ -7,7 +7,8 @@
 // A tenure key K lives at the etcd key Prefix+K (Prefix defaults to
 // DefaultPrefix, "/tenure/leader/"; change it with WithPrefix). Its value is
 // the holder's identity, as is, and it is attached to the holder's etcd
-// lease. Nothing else is stored:
+// lease. Besides the line entries of waiting candidates (see Hand-off on
+// release), nothing else is stored:
 //
 //	/tenure/leader/scheduler  →  "node-a-4242-1f2e3d4c"   (lease 694d7a1b2c3d4e5f)
 //
@@ -31,9 +32,12 @@
 // with the candidate's identity on the candidate's lease and delete the
 // entry. The candidate's watch sees the put, and its Acquire returns the
 // grant without a round trip, so a graceful handover costs one write and one
-// watch notification. A candidate that stops waiting deletes its entry and
-// releases a key handed to it meanwhile. Without a candidate, or when the
-// entry has gone, Release deletes the key as before.
+// watch notification. A candidate that stops waiting (or whose watch fails)
+// deletes its entry and releases a key handed to it meanwhile; if that
+// fails, it is retried before each later renewal of the holder's leases, so
+// an entry left behind never makes a live holder keep a key it does not
+// want. Without a candidate, or when the entry has gone, Release deletes the
+// key as before.
 //
 // # Leases
 //

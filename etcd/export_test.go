@@ -1,6 +1,10 @@
 package etcd
 
-import "time"
+import (
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
 
 // WaitLineReady waits (at most 10s) until c follows the line of candidates,
 // which it starts doing in the background after its first grant, and
@@ -23,6 +27,17 @@ func WaitLineReady(c *Coordinator) bool {
 // LineFirst returns the candidate that has waited longest for key, as c
 // sees the line.
 func LineFirst(c *Coordinator, key string) (holder string, ok bool) {
-	e, ok := c.line.first(key)
+	e, ok := c.line.first(key, "")
 	return e.holder, ok
+}
+
+// LeftInLine records, as a failed leave would, that holder's line entry for
+// key on lease id may be left in etcd.
+func LeftInLine(c *Coordinator, key, holder string, id int64) {
+	c.leftInLine(key, holder, clientv3.LeaseID(id))
+}
+
+// LineKey is the etcd key of holder's line entry for key on lease id.
+func LineKey(c *Coordinator, key string, id int64) string {
+	return c.lineKey(key, clientv3.LeaseID(id))
 }

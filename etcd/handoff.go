@@ -14,8 +14,6 @@ import (
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
-var _ tenure.Candidate = (*Coordinator)(nil)
-
 // Hand-off on release.
 //
 // A campaigning Elector watches its key through WatchAsCandidate, which
@@ -32,9 +30,12 @@ var _ tenure.Candidate = (*Coordinator)(nil)
 //
 // The candidate's coordinator sees the put on its watch of the key (seen)
 // and its next Acquire returns the grant without a round trip: the key is on
-// its own lease, whose time left it knows from its own keepalives, and no
-// caller has been given that token (given). When its watch ends without
-// such an Acquire, it deletes its entry and releases a key handed to it.
+// its own lease, whose time left it knows from its own keepalives, it was
+// rewritten in place (only a hand-off does that), and no caller has been
+// given, renewed or released that token here (given). When its watch ends
+// without such an Acquire, it deletes its entry and releases a key handed to
+// it; if that fails, the entry is recorded (leftovers) and cleared before
+// the holder's next renewal or keepalive.
 // Waiting in line is a speed-up only: any failure falls back to a plain
 // release and a contender's own Acquire.
 
@@ -65,7 +66,7 @@ type line struct {
 	byKey   map[string]map[string]lineEntry // tenure key → entry key → entry
 }
 
-// follow starts following the line, once.
+// followLine starts following the line, once.
 func (c *Coordinator) followLine() {
 	c.line.mu.Lock()
 	if c.line.started {
@@ -166,9 +167,9 @@ func (l *line) remove(base, entry string) {
 	}
 }
 
-// first returns the candidate that has waited longest for key, if the view
-// is current and anyone waits.
-func (l *line) first(key string) (lineEntry, bool) {
+// first returns the candidate other than holder that has waited longest for
+// key, if the view is current and anyone waits.
+func (l *line) first(key, holder string) (lineEntry, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var best lineEntry
@@ -177,6 +178,9 @@ func (l *line) first(key string) (lineEntry, bool) {
 		return best, false
 	}
 	for _, e := range l.byKey[key] {
+		if e.holder == holder {
+			continue
+		}
 		if !found || e.created < best.created {
 			best, found = e, true
 		}
@@ -237,15 +241,17 @@ func (c *Coordinator) granted(key string, token uint64) {
 	c.given[key] = max(c.given[key], int64(token))
 }
 
-// claim returns the grant kv shows on key for holder, when kv is on lease id
-// and no caller of this coordinator has been given its token (a key handed
-// to holder by a release, or an acquisition whose reply was lost), and
-// marks its token given. left is the time the lease has left for sure.
+// claim returns the grant kv shows on key for holder, when a release handed
+// the key to holder on lease id (the key was rewritten in place: its
+// CreateRevision is below its ModRevision) and no caller of this
+// coordinator has been given its token, and marks its token given. left is
+// the time the lease has left for sure. A key holder put itself is never
+// claimed: two Acquires of one holder in flight at once would both see it.
 func (c *Coordinator) claim(key, holder string, kv *mvccpb.KeyValue, id clientv3.LeaseID, left time.Duration) (tenure.Grant, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if kv == nil || string(kv.Value) != holder || clientv3.LeaseID(kv.Lease) != id || id == clientv3.NoLease ||
-		kv.ModRevision <= c.given[key] || left <= 0 {
+		kv.CreateRevision >= kv.ModRevision || kv.ModRevision <= c.given[key] || left <= 0 {
 		return tenure.Grant{}, false
 	}
 	c.given[key] = kv.ModRevision
@@ -267,11 +273,12 @@ func (c *Coordinator) claimSeen(key, holder string, sl *sharedLease, start boott
 	return c.claim(key, holder, s.kv, id, left)
 }
 
-// WatchAsCandidate is Watch, and while ctx lasts it also puts holder in
-// line for key on holder's shared lease for ttl, and keeps that lease alive
-// (a third of its TTL apart). See tenure.Candidate. When ctx ends, or the
-// coordinator closes, the entry is deleted, and a key handed to holder
-// that no Acquire took is released. A failure to stand in line is logged
+// WatchAsCandidate is Watch, and while ctx and the watch last it also puts
+// holder in line for key on holder's shared lease for ttl, and keeps that
+// lease at two thirds of its TTL or more. See tenure.Candidate. When ctx
+// ends, the watch fails or the coordinator closes, the entry is deleted,
+// and a key handed to holder that no Acquire took is released (retried
+// before the holder's next renewal if that fails). A failure to stand in line is logged
 // at debug level: the watch works as Watch's does.
 func (c *Coordinator) WatchAsCandidate(ctx context.Context, key, holder string, ttl time.Duration) (<-chan tenure.LeaderEvent, error) {
 	op := fmt.Sprintf("etcd: watch %q as candidate %q", key, holder)
@@ -281,7 +288,8 @@ func (c *Coordinator) WatchAsCandidate(ctx context.Context, key, holder string, 
 	if err := tenure.ValidateTTL(ttl); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	ch, err := c.Watch(ctx, key)
+	exited := make(chan struct{})
+	ch, err := c.watch(ctx, key, exited)
 	if err != nil {
 		return nil, err
 	}
@@ -294,10 +302,19 @@ func (c *Coordinator) WatchAsCandidate(ctx context.Context, key, holder string, 
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
+		// Wait in line as long as the watch lasts: a candidate whose watch
+		// failed polls, and would take a key handed to it late.
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stop := context.AfterFunc(c.ctx, cancel)
 		defer stop()
+		go func() {
+			select {
+			case <-exited:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
 		c.waitInLine(wctx, key, holder, c.sharedLease(holder, ttlSeconds(ttl)))
 	}()
 	return ch, nil
@@ -330,6 +347,7 @@ func (c *Coordinator) waitInLine(ctx context.Context, key, holder string, sl *sh
 		if cur != id {
 			// The lease expired and another call replaced it: the entry
 			// went with it.
+			c.inLine(c.lineKey(key, id), -1)
 			id = clientv3.NoLease
 			continue
 		}
@@ -349,6 +367,7 @@ func (c *Coordinator) waitInLine(ctx context.Context, key, holder string, sl *sh
 		switch {
 		case isLeaseNotFound(err):
 			// The entry went with the lease: stand in line again on a new one.
+			c.inLine(c.lineKey(key, id), -1)
 			sl.drop(id)
 			id = clientv3.NoLease
 		case err == nil:
@@ -371,16 +390,21 @@ func (c *Coordinator) enterLine(ctx context.Context, key, holder string, sl *sha
 			return clientv3.NoLease, 0, err
 		}
 		entry := c.lineKey(key, id)
+		c.inLine(entry, +1)
 		resp, err := c.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(entry), "=", 0)).
 			Then(clientv3.OpPut(entry, holder, clientv3.WithLease(id))).
 			Else(clientv3.OpGet(entry)).
 			Commit()
 		if isLeaseNotFound(err) {
+			c.inLine(entry, -1)
 			sl.drop(id)
 			continue
 		}
 		if err != nil {
+			c.inLine(entry, -1)
+			// The entry may have been written: clean it up later.
+			c.leftInLine(key, holder, id)
 			return clientv3.NoLease, 0, err
 		}
 		if resp.Succeeded {
@@ -389,6 +413,7 @@ func (c *Coordinator) enterLine(ctx context.Context, key, holder string, sl *sha
 		// Another elector of this holder waits in line on this lease.
 		kv := firstKV(resp.Responses[0].GetResponseRange().Kvs)
 		if kv == nil {
+			c.inLine(entry, -1)
 			continue
 		}
 		return id, kv.CreateRevision, nil
@@ -401,32 +426,101 @@ func (c *Coordinator) enterLine(ctx context.Context, key, holder string, sl *sha
 const leaveLineTimeout = 2 * time.Second
 
 // leaveLine deletes holder's line entry for key on lease id (created at
-// created). If a release handed the key to it meanwhile and no Acquire took
-// it, the key is released; a release that fails is retried with the
-// holder's next renewal.
+// created). If a release handed the key to holder meanwhile and no Acquire
+// took it, the key is released. A leave that fails is retried before every
+// later renewal and keepalive of the holder's leases (releaseOrphans): left
+// on a shared lease that other grants keep alive, the entry would hand the
+// key to a holder that no longer wants it.
 func (c *Coordinator) leaveLine(key, holder string, id clientv3.LeaseID, created int64) {
+	entry := c.lineKey(key, id)
+	if c.inLine(entry, -1) > 0 {
+		return // another elector of this holder still waits on this entry
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), leaveLineTimeout)
 	defer cancel()
+	cmp := clientv3.Compare(clientv3.CreateRevision(entry), "=", created)
+	if err := c.clearEntry(ctx, key, holder, id, cmp); err != nil {
+		c.log.Warn("leaving the line failed; retried with the holder's next renewal", "key", key, "holder", holder, "err", err)
+		c.leftInLine(key, holder, id)
+	}
+}
+
+// clearEntry deletes holder's line entry for key on lease id when cmp holds
+// (it is that entry), and releases the key if a release handed it to holder
+// and no Acquire took it.
+func (c *Coordinator) clearEntry(ctx context.Context, key, holder string, id clientv3.LeaseID, cmp clientv3.Cmp) error {
 	entry, ek := c.lineKey(key, id), c.EtcdKey(key)
-	resp, err := c.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(entry), "=", created)).
-		Then(clientv3.OpDelete(entry)).
-		Else(clientv3.OpGet(ek)).
-		Commit()
+	resp, err := c.client.Txn(ctx).If(cmp).Then(clientv3.OpDelete(entry), clientv3.OpGet(ek)).Else(clientv3.OpGet(ek)).Commit()
 	if err != nil {
-		// The entry stays until the lease ends; a key handed to it would
-		// wait for that too.
-		c.log.Warn("leaving the line failed", "key", key, "holder", holder, "err", err)
-		return
+		return err
 	}
-	if resp.Succeeded {
-		return
-	}
-	kv := firstKV(resp.Responses[0].GetResponseRange().Kvs)
-	if g, ok := c.claim(key, holder, kv, id, time.Nanosecond); ok {
+	rs := resp.Responses[len(resp.Responses)-1].GetResponseRange()
+	if g, ok := c.claim(key, holder, firstKV(rs.Kvs), id, time.Nanosecond); ok {
 		c.log.Debug("releasing a key handed over after its candidate stopped", "key", key, "token", g.Token)
 		if err := c.deleteGrant(ctx, g); err != nil {
 			c.orphan(g)
 		}
+	}
+	return nil
+}
+
+// inLine counts the electors of this coordinator waiting on line entry
+// entry (delta +1 or −1) and returns how many are left. An entry someone
+// waits on is no longer left behind.
+func (c *Coordinator) inLine(entry string, delta int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.waiting[entry] + delta
+	if n <= 0 {
+		delete(c.waiting, entry)
+		return 0
+	}
+	c.waiting[entry] = n
+	delete(c.leftovers, entry)
+	return n
+}
+
+// leftover is a line entry this coordinator may have left in etcd: its
+// write's or its delete's outcome is unknown.
+type leftover struct {
+	key, holder string
+	lease       clientv3.LeaseID
+}
+
+// leftInLine records that holder's line entry for key on lease id may be
+// left in etcd.
+func (c *Coordinator) leftInLine(key, holder string, id clientv3.LeaseID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	entry := c.lineKey(key, id)
+	if c.waiting[entry] == 0 {
+		c.leftovers[entry] = leftover{key, holder, id}
+	}
+}
+
+// clearLeftovers deletes the line entries of holders that this coordinator
+// may have left behind, and releases keys handed to them meanwhile; an entry
+// an elector waits on again is kept. It runs before the holders' leases are
+// extended (releaseOrphans).
+func (c *Coordinator) clearLeftovers(ctx context.Context, holders map[string]bool) {
+	c.mu.Lock()
+	var todo []leftover
+	for _, l := range c.leftovers {
+		if holders[l.holder] {
+			todo = append(todo, l)
+		}
+	}
+	c.mu.Unlock()
+	for _, l := range todo {
+		entry := c.lineKey(l.key, l.lease)
+		cmp := clientv3.Compare(clientv3.Value(entry), "=", l.holder)
+		if err := c.clearEntry(ctx, l.key, l.holder, l.lease, cmp); err != nil {
+			continue
+		}
+		c.mu.Lock()
+		if c.leftovers[entry] == l {
+			delete(c.leftovers, entry)
+		}
+		c.mu.Unlock()
 	}
 }

@@ -3,11 +3,14 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/etcd"
@@ -116,8 +119,8 @@ func testReleaseHandsOffToCandidate(t *testing.T, eps []string) {
 	if err := cand.Release(ctx(t), g2); err != nil {
 		t.Fatal(err)
 	}
-	// bob still waits in line on its own lease; it released, so nobody
-	// else waits: the key is free.
+	// The hand-off consumed bob's line entry; nobody else waits, so bob's
+	// release freed the key.
 	stop()
 	waitFree(t, leader, key, time.Now().Add(10*time.Second))
 }
@@ -265,5 +268,118 @@ func testElectorsHandOff(t *testing.T, eps []string) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("no successor within 5s of node %d letting go", last.node)
 		}
+	}
+}
+
+// Two Acquires of one key by one holder in flight at once never return the
+// same token (the second supersedes the first, as it always has): a key a
+// holder put itself is never taken as handed over, even when the other
+// call's reply has not arrived yet.
+func TestConcurrentAcquiresNeverShareToken(t *testing.T) {
+	eps := startCluster(t, 1).endpoints()
+	c := newCoordinator(t, newClient(t, eps))
+	const key, holder, ttl = "handoff/concurrent", "h#1", 10 * time.Second
+	for round := range 150 {
+		var wg sync.WaitGroup
+		var gs [2]tenure.Grant
+		var errs [2]error
+		for j := range 2 {
+			wg.Go(func() { gs[j], errs[j] = c.Acquire(ctx(t), key, holder, ttl) })
+		}
+		wg.Wait()
+		if errs[0] == nil && errs[1] == nil && gs[0].Token == gs[1].Token {
+			t.Fatalf("round %d: both Acquires returned token %d", round, gs[0].Token)
+		}
+		for j := range 2 {
+			if errs[j] == nil {
+				_ = c.Release(ctx(t), gs[j])
+			}
+		}
+	}
+}
+
+// A handed-over grant that a caller holds, renewed through another
+// coordinator (a restarted process adopts the grant's lease), is never
+// returned again by that coordinator's Acquire.
+func TestRenewedHandedGrantNotClaimedAgain(t *testing.T) {
+	eps := startCluster(t, 1).endpoints()
+	leader := newCoordinator(t, newClient(t, eps))
+	cand := newCoordinator(t, newClient(t, eps))
+	other := newCoordinator(t, newClient(t, eps))
+	const key, ttl = "handoff/renewed", 10 * time.Second
+
+	old := mustAcquire(t, leader, key, "alice", ttl)
+	wctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	ch, err := cand.WatchAsCandidate(wctx, key, "bob", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFirst(t, leader, key, "bob")
+	if err := leader.Release(ctx(t), old); err != nil {
+		t.Fatal(err)
+	}
+	for ev := nextEvent(t, ch); !ev.Held || ev.Grant.Holder != "bob"; ev = nextEvent(t, ch) {
+	}
+	g := mustAcquire(t, cand, key, "bob", ttl)
+	if _, err := other.Renew(ctx(t), g); err != nil {
+		t.Fatal(err)
+	}
+	g2, err := other.Acquire(ctx(t), key, "bob", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2.Token == g.Token {
+		t.Errorf("Acquire() through the coordinator that renewed it returned token %d again", g.Token)
+	}
+}
+
+// A line entry left behind (its leave failed, and the holder's lease lives
+// on through its other grants) would get every release of the key handed to
+// a holder that does not want it. The holder's next renewal clears it, and
+// releases a key handed to it meanwhile. Control: the same entry, not
+// recorded as left behind, keeps the key held while the holder renews.
+func TestLeftoverLineEntryClearedByRenewal(t *testing.T) {
+	for _, recorded := range []bool{true, false} {
+		t.Run(fmt.Sprintf("recorded=%v", recorded), func(t *testing.T) {
+			eps := startCluster(t, 1).endpoints()
+			raw := newClient(t, eps)
+			leader := newCoordinator(t, newClient(t, eps))
+			cand := newCoordinator(t, newClient(t, eps))
+			const key, ttl = "handoff/leftover", 5 * time.Second
+			mine := mustAcquire(t, cand, "handoff/mine", "bob", ttl) // bob's lease lives on
+			lease := leaseOf(t, cand, mine.Key)
+			old := mustAcquire(t, leader, key, "alice", ttl)
+			// The entry a failed leave left behind.
+			if _, err := raw.Put(ctx(t), etcd.LineKey(cand, key, int64(lease)), "bob", clientv3.WithLease(lease)); err != nil {
+				t.Fatal(err)
+			}
+			if recorded {
+				etcd.LeftInLine(cand, key, "bob", int64(lease))
+			}
+			waitFirst(t, leader, key, "bob")
+			if err := leader.Release(ctx(t), old); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if mine, err = cand.Renew(ctx(t), mine); err != nil {
+				t.Fatal(err)
+			}
+			l, held, err := leader.Leader(ctx(t), key)
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case recorded && held:
+				t.Errorf("after bob's renewal the key is held by %q; want it released", l.Holder)
+			case !recorded && !held:
+				t.Error("control: the key is free without the entry recorded; want it still handed to bob")
+			}
+			if recorded {
+				resp, err := raw.Get(ctx(t), etcd.LineKey(cand, key, int64(lease)))
+				if err != nil || len(resp.Kvs) != 0 {
+					t.Errorf("line entry after the renewal: %v, %v; want it gone", resp, err)
+				}
+			}
+		})
 	}
 }

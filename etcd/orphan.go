@@ -26,7 +26,8 @@ func (c *Coordinator) adopted(g tenure.Grant) {
 }
 
 // releaseOrphans retries the release of every orphaned grant of the holders
-// of gs, before their shared leases are extended. A release that fails again
+// of gs, and the leaving of line entries left behind (handoff.go), before
+// their shared leases are extended. A release that fails again
 // stays recorded for the next renewal. A grant that is being renewed is
 // never an orphan: renewing it means its elector is alive and wants it.
 func (c *Coordinator) releaseOrphans(ctx context.Context, gs []tenure.Grant) {
@@ -36,6 +37,7 @@ func (c *Coordinator) releaseOrphans(ctx context.Context, gs []tenure.Grant) {
 		holders[g.Holder] = true
 		renewing[g.Key] = g.Token
 	}
+	c.clearLeftovers(ctx, holders)
 	c.mu.Lock()
 	var todo []tenure.Grant
 	for _, o := range c.orphans {

@@ -18,7 +18,7 @@ const groupTxnOps = maxTxnOps / 2
 
 // ClaimPartitions claims the named partitions for m, 64 per transaction:
 // each free partition key is created on m's lease, with the member's ID as
-// its value; its token is its create revision. See tenure.GroupCoordinator.
+// its value; its token is the revision of that write. See tenure.GroupCoordinator.
 // If m's lease has expired, the error wraps tenure.ErrLost and nothing of
 // that transaction is claimed.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {

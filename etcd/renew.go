@@ -166,6 +166,8 @@ func (c *Coordinator) classify(r *tenure.RenewResult, g tenure.Grant, kv *mvccpb
 	default:
 		r.Grant = g
 		r.Grant.TTL = k.ttl
+		// A caller holds this token: never hand it out (handoff.go).
+		c.granted(g.Key, g.Token)
 	}
 	return true
 }

@@ -21,6 +21,11 @@ import (
 // revision it needed, or the member it talks to lost its raft leader (the
 // watch requires one, so that a partitioned member cannot hide changes).
 func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
+	return c.watch(ctx, key, nil)
+}
+
+// watch is Watch; exited, when not nil, is closed when the watch ends.
+func (c *Coordinator) watch(ctx context.Context, key string, exited chan<- struct{}) (<-chan tenure.LeaderEvent, error) {
 	op := fmt.Sprintf("etcd: watch %q", key)
 	if err := tenure.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -61,6 +66,9 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
+		if exited != nil {
+			defer close(exited)
+		}
 		defer close(out)
 		defer stop()
 		defer cancel()
