@@ -8,7 +8,9 @@
 //
 //   - Handover: the leader releases; time until the successor acts. Peers:
 //     etcd's concurrency.Election; the seed SQL re-run by a polling
-//     contender. Floor: one watch notification plus one round trip.
+//     contender. Floor: on etcd, one write and its watch notification (the
+//     release hands the key over); on PostgreSQL, one notification plus
+//     one write round trip.
 //   - Failover: the leading process is SIGKILLed; time until the successor
 //     (another process) acts. Peers: a concurrency.Mutex holder (what
 //     `etcdctl lock` does); the seed SQL. Floor: the old lease's expiry at

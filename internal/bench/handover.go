@@ -59,8 +59,8 @@ type trialer interface {
 // Handover measures graceful handovers: the leader lets go, and the time
 // until the successor acts. tenure's Elector and the peer (etcd's
 // concurrency.Election, or the seed SQL re-run by a polling contender)
-// alternate trial by trial, and after each pair of trials the floor (one
-// watch notification plus one transaction round trip) is measured.
+// alternate trial by trial, and after each pair of trials the floor is
+// measured (see floor).
 func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
@@ -140,7 +140,7 @@ func handoverReport(o HandoverOptions, peerName string, tds, pds, floors []time.
 	r.compare("tenure", peerName)
 	r.Notes = append(r.Notes,
 		"handover: from the leader starting to let go until the successor acts (its function called with the new token)",
-		"floor: one watch notification (from the write's send to the event's arrival) plus one write-transaction round trip, measured after each pair of trials")
+		floorNote(o.Target))
 	if o.Postgres != "" {
 		r.Settings["seed_poll_ms"] = ms(o.SeedPoll)
 		r.Notes = append(r.Notes, fmt.Sprintf("seed-sql: the follower re-runs the seed's UPDATE every %s (the seed has no notification)", o.SeedPoll))
@@ -276,4 +276,12 @@ func (p *electorPair) close() {
 			c.Close()
 		}
 	}
+}
+
+// floorNote says what the handover floor is on t.
+func floorNote(t Target) string {
+	if t.Postgres != "" {
+		return "floor: one notification (from the NOTIFY's send to its arrival) plus one write round trip (the successor's acquisition), measured after each pair of trials"
+	}
+	return "floor: one write and its watch notification (from the write's send to the event's arrival; tenure's release hands the key to the waiting successor in that write), measured after each pair of trials"
 }
