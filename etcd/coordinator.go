@@ -55,6 +55,7 @@ type Coordinator struct {
 	given     map[string]int64
 	waiting   map[string]int      // line entry → electors of this coordinator waiting on it
 	leftovers map[string]leftover // line entries maybe left in etcd, to delete
+	lineMu    sync.Mutex          // serialises writes of line entries with their clearing
 }
 
 // An Option configures a Coordinator.
@@ -320,13 +321,14 @@ func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 	if err := g.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	c.granted(g.Key, g.Token) // a caller held it: never hand it out
+
 	if err := c.begin(ctx, op); err != nil {
 		if !errors.Is(err, tenure.ErrClosed) {
 			c.orphan(g)
 		}
 		return err
 	}
-	c.granted(g.Key, g.Token)
 	if e, ok := c.line.first(g.Key, g.Holder); ok {
 		handed, err := c.handOff(ctx, g, e)
 		switch {

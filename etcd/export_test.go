@@ -41,3 +41,10 @@ func LeftInLine(c *Coordinator, key, holder string, id int64) {
 func LineKey(c *Coordinator, key string, id int64) string {
 	return c.lineKey(key, clientv3.LeaseID(id))
 }
+
+// SetClearLeftoversHook makes f run between the reading of the leftovers
+// and their clearing, until the test ends.
+func SetClearLeftoversHook(t interface{ Cleanup(func()) }, f func()) {
+	clearLeftoversHook = f
+	t.Cleanup(func() { clearLeftoversHook = nil })
+}

@@ -246,12 +246,20 @@ func (c *Coordinator) granted(key string, token uint64) {
 // CreateRevision is below its ModRevision) and no caller of this
 // coordinator has been given its token, and marks its token given. left is
 // the time the lease has left for sure. A key holder put itself is never
-// claimed: two Acquires of one holder in flight at once would both see it.
+// claimed (two Acquires of one holder in flight at once would both see it),
+// nor one handed to a line entry this coordinator did not put.
 func (c *Coordinator) claim(key, holder string, kv *mvccpb.KeyValue, id clientv3.LeaseID, left time.Duration) (tenure.Grant, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if kv == nil || string(kv.Value) != holder || clientv3.LeaseID(kv.Lease) != id || id == clientv3.NoLease ||
 		kv.CreateRevision >= kv.ModRevision || kv.ModRevision <= c.given[key] || left <= 0 {
+		return tenure.Grant{}, false
+	}
+	// Only a coordinator that stood in line on this lease takes the key:
+	// another that shares the lease (it renewed one of the holder's grants)
+	// may not know who was given the token.
+	entry := c.lineKey(key, id)
+	if _, left := c.leftovers[entry]; c.waiting[entry] == 0 && !left {
 		return tenure.Grant{}, false
 	}
 	c.given[key] = kv.ModRevision
@@ -293,6 +301,7 @@ func (c *Coordinator) WatchAsCandidate(ctx context.Context, key, holder string, 
 	if err != nil {
 		return nil, err
 	}
+	c.followLine() // a candidate is about to lead, and hand the key on
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -308,20 +317,14 @@ func (c *Coordinator) WatchAsCandidate(ctx context.Context, key, holder string, 
 		defer cancel()
 		stop := context.AfterFunc(c.ctx, cancel)
 		defer stop()
-		go func() {
-			select {
-			case <-exited:
-				cancel()
-			case <-wctx.Done():
-			}
-		}()
-		c.waitInLine(wctx, key, holder, c.sharedLease(holder, ttlSeconds(ttl)))
+		c.waitInLine(wctx, exited, key, holder, c.sharedLease(holder, ttlSeconds(ttl)))
 	}()
 	return ch, nil
 }
 
-// waitInLine stands in line for key until ctx ends, then leaves it.
-func (c *Coordinator) waitInLine(ctx context.Context, key, holder string, sl *sharedLease) {
+// waitInLine stands in line for key until ctx ends or the watch ends
+// (exited is closed), then leaves it.
+func (c *Coordinator) waitInLine(ctx context.Context, exited <-chan struct{}, key, holder string, sl *sharedLease) {
 	var (
 		id      clientv3.LeaseID
 		created int64
@@ -332,6 +335,11 @@ func (c *Coordinator) waitInLine(ctx context.Context, key, holder string, sl *sh
 		}
 	}()
 	for ctx.Err() == nil {
+		select {
+		case <-exited:
+			return
+		default:
+		}
 		if id == clientv3.NoLease {
 			var err error
 			if id, created, err = c.enterLine(ctx, key, holder, sl); err != nil {
@@ -354,6 +362,8 @@ func (c *Coordinator) waitInLine(ctx context.Context, key, holder string, sl *sh
 		if wait := ttl - boottime.Since(sent) - 2*ttl/3; wait > 0 {
 			select {
 			case <-ctx.Done():
+				return
+			case <-exited:
 				return
 			case <-time.After(wait):
 			}
@@ -390,12 +400,14 @@ func (c *Coordinator) enterLine(ctx context.Context, key, holder string, sl *sha
 			return clientv3.NoLease, 0, err
 		}
 		entry := c.lineKey(key, id)
+		c.lineMu.Lock()
 		c.inLine(entry, +1)
 		resp, err := c.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(entry), "=", 0)).
 			Then(clientv3.OpPut(entry, holder, clientv3.WithLease(id))).
 			Else(clientv3.OpGet(entry)).
 			Commit()
+		c.lineMu.Unlock()
 		if isLeaseNotFound(err) {
 			c.inLine(entry, -1)
 			sl.drop(id)
@@ -433,13 +445,21 @@ const leaveLineTimeout = 2 * time.Second
 // key to a holder that no longer wants it.
 func (c *Coordinator) leaveLine(key, holder string, id clientv3.LeaseID, created int64) {
 	entry := c.lineKey(key, id)
-	if c.inLine(entry, -1) > 0 {
-		return // another elector of this holder still waits on this entry
+	c.lineMu.Lock()
+	defer c.lineMu.Unlock()
+	c.mu.Lock()
+	others := c.waiting[entry] > 1
+	c.mu.Unlock()
+	if others {
+		c.inLine(entry, -1) // another elector of this holder still waits on it
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), leaveLineTimeout)
 	defer cancel()
 	cmp := clientv3.Compare(clientv3.CreateRevision(entry), "=", created)
-	if err := c.clearEntry(ctx, key, holder, id, cmp); err != nil {
+	err := c.clearEntry(ctx, key, holder, id, cmp) // still counted: it may claim
+	c.inLine(entry, -1)
+	if err != nil {
 		c.log.Warn("leaving the line failed; retried with the holder's next renewal", "key", key, "holder", holder, "err", err)
 		c.leftInLine(key, holder, id)
 	}
@@ -511,16 +531,62 @@ func (c *Coordinator) clearLeftovers(ctx context.Context, holders map[string]boo
 		}
 	}
 	c.mu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	if h := clearLeftoversHook; h != nil {
+		h()
+	}
+	// Bounded on its own: a renewal must not spend its deadline here, and
+	// an entry not cleared now is cleared at the next renewal.
+	ctx, cancel := context.WithTimeout(ctx, leaveLineTimeout/4)
+	defer cancel()
 	for _, l := range todo {
-		entry := c.lineKey(l.key, l.lease)
-		cmp := clientv3.Compare(clientv3.Value(entry), "=", l.holder)
-		if err := c.clearEntry(ctx, l.key, l.holder, l.lease, cmp); err != nil {
-			continue
+		c.clearLeftover(ctx, l)
+	}
+}
+
+// clearLeftoversHook, when set (by tests), runs between clearLeftovers'
+// reading of the leftovers and their clearing.
+var clearLeftoversHook func()
+
+// clearLeftover clears leftover l, unless an elector of this coordinator
+// waits on its entry again. Writes of line entries are serialised with it
+// (lineMu), so it never deletes an entry an elector has just put.
+func (c *Coordinator) clearLeftover(ctx context.Context, l leftover) {
+	entry := c.lineKey(l.key, l.lease)
+	c.lineMu.Lock()
+	defer c.lineMu.Unlock()
+	c.mu.Lock()
+	_, still := c.leftovers[entry]
+	c.mu.Unlock()
+	if !still {
+		return
+	}
+	cmp := clientv3.Compare(clientv3.Value(entry), "=", l.holder)
+	if err := c.clearEntry(ctx, l.key, l.holder, l.lease, cmp); err != nil {
+		return
+	}
+	c.mu.Lock()
+	delete(c.leftovers, entry)
+	c.mu.Unlock()
+}
+
+// adoptLeftovers records the line entries of holder on lease id, which this
+// coordinator has just adopted from another (see RenewBatch), as left
+// behind: their coordinator may be gone, and nobody else would clear them.
+func (c *Coordinator) adoptLeftovers(holder string, id clientv3.LeaseID) {
+	c.line.mu.Lock()
+	var found []lineEntry
+	for _, m := range c.line.byKey {
+		for _, e := range m {
+			if e.lease == id && e.holder == holder {
+				found = append(found, e)
+			}
 		}
-		c.mu.Lock()
-		if c.leftovers[entry] == l {
-			delete(c.leftovers, entry)
-		}
-		c.mu.Unlock()
+	}
+	c.line.mu.Unlock()
+	for _, e := range found {
+		c.leftInLine(e.key, holder, id)
 	}
 }

@@ -90,12 +90,17 @@ func testReleaseHandsOffToCandidate(t *testing.T, eps []string) {
 	if !ev.Held || ev.Grant.Holder != "bob" || ev.Grant.Token <= old.Token {
 		t.Fatalf("event after the release %+v; want held by bob with a token above %d", ev, old.Token)
 	}
+	if !etcd.WaitLineReady(cand) { // it follows the line from its candidacy on
+		t.Fatal("the candidate's coordinator does not follow the line")
+	}
 	rc.reset()
 	g, err := cand.Acquire(ctx(t), key, "bob", ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls := rc.reset(); len(calls) != 0 {
+	calls := rc.reset()
+	delete(calls, "/etcdserverpb.Watch/Watch") // the line follower's stream may open late
+	if len(calls) != 0 {
 		t.Errorf("Acquire of a handed-over key made calls %v; want none", calls)
 	}
 	if g.Token != ev.Grant.Token || g.TTL <= 0 || g.TTL > ttl {
@@ -381,5 +386,83 @@ func TestLeftoverLineEntryClearedByRenewal(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A key handed to a holder's line entry is taken only by the coordinator
+// that put the entry: another coordinator that shares the holder's lease
+// (it renewed one of the holder's grants) never returns the same token.
+func TestHandedKeyTakenOnlyByCandidatesCoordinator(t *testing.T) {
+	eps := startCluster(t, 1).endpoints()
+	leader := newCoordinator(t, newClient(t, eps))
+	cand := newCoordinator(t, newClient(t, eps))
+	other := newCoordinator(t, newClient(t, eps))
+	const key, ttl = "handoff/shared-lease", 10 * time.Second
+	mine := mustAcquire(t, cand, "handoff/mine", "bob", ttl)
+	if _, err := other.Renew(ctx(t), mine); err != nil { // other adopts bob's lease
+		t.Fatal(err)
+	}
+	old := mustAcquire(t, leader, key, "alice", ttl)
+	wctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	ch, err := cand.WatchAsCandidate(wctx, key, "bob", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFirst(t, leader, key, "bob")
+	if err := leader.Release(ctx(t), old); err != nil {
+		t.Fatal(err)
+	}
+	for ev := nextEvent(t, ch); !ev.Held || ev.Grant.Holder != "bob"; ev = nextEvent(t, ch) {
+	}
+	g := mustAcquire(t, cand, key, "bob", ttl)
+	g2, err := other.Acquire(ctx(t), key, "bob", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2.Token == g.Token {
+		t.Errorf("two coordinators returned token %d to two callers", g.Token)
+	}
+}
+
+// Clearing a line entry left behind never deletes the entry of an elector
+// of the same holder that has just stood in line again on the same lease
+// (between the renewal's reading of what was left and its clearing): the
+// key is handed to that elector on the next release.
+func TestLeftoverClearingKeepsLiveEntry(t *testing.T) {
+	eps := startCluster(t, 1).endpoints()
+	raw := newClient(t, eps)
+	leader := newCoordinator(t, newClient(t, eps))
+	cand := newCoordinator(t, newClient(t, eps))
+	const key, ttl = "handoff/requeued", 5 * time.Second
+	mine := mustAcquire(t, cand, "handoff/mine", "bob", ttl)
+	lease := leaseOf(t, cand, mine.Key)
+	old := mustAcquire(t, leader, key, "alice", ttl)
+	etcd.LeftInLine(cand, key, "bob", int64(lease)) // a lost reply: the entry may be there
+	wctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	var ch <-chan tenure.LeaderEvent
+	etcd.SetClearLeftoversHook(t, func() {
+		var err error
+		if ch, err = cand.WatchAsCandidate(wctx, key, "bob", ttl); err != nil {
+			t.Error(err)
+			return
+		}
+		waitFirst(t, leader, key, "bob")
+	})
+	if _, err := cand.Renew(ctx(t), mine); err != nil {
+		t.Fatal(err)
+	}
+	if ch == nil {
+		t.Fatal("the hook did not run")
+	}
+	if resp, err := raw.Get(ctx(t), etcd.LineKey(cand, key, int64(lease))); err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("bob's line entry after the renewal: %v, %v; want it kept", resp, err)
+	}
+	if err := leader.Release(ctx(t), old); err != nil {
+		t.Fatal(err)
+	}
+	if l, held, err := leader.Leader(ctx(t), key); err != nil || !held || l.Holder != "bob" {
+		t.Errorf("after the release: %v, %v, %v; want the key handed to bob", l, held, err)
 	}
 }

@@ -65,6 +65,8 @@ func (c *Coordinator) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenu
 			out[i].Err = fmt.Errorf("etcd: renew %s: %w", g, err)
 			continue
 		}
+		// A caller holds this token: never hand it out (handoff.go).
+		c.granted(g.Key, g.Token)
 		todo = append(todo, i)
 		for id, sl := range c.leasesOf(g.Holder, g.TTL) {
 			owners[id] = sl
@@ -123,6 +125,7 @@ func (c *Coordinator) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenu
 		if out[i].Err == nil {
 			lease := clientv3.LeaseID(kvs2[j].Lease)
 			c.sharedLease(gs[i].Holder, ttlSeconds(out[i].Grant.TTL)).adopt(lease, ka2[lease].sent, out[i].Grant.TTL)
+			c.adoptLeftovers(gs[i].Holder, lease)
 		}
 	}
 	return out, nil
@@ -166,8 +169,6 @@ func (c *Coordinator) classify(r *tenure.RenewResult, g tenure.Grant, kv *mvccpb
 	default:
 		r.Grant = g
 		r.Grant.TTL = k.ttl
-		// A caller holds this token: never hand it out (handoff.go).
-		c.granted(g.Key, g.Token)
 	}
 	return true
 }
