@@ -218,7 +218,7 @@ func TestRenewBatchRoundTrips(t *testing.T) {
 			}
 			calls := rc.reset()
 			delete(calls, "/etcdserverpb.Watch/Watch") // the line follower's stream may open late
-			wantTxns := (n + 127) / 128 // etcd's default --max-txn-ops
+			wantTxns := (n + 127) / 128                // etcd's default --max-txn-ops
 			if got := calls["/etcdserverpb.Lease/LeaseKeepAlive"]; got != 1 {
 				t.Errorf("renewing %d grants opened %d keepalive streams; want 1 (one shared lease): %v", n, got, calls)
 			}
