@@ -53,9 +53,11 @@ type Coordinator struct {
 	line      line
 	seen      map[string]seenKey
 	given     map[string]int64
-	waiting   map[string]int      // line entry → electors of this coordinator waiting on it
-	leftovers map[string]leftover // line entries maybe left in etcd, to delete
-	lineMu    sync.Mutex          // serialises writes of line entries with their clearing
+	nonce     string           // names this coordinator's line entries
+	seq       uint64           // numbers its waits
+	waits     map[string]*wait // line entry → a wait in line now
+	leftovers map[string]*wait // line entries maybe left in etcd, to clear
+	mine      map[entryOf]bool // keys and leases of this coordinator's waits and leftovers
 }
 
 // An Option configures a Coordinator.
@@ -92,8 +94,10 @@ func newCoordinator(client *clientv3.Client, owns bool, opts []Option) (*Coordin
 		orphans:    make(map[string]tenure.Grant),
 		seen:       make(map[string]seenKey),
 		given:      make(map[string]int64),
-		waiting:    make(map[string]int),
-		leftovers:  make(map[string]leftover),
+		nonce:      newNonce(),
+		waits:      make(map[string]*wait),
+		leftovers:  make(map[string]*wait),
+		mine:       make(map[entryOf]bool),
 	}
 	for _, opt := range opts {
 		opt(c)

@@ -31,20 +31,21 @@ func LineFirst(c *Coordinator, key string) (holder string, ok bool) {
 	return e.holder, ok
 }
 
-// LeftInLine records, as a failed leave would, that holder's line entry for
-// key on lease id may be left in etcd.
-func LeftInLine(c *Coordinator, key, holder string, id int64) {
-	c.leftInLine(key, holder, clientv3.LeaseID(id))
+// LeftInLine records, as a failed leave would, that a line entry of holder
+// for key on lease id may be left in etcd, and returns its etcd key.
+func LeftInLine(c *Coordinator, key, holder string, id int64) string {
+	c.mu.Lock()
+	c.seq++
+	w := &wait{key: key, holder: holder, lease: clientv3.LeaseID(id), entry: c.lineKey(key, clientv3.LeaseID(id), c.seq)}
+	c.mine[entryOf{key, w.lease}] = true
+	c.mu.Unlock()
+	c.leftWait(w)
+	return w.entry
 }
 
-// LineKey is the etcd key of holder's line entry for key on lease id.
-func LineKey(c *Coordinator, key string, id int64) string {
-	return c.lineKey(key, clientv3.LeaseID(id))
-}
-
-// SetClearLeftoversHook makes f run between the reading of the leftovers
-// and their clearing, until the test ends.
-func SetClearLeftoversHook(t interface{ Cleanup(func()) }, f func()) {
-	clearLeftoversHook = f
-	t.Cleanup(func() { clearLeftoversHook = nil })
+// LineLen returns how many candidates c sees waiting for key.
+func LineLen(c *Coordinator, key string) int {
+	c.line.mu.Lock()
+	defer c.line.mu.Unlock()
+	return len(c.line.byKey[key])
 }

@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -44,9 +46,12 @@ import (
 // sees them.
 func (c *Coordinator) linePrefix() string { return "\x00tenure-line\x00" + c.prefix }
 
-// lineKey is the line entry of candidates of key on lease id.
-func (c *Coordinator) lineKey(key string, id clientv3.LeaseID) string {
-	return fmt.Sprintf("%s%s\x00%016x", c.linePrefix(), key, int64(id))
+// lineKey names the line entry of one wait of a candidate for key on lease
+// id: unique to this coordinator (nonce) and to the wait (seq), so that no
+// two waits, of this coordinator or of another sharing the lease, ever
+// write, clear or claim through the same entry.
+func (c *Coordinator) lineKey(key string, id clientv3.LeaseID, seq uint64) string {
+	return fmt.Sprintf("%s%s\x00%016x.%s.%d", c.linePrefix(), key, int64(id), c.nonce, seq)
 }
 
 // lineEntry is one candidate waiting for key.
@@ -255,11 +260,11 @@ func (c *Coordinator) claim(key, holder string, kv *mvccpb.KeyValue, id clientv3
 		kv.CreateRevision >= kv.ModRevision || kv.ModRevision <= c.given[key] || left <= 0 {
 		return tenure.Grant{}, false
 	}
-	// Only a coordinator that stood in line on this lease takes the key:
-	// another that shares the lease (it renewed one of the holder's grants)
-	// may not know who was given the token.
-	entry := c.lineKey(key, id)
-	if _, left := c.leftovers[entry]; c.waiting[entry] == 0 && !left {
+	// Only a coordinator that put a line entry for key on this lease takes
+	// the key: another that shares the lease (it renewed one of the
+	// holder's grants, adopting the lease) may not know who was given the
+	// token, and never waits in line on an adopted lease (enterLine).
+	if !c.mine[entryOf{key, id}] {
 		return tenure.Grant{}, false
 	}
 	c.given[key] = kv.ModRevision
@@ -296,55 +301,46 @@ func (c *Coordinator) WatchAsCandidate(ctx context.Context, key, holder string, 
 	if err := tenure.ValidateTTL(ttl); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	exited := make(chan struct{})
-	ch, err := c.watch(ctx, key, exited)
+	// Wait in line as long as the watch lasts: a candidate whose watch
+	// failed polls, and would take a key handed to it late.
+	wctx, cancel := context.WithCancel(ctx)
+	ch, err := c.watch(ctx, key, cancel)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	c.followLine() // a candidate is about to lead, and hand the key on
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		cancel()
 		return ch, nil
 	}
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		// Wait in line as long as the watch lasts: a candidate whose watch
-		// failed polls, and would take a key handed to it late.
-		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stop := context.AfterFunc(c.ctx, cancel)
 		defer stop()
-		c.waitInLine(wctx, exited, key, holder, c.sharedLease(holder, ttlSeconds(ttl)))
+		c.waitInLine(wctx, key, holder, c.sharedLease(holder, ttlSeconds(ttl)))
 	}()
 	return ch, nil
 }
 
-// waitInLine stands in line for key until ctx ends or the watch ends
-// (exited is closed), then leaves it.
-func (c *Coordinator) waitInLine(ctx context.Context, exited <-chan struct{}, key, holder string, sl *sharedLease) {
-	var (
-		id      clientv3.LeaseID
-		created int64
-	)
+// waitInLine stands in line for key until ctx ends, then leaves it.
+func (c *Coordinator) waitInLine(ctx context.Context, key, holder string, sl *sharedLease) {
+	var w *wait // nil while not in line
 	defer func() {
-		if id != clientv3.NoLease {
-			c.leaveLine(key, holder, id, created)
+		if w != nil {
+			c.leaveLine(w)
 		}
 	}()
 	for ctx.Err() == nil {
-		select {
-		case <-exited:
-			return
-		default:
-		}
-		if id == clientv3.NoLease {
+		if w == nil {
 			var err error
-			if id, created, err = c.enterLine(ctx, key, holder, sl); err != nil {
+			if w, err = c.enterLine(ctx, key, holder, sl); err != nil {
 				c.log.Debug("cannot wait in line; campaigning without", "key", key, "holder", holder, "err", err)
-				id = clientv3.NoLease
 				return
 			}
 		}
@@ -352,20 +348,18 @@ func (c *Coordinator) waitInLine(ctx context.Context, exited <-chan struct{}, ke
 		// that a key handed over is taken without a keepalive (Acquire
 		// takes it without one while half is left).
 		cur, ttl, sent := sl.snapshot()
-		if cur != id {
+		if cur != w.lease {
 			// The lease expired and another call replaced it: the entry
 			// went with it.
-			c.inLine(c.lineKey(key, id), -1)
-			id = clientv3.NoLease
+			c.forgetWait(w)
+			w = nil
 			continue
 		}
-		if wait := ttl - boottime.Since(sent) - 2*ttl/3; wait > 0 {
+		if d := ttl - boottime.Since(sent) - 2*ttl/3; d > 0 {
 			select {
 			case <-ctx.Done():
 				return
-			case <-exited:
-				return
-			case <-time.After(wait):
+			case <-time.After(d):
 			}
 			continue
 		}
@@ -373,15 +367,15 @@ func (c *Coordinator) waitInLine(ctx context.Context, exited <-chan struct{}, ke
 		// before, then keep alive.
 		c.releaseOrphans(ctx, []tenure.Grant{{Holder: holder}})
 		sent = boottime.Now()
-		r, err := c.client.KeepAliveOnce(ctx, id)
+		r, err := c.client.KeepAliveOnce(ctx, w.lease)
 		switch {
 		case isLeaseNotFound(err):
 			// The entry went with the lease: stand in line again on a new one.
-			c.inLine(c.lineKey(key, id), -1)
-			sl.drop(id)
-			id = clientv3.NoLease
+			sl.drop(w.lease)
+			c.forgetWait(w)
+			w = nil
 		case err == nil:
-			sl.extended(id, sent, time.Duration(r.TTL)*time.Second)
+			sl.extended(w.lease, sent, time.Duration(r.TTL)*time.Second)
 		default:
 			select { // etcd unreachable: try again shortly
 			case <-ctx.Done():
@@ -391,92 +385,94 @@ func (c *Coordinator) waitInLine(ctx context.Context, exited <-chan struct{}, ke
 	}
 }
 
-// enterLine puts holder's line entry for key on the shared lease, granting
-// one if needed, and returns the lease and the entry's CreateRevision.
-func (c *Coordinator) enterLine(ctx context.Context, key, holder string, sl *sharedLease) (clientv3.LeaseID, int64, error) {
+// entryOf names the line entries of this coordinator for one key on one
+// lease.
+type entryOf struct {
+	key   string
+	lease clientv3.LeaseID
+}
+
+// A wait is one line entry this coordinator put (or may have put).
+type wait struct {
+	key, holder string
+	lease       clientv3.LeaseID
+	entry       string
+	created     int64 // 0 when the write's outcome is unknown
+}
+
+// enterLine puts a line entry of holder for key on the shared lease,
+// granting one if needed.
+func (c *Coordinator) enterLine(ctx context.Context, key, holder string, sl *sharedLease) (*wait, error) {
 	for range 3 {
 		id, _, _, err := sl.get(ctx, c.client, boottime.Now())
 		if err != nil {
-			return clientv3.NoLease, 0, err
+			return nil, err
 		}
-		entry := c.lineKey(key, id)
-		c.lineMu.Lock()
-		c.inLine(entry, +1)
+		if sl.isAdopted(id) {
+			// Another coordinator granted this lease and may wait in line
+			// on it: a key handed to that lease must be taken by one
+			// coordinator only (claim), the one whose lease it is.
+			return nil, fmt.Errorf("lease %x was granted by another coordinator", int64(id))
+		}
+		c.mu.Lock()
+		c.seq++
+		w := &wait{key: key, holder: holder, lease: id, entry: c.lineKey(key, id, c.seq)}
+		c.waits[w.entry] = w
+		c.mine[entryOf{key, id}] = true
+		c.mu.Unlock()
 		resp, err := c.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(entry), "=", 0)).
-			Then(clientv3.OpPut(entry, holder, clientv3.WithLease(id))).
-			Else(clientv3.OpGet(entry)).
+			If(clientv3.Compare(clientv3.CreateRevision(w.entry), "=", 0)).
+			Then(clientv3.OpPut(w.entry, holder, clientv3.WithLease(id))).
 			Commit()
-		c.lineMu.Unlock()
 		if isLeaseNotFound(err) {
-			c.inLine(entry, -1)
+			c.forgetWait(w)
 			sl.drop(id)
 			continue
 		}
-		if err != nil {
-			c.inLine(entry, -1)
-			// The entry may have been written: clean it up later.
-			c.leftInLine(key, holder, id)
-			return clientv3.NoLease, 0, err
+		if err != nil || !resp.Succeeded {
+			// The entry may have been written: clear it later.
+			c.leftWait(w)
+			return nil, fmt.Errorf("put line entry: %v", err)
 		}
-		if resp.Succeeded {
-			return id, resp.Header.Revision, nil
-		}
-		// Another elector of this holder waits in line on this lease.
-		kv := firstKV(resp.Responses[0].GetResponseRange().Kvs)
-		if kv == nil {
-			c.inLine(entry, -1)
-			continue
-		}
-		return id, kv.CreateRevision, nil
+		w.created = resp.Header.Revision
+		return w, nil
 	}
-	return clientv3.NoLease, 0, fmt.Errorf("the shared lease of %q kept expiring", holder)
+	return nil, fmt.Errorf("the shared lease of %q kept expiring", holder)
 }
 
 // leaveLineTimeout bounds leaving the line, which runs after its context
 // has ended.
 const leaveLineTimeout = 2 * time.Second
 
-// leaveLine deletes holder's line entry for key on lease id (created at
-// created). If a release handed the key to holder meanwhile and no Acquire
-// took it, the key is released. A leave that fails is retried before every
-// later renewal and keepalive of the holder's leases (releaseOrphans): left
-// on a shared lease that other grants keep alive, the entry would hand the
-// key to a holder that no longer wants it.
-func (c *Coordinator) leaveLine(key, holder string, id clientv3.LeaseID, created int64) {
-	entry := c.lineKey(key, id)
-	c.lineMu.Lock()
-	defer c.lineMu.Unlock()
-	c.mu.Lock()
-	others := c.waiting[entry] > 1
-	c.mu.Unlock()
-	if others {
-		c.inLine(entry, -1) // another elector of this holder still waits on it
-		return
-	}
+// leaveLine deletes the line entry of w. If a release handed the key to its
+// holder meanwhile and no Acquire took it, the key is released. A leave
+// that fails is retried before every later renewal and keepalive of the
+// holder's leases (releaseOrphans): left on a shared lease that other
+// grants keep alive, the entry would hand the key to a holder that no
+// longer wants it.
+func (c *Coordinator) leaveLine(w *wait) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveLineTimeout)
 	defer cancel()
-	cmp := clientv3.Compare(clientv3.CreateRevision(entry), "=", created)
-	err := c.clearEntry(ctx, key, holder, id, cmp) // still counted: it may claim
-	c.inLine(entry, -1)
-	if err != nil {
-		c.log.Warn("leaving the line failed; retried with the holder's next renewal", "key", key, "holder", holder, "err", err)
-		c.leftInLine(key, holder, id)
+	cmp := clientv3.Compare(clientv3.CreateRevision(w.entry), "=", w.created)
+	if err := c.clearEntry(ctx, w, cmp); err != nil {
+		c.log.Warn("leaving the line failed; retried with the holder's next renewal", "key", w.key, "holder", w.holder, "err", err)
+		c.leftWait(w)
+		return
 	}
+	c.forgetWait(w)
 }
 
-// clearEntry deletes holder's line entry for key on lease id when cmp holds
-// (it is that entry), and releases the key if a release handed it to holder
-// and no Acquire took it.
-func (c *Coordinator) clearEntry(ctx context.Context, key, holder string, id clientv3.LeaseID, cmp clientv3.Cmp) error {
-	entry, ek := c.lineKey(key, id), c.EtcdKey(key)
-	resp, err := c.client.Txn(ctx).If(cmp).Then(clientv3.OpDelete(entry), clientv3.OpGet(ek)).Else(clientv3.OpGet(ek)).Commit()
+// clearEntry deletes the line entry of w when cmp holds, and releases the
+// key if a release handed it to w's holder and no Acquire took it.
+func (c *Coordinator) clearEntry(ctx context.Context, w *wait, cmp clientv3.Cmp) error {
+	ek := c.EtcdKey(w.key)
+	resp, err := c.client.Txn(ctx).If(cmp).Then(clientv3.OpDelete(w.entry), clientv3.OpGet(ek)).Else(clientv3.OpGet(ek)).Commit()
 	if err != nil {
 		return err
 	}
 	rs := resp.Responses[len(resp.Responses)-1].GetResponseRange()
-	if g, ok := c.claim(key, holder, firstKV(rs.Kvs), id, time.Nanosecond); ok {
-		c.log.Debug("releasing a key handed over after its candidate stopped", "key", key, "token", g.Token)
+	if g, ok := c.claim(w.key, w.holder, firstKV(rs.Kvs), w.lease, time.Nanosecond); ok {
+		c.log.Debug("releasing a key handed over after its candidate stopped", "key", w.key, "token", g.Token)
 		if err := c.deleteGrant(ctx, g); err != nil {
 			c.orphan(g)
 		}
@@ -484,109 +480,70 @@ func (c *Coordinator) clearEntry(ctx context.Context, key, holder string, id cli
 	return nil
 }
 
-// inLine counts the electors of this coordinator waiting on line entry
-// entry (delta +1 or −1) and returns how many are left. An entry someone
-// waits on is no longer left behind.
-func (c *Coordinator) inLine(entry string, delta int) int {
+// forgetWait forgets w: its entry is gone.
+func (c *Coordinator) forgetWait(w *wait) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := c.waiting[entry] + delta
-	if n <= 0 {
-		delete(c.waiting, entry)
-		return 0
-	}
-	c.waiting[entry] = n
-	delete(c.leftovers, entry)
-	return n
+	delete(c.waits, w.entry)
+	delete(c.leftovers, w.entry)
+	c.recount(w.key, w.lease)
 }
 
-// leftover is a line entry this coordinator may have left in etcd: its
-// write's or its delete's outcome is unknown.
-type leftover struct {
-	key, holder string
-	lease       clientv3.LeaseID
-}
-
-// leftInLine records that holder's line entry for key on lease id may be
-// left in etcd.
-func (c *Coordinator) leftInLine(key, holder string, id clientv3.LeaseID) {
+// leftWait records that w's entry may be left in etcd, to clear.
+func (c *Coordinator) leftWait(w *wait) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	entry := c.lineKey(key, id)
-	if c.waiting[entry] == 0 {
-		c.leftovers[entry] = leftover{key, holder, id}
+	delete(c.waits, w.entry)
+	c.leftovers[w.entry] = w
+}
+
+// recount keeps mine[{key, lease}] while any wait or leftover of this
+// coordinator is on it. c.mu is held.
+func (c *Coordinator) recount(key string, lease clientv3.LeaseID) {
+	for _, w := range c.waits {
+		if w.key == key && w.lease == lease {
+			return
+		}
 	}
+	for _, w := range c.leftovers {
+		if w.key == key && w.lease == lease {
+			return
+		}
+	}
+	delete(c.mine, entryOf{key, lease})
 }
 
 // clearLeftovers deletes the line entries of holders that this coordinator
-// may have left behind, and releases keys handed to them meanwhile; an entry
-// an elector waits on again is kept. It runs before the holders' leases are
-// extended (releaseOrphans).
+// may have left behind, and releases keys handed to them meanwhile. It runs
+// before the holders' leases are extended (releaseOrphans), bounded on its
+// own: a renewal must not spend its deadline here, and an entry not cleared
+// now is cleared at the next renewal.
 func (c *Coordinator) clearLeftovers(ctx context.Context, holders map[string]bool) {
 	c.mu.Lock()
-	var todo []leftover
-	for _, l := range c.leftovers {
-		if holders[l.holder] {
-			todo = append(todo, l)
+	var todo []*wait
+	for _, w := range c.leftovers {
+		if holders[w.holder] {
+			todo = append(todo, w)
 		}
 	}
 	c.mu.Unlock()
 	if len(todo) == 0 {
 		return
 	}
-	if h := clearLeftoversHook; h != nil {
-		h()
-	}
-	// Bounded on its own: a renewal must not spend its deadline here, and
-	// an entry not cleared now is cleared at the next renewal.
 	ctx, cancel := context.WithTimeout(ctx, leaveLineTimeout/4)
 	defer cancel()
-	for _, l := range todo {
-		c.clearLeftover(ctx, l)
-	}
-}
-
-// clearLeftoversHook, when set (by tests), runs between clearLeftovers'
-// reading of the leftovers and their clearing.
-var clearLeftoversHook func()
-
-// clearLeftover clears leftover l, unless an elector of this coordinator
-// waits on its entry again. Writes of line entries are serialised with it
-// (lineMu), so it never deletes an entry an elector has just put.
-func (c *Coordinator) clearLeftover(ctx context.Context, l leftover) {
-	entry := c.lineKey(l.key, l.lease)
-	c.lineMu.Lock()
-	defer c.lineMu.Unlock()
-	c.mu.Lock()
-	_, still := c.leftovers[entry]
-	c.mu.Unlock()
-	if !still {
-		return
-	}
-	cmp := clientv3.Compare(clientv3.Value(entry), "=", l.holder)
-	if err := c.clearEntry(ctx, l.key, l.holder, l.lease, cmp); err != nil {
-		return
-	}
-	c.mu.Lock()
-	delete(c.leftovers, entry)
-	c.mu.Unlock()
-}
-
-// adoptLeftovers records the line entries of holder on lease id, which this
-// coordinator has just adopted from another (see RenewBatch), as left
-// behind: their coordinator may be gone, and nobody else would clear them.
-func (c *Coordinator) adoptLeftovers(holder string, id clientv3.LeaseID) {
-	c.line.mu.Lock()
-	var found []lineEntry
-	for _, m := range c.line.byKey {
-		for _, e := range m {
-			if e.lease == id && e.holder == holder {
-				found = append(found, e)
-			}
+	for _, w := range todo {
+		// The entry's name is unique to w: whatever holds at that name is w's.
+		cmp := clientv3.Compare(clientv3.CreateRevision(w.entry), ">", 0)
+		if err := c.clearEntry(ctx, w, cmp); err == nil {
+			c.forgetWait(w)
 		}
 	}
-	c.line.mu.Unlock()
-	for _, e := range found {
-		c.leftInLine(e.key, holder, id)
-	}
+}
+
+// newNonce returns a random name for a coordinator's line entries.
+func newNonce() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
 }

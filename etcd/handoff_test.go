@@ -355,12 +355,16 @@ func TestLeftoverLineEntryClearedByRenewal(t *testing.T) {
 			mine := mustAcquire(t, cand, "handoff/mine", "bob", ttl) // bob's lease lives on
 			lease := leaseOf(t, cand, mine.Key)
 			old := mustAcquire(t, leader, key, "alice", ttl)
-			// The entry a failed leave left behind.
-			if _, err := raw.Put(ctx(t), etcd.LineKey(cand, key, int64(lease)), "bob", clientv3.WithLease(lease)); err != nil {
-				t.Fatal(err)
-			}
+			// The entry a failed leave left behind: recorded, or (the control)
+			// not.
+			var entry string
 			if recorded {
-				etcd.LeftInLine(cand, key, "bob", int64(lease))
+				entry = etcd.LeftInLine(cand, key, "bob", int64(lease))
+			} else {
+				entry = etcd.LeftInLine(other(t, eps), key, "bob", int64(lease))
+			}
+			if _, err := raw.Put(ctx(t), entry, "bob", clientv3.WithLease(lease)); err != nil {
+				t.Fatal(err)
 			}
 			waitFirst(t, leader, key, "bob")
 			if err := leader.Release(ctx(t), old); err != nil {
@@ -380,7 +384,7 @@ func TestLeftoverLineEntryClearedByRenewal(t *testing.T) {
 				t.Error("control: the key is free without the entry recorded; want it still handed to bob")
 			}
 			if recorded {
-				resp, err := raw.Get(ctx(t), etcd.LineKey(cand, key, int64(lease)))
+				resp, err := raw.Get(ctx(t), entry)
 				if err != nil || len(resp.Kvs) != 0 {
 					t.Errorf("line entry after the renewal: %v, %v; want it gone", resp, err)
 				}
@@ -399,6 +403,7 @@ func TestHandedKeyTakenOnlyByCandidatesCoordinator(t *testing.T) {
 	other := newCoordinator(t, newClient(t, eps))
 	const key, ttl = "handoff/shared-lease", 10 * time.Second
 	mine := mustAcquire(t, cand, "handoff/mine", "bob", ttl)
+	mustAcquire(t, other, "handoff/others", "carol", ttl) // other follows the line too
 	if _, err := other.Renew(ctx(t), mine); err != nil { // other adopts bob's lease
 		t.Fatal(err)
 	}
@@ -410,6 +415,14 @@ func TestHandedKeyTakenOnlyByCandidatesCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFirst(t, leader, key, "bob")
+	// other waits for the key as bob as well, on the lease it adopted.
+	if _, err := other.WatchAsCandidate(wctx, key, "bob", ttl); err != nil {
+		t.Fatal(err)
+	}
+	if !etcd.WaitLineReady(other) {
+		t.Fatal("other does not follow the line")
+	}
+	time.Sleep(100 * time.Millisecond) // it would have stood in line by now
 	if err := leader.Release(ctx(t), old); err != nil {
 		t.Fatal(err)
 	}
@@ -423,12 +436,15 @@ func TestHandedKeyTakenOnlyByCandidatesCoordinator(t *testing.T) {
 	if g2.Token == g.Token {
 		t.Errorf("two coordinators returned token %d to two callers", g.Token)
 	}
+	if _, err := cand.Renew(ctx(t), g); !errors.Is(err, tenure.ErrLost) {
+		t.Errorf("Renew of the superseded grant = %v; want ErrLost", err)
+	}
 }
 
-// Clearing a line entry left behind never deletes the entry of an elector
-// of the same holder that has just stood in line again on the same lease
-// (between the renewal's reading of what was left and its clearing): the
-// key is handed to that elector on the next release.
+// Clearing a line entry left behind never touches the entry of an elector
+// of the same holder that stands in line again on the same lease (each wait
+// has an entry of its own): the key is handed to that elector on the next
+// release.
 func TestLeftoverClearingKeepsLiveEntry(t *testing.T) {
 	eps := startCluster(t, 1).endpoints()
 	raw := newClient(t, eps)
@@ -438,26 +454,45 @@ func TestLeftoverClearingKeepsLiveEntry(t *testing.T) {
 	mine := mustAcquire(t, cand, "handoff/mine", "bob", ttl)
 	lease := leaseOf(t, cand, mine.Key)
 	old := mustAcquire(t, leader, key, "alice", ttl)
-	etcd.LeftInLine(cand, key, "bob", int64(lease)) // a lost reply: the entry may be there
+	left := etcd.LeftInLine(cand, key, "bob", int64(lease)) // a lost reply: the entry may be there
+	if _, err := raw.Put(ctx(t), left, "bob", clientv3.WithLease(lease)); err != nil {
+		t.Fatal(err)
+	}
 	wctx, stop := context.WithCancel(t.Context())
 	defer stop()
-	var ch <-chan tenure.LeaderEvent
-	etcd.SetClearLeftoversHook(t, func() {
-		var err error
-		if ch, err = cand.WatchAsCandidate(wctx, key, "bob", ttl); err != nil {
-			t.Error(err)
-			return
+	if _, err := cand.WatchAsCandidate(wctx, key, "bob", ttl); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for { // both entries in etcd
+		resp, err := raw.Get(ctx(t), "\x00tenure-line\x00"+cand.Prefix()+key+"\x00", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
 		}
-		waitFirst(t, leader, key, "bob")
-	})
+		if len(resp.Kvs) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("line entries: %d; want the leftover and the new wait", len(resp.Kvs))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if _, err := cand.Renew(ctx(t), mine); err != nil {
 		t.Fatal(err)
 	}
-	if ch == nil {
-		t.Fatal("the hook did not run")
+	resp, err := raw.Get(ctx(t), "\x00tenure-line\x00"+cand.Prefix()+key+"\x00", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Key) == left {
+		t.Fatalf("line entries after the renewal: %v, %v; want only the new wait's", resp, err)
 	}
-	if resp, err := raw.Get(ctx(t), etcd.LineKey(cand, key, int64(lease))); err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("bob's line entry after the renewal: %v, %v; want it kept", resp, err)
+	deadline = time.Now().Add(10 * time.Second)
+	for { // the leader's view catches up with the clearing
+		if n := etcd.LineLen(leader, key); n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the leader's view of the line never lost the leftover")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	if err := leader.Release(ctx(t), old); err != nil {
 		t.Fatal(err)
@@ -465,4 +500,9 @@ func TestLeftoverClearingKeepsLiveEntry(t *testing.T) {
 	if l, held, err := leader.Leader(ctx(t), key); err != nil || !held || l.Holder != "bob" {
 		t.Errorf("after the release: %v, %v, %v; want the key handed to bob", l, held, err)
 	}
+}
+
+// other returns another coordinator on eps.
+func other(t *testing.T, eps []string) *etcd.Coordinator {
+	return newCoordinator(t, newClient(t, eps))
 }

@@ -30,6 +30,9 @@ type sharedLease struct {
 	// clock. etcd starts a lease's TTL no earlier than it receives that
 	// request, so the lease lasts at least until sent+ttl on etcd's clock.
 	sent boottime.Instant
+	// adopted is true while id was granted by another Coordinator (see
+	// adopt): this one never waits in line on it (handoff.go).
+	adopted bool
 }
 
 // sharedLease returns the shared lease entry of holder for TTL secs.
@@ -62,7 +65,7 @@ func (sl *sharedLease) get(ctx context.Context, client *clientv3.Client, start b
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	sl.id, sl.ttl, sl.sent = resp.ID, time.Duration(resp.TTL)*time.Second, sent
+	sl.id, sl.ttl, sl.sent, sl.adopted = resp.ID, time.Duration(resp.TTL)*time.Second, sent, false
 	return sl.id, sl.ttl, sl.ttl, nil
 }
 
@@ -92,6 +95,13 @@ func (sl *sharedLease) snapshot() (clientv3.LeaseID, time.Duration, boottime.Ins
 	return sl.id, sl.ttl, sl.sent
 }
 
+// isAdopted reports whether lease id was adopted from another Coordinator.
+func (sl *sharedLease) isAdopted(id clientv3.LeaseID) bool {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.id == id && sl.adopted
+}
+
 // drop forgets lease id after etcd reported it gone; the next get grants a
 // new one.
 func (sl *sharedLease) drop(id clientv3.LeaseID) {
@@ -110,7 +120,7 @@ func (sl *sharedLease) adopt(id clientv3.LeaseID, sent boottime.Instant, ttl tim
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	if sl.id == clientv3.NoLease {
-		sl.id, sl.ttl, sl.sent = id, ttl, sent
+		sl.id, sl.ttl, sl.sent, sl.adopted = id, ttl, sent, true
 	}
 }
 

@@ -125,7 +125,6 @@ func (c *Coordinator) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenu
 		if out[i].Err == nil {
 			lease := clientv3.LeaseID(kvs2[j].Lease)
 			c.sharedLease(gs[i].Holder, ttlSeconds(out[i].Grant.TTL)).adopt(lease, ka2[lease].sent, out[i].Grant.TTL)
-			c.adoptLeftovers(gs[i].Holder, lease)
 		}
 	}
 	return out, nil

@@ -24,8 +24,8 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 	return c.watch(ctx, key, nil)
 }
 
-// watch is Watch; exited, when not nil, is closed when the watch ends.
-func (c *Coordinator) watch(ctx context.Context, key string, exited chan<- struct{}) (<-chan tenure.LeaderEvent, error) {
+// watch is Watch; ended, when not nil, is called when the watch ends.
+func (c *Coordinator) watch(ctx context.Context, key string, ended func()) (<-chan tenure.LeaderEvent, error) {
 	op := fmt.Sprintf("etcd: watch %q", key)
 	if err := tenure.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -66,8 +66,8 @@ func (c *Coordinator) watch(ctx context.Context, key string, exited chan<- struc
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		if exited != nil {
-			defer close(exited)
+		if ended != nil {
+			defer ended()
 		}
 		defer close(out)
 		defer stop()
