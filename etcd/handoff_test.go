@@ -404,7 +404,7 @@ func TestHandedKeyTakenOnlyByCandidatesCoordinator(t *testing.T) {
 	const key, ttl = "handoff/shared-lease", 10 * time.Second
 	mine := mustAcquire(t, cand, "handoff/mine", "bob", ttl)
 	mustAcquire(t, other, "handoff/others", "carol", ttl) // other follows the line too
-	if _, err := other.Renew(ctx(t), mine); err != nil { // other adopts bob's lease
+	if _, err := other.Renew(ctx(t), mine); err != nil {  // other adopts bob's lease
 		t.Fatal(err)
 	}
 	old := mustAcquire(t, leader, key, "alice", ttl)
