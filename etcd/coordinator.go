@@ -248,9 +248,13 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			kv := kvs[0]
 			if g, ok := c.claim(key, holder, kv, id, left); ok {
 				// Handed to holder by a release: nobody has this token yet.
-				if g, err := c.extendIfShort(ctx, sl, g, id, grantedTTL, left); err != nil {
+				if g2, err := c.extendIfShort(ctx, sl, g, id, grantedTTL, left); err != nil {
+					// Nobody will act on it: release it with the
+					// holder's next renewal, or when this campaign's
+					// next Acquire supersedes it.
+					c.orphan(g)
 					return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
-				} else if g.TTL > 0 {
+				} else if g = g2; g.TTL > 0 {
 					c.followLine()
 					return g, nil
 				}
@@ -272,10 +276,12 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		}
 		g := tenure.Grant{Key: key, Holder: holder, Token: uint64(resp.Header.Revision), TTL: left.Truncate(time.Millisecond)}
 		c.granted(key, g.Token)
-		g, err = c.extendIfShort(ctx, sl, g, id, grantedTTL, left)
+		extended, err := c.extendIfShort(ctx, sl, g, id, grantedTTL, left)
 		if err != nil {
+			c.orphan(g) // the caller gets an error and never acts on g
 			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 		}
+		g = extended
 		if g.TTL == 0 {
 			last = fmt.Errorf("lease %x expired", int64(id))
 			continue
