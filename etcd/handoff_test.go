@@ -32,6 +32,19 @@ func waitFirst(t *testing.T, leader *etcd.Coordinator, key, holder string) {
 	}
 }
 
+// waitLineLen waits until c sees n candidates waiting for key, failing
+// after 10s.
+func waitLineLen(t *testing.T, c *etcd.Coordinator, key string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for etcd.LineLen(c, key) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d candidates in line for %q after 10s; want %d", etcd.LineLen(c, key), key, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // nextEvent returns the next event on ch, failing after 10s.
 func nextEvent(t *testing.T, ch <-chan tenure.LeaderEvent) tenure.LeaderEvent {
 	t.Helper()
@@ -45,6 +58,33 @@ func nextEvent(t *testing.T, ch <-chan tenure.LeaderEvent) tenure.LeaderEvent {
 		t.Fatal("no watch event within 10s")
 	}
 	return tenure.LeaderEvent{}
+}
+
+// aliceLeads starts an etcd member with two coordinators on it: leader, on
+// which alice holds key (old), and cand, for candidates.
+func aliceLeads(t *testing.T, key string, ttl time.Duration) (eps []string, leader, cand *etcd.Coordinator, old tenure.Grant) {
+	t.Helper()
+	eps = startCluster(t, 1).endpoints()
+	leader = newCoordinator(t, newClient(t, eps))
+	cand = newCoordinator(t, newClient(t, eps))
+	return eps, leader, cand, mustAcquire(t, leader, key, "alice", ttl)
+}
+
+// handToBob has alice's grant old on key released by leader to bob, who
+// waits in line on cand (until wctx ends), and waits until bob's watch shows
+// the key handed to him.
+func handToBob(t *testing.T, wctx context.Context, leader, cand *etcd.Coordinator, old tenure.Grant, ttl time.Duration) {
+	t.Helper()
+	ch, err := cand.WatchAsCandidate(wctx, old.Key, "bob", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFirst(t, leader, old.Key, "bob")
+	if err := leader.Release(ctx(t), old); err != nil {
+		t.Fatal(err)
+	}
+	for ev := nextEvent(t, ch); !ev.Held || ev.Grant.Holder != "bob"; ev = nextEvent(t, ch) {
+	}
 }
 
 // A release hands the key to the candidate waiting in line, in one write:
@@ -133,28 +173,15 @@ func testReleaseHandsOffToCandidate(t *testing.T, eps []string) {
 // A candidate that stopped waiting is not handed the key: the release frees
 // it.
 func TestReleaseSkipsCandidateThatLeft(t *testing.T) {
-	eps := startCluster(t, 1).endpoints()
-	leader := newCoordinator(t, newClient(t, eps))
-	cand := newCoordinator(t, newClient(t, eps))
 	const key, ttl = "handoff/left", 10 * time.Second
-
-	old := mustAcquire(t, leader, key, "alice", ttl)
+	_, leader, cand, old := aliceLeads(t, key, ttl)
 	wctx, stop := context.WithCancel(t.Context())
 	if _, err := cand.WatchAsCandidate(wctx, key, "bob", ttl); err != nil {
 		t.Fatal(err)
 	}
 	waitFirst(t, leader, key, "bob")
 	stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := etcd.LineFirst(leader, key); !ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("bob's line entry is still there 10s after its watch ended")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitLineLen(t, leader, key, 0) // bob's entry is gone
 	if err := leader.Release(ctx(t), old); err != nil {
 		t.Fatal(err)
 	}
@@ -167,23 +194,10 @@ func TestReleaseSkipsCandidateThatLeft(t *testing.T) {
 // it is released by the candidate: it never stays held by a holder that no
 // longer wants it.
 func TestHandedKeyReleasedWhenCandidateStops(t *testing.T) {
-	eps := startCluster(t, 1).endpoints()
-	leader := newCoordinator(t, newClient(t, eps))
-	cand := newCoordinator(t, newClient(t, eps))
 	const key, ttl = "handoff/abandoned", 10 * time.Second
-
-	old := mustAcquire(t, leader, key, "alice", ttl)
+	_, leader, cand, old := aliceLeads(t, key, ttl)
 	wctx, stop := context.WithCancel(t.Context())
-	ch, err := cand.WatchAsCandidate(wctx, key, "bob", ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFirst(t, leader, key, "bob")
-	if err := leader.Release(ctx(t), old); err != nil {
-		t.Fatal(err)
-	}
-	for ev := nextEvent(t, ch); !ev.Held || ev.Grant.Holder != "bob"; ev = nextEvent(t, ch) {
-	}
+	handToBob(t, wctx, leader, cand, old, ttl)
 	stop()
 	waitFree(t, leader, key, time.Now().Add(10*time.Second))
 	// And the candidate never returns that grant afterwards.
@@ -307,25 +321,12 @@ func TestConcurrentAcquiresNeverShareToken(t *testing.T) {
 // coordinator (a restarted process adopts the grant's lease), is never
 // returned again by that coordinator's Acquire.
 func TestRenewedHandedGrantNotClaimedAgain(t *testing.T) {
-	eps := startCluster(t, 1).endpoints()
-	leader := newCoordinator(t, newClient(t, eps))
-	cand := newCoordinator(t, newClient(t, eps))
-	other := newCoordinator(t, newClient(t, eps))
 	const key, ttl = "handoff/renewed", 10 * time.Second
-
-	old := mustAcquire(t, leader, key, "alice", ttl)
+	eps, leader, cand, old := aliceLeads(t, key, ttl)
+	other := newCoordinator(t, newClient(t, eps))
 	wctx, stop := context.WithCancel(t.Context())
 	defer stop()
-	ch, err := cand.WatchAsCandidate(wctx, key, "bob", ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFirst(t, leader, key, "bob")
-	if err := leader.Release(ctx(t), old); err != nil {
-		t.Fatal(err)
-	}
-	for ev := nextEvent(t, ch); !ev.Held || ev.Grant.Holder != "bob"; ev = nextEvent(t, ch) {
-	}
+	handToBob(t, wctx, leader, cand, old, ttl)
 	g := mustAcquire(t, cand, key, "bob", ttl)
 	if _, err := other.Renew(ctx(t), g); err != nil {
 		t.Fatal(err)
@@ -484,16 +485,7 @@ func TestLeftoverClearingKeepsLiveEntry(t *testing.T) {
 	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Key) == left {
 		t.Fatalf("line entries after the renewal: %v, %v; want only the new wait's", resp, err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for { // the leader's view catches up with the clearing
-		if n := etcd.LineLen(leader, key); n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the leader's view of the line never lost the leftover")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitLineLen(t, leader, key, 1) // the leader's view loses the leftover
 	if err := leader.Release(ctx(t), old); err != nil {
 		t.Fatal(err)
 	}
