@@ -13,7 +13,7 @@ import (
 
 // FencedTxn commits ops in one etcd transaction if, and only if, g is still
 // the live grant on its key when the transaction executes: it compares the
-// election key's create revision with g's token (and its value with g's
+// election key's mod revision with g's token (and its value with g's
 // holder) in the same transaction. Nothing is written otherwise, and the
 // error is a *fence.StaleError (matching tenure.ErrStaleToken) whose
 // Required is the token of the grant that replaced g, or, when the key is
