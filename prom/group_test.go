@@ -1,7 +1,6 @@
 package prom_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -15,6 +14,7 @@ import (
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
+	"github.com/tenure-dev/tenure/partition/partitiontest"
 	"github.com/tenure-dev/tenure/prom"
 )
 
@@ -38,18 +38,8 @@ func TestInstrumentKeepsGroupCoordinator(t *testing.T) {
 		}
 		cfg := partition.DefaultConfig()
 		cfg.Key, cfg.Partitions, cfg.Holder = "jobs", 4, "a"
-		g, err := partition.New(c, cfg)
-		if err != nil {
-			t.Fatalf("partition.New() error = %v", err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() {
-			done <- g.Run(ctx, func(ctx context.Context, _ partition.Partition, _ *tenure.Term) error {
-				<-ctx.Done()
-				return nil
-			})
-		}()
+		g, stop := partitiontest.RunMember(t, c, cfg)
+		ctx := t.Context()
 		time.Sleep(cfg.TTL)
 		if n := len(g.Snapshot().Owned); n != 4 {
 			t.Fatalf("member owns %d partitions on the instrumented coordinator; want 4", n)
@@ -82,8 +72,7 @@ func TestInstrumentKeepsGroupCoordinator(t *testing.T) {
 		if got := opErrors(t, reg, prom.OpGroupMembers); got != 1 {
 			t.Errorf(`tenure_coordinator_errors_total{op="group_members"} = %v; want 1`, got)
 		}
-		cancel()
-		<-done
+		stop()
 	})
 }
 

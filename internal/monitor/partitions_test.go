@@ -12,6 +12,7 @@ import (
 	"github.com/tenure-dev/tenure/internal/monitor"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
+	"github.com/tenure-dev/tenure/partition/partitiontest"
 )
 
 // member runs a member name#name of group "jobs" with 4 partitions on c
@@ -20,19 +21,7 @@ func member(t *testing.T, c tenure.Coordinator, name string) (g *partition.Group
 	t.Helper()
 	cfg := partition.DefaultConfig()
 	cfg.Key, cfg.Partitions, cfg.Holder, cfg.Instance = "jobs", 4, name, name
-	g, err := partition.New(c, cfg)
-	if err != nil {
-		t.Fatalf("partition.New() error = %v", err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		done <- g.Run(ctx, func(ctx context.Context, _ partition.Partition, _ *tenure.Term) error {
-			<-ctx.Done()
-			return nil
-		})
-	}()
-	return g, func() { cancel(); <-done }
+	return partitiontest.RunMember(t, c, cfg)
 }
 
 // owners returns the holder of each row of s's partition table, "" when
