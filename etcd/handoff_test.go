@@ -498,3 +498,26 @@ func TestLeftoverClearingKeepsLiveEntry(t *testing.T) {
 func other(t *testing.T, eps []string) *etcd.Coordinator {
 	return newCoordinator(t, newClient(t, eps))
 }
+
+// WatchAsCandidate refuses a malformed key, holder or TTL with the error
+// that names it, and puts nothing in line.
+func TestWatchAsCandidateBadInput(t *testing.T) {
+	eps := startCluster(t, 1).endpoints()
+	c := newCoordinator(t, newClient(t, eps))
+	for _, tc := range []struct {
+		key, holder string
+		ttl         time.Duration
+		want        error
+	}{
+		{"/bad", "bob", time.Second, tenure.ErrInvalidKey},
+		{"ok", "", time.Second, tenure.ErrInvalidHolder},
+		{"ok", "bob", 0, tenure.ErrInvalidTTL},
+	} {
+		if _, err := c.WatchAsCandidate(t.Context(), tc.key, tc.holder, tc.ttl); !errors.Is(err, tc.want) {
+			t.Errorf("WatchAsCandidate(%q, %q, %s) = %v; want %v", tc.key, tc.holder, tc.ttl, err, tc.want)
+		}
+	}
+	if n := etcd.LineLen(c, "ok"); n != 0 {
+		t.Errorf("%d entries in line after refused calls; want 0", n)
+	}
+}
