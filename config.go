@@ -1,6 +1,7 @@
 package tenure
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -28,7 +29,10 @@ type Config struct {
 	// coordinator compares and that grants carry, "Holder#Instance" (see
 	// Identity), so that two processes (or two Electors) given the same
 	// Holder are two contenders and never replace each other's grant. Empty
-	// means ProcessInstance(), random and fixed for the life of the process.
+	// means one drawn at random by NewElector for that Elector alone (and by
+	// partition.New for that Group): two Electors in one process given one
+	// Holder are still two contenders. Set ProcessInstance() to give every
+	// Elector of a process the same one, as `tenure run` does.
 	Instance string
 
 	// TTL is the lease the coordinator is asked for. Default 10s.
@@ -96,15 +100,9 @@ func DefaultHolder() string {
 }
 
 // Identity is the holder identity the coordinator compares and grants
-// carry: Identity(c.Holder, c.Instance), with ProcessInstance() for an
-// empty Instance.
-func (c Config) Identity() string {
-	inst := c.Instance
-	if inst == "" {
-		inst = ProcessInstance()
-	}
-	return Identity(c.Holder, inst)
-}
+// carry: Identity(c.Holder, c.Instance). With an empty Instance it is not
+// known yet (NewElector draws one): ask the Elector (Elector.Identity).
+func (c Config) Identity() string { return Identity(c.Holder, c.Instance) }
 
 // Identity joins a display name and an instance id into the identity a
 // coordinator compares: "name#instance". SplitIdentity undoes it.
@@ -134,11 +132,18 @@ func DescribeHolder(holder string) string {
 // drawn once and fixed for the life of the process.
 func ProcessInstance() string { return processInstance() }
 
-var processInstance = sync.OnceValue(func() string {
+var processInstance = sync.OnceValue(newInstance)
+
+// newInstance draws an instance id: 8 random hex digits.
+func newInstance() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-})
+}
+
+// NewInstance draws a new instance id, for a Config whose identity must be
+// known before NewElector (or partition.New) would draw one.
+func NewInstance() string { return newInstance() }
 
 // SafeLease is how long after sending a request that produced a grant of ttl
 // the holder may act: ttl·(1 − MaxDrift) − Margin.
@@ -184,7 +189,7 @@ func (c Config) Validate() error {
 	}
 	if err := ValidateHolder(c.Holder); err != nil {
 		bad("Config.Holder: %w", err)
-	} else if err := ValidateHolder(c.Identity()); err != nil {
+	} else if err := ValidateHolder(Identity(c.Holder, cmp.Or(c.Instance, "00000000"))); err != nil {
 		bad("Config.Holder and Config.Instance: %w", err)
 	}
 	if strings.Contains(c.Instance, "#") {

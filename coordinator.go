@@ -17,10 +17,17 @@ type Grant struct {
 	// this key, never reused, durable across coordinator restarts.
 	Token uint64
 	// TTL is the lease the coordinator actually granted, on its own clock,
-	// counted from no earlier than when the request was sent. Coordinators
-	// that round or raise TTLs (etcd has a minimum) report the real value; a
-	// holder's local deadline never assumes more.
+	// counted from no earlier than Sent. Coordinators that round or raise
+	// TTLs (etcd has a minimum) report the real value; a holder's local
+	// deadline never assumes more.
 	TTL time.Duration
+	// Sent is when the request that last started or extended this grant's
+	// lease was sent (read with Now just before sending it): the lease's
+	// whole age counts from here, even when it was started before the call
+	// that returned the grant. The holder's local deadline is
+	// Sent + Config.SafeLease(TTL). Set by Acquire and Renew; zero in grants
+	// that were read rather than granted (Leader, Watch, List).
+	Sent Instant
 }
 
 // String formats the grant for logs.
@@ -68,13 +75,12 @@ type Coordinator interface {
 	Acquire(ctx context.Context, key, holder string, ttl time.Duration) (Grant, error)
 
 	// Renew extends a live grant from now on the coordinator's clock by the
-	// TTL the coordinator granted it, and returns it with that TTL. A grant
-	// that expired, was released or was superseded is reported with an error
-	// wrapping ErrLost and is never revived. A grant whose holder or token
-	// does not match the live one (forged, or from an earlier tenure) cannot
-	// renew or release the live one. Backends that share one lease among a
-	// holder's grants (etcd) may extend the holder's other grants too: that
-	// only ever makes them last longer, never shorter.
+	// TTL the coordinator granted it, and returns it with that TTL and the
+	// Sent of this renewal. A grant that expired, was released or was
+	// superseded is reported with an error wrapping ErrLost and is never
+	// revived. A grant whose holder or token does not match the live one
+	// (forged, or from an earlier tenure) cannot renew or release the live
+	// one. Renewing one grant never extends another.
 	Renew(ctx context.Context, g Grant) (Grant, error)
 
 	// Release ends the grant now, so that another holder can acquire the key
@@ -120,25 +126,6 @@ type Watcher interface {
 	Watch(ctx context.Context, key string) (<-chan LeaderEvent, error)
 }
 
-// A Candidate is a Watcher on which a campaigning holder can wait in line
-// for a key while it watches it: a release by the key's holder then hands
-// the key to the first in line in the same write, so that the successor
-// acts on one watch notification, without a write of its own. The Elector
-// campaigns through it when its coordinator offers it (etcd).
-type Candidate interface {
-	// WatchAsCandidate is Watch, and while ctx lasts it also puts holder
-	// in line for key, on the lease holder's grants of ttl share. A key
-	// handed to holder shows on the channel as held by holder, with a new
-	// token greater than every token granted for key before; holder's
-	// next Acquire of key returns that grant (from the coordinator's own
-	// view, without a round trip). When ctx ends or the watch fails, holder
-	// leaves the line, and a key handed to it that no Acquire took is
-	// released; a leave that fails is retried before the holder's next
-	// renewal. Waiting in line is a speed-up only: if it cannot be set up,
-	// the watch works as Watch does.
-	WatchAsCandidate(ctx context.Context, key, holder string, ttl time.Duration) (<-chan LeaderEvent, error)
-}
-
 // A Lister is a Coordinator that can list the live grants under a key
 // prefix, for status displays and operators' tools.
 type Lister interface {
@@ -172,37 +159,4 @@ func ValidatePrefix(prefix string) error {
 		}
 	}
 	return nil
-}
-
-// RenewResult is the outcome of renewing one grant in a batch.
-type RenewResult struct {
-	// Grant is the renewed grant when Err is nil.
-	Grant Grant
-	// Err wraps ErrLost when the grant is gone; any other error means the
-	// outcome for this grant is unknown.
-	Err error
-}
-
-// A BatchRenewer is a Coordinator that renews many grants in one round trip.
-type BatchRenewer interface {
-	// RenewBatch renews every grant in gs and returns one result per grant,
-	// in order. A non-nil error means the round trip itself failed and the
-	// outcome of every grant is unknown.
-	RenewBatch(ctx context.Context, gs []Grant) ([]RenewResult, error)
-}
-
-// RenewAll renews gs through c in one round trip when c is a BatchRenewer,
-// one at a time otherwise.
-func RenewAll(ctx context.Context, c Coordinator, gs []Grant) ([]RenewResult, error) {
-	if b, ok := c.(BatchRenewer); ok {
-		return b.RenewBatch(ctx, gs)
-	}
-	out := make([]RenewResult, len(gs))
-	for i, g := range gs {
-		out[i].Grant, out[i].Err = c.Renew(ctx, g)
-		if ctx.Err() != nil {
-			return out, ctx.Err()
-		}
-	}
-	return out, nil
 }

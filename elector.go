@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
 // An Elector campaigns for one key on behalf of one holder and runs user code
@@ -22,7 +20,6 @@ type Elector struct {
 	log     *slog.Logger
 	metrics Metrics
 	id      string // the holder identity sent to the coordinator: cfg.Identity()
-	boot    boottime.Clock
 
 	running atomic.Bool
 
@@ -39,7 +36,10 @@ func NewElector(c Coordinator, cfg Config) (*Elector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Elector{c: c, cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, boot: boottime.Now}
+	if cfg.Instance == "" {
+		cfg.Instance = newInstance() // this Elector's own: see Config.Instance
+	}
+	e := &Elector{c: c, cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -51,7 +51,8 @@ func NewElector(c Coordinator, cfg Config) (*Elector, error) {
 	return e, nil
 }
 
-// Config returns the elector's configuration.
+// Config returns the elector's configuration, with the Instance it drew if
+// none was given.
 func (e *Elector) Config() Config { return e.cfg }
 
 // Identity is the holder identity this Elector's grants carry:
@@ -92,12 +93,10 @@ func (e *Elector) Leader(ctx context.Context) (Grant, bool, error) {
 //   - If fn returns an error matching ErrStaleToken, the node steps down at
 //     once ("fenced by resource") and campaigns again.
 //   - If fn returns otherwise while the term is live, Run resigns: it
-//     releases the key, so that a follower takes over at once (on a
-//     Candidate, the release itself hands the key to the follower that has
-//     waited longest), and returns fn's error.
+//     releases the key, so that a follower takes over at once, and returns
+//     fn's error.
 //   - While the key is held by another node, Run waits on the coordinator's
-//     watch when it is a Watcher (in line for the key when it is a
-//     Candidate), and polls every retry period otherwise.
+//     watch when it is a Watcher, and polls every retry period otherwise.
 //   - When ctx ends, Run resigns: it cancels fn's ctx argument (stop taking
 //     new work) but leaves the term's own context, t.Context(), live so that
 //     in-flight work can finish; it stops renewing and waits for fn to
@@ -187,12 +186,15 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 	watcher, canWatch := e.c.(Watcher)
 
 	for {
-		sent := e.now()
 		actx, cancel := context.WithTimeout(ctx, e.cfg.EffectiveRequestTimeout())
 		g, err := e.c.Acquire(actx, e.cfg.Key, e.id, e.cfg.TTL)
 		cancel()
 		if err == nil {
-			if t := e.begin(ctx, g, sent); t != nil {
+			t, err := e.begin(ctx, g)
+			if err != nil {
+				return nil, err
+			}
+			if t != nil {
 				return t, nil
 			}
 			// The reply came too late to act on; try again.
@@ -237,9 +239,8 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 					canWatch = false // the watch failed: poll from now on
 					continue
 				}
-				// Free, or handed to this elector by the leader's
-				// release (a Candidate): acquire now.
-				if !ev.Held || ev.Grant.Holder == e.id {
+				if !ev.Held { // released or expired: acquire now
+
 					timer.Stop()
 					backoff = retry
 					break waiting
@@ -251,21 +252,14 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 
 // watch opens a watch of the key that lives as long as ctx, but whose setup
 // is bounded by the request timeout: a hung coordinator must not freeze the
-// campaign (it falls back to polling). On a Candidate, the elector waits in
-// line for the key while it watches.
+// campaign (it falls back to polling).
 func (e *Elector) watch(ctx context.Context, w Watcher) (<-chan LeaderEvent, error) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	timeout := e.cfg.EffectiveRequestTimeout()
 	timer := time.AfterFunc(timeout, func() {
 		cancel(fmt.Errorf("tenure: watch of %q not set up within %s", e.cfg.Key, timeout))
 	})
-	var ch <-chan LeaderEvent
-	var err error
-	if c, ok := w.(Candidate); ok {
-		ch, err = c.WatchAsCandidate(wctx, e.cfg.Key, e.id, e.cfg.TTL)
-	} else {
-		ch, err = w.Watch(wctx, e.cfg.Key)
-	}
+	ch, err := w.Watch(wctx, e.cfg.Key)
 	if !timer.Stop() {
 		// The setup outlived its bound; a watch that came up anyway has
 		// been cancelled with it.
@@ -283,16 +277,27 @@ func (e *Elector) watch(ctx context.Context, w Watcher) (<-chan LeaderEvent, err
 	return ch, nil
 }
 
-// begin turns a grant whose request was sent at sent into a term, or returns
-// nil (after releasing the grant) when its local deadline has already passed.
-func (e *Elector) begin(ctx context.Context, g Grant, sent sendTime) *Term {
-	dl := sent.after(e.cfg.SafeLease(g.TTL))
-	if !time.Now().Before(dl.mono) || e.boot() >= dl.boot {
+// deadline is the local deadline of grant g: the send of the request that
+// last started or extended its lease, plus the safe lease of its TTL.
+func (e *Elector) deadline(g Grant) Instant {
+	return g.Sent.Add(e.cfg.SafeLease(g.TTL))
+}
+
+// begin turns grant g into a term, or returns nil (after releasing the
+// grant) when its local deadline has already passed. A grant that does not
+// say when its lease was started is a coordinator's bug: Run returns it.
+func (e *Elector) begin(ctx context.Context, g Grant) (*Term, error) {
+	if g.Sent.IsZero() {
+		e.release(ctx, g)
+		return nil, fmt.Errorf("campaign for %q: coordinator %T returned a grant without Grant.Sent: its lease's age is unknown, so no safe deadline can be computed", e.cfg.Key, e.c)
+	}
+	dl := e.deadline(g)
+	if dl.Until() <= 0 {
 		e.log.Warn("grant arrived after its local deadline; not acting on it", "token", g.Token, "ttl", g.TTL)
 		e.release(ctx, g)
-		return nil
+		return nil, nil
 	}
-	t := newTerm(context.WithoutCancel(ctx), g, dl, e.boot)
+	t := newTerm(context.WithoutCancel(ctx), g, dl)
 	e.mu.Lock()
 	e.term = t
 	e.mu.Unlock()
@@ -301,7 +306,7 @@ func (e *Elector) begin(ctx context.Context, g Grant, sent sendTime) *Term {
 	e.metrics.SetToken(g.Key, g.Token)
 	e.metrics.TermBegan(t)
 	e.transition(Elected, t, nil)
-	return t
+	return t, nil
 }
 
 // lead runs fn for term t, renews the lease in the background and ends the
@@ -466,10 +471,11 @@ func (e *Elector) release(ctx context.Context, g Grant) {
 // period until the local deadline; a renewal that reports the grant lost
 // ends the term at once.
 func (e *Elector) renewLoop(ctx context.Context, t *Term) {
-	// A coordinator may grant less than was asked (rounding): renew often
-	// enough for the TTL actually granted.
+	// A coordinator may grant less than was asked (rounding), or a lease
+	// that had run a while before the grant (etcd grants leases ahead):
+	// renew often enough for the TTL granted and the time actually left.
 	interval := func() time.Duration {
-		return max(min(e.cfg.EffectiveRenewInterval(), e.cfg.SafeLease(t.Grant().TTL)/3), time.Millisecond)
+		return max(min(e.cfg.EffectiveRenewInterval(), e.cfg.SafeLease(t.Grant().TTL)/3, t.Remaining()/3), time.Millisecond)
 	}
 	retry := e.cfg.EffectiveRetryPeriod()
 	timer := time.NewTimer(interval())
@@ -503,15 +509,18 @@ func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
 	// and by the local deadline, after which a reply is of no use. ctx
 	// derives from the term's context, so the call is abandoned when the
 	// term ends or renewals stop.
-	sent := e.now()
-	rctx, cancel := context.WithDeadline(ctx, minTime(t.Deadline(), sent.mono.Add(e.cfg.EffectiveRequestTimeout())))
+	start := time.Now()
+	rctx, cancel := context.WithDeadline(ctx, minTime(t.Deadline(), start.Add(e.cfg.EffectiveRequestTimeout())))
 	defer cancel()
 	g, err := e.c.Renew(rctx, t.Grant())
-	took := time.Since(sent.mono)
+	took := time.Since(start)
 	e.metrics.ObserveRenew(t.key, took, err)
 	switch {
+	case err == nil && g.Sent.IsZero():
+		t.end(fmt.Errorf("%w: term %d on %q: coordinator %T renewed without Grant.Sent", ErrNotLeader, t.token, t.key, e.c))
+		return false
 	case err == nil:
-		if !t.extend(g.TTL, sent.after(e.cfg.SafeLease(g.TTL))) {
+		if !t.extend(g, e.deadline(g)) {
 			// The deadline passed while the reply was on its way: the term
 			// is over, whatever the coordinator says now.
 			t.end(fmt.Errorf("%w: term %d on %q: renewal arrived after the local deadline", ErrNotLeader, t.token, t.key))
@@ -536,11 +545,6 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// now reads both clocks, for the send time of a request.
-func (e *Elector) now() sendTime {
-	return sendTime{mono: time.Now(), boot: e.boot()}
 }
 
 // transition reports a transition to metrics and the OnTransition hook.

@@ -19,11 +19,11 @@ import (
 // meanwhile is never overlapped.
 func TestElectorDemotesAfterSuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		suspend, restore := tenure.SimulateSuspend()
+		defer restore()
 		c := memory.New()
 		defer c.Close()
 		e := newElector(t, c, testConfig("a"))
-		clock, suspend := tenure.NewSuspendableClock()
-		tenure.SetBootClock(e, clock)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		type result struct {

@@ -7,15 +7,14 @@ import (
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
-// SetBootClock replaces e's boot clock, so that tests can simulate a host
-// suspend (the boot clock moves, Go's monotonic clock does not).
-func SetBootClock(e *Elector, c boottime.Clock) { e.boot = c }
-
-// NewSuspendableClock returns a boot clock that follows a synctest bubble's
-// virtual time, and a function that moves it forward alone.
-func NewSuspendableClock() (boottime.Clock, func(d time.Duration)) {
+// SimulateSuspend makes the boot clock follow a synctest bubble's virtual
+// time until restore is called, and returns a function that moves it
+// forward alone, as a host suspend moves CLOCK_BOOTTIME but not
+// CLOCK_MONOTONIC. Every reader of the boot clock in the process sees it
+// (coordinators too, which read it for Grant.Sent).
+func SimulateSuspend() (suspend func(d time.Duration), restore func()) {
 	c := newSuspendableClock()
-	return c.now, c.suspend
+	return c.suspend, boottime.Simulate(c.now)
 }
 
 // suspendableClock is a boot clock for a synctest bubble: it follows the

@@ -21,8 +21,12 @@ type Member struct {
 	// ID (the etcd lease, the PostgreSQL epoch row). It is never 0.
 	Epoch uint64
 	// TTL is the membership's lease as the coordinator granted it, on its own
-	// clock, counted from no earlier than when the request was sent.
+	// clock, counted from no earlier than Sent.
 	TTL time.Duration
+	// Sent is when the request that last started or extended the
+	// membership's lease was sent (see Grant.Sent). Set by JoinGroup and
+	// RenewMember; zero in memberships read by GroupMembers.
+	Sent Instant
 }
 
 // String formats the member for logs.
@@ -33,7 +37,7 @@ func (m Member) String() string {
 // ClaimResult is the outcome of claiming one partition in a batch.
 type ClaimResult struct {
 	// Grant is the partition's grant to the member when Err is nil. Its TTL
-	// is the member's.
+	// and Sent are the member's.
 	Grant Grant
 	// Err is a *HeldError when another member owns the partition; any other
 	// error means the outcome for this partition is unknown.

@@ -49,42 +49,23 @@ type Term struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	boot boottime.Clock
-
 	mu           sync.Mutex
 	ttl          time.Duration
+	sent         Instant   // Grant.Sent as last renewed
 	deadline     time.Time // carries a monotonic reading
 	bootDeadline boottime.Instant
 	timer        *time.Timer
 	ended        bool
 }
 
-// A localDeadline is when a holder must stop acting, on both clocks.
-type localDeadline struct {
-	mono time.Time        // on Go's monotonic clock
-	boot boottime.Instant // on the boot clock, which counts suspended time
-}
-
-// sendTime is when a request was sent, on both clocks.
-type sendTime localDeadline
-
-// after returns the deadline d after the send time.
-func (s sendTime) after(d time.Duration) localDeadline {
-	return localDeadline{mono: s.mono.Add(d), boot: s.boot.Add(d)}
-}
-
-// newTerm starts a term for g whose deadline is dl, with clock as the boot
-// clock (nil means boottime.Now). The term's context is cancelled at the
-// deadline unless extend moves it.
-func newTerm(parent context.Context, g Grant, dl localDeadline, clock boottime.Clock) *Term {
-	if clock == nil {
-		clock = boottime.Now
-	}
+// newTerm starts a term for g whose local deadline is dl. The term's
+// context is cancelled at the deadline unless extend moves it.
+func newTerm(parent context.Context, g Grant, dl Instant) *Term {
 	ctx, cancel := context.WithCancelCause(parent)
 	t := &Term{
 		key: g.Key, holder: g.Holder, token: g.Token,
-		ctx: ctx, cancel: cancel, boot: clock,
-		ttl: g.TTL, deadline: dl.mono, bootDeadline: dl.boot,
+		ctx: ctx, cancel: cancel,
+		ttl: g.TTL, sent: g.Sent, deadline: dl.mono, bootDeadline: dl.boot,
 	}
 	t.mu.Lock() // expire, which locks, may run before t.timer is set
 	t.timer = time.AfterFunc(t.sleepLocked(), t.expire)
@@ -104,7 +85,7 @@ func (t *Term) sleepLocked() time.Duration {
 // counts (beyond suspendNoise).
 func (t *Term) overLocked() time.Duration {
 	mono := time.Since(t.deadline)
-	suspended := t.boot().Sub(t.bootDeadline) - mono
+	suspended := boottime.Now().Sub(t.bootDeadline) - mono
 	if suspended <= suspendNoise {
 		return mono
 	}
@@ -125,7 +106,7 @@ func (t *Term) Token() uint64 { return t.token }
 func (t *Term) Grant() Grant {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return Grant{Key: t.key, Holder: t.holder, Token: t.token, TTL: t.ttl}
+	return Grant{Key: t.key, Holder: t.holder, Token: t.token, TTL: t.ttl, Sent: t.sent}
 }
 
 // Deadline is the local deadline: when this node must stop acting unless a
@@ -243,19 +224,19 @@ func (t *Term) end(cause error) {
 	t.cancel(cause)
 }
 
-// extend replaces the deadline with the one a renewal produced and records
-// the renewed TTL. The new deadline replaces the old even when it is earlier:
+// extend replaces the deadline with dl, the one renewal g produced, and
+// records g's TTL and send instant. The new deadline replaces the old even when it is earlier:
 // a renewal sets the lease's expiry at the coordinator, so only the latest
 // renewal bounds it (a coordinator that granted a shorter TTL this time has
 // shortened the lease). It reports false when the term has already ended:
 // an ended term is never revived.
-func (t *Term) extend(ttl time.Duration, dl localDeadline) bool {
+func (t *Term) extend(g Grant, dl Instant) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended || t.overLocked() >= 0 {
 		return false
 	}
-	t.ttl = ttl
+	t.ttl, t.sent = g.TTL, g.Sent
 	t.deadline, t.bootDeadline = dl.mono, dl.boot
 	t.timer.Reset(t.sleepLocked())
 	return true

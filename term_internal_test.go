@@ -14,7 +14,7 @@ func TestTermDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := Grant{Key: "k", Holder: "h", Token: 7, TTL: 10 * time.Second}
 		start := time.Now()
-		term := newTerm(context.Background(), g, dlAt(start.Add(8*time.Second)), nil)
+		term := newTerm(context.Background(), g, dlAt(start.Add(8*time.Second)))
 		if err := term.Check(); err != nil {
 			t.Fatalf("Check() at start = %v; want nil", err)
 		}
@@ -22,7 +22,7 @@ func TestTermDeadline(t *testing.T) {
 			t.Fatalf("Remaining() = %s; want 8s", got)
 		}
 		time.Sleep(5 * time.Second)
-		if !term.extend(10*time.Second, dlAt(time.Now().Add(8*time.Second))) {
+		if !term.extend(Grant{TTL: 10 * time.Second}, dlAt(time.Now().Add(8*time.Second))) {
 			t.Fatal("extend() before the deadline = false; want true")
 		}
 		time.Sleep(7 * time.Second) // 12s after start: past the old deadline, before the new one
@@ -42,7 +42,7 @@ func TestTermDeadline(t *testing.T) {
 		if got := time.Since(start); got != 13*time.Second {
 			t.Fatalf("term ended %s after start; want 13s", got)
 		}
-		if term.extend(10*time.Second, dlAt(time.Now().Add(8*time.Second))) {
+		if term.extend(Grant{TTL: 10 * time.Second}, dlAt(time.Now().Add(8*time.Second))) {
 			t.Fatal("extend() of an ended term = true; an ended term must never be revived")
 		}
 		if err := term.Check(); err == nil {
@@ -55,7 +55,7 @@ func TestTermCheckBeatsTimer(t *testing.T) {
 	// Check reads the clock itself: even if the timer has not fired, a term
 	// past its deadline is over.
 	synctest.Test(t, func(t *testing.T) {
-		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: time.Second}, dlAt(time.Now().Add(time.Second)), nil)
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: time.Second}, dlAt(time.Now().Add(time.Second)))
 		term.timer.Stop() // simulate a timer that has not run yet
 		time.Sleep(time.Second)
 		if err := term.Check(); !errors.Is(err, ErrNotLeader) {
@@ -69,7 +69,7 @@ func TestTermCheckBeatsTimer(t *testing.T) {
 
 func TestTermStepDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 3, TTL: time.Minute}, dlAt(time.Now().Add(time.Minute)), nil)
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 3, TTL: time.Minute}, dlAt(time.Now().Add(time.Minute)))
 		stale := &HeldError{Key: "k"} // any error; wrapping is what matters
 		term.StepDown(stale)
 		err := term.Check()
@@ -88,11 +88,11 @@ func TestTermStepDown(t *testing.T) {
 
 func TestTermRenewalWithShorterTTLShortensDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: 10 * time.Second}, dlAt(time.Now().Add(9*time.Second)), nil)
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: 10 * time.Second}, dlAt(time.Now().Add(9*time.Second)))
 		time.Sleep(time.Second)
 		// The coordinator renewed with a 3s TTL: its lease now ends sooner
 		// than the first grant's did.
-		if !term.extend(3*time.Second, dlAt(time.Now().Add(2*time.Second))) {
+		if !term.extend(Grant{TTL: 3 * time.Second}, dlAt(time.Now().Add(2*time.Second))) {
 			t.Fatal("extend() = false; want true")
 		}
 		if got := term.Remaining(); got != 2*time.Second {
@@ -109,8 +109,8 @@ func TestTermRenewalWithShorterTTLShortensDeadline(t *testing.T) {
 // dlAt is a local deadline at mono on Go's clock, and a year away on the
 // boot clock, which in a bubble runs in real time: these tests are about Go's
 // clock alone (TestTermEndsAfterSuspend is about the boot clock).
-func dlAt(mono time.Time) localDeadline {
-	return localDeadline{mono: mono, boot: boottime.Now().Add(365 * 24 * time.Hour)}
+func dlAt(mono time.Time) Instant {
+	return Instant{mono: mono, boot: boottime.Now().Add(365 * 24 * time.Hour)}
 }
 
 // TestTermEndsAfterSuspend: a host suspended for longer than the lease
@@ -119,8 +119,9 @@ func dlAt(mono time.Time) localDeadline {
 func TestTermEndsAfterSuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := newSuspendableClock()
-		sent := sendTime{mono: time.Now(), boot: clk.now()}
-		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 4, TTL: 10 * time.Second}, sent.after(8*time.Second), clk.now)
+		defer boottime.Simulate(clk.now)()
+		sent := Now()
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 4, TTL: 10 * time.Second}, sent.Add(8*time.Second))
 		time.Sleep(2 * time.Second)
 		if err := term.Check(); err != nil {
 			t.Fatalf("Check() 2s into the term = %v; want nil", err)
@@ -132,15 +133,16 @@ func TestTermEndsAfterSuspend(t *testing.T) {
 		if r := term.Remaining(); r > 0 {
 			t.Fatalf("Remaining() after a 30s suspend = %s; want <= 0", r)
 		}
-		if term.extend(10*time.Second, sendTime{mono: time.Now(), boot: clk.now()}.after(8*time.Second)) {
+		if term.extend(Grant{TTL: 10 * time.Second}, Now().Add(8*time.Second)) {
 			t.Fatal("extend() after the boot-clock deadline = true; an ended term must never be revived")
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
 		// The context too: no Check call, only the timer.
 		clk := newSuspendableClock()
-		sent := sendTime{mono: time.Now(), boot: clk.now()}
-		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 5, TTL: time.Minute}, sent.after(50*time.Second), clk.now)
+		defer boottime.Simulate(clk.now)()
+		sent := Now()
+		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 5, TTL: time.Minute}, sent.Add(50*time.Second))
 		time.Sleep(2 * time.Second)
 		clk.suspend(time.Hour)
 		resumed := time.Now()

@@ -133,106 +133,147 @@ func testGrantedTTL(t *testing.T, election, minTTL time.Duration) {
 				t.Errorf("Renew() TTL = %s; want %s", r.TTL, tc.want)
 			}
 			l, ok, err := c.Leader(ctx(t), g.Key)
-			if err != nil || !ok || l != g {
+			if err != nil || !ok || l.Token != g.Token || l.Holder != g.Holder || l.TTL != g.TTL {
 				t.Errorf("Leader() = %v, %v, %v; want %v", l, ok, err, g)
-			}
-			// Acquiring again on the existing shared lease reports the
-			// time it has left since the renewal's keepalive was sent:
-			// at most the TTL, at least half of it.
-			g2 := mustAcquire(t, c, "ttl/"+holder+"/2", holder, tc.ask)
-			if g2.TTL > tc.want || g2.TTL < tc.want/2 {
-				t.Errorf("second Acquire(ttl %s) TTL = %s; want in [%s, %s]", tc.ask, g2.TTL, tc.want/2, tc.want)
 			}
 		})
 	}
 }
 
-func TestSharedLeasePerHolderAndTTL(t *testing.T) {
+// TestLeasePerGrant: every grant rides a lease of its own, even two grants
+// of one holder with one TTL; renewing one extends that lease only, and
+// releasing one leaves the other alone.
+func TestLeasePerGrant(t *testing.T) {
 	cl := newClient(t, startCluster(t, 1).endpoints())
 	c := newCoordinator(t, cl)
 	const ttl = 5 * time.Second
-	a1 := mustAcquire(t, c, "shared/a1", "alice", ttl)
-	a2 := mustAcquire(t, c, "shared/a2", "alice", ttl)
-	a3 := mustAcquire(t, c, "shared/a3", "alice", ttl)
-	b1 := mustAcquire(t, c, "shared/b1", "bob", ttl)
-	along := mustAcquire(t, c, "shared/along", "alice", 9*time.Second)
-
-	la := leaseOf(t, c, a1.Key)
-	for _, g := range []tenure.Grant{a2, a3} {
-		if l := leaseOf(t, c, g.Key); l != la {
-			t.Errorf("%v is on lease %x; want alice's shared lease %x", g, l, la)
+	a1 := mustAcquire(t, c, "own/a1", "alice", ttl)
+	a2 := mustAcquire(t, c, "own/a2", "alice", ttl)
+	b1 := mustAcquire(t, c, "own/b1", "bob", ttl)
+	l1, l2, lb := leaseOf(t, c, a1.Key), leaseOf(t, c, a2.Key), leaseOf(t, c, b1.Key)
+	if l1 == l2 || l1 == lb || l2 == lb {
+		t.Fatalf("leases of %v, %v, %v = %x, %x, %x; want one lease per grant", a1, a2, b1, l1, l2, lb)
+	}
+	time.Sleep(2 * time.Second)
+	if _, err := c.Renew(ctx(t), a1); err != nil {
+		t.Fatal(err)
+	}
+	left := func(id clientv3.LeaseID) int64 {
+		r, err := cl.TimeToLive(ctx(t), id)
+		if err != nil {
+			t.Fatal(err)
 		}
+		return r.TTL
 	}
-	if l := leaseOf(t, c, b1.Key); l == la {
-		t.Errorf("bob's %v shares alice's lease %x; want a lease per holder", b1, l)
+	if got := left(l1); got < 4 {
+		t.Errorf("renewed lease of %v has %ds left; want about 5", a1, got)
 	}
-	if l := leaseOf(t, c, along.Key); l == la {
-		t.Errorf("alice's %v with TTL 9s shares her 5s lease %x; want a lease per TTL", along, l)
+	if got := left(l2); got > 3 {
+		t.Errorf("lease of %v, never renewed, has %ds left 2s after its grant; renewing %v extended it", a2, got, a1)
 	}
-
-	// Releasing one key deletes that key only; the lease and the other
-	// keys stay.
 	if err := c.Release(ctx(t), a2); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := c.Leader(ctx(t), a2.Key); ok {
 		t.Errorf("Leader(%q) held after Release", a2.Key)
 	}
-	res, err := c.RenewBatch(ctx(t), []tenure.Grant{a1, a2, a3, b1})
-	if err != nil {
-		t.Fatal(err)
+	if _, err := c.Renew(ctx(t), a2); !errors.Is(err, tenure.ErrLost) {
+		t.Errorf("Renew(%v) after Release = %v; want ErrLost", a2, err)
 	}
-	for i, wantLost := range []bool{false, true, false, false} {
-		if lost := errors.Is(res[i].Err, tenure.ErrLost); lost != wantLost || (!wantLost && res[i].Err != nil) {
-			t.Errorf("RenewBatch result %d = %v, %v; want lost = %v", i, res[i].Grant, res[i].Err, wantLost)
-		}
-	}
-	if l := leaseOf(t, c, a3.Key); l != la {
-		t.Errorf("after Release of a2, a3 is on lease %x; want %x", l, la)
+	if _, err := c.Renew(ctx(t), a1); err != nil {
+		t.Errorf("Renew(%v) after another grant's release = %v; want renewed", a1, err)
 	}
 }
 
-func TestRenewBatchRoundTrips(t *testing.T) {
+// TestRoundTrips counts the calls each operation makes: a fresh Acquire is
+// a lease grant and one transaction; Renew is one keepalive and one read;
+// Release is one transaction; an Acquire on a lease granted ahead (after a
+// refusal) or kept by a Release is one transaction.
+func TestRoundTrips(t *testing.T) {
 	eps := startCluster(t, 1).endpoints()
 	cl, rc := countingClient(t, eps)
 	c := newCoordinator(t, cl)
-	for _, n := range []int{1, 100, 300} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			holder := fmt.Sprintf("node-%d", n)
-			gs := make([]tenure.Grant, n)
-			for i := range gs {
-				gs[i] = mustAcquire(t, c, fmt.Sprintf("many/%d/%d", n, i), holder, 5*time.Second)
+	const (
+		grant = "/etcdserverpb.Lease/LeaseGrant"
+		ka    = "/etcdserverpb.Lease/LeaseKeepAlive"
+		txn   = "/etcdserverpb.KV/Txn"
+		get   = "/etcdserverpb.KV/Range"
+	)
+	want := func(what string, calls map[string]int) {
+		t.Helper()
+		got := rc.reset()
+		if len(got) != len(calls) {
+			t.Errorf("%s made calls %v; want %v", what, got, calls)
+			return
+		}
+		for m, n := range calls {
+			if got[m] != n {
+				t.Errorf("%s made calls %v; want %v", what, got, calls)
+				return
 			}
-			if !etcd.WaitLineReady(c) {
-				t.Fatal("the coordinator does not follow the line of candidates")
-			}
-			rc.reset()
-			res, err := c.RenewBatch(ctx(t), gs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, r := range res {
-				if r.Err != nil || r.Grant.Token != gs[i].Token {
-					t.Fatalf("RenewBatch result %d = %v, %v; want %v renewed", i, r.Grant, r.Err, gs[i])
-				}
-			}
-			calls := rc.reset()
-			delete(calls, "/etcdserverpb.Watch/Watch") // the line follower's stream may open late
-			wantTxns := (n + 127) / 128                // etcd's default --max-txn-ops
-			if got := calls["/etcdserverpb.Lease/LeaseKeepAlive"]; got != 1 {
-				t.Errorf("renewing %d grants opened %d keepalive streams; want 1 (one shared lease): %v", n, got, calls)
-			}
-			if got := calls["/etcdserverpb.KV/Txn"]; got != wantTxns {
-				t.Errorf("renewing %d grants made %d transactions; want %d: %v", n, got, wantTxns, calls)
-			}
-			if len(calls) != 2 {
-				t.Errorf("renewing %d grants made calls %v; want only keepalive and txn", n, calls)
-			}
-		})
+		}
+	}
+	rc.reset()
+	g := mustAcquire(t, c, "rt/k", "alice", 5*time.Second)
+	want("fresh Acquire", map[string]int{grant: 1, txn: 1})
+	g, err := c.Renew(ctx(t), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("Renew", map[string]int{ka: 1, get: 1})
+	if err := c.Release(ctx(t), g); err != nil {
+		t.Fatal(err)
+	}
+	want("Release", map[string]int{txn: 1})
+	g = mustAcquire(t, c, "rt/k", "alice", 5*time.Second)
+	want("Acquire after the holder's own Release", map[string]int{txn: 1})
+
+	if _, err := c.Acquire(ctx(t), "rt/k", "bob", 5*time.Second); !errors.Is(err, tenure.ErrHeld) {
+		t.Fatalf("bob's Acquire of a held key = %v; want ErrHeld", err)
+	}
+	want("refused Acquire", map[string]int{grant: 1, txn: 1})
+	if err := c.Release(ctx(t), g); err != nil {
+		t.Fatal(err)
+	}
+	rc.reset()
+	gb := mustAcquire(t, c, "rt/k", "bob", 5*time.Second)
+	want("Acquire after a refusal", map[string]int{txn: 1})
+	if gb.Token <= g.Token {
+		t.Errorf("bob's token %d; want > %d", gb.Token, g.Token)
 	}
 }
 
-func TestExpiredSharedLeaseIsReplaced(t *testing.T) {
+// TestLeaseGrantedAheadCountsItsAge: a grant on a lease granted by an
+// earlier, refused Acquire says when that lease was granted (Sent), so the
+// holder's deadline counts the lease's whole age; the lease at etcd ends no
+// sooner than Sent + TTL.
+func TestLeaseGrantedAheadCountsItsAge(t *testing.T) {
+	cl := newClient(t, startCluster(t, 1).endpoints())
+	c := newCoordinator(t, cl)
+	ga := mustAcquire(t, c, "ahead/k", "alice", 4*time.Second)
+	refused := time.Now()
+	if _, err := c.Acquire(ctx(t), "ahead/k", "bob", 4*time.Second); !errors.Is(err, tenure.ErrHeld) {
+		t.Fatalf("bob's Acquire of a held key = %v; want ErrHeld", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := c.Release(ctx(t), ga); err != nil {
+		t.Fatal(err)
+	}
+	gb := mustAcquire(t, c, "ahead/k", "bob", 4*time.Second)
+	if gb.Sent.Time().After(refused.Add(time.Second)) {
+		t.Fatalf("grant on a lease granted ahead has Sent %s after the refusal that granted it; want the lease's own grant, its whole age counted", gb.Sent.Time().Sub(refused))
+	}
+	r, err := cl.TimeToLive(ctx(t), leaseOf(t, c, gb.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// etcd rounds the time left down to whole seconds.
+	if atEtcd, promised := time.Duration(r.TTL+1)*time.Second, time.Until(gb.Sent.Time().Add(gb.TTL)); promised > atEtcd {
+		t.Errorf("grant promises %s more lease; etcd has at most %s", promised, atEtcd)
+	}
+}
+
+func TestExpiredGrantIsNeverRevived(t *testing.T) {
 	t.Parallel() // it mostly waits for leases to expire
 	cl := newClient(t, startCluster(t, 1).endpoints())
 	c := newCoordinator(t, cl)
@@ -244,7 +285,7 @@ func TestExpiredSharedLeaseIsReplaced(t *testing.T) {
 	if _, err := c.Renew(ctx(t), g1); !errors.Is(err, tenure.ErrLost) {
 		t.Fatalf("Renew(%v) after expiry = %v; want ErrLost", g1, err)
 	}
-	g2 := mustAcquire(t, c, "expire/k2", "alice", time.Second)
+	g2 := mustAcquire(t, c, "expire/k1", "alice", time.Second)
 	if l := leaseOf(t, c, g2.Key); l == old {
 		t.Errorf("after lease %x expired, new grant %v is on it again", old, g2)
 	}
@@ -274,9 +315,11 @@ func waitFree(t *testing.T, c tenure.Coordinator, key string, deadline time.Time
 	}
 }
 
+// TestRenewGrantOfAnotherCoordinator: a process restarts; the new
+// Coordinator does not know the lease of the grants the old one made, and
+// still renews them correctly (one more read, to find the lease) and
+// releases them.
 func TestRenewGrantOfAnotherCoordinator(t *testing.T) {
-	// A process restarts: the new Coordinator does not know the lease of
-	// grants the old one made, and must still renew them correctly.
 	eps := startCluster(t, 1).endpoints()
 	cl, rc := countingClient(t, eps)
 	c1 := newCoordinator(t, cl)
@@ -285,32 +328,25 @@ func TestRenewGrantOfAnotherCoordinator(t *testing.T) {
 	if err := c1.Release(ctx(t), gone); err != nil {
 		t.Fatal(err)
 	}
-	lease := leaseOf(t, c1, g.Key)
 	c1.Close()
 
 	c2 := newCoordinator(t, cl)
-	res, err := c2.RenewBatch(ctx(t), []tenure.Grant{g, gone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res[0].Err != nil || res[0].Grant.TTL != 3*time.Second {
-		t.Errorf("new coordinator's Renew(%v) = %v, %v; want renewed with TTL 3s", g, res[0].Grant, res[0].Err)
-	}
-	if !errors.Is(res[1].Err, tenure.ErrLost) {
-		t.Errorf("new coordinator's Renew(%v) of a released grant = %v; want ErrLost", gone, res[1].Err)
-	}
-	// The lease was adopted: the next renewal is one keepalive and one txn,
-	// and the holder's next key joins the same lease.
 	rc.reset()
-	if _, err := c2.Renew(ctx(t), g); err != nil {
+	r, err := c2.Renew(ctx(t), g)
+	if err != nil || r.TTL != 3*time.Second || r.Sent.IsZero() {
+		t.Errorf("new coordinator's Renew(%v) = %v, %v; want renewed with TTL 3s", g, r, err)
+	}
+	if calls := rc.reset(); calls["/etcdserverpb.KV/Range"] != 2 || calls["/etcdserverpb.Lease/LeaseKeepAlive"] != 1 || len(calls) != 2 {
+		t.Errorf("renewal of another coordinator's grant made calls %v; want two reads and one keepalive", calls)
+	}
+	if _, err := c2.Renew(ctx(t), gone); !errors.Is(err, tenure.ErrLost) {
+		t.Errorf("new coordinator's Renew(%v) of a released grant = %v; want ErrLost", gone, err)
+	}
+	if err := c2.Release(ctx(t), r); err != nil {
 		t.Fatal(err)
 	}
-	if calls := rc.reset(); calls["/etcdserverpb.Lease/LeaseKeepAlive"] != 1 || calls["/etcdserverpb.KV/Txn"] != 1 || len(calls) != 2 {
-		t.Errorf("second renewal made calls %v; want one keepalive and one txn", calls)
-	}
-	g2 := mustAcquire(t, c2, "restart/k2", "alice", 3*time.Second)
-	if l := leaseOf(t, c2, g2.Key); l != lease {
-		t.Errorf("new grant on lease %x; want the adopted lease %x", l, lease)
+	if _, ok, _ := c2.Leader(ctx(t), g.Key); ok {
+		t.Errorf("Leader(%q) held after the new coordinator released it", g.Key)
 	}
 }
 
@@ -343,7 +379,7 @@ func TestWatchCoalescesForSlowReaders(t *testing.T) {
 			}
 			n++
 			if ev.Held && ev.Grant.Token == last.Token {
-				if ev.Grant != last {
+				if ev.Grant.Key != last.Key || ev.Grant.Holder != last.Holder || ev.Grant.Token != last.Token || ev.Grant.TTL != last.TTL {
 					t.Errorf("event grant = %v; want %v", ev.Grant, last)
 				}
 				if n >= changes {

@@ -35,13 +35,14 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 	if err := c.begin(ctx, op); err != nil {
 		return tenure.Member{}, err
 	}
-	lease, err := c.client.Grant(ctx, ttlSeconds(ttl))
+	l, err := c.grantLease(ctx, ttlSeconds(ttl))
 	if err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: grant lease: %w", op, err)
+		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
-	m := tenure.Member{Group: group, ID: id, Epoch: uint64(lease.ID), TTL: time.Duration(lease.TTL) * time.Second}
-	if _, err := c.client.Put(ctx, c.membersKey(group)+id, strconv.FormatInt(lease.TTL, 10), clientv3.WithLease(lease.ID)); err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: put membership on lease %x: %w", op, int64(lease.ID), err)
+	m := tenure.Member{Group: group, ID: id, Epoch: uint64(l.id), TTL: l.ttl, Sent: l.sent}
+	secs := strconv.FormatInt(int64(l.ttl/time.Second), 10)
+	if _, err := c.client.Put(ctx, c.membersKey(group)+id, secs, clientv3.WithLease(l.id)); err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: put membership on lease %x: %w", op, int64(l.id), err)
 	}
 	return m, nil
 }
@@ -78,6 +79,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 	if err := c.begin(ctx, op); err != nil {
 		return tenure.Member{}, err
 	}
+	sent := tenure.Now()
 	resp, err := c.client.KeepAliveOnce(ctx, clientv3.LeaseID(m.Epoch))
 	if isLeaseNotFound(err) {
 		return tenure.Member{}, fmt.Errorf("%s: %w: lease %x expired or was revoked", op, tenure.ErrLost, m.Epoch)
@@ -85,7 +87,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 	if err != nil {
 		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
-	m.TTL = time.Duration(resp.TTL) * time.Second
+	m.TTL, m.Sent = time.Duration(resp.TTL)*time.Second, sent
 	return m, nil
 }
 

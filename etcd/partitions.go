@@ -11,6 +11,10 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
+// maxTxnOps is etcd's default --max-txn-ops: how many operations one
+// transaction may hold.
+const maxTxnOps = 128
+
 // groupTxnOps is how many partitions one transaction claims or releases:
 // each is a nested transaction, and etcd counts a nested transaction's
 // operations against what the outer one leaves of --max-txn-ops (128).
@@ -70,7 +74,7 @@ func (c *Coordinator) claimChunk(ctx context.Context, m tenure.Member, names []s
 		key := tenure.PartitionKey(m.Group, names[i])
 		tr := r.GetResponseTxn()
 		if tr.Succeeded {
-			out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(resp.Header.Revision), TTL: m.TTL}
+			out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(resp.Header.Revision), TTL: m.TTL, Sent: m.Sent}
 			continue
 		}
 		kv := firstKV(tr.Responses[0].GetResponseRange().Kvs)
@@ -78,7 +82,7 @@ func (c *Coordinator) claimChunk(ctx context.Context, m tenure.Member, names []s
 		case kv == nil:
 			out[i].Err = fmt.Errorf("partition %q vanished during the claim", key)
 		case string(kv.Value) == m.ID && kv.Lease == int64(lease):
-			out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(kv.ModRevision), TTL: m.TTL}
+			out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(kv.ModRevision), TTL: m.TTL, Sent: m.Sent}
 		default:
 			out[i].Err = &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)}
 		}

@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -21,11 +20,6 @@ import (
 // revision it needed, or the member it talks to lost its raft leader (the
 // watch requires one, so that a partitioned member cannot hide changes).
 func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
-	return c.watch(ctx, key, nil)
-}
-
-// watch is Watch; ended, when not nil, is called when the watch ends.
-func (c *Coordinator) watch(ctx context.Context, key string, ended func()) (<-chan tenure.LeaderEvent, error) {
 	op := fmt.Sprintf("etcd: watch %q", key)
 	if err := tenure.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -47,7 +41,6 @@ func (c *Coordinator) watch(ctx context.Context, key string, ended func()) (<-ch
 		return fail(err)
 	}
 	first := tenure.LeaderEvent{Key: key}
-	c.observe(key, resp.Header.Revision, firstKV(resp.Kvs))
 	if len(resp.Kvs) > 0 {
 		if first, err = c.event(wctx, key, resp.Kvs[0]); err != nil {
 			return fail(err)
@@ -66,9 +59,6 @@ func (c *Coordinator) watch(ctx context.Context, key string, ended func()) (<-ch
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		if ended != nil {
-			defer ended()
-		}
 		defer close(out)
 		defer stop()
 		defer cancel()
@@ -94,11 +84,9 @@ func (c *Coordinator) watch(ctx context.Context, key string, ended func()) (<-ch
 				}
 				last := wr.Events[len(wr.Events)-1]
 				if last.Type == mvccpb.DELETE {
-					c.observe(key, last.Kv.ModRevision, nil)
 					pending = &tenure.LeaderEvent{Key: key}
 					continue
 				}
-				c.observe(key, last.Kv.ModRevision, last.Kv)
 				e, err := c.event(wctx, key, last.Kv)
 				if err != nil {
 					return
@@ -113,16 +101,11 @@ func (c *Coordinator) watch(ctx context.Context, key string, ended func()) (<-ch
 }
 
 // event describes a held key. The TTL is looked up from its lease; it is 0
-// when the lease has just expired (a delete event follows). A key on one of
-// this coordinator's own shared leases (handed to a candidate here) needs no
-// lookup: its granted TTL is known.
+// when the lease has just expired (a delete event follows).
 func (c *Coordinator) event(ctx context.Context, key string, kv *mvccpb.KeyValue) (tenure.LeaderEvent, error) {
-	ttl, ok := c.ownLeaseTTL(clientv3.LeaseID(kv.Lease))
-	if !ok {
-		var err error
-		if ttl, err = c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
-			return tenure.LeaderEvent{}, err
-		}
+	ttl, err := c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease))
+	if err != nil {
+		return tenure.LeaderEvent{}, err
 	}
 	return tenure.LeaderEvent{
 		Key:  key,
@@ -131,24 +114,4 @@ func (c *Coordinator) event(ctx context.Context, key string, kv *mvccpb.KeyValue
 			Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: ttl,
 		},
 	}, nil
-}
-
-// ownLeaseTTL returns the granted TTL of id when it is one of this
-// coordinator's shared leases.
-func (c *Coordinator) ownLeaseTTL(id clientv3.LeaseID) (time.Duration, bool) {
-	if id == clientv3.NoLease {
-		return 0, false
-	}
-	c.mu.Lock()
-	sls := make([]*sharedLease, 0, len(c.leases))
-	for _, sl := range c.leases {
-		sls = append(sls, sl)
-	}
-	c.mu.Unlock()
-	for _, sl := range sls {
-		if cur, ttl := sl.current(); cur == id {
-			return ttl, true
-		}
-	}
-	return 0, false
 }

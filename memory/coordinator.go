@@ -25,9 +25,8 @@ var (
 )
 
 var (
-	_ tenure.Coordinator  = (*Coordinator)(nil)
-	_ tenure.Watcher      = (*Coordinator)(nil)
-	_ tenure.BatchRenewer = (*Coordinator)(nil)
+	_ tenure.Coordinator = (*Coordinator)(nil)
+	_ tenure.Watcher     = (*Coordinator)(nil)
 )
 
 // An Option configures a Coordinator.
@@ -42,7 +41,7 @@ func WithMinTTL(min time.Duration) Option {
 }
 
 // A Coordinator is an in-process tenure.Coordinator. It also implements
-// tenure.Watcher and tenure.BatchRenewer, and offers fault hooks (Partition,
+// tenure.Watcher and tenure.GroupCoordinator, and offers fault hooks (Partition,
 // Block, SetLatency, DropReplies, Heal, HealAll), clock controls
 // (SetClockRate, JumpClock) and Restart. Create one with New (the zero value
 // is not usable); it is safe for concurrent use. Close stops its goroutine.
@@ -117,12 +116,14 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		return tenure.Grant{}, fmt.Errorf("memory: acquire: %w", err)
 	}
 	ttl = max(ttl, c.minTTL)
+	sent := tenure.Now() // the call is the request: it starts the lease
 	var g tenure.Grant
 	err := c.call(ctx, []string{holder}, func() error {
 		var err error
 		g, err = c.acquireLocked(key, holder, ttl)
 		return err
 	})
+	g.Sent = sent
 	if err != nil {
 		return tenure.Grant{}, fmt.Errorf("memory: acquire %q for %q: %w", key, holder, err)
 	}
@@ -165,12 +166,14 @@ func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, 
 	if err := g.Validate(); err != nil {
 		return tenure.Grant{}, fmt.Errorf("memory: renew: %w", err)
 	}
+	sent := tenure.Now()
 	var r tenure.Grant
 	err := c.call(ctx, []string{g.Holder}, func() error {
 		var err error
 		r, err = c.renewLocked(g)
 		return err
 	})
+	r.Sent = sent
 	if err != nil {
 		return tenure.Grant{}, fmt.Errorf("memory: renew %s: %w", g, err)
 	}
@@ -197,43 +200,6 @@ func (c *Coordinator) renewLocked(g tenure.Grant) (tenure.Grant, error) {
 	l.expires = now + l.ttl
 	c.scheduleLocked(l.expires)
 	return l.grant(g.Key), nil
-}
-
-// RenewBatch renews every grant in gs in one call and returns one result per
-// grant, in order. The call is subject to the faults of every holder in gs
-// combined (a node renews its own grants). A grant that is malformed gets an
-// error wrapping tenure.ErrInvalidGrant.
-func (c *Coordinator) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenure.RenewResult, error) {
-	out := make([]tenure.RenewResult, len(gs))
-	var holders []string
-	seen := make(map[string]bool)
-	for i, g := range gs {
-		if err := g.Validate(); err != nil {
-			out[i].Err = fmt.Errorf("memory: renew: %w", err)
-			continue
-		}
-		if !seen[g.Holder] {
-			seen[g.Holder] = true
-			holders = append(holders, g.Holder)
-		}
-	}
-	err := c.call(ctx, holders, func() error {
-		for i, g := range gs {
-			if out[i].Err != nil {
-				continue
-			}
-			r, err := c.renewLocked(g)
-			if err != nil {
-				err = fmt.Errorf("memory: renew %s: %w", g, err)
-			}
-			out[i] = tenure.RenewResult{Grant: r, Err: err}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("memory: renew batch of %d grants: %w", len(gs), err)
-	}
-	return out, nil
 }
 
 // Release ends g now. Releasing a grant that is already gone (expired,

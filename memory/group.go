@@ -79,6 +79,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		return tenure.Member{}, fmt.Errorf("memory: join group: %w", err)
 	}
 	ttl = max(ttl, c.minTTL)
+	sent := tenure.Now()
 	var m tenure.Member
 	err := c.call(ctx, []string{id}, func() error {
 		g := c.groupLocked(group)
@@ -89,6 +90,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		ms := &membership{id: id, epoch: g.nextEpoch, ttl: ttl, expires: c.clock.now() + ttl}
 		g.members[id] = ms
 		m = ms.member(group, ttl)
+		m.Sent = sent
 		return nil
 	})
 	if err != nil {
@@ -103,6 +105,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 	if err := validateMember(m); err != nil {
 		return tenure.Member{}, fmt.Errorf("memory: renew member: %w", err)
 	}
+	sent := tenure.Now()
 	var r tenure.Member
 	err := c.call(ctx, []string{m.ID}, func() error {
 		g := c.groupLocked(m.Group)
@@ -112,6 +115,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 		}
 		ms.expires = c.clock.now() + ms.ttl
 		r = ms.member(m.Group, ms.ttl)
+		r.Sent = sent
 		return nil
 	})
 	if err != nil {
@@ -206,7 +210,9 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 			return fmt.Errorf("membership expired or left: %w", tenure.ErrLost)
 		}
 		for i, n := range names {
-			out[i] = c.claimLocked(g, live, self, m.Group, n, now)
+			if out[i] = c.claimLocked(g, live, self, m.Group, n, now); out[i].Err == nil {
+				out[i].Grant.Sent = m.Sent // the member's lease is the partition's
+			}
 		}
 		return nil
 	})

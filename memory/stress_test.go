@@ -54,18 +54,17 @@ func TestStress(t *testing.T) {
 					}
 					if len(mine) > 0 {
 						cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-						res, err := c.RenewBatch(cctx, mine)
-						if err == nil {
-							kept := mine[:0]
-							for _, rr := range res {
-								if rr.Err == nil {
-									kept = append(kept, rr.Grant)
-								} else if !errors.Is(rr.Err, tenure.ErrLost) {
-									t.Errorf("RenewBatch result error = %v; want nil or tenure.ErrLost", rr.Err)
-								}
+						kept := mine[:0]
+						for _, g := range mine {
+							r, err := c.Renew(cctx, g)
+							switch {
+							case err == nil:
+								kept = append(kept, r)
+							case !errors.Is(err, tenure.ErrLost):
+								kept = append(kept, g) // a fault: outcome unknown, try again
 							}
-							mine = kept
 						}
+						mine = kept
 						if len(mine) > 0 && r.IntN(3) == 0 {
 							_ = c.Release(cctx, mine[0])
 							mine = mine[1:]

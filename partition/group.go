@@ -70,7 +70,10 @@ func New(c tenure.Coordinator, cfg Config) (*Group, error) {
 	if g.metrics == nil {
 		g.metrics = NopMetrics{}
 	}
-	g.id = cfg.Identity()
+	if g.cfg.Instance == "" {
+		g.cfg.Instance = tenure.NewInstance() // this Group's own: see tenure.Config.Instance
+	}
+	g.id = g.cfg.Identity()
 	g.log = g.log.With("group", cfg.Key, "holder", g.id)
 	g.byName = make(map[string]Partition, len(g.names))
 	for i, n := range g.names {

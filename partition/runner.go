@@ -31,7 +31,7 @@ type runner struct {
 
 	joined    bool
 	member    tenure.Member
-	deadline  time.Time // the member's local deadline
+	deadline  tenure.Instant // the member's local deadline, on both clocks
 	nextRenew time.Time
 
 	latest, effective []string // member IDs: as last read; debounced
@@ -135,7 +135,6 @@ func permanent(err error) bool {
 
 // join makes this process a member with a new epoch.
 func (r *runner) join() error {
-	sent := time.Now()
 	var m tenure.Member
 	err := r.call(func(ctx context.Context) (err error) {
 		m, err = r.g.c.JoinGroup(ctx, r.cfg.Key, r.g.id, r.cfg.TTL)
@@ -150,10 +149,23 @@ func (r *runner) join() error {
 		return nil
 	}
 	r.member, r.joined = m, true
-	r.deadline = sent.Add(r.cfg.SafeLease(m.TTL))
-	r.nextRenew = sent.Add(r.renewInterval())
+	r.deadline = r.deadlineOf(m)
+	r.nextRenew = m.Sent.Time().Add(r.renewInterval())
 	r.g.log.Info("joined", "epoch", m.Epoch, "ttl", m.TTL)
 	return nil
+}
+
+// deadlineOf is the local deadline a membership m gives every partition it
+// owns: the send of the request that last started or extended its lease,
+// plus the safe lease of its TTL, on both clocks (a host suspend between
+// that send and the reply counts against it). A membership that does not
+// say when its lease started has no safe deadline: none at all.
+func (r *runner) deadlineOf(m tenure.Member) tenure.Instant {
+	if m.Sent.IsZero() {
+		r.g.log.Error("coordinator reported a membership without Member.Sent: its lease's age is unknown; acting on none of it", "coordinator", fmt.Sprintf("%T", r.g.c))
+		return tenure.Now()
+	}
+	return m.Sent.Add(r.cfg.SafeLease(m.TTL))
 }
 
 // renewInterval is how often the membership is renewed: the configured
@@ -164,7 +176,6 @@ func (r *runner) renewInterval() time.Duration {
 
 // renew extends the membership, and with it every owned partition's term.
 func (r *runner) renew() {
-	sent := time.Now()
 	var m tenure.Member
 	err := r.call(func(ctx context.Context) (err error) {
 		m, err = r.g.c.RenewMember(ctx, r.member)
@@ -173,15 +184,17 @@ func (r *runner) renew() {
 	switch {
 	case err == nil:
 		r.member = m
-		r.deadline = sent.Add(r.cfg.SafeLease(m.TTL))
-		r.nextRenew = sent.Add(r.renewInterval())
+		r.deadline = r.deadlineOf(m)
+		r.nextRenew = m.Sent.Time().Add(r.renewInterval())
 		for _, o := range r.owned {
-			o.ctl.Extend(m.TTL, r.deadline)
+			g := o.term.Grant()
+			g.TTL, g.Sent = m.TTL, m.Sent
+			o.ctl.Extend(g, r.deadline)
 		}
 	case errors.Is(err, tenure.ErrLost):
 		r.lost(err)
 	default:
-		r.g.log.Warn("membership renewal failed; retrying until the local deadline", "err", err, "remaining", time.Until(r.deadline))
+		r.g.log.Warn("membership renewal failed; retrying until the local deadline", "err", err, "remaining", r.deadline.Until())
 		r.nextRenew = time.Now().Add(r.cfg.EffectiveRetryPeriod())
 	}
 }

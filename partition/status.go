@@ -52,7 +52,7 @@ func (g *Group) Snapshot() Snapshot {
 func (r *runner) publish() {
 	s := Snapshot{Joined: r.joined, Members: r.latest}
 	if r.joined {
-		s.Member, s.Deadline = r.member, r.deadline
+		s.Member, s.Deadline = r.member, r.deadline.Time()
 	}
 	live := make([]*owned, 0, len(r.owned))
 	for _, o := range r.owned {

@@ -13,7 +13,7 @@ import (
 // claim claims, in one batch, the free partitions the latest membership
 // gives this member and that it does not own, and starts a term for each.
 func (r *runner) claim() {
-	if r.settled == nil || !time.Now().Before(r.deadline) {
+	if r.settled == nil || r.deadline.Until() <= 0 {
 		return // no settled view yet (just joined), or no renewal in time
 	}
 	var names []string
@@ -48,7 +48,7 @@ func (r *runner) claim() {
 	claimed := 0
 	for i, cr := range res {
 		switch {
-		case cr.Err == nil && time.Now().Before(r.deadline):
+		case cr.Err == nil && r.deadline.Until() > 0:
 			r.start(r.g.byName[names[i]], cr.Grant)
 			claimed++
 		case cr.Err == nil: // granted, but the member's deadline has passed
@@ -204,7 +204,7 @@ func (r *runner) leave() {
 		}
 		o.stop(fmt.Errorf("%w: leaving the group", tenure.ErrNotLeader))
 	}
-	timer := time.NewTimer(time.Until(r.deadline))
+	timer := time.NewTimer(r.deadline.Until())
 	defer timer.Stop()
 	for n, o := range r.owned {
 		select {

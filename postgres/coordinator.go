@@ -17,9 +17,8 @@ import (
 )
 
 var (
-	_ tenure.Coordinator  = (*Coordinator)(nil)
-	_ tenure.Watcher      = (*Coordinator)(nil)
-	_ tenure.BatchRenewer = (*Coordinator)(nil)
+	_ tenure.Coordinator = (*Coordinator)(nil)
+	_ tenure.Watcher     = (*Coordinator)(nil)
 )
 
 // Execer is what the fence helpers and the coordinator need of a database
@@ -38,7 +37,7 @@ var (
 )
 
 // A Coordinator is a tenure.Coordinator on a PostgreSQL leadership table. It
-// also implements tenure.Watcher and tenure.BatchRenewer. It is safe for
+// also implements tenure.Watcher and tenure.GroupCoordinator. It is safe for
 // concurrent use.
 type Coordinator struct {
 	pool    *pgxpool.Pool
@@ -59,7 +58,7 @@ type Coordinator struct {
 
 // statements are the SQL texts, built once with the quoted table name.
 type statements struct {
-	acquire, lookup, insert, renew, renewOne, release, leader, observe string
+	acquire, lookup, insert, renew, release, leader, observe string
 }
 
 func newStatements(t string, notify Notify) statements {
@@ -98,28 +97,11 @@ VALUES ($1, NULL, 0, NULL, '-infinity') ON CONFLICT (resource) DO NOTHING`,
 		// request was sent, as the holder's deadline assumes), but tests
 		// liveness again after it holds the row's lock, against
 		// clock_timestamp(): a renewal that waited on the lock past the
-		// lease's expiry must not revive it.
-		renew: `WITH r AS (
-	SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
-	    WITH ORDINALITY AS r(resource, holder_id, fencing_token, ttl_us, ord)
-), locked AS MATERIALIZED (
-	SELECT l.resource, l.expires_at, r.ttl_us, r.ord
-	FROM ` + t + ` AS l JOIN r ON l.resource = r.resource
-	 AND l.holder_id = r.holder_id AND l.fencing_token = r.fencing_token
-	WHERE l.expires_at > CURRENT_TIMESTAMP
-	FOR NO KEY UPDATE OF l
-)
-UPDATE ` + t + ` AS l
-SET expires_at = CURRENT_TIMESTAMP + k.ttl_us * interval '1 microsecond'
-FROM locked AS k
-WHERE l.resource = k.resource AND k.expires_at > clock_timestamp()
-RETURNING k.ord`,
-		// renew for one grant, with the same lock-then-check order, at
-		// about a third of the cost (no arrays to unnest and join). Both
-		// take the row lock an UPDATE of non-key columns takes (FOR NO KEY
-		// UPDATE conflicts with every writer of the row, and costs about
-		// half of FOR UPDATE followed by the update).
-		renewOne: `WITH locked AS MATERIALIZED (
+		// lease's expiry must not revive it. It takes the row lock an
+		// UPDATE of non-key columns takes (FOR NO KEY UPDATE conflicts with
+		// every writer of the row, and costs about half of FOR UPDATE
+		// followed by the update).
+		renew: `WITH locked AS MATERIALIZED (
 	SELECT resource, expires_at FROM ` + t + `
 	WHERE resource = $1 AND holder_id = $2 AND fencing_token = $3
 	  AND expires_at > CURRENT_TIMESTAMP
@@ -273,9 +255,10 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 	// race with another node and is retried a few times.
 	for attempt := 0; attempt < 8; attempt++ {
 		var token int64
+		sent := tenure.Now()
 		err := c.pool.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
 		if err == nil {
-			return tenure.Grant{Key: key, Holder: holder, Token: uint64(token), TTL: granted}, nil
+			return tenure.Grant{Key: key, Holder: holder, Token: uint64(token), TTL: granted, Sent: sent}, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: %w", key, err)
@@ -302,93 +285,32 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 }
 
 // Renew extends g by its TTL from now on the database's clock, if g is still
-// the live grant on its key. See tenure.Coordinator.Renew.
+// the live grant on its key, with one statement. See
+// tenure.Coordinator.Renew.
 func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
-	res, err := c.RenewBatch(ctx, []tenure.Grant{g})
-	if err != nil {
+	if err := g.Validate(); err != nil {
+		return tenure.Grant{}, fmt.Errorf("postgres: renew %v: %w", g, err)
+	}
+	if err := tenure.ValidateTTL(g.TTL); err != nil {
+		return tenure.Grant{}, fmt.Errorf("postgres: renew %v: %w", g, err)
+	}
+	if g.Token > math.MaxInt64 {
+		return tenure.Grant{}, fmt.Errorf("postgres: renew %v: %w: token %d exceeds bigint", g, tenure.ErrInvalidGrant, g.Token)
+	}
+	if err := c.checkOpen(); err != nil {
 		return tenure.Grant{}, err
 	}
-	return res[0].Grant, res[0].Err
-}
-
-// RenewBatch renews every grant in gs with one UPDATE statement. A grant
-// that is malformed gets its own error (wrapping tenure.ErrInvalidGrant or
-// tenure.ErrInvalidTTL) and is not sent; one that expired, was released or
-// was superseded gets an error wrapping tenure.ErrLost. See
-// tenure.BatchRenewer.
-func (c *Coordinator) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenure.RenewResult, error) {
-	if err := c.checkOpen(); err != nil {
-		return nil, err
+	us, granted := micros(g.TTL)
+	sent := tenure.Now()
+	tag, err := c.pool.Exec(ctx, c.sql.renew, g.Key, g.Holder, int64(g.Token), us)
+	if err != nil {
+		return tenure.Grant{}, fmt.Errorf("postgres: renew %v: %w", g, err)
 	}
-	out := make([]tenure.RenewResult, len(gs))
-	type req struct {
-		key, holder string
-		token, us   int64
+	if tag.RowsAffected() != 1 {
+		return tenure.Grant{}, fmt.Errorf("postgres: renew %v: %w (expired, released or superseded)", g, tenure.ErrLost)
 	}
-	var keys, holders []string
-	var tokens, ttls []int64
-	idx := map[req]int{}        // request → its ordinal in the statement (1-based)
-	pos := make([]int, len(gs)) // grant → ordinal, 0 when not sent
-	granted := make([]time.Duration, len(gs))
-	for i, g := range gs {
-		if err := g.Validate(); err != nil {
-			out[i].Err = fmt.Errorf("postgres: renew %v: %w", g, err)
-			continue
-		}
-		if err := tenure.ValidateTTL(g.TTL); err != nil {
-			out[i].Err = fmt.Errorf("postgres: renew %v: %w", g, err)
-			continue
-		}
-		if g.Token > math.MaxInt64 {
-			out[i].Err = fmt.Errorf("postgres: renew %v: %w: token %d exceeds bigint", g, tenure.ErrInvalidGrant, g.Token)
-			continue
-		}
-		var us int64
-		us, granted[i] = micros(g.TTL)
-		r := req{g.Key, g.Holder, int64(g.Token), us}
-		if n, ok := idx[r]; ok { // the same grant twice: renew it once
-			pos[i] = n
-			continue
-		}
-		keys, holders, tokens, ttls = append(keys, r.key), append(holders, r.holder), append(tokens, r.token), append(ttls, r.us)
-		idx[r] = len(keys)
-		pos[i] = len(keys)
-	}
-	renewed := map[int]bool{}
-	if len(keys) == 1 {
-		tag, err := c.pool.Exec(ctx, c.sql.renewOne, keys[0], holders[0], tokens[0], ttls[0])
-		if err != nil {
-			return nil, fmt.Errorf("postgres: renew %d grants: %w", len(keys), err)
-		}
-		renewed[1] = tag.RowsAffected() == 1
-	} else if len(keys) > 1 {
-		rows, err := c.pool.Query(ctx, c.sql.renew, keys, holders, tokens, ttls)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: renew %d grants: %w", len(keys), err)
-		}
-		for rows.Next() {
-			var ord int
-			if err := rows.Scan(&ord); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("postgres: renew %d grants: %w", len(keys), err)
-			}
-			renewed[ord] = true
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("postgres: renew %d grants: %w", len(keys), err)
-		}
-	}
-	for i, g := range gs {
-		switch {
-		case pos[i] == 0: // rejected above
-		case renewed[pos[i]]:
-			g.TTL = granted[i]
-			out[i].Grant = g
-		default:
-			out[i].Err = fmt.Errorf("postgres: renew %v: %w (expired, released or superseded)", g, tenure.ErrLost)
-		}
-	}
-	return out, nil
+	g.TTL, g.Sent = granted, sent
+	return g, nil
 }
 
 // Release ends g now, if it is still the live grant on its key, and notifies

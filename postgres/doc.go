@@ -37,8 +37,8 @@
 // becomes "<=", so that "live" (expires_at > CURRENT_TIMESTAMP, used by
 // renewal and Leader) and "free" are exact complements.
 //
-// Renewal extends only a live grant of the same holder and token; all the
-// grants of a RenewBatch are renewed by one UPDATE over unnest'ed arrays.
+// Renewal extends only a live grant of the same holder and token, with one
+// UPDATE.
 // Release sets expires_at to '-infinity' (keeping holder_id and the token
 // for the record), so the key is free at once, and sends pg_notify on one
 // channel (WithChannel, default "tenure_leadership") with the key as payload;

@@ -36,13 +36,14 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 	}
 	us, granted := micros(ttl)
 	var epoch int64
+	sent := tenure.Now()
 	err = c.pool.QueryRow(ctx, `WITH joined AS (INSERT INTO `+t.members+` (grp, member, ttl_us, expires_at)
 VALUES ($1, $2, $3::bigint, CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond') RETURNING epoch)
 SELECT epoch, pg_notify($4, $5)::text FROM joined`, group, id, us, c.o.channel, membersTopic(group)).Scan(&epoch, nil)
 	if err != nil {
 		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
-	return tenure.Member{Group: group, ID: id, Epoch: uint64(epoch), TTL: granted}, nil
+	return tenure.Member{Group: group, ID: id, Epoch: uint64(epoch), TTL: granted, Sent: sent}, nil
 }
 
 func validateJoin(group, id string, ttl time.Duration) error {
@@ -83,6 +84,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 		return tenure.Member{}, err
 	}
 	var us int64
+	sent := tenure.Now()
 	err = c.pool.QueryRow(ctx, `UPDATE `+t.members+`
 SET expires_at = CURRENT_TIMESTAMP + ttl_us * interval '1 microsecond'
 WHERE epoch = $1 AND member = $2 AND expires_at > CURRENT_TIMESTAMP
@@ -93,7 +95,7 @@ RETURNING ttl_us`, int64(m.Epoch), m.ID).Scan(&us)
 	if err != nil {
 		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
-	m.TTL = time.Duration(us) * time.Microsecond
+	m.TTL, m.Sent = time.Duration(us)*time.Microsecond, sent
 	return m, nil
 }
 

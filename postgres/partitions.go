@@ -60,7 +60,7 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 			out[i].Err = fmt.Errorf("partition %q: neither claimed nor owned", key)
 			continue
 		}
-		out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(tok), TTL: m.TTL}
+		out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(tok), TTL: m.TTL, Sent: m.Sent}
 	}
 	return out, nil
 }

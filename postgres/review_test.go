@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -89,8 +88,7 @@ func TestSearchPathDoesNotSplitTheTable(t *testing.T) {
 // TestRenewalAfterLockWaitDoesNotRevive: a renewal is sent before the
 // lease expires, but waits on the row's lock (a long transaction holds it)
 // until after the expiry. It must report the grant lost, not extend a lease
-// that expired while it waited: through Renew (one grant, its own
-// statement) and RenewBatch (several grants, one statement).
+// that expired while it waited.
 func TestRenewalAfterLockWaitDoesNotRevive(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -99,16 +97,6 @@ func TestRenewalAfterLockWaitDoesNotRevive(t *testing.T) {
 		{"Renew", func(ctx context.Context, c *postgres.Coordinator, g, _ tenure.Grant) error {
 			_, err := c.Renew(ctx, g)
 			return err
-		}},
-		{"RenewBatch", func(ctx context.Context, c *postgres.Coordinator, g, other tenure.Grant) error {
-			res, err := c.RenewBatch(ctx, []tenure.Grant{g, other})
-			if err != nil {
-				return err
-			}
-			if res[1].Err != nil {
-				return fmt.Errorf("the unlocked grant: %w", res[1].Err)
-			}
-			return res[0].Err
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,10 +24,9 @@ const (
 // (tenure.ErrHeld), a lost grant (tenure.ErrLost) and a call cancelled by
 // its caller are outcomes, not errors, and are not counted.
 //
-// The result is also a tenure.Watcher, tenure.Lister and
-// tenure.BatchRenewer. When c is not a Watcher or a Lister, Watch and List
-// fail (an Elector then polls); when c is not a BatchRenewer, RenewBatch
-// renews one grant at a time. When c is a tenure.GroupCoordinator, so is
+// The result is also a tenure.Watcher and a tenure.Lister. When c is not a
+// Watcher or a Lister, Watch and List fail (an Elector then polls). When c
+// is a tenure.GroupCoordinator, so is
 // the result (and a partition.MembersWatcher when c is one), and the failed
 // calls of partition groups are counted too
 // (under join_group, renew_member, leave_group, group_members,
@@ -52,10 +51,8 @@ type instrumented struct {
 }
 
 var (
-	_ tenure.Watcher      = (*instrumented)(nil)
-	_ tenure.Candidate    = (*instrumented)(nil)
-	_ tenure.Lister       = (*instrumented)(nil)
-	_ tenure.BatchRenewer = (*instrumented)(nil)
+	_ tenure.Watcher = (*instrumented)(nil)
+	_ tenure.Lister  = (*instrumented)(nil)
 )
 
 // ErrNotSupported is returned by the Watch and List of an instrumented
@@ -106,18 +103,6 @@ func (i *instrumented) Watch(ctx context.Context, key string) (<-chan tenure.Lea
 	return ch, i.count(OpWatch, err)
 }
 
-// WatchAsCandidate calls the coordinator's WatchAsCandidate, or its Watch
-// when it has none (waiting in line is a speed-up only), and counts its
-// error as a watch's.
-func (i *instrumented) WatchAsCandidate(ctx context.Context, key, holder string, ttl time.Duration) (<-chan tenure.LeaderEvent, error) {
-	c, ok := i.c.(tenure.Candidate)
-	if !ok {
-		return i.Watch(ctx, key)
-	}
-	ch, err := c.WatchAsCandidate(ctx, key, holder, ttl)
-	return ch, i.count(OpWatch, err)
-}
-
 // List calls the coordinator's List, or fails with ErrNotSupported.
 func (i *instrumented) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
 	l, ok := i.c.(tenure.Lister)
@@ -126,15 +111,4 @@ func (i *instrumented) List(ctx context.Context, prefix string) ([]tenure.Grant,
 	}
 	gs, err := l.List(ctx, prefix)
 	return gs, i.count(OpList, err)
-}
-
-// RenewBatch renews gs through tenure.RenewAll and counts the errors.
-func (i *instrumented) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenure.RenewResult, error) {
-	rs, err := tenure.RenewAll(ctx, i.c, gs)
-	if i.count(OpRenew, err) == nil {
-		for _, r := range rs {
-			i.count(OpRenew, r.Err)
-		}
-	}
-	return rs, err
 }

@@ -23,7 +23,8 @@ func allChecks() []check {
 		{name: "RenewExtends", run: checkRenewExtends},
 		{name: "Leader", run: checkLeader},
 		{name: "Watch", run: checkWatch},
-		{name: "RenewBatch", run: checkRenewBatch},
+		{name: "RenewOne", run: checkRenewOne},
+		{name: "LeaseAge", run: checkLeaseAge},
 		{name: "ConcurrentAcquire", run: checkConcurrentAcquire},
 		{name: "BadInput", run: checkBadInput},
 		{name: "CanceledContext", run: checkCanceledContext},
@@ -408,54 +409,86 @@ func (s *state) awaitClosed(ch <-chan tenure.LeaderEvent, key string) {
 	}
 }
 
-// checkRenewBatch: renewing several grants at once reports each one's
-// outcome, in order: live grants are renewed, lost ones are reported lost and
-// not revived.
-func checkRenewBatch(s *state) {
-	a := s.holder("alice")
-	k1, k2, k3, k4 := s.key("k1"), s.key("k2"), s.key("k3"), s.key("k4")
+// checkRenewOne: renewing one grant extends that grant only. A holder's
+// other grant, never renewed, expires on time: nothing but its own Acquire
+// and Renew may keep a key alive.
+func checkRenewOne(s *state) {
+	k1, k2 := s.key("k1"), s.key("k2")
+	a, b := s.holder("alice"), s.holder("bob")
 	g1 := s.acquire(k1, a)
 	g2 := s.acquire(k2, a)
-	g3 := s.acquire(k3, a)
-	s.release(g3)
-	g4old := s.acquire(k4, a)
-	g4 := s.acquire(k4, a)
-
-	renew := func(gs []tenure.Grant) ([]tenure.RenewResult, error) {
+	deadline := g2.Sent.Time().Add(s.ttlOf(g2) + s.o.grace)
+	for {
 		ctx, cancel := s.ctx()
-		defer cancel()
-		if b, ok := s.c.(tenure.BatchRenewer); ok {
-			return b.RenewBatch(ctx, gs)
+		gb, err := s.c.Acquire(ctx, k2, b, s.o.ttl)
+		cancel()
+		now := time.Now()
+		if err == nil {
+			s.checkGrant(gb, k2, b)
+			break
 		}
-		return tenure.RenewAll(ctx, s.c, gs)
-	}
-	gs := []tenure.Grant{g1, g3, g2, g4old, g4}
-	res, err := renew(gs)
-	if err != nil {
-		s.tb.Fatalf("RenewBatch error = %v; want nil", err)
-	}
-	if len(res) != len(gs) {
-		s.tb.Fatalf("RenewBatch returned %d results for %d grants", len(res), len(gs))
-	}
-	wantLost := []bool{false, true, false, true, false}
-	for i, r := range res {
-		g := gs[i]
-		switch {
-		case wantLost[i] && !errors.Is(r.Err, tenure.ErrLost):
-			s.tb.Errorf("RenewBatch result %d (%v) error = %v; want it to wrap tenure.ErrLost", i, g, r.Err)
-		case !wantLost[i] && r.Err != nil:
-			s.tb.Errorf("RenewBatch result %d (%v) error = %v; want nil", i, g, r.Err)
-		case !wantLost[i] && (r.Grant.Key != g.Key || r.Grant.Holder != g.Holder || r.Grant.Token != g.Token || r.Grant.TTL <= 0):
-			s.tb.Errorf("RenewBatch result %d = %v; want %v renewed with a positive TTL", i, r.Grant, g)
+		checkHeld(s.tb, err, g2)
+		if now.After(deadline) {
+			s.tb.Fatalf("key %q, never renewed, still held %s after %v was granted: renewing %v (same holder, another key) kept it alive; want it free after its TTL (+ %s grace)", k2, now.Sub(g2.Sent.Time()), g2, g1, s.o.grace)
 		}
+		g1 = s.renew(g1)
+		s.sleep(s.pollInterval())
 	}
-	s.wantFree(k3)
-	s.wantLeader(k4, g4)
 	s.wantLeader(k1, g1)
+	s.release(g1)
+}
 
-	res, err = renew(nil)
-	if err != nil || len(res) != 0 {
-		s.tb.Fatalf("RenewBatch(no grants) = %v, %v; want no results and nil", res, err)
+// checkLeaseAge: a grant never reports more lease than it has. Its Sent is
+// when the request that started or last extended its lease was sent, even
+// when that was before the call that returned it (a lease granted ahead,
+// while the holder was refused): another holder can never acquire the key
+// before Sent + TTL (less 1% for clock rates).
+func checkLeaseAge(s *state) {
+	k := s.key("k")
+	a, b, c := s.holder("alice"), s.holder("bob"), s.holder("carol")
+	ga := s.acquire(k, a)
+	s.acquireHeld(k, b, ga) // a coordinator may start bob's lease here
+	s.sleep(s.o.ttl / 3)
+	s.acquireHeld(k, b, ga)
+	s.sleep(s.o.ttl / 4)
+	s.release(ga)
+	gb := s.acquire(k, b)
+	if gb.Token <= ga.Token {
+		s.tb.Fatalf("Acquire after release token = %d; want > %d", gb.Token, ga.Token)
+	}
+	s.wantExpiresNoEarlier(k, c, gb, "granted")
+
+	// The same holds for a renewal: its lease counts from Sent.
+	gc := s.acquire(k, c)
+	s.sleep(s.o.ttl / 3)
+	gc = s.renew(gc)
+	s.wantExpiresNoEarlier(k, a, gc, "renewed")
+}
+
+// wantExpiresNoEarlier polls Acquire of key by holder until it succeeds, and
+// fails the check if it does before g.Sent + TTL (less 1%), or much later.
+func (s *state) wantExpiresNoEarlier(key, holder string, g tenure.Grant, how string) {
+	s.tb.Helper()
+	end := g.Sent.Time().Add(early(g.TTL))
+	deadline := g.Sent.Time().Add(s.ttlOf(g) + s.o.grace)
+	for {
+		ctx, cancel := s.ctx()
+		got, err := s.c.Acquire(ctx, key, holder, s.o.ttl)
+		cancel()
+		now := time.Now()
+		if err == nil {
+			if now.Before(end) {
+				s.tb.Fatalf("Acquire by another holder succeeded %s after %v was %s (its Sent); a grant reporting TTL %s from Sent promises more lease than it has", now.Sub(g.Sent.Time()), g, how, g.TTL)
+			}
+			s.checkGrant(got, key, holder)
+			s.release(got)
+			return
+		}
+		checkHeld(s.tb, err, g)
+		if now.After(deadline) {
+			s.tb.Fatalf("key %q still held %s after %v was %s; want it free after the TTL (+ %s grace)", key, now.Sub(g.Sent.Time()), g, how, s.o.grace)
+		}
+		s.sleep(s.pollInterval())
 	}
 }
 

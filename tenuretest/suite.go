@@ -88,9 +88,12 @@ func newOptions(opts []Option) *options {
 //   - Watch: current state first, then acquire, release and expiry; the
 //     channel closes when its context ends. Skipped unless the coordinator
 //     implements tenure.Watcher.
-//   - RenewBatch: per-grant results, in order, for live and lost grants
-//     (through tenure.RenewAll when the coordinator is not a
-//     tenure.BatchRenewer).
+//   - RenewOne: renewing one grant extends that grant only; the holder's
+//     other grant expires on time.
+//   - LeaseAge: a grant never reports more lease than it has: another
+//     holder never acquires the key before Sent + TTL, also when the lease
+//     was started before the Acquire that returned it (granted ahead) and
+//     after a renewal.
 //   - ConcurrentAcquire: of holders racing for a free key exactly one wins
 //     each round; the others are told who.
 //   - BadInput: malformed keys, holders and TTLs are rejected with errors
@@ -226,6 +229,20 @@ func (s *state) checkGrant(g tenure.Grant, key, holder string) {
 	if err := g.Validate(); err != nil {
 		s.tb.Fatalf("grant %v: Validate() = %v", g, err)
 	}
+	s.checkSent(g)
+}
+
+// checkSent checks that a grant just returned by Acquire or Renew says when
+// its lease was last started or extended, and that this was not after the
+// reply arrived.
+func (s *state) checkSent(g tenure.Grant) {
+	s.tb.Helper()
+	if g.Sent.IsZero() {
+		s.tb.Fatalf("grant %v has no Sent; want when the request that started or extended its lease was sent", g)
+	}
+	if late := time.Since(g.Sent.Time()); late < 0 {
+		s.tb.Fatalf("grant %v has Sent %s after its reply arrived; want the send of its request", g, -late)
+	}
 }
 
 // acquireHeld expects Acquire by holder to be refused because owner holds key
@@ -306,6 +323,7 @@ func (s *state) renew(g tenure.Grant) tenure.Grant {
 	if r.TTL <= 0 {
 		s.tb.Fatalf("Renew(%v) TTL = %s; want the positive TTL granted", g, r.TTL)
 	}
+	s.checkSent(r)
 	return r
 }
 

@@ -29,7 +29,9 @@ type bugs struct {
 	leaderStale      bool // Leader reports expired leases as live
 	watchNoExpiry    bool // Watch never reports an expiry
 	watchNoClose     bool // Watch's channel ignores its context
-	batchAllOK       bool // RenewBatch reports every grant renewed
+	sharedRenew      bool // Renew extends every lease of the grant's holder
+	leaseAhead       bool // a refused holder's lease starts at the refusal; Acquire reports Sent as now
+	noSent           bool // grants carry no Sent
 	ignoreContext    bool // calls with an ended context go ahead
 	usableAfterClose bool // calls after Close go ahead
 	forgetOnRestart  bool // Restart loses the token sequence
@@ -42,6 +44,7 @@ type toy struct {
 	mu     sync.Mutex
 	tokens map[string]uint64
 	leases map[string]*toyLease
+	ahead  map[string]time.Time // key+holder → when a refused Acquire started a lease (leaseAhead)
 	closed bool
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -55,9 +58,8 @@ type toyLease struct {
 }
 
 var (
-	_ tenure.Coordinator  = (*toy)(nil)
-	_ tenure.Watcher      = (*toy)(nil)
-	_ tenure.BatchRenewer = (*toy)(nil)
+	_ tenure.Coordinator = (*toy)(nil)
+	_ tenure.Watcher     = (*toy)(nil)
 )
 
 func newToy(b bugs) *toy {
@@ -65,6 +67,7 @@ func newToy(b bugs) *toy {
 		bugs:   b,
 		tokens: make(map[string]uint64),
 		leases: make(map[string]*toyLease),
+		ahead:  make(map[string]time.Time),
 		done:   make(chan struct{}),
 	}
 }
@@ -108,6 +111,7 @@ func (c *toy) Acquire(ctx context.Context, key, holder string, ttl time.Duration
 			return tenure.Grant{}, fmt.Errorf("toy: %w", err)
 		}
 	}
+	sent := tenure.Now()
 	if err := c.enter(ctx); err != nil {
 		return tenure.Grant{}, err
 	}
@@ -118,23 +122,44 @@ func (c *toy) Acquire(ctx context.Context, key, holder string, ttl time.Duration
 		if c.bugs.heldWrongToken {
 			he.Token = 0
 		}
+		if _, ok := c.ahead[key+"\x00"+holder]; !ok && c.bugs.leaseAhead {
+			c.ahead[key+"\x00"+holder] = now
+		}
 		return tenure.Grant{}, he
 	}
+	start := now
+	if t, ok := c.ahead[key+"\x00"+holder]; ok {
+		start = t // the lease started at the refusal, but Sent says now
+		delete(c.ahead, key+"\x00"+holder)
+	}
 	c.tokens[key]++
-	l := &toyLease{holder: holder, token: c.tokens[key], ttl: ttl, expires: now.Add(c.life(ttl))}
+	l := &toyLease{holder: holder, token: c.tokens[key], ttl: ttl, expires: start.Add(c.life(ttl))}
 	c.leases[key] = l
-	return tenure.Grant{Key: key, Holder: holder, Token: l.token, TTL: ttl}, nil
+	return tenure.Grant{Key: key, Holder: holder, Token: l.token, TTL: ttl, Sent: c.sent(sent)}, nil
 }
 
 func (c *toy) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	if err := g.Validate(); err != nil && !c.bugs.noValidation {
 		return tenure.Grant{}, fmt.Errorf("toy: %w", err)
 	}
+	sent := tenure.Now()
 	if err := c.enterOp(ctx, false); err != nil {
 		return tenure.Grant{}, err
 	}
 	defer c.mu.Unlock()
-	return c.renewLocked(g)
+	r, err := c.renewLocked(g)
+	if err == nil {
+		r.Sent = c.sent(sent)
+	}
+	return r, err
+}
+
+// sent is what a grant reports as Sent.
+func (c *toy) sent(at tenure.Instant) tenure.Instant {
+	if c.bugs.noSent {
+		return tenure.Instant{}
+	}
+	return at
 }
 
 func (c *toy) renewLocked(g tenure.Grant) (tenure.Grant, error) {
@@ -156,23 +181,14 @@ func (c *toy) renewLocked(g tenure.Grant) (tenure.Grant, error) {
 	case !c.bugs.renewNoop:
 		l.expires = now.Add(c.life(l.ttl))
 	}
-	return tenure.Grant{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: l.ttl}, nil
-}
-
-func (c *toy) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenure.RenewResult, error) {
-	if err := c.enterOp(ctx, false); err != nil {
-		return nil, err
-	}
-	defer c.mu.Unlock()
-	out := make([]tenure.RenewResult, len(gs))
-	for i, g := range gs {
-		if c.bugs.batchAllOK {
-			out[i].Grant = g
-			continue
+	if c.bugs.sharedRenew {
+		for _, o := range c.leases {
+			if o.holder == g.Holder && now.Before(o.expires) {
+				o.expires = now.Add(c.life(o.ttl))
+			}
 		}
-		out[i].Grant, out[i].Err = c.renewLocked(g)
 	}
-	return out, nil
+	return tenure.Grant{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: l.ttl}, nil
 }
 
 func (c *toy) Release(ctx context.Context, g tenure.Grant) error {

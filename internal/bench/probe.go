@@ -49,15 +49,6 @@ func (p *probe) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEven
 	return w.Watch(ctx, key)
 }
 
-// WatchAsCandidate watches through the coordinator, in line for the key
-// when it lets candidates wait (etcd).
-func (p *probe) WatchAsCandidate(ctx context.Context, key, holder string, ttl time.Duration) (<-chan tenure.LeaderEvent, error) {
-	if c, ok := p.Coordinator.(tenure.Candidate); ok {
-		return c.WatchAsCandidate(ctx, key, holder, ttl)
-	}
-	return p.Watch(ctx, key)
-}
-
 // wait waits for ch, at most d.
 func wait[T any](ctx context.Context, ch <-chan T, d time.Duration, what string) (T, error) {
 	var zero T

@@ -57,8 +57,6 @@ func (o *ThroughputOptions) defaults() error {
 type cycler struct {
 	name  string
 	setup func(ctx context.Context, n int) (cycle func(ctx context.Context, i int) error, done func(), err error)
-	// renewAll times the renewal of n keys of one holder, if measured.
-	renewAll func(ctx context.Context, n int) (time.Duration, error)
 }
 
 // Throughput measures acquire/renew/release cycles per second, each client
@@ -117,13 +115,6 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Report, error) {
 		for _, im := range impls {
 			c := cells[fmt.Sprintf("%s/%d", im.name, n)]
 			row := Row{Impl: im.name, Case: fmt.Sprintf("clients=%d", n), OpsPerSec: float64(3*c.cycles) / c.elapsed.Seconds()}
-			if im.renewAll != nil {
-				d, err := im.renewAll(ctx, n)
-				if err != nil {
-					return nil, fmt.Errorf("%s: renew %d keys: %w", im.name, n, err)
-				}
-				row.Extra = map[string]float64{"renew_all_keys_ms": ms(d)}
-			}
 			rep.Rows = append(rep.Rows, row)
 		}
 	}
@@ -137,7 +128,6 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Report, error) {
 func throughputNotes(o ThroughputOptions) []string {
 	n := []string{
 		"ops/s: acquire, renew and release, three operations per cycle, each client cycling on a key of its own; the implementations take turns in each round",
-		"renew_all_keys_ms: median time for one holder to renew as many keys as there are clients (tenure: one RenewBatch)",
 	}
 	if o.Postgres != "" {
 		n = append(n, "notifications: tenure (postgres.NotifyWatched, the default) announces acquisitions and releases only while some coordinator watches the key (none does here); tenure-notify-all announces every one (the old behaviour)",
@@ -219,46 +209,7 @@ func tenureCycler(name, prefix string, open func(ctx context.Context, n int) (te
 				return c.Release(ctx, g)
 			}, func() { c.Close() }, nil
 		},
-		renewAll: func(ctx context.Context, n int) (time.Duration, error) {
-			c, err := open(ctx, 2)
-			if err != nil {
-				return 0, err
-			}
-			defer c.Close()
-			gs := make([]tenure.Grant, n)
-			for i := range gs {
-				if gs[i], err = c.Acquire(ctx, key(i)+"/renew", "one-holder", 15*time.Second); err != nil {
-					return 0, err
-				}
-			}
-			defer func() {
-				for _, g := range gs {
-					_ = c.Release(ctx, g)
-				}
-			}()
-			return timeMedian(ctx, 20, func() error {
-				res, err := tenure.RenewAll(ctx, c, gs)
-				for _, r := range res {
-					err = errors.Join(err, r.Err)
-				}
-				return err
-			})
-		},
 	}
-}
-
-// timeMedian runs f k times and returns the median time it took.
-func timeMedian(ctx context.Context, k int, f func() error) (time.Duration, error) {
-	ds := make([]time.Duration, 0, k)
-	for range k {
-		start := time.Now()
-		if err := f(); err != nil {
-			return 0, err
-		}
-		ds = append(ds, time.Since(start))
-	}
-	s := Summarize(ds)
-	return time.Duration(s.P50 * float64(time.Millisecond)), ctx.Err()
 }
 
 // throughputImpls returns tenure first and its peers on the target.
@@ -302,11 +253,6 @@ func (c closing) Close() error {
 	err := c.Coordinator.Close()
 	c.closePool()
 	return err
-}
-
-// RenewBatch renews through the coordinator in one round trip.
-func (c closing) RenewBatch(ctx context.Context, gs []tenure.Grant) ([]tenure.RenewResult, error) {
-	return tenure.RenewAll(ctx, c.Coordinator, gs)
 }
 
 func mutexCycler(t Target, prefix string) *cycler {
@@ -385,39 +331,5 @@ func seedCycler(t Target, prefix string) *cycler {
 				return s.Release(ctx, key(i), holder, tok)
 			}, s.Pool.Close, nil
 		},
-		renewAll: seedRenewAll(setup, key, ttl),
-	}
-}
-
-// seedRenewAll times the seed's renewal of n keys of one holder: one
-// statement per key.
-func seedRenewAll(setup func(context.Context, int) (Seed, error), key func(int) string, ttl time.Duration) func(context.Context, int) (time.Duration, error) {
-	return func(ctx context.Context, n int) (time.Duration, error) {
-		s, err := setup(ctx, n)
-		if err != nil {
-			return 0, err
-		}
-		defer s.Pool.Close()
-		toks := make([]int64, n)
-		for i := range toks {
-			tok, ok, err := s.Acquire(ctx, key(i), "one-holder", ttl)
-			if err != nil || !ok {
-				return 0, errors.Join(err, fmt.Errorf("seed acquire of %q refused", key(i)))
-			}
-			toks[i] = tok
-		}
-		defer func() {
-			for i, tok := range toks {
-				_ = s.Release(ctx, key(i), "one-holder", tok)
-			}
-		}()
-		return timeMedian(ctx, 20, func() error {
-			for i, tok := range toks {
-				if _, err := s.Renew(ctx, key(i), "one-holder", tok, ttl); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
 	}
 }

@@ -13,15 +13,36 @@
 // process can be handed to another (the guard of `tenure run`).
 package boottime
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // An Instant is a reading of the boot clock: nanoseconds since the host
 // booted on Linux. Two Instants taken on one host compare meaningfully
 // across processes; they mean nothing on another host.
 type Instant int64
 
+// simulated, when set, replaces the real clock (see Simulate).
+var simulated atomic.Pointer[Clock]
+
 // Now reads the boot clock.
-func Now() Instant { return now() }
+func Now() Instant {
+	if c := simulated.Load(); c != nil {
+		return (*c)()
+	}
+	return now()
+}
+
+// Simulate makes Now read c until the returned function is called, so that a
+// test can suspend the host in simulation: c moves forward while Go's
+// monotonic clock stands still. It is for tests only: every reader of the
+// boot clock in the process sees c, so a test that simulates must not run in
+// parallel with others.
+func Simulate(c Clock) (restore func()) {
+	simulated.Store(&c)
+	return func() { simulated.Store(nil) }
+}
 
 // Add returns i moved forward by d.
 func (i Instant) Add(d time.Duration) Instant { return i + Instant(d) }

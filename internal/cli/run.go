@@ -302,6 +302,7 @@ func checkRunFlags(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 		return cfg, "", err
 	}
 	cfg.Key, cfg.Holder, cfg.TTL = f.key, f.holder, f.ttl
+	cfg.Instance = tenure.ProcessInstance() // one identity per process: see TENURE_INSTANCE
 	cfg.Margin, cfg.MaxDrift = f.margin, f.maxDrift
 	if err := cfg.Validate(); err != nil {
 		return cfg, "", &exitError{code: ExitUsage, err: configFlagNames(err)}

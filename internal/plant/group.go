@@ -44,9 +44,9 @@ func (p GroupPassthrough) WatchMembers(ctx context.Context, group string) (<-cha
 // Elector's, moved to the membership whose lease every owned partition
 // shares:
 //
-//   - ReplyDeadline: the membership's TTL grows by the round trip of the
-//     join or renewal, so every partition's local deadline is measured
-//     from the reply;
+//   - ReplyDeadline: the membership's Sent is read when the reply to the
+//     join or renewal arrives, so every partition's local deadline is
+//     measured from the reply;
 //   - NoMargin: the membership's TTL is inflated so that
 //     TTL'·(1−MaxDrift) − Margin equals the real TTL;
 //   - RenewAfterExpiry: a membership renewal that fails or reports the
@@ -59,10 +59,14 @@ func (p GroupPassthrough) WatchMembers(ctx context.Context, group string) (<-cha
 func WrapGroup(c Group, bug string, cfg tenure.Config) Group {
 	switch bug {
 	case ReplyDeadline:
-		return bentGroup{GroupPassthrough{c}, newBent(), func(m tenure.Member, rtt time.Duration) time.Duration { return m.TTL + rtt }}
+		return bentGroup{GroupPassthrough{c}, newBent(), func(m tenure.Member) tenure.Member {
+			m.Sent = tenure.Now()
+			return m
+		}}
 	case NoMargin:
-		return bentGroup{GroupPassthrough{c}, newBent(), func(m tenure.Member, _ time.Duration) time.Duration {
-			return time.Duration(float64(m.TTL+cfg.Margin) / (1 - cfg.MaxDrift))
+		return bentGroup{GroupPassthrough{c}, newBent(), func(m tenure.Member) tenure.Member {
+			m.TTL = time.Duration(float64(m.TTL+cfg.Margin) / (1 - cfg.MaxDrift))
+			return m
 		}}
 	case RenewAfterExpiry:
 		return renewMemberAfterExpiry{GroupPassthrough{c}, cfg}
@@ -71,19 +75,19 @@ func WrapGroup(c Group, bug string, cfg tenure.Config) Group {
 	}
 }
 
-// bentGroup reports memberships with the TTL ttl returns for them (given
-// the call's round trip) and hands the real one back to the coordinator.
+// bentGroup reports memberships as bend returns them, and hands the TTL
+// the coordinator really granted back to it.
 type bentGroup struct {
 	GroupPassthrough
-	b   *bent
-	ttl func(m tenure.Member, rtt time.Duration) time.Duration
+	b    *bent
+	bend func(m tenure.Member) tenure.Member
 }
 
-// bend records m's real TTL under its epoch and returns m as the bug sees it.
-func (c bentGroup) bend(m tenure.Member, sent time.Time) tenure.Member {
-	g := c.b.bend(tenure.Grant{Token: m.Epoch, TTL: m.TTL}, c.ttl(m, time.Since(sent)))
-	m.TTL = g.TTL
-	return m
+// bent records m's real TTL under its epoch and returns m as the bug sees it.
+func (c bentGroup) bent(m tenure.Member) tenure.Member {
+	b := c.bend(m)
+	c.b.bend(tenure.Grant{Token: m.Epoch, TTL: m.TTL}, b.TTL)
+	return b
 }
 
 // unbend returns m with the TTL the coordinator really granted it.
@@ -93,21 +97,19 @@ func (c bentGroup) unbend(m tenure.Member) tenure.Member {
 }
 
 func (c bentGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
-	sent := time.Now()
 	m, err := c.Group.JoinGroup(ctx, group, id, ttl)
 	if err != nil {
 		return m, err
 	}
-	return c.bend(m, sent), nil
+	return c.bent(m), nil
 }
 
 func (c bentGroup) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
-	sent := time.Now()
 	r, err := c.Group.RenewMember(ctx, c.unbend(m))
 	if err != nil {
 		return r, err
 	}
-	return c.bend(r, sent), nil
+	return c.bent(r), nil
 }
 
 func (c bentGroup) LeaveGroup(ctx context.Context, m tenure.Member) error {
@@ -137,5 +139,6 @@ func (c renewMemberAfterExpiry) RenewMember(ctx context.Context, m tenure.Member
 	if r, err := c.Group.RenewMember(rctx, m); err == nil {
 		return r, nil
 	}
+	m.Sent = tenure.Now() // as if renewed just now
 	return m, nil
 }

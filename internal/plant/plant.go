@@ -25,7 +25,7 @@ const (
 	// writer, not the coordinator: Wrap leaves the coordinator unchanged.
 	NoToken = "no-token"
 	// ReplyDeadline: the local deadline is measured from the reply instead
-	// of the send: the reported TTL grows by the call's round trip.
+	// of the send: a grant's Sent is read when the reply arrives.
 	ReplyDeadline = "reply-deadline"
 	// NoMargin: no safety margin and no drift allowance: the reported TTL
 	// is inflated so that TTL'·(1−MaxDrift) − Margin equals the real TTL.
@@ -45,7 +45,7 @@ func All() []string { return []string{NoToken, ReplyDeadline, NoMargin, RenewAft
 func Wrap(c tenure.Coordinator, bug string, cfg tenure.Config) tenure.Coordinator {
 	switch bug {
 	case ReplyDeadline:
-		return replyDeadline{Passthrough{c}, newBent()}
+		return replyDeadline{Passthrough{c}}
 	case NoMargin:
 		return noMargin{Passthrough{c}, cfg, newBent()}
 	case RenewAfterExpiry:
@@ -66,17 +66,6 @@ func (c Passthrough) Watch(ctx context.Context, key string) (<-chan tenure.Leade
 		return w.Watch(ctx, key)
 	}
 	return nil, errors.New("plant: coordinator cannot watch")
-}
-
-// WatchAsCandidate forwards to the inner coordinator when it lets
-// candidates wait in line (tenure.Candidate), and watches plainly
-// otherwise, so that an Elector above a wrapper is handed keys as it would
-// be without it.
-func (c Passthrough) WatchAsCandidate(ctx context.Context, key, holder string, ttl time.Duration) (<-chan tenure.LeaderEvent, error) {
-	if w, ok := c.Coordinator.(tenure.Candidate); ok {
-		return w.WatchAsCandidate(ctx, key, holder, ttl)
-	}
-	return c.Watch(ctx, key)
 }
 
 // bent remembers the TTL the coordinator really granted for each token
@@ -113,25 +102,22 @@ func (b *bent) unbend(g tenure.Grant) tenure.Grant {
 	return g
 }
 
-type replyDeadline struct {
-	Passthrough
-	b *bent
-}
+type replyDeadline struct{ Passthrough }
 
 func (c replyDeadline) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
-	sent := time.Now()
 	g, err := c.Coordinator.Acquire(ctx, key, holder, ttl)
-	return c.b.bend(g, g.TTL+time.Since(sent)), err
+	if err == nil {
+		g.Sent = tenure.Now()
+	}
+	return g, err
 }
 
 func (c replyDeadline) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
-	sent := time.Now()
-	g, err := c.Coordinator.Renew(ctx, c.b.unbend(g))
-	return c.b.bend(g, g.TTL+time.Since(sent)), err
-}
-
-func (c replyDeadline) Release(ctx context.Context, g tenure.Grant) error {
-	return c.Coordinator.Release(ctx, c.b.unbend(g))
+	g, err := c.Coordinator.Renew(ctx, g)
+	if err == nil {
+		g.Sent = tenure.Now()
+	}
+	return g, err
 }
 
 type noMargin struct {
@@ -180,5 +166,6 @@ func (c renewAfterExpiry) Renew(ctx context.Context, g tenure.Grant) (tenure.Gra
 	if g.TTL <= 0 {
 		g.TTL = c.cfg.TTL
 	}
+	g.Sent = tenure.Now() // as if renewed just now
 	return g, nil
 }

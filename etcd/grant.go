@@ -1,0 +1,260 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// granted is a grant this coordinator made, and the lease it rides on as
+// last extended: Renew and Release use the lease without looking it up.
+type granted struct {
+	holder string
+	token  uint64
+	secs   int64 // the TTL asked for, whole seconds
+	lease  lease
+}
+
+// Acquire grants key to holder on a lease of its own of at least ttl
+// (rounded up to whole seconds, raised to etcd's minimum), in one
+// transaction: put the key if it does not exist. The token is the revision
+// of that put. The lease may be older than the call (granted by holder's
+// last refused Acquire of key, or kept by its last Release of it): the
+// grant's Sent is when it was last granted or extended, so its whole age
+// counts. If holder holds key already, that grant is deleted and a new one
+// made; another holder that takes the key in between wins, and Acquire
+// returns a *tenure.HeldError naming it. See tenure.Coordinator.
+func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
+	op := fmt.Sprintf("etcd: acquire %q for %q", key, holder)
+	if err := validateAcquire(key, holder, ttl); err != nil {
+		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return tenure.Grant{}, err
+	}
+	secs := ttlSeconds(ttl)
+	l, err := c.leaseFor(ctx, key, holder, secs)
+	if err != nil {
+		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+	}
+	ek := c.EtcdKey(key)
+	for range 3 {
+		resp, err := c.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)).
+			Then(clientv3.OpPut(ek, holder, clientv3.WithLease(l.id))).
+			Else(clientv3.OpGet(ek)).
+			Commit()
+		switch {
+		case isLeaseNotFound(err): // the lease expired before the put: another
+			if l, err = c.grantLease(ctx, secs); err != nil {
+				return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+			}
+			continue
+		case err != nil:
+			// Outcome unknown. If the put was applied, the key rides on l,
+			// which nothing extends: it expires within the TTL, unless the
+			// holder acquires again and supersedes it first.
+			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+		case resp.Succeeded:
+			g := tenure.Grant{Key: key, Holder: holder, Token: uint64(resp.Header.Revision), TTL: l.ttl, Sent: l.sent}
+			c.remember(g, secs, l)
+			c.log.Debug("leadership granted", "key", key, "holder", holder, "token", g.Token, "ttl", g.TTL, "lease", fmt.Sprintf("%x", int64(l.id)))
+			return g, nil
+		}
+		kv := firstKV(resp.Responses[0].GetResponseRange().Kvs)
+		if kv != nil && string(kv.Value) != holder {
+			c.keepSpare(key, holder, secs, l)
+			return tenure.Grant{}, fmt.Errorf("%s: %w", op, &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)})
+		}
+		if kv != nil { // the holder's own earlier grant: end it, then put anew
+			if _, err := c.deleteIf(ctx, ek, kv.ModRevision, holder); err != nil {
+				return tenure.Grant{}, fmt.Errorf("%s: supersede grant with token %d: %w", op, kv.ModRevision, err)
+			}
+		}
+	}
+	return tenure.Grant{}, fmt.Errorf("%s: the key changed hands during every attempt; try again", op)
+}
+
+func validateAcquire(key, holder string, ttl time.Duration) error {
+	if err := tenure.ValidateKey(key); err != nil {
+		return err
+	}
+	if err := tenure.ValidateHolder(holder); err != nil {
+		return err
+	}
+	return tenure.ValidateTTL(ttl)
+}
+
+// remember records that g rides on lease l, asked for secs seconds, as l
+// was last granted or extended.
+func (c *Coordinator) remember(g tenure.Grant, secs int64, l lease) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.leases[g.Key] = granted{holder: g.Holder, token: g.Token, secs: secs, lease: l}
+}
+
+// grantOf returns what this coordinator remembers of g, if it granted it.
+func (c *Coordinator) grantOf(g tenure.Grant) (granted, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.leases[g.Key]
+	return r, ok && r.token == g.Token && r.holder == g.Holder
+}
+
+// forget drops what is remembered of g, which has ended.
+func (c *Coordinator) forget(g tenure.Grant) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.leases[g.Key]; ok && r.token == g.Token {
+		delete(c.leases, g.Key)
+	}
+}
+
+// deleteIf deletes etcd key ek if it is still the write at rev by holder,
+// and reports whether it did.
+func (c *Coordinator) deleteIf(ctx context.Context, ek string, rev int64, holder string) (bool, error) {
+	resp, err := c.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(ek), "=", rev),
+			clientv3.Compare(clientv3.Value(ek), "=", holder)).
+		Then(clientv3.OpDelete(ek)).
+		Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
+}
+
+// Renew extends g's lease with one KeepAliveOnce, then reads the key to
+// check that it is still g (the key may have been released or deleted while
+// the lease lived on). The renewed grant's Sent is when the keepalive was
+// sent. A grant made by another coordinator takes one more read first, to
+// find its lease. A grant whose key or lease is gone is reported lost,
+// wrapping tenure.ErrLost. See tenure.Coordinator.
+func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
+	op := fmt.Sprintf("etcd: renew %s", g)
+	if err := g.Validate(); err != nil {
+		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return tenure.Grant{}, err
+	}
+	ek := c.EtcdKey(g.Key)
+	r, known := c.grantOf(g)
+	id := r.lease.id
+	if !known {
+		kv, err := c.getKey(ctx, ek)
+		if err != nil {
+			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+		}
+		if err := isGrant(kv, g); err != nil {
+			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+		}
+		id = clientv3.LeaseID(kv.Lease)
+	}
+	sent := tenure.Now()
+	ka, err := c.client.KeepAliveOnce(ctx, id)
+	if isLeaseNotFound(err) {
+		c.forget(g)
+		return tenure.Grant{}, fmt.Errorf("%s: %w: lease %x expired", op, tenure.ErrLost, int64(id))
+	}
+	if err != nil {
+		return tenure.Grant{}, fmt.Errorf("%s: keepalive of lease %x (outcome unknown): %w", op, int64(id), err)
+	}
+	kv, err := c.getKey(ctx, ek)
+	if err != nil {
+		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := isGrant(kv, g); err != nil {
+		c.forget(g)
+		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+	}
+	g.TTL, g.Sent = time.Duration(ka.TTL)*time.Second, sent
+	if known {
+		c.remember(g, r.secs, lease{id: id, ttl: g.TTL, sent: sent})
+	}
+	return g, nil
+}
+
+// getKey reads etcd key ek: nil when it does not exist.
+func (c *Coordinator) getKey(ctx context.Context, ek string) (*mvccpb.KeyValue, error) {
+	resp, err := c.client.Get(ctx, ek)
+	if err != nil {
+		return nil, err
+	}
+	return firstKV(resp.Kvs), nil
+}
+
+// isGrant returns nil when kv is g's key as g's grant wrote it, and an error
+// wrapping tenure.ErrLost otherwise.
+func isGrant(kv *mvccpb.KeyValue, g tenure.Grant) error {
+	switch {
+	case kv == nil:
+		return fmt.Errorf("%w: key is free", tenure.ErrLost)
+	case uint64(kv.ModRevision) != g.Token:
+		return fmt.Errorf("%w: key now held by %q with token %d", tenure.ErrLost, kv.Value, kv.ModRevision)
+	case string(kv.Value) != g.Holder:
+		return fmt.Errorf("%w: key with token %d is held by %q", tenure.ErrLost, kv.ModRevision, kv.Value)
+	case kv.Lease == int64(clientv3.NoLease):
+		return fmt.Errorf("%w: key has no lease (not written by tenure?)", tenure.ErrLost)
+	}
+	return nil
+}
+
+// Release ends g now: it deletes g's key if it is still g, in one
+// transaction. A grant that is already gone is not an error. The lease of a
+// grant this coordinator made now carries no key; it is kept for the
+// holder's next Acquire of the key, and expires on its own if there is
+// none. See tenure.Coordinator.
+func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
+	op := fmt.Sprintf("etcd: release %s", g)
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return err
+	}
+	deleted, err := c.deleteIf(ctx, c.EtcdKey(g.Key), int64(g.Token), g.Holder)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if r, ok := c.grantOf(g); ok {
+		c.forget(g)
+		if deleted { // the lease carries nothing now
+			c.keepSpare(g.Key, g.Holder, r.secs, r.lease)
+		}
+	}
+	return nil
+}
+
+// Leader returns the live grant on key, with the TTL of its lease as
+// granted. See tenure.Coordinator.
+//
+// A lease that has just expired keeps its key until etcd deletes it, a
+// moment later; Leader reports such a key as held (Acquire refuses it too),
+// with TTL 0.
+func (c *Coordinator) Leader(ctx context.Context, key string) (tenure.Grant, bool, error) {
+	op := fmt.Sprintf("etcd: leader of %q", key)
+	if err := tenure.ValidateKey(key); err != nil {
+		return tenure.Grant{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return tenure.Grant{}, false, err
+	}
+	kv, err := c.getKey(ctx, c.EtcdKey(key))
+	if err != nil {
+		return tenure.Grant{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	if kv == nil {
+		return tenure.Grant{}, false, nil
+	}
+	g := tenure.Grant{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)}
+	if g.TTL, err = c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+		return tenure.Grant{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	return g, true, nil
+}
