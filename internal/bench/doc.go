@@ -8,9 +8,8 @@
 //
 //   - Handover: the leader releases; time until the successor acts. Peers:
 //     etcd's concurrency.Election; the seed SQL re-run by a polling
-//     contender. Floor: on etcd, one write and its watch notification (the
-//     release hands the key over); on PostgreSQL, one notification plus
-//     one write round trip.
+//     contender. Floor: the release's notification (on etcd a write and
+//     its watch event, on PostgreSQL a NOTIFY) plus one write round trip.
 //   - Failover: the leading process is SIGKILLed; time until the successor
 //     (another process) acts. Peers: a concurrency.Mutex holder (what
 //     `etcdctl lock` does); the seed SQL. Floor: the old lease's expiry at

@@ -10,17 +10,19 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// A floor measures the least a handover can take on the target. On etcd,
-// where the release hands the key over: one write and its watch
-// notification. On PostgreSQL: one notification plus one write round trip
-// (the successor's acquisition).
+// A floor measures the least a handover can take on the target when the
+// coordinator keeps nothing but the key and its lease: the release's
+// notification to the successor (on etcd a write and its watch event, on
+// PostgreSQL a NOTIFY), plus one write round trip (the successor's
+// acquisition).
 type floor interface {
 	measure(ctx context.Context) (time.Duration, error)
 	close()
 }
 
 // etcdFloor: a put by one client, from its send until another client's
-// watch delivers it.
+// watch delivers it; then one transaction of the shape of tenure's
+// acquisition.
 type etcdFloor struct {
 	writer, watcher *clientv3.Client
 	key             string
@@ -51,6 +53,13 @@ func (f *etcdFloor) measure(ctx context.Context) (time.Duration, error) {
 	}
 	if _, err := wait(ctx, f.events, 10*time.Second, "floor watch event"); err != nil {
 		return 0, err
+	}
+	k := f.key + "/txn"
+	if _, err := f.watcher.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(k), "!=", -1)).
+		Then(clientv3.OpPut(k, "x")).
+		Commit(); err != nil {
+		return 0, fmt.Errorf("bench: floor txn: %w", err)
 	}
 	return time.Since(start), nil
 }

@@ -283,5 +283,5 @@ func floorNote(t Target) string {
 	if t.Postgres != "" {
 		return "floor: one notification (from the NOTIFY's send to its arrival) plus one write round trip (the successor's acquisition), measured after each pair of trials"
 	}
-	return "floor: one write and its watch notification (from the write's send to the event's arrival; tenure's release hands the key to the waiting successor in that write), measured after each pair of trials"
+	return "floor: one write and its watch notification (from the write's send to the event's arrival) plus one transaction round trip (the successor's acquisition), measured after each pair of trials"
 }

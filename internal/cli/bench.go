@@ -150,10 +150,10 @@ func newBenchHandoverCommand(g *globalFlags, f *benchFlags) *cobra.Command {
 already campaigning, acts (its function called with the new token). tenure's
 Elector alternates trial by trial with etcd's concurrency.Election (on
 etcd) or the seed SQL re-run by a polling contender (on PostgreSQL). The
-floor beside each figure, measured after each pair of trials, is on etcd one
-write and its watch notification (tenure's release hands the key to the
-waiting successor in that write), and on PostgreSQL one notification plus
-one write round trip.`,
+floor beside each figure, measured after each pair of trials, is the
+release's notification (on etcd one write and its watch event, on
+PostgreSQL one NOTIFY) plus one write round trip (the successor's
+acquisition).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd, g, f, func(ctx context.Context, t bench.Target) (*bench.Report, error) {
