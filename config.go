@@ -49,11 +49,13 @@ type Config struct {
 	MaxDrift float64
 
 	// RenewInterval is how often the lease is renewed while leading. Zero
-	// means TTL/3. Must be less than the safe lease, TTL·(1 − MaxDrift) −
-	// Margin, so that at least one renewal is tried before the deadline.
-	// While leading, renewals are never further apart than a third of the
-	// safe lease of the TTL actually granted, so that a coordinator that
-	// grants less than was asked still sees several renewals per lease.
+	// means TTL/3, as etcd's sessions and client-go renew. Must be less than
+	// the safe lease, TTL·(1 − MaxDrift) − Margin, so that at least one
+	// renewal is tried before the deadline. While leading, renewals are
+	// never further apart than a third of the TTL actually granted, nor
+	// than half the time left until the local deadline, so that a
+	// coordinator that grants less than was asked, or a lease granted ahead,
+	// still sees several renewals per lease.
 	RenewInterval time.Duration
 
 	// RetryPeriod is the base delay between campaign attempts (jittered, with

@@ -471,11 +471,12 @@ func (e *Elector) release(ctx context.Context, g Grant) {
 // period until the local deadline; a renewal that reports the grant lost
 // ends the term at once.
 func (e *Elector) renewLoop(ctx context.Context, t *Term) {
-	// A coordinator may grant less than was asked (rounding), or a lease
-	// that had run a while before the grant (etcd grants leases ahead):
-	// renew often enough for the TTL granted and the time actually left.
+	// A coordinator may grant less than was asked, or a lease that had run
+	// a while before the grant (etcd grants leases ahead): renew at least
+	// every third of the TTL granted, and before half the time left has
+	// gone, so that failed attempts can be retried before the deadline.
 	interval := func() time.Duration {
-		return max(min(e.cfg.EffectiveRenewInterval(), e.cfg.SafeLease(t.Grant().TTL)/3, t.Remaining()/3), time.Millisecond)
+		return max(min(e.cfg.EffectiveRenewInterval(), t.Grant().TTL/3, t.Remaining()/2), time.Millisecond)
 	}
 	retry := e.cfg.EffectiveRetryPeriod()
 	timer := time.NewTimer(interval())

@@ -25,11 +25,13 @@ type plantedCase struct {
 
 func plantedCases() []plantedCase {
 	return []plantedCase{
-		// Replies 1s late (more than the 300ms margin), then the leader is
-		// cut off: its last renewal took a second, and the bug counts that
-		// second into the lease.
+		// Replies 800ms late (more than the 300ms margin, less than the
+		// 1s request timeout, so renewals succeed), then the leader is cut
+		// off: its last renewal's reply came 800ms after the lease was
+		// extended, and the bug counts those 800ms into the lease.
 		{"deadline from reply", plant.ReplyDeadline, []faultEvent{
-			{at: 5 * time.Second, fam: famDegrade, node: leaderNode, dur: 8 * time.Second, reply: time.Second},
+			{at: 5 * time.Second, fam: famDegrade, node: leaderNode, dur: 8 * time.Second, reply: 800 * time.Millisecond},
+			{at: 10 * time.Second, fam: famPartition, node: leaderNode, dur: 2 * chaosTTL},
 		}},
 		// The coordinator's clock runs fast, as fast as MaxDrift allows,
 		// and the leader is cut off: its lease expires at the coordinator
