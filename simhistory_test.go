@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/chaos"
 	"github.com/tenure-dev/tenure/fence"
+	"github.com/tenure-dev/tenure/internal/chaos"
 )
 
 // simHistory records an in-process simulation in the history format of

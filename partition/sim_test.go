@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/chaos"
+	"github.com/tenure-dev/tenure/internal/chaos"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
 )

@@ -92,9 +92,9 @@ type Report struct {
 	RenewRoundTrips RoundTrips `json:"renew_round_trips"`
 	// Rejections are the register's rejected writes.
 	Rejections []Decision `json:"rejections"`
-	// Timeline holds the writes, renewals and local deadlines the HTML
+	// timeline holds the writes, renewals and local deadlines the HTML
 	// report draws; it is left out of the JSON.
-	Timeline []Point `json:"-"`
+	timeline []point
 
 	StaleWrites  Check         `json:"stale_writes"`
 	TokenOrder   Check         `json:"token_order"`
@@ -135,7 +135,7 @@ func (r *Report) Checks() []*Check {
 
 // Analyze runs every checker over h. In a partitioned run
 // (Options.Partitions > 0), the checkers judge each partition's history on
-// its own (PartitionHistory) and the report sums their verdicts.
+// its own (partitionHistory) and the report sums their verdicts.
 func Analyze(h *History) *Report {
 	rep := newReport(h)
 	rep.countWrites(h)
@@ -151,7 +151,7 @@ func Analyze(h *History) *Report {
 		}
 	}
 	rep.Inconclusive = rep.vacuity()
-	rep.Timeline = Timeline(h)
+	rep.timeline = timeline(h)
 	return rep
 }
 
@@ -161,8 +161,8 @@ func (rep *Report) analyzeKey(h *History) {
 	rep.StaleWrites = CheckStaleWrites(h)
 	rep.TokenOrder = CheckTokenOrder(h, rep.Spans)
 	rep.Overlap, rep.OverlapTotal = CheckOverlap(h, rep.Spans)
-	rep.LeaseOverrun, rep.LateWritesAcrossPause = CheckLeaseOverrun(h)
-	rep.Linearizable, rep.LinearizabilityResult = CheckLinearizable(h)
+	rep.LeaseOverrun, rep.LateWritesAcrossPause = checkLeaseOverrun(h)
+	rep.Linearizable, rep.LinearizabilityResult = checkLinearizable(h)
 	rep.Liveness = liveness(h, rep.Spans)
 }
 
@@ -195,7 +195,7 @@ type RoundTrips struct {
 func renewRoundTrips(evs []Event) RoundTrips {
 	var rtts []time.Duration
 	for _, ev := range evs {
-		if (ev.Kind == KindRenew || ev.Kind == KindRenewMember) && ev.OK {
+		if (ev.Kind == kindRenew || ev.Kind == kindRenewMember) && ev.OK {
 			rtts = append(rtts, time.Duration(ev.At-ev.Sent))
 		}
 	}
@@ -215,9 +215,9 @@ func indexWrites(evs []Event) writeOps {
 	w := writeOps{starts: map[string]Event{}, results: map[string]Event{}}
 	for _, ev := range evs {
 		switch ev.Kind {
-		case KindWriteStart:
+		case kindWriteStart:
 			w.starts[ev.Value] = ev
-		case KindWrite:
+		case kindWrite:
 			w.results[ev.Value] = ev
 		}
 	}
@@ -231,9 +231,9 @@ func (rep *Report) countWrites(h *History) {
 	for v := range w.starts {
 		res, ok := w.results[v]
 		switch {
-		case ok && res.Result == ResultRefused:
+		case ok && res.Result == resultRefused:
 			continue
-		case !ok || res.Result == ResultUnknown:
+		case !ok || res.Result == resultUnknown:
 			rep.WritesUnknown++
 		}
 		rep.WritesAttempted++
@@ -330,7 +330,7 @@ type lease struct {
 func leasesOf(evs []Event) map[leaseKey][]lease {
 	out := map[leaseKey][]lease{}
 	for _, ev := range evs {
-		if (ev.Kind == KindAcquire || ev.Kind == KindRenew) && ev.OK {
+		if (ev.Kind == kindAcquire || ev.Kind == kindRenew) && ev.OK {
 			k := leaseKey{ev.Holder, ev.Token}
 			out[k] = append(out[k], lease{ev.Sent, ev.At, ev.TTL})
 		}
@@ -353,11 +353,11 @@ func leaseEnd(ls []lease, at int64, maxDrift float64) int64 {
 	return end
 }
 
-// CheckLeaseOverrun reports every accepted write that landed after the
+// checkLeaseOverrun reports every accepted write that landed after the
 // lease its writer was acting on could have expired. Writes in flight
 // across a pause of their process are not counted, only returned: no lease
 // can stop them, fencing decides them.
-func CheckLeaseOverrun(h *History) (c Check, acrossPause int) {
+func checkLeaseOverrun(h *History) (c Check, acrossPause int) {
 	c = Check{Name: "lease overrun", Safety: true}
 	starts := indexWrites(h.Events).starts
 	leases := leasesOf(h.Events)
@@ -418,7 +418,7 @@ func Spans(h *History) []Span {
 		case KindElected:
 			idx[k{ev.Holder, ev.Token}] = len(out)
 			out = append(out, Span{Node: ev.Node, Holder: ev.Holder, Token: ev.Token, Start: ev.At})
-		case KindTransition:
+		case kindTransition:
 			if i, ok := idx[k{ev.Holder, ev.Token}]; ok && out[i].How == "" {
 				out[i].How = ev.Result
 			}
@@ -538,12 +538,12 @@ var registerModel = porcupine.NondeterministicModel{
 		next := regState{token: in.token, value: in.value}
 		fresh := in.token >= st.token && in.token > 0
 		switch out.outcome {
-		case ResultAccepted:
+		case resultAccepted:
 			if fresh {
 				return []interface{}{next}
 			}
 			return nil
-		case ResultUnknown:
+		case resultUnknown:
 			if fresh {
 				return []interface{}{st, next}
 			}
@@ -565,12 +565,12 @@ var registerModel = porcupine.NondeterministicModel{
 	},
 }
 
-// CheckLinearizable checks the register history with porcupine: writes
+// checkLinearizable checks the register history with porcupine: writes
 // whose outcome their writer never learned are modelled as unknown (they
 // may or may not have taken effect). It returns the check and porcupine's
 // answer. A history porcupine cannot decide within
 // Options.CheckTimeout counts as a violation: no verdict is not a pass.
-func CheckLinearizable(h *History) (Check, string) {
+func checkLinearizable(h *History) (Check, string) {
 	c := Check{Name: "linearizability", Safety: true}
 	ops := registerOps(h)
 	res := porcupine.CheckOperationsTimeout(registerModel.ToModel(), ops, h.Options.CheckTimeout)
@@ -592,17 +592,17 @@ func registerOps(h *History) []porcupine.Operation {
 	end := h.Finish + int64(time.Hour)
 	for v, ws := range w.starts {
 		res, ok := w.results[v]
-		if ok && res.Result == ResultRefused {
+		if ok && res.Result == resultRefused {
 			continue
 		}
 		op := porcupine.Operation{ClientId: ws.Node, Input: regInput{write: true, token: ws.Token, value: v}, Call: ws.At}
 		switch {
-		case !ok || res.Result == ResultUnknown:
-			op.Output, op.Return = regOutput{outcome: ResultUnknown}, end
-		case res.Result == ResultAccepted:
-			op.Output, op.Return = regOutput{outcome: ResultAccepted}, res.At
+		case !ok || res.Result == resultUnknown:
+			op.Output, op.Return = regOutput{outcome: resultUnknown}, end
+		case res.Result == resultAccepted:
+			op.Output, op.Return = regOutput{outcome: resultAccepted}, res.At
 		default:
-			op.Output, op.Return = regOutput{outcome: ResultRejected}, res.At
+			op.Output, op.Return = regOutput{outcome: resultRejected}, res.At
 		}
 		ops = append(ops, op)
 	}

@@ -9,9 +9,9 @@ import (
 // member records a membership of holder with epoch: a join sent at from
 // (reply 10ms later) and a renewal every 600ms until to.
 func (h *hist) member(node int, holder string, epoch uint64, from, to int64) *hist {
-	h.Events = append(h.Events, Event{Node: node, Holder: holder, Kind: KindJoin, Sent: ms(from), At: ms(from + 10), OK: true, Epoch: epoch, TTL: h.Options.TTL})
+	h.Events = append(h.Events, Event{Node: node, Holder: holder, Kind: kindJoin, Sent: ms(from), At: ms(from + 10), OK: true, Epoch: epoch, TTL: h.Options.TTL})
 	for r := from + 600; r+10 < to; r += 600 {
-		h.Events = append(h.Events, Event{Node: node, Holder: holder, Kind: KindRenewMember, Sent: ms(r), At: ms(r + 10), OK: true, Epoch: epoch, TTL: h.Options.TTL})
+		h.Events = append(h.Events, Event{Node: node, Holder: holder, Kind: kindRenewMember, Sent: ms(r), At: ms(r + 10), OK: true, Epoch: epoch, TTL: h.Options.TTL})
 	}
 	return h
 }
@@ -20,7 +20,7 @@ func (h *hist) member(node int, holder string, epoch uint64, from, to int64) *hi
 // from, the term's election 10ms later and its end at to.
 func (h *hist) pterm(node int, part, holder string, epoch, token uint64, from, to int64) *hist {
 	h.Events = append(h.Events,
-		Event{Node: node, Holder: holder, Kind: KindClaim, Sent: ms(from), At: ms(from + 5), OK: true, Partition: part, Token: token, Epoch: epoch, TTL: h.Options.TTL},
+		Event{Node: node, Holder: holder, Kind: kindClaim, Sent: ms(from), At: ms(from + 5), OK: true, Partition: part, Token: token, Epoch: epoch, TTL: h.Options.TTL},
 		Event{Node: node, Holder: holder, Kind: KindElected, At: ms(from + 10), Token: token, Partition: part},
 		Event{Node: node, Holder: holder, Kind: KindEnd, At: ms(to), Token: token, Deadline: ms(to), Partition: part})
 	return h
@@ -123,16 +123,16 @@ func TestPartitionNotReowned(t *testing.T) {
 	}
 }
 
-// PartitionHistory turns a term's membership leases into the term's
+// partitionHistory turns a term's membership leases into the term's
 // acquire and renewals, and keeps only the partition's events, decisions
 // and reads.
 func TestPartitionHistory(t *testing.T) {
 	h := legalPartitioned()
-	ph := PartitionHistory(&h.History, "0")
+	ph := partitionHistory(&h.History, "0")
 	renewals, others := 0, 0
 	for _, ev := range ph.Events {
 		switch {
-		case ev.Kind == KindRenew && ev.Holder == "n0.1" && ev.Token == 1:
+		case ev.Kind == kindRenew && ev.Holder == "n0.1" && ev.Token == 1:
 			renewals++
 		case ev.Partition != "0":
 			others++

@@ -26,10 +26,10 @@ func newHist() *hist {
 // election, a renewal every 600ms until `to`, and its end at `to`.
 func (h *hist) term(node int, holder string, token uint64, from, to int64) *hist {
 	h.Events = append(h.Events,
-		Event{Node: node, Holder: holder, Kind: KindAcquire, Sent: ms(from), At: ms(from + 10), OK: true, Token: token, TTL: h.Options.TTL},
+		Event{Node: node, Holder: holder, Kind: kindAcquire, Sent: ms(from), At: ms(from + 10), OK: true, Token: token, TTL: h.Options.TTL},
 		Event{Node: node, Holder: holder, Kind: KindElected, At: ms(from + 10), Token: token})
 	for r := from + 600; r+10 < to; r += 600 {
-		h.Events = append(h.Events, Event{Node: node, Holder: holder, Kind: KindRenew, Sent: ms(r), At: ms(r + 10), OK: true, Token: token, TTL: h.Options.TTL})
+		h.Events = append(h.Events, Event{Node: node, Holder: holder, Kind: kindRenew, Sent: ms(r), At: ms(r + 10), OK: true, Token: token, TTL: h.Options.TTL})
 	}
 	h.Events = append(h.Events, Event{Node: node, Holder: holder, Kind: KindEnd, At: ms(to), Token: token, Deadline: ms(to)})
 	return h
@@ -38,13 +38,13 @@ func (h *hist) term(node int, holder string, token uint64, from, to int64) *hist
 // write records a write sent at `at` and decided by the register 1ms later
 // (accepted or stale), its writer learning the result 1ms after that.
 func (h *hist) write(node int, holder string, token uint64, value string, at int64, accepted bool) *hist {
-	res := ResultAccepted
+	res := resultAccepted
 	if !accepted {
-		res = ResultStale
+		res = resultStale
 	}
 	h.Events = append(h.Events,
-		Event{Node: node, Holder: holder, Kind: KindWriteStart, At: ms(at), Token: token, Value: value},
-		Event{Node: node, Holder: holder, Kind: KindWrite, At: ms(at + 2), Sent: ms(at), Token: token, Value: value, Result: res})
+		Event{Node: node, Holder: holder, Kind: kindWriteStart, At: ms(at), Token: token, Value: value},
+		Event{Node: node, Holder: holder, Kind: kindWrite, At: ms(at + 2), Sent: ms(at), Token: token, Value: value, Result: res})
 	h.Decisions = append(h.Decisions, Decision{Seq: uint64(len(h.Decisions) + 1), At: ms(at + 1), Token: token, Value: value, Path: "fenced", Accepted: accepted})
 	return h
 }
@@ -64,8 +64,8 @@ func legal() *hist {
 	h.write(1, "n1.1", 2, "c", 2700, true)
 	// n0.1's write sent at 1400 and held in the network lands at 2800.
 	h.Events = append(h.Events,
-		Event{Node: 0, Holder: "n0.1", Kind: KindWriteStart, At: ms(1450), Token: 1, Value: "late"},
-		Event{Node: 0, Holder: "n0.1", Kind: KindWrite, At: ms(2802), Sent: ms(1450), Token: 1, Value: "late", Result: ResultStale})
+		Event{Node: 0, Holder: "n0.1", Kind: kindWriteStart, At: ms(1450), Token: 1, Value: "late"},
+		Event{Node: 0, Holder: "n0.1", Kind: kindWrite, At: ms(2802), Sent: ms(1450), Token: 1, Value: "late", Result: resultStale})
 	h.Decisions = append(h.Decisions, Decision{Seq: 4, At: ms(2801), Token: 1, Value: "late", Path: "fenced"})
 	h.read(50, 150, 1, "a").read(2650, 2750, 2, "c").read(3000, 3001, 2, "c")
 	return h
@@ -92,7 +92,7 @@ func TestCheckersReportViolations(t *testing.T) {
 	testViolations(t, legal, []violationCase{
 		{"stale write accepted", func(r *Report) *Check { return &r.StaleWrites }, func(h *hist) {
 			h.Decisions[3].Accepted = true // the late write of token 1, after token 2
-			h.Events[len(h.Events)-1].Result = ResultAccepted
+			h.Events[len(h.Events)-1].Result = resultAccepted
 			h.Reads = nil
 		}, "token 1 accepted (fenced path) after token 2"},
 		{"token order", func(r *Report) *Check { return &r.TokenOrder }, func(h *hist) {
@@ -153,10 +153,10 @@ func TestLinearizabilityUnknownFails(t *testing.T) {
 	// of a value never written: porcupine must try every subset.
 	for i := range 40 {
 		v := fmt.Sprintf("w%d", i)
-		h.Events = append(h.Events, Event{Node: 0, Holder: "n0.1", Kind: KindWriteStart, At: ms(int64(100 + i)), Token: uint64(i + 1), Value: v})
+		h.Events = append(h.Events, Event{Node: 0, Holder: "n0.1", Kind: kindWriteStart, At: ms(int64(100 + i)), Token: uint64(i + 1), Value: v})
 	}
 	h.read(200, 300, 999, "never")
-	c, res := CheckLinearizable(&h.History)
+	c, res := checkLinearizable(&h.History)
 	if res != "Unknown" {
 		t.Fatalf("porcupine = %s; want Unknown (timed out)", res)
 	}

@@ -24,7 +24,7 @@
 //     accepted again, and the share of the run with no leader.
 //
 // Each checker is a function of a History (CheckStaleWrites,
-// CheckTokenOrder, CheckOverlap, CheckLeaseOverrun, CheckLinearizable);
+// CheckTokenOrder, CheckOverlap, checkLeaseOverrun, checkLinearizable);
 // Analyze runs them all. The in-process simulation of package tenure
 // records the same History and is judged by the same checkers.
 //

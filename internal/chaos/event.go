@@ -7,34 +7,39 @@ import (
 	"time"
 )
 
-// Kinds of node events.
+// The kinds of node events a term's life is told in: the in-process
+// simulations of package tenure and package partition record only these.
 const (
-	KindStart      = "start"       // the node process is up
-	KindAcquire    = "acquire"     // an acquire call returned (Sent, At, OK, Token, TTL)
-	KindRenew      = "renew"       // a renew call returned (Sent, At, OK, Lost, Token, TTL)
-	KindRelease    = "release"     // a release call returned
-	KindElected    = "elected"     // a term began (Token)
-	KindTransition = "transition"  // any other transition the elector reported (Result names it)
-	KindEnd        = "end"         // a term's context was cancelled (Token, Deadline: the final local deadline)
-	KindWriteStart = "write-start" // a write is about to be sent (Token, Value, Deadline)
-	KindWrite      = "write"       // a write finished (Sent, Token, Value, Result)
+	KindElected = "elected" // a term began (Token)
+	KindEnd     = "end"     // a term's context was cancelled (Token, Deadline: the final local deadline)
+)
+
+// The other kinds of node events.
+const (
+	kindStart      = "start"       // the node process is up
+	kindAcquire    = "acquire"     // an acquire call returned (Sent, At, OK, Token, TTL)
+	kindRenew      = "renew"       // a renew call returned (Sent, At, OK, Lost, Token, TTL)
+	kindRelease    = "release"     // a release call returned
+	kindTransition = "transition"  // any other transition the elector reported (Result names it)
+	kindWriteStart = "write-start" // a write is about to be sent (Token, Value, Deadline)
+	kindWrite      = "write"       // a write finished (Sent, Token, Value, Result)
 
 	// Partitioned runs (Options.Partitions > 0): the node is one member of
 	// a partition group; its term, write and claim events name their
 	// Partition.
-	KindJoin        = "join"         // a join call returned (Sent, At, OK, Epoch, TTL)
-	KindRenewMember = "renew-member" // a membership renewal returned (Sent, At, OK, Lost, Epoch, TTL)
-	KindLeave       = "leave"        // a leave call returned (Epoch)
-	KindClaim       = "claim"        // a partition was granted in a claim (Sent, At, Partition, Token, Epoch)
+	kindJoin        = "join"         // a join call returned (Sent, At, OK, Epoch, TTL)
+	kindRenewMember = "renew-member" // a membership renewal returned (Sent, At, OK, Lost, Epoch, TTL)
+	kindLeave       = "leave"        // a leave call returned (Epoch)
+	kindClaim       = "claim"        // a partition was granted in a claim (Sent, At, Partition, Token, Epoch)
 )
 
 // Write results.
 const (
-	ResultAccepted = "accepted" // the register stored the value (200)
-	ResultStale    = "stale"    // rejected as stale (409)
-	ResultRejected = "rejected" // rejected otherwise (428, 400)
-	ResultUnknown  = "unknown"  // no answer: the outcome is unknown
-	ResultRefused  = "refused"  // never sent: the term had ended
+	resultAccepted = "accepted" // the register stored the value (200)
+	resultStale    = "stale"    // rejected as stale (409)
+	resultRejected = "rejected" // rejected otherwise (428, 400)
+	resultUnknown  = "unknown"  // no answer: the outcome is unknown
+	resultRefused  = "refused"  // never sent: the term had ended
 )
 
 // Event is one line of a node's history, as the node process writes it on

@@ -1,37 +1,35 @@
-package chaos_test
+package chaos
 
 import (
 	"fmt"
 	"time"
-
-	"github.com/tenure-dev/tenure/chaos"
 )
 
 // A partitioned run's history is judged partition by partition: Analyze
-// splits it with PartitionHistory, where each term's lease is its owner's
+// splits it with partitionHistory, where each term's lease is its owner's
 // membership (the join and renewals of the epoch it was claimed under).
-func ExamplePartitionHistory() {
+func Example_partitions() {
 	s := func(ms int64) int64 { return ms * int64(time.Millisecond) }
-	h := &chaos.History{
-		Options: chaos.Options{Partitions: 2, TTL: 2 * time.Second, MaxDrift: 0.01},
+	h := &History{
+		Options: Options{Partitions: 2, TTL: 2 * time.Second, MaxDrift: 0.01},
 		Finish:  s(3000),
-		Events: []chaos.Event{
-			{Holder: "n0.1", Kind: chaos.KindJoin, Sent: s(0), At: s(10), OK: true, Epoch: 7, TTL: 2 * time.Second},
-			{Holder: "n0.1", Kind: chaos.KindClaim, Sent: s(20), At: s(25), OK: true, Epoch: 7, Partition: "1", Token: 4},
-			{Holder: "n0.1", Kind: chaos.KindElected, At: s(30), Partition: "1", Token: 4},
-			{Holder: "n0.1", Kind: chaos.KindEnd, At: s(1500), Partition: "1", Token: 4},
+		Events: []Event{
+			{Holder: "n0.1", Kind: kindJoin, Sent: s(0), At: s(10), OK: true, Epoch: 7, TTL: 2 * time.Second},
+			{Holder: "n0.1", Kind: kindClaim, Sent: s(20), At: s(25), OK: true, Epoch: 7, Partition: "1", Token: 4},
+			{Holder: "n0.1", Kind: KindElected, At: s(30), Partition: "1", Token: 4},
+			{Holder: "n0.1", Kind: KindEnd, At: s(1500), Partition: "1", Token: 4},
 			// A second owner of partition 1 while n0.1's term is live.
-			{Holder: "n1.1", Kind: chaos.KindElected, At: s(1000), Partition: "1", Token: 5},
-			{Holder: "n1.1", Kind: chaos.KindEnd, At: s(2000), Partition: "1", Token: 5},
+			{Holder: "n1.1", Kind: KindElected, At: s(1000), Partition: "1", Token: 5},
+			{Holder: "n1.1", Kind: KindEnd, At: s(2000), Partition: "1", Token: 5},
 		},
 	}
-	ph := chaos.PartitionHistory(h, "1")
+	ph := partitionHistory(h, "1")
 	for _, ev := range ph.Events {
-		if ev.Kind == chaos.KindRenew {
+		if ev.Kind == kindRenew {
 			fmt.Printf("term %d of %s leased from %dms\n", ev.Token, ev.Holder, ev.Sent/1e6)
 		}
 	}
-	rep := chaos.Analyze(h)
+	rep := Analyze(h)
 	fmt.Println(rep.Overlap.Count, "overlap:", rep.Overlap.Details[0])
 	// Output:
 	// term 4 of n0.1 leased from 0ms

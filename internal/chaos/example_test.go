@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tenure-dev/tenure/chaos"
+	"github.com/tenure-dev/tenure/internal/chaos"
 )
 
 // With one etcd member, the member family cannot strike: a run leaves it

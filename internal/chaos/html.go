@@ -14,7 +14,7 @@ import (
 // verdict, an inline SVG timeline with one lane per node slot, the list of
 // violations and the summary.
 func (r *Report) WriteHTMLFile(name string) error {
-	b, err := r.HTML()
+	b, err := r.renderHTML()
 	if err != nil {
 		return err
 	}
@@ -127,8 +127,8 @@ type htmlPage struct {
 	FaultLines   []string
 }
 
-// HTML renders the report page.
-func (r *Report) HTML() ([]byte, error) {
+// renderHTML renders the report page.
+func (r *Report) renderHTML() ([]byte, error) {
 	var sum bytes.Buffer
 	r.WriteSummary(&sum)
 	total := float64(r.Finish - r.Origin)
@@ -180,7 +180,7 @@ func laneLabels(r *Report) []string {
 	for _, f := range r.Faults {
 		see(f.Target, f.Holder)
 	}
-	for _, pt := range r.Timeline {
+	for _, pt := range r.timeline {
 		see(pt.Node, pt.Holder)
 	}
 	out := make([]string, r.Nodes)
@@ -284,15 +284,15 @@ func pointShapes(r *Report, g geom, labels []string) []shape {
 	var out []shape
 	writes := map[bucket]int{} // → index in out
 	count := map[int]int{}     // index in out → writes drawn there
-	for _, pt := range r.Timeline {
+	for _, pt := range r.timeline {
 		if pt.Node < 0 || pt.Node >= r.Nodes {
 			continue
 		}
 		x, y := g.x(pt.At), g.y(pt.Node)
 		switch pt.Kind {
-		case PointRenewal, PointRenewalFailed:
+		case pointRenewal, pointRenewalFailed:
 			out = append(out, shape{Kind: "circle", X: x, Y: y + 4, W: 2.5, Class: pt.Kind, Title: pt.Text})
-		case PointDeadline:
+		case pointDeadline:
 			out = append(out, shape{Kind: "line", X: x, Y: y, H: laneH, Class: "deadline", Title: pt.Text})
 		default:
 			b := bucket{pt.Node, int(x), pt.Kind}
@@ -310,12 +310,12 @@ func pointShapes(r *Report, g geom, labels []string) []shape {
 }
 
 // writeShape is the mark of one write at x in the lane at y.
-func writeShape(pt Point, x, y float64) shape {
+func writeShape(pt point, x, y float64) shape {
 	s := shape{X: x, Y: y + 33, Class: "write-" + pt.Kind, Title: pt.Text}
 	switch pt.Kind {
-	case PointAccepted:
+	case pointAccepted:
 		s.Kind, s.W, s.H = "rect", 1.2, 7
-	case PointRejected:
+	case pointRejected:
 		s.Kind, s.Points = "polygon", fmt.Sprintf("%.1f,%.1f %.1f,%.1f %.1f,%.1f", x-3, y+33, x+3, y+33, x, y+41)
 	default:
 		s.Kind, s.X, s.W, s.H = "rect", x-2.5, 5, 5
@@ -377,12 +377,12 @@ func ticks(g geom, y float64) []shape {
 func legend(r *Report) []legendItem {
 	items := []legendItem{
 		{Swatch: shape{Kind: "rect", Y: -5, W: 14, H: 10, Class: "term"}, Label: "term (token)"},
-		{Swatch: shape{Kind: "circle", X: 4, W: 2.5, Class: PointRenewal}, Label: "renewal"},
-		{Swatch: shape{Kind: "circle", X: 4, W: 2.5, Class: PointRenewalFailed}, Label: "failed renewal"},
+		{Swatch: shape{Kind: "circle", X: 4, W: 2.5, Class: pointRenewal}, Label: "renewal"},
+		{Swatch: shape{Kind: "circle", X: 4, W: 2.5, Class: pointRenewalFailed}, Label: "failed renewal"},
 		{Swatch: shape{Kind: "line", X: 4, Y: -6, H: 12, Class: "deadline"}, Label: "local deadline"},
-		{Swatch: shape{Kind: "rect", X: 4, Y: -5, W: 1.2, H: 10, Class: "write-" + PointAccepted}, Label: "write accepted"},
-		{Swatch: shape{Kind: "polygon", Points: "0,-4 6,-4 3,4", Class: "write-" + PointRejected}, Label: "write rejected"},
-		{Swatch: shape{Kind: "rect", Y: -3, W: 5, H: 5, Class: "write-" + PointUnknown}, Label: "write outcome unknown"},
+		{Swatch: shape{Kind: "rect", X: 4, Y: -5, W: 1.2, H: 10, Class: "write-" + pointAccepted}, Label: "write accepted"},
+		{Swatch: shape{Kind: "polygon", Points: "0,-4 6,-4 3,4", Class: "write-" + pointRejected}, Label: "write rejected"},
+		{Swatch: shape{Kind: "rect", Y: -3, W: 5, H: 5, Class: "write-" + pointUnknown}, Label: "write outcome unknown"},
 		{Swatch: shape{Kind: "polygon", Points: "4,-6 10,0 4,6 -2,0", Class: "violation-mark"}, Label: "safety violation"},
 	}
 	x := 8.0

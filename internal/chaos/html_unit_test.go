@@ -17,13 +17,13 @@ func planted() *hist {
 	h := legal().busy(1, "n1.1", 2, 3100, MinAcceptedWrites)
 	h.Decisions[3].Accepted = true
 	for i := range h.Events {
-		if h.Events[i].Value == "late" && h.Events[i].Kind == KindWrite {
-			h.Events[i].Result = ResultAccepted
+		if h.Events[i].Value == "late" && h.Events[i].Kind == kindWrite {
+			h.Events[i].Result = resultAccepted
 		}
 	}
 	h.Reads = nil
 	h.write(0, "n0.1", 1, "refused-late", 2900, false)
-	h.Events = append(h.Events, Event{Node: 1, Holder: "n1.1", Kind: KindWriteStart, At: ms(5900), Token: 2, Value: "lost"})
+	h.Events = append(h.Events, Event{Node: 1, Holder: "n1.1", Kind: kindWriteStart, At: ms(5900), Token: 2, Value: "lost"})
 	h.Faults = []FaultRecord{
 		{Fault: Fault{Family: FamilyPause, Dur: 1200 * 1e6}, Target: 0, Holder: "n0.1", Start: ms(1300), End: ms(2500)},
 		{Fault: Fault{Family: FamilyPartition, Dur: 2000 * 1e6}, Target: 1, Holder: "n1.1", Start: ms(6500), End: ms(8500)},
@@ -40,7 +40,7 @@ func TestHTMLMarksViolation(t *testing.T) {
 	if rep.StaleWrites.Count != 1 {
 		t.Fatalf("stale writes = %d (%v); want 1", rep.StaleWrites.Count, rep.StaleWrites.Details)
 	}
-	b, err := rep.HTML()
+	b, err := rep.renderHTML()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,12 @@ import (
 	"github.com/tenure-dev/tenure/partition"
 )
 
-// GroupConfig returns the partition group configuration the spec describes
+// groupConfig returns the partition group configuration the spec describes
 // (for a spec with Partitions > 0): the elector's lease settings, the
 // spec's key as the group, Partitions partitions named "0" to "P−1".
-func (s NodeSpec) GroupConfig() partition.Config {
+func (s NodeSpec) groupConfig() partition.Config {
 	cfg := partition.DefaultConfig()
-	cfg.Config = s.ElectorConfig()
+	cfg.Config = s.electorConfig()
 	cfg.Partitions = s.Partitions
 	return cfg
 }
@@ -28,7 +28,7 @@ func runMember(ctx context.Context, spec NodeSpec, base tenure.Coordinator, w *w
 	if !ok {
 		return fmt.Errorf("chaos: coordinator %T cannot run partition groups", base)
 	}
-	cfg := spec.GroupConfig()
+	cfg := spec.groupConfig()
 	cfg.OnTransition = w.transition
 	c := plant.WrapGroup(groupRecorder{plant.GroupPassthrough{Group: g}, w.out}, spec.Plant, cfg.Config)
 	grp, err := partition.New(c, cfg)
@@ -82,7 +82,7 @@ func (c groupRecorder) member(kind string, sent int64, m tenure.Member, err erro
 func (c groupRecorder) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
 	sent := Mono()
 	m, err := c.Group.JoinGroup(ctx, group, id, ttl)
-	c.member(KindJoin, sent, m, err)
+	c.member(kindJoin, sent, m, err)
 	return m, err
 }
 
@@ -92,14 +92,14 @@ func (c groupRecorder) RenewMember(ctx context.Context, m tenure.Member) (tenure
 	if err != nil {
 		r = tenure.Member{Epoch: m.Epoch}
 	}
-	c.member(KindRenewMember, sent, r, err)
+	c.member(kindRenewMember, sent, r, err)
 	return r, err
 }
 
 func (c groupRecorder) LeaveGroup(ctx context.Context, m tenure.Member) error {
 	sent := Mono()
 	err := c.Group.LeaveGroup(ctx, m)
-	c.member(KindLeave, sent, tenure.Member{Epoch: m.Epoch}, err)
+	c.member(kindLeave, sent, tenure.Member{Epoch: m.Epoch}, err)
 	return err
 }
 
@@ -109,7 +109,7 @@ func (c groupRecorder) ClaimPartitions(ctx context.Context, m tenure.Member, nam
 	at := Mono()
 	for i, cr := range res {
 		if cr.Err == nil && i < len(names) {
-			c.out.emit(Event{Kind: KindClaim, Sent: sent, At: at, OK: true, Partition: names[i], Token: cr.Grant.Token, Epoch: m.Epoch, TTL: cr.Grant.TTL})
+			c.out.emit(Event{Kind: kindClaim, Sent: sent, At: at, OK: true, Partition: names[i], Token: cr.Grant.Token, Epoch: m.Epoch, TTL: cr.Grant.TTL})
 		}
 	}
 	return res, err

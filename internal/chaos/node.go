@@ -48,8 +48,8 @@ type NodeSpec struct {
 	Partitions int `json:"partitions,omitempty"`
 }
 
-// ElectorConfig returns the elector configuration the spec describes.
-func (s NodeSpec) ElectorConfig() tenure.Config {
+// electorConfig returns the elector configuration the spec describes.
+func (s NodeSpec) electorConfig() tenure.Config {
 	cfg := tenure.DefaultConfig()
 	cfg.Key = s.Key
 	cfg.Holder = s.Holder
@@ -67,7 +67,7 @@ func ParseNodeSpec(s string) (NodeSpec, error) {
 	if err := dec.Decode(&spec); err != nil {
 		return spec, fmt.Errorf("chaos: node spec: %w", err)
 	}
-	if err := CheckPlant(spec.Plant); err != nil {
+	if err := checkPlant(spec.Plant); err != nil {
 		return spec, err
 	}
 	if len(spec.Endpoints) == 0 && spec.Postgres == "" {
@@ -80,12 +80,12 @@ func ParseNodeSpec(s string) (NodeSpec, error) {
 		return spec, fmt.Errorf("chaos: node spec: write_every (%s) must be positive", spec.WriteEvery)
 	}
 	if spec.Partitions > 0 {
-		return spec, spec.GroupConfig().Validate()
+		return spec, spec.groupConfig().Validate()
 	}
 	if spec.Partitions < 0 {
 		return spec, fmt.Errorf("chaos: node spec: partitions (%d) must not be negative", spec.Partitions)
 	}
-	return spec, spec.ElectorConfig().Validate()
+	return spec, spec.electorConfig().Validate()
 }
 
 // RunNode is the body of a node process: it connects to the coordinator,
@@ -93,7 +93,7 @@ func ParseNodeSpec(s string) (NodeSpec, error) {
 // leads, and reports every event as a JSON line on out, until ctx ends.
 func RunNode(ctx context.Context, spec NodeSpec, out io.Writer) error {
 	ew := newEventWriter(out, spec.Holder)
-	ew.emit(Event{Kind: KindStart})
+	ew.emit(Event{Kind: kindStart})
 	base := dial(ctx, spec, ew)
 	if base == nil {
 		return nil // ctx ended
@@ -136,7 +136,7 @@ func dial(ctx context.Context, spec NodeSpec, ew *eventWriter) tenure.Coordinato
 
 // runElector runs one Elector of the spec's key on base until ctx ends.
 func runElector(ctx context.Context, spec NodeSpec, base tenure.Coordinator, w *writer) error {
-	cfg := spec.ElectorConfig()
+	cfg := spec.electorConfig()
 	c := plant.Wrap(recorder{plant.Passthrough{Coordinator: base}, w.out}, spec.Plant, cfg)
 	cfg.OnTransition = w.transition
 	e, err := tenure.NewElector(c, cfg)
@@ -148,7 +148,7 @@ func runElector(ctx context.Context, spec NodeSpec, base tenure.Coordinator, w *
 
 // transition reports an elector's or a partition's transition.
 func (w *writer) transition(tr tenure.Transition) {
-	ev := Event{Kind: KindTransition, At: monoOf(tr.At), Token: tr.Token, Result: tr.Kind.String()}
+	ev := Event{Kind: kindTransition, At: monoOf(tr.At), Token: tr.Token, Result: tr.Kind.String()}
 	if w.spec.Partitions > 0 {
 		ev.Partition = strings.TrimPrefix(tr.Key, w.spec.Key+"/")
 	}
@@ -203,7 +203,7 @@ func (w *writer) write(ctx context.Context, t *tenure.Term, part string) (stale 
 
 	path := "/fenced"
 	var rt http.RoundTripper = &fence.Transport{Base: w.client.Transport, Source: t}
-	if w.spec.Plant == PlantNoToken {
+	if w.spec.Plant == plant.NoToken {
 		path = "/unfenced"
 		rt = w.client.Transport
 	}
@@ -217,25 +217,25 @@ func (w *writer) write(ctx context.Context, t *tenure.Term, part string) (stale 
 	req.Header.Set(headerClaimedToken, strconv.FormatUint(token, 10))
 	req.Header.Set(headerValue, value)
 	sent := Mono()
-	w.out.emit(Event{Kind: KindWriteStart, At: sent, Token: token, Value: value, Deadline: monoOf(t.Deadline()), Partition: part})
+	w.out.emit(Event{Kind: kindWriteStart, At: sent, Token: token, Value: value, Deadline: monoOf(t.Deadline()), Partition: part})
 	resp, err := rt.RoundTrip(req)
-	ev := Event{Kind: KindWrite, Sent: sent, Token: token, Value: value, Partition: part}
+	ev := Event{Kind: kindWrite, Sent: sent, Token: token, Value: value, Partition: part}
 	switch {
 	case errors.Is(err, tenure.ErrNotLeader):
 		// fence.Transport sent nothing: the term had ended.
-		ev.Result, ev.Err = ResultRefused, err.Error()
+		ev.Result, ev.Err = resultRefused, err.Error()
 	case err != nil:
-		ev.Result, ev.Err = ResultUnknown, err.Error()
+		ev.Result, ev.Err = resultUnknown, err.Error()
 	default:
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 		resp.Body.Close()
 		switch resp.StatusCode {
 		case http.StatusOK, http.StatusNoContent:
-			ev.Result = ResultAccepted
+			ev.Result = resultAccepted
 		case http.StatusConflict:
-			ev.Result, stale = ResultStale, true
+			ev.Result, stale = resultStale, true
 		default:
-			ev.Result, ev.Err = ResultRejected, resp.Status
+			ev.Result, ev.Err = resultRejected, resp.Status
 		}
 	}
 	w.out.emit(ev)

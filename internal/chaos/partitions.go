@@ -35,7 +35,7 @@ type PartitionFigures struct {
 	Reowned bool `json:"reowned"`
 }
 
-// PartitionHistory returns the history of partition name of a partitioned
+// partitionHistory returns the history of partition name of a partitioned
 // run h in the form of a single key's history, so that every checker
 // judges one partition as it judges one key: the partition's term and
 // write events, its resource's decisions and reads, the run's faults, and
@@ -44,7 +44,7 @@ type PartitionFigures struct {
 // of that term: a partition lives as long as its owner's membership, but
 // a renewal of the membership sent after the partition was handed over
 // extends nothing of it.
-func PartitionHistory(h *History, name string) *History {
+func partitionHistory(h *History, name string) *History {
 	out := &History{Options: h.Options, Origin: h.Origin, Finish: h.Finish, Faults: h.Faults, Kills: h.Kills, Pauses: h.Pauses}
 	out.Options.Partitions = 0
 	type membership struct {
@@ -58,7 +58,7 @@ func PartitionHistory(h *History, name string) *History {
 	leases := map[membership][]Event{}
 	ends := map[term]int64{} // when each term of the partition ended
 	for _, ev := range h.Events {
-		if (ev.Kind == KindJoin || ev.Kind == KindRenewMember) && ev.OK {
+		if (ev.Kind == kindJoin || ev.Kind == kindRenewMember) && ev.OK {
 			m := membership{ev.Holder, ev.Epoch}
 			leases[m] = append(leases[m], ev)
 		}
@@ -69,13 +69,13 @@ func PartitionHistory(h *History, name string) *History {
 	for _, ev := range h.Events {
 		switch {
 		case ev.Partition != name:
-		case ev.Kind == KindClaim:
+		case ev.Kind == kindClaim:
 			end, ended := ends[term{ev.Holder, ev.Token}]
 			for _, l := range leases[membership{ev.Holder, ev.Epoch}] {
 				if ended && l.Sent > end {
 					continue
 				}
-				l.Kind, l.Token, l.Partition = KindRenew, ev.Token, name
+				l.Kind, l.Token, l.Partition = kindRenew, ev.Token, name
 				out.Events = append(out.Events, l)
 			}
 		default:
@@ -96,7 +96,7 @@ func PartitionHistory(h *History, name string) *History {
 }
 
 // analyzePartitions judges every partition of the partitioned run h on
-// its own (PartitionHistory, Analyze) and sums the verdicts into rep: each
+// its own (partitionHistory, Analyze) and sums the verdicts into rep: each
 // checker's count over all partitions, its details naming the partition.
 func (rep *Report) analyzePartitions(h *History) {
 	rep.Partitions = h.Options.Partitions
@@ -108,7 +108,7 @@ func (rep *Report) analyzePartitions(h *History) {
 	var hists []*History
 	operations := 0
 	for _, name := range partition.Names(h.Options.Partitions) {
-		ph := PartitionHistory(h, name)
+		ph := partitionHistory(h, name)
 		pr := Analyze(ph)
 		hists = append(hists, ph)
 		for i, c := range pr.Checks() {

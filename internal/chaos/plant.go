@@ -2,48 +2,19 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tenure-dev/tenure/internal/plant"
 )
 
-// Plants are the known bugs a node can be built with, to prove that the
-// checkers catch them.
-const (
-	// PlantNone: the node as shipped.
-	PlantNone = ""
-	// PlantNoToken: the node presents no fencing token; it writes through the
-	// register's unfenced path, so nothing stops a stale write. Caught by the
-	// stale-write and linearizability checkers (pauses with a write in
-	// flight).
-	PlantNoToken = plant.NoToken
-	// PlantReplyDeadline: the local deadline is measured from the reply
-	// instead of the send: the reported TTL grows by the round trip. Caught
-	// by the lease-overrun checker (degrade: slow replies, then a partition).
-	PlantReplyDeadline = plant.ReplyDeadline
-	// PlantNoMargin: no safety margin and no drift allowance: the reported
-	// TTL is inflated so that TTL'·(1−MaxDrift) − Margin = TTL. Caught by the
-	// lease-overrun checker (degrade: a slow write checked just before the
-	// deadline lands after the lease).
-	PlantNoMargin = plant.NoMargin
-	// PlantRenewAfterExpiry: renewal allowed after expiry: a renewal that
-	// fails or reports the grant lost is reported renewed (re-acquiring
-	// quietly when the key is free), so the old term carries on. Caught by
-	// the overlap and lease-overrun checkers (partitions of the leader).
-	PlantRenewAfterExpiry = plant.RenewAfterExpiry
-)
-
-// Plants lists every planted bug.
+// Plants lists every planted bug a node can be built with (package plant
+// names them), to prove that the checkers catch them.
 func Plants() []string { return plant.All() }
 
-// CheckPlant returns an error naming p if it is not a known plant.
-func CheckPlant(p string) error {
-	if p == PlantNone {
+// checkPlant returns an error naming p if it is not a known plant.
+func checkPlant(p string) error {
+	if p == plant.None || slices.Contains(Plants(), p) {
 		return nil
-	}
-	for _, q := range Plants() {
-		if p == q {
-			return nil
-		}
 	}
 	return fmt.Errorf("chaos: unknown planted bug %q (want one of %v)", p, Plants())
 }
@@ -59,14 +30,14 @@ func CheckPlant(p string) error {
 //   - renew-after-expiry: partitions of the leader (its renewals fail and
 //     it carries on past its lease).
 //
-// It returns nil for PlantNone.
+// It returns nil for plant.None.
 func PlantFamilies(p string) []string {
 	switch p {
-	case PlantNoToken:
+	case plant.NoToken:
 		return []string{FamilyPause}
-	case PlantReplyDeadline, PlantNoMargin:
+	case plant.ReplyDeadline, plant.NoMargin:
 		return []string{FamilyDegrade}
-	case PlantRenewAfterExpiry:
+	case plant.RenewAfterExpiry:
 		return []string{FamilyPartition}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/plant"
 )
 
 // runPartitioned runs 3 nodes sharing 8 partitions for 15 seconds on
@@ -54,5 +56,5 @@ func runPartitioned(t *testing.T, p string, sched []Fault) *Report {
 // soon the coordinator expires the lease, so overlaps are not asserted.
 func TestPartitionPlantedBugsAreCaught(t *testing.T) {
 	leaseOverrun := func(string) func(*Report) *Check { return func(r *Report) *Check { return &r.LeaseOverrun } }
-	testPlants(t, []string{PlantRenewAfterExpiry, PlantNoMargin}, runPartitioned, leaseOverrun)
+	testPlants(t, []string{plant.RenewAfterExpiry, plant.NoMargin}, runPartitioned, leaseOverrun)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/plant"
 )
 
 // exposing returns a schedule that contains the fault that exposes planted
@@ -12,19 +14,19 @@ import (
 func exposing(p string) []Fault {
 	const ttl = 2 * time.Second
 	switch p {
-	case PlantNoToken:
+	case plant.NoToken:
 		// A write in flight across a pause long enough for a newer leader
 		// to write before it lands.
-		return []Fault{{At: 3 * time.Second, Family: FamilyPause, Node: LeaderNode, Dur: 2 * ttl}}
-	case PlantReplyDeadline, PlantNoMargin:
+		return []Fault{{At: 3 * time.Second, Family: FamilyPause, Node: leaderNode, Dur: 2 * ttl}}
+	case plant.ReplyDeadline, plant.NoMargin:
 		// Replies late by the margin (a renewal of a few round trips
 		// takes several margins), writes 50ms late (a quarter of the
 		// margin: the shipped build keeps 150ms to spare), then the leader
 		// is cut off from the coordinator.
-		return []Fault{{At: 3 * time.Second, Family: FamilyDegrade, Node: LeaderNode, Dur: 3 * ttl,
+		return []Fault{{At: 3 * time.Second, Family: FamilyDegrade, Node: leaderNode, Dur: 3 * ttl,
 			Up: 10 * time.Millisecond, Down: ttl / 10, Write: 50 * time.Millisecond}}
-	case PlantRenewAfterExpiry:
-		return []Fault{{At: 3 * time.Second, Family: FamilyPartition, Node: LeaderNode, Dur: 2 * ttl}}
+	case plant.RenewAfterExpiry:
+		return []Fault{{At: 3 * time.Second, Family: FamilyPartition, Node: leaderNode, Dur: 2 * ttl}}
 	}
 	return nil
 }
@@ -32,9 +34,9 @@ func exposing(p string) []Fault {
 // caughtBy returns the checker that must report planted bug p.
 func caughtBy(p string) func(*Report) *Check {
 	switch p {
-	case PlantNoToken:
+	case plant.NoToken:
 		return func(r *Report) *Check { return &r.StaleWrites }
-	case PlantRenewAfterExpiry:
+	case plant.RenewAfterExpiry:
 		return func(r *Report) *Check { return &r.Overlap }
 	}
 	return func(r *Report) *Check { return &r.LeaseOverrun }
@@ -106,7 +108,7 @@ func testPlants(t *testing.T, plants []string, run func(*testing.T, string, []Fa
 		controls[fam] = true
 		t.Run("control/"+fam, func(t *testing.T) {
 			t.Parallel()
-			if rep := run(t, PlantNone, exposing(p)); !rep.OK() {
+			if rep := run(t, plant.None, exposing(p)); !rep.OK() {
 				t.Errorf("the build as shipped reported violations on the schedule that exposes %q:\n%s", p, describe(rep))
 			}
 		})
@@ -117,7 +119,7 @@ func testPlants(t *testing.T, plants []string, run func(*testing.T, string, []Fa
 // in a 20-second run at tenure verify's defaults (the shipped TTL, margin
 // and drift, the fault families that expose the bug, seeds 1…b.N):
 //
-//	go test -run '^$' -bench PlantCatchRate -benchtime 20x ./chaos/
+//	go test -run '^$' -bench PlantCatchRate -benchtime 20x ./internal/chaos/
 func BenchmarkPlantCatchRate(b *testing.B) {
 	for _, p := range Plants() {
 		b.Run(p, func(b *testing.B) {

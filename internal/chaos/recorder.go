@@ -19,7 +19,7 @@ type recorder struct {
 func (c recorder) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	sent := Mono()
 	g, err := c.Coordinator.Acquire(ctx, key, holder, ttl)
-	ev := Event{Kind: KindAcquire, Sent: sent, OK: err == nil, Token: g.Token, TTL: g.TTL}
+	ev := Event{Kind: kindAcquire, Sent: sent, OK: err == nil, Token: g.Token, TTL: g.TTL}
 	if err != nil {
 		ev.Err = err.Error()
 	}
@@ -30,7 +30,7 @@ func (c recorder) Acquire(ctx context.Context, key, holder string, ttl time.Dura
 func (c recorder) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	sent := Mono()
 	r, err := c.Coordinator.Renew(ctx, g)
-	ev := Event{Kind: KindRenew, Sent: sent, OK: err == nil, Token: g.Token, TTL: r.TTL, Lost: errors.Is(err, tenure.ErrLost)}
+	ev := Event{Kind: kindRenew, Sent: sent, OK: err == nil, Token: g.Token, TTL: r.TTL, Lost: errors.Is(err, tenure.ErrLost)}
 	if err != nil {
 		ev.Err = err.Error()
 	}
@@ -41,7 +41,7 @@ func (c recorder) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, erro
 func (c recorder) Release(ctx context.Context, g tenure.Grant) error {
 	sent := Mono()
 	err := c.Coordinator.Release(ctx, g)
-	ev := Event{Kind: KindRelease, Sent: sent, OK: err == nil, Token: g.Token}
+	ev := Event{Kind: kindRelease, Sent: sent, OK: err == nil, Token: g.Token}
 	if err != nil {
 		ev.Err = err.Error()
 	}

@@ -132,8 +132,8 @@ func (r *Register) Decisions() []Decision {
 	return append([]Decision(nil), r.decisions...)
 }
 
-// Counts returns how many writes were accepted and rejected so far.
-func (r *Register) Counts() (accepted, rejected int) {
+// counts returns how many writes were accepted and rejected so far.
+func (r *Register) counts() (accepted, rejected int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, d := range r.decisions {

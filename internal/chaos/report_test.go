@@ -32,7 +32,7 @@ func TestReportConclusive(t *testing.T) {
 		{"a violation with few writes", func() *hist {
 			h := legal()
 			h.Decisions[3].Accepted = true // token 1's late write, after token 2
-			h.Events[len(h.Events)-1].Result = ResultAccepted
+			h.Events[len(h.Events)-1].Result = resultAccepted
 			return h
 		}, false, "1 safety violation(s)"},
 	} {

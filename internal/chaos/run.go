@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenure-dev/tenure/embedded"
+	"github.com/tenure-dev/tenure/internal/plant"
 	"github.com/tenure-dev/tenure/internal/tcpproxy"
 )
 
@@ -55,12 +56,12 @@ type Options struct {
 	// the families that expose it (PlantFamilies), every fault aimed at
 	// the leader.
 	Families []string
-	// Plant is the planted bug, PlantNone for the node as shipped.
+	// Plant is the planted bug, plant.None for the node as shipped.
 	Plant string
 	// Schedule overrides the drawn fault schedule when non-nil.
 	Schedule []Fault
 	// FaultStart, FaultTail and MaxGap tune the schedule (see
-	// ScheduleConfig).
+	// scheduleConfig).
 	FaultStart, FaultTail, MaxGap time.Duration
 	// LeaderOnly aims every node fault at the leader of the moment.
 	LeaderOnly bool
@@ -82,7 +83,7 @@ type Options struct {
 	// partition group of that many partitions under Key (package
 	// partition) instead of an Elector of Key; each partition has its own
 	// resource in the register, and the checkers judge each partition as
-	// they judge a single key (see PartitionHistory). Default 0: one key.
+	// they judge a single key (see partitionHistory). Default 0: one key.
 	Partitions int
 }
 
@@ -114,7 +115,7 @@ func (o Options) withDefaults() Options {
 	if o.ReadEvery == 0 {
 		o.ReadEvery = 50 * time.Millisecond
 	}
-	if o.Families == nil && o.Plant != PlantNone {
+	if o.Families == nil && o.Plant != plant.None {
 		o.Families, o.LeaderOnly = PlantFamilies(o.Plant), true
 	}
 	if o.Families == nil {
@@ -152,7 +153,7 @@ func (o Options) Validate() error {
 	if o.NodeCommand == nil {
 		bad("Options.NodeCommand is nil")
 	}
-	if err := CheckPlant(o.Plant); err != nil {
+	if err := checkPlant(o.Plant); err != nil {
 		errs = append(errs, err)
 	}
 	for _, ep := range o.Endpoints {
@@ -165,10 +166,10 @@ func (o Options) Validate() error {
 	}
 	spec := NodeSpec{Key: o.Key, Holder: "n0.1", TTL: o.TTL, Margin: o.Margin, MaxDrift: o.MaxDrift, Partitions: o.Partitions}
 	if o.Partitions > 0 {
-		if err := spec.GroupConfig().Validate(); err != nil {
+		if err := spec.groupConfig().Validate(); err != nil {
 			errs = append(errs, err)
 		}
-	} else if err := spec.ElectorConfig().Validate(); err != nil {
+	} else if err := spec.electorConfig().Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -195,7 +196,7 @@ func hostPort(ep string) (string, error) {
 // FaultRecord is a fault as it was applied.
 type FaultRecord struct {
 	Fault
-	// Target is the node struck (resolved from LeaderNode), -1 for a member.
+	// Target is the node struck (resolved from leaderNode), -1 for a member.
 	Target int    `json:"target"`
 	Holder string `json:"holder,omitempty"`
 	// Start and End are when the fault began and healed (Mono).
@@ -324,7 +325,7 @@ func (o Options) schedule() []Fault {
 	if o.Schedule != nil {
 		return o.Schedule
 	}
-	return Schedule(ScheduleConfig{Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, Members: o.Members,
+	return drawSchedule(scheduleConfig{Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, Members: o.Members,
 		TTL: o.TTL, Margin: o.Margin, Families: o.Families, Start: o.FaultStart, Tail: o.FaultTail, MaxGap: o.MaxGap, LeaderOnly: o.LeaderOnly})
 }
 
@@ -559,11 +560,11 @@ func (r *runner) stopNodes() {
 	}
 }
 
-// target resolves a fault's node. For LeaderNode it waits, up to 2·TTL,
+// target resolves a fault's node. For leaderNode it waits, up to 2·TTL,
 // for some node to lead, so that a fault meant for the leader strikes one;
 // it falls back to node 0 when nobody leads by then.
 func (r *runner) target(ctx context.Context, f Fault) int {
-	if f.Node != LeaderNode {
+	if f.Node != leaderNode {
 		return f.Node
 	}
 	deadline := time.Now().Add(2 * r.o.TTL)
@@ -627,7 +628,7 @@ func (r *runner) apply(ctx context.Context, f Fault) {
 	wait := func(d time.Duration) { sleepCtx(ctx, d) }
 	switch f.Family {
 	case FamilyPartition:
-		r.cut(rec.Target, Up, Down)
+		r.cut(rec.Target, tcpproxy.Up, tcpproxy.Down)
 		wait(f.Dur)
 		r.heal(rec.Target)
 	case FamilyBlackhole:
@@ -641,7 +642,7 @@ func (r *runner) apply(ctx context.Context, f Fault) {
 	case FamilyDegrade:
 		r.slow(rec.Target, f)
 		wait(f.Dur / 3)
-		r.cut(rec.Target, Up, Down)
+		r.cut(rec.Target, tcpproxy.Up, tcpproxy.Down)
 		wait(f.Dur - f.Dur/3)
 		r.heal(rec.Target)
 	case FamilyReset:
@@ -660,7 +661,7 @@ func (r *runner) apply(ctx context.Context, f Fault) {
 }
 
 // cut holds the given directions between node slot and the coordinator.
-func (r *runner) cut(slot int, dirs ...Direction) {
+func (r *runner) cut(slot int, dirs ...tcpproxy.Direction) {
 	for _, p := range r.coordProx[slot] {
 		for _, d := range dirs {
 			p.Hold(d)
@@ -672,10 +673,10 @@ func (r *runner) cut(slot int, dirs ...Direction) {
 // coordinator, Write on its writes.
 func (r *runner) slow(slot int, f Fault) {
 	for _, p := range r.coordProx[slot] {
-		p.SetLatency(Up, f.Up)
-		p.SetLatency(Down, f.Down)
+		p.SetLatency(tcpproxy.Up, f.Up)
+		p.SetLatency(tcpproxy.Down, f.Down)
 	}
-	r.regProx[slot].SetLatency(Up, f.Write)
+	r.regProx[slot].SetLatency(tcpproxy.Up, f.Write)
 }
 
 // heal ends every hold and latency on node slot's links.
@@ -700,7 +701,7 @@ func (r *runner) reset(slot int) int {
 // process is still stopped, after a newer leader has had time to write.
 func (r *runner) pause(np *nodeProc, slot int, d time.Duration, wait func(time.Duration)) {
 	rp := r.regProx[slot]
-	rp.Hold(Up)
+	rp.Hold(tcpproxy.Up)
 	wait(3 * r.o.WriteEvery)
 	from := Mono()
 	_ = np.cmd.Process.Signal(syscall.SIGSTOP)
@@ -791,7 +792,7 @@ func (r *runner) progressLoop(stop <-chan struct{}, start time.Time) {
 			return
 		case <-t.C:
 		}
-		acc, rej := r.reg.Counts()
+		acc, rej := r.reg.counts()
 		r.mu.Lock()
 		nf := len(r.faults)
 		r.mu.Unlock()

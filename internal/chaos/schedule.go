@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/tcpproxy"
 )
 
 // Fault families.
@@ -48,9 +50,9 @@ func ParseFamilies(s string) ([]string, error) {
 	return out, nil
 }
 
-// LeaderNode as a Fault's Node means whichever node leads when the fault
+// leaderNode as a Fault's Node means whichever node leads when the fault
 // strikes (node 0 when nobody does).
-const LeaderNode = -1
+const leaderNode = -1
 
 // Fault is one scheduled fault.
 type Fault struct {
@@ -58,7 +60,7 @@ type Fault struct {
 	At time.Duration `json:"at"`
 	// Family is one of the Family constants.
 	Family string `json:"family"`
-	// Node is the node struck, or LeaderNode.
+	// Node is the node struck, or leaderNode.
 	Node int `json:"node"`
 	// Member is the etcd member stopped (FamilyMember).
 	Member int `json:"member,omitempty"`
@@ -66,7 +68,7 @@ type Fault struct {
 	// time before a restart.
 	Dur time.Duration `json:"dur"`
 	// Dir is the direction held by a one-way blackhole.
-	Dir Direction `json:"dir,omitempty"`
+	Dir tcpproxy.Direction `json:"dir,omitempty"`
 	// Up and Down are latencies to and from the coordinator; Write is the
 	// latency on the node's writes (FamilyLatency).
 	Up    time.Duration `json:"up,omitempty"`
@@ -76,7 +78,7 @@ type Fault struct {
 
 func (f Fault) String() string {
 	who := "leader"
-	if f.Node != LeaderNode {
+	if f.Node != leaderNode {
 		who = fmt.Sprintf("node %d", f.Node)
 	}
 	s := fmt.Sprintf("%7.2fs %-9s", f.At.Seconds(), f.Family)
@@ -95,8 +97,8 @@ func (f Fault) String() string {
 	}
 }
 
-// ScheduleConfig is what a fault schedule depends on.
-type ScheduleConfig struct {
+// scheduleConfig is what a fault schedule depends on.
+type scheduleConfig struct {
 	Seed     uint64
 	Duration time.Duration
 	Nodes    int
@@ -148,14 +150,14 @@ var durations = map[string][2]float64{
 	FamilyMember: {0.75, 2.5},
 }
 
-// Schedule draws a run's faults from cfg alone: the same cfg always gives
+// drawSchedule draws a run's faults from cfg alone: the same cfg always gives
 // the same schedule. Faults do not overlap; each is followed by a quiet gap.
 // Families are drawn in rounds, each a shuffle of every family that can
 // strike (StrikingFamilies): when the run is long enough for one short
 // fault of each (26.7s at the default TTL of 2s with one member, 29.2s
 // with three), the first round is drawn short enough to fit, so that every
 // family strikes at least once.
-func Schedule(cfg ScheduleConfig) []Fault {
+func drawSchedule(cfg scheduleConfig) []Fault {
 	fams := StrikingFamilies(cfg.Families, cfg.Members)
 	if len(fams) == 0 {
 		return nil
@@ -190,13 +192,13 @@ func Schedule(cfg ScheduleConfig) []Fault {
 
 // scheduler draws faults for Schedule.
 type scheduler struct {
-	cfg            ScheduleConfig
+	cfg            scheduleConfig
 	rng            *rand.Rand
 	start, end     time.Duration // faults strike in [start, end]
 	minGap, maxGap time.Duration
 }
 
-func newScheduler(cfg ScheduleConfig) *scheduler {
+func newScheduler(cfg scheduleConfig) *scheduler {
 	s := &scheduler{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e5e7e5e))}
 	ttl := cfg.TTL
 	s.start, s.maxGap = cfg.Start, cfg.MaxGap
@@ -255,13 +257,13 @@ func (s *scheduler) draw(fam string, at, room time.Duration) Fault {
 	cfg := s.cfg
 	f := Fault{At: at, Family: fam, Node: s.rng.IntN(cfg.Nodes)}
 	if s.rng.IntN(10) < 7 || cfg.LeaderOnly {
-		f.Node = LeaderNode
+		f.Node = leaderNode
 	}
 	f.Dur = s.duration(fam, room-s.minGap)
 	between := s.between
 	switch fam {
 	case FamilyBlackhole:
-		f.Dir = Direction(s.rng.IntN(2))
+		f.Dir = tcpproxy.Direction(s.rng.IntN(2))
 	case FamilyLatency:
 		f.Up = between(0, 0.05)
 		f.Down = between(0.1, 0.15)

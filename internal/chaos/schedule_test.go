@@ -7,10 +7,10 @@ import (
 )
 
 func TestScheduleReplays(t *testing.T) {
-	cfg := ScheduleConfig{Seed: 42, Duration: 120 * time.Second, Nodes: 3, Members: 3, TTL: 2 * time.Second, Margin: 200 * time.Millisecond, Families: Families()}
-	a, b := Schedule(cfg), Schedule(cfg)
+	cfg := scheduleConfig{Seed: 42, Duration: 120 * time.Second, Nodes: 3, Members: 3, TTL: 2 * time.Second, Margin: 200 * time.Millisecond, Families: Families()}
+	a, b := drawSchedule(cfg), drawSchedule(cfg)
 	cfg.Seed = 43
-	c := Schedule(cfg)
+	c := drawSchedule(cfg)
 	if fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatalf("seed 42 gave two schedules:\n%v\n%v", a, b)
 	}
@@ -36,7 +36,7 @@ func TestScheduleReplays(t *testing.T) {
 		}
 	}
 	cfg.Members = 1
-	for _, f := range Schedule(cfg) {
+	for _, f := range drawSchedule(cfg) {
 		if f.Family == FamilyMember {
 			t.Fatalf("member fault %s drawn for a single-member coordinator", f)
 		}
@@ -63,12 +63,12 @@ func TestPlantDefaults(t *testing.T) {
 		if fmt.Sprint(o.Families) != fmt.Sprint(PlantFamilies(p)) || len(o.Families) == 0 || !o.LeaderOnly {
 			t.Errorf("plant %s: families %v, leader only %v; want %v aimed at the leader", p, o.Families, o.LeaderOnly, PlantFamilies(p))
 		}
-		sched := Schedule(ScheduleConfig{Seed: 1, Duration: 20 * time.Second, Nodes: 3, Members: 1, TTL: o.TTL, Margin: o.Margin, Families: o.Families, LeaderOnly: true})
+		sched := drawSchedule(scheduleConfig{Seed: 1, Duration: 20 * time.Second, Nodes: 3, Members: 1, TTL: o.TTL, Margin: o.Margin, Families: o.Families, LeaderOnly: true})
 		if len(sched) == 0 {
 			t.Errorf("plant %s: a 20s run draws no fault", p)
 		}
 		for _, f := range sched {
-			if f.Node != LeaderNode || f.Family != o.Families[0] {
+			if f.Node != leaderNode || f.Family != o.Families[0] {
 				t.Errorf("plant %s: drew %s; want only %v faults on the leader", p, f, o.Families)
 			}
 		}
@@ -91,8 +91,8 @@ func TestScheduleStrikesEveryFamily(t *testing.T) {
 	for _, members := range []int{1, 3} {
 		for _, d := range []time.Duration{30 * time.Second, 45 * time.Second, 120 * time.Second} {
 			for seed := uint64(1); seed <= 200; seed++ {
-				cfg := ScheduleConfig{Seed: seed, Duration: d, Nodes: 3, Members: members, TTL: ttl, Margin: ttl / 10, Families: Families()}
-				checkSchedule(t, cfg, Schedule(cfg))
+				cfg := scheduleConfig{Seed: seed, Duration: d, Nodes: 3, Members: members, TTL: ttl, Margin: ttl / 10, Families: Families()}
+				checkSchedule(t, cfg, drawSchedule(cfg))
 			}
 		}
 	}
@@ -100,7 +100,7 @@ func TestScheduleStrikesEveryFamily(t *testing.T) {
 
 // checkSchedule checks that sched, drawn from cfg, strikes every family that
 // can strike, within the run and with quiet gaps between faults.
-func checkSchedule(t *testing.T, cfg ScheduleConfig, sched []Fault) {
+func checkSchedule(t *testing.T, cfg scheduleConfig, sched []Fault) {
 	t.Helper()
 	seen := map[string]bool{}
 	for i, f := range sched {

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/chaos"
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/fence"
+	"github.com/tenure-dev/tenure/internal/chaos"
 )
 
 // The end-to-end tests run the tenure binary (built once by TestMain)

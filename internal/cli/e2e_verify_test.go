@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tenure-dev/tenure/chaos"
+	"github.com/tenure-dev/tenure/internal/chaos"
 )
 
 // verifyReport is the part of verify's --json report the tests read.

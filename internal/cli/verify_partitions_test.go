@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tenure-dev/tenure/chaos"
+	"github.com/tenure-dev/tenure/internal/chaos"
 )
 
 // verify --partitions N passes N to the run; a count the register cannot

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/tenure-dev/tenure/chaos"
+	"github.com/tenure-dev/tenure/internal/chaos"
+	"github.com/tenure-dev/tenure/internal/plant"
 )
 
 // verify's flags: --plant without --faults leaves the families to chaos
@@ -14,9 +15,9 @@ func TestVerifyOptions(t *testing.T) {
 		args []string
 		want string // the families the run draws
 	}{
-		{[]string{"--plant", chaos.PlantNoToken}, fmt.Sprint(chaos.PlantFamilies(chaos.PlantNoToken))},
-		{[]string{"--plant", chaos.PlantNoMargin}, "[degrade]"},
-		{[]string{"--plant", chaos.PlantNoMargin, "--faults", "crash,reset"}, "[crash reset]"},
+		{[]string{"--plant", plant.NoToken}, fmt.Sprint(chaos.PlantFamilies(plant.NoToken))},
+		{[]string{"--plant", plant.NoMargin}, "[degrade]"},
+		{[]string{"--plant", plant.NoMargin, "--faults", "crash,reset"}, "[crash reset]"},
 		{nil, fmt.Sprint(chaos.Families())},
 	} {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {

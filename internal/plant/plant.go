@@ -20,6 +20,8 @@ import (
 
 // The planted bugs.
 const (
+	// None: the node as shipped.
+	None = ""
 	// NoToken: the writer presents no fencing token and writes through an
 	// unfenced path, so nothing stops a stale write. It is planted in the
 	// writer, not the coordinator: Wrap leaves the coordinator unchanged.
