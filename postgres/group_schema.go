@@ -35,7 +35,9 @@ func (c *Coordinator) groupTables() (groupTables, error) {
 // renewed by one UPDATE however many partitions it owns; a partition is
 // owned while the row of its owner_epoch exists (expired rows are deleted
 // by the next claim, under row locks, before it takes their partitions).
-// Partition rows are never deleted, so tokens only grow.
+// tenure never deletes partition rows; tokens only grow even when someone
+// else does, because a claim's token is never less than the database clock
+// in microseconds (see clockMicros).
 func createGroupTablesSQL(t groupTables) string {
 	return `CREATE TABLE IF NOT EXISTS ` + t.members + ` (
 	epoch      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

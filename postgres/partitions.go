@@ -12,11 +12,20 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
+// clockMicros is the database clock in microseconds since 1970: the floor
+// of every partition token, as of the leadership table's (see
+// newStatements), so that a partition row deleted, a table truncated or
+// re-created, or an older dump restored never makes a token repeat or go
+// back (it restarts from the clock, which is past every token granted
+// before, unless tokens were granted faster than one per microsecond).
+const clockMicros = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
+
 // ClaimPartitions claims the named partitions for m in one transaction: it
 // deletes the group's expired membership rows (row locks order this against
 // their renewals), checks that m's row is live, takes every named partition
 // that is free or whose owner's row is gone with one INSERT … ON CONFLICT
-// (fencing_token + 1), and reads the owners of the rest. See
+// (the token is GREATEST(fencing_token + 1, clockMicros), and clockMicros
+// for a new row), and reads the owners of the rest. See
 // tenure.GroupCoordinator.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
 	op := fmt.Sprintf("postgres: claim %d partitions for %s", len(names), m)
@@ -80,9 +89,9 @@ func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m t
 		return nil, err
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
-SELECT $1, n, $2, 1 FROM unnest($3::text[]) AS n ORDER BY n
+SELECT $1, n, $2, `+clockMicros+` FROM unnest($3::text[]) AS n ORDER BY n
 ON CONFLICT (grp, name) DO UPDATE
-SET owner_epoch = EXCLUDED.owner_epoch, fencing_token = p.fencing_token + 1
+SET owner_epoch = EXCLUDED.owner_epoch, fencing_token = GREATEST(p.fencing_token + 1, `+clockMicros+`)
 WHERE p.owner_epoch IS NULL
    OR NOT EXISTS (SELECT 1 FROM `+t.members+` m WHERE m.epoch = p.owner_epoch)
 RETURNING name, fencing_token`, m.Group, int64(m.Epoch), names)
