@@ -32,7 +32,7 @@ func failoverImpls(ctx context.Context, o FailoverOptions) ([]*failImpl, error) 
 	id := runID()
 	base := childSpec{Endpoints: o.Endpoints, Postgres: o.Postgres, TTL: o.TTL, Poll: o.SeedPoll}
 	ten, peer := base, base
-	ten.Impl, ten.Key = "tenure", "bench/"+id+"/failover"
+	ten.Impl, ten.Key, ten.Renew = "tenure", "bench/"+id+"/failover", o.RenewInterval
 	if o.Postgres != "" {
 		peer.Impl, peer.Key = "seed-sql", "bench/"+id+"/seed"
 		p, err := o.pool(ctx, 2)
@@ -141,6 +141,7 @@ func (c *chain) start() (*proc, error) {
 // trial kills the leader once the next contender is ready and has waited
 // settle, and times the takeover.
 func (c *chain) trial(ctx context.Context, settle time.Duration) (outcome, error) {
+	// settle includes the round's random phase (see Failover).
 	if _, err := c.next.next(ctx, 30*time.Second, lineReady); err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.im.name, err)
 	}

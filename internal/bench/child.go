@@ -25,7 +25,8 @@ type childSpec struct {
 	Key       string        `json:"key"`
 	Holder    string        `json:"holder"`
 	TTL       time.Duration `json:"ttl_ns"`
-	Poll      time.Duration `json:"poll_ns,omitempty"` // seed-sql's contender
+	Poll      time.Duration `json:"poll_ns,omitempty"`  // seed-sql's contender
+	Renew     time.Duration `json:"renew_ns,omitempty"` // tenure's renew interval; 0: its default
 }
 
 // Lines a contender writes on its standard output.
@@ -76,6 +77,7 @@ func childTenure(ctx context.Context, t Target, s childSpec, out io.Writer, acti
 	cfg := tenure.DefaultConfig()
 	cfg.Key, cfg.Holder, cfg.TTL = s.Key, s.Holder, s.TTL
 	cfg.Margin = min(cfg.Margin, s.TTL/4)
+	cfg.RenewInterval = s.Renew
 	e, err := tenure.NewElector(p, cfg)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -29,6 +30,10 @@ type FailoverOptions struct {
 	// SeedPoll is how often the seed's contender re-runs its acquisition.
 	// Default 5ms.
 	SeedPoll time.Duration
+	// RenewInterval is how often tenure's leader renews. Zero means
+	// tenure's default (TTL/3). The peer keeps its own cadence (etcd's
+	// client sends a session's keepalive every TTL/3, on a 500ms tick).
+	RenewInterval time.Duration
 	// Command returns the command that runs a contender process with the
 	// spec: the tenure binary's `bench child --spec`, or a test binary.
 	// Required.
@@ -54,6 +59,9 @@ func (o *FailoverOptions) defaults() error {
 	}
 	if o.TTL < time.Second || o.TTL%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("%w: --ttl %s: want whole seconds, 1s or more (etcd leases are whole seconds)", ErrInvalidOptions, o.TTL))
+	}
+	if o.RenewInterval < 0 || (o.RenewInterval > 0 && o.RenewInterval >= o.TTL) {
+		errs = append(errs, fmt.Errorf("%w: --renew-interval %s: want more than 0 and less than --ttl %s", ErrInvalidOptions, o.RenewInterval, o.TTL))
 	}
 	if o.Command == nil {
 		errs = append(errs, fmt.Errorf("%w: no command for the contender processes", ErrInvalidOptions))
@@ -103,12 +111,17 @@ func Failover(ctx context.Context, o FailoverOptions) (*Report, error) {
 	}
 	results := make([][]outcome, len(impls))
 	for n := range o.Trials {
+		// A crash comes at any moment of a leader's renewal cycle: the
+		// kill waits a random phase, the same for both implementations,
+		// beyond the settle time (a fixed wait would kill each at the same
+		// point of its cycle every round).
+		phase := rand.N(o.TTL)
 		errs := make([]error, len(chains))
 		var wg sync.WaitGroup
 		for i, c := range chains {
 			wg.Go(func() {
 				var oc outcome
-				oc, errs[i] = c.trial(ctx, o.Settle)
+				oc, errs[i] = c.trial(ctx, o.Settle+phase)
 				results[i] = append(results[i], oc)
 			})
 		}
@@ -125,6 +138,9 @@ func failoverReport(o FailoverOptions, impls []*failImpl, results [][]outcome, b
 	r := &Report{Benchmark: "failover", Backend: o.Backend(), Settings: map[string]any{
 		"trials": o.Trials, "ttl_ms": ms(o.TTL), "settle_ms": ms(o.Settle),
 	}, Failures: []string{}}
+	if o.RenewInterval > 0 {
+		r.Settings["renew_interval_ms"] = ms(o.RenewInterval)
+	}
 	for i, im := range impls {
 		var ds, fs []time.Duration
 		fails := 0
@@ -141,11 +157,12 @@ func failoverReport(o FailoverOptions, impls []*failImpl, results [][]outcome, b
 	}
 	r.compare("tenure", impls[1].name)
 	r.Notes = append(r.Notes,
-		"failover: from SIGKILL of the leading process until the successor process acts; both implementations' leaders are killed at the same moment in each round",
+		"failover: from SIGKILL of the leading process until the successor process acts; both implementations' leaders are killed at the same moment in each round, a random phase (uniform over one TTL) after the settle time, so that the kill falls anywhere in either leader's renewal cycle",
 		"floor: from the kill until the old lease was last seen live at the coordinator, polled every 10ms while the successor campaigns (a lower bound of when it ended there)",
 		"failure: a successor acting while the old lease could still be live at the coordinator")
 	if o.Postgres == "" {
-		r.Notes = append(r.Notes, "etcd: the floor includes etcd's revocation pass (every 500ms), since etcd reports an expired lease live until that pass revokes it; TimeToLive's whole seconds are rounded down")
+		r.Notes = append(r.Notes, "etcd: the floor includes etcd's revocation pass (every 500ms), since etcd reports an expired lease live until that pass revokes it; TimeToLive's whole seconds are rounded down",
+			"renewal cadence: a lease renewed more often has more left at a crash; tenure renews every TTL/3 unless --renew-interval says otherwise, etcd's client every TTL/3 rounded up to its 500ms tick (about every 1s at TTL 2s)")
 	} else {
 		r.Settings["seed_poll_ms"] = ms(o.SeedPoll)
 	}

@@ -201,6 +201,7 @@ reported as a failure (exit code 1).`,
 	cmd.Flags().IntVar(&o.Trials, "trials", 30, "leaders killed per implementation")
 	cmd.Flags().DurationVar(&o.TTL, "ttl", 0, "lease of every implementation, whole seconds (default 2s)")
 	cmd.Flags().DurationVar(&o.Settle, "settle", 0, "how long the next contender has waited when the leader is killed (default 300ms)")
+	cmd.Flags().DurationVar(&o.RenewInterval, "renew-interval", 0, "how often tenure's leader renews (default TTL/3, tenure's default)")
 	cmd.Flags().DurationVar(&o.SeedPoll, "seed-poll", 0, "PostgreSQL: how often the seed's contender retries (default 5ms)")
 	return cmd
 }
@@ -212,8 +213,7 @@ func newBenchThroughputCommand(g *globalFlags, f *benchFlags) *cobra.Command {
 		Short: "Acquire/renew/release operations per second at several concurrencies",
 		Long: `throughput runs acquire/renew/release cycles, each client on a key of its
 own, for tenure and its peers in turns (etcd: concurrency.Mutex; PostgreSQL:
-the seed SQL, and tenure announcing every acquisition as it used to), and
-times the renewal of as many keys of one holder as there are clients.`,
+the seed SQL, and tenure announcing every acquisition as it used to).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd, g, f, func(ctx context.Context, t bench.Target) (*bench.Report, error) {
