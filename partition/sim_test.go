@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/boottime"
 	"github.com/tenure-dev/tenure/internal/chaos"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
@@ -21,7 +22,15 @@ type recorder struct {
 	origin time.Time
 	mu     sync.Mutex
 	events []chaos.Event
+	terms  []termSpan
 	wg     sync.WaitGroup // term-end AfterFuncs not yet run
+}
+
+// termSpan is one term a partition function got, from the call until its
+// context ended, on the boot clock (which a simulated suspend moves).
+type termSpan struct {
+	term       *tenure.Term
+	start, end boottime.Instant
 }
 
 func newRecorder() *recorder { return &recorder{origin: time.Now()} }
@@ -37,13 +46,31 @@ func (r *recorder) add(ev chaos.Event) {
 // the term's context ends, and works until its context ends.
 func (r *recorder) fn(ctx context.Context, p partition.Partition, t *tenure.Term) error {
 	r.add(chaos.Event{Holder: t.Holder(), Kind: chaos.KindElected, Token: t.Token(), Partition: p.Name})
+	start := boottime.Now()
 	r.wg.Add(1)
 	context.AfterFunc(t.Context(), func() {
 		defer r.wg.Done()
 		r.add(chaos.Event{Holder: t.Holder(), Kind: chaos.KindEnd, Token: t.Token(), Partition: p.Name})
+		r.mu.Lock()
+		r.terms = append(r.terms, termSpan{term: t, start: start, end: boottime.Now()})
+		r.mu.Unlock()
 	})
 	<-ctx.Done()
 	return nil
+}
+
+// spans returns the recorded terms of holder, once every term has ended.
+func (r *recorder) spans(holder string) []termSpan {
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []termSpan
+	for _, s := range r.terms {
+		if s.term.Holder() == holder {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // analyze runs the chaos checkers over the recorded terms of a group of p
