@@ -1,0 +1,190 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/tenure-dev/tenure/internal/plant"
+)
+
+// Options configure a verification run. Zero values mean the defaults
+// documented on each field.
+type Options struct {
+	// Seed picks the fault schedule. Default 1.
+	Seed uint64
+	// Duration of the run. Default 120s.
+	Duration time.Duration
+	// Nodes is the number of node processes. Default 3.
+	Nodes int
+	// Members is the number of embedded etcd members: 1 (default) or 3.
+	Members int
+	// Endpoints names an external etcd cluster (http:// only) instead of
+	// embedded members.
+	Endpoints []string
+	// Postgres is a PostgreSQL DSN to use instead of etcd.
+	Postgres string
+	// TTL is the lease TTL. Default 2s. etcd grants whole seconds.
+	TTL time.Duration
+	// Margin is the elector's safety margin. Default TTL/10.
+	Margin time.Duration
+	// MaxDrift is the elector's assumed clock-rate drift. Default 0.01.
+	MaxDrift float64
+	// WriteEvery is how often a leader writes. Default 30ms.
+	WriteEvery time.Duration
+	// ReadEvery is how often the runner reads the register. Default 50ms.
+	ReadEvery time.Duration
+	// Families are the fault families drawn. Default all, or with a Plant,
+	// the families that expose it (PlantFamilies), every fault aimed at
+	// the leader.
+	Families []string
+	// Plant is the planted bug, plant.None for the node as shipped.
+	Plant string
+	// Schedule overrides the drawn fault schedule when non-nil.
+	Schedule []Fault
+	// FaultStart, FaultTail and MaxGap tune the schedule (see
+	// scheduleConfig).
+	FaultStart, FaultTail, MaxGap time.Duration
+	// LeaderOnly aims every node fault at the leader of the moment.
+	LeaderOnly bool
+	// Key is the key the nodes compete for. Default "tenure/verify".
+	Key string
+	// NodeCommand returns the command that runs one node with the JSON spec.
+	// Required. "tenure verify-node --spec JSON" re-executes the tenure
+	// binary.
+	NodeCommand func(spec string) *exec.Cmd
+	// Dir holds the embedded members' data. Default a temporary directory,
+	// removed at the end.
+	Dir string
+	// Progress, when not nil, receives a progress line every half second
+	// (with a carriage return, for a terminal).
+	Progress io.Writer
+	// CheckTimeout bounds the linearizability check. Default 60s.
+	CheckTimeout time.Duration
+	// Partitions, when positive, makes every node a member of one
+	// partition group of that many partitions under Key (package
+	// partition) instead of an Elector of Key; each partition has its own
+	// resource in the register, and the checkers judge each partition as
+	// they judge a single key (see partitionHistory). Default 0: one key.
+	Partitions int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.Duration == 0 {
+		o.Duration = 120 * time.Second
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Members == 0 {
+		o.Members = 1
+	}
+	if o.TTL == 0 {
+		o.TTL = 2 * time.Second
+	}
+	if o.Margin == 0 {
+		o.Margin = o.TTL / 10
+	}
+	if o.MaxDrift == 0 {
+		o.MaxDrift = 0.01
+	}
+	if o.WriteEvery == 0 {
+		o.WriteEvery = 30 * time.Millisecond
+	}
+	if o.ReadEvery == 0 {
+		o.ReadEvery = 50 * time.Millisecond
+	}
+	if o.Families == nil && o.Plant != plant.None {
+		o.Families, o.LeaderOnly = PlantFamilies(o.Plant), true
+	}
+	if o.Families == nil {
+		o.Families = Families()
+	}
+	if o.Key == "" {
+		o.Key = "tenure/verify"
+	}
+	if o.CheckTimeout == 0 {
+		o.CheckTimeout = 60 * time.Second
+	}
+	return o
+}
+
+// Validate reports every problem with o (after defaults).
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.Nodes < 2 || o.Nodes > 9 {
+		bad("Options.Nodes (%d) must be between 2 and 9", o.Nodes)
+	}
+	if o.Members != 1 && o.Members != 3 {
+		bad("Options.Members (%d) must be 1 or 3", o.Members)
+	}
+	if (len(o.Endpoints) > 0 || o.Postgres != "") && o.Members != 1 {
+		bad("Options.Members (%d) applies to the embedded coordinator only", o.Members)
+	}
+	if len(o.Endpoints) > 0 && o.Postgres != "" {
+		bad("Options.Endpoints and Options.Postgres are exclusive")
+	}
+	if o.Duration < 5*time.Second {
+		bad("Options.Duration (%s) must be at least 5s", o.Duration)
+	}
+	if o.NodeCommand == nil {
+		bad("Options.NodeCommand is nil")
+	}
+	if err := checkPlant(o.Plant); err != nil {
+		errs = append(errs, err)
+	}
+	for _, ep := range o.Endpoints {
+		if _, err := hostPort(ep); err != nil {
+			bad("Options.Endpoints: %q: %v", ep, err)
+		}
+	}
+	if o.Partitions < 0 || o.Partitions > maxResources {
+		bad("Options.Partitions (%d) must be between 0 and %d", o.Partitions, maxResources)
+	}
+	spec := NodeSpec{Key: o.Key, Holder: "n0.1", TTL: o.TTL, Margin: o.Margin, MaxDrift: o.MaxDrift, Partitions: o.Partitions}
+	if o.Partitions > 0 {
+		if err := spec.groupConfig().Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	} else if err := spec.electorConfig().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// hostPort returns the host:port of an http:// URL or a host:port pair.
+func hostPort(ep string) (string, error) {
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		if err != nil {
+			return "", err
+		}
+		if u.Scheme != "http" {
+			return "", fmt.Errorf("scheme %q: only http:// endpoints can be proxied", u.Scheme)
+		}
+		ep = u.Host
+	}
+	if _, _, err := net.SplitHostPort(ep); err != nil {
+		return "", err
+	}
+	return ep, nil
+}
+
+// schedule is o.Schedule, or the schedule drawn from o.
+func (o Options) schedule() []Fault {
+	if o.Schedule != nil {
+		return o.Schedule
+	}
+	return drawSchedule(scheduleConfig{Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, Members: o.Members,
+		TTL: o.TTL, Margin: o.Margin, Families: o.Families, Start: o.FaultStart, Tail: o.FaultTail, MaxGap: o.MaxGap, LeaderOnly: o.LeaderOnly})
+}
