@@ -9,8 +9,9 @@
 //
 //	deadline = t_send + TTL·(1 − MaxDrift) − Margin
 //
-// where t_send is when the acquire or renew request that produced the grant
-// was sent. The coordinator starts the lease no earlier than that and expires
+// where t_send is when the request that last started or extended the grant's
+// lease was sent (Grant.Sent; a lease granted ahead of the acquisition counts
+// from its own grant). The coordinator starts the lease no earlier than that and expires
 // it no sooner than TTL later on its own clock, so as long as the two clocks'
 // rates differ by at most MaxDrift, the holder stops before anyone else can be
 // granted the key. A process pause can still carry a leader past its deadline
@@ -20,7 +21,8 @@
 // code a [Term] while it leads, renews the lease in the background, cancels the
 // term's context at the local deadline or the moment the grant is lost, and
 // releases the key when the user function returns so that a follower takes
-// over in one round trip instead of a TTL.
+// over in one round trip instead of a TTL. An [Observer] follows who leads a
+// key without campaigning for it.
 //
 // Backends live in sibling packages (memory, etcd, postgres); fenced resources
 // in package fence; the conformance suite every Coordinator must pass in

@@ -20,7 +20,7 @@ func ExampleElector_Run() {
 	cfg := tenure.DefaultConfig()
 	cfg.Key = "scheduler"
 	cfg.Holder = "node-a" // the display name
-	cfg.Instance = "1"    // default: a random id per process, so two processes named node-a are two contenders
+	cfg.Instance = "1"    // default: a random id per Elector, so two Electors named node-a are two contenders
 	elector, err := tenure.NewElector(coord, cfg)
 	if err != nil {
 		panic(err)
@@ -121,4 +121,47 @@ func ExampleTransitionKind_Reason() {
 	// expired: deadline
 	// lost: lost
 	// fenced: fenced
+}
+
+// An Observer follows who leads a key without campaigning, as client-go's
+// LeaderCallbacks.OnNewLeader does for its candidates: its callback gets
+// every change of holder and token, and Leader returns the latest one
+// without a round trip.
+func ExampleObserver() {
+	coord := memory.New()
+	defer coord.Close()
+	observer, err := tenure.NewObserver(coord, "scheduler")
+	if err != nil {
+		panic(err)
+	}
+	changes := make(chan tenure.LeaderEvent, 8)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- observer.Run(ctx, func(ev tenure.LeaderEvent) { changes <- ev }) // OnNewLeader
+	}()
+	show := func(ev tenure.LeaderEvent) {
+		if !ev.Held {
+			fmt.Println("nobody leads")
+			return
+		}
+		name, _ := tenure.SplitIdentity(ev.Grant.Holder)
+		fmt.Printf("%s leads with token %d\n", name, ev.Grant.Token)
+	}
+	show(<-changes)
+	g, _ := coord.Acquire(ctx, "scheduler", tenure.Identity("node-b", "1"), 10*time.Second)
+	show(<-changes)
+	if ev, ok := observer.Leader(); ok { // cached: no round trip
+		show(ev)
+	}
+	_ = coord.Release(ctx, g)
+	show(<-changes)
+	stop()
+	fmt.Println("run:", <-done)
+	// Output:
+	// nobody leads
+	// node-b leads with token 1
+	// node-b leads with token 1
+	// nobody leads
+	// run: context canceled
 }
