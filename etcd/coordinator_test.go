@@ -9,8 +9,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/embedded"
@@ -41,26 +39,10 @@ func (r *rpcCounter) reset() map[string]int {
 func countingClient(t *testing.T, eps []string) (*clientv3.Client, *rpcCounter) {
 	t.Helper()
 	rc := &rpcCounter{calls: map[string]int{}}
-	cl, err := clientv3.New(clientv3.Config{
-		Endpoints:   eps,
-		DialTimeout: 5 * time.Second,
-		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{
-			grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-				rc.add(method)
-				return invoker(ctx, method, req, reply, cc, opts...)
-			}),
-			grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-				rc.add(method)
-				return streamer(ctx, desc, cc, method, opts...)
-			}),
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	return cl, rc
+	return hookedClient(t, eps, rpcHooks{call: func(_ context.Context, method string, _ any) error {
+		rc.add(method)
+		return nil
+	}}), rc
 }
 
 // leaseOf returns the lease the etcd key of key is attached to.
@@ -193,12 +175,7 @@ func TestRoundTrips(t *testing.T) {
 	eps := startCluster(t, 1).endpoints()
 	cl, rc := countingClient(t, eps)
 	c := newCoordinator(t, cl)
-	const (
-		grant = "/etcdserverpb.Lease/LeaseGrant"
-		ka    = "/etcdserverpb.Lease/LeaseKeepAlive"
-		txn   = "/etcdserverpb.KV/Txn"
-		get   = "/etcdserverpb.KV/Range"
-	)
+	const grant, ka, txn, get = rpcGrant, rpcKeepAlive, rpcTxn, rpcRange
 	want := func(what string, calls map[string]int) {
 		t.Helper()
 		got := rc.reset()
@@ -336,7 +313,7 @@ func TestRenewGrantOfAnotherCoordinator(t *testing.T) {
 	if err != nil || r.TTL != 3*time.Second || r.Sent.IsZero() {
 		t.Errorf("new coordinator's Renew(%v) = %v, %v; want renewed with TTL 3s", g, r, err)
 	}
-	if calls := rc.reset(); calls["/etcdserverpb.KV/Range"] != 2 || calls["/etcdserverpb.Lease/LeaseKeepAlive"] != 1 || len(calls) != 2 {
+	if calls := rc.reset(); calls[rpcRange] != 2 || calls[rpcKeepAlive] != 1 || len(calls) != 2 {
 		t.Errorf("renewal of another coordinator's grant made calls %v; want two reads and one keepalive", calls)
 	}
 	if _, err := c2.Renew(ctx(t), gone); !errors.Is(err, tenure.ErrLost) {
