@@ -40,7 +40,7 @@ func TestRenewalAttemptIsBounded(t *testing.T) {
 		}
 		stop()
 		if got := rec.kinds(); len(got) != 2 || got[0] != tenure.Elected || got[1] != tenure.Resigned {
-			t.Fatalf("transitions = %v; want [elected resigned]", got)
+			t.Fatalf("transitions = %v; want [acquired released]", got)
 		}
 	})
 }

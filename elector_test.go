@@ -387,7 +387,7 @@ func TestElectorFencedByResourceStepsDown(t *testing.T) {
 			t.Fatalf("token after fencing = %d; want > %d", second, first)
 		}
 		if got := rec.kinds()[:3]; !equalKinds(got, []tenure.TransitionKind{tenure.Elected, tenure.Fenced, tenure.Elected}) {
-			t.Fatalf("transitions = %v; want elected, fenced, elected", got)
+			t.Fatalf("transitions = %v; want acquired, fenced, acquired", got)
 		}
 		stop()
 		if got, _ := reg.Read(); got != "newer" {

@@ -101,24 +101,25 @@ func ExampleTerm_StepDown() {
 		return nil
 	})
 	// Output:
-	// transition: elected token 1
+	// transition: acquired token 1
 	// write: fence: stale fencing token 1: 99 or newer required
 	// transition: fenced token 1
-	// transition: elected token 2
-	// transition: resigned token 2
+	// transition: acquired token 2
+	// transition: released token 2
 }
 
-// Logs, metrics and status pages name a transition by its reason: six
-// kinds, five reasons.
+// Logs, metrics and status pages name a transition in one vocabulary: a
+// kind prints as its reason, except that stepping down is, as a reason,
+// a release (six kinds, five reasons).
 func ExampleTransitionKind_Reason() {
 	for _, k := range []tenure.TransitionKind{tenure.Elected, tenure.Resigned, tenure.SteppedDown, tenure.Expired, tenure.Lost, tenure.Fenced} {
 		fmt.Printf("%s: %s\n", k, k.Reason())
 	}
 	// Output:
-	// elected: acquired
-	// resigned: released
+	// acquired: acquired
+	// released: released
 	// stepped-down: released
-	// expired: deadline
+	// deadline: deadline
 	// lost: lost
 	// fenced: fenced
 }

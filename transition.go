@@ -27,16 +27,18 @@ const (
 )
 
 var transitionNames = [...]string{
-	Elected:     "elected",
-	Resigned:    "resigned",
+	Elected:     "acquired",
+	Resigned:    "released",
 	Lost:        "lost",
-	Expired:     "expired",
+	Expired:     "deadline",
 	Fenced:      "fenced",
 	SteppedDown: "stepped-down",
 }
 
-// String returns the kind's name as used in logs and metrics labels
-// ("elected", "resigned", "lost", "expired", "fenced", "stepped-down").
+// String returns the kind's name in the words logs, metrics and status
+// pages use: "acquired" (Elected), "released" (Resigned), "lost",
+// "deadline" (Expired: the local deadline passed), "fenced" and
+// "stepped-down". Reason is the same but for SteppedDown.
 func (k TransitionKind) String() string {
 	if k > 0 && int(k) < len(transitionNames) {
 		return transitionNames[k]
@@ -54,9 +56,8 @@ var transitionReasons = [...]string{
 }
 
 // Reason is the kind as one of the five reasons that logs, metrics and
-// status pages give for a transition: "acquired" (Elected), "released"
-// (Resigned and SteppedDown: the node gave the key up on purpose),
-// "deadline" (Expired), "lost" and "fenced".
+// status pages give for a transition: String, except that SteppedDown is
+// "released" too (the node gave the key up on purpose).
 func (k TransitionKind) Reason() string {
 	if k > 0 && int(k) < len(transitionReasons) {
 		return transitionReasons[k]

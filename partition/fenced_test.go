@@ -67,8 +67,8 @@ func TestGroupStaleTokenStepsDownOnePartition(t *testing.T) {
 			t.Errorf("partition 2 fenced %d times; want ≥ 2 (stepped down, claimed again with a new token, fenced again): %v", count["fenced jobs/2"], kinds)
 		}
 		for _, key := range []string{"jobs/0", "jobs/1", "jobs/3"} {
-			if count["elected "+key] != 1 || count["fenced "+key] != 0 {
-				t.Errorf("%s: %d terms, %d fenced; want 1 term, never fenced (only partition 2 steps down)", key, count["elected "+key], count["fenced "+key])
+			if count["acquired "+key] != 1 || count["fenced "+key] != 0 {
+				t.Errorf("%s: %d terms, %d fenced; want 1 term, never fenced (only partition 2 steps down)", key, count["acquired "+key], count["fenced "+key])
 			}
 		}
 		if len(snap.Owned) < 3 {
