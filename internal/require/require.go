@@ -1,9 +1,10 @@
 // Package require decides what a test does when a component it needs is
-// missing: the etcd binary, PostgreSQL, Chromium or Prometheus. When the component is
-// required (its TENURE_REQUIRE_* variable is true, or, when that is unset,
-// CI is true) the test fails. Otherwise the test is skipped, and one line
-// per component names what was skipped and how to install it, printed where
-// "go test ./..." shows it even without -v and even when the package passes.
+// missing: the etcd binary, PostgreSQL, Chromium, Prometheus or
+// kube-apiserver. When the component is required (its TENURE_REQUIRE_*
+// variable is true, or, when that is unset, CI is true) the test fails.
+// Otherwise the test is skipped, and one line per component names what was
+// skipped and how to install it, printed where "go test ./..." shows it
+// even without -v and even when the package passes.
 package require
 
 import (
@@ -37,6 +38,9 @@ var (
 	// Prometheus is Debian's Prometheus server and promtool, for the
 	// metrics and alert rules.
 	Prometheus = Component{Name: "Prometheus (prometheus, promtool)", Env: "TENURE_REQUIRE_PROMETHEUS", Install: "apt-get install prometheus"}
+	// KubeAPIServer is kube-apiserver built from the nested module in
+	// tools/kube-apiserver, for the Kubernetes coordinator (package kube).
+	KubeAPIServer = Component{Name: "kube-apiserver (tools/kube-apiserver/bin/kube-apiserver, or TENURE_KUBE_APISERVER=path)", Env: "TENURE_REQUIRE_KUBE_APISERVER", Install: "tools/kube-apiserver/build.sh (10 to 30 minutes the first time, seconds after)"}
 )
 
 // Required reports whether c must be present: its variable when set (1,
