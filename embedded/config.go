@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/errs"
 )
 
 // Defaults used when a Config field is left empty.
@@ -41,7 +44,7 @@ const (
 )
 
 // ErrInvalidConfig is wrapped by every error Config.Validate reports.
-var ErrInvalidConfig = errors.New("embedded: invalid config")
+var ErrInvalidConfig = errs.Kind("embedded: invalid config", tenure.ErrInvalidConfig)
 
 // Config configures one embedded etcd member. Only Dir is required; the
 // zero value of every other field means the default documented on it.

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/internal/leakcheck"
 )
@@ -240,8 +241,8 @@ func TestValidate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
-			if !errors.Is(err, embedded.ErrInvalidConfig) {
-				t.Fatalf("Validate() = %v; want ErrInvalidConfig", err)
+			if !errors.Is(err, embedded.ErrInvalidConfig) || !errors.Is(err, tenure.ErrInvalidConfig) {
+				t.Fatalf("Validate() = %v; want embedded.ErrInvalidConfig, matching tenure.ErrInvalidConfig", err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {

@@ -107,7 +107,7 @@ func TestDialBadConfig(t *testing.T) {
 				c.Close()
 				t.Fatalf("Dial(%+v) succeeded", tc.cfg)
 			}
-			if !errors.Is(err, etcd.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			if !errors.Is(err, etcd.ErrInvalidConfig) || !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Dial error = %q; want ErrInvalidConfig mentioning %q", err, tc.want)
 			}
 		})

@@ -4,6 +4,9 @@ import (
 	"errors"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/errs"
 )
 
 // Sentinel errors. Match them with errors.Is.
@@ -18,7 +21,8 @@ var (
 
 	// ErrInvalidConfig is wrapped by errors about a Config that cannot be
 	// dialled.
-	ErrInvalidConfig = errors.New("etcd: invalid config")
+	// It also matches tenure.ErrInvalidConfig.
+	ErrInvalidConfig = errs.Kind("etcd: invalid config", tenure.ErrInvalidConfig)
 )
 
 func isLeaseNotFound(err error) bool {

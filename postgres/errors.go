@@ -1,6 +1,11 @@
 package postgres
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/errs"
+)
 
 // Sentinel errors. Match them with errors.Is.
 var (
@@ -8,7 +13,8 @@ var (
 	ErrInvalidDSN = errors.New("postgres: invalid DSN")
 
 	// ErrInvalidOption is wrapped by errors about an option value.
-	ErrInvalidOption = errors.New("postgres: invalid option")
+	// It also matches tenure.ErrInvalidConfig.
+	ErrInvalidOption = errs.Kind("postgres: invalid option", tenure.ErrInvalidConfig)
 
 	// ErrTableShape is wrapped by errors about an existing table whose
 	// columns or indexes differ from what the coordinator or a fence

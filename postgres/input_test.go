@@ -293,7 +293,7 @@ func TestInvalidOptions(t *testing.T) {
 	_, err := postgres.Open(ctxFor(t, time.Minute), dsn,
 		postgres.WithTable(""), postgres.WithChannel(strings.Repeat("c", 64)), postgres.WithPollInterval(0))
 	for _, want := range []string{"WithTable is empty", "WithChannel", "WithPollInterval (0s) must be positive"} {
-		if !errors.Is(err, postgres.ErrInvalidOption) || !strings.Contains(err.Error(), want) {
+		if !errors.Is(err, postgres.ErrInvalidOption) || !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
 			t.Errorf("Open() error = %v; want ErrInvalidOption mentioning %q", err, want)
 		}
 	}
