@@ -39,8 +39,12 @@ type Config struct {
 	// client certificate.
 	TLS *tls.Config
 
-	// Logger receives the etcd client's warnings and errors. Nil discards
-	// them.
+	// Prefix is the etcd key prefix under which tenure keys live. Empty
+	// means DefaultPrefix ("/tenure/leader/").
+	Prefix string
+
+	// Logger receives the etcd client's warnings and errors, and the
+	// coordinator's debug records. Nil discards them.
 	Logger *slog.Logger
 }
 
@@ -111,7 +115,7 @@ func checkEndpoint(ep string) error {
 // in time, ErrAuth when the credentials were refused or are required, and
 // ErrInvalidConfig for a malformed Config. It never waits longer than the
 // dial timeout, or than ctx allows.
-func Dial(ctx context.Context, cfg Config, opts ...Option) (*Coordinator, error) {
+func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -134,6 +138,10 @@ func Dial(ctx context.Context, cfg Config, opts ...Option) (*Coordinator, error)
 	})
 	if err != nil {
 		return nil, dialError(ctx, eps, cfg.Username, timeout, err)
+	}
+	opts := []Option{WithLogger(cfg.Logger)}
+	if cfg.Prefix != "" {
+		opts = append(opts, WithPrefix(cfg.Prefix))
 	}
 	c, err := newCoordinator(client, true, opts)
 	if err != nil {

@@ -53,7 +53,7 @@ func (t Target) coordinator(ctx context.Context, pgOpts ...postgres.Option) (ten
 	if t.Postgres != "" {
 		return postgres.Open(ctx, t.Postgres, pgOpts...)
 	}
-	return etcd.Dial(ctx, etcd.Config{Endpoints: t.Endpoints}, etcd.WithPrefix("/tenure-bench/"))
+	return etcd.Dial(ctx, etcd.Config{Endpoints: t.Endpoints, Prefix: "/tenure-bench/"})
 }
 
 // etcdClient opens a client of its own on the etcd target.

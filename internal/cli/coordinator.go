@@ -147,7 +147,7 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 		return nil, &exitError{code: ExitUsage, err: err}
 	}
 	// The etcd client's own warnings (every retry while a member is down)
-	// are noise unless debugging.
+	// are noise unless debugging (the coordinator logs at debug level only).
 	var clientLog *slog.Logger
 	if log.Enabled(ctx, slog.LevelDebug) {
 		clientLog = log
@@ -159,7 +159,7 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 		Password:    f.password,
 		TLS:         tlsCfg,
 		Logger:      clientLog,
-	}, etcd.WithLogger(log))
+	})
 	if err != nil {
 		if errors.Is(err, etcd.ErrInvalidConfig) {
 			return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}
