@@ -95,12 +95,16 @@ func (g *Group) Partitions() []Partition { return append([]Partition(nil), g.par
 
 // Run joins the group and runs fn for each partition this member owns,
 // each in its own goroutine with its own term, until ctx ends. It then
-// leaves: it cancels every fn's ctx, waits for them to return (at most
-// until the member's local deadline), ends their terms and leaves the group
-// in one call, so that other members take over without waiting for a TTL;
-// it waits for every fn before returning ctx.Err(). Run returns at once for
-// a configuration the coordinator refuses. Only one Run may be active per
-// Group.
+// leaves: it cancels every fn's ctx, stops renewing, waits for every fn to
+// return and leaves the group in one call, so that other members take over
+// without waiting for a TTL; then it returns ctx.Err(). A fn still running
+// at the member's local deadline has its term ended there (its Check
+// fails), and keeps the member in the group, and so its partitions out of
+// other members' reach, until it returns or the membership's lease lapses
+// on the coordinator (about TTL·MaxDrift + Margin after the deadline):
+// past that, nothing but the resources' fencing tokens keeps its late
+// writes out. Run returns at once for a configuration the coordinator
+// refuses. Only one Run may be active per Group.
 func (g *Group) Run(ctx context.Context, fn Func) error {
 	if fn == nil {
 		return fmt.Errorf("%w: Run needs a function", tenure.ErrInvalidConfig)

@@ -92,6 +92,7 @@ type cluster struct {
 	rec   *recorder
 	nodes map[string]*node
 	wrap  map[string]tenure.Coordinator // a member's coordinator, when not coord
+	fn    partition.Func                // the members' function, when not rec.fn
 }
 
 type node struct {
@@ -127,7 +128,11 @@ func (c *cluster) start(name string) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &node{g: g, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- g.Run(ctx, c.rec.fn) }()
+	fn := c.fn
+	if fn == nil {
+		fn = c.rec.fn
+	}
+	go func() { n.done <- g.Run(ctx, fn) }()
 	c.nodes[name] = n
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -194,9 +195,16 @@ func (r *runner) transition(kind tenure.TransitionKind, o *owned, err error) {
 	}
 }
 
-// leave stops every function, waits for them at most until the member's
-// local deadline, ends their terms and leaves the group in one call, then
-// waits for the functions that are still running.
+// leave stops every function, waits for them all and leaves the group in
+// one call, which frees every partition at once, so that other members
+// take over without waiting for a TTL. The membership is no longer renewed
+// meanwhile. As the Elector releases only after its function returned, a
+// function that overruns its deadline keeps the member in the group, and
+// so its partitions out of other members' reach, until it returns or the
+// membership's lease lapses on the coordinator, about TTL·MaxDrift +
+// Margin after the deadline: then a successor may claim them, while the
+// overrunning function's term has ended (at the deadline: its Check fails)
+// and only the resources' fencing stops its late writes.
 func (r *runner) leave() {
 	for _, o := range r.owned {
 		if o.reason == "" {
@@ -206,17 +214,13 @@ func (r *runner) leave() {
 	}
 	timer := time.NewTimer(r.deadline.Until())
 	defer timer.Stop()
-	for n, o := range r.owned {
+	for len(r.owned) > 0 {
 		select {
-		case err := <-o.done:
-			r.finish(o, err)
-			delete(r.owned, n)
+		case <-r.wake: // a function returned (or an earlier poke)
 		case <-timer.C:
-			timer.Reset(0)
+			r.overrun()
 		}
-	}
-	for _, o := range r.owned { // still running at the deadline
-		o.ctl.End(fmt.Errorf("%w: left the group", tenure.ErrNotLeader))
+		r.reap()
 	}
 	if r.joined {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.cfg.EffectiveRequestTimeout())
@@ -226,11 +230,22 @@ func (r *runner) leave() {
 		cancel()
 		r.joined = false
 	}
-	for n, o := range r.owned {
-		r.finish(o, <-o.done)
-		delete(r.owned, n)
-	}
 	clear(r.unsent)
 	r.publish()
 	r.g.log.Info("left")
+}
+
+// overrun ends the terms of the functions still running at the local
+// deadline while leaving, and says what becomes of their partitions.
+func (r *runner) overrun() {
+	names := make([]string, 0, len(r.owned))
+	for n, o := range r.owned {
+		o.ctl.End(fmt.Errorf("%w: left the group", tenure.ErrNotLeader))
+		names = append(names, n)
+	}
+	if r.joined {
+		slices.Sort(names)
+		r.g.log.Warn("leaving: partition functions still running past the local deadline; the member stays in the group, holding its partitions, until they return or its lease (no longer renewed) lapses",
+			"partitions", strings.Join(names, ","), "epoch", r.member.Epoch)
+	}
 }
