@@ -54,7 +54,7 @@ func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr
 		return nil, err
 	}
 	cmd := exec.Command(self, append([]string{guard.Command, "--kill-grace", grace.String(), "--", path}, args...)...)
-	cmd.Args[0] = os.Args[0] // "tenure", in ps
+	cmd.Args[0] = guard.Name // "tenure-guard", in ps
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.ExtraFiles = []*os.File{ctlR, repW} // fds 3 and 4
@@ -95,11 +95,18 @@ func selfBinary() (string, error) {
 	return self, nil
 }
 
+// errTooLate: the guard did not start the command because the term's
+// deadline had passed (or the term had ended) when it got to it. The term
+// is over; the command was never started.
+var errTooLate = errors.New("the term was over before the command started")
+
 // startFailure is the error of a guard that did not start the command.
 func startFailure(r guard.Report, err error) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("the guard ended before starting the command: %w", err)
+	case r.Expired:
+		return fmt.Errorf("%w: %s", errTooLate, r.Err)
 	case r.Code == ExitNotFound:
 		return fmt.Errorf("%s: %w", r.Err, fs.ErrNotExist)
 	default:

@@ -5,11 +5,17 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
@@ -167,4 +173,80 @@ func (r *resource) writesBy(pid int) []write {
 		}
 	}
 	return out
+}
+
+// guardChildMain is childMain's modes for the guard's tests:
+//
+//	nokill:   exec tenure ($TENURE_E2E_TENURE) with the arguments after
+//	          the test binary's, without CAP_KILL (dropped from the
+//	          bounding set): a root tenure and guard that may signal only
+//	          their own user's processes.
+//	survivor: ignore SIGTERM, become real and saved uid 65534 (effective
+//	          root), so that a guard without CAP_KILL may not signal it;
+//	          write its pid to $OUT; after survivorFor, become root
+//	          again (signallable) and wait, at most a minute.
+func guardChildMain(mode string) (code int, ok bool) {
+	switch mode {
+	case "nokill":
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_KILL, 0, 0, 0); err != nil {
+			fmt.Fprintln(os.Stderr, "drop CAP_KILL:", err)
+			return 1, true
+		}
+		bin := os.Getenv("TENURE_E2E_TENURE")
+		env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, childModeEnv+"=") })
+		fmt.Fprintln(os.Stderr, syscall.Exec(bin, append([]string{"tenure"}, os.Args[1:]...), env))
+		return 1, true
+	case "survivor":
+		began := time.Now()
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		if err := syscall.Setresuid(65534, 0, 65534); err != nil {
+			fmt.Fprintln(os.Stderr, "setresuid:", err)
+			return 1, true
+		}
+		out := os.Getenv("OUT")
+		if err := os.WriteFile(out+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil || os.Rename(out+".tmp", out) != nil {
+			return 1, true
+		}
+		time.Sleep(survivorFor - time.Since(began))
+		if err := syscall.Setresuid(0, 0, 0); err != nil {
+			fmt.Fprintln(os.Stderr, "setresuid:", err)
+			return 1, true
+		}
+		time.Sleep(time.Minute)
+		return 0, true
+	}
+	return 0, false
+}
+
+// survivorFor is how long the survivor helper cannot be signalled by a
+// guard without CAP_KILL: longer than the 10s after which the guard used to
+// stop killing.
+const survivorFor = 12 * time.Second
+
+// startNoKill starts tenure with args, as root without CAP_KILL, and env
+// added to the test's environment, as startProc does.
+func startNoKill(t *testing.T, name string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(selfBin, args...)
+	p.cmd.Env = append(cleanEnv(), append(env, childModeEnv+"=nokill", "TENURE_E2E_TENURE="+tenureBin)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.err
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.cmd.Wait()
+		p.code = exitCodeOf(p.cmd.ProcessState)
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if !p.exited() {
+			p.cmd.Process.Kill()
+		}
+		<-p.done
+		if t.Failed() {
+			t.Logf("%s (%s): exit %d\nstderr:\n%s", name, strings.Join(args, " "), p.code, p.err)
+		}
+	})
+	return p
 }

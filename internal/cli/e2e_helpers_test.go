@@ -68,6 +68,9 @@ func childMain(mode string) int {
 			time.Sleep(20 * time.Millisecond)
 		}
 	default:
+		if code, ok := guardChildMain(mode); ok {
+			return code
+		}
 		fmt.Fprintf(os.Stderr, "unknown %s %q\n", childModeEnv, mode)
 		return 2
 	}

@@ -65,8 +65,9 @@ Inside COMMAND, TENURE_KEY and TENURE_HOLDER describe this term: a nested
 ` + leaseDoc + `
 
 COMMAND runs under a guard: the tenure binary re-executed as a separate
-process, a child subreaper (orphans of COMMAND's descendants become its
-children), that starts COMMAND in a process group of its own and learns
+process named tenure-guard (in ps and top), a child subreaper (orphans of
+COMMAND's descendants become its children), that starts COMMAND in a
+process group of its own and learns
 each new local deadline (the moment the lease might expire at the
 coordinator, less a safety margin, on the clock that counts suspended
 time). The guard, not tenure, enforces it:
@@ -76,6 +77,12 @@ time). The guard, not tenure, enforces it:
   - SIGTERM comes first, at --kill-grace before the deadline, once a
     renewal is a whole renew interval (TTL/3) overdue;
   - if tenure dies, even by SIGKILL, it kills the whole tree at once;
+  - it never starts COMMAND once the term's deadline has passed (tenure
+    was stopped or slow between the grant and the start): tenure logs it
+    and campaigns again;
+  - it signals what is left of the tree again and again until nothing is
+    left, and names the survivors in the log (a process it may not
+    signal, say, of another user);
   - Ctrl-Z (SIGTSTP) stops COMMAND's tree, then tenure; on SIGCONT the tree
     continues if the deadline has not passed, and is killed without ever
     being continued if it has.
@@ -533,7 +540,14 @@ func (r *runner) lead(ctx context.Context, t *tenure.Term) error {
 		r.feed(c, t, stopFeed)
 	}()
 	defer func() { close(stopFeed); <-fed }()
-	if err := c.awaitStart(); err != nil {
+	if err := c.awaitStart(); errors.Is(err, errTooLate) {
+		r.mu.Lock()
+		r.current = nil
+		r.mu.Unlock()
+		r.log.Warn("command not started: its term was over", "token", t.Token(), "err", err)
+		t.StepDown(err)
+		return nil
+	} else if err != nil {
 		r.mu.Lock()
 		r.startErr = err
 		r.current = nil

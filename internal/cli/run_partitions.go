@@ -278,7 +278,11 @@ func (r *partRunner) lead(ctx context.Context, p partition.Partition, t *tenure.
 		r.feeder.feed(c, t, stopFeed)
 	}()
 	defer func() { close(stopFeed); <-fed }()
-	if err := c.awaitStart(); err != nil {
+	if err := c.awaitStart(); errors.Is(err, errTooLate) {
+		r.log.Warn("command not started: its term was over", "partition", p.Index, "token", t.Token(), "err", err)
+		t.StepDown(err)
+		return nil
+	} else if err != nil {
 		r.log.Error("command could not start", "partition", p.Index, "command", r.argv[0], "err", err)
 		return err
 	}

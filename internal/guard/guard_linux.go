@@ -38,6 +38,7 @@ func Main(args []string, stderr io.Writer) int {
 	// The command's parent-death signal is tied to the thread that forks
 	// it: keep the main goroutine on one thread for the guard's life.
 	runtime.LockOSThread()
+	nameSelf()
 	fs := flag.NewFlagSet(Command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	grace := fs.Duration("kill-grace", 2*time.Second, "after SIGTERM, how long before SIGKILL (never past the deadline)")
@@ -67,6 +68,8 @@ type guard struct {
 	tree *procTree
 	msgs <-chan Message
 	sigs chan os.Signal
+
+	lastSaid time.Time // when survivors were last named
 }
 
 // run starts the command once the first lease arrives, enforces the
@@ -97,6 +100,11 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 	}
 	g.st.handle(first)
 	g.drain() // a renewal may have come while the guard started
+	if why := g.st.tooLate(); why != "" {
+		// The term is over (or tenure is gone): the command never starts.
+		fmt.Fprintf(g.log, "tenure guard: command not started: %s\n", why)
+		return g.enc.Encode(Report{Err: "not started: " + why, Expired: true})
+	}
 	pid, err := startCommand(path, argv, g.st.path, first.Env)
 	if err != nil {
 		code := 126
@@ -123,41 +131,88 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 }
 
 // loop enforces the deadlines until the command and its whole tree are
-// gone.
+// gone. Once the tree is being killed, it signals the survivors again and
+// again, however long that takes, and says which they are.
 func (g *guard) loop() {
+	var killing time.Time // when the tree began to be killed
 	for {
 		g.tree.reap()
 		g.st.tick()
-		if g.tree.exited {
-			if g.tree.empty() {
-				return
-			}
-			if g.st.killAt == 0 { // the command exited, leftovers did not
-				g.st.end(syscall.SIGTERM, g.st.clock().Add(g.st.grace))
-			}
+		var left []Proc
+		if g.tree.exited || g.st.killed {
+			left = g.tree.live()
+		}
+		if g.tree.exited && len(left) == 0 {
+			return
 		}
 		wait := poll
-		if g.tree.exited || g.st.killAt != 0 {
+		switch {
+		case g.st.killed && len(left) > 0:
+			if killing.IsZero() {
+				killing = time.Now()
+			}
+			g.tree.kill()
+			g.survivors(killing)
+			wait = settle
+			if time.Since(killing) > time.Second {
+				wait = poll // a survivor that takes this long: no need to spin
+			}
+		case g.tree.exited && g.st.killAt == 0: // the command exited, leftovers did not
+			g.st.end(syscall.SIGTERM, g.st.clock().Add(g.st.grace))
+			wait = settle
+		case g.tree.exited || g.st.killAt != 0:
 			wait = settle
 		}
-		timer := time.NewTimer(g.st.wake(wait))
-		select {
-		case m, ok := <-g.msgs:
-			if !ok { // tenure is gone: nobody renews, nobody decides
-				g.msgs = nil
-				g.st.expire()
-			} else {
-				g.st.handle(m)
-			}
-		case s := <-g.sigs:
-			if s == syscall.SIGTERM {
-				g.st.killNow()
-			}
-		case <-timer.C:
-		}
-		timer.Stop()
+		g.await(g.st.wake(wait))
 	}
 }
+
+// await waits up to d for a message from tenure or a signal, and applies it.
+func (g *guard) await(d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case m, ok := <-g.msgs:
+		if !ok { // tenure is gone: nobody renews, nobody decides
+			g.msgs = nil
+			g.st.expire()
+		} else {
+			g.st.handle(m)
+		}
+	case s := <-g.sigs:
+		if s == syscall.SIGTERM {
+			g.st.killNow()
+		}
+	case <-timer.C:
+	}
+}
+
+// survivors says, a second after the tree began to be killed and every
+// survivorEvery after that, which processes of the tree are still alive,
+// and why when it can tell.
+func (g *guard) survivors(killing time.Time) {
+	since := time.Since(killing)
+	if since < time.Second || g.lastSaid.After(time.Now().Add(-survivorEvery)) {
+		return
+	}
+	g.lastSaid = time.Now()
+	left := g.tree.live()
+	if len(left) == 0 {
+		return
+	}
+	var b strings.Builder
+	for _, p := range left {
+		fmt.Fprintf(&b, "; pid %d (state %c)", p.Pid, p.State)
+		if err := syscall.Kill(p.Pid, 0); err != nil {
+			fmt.Fprintf(&b, ": %v", err)
+		}
+	}
+	fmt.Fprintf(g.log, "tenure guard: %d process(es) of the command's tree still alive %s after SIGKILL, signalled again until none is left%s\n",
+		len(left), since.Round(time.Second), b.String())
+}
+
+// survivorEvery is how often the guard repeats which processes survive.
+const survivorEvery = 10 * time.Second
 
 // drain applies the messages already waiting.
 func (g *guard) drain() {

@@ -17,6 +17,11 @@ import (
 // soon as the term begins.
 const Command = "__guard"
 
+// Name is how a guard shows in ps and top: tenure run starts it with Name
+// as its argv[0], and the guard names its process Name (the kernel's
+// process name, at most 15 bytes).
+const Name = "tenure-guard"
+
 // Files the guard finds open: messages in, reports out.
 const (
 	ControlFD = 3
@@ -65,6 +70,8 @@ type Report struct {
 	Status string `json:"status,omitempty"` // "exit status 3", "signal: killed"
 	Killed bool   `json:"killed,omitempty"` // the guard sent SIGKILL
 	// Expired: the guard killed the tree on its own, because the deadline
-	// it last heard of passed (or tenure went away).
+	// it last heard of passed (or tenure went away). With Err and no Pid:
+	// the command was never started, because the term's deadline had
+	// passed (or its term had ended) when the guard got to start it.
 	Expired bool `json:"expired,omitempty"`
 }

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"fmt"
 	"syscall"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 // signaller reaches every process of the command's tree.
 type signaller interface {
 	signal(sig syscall.Signal) // sig to every process of the tree
-	kill()                     // SIGKILL until no process of the tree is left
+	kill()                     // SIGKILL to every process of the tree (the guard repeats it while any is left)
 }
 
 // state is the guard's deadline logic: what to do to the tree, and when,
@@ -75,6 +76,20 @@ func (s *state) handle(m Message) {
 			s.tree.signal(syscall.SIGCONT)
 		}
 	}
+}
+
+// tooLate says why a command whose first lease has arrived must not start,
+// or returns "": the deadline has passed, or the tree is being killed
+// already (tenure went away, or asked for it).
+func (s *state) tooLate() string {
+	if now := s.clock(); now >= s.lease.Deadline {
+		return fmt.Sprintf("the term's local deadline passed %s before the command could start (tenure or the guard was stopped or slow)",
+			now.Sub(s.lease.Deadline).Round(time.Millisecond))
+	}
+	if s.killed {
+		return "the term ended (or tenure went away) before the command could start"
+	}
+	return ""
 }
 
 // end ends the term: sig now (unless 0), SIGKILL at at or at the deadline,

@@ -22,8 +22,9 @@ type procTree struct {
 	status syscall.WaitStatus
 }
 
-// killBound bounds how long kill keeps finding new processes to kill.
-const killBound = 10 * time.Second
+// killRound bounds how long one call of kill keeps finding new processes
+// to kill; the guard calls it again while any is left.
+const killRound = 100 * time.Millisecond
 
 // live returns the descendants that are not zombies.
 func (t *procTree) live() []Proc {
@@ -97,12 +98,14 @@ func signalProc(p Proc, ours map[int]bool, self int, sig syscall.Signal) {
 }
 
 // kill sends SIGKILL to every process of the tree, again and again, reaping
-// as it goes, until none is left (or killBound has passed).
+// as it goes, until none is left or killRound has passed: a process that
+// survives it (one the guard may not signal, say) is the caller's to kill
+// again.
 func (t *procTree) kill() {
 	began := time.Now()
 	for {
 		procs := t.live()
-		if len(procs) == 0 || time.Since(began) > killBound {
+		if len(procs) == 0 || time.Since(began) > killRound {
 			t.reap()
 			return
 		}
