@@ -203,7 +203,7 @@ Exit codes:
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &exitError{code: ExitUsage, err: fmt.Errorf("%w (see '%s --help')", err, cmd.CommandPath())}
+		return &exitError{code: ExitUsage, err: fmt.Errorf("%w%s (see '%s --help')", err, didYouMean(cmd, err), cmd.CommandPath())}
 	})
 	g.coord.register(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "least severe log messages written to stderr: debug, info, warn or error")
