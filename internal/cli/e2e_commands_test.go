@@ -180,8 +180,9 @@ func TestWatchPrefixStatusExitCodeRelease(t *testing.T) {
 	if !rel.Released || rel.Holder != "holder-a" || rel.Instance != st[0].Instance || rel.Token != live {
 		t.Errorf("release --json = %+v; want holder-a, its instance, token %d", rel, live)
 	}
-	if !strings.Contains(res.stderr, "released") || !strings.Contains(res.stderr, "holder=holder-a") {
-		t.Errorf("release log %q; want a record of who was released", res.stderr)
+	if !strings.Contains(res.stderr, "released a live lease") || !strings.Contains(res.stderr, "holder=holder-a") ||
+		!strings.Contains(res.stderr, "campaigns again") || strings.Count(res.stderr, "released") != 1 {
+		t.Errorf("release stderr %q; want one warning naming holder-a, saying that it campaigns again", res.stderr)
 	}
 	// The released grant is gone: either nobody leads or a new term does.
 	if now := statusJSON(t, nil, append(coord, "--key", "wp/a")...); len(now) == 1 && now[0].Held && now[0].Token == live {

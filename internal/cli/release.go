@@ -40,7 +40,9 @@ Releasing the grant of a holder that is still running lets another holder
 take over at once, while the released holder learns that it lost the key
 only at its next renewal (up to a third of the TTL later) and only then
 stops its command: until then both may act, and only fencing tokens keep
-your resources safe. Stop the holder instead when you can.
+your resources safe. A holder that still runs then campaigns again, and
+may take the key straight back: release warns about it. Stop the holder
+instead when you can.
 
 A key nobody leads is not an error: nothing is released.
 
@@ -113,7 +115,9 @@ func runRelease(cmd *cobra.Command, g *globalFlags, f *releaseFlags) error {
 		res.Released = true
 		ms := live.TTL.Milliseconds()
 		res.TTLLeftMS = &ms
-		log.Info("released", "key", f.key, "holder", res.Holder, "instance", res.Instance, "token", res.Token, "forced", f.force)
+		// One warning, on stderr; the result goes to stdout once.
+		log.Warn("released a live lease: if its holder still runs, it finds out at its next renewal (within a third of the TTL), stops its command and campaigns again, and may take the key back; stop the holder to move leadership for good",
+			"key", f.key, "holder", res.Holder, "instance", res.Instance, "token", res.Token, "forced", f.force)
 	}
 	out := cmd.OutOrStdout()
 	if f.json {
