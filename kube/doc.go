@@ -1,0 +1,103 @@
+// Package kube is a tenure.Coordinator on Kubernetes: one
+// coordination.k8s.io/v1 Lease per key, in one namespace, through
+// client-go. It needs an API server whose resourceVersions are comparable
+// (Kubernetes 1.35 or newer, KEP-5504), and the verbs get, list, watch,
+// create and update on leases in that namespace.
+//
+// # Layout
+//
+// A key that is a valid Lease name ("my-controller") is its own Lease's
+// name; any other key ("orders/17") gets a name made from it and a hash,
+// and the Lease carries the key in the tenure.dev/key annotation (see
+// LeaseName). tenure writes the fields client-go's leaderelection writes,
+// with the same meaning, so `kubectl get lease` shows tenure's holders and
+// the two can share a Lease:
+//
+//	spec.holderIdentity        the holder ("web-1#3f9c2a1b"); "" when released
+//	spec.leaseDurationSeconds  the TTL, rounded up to whole seconds
+//	spec.acquireTime           when the grant was made (wall clock, for people)
+//	spec.renewTime             when it was last renewed (wall clock, for people)
+//	spec.leaseTransitions      one more at every grant
+//
+// # Tokens
+//
+// The fencing token is the resourceVersion of the write that granted the
+// Lease. resourceVersions of one resource are ordered integers since
+// Kubernetes 1.35 (compared here with resourceversion.CompareResourceVersion);
+// on etcd they are etcd revisions, which only grow and survive restarts,
+// also across a delete and re-create of the Lease. Every grant is a write
+// (a create, or an update preconditioned on the version it replaces), so
+// every grant of a key has a token greater than every grant before it. A
+// server whose resourceVersions are not comparable integers is refused
+// with ErrIncomparable.
+//
+// A write cannot carry its own resourceVersion. The acquiring write
+// removes the tenure.dev/token annotation, so a Lease without one was last
+// written by the write that granted it and its resourceVersion is the
+// token; each renewal writes the token into the annotation, bound to the
+// holder and acquireTime (client-go keeps annotations it finds, so an
+// unbound one is ignored).
+//
+// # Expiry without a server clock
+//
+// The API server never expires a Lease: renewTime is a wall-clock reading
+// of whoever wrote it, which no contender can trust. As in client-go, a
+// contender decides on its own clock. It remembers, for each Lease, the
+// newest resourceVersion it has seen and when it first saw it: the time
+// read (tenure.Now, Go's monotonic clock and the boot clock) after the
+// reply or watch event that carried it arrived. It may take a held Lease
+// only with a write preconditioned on a resourceVersion that it has seen
+// unchanged for leaseDurationSeconds·(1 + MaxDrift) since then (the drift
+// allowance). A contender that has never seen the Lease, a new process or
+// one that restarted, has nothing remembered: it waits the whole duration
+// from its first read, whatever renewTime says.
+//
+// Why the holder's deadline comes first. Let the holder H's last write
+// that succeeded be W, sent at s (H read tenure.Now just before sending it:
+// the grant's Sent), applied by the API server as resourceVersion v, with
+// duration L. H's local deadline is s + L·(1 − d) − margin on H's clock
+// (tenure.Config.SafeLease, d its MaxDrift). Let a contender C take the
+// Lease with a write X.
+//
+//  1. X is preconditioned on a resourceVersion, and every write changes
+//     it; if any write followed W, an X preconditioned on v fails with a
+//     conflict. So X is preconditioned on v and no write came between.
+//  2. C first saw v at o, after a reply or event that carried v arrived.
+//     The server produced that reply after it applied W, and W was sent
+//     after s: so s ≤ o in real time.
+//  3. C sent X only after its clock had advanced L·(1 + d) since o, and
+//     X took effect after it was sent.
+//  4. Assumption: over any interval, H's clock advances at least (1 − d)
+//     times as much as C's (their rates differ by at most the drift
+//     allowance). Between s and X, C's clock advanced at least L·(1 + d)
+//     (step 3, and s ≤ o), so H's advanced at least L·(1 − d²), which is
+//     more than L·(1 − d) − margin.
+//  5. So H's deadline passed before X took effect: H stopped acting before
+//     C could begin. Renewals whose replies H never saw do not extend H's
+//     deadline, so they only make it earlier than the argument needs.
+//
+// A tenure holder already subtracts the drift from its own deadline; the
+// contender's allowance is for holders that do not, such as client-go's,
+// which stop at their RenewDeadline after the last renewal they saw. A
+// process pause (GC, SIGSTOP) can still carry a holder past its deadline
+// with a write in flight; no lease prevents that, which is why resources
+// check tokens.
+//
+// client-go's contenders compare the record (the spec fields above) with
+// whole-second times, not the resourceVersion: a renewal whose renewTime
+// falls in the same second as the one before it changes nothing they see,
+// and their wait may have started at the earlier write. Such a renewal
+// therefore returns the grant's earlier Sent, so a tenure holder's
+// deadline never outlasts a client-go contender's wait either. Every
+// acquiring write increments leaseTransitions, so it always changes the
+// record. With renewals every TTL/3 this costs nothing for TTLs of three
+// seconds or more.
+//
+// # Watches
+//
+// Watch watches the one Lease (a field selector on its name), so a
+// follower hears of a release within one event of the write, and
+// evaluates expiry on a timer by the rule above. A watch that sees a
+// release writes at once, preconditioned on the version the event carried:
+// a handover is the release, its event and one write.
+package kube

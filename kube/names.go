@@ -1,0 +1,84 @@
+package kube
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// Annotations and labels tenure writes on Leases.
+const (
+	// AnnotationKey carries the tenure key of a Lease whose name is not the
+	// key itself (see LeaseName).
+	AnnotationKey = "tenure.dev/key"
+	// AnnotationToken carries the fencing token of the grant a Lease
+	// holds, bound to its holder and acquireTime: "token,acquireTime in
+	// Unix microseconds,holder". Renewals write it; an acquiring write
+	// removes it, because that write's own resourceVersion is the token.
+	AnnotationToken = "tenure.dev/token"
+	// LabelManagedBy is set to "tenure" on Leases tenure creates, so that
+	// `kubectl get lease -l app.kubernetes.io/managed-by=tenure` lists them.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+)
+
+// hashLen is how many hex digits of SHA-256 a hashed Lease name carries.
+const hashLen = 16
+
+// LeaseName returns the name of the Lease that holds key. A key that is a
+// valid Lease name (a DNS-1123 subdomain: lower-case letters, digits, '-'
+// and '.', as in "my-controller") is its own name, so that tenure and
+// client-go's leaderelection can share a Lease. Any other key ("orders/17",
+// "Scheduler") maps to its lower-cased letters and digits followed by 16
+// hex digits of its SHA-256 ("orders-17-5d0c…"), and the Lease carries the
+// key in the AnnotationKey annotation: a Lease whose annotation names
+// another key is refused with ErrNameClash.
+func LeaseName(key string) string {
+	if exactName(key) {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	var b strings.Builder
+	for i := 0; i < len(key) && b.Len() < 100; i++ {
+		switch c := key[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			b.WriteByte(c)
+		case 'A' <= c && c <= 'Z':
+			b.WriteByte(c - 'A' + 'a')
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	if b.Len() > 0 && !strings.HasSuffix(b.String(), "-") {
+		b.WriteByte('-')
+	}
+	return b.String() + hex.EncodeToString(sum[:])[:hashLen]
+}
+
+// exactName reports whether key is a valid Lease name, and so its own.
+func exactName(key string) bool {
+	return len(validation.IsDNS1123Subdomain(key)) == 0
+}
+
+// keyOf returns the tenure key a Lease holds: its AnnotationKey, or its
+// name. ok is false when that is not a valid tenure key.
+func keyOf(l *coordv1.Lease) (key string, ok bool) {
+	key = l.Name
+	if a, has := l.Annotations[AnnotationKey]; has {
+		key = a
+	}
+	return key, tenure.ValidateKey(key) == nil && LeaseName(key) == l.Name
+}
+
+// checkKey reports whether Lease l holds key, and if not why not.
+func checkKey(l *coordv1.Lease, key string) error {
+	if got, _ := keyOf(l); got != key {
+		return fmt.Errorf("%w: Lease %s/%s holds key %s (annotation %s), not %s", ErrNameClash, l.Namespace, l.Name, tenure.QuoteInput(got), AnnotationKey, tenure.QuoteInput(key))
+	}
+	return nil
+}
