@@ -1,9 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -142,5 +147,37 @@ func TestServerCluster(t *testing.T) {
 	})
 	for _, m := range members {
 		m.stop(t)
+	}
+}
+
+// TestServerPortInUse: a --listen-client or --listen-peer port in use is
+// reported with the flag that named it, and leaves no data directory behind.
+func TestServerPortInUse(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	url := "http://" + busy.Addr().String()
+	free, err := embedded.FreeLocalURLs(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flag         string
+		client, peer string
+	}{
+		{"--listen-client", url, free[0]},
+		{"--listen-peer", free[1], url},
+	} {
+		dir := filepath.Join(t.TempDir(), "tenure-data")
+		res := runTenure(t, nil, "server", "--data-dir", dir, "--listen-client", tc.client, "--listen-peer", tc.peer, "--http", "")
+		if res.code != ExitError || !strings.Contains(res.stderr, tc.flag+" "+url) || !strings.Contains(res.stderr, "address already in use") {
+			t.Errorf("%s: exit %d, stderr %q; want %d naming %s %s and the port in use", res.description, res.code, res.stderr, ExitError, tc.flag, url)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s left %s behind (stat: %v); want no data directory after a failed start", res.description, dir, err)
+		}
 	}
 }

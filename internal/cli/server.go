@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -168,8 +171,17 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 		defer ln.Close()
 	}
 
+	if err := checkPortsFree(cmd, f); err != nil {
+		return err
+	}
+	_, statErr := os.Stat(f.dataDir)
+	newDir := errors.Is(statErr, fs.ErrNotExist)
 	srv, err := embedded.Start(ctx, cfg)
 	if err != nil {
+		if newDir {
+			// Leave nothing behind: the directory is this failed start's.
+			_ = os.RemoveAll(f.dataDir)
+		}
 		if ctx.Err() != nil {
 			return &exitError{code: ExitOK}
 		}
@@ -209,6 +221,29 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 		stopHTTP()
 	}
 	return runErr
+}
+
+// checkPortsFree tries to listen on every --listen-client and --listen-peer
+// address, so that a port in use is reported with the flag that named it
+// before the member starts (and creates its data directory).
+func checkPortsFree(cmd *cobra.Command, f *serverFlags) error {
+	for _, fl := range []struct {
+		name string
+		urls []string
+	}{{"listen-client", f.listenClient}, {"listen-peer", f.listenPeer}} {
+		for _, raw := range fl.urls {
+			u, err := url.Parse(raw)
+			if err != nil || u.Port() == "" || u.Port() == "0" {
+				continue // Validate has said what is wrong, or any port will do
+			}
+			ln, err := net.Listen("tcp", u.Host)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w (is another tenure server or etcd running there? pick a free port)", flagRef(cmd, fl.name), raw, err)
+			}
+			ln.Close()
+		}
+	}
+	return nil
 }
 
 // memberHealth reports nil when srv can serve a linearizable read now: it
