@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -100,6 +102,9 @@ func checkEndpoint(ep string) error {
 	if host == "" || port == "" {
 		return errors.New("want host:port or scheme://host:port")
 	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q: want a number from 1 to 65535", port)
+	}
 	if strings.Contains(host, "/") {
 		return fmt.Errorf("host %q contains '/': want host:port or scheme://host:port", host)
 	}
@@ -126,6 +131,9 @@ func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
 	eps := strings.Join(cfg.Endpoints, ",")
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if refused := allRefused(ctx, cfg.Endpoints); refused != nil {
+		return nil, fmt.Errorf("%w: etcd at %s: %w (nothing listens there)", ErrUnreachable, eps, refused)
+	}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:            cfg.Endpoints,
 		DialTimeout:          timeout,
@@ -178,6 +186,37 @@ func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// allRefused tries a TCP connection to every endpoint at once, and returns
+// the error when every one of them refused it (nothing listens there, so
+// waiting the dial timeout cannot help); nil as soon as one is accepted,
+// or fails in any other way (which the dial then finds out about).
+func allRefused(ctx context.Context, endpoints []string) error {
+	errs := make(chan error, len(endpoints))
+	for _, ep := range endpoints {
+		go func() {
+			hostport := ep
+			if u, err := url.Parse(ep); err == nil && u.Host != "" {
+				hostport = u.Host
+			}
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "tcp", hostport)
+			if err == nil {
+				conn.Close()
+			}
+			errs <- err
+		}()
+	}
+	var last error
+	for range endpoints {
+		err := <-errs
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil // the others' goroutines end with their dial
+		}
+		last = err
+	}
+	return last
 }
 
 // diagnose tries a plain connection (and TLS handshake) to every endpoint

@@ -75,6 +75,14 @@ func TestDialUnreachable(t *testing.T) {
 			}
 		})
 	}
+	t.Run("refused fails at once", func(t *testing.T) {
+		// Nothing listens: waiting out a long dial timeout cannot help.
+		start := time.Now()
+		_, err := etcd.Dial(context.Background(), etcd.Config{Endpoints: free, DialTimeout: time.Minute})
+		if took := time.Since(start); !errors.Is(err, etcd.ErrUnreachable) || !strings.Contains(err.Error(), "connection refused") || took > 5*time.Second {
+			t.Errorf("Dial(%v) = %v after %s; want ErrUnreachable, connection refused, at once", free, err, took)
+		}
+	})
 	t.Run("context", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
@@ -95,6 +103,9 @@ func TestDialBadConfig(t *testing.T) {
 		{"no endpoints", etcd.Config{}, "Config.Endpoints"},
 		{"bad scheme", etcd.Config{Endpoints: []string{"ftp://127.0.0.1:2379"}}, "ftp://127.0.0.1:2379"},
 		{"no port", etcd.Config{Endpoints: []string{"127.0.0.1"}}, `"127.0.0.1"`},
+		{"port not a number", etcd.Config{Endpoints: []string{"http://127.0.0.1:42379x"}}, `invalid port`},
+		{"host:port not a number", etcd.Config{Endpoints: []string{"127.0.0.1:2379x"}}, `port "2379x"`},
+		{"port out of range", etcd.Config{Endpoints: []string{"127.0.0.1:70000"}}, `port "70000"`},
 		{"scheme without ://", etcd.Config{Endpoints: []string{"http//127.0.0.1:2379"}}, `host "http//127.0.0.1" contains '/'`},
 		{"https without TLS", etcd.Config{Endpoints: []string{"https://127.0.0.1:2379"}}, "Config.TLS"},
 		{"negative timeout", etcd.Config{Endpoints: []string{"127.0.0.1:2379"}, DialTimeout: -time.Second}, "Config.DialTimeout (-1s)"},
