@@ -27,6 +27,14 @@ type Member struct {
 	// membership's lease was sent (see Grant.Sent). Set by JoinGroup and
 	// RenewMember; zero in memberships read by GroupMembers.
 	Sent Instant
+	// Partitions is how many partitions the member runs the group with (P,
+	// partition.Config.Partitions), as it announced it with
+	// ClaimPartitions; 0 when it has announced none. Coordinators record it
+	// with the membership and report it in GroupMembers; they do not check
+	// it. Members that disagree on P would leave partitions unowned, so
+	// package partition refuses to run beside a live member that announced
+	// another P, and `tenure status` shows the P the members announce.
+	Partitions int
 }
 
 // String formats the member for logs.
@@ -71,11 +79,12 @@ type GroupCoordinator interface {
 	// membership that is already gone is not an error.
 	LeaveGroup(ctx context.Context, m Member) error
 
-	// GroupMembers returns the live members of group, sorted by ID. A
-	// member's TTL is the time left on its lease where the backend reads it
-	// with the membership (memory, PostgreSQL), and the TTL granted where
-	// that would take a round trip per member (etcd). Every member calls it
-	// often, so it costs one read.
+	// GroupMembers returns the live members of group, sorted by ID, each
+	// with the Partitions it announced (0 if none). A member's TTL is the
+	// time left on its lease where the backend reads it with the membership
+	// (memory, PostgreSQL), and the TTL granted where that would take a
+	// round trip per member (etcd). Every member calls it often, so it
+	// costs one read.
 	GroupMembers(ctx context.Context, group string) ([]Member, error)
 
 	// ClaimPartitions claims the named partitions of m's group for m, in as
@@ -85,6 +94,11 @@ type GroupCoordinator interface {
 	// m already owns is returned as it is; one that another live member owns
 	// gets a *HeldError. If m itself has expired or left, the error wraps
 	// ErrLost and nothing is claimed.
+	//
+	// With no names, it announces m.Partitions instead: it records it with
+	// m's membership (one write), for GroupMembers to report, and claims
+	// nothing. A member announces once, right after it joins. A negative
+	// m.Partitions is rejected with an error wrapping ErrInvalidConfig.
 	ClaimPartitions(ctx context.Context, m Member, names []string) ([]ClaimResult, error)
 
 	// ReleasePartitions frees the partitions of gs that m still owns with
@@ -97,6 +111,16 @@ type GroupCoordinator interface {
 	// by key, each with the time left on its owner's lease as TTL (rounded
 	// down to whole seconds on etcd). Free partitions are left out.
 	GroupPartitions(ctx context.Context, group string) ([]Grant, error)
+}
+
+// ValidateAnnounce reports whether m.Partitions can be announced (see
+// GroupCoordinator.ClaimPartitions): it must not be negative. The error
+// wraps ErrInvalidConfig.
+func ValidateAnnounce(m Member) error {
+	if m.Partitions < 0 {
+		return fmt.Errorf("%w: member %q of %q announces %d partitions; want 0 or more", ErrInvalidConfig, m.ID, m.Group, m.Partitions)
+	}
+	return nil
 }
 
 // PartitionKey is the key of partition name in group: "group/name".

@@ -40,8 +40,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	m := tenure.Member{Group: group, ID: id, Epoch: uint64(l.id), TTL: l.ttl, Sent: l.sent}
-	secs := strconv.FormatInt(int64(l.ttl/time.Second), 10)
-	if _, err := c.client.Put(ctx, c.membersKey(group)+id, secs, clientv3.WithLease(l.id)); err != nil {
+	if _, err := c.client.Put(ctx, c.membersKey(group)+id, memberValue(m), clientv3.WithLease(l.id)); err != nil {
 		return tenure.Member{}, fmt.Errorf("%s: put membership on lease %x: %w", op, int64(l.id), err)
 	}
 	return m, nil
@@ -55,6 +54,46 @@ func validateJoin(group, id string, ttl time.Duration) error {
 		return err
 	}
 	return tenure.ValidateTTL(ttl)
+}
+
+// memberValue is the value of m's membership key: the TTL granted in
+// seconds, then, once m announced it (ClaimPartitions with no names), a
+// space and its partition count: "10 8".
+func memberValue(m tenure.Member) string {
+	v := strconv.FormatInt(int64(m.TTL/time.Second), 10)
+	if m.Partitions > 0 {
+		v += " " + strconv.Itoa(m.Partitions)
+	}
+	return v
+}
+
+// parseMemberValue reads a membership key's value (memberValue); what it
+// cannot read is 0.
+func parseMemberValue(v string) (ttl time.Duration, partitions int) {
+	secs, p, _ := strings.Cut(v, " ")
+	n, _ := strconv.ParseInt(secs, 10, 64)
+	partitions, _ = strconv.Atoi(p)
+	return time.Duration(n) * time.Second, partitions
+}
+
+// announce records m.Partitions in m's membership key, if it is still on
+// m's lease.
+func (c *Coordinator) announce(ctx context.Context, m tenure.Member) error {
+	if err := tenure.ValidateAnnounce(m); err != nil {
+		return err
+	}
+	key := c.membersKey(m.Group) + m.ID
+	resp, err := c.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.LeaseValue(key), "=", int64(m.Epoch))).
+		Then(clientv3.OpPut(key, memberValue(m), clientv3.WithLease(clientv3.LeaseID(m.Epoch)))).
+		Commit()
+	switch {
+	case isLeaseNotFound(err) || (err == nil && !resp.Succeeded):
+		return fmt.Errorf("%w: lease %x expired or was revoked", tenure.ErrLost, m.Epoch)
+	case err != nil:
+		return fmt.Errorf("announce %d partitions: %w", m.Partitions, err)
+	}
+	return nil
 }
 
 // validMember reports whether m can have come from JoinGroup.
@@ -124,8 +163,8 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.
 	}
 	out := make([]tenure.Member, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		secs, _ := strconv.ParseInt(string(kv.Value), 10, 64)
-		out = append(out, tenure.Member{Group: group, ID: strings.TrimPrefix(string(kv.Key), prefix), Epoch: uint64(kv.Lease), TTL: time.Duration(secs) * time.Second})
+		ttl, partitions := parseMemberValue(string(kv.Value))
+		out = append(out, tenure.Member{Group: group, ID: strings.TrimPrefix(string(kv.Key), prefix), Epoch: uint64(kv.Lease), TTL: ttl, Partitions: partitions})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

@@ -23,14 +23,15 @@ type group struct {
 
 // membership is one live (or expired, not yet collected) membership.
 type membership struct {
-	id      string
-	epoch   uint64
-	ttl     time.Duration
-	expires time.Duration // on the coordinator's clock
+	id         string
+	epoch      uint64
+	ttl        time.Duration
+	expires    time.Duration // on the coordinator's clock
+	partitions int           // as announced; 0 before
 }
 
 func (m *membership) member(group string, ttl time.Duration) tenure.Member {
-	return tenure.Member{Group: group, ID: m.id, Epoch: m.epoch, TTL: ttl}
+	return tenure.Member{Group: group, ID: m.id, Epoch: m.epoch, TTL: ttl, Partitions: m.partitions}
 }
 
 // groupLocked returns group g, creating it.
@@ -188,11 +189,15 @@ func liveEpochsLocked(g *group, now time.Duration) map[uint64]*membership {
 	return out
 }
 
-// ClaimPartitions claims the named partitions of m's group for m; see
-// tenure.GroupCoordinator. A claimed partition's token is one greater than
-// the last token granted on its key. The call is subject to m.ID's faults.
+// ClaimPartitions claims the named partitions of m's group for m, or with
+// no names announces m.Partitions; see tenure.GroupCoordinator. A claimed
+// partition's token is one greater than the last token granted on its key.
+// The call is subject to m.ID's faults.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
 	if err := validateMember(m); err != nil {
+		return nil, fmt.Errorf("memory: claim: %w", err)
+	}
+	if err := tenure.ValidateAnnounce(m); err != nil {
 		return nil, fmt.Errorf("memory: claim: %w", err)
 	}
 	for _, n := range names {
@@ -208,6 +213,9 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 		self := live[m.Epoch]
 		if self == nil || self.id != m.ID {
 			return fmt.Errorf("membership expired or left: %w", tenure.ErrLost)
+		}
+		if len(names) == 0 {
+			self.partitions = m.Partitions
 		}
 		for i, n := range names {
 			if out[i] = c.claimLocked(g, live, self, m.Group, n, now); out[i].Err == nil {

@@ -23,6 +23,15 @@
 // moves nothing. A partition is released only after its function has
 // returned (drained).
 //
+// # Partition count
+//
+// Every member of a group must run it with the same number of partitions
+// P: members that disagree compute different assignments and leave
+// partitions unowned. A member announces its P right after it joins
+// (tenure.Member.Partitions, recorded by the coordinator with the
+// membership) and refuses to run beside a live member that announced
+// another, until it has settled: see CountError.
+//
 // # Terms
 //
 // Each owned partition runs Func(ctx, p, term) in its own goroutine with a

@@ -104,7 +104,9 @@ func (g *Group) Partitions() []Partition { return append([]Partition(nil), g.par
 // on the coordinator (about TTL·MaxDrift + Margin after the deadline):
 // past that, nothing but the resources' fencing tokens keeps its late
 // writes out. Run returns at once for a configuration the coordinator
-// refuses. Only one Run may be active per Group.
+// refuses, and, having left the group, with a *CountError when a live
+// member announced another partition count before this member's first
+// view of the membership settled. Only one Run may be active per Group.
 func (g *Group) Run(ctx context.Context, fn Func) error {
 	if fn == nil {
 		return fmt.Errorf("%w: Run needs a function", tenure.ErrInvalidConfig)

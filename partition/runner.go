@@ -30,6 +30,7 @@ type runner struct {
 	wake chan struct{} // poked when a function returns
 
 	joined    bool
+	announced bool // this membership's partition count is recorded
 	member    tenure.Member
 	deadline  tenure.Instant // the member's local deadline, on both clocks
 	nextRenew time.Time
@@ -42,7 +43,8 @@ type runner struct {
 	watch             <-chan struct{}   // membership changes; nil: poll only
 	nextWatch         time.Time         // when to try watching again
 
-	reconcile bool // a claim's outcome is unknown: look for orphans
+	disagree  map[string]uint64 // members that announced another P: ID → epoch logged
+	reconcile bool              // a claim's outcome is unknown: look for orphans
 	owned     map[string]*owned
 	unsent    map[string]tenure.Grant // to release; retried until it succeeds
 	cooldown  map[string]time.Time    // not claimed again before
@@ -58,6 +60,7 @@ func newRunner(ctx context.Context, g *Group, fn Func) *runner {
 		unsent:   make(map[string]tenure.Grant),
 		cooldown: make(map[string]time.Time),
 		unowned:  make(map[string]time.Time),
+		disagree: make(map[string]uint64),
 	}
 }
 
@@ -100,11 +103,18 @@ func (r *runner) step() error {
 			return err
 		}
 	}
+	if r.joined && !r.announced {
+		if err := r.announce(); err != nil {
+			return err
+		}
+	}
 	if r.joined && !time.Now().Before(r.nextRenew) {
 		r.renew()
 	}
 	if r.joined {
-		r.readMembers()
+		if err := r.readMembers(); err != nil {
+			return err
+		}
 	}
 	r.reap()
 	if r.joined && r.reconcile {
@@ -148,7 +158,8 @@ func (r *runner) join() error {
 		r.g.log.Warn("join failed; retrying", "err", err)
 		return nil
 	}
-	r.member, r.joined = m, true
+	m.Partitions = r.cfg.Partitions // announced by the next step
+	r.member, r.joined, r.announced = m, true, false
 	r.deadline = r.deadlineOf(m)
 	r.nextRenew = m.Sent.Time().Add(r.renewInterval())
 	r.g.log.Info("joined", "epoch", m.Epoch, "ttl", m.TTL)
@@ -183,6 +194,7 @@ func (r *runner) renew() {
 	})
 	switch {
 	case err == nil:
+		m.Partitions = r.cfg.Partitions
 		r.member = m
 		r.deadline = r.deadlineOf(m)
 		r.nextRenew = m.Sent.Time().Add(r.renewInterval())

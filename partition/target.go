@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tenure-dev/tenure"
 )
 
 // A MembersWatcher is a tenure.GroupCoordinator that tells members at once
@@ -45,10 +47,14 @@ func (r *runner) watchMembers(ctx context.Context) {
 // at once with one read of the membership; it reads the partition table
 // when the change settles, and then as scheduleRead says (so that members
 // whose views of a hand-over differed agree again).
-func (r *runner) readMembers() {
-	ids, ok := r.members()
+func (r *runner) readMembers() error {
+	ms, ok := r.members()
 	if !ok {
-		return
+		return nil
+	}
+	ids, err := r.agreeing(ms)
+	if err != nil {
+		return err
 	}
 	now := time.Now()
 	changed := r.target == nil || !slices.Equal(ids, r.latest)
@@ -60,7 +66,7 @@ func (r *runner) readMembers() {
 	settle := (r.settled == nil || !slices.Equal(r.latest, r.effective)) && now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce()
 	read := r.target == nil || settle || !now.Before(r.nextRead)
 	if !changed && !read {
-		return
+		return nil
 	}
 	basis, fresh := r.predicted(), false
 	if read {
@@ -72,7 +78,7 @@ func (r *runner) readMembers() {
 			// again after RetryPeriod.
 			r.nextRead = now.Add(r.cfg.EffectiveRetryPeriod())
 			if !changed && !settle {
-				return
+				return nil
 			}
 		}
 	}
@@ -87,6 +93,7 @@ func (r *runner) readMembers() {
 	if settle || (r.settled != nil && slices.Equal(r.latest, r.effective)) {
 		r.settled = r.target
 	}
+	return nil
 }
 
 // setTarget makes t the target and lists the partitions it gives this
@@ -131,21 +138,18 @@ func (r *runner) predicted() map[string]string {
 	return out
 }
 
-// members reads the IDs of the group's live members.
-func (r *runner) members() ([]string, bool) {
-	var ids []string
-	err := r.call(func(ctx context.Context) error {
-		ms, err := r.g.c.GroupMembers(ctx, r.cfg.Key)
-		for _, m := range ms {
-			ids = append(ids, m.ID)
-		}
+// members reads the group's live members.
+func (r *runner) members() ([]tenure.Member, bool) {
+	var ms []tenure.Member
+	err := r.call(func(ctx context.Context) (err error) {
+		ms, err = r.g.c.GroupMembers(ctx, r.cfg.Key)
 		return err
 	})
 	if err != nil {
 		r.g.log.Warn("reading members failed", "err", err)
 		return nil, false
 	}
-	return ids, true
+	return ms, true
 }
 
 // owners reads who owns each partition now (partition name → member ID).

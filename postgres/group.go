@@ -127,9 +127,14 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.
 	if err != nil {
 		return nil, err
 	}
+	// The partitions column is read through the row's JSON form, so that
+	// a members table made by an older tenure (which JoinGroup would have
+	// extended, but no member of this version may have joined yet) reads as
+	// "nothing announced" instead of failing.
 	rows, err := c.pool.Query(ctx, `SELECT member, epoch,
-       (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
-FROM `+t.members+` WHERE grp = $1 AND expires_at > CURRENT_TIMESTAMP ORDER BY member, epoch`, group)
+       (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint,
+       coalesce((to_jsonb(m) ->> 'partitions')::integer, 0)
+FROM `+t.members+` m WHERE grp = $1 AND expires_at > CURRENT_TIMESTAMP ORDER BY member, epoch`, group)
 	if isUndefinedTable(err) {
 		return nil, nil
 	}
@@ -139,7 +144,7 @@ FROM `+t.members+` WHERE grp = $1 AND expires_at > CURRENT_TIMESTAMP ORDER BY me
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (tenure.Member, error) {
 		var m tenure.Member
 		var epoch, us int64
-		err := r.Scan(&m.ID, &epoch, &us)
+		err := r.Scan(&m.ID, &epoch, &us, &m.Partitions)
 		m.Group, m.Epoch, m.TTL = group, uint64(epoch), time.Duration(us)*time.Microsecond
 		return m, err
 	})

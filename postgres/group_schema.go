@@ -44,7 +44,8 @@ func createGroupTablesSQL(t groupTables) string {
 	grp        text NOT NULL,
 	member     text NOT NULL,
 	ttl_us     bigint NOT NULL,
-	expires_at timestamptz NOT NULL
+	expires_at timestamptz NOT NULL,
+	partitions integer
 );
 CREATE INDEX IF NOT EXISTS ` + t.index + ` ON ` + t.members + ` (grp);
 CREATE TABLE IF NOT EXISTS ` + t.partitions + ` (
@@ -56,18 +57,32 @@ CREATE TABLE IF NOT EXISTS ` + t.partitions + ` (
 )`
 }
 
-// ensureGroupTables creates the group tables if they do not exist,
+// addPartitionsColumnSQL adds the column where members record the partition
+// count they announce to a members table made before it existed.
+func addPartitionsColumnSQL(t groupTables) string {
+	return `ALTER TABLE ` + t.members + ` ADD COLUMN IF NOT EXISTS partitions integer`
+}
+
+// ensureGroupTables creates the group tables if they do not exist, and adds
+// the members' partitions column to tables made before it existed,
 // serialized on an advisory lock as ensureTable is.
 func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) error {
-	exists, err := tableExists(ctx, c.pool, t.partitions)
-	if err != nil || exists {
+	var exists, current bool
+	err := c.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL,
+       EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname = 'partitions' AND NOT attisdropped)`,
+		t.partitions, t.members).Scan(&exists, &current)
+	if err != nil || (exists && current) {
 		return err
 	}
-	return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, advisoryLockClass, t.partitions); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, createGroupTablesSQL(t))
+		_, err := tx.Exec(ctx, createGroupTablesSQL(t)+";\n"+addPartitionsColumnSQL(t))
 		return err
 	})
+	if err != nil && exists {
+		return fmt.Errorf("group table %s has no column partitions (made by an older tenure), and adding it failed: %w; run as its owner: %s", t.members, err, addPartitionsColumnSQL(t))
+	}
+	return err
 }

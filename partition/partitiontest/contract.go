@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,7 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("Balance", s.balance)
 	t.Run("PlannedLeave", s.plannedLeave)
 	t.Run("Crash", s.crash)
+	t.Run("Announce", s.announce)
 	probe := newCoordinator(t)
 	_, watches := probe.(partition.MembersWatcher)
 	_ = probe.Close()
@@ -155,6 +157,62 @@ func (s suite) contract(t *testing.T) {
 		t.Errorf("ClaimPartitions() after LeaveGroup error = %v; want ErrLost", err)
 	}
 	s.checkMembers(t, b, g, "b#1")
+}
+
+// announce checks that the partition count a member announces (a claim of
+// no names) is recorded with its membership and reported by GroupMembers,
+// through renewals and claims, and never for a membership that is gone.
+func (s suite) announce(t *testing.T) {
+	a, b := s.group(t), s.group(t)
+	g := groupName(t)
+	ma, mb := s.join(t, a, g, "a#1"), s.join(t, b, g, "b#1")
+	s.checkCounts(t, a, g, "a#1=0 b#1=0")
+	ma.Partitions, mb.Partitions = 8, 4
+	for _, x := range []struct {
+		c tenure.GroupCoordinator
+		m tenure.Member
+	}{{a, ma}, {b, mb}} {
+		if res, err := x.c.ClaimPartitions(ctx(t), x.m, nil); err != nil || len(res) != 0 {
+			t.Fatalf("ClaimPartitions(%s, no names) = %v, %v; want no results, no error (an announcement)", x.m, res, err)
+		}
+	}
+	s.checkCounts(t, b, g, "a#1=8 b#1=4")
+	r, err := a.RenewMember(ctx(t), ma)
+	if err != nil || r.Partitions != 8 {
+		t.Errorf("RenewMember() = %+v, %v; want the member with Partitions 8", r, err)
+	}
+	claim(t, a, r, "0")
+	s.checkCounts(t, b, g, "a#1=8 b#1=4")
+	bad := r
+	bad.Partitions = -1
+	if _, err := a.ClaimPartitions(ctx(t), bad, nil); !errors.Is(err, tenure.ErrInvalidConfig) {
+		t.Errorf("announcing -1 partitions: error = %v; want ErrInvalidConfig", err)
+	}
+	s.checkCounts(t, b, g, "a#1=8 b#1=4")
+	if err := a.LeaveGroup(ctx(t), r); err != nil {
+		t.Fatalf("LeaveGroup() error = %v", err)
+	}
+	if _, err := a.ClaimPartitions(ctx(t), r, nil); !errors.Is(err, tenure.ErrLost) {
+		t.Errorf("announcing after LeaveGroup: error = %v; want ErrLost", err)
+	}
+	s.checkCounts(t, b, g, "b#1=4")
+}
+
+// checkCounts checks the members of group and the partition counts they
+// announced, as "id=P" in GroupMembers' order.
+func (s suite) checkCounts(t *testing.T, c tenure.GroupCoordinator, group, want string) {
+	t.Helper()
+	ms, err := c.GroupMembers(ctx(t), group)
+	if err != nil {
+		t.Fatalf("GroupMembers() error = %v", err)
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, fmt.Sprintf("%s=%d", m.ID, m.Partitions))
+	}
+	if strings.Join(got, " ") != want {
+		t.Errorf("GroupMembers() = %s; want %s (member=partitions announced)", strings.Join(got, " "), want)
+	}
 }
 
 func (s suite) checkMembers(t *testing.T, c tenure.GroupCoordinator, group string, want ...string) {
