@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -58,19 +60,16 @@ func (r *Report) plots() []plot {
 				}
 			}
 		}
-		if xmax <= 0 {
-			xmax = 1
-		}
+		step, n := niceStep(xmax)
+		xmax = step * float64(n)
 		iw, ih := float64(plotW-padL-padR), float64(plotH-padT-padB)
 		x := func(v float64) float64 { return padL + v/xmax*iw }
 		y := func(q float64) float64 { return padT + (1-q)*ih }
+		for i := range n + 1 {
+			v := step * float64(i)
+			p.XTicks = append(p.XTicks, tick{x(v), strconv.FormatFloat(v, 'f', -1, 64)})
+		}
 		for i := range 5 {
-			v := xmax * float64(i) / 4
-			label := fmt.Sprintf("%.3g", v)
-			if xmax >= 100 {
-				label = fmt.Sprintf("%.0f", v)
-			}
-			p.XTicks = append(p.XTicks, tick{x(v), label})
 			p.YTicks = append(p.YTicks, tick{y(float64(i) / 4), fmt.Sprintf("%d%%", i*25)})
 		}
 		for _, s := range r.Series {
@@ -92,6 +91,27 @@ func (r *Report) plots() []plot {
 	return out
 }
 
+// niceStep returns a tick step of 1, 2 or 5 times a power of ten, and how
+// many steps (3 to 10) cover 0 to max: round numbers on the axis (0, 500,
+// 1000, 1500) rather than quarters of the largest sample (0, 552, 1103).
+func niceStep(max float64) (step float64, n int) {
+	if !(max > 0) {
+		return 1, 1
+	}
+	raw := max / 5
+	pow := math.Pow(10, math.Floor(math.Log10(raw)))
+	step = 10 * pow
+	for _, m := range []float64{1, 2, 5} {
+		if m*pow >= raw {
+			step = m * pow
+			break
+		}
+	}
+	// Round away binary noise (0.1+0.2), then count the steps to max.
+	step, _ = strconv.ParseFloat(strconv.FormatFloat(step, 'g', 6, 64), 64)
+	return step, int(math.Ceil(max/step - 1e-9))
+}
+
 var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>tenure bench {{.R.Benchmark}} on {{.R.Backend}}</title>
@@ -108,6 +128,7 @@ code { background: #f3f3f3; padding: 0.1em 0.3em; }
 <h1>tenure bench {{.R.Benchmark}} on {{.R.Backend}}</h1>
 {{with .R.Command}}<p>Command: <code>{{.}}</code></p>{{end}}
 <p>Settings:{{range $k, $v := .R.Settings}} {{$k}} <b>{{$v}}</b>;{{end}}</p>
+{{range .R.Verdicts}}<p class="verdict"><b>{{.}}</b></p>{{end}}
 <table id="figures">
 <thead><tr>{{range index .Table 0}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>{{range slice .Table 1}}<tr class="row">{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</tbody>
