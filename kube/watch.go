@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
@@ -28,8 +27,11 @@ import (
 // state, not every change; renewals, which change nothing a reader sees,
 // send nothing. A watch the API server ends (its request timeout, or a
 // resourceVersion too old to resume from) is opened again from a fresh
-// read. The channel is closed when ctx ends, when the coordinator is
-// closed, or when opening the watch again fails.
+// read; while the server cannot be reached the watch retries, and the
+// last state stands (an expiry it times then is a hint: the Acquire it
+// prompts reads the Lease). The channel is closed when ctx ends, when the
+// coordinator is closed, or when the Lease turns out to hold another key
+// (ErrNameClash).
 func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
 	op := fmt.Sprintf("kube: watch %q", key)
 	if err := tenure.ValidateKey(key); err != nil {
@@ -131,84 +133,88 @@ func same(a, b tenure.LeaderEvent) bool {
 	return a.Held == b.Held && a.Grant.Holder == b.Grant.Holder && a.Grant.Token == b.Grant.Token
 }
 
-// run follows the Lease from s until ctx ends or the watch cannot be
-// opened again, sending events on out.
+// Bounds of the backoff between attempts to open a watch again.
+const (
+	minReopen = 100 * time.Millisecond
+	maxReopen = 2 * time.Second
+)
+
+// run follows the Lease from s until ctx ends, sending events on out. When
+// the server ends the watch, it opens it again from a fresh read, retrying
+// with backoff while the server is unreachable.
 func (w *watcher) run(ctx context.Context, s state, stream watch.Interface, out chan<- tenure.LeaderEvent) {
-	defer func() { stream.Stop() }()
-	last := w.event(s)
-	pending := &last
-	expiry := time.NewTimer(0)
+	defer func() {
+		if stream != nil {
+			stream.Stop()
+		}
+	}()
+	last, pending := w.event(s), true
+	expiry, reopen := time.NewTimer(0), time.NewTimer(0)
 	defer expiry.Stop()
-	arm := func() { expiry.Reset(max(s.r.left(w.c.cfg.MaxDrift), 0)) }
-	arm()
+	defer reopen.Stop()
+	reopen.Stop()
+	backoff := minReopen
 	for {
+		if s.found && s.r.live(w.c.cfg.MaxDrift) {
+			expiry.Reset(s.r.left(w.c.cfg.MaxDrift))
+		}
 		var send chan<- tenure.LeaderEvent
-		if pending != nil {
+		if pending {
 			send = out
 		}
-		var ok bool
+		var results <-chan watch.Event
+		if stream != nil {
+			results = stream.ResultChan()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case send <- last:
-			pending = nil
+			pending = false
 			continue
 		case <-expiry.C: // the lease may have expired: re-evaluate below
-		case ev, open := <-stream.ResultChan():
-			if s, ok = w.apply(ctx, s, ev, open, &stream); !ok {
+		case <-reopen.C:
+			ns, st, err := w.open(ctx)
+			if err != nil {
+				w.c.log.Debug("watch: open again", "key", w.key, "err", err, "retry in", backoff)
+				reopen.Reset(backoff)
+				backoff = min(2*backoff, maxReopen)
+				continue
+			}
+			s, stream, backoff = ns, st, minReopen
+		case ev, open := <-results:
+			if !open || ev.Type == watch.Error {
+				if open {
+					w.c.log.Debug("watch: error event", "key", w.key, "err", apierrors.FromObject(ev.Object))
+				}
+				stream.Stop()
+				stream = nil
+				reopen.Reset(0)
+				continue
+			}
+			var err error
+			if s, err = w.apply(s, ev); err != nil {
+				w.c.log.Info("watch stopped", "key", w.key, "err", err)
 				return
 			}
 		}
 		if e := w.event(s); !same(e, last) {
-			last, pending = e, &e
-		}
-		if s.found && s.r.holder != "" && s.r.live(w.c.cfg.MaxDrift) {
-			arm()
+			last, pending = e, true
 		}
 	}
 }
 
-// apply applies one watch event (open is false when the server ended the
-// watch) to s, and returns the new state; ok is false when the watch must
-// end. It reopens the watch into *stream when the server ended it.
-func (w *watcher) apply(ctx context.Context, s state, ev watch.Event, open bool, stream *watch.Interface) (state, bool) {
+// apply applies one watch event to s and returns the new state.
+func (w *watcher) apply(s state, ev watch.Event) (state, error) {
 	at := tenure.Now()
-	switch {
-	case !open, ev.Type == watch.Error && gone(ev):
-		(*stream).Stop()
-		ns, st, err := w.open(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				w.c.log.Info("watch ended and could not be opened again", "key", w.key, "err", err)
-			}
-			return s, false
+	switch ev.Type {
+	case watch.Added, watch.Modified:
+		if l, ok := ev.Object.(*coordv1.Lease); ok {
+			return w.observe(l, at)
 		}
-		*stream = st
-		return ns, true
-	case ev.Type == watch.Added, ev.Type == watch.Modified:
-		l, isLease := ev.Object.(*coordv1.Lease)
-		if !isLease {
-			return s, true
-		}
-		ns, err := w.observe(l, at)
-		if err != nil {
-			w.c.log.Info("watch stopped", "key", w.key, "err", err)
-			return s, false
-		}
-		return ns, true
-	case ev.Type == watch.Deleted:
+	case watch.Deleted:
 		w.c.unsee(w.name)
-		return state{}, true
-	case ev.Type == watch.Error:
-		w.c.log.Info("watch failed", "key", w.key, "err", apierrors.FromObject(ev.Object))
-		return s, false
+		return state{}, nil
 	}
-	return s, true // a bookmark
-}
-
-// gone reports whether a watch error event says that the resourceVersion
-// it resumes from is too old (410 Gone): the watch must start over.
-func gone(ev watch.Event) bool {
-	st, ok := ev.Object.(*metav1.Status)
-	return ok && st.Code == http.StatusGone
+	return s, nil // a bookmark
 }

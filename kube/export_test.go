@@ -1,0 +1,38 @@
+package kube
+
+import (
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// Record exposes the expiry rule to the external tests: Lease l, whose
+// resourceVersion was first seen at seen, as a Coordinator with maxDrift
+// reads it.
+type Record struct {
+	r        record
+	maxDrift float64
+}
+
+// NewRecord reads Lease l as first seen at seen.
+func NewRecord(l *coordv1.Lease, seen tenure.Instant, maxDrift float64) (Record, error) {
+	rv, err := parseVersion(l.ResourceVersion)
+	if err != nil {
+		return Record{}, err
+	}
+	return Record{r: newRecord(l, rv, seen), maxDrift: maxDrift}, nil
+}
+
+// Left is the time left before a contender may take the Lease.
+func (r Record) Left() time.Duration { return r.r.left(r.maxDrift) }
+
+// Takeable reports whether holder may write a new grant over the Lease.
+func (r Record) Takeable(holder string) bool { return r.r.takeable(holder, r.maxDrift) }
+
+// Token is the fencing token of the grant the Lease holds.
+func (r Record) Token() uint64 { return r.r.token }
+
+// TokenAnnotation is tokenAnnotation.
+var TokenAnnotation = tokenAnnotation

@@ -1,0 +1,115 @@
+package kube_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/kube"
+)
+
+// lease returns a Lease at resourceVersion rv held by holder for secs.
+func lease(rv, holder string, secs int32) *coordv1.Lease {
+	acquired := metav1.NewMicroTime(time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC))
+	return &coordv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "k", ResourceVersion: rv},
+		Spec:       coordv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &acquired, RenewTime: &acquired},
+	}
+}
+
+// TestExpiryRule: a contender may take a held Lease only once it has seen
+// the same resourceVersion for the whole duration plus the drift
+// allowance, counted from its first sighting, whatever renewTime says.
+func TestExpiryRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const maxDrift = 0.01
+		seen := tenure.Now()
+		r, err := kube.NewRecord(lease("42", "alice#1", 10), seen, maxDrift)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Takeable("bob#2") {
+			t.Fatal("Takeable by another holder at its first sighting = true; want false")
+		}
+		if !r.Takeable("alice#1") {
+			t.Fatal("Takeable by its own holder = false; want true (a new grant supersedes)")
+		}
+		time.Sleep(10 * time.Second) // the duration alone
+		if r.Takeable("bob#2") {
+			t.Fatalf("Takeable after exactly leaseDurationSeconds = true; want false until the drift allowance (%s left)", r.Left())
+		}
+		if got, want := r.Left(), 100*time.Millisecond; got != want {
+			t.Fatalf("Left() after the duration = %s; want %s (1%% of 10s)", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if !r.Takeable("bob#2") {
+			t.Fatalf("Takeable after duration·(1+MaxDrift) = false (Left %s); want true", r.Left())
+		}
+	})
+}
+
+// TestExpiryRuleReleasedOrNoDuration: a released Lease is free at once; so,
+// as client-go reads it, is a held one without a duration.
+func TestExpiryRuleReleasedOrNoDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, l := range []*coordv1.Lease{lease("7", "", 15), lease("8", "alice#1", 0)} {
+			r, err := kube.NewRecord(l, tenure.Now(), 0.01)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Takeable("bob#2") {
+				t.Errorf("Lease holder %q duration %d: Takeable = false; want true", *l.Spec.HolderIdentity, *l.Spec.LeaseDurationSeconds)
+			}
+		}
+	})
+}
+
+// TestTokenOf: the token is the bound annotation's, else the Lease's own
+// resourceVersion.
+func TestTokenOf(t *testing.T) {
+	l := lease("90", "alice#1", 10)
+	bound := kube.TokenAnnotation(77, l.Spec.AcquireTime.Time, "alice#1")
+	cases := []struct {
+		name       string
+		annotation string
+		want       uint64
+	}{
+		{"no annotation: the acquiring write", "", 90},
+		{"bound", bound, 77},
+		{"another holder's", kube.TokenAnnotation(77, l.Spec.AcquireTime.Time, "bob#2"), 90},
+		{"another acquireTime's (client-go kept it)", kube.TokenAnnotation(77, l.Spec.AcquireTime.Add(time.Second), "alice#1"), 90},
+		{"greater than the resourceVersion", kube.TokenAnnotation(91, l.Spec.AcquireTime.Time, "alice#1"), 90},
+		{"garbage", "x,y,alice#1", 90},
+	}
+	for _, tc := range cases {
+		l := l.DeepCopy()
+		if tc.annotation != "" {
+			l.Annotations = map[string]string{kube.AnnotationToken: tc.annotation}
+		}
+		r, err := kube.NewRecord(l, tenure.Now(), 0.01)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Token(); got != tc.want {
+			t.Errorf("%s: token = %d; want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestIncomparableVersion: a resourceVersion that is not an ordered
+// integer is refused, naming it.
+func TestIncomparableVersion(t *testing.T) {
+	for _, rv := range []string{"", "0", "abc", "012", "99999999999999999999999"} {
+		_, err := kube.NewRecord(lease(rv, "alice#1", 10), tenure.Now(), 0.01)
+		if !errors.Is(err, kube.ErrIncomparable) || !strings.Contains(err.Error(), fmt.Sprintf("%q", rv)) {
+			t.Errorf("resourceVersion %q: error = %v; want one wrapping kube.ErrIncomparable and naming it", rv, err)
+		}
+	}
+}
