@@ -91,8 +91,10 @@ func (l *termLog) lead(holder string, cfg tenure.Config, work func(ctx context.C
 		}()
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
-		for {
-			l.checkDeadline(holder, cfg, term)
+		for ok := true; ; {
+			if ok { // one violation per term is enough
+				ok = l.checkDeadline(holder, cfg, term)
+			}
 			select {
 			case <-tick.C:
 				continue
@@ -126,10 +128,11 @@ func (l *termLog) checkHeld(holder string, term *tenure.Term) {
 	}
 }
 
-// checkDeadline checks term's local deadline against its lease.
-func (l *termLog) checkDeadline(holder string, cfg tenure.Config, term *tenure.Term) {
+// checkDeadline checks term's local deadline against its lease, and
+// reports whether it passed (or could not be checked).
+func (l *termLog) checkDeadline(holder string, cfg tenure.Config, term *tenure.Term) bool {
 	if l.leases == nil {
-		return
+		return true
 	}
 	id, ok := l.leases.leaseOfToken(term.Token())
 	if !ok {
@@ -139,13 +142,15 @@ func (l *termLog) checkDeadline(holder string, cfg tenure.Config, term *tenure.T
 		defer cancel()
 		resp, err := l.cl.Get(ctx, l.ek)
 		if err != nil || len(resp.Kvs) == 0 || uint64(resp.Kvs[0].ModRevision) != term.Token() {
-			return
+			return true
 		}
 		id = clientv3.LeaseID(resp.Kvs[0].Lease)
 	}
 	if err := l.leases.checkDeadline(cfg, id, term.Deadline(), term.BootDeadline()); err != nil {
 		l.violation("%s's term with token %d: %v", holder, term.Token(), err)
+		return false
 	}
+	return true
 }
 
 // waitFor waits until cond holds of the terms recorded, at most timeout,
