@@ -152,13 +152,21 @@ func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
 		opts = append(opts, WithPrefix(cfg.Prefix))
 	}
 	c, err := newCoordinator(client, true, opts)
+	if err == nil {
+		err = answers(ctx, c, cfg, timeout)
+	}
 	if err != nil {
 		client.Close()
 		return nil, err
 	}
-	// clientv3.New does not fail on unreachable endpoints; a linearizable
-	// read does. If it has not answered by half the timeout, find out in
-	// the meantime why, for the error message.
+	return c, nil
+}
+
+// answers checks that the cluster c talks to answers a linearizable read
+// (clientv3.New does not fail on unreachable endpoints; the read does). If
+// it has not answered by half the timeout, it finds out in the meantime
+// why, for the error message.
+func answers(ctx context.Context, c *Coordinator, cfg Config, timeout time.Duration) error {
 	var (
 		why       string
 		probeDone = make(chan struct{})
@@ -174,18 +182,17 @@ func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
 		case <-probeCtx.Done():
 		}
 	}()
-	_, err = client.Get(ctx, c.prefix, clientv3.WithKeysOnly(), clientv3.WithLimit(1))
+	_, err := c.client.Get(ctx, c.prefix, clientv3.WithKeysOnly(), clientv3.WithLimit(1))
 	stopProbe()
 	<-probeDone
-	if err != nil {
-		client.Close()
-		err = dialError(ctx, eps, cfg.Username, timeout, err)
-		if why != "" {
-			err = fmt.Errorf("%w (%s)", err, why)
-		}
-		return nil, err
+	if err == nil {
+		return nil
 	}
-	return c, nil
+	err = dialError(ctx, strings.Join(cfg.Endpoints, ","), cfg.Username, timeout, err)
+	if why != "" {
+		err = fmt.Errorf("%w (%s)", err, why)
+	}
+	return err
 }
 
 // allRefused tries a TCP connection to every endpoint at once, and returns

@@ -27,77 +27,114 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(c.ctx, cancel) // Close ends the watch
-	fail := func(err error) (<-chan tenure.LeaderEvent, error) {
-		stop()
-		cancel()
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-
 	ek := c.EtcdKey(key)
-	resp, err := c.client.Get(wctx, ek)
+	resp, err := c.client.Get(ctx, ek)
 	if err != nil {
-		return fail(err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	first := tenure.LeaderEvent{Key: key}
 	if len(resp.Kvs) > 0 {
-		if first, err = c.event(wctx, key, resp.Kvs[0]); err != nil {
-			return fail(err)
+		if first, err = c.event(ctx, key, resp.Kvs[0]); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 	}
-	wch := c.client.Watch(clientv3.WithRequireLeader(wctx), ek,
-		clientv3.WithRev(resp.Header.Revision+1), clientv3.WithProgressNotify())
-
 	out := make(chan tenure.LeaderEvent, 1)
+	out <- first
+	err = c.follow(ctx, ek, resp.Header.Revision, func(ctx context.Context, evs []*clientv3.Event) bool {
+		last, ev := evs[len(evs)-1], tenure.LeaderEvent{Key: key}
+		if last.Type != mvccpb.DELETE {
+			var err error
+			if ev, err = c.event(ctx, key, last.Kv); err != nil {
+				return false
+			}
+		}
+		latest(out, ev)
+		return true
+	}, func() { close(out) }, clientv3.WithProgressNotify())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, nil
+}
+
+// WatchMembers returns a channel that receives a value at once and then
+// whenever group's membership changes after the call: a member joins,
+// leaves (its lease revoked) or expires, as etcd puts or deletes its
+// membership key. Values are coalesced. The channel is closed when ctx
+// ends, when the coordinator is closed, or when the watch fails (as for
+// Watch); callers then poll GroupMembers. See partition.MembersWatcher.
+func (c *Coordinator) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
+	op := fmt.Sprintf("etcd: watch members of %q", group)
+	if err := tenure.ValidateKey(group); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	// Watch from the revision now, so that no change after this call is
+	// missed however long etcd takes to set the watch up.
+	resp, err := c.client.Get(ctx, c.membersKey(group), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	out := make(chan struct{}, 1)
+	out <- struct{}{} // read the membership now
+	err = c.follow(ctx, c.membersKey(group), resp.Header.Revision, func(context.Context, []*clientv3.Event) bool {
+		latest(out, struct{}{})
+		return true
+	}, func() { close(out) }, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, nil
+}
+
+// follow watches etcd key ek (with opts) from the revision after rev, in a
+// goroutine that Close waits for: each is called with the events of every
+// response that has some, until it returns false, ctx ends, the coordinator
+// is closed or the watch fails; then done is called. The watch requires a
+// raft leader.
+func (c *Coordinator) follow(ctx context.Context, ek string, rev int64, each func(context.Context, []*clientv3.Event) bool, done func(), opts ...clientv3.OpOption) error {
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.ctx, cancel) // Close ends the watch
 	c.mu.Lock()
 	if c.closed { // Close has begun and may be waiting: do not add to wg
 		c.mu.Unlock()
-		return fail(tenure.ErrClosed)
+		stop()
+		cancel()
+		return tenure.ErrClosed
 	}
 	c.wg.Add(1)
 	c.mu.Unlock()
+	wch := c.client.Watch(clientv3.WithRequireLeader(wctx), ek, append(opts, clientv3.WithRev(rev+1))...)
 	go func() {
 		defer c.wg.Done()
-		defer close(out)
+		defer done()
 		defer stop()
 		defer cancel()
-		pending := &first
-		for {
-			var send chan<- tenure.LeaderEvent
-			var ev tenure.LeaderEvent
-			if pending != nil {
-				send, ev = out, *pending
+		for wr := range wch {
+			if wr.Canceled || wr.Err() != nil {
+				if wctx.Err() == nil {
+					c.log.Info("watch failed", "key", ek, "err", wr.Err())
+				}
+				return
 			}
-			select {
-			case send <- ev:
-				pending = nil
-			case wr, ok := <-wch:
-				if !ok || wr.Canceled || wr.Err() != nil {
-					if err := wr.Err(); err != nil && wctx.Err() == nil {
-						c.log.Info("watch failed", "key", key, "err", err)
-					}
-					return
-				}
-				if len(wr.Events) == 0 { // progress notification
-					continue
-				}
-				last := wr.Events[len(wr.Events)-1]
-				if last.Type == mvccpb.DELETE {
-					pending = &tenure.LeaderEvent{Key: key}
-					continue
-				}
-				e, err := c.event(wctx, key, last.Kv)
-				if err != nil {
-					return
-				}
-				pending = &e
-			case <-wctx.Done():
+			if len(wr.Events) > 0 && !each(wctx, wr.Events) {
 				return
 			}
 		}
 	}()
-	return out, nil
+	return nil
+}
+
+// latest puts v in out, a channel of one slot that only the caller
+// writes, in place of a value not read yet: a slow reader gets the latest.
+func latest[T any](out chan T, v T) {
+	select {
+	case <-out:
+	default:
+	}
+	out <- v
 }
 
 // event describes a held key. The TTL is looked up from its lease; it is 0
