@@ -36,9 +36,8 @@ func TestElectorDeadlineOnAReusedLease(t *testing.T) {
 	t.Run("granted ahead", func(t *testing.T) {
 		t.Parallel()
 		leases, rc := newLeaseLog(), &rpcCounter{calls: map[string]int{}}
-		count := rpcHooks{call: func(_ context.Context, method string, _ any) error { rc.add(method); return nil }}
 		ca := newCoordinator(t, plain)
-		cb := &refusals{Coordinator: newCoordinator(t, hookedClient(t, eps, leases.hooks(), count)), refused: make(chan struct{})}
+		cb := &refusals{Coordinator: newCoordinator(t, hookedClient(t, eps, leases.hooks(), rc.hooks())), refused: make(chan struct{})}
 		bob := config("ahead/k", "bob")
 		log := newTermLog(t, plain, ca.EtcdKey(bob.Key), leases)
 		ga := mustAcquire(t, ca, bob.Key, "alice", time.Minute)
@@ -75,8 +74,7 @@ func TestElectorDeadlineOnAReusedLease(t *testing.T) {
 // again on the lease its Release kept.
 func testKeptLease(t *testing.T, eps []string, cfg tenure.Config, renewed bool) {
 	leases, rc := newLeaseLog(), &rpcCounter{calls: map[string]int{}}
-	count := rpcHooks{call: func(_ context.Context, method string, _ any) error { rc.add(method); return nil }}
-	c := newCoordinator(t, hookedClient(t, eps, leases.hooks(), count))
+	c := newCoordinator(t, hookedClient(t, eps, leases.hooks(), rc.hooks()))
 	log := newTermLog(t, newClient(t, eps), c.EtcdKey(cfg.Key), leases)
 	var terms atomic.Int32
 	stop := runElector(t, c, cfg, log.lead(cfg.Holder, cfg, func(ctx context.Context, term *tenure.Term) {

@@ -90,13 +90,7 @@ func TestLostClaimReplyIsClaimedOnce(t *testing.T) {
 	eps := startCluster(t, 1).endpoints()
 	leases := newLeaseLog()
 	var drop atomic.Bool
-	lose := rpcHooks{reply: func(method string, _ stamp, _, _ any, err error) error {
-		if method == rpcTxn && err == nil && drop.CompareAndSwap(true, false) {
-			return errDropped
-		}
-		return err
-	}}
-	c := newCoordinator(t, hookedClient(t, eps, leases.hooks(), lose))
+	c := newCoordinator(t, hookedClient(t, eps, leases.hooks(), loseNextReply(rpcTxn, &drop)))
 	const group = "lostclaim-group"
 	m := mustJoin(t, c, group, "n1", 3*time.Second)
 	drop.Store(true)

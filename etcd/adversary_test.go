@@ -99,13 +99,7 @@ func TestLostAcquireReplyIsNeverGiven(t *testing.T) {
 	eps := startCluster(t, 1).endpoints()
 	leases := newLeaseLog()
 	var drop atomic.Bool
-	lose := rpcHooks{reply: func(method string, _ stamp, _, _ any, err error) error {
-		if method == rpcTxn && err == nil && drop.CompareAndSwap(true, false) {
-			return errDropped
-		}
-		return err
-	}}
-	c := newCoordinator(t, hookedClient(t, eps, leases.hooks(), lose))
+	c := newCoordinator(t, hookedClient(t, eps, leases.hooks(), loseNextReply(rpcTxn, &drop)))
 	const key = "lostreply/k"
 	drop.Store(true)
 	if g, err := c.Acquire(ctx(t), key, "alice", 3*time.Second); err == nil || errors.Is(err, tenure.ErrHeld) {

@@ -35,14 +35,19 @@ func (r *rpcCounter) reset() map[string]int {
 	return c
 }
 
+// hooks are the hooks that count a client's calls and streams into r.
+func (r *rpcCounter) hooks() rpcHooks {
+	return rpcHooks{call: func(_ context.Context, method string, _ any) error {
+		r.add(method)
+		return nil
+	}}
+}
+
 // countingClient returns a client whose RPCs are counted.
 func countingClient(t *testing.T, eps []string) (*clientv3.Client, *rpcCounter) {
 	t.Helper()
 	rc := &rpcCounter{calls: map[string]int{}}
-	return hookedClient(t, eps, rpcHooks{call: func(_ context.Context, method string, _ any) error {
-		rc.add(method)
-		return nil
-	}}), rc
+	return hookedClient(t, eps, rc.hooks()), rc
 }
 
 // leaseOf returns the lease the etcd key of key is attached to.

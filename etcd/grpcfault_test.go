@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,4 +230,15 @@ func watchSees(msg any, ek string) bool {
 		}
 	}
 	return false
+}
+
+// loseNextReply returns hooks that, once armed is set, drop the reply of
+// the next call of method that etcd applied, and disarm.
+func loseNextReply(method string, armed *atomic.Bool) rpcHooks {
+	return rpcHooks{reply: func(m string, _ stamp, _, _ any, err error) error {
+		if m == method && err == nil && armed.CompareAndSwap(true, false) {
+			return errDropped
+		}
+		return err
+	}}
 }
