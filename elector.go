@@ -513,6 +513,14 @@ func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
 	start := time.Now()
 	rctx, cancel := context.WithDeadline(ctx, minTime(t.Deadline(), start.Add(e.cfg.EffectiveRequestTimeout())))
 	defer cancel()
+	// A renewal still unanswered a retry period after it was due is
+	// overdue: say so then, not only when the attempt fails or times out.
+	overdue := time.AfterFunc(e.cfg.EffectiveRetryPeriod(), func() {
+		e.log.Warn("renewal overdue", "token", t.token, "cause",
+			fmt.Sprintf("no reply from the coordinator to the renewal sent %s ago", time.Since(start).Round(time.Millisecond)),
+			"remaining", t.Remaining().Round(time.Millisecond))
+	})
+	defer overdue.Stop()
 	g, err := e.c.Renew(rctx, t.Grant())
 	took := time.Since(start)
 	e.metrics.ObserveRenew(t.key, took, err)

@@ -32,6 +32,7 @@ func TestGuard(t *testing.T) {
 			t.Run("kill -9", func(t *testing.T) { testGuardKill9(t, c) })
 			t.Run("term ends", func(t *testing.T) { testGuardTermEnds(t, c) })
 			t.Run("TERM before KILL", func(t *testing.T) { testGuardTermBeforeKill(t, c) })
+			t.Run("stall visible", func(t *testing.T) { testGuardStallVisible(t, c) })
 			t.Run("environment", func(t *testing.T) { testGuardEnv(t, c) })
 		})
 	}

@@ -74,8 +74,11 @@ time). The guard, not tenure, enforces it:
   - at the last deadline it heard of, it SIGKILLs every process of
     COMMAND's tree (every descendant, in any process group or session),
     even if tenure is stopped (kill -STOP) and sends nothing more;
-  - SIGTERM comes first, at --kill-grace before the deadline, once a
-    renewal is a whole renew interval (TTL/3) overdue;
+  - when renewals stall, SIGTERM comes first, at --kill-grace before the
+    deadline, but not before a renewal is overdue (unanswered a retry
+    period, TTL/10, after it was due; tenure logs "renewal overdue" then);
+    a --kill-grace that cannot fit is warned about at start, with the
+    arithmetic;
   - if tenure dies, even by SIGKILL, it kills the whole tree at once;
   - it never starts COMMAND once the term's deadline has passed (tenure
     was stopped or slow between the grant and the start): tenure logs it
@@ -218,7 +221,7 @@ type runner struct {
 	ran       time.Duration // how long the last command ran
 	spare     *child        // a guard started ahead of the next term
 
-	renewEvery time.Duration // the elector's renew interval
+	stall stallPlan // when the guard sends SIGTERM if renewals stall
 }
 
 func (r *runner) lastRan() time.Duration {
@@ -250,7 +253,7 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 	r := &runner{
 		f: f, log: log, argv: args, path: path, env: commandEnv(cmd.Root(), os.Environ()),
 		stdin: childStdin(cmd.InOrStdin()), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(),
-		cancel: cancel, exitCode: -1, renewEvery: cfg.EffectiveRenewInterval(),
+		cancel: cancel, exitCode: -1, stall: stallPlan{cfg: cfg, grace: f.killGrace},
 	}
 	// Signals are caught before dialling: from here on tenure decides what
 	// a signal means.
@@ -269,6 +272,9 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		return err
 	}
 	defer stop()
+	if w := r.stall.warning(); w != "" {
+		log.Warn(w)
+	}
 	log.Info("campaigning", "key", f.key, "holder", f.holder, "ttl", f.ttl, "backend", g.coord.backend())
 	lctx, lcancel := context.WithTimeout(ctx, g.coord.dialTimeout)
 	if lg, ok, err := coord.Leader(lctx, f.key); err == nil && ok {
@@ -652,6 +658,7 @@ func (r *runner) feed(c *child, t *tenure.Term, stop <-chan struct{}) {
 	tick := time.NewTicker(feedInterval)
 	defer tick.Stop()
 	var last time.Time // the first tick sends the lease again: cheap, and sure
+	var termAt boottime.Instant
 	for {
 		select {
 		case <-stop:
@@ -662,27 +669,27 @@ func (r *runner) feed(c *child, t *tenure.Term, stop <-chan struct{}) {
 		}
 		if d := t.Deadline(); !d.Equal(last) && t.Context().Err() == nil {
 			last = d
-			c.send(r.leaseMessage(t))
+			m := r.leaseMessage(t)
+			termAt = m.TermAt
+			c.send(m)
+		} else if termAt != 0 && boottime.Now() >= termAt {
+			termAt = 0
+			r.log.Warn("renewal overdue: the guard sends the command SIGTERM now, SIGKILL at the local deadline unless a renewal comes first",
+				"key", t.Key(), "token", t.Token(), "sigkill_in", max(t.Remaining(), 0).Round(time.Millisecond))
 		}
 	}
 }
 
 // leaseMessage is the guard's news of t's lease: its deadline on the boot
-// clock, and when the command gets SIGTERM if no renewal comes by then:
-// --kill-grace before the deadline, but not before a renewal is a whole
-// renew interval overdue (no SIGTERM at all when that is past the
-// deadline).
+// clock, and when the command gets SIGTERM if no renewal comes by then
+// (see stallPlan).
 func (r *runner) leaseMessage(t *tenure.Term) guard.Message {
 	now := boottime.Now()
 	// The term's deadline on the boot clock, measured from the send time of
 	// the request that produced the grant, as the term's own.
 	deadline := boottime.Instant(t.BootDeadline())
-	termAt := max(deadline.Add(-r.f.killGrace), now.Add(2*r.renewEvery))
-	if termAt >= deadline {
-		termAt = 0
-	}
 	name, instance := tenure.SplitIdentity(t.Holder())
-	return guard.Message{Op: guard.OpLease, TermAt: termAt, Lease: &guard.Lease{
+	return guard.Message{Op: guard.OpLease, TermAt: r.stall.termAt(now, deadline, t.Grant().TTL), Lease: &guard.Lease{
 		Key: t.Key(), Holder: name, Instance: instance, Token: t.Token(),
 		Deadline: deadline, TTLMs: t.Grant().TTL.Milliseconds(), Live: true,
 	}}

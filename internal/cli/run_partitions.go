@@ -118,7 +118,7 @@ func runPartitions(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 		f: f, log: log, argv: args, path: path, env: commandEnv(cmd.Root(), os.Environ()),
 		named: f.names != nil, out: cmd.OutOrStdout(), err: cmd.ErrOrStderr(),
 		// A member renews at least three times per safe lease (partition's runner).
-		feeder:   &runner{f: f, renewEvery: min(cfg.EffectiveRenewInterval(), cfg.SafeLease(cfg.TTL)/3)},
+		feeder:   &runner{f: f, log: log, stall: stallPlan{cfg: cfg, grace: f.killGrace, group: true}},
 		children: map[*child]bool{},
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(cmd.Context()))
@@ -149,6 +149,9 @@ func runPartitions(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 		return &exitError{code: ExitUsage, err: configFlagNames(err)}
 	}
 	member.Store(grp)
+	if w := r.feeder.stall.warning(); w != "" {
+		log.Warn(w)
+	}
 	log.Info("joining the group", "key", f.key, "partitions", f.partitions, "holder", f.holder,
 		"ttl", f.ttl, "backend", g.coord.backend())
 	return r.result(grp.Run(ctx, r.lead))

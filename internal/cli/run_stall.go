@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// stallPlan is when the command of a term whose renewals stall gets
+// SIGTERM: --kill-grace before the local deadline, but never before a
+// renewal is overdue, that is unanswered a retry period after it was due
+// (when the Elector warns "renewal overdue"). A renewal that succeeds
+// sends the guard a new deadline, which moves both.
+type stallPlan struct {
+	cfg   tenure.Config
+	grace time.Duration // --kill-grace
+	group bool          // a partition group's member renews, not an Elector
+}
+
+// renewAfter is how long after a successful renewal the next is due, for
+// the TTL granted and the time left until the local deadline: the
+// Elector's renewLoop renews a third of the TTL granted later (at most
+// RenewInterval, and before half the time left has gone); partition's
+// runner every RenewInterval, at most a third of the safe lease.
+func (p stallPlan) renewAfter(granted, remaining time.Duration) time.Duration {
+	if p.group {
+		return max(min(p.cfg.EffectiveRenewInterval(), p.cfg.SafeLease(granted)/3), time.Millisecond)
+	}
+	return max(min(p.cfg.EffectiveRenewInterval(), granted/3, remaining/2), time.Millisecond)
+}
+
+// termAt is when the guard sends SIGTERM unless a renewal comes first, for
+// a lease renewed at now with deadline and TTL granted: 0 (none) when the
+// next renewal cannot be overdue before the deadline.
+func (p stallPlan) termAt(now, deadline boottime.Instant, granted time.Duration) boottime.Instant {
+	overdue := now.Add(p.renewAfter(granted, deadline.Sub(now)) + p.cfg.EffectiveRetryPeriod())
+	at := max(deadline.Add(-p.grace), overdue)
+	if at >= deadline {
+		return 0
+	}
+	return at
+}
+
+// room is the most SIGTERM can come before SIGKILL when renewals stall:
+// the safe lease less the time until the next renewal is overdue.
+func (p stallPlan) room() time.Duration {
+	safe := p.cfg.SafeLease(p.cfg.TTL)
+	return safe - p.renewAfter(p.cfg.TTL, safe) - p.cfg.EffectiveRetryPeriod()
+}
+
+// warning says, with the arithmetic, why --kill-grace cannot be had in
+// full when renewals stall, or returns "" when it can.
+func (p stallPlan) warning() string {
+	room := p.room()
+	if p.grace <= room {
+		return ""
+	}
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	safe := p.cfg.SafeLease(p.cfg.TTL)
+	renew, retry := p.renewAfter(p.cfg.TTL, safe), p.cfg.EffectiveRetryPeriod()
+	room = room.Truncate(time.Millisecond)
+	why := fmt.Sprintf("with --ttl %s, --margin %s and --max-drift %g the local deadline is %s after a renewal, and the next renewal is overdue %s after it (due after %s, unanswered for the retry period %s)",
+		p.cfg.TTL, p.cfg.Margin, p.cfg.MaxDrift, ms(safe), ms(renew+retry), ms(renew), ms(retry))
+	if room <= 0 {
+		return fmt.Sprintf("--kill-grace %s: a command whose renewals stall gets no SIGTERM, only SIGKILL at the local deadline: %s; use --ttl %s or more",
+			p.grace, why, p.ttlFor())
+	}
+	return fmt.Sprintf("--kill-grace %s does not fit: a command whose renewals stall gets SIGTERM when a renewal is overdue, only %s before SIGKILL at the local deadline: %s; for the whole grace use --kill-grace %s or less, or --ttl %s or more",
+		p.grace, room, why, room, p.ttlFor())
+}
+
+// ttlFor is the least whole number of seconds of --ttl with room for the
+// whole --kill-grace (at most an hour).
+func (p stallPlan) ttlFor() time.Duration {
+	q := p
+	for q.cfg.TTL = p.cfg.TTL.Truncate(time.Second) + time.Second; q.cfg.TTL < time.Hour; q.cfg.TTL += time.Second {
+		if q.room() >= p.grace {
+			break
+		}
+	}
+	return q.cfg.TTL
+}
