@@ -23,8 +23,8 @@ type logRecords struct {
 }
 
 func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *logRecords) WithGroup(string) slog.Handler           { return l }
+func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecords) WithGroup(string) slog.Handler            { return l }
 func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s@%s %s", r.Level, time.Since(l.began), r.Message)
