@@ -25,12 +25,12 @@ func partMonitored(t *testing.T, coord []string, holder string) (*proc, string) 
 	return p, httpAddr(t, p)
 }
 
-// TestRunPartitionsHTTP: "tenure run --partitions 4 --http", alone in its
+// TestMonitorRunPartitions: "tenure run --partitions 4 --http", alone in its
 // group, serves /status with the 4 partitions owned by it (tokens, lease
 // left), /leader 200 while it owns them, /health, and /metrics with every
 // partition metric; "tenure status --prefix --partitions" prints the same
 // group, and refuses a bad --partitions with exit 2.
-func TestRunPartitionsHTTP(t *testing.T) {
+func TestMonitorRunPartitions(t *testing.T) {
 	t.Parallel()
 	coord := []string{"--endpoints", etcdbin.Start(t)}
 	_, addr := partMonitored(t, coord, "solo")
@@ -94,12 +94,13 @@ func TestRunPartitionsHTTP(t *testing.T) {
 	}
 }
 
-// TestPartitionPageInChromium: the page of "tenure server --http" shows
-// the partition table of a group of two "tenure run --partitions" members;
+// TestMonitorPartitionPage: the page of "tenure server --http" shows
+// the partition table of a group of two "tenure run --partitions" members
+// (and not its partitions as keys);
 // when one is SIGKILLed, the page shows its partitions owned by the other
 // with greater tokens, without a reload, within the TTL and generous
 // slack.
-func TestPartitionPageInChromium(t *testing.T) {
+func TestMonitorPartitionPage(t *testing.T) {
 	t.Parallel()
 	chromium := headless.Need(t)
 	s := startServer(t, t.TempDir())
@@ -119,7 +120,7 @@ func TestPartitionPageInChromium(t *testing.T) {
 	shown := func() map[string]row {
 		var rows []row
 		err := b.Eval(ctx, `(() => { window.tenureLoads ??= performance.getEntriesByType("navigation").length;
-			return [...document.querySelectorAll('.group[data-group="jobs"] tbody tr')].map(r =>
+			return [...document.querySelectorAll('.group[data-group="jobs"] table.all tbody tr')].map(r =>
 				({key: r.dataset.key, holder: r.dataset.holder, token: Number(r.dataset.token || 0)})); })()`, &rows)
 		if err != nil {
 			t.Fatalf("read the page: %v", err)
@@ -143,6 +144,10 @@ func TestPartitionPageInChromium(t *testing.T) {
 		return maps.Equal(owners(before), map[string]int{"alpha": 2, "beta": 2})
 	})
 	screenshot(t, ctx, b, "partitions-two.png")
+	var asKeys int
+	if err := b.Eval(ctx, `document.querySelectorAll('#keys tr[data-key^="jobs/"]').length`, &asKeys); err != nil || asKeys != 0 {
+		t.Errorf("the page shows %d partitions of jobs as keys (%v); want them only in the group's table", asKeys, err)
+	}
 
 	killed := time.Now()
 	beta.cmd.Process.Kill()

@@ -41,11 +41,11 @@ func httpAddr(t *testing.T, p *proc) string {
 	return addr
 }
 
-// TestRunEndpoints: a follower serves /health 200 and /leader 503, the
+// TestMonitorRunEndpoints: a follower serves /health 200 and /leader 503, the
 // leader /leader 200; /status names the holder with its token and the
 // lease left in milliseconds; --log-format json logs each transition as
 // one object with key, holder, token and reason.
-func TestRunEndpoints(t *testing.T) {
+func TestMonitorRunEndpoints(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, t.TempDir())
 	a, addrA := monitored(t, s, "endpoints", "alpha")
@@ -101,10 +101,10 @@ func TestRunEndpoints(t *testing.T) {
 	}
 }
 
-// TestStatusPageInChromium: the page of "tenure server --http" shows who
+// TestMonitorStatusPage: the page of "tenure server --http" shows who
 // leads a key; after the leader is killed it shows the new holder and a
 // greater token, without a reload, within the TTL and some slack.
-func TestStatusPageInChromium(t *testing.T) {
+func TestMonitorStatusPage(t *testing.T) {
 	t.Parallel()
 	chromium := headless.Need(t)
 	s := startServer(t, t.TempDir())
@@ -221,10 +221,10 @@ func TestLogFormat(t *testing.T) {
 	}
 }
 
-// TestServerEndpoints: tenure server --http serves /health (and the older
+// TestMonitorServerEndpoints: tenure server --http serves /health (and the older
 // /healthz), /leader (a one-member cluster's member leads it), /status as
 // JSON and the status page.
-func TestServerEndpoints(t *testing.T) {
+func TestMonitorServerEndpoints(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, t.TempDir(), "--log-format", "json")
 	for _, tc := range []struct {

@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"time"
 
+	"github.com/chromedp/cdproto/performance"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -115,6 +117,28 @@ func (b *Browser) Screenshot(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("headless: screenshot: %w", err)
 	}
 	return png, nil
+}
+
+// MainThreadTime is the CPU time that the page's main thread has used so
+// far (the DevTools protocol's Performance.getMetrics ThreadTime). Unlike
+// time measured in the page, it does not grow while the page waits for a
+// core on a busy machine: the difference across an action is what the
+// action costs.
+func (b *Browser) MainThreadTime(ctx context.Context) (time.Duration, error) {
+	var metrics []*performance.Metric
+	err := b.run(ctx, performance.Enable(), chromedp.ActionFunc(func(ctx context.Context) (err error) {
+		metrics, err = performance.GetMetrics().Do(ctx)
+		return err
+	}))
+	if err != nil {
+		return 0, fmt.Errorf("headless: performance metrics: %w", err)
+	}
+	for _, m := range metrics {
+		if m.Name == "ThreadTime" {
+			return time.Duration(m.Value * float64(time.Second)), nil
+		}
+	}
+	return 0, errors.New("headless: no ThreadTime in the performance metrics")
 }
 
 // Close stops Chromium and removes its profile.

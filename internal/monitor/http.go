@@ -3,9 +3,11 @@ package monitor
 import (
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -14,8 +16,9 @@ import (
 var static embed.FS
 
 // Handler returns the endpoints: / (the status page), /static/ (its
-// assets), /status, /health, /leader and /metrics. Callers may add their
-// own routes to the mux.
+// assets), /status, /status/partitions (pages of a partition table),
+// /health, /leader and /metrics. Callers may add their own routes to the
+// mux.
 func (m *Monitor) Handler() *http.ServeMux {
 	mux := http.NewServeMux()
 	assets, _ := fs.Sub(static, "static") // the directory is embedded
@@ -25,6 +28,7 @@ func (m *Monitor) Handler() *http.ServeMux {
 		http.ServeFileFS(w, r, assets, "index.html")
 	})
 	mux.HandleFunc("GET /status", m.serveStatus)
+	mux.HandleFunc("GET /status/partitions", m.servePartitions)
 	mux.HandleFunc("GET /health", m.serveHealth)
 	mux.HandleFunc("GET /leader", m.serveLeader)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.cfg.Gatherer, promhttp.HandlerOpts{}))
@@ -32,11 +36,46 @@ func (m *Monitor) Handler() *http.ServeMux {
 }
 
 func (m *Monitor) serveStatus(w http.ResponseWriter, r *http.Request) {
+	serveJSON(w, http.StatusOK, m.Status())
+}
+
+// servePartitions serves the page of a partition table that the query
+// parameters group, state, owner, name, order, offset and limit select
+// (see PartitionQuery): 400 naming a bad parameter, 404 for a group not
+// shown.
+func (m *Monitor) servePartitions(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	q := PartitionQuery{Group: v.Get("group"), State: v.Get("state"), Owner: v.Get("owner"), Name: v.Get("name"), Order: v.Get("order")}
+	var errs []error
+	for name, p := range map[string]*int{"offset": &q.Offset, "limit": &q.Limit} {
+		if s := v.Get(name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s %q: want an integer", name, s))
+			}
+			*p = n
+		}
+	}
+	page, err := m.Partitions(q)
+	if err := errors.Join(append(errs, err)...); err != nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, ErrNoGroup) {
+			code = http.StatusNotFound
+		}
+		serveJSON(w, code, map[string]string{"error": err.Error()})
+		return
+	}
+	serveJSON(w, http.StatusOK, page)
+}
+
+// serveJSON serves v as JSON with code.
+func serveJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	_ = enc.Encode(m.Status())
+	_ = enc.Encode(v)
 }
 
 // serveHealth answers 200 "ok" while Config.Health passes (always, when it

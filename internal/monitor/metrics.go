@@ -38,9 +38,10 @@ func (m *Monitor) TermBegan(t *tenure.Term) {
 		m.keys[t.Key()] = v
 	}
 	if v.held && v.grant.Token != t.Token() {
-		m.endedLocked(t.Key(), v, now) // the previous holder's grant, seen last
+		m.endedLocked(t.Key(), v, now, now) // the previous holder's grant, seen last
 	}
-	v.grant, v.held, v.leftKnown, v.seenAt = t.Grant(), true, false, now
+	v.grant, v.held, v.listed, v.seenAt, v.lease = t.Grant(), true, false, now, lease{}
+	v.lease.granted(v.grant.TTL)
 	m.selfLocked(now, t, ReasonAcquired)
 }
 

@@ -20,8 +20,10 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultPoll    = 250 * time.Millisecond
-	DefaultHistory = 100
+	DefaultPoll       = 250 * time.Millisecond
+	DefaultHistory    = 100
+	DefaultStatusRows = 100
+	DefaultMoveWindow = 2 * time.Minute
 )
 
 // Config says what a Monitor shows and where it looks.
@@ -61,6 +63,14 @@ type Config struct {
 	Poll time.Duration
 	// History is how many transitions are kept; DefaultHistory when zero.
 	History int
+	// StatusRows is how many rows of each partition table /status
+	// carries, the ones to look at first (unowned, then recently moved,
+	// then by index); /status/partitions pages through the rest.
+	// DefaultStatusRows when zero.
+	StatusRows int
+	// MoveWindow is how long a partition that got a new owner counts as
+	// recently moved; DefaultMoveWindow when zero.
+	MoveWindow time.Duration
 	// Logger gets one line per transition of another holder; nil
 	// discards.
 	Logger *slog.Logger
@@ -80,15 +90,19 @@ type Monitor struct {
 	events []Event                 // oldest first, at most cfg.History
 	parts  partView                // the partition tables
 	err    error                   // of the last poll
-	polled time.Time
+	polled time.Time               // when the last poll ended
+	readAt time.Time               // when the last successful read began
+	every  time.Duration           // how often the coordinator is read: Config.Poll, or more when reads are slow
 }
 
 // view is what the Monitor last saw of one key.
 type view struct {
-	grant     tenure.Grant
-	held      bool
-	leftKnown bool      // grant.TTL is the time left (read by List), not the TTL granted
-	seenAt    time.Time // when grant.TTL was read
+	grant  tenure.Grant
+	held   bool
+	listed bool      // the reads say the time left on the lease (a tenure.Lister)
+	lease  lease     // of grant, from the reads since it was first seen
+	seenAt time.Time // when the last read that saw grant began
+	ended  time.Time // when the grant before it ended, as recorded
 }
 
 var _ tenure.Metrics = (*Monitor)(nil)
@@ -107,6 +121,9 @@ func New(cfg Config) (*Monitor, error) {
 	}
 	if cfg.Poll < 0 || cfg.History < 0 {
 		errs = append(errs, fmt.Errorf("monitor: Config.Poll (%s) and Config.History (%d) must not be negative", cfg.Poll, cfg.History))
+	}
+	if cfg.StatusRows < 0 || cfg.MoveWindow < 0 {
+		errs = append(errs, fmt.Errorf("monitor: Config.StatusRows (%d) and Config.MoveWindow (%s) must not be negative", cfg.StatusRows, cfg.MoveWindow))
 	}
 	if err := tenure.ValidatePrefix(cfg.Prefix); err != nil {
 		errs = append(errs, fmt.Errorf("monitor: Config.Prefix: %w", err))
@@ -128,10 +145,12 @@ func New(cfg Config) (*Monitor, error) {
 	if cfg.History == 0 {
 		cfg.History = DefaultHistory
 	}
+	cfg.StatusRows = cmp.Or(cfg.StatusRows, DefaultStatusRows)
+	cfg.MoveWindow = cmp.Or(cfg.MoveWindow, DefaultMoveWindow)
 	m := &Monitor{
-		cfg: cfg, log: cfg.Logger,
+		cfg: cfg, log: cfg.Logger, every: cfg.Poll,
 		keys: make(map[string]*view), own: make(map[string]*tenure.Term), last: make(map[string]*tenure.Term),
-		parts: partView{unowned: make(map[string]time.Time)},
+		parts: partView{groups: make(map[string]*groupView)},
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -142,18 +161,27 @@ func New(cfg Config) (*Monitor, error) {
 	return m, nil
 }
 
-// Run reads the coordinator every Config.Poll until ctx ends, and returns
-// ctx's error. A failed read is shown in /status and retried at the next
-// poll.
+// pollShare is the most of its time a Monitor spends reading: after a read
+// that took d, the next waits at least d·(1/pollShare − 1), so that a
+// large table (100,000 partitions) is not read back to back.
+const pollShare = 5
+
+// Run reads the coordinator every Config.Poll, or less often when a read
+// takes more than a fifth of that, until ctx ends, and returns ctx's
+// error. A failed read is shown in /status and retried at the next poll.
 func (m *Monitor) Run(ctx context.Context) error {
-	t := time.NewTicker(m.cfg.Poll)
-	defer t.Stop()
 	for {
+		start := time.Now()
 		m.poll(ctx)
+		took := time.Since(start)
+		every := max(m.cfg.Poll, pollShare*took)
+		m.mu.Lock()
+		m.every = every
+		m.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-t.C:
+		case <-time.After(every - took):
 		}
 	}
 }
@@ -162,10 +190,14 @@ func (m *Monitor) Run(ctx context.Context) error {
 func (m *Monitor) poll(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(4*m.cfg.Poll, 2*time.Second))
 	defer cancel()
+	start := time.Now()
 	grants, listed, err := m.read(ctx)
 	var partErr error
+	var ttls map[string]time.Duration
 	if err == nil {
 		partErr = m.pollPartitions(ctx, grants)
+		grants = m.withoutPartitions(grants)
+		ttls = m.grantedTTLs(ctx, grants, listed)
 	}
 	now := time.Now()
 	m.mu.Lock()
@@ -177,13 +209,39 @@ func (m *Monitor) poll(ctx context.Context) {
 	held := make(map[string]bool, len(grants))
 	for _, g := range grants {
 		held[g.Key] = true
-		m.seenLocked(g, listed, now)
+		m.seenLocked(g, ttls[g.Key], listed, start, now)
 	}
 	for k, v := range m.keys {
 		if v.held && !held[k] {
-			m.goneLocked(k, v, now)
+			m.goneLocked(k, v, start, now)
 		}
 	}
+	m.readAt = start
+}
+
+// grantedTTLs asks the coordinator for the TTL granted to each grant of gs
+// not seen before, when gs were listed (a listed grant's TTL is the time
+// left): one Leader call per new grant. A failed call leaves the TTL to
+// what the reads show (see lease).
+func (m *Monitor) grantedTTLs(ctx context.Context, gs []tenure.Grant, listed bool) map[string]time.Duration {
+	if !listed {
+		return nil
+	}
+	var fresh []string
+	m.mu.Lock()
+	for _, g := range gs {
+		if v := m.keys[g.Key]; v == nil || !v.held || v.grant.Token != g.Token {
+			fresh = append(fresh, g.Key)
+		}
+	}
+	m.mu.Unlock()
+	out := make(map[string]time.Duration, len(fresh))
+	for _, k := range fresh {
+		if g, ok, err := m.cfg.Coordinator.Leader(ctx, k); err == nil && ok {
+			out[k] = g.TTL
+		}
+	}
+	return out
 }
 
 // read returns the live grants on the keys shown, and whether they were
@@ -224,48 +282,93 @@ func (m *Monitor) read(ctx context.Context) ([]tenure.Grant, bool, error) {
 	return out, canList, nil
 }
 
-// seenLocked records that g is live now; listed says whether g.TTL is the
-// time left.
-func (m *Monitor) seenLocked(g tenure.Grant, listed bool, now time.Time) {
+// seenLocked records that g was live at the read begun at start; granted
+// is its TTL as granted, when known; listed says whether g.TTL is the time
+// left.
+func (m *Monitor) seenLocked(g tenure.Grant, granted time.Duration, listed bool, start, now time.Time) {
 	v := m.keys[g.Key]
 	if v == nil {
 		v = &view{}
 		m.keys[g.Key] = v
 	}
-	if v.held && v.grant.Token != g.Token {
-		// Taken over between two polls: the old grant ended first.
-		m.endedLocked(g.Key, v, now)
+	fresh := !v.held || v.grant.Token != g.Token
+	if v.held && fresh {
+		// Taken over between two reads: the old grant ended first.
+		m.endedLocked(g.Key, v, start, now)
 	}
-	if (!v.held || v.grant.Token != g.Token) && g.Holder != m.cfg.Identity {
-		m.observedLocked(Event{At: now, Key: g.Key, Token: g.Token, Reason: ReasonAcquired}, g.Holder)
+	if fresh {
+		v.lease = lease{}
 	}
-	v.grant, v.held, v.leftKnown, v.seenAt = g, true, listed, now
+	v.grant, v.held, v.listed, v.seenAt = g, true, listed, start
+	v.lease.granted(granted)
+	if listed {
+		v.lease.read(start, g.TTL)
+	} else {
+		v.lease.granted(g.TTL) // Leader's TTL: as granted, or the time left
+	}
+	if fresh && g.Holder != m.cfg.Identity {
+		m.observedLocked(Event{At: m.acquiredAtLocked(v, now), Key: g.Key, Token: g.Token, Reason: ReasonAcquired}, g.Holder)
+	}
 	m.cfg.Metrics.ObserveLeader(g.Key, g, true)
 }
 
-// goneLocked records that key is free: the grant in v is gone.
-func (m *Monitor) goneLocked(key string, v *view, now time.Time) {
-	m.endedLocked(key, v, now)
+// acquiredAtLocked is when the grant in v, just seen for the first time,
+// was most likely made: halfway between the start of the read before this
+// one (which did not see it), or the end of the grant before it when that
+// is later, and now. (Not when its lease began: etcd grants a candidate's
+// lease ahead of the key.) At the first read, it is now: when it was seen.
+func (m *Monitor) acquiredAtLocked(v *view, now time.Time) time.Time {
+	if m.readAt.IsZero() {
+		return now
+	}
+	lo := m.readAt
+	if v.ended.After(lo) {
+		lo = v.ended
+	}
+	return clampTime(lo.Add(now.Sub(lo)/2), lo, now)
+}
+
+// goneLocked records that key was free at the read begun at start: the
+// grant in v is gone.
+func (m *Monitor) goneLocked(key string, v *view, start, now time.Time) {
+	m.endedLocked(key, v, start, now)
 	v.held = false
 	m.cfg.Metrics.ObserveLeader(key, tenure.Grant{Key: key}, false)
 }
 
-// endedLocked records the end of the grant in v, unless it was this
-// instance's (whose end is recorded with its true reason): released when
-// it went with time left on its lease, expired otherwise.
-func (m *Monitor) endedLocked(key string, v *view, now time.Time) {
-	if v.grant.Holder != m.cfg.Identity {
-		// etcd reports whole seconds left: allow one more, and a poll.
-		reason := ReasonEnded
-		switch left, ok := v.left(now); {
-		case !ok:
-		case left > m.cfg.Poll+time.Second:
-			reason = ReasonReleased
-		default:
-			reason = ReasonExpired
-		}
-		m.observedLocked(Event{At: now, Key: key, Token: v.grant.Token, Reason: reason}, v.grant.Holder)
+// endedLocked records the end of the grant in v, found gone by the read
+// begun at start, unless it was this instance's (whose end is recorded
+// with its true reason): released when it went with time left on its
+// lease, stamped halfway between the last read that saw it and now;
+// expired when its lease ran out, stamped when it ran out; ended, stamped
+// now, when the coordinator does not say the time left.
+func (m *Monitor) endedLocked(key string, v *view, start, now time.Time) {
+	at, reason := now, ReasonEnded
+	// etcd reports whole seconds left: allow one more, and a poll.
+	switch left, ok := v.lease.left(start); {
+	case !ok:
+	case left > m.every+leftResolution:
+		at, reason = v.seenAt.Add(now.Sub(v.seenAt)/2), ReasonReleased
+	default:
+		// Not clamped to the reads that saw it: etcd lists a lease that ran
+		// out, with 0 s left, until it collects it.
+		at, reason = clampTime(v.lease.end, v.lease.end, now), ReasonExpired
 	}
+	v.ended = at
+	if v.grant.Holder != m.cfg.Identity {
+		m.observedLocked(Event{At: at, Key: key, Token: v.grant.Token, Reason: reason}, v.grant.Holder)
+	}
+}
+
+// clampTime is t moved into [lo, hi].
+func clampTime(t, lo, hi time.Time) time.Time {
+	if t.Before(lo) {
+		t = lo
+	}
+	if t.After(hi) {
+		t = hi
+	}
+	return t
 }
 
 // observedLocked records and logs a transition of another holder.
@@ -283,13 +386,4 @@ func (m *Monitor) addLocked(ev Event) {
 	if over := len(m.events) - m.cfg.History; over > 0 {
 		m.events = slices.Delete(m.events, 0, over)
 	}
-}
-
-// left is the lease left on v's grant at now, counted down from the last
-// read; ok is false when the coordinator did not say (it cannot list).
-func (v *view) left(now time.Time) (left time.Duration, ok bool) {
-	if !v.held || !v.leftKnown {
-		return 0, v.leftKnown
-	}
-	return max(v.grant.TTL-now.Sub(v.seenAt), 0), true
 }

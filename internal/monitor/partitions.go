@@ -2,13 +2,15 @@ package monitor
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
 )
 
-// PartitionStatus is one row of a partition table in Status.
+// PartitionStatus is one row of a partition table in Status and in
+// /status/partitions.
 type PartitionStatus struct {
 	// Group is the group's key; Key is the partition's key, Group/Name.
 	Group string `json:"group"`
@@ -23,36 +25,66 @@ type PartitionStatus struct {
 	Instance string `json:"instance,omitempty"`
 	// Token is the owner's fencing token for the partition.
 	Token uint64 `json:"token,omitempty"`
-	// LeaseLeftMs is the time left on the owner's lease as the coordinator
-	// last reported it, counted down since; absent while unowned.
-	LeaseLeftMs *int64 `json:"lease_left_ms,omitempty"`
+	// Lease is what is known of the owner's lease, which all its
+	// partitions share; absent while unowned.
+	Lease
 	// Mine is true while this instance owns the partition.
 	Mine bool `json:"mine"`
 	// UnownedMs is how long this Monitor has seen the partition without an
 	// owner; absent while owned.
 	UnownedMs *int64 `json:"unowned_ms,omitempty"`
+	// MovedMs is how long ago the partition got its owner (a new token:
+	// claimed while unowned, or taken over from another member), when
+	// that was within GroupStatus.MoveWindowMs; From is the owner before
+	// (its display name; empty when it was unowned).
+	MovedMs *int64 `json:"moved_ms,omitempty"`
+	From    string `json:"from,omitempty"`
 }
 
 // GroupStatus summarizes one partition group in Status.
 type GroupStatus struct {
 	Group string `json:"group"`
-	// Partitions is how many partitions the group has, Unowned how many
-	// have no live owner.
+	// Partitions is how many partitions the group has; Owned how many
+	// have a live owner, Unowned how many have none.
 	Partitions int `json:"partitions"`
+	Owned      int `json:"owned"`
 	Unowned    int `json:"unowned"`
+	// Moved is how many owned partitions got their owner within the last
+	// MoveWindowMs.
+	Moved        int   `json:"moved"`
+	MoveWindowMs int64 `json:"move_window_ms"`
 	// Members is how many live members the group has; Cap is the most
 	// partitions the assignment gives one: ⌈Partitions/Members⌉.
 	Members int `json:"members"`
 	Cap     int `json:"cap"`
 	// Imbalance is the most partitions one member owns over the mean.
 	Imbalance float64 `json:"imbalance"`
+	// ByMember has one row per member, and per owner that is no longer a
+	// member, sorted by ID.
+	ByMember []MemberStatus `json:"by_member"`
+}
+
+// MemberStatus is one member of a partition group in GroupStatus.
+type MemberStatus struct {
+	// ID is the member's identity, holder#instance (what
+	// /status/partitions?owner= takes); Holder its display name, Instance
+	// its instance id.
+	ID       string `json:"id"`
+	Holder   string `json:"holder"`
+	Instance string `json:"instance,omitempty"`
+	// Owned is how many partitions it owns.
+	Owned int `json:"owned"`
+	// Mine is true for this instance.
+	Mine bool `json:"mine"`
+	// Lease is what is known of its lease: the time left is known once it
+	// owns a partition (the coordinator reports it with the partitions).
+	Lease
 }
 
 // partView is what the Monitor last read of the partition tables.
 type partView struct {
-	tables  []partition.Table
-	seenAt  time.Time            // when the tables were read
-	unowned map[string]time.Time // partition key -> first poll that saw it unowned
+	tables []partition.Table
+	groups map[string]*groupView // by group key
 }
 
 // pollPartitions reads the partition tables, when there are any to show,
@@ -61,54 +93,89 @@ func (m *Monitor) pollPartitions(ctx context.Context, grants []tenure.Grant) err
 	if m.cfg.Partitions == nil {
 		return nil
 	}
+	start := time.Now()
 	tables, err := m.cfg.Partitions(ctx, grants)
-	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	seen := make(map[string]bool)
+	seen := make(map[string]bool, len(tables))
 	for _, t := range tables {
-		for _, r := range t.Partitions {
-			if r.Owner != "" {
-				continue
-			}
-			seen[r.Partition.Key] = true
-			if _, ok := m.parts.unowned[r.Partition.Key]; !ok {
-				m.parts.unowned[r.Partition.Key] = now
-			}
+		g := m.parts.groups[t.Group]
+		if g == nil {
+			g = newGroupView()
+			m.parts.groups[t.Group] = g
 		}
+		g.update(t, start, m.cfg.MoveWindow)
+		seen[t.Group] = true
 	}
-	for k := range m.parts.unowned {
+	for k := range m.parts.groups {
 		if !seen[k] {
-			delete(m.parts.unowned, k)
+			delete(m.parts.groups, k)
 		}
 	}
-	m.parts.tables, m.parts.seenAt = tables, now
+	m.parts.tables = tables
 	return nil
 }
 
-// partitionsLocked fills s's partition tables as of now.
-func (m *Monitor) partitionsLocked(s *Status, now time.Time) {
-	since := now.Sub(m.parts.seenAt)
-	for _, t := range m.parts.tables {
-		s.Groups = append(s.Groups, GroupStatus{
-			Group: t.Group, Partitions: len(t.Partitions), Unowned: t.Stats.Unowned,
-			Members: t.Stats.Members, Cap: t.Cap, Imbalance: t.Stats.Imbalance,
-		})
-		for _, r := range t.Partitions {
-			ps := PartitionStatus{Group: t.Group, Partition: r.Partition.Index, Name: r.Partition.Name, Key: r.Partition.Key}
-			if r.Owner == "" {
-				ps.UnownedMs = ms(now.Sub(m.parts.unowned[r.Partition.Key]))
-			} else {
-				ps.Held, ps.Token, ps.Mine = true, r.Token, r.Owner == m.cfg.Identity
-				ps.Holder, ps.Instance = tenure.SplitIdentity(r.Owner)
-				ps.LeaseLeftMs = ms(max(r.LeaseLeft-since, 0))
+// withoutPartitions returns gs less the partitions of the tables shown,
+// which are shown in their tables rather than as keys.
+func (m *Monitor) withoutPartitions(gs []tenure.Grant) []tenure.Grant {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.parts.groups) == 0 {
+		return gs
+	}
+	out := gs[:0:0]
+	for _, g := range gs {
+		if i := strings.LastIndexByte(g.Key, '/'); i > 0 {
+			if gv := m.parts.groups[g.Key[:i]]; gv != nil {
+				if _, ok := gv.index[g.Key]; ok {
+					delete(m.keys, g.Key) // seen as a key before its group was found
+					continue
+				}
 			}
-			s.Partitions = append(s.Partitions, ps)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// partitionsLocked fills s's partition groups and, for each, the rows to
+// look at first, as of now.
+func (m *Monitor) partitionsLocked(s *Status, now time.Time) {
+	first := PartitionQuery{Order: OrderAttention, Limit: m.cfg.StatusRows}
+	for i := range m.parts.tables {
+		t := &m.parts.tables[i]
+		g := m.parts.groups[t.Group]
+		s.Groups = append(s.Groups, m.groupLocked(t, g, now))
+		rows, _ := m.rowsLocked(t, g, first, now)
+		s.Partitions = append(s.Partitions, rows...)
+	}
+}
+
+// groupLocked is the summary of table t, tracked in g, at now.
+func (m *Monitor) groupLocked(t *partition.Table, g *groupView, now time.Time) GroupStatus {
+	gs := GroupStatus{
+		Group: t.Group, Partitions: len(t.Partitions), Unowned: t.Stats.Unowned, Members: t.Stats.Members,
+		Cap: t.Cap, Imbalance: t.Stats.Imbalance, MoveWindowMs: m.cfg.MoveWindow.Milliseconds(), ByMember: []MemberStatus{},
+	}
+	gs.Owned = gs.Partitions - gs.Unowned
+	for k := range g.moved {
+		if t.Partitions[g.index[k]].Owner != "" {
+			gs.Moved++
 		}
 	}
+	for _, id := range g.memberIDs(t) {
+		ms := MemberStatus{ID: id, Owned: g.owned[id], Mine: id == m.cfg.Identity}
+		ms.Holder, ms.Instance = tenure.SplitIdentity(id)
+		if l := g.leases[id]; l != nil {
+			ms.Lease = l.status(now, m.every)
+		}
+		gs.ByMember = append(gs.ByMember, ms)
+	}
+	return gs
 }
 
 // Record adds t, a transition of one of this instance's partition terms

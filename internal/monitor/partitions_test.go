@@ -2,8 +2,13 @@ package monitor_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -113,6 +118,145 @@ func TestPartitionReadError(t *testing.T) {
 		s := status(t, h)
 		if s.Error != errRead.Error() || len(s.Keys) != 1 || s.Keys[0].Holder != "x" || len(s.Partitions) != 0 {
 			t.Errorf("/status = error %q, keys %+v, %d partitions; want %q, jobs held by x, none", s.Error, s.Keys, len(s.Partitions), errRead)
+		}
+	})
+}
+
+// page decodes /status/partitions?query from h.
+func page(t *testing.T, h http.Handler, query string) monitor.PartitionPage {
+	t.Helper()
+	code, body := get(t, h, "/status/partitions?"+query)
+	var p monitor.PartitionPage
+	if err := json.Unmarshal([]byte(body), &p); code != http.StatusOK || err != nil {
+		t.Fatalf("/status/partitions?%s = %d, %v:\n%s", query, code, err, body)
+	}
+	return p
+}
+
+// indexes returns the partition index of each row.
+func indexes(rows []monitor.PartitionStatus) []int {
+	out := []int{}
+	for _, r := range rows {
+		out = append(out, r.Partition)
+	}
+	return out
+}
+
+// /status carries the rows to look at first, at most Config.StatusRows
+// per group: the unowned, then the recently moved (with the owner they
+// came from), then the rest by index; the group's summary counts them and
+// each member's partitions. /status/partitions pages through the table,
+// filtered by state, owner and name, and refuses bad parameters by name.
+func TestPartitionPages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := memory.New()
+		defer c.Close()
+		names := partition.Names(8)
+		join := func(id string, claim ...string) tenure.Member {
+			m, err := c.JoinGroup(t.Context(), "jobs", id, time.Minute)
+			if err == nil {
+				_, err = c.ClaimPartitions(t.Context(), m, claim)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		a := join("a#1", "0", "1", "2")
+		b := join("b#2", "3", "4", "5")
+		mon := newMonitor(t, c, monitor.Config{
+			PartitionsOnly: true, Identity: "a#1", StatusRows: 4,
+			Partitions: func(ctx context.Context, _ []tenure.Grant) ([]partition.Table, error) {
+				tb, err := partition.ReadTable(ctx, c, "jobs", names)
+				return []partition.Table{tb}, err
+			},
+		})
+		h := mon.Handler()
+		time.Sleep(time.Second)
+		gs, err := c.GroupPartitions(t.Context(), "jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ReleasePartitions(t.Context(), b, gs[3:4]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ClaimPartitions(t.Context(), a, []string{"3"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+
+		s := status(t, h)
+		if got, want := indexes(s.Partitions), []int{6, 7, 3, 0}; !slices.Equal(got, want) {
+			t.Errorf("/status partitions = %v; want %v (unowned, moved, then by index; 4 rows)", got, want)
+		}
+		if p := s.Partitions[2]; p.MovedMs == nil || p.From != "b" || p.Holder != "a" || !p.Mine || s.Partitions[3].MovedMs != nil {
+			t.Errorf("/status moved row = %+v; want partition 3 moved from b to a (mine), partition 0 not moved", p)
+		}
+		g := s.Groups[0]
+		byMember := fmt.Sprintln(g.ByMember[0].ID, g.ByMember[0].Owned, g.ByMember[0].Mine, g.ByMember[1].ID, g.ByMember[1].Owned)
+		if g.Partitions != 8 || g.Owned != 6 || g.Unowned != 2 || g.Moved != 1 || len(g.ByMember) != 2 || byMember != "a#1 4 true b#2 2\n" {
+			t.Errorf("/status group = %+v; want 8 partitions, 6 owned, 2 unowned, 1 moved, a#1 owning 4 (mine), b#2 2", g)
+		}
+		if m := g.ByMember[0]; m.TTLMs == nil || *m.TTLMs != time.Minute.Milliseconds() || m.Renewing == nil || !*m.Renewing {
+			t.Errorf("/status member a: ttl %v, renewing %v; want %d ms, renewing", m.TTLMs, m.Renewing, time.Minute.Milliseconds())
+		}
+
+		for _, tc := range []struct {
+			query string
+			total int
+			rows  []int
+		}{
+			{"", 8, []int{0, 1, 2, 3, 4, 5, 6, 7}},
+			{"limit=3&offset=6", 8, []int{6, 7}},
+			{"state=unowned", 2, []int{6, 7}},
+			{"state=moved", 1, []int{3}},
+			{"state=mine", 4, []int{0, 1, 2, 3}},
+			{"owner=b&state=owned", 2, []int{4, 5}},
+			{"owner=a%231&name=2", 1, []int{2}},
+			{"group=jobs&order=attention&offset=2&limit=2", 8, []int{3, 0}},
+		} {
+			if p := page(t, h, tc.query); p.Group != "jobs" || p.Total != tc.total || !slices.Equal(indexes(p.Partitions), tc.rows) {
+				t.Errorf("/status/partitions?%s = group %q, total %d, rows %v; want jobs, %d, %v", tc.query, p.Group, p.Total, indexes(p.Partitions), tc.total, tc.rows)
+			}
+		}
+		for _, tc := range []struct {
+			query string
+			code  int
+			want  string
+		}{
+			{"state=lost", http.StatusBadRequest, `state "lost"`},
+			{"order=name", http.StatusBadRequest, `order "name"`},
+			{"limit=5000", http.StatusBadRequest, "limit 5000"},
+			{"limit=x", http.StatusBadRequest, `limit "x"`},
+			{"offset=-1", http.StatusBadRequest, "offset -1"},
+			{"group=other", http.StatusNotFound, `group "other"`},
+		} {
+			code, body := get(t, h, "/status/partitions?"+tc.query)
+			var e struct{ Error string }
+			if err := json.Unmarshal([]byte(body), &e); err != nil || code != tc.code || !strings.Contains(e.Error, tc.want) {
+				t.Errorf("/status/partitions?%s = %d %s; want %d naming %s", tc.query, code, body, tc.code, tc.want)
+			}
+		}
+	})
+}
+
+// A read that takes long (a table of 100,000 partitions) spaces the next:
+// the Monitor spends at most a fifth of its time reading, and says how
+// often it reads.
+func TestSlowReadsSpaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := memory.New()
+		defer c.Close()
+		var reads atomic.Int32
+		mon := newMonitor(t, c, monitor.Config{PartitionsOnly: true, Poll: 250 * time.Millisecond,
+			Partitions: func(ctx context.Context, _ []tenure.Grant) ([]partition.Table, error) {
+				reads.Add(1)
+				time.Sleep(time.Second)
+				return nil, nil
+			}})
+		time.Sleep(30*time.Second + time.Millisecond)
+		if s := mon.Status(); reads.Load() != 7 || s.PollMs != 5000 {
+			t.Errorf("reads of 1 s in 30 s with Poll 250ms = %d, poll_ms %d; want 7 (one every 5 s), 5000", reads.Load(), s.PollMs)
 		}
 	})
 }

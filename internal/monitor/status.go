@@ -35,7 +35,8 @@ type Status struct {
 	Role string `json:"role"`
 	// Prefix is the prefix of the keys shown, when they are listed.
 	Prefix string `json:"prefix"`
-	// PollMs is how often the coordinator is read.
+	// PollMs is how often the coordinator is read: Config.Poll, or five
+	// times as long as the last read took, when that is more.
 	PollMs int64 `json:"poll_ms"`
 	// UpdatedAt is when the coordinator was last read.
 	UpdatedAt time.Time `json:"updated_at"`
@@ -43,7 +44,8 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 	// Keys are the keys shown, sorted.
 	Keys []KeyStatus `json:"keys"`
-	// Transitions are the recent transitions, newest first.
+	// Transitions are the recent transitions, newest first, each stamped
+	// when it most likely happened (see Event.At).
 	Transitions []Event `json:"transitions"`
 	// Groups summarizes the partition groups shown, sorted.
 	Groups []GroupStatus `json:"groups"`
@@ -62,17 +64,25 @@ type KeyStatus struct {
 	Instance string `json:"instance,omitempty"`
 	// Token is the fencing token of the live grant.
 	Token uint64 `json:"token,omitempty"`
-	// LeaseLeftMs is the time left: to this instance's local deadline when
-	// it holds the key, else on the lease as the coordinator last reported
-	// it, counted down since. Absent while the key is free, or when the
-	// coordinator cannot list keys (it does not report the lease left).
-	LeaseLeftMs *int64 `json:"lease_left_ms,omitempty"`
+	// Lease is what is known of the holder's lease: the time left (to
+	// this instance's local deadline when it holds the key, else until the
+	// lease runs out as the coordinator reported it), the TTL granted and
+	// the last renewal. Absent while the key is free; the time left and
+	// the renewal are absent when the coordinator cannot list keys (it
+	// does not report the time left).
+	Lease
 	// Mine is true while this instance holds the key.
 	Mine bool `json:"mine"`
 }
 
 // Event is one transition in Status.
 type Event struct {
+	// At is when it happened: for this instance's own terms, when the
+	// Elector saw it; for others', the best estimate from the reads: an
+	// expiry when the lease ran out (the latest start of a read plus the
+	// time left it reported); an acquisition or a release halfway between
+	// the read before (that did not see it) and the read that did, and
+	// never before the end of the grant before.
 	At       time.Time `json:"at"`
 	Key      string    `json:"key"`
 	Holder   string    `json:"holder"`
@@ -92,34 +102,42 @@ func (m *Monitor) Status() Status {
 	defer m.mu.Unlock()
 	s := Status{
 		Instance: m.cfg.Identity, Role: m.roleLocked(), Prefix: m.cfg.Prefix,
-		PollMs: m.cfg.Poll.Milliseconds(), UpdatedAt: m.polled,
+		PollMs: m.every.Milliseconds(), UpdatedAt: m.polled,
 		Keys: []KeyStatus{}, Transitions: make([]Event, 0, len(m.events)), Groups: []GroupStatus{}, Partitions: []PartitionStatus{},
 	}
 	if m.err != nil {
 		s.Error = m.err.Error()
 	}
 	for k, v := range m.keys {
-		ks := KeyStatus{Key: k, Held: v.held}
-		if v.held {
-			ks.Holder, ks.Instance = tenure.SplitIdentity(v.grant.Holder)
-			ks.Token = v.grant.Token
-			if left, ok := v.left(now); ok {
-				ks.LeaseLeftMs = ms(left)
-			}
-		}
-		if t := m.own[k]; t != nil && t.Check() == nil {
-			ks.Held, ks.Mine, ks.Token = true, true, t.Token()
-			ks.Holder, ks.Instance = tenure.SplitIdentity(t.Holder())
-			ks.LeaseLeftMs = ms(max(t.Remaining(), 0))
-		}
-		s.Keys = append(s.Keys, ks)
+		s.Keys = append(s.Keys, m.keyLocked(k, v, now))
 	}
 	slices.SortFunc(s.Keys, func(a, b KeyStatus) int { return cmp.Compare(a.Key, b.Key) })
 	for i := len(m.events) - 1; i >= 0; i-- {
 		s.Transitions = append(s.Transitions, m.events[i])
 	}
+	// Stamps are estimates made after the fact: an expiry recorded after
+	// a later event may have happened before it.
+	slices.SortStableFunc(s.Transitions, func(a, b Event) int { return b.At.Compare(a.At) })
 	m.partitionsLocked(&s, now)
 	return s
+}
+
+// keyLocked is the status of key, last seen as v, at now.
+func (m *Monitor) keyLocked(key string, v *view, now time.Time) KeyStatus {
+	ks := KeyStatus{Key: key, Held: v.held}
+	if v.held {
+		ks.Holder, ks.Instance = tenure.SplitIdentity(v.grant.Holder)
+		ks.Token = v.grant.Token
+		ks.Lease = v.lease.status(now, m.every)
+	}
+	if t := m.own[key]; t != nil && t.Check() == nil {
+		g := t.Grant()
+		ks.Held, ks.Mine, ks.Token = true, true, g.Token
+		ks.Holder, ks.Instance = tenure.SplitIdentity(g.Holder)
+		ks.Lease = Lease{LeaseLeftMs: ms(max(t.Remaining(), 0)), TTLMs: ms(g.TTL)}
+		ks.renewal(now.Sub(g.Sent.Time()), g.TTL, m.every)
+	}
+	return ks
 }
 
 // roleLocked is Status.Role.
