@@ -70,6 +70,7 @@ type Report struct {
 	Coordinator string        `json:"coordinator"`
 	TTL         time.Duration `json:"ttl"`
 	Margin      time.Duration `json:"margin"`
+	MaxDrift    float64       `json:"max_drift"`
 	Plant       string        `json:"plant,omitempty"`
 	Families    []string      `json:"families"`
 
@@ -90,6 +91,9 @@ type Report struct {
 	Spans  []Span        `json:"spans"`
 	// RenewRoundTrips are the round trips of successful renewals.
 	RenewRoundTrips RoundTrips `json:"renew_round_trips"`
+	// LeaseRates are the slowest and fastest rates of a node clock that a
+	// lease was counted at: {1, 1} when no clock was off.
+	LeaseRates [2]float64 `json:"lease_rates"`
 	// Rejections are the register's rejected writes.
 	Rejections []Decision `json:"rejections"`
 	// timeline holds the writes, renewals and local deadlines the HTML
@@ -140,6 +144,7 @@ func Analyze(h *History) *Report {
 	rep := newReport(h)
 	rep.countWrites(h)
 	rep.RenewRoundTrips = renewRoundTrips(h.Events)
+	rep.LeaseRates = leaseRates(h.Events)
 	if h.Options.Partitions > 0 {
 		rep.analyzePartitions(h)
 	} else {
@@ -170,7 +175,7 @@ func (rep *Report) analyzeKey(h *History) {
 func newReport(h *History) *Report {
 	o := h.Options
 	rep := &Report{
-		Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, TTL: o.TTL, Margin: o.Margin,
+		Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, TTL: o.TTL, Margin: o.Margin, MaxDrift: o.MaxDrift,
 		Plant: o.Plant, Families: StrikingFamilies(o.Families, o.Members), Origin: h.Origin, Finish: h.Finish, Faults: h.Faults,
 		NodeErrors: h.NodeErrors, Reads: len(h.Reads),
 	}
@@ -324,6 +329,9 @@ type leaseKey struct {
 type lease struct {
 	sent, reply int64
 	ttl         time.Duration
+	// rate is the rate of the node's clock the lease was counted on
+	// (0: a true clock).
+	rate float64
 }
 
 // leasesOf returns every successful acquire and renewal, per term.
@@ -332,25 +340,40 @@ func leasesOf(evs []Event) map[leaseKey][]lease {
 	for _, ev := range evs {
 		if (ev.Kind == kindAcquire || ev.Kind == kindRenew) && ev.OK {
 			k := leaseKey{ev.Holder, ev.Token}
-			out[k] = append(out[k], lease{ev.Sent, ev.At, ev.TTL})
+			out[k] = append(out[k], lease{ev.Sent, ev.At, ev.TTL, ev.Rate})
 		}
 	}
 	return out
 }
 
 // leaseEnd is the earliest the coordinator may expire the term's lease, as
-// known at time at: TTL·(1−MaxDrift) after the last request sent whose
-// reply came by then. The coordinator may expire a lease that early while
-// clock rates stay within the assumed drift, even when this machine's
-// clocks agree. It returns math.MinInt64 when no lease is known.
+// known at time at: the end of the last lease whose reply came by then
+// (see end). It returns math.MinInt64 when no lease is known.
 func leaseEnd(ls []lease, at int64, maxDrift float64) int64 {
 	end := int64(math.MinInt64)
 	for _, l := range ls {
 		if l.reply <= at {
-			end = max(end, l.sent+int64(float64(l.ttl)*(1-maxDrift)))
+			end = max(end, l.end(maxDrift))
 		}
 	}
 	return end
+}
+
+// end is the earliest the coordinator may expire l. The design assumes
+// the coordinator's clock runs at most maxDrift faster than the node's:
+// while clock rates stay within that bound, the lease may end
+// TTL·(1−maxDrift) after its send on the node's clock, which is
+// TTL·(1−maxDrift)/rate in real time for a node clock running at rate (1
+// for a true clock, the run's clock faults set others). It never ends
+// later than the TTL the real coordinator keeps on this machine's clock:
+// a node clock slower than the bound allows is judged against the lease
+// the coordinator really keeps.
+func (l lease) end(maxDrift float64) int64 {
+	rate := l.rate
+	if rate == 0 {
+		rate = 1
+	}
+	return l.sent + int64(float64(l.ttl)*min(1, (1-maxDrift)/rate))
 }
 
 // checkLeaseOverrun reports every accepted write that landed after the

@@ -4,8 +4,9 @@
 // leader write to a fenced register service as fast as it reasonably can,
 // injects faults on a seeded schedule (partitions, one-way blackholes,
 // latency, latency then a partition, reset connections, SIGSTOP pauses,
-// SIGKILL crashes with restarts, loss of an etcd member), records every
-// event on the machine's shared monotonic clock, and checks the history:
+// SIGKILL crashes with restarts, loss of an etcd member, node clocks off
+// their rate and wall clocks that jump), records every event on the
+// machine's shared monotonic clock, and checks the history:
 //
 //   - stale writes accepted: the register accepted a token lower than one it
 //     had accepted before (must be 0, always);
@@ -15,8 +16,8 @@
 //     intervals overlap;
 //   - lease overrun: a leader's write landed after the lease it was acting on
 //     could have expired at the coordinator (last acquire or renewal sent +
-//     TTL), not counting writes that were in flight across a pause of their
-//     process — only fencing can stop those;
+//     TTL·(1−MaxDrift), see Clock faults), not counting writes that were in
+//     flight across a pause of their process — only fencing can stop those;
 //   - linearizability of the register history (porcupine), with writes whose
 //     outcome the writer never learned modelled as unknown; a history
 //     porcupine cannot decide in time fails the run;
@@ -31,4 +32,68 @@
 // Planted bugs (Options.Plant, PlantFamilies) prove that the checkers can
 // fail. The command line front end is "tenure verify"; the node processes
 // are "tenure verify-node".
+//
+// # Clock faults
+//
+// The design rests on one assumption about clocks: the node's and the
+// coordinator's run at rates that differ by at most MaxDrift. A node's
+// clock bears on safety only through the length of its local deadlines,
+// Sent + SafeLease(TTL) measured on that clock: a node clock running at rate
+// r against real time puts the deadline SafeLease(TTL)/r after the send in
+// real time. That is the hook, and all of it. Each node process keeps a
+// clock of its own (nodeClock), which the runner sets with JSON lines on the
+// node's standard input, and a coordinator wrapper between the Elector (or
+// partition member) and the coordinator (clocked, clockedGroup, above the
+// planted bugs and the recorder) moves each grant's or membership's Sent by
+// SafeLease(TTL)·(1/r − 1): the Elector keeps reading the real clocks and
+// stops exactly where a clock at rate r would stop it. A clock off its rate
+// would also stretch renewal intervals and retries; those bear on liveness
+// only and are left alone. The hook is reachable only from verify's node
+// processes: nothing in `tenure run` calls RunNode, and a node's clock has
+// no input but the pipe from its runner.
+//
+// A clock fault runs the struck node's clock at a rate drawn within
+// MaxDrift of true (in the outer half of the bound, slow seven times in ten:
+// slow is the direction that carries a leader past its lease) for half a
+// TTL, so that a renewal or two is counted on it; then cuts the node off
+// from the coordinator for at least 1.25 TTL, so that its lease runs out
+// and its deadline, counted on the off clock, decides when it stops. A
+// quarter TTL into the cut, while its lease still runs and its renewals
+// fail, its wall clock jumps back by half a TTL to a TTL; at the heal the
+// clock is true again (rate 1, wall clock forward by the jump).
+//
+// The lease-overrun checker judges each lease by the rate it was counted
+// at (recorded with the lease): the coordinator's clock may run at most
+// MaxDrift faster than the node's, so the lease may end TTL·(1−MaxDrift)/r
+// after its send, and never later than the TTL the coordinator really keeps
+// on this machine's clock, however slow the node's clock. Within the bound,
+// the margin and the drift allowance absorb every rate, and runs are clean.
+// With --margin 0 the drift allowance still absorbs the rate, but nothing
+// absorbs the flight of a write sent just before the deadline: any family
+// that makes a leader lose its lease may then report an overrun, which is
+// what the margin is for.
+//
+// Wall-clock jumps: nothing in tenure compares wall-clock times (deadlines
+// use Go's monotonic clock and the boot clock), so jumps must change
+// nothing. The machine's clock cannot be moved (it would disturb etcd,
+// PostgreSQL and the harness) and no namespace offsets CLOCK_REALTIME for one
+// process, so a node's wall clock is the machine's plus an offset the
+// clock faults move; only code written against it sees it. The shipped
+// node never reads it: the family checks, by the clean runs, that no
+// decision waits on the wall clock, and the wall-clock plant shows that the
+// jumps reach the node and that the checkers would catch a deadline kept
+// on the wall clock.
+//
+// The clock plants, each caught by the lease-overrun checker on a clock
+// fault struck on the leader, with a clean control run of the same
+// schedule:
+//
+//   - slow-clock: while a clock fault is in force, the node's clock runs at
+//     SafeLease(TTL)/(1.25·TTL), whatever rate the fault set: slower than any
+//     MaxDrift allows, by more than the margin absorbs, so that its local
+//     deadline falls a quarter TTL after its lease;
+//   - wall-clock: the node reads its lease's age on its wall clock, when a
+//     reply comes and again when a renewal fails, and believes it: the jump
+//     back while it is cut off carries its deadline past its lease by the
+//     jump.
 package chaos

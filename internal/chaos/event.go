@@ -31,6 +31,8 @@ const (
 	kindRenewMember = "renew-member" // a membership renewal returned (Sent, At, OK, Lost, Epoch, TTL)
 	kindLeave       = "leave"        // a leave call returned (Epoch)
 	kindClaim       = "claim"        // a partition was granted in a claim (Sent, At, Partition, Token, Epoch)
+
+	kindClock = "clock" // the runner set the node's clock (Rate, Wall)
 )
 
 // Write results.
@@ -66,6 +68,13 @@ type Event struct {
 	Partition string `json:"partition,omitempty"`
 	// Epoch is the membership's epoch, for member and claim events.
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Rate is the rate of the node's own clock against real time when the
+	// lease of an acquire, renew, join or renew-member event was counted
+	// (0 means 1: a true clock), and the rate a clock event set.
+	Rate float64 `json:"rate,omitempty"`
+	// Wall is how far a clock event put the node's wall clock from the
+	// true time (negative: behind).
+	Wall time.Duration `json:"wall,omitempty"`
 }
 
 // eventWriter writes events as JSON lines, one at a time.

@@ -13,7 +13,7 @@ func ExampleStrikingFamilies() {
 	fmt.Println(chaos.StrikingFamilies(chaos.Families(), 1))
 	fmt.Println(chaos.StrikingFamilies([]string{chaos.FamilyMember, chaos.FamilyPause}, 3))
 	// Output:
-	// [partition blackhole latency reset pause crash degrade]
+	// [partition blackhole latency reset pause crash degrade clock]
 	// [member pause]
 }
 

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -102,6 +103,8 @@ func (r *runner) apply(ctx context.Context, f Fault) {
 		rec.Note = r.crash(ctx, np, rec.Target, f.Dur)
 	case FamilyMember:
 		rec.Note = r.restartMember(ctx, f)
+	case FamilyClock:
+		rec.Note = r.clockFault(np, rec.Target, f, wait)
 	}
 	rec.End = Mono()
 	r.mu.Lock()
@@ -182,4 +185,29 @@ func (r *runner) crash(ctx context.Context, np *nodeProc, slot int, d time.Durat
 		return err.Error()
 	}
 	return ""
+}
+
+// clockLead is how long a clock fault runs the node's clock at its rate
+// before cutting the node off: long enough for a renewal or two (every
+// TTL/3) to be counted on the clock.
+func clockLead(ttl time.Duration) time.Duration { return ttl / 2 }
+
+// clockFault runs node np's clock at f.Rate for f.Dur: after clockLead,
+// the node is cut off from the coordinator (both ways) for the rest of the
+// fault, so that its lease runs out and its local deadline, counted on its
+// clock, decides when it stops; TTL/4 into the cut, while its lease still
+// runs and its renewals fail, its wall clock jumps back by f.Jump. At the
+// heal its clock is true again: the rate back to 1, the wall clock forward
+// by f.Jump. It returns a note when the node could not be told.
+func (r *runner) clockFault(np *nodeProc, slot int, f Fault, wait func(time.Duration)) string {
+	ttl := r.o.TTL
+	notes := []string{np.setClock(clockControl{On: true, Rate: f.Rate})}
+	wait(clockLead(ttl))
+	r.cut(slot, tcpproxy.Up, tcpproxy.Down)
+	wait(ttl / 4)
+	notes = append(notes, np.setClock(clockControl{On: true, Rate: f.Rate, Wall: -f.Jump}))
+	wait(f.Dur - clockLead(ttl) - ttl/4)
+	r.heal(slot)
+	notes = append(notes, np.setClock(clockControl{}))
+	return strings.Join(nonEmpty(notes...), "; ")
 }

@@ -31,6 +31,7 @@ var familyColours = map[string]string{
 	FamilyCrash:     "#566573",
 	FamilyMember:    "#85c1e9",
 	FamilyDegrade:   "#a04000",
+	FamilyClock:     "#d81b60",
 }
 
 // Timeline geometry, in pixels.

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		s, err := ParseNodeSpec(spec)
 		if err == nil {
-			err = RunNode(ctx, s, os.Stdout)
+			err = RunNode(ctx, s, os.Stdin, os.Stdout)
 		}
 		stop()
 		if err != nil {

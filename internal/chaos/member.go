@@ -21,9 +21,10 @@ func (s NodeSpec) groupConfig() partition.Config {
 	return cfg
 }
 
-// runMember runs one member of the spec's partition group on base until
-// ctx ends, writing to each owned partition's resource of the register.
-func runMember(ctx context.Context, spec NodeSpec, base tenure.Coordinator, w *writer) error {
+// runMember runs one member of the spec's partition group on base, on the
+// node's clock, until ctx ends, writing to each owned partition's resource
+// of the register.
+func runMember(ctx context.Context, spec NodeSpec, base tenure.Coordinator, clock *nodeClock, w *writer) error {
 	g, ok := base.(plant.Group)
 	if !ok {
 		return fmt.Errorf("chaos: coordinator %T cannot run partition groups", base)
@@ -31,7 +32,7 @@ func runMember(ctx context.Context, spec NodeSpec, base tenure.Coordinator, w *w
 	cfg := spec.groupConfig()
 	cfg.OnTransition = w.transition
 	c := plant.WrapGroup(groupRecorder{plant.GroupPassthrough{Group: g}, w.out}, spec.Plant, cfg.Config)
-	grp, err := partition.New(c, cfg)
+	grp, err := partition.New(clockedGroup{plant.GroupPassthrough{Group: c}, newNodeTime(clock, cfg.Config, spec.Plant)}, cfg)
 	if err != nil {
 		return err
 	}
@@ -63,16 +64,17 @@ func (w *writer) leadPartition(ctx context.Context, p partition.Partition, t *te
 }
 
 // groupRecorder reports every membership call with its send and reply
-// times and the TTL the coordinator really granted, and every partition a
+// times, the TTL the coordinator really granted and the rate of the node's
+// clock its lease is counted at (as recorder does), and every partition a
 // claim granted.
 type groupRecorder struct {
 	plant.GroupPassthrough
 	out *eventWriter
 }
 
-// member reports a membership call.
-func (c groupRecorder) member(kind string, sent int64, m tenure.Member, err error) {
-	ev := Event{Kind: kind, Sent: sent, OK: err == nil, Epoch: m.Epoch, TTL: m.TTL, Lost: errors.Is(err, tenure.ErrLost)}
+// member reports a membership call made with ctx.
+func (c groupRecorder) member(ctx context.Context, kind string, sent int64, m tenure.Member, err error) {
+	ev := Event{Kind: kind, Sent: sent, OK: err == nil, Epoch: m.Epoch, TTL: m.TTL, Lost: errors.Is(err, tenure.ErrLost), Rate: rateOf(ctx)}
 	if err != nil {
 		ev.Err = err.Error()
 	}
@@ -82,7 +84,7 @@ func (c groupRecorder) member(kind string, sent int64, m tenure.Member, err erro
 func (c groupRecorder) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
 	sent := Mono()
 	m, err := c.Group.JoinGroup(ctx, group, id, ttl)
-	c.member(kindJoin, sent, m, err)
+	c.member(ctx, kindJoin, sent, m, err)
 	return m, err
 }
 
@@ -92,14 +94,14 @@ func (c groupRecorder) RenewMember(ctx context.Context, m tenure.Member) (tenure
 	if err != nil {
 		r = tenure.Member{Epoch: m.Epoch}
 	}
-	c.member(kindRenewMember, sent, r, err)
+	c.member(ctx, kindRenewMember, sent, r, err)
 	return r, err
 }
 
 func (c groupRecorder) LeaveGroup(ctx context.Context, m tenure.Member) error {
 	sent := Mono()
 	err := c.Group.LeaveGroup(ctx, m)
-	c.member(kindLeave, sent, tenure.Member{Epoch: m.Epoch}, err)
+	c.member(ctx, kindLeave, sent, tenure.Member{Epoch: m.Epoch}, err)
 	return err
 }
 

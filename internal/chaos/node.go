@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -90,9 +91,18 @@ func ParseNodeSpec(s string) (NodeSpec, error) {
 
 // RunNode is the body of a node process: it connects to the coordinator,
 // campaigns (or joins the partition group), writes to the register while it
-// leads, and reports every event as a JSON line on out, until ctx ends.
-func RunNode(ctx context.Context, spec NodeSpec, out io.Writer) error {
+// leads, and reports every event as a JSON line on out, until ctx ends. It
+// runs its elector on the node's own clock, which the runner sets with
+// JSON lines on ctl (the process's standard input; nil or anything but a
+// pipe: a true clock throughout).
+func RunNode(ctx context.Context, spec NodeSpec, ctl *os.File, out io.Writer) error {
 	ew := newEventWriter(out, spec.Holder)
+	clock := &nodeClock{}
+	stop, err := followControls(ctl, clock, ew)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	ew.emit(Event{Kind: kindStart})
 	base := dial(ctx, spec, ew)
 	if base == nil {
@@ -101,16 +111,37 @@ func RunNode(ctx context.Context, spec NodeSpec, out io.Writer) error {
 	defer base.Close()
 	w := &writer{spec: spec, out: ew, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
 	defer w.client.CloseIdleConnections()
-	var err error
 	if spec.Partitions > 0 {
-		err = runMember(ctx, spec, base, w)
+		err = runMember(ctx, spec, base, clock, w)
 	} else {
-		err = runElector(ctx, spec, base, w)
+		err = runElector(ctx, spec, base, clock, w)
 	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// followControls applies the clock settings read from ctl to clock until
+// the returned stop is called, which waits for the reader to end. A ctl
+// that is nil or not a pipe is not read.
+func followControls(ctl *os.File, clock *nodeClock, ew *eventWriter) (stop func(), err error) {
+	if ctl == nil {
+		return func() {}, nil
+	}
+	if st, err := ctl.Stat(); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		return func() {}, nil
+	}
+	in, err := controlInput(ctl)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		readControls(in, clock, ew)
+	}()
+	return func() { in.Close(); <-done }, nil
 }
 
 // dial connects to the spec's coordinator, retrying until it succeeds; it
@@ -134,12 +165,14 @@ func dial(ctx context.Context, spec NodeSpec, ew *eventWriter) tenure.Coordinato
 	return nil
 }
 
-// runElector runs one Elector of the spec's key on base until ctx ends.
-func runElector(ctx context.Context, spec NodeSpec, base tenure.Coordinator, w *writer) error {
+// runElector runs one Elector of the spec's key on base, on the node's
+// clock, until ctx ends. From the Elector down: the node's clock
+// (clocked), the planted bug, the recorder, the coordinator.
+func runElector(ctx context.Context, spec NodeSpec, base tenure.Coordinator, clock *nodeClock, w *writer) error {
 	cfg := spec.electorConfig()
 	c := plant.Wrap(recorder{plant.Passthrough{Coordinator: base}, w.out}, spec.Plant, cfg)
 	cfg.OnTransition = w.transition
-	e, err := tenure.NewElector(c, cfg)
+	e, err := tenure.NewElector(clocked{plant.Passthrough{Coordinator: c}, newNodeTime(clock, cfg, spec.Plant)}, cfg)
 	if err != nil {
 		return err
 	}

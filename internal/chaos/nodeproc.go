@@ -12,13 +12,25 @@ import (
 	"time"
 )
 
+// nodeProc is one incarnation of a node slot: a node process.
 type nodeProc struct {
 	slot   int
 	holder string
 	cmd    *exec.Cmd
+	ctl    io.Writer // the node's standard input: its clock's settings
 	done   chan struct{}
 	stderr *tailBuffer
 	killed bool
+}
+
+// setClock sets the clock of node np to c, and returns a note when the
+// node could not be told (it has exited).
+func (np *nodeProc) setClock(c clockControl) string {
+	b, _ := json.Marshal(c)
+	if _, err := np.ctl.Write(append(b, '\n')); err != nil {
+		return fmt.Sprintf("clock of %s not set: %v", np.holder, err)
+	}
+	return ""
 }
 
 // startNode starts a new incarnation of node slot i with a new holder.
@@ -46,12 +58,16 @@ func (r *runner) startNode(i int) error {
 	if err != nil {
 		return err
 	}
+	ctl, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
 	tail := &tailBuffer{max: 4 << 10}
 	cmd.Stderr = tail
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("chaos: start node %s: %w", holder, err)
 	}
-	np := &nodeProc{slot: i, holder: holder, cmd: cmd, done: make(chan struct{}), stderr: tail}
+	np := &nodeProc{slot: i, holder: holder, cmd: cmd, ctl: ctl, done: make(chan struct{}), stderr: tail}
 	r.mu.Lock()
 	r.procs[i] = np
 	delete(r.leading, i)

@@ -186,5 +186,5 @@ func (o Options) schedule() []Fault {
 		return o.Schedule
 	}
 	return drawSchedule(scheduleConfig{Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, Members: o.Members,
-		TTL: o.TTL, Margin: o.Margin, Families: o.Families, Start: o.FaultStart, Tail: o.FaultTail, MaxGap: o.MaxGap, LeaderOnly: o.LeaderOnly})
+		TTL: o.TTL, Margin: o.Margin, MaxDrift: o.MaxDrift, Families: o.Families, Start: o.FaultStart, Tail: o.FaultTail, MaxGap: o.MaxGap, LeaderOnly: o.LeaderOnly})
 }

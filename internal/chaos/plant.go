@@ -28,11 +28,16 @@ func checkPlant(p string) error {
 //     then a partition: the leader writes up to its local deadline, which
 //     the bug has put after the lease);
 //   - renew-after-expiry: partitions of the leader (its renewals fail and
-//     it carries on past its lease).
+//     it carries on past its lease);
+//   - slow-clock and wall-clock: clock faults (the leader is cut off while
+//     its clock is off: the slow clock, or the wall clock that jumped back,
+//     puts its local deadline after its lease).
 //
 // It returns nil for plant.None.
 func PlantFamilies(p string) []string {
 	switch p {
+	case plant.SlowClock, plant.WallClock:
+		return []string{FamilyClock}
 	case plant.NoToken:
 		return []string{FamilyPause}
 	case plant.ReplyDeadline, plant.NoMargin:

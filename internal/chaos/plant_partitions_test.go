@@ -58,3 +58,13 @@ func TestPartitionPlantedBugsAreCaught(t *testing.T) {
 	leaseOverrun := func(string) func(*Report) *Check { return func(r *Report) *Check { return &r.LeaseOverrun } }
 	testPlants(t, []string{plant.RenewAfterExpiry, plant.NoMargin}, runPartitioned, leaseOverrun)
 }
+
+// TestPartitionClockPlantsAreCaught proves the clock family works with
+// partitions: a member's clock is the one its membership's lease is
+// counted on, so the clock plants carry every partition it owns past the
+// membership's lease, and the build as shipped, under the same clock
+// fault, reports nothing.
+func TestPartitionClockPlantsAreCaught(t *testing.T) {
+	leaseOverrun := func(string) func(*Report) *Check { return func(r *Report) *Check { return &r.LeaseOverrun } }
+	testPlants(t, []string{plant.SlowClock, plant.WallClock}, runPartitioned, leaseOverrun)
+}

@@ -27,6 +27,11 @@ func exposing(p string) []Fault {
 			Up: 10 * time.Millisecond, Down: ttl / 10, Write: 50 * time.Millisecond}}
 	case plant.RenewAfterExpiry:
 		return []Fault{{At: 3 * time.Second, Family: FamilyPartition, Node: leaderNode, Dur: 2 * ttl}}
+	case plant.SlowClock, plant.WallClock:
+		// The leader's clock runs half a percent slow (within the
+		// bound), then the leader is cut off; while its lease still runs,
+		// its wall clock jumps back one TTL.
+		return []Fault{{At: 3 * time.Second, Family: FamilyClock, Node: leaderNode, Dur: 2 * ttl, Rate: 0.995, Jump: ttl}}
 	}
 	return nil
 }

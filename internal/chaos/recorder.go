@@ -10,7 +10,8 @@ import (
 )
 
 // recorder reports every acquire, renew and release with its send and reply
-// times and the TTL the coordinator really granted.
+// times, the TTL the coordinator really granted, and the rate of the node's
+// clock its lease is counted at (from clocked, through the call's context).
 type recorder struct {
 	plant.Passthrough
 	out *eventWriter
@@ -19,7 +20,7 @@ type recorder struct {
 func (c recorder) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	sent := Mono()
 	g, err := c.Coordinator.Acquire(ctx, key, holder, ttl)
-	ev := Event{Kind: kindAcquire, Sent: sent, OK: err == nil, Token: g.Token, TTL: g.TTL}
+	ev := Event{Kind: kindAcquire, Sent: sent, OK: err == nil, Token: g.Token, TTL: g.TTL, Rate: rateOf(ctx)}
 	if err != nil {
 		ev.Err = err.Error()
 	}
@@ -30,7 +31,7 @@ func (c recorder) Acquire(ctx context.Context, key, holder string, ttl time.Dura
 func (c recorder) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	sent := Mono()
 	r, err := c.Coordinator.Renew(ctx, g)
-	ev := Event{Kind: kindRenew, Sent: sent, OK: err == nil, Token: g.Token, TTL: r.TTL, Lost: errors.Is(err, tenure.ErrLost)}
+	ev := Event{Kind: kindRenew, Sent: sent, OK: err == nil, Token: g.Token, TTL: r.TTL, Lost: errors.Is(err, tenure.ErrLost), Rate: rateOf(ctx)}
 	if err != nil {
 		ev.Err = err.Error()
 	}

@@ -61,8 +61,11 @@ func (r *Report) WriteSummary(w io.Writer) {
 		plant = r.Plant
 	}
 	fmt.Fprintf(tw, "seed\t%d\t(replay: --seed %d)\n", r.Seed, r.Seed)
-	fmt.Fprintf(tw, "run\t%s, %d nodes, %s, TTL %s, margin %s, planted bug: %s\n", r.Duration, r.Nodes, r.Coordinator, r.TTL, r.Margin, plant)
+	fmt.Fprintf(tw, "run\t%s, %d nodes, %s, TTL %s, margin %s, max drift %s, planted bug: %s\n", r.Duration, r.Nodes, r.Coordinator, r.TTL, r.Margin, percent(r.MaxDrift), plant)
 	fmt.Fprintf(tw, "faults\t%d\t%s\n", len(r.Faults), cmp.Or(r.faultCounts(), "none struck"))
+	if line := r.clockLine(); line != "" {
+		fmt.Fprintf(tw, "clock faults\t%d\t%s\n", r.count(FamilyClock), line)
+	}
 	fmt.Fprintf(tw, "writes\t%d\taccepted %d, rejected %d, outcome unknown %d; %d reads\n", r.WritesAttempted, r.WritesAccepted, r.WritesRejected, r.WritesUnknown, r.Reads)
 	fmt.Fprintf(tw, "late writes across a pause\t%d\tlanded after their lease; decided by fencing\n", r.LateWritesAcrossPause)
 	for _, c := range r.Checks() {

@@ -24,11 +24,17 @@ const (
 	// latency lasts: the last renewal that got through was slow, and the
 	// leader writes, slowly, up to its local deadline.
 	FamilyDegrade = "degrade"
+	// FamilyClock: the node's own clock runs at a rate off by up to
+	// MaxDrift (slower seven times in ten), then it is cut off from the
+	// coordinator until its lease runs out, so that its local deadline,
+	// counted on that clock, decides when it stops; meanwhile its wall
+	// clock jumps back, and forward again at the heal.
+	FamilyClock = "clock"
 )
 
 // Families lists every fault family.
 func Families() []string {
-	return []string{FamilyPartition, FamilyBlackhole, FamilyLatency, FamilyReset, FamilyPause, FamilyCrash, FamilyMember, FamilyDegrade}
+	return []string{FamilyPartition, FamilyBlackhole, FamilyLatency, FamilyReset, FamilyPause, FamilyCrash, FamilyMember, FamilyDegrade, FamilyClock}
 }
 
 // ParseFamilies parses a comma-separated list of fault families; "all" means
@@ -74,6 +80,10 @@ type Fault struct {
 	Up    time.Duration `json:"up,omitempty"`
 	Down  time.Duration `json:"down,omitempty"`
 	Write time.Duration `json:"write,omitempty"`
+	// Rate is the rate of the node's clock against real time, and Jump how
+	// far its wall clock jumps back (FamilyClock).
+	Rate float64       `json:"rate,omitempty"`
+	Jump time.Duration `json:"jump,omitempty"`
 }
 
 func (f Fault) String() string {
@@ -92,6 +102,9 @@ func (f Fault) String() string {
 	case FamilyLatency, FamilyDegrade:
 		return s + fmt.Sprintf(" %s for %s: requests +%s, replies +%s, writes +%s", who, f.Dur.Round(time.Millisecond),
 			f.Up.Round(time.Millisecond), f.Down.Round(time.Millisecond), f.Write.Round(time.Millisecond))
+	case FamilyClock:
+		return s + fmt.Sprintf(" %s for %s: clock at %.4f×, wall clock %s back while cut off", who, f.Dur.Round(time.Millisecond),
+			f.Rate, f.Jump.Round(time.Millisecond))
 	default:
 		return s + fmt.Sprintf(" %s for %s", who, f.Dur.Round(time.Millisecond))
 	}
@@ -105,6 +118,7 @@ type scheduleConfig struct {
 	Members  int
 	TTL      time.Duration
 	Margin   time.Duration
+	MaxDrift float64
 	Families []string
 	// Start is when the first fault may strike; default 1.5·TTL, time for
 	// a first leader.
@@ -148,13 +162,15 @@ var durations = map[string][2]float64{
 	FamilyPause:  {1.6, 2.2},
 	FamilyCrash:  {0.25, 1.5},
 	FamilyMember: {0.75, 2.5},
+	// Half a TTL on the skewed clock, then at least 1.25 TTL cut off.
+	FamilyClock: {1.75, 2.5},
 }
 
 // drawSchedule draws a run's faults from cfg alone: the same cfg always gives
 // the same schedule. Faults do not overlap; each is followed by a quiet gap.
 // Families are drawn in rounds, each a shuffle of every family that can
 // strike (StrikingFamilies): when the run is long enough for one short
-// fault of each (26.7s at the default TTL of 2s with one member, 29.2s
+// fault of each (31.2s at the default TTL of 2s with one member, 33.7s
 // with three), the first round is drawn short enough to fit, so that every
 // family strikes at least once.
 func drawSchedule(cfg scheduleConfig) []Fault {
@@ -277,8 +293,22 @@ func (s *scheduler) draw(fam string, at, room time.Duration) Fault {
 	case FamilyMember:
 		f.Node = 0
 		f.Member = s.rng.IntN(cfg.Members)
+	case FamilyClock:
+		f.Rate = clockRate(cfg.MaxDrift, s.rng.Float64())
+		f.Jump = between(0.5, 1)
 	}
 	return f
+}
+
+// clockRate is the rate of a node's clock in a clock fault, drawn from x
+// in [0, 1): within maxDrift of true, in its outer half, where the bound
+// is tested; slow (the direction that carries a leader past its lease)
+// seven times in ten.
+func clockRate(maxDrift, x float64) float64 {
+	if x < 0.7 {
+		return 1 - maxDrift*(0.5+0.5*x/0.7)
+	}
+	return 1 + maxDrift*(0.5+0.5*(x-0.7)/0.3)
 }
 
 // writeLatency is the latency put on a node's writes: between a quarter and

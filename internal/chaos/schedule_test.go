@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -82,16 +83,16 @@ func TestPlantDefaults(t *testing.T) {
 	}
 }
 
-// Every family that can strike does, in a 30-second run at the default TTL,
+// Every family that can strike does, in a 35-second run at the default TTL,
 // for every seed: the first round of families is drawn short enough to fit.
 // The faults stay apart by at least TTL/2, strike after 1.5·TTL and heal
 // 1.5·TTL before the end.
 func TestScheduleStrikesEveryFamily(t *testing.T) {
 	const ttl = 2 * time.Second
 	for _, members := range []int{1, 3} {
-		for _, d := range []time.Duration{30 * time.Second, 45 * time.Second, 120 * time.Second} {
+		for _, d := range []time.Duration{35 * time.Second, 45 * time.Second, 120 * time.Second} {
 			for seed := uint64(1); seed <= 200; seed++ {
-				cfg := scheduleConfig{Seed: seed, Duration: d, Nodes: 3, Members: members, TTL: ttl, Margin: ttl / 10, Families: Families()}
+				cfg := scheduleConfig{Seed: seed, Duration: d, Nodes: 3, Members: members, TTL: ttl, Margin: ttl / 10, MaxDrift: 0.01, Families: Families()}
 				checkSchedule(t, cfg, drawSchedule(cfg))
 			}
 		}
@@ -107,6 +108,10 @@ func checkSchedule(t *testing.T, cfg scheduleConfig, sched []Fault) {
 		seen[f.Family] = true
 		if r := durations[f.Family]; f.Dur < time.Duration(r[0]*float64(cfg.TTL)) || f.Dur > time.Duration(r[1]*float64(cfg.TTL)) {
 			t.Errorf("members %d, %s, seed %d: fault %s lasts outside [%g, %g] TTL", cfg.Members, cfg.Duration, cfg.Seed, f, r[0], r[1])
+		}
+		if f.Family == FamilyClock && (math.Abs(f.Rate-1) > cfg.MaxDrift+1e-9 || math.Abs(f.Rate-1) < cfg.MaxDrift/2-1e-9 ||
+			f.Jump < cfg.TTL/2 || f.Jump > cfg.TTL) {
+			t.Errorf("members %d, %s, seed %d: clock fault %s: rate not in the outer half of ±%v, or jump not in [TTL/2, TTL]", cfg.Members, cfg.Duration, cfg.Seed, f, cfg.MaxDrift)
 		}
 		if i == 0 && f.At < cfg.TTL*3/2 {
 			t.Errorf("members %d, %s, seed %d: first fault %s before 1.5 TTL", cfg.Members, cfg.Duration, cfg.Seed, f)

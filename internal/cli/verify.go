@@ -42,9 +42,11 @@ a node leads it writes to a fenced register service as fast as it
 reasonably can. Faults strike on a schedule drawn from --seed: partitions,
 one-way blackholes, latency, reset connections, SIGSTOP pauses longer than
 the TTL, SIGKILL crashes with restarts, slow renewals and writes followed
-by a partition (degrade), and (with --members 3) the loss of an etcd
-member. Families are drawn in shuffled rounds, the first fitted to
-the run: at the default TTL, a run of 30s or more sees every family that
+by a partition (degrade), (with --members 3) the loss of an etcd member,
+and clock faults: a node's clock runs off its rate by up to --max-drift
+and its wall clock jumps back, while it is cut off until its lease runs
+out (clock). Families are drawn in shuffled rounds, the first fitted to
+the run: at the default TTL, a run of 35s or more sees every family that
 can strike. Every event is stamped with the machine's monotonic clock.
 
 The coordinator is an embedded etcd (one member, or --members 3) unless
@@ -62,8 +64,12 @@ fewer than ` + fmt.Sprint(chaos.MinAcceptedWrites) + ` writes (an unreachable co
 --plant builds the nodes with a known bug, to watch the checkers catch it.
 Without --faults, the run then draws only the fault families that expose
 that bug (no-token: pause; reply-deadline and no-margin: degrade;
-renew-after-expiry: partition) and aims every fault at the leader, so that
-a 20-second run reports the violation.
+renew-after-expiry: partition; slow-clock and wall-clock: clock) and aims
+every fault at the leader, so that a 20-second run reports the violation.
+The clock plants are bugs of the node's clock: slow-clock runs it slower
+than any --max-drift allows during a clock fault, wall-clock keeps the
+lease's age on the wall clock. docs/verify.md says what each family and
+plant checks.
 
 --partitions N makes every node one member of a partition group of N
 partitions (what "tenure run --partitions" runs) instead of one elector:
@@ -82,6 +88,7 @@ stale-write checker shows it did.`,
   tenure verify --duration 2m --html report.html
   tenure verify --members 3 --faults partition,member
   tenure verify --plant reply-deadline --duration 20s
+  tenure verify --faults clock --duration 60s
   tenure verify --partitions 16 --duration 30s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -258,7 +265,7 @@ func newVerifyNodeCommand() *cobra.Command {
 			if err != nil {
 				return usageError("--spec: %w", err)
 			}
-			return chaos.RunNode(cmd.Context(), s, cmd.OutOrStdout())
+			return chaos.RunNode(cmd.Context(), s, os.Stdin, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&spec, "spec", "", "node spec, JSON")

@@ -2,6 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"go/parser"
+	gotoken "go/token"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tenure-dev/tenure/internal/chaos"
@@ -46,13 +50,39 @@ func TestVerifyFamiliesHeader(t *testing.T) {
 		asked   bool
 		want    string
 	}{
-		{all, 1, false, "partition,blackhole,latency,reset,pause,crash,degrade"},
-		{all, 3, false, "partition,blackhole,latency,reset,pause,crash,member,degrade"},
+		{all, 1, false, "partition,blackhole,latency,reset,pause,crash,degrade,clock"},
+		{all, 3, false, "partition,blackhole,latency,reset,pause,crash,member,degrade,clock"},
 		{[]string{chaos.FamilyMember, chaos.FamilyPause}, 1, true, "pause (member faults need --members 3)"},
 		{[]string{chaos.FamilyMember}, 1, true, "none (member faults need --members 3)"},
 	} {
 		if got := verifyFamilies(tc.fams, tc.members, tc.asked); got != tc.want {
 			t.Errorf("verifyFamilies(%v, %d, %v) = %q; want %q", tc.fams, tc.members, tc.asked, got, tc.want)
+		}
+	}
+}
+
+// The node clock of verify's clock faults is reachable only from verify's
+// node processes: verify.go is the one file of the CLI that uses package
+// chaos (whose RunNode runs a node on its own clock), so `tenure run` and
+// every other command have no path to it.
+func TestOnlyVerifyReachesChaos(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := gotoken.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if strings.HasSuffix(imp.Path.Value, `/internal/chaos"`) && name != "verify.go" {
+				t.Errorf("%s imports package chaos; only verify.go may", name)
+			}
 		}
 	}
 }

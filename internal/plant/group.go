@@ -40,7 +40,7 @@ func (p GroupPassthrough) WatchMembers(ctx context.Context, group string) (<-cha
 
 // WrapGroup returns c with bug planted for a partition group member
 // configured with cfg (the member's lease settings); any other bug name,
-// and NoToken (a writer's bug), return c unchanged. The bugs are the
+// NoToken (a writer's bug) and the clock plants return c unchanged. The bugs are the
 // Elector's, moved to the membership whose lease every owned partition
 // shares:
 //

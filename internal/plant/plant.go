@@ -36,14 +36,29 @@ const (
 	// reported renewed (re-acquiring quietly when the key is free), so the
 	// old term carries on.
 	RenewAfterExpiry = "renew-after-expiry"
+	// SlowClock: while a clock fault of tenure verify is in force, the
+	// node's own clock runs slower than MaxDrift allows, by more than the
+	// margin absorbs, so that its local deadline falls after its lease. It
+	// is planted in the node's clock by package chaos, whose clock faults
+	// set it: Wrap leaves the coordinator unchanged.
+	SlowClock = "slow-clock"
+	// WallClock: the node reads its lease's age on its wall clock, so that
+	// a wall-clock jump while a request is out, or while its renewals fail,
+	// moves its local deadline by the jump. It is planted in the node's
+	// clock by package chaos, whose clock faults move the wall clock: Wrap
+	// leaves the coordinator unchanged.
+	WallClock = "wall-clock"
 )
 
 // All lists every planted bug.
-func All() []string { return []string{NoToken, ReplyDeadline, NoMargin, RenewAfterExpiry} }
+func All() []string {
+	return []string{NoToken, ReplyDeadline, NoMargin, RenewAfterExpiry, SlowClock, WallClock}
+}
 
 // Wrap returns c with bug planted for an Elector configured with cfg; any
-// other bug name returns c unchanged. The wrapper keeps c's Watch, so the
-// Elector's campaign still wakes on releases.
+// other bug name (None, NoToken, the clock plants) returns c unchanged.
+// The wrapper keeps c's Watch, so the Elector's campaign still wakes on
+// releases.
 func Wrap(c tenure.Coordinator, bug string, cfg tenure.Config) tenure.Coordinator {
 	switch bug {
 	case ReplyDeadline:

@@ -1,0 +1,183 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/plant"
+)
+
+// slowClockLate is how far past its lease the slow-clock plant puts a
+// node's local deadline, as a share of the TTL.
+const slowClockLate = 0.25
+
+// slowClockRate is the rate of a node clock under the slow-clock plant:
+// slower than any MaxDrift allows by more than the margin absorbs, so that
+// the local deadline, SafeLease(TTL) on the node's clock, falls
+// (1 + slowClockLate)·TTL after the send in real time.
+func slowClockRate(cfg tenure.Config) float64 {
+	return float64(cfg.SafeLease(cfg.TTL)) / ((1 + slowClockLate) * float64(cfg.TTL))
+}
+
+// nodeTime applies a node's own clock to the leases its coordinator
+// wrappers (clocked, clockedGroup) hand to the Elector or partition
+// member above them, with the clock plants of spec.Plant.
+type nodeTime struct {
+	clock *nodeClock
+	cfg   tenure.Config
+	bug   string
+
+	mu     sync.Mutex
+	leases map[uint64]wallLease // the wall-clock plant's last lease of each term or membership
+}
+
+// wallLease is a lease as the wall-clock plant reported it: its Sent, and
+// the wall and monotonic clocks read together when it was reported.
+type wallLease struct {
+	sent       tenure.Instant
+	wall, mono time.Time
+}
+
+func newNodeTime(clock *nodeClock, cfg tenure.Config, bug string) *nodeTime {
+	return &nodeTime{clock: clock, cfg: cfg, bug: bug, leases: map[uint64]wallLease{}}
+}
+
+// clockCall is the node's clock as a lease request went out.
+type clockCall struct {
+	rate       float64 // the rate the lease is counted at
+	wall, mono time.Time
+}
+
+// begin reads the node's clock as a lease request goes out. Under the
+// slow-clock plant, the clock runs at slowClockRate while a clock fault is
+// in force, whatever rate the fault set.
+func (n *nodeTime) begin() clockCall {
+	c := n.clock.get()
+	rate := c.rate()
+	if n.bug == plant.SlowClock && c.On {
+		rate = slowClockRate(n.cfg)
+	}
+	return clockCall{rate: rate, wall: n.clock.wallNow(), mono: time.Now()}
+}
+
+// sent returns the Sent of a lease of ttl that the coordinator reported
+// sent for the request read at call, as the node's clock places it: moved
+// so that the local deadline, Sent + SafeLease(ttl), falls SafeLease(ttl)
+// divided by the clock's rate after the send, as it does on a clock running
+// at that rate. Under the wall-clock plant, the lease's age is read on the
+// wall clock: Sent moves by however far the wall clock jumped while the
+// request was out, and the lease is kept under id (a token or an epoch)
+// for reread.
+func (n *nodeTime) sent(id uint64, sent tenure.Instant, ttl time.Duration, call clockCall) tenure.Instant {
+	safe := n.cfg.SafeLease(ttl)
+	sent = sent.Add(time.Duration(float64(safe)/call.rate) - safe)
+	if n.bug != plant.WallClock {
+		return sent
+	}
+	wall, mono := n.clock.wallNow(), time.Now()
+	sent = sent.Add(mono.Sub(call.mono) - wall.Sub(call.wall))
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.leases[id] = wallLease{sent: sent, wall: wall, mono: mono}
+	return sent
+}
+
+// reread is the wall-clock plant's second look at the lease kept under id
+// when a renewal failed: it reads the lease's age on the wall clock again
+// and returns the Sent that age gives, with true, when the wall clock has
+// jumped (by a millisecond or more) since the lease was reported. The bug
+// it plants keeps the lease's end as a wall-clock time and believes it.
+func (n *nodeTime) reread(id uint64) (tenure.Instant, bool) {
+	if n.bug != plant.WallClock {
+		return tenure.Instant{}, false
+	}
+	n.mu.Lock()
+	l, ok := n.leases[id]
+	n.mu.Unlock()
+	if !ok {
+		return tenure.Instant{}, false
+	}
+	skew := time.Since(l.mono) - n.clock.wallNow().Sub(l.wall)
+	if skew.Abs() < time.Millisecond {
+		return tenure.Instant{}, false
+	}
+	return l.sent.Add(skew), true
+}
+
+// rateKey carries in a call's context the rate its lease is counted at,
+// from clocked (above the plants) to the recorder (below them).
+type rateKey struct{}
+
+func withRate(ctx context.Context, rate float64) context.Context {
+	return context.WithValue(ctx, rateKey{}, rate)
+}
+
+// rateOf returns the rate withRate put in ctx, or 0 (a true clock).
+func rateOf(ctx context.Context) float64 {
+	r, _ := ctx.Value(rateKey{}).(float64)
+	return r
+}
+
+// clocked is the coordinator of a node's Elector as the node's own clock
+// sees it (nodeTime.sent), with the clock plants.
+type clocked struct {
+	plant.Passthrough
+	t *nodeTime
+}
+
+func (c clocked) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
+	call := c.t.begin()
+	g, err := c.Coordinator.Acquire(withRate(ctx, call.rate), key, holder, ttl)
+	if err == nil {
+		g.Sent = c.t.sent(g.Token, g.Sent, g.TTL, call)
+	}
+	return g, err
+}
+
+func (c clocked) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
+	call := c.t.begin()
+	r, err := c.Coordinator.Renew(withRate(ctx, call.rate), g)
+	if err == nil {
+		r.Sent = c.t.sent(g.Token, r.Sent, r.TTL, call)
+		return r, nil
+	}
+	if sent, ok := c.t.reread(g.Token); ok && !errors.Is(err, tenure.ErrLost) {
+		g.Sent = sent
+		return g, nil
+	}
+	return r, err
+}
+
+// clockedGroup is the coordinator of a node's partition group member as
+// the node's own clock sees it: clocked, applied to the membership whose
+// lease every owned partition shares.
+type clockedGroup struct {
+	plant.GroupPassthrough
+	t *nodeTime
+}
+
+func (c clockedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+	call := c.t.begin()
+	m, err := c.Group.JoinGroup(withRate(ctx, call.rate), group, id, ttl)
+	if err == nil {
+		m.Sent = c.t.sent(m.Epoch, m.Sent, m.TTL, call)
+	}
+	return m, err
+}
+
+func (c clockedGroup) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+	call := c.t.begin()
+	r, err := c.Group.RenewMember(withRate(ctx, call.rate), m)
+	if err == nil {
+		r.Sent = c.t.sent(m.Epoch, r.Sent, r.TTL, call)
+		return r, nil
+	}
+	if sent, ok := c.t.reread(m.Epoch); ok && !errors.Is(err, tenure.ErrLost) {
+		m.Sent = sent
+		return m, nil
+	}
+	return r, err
+}
