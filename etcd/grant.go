@@ -27,8 +27,9 @@ type granted struct {
 // last refused Acquire of key, or kept by its last Release of it): the
 // grant's Sent is when it was last granted or extended, so its whole age
 // counts. If holder holds key already, that grant is deleted and a new one
-// made; another holder that takes the key in between wins, and Acquire
-// returns a *tenure.HeldError naming it. See tenure.Coordinator.
+// made (so concurrent Acquires of one holder replace each other); another
+// holder that takes the key in between wins, and Acquire returns a
+// *tenure.HeldError naming it. See tenure.Coordinator.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: acquire %q for %q", key, holder)
 	if err := validateAcquire(key, holder, ttl); err != nil {

@@ -43,19 +43,28 @@ type spareKey struct {
 func (c *Coordinator) keepSpare(key, holder string, secs int64, l lease) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for k, old := range c.spares { // too old to use: forget them
+		if !fresh(old) {
+			delete(c.spares, k)
+		}
+	}
 	c.spares[spareKey{key, holder, secs}] = l
 }
 
+// fresh reports whether lease l has at least two thirds of its TTL left,
+// as its last grant or extension was sent: enough to start a term on.
+func fresh(l lease) bool { return l.sent.Add(l.ttl/3).Until() > 0 }
+
 // leaseFor returns a lease for holder's Acquire of key: the spare kept for
-// it, taken so that no other Acquire uses it, when it still has at least
-// half its TTL left; a new one otherwise.
+// it, taken so that no other Acquire uses it, when it is fresh; a new one
+// otherwise.
 func (c *Coordinator) leaseFor(ctx context.Context, key, holder string, secs int64) (lease, error) {
 	k := spareKey{key, holder, secs}
 	c.mu.Lock()
 	l, ok := c.spares[k]
 	delete(c.spares, k)
 	c.mu.Unlock()
-	if ok && l.sent.Add(l.ttl/2).Until() > 0 {
+	if ok && fresh(l) {
 		return l, nil
 	}
 	return c.grantLease(ctx, secs)
