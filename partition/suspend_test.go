@@ -13,14 +13,17 @@ import (
 	"github.com/tenure-dev/tenure/partition/partitiontest"
 )
 
-// suspendingLink is one member's link to the memory coordinator, from a
-// host that is suspended once, when armed: inside a membership renewal
+// suspendingLink is one member's link to the memory coordinator. When
+// armed, it suspends the member's host once: inside a membership renewal
 // (after the coordinator extended the lease, before the reply is read), or
 // right before a claim is sent, so after the renewal that last extended
-// the lease. The coordinator lives through the suspend (its clock jumps by
-// it); Go's monotonic clock on the member's host does not, its boot clock
-// does. The host is cut off from the coordinator right after, so its lease
-// runs out and the other members take its partitions over.
+// the lease. The coordinator, on another host, lives through the suspend
+// (its clock jumps by it); on the suspended host Go's monotonic clock
+// stands still and the boot clock moves on. (The boot clock is the
+// process's: the other members of the test, in the same process, are
+// suspended too, and their own deadlines keep them safe.) The member is cut
+// off from the coordinator right after, so its lease runs out and the
+// other members take its partitions over.
 type suspendingLink struct {
 	*memory.Coordinator
 	suspend func(time.Duration) // the host's boot clock: see SimulateSuspend

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -21,20 +24,27 @@ const statusPartitionsDoc = `
 
 For a partition group (tenure run --partitions), --partitions P (and
 --names, as given to tenure run) prints the partition table: each
-partition's holder, instance, fencing token and lease left, then the
-members, how many partitions each owns, and the balance. Without
+partition's holder, instance, fencing token and lease left ("-" when
+unowned), then the members, how many partitions each owns and the
+partition count each announced, and the balance. A --partitions that no
+live member announced is refused, naming the count they announce. Without
 --partitions, a --key that nobody leads but that names a group with live
-members prints the table of the partitions owned now. With --json it
-prints one object:
+members prints the table of every partition of the count its members
+announce, owned or not. With --json it prints one object:
 
   {"key":"jobs","partitions":[{"partition":0,"name":"0","key":"jobs/0",
     "held":true,"holder":"web-1","instance":"3f9c2a1b","token":42,
     "lease_left_ms":8000}],"members":[{"holder":"web-1",
-    "instance":"3f9c2a1b","owned":1,"ttl_ms":10000}],"cap":1,
-    "unowned":0,"imbalance":1}
+    "instance":"3f9c2a1b","owned":1,"ttl_ms":10000,"partitions":1}],
+    "cap":1,"unowned":0,"imbalance":1}
 
 A member's ttl_ms is the time left on its lease (PostgreSQL) or the TTL it
-was granted (etcd).
+was granted (etcd); its partitions, the count it announced (absent for an
+older tenure). When the partitions' names are not known (a group run with
+--names, read without them, or members that announce no count) the table
+lists the partitions owned now ("partition" is -1 for a name that is no
+partition number) and "notes" says what is missing; "notes" also warns
+when members disagree on the partition count.
 
 With --prefix instead of --key, --partitions P (or --names) prints the
 table of every group under the prefix with live members, each read as a
@@ -63,6 +73,7 @@ type partitionStatus struct {
 	Cap        int               `json:"cap"`
 	Unowned    int               `json:"unowned"`
 	Imbalance  float64           `json:"imbalance"`
+	Notes      []string          `json:"notes,omitempty"`
 }
 
 type partitionRowOut struct {
@@ -77,10 +88,11 @@ type partitionRowOut struct {
 }
 
 type memberRowOut struct {
-	Holder   string `json:"holder"`
-	Instance string `json:"instance"`
-	Owned    int    `json:"owned"`
-	TTLMS    int64  `json:"ttl_ms"`
+	Holder     string `json:"holder"`
+	Instance   string `json:"instance"`
+	Owned      int    `json:"owned"`
+	TTLMS      int64  `json:"ttl_ms"`
+	Partitions int    `json:"partitions,omitempty"`
 }
 
 // groupNames returns the partition names --partitions and --names give, or
@@ -103,38 +115,30 @@ func (f *statusGroupFlags) groupNames(cmd *cobra.Command) ([]string, error) {
 	return partition.Names(f.partitions), nil
 }
 
-// detectGroup returns the names of the partitions owned now in group key,
-// or nil when c cannot run groups or key has no live member.
-func detectGroup(ctx context.Context, c tenure.Coordinator, key string) ([]string, error) {
-	gc, ok := c.(tenure.GroupCoordinator)
-	if !ok || tenure.ValidateGroup(key, 1) != nil {
-		return nil, nil
+// readGroupTable reads group key's table when c can run groups and key
+// has live members, for the partitions they announce; ok is false
+// otherwise.
+func readGroupTable(ctx context.Context, c tenure.Coordinator, key string) (t partition.Table, ok bool, err error) {
+	if _, ok := c.(tenure.GroupCoordinator); !ok || tenure.ValidateGroup(key, 1) != nil {
+		return t, false, nil
 	}
-	ms, err := gc.GroupMembers(ctx, key)
-	if err != nil || len(ms) == 0 {
-		return nil, err
-	}
-	gs, err := gc.GroupPartitions(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, g := range gs {
-		if n, ok := strings.CutPrefix(g.Key, key+"/"); ok {
-			names = append(names, n)
-		}
-	}
-	sortNames(names)
-	return names, nil
+	t, err = partition.ReadGroupTable(ctx, c, key)
+	return t, err == nil && len(t.Members) > 0, err
 }
 
-// printGroupStatus reads and prints group key's partition table.
-func printGroupStatus(ctx context.Context, w io.Writer, c tenure.Coordinator, key string, names []string, asJSON bool) error {
-	t, err := partition.ReadTable(ctx, c, key, names)
-	if err != nil {
-		return err
+// checkCount refuses a table read for --partitions (or --names) of a
+// count that no live member announced while some announced another.
+func checkCount(cmd *cobra.Command, t partition.Table) error {
+	p := len(t.Partitions)
+	if t.Announced == 0 || slices.ContainsFunc(t.Members, func(m partition.MemberRow) bool { return m.Partitions == p }) {
+		return nil
 	}
-	return printTable(w, t, asJSON)
+	flag := flagRef(cmd, "partitions")
+	if !cmd.Flags().Changed("partitions") {
+		flag = flagRef(cmd, "names")
+	}
+	return usageError("%s gives %d partitions, but the live members of group %q announce %d: use --partitions %d, or leave it out to read the count they announce",
+		flag, p, t.Group, t.Announced, t.Announced)
 }
 
 // printTable prints a group's partition table: one JSON object with
@@ -147,22 +151,68 @@ func printTable(w io.Writer, t partition.Table, asJSON bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tNAME\tHOLDER\tINSTANCE\tTOKEN\tLEASE LEFT")
 	for _, r := range st.Partitions {
+		index := "?"
+		if r.Partition >= 0 {
+			index = strconv.Itoa(r.Partition)
+		}
 		if !r.Held {
-			fmt.Fprintf(tw, "%d\t%s\t-\t-\t-\t-\n", r.Partition, r.Name)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\n", index, r.Name)
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%dms\n", r.Partition, r.Name, r.Holder, r.Instance, r.Token, *r.LeaseLeftMS)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%dms\n", index, r.Name, r.Holder, r.Instance, r.Token, *r.LeaseLeftMS)
 	}
-	fmt.Fprintln(tw, "\nMEMBER\tINSTANCE\tOWNED\tTTL")
+	fmt.Fprintln(tw, "\nMEMBER\tINSTANCE\tOWNED\tTTL\tPARTITIONS")
 	for _, m := range st.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%dms\n", m.Holder, m.Instance, m.Owned, m.TTLMS)
+		announced := "-"
+		if m.Partitions > 0 {
+			announced = strconv.Itoa(m.Partitions)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%dms\t%s\n", m.Holder, m.Instance, m.Owned, m.TTLMS, announced)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	count := len(st.Partitions)
+	if t.Partial && t.Announced > 0 {
+		count = t.Announced
+	}
 	_, err := fmt.Fprintf(w, "\npartitions %d, members %d, at most %d each, imbalance (max/mean) %.3f, unowned %d\n",
-		len(st.Partitions), len(st.Members), st.Cap, st.Imbalance, st.Unowned)
+		count, len(st.Members), st.Cap, st.Imbalance, st.Unowned)
+	for _, n := range st.Notes {
+		if err == nil {
+			_, err = fmt.Fprintf(w, "%s\n", n)
+		}
+	}
 	return err
+}
+
+// notesOf says what a reader of t must know beside the table: that its
+// partitions' names are not known, or that the members disagree on the
+// partition count.
+func notesOf(t partition.Table) []string {
+	var out []string
+	switch {
+	case t.Partial && t.Announced > 0:
+		out = append(out, fmt.Sprintf("note: the group's %d partitions have names of their own, and only the %d owned now are shown: give --names as given to tenure run to see every one",
+			t.Announced, t.Announced-t.Stats.Unowned))
+	case t.Partial:
+		out = append(out, "note: the members announce no partition count (an older tenure), so partitions above the highest owned may not be shown: give --partitions P to see every one")
+	}
+	counts := map[int][]string{}
+	for _, m := range t.Members {
+		if m.Partitions > 0 {
+			counts[m.Partitions] = append(counts[m.Partitions], tenure.DescribeHolder(m.ID))
+		}
+	}
+	if len(counts) > 1 {
+		var each []string
+		for _, p := range slices.Sorted(maps.Keys(counts)) {
+			each = append(each, fmt.Sprintf("%d (%s)", p, strings.Join(counts[p], ", ")))
+		}
+		out = append(out, "WARNING: the members disagree on the partition count: "+strings.Join(each, "; ")+
+			"; partitions may be left unowned: stop the members of one count")
+	}
+	return out
 }
 
 // prefixGroups prints the partition table of every group under --prefix,
@@ -203,7 +253,7 @@ func (f *statusFlags) prefixGroups(ctx context.Context, cmd *cobra.Command, c te
 // durations.
 func groupStatusOf(t partition.Table) partitionStatus {
 	st := partitionStatus{Key: t.Group, Cap: t.Cap, Unowned: t.Stats.Unowned, Imbalance: t.Stats.Imbalance,
-		Partitions: []partitionRowOut{}, Members: []memberRowOut{}}
+		Partitions: []partitionRowOut{}, Members: []memberRowOut{}, Notes: notesOf(t)}
 	for _, r := range t.Partitions {
 		out := partitionRowOut{Partition: r.Partition.Index, Name: r.Partition.Name, Key: r.Partition.Key, Held: r.Owner != ""}
 		if out.Held {
@@ -215,7 +265,7 @@ func groupStatusOf(t partition.Table) partitionStatus {
 	}
 	for _, m := range t.Members {
 		name, instance := tenure.SplitIdentity(m.ID)
-		st.Members = append(st.Members, memberRowOut{Holder: name, Instance: instance, Owned: m.Owned, TTLMS: m.TTL.Milliseconds()})
+		st.Members = append(st.Members, memberRowOut{Holder: name, Instance: instance, Owned: m.Owned, TTLMS: m.TTL.Milliseconds(), Partitions: m.Partitions})
 	}
 	return st
 }
@@ -232,11 +282,21 @@ func (f *statusFlags) groupStatus(ctx context.Context, cmd *cobra.Command, c ten
 		if _, led, err := leaderOf(ctx, c, f.key); err != nil || led {
 			return false, nil
 		}
-		if names, err = detectGroup(ctx, c, f.key); err != nil || names == nil {
+		t, ok, err := readGroupTable(ctx, c, f.key)
+		if err != nil || !ok {
 			return false, nil
 		}
-	} else if _, ok := c.(tenure.GroupCoordinator); !ok {
+		return true, printTable(cmd.OutOrStdout(), t, f.json)
+	}
+	if _, ok := c.(tenure.GroupCoordinator); !ok {
 		return true, fmt.Errorf("--partitions: this coordinator cannot run partition groups")
 	}
-	return true, printGroupStatus(ctx, cmd.OutOrStdout(), c, f.key, names, f.json)
+	t, err := partition.ReadTable(ctx, c, f.key, names)
+	if err != nil {
+		return true, err
+	}
+	if err := checkCount(cmd, t); err != nil {
+		return true, err
+	}
+	return true, printTable(cmd.OutOrStdout(), t, f.json)
 }
