@@ -122,3 +122,56 @@ func TestNameClash(t *testing.T) {
 		t.Fatalf("the other key's Lease after the refused Acquire: %v, %v; want it untouched", l, err)
 	}
 }
+
+// TestLeaseFields: tenure writes the fields client-go writes, so that
+// `kubectl get lease` shows its holder: holderIdentity,
+// leaseDurationSeconds (the TTL rounded up), acquireTime, renewTime, and
+// leaseTransitions, one more at every grant; a release clears the holder
+// as client-go's ReleaseOnCancel does.
+func TestLeaseFields(t *testing.T) {
+	t.Parallel()
+	_, cs := server(t)
+	ns := newNamespace(t, cs)
+	c := newCoordinator(t, cs, ns)
+	read := func() *coordv1.Lease {
+		t.Helper()
+		l, err := cs.CoordinationV1().Leases(ns).Get(ctx(t), "fields", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	before := time.Now().Add(-time.Second)
+	g, err := c.Acquire(ctx(t), "fields", "alice#1", 1500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := read()
+	sp := l.Spec
+	if sp.HolderIdentity == nil || *sp.HolderIdentity != "alice#1" || sp.LeaseDurationSeconds == nil || *sp.LeaseDurationSeconds != 2 ||
+		sp.AcquireTime == nil || sp.AcquireTime.Time.Before(before) || sp.RenewTime == nil || !sp.RenewTime.Time.Equal(sp.AcquireTime.Time) ||
+		sp.LeaseTransitions == nil || *sp.LeaseTransitions != 0 || l.Labels[kube.LabelManagedBy] != "tenure" {
+		t.Fatalf("Lease after the first grant: %+v, labels %v; want holder alice#1, 2s, acquire = renew = now, 0 transitions, managed by tenure", sp, l.Labels)
+	}
+	if g.TTL != 2*time.Second {
+		t.Fatalf("grant TTL = %s; want 2s, the leaseDurationSeconds written", g.TTL)
+	}
+	if _, err := c.Renew(ctx(t), g); err != nil {
+		t.Fatal(err)
+	}
+	if r := read().Spec; !r.RenewTime.After(sp.RenewTime.Time) || !r.AcquireTime.Time.Equal(sp.AcquireTime.Time) {
+		t.Fatalf("after a renewal: acquireTime %v renewTime %v; want acquireTime %v kept and a later renewTime", r.AcquireTime, r.RenewTime, sp.AcquireTime)
+	}
+	if err := c.Release(ctx(t), g); err != nil {
+		t.Fatal(err)
+	}
+	if r := read().Spec; *r.HolderIdentity != "" || *r.LeaseDurationSeconds != 1 || *r.LeaseTransitions != 0 {
+		t.Fatalf("after a release: %+v; want holder \"\", duration 1s and the transitions kept, as client-go releases", r)
+	}
+	if _, err := c.Acquire(ctx(t), "fields", "bob#2", 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r := read().Spec; *r.HolderIdentity != "bob#2" || *r.LeaseTransitions != 1 || *r.LeaseDurationSeconds != 3 {
+		t.Fatalf("after the next grant: %+v; want holder bob#2, 1 transition, 3s", r)
+	}
+}
