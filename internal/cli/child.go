@@ -181,7 +181,7 @@ func (c *child) exitCode() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
-		return ExitError
+		return ExitSoftware // the guard failed: tenure's failure, not the command's
 	}
 	return c.report.Code
 }

@@ -17,14 +17,24 @@ import (
 	"github.com/tenure-dev/tenure/internal/guard"
 )
 
-// Exit codes of the tenure command. tenure run also exits with its
-// command's own exit code (128+N when a signal N ended the command).
+// Exit codes of the tenure command (docs/exit-codes.md). tenure run also
+// exits with its command's own exit code (128+N when a signal N ended the
+// command). tenure's own runtime failures have codes from sysexits.h that
+// a command's common codes (1, 2, 126, 127, 128+N) never collide with.
 const (
-	ExitOK         = 0   // success
-	ExitError      = 1   // a runtime error: coordinator unreachable, verification failed, …
-	ExitUsage      = 2   // bad flags or arguments
-	ExitNotReady   = 3   // tenure run: --wait-timeout passed without leading
-	ExitNoLeader   = 4   // tenure status --exit-code: nobody leads
+	ExitOK       = 0 // success
+	ExitError    = 1 // a "no": the lease is not held (lease check), a release refused, a safety violation found (verify, bench)
+	ExitUsage    = 2 // bad flags or arguments
+	ExitNotReady = 3 // tenure run: --wait-timeout passed without leading
+	ExitNoLeader = 4 // tenure status --exit-code: nobody leads
+	// ExitUnavailable (EX_UNAVAILABLE) is tenure's exit code when the
+	// coordinator could not be reached, or refused the connection or the
+	// credentials: try again later.
+	ExitUnavailable = 69
+	// ExitSoftware (EX_SOFTWARE) is tenure's exit code when it failed
+	// otherwise: the guard failed, a port could not be bound, a coordinator
+	// broke the contract, …
+	ExitSoftware   = 70
 	ExitCannotRun  = 126 // tenure run: the command was found but could not be started
 	ExitNotFound   = 127 // tenure run: the command was not found
 	exitSignalBase = 128 // 128+N: ended by signal N (the command's, or tenure's own)
@@ -79,7 +89,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err == nil {
 		return ExitOK
 	}
-	code := ExitError
+	code := runtimeCode(err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
@@ -112,7 +122,7 @@ func (g *globalFlags) connect(cmd *cobra.Command) (tenure.Coordinator, *slog.Log
 	}
 	c, err := openCoordinator(cmd.Context(), &g.coord, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, unavailable(err)
 	}
 	return c, log, nil
 }
@@ -171,11 +181,13 @@ this machine), or PostgreSQL when --postgres DSN is given.
 
 Exit codes:
   0    success
-  1    runtime error (coordinator unreachable, authentication failed, …)
+  1    a "no": lease check (not held), release (refused), verify and
+       bench (a safety violation)
   2    bad flags or arguments, unknown command
   3    tenure run: not leader within --wait-timeout
   4    tenure status --exit-code: nobody leads
   5    tenure verify: could not run, or the run proved nothing
+  ` + exitCodesTenure + `
   126  tenure run: the command could not be started
   127  tenure run: the command was not found
   N    tenure run: the command's own exit code (128+S when signal S ended it)`,
@@ -217,7 +229,7 @@ Exit codes:
 	root.AddCommand(exitCodes(uses(newVerifyCommand(&g), "endpoints", "postgres"), exitCodesVerify))
 	root.AddCommand(uses(newVerifyNodeCommand()))
 	root.AddCommand(usesNoneDeep(newLeaseCommand()))
-	root.AddCommand(newBenchCommand(&g))
+	root.AddCommand(exitCodes(newBenchCommand(&g), exitCodesBench))
 	root.AddCommand(newVersionCommand())
 	root.Version = readVersion().String()
 	root.SetVersionTemplate("tenure {{.Version}}\n")

@@ -74,10 +74,10 @@ func TestHelpSections(t *testing.T) {
 		hidden []string // coordinator flags it must not show
 		codes  []string
 	}{
-		{[]string{"server"}, []string{"data-dir", "listen-client", "start-timeout", "log-level"}, []string{"endpoints", "postgres", "user", "dial-timeout"}, []string{"0 ", "1 ", "2 "}},
-		{[]string{"run"}, []string{"key", "ttl", "kill-grace", "endpoints", "postgres", "password"}, nil, []string{"126", "127"}},
+		{[]string{"server"}, []string{"data-dir", "listen-client", "start-timeout", "log-level"}, []string{"endpoints", "postgres", "user", "dial-timeout"}, []string{"0 ", "2 ", "70 "}},
+		{[]string{"run"}, []string{"key", "ttl", "kill-grace", "endpoints", "postgres", "password"}, nil, []string{"69 ", "70 ", "126", "127"}},
 		{[]string{"status"}, []string{"key", "prefix", "exit-code", "endpoints"}, nil, []string{"4 "}},
-		{[]string{"watch"}, []string{"key", "prefix", "json", "endpoints"}, nil, []string{"0 ", "1 ", "2 "}},
+		{[]string{"watch"}, []string{"key", "prefix", "json", "endpoints"}, nil, []string{"0 ", "2 ", "69 ", "70 "}},
 		{[]string{"release"}, []string{"key", "token", "force", "postgres"}, nil, []string{"refused"}},
 		{[]string{"demo"}, []string{"backend", "nodes", "postgres", "dial-timeout"}, []string{"endpoints", "user", "tls-ca"}, []string{"0 ", "2 "}},
 		{[]string{"lease", "check"}, []string{"lease-file", "json"}, []string{"endpoints", "postgres"}, []string{"0 ", "1 "}},
@@ -264,8 +264,8 @@ func TestHTTPSToPlainServer(t *testing.T) {
 	s := startServer(t, t.TempDir())
 	https := strings.Replace(s.endpoint, "http://", "https://", 1)
 	res := runTenure(t, nil, "--endpoints", https, "--dial-timeout", "2s", "status", "--key", "k")
-	if want := "use --endpoints " + s.endpoint; res.code != ExitError || !strings.Contains(res.stderr, want) {
-		t.Errorf("%s: exit %d, stderr %q; want %d and %q", res.description, res.code, res.stderr, ExitError, want)
+	if want := "use --endpoints " + s.endpoint; res.code != ExitUnavailable || !strings.Contains(res.stderr, want) {
+		t.Errorf("%s: exit %d, stderr %q; want %d and %q", res.description, res.code, res.stderr, ExitUnavailable, want)
 	}
 	res = runTenure(t, nil, "--endpoints", s.endpoint, "status", "--key", "k")
 	if res.code != 0 {

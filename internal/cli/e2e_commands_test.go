@@ -22,8 +22,8 @@ func TestServerDataDirInUse(t *testing.T) {
 	first := startServer(t, dir)
 	res := runTenure(t, nil, "server", "--data-dir", dir, "--listen-client", "http://127.0.0.1:0",
 		"--listen-peer", "http://127.0.0.1:0", "--http", "")
-	if res.code != ExitError {
-		t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, ExitError, res.stderr)
+	if res.code != ExitSoftware {
+		t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, ExitSoftware, res.stderr)
 	}
 	if want := fmt.Sprintf("data dir %s is in use by process %d", dir, first.pid()); !strings.Contains(res.stderr, want) {
 		t.Errorf("second server: stderr %q; want %q", res.stderr, want)

@@ -81,8 +81,8 @@ func TestUnreachableCoordinator(t *testing.T) {
 			} {
 				args := append(append([]string{"--dial-timeout", dialTimeout.String()}, tc.args...), cmd...)
 				res := runTenure(t, nil, args...)
-				if res.code != ExitError {
-					t.Errorf("%s: exit %d; want %d\n%s", res.description, res.code, ExitError, res.stderr)
+				if res.code != ExitUnavailable {
+					t.Errorf("%s: exit %d; want %d\n%s", res.description, res.code, ExitUnavailable, res.stderr)
 				}
 				if res.took > dialTimeout+slack {
 					t.Errorf("%s took %s; want within --dial-timeout (%s) plus start-up", res.description, res.took.Round(time.Millisecond), dialTimeout)
@@ -137,8 +137,8 @@ func TestCredentials(t *testing.T) {
 		code int
 		want string
 	}{
-		{"wrong password", nil, []string{"--user", "root", "--password", "open-barley"}, ExitError, `refused user "root"`},
-		{"no user", nil, nil, ExitError, "requires a user name and password"},
+		{"wrong password", nil, []string{"--user", "root", "--password", "open-barley"}, ExitUnavailable, `refused user "root"`},
+		{"no user", nil, nil, ExitUnavailable, "requires a user name and password"},
 		{"password without user", []string{"TENURE_PASSWORD=sesame"}, nil, ExitUsage, "--user is empty"},
 		{"right password", nil, []string{"--user", "root", "--password", "sesame"}, 0, "no leader"},
 		{"password from TENURE_PASSWORD", []string{"TENURE_PASSWORD=sesame", "TENURE_USER=root"}, nil, 0, "no leader"},

@@ -68,8 +68,8 @@ func TestPostgresCauseFirst(t *testing.T) {
 	srv := pgtest.Need(t, pgServer, pgErr)
 	dsn := pgtest.WithParams(srv.NewDatabase(t), map[string]string{"dbname": "tenure_no_such_db", "sslmode": "prefer"})
 	res := runTenure(t, nil, "--postgres", dsn, "status", "--key", "k")
-	if res.code != ExitError {
-		t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, ExitError, res.stderr)
+	if res.code != ExitUnavailable {
+		t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, ExitUnavailable, res.stderr)
 	}
 	first := strings.SplitN(res.stderr, "\n", 2)[0]
 	for _, w := range []string{`refused the connection: database "tenure_no_such_db" does not exist (SQLSTATE 3D000)`, "create the database"} {

@@ -46,8 +46,8 @@ func TestTLS(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runTenure(t, nil, append(append(base, tc.args...), "status", "--key", "tls")...)
-			if res.code != ExitError || !strings.Contains(res.stderr, tc.want) {
-				t.Errorf("%s: exit %d; want %d mentioning %q\n%s", res.description, res.code, ExitError, tc.want, res.stderr)
+			if res.code != ExitUnavailable || !strings.Contains(res.stderr, tc.want) {
+				t.Errorf("%s: exit %d; want %d mentioning %q\n%s", res.description, res.code, ExitUnavailable, tc.want, res.stderr)
 			}
 			if res.took > 2*time.Second+slack {
 				t.Errorf("%s took %s; want within the 2s dial timeout + slack", res.description, res.took)

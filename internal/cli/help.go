@@ -14,7 +14,7 @@ import (
 
 // coordinatorFlagNames are the flags registered by coordinatorFlags: they
 // say how to reach a coordinator, and only some commands reach one.
-var coordinatorFlagNames = []string{"endpoints", "dial-timeout", "user", "password", "tls-ca", "tls-cert", "tls-key", "postgres"}
+var coordinatorFlagNames = []string{"endpoints", "dial-timeout", "user", "password", "tls-ca", "tls-cert", "tls-key", "postgres", "kubeconfig", "namespace"}
 
 // Command annotations read by the help and the flag checks.
 const (
@@ -142,29 +142,34 @@ func writeEnvSection(w io.Writer, cmd *cobra.Command) {
 // Exit code sections shared by several commands.
 const (
 	exitCodesPlain = `  0    success
-  1    runtime error (coordinator unreachable, authentication failed, …)
-  2    bad flags or arguments`
+  2    bad flags or arguments
+  ` + exitCodesTenure
 )
 
 // Exit code sections of the commands that have no "Exit codes:" in their
 // Long text.
 const (
 	exitCodesServer = `  0    stopped by SIGINT or SIGTERM
-  1    the member failed, or could not start (data dir in use, port taken, …)
-  2    bad flags or arguments`
-	exitCodesStatus = `  0    success (with --exit-code: the key, or a key under --prefix, is led)
-  1    runtime error (coordinator unreachable, authentication failed, …)
   2    bad flags or arguments
-  4    with --exit-code: nobody leads the key (no key under --prefix is led)`
+  70   the member failed, or could not start (data dir in use, port taken, …)`
+	exitCodesStatus = `  0    success (with --exit-code: the key, or a key under --prefix, is led)
+  2    bad flags or arguments
+  4    with --exit-code: nobody leads the key (no key under --prefix is led)
+  ` + exitCodesTenure
 	exitCodesDemo = `  0    the story ran as described
-  1    it did not (or the coordinator could not start)
-  2    bad flags or arguments`
+  1    it did not
+  2    bad flags or arguments
+  70   the coordinator could not start (EX_SOFTWARE)`
 	// exitCodesVerify is shown unless verify's own help lists its codes.
 	exitCodesVerify = `  0    no safety violation found in a run that tested something
   1    a safety violation
   2    bad flags or arguments
   5    inconclusive: the run could not be done, or proved nothing (no leader
        was ever elected, or too few writes were accepted)`
+	exitCodesBench = `  0    success
+  1    a safety failure (two leaders at once, a token that did not increase)
+  2    bad flags or arguments
+  ` + exitCodesTenure
 	exitCodesVersion = `  0    success
   2    bad flags or arguments`
 )

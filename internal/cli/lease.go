@@ -61,7 +61,8 @@ It reads the lease file named by TENURE_LEASE_FILE (or --lease-file).
 Exit codes:
   0    the lease is held (the token is printed)
   1    it is not (the term ended, the deadline passed, or no lease file)
-  2    bad flags or arguments`,
+  2    bad flags or arguments
+  70   tenure itself failed (EX_SOFTWARE)`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLeaseCheck(cmd, file, asJSON)

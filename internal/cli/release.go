@@ -63,8 +63,9 @@ With --json it prints one object:
 	cmd.Flags().BoolVar(&f.force, "force", false, "release whatever grant is live")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object")
 	return exitCodes(cmd, `  0    released, or nobody led the key
-  1    refused (no --token or --force, or --token is not the live grant's), or a runtime error
-  2    bad flags or arguments`)
+  1    refused (no --token or --force, or --token is not the live grant's)
+  2    bad flags or arguments
+  `+exitCodesTenure)
 }
 
 // releaseResult is the --json output of tenure release.

@@ -125,12 +125,14 @@ fenced).
 
 Exit codes:
   N    COMMAND's exit code (128+S when signal S ended it)
-  1    runtime error (coordinator unreachable, authentication failed, …)
   2    bad flags or arguments (including no COMMAND)
   3    not leader within --wait-timeout
+  ` + exitCodesTenure + `
   126  COMMAND could not be started
   127  COMMAND was not found
   128+S  tenure got signal S while no command ran
+tenure's own failures never exit 1, so that "tenure run -- false" (1) and
+a failed tenure (69, 70) can be told apart by cron or systemd.
 
 ` + runPartitionsDoc
 
@@ -264,7 +266,7 @@ func runRun(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		if sig := r.caught(); sig != 0 {
 			return &exitError{code: exitSignalBase + int(sig)}
 		}
-		return err
+		return unavailable(err)
 	}
 	defer coord.Close()
 	el, stop, err := r.newElector(ctx, cmd, g, coord, cfg)
@@ -433,6 +435,10 @@ func (r *runner) result(ctx context.Context, coord tenure.Coordinator, runErr er
 	r.mu.Unlock()
 	switch {
 	case startErr != nil:
+		var ee *exitError
+		if errors.As(startErr, &ee) {
+			return startErr // the guard could not start: tenure's failure
+		}
 		c := ExitCannotRun
 		if errors.Is(startErr, exec.ErrNotFound) || errors.Is(startErr, fs.ErrNotExist) {
 			c = ExitNotFound
@@ -456,7 +462,7 @@ func (r *runner) result(ctx context.Context, coord tenure.Coordinator, runErr er
 	case runErr != nil && !errors.Is(runErr, context.Canceled):
 		return runErr
 	case ctx.Err() != nil:
-		return &exitError{code: ExitError, err: context.Cause(ctx)}
+		return &exitError{code: ExitSoftware, err: context.Cause(ctx)}
 	}
 	return nil
 }
@@ -603,7 +609,7 @@ func (r *runner) start(t *tenure.Term) (*child, error) {
 	if c == nil || c.exited() {
 		var err error
 		if c, err = r.startGuard(); err != nil {
-			r.startErr = err
+			r.startErr = &exitError{code: ExitSoftware, err: err}
 			r.log.Error("command could not start", "command", r.argv[0], "err", err)
 			r.cancel()
 			return nil, err

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -126,11 +125,11 @@ func runPartitions(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 	defer r.catchSignals(ctx, cmd.Context(), cancel)()
 	coord, err := openCoordinator(ctx, &g.coord, log)
 	if err != nil {
-		return r.result(err)
+		return r.result(unavailable(err))
 	}
 	defer coord.Close()
 	if _, ok := coord.(tenure.GroupCoordinator); !ok {
-		return fmt.Errorf("--partitions: the %s coordinator cannot run partition groups", g.coord.backend())
+		return usageError("--partitions: the %s coordinator cannot run partition groups", g.coord.backend())
 	}
 	if pc.Logger, err = g.loggerAtLeast(cmd.ErrOrStderr(), f.json, slog.LevelWarn); err != nil {
 		return err
