@@ -11,7 +11,9 @@ import (
 // struck node reported its clock set, and the leases its elector counted
 // while its clock was off were counted at the fault's rate.
 func TestClockFaultsWithinTheBoundAreClean(t *testing.T) {
-	h, err := Run(context.Background(), Options{Seed: 2, Duration: 20 * time.Second, Families: []string{FamilyClock}, NodeCommand: testNodeCommand})
+	h, err := Run(context.Background(), testOptions(func(o *Options) {
+		o.Seed, o.Duration, o.Families = 2, 20*time.Second, []string{FamilyClock}
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,10 +84,10 @@ func TestReportViolationInChromium(t *testing.T) {
 // per node, leadership intervals labelled with tokens, fault windows.
 func TestReportRendersInChromium(t *testing.T) {
 	chromium := headless.Need(t)
-	h, err := Run(context.Background(), Options{
-		Seed: 5, Duration: 8 * time.Second, Families: []string{FamilyPartition, FamilyCrash}, NodeCommand: testNodeCommand,
-		FaultStart: 1500 * time.Millisecond, FaultTail: time.Second, MaxGap: 600 * time.Millisecond, LeaderOnly: true,
-	})
+	h, err := Run(context.Background(), testOptions(func(o *Options) {
+		o.Seed, o.Duration, o.Families, o.LeaderOnly = 5, 8*time.Second, []string{FamilyPartition, FamilyCrash}, true
+		o.FaultStart, o.FaultTail, o.MaxGap = 1500*time.Millisecond, time.Second, 600*time.Millisecond
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,15 @@ func TestMain(m *testing.M) {
 	)
 }
 
+// testOptions returns tenure verify's default options, run by test node
+// processes, as set changes them.
+func testOptions(set func(o *Options)) Options {
+	o := DefaultOptions()
+	o.NodeCommand = testNodeCommand
+	set(&o)
+	return o
+}
+
 // testNodeCommand re-executes the test binary as a node.
 func testNodeCommand(spec string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")

@@ -13,14 +13,16 @@ import (
 	"github.com/tenure-dev/tenure/internal/plant"
 )
 
-// Options configure a verification run. Zero values mean the defaults
-// documented on each field.
+// Options configure a verification run. Start from DefaultOptions: every
+// field is used as set (a zero Margin or MaxDrift is a margin or a drift of
+// zero), and Validate refuses a value that cannot run. The fields documented
+// with "nil" or "empty" take a derived value when unset.
 type Options struct {
 	// Seed picks the fault schedule. Default 1.
 	Seed uint64
-	// Duration of the run. Default 120s.
+	// Duration of the run, at least 5s. Default 120s.
 	Duration time.Duration
-	// Nodes is the number of node processes. Default 3.
+	// Nodes is the number of node processes, 2 to 9. Default 3.
 	Nodes int
 	// Members is the number of embedded etcd members: 1 (default) or 3.
 	Members int
@@ -31,24 +33,25 @@ type Options struct {
 	Postgres string
 	// TTL is the lease TTL. Default 2s. etcd grants whole seconds.
 	TTL time.Duration
-	// Margin is the elector's safety margin. Default TTL/10.
+	// Margin is the elector's safety margin. Default 200ms (TTL/10).
 	Margin time.Duration
-	// MaxDrift is the elector's assumed clock-rate drift. Default 0.01.
+	// MaxDrift is the elector's assumed clock-rate drift, and the bound of
+	// the clock faults' rates. Default 0.01.
 	MaxDrift float64
 	// WriteEvery is how often a leader writes. Default 30ms.
 	WriteEvery time.Duration
 	// ReadEvery is how often the runner reads the register. Default 50ms.
 	ReadEvery time.Duration
-	// Families are the fault families drawn. Default all, or with a Plant,
-	// the families that expose it (PlantFamilies), every fault aimed at
-	// the leader.
+	// Families are the fault families drawn; nil means all, or with a
+	// Plant, the families that expose it (PlantFamilies), every fault aimed
+	// at the leader.
 	Families []string
 	// Plant is the planted bug, plant.None for the node as shipped.
 	Plant string
 	// Schedule overrides the drawn fault schedule when non-nil.
 	Schedule []Fault
-	// FaultStart, FaultTail and MaxGap tune the schedule (see
-	// scheduleConfig).
+	// FaultStart, FaultTail and MaxGap tune the schedule; zero means the
+	// values derived from the TTL (see scheduleConfig).
 	FaultStart, FaultTail, MaxGap time.Duration
 	// LeaderOnly aims every node fault at the leader of the moment.
 	LeaderOnly bool
@@ -58,8 +61,8 @@ type Options struct {
 	// Required. "tenure verify-node --spec JSON" re-executes the tenure
 	// binary.
 	NodeCommand func(spec string) *exec.Cmd
-	// Dir holds the embedded members' data. Default a temporary directory,
-	// removed at the end.
+	// Dir holds the embedded members' data; empty means a temporary
+	// directory, removed at the end.
 	Dir string
 	// Progress, when not nil, receives a progress line every half second
 	// (with a carriage return, for a terminal).
@@ -74,50 +77,30 @@ type Options struct {
 	Partitions int
 }
 
+// DefaultOptions returns the options of a run at tenure verify's defaults.
+// NodeCommand is left to the caller.
+func DefaultOptions() Options {
+	return Options{
+		Seed: 1, Duration: 120 * time.Second, Nodes: 3, Members: 1,
+		TTL: 2 * time.Second, Margin: 200 * time.Millisecond, MaxDrift: 0.01,
+		WriteEvery: 30 * time.Millisecond, ReadEvery: 50 * time.Millisecond,
+		Key: "tenure/verify", CheckTimeout: 60 * time.Second,
+	}
+}
+
+// withDefaults returns o with its derived values: the families drawn when
+// none were named.
 func (o Options) withDefaults() Options {
-	if o.Seed == 0 {
-		o.Seed = 1
-	}
-	if o.Duration == 0 {
-		o.Duration = 120 * time.Second
-	}
-	if o.Nodes == 0 {
-		o.Nodes = 3
-	}
-	if o.Members == 0 {
-		o.Members = 1
-	}
-	if o.TTL == 0 {
-		o.TTL = 2 * time.Second
-	}
-	if o.Margin == 0 {
-		o.Margin = o.TTL / 10
-	}
-	if o.MaxDrift == 0 {
-		o.MaxDrift = 0.01
-	}
-	if o.WriteEvery == 0 {
-		o.WriteEvery = 30 * time.Millisecond
-	}
-	if o.ReadEvery == 0 {
-		o.ReadEvery = 50 * time.Millisecond
-	}
 	if o.Families == nil && o.Plant != plant.None {
 		o.Families, o.LeaderOnly = PlantFamilies(o.Plant), true
 	}
 	if o.Families == nil {
 		o.Families = Families()
 	}
-	if o.Key == "" {
-		o.Key = "tenure/verify"
-	}
-	if o.CheckTimeout == 0 {
-		o.CheckTimeout = 60 * time.Second
-	}
 	return o
 }
 
-// Validate reports every problem with o (after defaults).
+// Validate reports every problem with o, each naming its field.
 func (o Options) Validate() error {
 	o = o.withDefaults()
 	var errs []error
@@ -136,6 +119,14 @@ func (o Options) Validate() error {
 	}
 	if o.Duration < 5*time.Second {
 		bad("Options.Duration (%s) must be at least 5s", o.Duration)
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"WriteEvery", o.WriteEvery}, {"ReadEvery", o.ReadEvery}, {"CheckTimeout", o.CheckTimeout}} {
+		if d.d <= 0 {
+			bad("Options.%s (%s) must be positive", d.name, d.d)
+		}
 	}
 	if o.NodeCommand == nil {
 		bad("Options.NodeCommand is nil")

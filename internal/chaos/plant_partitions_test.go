@@ -23,9 +23,9 @@ func runPartitioned(t *testing.T, p string, sched []Fault) *Report {
 	}
 	const attempts = 3
 	for i := 1; ; i++ {
-		h, err := Run(context.Background(), Options{
-			Seed: 1, Duration: 15 * time.Second, Plant: p, Schedule: sched, NodeCommand: testNodeCommand, Partitions: 8,
-		})
+		h, err := Run(context.Background(), testOptions(func(o *Options) {
+			o.Duration, o.Plant, o.Schedule, o.Partitions = 15*time.Second, p, sched, 8
+		}))
 		if err != nil {
 			t.Fatalf("Run(plant %q, 8 partitions) = %v", p, err)
 		}

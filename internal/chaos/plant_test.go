@@ -51,9 +51,9 @@ func caughtBy(p string) func(*Report) *Check {
 // sched, with bug p planted.
 func runSchedule(t *testing.T, p string, sched []Fault) *Report {
 	t.Helper()
-	h, err := Run(context.Background(), Options{
-		Seed: 1, Duration: 12 * time.Second, Plant: p, Schedule: sched, NodeCommand: testNodeCommand,
-	})
+	h, err := Run(context.Background(), testOptions(func(o *Options) {
+		o.Duration, o.Plant, o.Schedule = 12*time.Second, p, sched
+	}))
 	if err != nil {
 		t.Fatalf("Run(plant %q) = %v", p, err)
 	}
@@ -130,7 +130,9 @@ func BenchmarkPlantCatchRate(b *testing.B) {
 		b.Run(p, func(b *testing.B) {
 			caught := 0
 			for i := range b.N {
-				h, err := Run(context.Background(), Options{Seed: uint64(i + 1), Duration: 20 * time.Second, Plant: p, NodeCommand: testNodeCommand})
+				h, err := Run(context.Background(), testOptions(func(o *Options) {
+					o.Seed, o.Duration, o.Plant = uint64(i+1), 20*time.Second, p
+				}))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -178,6 +178,9 @@ func drawSchedule(cfg scheduleConfig) []Fault {
 	if len(fams) == 0 {
 		return nil
 	}
+	if cfg.TTL <= 0 {
+		return nil // no fault has a length
+	}
 	s := newScheduler(cfg)
 	var out []Fault
 	var round []string

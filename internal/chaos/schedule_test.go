@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -60,7 +61,9 @@ func TestParseFamilies(t *testing.T) {
 // the bug and aims every fault at the leader; families given still win.
 func TestPlantDefaults(t *testing.T) {
 	for _, p := range Plants() {
-		o := Options{Plant: p}.withDefaults()
+		o := DefaultOptions()
+		o.Plant = p
+		o = o.withDefaults()
 		if fmt.Sprint(o.Families) != fmt.Sprint(PlantFamilies(p)) || len(o.Families) == 0 || !o.LeaderOnly {
 			t.Errorf("plant %s: families %v, leader only %v; want %v aimed at the leader", p, o.Families, o.LeaderOnly, PlantFamilies(p))
 		}
@@ -73,12 +76,14 @@ func TestPlantDefaults(t *testing.T) {
 				t.Errorf("plant %s: drew %s; want only %v faults on the leader", p, f, o.Families)
 			}
 		}
-		o = Options{Plant: p, Families: []string{FamilyCrash}}.withDefaults()
+		o = DefaultOptions()
+		o.Plant, o.Families = p, []string{FamilyCrash}
+		o = o.withDefaults()
 		if fmt.Sprint(o.Families) != "[crash]" || o.LeaderOnly {
 			t.Errorf("plant %s with families [crash]: got %v, leader only %v; want [crash] as given", p, o.Families, o.LeaderOnly)
 		}
 	}
-	if o := (Options{}).withDefaults(); len(o.Families) != len(Families()) || o.LeaderOnly {
+	if o := DefaultOptions().withDefaults(); len(o.Families) != len(Families()) || o.LeaderOnly {
 		t.Errorf("no plant: families %v, leader only %v; want all, any node", o.Families, o.LeaderOnly)
 	}
 }
@@ -130,5 +135,37 @@ func checkSchedule(t *testing.T, cfg scheduleConfig, sched []Fault) {
 	}
 	if cfg.Members < 3 && seen[FamilyMember] {
 		t.Errorf("members %d, seed %d: a member fault with fewer than 3 members", cfg.Members, cfg.Seed)
+	}
+}
+
+// Options take a zero margin and a zero drift as given: zero is a setting
+// of each, not a request for the default (#21 item 5).
+func TestOptionsKeepZeroMarginAndDrift(t *testing.T) {
+	o := DefaultOptions()
+	o.Margin, o.MaxDrift, o.NodeCommand = 0, 0, testNodeCommand
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if r := o.withDefaults(); r.Margin != 0 || r.MaxDrift != 0 {
+		t.Errorf("margin 0 and drift 0 ran as margin %s, drift %v", r.Margin, r.MaxDrift)
+	}
+	for _, tc := range []struct {
+		set  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.TTL = 0 }, "TTL"},
+		{func(o *Options) { o.Duration = 0 }, "Options.Duration (0s) must be at least 5s"},
+		{func(o *Options) { o.Nodes = 0 }, "Options.Nodes (0) must be between 2 and 9"},
+		{func(o *Options) { o.Members = 0 }, "Options.Members (0) must be 1 or 3"},
+		{func(o *Options) { o.WriteEvery = 0 }, "Options.WriteEvery (0s) must be positive"},
+		{func(o *Options) { o.ReadEvery = 0 }, "Options.ReadEvery (0s) must be positive"},
+		{func(o *Options) { o.CheckTimeout = 0 }, "Options.CheckTimeout (0s) must be positive"},
+	} {
+		o := DefaultOptions()
+		o.NodeCommand = testNodeCommand
+		tc.set(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate() = %v; want an error containing %q", err, tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -108,7 +109,7 @@ func (f *verifyFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.DurationVar(&f.duration, "duration", 120*time.Second, "length of the run")
 	fl.DurationVar(&f.ttl, "ttl", 2*time.Second, "lease TTL (etcd grants whole seconds)")
-	fl.DurationVar(&f.margin, "margin", 0, "elector safety margin (default TTL/10)")
+	fl.DurationVar(&f.margin, "margin", 0, "elector safety margin; 0 is no margin (default TTL/10)")
 	fl.Float64Var(&f.maxDrift, "max-drift", 0.01, "clock-rate drift the electors assume, in [0, 0.5); writes landing after send + TTL·(1−drift) are lease overruns")
 	fl.IntVar(&f.nodes, "nodes", 3, "number of node processes (2–9)")
 	fl.IntVar(&f.members, "members", 1, "embedded etcd members: 1 or 3")
@@ -120,8 +121,11 @@ func (f *verifyFlags) bind(cmd *cobra.Command) {
 	fl.IntVar(&f.parts, "partitions", 0, "run a partition group of this many partitions in every node instead of one elector, and check each partition (0: one key)")
 }
 
-// options turns the flags into chaos options. With --plant and no
-// --faults, the run draws the fault families that expose the planted bug.
+// options turns the flags into chaos options. Every value given is used
+// as given, or refused with the reason; a flag not given takes its
+// default: --margin TTL/10 of the --ttl given, --seed one drawn at random.
+// With --plant and no --faults, the run draws the fault families that
+// expose the planted bug.
 func (f *verifyFlags) options(cmd *cobra.Command, g *globalFlags) (chaos.Options, error) {
 	var fams []string
 	if f.plant == "" || cmd.Flags().Changed("faults") {
@@ -130,29 +134,62 @@ func (f *verifyFlags) options(cmd *cobra.Command, g *globalFlags) (chaos.Options
 			return chaos.Options{}, usageError("--faults: %w", err)
 		}
 	}
+	margin := f.effectiveMargin(cmd)
+	if err := checkTiming(cmd, f.ttl, margin, f.maxDrift); err != nil {
+		return chaos.Options{}, err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return chaos.Options{}, fmt.Errorf("verify: find this binary to run the nodes: %w", err)
 	}
-	var endpoints []string
+	o := chaos.DefaultOptions()
+	o.Seed, o.Duration, o.Nodes, o.Members = f.seed, f.duration, f.nodes, f.members
+	if !cmd.Flags().Changed("seed") {
+		o.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
+	}
 	if fl := cmd.Flags().Lookup("endpoints"); fl != nil && fl.Changed {
-		endpoints = g.coord.endpoints
+		o.Endpoints = g.coord.endpoints
 	}
-	o := chaos.Options{
-		Seed: f.seed, Duration: f.duration, Nodes: f.nodes, Members: f.members,
-		Endpoints: endpoints, Postgres: g.coord.postgres, TTL: f.ttl, Margin: f.margin, MaxDrift: f.maxDrift,
-		Families: fams, Plant: f.plant, Partitions: f.parts,
-		NodeCommand: func(spec string) *exec.Cmd {
-			return exec.Command(exe, "verify-node", "--spec", spec)
-		},
-	}
+	o.Postgres, o.TTL, o.Margin, o.MaxDrift = g.coord.postgres, f.ttl, margin, f.maxDrift
+	o.Families, o.Plant, o.Partitions = fams, f.plant, f.parts
+	o.NodeCommand = func(spec string) *exec.Cmd { return exec.Command(exe, "verify-node", "--spec", spec) }
 	if err := o.Validate(); err != nil {
 		return o, usageError("%w", verifyFlagNames(err))
 	}
-	if o.Seed == 0 {
-		o.Seed = uint64(time.Now().UnixNano()%1_000_000) + 1
-	}
 	return o, nil
+}
+
+// effectiveMargin is --margin as given, or TTL/10 of --ttl when it was
+// not given.
+func (f *verifyFlags) effectiveMargin(cmd *cobra.Command) time.Duration {
+	if cmd.Flags().Changed("margin") {
+		return f.margin
+	}
+	return f.ttl / 10
+}
+
+// verifyHeader is the line verify prints before it runs: the seed, the
+// run's size and timing, and the fault families, each default marked as
+// one only when its flag was not given.
+func verifyHeader(cmd *cobra.Command, f verifyFlags, o chaos.Options) string {
+	fams := o.Families
+	if fams == nil {
+		fams = chaos.PlantFamilies(o.Plant)
+	}
+	what := fmt.Sprintf("%d nodes", o.Nodes)
+	if o.Partitions > 0 {
+		what = fmt.Sprintf("%d nodes sharing %d partitions", o.Nodes, o.Partitions)
+	}
+	seed := fmt.Sprint(o.Seed)
+	if !cmd.Flags().Changed("seed") {
+		seed += " (drawn)"
+	}
+	margin := o.Margin.String()
+	if !cmd.Flags().Changed("margin") {
+		margin += " (TTL/10, the default)"
+	}
+	return fmt.Sprintf("verify: seed %s, %s, %s, TTL %s, margin %s, max drift %s, faults %s", seed, o.Duration, what, o.TTL, margin,
+		strconv.FormatFloat(o.MaxDrift*100, 'f', -1, 64)+"%", verifyFamilies(fams, o.Members, cmd.Flags().Changed("faults")))
 }
 
 // runVerify runs the verification o, writes its reports and returns an
@@ -160,16 +197,7 @@ func (f *verifyFlags) options(cmd *cobra.Command, g *globalFlags) (chaos.Options
 // ExitInconclusive when the run could not be done or proved nothing.
 func runVerify(cmd *cobra.Command, f verifyFlags, o chaos.Options) error {
 	out := cmd.OutOrStdout()
-	fams := o.Families
-	if fams == nil {
-		fams = chaos.PlantFamilies(o.Plant)
-	}
-	what := fmt.Sprintf("%d nodes", f.nodes)
-	if o.Partitions > 0 {
-		what = fmt.Sprintf("%d nodes sharing %d partitions", f.nodes, o.Partitions)
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "verify: seed %d, %s, %s, faults %s\n", o.Seed, f.duration, what,
-		verifyFamilies(fams, o.Members, cmd.Flags().Changed("faults")))
+	fmt.Fprintln(cmd.ErrOrStderr(), verifyHeader(cmd, f, o))
 	if isTerminal(out) {
 		o.Progress = out
 	}

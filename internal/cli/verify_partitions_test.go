@@ -64,12 +64,20 @@ func TestVerifyErrorsNameFlags(t *testing.T) {
 // verifyOptions returns the chaos options verify's flags args give.
 func verifyOptions(t *testing.T, args ...string) (chaos.Options, error) {
 	t.Helper()
+	cmd, f := parseVerify(t, args...)
 	var g globalFlags
+	return f.options(cmd, &g)
+}
+
+// parseVerify returns verify's flags parsed from args, and the command
+// they were parsed on.
+func parseVerify(t *testing.T, args ...string) (*cobra.Command, *verifyFlags) {
+	t.Helper()
 	var f verifyFlags
 	cmd := &cobra.Command{Use: "verify"}
 	f.bind(cmd)
 	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
-	return f.options(cmd, &g)
+	return cmd, &f
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenure-dev/tenure/internal/chaos"
 	"github.com/tenure-dev/tenure/internal/plant"
@@ -83,6 +84,69 @@ func TestOnlyVerifyReachesChaos(t *testing.T) {
 			if strings.HasSuffix(imp.Path.Value, `/internal/chaos"`) && name != "verify.go" {
 				t.Errorf("%s imports package chaos; only verify.go may", name)
 			}
+		}
+	}
+}
+
+// Every number verify takes is honoured as given, or refused with the
+// reason; a default applies only when the flag was not given (#21 item 5:
+// --margin 0 ran with the TTL/10 default).
+func TestVerifyHonoursExplicitValues(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		check   func(o chaos.Options) bool
+		want    string // what the options must say, or the error must contain
+		refused bool
+	}{
+		{[]string{"--margin", "0"}, func(o chaos.Options) bool { return o.Margin == 0 }, "margin 0", false},
+		{[]string{"--max-drift", "0"}, func(o chaos.Options) bool { return o.MaxDrift == 0 }, "max drift 0", false},
+		{[]string{"--seed", "0"}, func(o chaos.Options) bool { return o.Seed == 0 }, "seed 0", false},
+		{nil, func(o chaos.Options) bool {
+			return o.Margin == 200*time.Millisecond && o.MaxDrift == 0.01 && o.TTL == 2*time.Second
+		}, "margin TTL/10 of the default TTL", false},
+		{[]string{"--ttl", "3s"}, func(o chaos.Options) bool { return o.Margin == 300*time.Millisecond }, "margin TTL/10 of the TTL given", false},
+		{[]string{"--ttl", "0"}, nil, "--ttl 0s: must be positive", true},
+		{[]string{"--duration", "0"}, nil, "--duration (0s) must be at least 5s", true},
+		{[]string{"--members", "0"}, nil, "--members (0) must be 1 or 3", true},
+		{[]string{"--nodes", "0"}, nil, "--nodes (0) must be between 2 and 9", true},
+		{[]string{"--margin", "-1s"}, nil, "--margin (-1s) must not be negative", true},
+		{[]string{"--max-drift", "0.5"}, nil, "--max-drift (0.5) must be in [0, 0.5)", true},
+		{[]string{"--ttl", "1s", "--margin", "1s"}, nil, "--ttl 1s is too short for --margin 1s", true},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			o, err := verifyOptions(t, tc.args...)
+			switch {
+			case tc.refused && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("options(%v) error = %v; want one containing %q", tc.args, err, tc.want)
+			case !tc.refused && err != nil:
+				t.Fatalf("options(%v) = %v", tc.args, err)
+			case !tc.refused && !tc.check(o):
+				t.Errorf("options(%v): margin %s, max drift %v, TTL %s, seed %d; want %s", tc.args, o.Margin, o.MaxDrift, o.TTL, o.Seed, tc.want)
+			}
+		})
+	}
+}
+
+// verify's first line says what the run uses, and calls a value the
+// default only when its flag was not given.
+func TestVerifyHeaderMarksOnlyDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		want, not string
+	}{
+		{nil, "(drawn), 2m0s, 3 nodes, TTL 2s, margin 200ms (TTL/10, the default), max drift 1%, faults partition,", ""},
+		{[]string{"--margin", "0", "--seed", "7"}, "verify: seed 7, 2m0s, 3 nodes, TTL 2s, margin 0s, max drift 1%, faults", "default"},
+		{[]string{"--max-drift", "0", "--ttl", "5s", "--duration", "30s"}, ", 30s, 3 nodes, TTL 5s, margin 500ms (TTL/10, the default), max drift 0%, faults", ""},
+	} {
+		cmd, f := parseVerify(t, tc.args...)
+		var g globalFlags
+		o, err := f.options(cmd, &g)
+		if err != nil {
+			t.Fatalf("options(%v) = %v", tc.args, err)
+		}
+		got := verifyHeader(cmd, *f, o)
+		if !strings.Contains(got, tc.want) || (tc.not != "" && strings.Contains(got, tc.not)) {
+			t.Errorf("verify %v: header %q; want %q in it, and no %q", tc.args, got, tc.want, tc.not)
 		}
 	}
 }
