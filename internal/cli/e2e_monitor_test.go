@@ -187,16 +187,8 @@ func TestMonitorStatusPage(t *testing.T) {
 // screenshot writes the page to $TENURE_SCREENSHOT_DIR/name when that is
 // set, for a person to look at.
 func screenshot(t *testing.T, ctx context.Context, b *headless.Browser, name string) {
-	dir := os.Getenv("TENURE_SCREENSHOT_DIR")
-	if dir == "" {
-		return
-	}
-	png, err := b.Screenshot(ctx)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, name), png, 0o644)
-	}
-	if err != nil {
-		t.Errorf("screenshot %s: %v", name, err)
+	if err := b.SaveScreenshot(ctx, name); err != nil {
+		t.Error(err)
 	}
 }
 

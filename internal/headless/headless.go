@@ -11,7 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/chromedp/cdproto/performance"
@@ -117,6 +119,24 @@ func (b *Browser) Screenshot(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("headless: screenshot: %w", err)
 	}
 	return png, nil
+}
+
+// SaveScreenshot writes a PNG of the page as it is now to
+// $TENURE_SCREENSHOT_DIR/name, for a person to look at, when that variable
+// is set; it does nothing otherwise.
+func (b *Browser) SaveScreenshot(ctx context.Context, name string) error {
+	dir := os.Getenv("TENURE_SCREENSHOT_DIR")
+	if dir == "" {
+		return nil
+	}
+	png, err := b.Screenshot(ctx)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, name), png, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("headless: screenshot %s: %w", name, err)
+	}
+	return nil
 }
 
 // MainThreadTime is the CPU time that the page's main thread has used so

@@ -97,12 +97,13 @@ type Monitor struct {
 
 // view is what the Monitor last saw of one key.
 type view struct {
-	grant  tenure.Grant
-	held   bool
-	listed bool      // the reads say the time left on the lease (a tenure.Lister)
-	lease  lease     // of grant, from the reads since it was first seen
-	seenAt time.Time // when the last read that saw grant began
-	ended  time.Time // when the grant before it ended, as recorded
+	grant   tenure.Grant
+	held    bool
+	listed  bool      // the reads say the time left on the lease (a tenure.Lister)
+	lease   lease     // of grant, from the reads since it was first seen
+	ttlRead bool      // the coordinator was asked the TTL granted to grant
+	seenAt  time.Time // when the last read that saw grant began
+	ended   time.Time // when the grant before it ended, as recorded
 }
 
 var _ tenure.Metrics = (*Monitor)(nil)
@@ -209,7 +210,7 @@ func (m *Monitor) poll(ctx context.Context) {
 	held := make(map[string]bool, len(grants))
 	for _, g := range grants {
 		held[g.Key] = true
-		m.seenLocked(g, ttls[g.Key], listed, start, now)
+		m.seenLocked(g, ttls, listed, start, now)
 	}
 	for k, v := range m.keys {
 		if v.held && !held[k] {
@@ -219,26 +220,31 @@ func (m *Monitor) poll(ctx context.Context) {
 	m.readAt = start
 }
 
-// grantedTTLs asks the coordinator for the TTL granted to each grant of gs
-// not seen before, when gs were listed (a listed grant's TTL is the time
-// left): one Leader call per new grant. A failed call leaves the TTL to
-// what the reads show (see lease).
+// maxTTLReads is how many grants a poll asks the TTL granted of, at most;
+// the others are asked at the next polls.
+const maxTTLReads = 64
+
+// grantedTTLs asks the coordinator for the TTL granted to the grants of gs
+// whose TTL it was not asked yet, when gs were listed (a listed grant's
+// TTL is the time left): one Leader call each, at most maxTTLReads. A
+// failed call is tried again at the next poll; meanwhile the TTL is what
+// the reads show (see lease).
 func (m *Monitor) grantedTTLs(ctx context.Context, gs []tenure.Grant, listed bool) map[string]time.Duration {
 	if !listed {
 		return nil
 	}
-	var fresh []string
+	var ask []tenure.Grant
 	m.mu.Lock()
 	for _, g := range gs {
-		if v := m.keys[g.Key]; v == nil || !v.held || v.grant.Token != g.Token {
-			fresh = append(fresh, g.Key)
+		if v := m.keys[g.Key]; (v == nil || !v.held || v.grant.Token != g.Token || !v.ttlRead) && len(ask) < maxTTLReads {
+			ask = append(ask, g)
 		}
 	}
 	m.mu.Unlock()
-	out := make(map[string]time.Duration, len(fresh))
-	for _, k := range fresh {
-		if g, ok, err := m.cfg.Coordinator.Leader(ctx, k); err == nil && ok {
-			out[k] = g.TTL
+	out := make(map[string]time.Duration, len(ask))
+	for _, g := range ask {
+		if l, ok, err := m.cfg.Coordinator.Leader(ctx, g.Key); err == nil && ok && l.Token == g.Token {
+			out[g.Key] = l.TTL
 		}
 	}
 	return out
@@ -282,10 +288,10 @@ func (m *Monitor) read(ctx context.Context) ([]tenure.Grant, bool, error) {
 	return out, canList, nil
 }
 
-// seenLocked records that g was live at the read begun at start; granted
-// is its TTL as granted, when known; listed says whether g.TTL is the time
-// left.
-func (m *Monitor) seenLocked(g tenure.Grant, granted time.Duration, listed bool, start, now time.Time) {
+// seenLocked records that g was live at the read begun at start; ttls has
+// the TTL granted of the grants whose TTL the poll asked; listed says
+// whether g.TTL is the time left.
+func (m *Monitor) seenLocked(g tenure.Grant, ttls map[string]time.Duration, listed bool, start, now time.Time) {
 	v := m.keys[g.Key]
 	if v == nil {
 		v = &view{}
@@ -297,10 +303,13 @@ func (m *Monitor) seenLocked(g tenure.Grant, granted time.Duration, listed bool,
 		m.endedLocked(g.Key, v, start, now)
 	}
 	if fresh {
-		v.lease = lease{}
+		v.lease, v.ttlRead = lease{}, false
 	}
 	v.grant, v.held, v.listed, v.seenAt = g, true, listed, start
-	v.lease.granted(granted)
+	if ttl, ok := ttls[g.Key]; ok {
+		v.lease.granted(ttl)
+		v.ttlRead = true
+	}
 	if listed {
 		v.lease.read(start, g.TTL)
 	} else {

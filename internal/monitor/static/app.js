@@ -128,7 +128,8 @@ function partRow(p) {
   const tr = el("tr", { class: p.held ? "held" : "free", "data-key": p.key, "data-holder": p.held ? p.holder : "", "data-token": p.held ? String(p.token) : "" });
   const owner = p.held ? holderCell(p, p.mine) : ["— unowned " + fmtLeft(p.unowned_ms || 0) + " —"];
   if (p.moved_ms !== undefined) owner.push(el("span", { class: "moved" }, "moved " + fmtLeft(p.moved_ms) + " ago" + (p.from ? " from " + p.from : "")));
-  tr.append(el("td", { class: "key" }, p.name === String(p.partition) ? p.name : p.partition + " · " + p.name),
+  const label = p.partition < 0 || p.name === String(p.partition) ? p.name : p.partition + " · " + p.name; // −1: index not known
+  tr.append(el("td", { class: "key" }, label),
     el("td", { class: "holder" }, ...owner),
     el("td", { class: "num token" }, p.held ? String(p.token) : "–"),
     p.held ? leaseCell(tr, p) : el("td", { class: "lease" }));
