@@ -17,7 +17,7 @@
 //	spec.leaseDurationSeconds  the TTL, rounded up to whole seconds
 //	spec.acquireTime           when the grant was made (wall clock, for people)
 //	spec.renewTime             when it was last renewed (wall clock, for people)
-//	spec.leaseTransitions      one more at every grant
+//	spec.leaseTransitions      one more at every grant (see below)
 //
 // # Tokens
 //
@@ -83,15 +83,15 @@
 // with a write in flight; no lease prevents that, which is why resources
 // check tokens.
 //
-// client-go's contenders compare the record (the spec fields above) with
-// whole-second times, not the resourceVersion: a renewal whose renewTime
-// falls in the same second as the one before it changes nothing they see,
-// and their wait may have started at the earlier write. Such a renewal
-// therefore returns the grant's earlier Sent, so a tenure holder's
-// deadline never outlasts a client-go contender's wait either. Every
-// acquiring write increments leaseTransitions, so it always changes the
-// record. With renewals every TTL/3 this costs nothing for TTLs of three
-// seconds or more.
+// client-go's contenders compare the record (the spec fields above, with
+// times in whole seconds), not the resourceVersion: a renewal whose
+// renewTime fell in the same second as the one before it would change
+// nothing they see, and their wait would count from the earlier write,
+// before the holder's Sent. So every write changes that record, and no
+// record ever comes back: an acquiring write increments leaseTransitions,
+// and so does a renewal in the same second as the write before it (with
+// renewals every TTL/3, that happens only for TTLs under about three
+// seconds); a renewal in a later second changes renewTime's second.
 //
 // # Watches
 //

@@ -14,14 +14,13 @@ import (
 // Renew extends grant g: it updates the Lease's renewTime, preconditioned
 // on the Lease's resourceVersion, if the Lease still holds g (the same
 // holder and token) and has not expired on this coordinator's clock.
-// Otherwise g is lost (tenure.ErrLost). See tenure.Coordinator.
+// Otherwise g is lost (tenure.ErrLost). The renewed grant's Sent is when
+// the update was sent. See tenure.Coordinator.
 //
-// The renewed grant's Sent is when the update was sent, except when its
-// renewTime falls in the same second as the renewTime it replaces: then
-// client-go, which compares the record at whole seconds, sees no change,
-// and a client-go contender's wait may have started at the write that
-// first showed that second, so Sent stays g.Sent (see the package
-// documentation).
+// client-go's contenders compare the record with whole-second times: a
+// renewal whose renewTime falls in the same second as the one before it
+// also increments leaseTransitions, so that every write changes the
+// record they compare (see the package documentation).
 func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	op := fmt.Sprintf("kube: renew %v", g)
 	if err := g.Validate(); err != nil {
@@ -80,6 +79,15 @@ func (c *Coordinator) extend(ctx context.Context, cur record, g tenure.Grant) (t
 	prev := l.Spec.RenewTime
 	now := metav1.NewMicroTime(after(time.Now(), prev))
 	l.Spec.RenewTime = &now
+	if prev != nil && prev.Unix() == now.Unix() {
+		// The same second: without a change client-go would not see
+		// this write (see Renew).
+		transitions := int32(1)
+		if t := l.Spec.LeaseTransitions; t != nil {
+			transitions = *t + 1
+		}
+		l.Spec.LeaseTransitions = &transitions
+	}
 	if l.Spec.AcquireTime == nil { // removed by hand: the token binds to one
 		l.Spec.AcquireTime = &now
 	}
@@ -95,15 +103,5 @@ func (c *Coordinator) extend(ctx context.Context, cur record, g tenure.Grant) (t
 	if _, err := c.sight(out, tenure.Now()); err != nil {
 		return tenure.Grant{}, err
 	}
-	if prev != nil && sameSecond(prev.Time, now.Time) {
-		sent = sent.Earlier(g.Sent) // unchanged for client-go: see Renew
-		if g.Sent.IsZero() {
-			sent = sent.Add(-time.Second)
-		}
-	}
 	return tenure.Grant{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: cur.ttl, Sent: sent}, nil
 }
-
-// sameSecond reports whether a and b fall in the same second, as
-// client-go's record (metav1.Time, RFC 3339 without fractions) shows them.
-func sameSecond(a, b time.Time) bool { return a.Unix() == b.Unix() }

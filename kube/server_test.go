@@ -159,19 +159,20 @@ func TestLeaseFields(t *testing.T) {
 	if _, err := c.Renew(ctx(t), g); err != nil {
 		t.Fatal(err)
 	}
-	if r := read().Spec; !r.RenewTime.After(sp.RenewTime.Time) || !r.AcquireTime.Time.Equal(sp.AcquireTime.Time) {
-		t.Fatalf("after a renewal: acquireTime %v renewTime %v; want acquireTime %v kept and a later renewTime", r.AcquireTime, r.RenewTime, sp.AcquireTime)
+	renewed := read().Spec
+	if !renewed.RenewTime.After(sp.RenewTime.Time) || !renewed.AcquireTime.Time.Equal(sp.AcquireTime.Time) {
+		t.Fatalf("after a renewal: acquireTime %v renewTime %v; want acquireTime %v kept and a later renewTime", renewed.AcquireTime, renewed.RenewTime, sp.AcquireTime)
 	}
 	if err := c.Release(ctx(t), g); err != nil {
 		t.Fatal(err)
 	}
-	if r := read().Spec; *r.HolderIdentity != "" || *r.LeaseDurationSeconds != 1 || *r.LeaseTransitions != 0 {
-		t.Fatalf("after a release: %+v; want holder \"\", duration 1s and the transitions kept, as client-go releases", r)
+	if r := read().Spec; *r.HolderIdentity != "" || *r.LeaseDurationSeconds != 1 || *r.LeaseTransitions != *renewed.LeaseTransitions {
+		t.Fatalf("after a release: %+v; want holder \"\", duration 1s and the transitions kept (%d), as client-go releases", r, *renewed.LeaseTransitions)
 	}
 	if _, err := c.Acquire(ctx(t), "fields", "bob#2", 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if r := read().Spec; *r.HolderIdentity != "bob#2" || *r.LeaseTransitions != 1 || *r.LeaseDurationSeconds != 3 {
-		t.Fatalf("after the next grant: %+v; want holder bob#2, 1 transition, 3s", r)
+	if r := read().Spec; *r.HolderIdentity != "bob#2" || *r.LeaseTransitions != *renewed.LeaseTransitions+1 || *r.LeaseDurationSeconds != 3 {
+		t.Fatalf("after the next grant: %+v; want holder bob#2, one more transition, 3s", r)
 	}
 }
