@@ -79,10 +79,16 @@ type Report struct {
 	WritesRejected  int `json:"writes_rejected"`
 	WritesUnknown   int `json:"writes_unknown"`
 	Reads           int `json:"reads"`
-	// LateFenced counts writes that were in flight across a pause of their
-	// process and landed after their lease: the register's fencing decided
-	// them (accepted only when no newer token had written yet).
+	// LateWritesAcrossPause counts the writes that were in flight across a
+	// pause of their process and landed after their lease: no lease can
+	// stop them, the register's fencing decided them.
 	LateWritesAcrossPause int `json:"late_writes_across_pause"`
+	// LateWritesRejected counts those of them the register rejected: a
+	// newer token had written (the others were accepted: none had yet).
+	LateWritesRejected int `json:"late_writes_rejected"`
+	// late are the late writes across a pause, value → accepted, for the
+	// timeline.
+	late map[string]bool
 
 	Faults []FaultRecord `json:"faults"`
 	Spans  []Span        `json:"spans"`
@@ -153,7 +159,7 @@ func Analyze(h *History) *Report {
 		}
 	}
 	rep.Inconclusive = rep.vacuity()
-	rep.timeline = timeline(h)
+	rep.timeline = timeline(h, rep.late)
 	return rep
 }
 
@@ -163,7 +169,8 @@ func (rep *Report) analyzeKey(h *History) {
 	rep.StaleWrites = CheckStaleWrites(h)
 	rep.TokenOrder = CheckTokenOrder(h, rep.Spans)
 	rep.Overlap, rep.OverlapTotal = CheckOverlap(h, rep.Spans)
-	rep.LeaseOverrun, rep.LateWritesAcrossPause = checkLeaseOverrun(h)
+	rep.LeaseOverrun, rep.late = checkLeaseOverrun(h)
+	rep.countLate()
 	rep.Linearizable, rep.LinearizabilityResult = checkLinearizable(h)
 	rep.Liveness = liveness(h, rep.Spans)
 }
@@ -252,3 +259,13 @@ func (rep *Report) countWrites(h *History) {
 
 // rel returns t as seconds since the start of h.
 func (h *History) rel(t int64) float64 { return float64(t-h.Origin) / 1e9 }
+
+// countLate counts the late writes across a pause, and those rejected.
+func (rep *Report) countLate() {
+	rep.LateWritesAcrossPause, rep.LateWritesRejected = len(rep.late), 0
+	for _, accepted := range rep.late {
+		if !accepted {
+			rep.LateWritesRejected++
+		}
+	}
+}

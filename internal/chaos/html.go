@@ -63,12 +63,14 @@ func (g geom) y(n int) float64 { return topPad + float64(n)*(laneH+laneGap) }
 func (g geom) rel(t int64) float64 { return float64(t-g.origin) / 1e9 }
 
 // shape is one element drawn on the timeline: a rect, a circle (X, Y its
-// centre, W its radius), a line (X, Y to X, Y+H) or a polygon (Points).
+// centre, W its radius), a line (X, Y to X, Y+H), a polygon (Points) or a
+// note (Text at X, Y, a link to Href).
 type shape struct {
-	Kind          string // rect, circle, line, polygon
+	Kind          string // rect, circle, line, polygon, note
 	X, Y, W, H    float64
 	Points, Class string
 	Title         string
+	Text, Href    string
 	// Label, when set, is written at LX, LY in class LabelClass.
 	Label, LabelClass string
 	LX, LY            float64
@@ -98,6 +100,7 @@ type lane struct {
 	Y     float64
 	Node  int
 	Label string
+	Title string // what the label means
 }
 
 type legendItem struct {
@@ -126,6 +129,7 @@ type htmlPage struct {
 	Ticks        []shape
 	Legend       []legendItem
 	FaultLines   []string
+	Glossary     []entry
 }
 
 // renderHTML renders the report page.
@@ -144,7 +148,7 @@ func (r *Report) renderHTML() ([]byte, error) {
 	}
 	labels := laneLabels(r)
 	for n := range r.Nodes {
-		p.Lanes = append(p.Lanes, lane{Y: g.y(n), Node: n, Label: labels[n]})
+		p.Lanes = append(p.Lanes, lane{Y: g.y(n), Node: n, Label: labels[n], Title: laneTitle(n, labels[n])})
 	}
 	p.AxisY = g.y(r.Nodes)
 	p.Height = p.AxisY + axisH
@@ -153,6 +157,8 @@ func (r *Report) renderHTML() ([]byte, error) {
 	p.Shapes = append(p.Shapes, faultShapes(r, g)...)
 	p.Shapes = append(p.Shapes, termShapes(r, g)...)
 	p.Shapes = append(p.Shapes, pointShapes(r, g, labels)...)
+	p.Shapes = append(p.Shapes, lateNotes(r, g)...)
+	p.Glossary = glossary(r)
 	p.Violations, p.Items = violations(r, g, labels)
 	p.Ticks = ticks(g, p.AxisY)
 	p.Legend = legend(r)
@@ -281,6 +287,7 @@ func pointShapes(r *Report, g geom, labels []string) []shape {
 	type bucket struct {
 		node, col int
 		kind      string
+		late      bool
 	}
 	var out []shape
 	writes := map[bucket]int{} // → index in out
@@ -296,7 +303,7 @@ func pointShapes(r *Report, g geom, labels []string) []shape {
 		case pointDeadline:
 			out = append(out, shape{Kind: "line", X: x, Y: y, H: laneH, Class: "deadline", Title: pt.Text})
 		default:
-			b := bucket{pt.Node, int(x), pt.Kind}
+			b := bucket{pt.Node, int(x), pt.Kind, pt.Late}
 			i, ok := writes[b]
 			if !ok {
 				i, writes[b] = len(out), len(out)
@@ -310,9 +317,46 @@ func pointShapes(r *Report, g geom, labels []string) []shape {
 	return out
 }
 
+// lateNotes labels the first late write across a pause after each pause,
+// right of its mark on its lane, with a link to the glossary's entry that
+// explains it.
+func lateNotes(r *Report, g geom) []shape {
+	var out []shape
+	labelled := map[int]bool{} // pause faults whose late write is labelled
+	for _, pt := range r.timeline {
+		if !pt.Late || pt.Node < 0 || pt.Node >= r.Nodes {
+			continue
+		}
+		f := pauseBefore(r.Faults, pt.Node, pt.At)
+		if labelled[f] {
+			continue
+		}
+		labelled[f] = true
+		out = append(out, shape{Kind: "note", X: g.x(pt.At) + 5, Y: g.y(pt.Node) + 41, Class: "late-note",
+			Text: "late write across a pause", Href: "#glossary-late-writes",
+			Title: "A write sent before the pause landed after its lease: fencing decided it. Click for the glossary."})
+	}
+	return out
+}
+
+// pauseBefore returns the index in faults of the last pause of node slot
+// node that began by at, or -1.
+func pauseBefore(faults []FaultRecord, node int, at int64) int {
+	last := -1
+	for i, f := range faults {
+		if f.Family == FamilyPause && f.Target == node && f.Start <= at {
+			last = i
+		}
+	}
+	return last
+}
+
 // writeShape is the mark of one write at x in the lane at y.
 func writeShape(pt point, x, y float64) shape {
 	s := shape{X: x, Y: y + 33, Class: "write-" + pt.Kind, Title: pt.Text}
+	if pt.Late {
+		s.Class += " late"
+	}
 	switch pt.Kind {
 	case pointAccepted:
 		s.Kind, s.W, s.H = "rect", 1.2, 7
@@ -405,68 +449,3 @@ func legend(r *Report) []legendItem {
 	}
 	return append(items, row2...)
 }
-
-var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"f1":  func(v float64) string { return fmt.Sprintf("%.1f", v) },
-	"add": func(a, b float64) float64 { return a + b },
-}).Parse(pageHTML))
-
-const pageHTML = `{{define "shape"}}{{if eq .Kind "rect"}}<rect class="{{.Class}}" x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}">{{with .Title}}<title>{{.}}</title>{{end}}</rect>
-{{- else if eq .Kind "circle"}}<circle class="{{.Class}}" cx="{{f1 .X}}" cy="{{f1 .Y}}" r="{{f1 .W}}">{{with .Title}}<title>{{.}}</title>{{end}}</circle>
-{{- else if eq .Kind "line"}}<line class="{{.Class}}" x1="{{f1 .X}}" y1="{{f1 .Y}}" x2="{{f1 .X}}" y2="{{f1 (add .Y .H)}}">{{with .Title}}<title>{{.}}</title>{{end}}</line>
-{{- else if eq .Kind "polygon"}}<polygon class="{{.Class}}" points="{{.Points}}">{{with .Title}}<title>{{.}}</title>{{end}}</polygon>{{end}}
-{{- with .Label}}<text class="{{$.LabelClass}}" x="{{f1 $.LX}}" y="{{f1 $.LY}}">{{.}}</text>{{end}}{{end -}}
-<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>tenure verify — seed {{.R.Seed}}</title>
-<style>
-body{font:14px system-ui,sans-serif;margin:24px;color:#222}
-h1{font-size:20px;margin:0 0 4px}
-h2{font-size:16px;margin:20px 0 6px}
-.verdict{font-weight:bold;padding:4px 8px;border-radius:4px;display:inline-block}
-.ok{background:#d7f5dd;color:#175c26}.bad{background:#fbd9d9;color:#8a1111}.inconclusive{background:#fdebc8;color:#7a4b00}
-pre{background:#f6f6f6;padding:12px;overflow-x:auto}
-svg text{font:11px system-ui,sans-serif}
-.lane{fill:#f4f4f4}
-.lane-label{font-weight:bold}
-.term{fill:#4a7fd4;stroke:#24508f}
-.term-label{fill:#fff}
-.fault{opacity:.45}
-.fault-label{fill:#222;font-size:10px}
-{{.FamilyCSS}}
-.renewal{fill:#24508f}
-.renewal-failed{fill:#fff;stroke:#b03a2e;stroke-width:1.2}
-.deadline{stroke:#222;stroke-width:1;stroke-dasharray:3,2}
-.write-accepted{fill:#1e8449}
-.write-rejected{fill:#e67e22;stroke:#a04000;stroke-width:.5}
-.write-unknown{fill:none;stroke:#555;stroke-width:1}
-.violation-line{stroke:#c0002a;stroke-width:2}
-.violation-mark{fill:#c0002a;stroke:#000;stroke-width:.8}
-.violation-n{fill:#c0002a;font-weight:bold}
-.axis,.tick{stroke:#444}
-.tick-label{text-anchor:middle}
-.axis-title{text-anchor:middle;font-style:italic}
-#violations li{margin:3px 0}
-</style></head><body>
-<h1>tenure verify — seed {{.R.Seed}}</h1>
-<p><span class="verdict {{.VerdictClass}}">{{.Verdict}}</span>
- {{.R.Duration}}, {{.R.Nodes}} nodes, {{.R.Coordinator}}, TTL {{.R.TTL}}</p>
-<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{{f1 .Width}}" height="{{f1 .Height}}" viewBox="0 0 {{f1 .Width}} {{f1 .Height}}">
-<g id="legend">{{range .Legend}}<g class="legend-item" transform="translate({{f1 .X}},{{f1 .Y}})">{{if .Swatch.Kind}}{{template "shape" .Swatch}}<text x="20" y="4">{{.Label}}</text>{{else}}<text x="0" y="4">{{.Label}}</text>{{end}}</g>{{end}}</g>
-{{range .Lanes}}<g class="lane-group" data-lane="{{.Label}}" data-node="{{.Node}}"><rect class="lane" x="{{f1 $.LeftPad}}" y="{{f1 .Y}}" width="1100" height="44"/><text class="lane-label" x="4" y="{{f1 (add .Y 26)}}">{{.Label}}</text></g>
-{{end}}{{range .Shapes}}{{template "shape" .}}
-{{end}}{{range .Violations}}<g class="violation" id="violation-{{.N}}" data-node="{{.Node}}" data-lane="{{.Lane}}" data-at="{{.At}}" data-x="{{f1 .X}}" data-check="{{.Check}}"><title>[{{.N}}] {{.Check}} at {{.At}} on {{.Lane}}: {{.Txt}}</title><line class="violation-line" x1="{{f1 .X}}" y1="{{f1 .Y1}}" x2="{{f1 .X}}" y2="{{f1 .Y2}}"/><polygon class="violation-mark" points="{{.Diamond}}"/><text class="violation-n" x="{{f1 (add .X 6)}}" y="{{f1 .Y1}}">{{.N}}</text></g>
-{{end}}<line class="axis" x1="{{f1 $.LeftPad}}" y1="{{f1 .AxisY}}" x2="{{f1 .PlotRight}}" y2="{{f1 .AxisY}}"/>
-{{range .Ticks}}{{template "shape" .}}
-{{end}}<text class="axis-title" x="{{f1 .AxisMid}}" y="{{f1 (add .AxisY 36)}}">seconds since start</text>
-</svg>
-{{if .Items}}<h2>Safety violations</h2>
-<ul id="violations">{{range .Items}}<li class="violation-item"{{if .N}} data-n="{{.N}}"{{end}}>{{if .N}}<b>[{{.N}}]</b> {{end}}<b>{{.Check}}</b>{{if .At}} at {{.At}}{{else}}, over the whole history{{end}}{{with .Lane}} on {{.}}{{end}}: {{.Text}}{{if .MoreCount}} … and {{.MoreCount}} more (see --json){{end}}</li>
-{{end}}</ul>{{end}}
-<h2>Summary</h2>
-<pre>{{.Summary}}</pre>
-<h2>Faults</h2>
-<pre>{{range .FaultLines}}{{.}}
-{{end}}</pre>
-</body></html>
-`

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,67 @@ func TestReportRendersInChromium(t *testing.T) {
 		if w := g.x(s.End) - g.x(s.Start); w > 18 && !slices.Contains(counts.Labels, strconv.FormatUint(s.Token, 10)) {
 			t.Errorf("term with token %d (%.0fpx wide) not labelled; labels %s", s.Token, w, labels)
 		}
+	}
+}
+
+// The glossary in Chromium: the label "late write across a pause" sits
+// right of the rejected write drawn after the pause, on the paused node's
+// lane; clicking it brings the glossary's entry into view. The lane name
+// explains itself on hover and links to its entry.
+func TestGlossaryInChromium(t *testing.T) {
+	chromium := headless.Need(t)
+	b, ctx := openReport(t, chromium, Analyze(&paused().History))
+	var got struct {
+		TriRight, TriTop, TriBottom    float64
+		NoteLeft, NoteTop, NoteBottom  float64
+		NoteWidth, LaneTop, LaneBottom float64
+		Href, NoteText, LaneTitle      string
+		LaneHref, Entry                string
+	}
+	const js = `(() => {
+  const tri = document.querySelector('#timeline polygon.write-rejected.late').getBoundingClientRect();
+  const note = document.querySelector('#timeline a.late-note');
+  const nr = note.querySelector('text').getBoundingClientRect();
+  const lane = document.querySelector('#timeline g.lane-group[data-node="0"] rect.lane').getBoundingClientRect();
+  const label = document.querySelector('#timeline g.lane-group[data-node="0"] a.lane-label-link');
+  const dt = document.getElementById('glossary-late-writes');
+  return {TriRight: tri.right, TriTop: tri.top, TriBottom: tri.bottom, NoteLeft: nr.left, NoteTop: nr.top, NoteBottom: nr.bottom,
+    NoteWidth: nr.width, LaneTop: lane.top, LaneBottom: lane.bottom, Href: note.getAttribute('href'),
+    NoteText: note.querySelector('text').textContent, LaneTitle: label.querySelector('title').textContent,
+    LaneHref: label.getAttribute('href'), Entry: dt ? dt.nextElementSibling.textContent : ''};
+})()`
+	if err := b.Eval(ctx, js, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.NoteText != "late write across a pause" || got.NoteWidth < 50 {
+		t.Errorf("note %q, %.0fpx wide; want the words, legible", got.NoteText, got.NoteWidth)
+	}
+	if gap := got.NoteLeft - got.TriRight; gap < 0 || gap > 8 {
+		t.Errorf("note starts %.1fpx right of the rejected write; want 0–8px (next to it)", gap)
+	}
+	if got.NoteTop < got.LaneTop || got.NoteBottom > got.LaneBottom+2 || got.NoteBottom < got.TriTop {
+		t.Errorf("note %.0f–%.0fpx, write %.0f–%.0fpx, lane %.0f–%.0fpx; want the note beside the write, within the lane",
+			got.NoteTop, got.NoteBottom, got.TriTop, got.TriBottom, got.LaneTop, got.LaneBottom)
+	}
+	if got.Href != "#glossary-late-writes" || !strings.Contains(got.Entry, "only the resource's fencing can") {
+		t.Errorf("note links to %q, entry %q; want the glossary's entry on late writes", got.Href, got.Entry)
+	}
+	if !strings.HasPrefix(got.LaneTitle, "n0.1: node slot 0, its process 1") || got.LaneHref != "#glossary-lanes" {
+		t.Errorf("lane label title %q, link %q; want it explained, linked to the glossary", got.LaneTitle, got.LaneHref)
+	}
+	const click = `document.querySelector('#timeline a.late-note').dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true, view: window}))`
+	var clicked bool
+	if err := b.Eval(ctx, click, &clicked); err != nil {
+		t.Fatal(err)
+	}
+	var after struct {
+		Hash     string
+		Top, Win float64
+	}
+	if err := b.Eval(ctx, `({Hash: location.hash, Top: document.getElementById('glossary-late-writes').getBoundingClientRect().top, Win: innerHeight})`, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Hash != "#glossary-late-writes" || after.Top < 0 || after.Top > after.Win {
+		t.Errorf("after a click on the note: location %q, entry at %.0fpx of %.0f; want the entry in view", after.Hash, after.Top, after.Win)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // planted is a hand-built history with one violation: token 1's late
@@ -78,6 +79,80 @@ func TestHTMLMarksViolation(t *testing.T) {
 	for _, bad := range []string{`data-lane="node`, ">node 0</text>", "<script", "<link"} {
 		if strings.Contains(page, bad) {
 			t.Errorf("page has %q: lanes are named as the summary names holders, and the page is self-contained", bad)
+		}
+	}
+}
+
+// paused is a hand-built history with a late write across a pause: n0.1
+// (token 1, last renewal sent at 1.2s) sends write "late" at 1.45s, is
+// paused from 1.3s to 3.65s, and the write lands at 3.6s, after its lease
+// (3.18s) and after n1.1 (token 2) has written: the register rejects it.
+func paused() *hist {
+	h := newHist()
+	h.term(0, "n0.1", 1, 0, 1500).term(1, "n1.1", 2, 3300, 8000)
+	h.write(0, "n0.1", 1, "a", 100, true).write(1, "n1.1", 2, "c", 3400, true)
+	h.busy(1, "n1.1", 2, 3500, MinAcceptedWrites)
+	h.write(0, "n0.1", 1, "late", 1450, false)
+	h.Decisions[len(h.Decisions)-1].At = ms(3600)
+	h.Events[len(h.Events)-1].At = ms(3602)
+	h.Pauses["n0.1"] = [][2]int64{{ms(1300), ms(3650)}}
+	h.Faults = []FaultRecord{{Fault: Fault{Family: FamilyPause, Dur: 2350 * time.Millisecond}, Target: 0, Holder: "n0.1", Start: ms(1300), End: ms(3650)}}
+	h.Options.Families = []string{FamilyPause}
+	return h
+}
+
+// A write in flight across a pause that lands after its lease is counted
+// as a late write across a pause, rejected or accepted, not as a lease
+// overrun; the summary says how fencing decided it, and the page marks
+// it, labels it with a link to the glossary, and explains it there, with
+// the lane names.
+func TestHTMLExplainsLateWritesAndLanes(t *testing.T) {
+	rep := Analyze(&paused().History)
+	if rep.LateWritesAcrossPause != 1 || rep.LateWritesRejected != 1 || !rep.OK() {
+		t.Fatalf("late writes across a pause %d, rejected %d, violations %d; want 1, 1, 0", rep.LateWritesAcrossPause, rep.LateWritesRejected, rep.Violations)
+	}
+	var sum strings.Builder
+	rep.WriteSummary(&sum)
+	if want := "landed after their lease: only fencing can decide them, and it did: 1 rejected (a newer token had written), 0 accepted (none had yet)"; !strings.Contains(sum.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, sum.String())
+	}
+	b, err := rep.renderHTML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{
+		`<polygon class="write-rejected late"`,
+		"a late write across a pause, sent at 1.450s before n0.1 was paused, landed after its lease; fencing rejected it, since a newer token had written",
+		`<a class="late-note" href="#glossary-late-writes">`,
+		`<dt id="glossary-late-writes">Late writes across a pause</dt>`,
+		"They are not violations: they are fencing doing its job.",
+		`<a class="lane-label-link" href="#glossary-lanes"><title>n0.1: node slot 0, its process 1`,
+		`<dt id="glossary-lanes">Lanes: n0.1, n0.1–n0.2</dt>`,
+		`<dt id="glossary-fault-clock">Fault: clock</dt>`,
+		`<dt id="glossary-check-lease-overrun">Checker: lease overrun</dt>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, `class="late-note"`); n != 1 {
+		t.Errorf("%d late-write notes; want 1 (one per pause)", n)
+	}
+}
+
+// laneTitle explains a lane's label.
+func TestLaneTitle(t *testing.T) {
+	for _, tc := range []struct {
+		node        int
+		label, want string
+	}{
+		{0, "n0.1", "n0.1: node slot 0, its process 1 (nS.G"},
+		{2, "n2.1–n2.3", "n2.1–n2.3: node slot 2, its processes 1 to 3 (nS.G"},
+		{1, "n1", "n1: node slot 1, no process of it led or was struck"},
+	} {
+		if got := laneTitle(tc.node, tc.label); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("laneTitle(%d, %q) = %q; want it to start with %q", tc.node, tc.label, got, tc.want)
 		}
 	}
 }

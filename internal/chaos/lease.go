@@ -64,22 +64,25 @@ func (l lease) end(maxDrift float64) int64 {
 
 // checkLeaseOverrun reports every accepted write that landed after the
 // lease its writer was acting on could have expired. Writes in flight
-// across a pause of their process are not counted, only returned: no lease
-// can stop them, fencing decides them.
-func checkLeaseOverrun(h *History) (c Check, acrossPause int) {
+// across a pause of their process that landed after their lease are not
+// counted, only returned (value → accepted), accepted or rejected: no
+// lease can stop them, fencing decides them.
+func checkLeaseOverrun(h *History) (c Check, late map[string]bool) {
 	c = Check{Name: "lease overrun", Safety: true}
+	late = map[string]bool{}
 	starts := indexWrites(h.Events).starts
 	leases := leasesOf(h.Events)
 	for _, d := range h.Decisions {
 		ws, ok := starts[d.Value]
-		if !d.Accepted || !ok {
+		if !ok {
 			continue
 		}
 		end := leaseEnd(leases[leaseKey{ws.Holder, ws.Token}], d.At, h.Options.MaxDrift)
 		switch {
 		case d.At <= end:
 		case pausedDuring(h.Pauses[ws.Holder], ws.At, d.At):
-			acrossPause++
+			late[d.Value] = d.Accepted
+		case !d.Accepted:
 		case end == math.MinInt64:
 			c.addAt(d.At, ws.Node, "%.3fs: write %s (token %d) accepted with no lease known for it", h.rel(d.At), d.Value, d.Token)
 		default:
@@ -87,7 +90,7 @@ func checkLeaseOverrun(h *History) (c Check, acrossPause int) {
 				h.rel(d.At), d.Value, d.Token, h.rel(ws.At), time.Duration(d.At-end).Round(time.Millisecond), h.rel(end))
 		}
 	}
-	return c, acrossPause
+	return c, late
 }
 
 func pausedDuring(ws [][2]int64, from, to int64) bool {

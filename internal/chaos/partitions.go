@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -101,6 +102,7 @@ func partitionHistory(h *History, name string) *History {
 func (rep *Report) analyzePartitions(h *History) {
 	rep.Partitions = h.Options.Partitions
 	rep.LinearizabilityResult = "Ok"
+	rep.late = map[string]bool{}
 	lastHeal := h.Origin
 	for _, f := range h.Faults {
 		lastHeal = max(lastHeal, f.End)
@@ -115,7 +117,7 @@ func (rep *Report) analyzePartitions(h *History) {
 			rep.Checks()[i].merge(name, c)
 		}
 		rep.OverlapTotal += pr.OverlapTotal
-		rep.LateWritesAcrossPause += pr.LateWritesAcrossPause
+		maps.Copy(rep.late, pr.late)
 		rep.LinearizabilityResult = worseResult(rep.LinearizabilityResult, pr.LinearizabilityResult)
 		operations += pr.WritesAttempted + len(ph.Reads)
 		for _, s := range pr.Spans {
@@ -134,6 +136,7 @@ func (rep *Report) analyzePartitions(h *History) {
 		rep.Linearizable.Note = fmt.Sprintf("%d operations in %d partitions", operations, h.Options.Partitions)
 	}
 	rep.Liveness = partitionLiveness(h, hists, rep.PerPartition)
+	rep.countLate()
 }
 
 // merge adds the findings of check c of partition name to m.

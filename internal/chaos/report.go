@@ -67,7 +67,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		fmt.Fprintf(tw, "clock faults\t%d\t%s\n", r.count(FamilyClock), line)
 	}
 	fmt.Fprintf(tw, "writes\t%d\taccepted %d, rejected %d, outcome unknown %d; %d reads\n", r.WritesAttempted, r.WritesAccepted, r.WritesRejected, r.WritesUnknown, r.Reads)
-	fmt.Fprintf(tw, "late writes across a pause\t%d\tlanded after their lease; decided by fencing\n", r.LateWritesAcrossPause)
+	fmt.Fprintf(tw, "late writes across a pause\t%d\t%s\n", r.LateWritesAcrossPause, r.lateLine())
 	for _, c := range r.Checks() {
 		verdict := "ok"
 		if c.Count > 0 {
@@ -138,4 +138,14 @@ func nonEmpty(ss ...string) []string {
 		}
 	}
 	return out
+}
+
+// lateLine explains the late writes across a pause in the summary.
+func (r *Report) lateLine() string {
+	s := "sent before their node was paused, landed after their lease: only fencing can decide them, and it did"
+	if r.LateWritesAcrossPause == 0 {
+		return s
+	}
+	return fmt.Sprintf("%s: %d rejected (a newer token had written), %d accepted (none had yet)", s,
+		r.LateWritesRejected, r.LateWritesAcrossPause-r.LateWritesRejected)
 }

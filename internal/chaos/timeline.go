@@ -26,13 +26,16 @@ type point struct {
 	Token uint64 `json:"token"`
 	// Text says what happened, for a tooltip.
 	Text string `json:"text"`
+	// Late marks a late write across a pause.
+	Late bool `json:"late,omitempty"`
 }
 
 // timeline returns the writes, renewals and local deadlines of h, in time
 // order: each write where the register decided it (or, undecided, where it
 // was sent), each renewal where its reply came, each term's last local
-// deadline.
-func timeline(h *History) []point {
+// deadline. The writes of late (value → accepted) are marked as late
+// writes across a pause, and their text says what that means.
+func timeline(h *History, late map[string]bool) []point {
 	w := indexWrites(h.Events)
 	var out []point
 	decided := map[string]bool{}
@@ -47,6 +50,10 @@ func timeline(h *History) []point {
 			p.Kind = pointRejected
 		}
 		p.Text = fmt.Sprintf("write %s token %d %s at %.3fs", d.Value, d.Token, p.Kind, h.rel(d.At))
+		if _, p.Late = late[d.Value]; p.Late {
+			p.Text += fmt.Sprintf(": a late write across a pause, sent at %.3fs before %s was paused, landed after its lease; %s",
+				h.rel(ws.At), ws.Holder, lateVerdict(d.Accepted))
+		}
 		out = append(out, p)
 	}
 	for v, ws := range w.starts {
@@ -88,4 +95,13 @@ func leasePoint(h *History, ev Event) (point, bool) {
 		return point{}, false
 	}
 	return p, true
+}
+
+// lateVerdict says why fencing decided a late write across a pause as it
+// did.
+func lateVerdict(accepted bool) string {
+	if accepted {
+		return "fencing accepted it, since no newer token had written yet"
+	}
+	return "fencing rejected it, since a newer token had written"
 }
