@@ -28,12 +28,12 @@ type Member struct {
 	// RenewMember; zero in memberships read by GroupMembers.
 	Sent Instant
 	// Partitions is how many partitions the member runs the group with (P,
-	// partition.Config.Partitions), as it announced it with
-	// ClaimPartitions; 0 when it has announced none. Coordinators record it
-	// with the membership and report it in GroupMembers; they do not check
-	// it. Members that disagree on P would leave partitions unowned, so
-	// package partition refuses to run beside a live member that announced
-	// another P, and `tenure status` shows the P the members announce.
+	// partition.Config.Partitions), as it announced it to JoinGroup; 0 when
+	// it announced none. Coordinators record it with the membership and
+	// report it in GroupMembers; they do not check it. Members that disagree
+	// on P would leave partitions unowned, so package partition refuses to
+	// run beside a live member that announced another P, and `tenure
+	// status` shows the P the members announce.
 	Partitions int
 }
 
@@ -64,10 +64,13 @@ type ClaimResult struct {
 type GroupCoordinator interface {
 	// JoinGroup makes id a member of group with a lease of ttl, as a new
 	// membership with a new epoch (an earlier membership of id is left to
-	// expire or leave on its own). Malformed groups, ids and TTLs are
-	// rejected with errors wrapping ErrInvalidKey, ErrInvalidHolder and
-	// ErrInvalidTTL.
-	JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (Member, error)
+	// expire or leave on its own), announcing that it runs the group with
+	// partitions partitions (0: announces none): the coordinator records the
+	// count with the membership, in the same write, and GroupMembers
+	// reports it as Member.Partitions. Malformed groups, ids, TTLs and
+	// counts are rejected with errors wrapping ErrInvalidKey,
+	// ErrInvalidHolder, ErrInvalidTTL and ErrInvalidConfig.
+	JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (Member, error)
 
 	// RenewMember extends m's lease, and so every partition m owns, from
 	// now on the coordinator's clock, in one write. A membership that
@@ -94,11 +97,6 @@ type GroupCoordinator interface {
 	// m already owns is returned as it is; one that another live member owns
 	// gets a *HeldError. If m itself has expired or left, the error wraps
 	// ErrLost and nothing is claimed.
-	//
-	// With no names, it announces m.Partitions instead: it records it with
-	// m's membership (one write), for GroupMembers to report, and claims
-	// nothing. A member announces once, right after it joins. A negative
-	// m.Partitions is rejected with an error wrapping ErrInvalidConfig.
 	ClaimPartitions(ctx context.Context, m Member, names []string) ([]ClaimResult, error)
 
 	// ReleasePartitions frees the partitions of gs that m still owns with
@@ -113,12 +111,36 @@ type GroupCoordinator interface {
 	GroupPartitions(ctx context.Context, group string) ([]Grant, error)
 }
 
-// ValidateAnnounce reports whether m.Partitions can be announced (see
-// GroupCoordinator.ClaimPartitions): it must not be negative. The error
-// wraps ErrInvalidConfig.
-func ValidateAnnounce(m Member) error {
-	if m.Partitions < 0 {
-		return fmt.Errorf("%w: member %q of %q announces %d partitions; want 0 or more", ErrInvalidConfig, m.ID, m.Group, m.Partitions)
+// A MembersWatcher is a GroupCoordinator that tells members at once when a
+// group's membership may have changed, so that a planned leave is acted on
+// without waiting for the next poll (partition.Config.SyncInterval). It is
+// an optional capability, found by type assertion; the etcd and postgres
+// coordinators have it, and wrappers (prom.Instrument) keep it.
+type MembersWatcher interface {
+	// WatchMembers returns a channel that receives a value soon after group
+	// gains or loses a member (values are coalesced: one pending value
+	// stands for any number of changes), and one at the start. It is
+	// closed when ctx ends, when the coordinator is closed, or when the
+	// watch fails; callers then poll, and may watch again.
+	WatchMembers(ctx context.Context, group string) (<-chan struct{}, error)
+}
+
+// ValidateJoin reports whether JoinGroup can make id a member of group with
+// a lease of ttl, announcing partitions partitions (see
+// GroupCoordinator.JoinGroup). The error wraps ErrInvalidKey,
+// ErrInvalidHolder, ErrInvalidTTL or ErrInvalidConfig.
+func ValidateJoin(group, id string, ttl time.Duration, partitions int) error {
+	if err := ValidateKey(group); err != nil {
+		return err
+	}
+	if err := ValidateHolder(id); err != nil {
+		return err
+	}
+	if err := ValidateTTL(ttl); err != nil {
+		return err
+	}
+	if partitions < 0 {
+		return fmt.Errorf("%w: member %q of %q announces %d partitions; want 0 or more", ErrInvalidConfig, id, group, partitions)
 	}
 	return nil
 }

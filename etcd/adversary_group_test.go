@@ -17,7 +17,7 @@ import (
 // mustJoin makes id a member of group through c.
 func mustJoin(t *testing.T, c tenure.GroupCoordinator, group, id string, ttl time.Duration) tenure.Member {
 	t.Helper()
-	m, err := c.JoinGroup(ctx(t), group, id, ttl)
+	m, err := c.JoinGroup(ctx(t), group, id, ttl, 0)
 	if err != nil {
 		t.Fatalf("JoinGroup(%q, %q) = %v", group, id, err)
 	}

@@ -23,13 +23,14 @@ func (c *Coordinator) membersKey(group string) string {
 }
 
 // JoinGroup makes id a member of group: one etcd lease of ttl (rounded up to
-// whole seconds, raised to etcd's minimum) and a membership key on it. Every
-// partition the member claims is put on that lease, so one keepalive per
-// renewal interval keeps them all, and etcd deletes them all when it
-// expires. See tenure.GroupCoordinator.
-func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+// whole seconds, raised to etcd's minimum) and a membership key on it, whose
+// value records the TTL and the partition count announced. Every partition
+// the member claims is put on that lease, so one keepalive per renewal
+// interval keeps them all, and etcd deletes them all when it expires. See
+// tenure.GroupCoordinator.
+func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
 	op := fmt.Sprintf("etcd: join group %q as %q", group, id)
-	if err := validateJoin(group, id, ttl); err != nil {
+	if err := tenure.ValidateJoin(group, id, ttl, partitions); err != nil {
 		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := c.begin(ctx, op); err != nil {
@@ -39,26 +40,16 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 	if err != nil {
 		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
-	m := tenure.Member{Group: group, ID: id, Epoch: uint64(l.id), TTL: l.ttl, Sent: l.sent}
+	m := tenure.Member{Group: group, ID: id, Epoch: uint64(l.id), TTL: l.ttl, Sent: l.sent, Partitions: partitions}
 	if _, err := c.client.Put(ctx, c.membersKey(group)+id, memberValue(m), clientv3.WithLease(l.id)); err != nil {
 		return tenure.Member{}, fmt.Errorf("%s: put membership on lease %x: %w", op, int64(l.id), err)
 	}
 	return m, nil
 }
 
-func validateJoin(group, id string, ttl time.Duration) error {
-	if err := tenure.ValidateKey(group); err != nil {
-		return err
-	}
-	if err := tenure.ValidateHolder(id); err != nil {
-		return err
-	}
-	return tenure.ValidateTTL(ttl)
-}
-
 // memberValue is the value of m's membership key: the TTL granted in
-// seconds, then, once m announced it (ClaimPartitions with no names), a
-// space and its partition count: "10 8".
+// seconds, then, when m announces one, a space and its partition count:
+// "10 8".
 func memberValue(m tenure.Member) string {
 	v := strconv.FormatInt(int64(m.TTL/time.Second), 10)
 	if m.Partitions > 0 {
@@ -76,29 +67,9 @@ func parseMemberValue(v string) (ttl time.Duration, partitions int) {
 	return time.Duration(n) * time.Second, partitions
 }
 
-// announce records m.Partitions in m's membership key, if it is still on
-// m's lease.
-func (c *Coordinator) announce(ctx context.Context, m tenure.Member) error {
-	if err := tenure.ValidateAnnounce(m); err != nil {
-		return err
-	}
-	key := c.membersKey(m.Group) + m.ID
-	resp, err := c.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.LeaseValue(key), "=", int64(m.Epoch))).
-		Then(clientv3.OpPut(key, memberValue(m), clientv3.WithLease(clientv3.LeaseID(m.Epoch)))).
-		Commit()
-	switch {
-	case isLeaseNotFound(err) || (err == nil && !resp.Succeeded):
-		return fmt.Errorf("%w: lease %x expired or was revoked", tenure.ErrLost, m.Epoch)
-	case err != nil:
-		return fmt.Errorf("announce %d partitions: %w", m.Partitions, err)
-	}
-	return nil
-}
-
 // validMember reports whether m can have come from JoinGroup.
 func validMember(m tenure.Member) error {
-	if err := validateJoin(m.Group, m.ID, time.Second); err != nil {
+	if err := tenure.ValidateJoin(m.Group, m.ID, time.Second, 0); err != nil {
 		return err
 	}
 	if m.Epoch == 0 {

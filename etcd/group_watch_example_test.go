@@ -27,7 +27,7 @@ func ExampleCoordinator_WatchMembers() {
 		log.Fatal(err)
 	}
 	<-changes // the first value: read the membership now
-	m, err := coord.JoinGroup(ctx, "jobs", "node-b#1", 10*time.Second)
+	m, err := coord.JoinGroup(ctx, "jobs", "node-b#1", 10*time.Second, 4)
 	if err != nil {
 		log.Fatal(err)
 	}

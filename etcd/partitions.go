@@ -24,8 +24,7 @@ const groupTxnOps = maxTxnOps / 2
 // each free partition key is created on m's lease, with the member's ID as
 // its value; its token is the revision of that write. See tenure.GroupCoordinator.
 // If m's lease has expired, the error wraps tenure.ErrLost and nothing of
-// that transaction is claimed. With no names, it announces m.Partitions in
-// m's membership key.
+// that transaction is claimed.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
 	op := fmt.Sprintf("etcd: claim %d partitions for %s", len(names), m)
 	if err := validMember(m); err != nil {
@@ -38,12 +37,6 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 	}
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
-	}
-	if len(names) == 0 {
-		if err := c.announce(ctx, m); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		return nil, nil
 	}
 	out := make([]tenure.ClaimResult, 0, len(names))
 	for start := 0; start < len(names); start += groupTxnOps {

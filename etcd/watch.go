@@ -57,12 +57,14 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 	return out, nil
 }
 
+var _ tenure.MembersWatcher = (*Coordinator)(nil)
+
 // WatchMembers returns a channel that receives a value at once and then
 // whenever group's membership changes after the call: a member joins,
 // leaves (its lease revoked) or expires, as etcd puts or deletes its
 // membership key. Values are coalesced. The channel is closed when ctx
 // ends, when the coordinator is closed, or when the watch fails (as for
-// Watch); callers then poll GroupMembers. See partition.MembersWatcher.
+// Watch); callers then poll GroupMembers. See tenure.MembersWatcher.
 func (c *Coordinator) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
 	op := fmt.Sprintf("etcd: watch members of %q", group)
 	if err := tenure.ValidateKey(group); err != nil {

@@ -27,7 +27,7 @@ type membership struct {
 	epoch      uint64
 	ttl        time.Duration
 	expires    time.Duration // on the coordinator's clock
-	partitions int           // as announced; 0 before
+	partitions int           // as announced; 0 for none
 }
 
 func (m *membership) member(group string, ttl time.Duration) tenure.Member {
@@ -72,11 +72,11 @@ func collectGroupLocked(g *group, now time.Duration) {
 }
 
 // JoinGroup makes id a member of group for ttl (raised to the minimum TTL)
-// with a new epoch; see tenure.GroupCoordinator. An earlier membership of
-// id is replaced, and its partitions freed. The call is subject to id's
-// faults.
-func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
-	if err := validate(group, id, ttl); err != nil {
+// with a new epoch, announcing partitions; see tenure.GroupCoordinator. An
+// earlier membership of id is replaced, and its partitions freed. The call
+// is subject to id's faults.
+func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+	if err := tenure.ValidateJoin(group, id, ttl, partitions); err != nil {
 		return tenure.Member{}, fmt.Errorf("memory: join group: %w", err)
 	}
 	ttl = max(ttl, c.minTTL)
@@ -88,7 +88,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 			return fmt.Errorf("epochs of group %q exhausted", group)
 		}
 		g.nextEpoch++
-		ms := &membership{id: id, epoch: g.nextEpoch, ttl: ttl, expires: c.clock.now() + ttl}
+		ms := &membership{id: id, epoch: g.nextEpoch, ttl: ttl, expires: c.clock.now() + ttl, partitions: partitions}
 		g.members[id] = ms
 		m = ms.member(group, ttl)
 		m.Sent = sent
@@ -189,15 +189,12 @@ func liveEpochsLocked(g *group, now time.Duration) map[uint64]*membership {
 	return out
 }
 
-// ClaimPartitions claims the named partitions of m's group for m, or with
-// no names announces m.Partitions; see tenure.GroupCoordinator. A claimed
+// ClaimPartitions claims the named partitions of m's group for m; see
+// tenure.GroupCoordinator. A claimed
 // partition's token is one greater than the last token granted on its key.
 // The call is subject to m.ID's faults.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
 	if err := validateMember(m); err != nil {
-		return nil, fmt.Errorf("memory: claim: %w", err)
-	}
-	if err := tenure.ValidateAnnounce(m); err != nil {
 		return nil, fmt.Errorf("memory: claim: %w", err)
 	}
 	for _, n := range names {
@@ -213,9 +210,6 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 		self := live[m.Epoch]
 		if self == nil || self.id != m.ID {
 			return fmt.Errorf("membership expired or left: %w", tenure.ErrLost)
-		}
-		if len(names) == 0 {
-			self.partitions = m.Partitions
 		}
 		for i, n := range names {
 			if out[i] = c.claimLocked(g, live, self, m.Group, n, now); out[i].Err == nil {

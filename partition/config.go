@@ -28,7 +28,7 @@ type Config struct {
 
 	// SyncInterval is how often the member reads the group's membership and
 	// retries claims it could not make; a coordinator that is a
-	// MembersWatcher also wakes it at once on a join or leave. Zero means
+	// tenure.MembersWatcher also wakes it at once on a join or leave. Zero means
 	// min(RetryPeriod, 100ms).
 	SyncInterval time.Duration
 

@@ -1,8 +1,6 @@
 package partition
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -12,10 +10,11 @@ import (
 // A CountError reports that a member refused to join a group because a
 // live member of it runs the group with another number of partitions.
 // Members that disagree on P compute different assignments and leave
-// partitions unowned, so every member announces its P right after it joins
-// (tenure.Member.Partitions) and, until its first view of the membership
-// has settled (before it claims anything), refuses to run beside a member
-// that announced another: Run leaves the group and returns a *CountError.
+// partitions unowned, so every member announces its P as it joins
+// (tenure.GroupCoordinator.JoinGroup records it with the membership:
+// tenure.Member.Partitions) and, until its first view of the membership has
+// settled (before it claims anything), refuses to run beside a member that
+// announced another: Run leaves the group and returns a *CountError.
 // A member that has settled does not refuse; it leaves a newcomer with
 // another P out of its assignment and logs an error, and the newcomer
 // refuses. Members that announced nothing (older versions) are taken to
@@ -35,27 +34,6 @@ type CountError struct {
 func (e *CountError) Error() string {
 	return fmt.Sprintf("partition: refusing to join group %q with %d partitions: its live member %s runs it with %d; every member of a group must run it with the same number of partitions (to change it, stop every member first)",
 		e.Group, e.Partitions, tenure.DescribeHolder(e.Member), e.Theirs)
-}
-
-// announce records this member's partition count with its membership, for
-// the other members and `tenure status` to read. It returns only permanent
-// errors; a failed announcement is tried again at the next step.
-func (r *runner) announce() error {
-	err := r.call(func(ctx context.Context) error {
-		_, err := r.g.c.ClaimPartitions(ctx, r.member, nil)
-		return err
-	})
-	switch {
-	case err == nil:
-		r.announced = true
-	case errors.Is(err, tenure.ErrLost):
-		r.lost(err)
-	case permanent(err) || errors.Is(err, tenure.ErrInvalidConfig):
-		return fmt.Errorf("partition: announce %d partitions in %q: %w", r.cfg.Partitions, r.cfg.Key, err)
-	default:
-		r.g.log.Warn("announcing the partition count failed; retrying", "partitions", r.cfg.Partitions, "err", err)
-	}
-	return nil
 }
 
 // agreeing returns the IDs of the members of ms that run the group with

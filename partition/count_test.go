@@ -119,12 +119,8 @@ func TestGroupLeavesOutAnotherPartitionCount(t *testing.T) {
 		c.start("a")
 		c.await("a owns every partition", 5*time.Second, c.settled)
 		ctx := context.Background()
-		m, err := c.coord.JoinGroup(ctx, c.cfg.Key, "x#1", time.Hour)
+		m, err := c.coord.JoinGroup(ctx, c.cfg.Key, "x#1", time.Hour, 4)
 		if err != nil {
-			t.Fatal(err)
-		}
-		m.Partitions = 4
-		if _, err := c.coord.ClaimPartitions(ctx, m, nil); err != nil {
 			t.Fatal(err)
 		}
 		for range 20 {

@@ -14,7 +14,7 @@
 // state on the way to it, so members that read the table at different
 // moments of a hand-over agree (they also compute it again every renewal
 // interval). Members learn of joins and leaves at once from a coordinator
-// that is a MembersWatcher (etcd, PostgreSQL), otherwise within
+// that is a tenure.MembersWatcher (etcd, PostgreSQL), otherwise within
 // Config.SyncInterval. A member claims the free partitions the latest
 // membership gives it at once (an orphan of an expired member, or one a
 // leaving member released), but hands a partition over only when the
@@ -27,7 +27,7 @@
 //
 // Every member of a group must run it with the same number of partitions
 // P: members that disagree compute different assignments and leave
-// partitions unowned. A member announces its P right after it joins
+// partitions unowned. A member announces its P as it joins
 // (tenure.Member.Partitions, recorded by the coordinator with the
 // membership) and refuses to run beside a live member that announced
 // another, until it has settled: see CountError.

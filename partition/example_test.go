@@ -113,7 +113,7 @@ func ExampleReadTable() {
 	coord := memory.New()
 	defer coord.Close()
 	ctx := context.Background()
-	m, _ := coord.JoinGroup(ctx, "jobs", "node-a#1", 10*time.Second)
+	m, _ := coord.JoinGroup(ctx, "jobs", "node-a#1", 10*time.Second, 3)
 	_, _ = coord.ClaimPartitions(ctx, m, []string{"0", "1"})
 
 	t, err := partition.ReadTable(ctx, coord, "jobs", partition.Names(3))

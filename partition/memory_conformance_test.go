@@ -37,11 +37,11 @@ func (h *handle) check() error {
 	return nil
 }
 
-func (h *handle) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+func (h *handle) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
 	if err := h.check(); err != nil {
 		return tenure.Member{}, err
 	}
-	return h.Coordinator.JoinGroup(ctx, group, id, ttl)
+	return h.Coordinator.JoinGroup(ctx, group, id, ttl, partitions)
 }
 
 func (h *handle) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {

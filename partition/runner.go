@@ -30,7 +30,6 @@ type runner struct {
 	wake chan struct{} // poked when a function returns
 
 	joined    bool
-	announced bool // this membership's partition count is recorded
 	member    tenure.Member
 	deadline  tenure.Instant // the member's local deadline, on both clocks
 	nextRenew time.Time
@@ -103,11 +102,6 @@ func (r *runner) step() error {
 			return err
 		}
 	}
-	if r.joined && !r.announced {
-		if err := r.announce(); err != nil {
-			return err
-		}
-	}
 	if r.joined && !time.Now().Before(r.nextRenew) {
 		r.renew()
 	}
@@ -147,19 +141,18 @@ func permanent(err error) bool {
 func (r *runner) join() error {
 	var m tenure.Member
 	err := r.call(func(ctx context.Context) (err error) {
-		m, err = r.g.c.JoinGroup(ctx, r.cfg.Key, r.g.id, r.cfg.TTL)
+		m, err = r.g.c.JoinGroup(ctx, r.cfg.Key, r.g.id, r.cfg.TTL, r.cfg.Partitions)
 		return err
 	})
 	switch {
 	case err == nil:
-	case permanent(err):
+	case permanent(err) || errors.Is(err, tenure.ErrInvalidConfig):
 		return fmt.Errorf("partition: join %q: %w", r.cfg.Key, err)
 	default:
 		r.g.log.Warn("join failed; retrying", "err", err)
 		return nil
 	}
-	m.Partitions = r.cfg.Partitions // announced by the next step
-	r.member, r.joined, r.announced = m, true, false
+	r.member, r.joined = m, true
 	r.deadline = r.deadlineOf(m)
 	r.nextRenew = m.Sent.Time().Add(r.renewInterval())
 	r.g.log.Info("joined", "epoch", m.Epoch, "ttl", m.TTL)
@@ -194,7 +187,6 @@ func (r *runner) renew() {
 	})
 	switch {
 	case err == nil:
-		m.Partitions = r.cfg.Partitions
 		r.member = m
 		r.deadline = r.deadlineOf(m)
 		r.nextRenew = m.Sent.Time().Add(r.renewInterval())

@@ -53,12 +53,8 @@ func TestReadGroupTable(t *testing.T) {
 			defer c.Close()
 			ctx := context.Background()
 			for i, p := range tc.announce {
-				m, err := c.JoinGroup(ctx, "jobs", fmt.Sprintf("%c#1", 'a'+i), time.Minute)
+				m, err := c.JoinGroup(ctx, "jobs", fmt.Sprintf("%c#1", 'a'+i), time.Minute, p)
 				if err != nil {
-					t.Fatal(err)
-				}
-				m.Partitions = p
-				if _, err := c.ClaimPartitions(ctx, m, nil); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := c.ClaimPartitions(ctx, m, tc.owned[i]); err != nil {

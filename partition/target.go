@@ -11,24 +11,11 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// A MembersWatcher is a tenure.GroupCoordinator that tells members at once
-// when a group's membership may have changed, so that a planned leave is
-// acted on without waiting for the next poll (Config.SyncInterval). The
-// etcd and postgres coordinators implement it.
-type MembersWatcher interface {
-	// WatchMembers returns a channel that receives a value soon after group
-	// gains or loses a member (values are coalesced: one pending value
-	// stands for any number of changes), and one at the start. It is
-	// closed when ctx ends, when the coordinator is closed, or when the
-	// watch fails; callers then poll, and may watch again.
-	WatchMembers(ctx context.Context, group string) (<-chan struct{}, error)
-}
-
 // watchMembers starts watching the membership, if the coordinator can and
 // no watch runs; a failed or ended watch is tried again after RetryPeriod.
 // Polling goes on meanwhile.
 func (r *runner) watchMembers(ctx context.Context) {
-	w, ok := r.g.c.(MembersWatcher)
+	w, ok := r.g.c.(tenure.MembersWatcher)
 	if !ok || r.watch != nil || time.Now().Before(r.nextWatch) {
 		return
 	}

@@ -15,13 +15,13 @@ import (
 
 var _ tenure.GroupCoordinator = (*Coordinator)(nil)
 
-// JoinGroup inserts a membership row for id with a new epoch and a lease of
-// ttl from now on the database's clock, creating the group tables first if
-// they do not exist, and notifies members' watchers (WatchMembers). See
-// tenure.GroupCoordinator.
-func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+// JoinGroup inserts a membership row for id with a new epoch, a lease of ttl
+// from now on the database's clock and the partition count announced,
+// creating the group tables first if they do not exist, and notifies
+// members' watchers (WatchMembers). See tenure.GroupCoordinator.
+func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
 	op := fmt.Sprintf("postgres: join group %q as %q", group, id)
-	if err := validateJoin(group, id, ttl); err != nil {
+	if err := tenure.ValidateJoin(group, id, ttl, partitions); err != nil {
 		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	t, err := c.groupTables()
@@ -37,28 +37,18 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 	us, granted := micros(ttl)
 	var epoch int64
 	sent := tenure.Now()
-	err = c.pool.QueryRow(ctx, `WITH joined AS (INSERT INTO `+t.members+` (grp, member, ttl_us, expires_at)
-VALUES ($1, $2, $3::bigint, CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond') RETURNING epoch)
-SELECT epoch, pg_notify($4, $5)::text FROM joined`, group, id, us, c.o.channel, membersTopic(group)).Scan(&epoch, nil)
+	err = c.pool.QueryRow(ctx, `WITH joined AS (INSERT INTO `+t.members+` (grp, member, ttl_us, expires_at, partitions)
+VALUES ($1, $2, $3::bigint, CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond', nullif($6::integer, 0)) RETURNING epoch)
+SELECT epoch, pg_notify($4, $5)::text FROM joined`, group, id, us, c.o.channel, membersTopic(group), partitions).Scan(&epoch, nil)
 	if err != nil {
 		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
-	return tenure.Member{Group: group, ID: id, Epoch: uint64(epoch), TTL: granted, Sent: sent}, nil
-}
-
-func validateJoin(group, id string, ttl time.Duration) error {
-	if err := tenure.ValidateKey(group); err != nil {
-		return err
-	}
-	if err := tenure.ValidateHolder(id); err != nil {
-		return err
-	}
-	return tenure.ValidateTTL(ttl)
+	return tenure.Member{Group: group, ID: id, Epoch: uint64(epoch), TTL: granted, Sent: sent, Partitions: partitions}, nil
 }
 
 // begin validates m and returns the group tables.
 func (c *Coordinator) beginGroup(op string, m tenure.Member) (groupTables, error) {
-	if err := validateJoin(m.Group, m.ID, time.Second); err != nil {
+	if err := tenure.ValidateJoin(m.Group, m.ID, time.Second, 0); err != nil {
 		return groupTables{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if m.Epoch == 0 || m.Epoch > 1<<63-1 {

@@ -23,7 +23,7 @@ const (
 func claimCycle(t *testing.T, c *postgres.Coordinator, holder string) uint64 {
 	t.Helper()
 	ctx := ctxFor(t, 10*time.Second)
-	m, err := c.JoinGroup(ctx, "jobs", holder, 5*time.Second)
+	m, err := c.JoinGroup(ctx, "jobs", holder, 5*time.Second, 0)
 	if err != nil {
 		t.Fatalf("JoinGroup(%q) = %v", holder, err)
 	}

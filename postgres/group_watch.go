@@ -7,6 +7,8 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
+var _ tenure.MembersWatcher = (*Coordinator)(nil)
+
 // membersTopic is the notification payload, on the coordinator's channel,
 // of a change in group's membership. It contains a '#', which no key may,
 // so it never wakes a key's watchers.
@@ -17,7 +19,7 @@ func membersTopic(group string) string { return "#members/" + group }
 // on the coordinator's LISTEN/NOTIFY channel. A membership that expires
 // notifies nobody; callers poll GroupMembers for those. Values are
 // coalesced. The channel is closed when ctx ends or the coordinator is
-// closed. See partition.MembersWatcher.
+// closed. See tenure.MembersWatcher.
 func (c *Coordinator) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
 	if err := tenure.ValidateKey(group); err != nil {
 		return nil, fmt.Errorf("postgres: watch members of %q: %w", group, err)

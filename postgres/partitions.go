@@ -34,7 +34,7 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 		return nil, err
 	}
 	if len(names) == 0 {
-		return nil, c.announce(ctx, op, t, m)
+		return nil, nil
 	}
 	for _, n := range names {
 		if err := tenure.ValidatePartitionName(n); err != nil {
@@ -75,23 +75,6 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 		out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(tok), TTL: m.TTL, Sent: m.Sent}
 	}
 	return out, nil
-}
-
-// announce records m.Partitions in m's row, if it is live.
-func (c *Coordinator) announce(ctx context.Context, op string, t groupTables, m tenure.Member) error {
-	if err := tenure.ValidateAnnounce(m); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	var ok bool
-	err := c.pool.QueryRow(ctx, `UPDATE `+t.members+` SET partitions = $3
-WHERE epoch = $1 AND member = $2 AND expires_at > CURRENT_TIMESTAMP RETURNING true`, int64(m.Epoch), m.ID, m.Partitions).Scan(&ok)
-	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
-		return fmt.Errorf("%s: %w: membership expired or left", op, tenure.ErrLost)
-	}
-	if err != nil {
-		return fmt.Errorf("%s: announce %d partitions: %w", op, m.Partitions, err)
-	}
-	return nil
 }
 
 // claimTx reaps expired memberships, checks m's, and claims the free

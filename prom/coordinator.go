@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/partition"
 )
 
 // Operations counted in tenure_coordinator_errors_total{op}.
@@ -27,7 +26,7 @@ const (
 // The result is also a tenure.Watcher and a tenure.Lister. When c is not a
 // Watcher or a Lister, Watch and List fail (an Elector then polls). When c
 // is a tenure.GroupCoordinator, so is
-// the result (and a partition.MembersWatcher when c is one), and the failed
+// the result (and a tenure.MembersWatcher when c is one), and the failed
 // calls of partition groups are counted too
 // (under join_group, renew_member, leave_group, group_members,
 // claim_partitions, release_partitions, group_partitions and
@@ -37,7 +36,7 @@ func (m *Metrics) Instrument(c tenure.Coordinator) tenure.Coordinator {
 	i := &instrumented{c: c, m: m}
 	if gc, ok := c.(tenure.GroupCoordinator); ok {
 		g := &instrumentedGroup{instrumented: i, gc: gc}
-		if w, ok := c.(partition.MembersWatcher); ok {
+		if w, ok := c.(tenure.MembersWatcher); ok {
 			return &instrumentedWatchingGroup{instrumentedGroup: g, w: w}
 		}
 		return g

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/partition"
 )
 
 // Operations of partition groups counted in
@@ -36,10 +35,10 @@ var _ tenure.GroupCoordinator = (*instrumentedGroup)(nil)
 // that, or groups on it would fall back to polling.
 type instrumentedWatchingGroup struct {
 	*instrumentedGroup
-	w partition.MembersWatcher
+	w tenure.MembersWatcher
 }
 
-var _ partition.MembersWatcher = (*instrumentedWatchingGroup)(nil)
+var _ tenure.MembersWatcher = (*instrumentedWatchingGroup)(nil)
 
 // WatchMembers calls the coordinator's WatchMembers and counts its error.
 func (i *instrumentedWatchingGroup) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
@@ -48,8 +47,8 @@ func (i *instrumentedWatchingGroup) WatchMembers(ctx context.Context, group stri
 }
 
 // JoinGroup calls the coordinator's JoinGroup and counts its error.
-func (i *instrumentedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
-	m, err := i.gc.JoinGroup(ctx, group, id, ttl)
+func (i *instrumentedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+	m, err := i.gc.JoinGroup(ctx, group, id, ttl, partitions)
 	return m, i.count(OpJoinGroup, err)
 }
 

@@ -1,6 +1,7 @@
 package prom_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -46,7 +47,7 @@ func TestInstrumentKeepsGroupCoordinator(t *testing.T) {
 		}
 		// Another member's claim of an owned partition is refused: an
 		// outcome, not an error.
-		other, err := gc.JoinGroup(ctx, "jobs", "b#1", cfg.TTL)
+		other, err := gc.JoinGroup(ctx, "jobs", "b#1", cfg.TTL, 0)
 		if err != nil {
 			t.Fatalf("JoinGroup() error = %v", err)
 		}
@@ -115,10 +116,24 @@ func opErrors(t *testing.T, reg prometheus.Gatherer, op string) float64 {
 	return 0
 }
 
+// watchingGroup is the memory coordinator with a membership watch whose
+// channel and error the test holds, to see that the wrapper hands them
+// through.
+type watchingGroup struct {
+	*memory.Coordinator
+	ch  chan struct{}
+	err error
+}
+
+func (w watchingGroup) WatchMembers(context.Context, string) (<-chan struct{}, error) {
+	return w.ch, w.err
+}
+
 // Instrumenting a coordinator that tells members of joins and leaves at
-// once (etcd, PostgreSQL) keeps that: a group on the wrapper watches
-// instead of polling. The memory coordinator cannot, and the wrapper does
-// not pretend it can.
+// once (etcd, PostgreSQL) keeps that: the wrapper is a
+// tenure.MembersWatcher that hands the coordinator's own watch through, and
+// counts its failures, so a group on it watches instead of polling. The
+// memory coordinator cannot watch, and the wrapper does not pretend it can.
 func TestInstrumentKeepsMembersWatcher(t *testing.T) {
 	cl, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://127.0.0.1:1"}, Logger: zap.NewNop()})
 	if err != nil {
@@ -130,16 +145,34 @@ func TestInstrumentKeepsMembersWatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ec.Close()
-	m, err := prom.New(prometheus.NewRegistry())
+	reg := prometheus.NewPedanticRegistry()
+	m, err := prom.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := m.Instrument(ec).(partition.MembersWatcher); !ok {
-		t.Errorf("Instrument(etcd coordinator) is not a partition.MembersWatcher; want the watch kept")
+	if _, ok := m.Instrument(ec).(tenure.MembersWatcher); !ok {
+		t.Errorf("Instrument(etcd coordinator) is not a tenure.MembersWatcher; want the watch kept")
 	}
 	mc := memory.New()
 	defer mc.Close()
-	if _, ok := m.Instrument(mc).(partition.MembersWatcher); ok {
-		t.Errorf("Instrument(memory coordinator) is a partition.MembersWatcher; want not")
+	if _, ok := m.Instrument(mc).(tenure.MembersWatcher); ok {
+		t.Errorf("Instrument(memory coordinator) is a tenure.MembersWatcher; want not")
+	}
+
+	inner := watchingGroup{Coordinator: mc, ch: make(chan struct{}, 1)}
+	w, ok := m.Instrument(inner).(tenure.MembersWatcher)
+	if !ok {
+		t.Fatal("Instrument(a watching group) is not a tenure.MembersWatcher")
+	}
+	if ch, err := w.WatchMembers(t.Context(), "g"); err != nil || ch != (<-chan struct{})(inner.ch) {
+		t.Errorf("Instrument(g).WatchMembers() = %v, %v; want the coordinator's own watch", ch, err)
+	}
+	inner.err = errors.New("watch refused")
+	w = m.Instrument(inner).(tenure.MembersWatcher)
+	if _, err := w.WatchMembers(t.Context(), "g"); !errors.Is(err, inner.err) {
+		t.Errorf("Instrument(g).WatchMembers() error = %v; want the coordinator's", err)
+	}
+	if got := opErrors(t, reg, prom.OpWatchMembers); got != 1 {
+		t.Errorf("failed WatchMembers counted %v times; want 1", got)
 	}
 }

@@ -159,9 +159,9 @@ type clockedGroup struct {
 	t *nodeTime
 }
 
-func (c clockedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+func (c clockedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
 	call := c.t.begin()
-	m, err := c.Group.JoinGroup(withRate(ctx, call.rate), group, id, ttl)
+	m, err := c.Group.JoinGroup(withRate(ctx, call.rate), group, id, ttl, partitions)
 	if err == nil {
 		m.Sent = c.t.sent(m.Epoch, m.Sent, m.TTL, call)
 	}

@@ -81,9 +81,9 @@ func (c groupRecorder) member(ctx context.Context, kind string, sent int64, m te
 	c.out.emit(ev)
 }
 
-func (c groupRecorder) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
+func (c groupRecorder) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
 	sent := Mono()
-	m, err := c.Group.JoinGroup(ctx, group, id, ttl)
+	m, err := c.Group.JoinGroup(ctx, group, id, ttl, partitions)
 	c.member(ctx, kindJoin, sent, m, err)
 	return m, err
 }

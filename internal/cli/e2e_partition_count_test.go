@@ -60,12 +60,8 @@ func TestStatusShowsUnownedPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	m, err := c.JoinGroup(ctx, "pj", "m1#1", time.Minute)
+	m, err := c.JoinGroup(ctx, "pj", "m1#1", time.Minute, 8)
 	if err != nil {
-		t.Fatal(err)
-	}
-	m.Partitions = 8
-	if _, err := c.ClaimPartitions(ctx, m, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.ClaimPartitions(ctx, m, []string{"1", "3", "4", "5", "6", "7"}); err != nil {

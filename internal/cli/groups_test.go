@@ -50,7 +50,7 @@ func TestGroupFinder(t *testing.T) {
 	if _, err := c.Acquire(ctx, "orders/1", "x#1", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	m, err := c.JoinGroup(ctx, "jobs", "a#1", 30*time.Second)
+	m, err := c.JoinGroup(ctx, "jobs", "a#1", 30*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func TestObservedReasonsOnEtcd(t *testing.T) {
 func TestPartitionKeysNotKeys(t *testing.T) {
 	ctx := context.Background()
 	c := startEtcd(t)
-	m, err := c.JoinGroup(ctx, "grp", "w#1", 30*time.Second)
+	m, err := c.JoinGroup(ctx, "grp", "w#1", 30*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func bigGroup(t *testing.T, c *memory.Coordinator, p, n, unowned int) []tenure.M
 	per := (p - unowned) / n
 	members := make([]tenure.Member, n)
 	for i := range members {
-		m, err := c.JoinGroup(t.Context(), "big", fmt.Sprintf("m%02d#%d", i, i), time.Hour)
+		m, err := c.JoinGroup(t.Context(), "big", fmt.Sprintf("m%02d#%d", i, i), time.Hour, 0)
 		if err == nil {
 			_, err = c.ClaimPartitions(t.Context(), m, names[i*per:(i+1)*per])
 		}

@@ -153,7 +153,7 @@ func TestPartitionPages(t *testing.T) {
 		defer c.Close()
 		names := partition.Names(8)
 		join := func(id string, claim ...string) tenure.Member {
-			m, err := c.JoinGroup(t.Context(), "jobs", id, time.Minute)
+			m, err := c.JoinGroup(t.Context(), "jobs", id, time.Minute, 0)
 			if err == nil {
 				_, err = c.ClaimPartitions(t.Context(), m, claim)
 			}

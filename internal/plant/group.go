@@ -18,19 +18,13 @@ type Group interface {
 // every call to the Group it embeds.
 type GroupPassthrough struct{ Group }
 
-// membersWatcher is partition.MembersWatcher (named here, since package
-// partition's own tests plant bugs).
-type membersWatcher interface {
-	WatchMembers(ctx context.Context, group string) (<-chan struct{}, error)
-}
-
 // WatchMembers forwards to the embedded Group when it watches its
 // membership (etcd, PostgreSQL), so that members under a planted bug or a
 // recorder wake on joins and leaves as they do without them. Over a Group
 // that cannot watch, it returns a channel that never fires and is closed
 // when ctx ends: the member polls, as it would without the wrapper.
 func (p GroupPassthrough) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
-	if w, ok := p.Group.(membersWatcher); ok {
+	if w, ok := p.Group.(tenure.MembersWatcher); ok {
 		return w.WatchMembers(ctx, group)
 	}
 	ch := make(chan struct{})
@@ -96,8 +90,8 @@ func (c bentGroup) unbend(m tenure.Member) tenure.Member {
 	return m
 }
 
-func (c bentGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration) (tenure.Member, error) {
-	m, err := c.Group.JoinGroup(ctx, group, id, ttl)
+func (c bentGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+	m, err := c.Group.JoinGroup(ctx, group, id, ttl, partitions)
 	if err != nil {
 		return m, err
 	}

@@ -73,7 +73,7 @@ func TestWrapGroup(t *testing.T) {
 		m.SetLatency("h#1", 100*time.Millisecond, 200*time.Millisecond)
 		rd := plant.WrapGroup(m, plant.ReplyDeadline, cfg)
 		sent := time.Now()
-		mem, err := rd.JoinGroup(ctx, "g", "h#1", cfg.TTL)
+		mem, err := rd.JoinGroup(ctx, "g", "h#1", cfg.TTL, 0)
 		if err != nil || mem.Sent.Time().Sub(sent) != 300*time.Millisecond || mem.TTL != cfg.TTL {
 			t.Fatalf("reply-deadline JoinGroup() = %v, %v; want Sent the 300ms round trip late", mem, err)
 		}
@@ -84,7 +84,7 @@ func TestWrapGroup(t *testing.T) {
 		m.HealAll()
 
 		nm := plant.WrapGroup(m, plant.NoMargin, cfg)
-		mem, err = nm.JoinGroup(ctx, "g", "h#2", cfg.TTL)
+		mem, err = nm.JoinGroup(ctx, "g", "h#2", cfg.TTL, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestWrapGroup(t *testing.T) {
 		}
 
 		bad := plant.WrapGroup(m, plant.RenewAfterExpiry, cfg)
-		mem, err = bad.JoinGroup(ctx, "g", "h#3", cfg.TTL)
+		mem, err = bad.JoinGroup(ctx, "g", "h#3", cfg.TTL, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,10 +124,6 @@ func (w watchingGroup) WatchMembers(ctx context.Context, group string) (<-chan s
 	return w.ch, nil
 }
 
-type membersWatcher interface {
-	WatchMembers(ctx context.Context, group string) (<-chan struct{}, error)
-}
-
 // Every group wrapper passes the membership watch of the coordinator it
 // wraps through (verify's members wake on joins and leaves, as real ones
 // do); over a coordinator that cannot watch, the watch never fires and ends
@@ -138,7 +134,7 @@ func TestWrapGroupKeepsMembersWatch(t *testing.T) {
 	inner := watchingGroup{m, make(chan struct{}, 1)}
 	inner.ch <- struct{}{}
 	for _, bug := range []string{"", plant.ReplyDeadline, plant.NoMargin, plant.RenewAfterExpiry} {
-		w, ok := plant.WrapGroup(plant.GroupPassthrough{Group: inner}, bug, config()).(membersWatcher)
+		w, ok := plant.WrapGroup(plant.GroupPassthrough{Group: inner}, bug, config()).(tenure.MembersWatcher)
 		if !ok {
 			t.Fatalf("WrapGroup(%q) cannot watch members", bug)
 		}

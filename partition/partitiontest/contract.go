@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/partition"
 )
 
 // Factory returns a new coordinator on the backend under test, as a new
@@ -36,7 +35,7 @@ func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl }
 func WithSlack(d time.Duration) Option { return func(o *options) { o.slack = d } }
 
 // Run runs every check, each in its own subtest with fresh coordinators;
-// WatchMembers only for a coordinator that is a partition.MembersWatcher.
+// WatchMembers only for a coordinator that is a tenure.MembersWatcher.
 func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	o := options{ttl: 2 * time.Second, slack: 5 * time.Second}
 	for _, opt := range opts {
@@ -50,7 +49,7 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("Crash", s.crash)
 	t.Run("Announce", s.announce)
 	probe := newCoordinator(t)
-	_, watches := probe.(partition.MembersWatcher)
+	_, watches := probe.(tenure.MembersWatcher)
 	_ = probe.Close()
 	if watches {
 		t.Run("WatchMembers", s.watchMembers)
@@ -85,12 +84,17 @@ func groupName(t *testing.T) string {
 }
 
 func (s suite) join(t *testing.T, c tenure.GroupCoordinator, group, id string) tenure.Member {
-	m, err := c.JoinGroup(ctx(t), group, id, s.o.ttl)
+	return s.joinWith(t, c, group, id, 0)
+}
+
+// joinWith joins announcing p partitions.
+func (s suite) joinWith(t *testing.T, c tenure.GroupCoordinator, group, id string, p int) tenure.Member {
+	m, err := c.JoinGroup(ctx(t), group, id, s.o.ttl, p)
 	if err != nil {
-		t.Fatalf("JoinGroup(%q, %q) error = %v", group, id, err)
+		t.Fatalf("JoinGroup(%q, %q, %d partitions) error = %v", group, id, p, err)
 	}
-	if m.Epoch == 0 || m.TTL < s.o.ttl || m.ID != id || m.Group != group {
-		t.Fatalf("JoinGroup(%q, %q) = %+v; want that group and id, an epoch and TTL ≥ %s", group, id, m, s.o.ttl)
+	if m.Epoch == 0 || m.TTL < s.o.ttl || m.ID != id || m.Group != group || m.Partitions != p {
+		t.Fatalf("JoinGroup(%q, %q, %d partitions) = %+v; want that group, id and count, an epoch and TTL ≥ %s", group, id, p, m, s.o.ttl)
 	}
 	return m
 }
@@ -159,43 +163,31 @@ func (s suite) contract(t *testing.T) {
 	s.checkMembers(t, b, g, "b#1")
 }
 
-// announce checks that the partition count a member announces (a claim of
-// no names) is recorded with its membership and reported by GroupMembers,
-// through renewals and claims, and never for a membership that is gone.
+// announce checks that the partition count a member announces as it joins
+// is recorded with its membership and reported by GroupMembers, through
+// renewals and claims, that a negative count is refused, and that a
+// membership that is gone is no longer reported.
 func (s suite) announce(t *testing.T) {
 	a, b := s.group(t), s.group(t)
 	g := groupName(t)
-	ma, mb := s.join(t, a, g, "a#1"), s.join(t, b, g, "b#1")
-	s.checkCounts(t, a, g, "a#1=0 b#1=0")
-	ma.Partitions, mb.Partitions = 8, 4
-	for _, x := range []struct {
-		c tenure.GroupCoordinator
-		m tenure.Member
-	}{{a, ma}, {b, mb}} {
-		if res, err := x.c.ClaimPartitions(ctx(t), x.m, nil); err != nil || len(res) != 0 {
-			t.Fatalf("ClaimPartitions(%s, no names) = %v, %v; want no results, no error (an announcement)", x.m, res, err)
-		}
-	}
-	s.checkCounts(t, b, g, "a#1=8 b#1=4")
+	s.join(t, b, g, "c#1")
+	s.checkCounts(t, a, g, "c#1=0")
+	ma, _ := s.joinWith(t, a, g, "a#1", 8), s.joinWith(t, b, g, "b#1", 4)
+	s.checkCounts(t, b, g, "a#1=8 b#1=4 c#1=0")
 	r, err := a.RenewMember(ctx(t), ma)
 	if err != nil || r.Partitions != 8 {
 		t.Errorf("RenewMember() = %+v, %v; want the member with Partitions 8", r, err)
 	}
 	claim(t, a, r, "0")
-	s.checkCounts(t, b, g, "a#1=8 b#1=4")
-	bad := r
-	bad.Partitions = -1
-	if _, err := a.ClaimPartitions(ctx(t), bad, nil); !errors.Is(err, tenure.ErrInvalidConfig) {
-		t.Errorf("announcing -1 partitions: error = %v; want ErrInvalidConfig", err)
+	s.checkCounts(t, b, g, "a#1=8 b#1=4 c#1=0")
+	if m, err := a.JoinGroup(ctx(t), g, "d#1", s.o.ttl, -1); !errors.Is(err, tenure.ErrInvalidConfig) {
+		t.Errorf("JoinGroup() announcing -1 partitions = %+v, %v; want ErrInvalidConfig", m, err)
 	}
-	s.checkCounts(t, b, g, "a#1=8 b#1=4")
+	s.checkCounts(t, b, g, "a#1=8 b#1=4 c#1=0")
 	if err := a.LeaveGroup(ctx(t), r); err != nil {
 		t.Fatalf("LeaveGroup() error = %v", err)
 	}
-	if _, err := a.ClaimPartitions(ctx(t), r, nil); !errors.Is(err, tenure.ErrLost) {
-		t.Errorf("announcing after LeaveGroup: error = %v; want ErrLost", err)
-	}
-	s.checkCounts(t, b, g, "b#1=4")
+	s.checkCounts(t, b, g, "b#1=4 c#1=0")
 }
 
 // checkCounts checks the members of group and the partition counts they
