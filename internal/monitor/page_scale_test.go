@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -57,22 +55,6 @@ func moveFirst(t *testing.T, c *memory.Coordinator, from, to tenure.Member, k in
 	}
 	if _, err := c.ClaimPartitions(t.Context(), to, names); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// savePage writes a screenshot of the page to $TENURE_SCREENSHOT_DIR/name
-// when that is set, for a person to look at.
-func savePage(t *testing.T, ctx context.Context, b *headless.Browser, name string) {
-	dir := os.Getenv("TENURE_SCREENSHOT_DIR")
-	if dir == "" {
-		return
-	}
-	png, err := b.Screenshot(ctx)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, name), png, 0o644)
-	}
-	if err != nil {
-		t.Errorf("screenshot %s: %v", name, err)
 	}
 }
 
@@ -128,7 +110,9 @@ func TestPageAt100kPartitions(t *testing.T) {
 	}
 	waitFor(t, time.Minute, "ten redraws", func() bool { eval(`window.tenureRedraw`, &redraws); return redraws.Count >= 10 })
 	checkPageRows(t, eval)
-	savePage(t, ctx, b, "partitions-100k.png")
+	if err := b.SaveScreenshot(ctx, "partitions-100k.png"); err != nil {
+		t.Error(err)
+	}
 
 	eval(`(() => { const s = document.querySelector(".group select.state"); s.value = "unowned"; s.onchange(); return true; })()`, new(bool))
 	var rng string
