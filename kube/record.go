@@ -101,9 +101,11 @@ func (r record) owns(g tenure.Grant) bool {
 	return r.holder != "" && r.holder == g.Holder && r.token == g.Token
 }
 
-// grant is the live grant r holds on key, with the time left as its TTL.
+// grant is the live grant r holds on key, with the time left as its TTL:
+// at most the Lease's duration (the drift allowance is this coordinator's
+// caution, not lease the holder has), zero in the allowance.
 func (r record) grant(key string, maxDrift float64) tenure.Grant {
-	return tenure.Grant{Key: key, Holder: r.holder, Token: r.token, TTL: max(r.left(maxDrift), 0)}
+	return tenure.Grant{Key: key, Holder: r.holder, Token: r.token, TTL: min(max(r.left(maxDrift)-(wait(r.ttl, maxDrift)-r.ttl), 0), r.ttl)}
 }
 
 // heldError is the refusal of an Acquire of key while r is live.

@@ -20,7 +20,8 @@ import (
 )
 
 // coordinatorFlags say how to reach the coordinator: an etcd cluster
-// (default) or a PostgreSQL database (--postgres).
+// (default), a PostgreSQL database (--postgres) or Kubernetes Leases
+// (--kubeconfig, or --namespace alone in a pod).
 type coordinatorFlags struct {
 	endpoints   []string
 	dialTimeout time.Duration
@@ -30,7 +31,12 @@ type coordinatorFlags struct {
 	tlsCert     string
 	tlsKey      string
 	postgres    string
+	kubeconfig  string
+	namespace   string
 }
+
+// etcdFlags are the flags only the etcd backend uses.
+var etcdFlags = []string{"endpoints", "user", "password", "tls-ca", "tls-cert", "tls-key"}
 
 // register adds the coordinator flags to fs.
 func (f *coordinatorFlags) register(fs *pflag.FlagSet) {
@@ -45,12 +51,16 @@ func (f *coordinatorFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&f.postgres, "postgres", "",
 		`use PostgreSQL instead of etcd: a DSN ("postgres://user:pw@host/db" or "host=h dbname=db")`)
+	registerKube(f, fs)
 }
 
 // backend names the coordinator the flags select, for messages.
 func (f *coordinatorFlags) backend() string {
-	if f.postgres != "" {
+	switch {
+	case f.postgres != "":
 		return "postgres"
+	case f.kube():
+		return "kubernetes"
 	}
 	return "etcd"
 }
@@ -58,13 +68,14 @@ func (f *coordinatorFlags) backend() string {
 // check reports flag combinations that cannot work, as usage errors.
 func (f *coordinatorFlags) check(fs *pflag.FlagSet) error {
 	var errs []error
-	if f.postgres != "" {
-		for _, name := range []string{"endpoints", "user", "password", "tls-ca", "tls-cert", "tls-key"} {
+	if other := f.backendFlag(fs); other != "" {
+		for _, name := range etcdFlags {
 			if fl := fs.Lookup(name); fl != nil && fl.Changed {
-				errs = append(errs, fmt.Errorf("--%s is for etcd; it cannot be used with --postgres", name))
+				errs = append(errs, fmt.Errorf("--%s is for etcd; it cannot be used with %s", name, other))
 			}
 		}
 	}
+	errs = append(errs, f.checkKube()...)
 	if f.dialTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--dial-timeout (%s) must be positive", f.dialTimeout))
 	}
@@ -73,7 +84,7 @@ func (f *coordinatorFlags) check(fs *pflag.FlagSet) error {
 			errs = append(errs, err)
 		}
 	}
-	if f.postgres == "" {
+	if f.postgres == "" && !f.kube() {
 		errs = append(errs, checkEndpointTypos(f.endpoints)...)
 		if len(f.endpoints) == 0 {
 			errs = append(errs, errors.New("--endpoints is empty: name at least one etcd client URL"))
@@ -129,6 +140,9 @@ func (f *coordinatorFlags) tlsConfig() (*tls.Config, error) {
 func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger) (tenure.Coordinator, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.dialTimeout)
 	defer cancel()
+	if f.kube() {
+		return openKube(ctx, f, log)
+	}
 	if f.postgres != "" {
 		c, err := postgres.Open(ctx, f.postgres, postgres.WithLogger(log))
 		if err != nil {

@@ -19,12 +19,7 @@ func (s *Server) Config(user string) *rest.Config {
 	if !ok {
 		panic("kubetest: no token for user " + user + " (start the server WithUser)")
 	}
-	return &rest.Config{
-		Host:            s.URL,
-		BearerToken:     tok,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: s.CAFile},
-		QPS:             -1, // no client-side rate limit: tests and benchmarks measure the server
-	}
+	return s.TokenConfig(tok)
 }
 
 // Client returns a clientset for Admin.
@@ -37,25 +32,44 @@ func (s *Server) Client(t testing.TB) kubernetes.Interface {
 	return cs
 }
 
+// TokenConfig returns a client configuration that authenticates with a
+// bearer token of another kind (a service account's, from the TokenRequest
+// API), without client-side rate limiting.
+func (s *Server) TokenConfig(token string) *rest.Config {
+	return &rest.Config{
+		Host:            s.URL,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: s.CAFile},
+		QPS:             -1, // no client-side rate limit: tests and benchmarks measure the server
+	}
+}
+
 // Kubeconfig writes a kubeconfig file for user whose context has namespace
 // as its default, in t's temporary directory, and returns its path.
 func (s *Server) Kubeconfig(t testing.TB, user, namespace string) string {
 	t.Helper()
+	return s.TokenKubeconfig(t, s.Config(user).BearerToken, namespace)
+}
+
+// TokenKubeconfig writes a kubeconfig file that authenticates with token
+// and whose context has namespace as its default, in t's temporary
+// directory, and returns its path.
+func (s *Server) TokenKubeconfig(t testing.TB, token, namespace string) string {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := s.WriteKubeconfig(p, user, namespace); err != nil {
+	if err := s.WriteKubeconfig(p, token, namespace); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-// WriteKubeconfig writes a kubeconfig file for user whose context has
-// namespace as its default.
-func (s *Server) WriteKubeconfig(path, user, namespace string) error {
-	cfg := s.Config(user)
+// WriteKubeconfig writes a kubeconfig file that authenticates with token
+// and whose context has namespace as its default.
+func (s *Server) WriteKubeconfig(path, token, namespace string) error {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["kubetest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthority: s.CAFile}
-	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["kubetest"] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: user, Namespace: namespace}
+	kc.Clusters["kubetest"] = &clientcmdapi.Cluster{Server: s.URL, CertificateAuthority: s.CAFile}
+	kc.AuthInfos["kubetest"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["kubetest"] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: "kubetest", Namespace: namespace}
 	kc.CurrentContext = "kubetest"
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenure-dev/tenure/internal/kubetest"
+	"github.com/tenure-dev/tenure/kube"
+)
+
+// kubeCoord starts a kube-apiserver for t and returns it with the flags
+// that name it: a kubeconfig for the admin whose context's namespace is a
+// fresh one.
+func kubeCoord(t *testing.T) (*kubetest.Server, string, []string) {
+	t.Helper()
+	s := kubetest.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	ns, err := s.Client(t).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenure-e2e-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, ns.Name, []string{"--kubeconfig", s.Kubeconfig(t, kubetest.Admin, ns.Name)}
+}
+
+// TestKube: tenure run, status, watch and release with --kubeconfig work
+// like the etcd versions, and write Leases client-go can read.
+func TestKube(t *testing.T) {
+	t.Parallel()
+	s, ns, coord := kubeCoord(t)
+
+	t.Run("run", func(t *testing.T) {
+		var last uint64
+		for i := range 2 {
+			res := runTenure(t, nil, append(coord, "run", "--key", "jobs", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
+			if res.code != 0 || !strings.Contains(res.stderr, "backend=kubernetes") {
+				t.Fatalf("%s: exit %d; want 0 on kubernetes\n%s", res.description, res.code, res.stderr)
+			}
+			tok, err := strconv.ParseUint(res.stdout, 10, 64)
+			if err != nil || tok <= last {
+				t.Fatalf("run %d: token %q; want an integer > %d", i+1, res.stdout, last)
+			}
+			last = tok
+		}
+		l, err := s.Client(t).CoordinationV1().Leases(ns).Get(t.Context(), "jobs", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "" {
+			t.Fatalf("Lease jobs after two runs: %v, %v; want it released (holderIdentity \"\")", l, err)
+		}
+	})
+	t.Run("TENURE_KUBECONFIG and TENURE_NAMESPACE", func(t *testing.T) {
+		other := "default"
+		res := runTenure(t, []string{"TENURE_KUBECONFIG=" + coord[1], "TENURE_NAMESPACE=" + other},
+			"run", "--key", "Env/Key", "--", "true")
+		if res.code != 0 || !strings.Contains(res.stderr, "backend=kubernetes") {
+			t.Fatalf("%s with TENURE_KUBECONFIG: exit %d; want 0 on kubernetes\n%s", res.description, res.code, res.stderr)
+		}
+		if _, err := s.Client(t).CoordinationV1().Leases(other).Get(t.Context(), kube.LeaseName("Env/Key"), metav1.GetOptions{}); err != nil {
+			t.Fatalf("the Lease in TENURE_NAMESPACE %s: %v", other, err)
+		}
+	})
+	t.Run("mutual exclusion", func(t *testing.T) {
+		holder := holdKey(t, coord, "excl", "first")
+		res := runTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "1500ms", "--", "true")...)
+		if res.code != ExitNotReady || !strings.Contains(res.stderr, "first") {
+			t.Errorf("%s: exit %d; want %d naming the holder\n%s", res.description, res.code, ExitNotReady, res.stderr)
+		}
+		holder.signal(t, syscall.SIGTERM)
+		holder.wait(t, 10*time.Second)
+		res = runTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "3s", "--", "true")...)
+		if res.code != 0 {
+			t.Errorf("%s after the holder stopped: exit %d; want 0\n%s", res.description, res.code, res.stderr)
+		}
+	})
+	t.Run("release", func(t *testing.T) {
+		holdKey(t, coord, "stuck", "stuck-holder")
+		res := runTenure(t, nil, append(coord, "release", "--key", "stuck", "--force", "--json")...)
+		if res.code != 0 || !strings.Contains(res.stdout, `"released":true`) {
+			t.Fatalf("%s: exit %d; want the grant released\n%s%s", res.description, res.code, res.stdout, res.stderr)
+		}
+	})
+	t.Run("status and watch", func(t *testing.T) { testStatusAndWatch(t, coord) })
+	t.Run("SIGKILL failover", func(t *testing.T) { testSIGKILLFailover(t, coord) })
+}
+
+// TestKubeFlags: flags that cannot work with Kubernetes are usage errors
+// that name them.
+func TestKubeFlags(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kubeconfig", "/nonexistent", "--endpoints", "http://127.0.0.1:2379", "status", "--key", "k"}, "--endpoints is for etcd; it cannot be used with --kubeconfig"},
+		{[]string{"--namespace", "ns", "--user", "u", "status", "--key", "k"}, "--user is for etcd; it cannot be used with --namespace"},
+		{[]string{"--kubeconfig", "/nonexistent", "--postgres", "postgres://h/db", "status", "--key", "k"}, "cannot be used with --postgres"},
+		{[]string{"--namespace", "Bad_NS", "status", "--key", "k"}, `--namespace "Bad_NS" is not a namespace name`},
+		{[]string{"--namespace", "ns", "status", "--key", "k"}, "this is not a pod (KUBERNETES_SERVICE_HOST is unset): give --kubeconfig"},
+		{[]string{"--kubeconfig", "/nonexistent", "status", "--key", "k"}, "--kubeconfig /nonexistent"},
+		{[]string{"--kubeconfig", "/nonexistent", "server"}, "does not use --kubeconfig"},
+	}
+	for _, tc := range cases {
+		res := runTenure(t, nil, tc.args...)
+		if res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", res.description, res.code, res.stderr, ExitUsage, tc.want)
+		}
+	}
+}
