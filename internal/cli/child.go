@@ -74,6 +74,17 @@ func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr
 	return c, nil
 }
 
+// startError is the exit error of a command that could not be started:
+// 127 when it was not found, 126 otherwise (not executable, a directory),
+// as shells do.
+func startError(name string, err error) error {
+	code := ExitCannotRun
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		code = ExitNotFound
+	}
+	return &exitError{code: code, err: fmt.Errorf("command %q: %w", name, err)}
+}
+
 // awaitStart waits for the guard to start the command and returns the
 // reason it could not.
 func (c *child) awaitStart() error {
