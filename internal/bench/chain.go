@@ -29,6 +29,9 @@ type failImpl struct {
 
 // failoverImpls returns tenure and its peer on the target.
 func failoverImpls(ctx context.Context, o FailoverOptions) ([]*failImpl, error) {
+	if o.Kubeconfig != "" {
+		return kubeFailoverImpls(ctx, o)
+	}
 	id := runID()
 	base := childSpec{Endpoints: o.Endpoints, Postgres: o.Postgres, TTL: o.TTL, Poll: o.SeedPoll}
 	ten, peer := base, base

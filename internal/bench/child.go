@@ -19,14 +19,17 @@ const childEnv = "TENURE_BENCH_CHILD"
 
 // childSpec says what a failover contender process runs.
 type childSpec struct {
-	Impl      string        `json:"impl"` // tenure, etcd-mutex or seed-sql
-	Endpoints []string      `json:"endpoints,omitempty"`
-	Postgres  string        `json:"postgres,omitempty"`
-	Key       string        `json:"key"`
-	Holder    string        `json:"holder"`
-	TTL       time.Duration `json:"ttl_ns"`
-	Poll      time.Duration `json:"poll_ns,omitempty"`  // seed-sql's contender
-	Renew     time.Duration `json:"renew_ns,omitempty"` // tenure's renew interval; 0: its default
+	Impl       string        `json:"impl"` // tenure, etcd-mutex, seed-sql or client-go
+	Endpoints  []string      `json:"endpoints,omitempty"`
+	Postgres   string        `json:"postgres,omitempty"`
+	Kubeconfig string        `json:"kubeconfig,omitempty"`
+	Namespace  string        `json:"namespace,omitempty"`
+	ClientGo   ClientGo      `json:"client_go,omitempty"` // client-go's timing
+	Key        string        `json:"key"`
+	Holder     string        `json:"holder"`
+	TTL        time.Duration `json:"ttl_ns"`
+	Poll       time.Duration `json:"poll_ns,omitempty"`  // seed-sql's contender
+	Renew      time.Duration `json:"renew_ns,omitempty"` // tenure's renew interval; 0: its default
 }
 
 // Lines a contender writes on its standard output.
@@ -46,7 +49,7 @@ func RunChild(ctx context.Context, spec string, out io.Writer) int {
 		fmt.Fprintf(out, "error bad spec %q: %v\n", spec, err)
 		return 2
 	}
-	t := Target{Endpoints: s.Endpoints, Postgres: s.Postgres}
+	t := Target{Endpoints: s.Endpoints, Postgres: s.Postgres, Kubeconfig: s.Kubeconfig, Namespace: s.Namespace}
 	acting := func() { fmt.Fprintf(out, "%s %d\n", lineActing, int64(boottime.Now())) }
 	var err error
 	switch s.Impl {
@@ -56,6 +59,8 @@ func RunChild(ctx context.Context, spec string, out io.Writer) int {
 		err = childMutex(ctx, t, s, out, acting)
 	case "seed-sql":
 		err = childSeed(ctx, t, s, out, acting)
+	case "client-go":
+		err = childClientGo(ctx, t, s, out, acting)
 	default:
 		err = fmt.Errorf("unknown impl %q", s.Impl)
 	}

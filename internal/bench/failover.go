@@ -38,6 +38,9 @@ type FailoverOptions struct {
 	// spec: the tenure binary's `bench child --spec`, or a test binary.
 	// Required.
 	Command func(spec string) *exec.Cmd
+	// ClientGo is the peer's timing on Kubernetes (see ClientGo); its
+	// LeaseDuration defaults to TTL.
+	ClientGo ClientGo
 }
 
 func (o *FailoverOptions) defaults() error {
@@ -52,6 +55,9 @@ func (o *FailoverOptions) defaults() error {
 	}
 	if o.SeedPoll == 0 {
 		o.SeedPoll = 5 * time.Millisecond
+	}
+	if o.Kubeconfig != "" {
+		o.ClientGo = o.ClientGo.withDefaults(o.TTL)
 	}
 	var errs []error
 	if o.Trials < 1 {
@@ -160,10 +166,14 @@ func failoverReport(o FailoverOptions, impls []*failImpl, results [][]outcome, b
 		"failover: from SIGKILL of the leading process until the successor process acts; both implementations' leaders are killed at the same moment in each round, a random phase (uniform over one TTL) after the settle time, so that the kill falls anywhere in either leader's renewal cycle",
 		"floor: from the kill until the old lease was last seen live at the coordinator, polled every 10ms while the successor campaigns (a lower bound of when it ended there)",
 		"failure: a successor acting while the old lease could still be live at the coordinator")
-	if o.Postgres == "" {
+	switch {
+	case o.Kubeconfig != "":
+		addClientGoSettings(r, o.ClientGo)
+		r.Notes = append(r.Notes, kubeFailoverNotes(o)...)
+	case o.Postgres == "":
 		r.Notes = append(r.Notes, "etcd: the floor includes etcd's revocation pass (every 500ms), since etcd reports an expired lease live until that pass revokes it; TimeToLive's whole seconds are rounded down",
 			"renewal cadence: a lease renewed more often has more left at a crash; tenure renews every TTL/3 unless --renew-interval says otherwise, etcd's client every TTL/3 rounded up to its 500ms tick (about every 1s at TTL 2s)")
-	} else {
+	default:
 		r.Settings["seed_poll_ms"] = ms(o.SeedPoll)
 	}
 	r.Elapsed = ms(time.Since(began))

@@ -25,6 +25,15 @@ type HandoverOptions struct {
 	// SeedPoll is how often the seed's contender re-runs its acquisition.
 	// Default 5ms.
 	SeedPoll time.Duration
+	// Phase adds to Settle a random wait, uniform in [0, Phase), drawn for
+	// each trial: a peer that polls (client-go) then meets the release
+	// anywhere in its poll cycle, as a follower that has waited long
+	// does. Default 0; on Kubernetes, client-go's longest retry wait
+	// (RetryPeriod·2.2, with its jitter).
+	Phase time.Duration
+	// ClientGo is the peer's timing on Kubernetes (see ClientGo); its
+	// LeaseDuration defaults to TTL.
+	ClientGo ClientGo
 }
 
 func (o *HandoverOptions) defaults() error {
@@ -39,6 +48,12 @@ func (o *HandoverOptions) defaults() error {
 	}
 	if o.SeedPoll == 0 {
 		o.SeedPoll = 5 * time.Millisecond
+	}
+	if o.Kubeconfig != "" {
+		o.ClientGo = o.ClientGo.withDefaults(o.TTL)
+		if o.Phase == 0 {
+			o.Phase = o.ClientGo.RetryPeriod * 22 / 10
+		}
 	}
 	var errs []error
 	if o.Trials < 1 {
@@ -72,6 +87,7 @@ func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
 		return nil, err
 	}
 	defer ten.close()
+	ten.phase = o.Phase
 	peerName, peer, fl, err := handoverPeer(ctx, o, id)
 	if peer != nil {
 		defer peer.close()
@@ -109,6 +125,17 @@ func Handover(ctx context.Context, o HandoverOptions) (*Report, error) {
 // handoverPeer sets up the peer on the target and the floor's measurement.
 // What it returns non-nil must be closed, error or not.
 func handoverPeer(ctx context.Context, o HandoverOptions, id string) (string, trialer, floor, error) {
+	if o.Kubeconfig != "" {
+		h, err := newClientGoPair(ctx, o.Target, "bench-"+id+"-client-go", o.ClientGo, o.Settle, o.Phase)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		f, err := newKubeFloor(ctx, o.Target, "bench-"+id+"-floor")
+		if err != nil {
+			return "", h, f, err
+		}
+		return "client-go", h, f, nil
+	}
 	if o.Postgres != "" {
 		h, err := newSeedHandover(ctx, o.Target, "bench/"+id+"/seed", o.TTL, o.Settle, o.SeedPoll)
 		if err != nil {
@@ -145,6 +172,11 @@ func handoverReport(o HandoverOptions, peerName string, tds, pds, floors []time.
 		r.Settings["seed_poll_ms"] = ms(o.SeedPoll)
 		r.Notes = append(r.Notes, fmt.Sprintf("seed-sql: the follower re-runs the seed's UPDATE every %s (the seed has no notification)", o.SeedPoll))
 	}
+	if o.Kubeconfig != "" {
+		addClientGoSettings(r, o.ClientGo)
+		r.Settings["phase_ms"] = ms(o.Phase)
+		r.Notes = append(r.Notes, fmt.Sprintf("client-go: LeaderElector with a LeaseLock and ReleaseOnCancel; its follower polls every RetryPeriod (%s) with jitter up to 1.2×; the leader lets go %s plus a random wait below %s after the follower started, so the release falls anywhere in the follower's poll cycle (the same for tenure)", o.ClientGo.RetryPeriod, o.Settle, o.Phase))
+	}
 	r.Elapsed = ms(time.Since(began))
 	return r
 }
@@ -156,6 +188,7 @@ type electorPair struct {
 	key    string
 	ttl    time.Duration
 	settle time.Duration
+	phase  time.Duration // a random extra wait below this before each release
 	cur    *leading
 	n      int // handovers made
 }
@@ -250,7 +283,7 @@ func (p *electorPair) trial(ctx context.Context) (time.Duration, error) {
 	}
 	_, err = wait(ctx, refused, 30*time.Second, "follower refused")
 	if err == nil {
-		err = sleep(ctx, p.settle)
+		err = sleep(ctx, p.settle+randPhase(p.phase))
 	}
 	if err != nil {
 		l.stop()
@@ -280,6 +313,9 @@ func (p *electorPair) close() {
 
 // floorNote says what the handover floor is on t.
 func floorNote(t Target) string {
+	if t.Kubeconfig != "" {
+		return "floor: one Lease update and its watch event (from the update's send to the event's arrival) plus one preconditioned update (the successor's acquisition), measured after each pair of trials"
+	}
 	if t.Postgres != "" {
 		return "floor: one notification (from the NOTIFY's send to its arrival) plus one write round trip (the successor's acquisition), measured after each pair of trials"
 	}

@@ -21,27 +21,37 @@ import (
 // ErrInvalidOptions is wrapped by every error about a benchmark's options.
 var ErrInvalidOptions = errors.New("bench: invalid options")
 
-// Target is the coordinator a benchmark runs against: an etcd cluster, or a
-// PostgreSQL database when Postgres is set.
+// Target is the coordinator a benchmark runs against: an etcd cluster, a
+// PostgreSQL database when Postgres is set, or a Kubernetes API server when
+// Kubeconfig is set.
 type Target struct {
 	// Endpoints are the etcd client URLs.
 	Endpoints []string
 	// Postgres is a PostgreSQL DSN; when set, Endpoints are not used.
 	Postgres string
+	// Kubeconfig is a kubeconfig file; when set, the benchmark runs on
+	// Leases in Namespace (default: the file's context's namespace), and
+	// Endpoints are not used.
+	Kubeconfig string
+	// Namespace is the Kubernetes namespace of the Leases.
+	Namespace string
 	// Progress receives progress lines (nil: none).
 	Progress io.Writer
 }
 
-// Backend names the coordinator: "etcd" or "postgres".
+// Backend names the coordinator: "etcd", "postgres" or "kubernetes".
 func (t Target) Backend() string {
-	if t.Postgres != "" {
+	switch {
+	case t.Postgres != "":
 		return "postgres"
+	case t.Kubeconfig != "":
+		return "kubernetes"
 	}
 	return "etcd"
 }
 
 func (t Target) validate() error {
-	if t.Postgres == "" && len(t.Endpoints) == 0 {
+	if t.Postgres == "" && t.Kubeconfig == "" && len(t.Endpoints) == 0 {
 		return fmt.Errorf("%w: no etcd endpoints and no PostgreSQL DSN", ErrInvalidOptions)
 	}
 	return nil
@@ -52,6 +62,9 @@ func (t Target) validate() error {
 func (t Target) coordinator(ctx context.Context, pgOpts ...postgres.Option) (tenure.Coordinator, error) {
 	if t.Postgres != "" {
 		return postgres.Open(ctx, t.Postgres, pgOpts...)
+	}
+	if t.Kubeconfig != "" {
+		return t.kubeCoordinator()
 	}
 	return etcd.Dial(ctx, etcd.Config{Endpoints: t.Endpoints, Prefix: "/tenure-bench/"})
 }

@@ -48,7 +48,8 @@ under 2 minutes with its defaults.`,
 	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "print the report as JSON instead of a table")
 	cmd.PersistentFlags().StringVar(&f.html, "html", "", "also write the report as a self-contained HTML page to this file")
 	cmd.AddCommand(newBenchHandoverCommand(g, &f), newBenchFailoverCommand(g, &f),
-		newBenchThroughputCommand(g, &f), newBenchTTLCommand(g, &f), newBenchChildCommand(), newBenchPartitionsCommand(g, &f))
+		newBenchThroughputCommand(g, &f), newBenchTTLCommand(g, &f), newBenchChildCommand(), newBenchPartitionsCommand(g, &f),
+		newBenchKubeCommand(g, &f))
 	return cmd
 }
 
@@ -58,6 +59,9 @@ under 2 minutes with its defaults.`,
 func (g *globalFlags) benchTarget(cmd *cobra.Command) (t bench.Target, stop func(), err error) {
 	if err := g.coord.check(cmd.Flags()); err != nil {
 		return t, nil, err
+	}
+	if g.coord.kube() {
+		return kubeBenchTarget(cmd, g)
 	}
 	t.Progress = cmd.ErrOrStderr()
 	if g.coord.postgres != "" {
