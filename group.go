@@ -105,6 +105,16 @@ type GroupCoordinator interface {
 	// already gone are skipped without error.
 	ReleasePartitions(ctx context.Context, m Member, gs []Grant) error
 
+	// CheckPartitions returns the grants of gs, which ClaimPartitions gave
+	// m, that m no longer owns with their tokens: freed or taken by someone other than
+	// m itself (an operator's `tenure release --force`, etcdctl del, an
+	// UPDATE of the partition table), and perhaps claimed by another member
+	// since. Members call it every renewal, so it costs one read whatever
+	// len(gs) is, and its work grows with len(gs), never with the group's
+	// partition count. If m itself has expired or left, the error wraps
+	// ErrLost.
+	CheckPartitions(ctx context.Context, m Member, gs []Grant) (lost []Grant, err error)
+
 	// GroupPartitions returns the live grants on group's partitions, sorted
 	// by key, each with the time left on its owner's lease as TTL (rounded
 	// down to whole seconds on etcd). Free partitions are left out.

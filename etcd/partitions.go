@@ -144,3 +144,39 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 	}
 	return out, nil
 }
+
+// CheckPartitions returns the grants of gs that m no longer owns, with one
+// TimeToLive of m's lease listing the keys attached to it: a partition key
+// is created on m's lease by m's claim and never written again but
+// deleted, so a key still attached is m's with the token of its claim, and
+// one deleted by anyone (a release, `tenure release --force`, etcdctl del)
+// is no longer attached, even once another member re-created it on its own
+// lease. If the lease has expired or was revoked, the error wraps
+// tenure.ErrLost.
+func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+	op := fmt.Sprintf("etcd: check %d partitions of %s", len(gs), m)
+	if err := validMember(m); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	resp, err := c.client.TimeToLive(ctx, clientv3.LeaseID(m.Epoch), clientv3.WithAttachedKeys())
+	if isLeaseNotFound(err) || (err == nil && resp.TTL < 0) {
+		return nil, fmt.Errorf("%s: %w: lease %x expired or was revoked", op, tenure.ErrLost, m.Epoch)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	attached := make(map[string]bool, len(resp.Keys))
+	for _, k := range resp.Keys {
+		attached[string(k)] = true
+	}
+	var lost []tenure.Grant
+	for _, g := range gs {
+		if !attached[c.EtcdKey(g.Key)] {
+			lost = append(lost, g)
+		}
+	}
+	return lost, nil
+}

@@ -264,6 +264,45 @@ func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs
 	return nil
 }
 
+// CheckPartitions returns the grants of gs that m no longer owns with their
+// tokens (see FreePartition). The call is subject to m.ID's faults.
+func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+	if err := validateMember(m); err != nil {
+		return nil, fmt.Errorf("memory: check partitions: %w", err)
+	}
+	var lost []tenure.Grant
+	err := c.call(ctx, []string{m.ID}, func() error {
+		g := c.groupLocked(m.Group)
+		if ms := c.liveMemberLocked(g, m.Epoch, c.clock.now()); ms == nil || ms.id != m.ID {
+			return fmt.Errorf("membership expired or left: %w", tenure.ErrLost)
+		}
+		for _, gr := range gs {
+			name, ok := strings.CutPrefix(gr.Key, m.Group+"/")
+			ks := c.keys[gr.Key]
+			if !ok || ks == nil || g.owners[name] != m.Epoch || ks.token != gr.Token {
+				lost = append(lost, gr)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("memory: check %d partitions of %s: %w", len(gs), m, err)
+	}
+	return lost, nil
+}
+
+// FreePartition frees partition name of group whoever owns it, as an
+// operator does by hand on etcd (`tenure release --force` of its key,
+// etcdctl del) or PostgreSQL (an UPDATE of the partition table): another
+// member may claim it at once, while its owner runs it until it finds out
+// (package partition checks its partitions every renewal). It is for tests
+// and demonstrations of that window.
+func (c *Coordinator) FreePartition(group, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.groupLocked(group).owners, name)
+}
+
 // GroupPartitions returns the live grants on group's partitions, sorted by
 // key, each with the time left on its owner's lease. It has no holder: it
 // is never faulted.

@@ -71,3 +71,10 @@ func (h *handle) ReleasePartitions(ctx context.Context, m tenure.Member, gs []te
 	}
 	return h.Coordinator.ReleasePartitions(ctx, m, gs)
 }
+
+func (h *handle) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	return h.Coordinator.CheckPartitions(ctx, m, gs)
+}

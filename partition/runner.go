@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tenure-dev/tenure"
@@ -178,13 +179,22 @@ func (r *runner) renewInterval() time.Duration {
 	return max(min(r.cfg.EffectiveRenewInterval(), r.cfg.SafeLease(r.member.TTL)/3), time.Millisecond)
 }
 
-// renew extends the membership, and with it every owned partition's term.
+// renew extends the membership, then checks that this member still owns
+// every partition it runs (see check), and only then extends their terms:
+// a partition freed by someone else (an operator's `tenure release
+// --force`, etcdctl del, an UPDATE) and perhaps claimed by another member
+// since is run here at most until the reply of the next check, one renewal
+// interval plus a round trip later, and never past the deadline of the
+// last renewal checked: a safe lease.
 func (r *runner) renew() {
 	var m tenure.Member
 	err := r.call(func(ctx context.Context) (err error) {
 		m, err = r.g.c.RenewMember(ctx, r.member)
 		return err
 	})
+	if err == nil {
+		err = r.check(m)
+	}
 	switch {
 	case err == nil:
 		r.member = m
@@ -201,6 +211,44 @@ func (r *runner) renew() {
 		r.g.log.Warn("membership renewal failed; retrying until the local deadline", "err", err, "remaining", r.deadline.Until())
 		r.nextRenew = time.Now().Add(r.cfg.EffectiveRetryPeriod())
 	}
+}
+
+// check asks the coordinator, with membership m, which of the partitions
+// this member runs it no longer owns, and ends their terms as lost: they
+// are not released, and the member claims them again only if its
+// assignment gives them to it, with a new token.
+func (r *runner) check(m tenure.Member) error {
+	if len(r.owned) == 0 {
+		return nil
+	}
+	gs := make([]tenure.Grant, 0, len(r.owned))
+	for _, o := range r.owned {
+		if !o.keep {
+			gs = append(gs, o.term.Grant())
+		}
+	}
+	var lost []tenure.Grant
+	err := r.call(func(ctx context.Context) (err error) {
+		lost, err = r.g.c.CheckPartitions(ctx, m, gs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("check the partitions owned: %w", err)
+	}
+	for _, g := range lost {
+		name, _ := strings.CutPrefix(g.Key, r.cfg.Key+"/")
+		o := r.owned[name]
+		if o == nil || o.keep {
+			continue
+		}
+		r.g.log.Error("partition no longer owned: freed or taken by someone else; its term ends now", "partition", name, "token", g.Token)
+		o.keep = true
+		if o.reason == "" {
+			o.reason = MoveLost
+		}
+		o.ctl.End(fmt.Errorf("%w: %w: partition %q (token %d) was freed or taken by someone else", tenure.ErrNotLeader, tenure.ErrLost, name, g.Token))
+	}
+	return nil
 }
 
 // lost ends every term after the coordinator reported the membership gone.

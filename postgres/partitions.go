@@ -170,3 +170,43 @@ WHERE p.grp = $1 AND p.name = r.name AND p.fencing_token = r.tok AND p.owner_epo
 	}
 	return nil
 }
+
+// CheckPartitions returns the grants of gs that m no longer owns with their
+// tokens, with one query: m's row must be live, and each partition's row
+// must still name m's epoch and the grant's token (an UPDATE or DELETE by
+// hand, or another member's claim after one, changes that). The lookups go
+// by primary key, so the work grows with len(gs), not with the group.
+func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+	op := fmt.Sprintf("postgres: check %d partitions of %s", len(gs), m)
+	t, err := c.beginGroup(op, m)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(gs))
+	tokens := make([]int64, 0, len(gs))
+	for _, g := range gs {
+		n, _ := strings.CutPrefix(g.Key, m.Group+"/")
+		names = append(names, n)
+		tokens = append(tokens, int64(g.Token))
+	}
+	var live bool
+	var gone []int32 // 1-based positions in gs
+	err = c.pool.QueryRow(ctx, `SELECT
+  EXISTS (SELECT 1 FROM `+t.members+` WHERE epoch = $2 AND member = $3 AND expires_at > CURRENT_TIMESTAMP),
+  ARRAY(SELECT r.i::integer FROM unnest($4::text[], $5::bigint[]) WITH ORDINALITY AS r(name, tok, i)
+        WHERE NOT EXISTS (SELECT 1 FROM `+t.partitions+` p
+                          WHERE p.grp = $1 AND p.name = r.name AND p.owner_epoch = $2 AND p.fencing_token = r.tok)
+        ORDER BY r.i)`,
+		m.Group, int64(m.Epoch), m.ID, names, tokens).Scan(&live, &gone)
+	if isUndefinedTable(err) || (err == nil && !live) {
+		return nil, fmt.Errorf("%s: %w: membership expired or left", op, tenure.ErrLost)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	lost := make([]tenure.Grant, 0, len(gone))
+	for _, i := range gone {
+		lost = append(lost, gs[i-1])
+	}
+	return lost, nil
+}

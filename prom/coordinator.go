@@ -29,8 +29,8 @@ const (
 // the result (and a tenure.MembersWatcher when c is one), and the failed
 // calls of partition groups are counted too
 // (under join_group, renew_member, leave_group, group_members,
-// claim_partitions, release_partitions, group_partitions and
-// watch_members), so a
+// claim_partitions, release_partitions, check_partitions,
+// group_partitions and watch_members), so a
 // partition.Group can run on it.
 func (m *Metrics) Instrument(c tenure.Coordinator) tenure.Coordinator {
 	i := &instrumented{c: c, m: m}

@@ -17,6 +17,7 @@ const (
 	OpClaimPartitions   = "claim_partitions"
 	OpReleasePartitions = "release_partitions"
 	OpGroupPartitions   = "group_partitions"
+	OpCheckPartitions   = "check_partitions"
 	OpWatchMembers      = "watch_members"
 )
 
@@ -86,6 +87,13 @@ func (i *instrumentedGroup) ClaimPartitions(ctx context.Context, m tenure.Member
 // its error.
 func (i *instrumentedGroup) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
 	return i.count(OpReleasePartitions, i.gc.ReleasePartitions(ctx, m, gs))
+}
+
+// CheckPartitions calls the coordinator's CheckPartitions and counts its
+// error (a lost membership is an outcome, not counted).
+func (i *instrumentedGroup) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+	lost, err := i.gc.CheckPartitions(ctx, m, gs)
+	return lost, i.count(OpCheckPartitions, err)
 }
 
 // GroupPartitions calls the coordinator's GroupPartitions and counts its

@@ -45,8 +45,9 @@ func (p GroupPassthrough) WatchMembers(ctx context.Context, group string) (<-cha
 //     TTL'·(1−MaxDrift) − Margin equals the real TTL;
 //   - RenewAfterExpiry: a membership renewal that fails or reports the
 //     membership lost (or takes longer than two retry periods) is reported
-//     done, so the member's partitions carry on past their lease while
-//     other members claim them.
+//     done, and so is the check of the partitions owned that follows it
+//     (reporting none lost), so the member's partitions carry on past their
+//     lease while other members claim them.
 //
 // As for Wrap, only what the member sees is bent: calls handed back to the
 // coordinator carry the TTL it really granted.
@@ -114,6 +115,10 @@ func (c bentGroup) ClaimPartitions(ctx context.Context, m tenure.Member, names [
 	return c.Group.ClaimPartitions(ctx, c.unbend(m), names)
 }
 
+func (c bentGroup) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+	return c.Group.CheckPartitions(ctx, c.unbend(m), gs)
+}
+
 func (c bentGroup) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
 	return c.Group.ReleasePartitions(ctx, c.unbend(m), gs)
 }
@@ -125,6 +130,17 @@ func (c bentGroup) ReleasePartitions(ctx context.Context, m tenure.Member, gs []
 type renewMemberAfterExpiry struct {
 	GroupPassthrough
 	cfg tenure.Config
+}
+
+// CheckPartitions reports nothing lost when the real check fails: the
+// second half of a renewal reported done.
+func (c renewMemberAfterExpiry) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
+	defer cancel()
+	if lost, err := c.Group.CheckPartitions(rctx, m, gs); err == nil {
+		return lost, nil
+	}
+	return nil, nil
 }
 
 func (c renewMemberAfterExpiry) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {

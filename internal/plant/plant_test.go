@@ -107,6 +107,13 @@ func TestWrapGroup(t *testing.T) {
 		if r, err := bad.RenewMember(ctx, mem); err != nil || r.Epoch != mem.Epoch {
 			t.Fatalf("renew-after-expiry RenewMember() of an expired membership = %v, %v; want it reported renewed", r, err)
 		}
+		owned := []tenure.Grant{{Key: "g/0", Holder: "h#3", Token: 1}}
+		if _, err := m.CheckPartitions(ctx, mem, owned); !errors.Is(err, tenure.ErrLost) {
+			t.Fatalf("the real coordinator checked the partitions of an expired membership: %v", err)
+		}
+		if lost, err := bad.CheckPartitions(ctx, mem, owned); err != nil || len(lost) != 0 {
+			t.Fatalf("renew-after-expiry CheckPartitions() of an expired membership = %v, %v; want nothing lost", lost, err)
+		}
 		if plant.WrapGroup(m, plant.NoToken, cfg) != plant.Group(m) {
 			t.Fatal("WrapGroup with the writer's bug changed the coordinator")
 		}

@@ -25,6 +25,7 @@ type Option func(*options)
 type options struct {
 	ttl   time.Duration
 	slack time.Duration
+	free  func(t *testing.T, group, name string)
 }
 
 // WithTTL sets the membership TTL of the expiry checks. Default 2s.
@@ -34,8 +35,18 @@ func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl }
 // loaded machine. Default 5s.
 func WithSlack(d time.Duration) Option { return func(o *options) { o.slack = d } }
 
+// WithFreeByHand gives the way an operator frees a partition by hand on the
+// backend, whoever owns it (etcd: `tenure release --force` of its key,
+// etcdctl del; PostgreSQL: an UPDATE of the partition table), and runs the
+// FreedByHand check: its owner must stop running it within a renewal
+// interval, while another member may claim it.
+func WithFreeByHand(free func(t *testing.T, group, name string)) Option {
+	return func(o *options) { o.free = free }
+}
+
 // Run runs every check, each in its own subtest with fresh coordinators;
-// WatchMembers only for a coordinator that is a tenure.MembersWatcher.
+// WatchMembers only for a coordinator that is a tenure.MembersWatcher, and
+// FreedByHand only WithFreeByHand.
 func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	o := options{ttl: 2 * time.Second, slack: 5 * time.Second}
 	for _, opt := range opts {
@@ -48,6 +59,10 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("PlannedLeave", s.plannedLeave)
 	t.Run("Crash", s.crash)
 	t.Run("Announce", s.announce)
+	t.Run("Check", s.check)
+	if o.free != nil {
+		t.Run("FreedByHand", s.freedByHand)
+	}
 	probe := newCoordinator(t)
 	_, watches := probe.(tenure.MembersWatcher)
 	_ = probe.Close()
