@@ -162,20 +162,26 @@ func New(cfg Config) (*Monitor, error) {
 	return m, nil
 }
 
-// pollShare is the most of its time a Monitor spends reading: after a read
-// that took d, the next waits at least d·(1/pollShare − 1), so that a
-// large table (100,000 partitions) is not read back to back.
-const pollShare = 5
+// Pacing of the reads: after a read that took d, the next begins at least
+// pollShare·d after it began, so that a large table (100,000 partitions)
+// is not read back to back; but never more than maxPollSpread after it
+// (or Config.Poll, when that is more), so that a slow or failed read
+// leaves the page blind for that long at most.
+const (
+	pollShare     = 5
+	maxPollSpread = 2 * time.Second
+)
 
 // Run reads the coordinator every Config.Poll, or less often when a read
-// takes more than a fifth of that, until ctx ends, and returns ctx's
-// error. A failed read is shown in /status and retried at the next poll.
+// takes more than a fifth of that (see pollShare), until ctx ends, and
+// returns ctx's error. A failed read is shown in /status and retried at
+// the next poll.
 func (m *Monitor) Run(ctx context.Context) error {
 	for {
 		start := time.Now()
 		m.poll(ctx)
 		took := time.Since(start)
-		every := max(m.cfg.Poll, pollShare*took)
+		every := max(m.cfg.Poll, min(pollShare*took, maxPollSpread))
 		m.mu.Lock()
 		m.every = every
 		m.mu.Unlock()

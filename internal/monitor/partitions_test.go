@@ -241,22 +241,34 @@ func TestPartitionPages(t *testing.T) {
 }
 
 // A read that takes long (a table of 100,000 partitions) spaces the next:
-// the Monitor spends at most a fifth of its time reading, and says how
-// often it reads.
+// the Monitor spends at most a fifth of its time reading, but never leaves
+// more than 2 s between reads; it says how often it reads.
 func TestSlowReadsSpaced(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := memory.New()
-		defer c.Close()
-		var reads atomic.Int32
-		mon := newMonitor(t, c, monitor.Config{PartitionsOnly: true, Poll: 250 * time.Millisecond,
-			Partitions: func(ctx context.Context, _ []tenure.Grant) ([]partition.Table, error) {
-				reads.Add(1)
-				time.Sleep(time.Second)
-				return nil, nil
-			}})
-		time.Sleep(30*time.Second + time.Millisecond)
-		if s := mon.Status(); reads.Load() != 7 || s.PollMs != 5000 {
-			t.Errorf("reads of 1 s in 30 s with Poll 250ms = %d, poll_ms %d; want 7 (one every 5 s), 5000", reads.Load(), s.PollMs)
-		}
-	})
+	for _, tc := range []struct {
+		read  time.Duration
+		reads int32
+		every int64
+	}{
+		{10 * time.Millisecond, 121, 250},
+		{300 * time.Millisecond, 21, 1500},
+		{time.Second, 16, 2000},
+	} {
+		t.Run(tc.read.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := memory.New()
+				defer c.Close()
+				var reads atomic.Int32
+				mon := newMonitor(t, c, monitor.Config{PartitionsOnly: true, Poll: 250 * time.Millisecond,
+					Partitions: func(ctx context.Context, _ []tenure.Grant) ([]partition.Table, error) {
+						reads.Add(1)
+						time.Sleep(tc.read)
+						return nil, nil
+					}})
+				time.Sleep(30*time.Second + time.Millisecond)
+				if s := mon.Status(); reads.Load() != tc.reads || s.PollMs != tc.every {
+					t.Errorf("reads of %s in 30 s with Poll 250ms = %d, poll_ms %d; want %d, %d", tc.read, reads.Load(), s.PollMs, tc.reads, tc.every)
+				}
+			})
+		})
+	}
 }

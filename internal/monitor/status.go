@@ -36,7 +36,7 @@ type Status struct {
 	// Prefix is the prefix of the keys shown, when they are listed.
 	Prefix string `json:"prefix"`
 	// PollMs is how often the coordinator is read: Config.Poll, or five
-	// times as long as the last read took, when that is more.
+	// times as long as the last read took, when that is more, up to 2 s.
 	PollMs int64 `json:"poll_ms"`
 	// UpdatedAt is when the coordinator was last read.
 	UpdatedAt time.Time `json:"updated_at"`
