@@ -121,7 +121,11 @@ func TestPageAt100kPartitions(t *testing.T) {
 		return rng == "rows 1–40 of 40"
 	})
 	eval(`(() => { const s = document.querySelector(".group select.state"); s.value = "all"; s.onchange(); return true; })()`, new(bool))
-	eval(`new Promise(r => setTimeout(r, 300)).then(() => { document.querySelector(".group button.next").click(); return true; })`, new(bool))
+	waitFor(t, 30*time.Second, "the whole table again", func() bool {
+		eval(`document.querySelector(".group .range").textContent`, &rng)
+		return rng == "rows 1–100 of 100,000"
+	})
+	eval(`document.querySelector(".group button.next").click(), true`, new(bool))
 	waitFor(t, 30*time.Second, "the second page", func() bool {
 		eval(`document.querySelector(".group .range").textContent`, &rng)
 		return rng == "rows 101–200 of 100,000"

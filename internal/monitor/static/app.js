@@ -145,7 +145,7 @@ const partHead = () => el("thead", {}, el("tr", {}, el("th", {}, "partition"), e
 function groupBlock(name) {
   let b = groups.get(name);
   if (b) return b;
-  b = { q: { state: "all", owner: "", name: "", offset: 0 }, page: null };
+  b = { q: { state: "all", owner: "", name: "", offset: 0 }, page: null, sent: 0, kept: 0 };
   const state = el("select", { class: "state" }, ...["all", "unowned", "moved", "owned", "mine"].map((v) => el("option", { value: v }, v)));
   const owner = el("select", { class: "owner" }, el("option", { value: "" }, "any owner"));
   const search = el("input", { class: "name", type: "search", placeholder: "partition name contains…" });
@@ -179,11 +179,18 @@ function pageURL(name, q) {
   return "status/partitions?" + p;
 }
 
+// fetchPage fetches the page of a group's table that its controls select.
+// A response to a request older than the page kept (the controls changed
+// while a poll's request was on its way) is dropped.
 async function fetchPage(name) {
   const b = groupBlock(name);
+  const seq = ++b.sent;
   const r = await fetch(pageURL(name, b.q), { cache: "no-store" });
   if (!r.ok) throw new Error("HTTP " + r.status);
-  b.page = await r.json();
+  const page = await r.json();
+  if (seq < b.kept) return;
+  b.kept = seq;
+  b.page = page;
 }
 
 // refreshGroup fetches the page of a group's table after its controls
