@@ -13,8 +13,10 @@ type Lease struct {
 	// deadline on its own terms; else until the lease runs out as the
 	// coordinator reported it, counted down since (see lease).
 	LeaseLeftMs *int64 `json:"lease_left_ms,omitempty"`
-	// TTLMs is the TTL the lease was granted (on PostgreSQL, which stores
-	// only the expiry, the most time left ever read on it).
+	// TTLMs is the TTL the lease was granted; where the coordinator
+	// reports only the time left (PostgreSQL, which stores only the expiry;
+	// a member's lease on the memory coordinator), the most time left ever
+	// read on it.
 	TTLMs *int64 `json:"ttl_ms,omitempty"`
 	// SinceRenewalMs is how long ago the lease was last renewed (or
 	// granted): its end as last known, less its TTL.
