@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 
 	"github.com/tenure-dev/tenure/kube"
@@ -70,8 +71,7 @@ func kubeLease(reader *kube.Coordinator, key string) func(context.Context) (left
 func childClientGo(ctx context.Context, t Target, s childSpec, out io.Writer, acting func()) error {
 	// client-go's leaderelection logs every attempt through klog, a
 	// process-wide logger, to stderr: this process is only the contender.
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	klog.SetLogger(logr.Discard())
 	cs, ns, err := t.kubeClient()
 	if err != nil {
 		return err

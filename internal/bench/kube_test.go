@@ -2,13 +2,13 @@ package bench
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 
 	"github.com/tenure-dev/tenure/internal/kubetest"
@@ -28,8 +28,7 @@ func kubeTarget(t *testing.T) Target {
 // quietKlog silences client-go's process-wide log in this test binary:
 // its in-process electors log every attempt.
 func quietKlog(t *testing.T) {
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	klog.SetLogger(logr.Discard())
 }
 
 // TestKube runs the Kubernetes benchmark, small, on a real API server:

@@ -3,11 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
@@ -33,8 +33,7 @@ func kubeBenchTarget(cmd *cobra.Command, g *globalFlags) (bench.Target, func(), 
 // quietKlog silences client-go's own log (klog, a process-wide logger): its
 // leaderelection logs every attempt to stderr, over the progress lines.
 func quietKlog() {
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	klog.SetLogger(logr.Discard())
 }
 
 // contenderCommand runs this binary as a failover contender process.
