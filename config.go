@@ -161,6 +161,15 @@ func (c Config) EffectiveRenewInterval() time.Duration {
 	return c.RenewInterval
 }
 
+// NextRenewal is how long after a renewal (or the grant) the next renewal
+// is due, for a lease granted for granted with remaining left until the
+// local deadline: RenewInterval, but never more than a third of the TTL
+// granted nor half the time left (a lease granted ahead has less), so that
+// failed attempts can be retried before the deadline. At least 1ms.
+func (c Config) NextRenewal(granted, remaining time.Duration) time.Duration {
+	return max(min(c.EffectiveRenewInterval(), granted/3, remaining/2), time.Millisecond)
+}
+
 // EffectiveRetryPeriod is RetryPeriod, or TTL/10 when it is zero.
 func (c Config) EffectiveRetryPeriod() time.Duration {
 	if c.RetryPeriod == 0 {

@@ -472,12 +472,8 @@ func (e *Elector) release(ctx context.Context, g Grant) {
 // ends the term at once.
 func (e *Elector) renewLoop(ctx context.Context, t *Term) {
 	// A coordinator may grant less than was asked, or a lease that had run
-	// a while before the grant (etcd grants leases ahead): renew at least
-	// every third of the TTL granted, and before half the time left has
-	// gone, so that failed attempts can be retried before the deadline.
-	interval := func() time.Duration {
-		return max(min(e.cfg.EffectiveRenewInterval(), t.Grant().TTL/3, t.Remaining()/2), time.Millisecond)
-	}
+	// a while before the grant (etcd grants leases ahead): see NextRenewal.
+	interval := func() time.Duration { return e.cfg.NextRenewal(t.Grant().TTL, t.Remaining()) }
 	retry := e.cfg.EffectiveRetryPeriod()
 	timer := time.NewTimer(interval())
 	defer timer.Stop()

@@ -28,7 +28,7 @@ func (p stallPlan) renewAfter(granted, remaining time.Duration) time.Duration {
 	if p.group {
 		return max(min(p.cfg.EffectiveRenewInterval(), p.cfg.SafeLease(granted)/3), time.Millisecond)
 	}
-	return max(min(p.cfg.EffectiveRenewInterval(), granted/3, remaining/2), time.Millisecond)
+	return p.cfg.NextRenewal(granted, remaining)
 }
 
 // termAt is when the guard sends SIGTERM unless a renewal comes first, for
