@@ -100,4 +100,24 @@
 // evaluates expiry on a timer by the rule above. A watch that sees a
 // release writes at once, preconditioned on the version the event carried:
 // a handover is the release, its event and one write.
+//
+// # Partition groups
+//
+// Coordinator is a tenure.GroupCoordinator (package partition). Each member
+// holds a membership Lease of its own (named "tm-" with a hash of the group
+// and a random epoch, labelled with the group's hash): RenewMember updates
+// that one Lease, one write however many partitions the member owns. Each
+// partition has a Lease named as its key (LeaseName), written only when its
+// ownership changes: its holder is the member's ID and its
+// tenure.dev/member annotation names the membership Lease, so it lives
+// exactly as long as that Lease; its token is the resourceVersion of the
+// claiming write. A membership expires by the rule above, on the claimer's
+// clock. Before it takes a partition whose owner's membership expired, a
+// claimer deletes that membership Lease, preconditioned on the
+// resourceVersion it saw expire: a renewal since makes the delete fail and
+// the owner lives; after the delete the owner can never renew, even through
+// a coordinator that never saw it expire. Claims, releases and checks of
+// several partitions are a request each (the API server writes and reads
+// named objects one at a time), at most 32 at once; GroupMembers and
+// GroupPartitions list the group in one request.
 package kube

@@ -1,0 +1,277 @@
+package kube
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenure-dev/tenure"
+)
+
+var _ tenure.GroupCoordinator = (*Coordinator)(nil)
+
+// Labels and annotations of partition groups' Leases.
+const (
+	// LabelGroup is a hash of the group's key on its membership and
+	// partition Leases (a label value cannot hold every key), so that one
+	// request lists a group.
+	LabelGroup = "tenure.dev/group"
+	// LabelRole is "member" on a membership Lease, "partition" on a
+	// partition's.
+	LabelRole = "tenure.dev/role"
+	// AnnotationGroup carries the group's key on a membership Lease.
+	AnnotationGroup = "tenure.dev/group"
+	// AnnotationPartitions carries the partition count a member announced.
+	AnnotationPartitions = "tenure.dev/partitions"
+	// AnnotationMember names, on a partition's Lease, the membership Lease
+	// of the member that owns it: the partition lives exactly as long as
+	// that Lease.
+	AnnotationMember = "tenure.dev/member"
+)
+
+// groupHash is the LabelGroup value of group.
+func groupHash(group string) string {
+	sum := sha256.Sum256([]byte(group))
+	return hex.EncodeToString(sum[:])[:hashLen]
+}
+
+// memberName is the name of the membership Lease of epoch in group: "tm-",
+// the group's hash and the epoch, so that a Member names its Lease.
+func memberName(group string, epoch uint64) string {
+	return fmt.Sprintf("tm-%s-%016x", groupHash(group), epoch)
+}
+
+// groupSelector selects group's Leases of role ("" for both).
+func groupSelector(group, role string) string {
+	s := LabelGroup + "=" + groupHash(group)
+	if role != "" {
+		s += "," + LabelRole + "=" + role
+	}
+	return s
+}
+
+// JoinGroup creates a membership Lease of its own for id in group: a
+// Lease held by id for ttl (whole seconds), with a random epoch in its
+// name, the group's hash as a label and the partition count announced as
+// an annotation. See tenure.GroupCoordinator.
+func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+	op := fmt.Sprintf("kube: join %q as %q", group, id)
+	if err := tenure.ValidateJoin(group, id, ttl, partitions); err != nil {
+		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return tenure.Member{}, err
+	}
+	secs := ttlSeconds(ttl)
+	for range attempts {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		epoch := binary.BigEndian.Uint64(b[:]) | 1 // never 0
+		now := metav1.NewMicroTime(time.Now())
+		l := &coordv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: memberName(group, epoch),
+				Labels:      map[string]string{LabelGroup: groupHash(group), LabelRole: "member", LabelManagedBy: "tenure"},
+				Annotations: map[string]string{AnnotationGroup: group, AnnotationPartitions: strconv.Itoa(partitions)}},
+			Spec: coordv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
+		}
+		sent := tenure.Now()
+		out, err := c.leases.Create(ctx, l, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			continue // the same random epoch: draw again
+		}
+		if err != nil {
+			return tenure.Member{}, fail(ctx, op, err)
+		}
+		if _, err := c.sight(out, tenure.Now()); err != nil {
+			return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+		}
+		return tenure.Member{Group: group, ID: id, Epoch: epoch, TTL: time.Duration(secs) * time.Second, Sent: sent, Partitions: partitions}, nil
+	}
+	return tenure.Member{}, fmt.Errorf("%s: no free epoch in %d draws", op, attempts)
+}
+
+// member reads m's membership Lease and returns its record; the error
+// wraps tenure.ErrLost when m has left (its Lease is gone), expired on this
+// coordinator's clock, or the Lease is not m's.
+func (c *Coordinator) member(ctx context.Context, m tenure.Member) (record, error) {
+	name := memberName(m.Group, m.Epoch)
+	l, err := c.leases.Get(ctx, name, metav1.GetOptions{})
+	at := tenure.Now()
+	if apierrors.IsNotFound(err) {
+		c.unsee(name)
+		return record{}, fmt.Errorf("%w: membership Lease %s is gone (left, or taken as expired)", tenure.ErrLost, name)
+	}
+	if err != nil {
+		return record{}, err
+	}
+	r, err := c.sight(l, at)
+	if err != nil {
+		return record{}, err
+	}
+	return r, c.memberLive(r, m)
+}
+
+// memberLive reports, as an error wrapping tenure.ErrLost, why membership
+// record r is not m live; nil when it is.
+func (c *Coordinator) memberLive(r record, m tenure.Member) error {
+	switch {
+	case r.holder != m.ID || r.lease.Annotations[AnnotationGroup] != m.Group:
+		return fmt.Errorf("%w: membership Lease %s holds %s of %q", tenure.ErrLost, r.lease.Name, tenure.DescribeHolder(r.holder), r.lease.Annotations[AnnotationGroup])
+	case !r.live(c.cfg.MaxDrift):
+		return fmt.Errorf("%w: membership expired: resourceVersion %s unchanged for %s", tenure.ErrLost, r.rv.s, wait(r.ttl, c.cfg.MaxDrift))
+	}
+	return nil
+}
+
+// RenewMember extends m's lease, and so every partition m owns: one update
+// of its membership Lease's renewTime, preconditioned on its
+// resourceVersion. See tenure.GroupCoordinator.
+func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+	op := fmt.Sprintf("kube: renew %s", m)
+	if err := c.begin(ctx, op); err != nil {
+		return tenure.Member{}, err
+	}
+	cur, fresh := c.cached(memberName(m.Group, m.Epoch))
+	fresh = fresh && c.memberLive(cur, m) == nil
+	for range attempts {
+		if !fresh {
+			var err error
+			if cur, err = c.member(ctx, m); err != nil {
+				return tenure.Member{}, fail(ctx, op, err)
+			}
+		}
+		fresh = false
+		l := cur.lease.DeepCopy()
+		now := metav1.NewMicroTime(after(time.Now(), l.Spec.RenewTime))
+		l.Spec.RenewTime = &now
+		sent := tenure.Now()
+		out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return tenure.Member{}, fail(ctx, op, err)
+		}
+		if _, err := c.sight(out, tenure.Now()); err != nil {
+			return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+		}
+		m.TTL, m.Sent = cur.ttl, sent
+		return m, nil
+	}
+	return tenure.Member{}, fmt.Errorf("%s: the membership Lease changed during each of %d attempts", op, attempts)
+}
+
+// LeaveGroup deletes m's membership Lease, preconditioned on its
+// resourceVersion: every partition naming it is free at once. See
+// tenure.GroupCoordinator.
+func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
+	op := fmt.Sprintf("kube: leave %s", m)
+	if err := c.begin(ctx, op); err != nil {
+		return err
+	}
+	for range attempts {
+		cur, err := c.member(ctx, m)
+		if err != nil {
+			if ctx.Err() == nil && isLost(err) {
+				return nil // gone already
+			}
+			return fail(ctx, op, err)
+		}
+		err = c.deleteAt(ctx, cur)
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fail(ctx, op, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: the membership Lease changed during each of %d attempts", op, attempts)
+}
+
+// deleteAt deletes the Lease of record r if it is still at r's
+// resourceVersion.
+func (c *Coordinator) deleteAt(ctx context.Context, r record) error {
+	rv := r.rv.s
+	err := c.leases.Delete(ctx, r.lease.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+	if err == nil || apierrors.IsNotFound(err) {
+		c.unsee(r.lease.Name)
+	}
+	return err
+}
+
+// GroupMembers lists group's membership Leases (one request) and returns
+// the live ones, sorted by ID, each with the time left as TTL. See
+// tenure.GroupCoordinator.
+func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
+	op := fmt.Sprintf("kube: members of %q", group)
+	if err := tenure.ValidateKey(group); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	members, _, err := c.listGroup(ctx, group, "member")
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	var out []tenure.Member
+	for _, r := range members {
+		if !r.live(c.cfg.MaxDrift) {
+			continue
+		}
+		p, _ := strconv.Atoi(r.lease.Annotations[AnnotationPartitions])
+		out = append(out, tenure.Member{Group: group, ID: r.holder, Epoch: epochOf(r.lease.Name), TTL: r.grant("", c.cfg.MaxDrift).TTL, Partitions: p})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// epochOf is the epoch in a membership Lease's name (0 if none).
+func epochOf(name string) uint64 {
+	if len(name) < 16 {
+		return 0
+	}
+	e, _ := strconv.ParseUint(name[len(name)-16:], 16, 64)
+	return e
+}
+
+// listGroup lists group's Leases of role ("" for both) in one request and
+// returns the membership records by Lease name and the partition records
+// by partition key.
+func (c *Coordinator) listGroup(ctx context.Context, group, role string) (members map[string]record, parts map[string]record, err error) {
+	list, err := c.leases.List(ctx, metav1.ListOptions{LabelSelector: groupSelector(group, role)})
+	if err != nil {
+		return nil, nil, err
+	}
+	at := tenure.Now()
+	members, parts = map[string]record{}, map[string]record{}
+	for i := range list.Items {
+		l := &list.Items[i]
+		r, err := c.sight(l, at)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch l.Labels[LabelRole] {
+		case "member":
+			if l.Annotations[AnnotationGroup] == group {
+				members[l.Name] = r
+			}
+		case "partition":
+			if key, ok := keyOf(l); ok {
+				parts[key] = r
+			}
+		}
+	}
+	return members, parts, nil
+}

@@ -1,0 +1,325 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// parallel bounds how many requests a batch call has in flight: the API
+// server has no request that writes several objects.
+const parallel = 32
+
+// forEach calls f(i) for i in [0, n), at most parallel at a time, and
+// waits for them.
+func forEach(n int, f func(i int)) {
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			f(i)
+		})
+	}
+	wg.Wait()
+}
+
+// isLost reports whether err says a grant or membership is lost.
+func isLost(err error) bool { return errors.Is(err, tenure.ErrLost) }
+
+// ClaimPartitions claims the named partitions of m's group: it reads m's
+// membership Lease and lists the group's Leases (two requests), then
+// writes only the partitions whose ownership changes, each in a request of
+// its own (at most 32 at once): a create, or an update preconditioned on
+// the partition's resourceVersion that names m's membership Lease. The
+// token is that write's resourceVersion. A partition whose owner's
+// membership expired on this coordinator's clock is taken only after that
+// membership Lease is deleted, preconditioned on the resourceVersion that
+// expired, so that its member can never renew it again. See
+// tenure.GroupCoordinator.
+func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+	op := fmt.Sprintf("kube: claim %d partitions for %s", len(names), m)
+	for _, n := range names {
+		if err := validPartition(m.Group, n); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	me, err := c.member(ctx, m)
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	members, parts, err := c.listGroup(ctx, m.Group, "")
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	out := make([]tenure.ClaimResult, len(names))
+	forEach(len(names), func(i int) {
+		key := tenure.PartitionKey(m.Group, names[i])
+		p, found := parts[key]
+		g, err := c.claim(ctx, m, me, key, p, found, members)
+		out[i] = tenure.ClaimResult{Grant: g, Err: err}
+	})
+	return out, nil
+}
+
+func validPartition(group, name string) error {
+	if err := tenure.ValidatePartitionName(name); err != nil {
+		return err
+	}
+	return tenure.ValidateGroup(group, len(name))
+}
+
+// claim claims partition key for m, whose membership is me, deciding first
+// on p (found: the partition's Lease exists) and the group's memberships as
+// listed, then, after a conflict, on fresh reads.
+func (c *Coordinator) claim(ctx context.Context, m tenure.Member, me record, key string, p record, found bool, members map[string]record) (tenure.Grant, error) {
+	for attempt := range attempts {
+		if attempt > 0 {
+			var err error
+			if p, found, err = c.get(ctx, key); err != nil {
+				return tenure.Grant{}, err
+			}
+			members = nil // read the owner's membership afresh
+		}
+		if !found {
+			g, err := c.createPartition(ctx, m, me, key)
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			return g, err
+		}
+		if p.holder == m.ID && p.lease.Annotations[AnnotationMember] == me.lease.Name {
+			return c.partitionGrant(key, p.token, m), nil // already m's
+		}
+		if err := c.freeOwner(ctx, p, members); err != nil {
+			if errors.Is(err, errConflict) {
+				continue
+			}
+			return tenure.Grant{}, err
+		}
+		g, err := c.takePartition(ctx, m, me, key, p)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		return g, err
+	}
+	return tenure.Grant{}, fmt.Errorf("partition %q changed during each of %d attempts", key, attempts)
+}
+
+// errConflict says a membership changed under a claim: decide again.
+var errConflict = errors.New("kube: membership changed")
+
+// freeOwner checks that the owner of partition p, if any, is gone: nil
+// when p is free or its owner's membership Lease is gone (after deleting
+// it, when it expired on this coordinator's clock); a *tenure.HeldError
+// when its owner lives; errConflict when the membership changed meanwhile.
+// members are the group's memberships as listed (nil: read the owner's).
+func (c *Coordinator) freeOwner(ctx context.Context, p record, members map[string]record) error {
+	if p.holder == "" {
+		return nil
+	}
+	name := p.lease.Annotations[AnnotationMember]
+	owner, ok := members[name]
+	if members == nil && name != "" {
+		l, err := c.leases.Get(ctx, name, metav1.GetOptions{})
+		at := tenure.Now()
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return err
+		default:
+			if owner, err = c.sight(l, at); err != nil {
+				return err
+			}
+			ok = true
+		}
+	}
+	if !ok || owner.holder != p.holder {
+		return nil // left, or taken as expired
+	}
+	if owner.live(c.cfg.MaxDrift) {
+		return &tenure.HeldError{Key: p.lease.Annotations[AnnotationKey], Holder: p.holder, Token: p.token}
+	}
+	// Expired here: end the membership for good before taking anything of
+	// it, preconditioned on the version that expired (a renewal since
+	// makes this a conflict, and the member lives).
+	if err := c.deleteAt(ctx, owner); err != nil && !apierrors.IsNotFound(err) {
+		if apierrors.IsConflict(err) {
+			return errConflict
+		}
+		return err
+	}
+	return nil
+}
+
+// partitionGrant is m's grant of partition key with token.
+func (c *Coordinator) partitionGrant(key string, token uint64, m tenure.Member) tenure.Grant {
+	return tenure.Grant{Key: key, Holder: m.ID, Token: token, TTL: m.TTL, Sent: m.Sent}
+}
+
+// createPartition creates partition key's Lease, owned by m.
+func (c *Coordinator) createPartition(ctx context.Context, m tenure.Member, me record, key string) (tenure.Grant, error) {
+	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName(key),
+		Labels:      map[string]string{LabelGroup: groupHash(m.Group), LabelRole: "partition", LabelManagedBy: "tenure"},
+		Annotations: map[string]string{AnnotationKey: key}}}
+	ownBy(l, m, me, time.Now())
+	out, err := c.leases.Create(ctx, l, metav1.CreateOptions{})
+	if err != nil {
+		return tenure.Grant{}, err
+	}
+	r, err := c.sight(out, tenure.Now())
+	return c.partitionGrant(key, r.rv.n, m), err
+}
+
+// takePartition writes m as the owner of partition key over p,
+// preconditioned on p's resourceVersion.
+func (c *Coordinator) takePartition(ctx context.Context, m tenure.Member, me record, key string, p record) (tenure.Grant, error) {
+	l := p.lease.DeepCopy()
+	transitions := int32(1)
+	if t := l.Spec.LeaseTransitions; t != nil {
+		transitions = *t + 1
+	}
+	l.Spec.LeaseTransitions = &transitions
+	ownBy(l, m, me, after(time.Now(), l.Spec.AcquireTime))
+	out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
+	if err != nil {
+		return tenure.Grant{}, err
+	}
+	r, err := c.sight(out, tenure.Now())
+	if err == nil && !r.rv.after(p.rv) {
+		err = fmt.Errorf("%w: the write that granted partition %q has resourceVersion %s, not later than %s", ErrIncomparable, key, r.rv.s, p.rv.s)
+	}
+	return c.partitionGrant(key, r.rv.n, m), err
+}
+
+// ownBy makes partition Lease l m's, whose membership Lease is me's: its
+// holder, duration and times (for people: the partition lives as long as
+// the membership), and the annotation naming the membership.
+func ownBy(l *coordv1.Lease, m tenure.Member, me record, now time.Time) {
+	t := metav1.NewMicroTime(now)
+	secs := ttlSeconds(m.TTL)
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &m.ID, &secs
+	l.Spec.AcquireTime, l.Spec.RenewTime = &t, &t
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[AnnotationMember] = me.lease.Name
+	delete(l.Annotations, AnnotationToken)
+}
+
+// ownedBy reports whether partition record p holds g for m.
+func ownedBy(p record, m tenure.Member, g tenure.Grant) bool {
+	return p.holder == m.ID && p.token == g.Token && p.lease.Annotations[AnnotationMember] == memberName(m.Group, m.Epoch)
+}
+
+// ReleasePartitions frees the partitions of gs that m still owns with
+// their tokens: each an update, preconditioned on its resourceVersion,
+// that clears the holder (at most 32 at once). See tenure.GroupCoordinator.
+func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+	op := fmt.Sprintf("kube: release %d partitions of %s", len(gs), m)
+	if err := c.begin(ctx, op); err != nil {
+		return err
+	}
+	errs := make([]error, len(gs))
+	forEach(len(gs), func(i int) { errs[i] = c.releasePartition(ctx, m, gs[i]) })
+	if err := errors.Join(errs...); err != nil {
+		return fail(ctx, op, err)
+	}
+	return nil
+}
+
+func (c *Coordinator) releasePartition(ctx context.Context, m tenure.Member, g tenure.Grant) error {
+	for range attempts {
+		p, found, err := c.get(ctx, g.Key)
+		if err != nil || !found || !ownedBy(p, m, g) {
+			return err // gone already, or an error
+		}
+		l := p.lease.DeepCopy()
+		now := metav1.NewMicroTime(after(time.Now(), l.Spec.RenewTime))
+		none, one := "", int32(1)
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &none, &one
+		l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+		delete(l.Annotations, AnnotationMember)
+		out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("partition %q: %w", g.Key, err)
+		}
+		_, err = c.sight(out, tenure.Now())
+		return err
+	}
+	return fmt.Errorf("partition %q changed during each of %d attempts", g.Key, attempts)
+}
+
+// CheckPartitions reads m's membership Lease and each partition of gs (a
+// request each, at most 32 at once: the API server has no request that
+// reads several named objects) and returns the grants m no longer owns
+// with their tokens. See tenure.GroupCoordinator.
+func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+	op := fmt.Sprintf("kube: check %d partitions of %s", len(gs), m)
+	if err := c.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	if _, err := c.member(ctx, m); err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	owned := make([]bool, len(gs))
+	errs := make([]error, len(gs))
+	forEach(len(gs), func(i int) {
+		p, found, err := c.get(ctx, gs[i].Key)
+		owned[i], errs[i] = found && ownedBy(p, m, gs[i]), err
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	var lost []tenure.Grant
+	for i, g := range gs {
+		if !owned[i] {
+			lost = append(lost, g)
+		}
+	}
+	return lost, nil
+}
+
+// GroupPartitions lists group's Leases (one request) and returns the grant
+// of every partition whose owner's membership is live on this
+// coordinator's clock, sorted by key, with the time left on the membership
+// as TTL. See tenure.GroupCoordinator.
+func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
+	op := fmt.Sprintf("kube: partitions of %q", group)
+	if err := tenure.ValidateKey(group); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	members, parts, err := c.listGroup(ctx, group, "")
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	var out []tenure.Grant
+	for key, p := range parts {
+		owner, ok := members[p.lease.Annotations[AnnotationMember]]
+		if p.holder == "" || !ok || owner.holder != p.holder || !owner.live(c.cfg.MaxDrift) {
+			continue
+		}
+		out = append(out, tenure.Grant{Key: key, Holder: p.holder, Token: p.token, TTL: owner.grant(key, c.cfg.MaxDrift).TTL})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
