@@ -90,16 +90,22 @@ func TestMonitorRunEndpoints(t *testing.T) {
 
 	a.signal(t, 15) // SIGTERM: alpha resigns, beta takes over
 	waitFor(t, 15*time.Second, "beta to lead", func() bool { code, _ := get(t, addrB, "/leader"); return code == 200 })
+	// /leader answers 200 from the term's start; the record of the
+	// transition is written just after it.
 	var got []string
-	for _, l := range lines(b.err.String()) {
-		var rec struct {
-			Msg, Key, Holder, Reason string
-			Token                    uint64
+	waitFor(t, 5*time.Second, "beta's transition record", func() bool {
+		got = nil
+		for _, l := range lines(b.err.String()) {
+			var rec struct {
+				Msg, Key, Holder, Reason string
+				Token                    uint64
+			}
+			if json.Unmarshal([]byte(l), &rec) == nil && rec.Msg == "leadership" {
+				got = append(got, fmt.Sprintf("%s %s %s %t", rec.Key, strings.SplitN(rec.Holder, "#", 2)[0], rec.Reason, rec.Token > 0))
+			}
 		}
-		if json.Unmarshal([]byte(l), &rec) == nil && rec.Msg == "leadership" {
-			got = append(got, fmt.Sprintf("%s %s %s %t", rec.Key, strings.SplitN(rec.Holder, "#", 2)[0], rec.Reason, rec.Token > 0))
-		}
-	}
+		return len(got) > 0
+	})
 	if want := "endpoints beta acquired true"; len(got) != 1 || got[0] != want {
 		t.Errorf("beta's JSON transition logs = %q; want [%q]", got, want)
 	}
