@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/kubetest"
 	"github.com/tenure-dev/tenure/kube"
 )
@@ -172,7 +173,8 @@ func awaitVerbs(t *testing.T, cfg *rest.Config, ns, missing string) {
 
 // coordinatorCalls makes every call of the Kubernetes coordinator as cfg
 // on a fresh key: create (Acquire), update (Renew, Release, Acquire over a
-// released Lease), get (Leader), list (List, Watch) and watch (Watch).
+// released Lease), get (Leader), list (List, Watch) and watch (Watch), and
+// those of partition groups.
 func coordinatorCalls(t *testing.T, cfg *rest.Config, ns string) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -209,6 +211,46 @@ func coordinatorCalls(t *testing.T, cfg *rest.Config, ns string) error {
 	if err := c.Release(ctx, g); err != nil {
 		return err
 	}
-	_, err = c.Acquire(ctx, key, "worker#2", 10*time.Second)
-	return err
+	if _, err = c.Acquire(ctx, key, "worker#2", 10*time.Second); err != nil {
+		return err
+	}
+	return groupCalls(ctx, c, key)
+}
+
+// groupCalls makes every call of the coordinator's partition groups:
+// create (JoinGroup, ClaimPartitions), update (RenewMember,
+// ReleasePartitions), get (CheckPartitions), list (GroupMembers,
+// GroupPartitions) and delete (LeaveGroup).
+func groupCalls(ctx context.Context, c *kube.Coordinator, group string) error {
+	m, err := c.JoinGroup(ctx, group, "worker#1", 10*time.Second, 2)
+	if err != nil {
+		return err
+	}
+	if m, err = c.RenewMember(ctx, m); err != nil {
+		return err
+	}
+	res, err := c.ClaimPartitions(ctx, m, []string{"0", "1"})
+	if err != nil {
+		return err
+	}
+	var gs []tenure.Grant
+	for _, r := range res {
+		if r.Err != nil {
+			return r.Err
+		}
+		gs = append(gs, r.Grant)
+	}
+	if _, err := c.CheckPartitions(ctx, m, gs); err != nil {
+		return err
+	}
+	if _, err := c.GroupMembers(ctx, group); err != nil {
+		return err
+	}
+	if _, err := c.GroupPartitions(ctx, group); err != nil {
+		return err
+	}
+	if err := c.ReleasePartitions(ctx, m, gs[:1]); err != nil {
+		return err
+	}
+	return c.LeaveGroup(ctx, m)
 }
