@@ -179,21 +179,22 @@ func (r *runner) renewInterval() time.Duration {
 	return max(min(r.cfg.EffectiveRenewInterval(), r.cfg.SafeLease(r.member.TTL)/3), time.Millisecond)
 }
 
-// renew extends the membership, then checks that this member still owns
-// every partition it runs (see check), and only then extends their terms:
-// a partition freed by someone else (an operator's `tenure release
-// --force`, etcdctl del, an UPDATE) and perhaps claimed by another member
-// since is run here at most until the reply of the next check, one renewal
-// interval plus a round trip later, and never past the deadline of the
-// last renewal checked: a safe lease.
+// renew checks that this member still owns every partition it runs (see
+// check), then extends the membership, and with it their terms: a renewal
+// counts only when both answered. So a partition freed by someone else (an
+// operator's `tenure release --force`, etcdctl del, an UPDATE) and perhaps
+// claimed by another member since is run here at most until the reply of
+// the next check, one renewal interval plus a round trip later, and never
+// past the deadline of the last renewal that followed a check: a safe
+// lease.
 func (r *runner) renew() {
+	err := r.check()
 	var m tenure.Member
-	err := r.call(func(ctx context.Context) (err error) {
-		m, err = r.g.c.RenewMember(ctx, r.member)
-		return err
-	})
 	if err == nil {
-		err = r.check(m)
+		err = r.call(func(ctx context.Context) (err error) {
+			m, err = r.g.c.RenewMember(ctx, r.member)
+			return err
+		})
 	}
 	switch {
 	case err == nil:
@@ -213,11 +214,11 @@ func (r *runner) renew() {
 	}
 }
 
-// check asks the coordinator, with membership m, which of the partitions
-// this member runs it no longer owns, and ends their terms as lost: they
-// are not released, and the member claims them again only if its
-// assignment gives them to it, with a new token.
-func (r *runner) check(m tenure.Member) error {
+// check asks the coordinator which of the partitions this member runs it no
+// longer owns, and ends their terms as lost: they are not released, and the
+// member claims them again only if its assignment gives them to it, with a
+// new token.
+func (r *runner) check() error {
 	if len(r.owned) == 0 {
 		return nil
 	}
@@ -229,7 +230,7 @@ func (r *runner) check(m tenure.Member) error {
 	}
 	var lost []tenure.Grant
 	err := r.call(func(ctx context.Context) (err error) {
-		lost, err = r.g.c.CheckPartitions(ctx, m, gs)
+		lost, err = r.g.c.CheckPartitions(ctx, r.member, gs)
 		return err
 	})
 	if err != nil {
