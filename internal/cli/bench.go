@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -187,15 +186,11 @@ lease's time left at the coordinator; a successor that acts before it is
 reported as a failure (exit code 1).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			exe, err := os.Executable()
+			run, err := contenderCommand(cmd)
 			if err != nil {
-				return fmt.Errorf("bench failover: find this binary to run the contenders: %w", err)
+				return err
 			}
-			o.Command = func(spec string) *exec.Cmd {
-				c := exec.Command(exe, "bench", "child", "--spec", spec)
-				c.Stderr = cmd.ErrOrStderr()
-				return c
-			}
+			o.Command = run
 			return runBench(cmd, g, f, func(ctx context.Context, t bench.Target) (*bench.Report, error) {
 				o.Target = t
 				return bench.Failover(ctx, o)
