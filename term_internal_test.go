@@ -118,15 +118,15 @@ func dlAt(mono time.Time) Instant {
 // Check fails at once, and the context is cancelled within suspendCheck.
 func TestTermEndsAfterSuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clk := newSuspendableClock()
-		defer boottime.Simulate(clk.now)()
+		clk, suspend := boottime.NewSuspendable()
+		defer boottime.Simulate(clk)()
 		sent := Now()
 		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 4, TTL: 10 * time.Second}, sent.Add(8*time.Second))
 		time.Sleep(2 * time.Second)
 		if err := term.Check(); err != nil {
 			t.Fatalf("Check() 2s into the term = %v; want nil", err)
 		}
-		clk.suspend(30 * time.Second) // the host sleeps; Go's clock does not move
+		suspend(30 * time.Second) // the host sleeps; Go's clock does not move
 		if err := term.Check(); !errors.Is(err, ErrNotLeader) {
 			t.Fatalf("Check() after a 30s suspend = %v; want ErrNotLeader", err)
 		}
@@ -139,12 +139,12 @@ func TestTermEndsAfterSuspend(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		// The context too: no Check call, only the timer.
-		clk := newSuspendableClock()
-		defer boottime.Simulate(clk.now)()
+		clk, suspend := boottime.NewSuspendable()
+		defer boottime.Simulate(clk)()
 		sent := Now()
 		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 5, TTL: time.Minute}, sent.Add(50*time.Second))
 		time.Sleep(2 * time.Second)
-		clk.suspend(time.Hour)
+		suspend(time.Hour)
 		resumed := time.Now()
 		<-term.Done()
 		if took := time.Since(resumed); took > suspendCheck {

@@ -9,7 +9,6 @@ import (
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/internal/bench"
-	"github.com/tenure-dev/tenure/partition"
 )
 
 // BenchmarkPartitions measures partition groups at P = 100 and P = 10,000
@@ -24,17 +23,17 @@ func BenchmarkPartitions(b *testing.B) {
 	c := startCluster(b, 1)
 	eps := c.endpoints()
 	for range b.N {
-		res, err := partition.MeasureScaling(context.Background(), partition.MeasureConfig{
-			Partitions: 10000, Members: 10, TTL: 10 * time.Second,
+		res, err := bench.Partitions(context.Background(), bench.PartitionsOptions{
+			Partitions: 10000, Members: 10, TTL: 10 * time.Second, Reference: 100, Progress: os.Stdout,
 			NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
 				return etcd.New(newClient(b, eps))
 			},
 			Writes: bench.EtcdWrites,
-		}, 100, os.Stdout)
+		})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Logf("embedded etcd, P=10000 beside P=100")
-		res.Report(os.Stdout, 10*time.Second, res.WritesRatio)
+		res.WriteText(os.Stdout, 10*time.Second)
 	}
 }

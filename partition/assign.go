@@ -7,12 +7,6 @@ import (
 	"strconv"
 )
 
-// Assign maps every partition name to the member that should own it when
-// nobody owns any yet: Rebalance(names, members, nil).
-func Assign(names, members []string) map[string]string {
-	return Rebalance(names, members, nil)
-}
-
 // Rebalance maps every partition name to the member that should own it,
 // given owners, who owns each partition now (partition name → member ID;
 // owners that are not in members count as gone). Every member computes the
@@ -33,7 +27,15 @@ func Assign(names, members []string) map[string]string {
 // result is a fixed point: Rebalance(names, members, result) == result, and
 // so is any state on the way to it (some moved partitions free, some
 // claimed), which is what lets members that read the table at different
-// moments of a hand-over agree. With no members, the map is empty.
+// moments of a hand-over agree. With no members, the map is empty; with no
+// owners (nil), it is where a group that owns nothing yet puts every
+// partition.
+//
+// Members call it themselves; it is exported for users who place work
+// ahead of the group (warm a cache, start a standby on the member a
+// partition will go to after a join or leave), and for tools that check
+// that a table is settled: a fixed point of Rebalance (`tenure bench
+// partitions`).
 func Rebalance(names, members []string, owners map[string]string) map[string]string {
 	out := make(map[string]string, len(names))
 	if len(members) == 0 || len(names) == 0 {
@@ -165,7 +167,8 @@ func mix(x uint64) uint64 {
 }
 
 // Names returns the default names of p partitions: their indexes, "0" to
-// p−1.
+// p−1. It is exported for readers of a group that know only P (ReadTable
+// takes the names).
 func Names(p int) []string {
 	out := make([]string, p)
 	for i := range out {

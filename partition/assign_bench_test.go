@@ -9,6 +9,6 @@ import (
 func BenchmarkAssign(b *testing.B) {
 	names, ms := partition.Names(10000), members(10)
 	for b.Loop() {
-		partition.Assign(names, ms)
+		partition.Rebalance(names, ms, nil)
 	}
 }

@@ -63,20 +63,20 @@ func TestAssignBalance(t *testing.T) {
 	for _, tc := range []struct{ p, n int }{{1, 1}, {1, 3}, {7, 3}, {64, 5}, {100, 10}, {1000, 7}, {10000, 10}} {
 		t.Run(fmt.Sprintf("P=%d,N=%d", tc.p, tc.n), func(t *testing.T) {
 			ms := members(tc.n)
-			checkBalanced(t, "Assign()", partition.Assign(partition.Names(tc.p), ms), tc.p, ms)
+			checkBalanced(t, "Rebalance(nil owners)", partition.Rebalance(partition.Names(tc.p), ms, nil), tc.p, ms)
 		})
 	}
 }
 
 func TestAssignDeterministic(t *testing.T) {
 	names, ms := partition.Names(500), members(6)
-	want := partition.Assign(names, ms)
+	want := partition.Rebalance(names, ms, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 5 {
 		shuffled := append([]string(nil), ms...)
 		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		if got := partition.Assign(names, shuffled); !maps.Equal(got, want) {
-			t.Fatalf("Assign(members in order %v) differs from Assign(members in order %v) on %d partitions", shuffled, ms, moved(got, want))
+		if got := partition.Rebalance(names, shuffled, nil); !maps.Equal(got, want) {
+			t.Fatalf("Rebalance(members in order %v) differs from Rebalance(members in order %v) on %d partitions", shuffled, ms, moved(got, want))
 		}
 		// Owners that are not members are ignored; a settled map is kept.
 		owners := maps.Clone(want)
@@ -102,7 +102,7 @@ func TestRebalanceMovesLittle(t *testing.T) {
 		}
 		n := 1 + rng.IntN(min(p, 16))
 		names, ms := partition.Names(p), randomMembers(rng, n+1)
-		before := partition.Assign(names, ms[:n])
+		before := partition.Rebalance(names, ms[:n], nil)
 		after := partition.Rebalance(names, ms, before)
 		checkBalanced(t, fmt.Sprintf("P=%d, N=%d+1", p, n), after, p, ms)
 		if again := partition.Rebalance(names, ms, after); !maps.Equal(again, after) {
@@ -142,10 +142,10 @@ func TestRebalanceAgreesDuringHandOver(t *testing.T) {
 		p := []int{16, 100, 1000}[i%3]
 		n := 2 + rng.IntN(10)
 		names, ms := partition.Names(p), randomMembers(rng, n+1)
-		before := partition.Assign(names, ms[:n])
+		before := partition.Rebalance(names, ms[:n], nil)
 		change := ms
 		if i%2 == 1 { // a leave instead of a join
-			before, change = partition.Assign(names, ms), ms[1:]
+			before, change = partition.Rebalance(names, ms, nil), ms[1:]
 		}
 		target := partition.Rebalance(names, change, before)
 		for range 5 {

@@ -67,10 +67,11 @@ func ExampleGroup_Run() {
 	// jobs/3 (partition 3) led by node-a#1 with token 1
 }
 
-// Assign is the rendezvous assignment every member computes from the same
-// membership: no member gets more than ⌈P/N⌉ partitions.
-func ExampleAssign() {
-	a := partition.Assign(partition.Names(7), []string{"node-a#1", "node-b#1", "node-c#1"})
+// Rebalance with no owners is the rendezvous assignment every member
+// computes from the same membership: no member gets more than ⌈P/N⌉
+// partitions.
+func ExampleRebalance_nobodyOwns() {
+	a := partition.Rebalance(partition.Names(7), []string{"node-a#1", "node-b#1", "node-c#1"}, nil)
 	load := map[string]int{}
 	for _, m := range a {
 		load[m]++
@@ -85,7 +86,7 @@ func ExampleAssign() {
 func ExampleRebalance() {
 	names := partition.Names(100)
 	three := []string{"node-a#1", "node-b#1", "node-c#1"}
-	before := partition.Assign(names, three)
+	before := partition.Rebalance(names, three, nil)
 	joined := partition.Rebalance(names, append(three, "node-d#1"), before)
 	left := partition.Rebalance(names, []string{"node-b#1", "node-c#1", "node-d#1"}, joined)
 	count := func(a, b map[string]string) (n int) {

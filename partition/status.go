@@ -8,7 +8,10 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// Snapshot is what one member knows of itself, for status displays.
+// Snapshot is what one member knows of itself, without a round trip: for a
+// member's own status display or health endpoint (the /leader of `tenure
+// run --partitions --http` answers from it), and for tests that must know
+// who runs what.
 type Snapshot struct {
 	// Member is the current membership; zero before joining and after
 	// leaving.

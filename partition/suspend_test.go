@@ -10,7 +10,6 @@ import (
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/boottime"
 	"github.com/tenure-dev/tenure/memory"
-	"github.com/tenure-dev/tenure/partition/partitiontest"
 )
 
 // suspendingLink is one member's link to the memory coordinator. When
@@ -26,7 +25,7 @@ import (
 // other members take its partitions over.
 type suspendingLink struct {
 	*memory.Coordinator
-	suspend func(time.Duration) // the host's boot clock: see SimulateSuspend
+	suspend func(time.Duration) // the host's boot clock: see boottime.NewSuspendable
 	holder  string              // whose link it is
 	inClaim bool                // suspend before a claim, not inside a renewal
 	d       time.Duration
@@ -78,7 +77,8 @@ func TestGroupSuspendBetweenRenewalAndClaim(t *testing.T) {
 }
 
 func suspendRun(t *testing.T, inClaim bool) {
-	suspend, restore := partitiontest.SimulateSuspend()
+	clk, suspend := boottime.NewSuspendable()
+	restore := boottime.Simulate(clk)
 	defer restore()
 	c := newCluster(t, 12)
 	c.cfg.TTL, c.cfg.Margin = 10*time.Second, time.Second

@@ -11,7 +11,11 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// Table is a group's partition table as the coordinator holds it.
+// Table is a group's partition table as the coordinator holds it: who owns
+// each partition, with which token and how much lease, and each member's
+// share. ReadTable and ReadGroupTable read it; `tenure status` and the page
+// of `tenure server --http` show it, and it is exported for users' own
+// dashboards and health checks (alert on Stats.Unowned, say).
 type Table struct {
 	// Group is the group's key.
 	Group string

@@ -8,7 +8,6 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/bench"
-	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/postgres"
 )
 
@@ -23,17 +22,17 @@ import (
 func BenchmarkPartitions(b *testing.B) {
 	dsn := newDB(b)
 	for range b.N {
-		res, err := partition.MeasureScaling(context.Background(), partition.MeasureConfig{
-			Partitions: 10000, Members: 10, TTL: 10 * time.Second,
+		res, err := bench.Partitions(context.Background(), bench.PartitionsOptions{
+			Partitions: 10000, Members: 10, TTL: 10 * time.Second, Reference: 100, Progress: os.Stdout,
 			NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
 				return postgres.Open(ctx, dsn)
 			},
 			Writes: func(ctx context.Context) (int64, error) { return bench.PostgresGroupWrites(ctx, dsn) },
-		}, 100, os.Stdout)
+		})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Logf("PostgreSQL, P=10000 beside P=100")
-		res.Report(os.Stdout, 10*time.Second, res.WritesRatio)
+		res.WriteText(os.Stdout, 10*time.Second)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -42,5 +43,26 @@ func TestSharedAcrossProcesses(t *testing.T) {
 	up := time.Duration(secs * float64(time.Second))
 	if d := time.Duration(Now()) - up; d < -time.Second || d > time.Second {
 		t.Fatalf("boot clock %s vs /proc/uptime %s: differ by %s; want within 1s", time.Duration(Now()), up, d)
+	}
+}
+
+// A suspendable clock follows a synctest bubble's time, and a suspend moves
+// it alone, as a host suspend moves CLOCK_BOOTTIME but not Go's clock.
+func TestSuspendable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, suspend := NewSuspendable()
+		defer Simulate(c)()
+		start, mono := Now(), time.Now()
+		time.Sleep(2 * time.Second)
+		suspend(30 * time.Second)
+		if got, want := Since(start), 32*time.Second; got != want {
+			t.Errorf("boot clock moved %s over a 2s sleep and a 30s suspend; want %s", got, want)
+		}
+		if got := time.Since(mono); got != 2*time.Second {
+			t.Errorf("Go's clock moved %s; want 2s (a suspend does not move it)", got)
+		}
+	})
+	if c := simulated.Load(); c != nil {
+		t.Error("the simulated clock is still set after restore")
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/bench"
-	"github.com/tenure-dev/tenure/partition"
 )
 
 // benchPartitionsFlags are the flags of tenure bench partitions.
@@ -30,7 +29,7 @@ func newBenchPartitionsCommand(g *globalFlags, f *benchFlags) *cobra.Command {
 		Short: "Per-partition leadership at scale: balance, cold start, writes, CPU, moves, hand-over, takeover",
 		Long: `partitions runs --members members of one partition group of --partitions
 partitions in this process, each with a coordinator client of its own, and
-measures (package partition's Measure): the balance once settled, the cold
+measures (internal/bench's Partitions): the balance once settled, the cold
 start to every partition running, the coordinator's writes per second and
 the CPU in steady state, the partitions moved by a join and by a graceful
 leave, the hand-over time of a planned leave, and the takeover time, with
@@ -92,15 +91,13 @@ func runBenchPartitions(cmd *cobra.Command, g *globalFlags, f *benchFlags, o *be
 		return err
 	}
 	defer stop()
-	mc := o.measureConfig(g, t, !cmd.Flags().Changed("endpoints"))
+	po := o.options(g, t, !cmd.Flags().Changed("endpoints"))
 	rep := partitionsReport{Command: commandLine(cmd), Backend: t.Backend()}
 	fmt.Fprintf(t.Progress, "bench: on %s\n", t.Backend())
-	sc, err := partition.MeasureScaling(cmd.Context(), mc, o.reference, t.Progress)
+	res, err := bench.Partitions(cmd.Context(), po)
 	if err != nil {
 		return fmt.Errorf("bench partitions: %w", err)
 	}
-	res := sc.Measured
-	rep.ReferencePartitions, rep.ReferenceWritesPS, rep.WritesRatio = sc.ReferencePartitions, sc.ReferenceWritesPerSecond, sc.WritesRatio
 	rep.fill(res, o.ttl)
 	if f.html != "" {
 		if err := rep.writeHTML(f.html, res); err != nil {
@@ -133,14 +130,16 @@ func (o *benchPartitionsFlags) check() error {
 	return nil
 }
 
-// measureConfig is Measure's config for target t; writes are counted when
-// the server can be asked: PostgreSQL, or etcd in this process (local).
-func (o *benchPartitionsFlags) measureConfig(g *globalFlags, t bench.Target, local bool) partition.MeasureConfig {
+// options are the benchmark's options for target t; writes are counted
+// when the server can be asked: PostgreSQL, or etcd in this process
+// (local).
+func (o *benchPartitionsFlags) options(g *globalFlags, t bench.Target, local bool) bench.PartitionsOptions {
 	cf := g.coord
 	cf.endpoints, cf.postgres = t.Endpoints, t.Postgres
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mc := partition.MeasureConfig{
+	mc := bench.PartitionsOptions{
 		Partitions: o.partitions, Members: o.members, TTL: o.ttl, Steady: o.steady,
+		Reference: o.reference, Progress: t.Progress,
 		NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
 			return openCoordinator(ctx, &cf, quiet)
 		},
@@ -155,7 +154,7 @@ func (o *benchPartitionsFlags) measureConfig(g *globalFlags, t bench.Target, loc
 }
 
 // fill copies m's figures into the report.
-func (r *partitionsReport) fill(m partition.Measured, ttl time.Duration) {
+func (r *partitionsReport) fill(m bench.PartitionsResult, ttl time.Duration) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	r.Partitions, r.Members, r.TTLMS = m.Partitions, m.Members, ttl.Milliseconds()
 	r.ColdStartMS, r.MaxOwned, r.Cap, r.Imbalance = m.ColdStart.Milliseconds(), m.MaxOwned, m.Cap, m.Imbalance
@@ -163,28 +162,25 @@ func (r *partitionsReport) fill(m partition.Measured, ttl time.Duration) {
 	r.JoinMoves, r.LeaveMoves, r.StaleTokens = m.JoinMoves, m.LeaveMoves, m.StaleTokens
 	r.LeaveP99MS, r.LeaveMaxMS = ms(m.LeaveP99), ms(m.LeaveMax)
 	r.CrashP99MS, r.CrashMaxMS = ms(m.CrashP99), ms(m.CrashMax)
+	r.ReferencePartitions, r.ReferenceWritesPS, r.WritesRatio = m.ReferencePartitions, m.ReferenceWritesPerSecond, m.WritesRatio
 }
 
 // write prints the report: JSON, or the table of figures beside targets.
-func (r *partitionsReport) write(w io.Writer, m partition.Measured, asJSON bool) error {
+func (r *partitionsReport) write(w io.Writer, m bench.PartitionsResult, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
 	fmt.Fprintf(w, "%s\n%s, TTL %s\n\n", r.Command, r.Backend, time.Duration(r.TTLMS)*time.Millisecond)
-	m.Report(w, time.Duration(r.TTLMS)*time.Millisecond, 0)
-	if r.ReferencePartitions > 0 {
-		fmt.Fprintf(w, "%-44s %-22s %.2f\n", fmt.Sprintf("coordinator writes/s at P=%d (reference)", r.ReferencePartitions), "", r.ReferenceWritesPS)
-		fmt.Fprintf(w, "%-44s %-22s %.3f\n", fmt.Sprintf("writes(P=%d) / writes(P=%d)", r.Partitions, r.ReferencePartitions), "≤ 1.1", r.WritesRatio)
-	}
+	m.WriteText(w, time.Duration(r.TTLMS)*time.Millisecond)
 	return nil
 }
 
 // writeHTML writes the report as a page (--html): the CDFs of the planned
 // leave's hand-overs and of the crash's takeovers, one point per partition,
 // and every figure beside its target.
-func (r *partitionsReport) writeHTML(path string, m partition.Measured) error {
+func (r *partitionsReport) writeHTML(path string, m bench.PartitionsResult) error {
 	ttl := time.Duration(r.TTLMS) * time.Millisecond
 	page := &bench.Report{Benchmark: "partitions", Backend: r.Backend, Command: r.Command, Failures: []string{},
 		Settings: map[string]any{"partitions": r.Partitions, "members": r.Members, "ttl_ms": r.TTLMS}}
@@ -193,7 +189,7 @@ func (r *partitionsReport) writeHTML(path string, m partition.Measured) error {
 	if r.StaleTokens > 0 {
 		page.Failures = append(page.Failures, fmt.Sprintf("%d partitions ran again with a token not greater than before", r.StaleTokens))
 	}
-	for _, f := range m.Figures(ttl, r.WritesRatio) {
+	for _, f := range m.Figures(ttl) {
 		note := f.What + ": " + f.Measured
 		if f.Target != "" {
 			note += " (target " + f.Target + ")"
