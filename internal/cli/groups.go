@@ -18,16 +18,19 @@ import (
 // tenure server --http. A group is found through its partition keys: the
 // parent of a key the coordinator lists under the prefix is a group when it
 // has live members. (Coordinators that do not list partition keys, such
-// as PostgreSQL's, show no groups.) A group found once stays shown, with
-// every partition seen owned once, so that partitions and groups left
-// without an owner are shown unowned rather than disappearing.
+// as PostgreSQL's, show no groups.) Each group's table lists every
+// partition, owned or not: those of the partition count its members
+// announce (partition.ReadGroupTable), or the --partitions/--names given.
+// A group found once stays shown, with every partition shown once, so
+// that partitions and groups left without an owner are shown unowned
+// rather than disappearing.
 type groupFinder struct {
 	// names are the partition names of every group (--partitions,
-	// --names); nil means the names seen owned.
+	// --names); nil means the names the group's members announce.
 	names []string
 
 	mu   sync.Mutex
-	seen map[string]map[string]bool // group -> partition names seen owned
+	seen map[string]map[string]bool // group -> partition names shown
 }
 
 // list reads the table of every group under prefix from c, sorted by
@@ -52,49 +55,66 @@ func (f *groupFinder) tables(ctx context.Context, c tenure.Coordinator, gs []ten
 	if f.seen == nil {
 		f.seen = make(map[string]map[string]bool)
 	}
-	owned := make(map[string]map[string]bool) // candidate group -> names owned now
+	groups := make(map[string]bool) // candidate groups
 	for g := range f.seen {
-		owned[g] = map[string]bool{}
+		groups[g] = true
 	}
 	f.mu.Unlock()
 	for _, g := range gs {
-		i := strings.LastIndexByte(g.Key, '/')
-		if i <= 0 || tenure.ValidateGroup(g.Key[:i], 1) != nil {
-			continue
+		if i := strings.LastIndexByte(g.Key, '/'); i > 0 && tenure.ValidateGroup(g.Key[:i], 1) == nil {
+			groups[g.Key[:i]] = true
 		}
-		if owned[g.Key[:i]] == nil {
-			owned[g.Key[:i]] = map[string]bool{}
-		}
-		owned[g.Key[:i]][g.Key[i+1:]] = true
 	}
 	var out []partition.Table
-	for _, group := range slices.Sorted(maps.Keys(owned)) {
-		t, err := partition.ReadTable(ctx, c, group, f.namesOf(group, owned[group], false))
+	for _, group := range slices.Sorted(maps.Keys(groups)) {
+		t, err := f.table(ctx, c, group)
 		if err != nil {
 			return nil, err
 		}
 		if len(t.Members) > 0 || f.known(group) {
-			f.namesOf(group, owned[group], true)
+			f.keep(group, t)
 			out = append(out, t)
 		}
 	}
 	return out, nil
 }
 
-// namesOf returns the partition names of group: f.names, or the names
-// seen owned before and now; keep records those now owned as seen.
-func (f *groupFinder) namesOf(group string, now map[string]bool, keep bool) []string {
+// table reads group's table: for f.names, or every partition its members
+// announce (with those shown before, if the members no longer say them
+// all).
+func (f *groupFinder) table(ctx context.Context, c tenure.Coordinator, group string) (partition.Table, error) {
 	if f.names != nil {
-		return f.names
+		return partition.ReadTable(ctx, c, group, f.names)
+	}
+	t, err := partition.ReadGroupTable(ctx, c, group)
+	if err != nil {
+		return t, err
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	all := maps.Clone(now)
-	maps.Copy(all, f.seen[group])
-	if keep {
-		f.seen[group] = all
+	all := maps.Clone(f.seen[group])
+	f.mu.Unlock()
+	for _, r := range t.Partitions {
+		delete(all, r.Partition.Name)
 	}
-	return sortNames(slices.Collect(maps.Keys(all)))
+	if len(all) == 0 {
+		return t, nil
+	}
+	for _, r := range t.Partitions {
+		all[r.Partition.Name] = true
+	}
+	return partition.ReadTable(ctx, c, group, sortNames(slices.Collect(maps.Keys(all))))
+}
+
+// keep records the partitions of t as shown.
+func (f *groupFinder) keep(group string, t partition.Table) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.seen[group] == nil {
+		f.seen[group] = make(map[string]bool)
+	}
+	for _, r := range t.Partitions {
+		f.seen[group][r.Partition.Name] = true
+	}
 }
 
 // known reports whether group was shown before.
