@@ -188,8 +188,8 @@ func metricNames(text string) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// Every metric the rules, the dashboard and the README name is one that
-// /metrics exports, and the README's table lists every exported metric with
+// Every metric the rules, the dashboard and docs/monitoring.md name is one that
+// /metrics exports, and docs/monitoring.md's table lists every exported metric with
 // its type, labels and help.
 func TestNamesMatchExports(t *testing.T) {
 	families := exported(t)
@@ -215,29 +215,29 @@ func TestNamesMatchExports(t *testing.T) {
 		}
 		row, ok := table[name]
 		if !ok {
-			t.Errorf("README metric table has no row for %s", name)
+			t.Errorf("docs/monitoring.md metric table has no row for %s", name)
 			continue
 		}
 		want := readmeRow{typ: strings.ToLower(mf.GetType().String()), labels: labelNames(mf), help: mf.GetHelp()}
 		if row != want {
-			t.Errorf("README row of %s = %+v; want %+v", name, row, want)
+			t.Errorf("docs/monitoring.md row of %s = %+v; want %+v", name, row, want)
 		}
 	}
 	for name := range table {
 		if families[name] == nil {
-			t.Errorf("README metric table lists %s, which /metrics does not export", name)
+			t.Errorf("docs/monitoring.md metric table lists %s, which /metrics does not export", name)
 		}
 	}
 }
 
-// readmeRow is one row of the README's metric table.
+// readmeRow is one row of docs/monitoring.md's metric table.
 type readmeRow struct{ typ, labels, help string }
 
 // readmeTable parses the rows "| `name` | type | labels | help |" of the
-// README's metric table.
+// docs/monitoring.md's metric table.
 func readmeTable(t *testing.T) map[string]readmeRow {
 	t.Helper()
-	f, err := os.Open("../README.md")
+	f, err := os.Open("../docs/monitoring.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,17 +251,17 @@ func readmeTable(t *testing.T) map[string]readmeRow {
 		}
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
 		if len(cells) != 4 {
-			t.Fatalf("README metric row has %d cells; want 4: %s", len(cells), line)
+			t.Fatalf("docs/monitoring.md metric row has %d cells; want 4: %s", len(cells), line)
 		}
 		rows[strings.Trim(cells[0], "`")] = readmeRow{typ: cells[1], labels: cells[2], help: strings.ReplaceAll(cells[3], `\|`, "|")}
 	}
 	if len(rows) == 0 {
-		t.Fatal("README has no metric table rows (| `tenure_…` | type | labels | help |)")
+		t.Fatal("docs/monitoring.md has no metric table rows (| `tenure_…` | type | labels | help |)")
 	}
 	return rows
 }
 
-// labelNames lists the labels of mf's series, le excepted, as the README
+// labelNames lists the labels of mf's series, le excepted, as docs/monitoring.md
 // writes them: "key, reason".
 func labelNames(mf *dto.MetricFamily) string {
 	seen := map[string]bool{}

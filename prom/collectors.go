@@ -2,7 +2,7 @@ package prom
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Help texts of the metrics, without the namespace. The README's metric
+// Help texts of the metrics, without the namespace. docs/monitoring.md's metric
 // table repeats them; a test in package monitor checks that it does.
 const (
 	helpIsLeader    = "1 while this instance leads the key (holds a live term whose local deadline has not passed), 0 otherwise."

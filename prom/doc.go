@@ -14,7 +14,7 @@
 //
 // # Metrics
 //
-// With the default namespace "tenure" (the README's "Monitoring" section
+// With the default namespace "tenure" (docs/monitoring.md
 // has the full table with help texts):
 //
 //	tenure_is_leader{key}                        gauge     1 while this instance leads key

@@ -107,7 +107,7 @@ With --http, this node serves a live status page at / and /status (JSON),
 /health (200 while tenure runs, whatever its role), /leader (200 only
 while it leads, 503 otherwise) and /metrics (tenure_is_leader,
 tenure_fencing_token, tenure_transitions_total, tenure_lease_remaining_seconds,
-…: see the README's Monitoring section).
+…: see docs/monitoring.md).
 
 Leadership changes and the command's start and end are logged to stderr,
 as text, or as JSON lines (one object per line) with --log-format json
