@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
 )
 
@@ -61,6 +63,24 @@ func (o *partitionOracle) fn(ctx context.Context, p partition.Partition, t *tenu
 	return nil
 }
 
+// cutAfterRenewal is a member's link to the memory coordinator that, once
+// armed, blocks the member's requests right after a membership renewal was
+// applied: its reply (slow, when the member's replies are) still arrives,
+// and the runner extends its terms with it, but nothing after it reaches
+// the coordinator.
+type cutAfterRenewal struct {
+	*memory.Coordinator
+	holder string
+	armed  atomic.Bool
+}
+
+func (l *cutAfterRenewal) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+	if l.armed.CompareAndSwap(true, false) {
+		time.AfterFunc(time.Millisecond, func() { l.Coordinator.Block(l.holder) }) // applied by then; its reply is on its way
+	}
+	return l.Coordinator.RenewMember(ctx, m)
+}
+
 func (o *partitionOracle) violations() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -78,6 +98,7 @@ func TestAdversaryPartitionDeadlines(t *testing.T) {
 		margin    time.Duration // Config.Margin; 300ms when zero
 		fault     func(c *cluster)
 		violation bool
+		cut       bool // a's link is a cutAfterRenewal, armed when the fault begins
 	}{
 		{name: "renewal replies 2s late", fault: func(c *cluster) { c.coord.SetLatency("a", 0, 2*time.Second) }},
 		{name: "requests and replies 1.4s late", fault: func(c *cluster) { c.coord.SetLatency("a", 1400*time.Millisecond, 1400*time.Millisecond) }},
@@ -85,6 +106,10 @@ func TestAdversaryPartitionDeadlines(t *testing.T) {
 			c.coord.SetLatency("a", 0, 900*time.Millisecond)
 			time.Sleep(1500 * time.Millisecond) // a renewal answered late
 			c.coord.Block("a")
+		}},
+		{name: "replies 600ms late, requests lost after a renewal", cut: true, fault: func(c *cluster) {
+			c.coord.SetLatency("a", 0, 600*time.Millisecond)
+			c.wrap["a"].(*cutAfterRenewal).armed.Store(true)
 		}},
 		{name: "replies lost", fault: func(c *cluster) { c.coord.DropReplies("a", true) }},
 		{name: "requests lost", fault: func(c *cluster) { c.coord.Block("a") }},
@@ -114,6 +139,9 @@ func TestAdversaryPartitionDeadlines(t *testing.T) {
 				}
 				o := &partitionOracle{c: c, acts: map[string]int{}}
 				c.fn = o.fn
+				if tc.cut {
+					c.wrap = map[string]tenure.Coordinator{"a": &cutAfterRenewal{Coordinator: c.coord, holder: "a"}}
+				}
 				c.start("a")
 				c.start("b")
 				c.await("a and b share the partitions", 5*time.Second, c.settled)
