@@ -15,8 +15,8 @@ import (
 	"github.com/tenure-dev/tenure/partition"
 )
 
-// partitionOracle is a partition function that acts every millisecond
-// while its term's Check passes, and checks each act against the memory
+// partitionOracle is a partition function that acts every 5ms (and right
+// before its deadline) while its term's Check passes, and checks each act against the memory
 // coordinator at that instant: the partition must be owned, with the
 // term's token, by the term's holder, whose membership is live (for at any
 // other instant another member could claim it).
@@ -51,7 +51,7 @@ func (o *partitionOracle) fn(ctx context.Context, p partition.Partition, t *tenu
 				t.Holder(), p.Key, t.Token(), t.Remaining(), owner, token))
 		}
 		o.mu.Unlock()
-		next := time.Millisecond
+		next := 5 * time.Millisecond
 		if d := t.Remaining(); d > time.Nanosecond && d-time.Nanosecond < next {
 			next = d - time.Nanosecond // act once more right before the deadline
 		}
