@@ -83,7 +83,7 @@ func TestSummaryDescribesClockFaults(t *testing.T) {
 		leaseRate float64
 		want      string
 	}{
-		{0.995, "node clocks at 0.9950× (the electors assume at most 1%), wall clocks 2s back while cut off, forward again at the heal; leases counted at 0.9950×–1.0000×\n"},
+		{0.995, "node clocks at 0.9950× (the electors assume at most 1%), wall clocks 2s ahead, back at the heal; leases counted at 0.9950×–1.0000×\n"},
 		{0.712, "leases counted at 0.7120×–1.0000×: 28.8% off, beyond the bound\n"},
 	} {
 		h := clockedHist(tc.leaseRate, time.Second)

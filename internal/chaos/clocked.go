@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -30,24 +29,18 @@ type nodeTime struct {
 	cfg   tenure.Config
 	bug   string
 
-	mu     sync.Mutex
-	leases map[uint64]wallLease // the wall-clock plant's last lease of each term or membership
-}
-
-// wallLease is a lease as the wall-clock plant reported it: its Sent, and
-// the wall and monotonic clocks read together when it was reported.
-type wallLease struct {
-	sent       tenure.Instant
-	wall, mono time.Time
+	mu      sync.Mutex
+	anchors map[uint64]clockCall // the wall-clock plant's reading of both clocks at each term's or membership's first request
 }
 
 func newNodeTime(clock *nodeClock, cfg tenure.Config, bug string) *nodeTime {
-	return &nodeTime{clock: clock, cfg: cfg, bug: bug, leases: map[uint64]wallLease{}}
+	return &nodeTime{clock: clock, cfg: cfg, bug: bug, anchors: map[uint64]clockCall{}}
 }
 
-// clockCall is the node's clock as a lease request went out.
+// clockCall is the node's clock as a lease request went out: the rate the
+// lease is counted at, and the wall and monotonic clocks read together.
 type clockCall struct {
-	rate       float64 // the rate the lease is counted at
+	rate       float64
 	wall, mono time.Time
 }
 
@@ -67,44 +60,25 @@ func (n *nodeTime) begin() clockCall {
 // sent for the request read at call, as the node's clock places it: moved
 // so that the local deadline, Sent + SafeLease(ttl), falls SafeLease(ttl)
 // divided by the clock's rate after the send, as it does on a clock running
-// at that rate. Under the wall-clock plant, the lease's age is read on the
-// wall clock: Sent moves by however far the wall clock jumped while the
-// request was out, and the lease is kept under id (a token or an epoch)
-// for reread.
+// at that rate. id names the term (its token) or the membership (its
+// epoch) for the wall-clock plant, which reads the send on the wall clock
+// and converts it to the monotonic clock with the offset between the two
+// that it measured at the first request of id: a wall clock that has
+// jumped forward since moves Sent, and the deadline, forward by the jump.
 func (n *nodeTime) sent(id uint64, sent tenure.Instant, ttl time.Duration, call clockCall) tenure.Instant {
 	safe := n.cfg.SafeLease(ttl)
 	sent = sent.Add(time.Duration(float64(safe)/call.rate) - safe)
 	if n.bug != plant.WallClock {
 		return sent
 	}
-	wall, mono := n.clock.wallNow(), time.Now()
-	sent = sent.Add(mono.Sub(call.mono) - wall.Sub(call.wall))
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.leases[id] = wallLease{sent: sent, wall: wall, mono: mono}
-	return sent
-}
-
-// reread is the wall-clock plant's second look at the lease kept under id
-// when a renewal failed: it reads the lease's age on the wall clock again
-// and returns the Sent that age gives, with true, when the wall clock has
-// jumped (by a millisecond or more) since the lease was reported. The bug
-// it plants keeps the lease's end as a wall-clock time and believes it.
-func (n *nodeTime) reread(id uint64) (tenure.Instant, bool) {
-	if n.bug != plant.WallClock {
-		return tenure.Instant{}, false
-	}
-	n.mu.Lock()
-	l, ok := n.leases[id]
-	n.mu.Unlock()
+	a, ok := n.anchors[id]
 	if !ok {
-		return tenure.Instant{}, false
+		a = call
+		n.anchors[id] = a
 	}
-	skew := time.Since(l.mono) - n.clock.wallNow().Sub(l.wall)
-	if skew.Abs() < time.Millisecond {
-		return tenure.Instant{}, false
-	}
-	return l.sent.Add(skew), true
+	return sent.Add(call.wall.Sub(a.wall) - call.mono.Sub(a.mono))
 }
 
 // rateKey carries in a call's context the rate its lease is counted at,
@@ -142,11 +116,6 @@ func (c clocked) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error
 	r, err := c.Coordinator.Renew(withRate(ctx, call.rate), g)
 	if err == nil {
 		r.Sent = c.t.sent(g.Token, r.Sent, r.TTL, call)
-		return r, nil
-	}
-	if sent, ok := c.t.reread(g.Token); ok && !errors.Is(err, tenure.ErrLost) {
-		g.Sent = sent
-		return g, nil
 	}
 	return r, err
 }
@@ -173,11 +142,6 @@ func (c clockedGroup) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 	r, err := c.Group.RenewMember(withRate(ctx, call.rate), m)
 	if err == nil {
 		r.Sent = c.t.sent(m.Epoch, r.Sent, r.TTL, call)
-		return r, nil
-	}
-	if sent, ok := c.t.reread(m.Epoch); ok && !errors.Is(err, tenure.ErrLost) {
-		m.Sent = sent
-		return m, nil
 	}
 	return r, err
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -108,88 +107,77 @@ func TestSlowClockRate(t *testing.T) {
 	}
 }
 
-// The wall-clock plant reads a lease's age on the node's wall clock: a
-// jump back while a request is out, or while renewals fail, moves the
-// local deadline later by the jump. The node as shipped, and the plant
-// with no jump, keep the deadline where the send put it; a renewal that
-// reports the grant lost ends the term under the plant too.
-func TestWallClockJumps(t *testing.T) {
+// The wall-clock plant reads each lease's send on the wall clock and
+// converts it with the offset between the wall and monotonic clocks it
+// measured at the term's first request: a jump since then moves every
+// later deadline by the jump (forward: past the lease). The node as
+// shipped never reads the wall clock, and a term that began after the
+// jump measured the offset after it.
+func TestWallClockStaleOffset(t *testing.T) {
 	const jump = time.Second
 	for _, tc := range []struct {
-		name   string
-		bug    string
-		jump   time.Duration
-		lost   bool          // the grant was released before the renewal
-		moved  time.Duration // how far the deadline moves
-		renews bool          // the failed renewal is reported done
+		name      string
+		bug       string
+		jump      time.Duration // how far the wall clock jumps forward
+		newTerm   bool          // the term begins after the jump
+		moved     time.Duration // how far the renewal's deadline moves
+		groupTest bool
 	}{
-		{"shipped, jump back while cut off", plant.None, jump, false, 0, false},
+		{"shipped, jump forward", plant.None, jump, false, 0, false},
 		{"plant, no jump", plant.WallClock, 0, false, 0, false},
-		{"plant, jump back while cut off", plant.WallClock, jump, false, jump, true},
-		{"plant, jump forward while cut off", plant.WallClock, -jump, false, -jump, true},
-		{"plant, grant lost", plant.WallClock, jump, true, 0, false},
+		{"plant, jump forward", plant.WallClock, jump, false, jump, false},
+		{"plant, jump back", plant.WallClock, -jump, false, -jump, false},
+		{"plant, term begun after the jump", plant.WallClock, jump, true, 0, false},
+		{"shipped member, jump forward", plant.None, jump, false, 0, true},
+		{"planted member, jump forward", plant.WallClock, jump, false, jump, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newClockRig(t, tc.bug)
-				g, err := r.c.Acquire(t.Context(), "k", "n0.1", r.cfg.TTL)
-				if err != nil {
-					t.Fatal(err)
+				if tc.newTerm {
+					r.clock.set(clockControl{On: true, Wall: tc.jump})
 				}
-				before := r.deadline(g)
+				renew := r.leaseOf(t, tc.groupTest)
 				time.Sleep(500 * time.Millisecond)
-				if tc.lost {
-					if err := r.mc.Release(t.Context(), g); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					r.mc.Partition("n0.1")
-				}
-				r.clock.set(clockControl{On: true, Wall: -tc.jump})
-				got, err := r.c.Renew(t.Context(), g)
-				if (err == nil) != tc.renews {
-					t.Fatalf("Renew() error = %v; want renewed %v", err, tc.renews)
-				}
-				if tc.lost && !errors.Is(err, tenure.ErrLost) {
-					t.Errorf("Renew() of a released grant = %v; want ErrLost", err)
-				}
-				if err == nil {
-					if d := r.deadline(got).Sub(before) - tc.moved; d.Abs() > time.Millisecond {
-						t.Errorf("deadline moved %s; want %s", r.deadline(got).Sub(before), tc.moved)
-					}
+				r.clock.set(clockControl{On: true, Wall: tc.jump})
+				sent := time.Now()
+				dl := renew()
+				if d := dl.Sub(sent.Add(r.cfg.SafeLease(r.cfg.TTL))) - tc.moved; d.Abs() > time.Millisecond {
+					t.Errorf("deadline %s after the renewal's send; want SafeLease %s moved by %s", dl.Sub(sent), r.cfg.SafeLease(r.cfg.TTL), tc.moved)
 				}
 			})
 		})
 	}
 }
 
-// A jump while a renewal's reply is on its way moves the planted node's
-// deadline by the jump, and nothing else's.
-func TestWallClockJumpDuringRequest(t *testing.T) {
-	for _, bug := range []string{plant.None, plant.WallClock} {
-		t.Run(bug, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				r := newClockRig(t, bug)
-				g, err := r.c.Acquire(t.Context(), "k", "n0.1", r.cfg.TTL)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.mc.SetLatency("n0.1", 0, 200*time.Millisecond)
-				sent := time.Now()
-				time.AfterFunc(100*time.Millisecond, func() { r.clock.set(clockControl{On: true, Wall: -time.Second}) })
-				got, err := r.c.Renew(t.Context(), g)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := sent.Add(r.cfg.SafeLease(got.TTL))
-				if bug == plant.WallClock {
-					want = want.Add(time.Second)
-				}
-				if d := r.deadline(got).Sub(want); d.Abs() > time.Millisecond {
-					t.Errorf("deadline %s after the send; want %s", r.deadline(got).Sub(sent), want.Sub(sent))
-				}
-			})
-		})
+// leaseOf starts a term (or, for a group, a membership) on r and returns
+// a function that renews it and returns the renewal's local deadline.
+func (r *clockRig) leaseOf(t *testing.T, group bool) func() time.Time {
+	t.Helper()
+	if group {
+		g := clockedGroup{plant.GroupPassthrough{Group: r.mc}, newNodeTime(r.clock, r.cfg, r.c.t.bug)}
+		m, err := g.JoinGroup(t.Context(), "grp", "n0.1", r.cfg.TTL, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() time.Time {
+			m, err := g.RenewMember(t.Context(), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m.Sent.Add(r.cfg.SafeLease(m.TTL)).Time()
+		}
+	}
+	g, err := r.c.Acquire(t.Context(), "k", "n0.1", r.cfg.TTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() time.Time {
+		g, err := r.c.Renew(t.Context(), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.deadline(g)
 	}
 }
 

@@ -30,11 +30,11 @@ func TestClockFaultsWithinTheBoundAreClean(t *testing.T) {
 			if ev.Holder != f.Holder || ev.At < f.Start || ev.At > f.End {
 				continue
 			}
-			set = set || (ev.Kind == kindClock && ev.Rate == f.Rate && ev.Wall == -f.Jump)
+			set = set || (ev.Kind == kindClock && ev.Rate == f.Rate && ev.Wall == f.Jump)
 			counted = counted || ((ev.Kind == kindRenew || ev.Kind == kindAcquire) && ev.OK && ev.Rate == f.Rate)
 		}
 		if !set {
-			t.Errorf("fault %s: %s never reported its clock at %v× with its wall clock %s back", f.Fault, f.Holder, f.Rate, f.Jump)
+			t.Errorf("fault %s: %s never reported its clock at %v× with its wall clock %s ahead", f.Fault, f.Holder, f.Rate, f.Jump)
 		}
 		if !counted && ledAt(rep, f) {
 			t.Errorf("fault %s: leader %s counted no lease at %v×", f.Fault, f.Holder, f.Rate)

@@ -53,7 +53,7 @@ func (r *Report) clockLine() string {
 	if jumps[1] != jumps[0] {
 		jump += "–" + jumps[1].Round(time.Millisecond).String()
 	}
-	s := fmt.Sprintf("node clocks at %s (the electors assume at most %s), wall clocks %s back while cut off, forward again at the heal; leases counted at %s",
+	s := fmt.Sprintf("node clocks at %s (the electors assume at most %s), wall clocks %s ahead, back at the heal; leases counted at %s",
 		rateRange(rates), percent(r.MaxDrift), jump, rateRange(r.LeaseRates))
 	if beyond := math.Max(1-r.LeaseRates[0], r.LeaseRates[1]-1); beyond > r.MaxDrift+1e-9 {
 		s += fmt.Sprintf(": %s off, beyond the bound", percent(beyond))

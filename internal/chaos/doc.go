@@ -54,13 +54,12 @@
 //
 // A clock fault runs the struck node's clock at a rate drawn within
 // MaxDrift of true (in the outer half of the bound, slow seven times in ten:
-// slow is the direction that carries a leader past its lease) for half a
-// TTL, so that a renewal or two is counted on it; then cuts the node off
-// from the coordinator for at least 1.25 TTL, so that its lease runs out
-// and its deadline, counted on the off clock, decides when it stops. A
-// quarter TTL into the cut, while its lease still runs and its renewals
-// fail, its wall clock jumps back by half a TTL to a TTL; at the heal the
-// clock is true again (rate 1, wall clock forward by the jump).
+// slow is the direction that carries a leader past its lease) and jumps its
+// wall clock forward by half a TTL to a TTL; after half a TTL, so that a
+// renewal or two is counted on that clock, it cuts the node off from the
+// coordinator for at least 1.25 TTL, so that its lease runs out and its
+// deadline, counted on the off clock, decides when it stops. At the heal
+// the clock is true again: rate 1, the wall clock back by the jump.
 //
 // The lease-overrun checker judges each lease by the rate it was counted
 // at (recorded with the lease): the coordinator's clock may run at most
@@ -81,8 +80,8 @@
 // clock faults move; only code written against it sees it. The shipped
 // node never reads it: the family checks, by the clean runs, that no
 // decision waits on the wall clock, and the wall-clock plant shows that the
-// jumps reach the node and that the checkers would catch a deadline kept
-// on the wall clock.
+// jumps reach the node and that the checkers catch a deadline computed
+// through the wall clock.
 //
 // The clock plants, each caught by the lease-overrun checker on a clock
 // fault struck on the leader, with a clean control run of the same
@@ -92,8 +91,12 @@
 //     SafeLease(TTL)/(1.25·TTL), whatever rate the fault set: slower than any
 //     MaxDrift allows, by more than the margin absorbs, so that its local
 //     deadline falls a quarter TTL after its lease;
-//   - wall-clock: the node reads its lease's age on its wall clock, when a
-//     reply comes and again when a renewal fails, and believes it: the jump
-//     back while it is cut off carries its deadline past its lease by the
-//     jump.
+//   - wall-clock: the node reads each lease's send on its wall clock and
+//     converts it to its monotonic clock with the offset between the two
+//     that it measured when its term (or membership) began, a stale
+//     offset: once the wall clock has jumped forward, every renewal puts
+//     the deadline the jump later, past the lease. It acts on renewals
+//     that succeed, so it needs no call to reach the coordinator during
+//     the cut (a partition member may make none before its deadline: its
+//     loop can be held by a membership read that hangs).
 package chaos

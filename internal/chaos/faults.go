@@ -187,26 +187,22 @@ func (r *runner) crash(ctx context.Context, np *nodeProc, slot int, d time.Durat
 	return ""
 }
 
-// clockLead is how long a clock fault runs the node's clock at its rate
-// before cutting the node off: long enough for a renewal or two (every
-// TTL/3) to be counted on the clock.
+// clockLead is how long a clock fault runs the node's clock off before
+// cutting the node off: long enough for a renewal or two (every TTL/3) to
+// be counted on it.
 func clockLead(ttl time.Duration) time.Duration { return ttl / 2 }
 
-// clockFault runs node np's clock at f.Rate for f.Dur: after clockLead,
-// the node is cut off from the coordinator (both ways) for the rest of the
-// fault, so that its lease runs out and its local deadline, counted on its
-// clock, decides when it stops; TTL/4 into the cut, while its lease still
-// runs and its renewals fail, its wall clock jumps back by f.Jump. At the
-// heal its clock is true again: the rate back to 1, the wall clock forward
-// by f.Jump. It returns a note when the node could not be told.
+// clockFault runs node np's clock at f.Rate, its wall clock f.Jump ahead
+// of true, for f.Dur: after clockLead, the node is cut off from the
+// coordinator (both ways) for the rest of the fault, so that its lease runs
+// out and its local deadline, counted on its clock, decides when it stops.
+// At the heal its clock is true again: the rate back to 1, the wall clock
+// back by f.Jump. It returns a note when the node could not be told.
 func (r *runner) clockFault(np *nodeProc, slot int, f Fault, wait func(time.Duration)) string {
-	ttl := r.o.TTL
-	notes := []string{np.setClock(clockControl{On: true, Rate: f.Rate})}
-	wait(clockLead(ttl))
+	notes := []string{np.setClock(clockControl{On: true, Rate: f.Rate, Wall: f.Jump})}
+	wait(clockLead(r.o.TTL))
 	r.cut(slot, tcpproxy.Up, tcpproxy.Down)
-	wait(ttl / 4)
-	notes = append(notes, np.setClock(clockControl{On: true, Rate: f.Rate, Wall: -f.Jump}))
-	wait(f.Dur - clockLead(ttl) - ttl/4)
+	wait(f.Dur - clockLead(r.o.TTL))
 	r.heal(slot)
 	notes = append(notes, np.setClock(clockControl{}))
 	return strings.Join(nonEmpty(notes...), "; ")

@@ -20,8 +20,8 @@ var familyWords = map[string]string{
 	FamilyCrash:     "the node is killed (SIGKILL) and restarted in its slot as a new process, with a new holder.",
 	FamilyMember:    "an etcd member is stopped, then restarted (--members 3): the band spans every lane.",
 	FamilyDegrade:   "slow renewals and writes, then a partition: the leader writes, slowly, up to its local deadline.",
-	FamilyClock: "the node's own clock runs off its rate (within --max-drift), then the node is cut off until its lease runs out, " +
-		"so that its deadline, counted on that clock, decides when it stops; meanwhile its wall clock jumps back, and forward again at the heal. " +
+	FamilyClock: "the node's own clock runs off its rate (within --max-drift) and its wall clock jumps forward; then the node is cut off until its lease runs out, " +
+		"so that its deadline, counted on that clock, decides when it stops; at the heal its wall clock jumps back. " +
 		"Nothing in tenure reads the wall clock for a decision, so the jumps must change nothing.",
 }
 

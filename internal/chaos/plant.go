@@ -30,7 +30,7 @@ func checkPlant(p string) error {
 //   - renew-after-expiry: partitions of the leader (its renewals fail and
 //     it carries on past its lease);
 //   - slow-clock and wall-clock: clock faults (the leader is cut off while
-//     its clock is off: the slow clock, or the wall clock that jumped back,
+//     its clock is off: the slow clock, or the wall clock that jumped ahead,
 //     puts its local deadline after its lease).
 //
 // It returns nil for plant.None.

@@ -29,8 +29,8 @@ func exposing(p string) []Fault {
 		return []Fault{{At: 3 * time.Second, Family: FamilyPartition, Node: leaderNode, Dur: 2 * ttl}}
 	case plant.SlowClock, plant.WallClock:
 		// The leader's clock runs half a percent slow (within the
-		// bound), then the leader is cut off; while its lease still runs,
-		// its wall clock jumps back one TTL.
+		// bound) and its wall clock jumps one TTL ahead; then the
+		// leader is cut off.
 		return []Fault{{At: 3 * time.Second, Family: FamilyClock, Node: leaderNode, Dur: 2 * ttl, Rate: 0.995, Jump: ttl}}
 	}
 	return nil

@@ -25,10 +25,10 @@ const (
 	// leader writes, slowly, up to its local deadline.
 	FamilyDegrade = "degrade"
 	// FamilyClock: the node's own clock runs at a rate off by up to
-	// MaxDrift (slower seven times in ten), then it is cut off from the
-	// coordinator until its lease runs out, so that its local deadline,
-	// counted on that clock, decides when it stops; meanwhile its wall
-	// clock jumps back, and forward again at the heal.
+	// MaxDrift (slower seven times in ten) and its wall clock jumps
+	// forward; then it is cut off from the coordinator until its lease runs
+	// out, so that its local deadline, counted on that clock, decides when
+	// it stops; at the heal the clock is true again, the wall clock back.
 	FamilyClock = "clock"
 )
 
@@ -81,7 +81,7 @@ type Fault struct {
 	Down  time.Duration `json:"down,omitempty"`
 	Write time.Duration `json:"write,omitempty"`
 	// Rate is the rate of the node's clock against real time, and Jump how
-	// far its wall clock jumps back (FamilyClock).
+	// far its wall clock jumps forward (FamilyClock).
 	Rate float64       `json:"rate,omitempty"`
 	Jump time.Duration `json:"jump,omitempty"`
 }
@@ -103,7 +103,7 @@ func (f Fault) String() string {
 		return s + fmt.Sprintf(" %s for %s: requests +%s, replies +%s, writes +%s", who, f.Dur.Round(time.Millisecond),
 			f.Up.Round(time.Millisecond), f.Down.Round(time.Millisecond), f.Write.Round(time.Millisecond))
 	case FamilyClock:
-		return s + fmt.Sprintf(" %s for %s: clock at %.4f×, wall clock %s back while cut off", who, f.Dur.Round(time.Millisecond),
+		return s + fmt.Sprintf(" %s for %s: clock at %.4f×, wall clock %s ahead", who, f.Dur.Round(time.Millisecond),
 			f.Rate, f.Jump.Round(time.Millisecond))
 	default:
 		return s + fmt.Sprintf(" %s for %s", who, f.Dur.Round(time.Millisecond))

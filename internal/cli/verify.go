@@ -45,8 +45,8 @@ one-way blackholes, latency, reset connections, SIGSTOP pauses longer than
 the TTL, SIGKILL crashes with restarts, slow renewals and writes followed
 by a partition (degrade), (with --members 3) the loss of an etcd member,
 and clock faults: a node's clock runs off its rate by up to --max-drift
-and its wall clock jumps back, while it is cut off until its lease runs
-out (clock). Families are drawn in shuffled rounds, the first fitted to
+and its wall clock jumps forward, then it is cut off until its lease runs
+out, and its wall clock jumps back at the heal (clock). Families are drawn in shuffled rounds, the first fitted to
 the run: at the default TTL, a run of 35s or more sees every family that
 can strike. Every event is stamped with the machine's monotonic clock.
 
@@ -68,8 +68,8 @@ that bug (no-token: pause; reply-deadline and no-margin: degrade;
 renew-after-expiry: partition; slow-clock and wall-clock: clock) and aims
 every fault at the leader, so that a 20-second run reports the violation.
 The clock plants are bugs of the node's clock: slow-clock runs it slower
-than any --max-drift allows during a clock fault, wall-clock keeps the
-lease's age on the wall clock. docs/verify.md says what each family and
+than any --max-drift allows during a clock fault, wall-clock converts
+wall-clock times with a stale offset between the wall and monotonic clocks. docs/verify.md says what each family and
 plant checks.
 
 --partitions N makes every node one member of a partition group of N

@@ -2,6 +2,7 @@ package plant
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/tenure-dev/tenure"
@@ -64,7 +65,7 @@ func WrapGroup(c Group, bug string, cfg tenure.Config) Group {
 			return m
 		}}
 	case RenewAfterExpiry:
-		return renewMemberAfterExpiry{GroupPassthrough{c}, cfg}
+		return renewMemberAfterExpiry{GroupPassthrough{c}, cfg, &faked{epochs: map[uint64]bool{}}}
 	default:
 		return c
 	}
@@ -129,12 +130,38 @@ func (c bentGroup) ReleasePartitions(ctx context.Context, m tenure.Member, gs []
 // that succeeded would move it.
 type renewMemberAfterExpiry struct {
 	GroupPassthrough
-	cfg tenure.Config
+	cfg   tenure.Config
+	faked *faked
 }
 
-// CheckPartitions reports nothing lost when the real check fails: the
-// second half of a renewal reported done.
+// faked records the memberships whose last renewal renewMemberAfterExpiry
+// reported done when it was not.
+type faked struct {
+	mu     sync.Mutex
+	epochs map[uint64]bool
+}
+
+func (f *faked) set(epoch uint64, v bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.epochs[epoch] = v
+}
+
+func (f *faked) get(epoch uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.epochs[epoch]
+}
+
+// CheckPartitions reports nothing lost when the real check fails, and
+// without asking after a renewal it reported done when it was not: the
+// second half of a renewal reported done. (Asking would cost the member a
+// round trip it may not have before its deadline: the partition runner
+// makes other calls, which hang as long, between two renewals.)
 func (c renewMemberAfterExpiry) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+	if c.faked.get(m.Epoch) {
+		return nil, nil
+	}
 	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
 	defer cancel()
 	if lost, err := c.Group.CheckPartitions(rctx, m, gs); err == nil {
@@ -143,12 +170,24 @@ func (c renewMemberAfterExpiry) CheckPartitions(ctx context.Context, m tenure.Me
 	return nil, nil
 }
 
+// GroupMembers gives a read of the membership at most two retry periods
+// too: the member reads it on every round, and a read that hangs for a
+// whole request timeout while the member is cut off could keep it from
+// its next renewal (the one the bug reports done) until its deadline.
+func (c renewMemberAfterExpiry) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
+	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
+	defer cancel()
+	return c.Group.GroupMembers(rctx, group)
+}
+
 func (c renewMemberAfterExpiry) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
 	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
 	defer cancel()
 	if r, err := c.Group.RenewMember(rctx, m); err == nil {
+		c.faked.set(m.Epoch, false)
 		return r, nil
 	}
+	c.faked.set(m.Epoch, true)
 	m.Sent = tenure.Now() // as if renewed just now
 	return m, nil
 }

@@ -42,11 +42,12 @@ const (
 	// is planted in the node's clock by package chaos, whose clock faults
 	// set it: Wrap leaves the coordinator unchanged.
 	SlowClock = "slow-clock"
-	// WallClock: the node reads its lease's age on its wall clock, so that
-	// a wall-clock jump while a request is out, or while its renewals fail,
-	// moves its local deadline by the jump. It is planted in the node's
-	// clock by package chaos, whose clock faults move the wall clock: Wrap
-	// leaves the coordinator unchanged.
+	// WallClock: the node reads each lease's send on its wall clock and
+	// converts it to its monotonic clock with the offset between the two it
+	// measured when its term began, so that a wall clock that jumps forward
+	// moves every later local deadline forward by the jump. It is planted
+	// in the node's clock by package chaos, whose clock faults move the wall
+	// clock: Wrap leaves the coordinator unchanged.
 	WallClock = "wall-clock"
 )
 
