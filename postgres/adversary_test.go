@@ -307,8 +307,8 @@ func TestAdversaryElectorOnPostgres(t *testing.T) {
 		{name: "row locked past the expiry", handover: true, fault: func(env *advEnv, _ *tenure.Term) {
 			env.lockRow(2500 * time.Millisecond)
 		}},
-		{name: "row locked past the expiry, statement_timeout 100ms", handover: true,
-			params: map[string]string{"options": "-c statement_timeout=100"},
+		{name: "row locked past the expiry, statement_timeout 250ms", handover: true,
+			params: map[string]string{"options": "-c statement_timeout=250"},
 			fault: func(env *advEnv, _ *tenure.Term) {
 				env.lockRow(2500 * time.Millisecond)
 			}},
@@ -325,7 +325,8 @@ func TestAdversaryElectorOnPostgres(t *testing.T) {
 			}
 			env := &advEnv{t: t, proxy: p, db: newPool(t, dsn)}
 			env.oracle = &pgOracle{db: env.db, ttl: advConfig("").TTL}
-			ca, cb := open(t, viaProxy), open(t, dsn)
+			cb := open(t, dsn) // first: creates the table, which a's statement_timeout might not allow
+			ca := open(t, viaProxy)
 			faultDone := make(chan struct{})
 			var renewed int // a's renewals answered during the fault
 			during := func(term *tenure.Term) {
