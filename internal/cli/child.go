@@ -16,9 +16,9 @@ import (
 )
 
 // child is a command tenure run started under a guard process (package
-// guard): the tenure binary re-executed, which starts the command, feeds
-// its lease file and kills its whole process tree at the last deadline
-// tenure sent, or at once if tenure goes away.
+// guard; see guardProgram), which starts the command, feeds its lease file
+// and kills its whole process tree at the last deadline tenure sent, or at
+// once if tenure goes away.
 type child struct {
 	started  chan struct{} // closed once the guard has reported the start
 	startErr error         // why the command did not start; set before started closes
@@ -33,16 +33,13 @@ type child struct {
 	err    error // the guard failed: no report
 }
 
-// startChild starts a guard that will start the program at path with args
-// (args[0] is the name it sees as its own) and env once it is sent the
-// first lease (with the term's variables). grace is --kill-grace. Call
-// awaitStart, after that first lease, to learn whether the command started.
-func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer,
+// startChild starts a guard (prog) that will start the program at path
+// with args (args[0] is the name it sees as its own) and env once it is
+// sent the first lease (with the term's variables). grace is --kill-grace.
+// Call awaitStart, after that first lease, to learn whether the command
+// started.
+func startChild(prog *guardProgram, path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer,
 	grace time.Duration) (*child, error) {
-	self, err := selfBinary()
-	if err != nil {
-		return nil, err
-	}
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -53,15 +50,15 @@ func startChild(path string, args, env []string, stdin io.Reader, stdout, stderr
 		ctlW.Close()
 		return nil, err
 	}
-	cmd := exec.Command(self, append([]string{guard.Command, "--kill-grace", grace.String(), "--", path}, args...)...)
-	cmd.Args[0] = guard.Name // "tenure-guard", in ps
-	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	cmd.ExtraFiles = []*os.File{ctlR, repW} // fds 3 and 4
-	// Output copied through pipes (when stdout is not a file) must not keep
-	// Wait waiting for descendants that still hold the pipe.
-	cmd.WaitDelay = time.Second
-	err = cmd.Start()
+	cmd, err := prog.command(append([]string{"--kill-grace", grace.String(), "--", path}, args...), ctlR, repW)
+	if err == nil {
+		cmd.Env = env
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+		// Output copied through pipes (when stdout is not a file) must not
+		// keep Wait waiting for descendants that still hold the pipe.
+		cmd.WaitDelay = time.Second
+		err = cmd.Start()
+	}
 	ctlR.Close()
 	repW.Close()
 	if err != nil {
@@ -92,7 +89,8 @@ func (c *child) awaitStart() error {
 	return c.startErr
 }
 
-// selfBinary is the tenure binary, to run as the guard: /proc/self/exe on
+// selfBinary is the tenure binary, to re-execute as the guard when it
+// embeds no guard program: /proc/self/exe on
 // Linux, which still works when the file was replaced or removed (an
 // upgrade while tenure runs).
 func selfBinary() (string, error) {

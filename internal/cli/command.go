@@ -158,7 +158,7 @@ func (s *supervisor) stopCommand(ctx context.Context, c *child, t *tenure.Term, 
 
 // startGuard starts a guard for the command; it waits for its first lease.
 func (s *supervisor) startGuard() (*child, error) {
-	return startChild(s.path, s.argv, s.env, s.stdin, s.stdout, s.stderr, s.f.killGrace)
+	return startChild(s.guards, s.path, s.argv, s.env, s.stdin, s.stdout, s.stderr, s.f.killGrace)
 }
 
 // swapSpare makes c the spare guard and returns the one there was.

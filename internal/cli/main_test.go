@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/tenure-dev/tenure/internal/guard/guardtest"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 )
 
@@ -47,14 +48,8 @@ func buildThen(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	tenureBin = filepath.Join(dir, "tenure")
 	began := time.Now()
-	args := []string{"build", "-o", tenureBin}
-	if raceEnabled {
-		args = append(args, "-race") // the signal and child-process code runs under the race detector too
-	}
-	build := exec.Command("go", append(args, "github.com/tenure-dev/tenure/cmd/tenure")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "build tenure: %v\n", err)
+	if err := buildTenure(tenureBin, true); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	if testing.Verbose() {
@@ -74,4 +69,33 @@ func buildThen(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// buildTenure builds the tenure binary into out: as a release is built,
+// with the guard's own program embedded (guardtest), when guarded; as a
+// plain go build, whose guard re-executes tenure, otherwise. With the race
+// detector on, both tenure and its guard run under it.
+func buildTenure(out string, guarded bool) error {
+	var flags []string
+	if raceEnabled {
+		flags = append(flags, "-race") // the signal and child-process code runs under the race detector too
+	}
+	args := append([]string{"build", "-o", out}, flags...)
+	if guarded {
+		prog, err := guardtest.Build(filepath.Dir(out), flags...)
+		if err != nil {
+			return err
+		}
+		overlay, err := guardtest.Overlay(filepath.Dir(out), prog)
+		if err != nil {
+			return err
+		}
+		args = append(args, "-overlay", overlay)
+	}
+	build := exec.Command("go", append(args, "github.com/tenure-dev/tenure/cmd/tenure")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build tenure: %w", err)
+	}
+	return nil
 }

@@ -56,7 +56,8 @@ Inside COMMAND, TENURE_KEY and TENURE_HOLDER describe this term: a nested
 
 ` + leaseDoc + `
 
-COMMAND runs under a guard: the tenure binary re-executed as a separate
+COMMAND runs under a guard: a small program embedded in tenure (or tenure
+itself, re-executed, in a build without it: docs/build.md), a separate
 process named tenure-guard (in ps and top), a child subreaper (orphans of
 COMMAND's descendants become its children), that starts COMMAND in a
 process group of its own and learns

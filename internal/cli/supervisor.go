@@ -30,6 +30,7 @@ type supervisor struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	stall          stallPlan
+	guards         *guardProgram // what each guard runs
 	// group: the commands of a partition group. Their exit codes are never
 	// tenure's, and SIGHUP is forwarded, never a reason to stop.
 	group  bool
@@ -224,7 +225,8 @@ func (s *supervisor) onSignal(sig syscall.Signal) {
 // ends when tenure stops: tenure run handles SIGINT and SIGTERM itself
 // (forward, then stop), so the command's context, which the same signals
 // cancel, must not end it before the handler has seen them (see
-// catchSignals). The caller calls cancel.
+// catchSignals). The caller calls the returned cancel, which also releases
+// the guard program (s.cancel only stops tenure).
 func newSupervisor(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string, path string,
 	stall stallPlan) (context.Context, context.CancelFunc, *supervisor, error) {
 	log, err := g.logger(cmd.ErrOrStderr(), f.json)
@@ -235,11 +237,12 @@ func newSupervisor(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 	s := &supervisor{
 		f: f, log: log, argv: args, path: path, env: commandEnv(cmd.Root(), os.Environ()),
 		stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), stall: stall, group: stall.group, cancel: cancel,
+		guards: &guardProgram{log: log},
 	}
 	if w := stall.warning(); w != "" {
 		log.Warn(w)
 	}
-	return ctx, cancel, s, nil
+	return ctx, func() { cancel(); s.guards.close() }, s, nil
 }
 
 // libraryLogger is the logger of the elector or the group: their own

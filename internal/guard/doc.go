@@ -2,8 +2,10 @@
 // outliving its lease, even when tenure itself is stopped, suspended or
 // killed.
 //
-// tenure run re-executes its own binary with the hidden subcommand
-// [Command]. The guard makes itself a child subreaper (PR_SET_CHILD_SUBREAPER:
+// The guard is a program of its own, cmd/tenure-guard, which the tenure
+// binary embeds and tenure run executes from memory (package guardbin), as
+// [Name]; a tenure binary built without it (a plain go build) re-executes
+// itself with the hidden subcommand [Command] instead. The guard makes itself a child subreaper (PR_SET_CHILD_SUBREAPER:
 // orphans of the command's descendants, double-forked or setsid'd, become
 // its children instead of init's), starts the command in a process group of
 // its own, and reads [Message]s from tenure on a pipe (file descriptor 3):

@@ -51,6 +51,9 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	syscall.CloseOnExec(ControlFD)
 	syscall.CloseOnExec(ReportFD)
+	// ExeFD is the guard's program when it runs from memory; otherwise it
+	// is unused or one of Go's own descriptors, close-on-exec already.
+	syscall.CloseOnExec(ExeFD)
 	ctl, rep := os.NewFile(ControlFD, "control"), os.NewFile(ReportFD, "report")
 	g := &guard{enc: json.NewEncoder(rep), log: stderr}
 	if err := g.run(ctl, *grace, fs.Arg(0), fs.Args()[1:]); err != nil {

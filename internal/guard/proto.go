@@ -22,10 +22,13 @@ const Command = "__guard"
 // process name, at most 15 bytes).
 const Name = "tenure-guard"
 
-// Files the guard finds open: messages in, reports out.
+// Files the guard finds open: messages in, reports out, and, when tenure
+// runs the guard's own program from memory (package guardbin), that
+// program, which the command must not inherit.
 const (
 	ControlFD = 3
 	ReportFD  = 4
+	ExeFD     = 5
 )
 
 // An Op is what a Message asks of the guard.

@@ -1,0 +1,23 @@
+// Command tenure-guard is the guard of `tenure run` as a program of its
+// own: the process that keeps a command from outliving its lease (package
+// internal/guard). It links nothing else, so that it starts in a few
+// milliseconds and stays resident in a few megabytes.
+//
+// It is not installed on its own: go generate builds it into
+// internal/guard/guardbin, the tenure binary embeds it and runs it from
+// memory (docs/build.md). Its arguments are those of `tenure __guard`:
+//
+//	tenure-guard [--kill-grace D] -- PATH ARGV0 [ARG...]
+//
+// with the control pipe on file descriptor 3 and the report pipe on 4.
+package main
+
+import (
+	"os"
+
+	"github.com/tenure-dev/tenure/internal/guard"
+)
+
+func main() {
+	os.Exit(guard.Main(os.Args[1:], os.Stderr))
+}

@@ -1,0 +1,4 @@
+package guardbin
+
+// LoadProgram is load, for the external tests.
+var LoadProgram = load

@@ -1,0 +1,42 @@
+package guardbin
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+)
+
+// bin is the directory go generate builds the program into: its README
+// alone in a plain build.
+//
+//go:embed all:bin
+var bin embed.FS
+
+// ErrAbsent is returned by [Load] and [Program] when the binary embeds no
+// guard program for its platform: it was built without go generate.
+var ErrAbsent = errors.New("guardbin: no guard program embedded (built without go generate)")
+
+// File is the name go generate gives the program built for goos and
+// goarch.
+func File(goos, goarch string) string {
+	return "tenure-guard-" + goos + "-" + goarch
+}
+
+// Program returns the embedded guard program for this platform, or an
+// error matching [ErrAbsent].
+func Program() ([]byte, error) {
+	name := File(runtime.GOOS, runtime.GOARCH)
+	b, err := bin.ReadFile("bin/" + name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: no bin/%s", ErrAbsent, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: bin/%s is empty", ErrAbsent, name)
+	}
+	return b, nil
+}
