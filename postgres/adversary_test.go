@@ -398,10 +398,10 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 // TestAdversaryLateStatementsOnPostgres: a holds the key; then a's
-// requests take 3s to cross the network while it sends a renewal and a
-// release of its grant and another acquisition, all abandoned after 300ms
-// (pgx's cancel requests, sent then, arrive 3s later too, after the
-// statements have run). a's lease expires and b's Elector takes the key.
+// requests take 3.5s to cross the network while it sends a renewal and a
+// release of its grant and another acquisition, all abandoned after 1s
+// (pgx's cancel requests, sent then, arrive 3.5s later too, a second after
+// the statements have run). a's lease expires and b's Elector takes the key.
 // The server runs a's old statements after b's grant. They must not touch
 // b's lease: b's term goes on, its renewals answered, and the row stays
 // b's. The control run, where b resigns before they arrive, shows that the
@@ -437,11 +437,11 @@ func TestAdversaryLateStatementsOnPostgres(t *testing.T) {
 				}
 			}
 			sent := time.Now()
-			p.SetLatency(tcpproxy.Up, 3*time.Second)
+			p.SetLatency(tcpproxy.Up, 3500*time.Millisecond)
 			var late sync.WaitGroup
 			abandon := func(f func(ctx context.Context) error) {
 				late.Go(func() {
-					actx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+					actx, cancel := context.WithTimeout(ctx, time.Second)
 					defer cancel()
 					if err := f(actx); err == nil {
 						t.Errorf("a call through the held link succeeded")
@@ -462,10 +462,10 @@ func TestAdversaryLateStatementsOnPostgres(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if time.Since(sent) > 2900*time.Millisecond {
-				t.Fatalf("b led only %s after a's statements were sent; want before they arrive (3s)", time.Since(sent))
+			if time.Since(sent) > 3400*time.Millisecond {
+				t.Fatalf("b led only %s after a's statements were sent; want before they arrive (3.5s)", time.Since(sent))
 			}
-			time.Sleep(time.Until(sent.Add(4500 * time.Millisecond))) // they have arrived and run
+			time.Sleep(time.Until(sent.Add(5500 * time.Millisecond))) // they have arrived and run
 			after, err := readLease(ctx, db)
 			if err != nil {
 				t.Fatal(err)
