@@ -26,12 +26,15 @@ type plantedCase struct {
 func plantedCases() []plantedCase {
 	return []plantedCase{
 		// Replies 800ms late (more than the 300ms margin, less than the
-		// 1s request timeout, so renewals succeed), then the leader is cut
-		// off: its last renewal's reply came 800ms after the lease was
-		// extended, and the bug counts those 800ms into the lease.
+		// 1s request timeout, so renewals succeed), then the leader's
+		// requests are lost: its last renewal's reply still arrives, 800ms
+		// after the lease was extended, and the bug counts those 800ms into
+		// the lease. (A partition would also lose the reply of a renewal in
+		// flight, 800ms of every 1.8s: the leader would then count from an
+		// earlier renewal, and the bug would stay hidden in 4 runs of 10.)
 		{"deadline from reply", plant.ReplyDeadline, []faultEvent{
-			{at: 5 * time.Second, fam: famDegrade, node: leaderNode, dur: 8 * time.Second, reply: 800 * time.Millisecond},
-			{at: 10 * time.Second, fam: famPartition, node: leaderNode, dur: 2 * chaosTTL},
+			{at: 5 * time.Second, fam: famLatency, node: leaderNode, dur: 8 * time.Second, reply: 800 * time.Millisecond},
+			{at: 10 * time.Second, fam: famBlock, node: leaderNode, dur: 2 * chaosTTL},
 		}},
 		// The coordinator's clock runs fast, as fast as MaxDrift allows,
 		// and the leader is cut off: its lease expires at the coordinator
