@@ -33,7 +33,7 @@ func plantedCases() []plantedCase {
 		// flight, 800ms of every 1.8s: the leader would then count from an
 		// earlier renewal, and the bug would stay hidden in 4 runs of 10.)
 		{"deadline from reply", plant.ReplyDeadline, []faultEvent{
-			{at: 5 * time.Second, fam: famLatency, node: leaderNode, dur: 8 * time.Second, reply: 800 * time.Millisecond},
+			{at: 5 * time.Second, fam: famLatency, node: leaderNode, dur: 12 * time.Second, reply: 800 * time.Millisecond},
 			{at: 10 * time.Second, fam: famBlock, node: leaderNode, dur: 2 * chaosTTL},
 		}},
 		// The coordinator's clock runs fast, as fast as MaxDrift allows,
