@@ -54,7 +54,8 @@ type Term struct {
 	sent         Instant   // Grant.Sent as last renewed
 	deadline     time.Time // carries a monotonic reading
 	bootDeadline boottime.Instant
-	timer        *time.Timer
+	timer        *time.Timer     // nil when shared watches the deadline
+	shared       *SharedDeadline // the deadline's owner, when shared
 	ended        bool
 }
 
@@ -80,16 +81,20 @@ func (t *Term) sleepLocked() time.Duration {
 }
 
 // overLocked reports how far past its local deadline the term is:
-// negative while it is not. Go's monotonic clock decides, plus the time the
-// host spent suspended since the deadline was set, which only the boot clock
-// counts (beyond suspendNoise).
-func (t *Term) overLocked() time.Duration {
-	mono := time.Since(t.deadline)
-	suspended := boottime.Now().Sub(t.bootDeadline) - mono
+// negative while it is not (see past).
+func (t *Term) overLocked() time.Duration { return past(t.deadline, t.bootDeadline) }
+
+// past reports how far past a local deadline (mono on Go's monotonic
+// clock, boot on the boot clock) now is: negative while it is not. Go's
+// monotonic clock decides, plus the time the host spent suspended since the
+// deadline was set, which only the boot clock counts (beyond suspendNoise).
+func past(mono time.Time, boot boottime.Instant) time.Duration {
+	over := time.Since(mono)
+	suspended := boottime.Now().Sub(boot) - over
 	if suspended <= suspendNoise {
-		return mono
+		return over
 	}
-	return mono + suspended
+	return over + suspended
 }
 
 // Key is the key led.
@@ -219,9 +224,14 @@ func (t *Term) end(cause error) {
 		return
 	}
 	t.ended = true
-	t.timer.Stop()
+	if t.timer != nil {
+		t.timer.Stop()
+	}
 	t.mu.Unlock()
 	t.cancel(cause)
+	if t.shared != nil {
+		t.shared.forget(t)
+	}
 }
 
 // extend replaces the deadline with dl, the one renewal g produced, and
@@ -238,7 +248,9 @@ func (t *Term) extend(g Grant, dl Instant) bool {
 	}
 	t.ttl, t.sent = g.TTL, g.Sent
 	t.deadline, t.bootDeadline = dl.mono, dl.boot
-	t.timer.Reset(t.sleepLocked())
+	if t.timer != nil {
+		t.timer.Reset(t.sleepLocked())
+	}
 	return true
 }
 

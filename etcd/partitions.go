@@ -1,9 +1,12 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -15,16 +18,30 @@ import (
 // transaction may hold.
 const maxTxnOps = 128
 
-// groupTxnOps is how many partitions one transaction claims or releases:
-// each is a nested transaction, and etcd counts a nested transaction's
-// operations against what the outer one leaves of --max-txn-ops (128).
-const groupTxnOps = maxTxnOps / 2
+// claimTxnOps is how many partitions one transaction claims: each is a
+// nested transaction with one operation per branch, and etcd lets a nested
+// transaction hold what the outer one leaves of --max-txn-ops, so 127
+// nested transactions leave each the one it needs. (127 claims are about
+// 20 KB, far below etcd's --max-request-bytes, 1.5 MiB.)
+const claimTxnOps = maxTxnOps - 1
 
-// ClaimPartitions claims the named partitions for m, 64 per transaction:
-// each free partition key is created on m's lease, with the member's ID as
-// its value; its token is the revision of that write. See tenure.GroupCoordinator.
-// If m's lease has expired, the error wraps tenure.ErrLost and nothing of
-// that transaction is claimed.
+// releaseTxnOps is how many partitions one transaction releases: each
+// nested transaction compares three things, so 125 leave each its three.
+const releaseTxnOps = maxTxnOps - 3
+
+// txnsInFlight is how many transactions of one claim or release are sent
+// at once: etcd's raft appends and syncs concurrent proposals together, so
+// a member claiming thousands of partitions waits for a few disk syncs, not
+// one per transaction.
+const txnsInFlight = 8
+
+// ClaimPartitions claims the named partitions for m, 127 per transaction,
+// up to 8 transactions at once: each free partition key is created on m's
+// lease, with the member's ID as its value; its token is the revision of
+// that write. See tenure.GroupCoordinator. If m's lease has expired, the
+// error wraps tenure.ErrLost and nothing is claimed. A transaction that
+// failed otherwise leaves its partitions' outcome unknown: their results
+// carry its error, and if every transaction failed, so does the call.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
 	op := fmt.Sprintf("etcd: claim %d partitions for %s", len(names), m)
 	if err := validMember(m); err != nil {
@@ -38,19 +55,52 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	out := make([]tenure.ClaimResult, 0, len(names))
-	for start := 0; start < len(names); start += groupTxnOps {
-		chunk := names[start:min(start+groupTxnOps, len(names))]
-		res, err := c.claimChunk(ctx, m, chunk)
-		if err != nil {
+	out := make([]tenure.ClaimResult, len(names))
+	errs := eachChunk(len(names), claimTxnOps, func(lo, hi int) error {
+		res, err := c.claimChunk(ctx, m, names[lo:hi])
+		copy(out[lo:hi], res)
+		return err
+	})
+	var first error
+	failed := 0
+	for i, err := range errs {
+		if errors.Is(err, tenure.ErrLost) {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
-		out = append(out, res...)
+		if err == nil {
+			continue
+		}
+		failed, first = failed+1, cmp.Or(first, err)
+		for j := i * claimTxnOps; j < min((i+1)*claimTxnOps, len(names)); j++ {
+			out[j].Err = fmt.Errorf("%s: outcome unknown: %w", op, err)
+		}
+	}
+	if failed == len(errs) && first != nil {
+		return nil, fmt.Errorf("%s: %w", op, first)
 	}
 	return out, nil
 }
 
-// claimChunk claims names (at most groupTxnOps) in one transaction of nested
+// eachChunk calls do for each chunk [lo, hi) of n items, size items at most,
+// txnsInFlight chunks at a time, and returns each chunk's error, in order.
+func eachChunk(n, size int, do func(lo, hi int) error) []error {
+	errs := make([]error, (n+size-1)/size)
+	slots := make(chan struct{}, txnsInFlight)
+	var wg sync.WaitGroup
+	for i := range errs {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			errs[i] = do(i*size, min((i+1)*size, n))
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// claimChunk claims names (at most claimTxnOps) in one transaction of nested
 // transactions, one per key: create it if absent, else read it.
 func (c *Coordinator) claimChunk(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
 	lease := clientv3.LeaseID(m.Epoch)
@@ -98,7 +148,7 @@ func firstKV(kvs []*mvccpb.KeyValue) *mvccpb.KeyValue {
 }
 
 // ReleasePartitions deletes the partition keys of gs that m still owns with
-// their tokens, 64 per transaction.
+// their tokens, 125 per transaction, up to 8 transactions at once.
 func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
 	op := fmt.Sprintf("etcd: release %d partitions of %s", len(gs), m)
 	if err := validMember(m); err != nil {
@@ -107,20 +157,21 @@ func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs
 	if err := c.begin(ctx, op); err != nil {
 		return err
 	}
-	for start := 0; start < len(gs); start += groupTxnOps {
-		chunk := gs[start:min(start+groupTxnOps, len(gs))]
-		ops := make([]clientv3.Op, len(chunk))
-		for i, g := range chunk {
+	errs := eachChunk(len(gs), releaseTxnOps, func(lo, hi int) error {
+		ops := make([]clientv3.Op, 0, hi-lo)
+		for _, g := range gs[lo:hi] {
 			ek := c.EtcdKey(g.Key)
-			ops[i] = clientv3.OpTxn([]clientv3.Cmp{
+			ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{
 				clientv3.Compare(clientv3.ModRevision(ek), "=", int64(g.Token)),
 				clientv3.Compare(clientv3.Value(ek), "=", m.ID),
 				clientv3.Compare(clientv3.LeaseValue(ek), "=", int64(m.Epoch)),
-			}, []clientv3.Op{clientv3.OpDelete(ek)}, nil)
+			}, []clientv3.Op{clientv3.OpDelete(ek)}, nil))
 		}
-		if _, err := c.client.Txn(ctx).Then(ops...).Commit(); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
+		_, err := c.client.Txn(ctx).Then(ops...).Commit()
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
 }

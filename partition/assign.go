@@ -112,38 +112,104 @@ func keep(names, ms []string, mh []uint64, owners map[string]string, left []int)
 }
 
 // fill assigns the partitions not yet owned (owner[p] == 0) by rendezvous
-// hashing capped at the quotas left.
+// hashing capped at the quotas left: pairs (partition, member) are taken in
+// descending order of a key, and a pair assigns its partition to its member
+// unless the partition is taken or the member is full. A pair's key is its
+// score in the high bits and its index (p·N+m) in the low bits, so that keys
+// are distinct and ties of score go by index (deterministic, since members
+// are sorted and names ordered).
+//
+// Sorting every pair would cost O(P·N·log(P·N)), and each member computes
+// this: instead, a max-heap holds one key per partition, its best pair
+// among the members that had room when it was computed. A member only ever
+// fills up, so that key bounds the partition's best pair still possible:
+// the top of the heap, if its member still has room, is the greatest pair
+// still possible of all, which the sort would take next; if its member is
+// full, its partition's best pair is computed again and pushed back. The
+// result is exactly the sort's, in O(P·N) mostly.
 func fill(names []string, mh []uint64, left, owner []int) {
-	// Each pair is one uint64: its score in the high bits, its index (p·N+m)
-	// in the low bits, so that one integer sort orders pairs by score (ties
-	// by index, deterministic since members are sorted and names ordered).
 	n := uint64(len(mh))
 	shift := bits.Len64(uint64(len(names)) * n)
-	var pairs []uint64
-	todo := 0
+	mask := uint64(1)<<shift - 1
+	ph := make([]uint64, len(names))
+	// best is partition p's greatest pair key among members with room.
+	best := func(p int) (uint64, bool) {
+		var top uint64
+		found := false
+		for m := range mh {
+			if left[m] <= 0 {
+				continue
+			}
+			k := mix(ph[p]^mh[m])>>shift<<shift | uint64(p)*n + uint64(m)
+			if !found || k > top {
+				top, found = k, true
+			}
+		}
+		return top, found
+	}
+	var h maxHeap
 	for p, name := range names {
 		if owner[p] != 0 {
 			continue
 		}
-		todo++
-		ph := hashString(name)
-		for m := range mh {
-			score := mix(ph ^ mh[m])
-			pairs = append(pairs, score>>shift<<shift|uint64(p)*n+uint64(m))
+		ph[p] = hashString(name)
+		if k, ok := best(p); ok {
+			h = append(h, k)
 		}
 	}
-	slices.Sort(pairs)
-	mask := uint64(1)<<shift - 1
-	for i := len(pairs) - 1; i >= 0 && todo > 0; i-- {
-		idx := pairs[i] & mask
-		p, m := idx/n, idx%n
-		if owner[p] != 0 || left[m] <= 0 {
+	h.init()
+	for len(h) > 0 {
+		k := h[0]
+		p, m := int((k&mask)/n), int((k&mask)%n)
+		if left[m] > 0 {
+			owner[p] = m + 1
+			left[m]--
+			h.pop()
 			continue
 		}
-		owner[p] = int(m) + 1
-		left[m]--
-		todo--
+		if k, ok := best(p); ok {
+			h[0] = k
+			h.down(0)
+		} else {
+			h.pop()
+		}
 	}
+}
+
+// maxHeap is a binary max-heap of pair keys.
+type maxHeap []uint64
+
+func (h maxHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// down moves the key at i down to its place.
+func (h maxHeap) down(i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && h[c+1] > h[c] {
+			c++
+		}
+		if h[i] >= h[c] {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+// pop removes the greatest key.
+func (h *maxHeap) pop() {
+	old := *h
+	last := len(old) - 1
+	old[0] = old[last]
+	*h = old[:last]
+	h.down(0)
 }
 
 // hashString is 64-bit FNV-1a of s.

@@ -48,7 +48,8 @@ type Metrics interface {
 	// Moved counts a partition taken or given up, by reason.
 	Moved(group string, reason MoveReason)
 	// SetStats records the group as a whole, as this member last read it
-	// (every RenewInterval, only when Metrics is not NopMetrics).
+	// (every RenewInterval, or every P/1000 seconds when that is longer,
+	// only when Metrics is not NopMetrics).
 	SetStats(group string, s Stats)
 }
 

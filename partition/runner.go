@@ -32,14 +32,19 @@ type runner struct {
 
 	joined    bool
 	member    tenure.Member
-	deadline  tenure.Instant // the member's local deadline, on both clocks
+	deadline  tenure.Instant         // the member's local deadline, on both clocks
+	shared    *tenure.SharedDeadline // every owned partition's: deadline
 	nextRenew time.Time
 
-	latest, effective []string // member IDs: as last read; debounced
-	changedAt         time.Time
+	latest, effective []string          // member IDs: as last read; debounced
+	changedAt         time.Time         // when latest last changed
+	settledAt         time.Time         // when effective last settled
 	target, settled   map[string]string // Rebalance over latest, effective
 	mine              []string          // names target gives this member
 	nextRead          time.Time         // when to read the table again
+	lastRead          time.Time         // when it was last read
+	readFails         int               // reads failed in a row
+	heldSince         time.Time         // first claim refused since the last read
 	watch             <-chan struct{}   // membership changes; nil: poll only
 	nextWatch         time.Time         // when to try watching again
 
@@ -82,12 +87,16 @@ func (r *runner) run() error {
 			}
 		}
 		r.watchMembers(wctx)
-		if err := r.step(); err != nil {
+		more, err := r.step()
+		if err != nil {
 			r.leave()
 			return err
 		}
 		wait := r.cfg.EffectiveSyncInterval()
-		if r.joined {
+		switch {
+		case more: // partitions left to claim: go on at once
+			wait = 0
+		case r.joined:
 			wait = max(min(wait, time.Until(r.nextRenew)), time.Millisecond)
 		}
 		timer.Reset(wait)
@@ -96,11 +105,11 @@ func (r *runner) run() error {
 
 // step does one round: join or renew, read the membership, collect
 // finished functions, hand over, release, claim. It returns only permanent
-// errors.
-func (r *runner) step() error {
+// errors, and reports whether partitions are left to claim.
+func (r *runner) step() (more bool, err error) {
 	if !r.joined {
 		if err := r.join(); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if r.joined && !time.Now().Before(r.nextRenew) {
@@ -108,7 +117,7 @@ func (r *runner) step() error {
 	}
 	if r.joined {
 		if err := r.readMembers(); err != nil {
-			return err
+			return false, err
 		}
 	}
 	r.reap()
@@ -118,11 +127,11 @@ func (r *runner) step() error {
 	r.handOver()
 	r.release()
 	if r.joined {
-		r.claim()
+		more = r.claim()
 	}
 	r.publish()
 	r.stats()
-	return nil
+	return more, nil
 }
 
 // call runs f with a context bounded by the request timeout.
@@ -155,6 +164,7 @@ func (r *runner) join() error {
 	}
 	r.member, r.joined = m, true
 	r.deadline = r.deadlineOf(m)
+	r.shared = tenure.NewSharedDeadline(r.deadline)
 	r.nextRenew = m.Sent.Time().Add(r.renewInterval())
 	r.g.log.Info("joined", "epoch", m.Epoch, "ttl", m.TTL)
 	return nil
@@ -180,32 +190,36 @@ func (r *runner) renewInterval() time.Duration {
 }
 
 // renew checks that this member still owns every partition it runs (see
-// check), then extends the membership, and with it their terms: a renewal
-// counts only when both answered. So a partition freed by someone else (an
-// operator's `tenure release --force`, etcdctl del, an UPDATE) and perhaps
-// claimed by another member since is run here at most until the reply of
-// the next check, one renewal interval plus a round trip later, and never
-// past the deadline of the last renewal that followed a check: a safe
-// lease.
+// check), then extends the membership, and with it their terms: the terms
+// are extended only when both answered. So a partition freed by someone
+// else (an operator's `tenure release --force`, etcdctl del, an UPDATE)
+// and perhaps claimed by another member since is run here at most until
+// the reply of the next check, one renewal interval plus a round trip
+// later, and never past the deadline of the last renewal that followed a
+// check: a safe lease. A check that fails does not keep the membership from
+// being renewed (its other partitions, and its place in the group, live on);
+// both are tried again after RetryPeriod.
 func (r *runner) renew() {
-	err := r.check()
-	var m tenure.Member
-	if err == nil {
-		err = r.call(func(ctx context.Context) (err error) {
-			m, err = r.g.c.RenewMember(ctx, r.member)
-			return err
-		})
+	checkErr := r.check()
+	if errors.Is(checkErr, tenure.ErrLost) {
+		r.lost(checkErr)
+		return
 	}
+	var m tenure.Member
+	err := r.call(func(ctx context.Context) (err error) {
+		m, err = r.g.c.RenewMember(ctx, r.member)
+		return err
+	})
 	switch {
-	case err == nil:
+	case err == nil && checkErr == nil:
 		r.member = m
 		r.deadline = r.deadlineOf(m)
 		r.nextRenew = m.Sent.Time().Add(r.renewInterval())
-		for _, o := range r.owned {
-			g := o.term.Grant()
-			g.TTL, g.Sent = m.TTL, m.Sent
-			o.ctl.Extend(g, r.deadline)
-		}
+		r.shared.Extend(m.TTL, m.Sent, r.deadline)
+	case err == nil:
+		r.member = m
+		r.g.log.Warn("membership renewed, but the partitions owned could not be checked: their terms are not extended; retrying until the local deadline", "err", checkErr, "remaining", r.deadline.Until())
+		r.nextRenew = time.Now().Add(r.cfg.EffectiveRetryPeriod())
 	case errors.Is(err, tenure.ErrLost):
 		r.lost(err)
 	default:
@@ -264,5 +278,6 @@ func (r *runner) lost(err error) {
 		o.ctl.End(fmt.Errorf("%w: %w", tenure.ErrNotLeader, err))
 	}
 	clear(r.unsent)
+	r.shared.Stop()
 	r.joined = false
 }

@@ -74,13 +74,14 @@ func (r *runner) publish() {
 	r.g.metrics.SetOwned(r.cfg.Key, len(s.Owned))
 }
 
-// stats reads the partition table every renew interval and reports Stats,
-// when metrics are collected.
+// stats reads the partition table every renew interval (less often for a
+// large group: see readEvery) and reports Stats, when metrics are
+// collected.
 func (r *runner) stats() {
 	if _, nop := r.g.metrics.(NopMetrics); nop || time.Now().Before(r.nextStats) {
 		return
 	}
-	r.nextStats = time.Now().Add(r.cfg.EffectiveRenewInterval())
+	r.nextStats = time.Now().Add(r.readEvery(r.cfg.EffectiveRenewInterval()))
 	var t Table
 	err := r.call(func(ctx context.Context) (err error) {
 		t, err = readTable(ctx, r.g.c, r.cfg.Key, r.g.names)

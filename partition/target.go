@@ -28,12 +28,17 @@ func (r *runner) watchMembers(ctx context.Context) {
 	r.watch = ch
 }
 
-// readMembers reads the membership and debounces changes to it. It
-// computes the target assignment when the membership changes, from the
-// table as predicted (see predicted), so that a planned leave is acted on
-// at once with one read of the membership; it reads the partition table
-// when the change settles, and then as scheduleRead says (so that members
-// whose views of a hand-over differed agree again).
+// readMembers reads the membership and debounces changes to it. When a
+// member is gone (or the view is back to the settled one), it computes the
+// target assignment at once, from the
+// table as predicted (see predicted), so that a planned leave or a crash is
+// acted on with one read of the membership; joins wait for the change to
+// settle (the assignment costs O(P), and a join frees nothing). When the
+// change settles, it computes the target from the partition table: read
+// when this member's view settles for the first time, and otherwise when
+// the read budget allows (readEvery), else as predicted and read as soon as
+// the budget allows; and it reads the table again as scheduleRead says, so
+// that members whose views of a hand-over differed agree again.
 func (r *runner) readMembers() error {
 	ms, ok := r.members()
 	if !ok {
@@ -44,43 +49,80 @@ func (r *runner) readMembers() error {
 		return err
 	}
 	now := time.Now()
-	changed := r.target == nil || !slices.Equal(ids, r.latest)
+	changed := r.latest == nil || !slices.Equal(ids, r.latest)
+	// A member gone, or a view back to the settled one (a member that was
+	// gone for a moment, or this one after it lost its membership and
+	// joined again): act on it at once.
+	gone := changed && (slices.ContainsFunc(r.latest, func(id string) bool { return !slices.Contains(ids, id) }) ||
+		slices.Equal(ids, r.effective))
 	if changed {
 		r.latest, r.changedAt = ids, now
 	}
 	// The first view settles too, so that members started together see
 	// each other before claiming, instead of the first claiming everything.
-	settle := (r.settled == nil || !slices.Equal(r.latest, r.effective)) && now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce()
-	read := r.target == nil || settle || !now.Before(r.nextRead)
-	if !changed && !read {
+	// A view settles once it has not changed for Debounce since it last
+	// settled, even back to the settled view: the table moved meanwhile.
+	settle := (r.settled == nil || r.changedAt.After(r.settledAt)) && now.Sub(r.changedAt) >= r.cfg.EffectiveDebounce()
+	if r.settled == nil && !settle {
+		return nil // a member neither claims nor hands over before its first view settles
+	}
+	budget := now.Sub(r.lastRead) >= r.readEvery(0)
+	// Read when due; when the view settles (the first time always); and
+	// when another member has held partitions this one's target gives it
+	// for Debounce: the views differ.
+	held := !r.heldSince.IsZero() && now.Sub(r.heldSince) >= r.cfg.EffectiveDebounce()
+	read := !now.Before(r.nextRead) || (settle && (r.settled == nil || budget)) || (held && budget)
+	if !read && !settle && !gone {
 		return nil
 	}
 	basis, fresh := r.predicted(), false
-	if read {
-		if owners, ok := r.owners(); ok {
-			basis, fresh = owners, true
-		} else {
-			// Go on with the table as predicted, so that a member that
-			// cannot read it in time still settles and claims; read
-			// again after RetryPeriod.
-			r.nextRead = now.Add(r.cfg.EffectiveRetryPeriod())
-			if !changed && !settle {
-				return nil
-			}
-		}
+	switch owners, ok := r.readTable(read, now); {
+	case ok:
+		basis, fresh = owners, true
+	case read && !settle && !gone:
+		return nil
+	case settle: // verify the prediction as soon as the budget allows
+		r.nextRead = minTime(r.nextRead, r.lastRead.Add(r.readEvery(0)))
 	}
 	r.setTarget(Rebalance(r.g.names, r.latest, basis))
 	if fresh {
 		r.scheduleRead(now, maps.Equal(r.target, basis))
 	}
 	if settle {
-		r.effective = r.latest
+		r.effective, r.settledAt = r.latest, now
 		r.g.log.Info("membership settled", "members", len(r.effective))
 	}
 	if settle || (r.settled != nil && slices.Equal(r.latest, r.effective)) {
 		r.settled = r.target
 	}
 	return nil
+}
+
+// readTable reads who owns each partition, when read: on success it
+// records the read; on failure it logs, and schedules the next try after
+// RetryPeriod, doubled after each failure up to readEvery, while the
+// caller goes on with the table as predicted (so that a member that cannot
+// read it in time still settles and claims).
+func (r *runner) readTable(read bool, now time.Time) (map[string]string, bool) {
+	if !read {
+		return nil, false
+	}
+	owners, ok := r.owners()
+	if ok {
+		r.lastRead, r.readFails, r.heldSince = now, 0, time.Time{}
+		return owners, true
+	}
+	wait := r.cfg.EffectiveRetryPeriod() << min(r.readFails, 16)
+	r.readFails++
+	r.nextRead = now.Add(min(wait, r.readEvery(r.cfg.EffectiveRetryPeriod())))
+	return nil, false
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // setTarget makes t the target and lists the partitions it gives this
@@ -99,14 +141,29 @@ func (r *runner) setTarget(t map[string]string) {
 // three renewal intervals later while the table was not the target (a
 // hand-over under way: the read is a safety net for members whose views
 // differed, and reading P rows is not free for the coordinator while it
-// serves the hand-over's claims), ten once it was; jittered by up to half,
-// so that members that settled together do not all read it at once again.
+// serves the hand-over's claims), ten once it was, and never sooner than
+// readEvery allows for the group's size; jittered by up to half, so that
+// members that settled together do not all read it at once again.
 func (r *runner) scheduleRead(now time.Time, settled bool) {
 	every := 3 * r.renewInterval()
 	if settled {
 		every = 10 * r.renewInterval()
 	}
+	every = r.readEvery(every)
 	r.nextRead = now.Add(every + rand.N(every/2+1))
+}
+
+// tableRows is how many partition rows a member reads a second, on
+// average, for the reads that only guard against views that differed (the
+// periodic reads, and Stats): reading the table costs the coordinator and
+// the member O(P), and every member reads it.
+const tableRows = 1000
+
+// readEvery is every, or longer for a large group: P / tableRows seconds
+// (100 s at P = 100,000), so that the safety-net reads of N members cost at
+// most N·tableRows rows a second, whatever P.
+func (r *runner) readEvery(every time.Duration) time.Duration {
+	return max(every, time.Duration(len(r.g.names))*time.Second/tableRows)
 }
 
 // predicted is the partition table as this member expects it to be: what

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,11 +12,18 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// claim claims, in one batch, the free partitions the latest membership
-// gives this member and that it does not own, and starts a term for each.
-func (r *runner) claim() {
+// maxClaim is the most partitions one step claims, so that one call (a few
+// transactions, sent together, on etcd) ends well within a request timeout
+// and the step's renewals are never held up by a cold start's thousands of
+// claims: the rest are claimed by the steps that follow at once.
+const maxClaim = 1024
+
+// claim claims, in one batch of at most maxClaim, the free partitions the
+// latest membership gives this member and that it does not own, and starts
+// a term for each. It reports whether some are left to claim.
+func (r *runner) claim() (more bool) {
 	if r.settled == nil || r.deadline.Until() <= 0 {
-		return // no settled view yet (just joined), or no renewal in time
+		return false // no settled view yet (just joined), or no renewal in time
 	}
 	var names []string
 	now := time.Now()
@@ -26,10 +34,14 @@ func (r *runner) claim() {
 		if _, releasing := r.unsent[n]; releasing || now.Before(r.cooldown[n]) {
 			continue
 		}
+		if len(names) == maxClaim {
+			more = true
+			break
+		}
 		names = append(names, n)
 	}
 	if len(names) == 0 {
-		return
+		return false
 	}
 	var res []tenure.ClaimResult
 	err := r.call(func(ctx context.Context) (err error) {
@@ -38,15 +50,16 @@ func (r *runner) claim() {
 	})
 	if errors.Is(err, tenure.ErrLost) {
 		r.lost(err)
-		return
+		return false
 	}
 	if err != nil {
 		// Some claims may have been made: find and release them.
 		r.g.log.Warn("claim failed", "partitions", len(names), "err", err)
 		r.reconcile = true
-		return
+		return false
 	}
-	claimed := 0
+	claimed, unknown := 0, 0
+	var firstErr error
 	for i, cr := range res {
 		switch {
 		case cr.Err == nil && r.deadline.Until() > 0:
@@ -55,13 +68,20 @@ func (r *runner) claim() {
 		case cr.Err == nil: // granted, but the member's deadline has passed
 			r.unsent[names[i]] = cr.Grant
 		case !errors.Is(cr.Err, tenure.ErrHeld):
-			r.g.log.Warn("claim failed", "partition", names[i], "err", cr.Err)
-			r.reconcile = true
+			unknown++
+			firstErr = cmp.Or(firstErr, cr.Err)
+		case r.heldSince.IsZero(): // held by another member: see readMembers
+			r.heldSince = now
 		}
+	}
+	if unknown > 0 {
+		r.g.log.Warn("claims failed; looking for partitions claimed unknowingly", "partitions", unknown, "err", firstErr)
+		r.reconcile = true
 	}
 	if claimed > 0 {
 		r.g.log.Info("claimed partitions", "claimed", claimed, "asked", len(names), "owned", len(r.owned))
 	}
+	return more && claimed > 0
 }
 
 // findOrphans reads the partition table after a claim whose outcome is
@@ -89,7 +109,7 @@ func (r *runner) findOrphans() {
 
 // start runs the function for p under a new term for grant gr.
 func (r *runner) start(p Partition, gr tenure.Grant) {
-	t, ctl := tenure.StartTerm(r.ctx, gr, r.deadline)
+	t, ctl := r.shared.Start(r.ctx, gr)
 	work, stop := context.WithCancelCause(t.Context())
 	o := &owned{p: p, term: t, ctl: ctl, stop: stop, done: make(chan error, 1)}
 	r.owned[p.Name] = o
@@ -229,6 +249,7 @@ func (r *runner) leave() {
 		}
 		cancel()
 		r.joined = false
+		r.shared.Stop()
 	}
 	clear(r.unsent)
 	r.publish()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenure-dev/tenure"
@@ -73,6 +74,9 @@ type PartitionsResult struct {
 	// StaleTokens counts partitions re-run with a token not greater than
 	// before (must be 0).
 	StaleTokens int
+	// ClaimsPerSecond is P over ColdStart: how fast the group claimed and
+	// started its partitions.
+	ClaimsPerSecond float64
 	// ReferencePartitions is P of the reference run; 0 when none ran.
 	ReferencePartitions int
 	// ReferenceWritesPerSecond is the reference run's steady-state writes.
@@ -135,11 +139,14 @@ func (o PartitionsOptions) withDefaults() PartitionsOptions {
 
 // measurer runs the members of one run.
 type measurer struct {
-	o     PartitionsOptions
-	pcfg  partition.Config
-	mu    sync.Mutex
-	runs  map[string][]run // partition key → terms begun, in order
-	nodes map[string]*measured
+	o        PartitionsOptions
+	pcfg     partition.Config
+	warnings *warnings
+	started  atomic.Int64 // partition functions called so far
+	running  atomic.Int64 // partition functions not returned yet
+	mu       sync.Mutex
+	runs     map[string][]run // partition key → terms begun, in order
+	nodes    map[string]*measured
 }
 
 type run struct {
@@ -158,7 +165,7 @@ type measured struct {
 // measurePartitions runs one group of o.Partitions partitions and
 // o.Members members and measures it.
 func measurePartitions(ctx context.Context, o PartitionsOptions) (PartitionsResult, error) {
-	m := &measurer{o: o, runs: map[string][]run{}, nodes: map[string]*measured{}}
+	m := &measurer{o: o, warnings: newWarnings(), runs: map[string][]run{}, nodes: map[string]*measured{}}
 	m.pcfg = partition.DefaultConfig()
 	m.pcfg.Key = fmt.Sprintf("%s/%d", o.Group, time.Now().UnixNano())
 	m.pcfg.Partitions, m.pcfg.TTL = o.Partitions, o.TTL

@@ -25,7 +25,8 @@ func (r PartitionsResult) Figures(ttl time.Duration) []Figure {
 	var out []Figure
 	row := func(what, target, got string) { out = append(out, Figure{what, target, got}) }
 	row(fmt.Sprintf("balance max/mean (P=%d, N=%d)", r.Partitions, r.Members), "≤ 1.001 (max ≤ ⌈P/N⌉)", fmt.Sprintf("%.4f (max %d, cap %d)", r.Imbalance, r.MaxOwned, r.Cap))
-	row("cold start to fully owned", "< 5s", r.ColdStart.Round(time.Millisecond).String())
+	row("cold start to fully owned", "< 20s", r.ColdStart.Round(time.Millisecond).String())
+	row("claims/s in the cold start (P / cold start)", "", fmt.Sprintf("%.0f", r.ClaimsPerSecond))
 	if r.WritesPerSecond >= 0 {
 		row("coordinator writes/s, steady state", "", fmt.Sprintf("%.2f", r.WritesPerSecond))
 	}

@@ -12,85 +12,32 @@ import (
 	"github.com/tenure-dev/tenure/partition"
 )
 
-func (m *measurer) fn(ctx context.Context, p partition.Partition, t *tenure.Term) error {
-	m.mu.Lock()
-	m.runs[p.Key] = append(m.runs[p.Key], run{member: t.Holder(), token: t.Token(), at: time.Now()})
-	m.mu.Unlock()
-	<-ctx.Done()
-	return nil
-}
-
-func (m *measurer) start(ctx context.Context, name string) error {
-	c, err := m.o.NewCoordinator(ctx)
-	if err != nil {
-		return fmt.Errorf("bench partitions: coordinator for %s: %w", name, err)
-	}
-	cfg := m.pcfg
-	cfg.Holder, cfg.Instance = name, "1"
-	g, err := partition.New(c, cfg)
-	if err != nil {
-		_ = c.Close()
-		return err
-	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	n := &measured{coord: c, g: g, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- g.Run(rctx, m.fn) }()
-	m.nodes[name] = n
-	return nil
-}
-
-// stop ends member name: gracefully, or by closing its coordinator first
-// (crash: it cannot renew or leave).
-func (m *measurer) stop(name string, crash bool) {
-	n := m.nodes[name]
-	delete(m.nodes, name)
-	if crash {
-		_ = n.coord.Close()
-	}
-	n.cancel()
-	<-n.done
-	_ = n.coord.Close()
-}
-
-func (m *measurer) stopAll() {
-	for name := range m.nodes {
-		m.stop(name, false)
-	}
-}
-
-// owners returns who runs each partition now, and the most one runs.
-func (m *measurer) owners() (map[string]string, int) {
-	out := make(map[string]string, m.o.Partitions)
-	most := 0
-	for name, n := range m.nodes {
-		owned := n.g.Snapshot().Owned
-		most = max(most, len(owned))
-		for _, o := range owned {
-			out[o.Partition.Key] = name
-		}
-	}
-	return out, most
-}
-
 // settle waits until every partition runs and the runs are settled: the
-// assignment members compute from them (Rebalance) moves nothing. It polls
-// every 10ms.
-func (m *measurer) settle(ctx context.Context, what string) (map[string]string, int, error) {
-	limit := (m.o.Partitions + len(m.nodes) - 1) / len(m.nodes)
+// assignment members compute from them (Rebalance) moves nothing. It counts
+// the partitions running every 50ms, and compares them with the assignment
+// (O(P)) at most every 500ms, once they all run; it gives up after 3 TTLs
+// plus 30s with a *PhaseError.
+func (m *measurer) settle(ctx context.Context, phase string) (map[string]string, int, error) {
 	var ids []string
 	for _, n := range m.nodes {
 		ids = append(ids, n.g.Identity())
 	}
-	deadline := time.Now().Add(3*m.o.TTL + 30*time.Second)
+	p := m.follow(phase)
+	deadline := p.began.Add(3*m.o.TTL + 30*time.Second)
+	var compared time.Time
 	for {
-		own, most := m.owners()
-		if len(own) == m.o.Partitions && m.isSettled(own, ids) {
-			return own, most, nil
+		p.tick()
+		if m.running.Load() == int64(m.o.Partitions) && time.Since(compared) >= 500*time.Millisecond {
+			compared = time.Now()
+			own, most := m.owners()
+			if len(own) == m.o.Partitions && m.isSettled(own, ids) {
+				return own, most, nil
+			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, 0, fmt.Errorf("bench partitions: %s: %d of %d partitions run, most %d (cap %d)", what, len(own), m.o.Partitions, most, limit)
+			return nil, 0, p.fail(ctx)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -106,6 +53,7 @@ func (m *measurer) coldStart(ctx context.Context, res *PartitionsResult) error {
 		return err
 	}
 	res.ColdStart = time.Since(start)
+	res.ClaimsPerSecond = float64(m.o.Partitions) / res.ColdStart.Seconds()
 	res.MaxOwned, res.Cap = most, (m.o.Partitions+m.o.Members-1)/m.o.Members
 	res.Imbalance = float64(most) / (float64(m.o.Partitions) / float64(m.o.Members))
 	return nil
@@ -164,13 +112,19 @@ func (m *measurer) join(ctx context.Context, res *PartitionsResult) error {
 // before began a new term elsewhere, and counts tokens that did not grow.
 // A claim shows in a member's snapshot a moment before its term's function
 // records the run, so it waits (up to the settle limit) until every one of
-// those partitions has a run that began after at.
+// those partitions has a run that began after at, polling every 50ms.
 // leaver is the departed member's identity: a run of its own that its
 // snapshot showed a moment before at is not a hand-over.
 func (m *measurer) handover(ctx context.Context, before map[string]string, name, leaver string, at time.Time) (lat []time.Duration, p99, most time.Duration, stale int, err error) {
+	var keys []string // the leaver's partitions
+	for key, owner := range before {
+		if owner == name {
+			keys = append(keys, key)
+		}
+	}
 	deadline := time.Now().Add(3*m.o.TTL + 30*time.Second)
 	for {
-		lat, stale, missing := m.handoverRuns(before, name, leaver, at)
+		lat, stale, missing := m.handoverRuns(keys, leaver, at)
 		if missing == 0 {
 			slices.Sort(lat)
 			if len(lat) == 0 {
@@ -179,22 +133,19 @@ func (m *measurer) handover(ctx context.Context, before map[string]string, name,
 			return lat, lat[(len(lat)*99+99)/100-1], lat[len(lat)-1], stale, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, 0, 0, stale, fmt.Errorf("bench partitions: %d partitions of %s ran nowhere else by %s", missing, name, deadline.Format(time.TimeOnly))
+			return nil, 0, 0, stale, fmt.Errorf("bench partitions: %d of %s's %d partitions ran nowhere else by %s", missing, name, len(keys), deadline.Format(time.TimeOnly))
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// handoverRuns returns, for the partitions owned by name in before, how long
-// after at each first ran again, how many did so without a greater token
-// than their last run before at, and how many have not run again yet.
-func (m *measurer) handoverRuns(before map[string]string, name, leaver string, at time.Time) (lat []time.Duration, stale, missing int) {
+// handoverRuns returns, for the partitions keys, how long after at each
+// first ran again, how many did so without a greater token than their last
+// run by leaver, and how many have not run again yet.
+func (m *measurer) handoverRuns(keys []string, leaver string, at time.Time) (lat []time.Duration, stale, missing int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for key, owner := range before {
-		if owner != name {
-			continue
-		}
+	for _, key := range keys {
 		var prev, next *run
 		for i := range m.runs[key] {
 			r := &m.runs[key][i]

@@ -65,6 +65,7 @@ type partitionsReport struct {
 	Members             int     `json:"members"`
 	TTLMS               int64   `json:"ttl_ms"`
 	ColdStartMS         int64   `json:"cold_start_ms"`
+	ClaimsPerSecond     float64 `json:"claims_per_second"`
 	MaxOwned            int     `json:"max_owned"`
 	Cap                 int     `json:"cap"`
 	Imbalance           float64 `json:"imbalance"`
@@ -157,7 +158,8 @@ func (o *benchPartitionsFlags) options(g *globalFlags, t bench.Target, local boo
 func (r *partitionsReport) fill(m bench.PartitionsResult, ttl time.Duration) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	r.Partitions, r.Members, r.TTLMS = m.Partitions, m.Members, ttl.Milliseconds()
-	r.ColdStartMS, r.MaxOwned, r.Cap, r.Imbalance = m.ColdStart.Milliseconds(), m.MaxOwned, m.Cap, m.Imbalance
+	r.ColdStartMS, r.ClaimsPerSecond = m.ColdStart.Milliseconds(), m.ClaimsPerSecond
+	r.MaxOwned, r.Cap, r.Imbalance = m.MaxOwned, m.Cap, m.Imbalance
 	r.WritesPerSecond, r.CPUPerMember = m.WritesPerSecond, m.CPUPerMember
 	r.JoinMoves, r.LeaveMoves, r.StaleTokens = m.JoinMoves, m.LeaveMoves, m.StaleTokens
 	r.LeaveP99MS, r.LeaveMaxMS = ms(m.LeaveP99), ms(m.LeaveMax)
