@@ -280,8 +280,11 @@ const envAnnotation = "tenure-env"
 
 // flagRef names flag name of cmd for an error message: "--key", or
 // "TENURE_KEY (--key)" when the value came from the environment.
-func flagRef(cmd *cobra.Command, name string) string {
-	if f := cmd.Flags().Lookup(name); f != nil {
+func flagRef(cmd *cobra.Command, name string) string { return flagSetRef(cmd.Flags(), name) }
+
+// flagSetRef is flagRef for a flag set.
+func flagSetRef(fs *pflag.FlagSet, name string) string {
+	if f := fs.Lookup(name); f != nil {
 		if env := f.Annotations[envAnnotation]; len(env) > 0 {
 			return fmt.Sprintf("%s (--%s)", env[0], name)
 		}

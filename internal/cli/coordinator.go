@@ -71,7 +71,7 @@ func (f *coordinatorFlags) check(fs *pflag.FlagSet) error {
 	if other := f.backendFlag(fs); other != "" {
 		for _, name := range etcdFlags {
 			if fl := fs.Lookup(name); fl != nil && fl.Changed {
-				errs = append(errs, fmt.Errorf("--%s is for etcd; it cannot be used with %s", name, other))
+				errs = append(errs, fmt.Errorf("%s is for etcd; it cannot be used with %s", flagSetRef(fs, name), other))
 			}
 		}
 	}

@@ -213,6 +213,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown backend", nil, []string{"demo", "--backend", "zookeeper"}, []string{`"zookeeper"`, "etcd, memory, postgres"}},
 		{"postgres backend without a DSN", nil, []string{"demo", "--backend", "postgres"}, []string{"--postgres"}},
 		{"postgres and endpoints", nil, []string{"--endpoints", "http://127.0.0.1:1", "--postgres", "postgres://localhost/db", "status", "--key", "jobs"}, []string{"--endpoints is for etcd"}},
+		{"TENURE_ENDPOINTS with --postgres", []string{"TENURE_ENDPOINTS=http://127.0.0.1:1"}, []string{"--postgres", "postgres://localhost/db", "status", "--key", "jobs"}, []string{"TENURE_ENDPOINTS (--endpoints) is for etcd; it cannot be used with --postgres"}},
+		{"TENURE_POSTGRES with --endpoints", []string{"TENURE_POSTGRES=postgres://localhost/db"}, []string{"--endpoints", "http://127.0.0.1:1", "status", "--key", "jobs"}, []string{"--endpoints is for etcd; it cannot be used with TENURE_POSTGRES (--postgres)"}},
 		{"malformed DSN", nil, []string{"status", "--key", "jobs"}, nil},
 		{"bad endpoint", nil, []string{"--endpoints", "ftp://x:1", "status", "--key", "jobs"}, []string{"ftp://x:1"}},
 		{"missing CA file", nil, []string{"--tls-ca", "/nonexistent/ca.pem", "status", "--key", "jobs"}, []string{"--tls-ca", "/nonexistent/ca.pem"}},
@@ -227,7 +229,7 @@ func TestBadInput(t *testing.T) {
 			if tc.name == "malformed DSN" {
 				args = append([]string{"--postgres", "postgres://tenure:secret@[::1/db"}, args...)
 				tc.want = []string{"--postgres", "invalid DSN"}
-			} else if tc.name != "postgres and endpoints" && tc.name != "bad endpoint" && tc.args[0] != "server" && tc.args[0] != "demo" {
+			} else if tc.name != "postgres and endpoints" && tc.name != "bad endpoint" && !strings.HasPrefix(tc.name, "TENURE_ENDPOINTS") && !strings.HasPrefix(tc.name, "TENURE_POSTGRES") && tc.args[0] != "server" && tc.args[0] != "demo" {
 				args = append(append([]string{}, nowhere...), args...)
 			}
 			res := runTenure(t, tc.env, args...)
@@ -277,5 +279,24 @@ func TestHelp(t *testing.T) {
 				t.Errorf("tenure %s --help does not mention %q", tc.cmd, w)
 			}
 		}
+	}
+}
+
+// TestVerifySaysWhenTheEnvironmentPicksItsCoordinator: with TENURE_ENDPOINTS
+// set, verify runs against that etcd instead of its embedded one, and its
+// first line says the value came from the environment. Without the
+// variable, the line says nothing of it.
+func TestVerifySaysWhenTheEnvironmentPicksItsCoordinator(t *testing.T) {
+	t.Parallel()
+	res := runTenure(t, []string{"TENURE_ENDPOINTS=http://127.0.0.1:1"}, "verify", "--duration", "5s", "--seed", "1")
+	first, _, _ := strings.Cut(res.stderr, "\n")
+	if !strings.Contains(first, "from the environment: TENURE_ENDPOINTS (--endpoints)") {
+		t.Errorf("%s: first line %q does not name TENURE_ENDPOINTS\nstderr: %s", res.description, first, res.stderr)
+	}
+	if !strings.Contains(res.stdout+res.stderr, "external etcd") {
+		t.Errorf("%s: the summary does not say it ran against an external etcd:\n%s%s", res.description, res.stdout, res.stderr)
+	}
+	if res.code != ExitInconclusive {
+		t.Errorf("%s: exit %d; want %d (nothing listens there)", res.description, res.code, ExitInconclusive)
 	}
 }

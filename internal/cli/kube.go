@@ -44,7 +44,7 @@ func (f *coordinatorFlags) kube() bool { return f.kubeconfig != "" || f.namespac
 func (f *coordinatorFlags) backendFlag(fs *pflag.FlagSet) string {
 	for _, name := range []string{"postgres", "kubeconfig", "namespace"} {
 		if fl := fs.Lookup(name); fl != nil && fl.Value.String() != "" {
-			return "--" + name
+			return flagSetRef(fs, name)
 		}
 	}
 	return ""

@@ -188,8 +188,24 @@ func verifyHeader(cmd *cobra.Command, f verifyFlags, o chaos.Options) string {
 	if !cmd.Flags().Changed("margin") {
 		margin += " (TTL/10, the default)"
 	}
-	return fmt.Sprintf("verify: seed %s, %s, %s, TTL %s, margin %s, max drift %s, faults %s", seed, o.Duration, what, o.TTL, margin,
-		strconv.FormatFloat(o.MaxDrift*100, 'f', -1, 64)+"%", verifyFamilies(fams, o.Members, cmd.Flags().Changed("faults")))
+	return fmt.Sprintf("verify: seed %s, %s, %s, TTL %s, margin %s, max drift %s, faults %s%s", seed, o.Duration, what, o.TTL, margin,
+		strconv.FormatFloat(o.MaxDrift*100, 'f', -1, 64)+"%", verifyFamilies(fams, o.Members, cmd.Flags().Changed("faults")), fromEnv(cmd))
+}
+
+// fromEnv says which coordinator flags came from the environment rather
+// than the command line, since they change what verify runs against:
+// "; from the environment: TENURE_ENDPOINTS (--endpoints)", or "".
+func fromEnv(cmd *cobra.Command) string {
+	var refs []string
+	for _, name := range []string{"endpoints", "postgres", "kubeconfig", "namespace"} {
+		if ref := flagRef(cmd, name); ref != "--"+name {
+			refs = append(refs, ref)
+		}
+	}
+	if len(refs) == 0 {
+		return ""
+	}
+	return "; from the environment: " + strings.Join(refs, ", ")
 }
 
 // runVerify runs the verification o, writes its reports and returns an
