@@ -1,21 +1,18 @@
 package kubetest
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Config returns a client configuration that authenticates as user (Admin,
 // or a name given to WithUser), without client-side rate limiting. It
 // panics for a user the server has no token for: a bug in the test.
 func (s *Server) Config(user string) *rest.Config {
-	tok, ok := s.tokens[user]
+	tok, ok := s.srv.Token(user)
 	if !ok {
 		panic("kubetest: no token for user " + user + " (start the server WithUser)")
 	}
@@ -66,13 +63,5 @@ func (s *Server) TokenKubeconfig(t testing.TB, token, namespace string) string {
 // WriteKubeconfig writes a kubeconfig file that authenticates with token
 // and whose context has namespace as its default.
 func (s *Server) WriteKubeconfig(path, token, namespace string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["kubetest"] = &clientcmdapi.Cluster{Server: s.URL, CertificateAuthority: s.CAFile}
-	kc.AuthInfos["kubetest"] = &clientcmdapi.AuthInfo{Token: token}
-	kc.Contexts["kubetest"] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: "kubetest", Namespace: namespace}
-	kc.CurrentContext = "kubetest"
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	return clientcmd.WriteToFile(*kc, path)
+	return s.srv.WriteKubeconfig(path, token, namespace)
 }

@@ -3,14 +3,11 @@
 // against an etcd of its own (embedded in the test process, or Debian's
 // /usr/bin/etcd), on free loopback ports, stopped when the test ends.
 //
-// The server authenticates with static bearer tokens (--token-auth-file):
-// Admin is in system:masters, and every name given to WithUser has a token
-// of its own and no groups but system:authenticated. It authorizes with
-// AlwaysAllow, or with RBAC under WithRBAC. It serves TLS with a
-// certificate from a throwaway CA (internal/testpki), signs service-account
-// tokens with a key pair made here, and reconciles no endpoints
-// (--endpoint-reconciler-type=none), so it runs without a kubelet or any
-// other component. It is ready in about two seconds and uses about 300 MB.
+// The server is package apiserver's: static bearer tokens (Admin is in
+// system:masters, every name given to WithUser has a token of its own and
+// no groups but system:authenticated), AlwaysAllow or, under WithRBAC,
+// RBAC, a self-signed serving certificate, no endpoint reconciler. It is
+// ready in about two seconds and uses about 300 MB.
 //
 // Without the binary, require.KubeAPIServer decides: the test fails when
 // kube-apiserver is required (TENURE_REQUIRE_KUBE_APISERVER=1, or CI=true),

@@ -1,4 +1,4 @@
-package kubetest
+package apiserver
 
 import (
 	"crypto/ecdsa"
@@ -18,15 +18,15 @@ import (
 func writeServiceAccountKeys(dir string) (private, public string, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return "", "", fmt.Errorf("kubetest: service-account key: %w", err)
+		return "", "", fmt.Errorf("apiserver: service-account key: %w", err)
 	}
 	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return "", "", fmt.Errorf("kubetest: service-account key: %w", err)
+		return "", "", fmt.Errorf("apiserver: service-account key: %w", err)
 	}
 	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {
-		return "", "", fmt.Errorf("kubetest: service-account key: %w", err)
+		return "", "", fmt.Errorf("apiserver: service-account key: %w", err)
 	}
 	private = filepath.Join(dir, "sa.key")
 	public = filepath.Join(dir, "sa.pub")
