@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tenure-dev/tenure"
 )
@@ -20,13 +21,13 @@ import (
 // before, unless tokens were granted faster than one per microsecond).
 const clockMicros = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
 
-// ClaimPartitions claims the named partitions for m in one transaction: it
-// deletes the group's expired membership rows (row locks order this against
-// their renewals), checks that m's row is live, takes every named partition
-// that is free or whose owner's row is gone with one INSERT … ON CONFLICT
-// (the token is GREATEST(fencing_token + 1, clockMicros), and clockMicros
-// for a new row), and reads the owners of the rest. See
-// tenure.GroupCoordinator.
+// ClaimPartitions claims the named partitions for m: it deletes the group's
+// expired membership rows (row locks order this against their renewals),
+// then, in one REPEATABLE READ transaction (see claim), checks that m's row
+// is live, takes every named partition that is free or whose owner's row is
+// gone with one INSERT … ON CONFLICT (the token is GREATEST(fencing_token +
+// 1, clockMicros), and clockMicros for a new row), and reads the owners of
+// the rest. See tenure.GroupCoordinator.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
 	op := fmt.Sprintf("postgres: claim %d partitions for %s", len(names), m)
 	t, err := c.beginGroup(op, m)
@@ -43,16 +44,7 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 	}
 	sorted := slices.Clone(names) // one lock order for every claimer
 	slices.Sort(sorted)
-	var claimed map[string]int64
-	var others map[string]owner
-	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		var err error
-		if claimed, err = c.claimTx(ctx, tx, t, m, sorted); err != nil {
-			return err
-		}
-		others, err = readOwners(ctx, tx, t, m.Group, sorted, claimed)
-		return err
-	})
+	claimed, others, err := c.claim(ctx, t, m, sorted)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
@@ -77,12 +69,67 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 	return out, nil
 }
 
-// claimTx reaps expired memberships, checks m's, and claims the free
-// partitions among names; it returns their new tokens.
-func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m tenure.Member, names []string) (map[string]int64, error) {
-	if _, err := tx.Exec(ctx, `DELETE FROM `+t.members+` WHERE grp = $1 AND expires_at <= CURRENT_TIMESTAMP`, m.Group); err != nil {
-		return nil, fmt.Errorf("delete expired memberships: %w", err)
+// claimAttempts is how many times claim runs its transaction when
+// PostgreSQL refuses it for a concurrent change (SQLSTATE 40001).
+const claimAttempts = 4
+
+// claim reaps m's group's expired memberships, then claims the free
+// partitions among names in a REPEATABLE READ transaction, and reads the
+// owners of the rest. It returns the new tokens and the owners.
+//
+// Why REPEATABLE READ: the claim takes a row whose owner's membership row
+// does not exist, and the membership is read through the statement's
+// snapshot, while ON CONFLICT DO UPDATE locks the row's latest version. At
+// READ COMMITTED that version may be newer than the snapshot: a member
+// that joined and claimed the row after the snapshot was taken (while this
+// claim waited on another row's lock) owns it, but its membership row is
+// not in the snapshot, so the claim took the row from a live member. At
+// REPEATABLE READ, PostgreSQL refuses to lock or update a row version the
+// transaction's snapshot does not see (SQLSTATE 40001, serialization
+// failure: the transaction is rolled back, nothing is claimed), so every
+// row the claim takes or leaves is the version its snapshot sees. That
+// version's owner_epoch was written by a claim committed before the
+// snapshot, which saw its member's row live; so that row was committed
+// before the snapshot too, and if the snapshot does not see it, it was
+// deleted before the snapshot, for good (epochs are never reused): the
+// owner is gone. A refused transaction is run again with a new snapshot,
+// up to claimAttempts times: the change that caused it has committed, so
+// the next run sees it (and reports the row held, or claims it if it was
+// released). The expired memberships are deleted before the transaction,
+// in a statement of their own, so that two members reaping the same row at
+// once do not refuse each other's claims.
+func (c *Coordinator) claim(ctx context.Context, t groupTables, m tenure.Member, names []string) (claimed map[string]int64, others map[string]owner, err error) {
+	if _, err := c.pool.Exec(ctx, `DELETE FROM `+t.members+` WHERE grp = $1 AND expires_at <= CURRENT_TIMESTAMP`, m.Group); err != nil {
+		return nil, nil, fmt.Errorf("delete expired memberships: %w", err)
 	}
+	for attempt := 1; ; attempt++ {
+		err = pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+			var err error
+			if claimed, err = c.claimTx(ctx, tx, t, m, names); err != nil {
+				return err
+			}
+			others, err = readOwners(ctx, tx, t, m.Group, names, claimed)
+			return err
+		})
+		if err == nil || !isSerializationFailure(err) {
+			return claimed, others, err
+		}
+		if attempt == claimAttempts {
+			return nil, nil, fmt.Errorf("refused %d times for concurrent changes to its rows, nothing claimed: %w", attempt, err)
+		}
+	}
+}
+
+// isSerializationFailure reports whether err is PostgreSQL's SQLSTATE
+// 40001: the transaction was rolled back for a concurrent change.
+func isSerializationFailure(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40001"
+}
+
+// claimTx checks m's membership and claims the free partitions among names;
+// it returns their new tokens.
+func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m tenure.Member, names []string) (map[string]int64, error) {
 	var live bool
 	err := tx.QueryRow(ctx, `SELECT true FROM `+t.members+` WHERE epoch = $1 AND member = $2 AND expires_at > CURRENT_TIMESTAMP`, int64(m.Epoch), m.ID).Scan(&live)
 	if errors.Is(err, pgx.ErrNoRows) {
