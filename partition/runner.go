@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tenure-dev/tenure"
@@ -17,7 +18,7 @@ type owned struct {
 	term   *tenure.Term
 	ctl    tenure.TermControl
 	stop   context.CancelCauseFunc // cancels the function's ctx
-	done   chan error              // receives the function's result
+	err    error                   // the function's result, once on runner.returned
 	reason MoveReason              // why it is being given up; "" while wanted
 	keep   bool                    // do not release: the membership is gone
 }
@@ -55,6 +56,13 @@ type runner struct {
 	cooldown  map[string]time.Time    // not claimed again before
 	unowned   map[string]time.Time    // first seen unowned, for Stats
 	nextStats time.Time
+
+	// A step costs nothing per partition owned unless something changed:
+	retarget     bool       // the target changed since handOver last looked
+	ownedChanged bool       // owned changed since publish last listed it
+	nextPublish  time.Time  // when publish lists it anyway (terms end by themselves)
+	returnedMu   sync.Mutex // guards returned
+	returned     []*owned   // functions returned, not reaped yet
 }
 
 func newRunner(ctx context.Context, g *Group, fn Func) *runner {

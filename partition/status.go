@@ -50,12 +50,32 @@ func (g *Group) Snapshot() Snapshot {
 	return s
 }
 
-// publish updates the snapshot and the owned-partitions gauge.
+// publish updates the snapshot and the owned-partitions gauge. It lists
+// the partitions owned (O(P/N)) only when they changed, or RetryPeriod
+// after it last did (for terms that ended by themselves): not at every
+// step. Snapshot leaves out the terms ended meanwhile.
 func (r *runner) publish() {
 	s := Snapshot{Joined: r.joined, Members: r.latest}
 	if r.joined {
 		s.Member, s.Deadline = r.member, r.deadline.Time()
 	}
+	r.g.mu.Lock()
+	terms := r.g.terms
+	s.Owned = r.g.snap.Owned
+	r.g.mu.Unlock()
+	if now := time.Now(); r.ownedChanged || !now.Before(r.nextPublish) {
+		r.ownedChanged, r.nextPublish = false, now.Add(r.cfg.EffectiveRetryPeriod())
+		s.Owned, terms = r.listOwned()
+	}
+	r.g.mu.Lock()
+	r.g.snap, r.g.terms = s, terms
+	r.g.mu.Unlock()
+	r.g.metrics.SetOwned(r.cfg.Key, len(s.Owned))
+}
+
+// listOwned lists the partitions owned whose term is live, by index, with
+// their terms.
+func (r *runner) listOwned() ([]Owned, []*tenure.Term) {
 	live := make([]*owned, 0, len(r.owned))
 	for _, o := range r.owned {
 		if !o.ctl.Ended() {
@@ -63,15 +83,13 @@ func (r *runner) publish() {
 		}
 	}
 	slices.SortFunc(live, func(a, b *owned) int { return a.p.Index - b.p.Index })
+	out := make([]Owned, len(live))
 	terms := make([]*tenure.Term, len(live))
 	for i, o := range live {
-		s.Owned = append(s.Owned, Owned{Partition: o.p, Token: o.term.Token()})
+		out[i] = Owned{Partition: o.p, Token: o.term.Token()}
 		terms[i] = o.term
 	}
-	r.g.mu.Lock()
-	r.g.snap, r.g.terms = s, terms
-	r.g.mu.Unlock()
-	r.g.metrics.SetOwned(r.cfg.Key, len(s.Owned))
+	return out, terms
 }
 
 // stats reads the partition table every renew interval (less often for a

@@ -128,7 +128,7 @@ func minTime(a, b time.Time) time.Time {
 // setTarget makes t the target and lists the partitions it gives this
 // member.
 func (r *runner) setTarget(t map[string]string) {
-	r.target = t
+	r.target, r.retarget = t, true
 	r.mine = r.mine[:0]
 	for _, n := range r.g.names {
 		if t[n] == r.g.id {

@@ -111,12 +111,17 @@ func (r *runner) findOrphans() {
 func (r *runner) start(p Partition, gr tenure.Grant) {
 	t, ctl := r.shared.Start(r.ctx, gr)
 	work, stop := context.WithCancelCause(t.Context())
-	o := &owned{p: p, term: t, ctl: ctl, stop: stop, done: make(chan error, 1)}
+	o := &owned{p: p, term: t, ctl: ctl, stop: stop}
 	r.owned[p.Name] = o
+	r.ownedChanged = true
 	r.g.metrics.Moved(r.cfg.Key, MoveClaimed)
 	r.transition(tenure.Elected, o, nil)
 	go func() {
-		o.done <- r.fn(work, p, t)
+		err := r.fn(work, p, t)
+		r.returnedMu.Lock()
+		o.err = err
+		r.returned = append(r.returned, o)
+		r.returnedMu.Unlock()
 		select {
 		case r.wake <- struct{}{}:
 		default:
@@ -128,11 +133,14 @@ func (r *runner) start(p Partition, gr tenure.Grant) {
 // latest membership give to another member; they are released once they
 // have returned. A partition the latest membership gives to this member is
 // kept (it may just have been claimed, free), and one only the latest
-// membership moves waits for the change to settle.
+// membership moves waits for the change to settle. It looks at the
+// partitions owned only when the target has changed since it last did: a
+// partition claimed since is one the target gives this member.
 func (r *runner) handOver() {
-	if r.settled == nil {
+	if r.settled == nil || !r.retarget {
 		return
 	}
+	r.retarget = false
 	for n, o := range r.owned {
 		if o.reason == "" && r.settled[n] != r.g.id && r.target[n] != r.g.id {
 			o.reason = MoveRebalanced
@@ -141,16 +149,18 @@ func (r *runner) handOver() {
 	}
 }
 
-// reap collects the partitions whose function has returned: it ends their
-// terms, reports why, and queues their release.
+// reap collects the partitions whose function has returned (each queued
+// itself on returned, so that a step costs nothing per partition owned): it
+// ends their terms, reports why, and queues their release.
 func (r *runner) reap() {
-	for n, o := range r.owned {
-		select {
-		case err := <-o.done:
-			r.finish(o, err)
-			delete(r.owned, n)
-		default:
-		}
+	r.returnedMu.Lock()
+	done := r.returned
+	r.returned = nil
+	r.returnedMu.Unlock()
+	for _, o := range done {
+		r.finish(o, o.err)
+		delete(r.owned, o.p.Name)
+		r.ownedChanged = true
 	}
 }
 
