@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,11 +19,10 @@ import (
 // transaction may hold.
 const maxTxnOps = 128
 
-// claimTxnOps is how many partitions one transaction claims: each is a
-// nested transaction with one operation per branch, and etcd lets a nested
-// transaction hold what the outer one leaves of --max-txn-ops, so 127
-// nested transactions leave each the one it needs. (127 claims are about
-// 20 KB, far below etcd's --max-request-bytes, 1.5 MiB.)
+// claimTxnOps is how many partitions one transaction claims: each is a nested
+// transaction with one operation per branch, and etcd lets a nested one hold
+// what the outer one leaves of --max-txn-ops, so 127 leave each the one it
+// needs. (127 claims are about 20 KB, far below --max-request-bytes, 1.5 MiB.)
 const claimTxnOps = maxTxnOps - 1
 
 // releaseTxnOps is how many partitions one transaction releases: each
@@ -170,8 +170,8 @@ func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs
 		_, err := c.client.Txn(ctx).Then(ops...).Commit()
 		return err
 	})
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+	if failed := slices.DeleteFunc(errs, func(err error) bool { return err == nil }); len(failed) > 0 {
+		return fmt.Errorf("%s: %d of %d transactions failed, the first: %w", op, len(failed), len(errs), failed[0])
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,7 +108,7 @@ func (w *warnings) Handle(_ context.Context, r slog.Record) error {
 	w.counts[r.Message]++
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "err" {
-			w.last[r.Message] = a.Value.String()
+			w.last[r.Message] = strings.ReplaceAll(a.Value.String(), "\n", "; ")
 		}
 		return true
 	})

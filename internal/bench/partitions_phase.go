@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 )
@@ -21,6 +23,11 @@ type PhaseError struct {
 	// Rate and RecentRate are the partitions started per second over the
 	// phase and over its last 10 seconds.
 	Rate, RecentRate float64
+	// CPU is the cores this process (members, and etcd when in process)
+	// used over the phase; Load is the host's 1-minute load average at the
+	// end ("" where unknown). Members starved of CPU renew late.
+	CPU  float64
+	Load string
 	// Warnings are the members' warnings and errors, most frequent first,
 	// each with its count and last error.
 	Warnings []string
@@ -29,8 +36,8 @@ type PhaseError struct {
 // Error says all of it on a few lines.
 func (e *PhaseError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d of %d partitions running after %s (most %d on one member, cap %d); partitions started %.0f/s over the phase, %.0f/s over its last 10s",
-		e.Phase, e.Running, e.Partitions, e.Waited.Round(time.Millisecond), e.Most, e.Cap, e.Rate, e.RecentRate)
+	fmt.Fprintf(&b, "%s: %d of %d partitions running after %s (most %d on one member, cap %d); partitions started %.0f/s over the phase, %.0f/s over its last 10s; this process used %.2f cores (load average %s)",
+		e.Phase, e.Running, e.Partitions, e.Waited.Round(time.Millisecond), e.Most, e.Cap, e.Rate, e.RecentRate, e.CPU, cmp.Or(e.Load, "unknown"))
 	if len(e.Warnings) == 0 {
 		b.WriteString("; the members logged no warning")
 	}
@@ -49,6 +56,8 @@ type progress struct {
 	started int64 // m.started at the beginning
 	samples []startSample
 	printed time.Time
+	cpu0    time.Duration // cpuTime at the beginning
+	cpuLast time.Duration // cpuTime at the last progress line
 }
 
 // startSample is partitions started by a moment.
@@ -60,8 +69,8 @@ type startSample struct {
 const progressEvery = 5 * time.Second
 
 func (m *measurer) follow(phase string) *progress {
-	now := time.Now()
-	return &progress{m: m, phase: phase, began: now, started: m.started.Load(), printed: now}
+	now, cpu := time.Now(), cpuTime()
+	return &progress{m: m, phase: phase, began: now, started: m.started.Load(), printed: now, cpu0: cpu, cpuLast: cpu}
 }
 
 // tick records a sample and prints a progress line when one is due.
@@ -69,9 +78,12 @@ func (p *progress) tick() {
 	now := time.Now()
 	p.samples = append(p.samples, startSample{now, p.m.started.Load()})
 	if now.Sub(p.printed) >= progressEvery {
-		p.printed = now
-		fmt.Fprintf(p.m.o.Progress, "bench: %s: %d of %d partitions running after %s, %.0f started/s\n",
-			p.phase, p.m.running.Load(), p.m.o.Partitions, now.Sub(p.began).Round(time.Second), p.rate(10*time.Second))
+		cpu := cpuTime()
+		cores := (cpu - p.cpuLast).Seconds() / now.Sub(p.printed).Seconds()
+		p.printed, p.cpuLast = now, cpu
+		fmt.Fprintf(p.m.o.Progress, "bench: %s: %d of %d partitions running after %s, %.0f started/s, %d member warnings; this process used %.2f cores (load average %s)\n",
+			p.phase, p.m.running.Load(), p.m.o.Partitions, now.Sub(p.began).Round(time.Second), p.rate(10*time.Second),
+			p.m.warnings.total.Load(), cores, cmp.Or(loadAverage(), "unknown"))
 	}
 }
 
@@ -100,9 +112,20 @@ func (p *progress) fail(ctx context.Context) error {
 		Running: int(p.m.running.Load()), Partitions: p.m.o.Partitions, Most: most,
 		Cap:  (p.m.o.Partitions + len(p.m.nodes) - 1) / max(len(p.m.nodes), 1),
 		Rate: p.rate(0), RecentRate: p.rate(10 * time.Second), Warnings: p.m.warnings.summary(5),
+		CPU: (cpuTime() - p.cpu0).Seconds() / time.Since(p.began).Seconds(), Load: loadAverage(),
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w (%w)", e, err)
 	}
 	return e
+}
+
+// loadAverage is the host's 1-minute load average (Linux's /proc/loadavg),
+// or "" where it cannot be read.
+func loadAverage() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return ""
 }
