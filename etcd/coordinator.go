@@ -19,13 +19,16 @@ const DefaultPrefix = "/tenure/leader/"
 
 // Compile-time checks that Coordinator has every capability.
 var (
-	_ tenure.Coordinator = (*Coordinator)(nil)
-	_ tenure.Watcher     = (*Coordinator)(nil)
+	_ tenure.Coordinator      = (*Coordinator)(nil)
+	_ tenure.Watcher          = (*Coordinator)(nil)
+	_ tenure.Lister           = (*Coordinator)(nil)
+	_ tenure.GroupCoordinator = (*Coordinator)(nil)
+	_ tenure.MembersWatcher   = (*Coordinator)(nil)
 )
 
 // Coordinator is a tenure.Coordinator on etcd. It also implements
-// tenure.Watcher, tenure.Lister and tenure.GroupCoordinator. It is safe for
-// concurrent use.
+// tenure.Watcher, tenure.Lister, tenure.GroupCoordinator and
+// tenure.MembersWatcher. It is safe for concurrent use.
 type Coordinator struct {
 	client     *clientv3.Client
 	ownsClient bool
@@ -92,9 +95,6 @@ func newCoordinator(client *clientv3.Client, owns bool, opts []Option) (*Coordin
 // Client returns the etcd client the coordinator uses.
 func (c *Coordinator) Client() *clientv3.Client { return c.client }
 
-// Prefix returns the etcd key prefix under which tenure keys live.
-func (c *Coordinator) Prefix() string { return c.prefix }
-
 // EtcdKey returns the etcd key that holds tenure key key.
 func (c *Coordinator) EtcdKey(key string) string { return c.prefix + key }
 
@@ -120,8 +120,15 @@ func (c *Coordinator) Close() error {
 	return nil
 }
 
-// begin checks that the coordinator is open and ctx has not ended.
-func (c *Coordinator) begin(ctx context.Context, op string) error {
+// begin starts operation op: it returns the first of invalid (the checks of
+// op's arguments) that is not nil, else an error if the coordinator is
+// closed or ctx has ended, each prefixed with op.
+func (c *Coordinator) begin(ctx context.Context, op string, invalid ...error) error {
+	for _, err := range invalid {
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()

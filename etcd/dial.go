@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,12 +11,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tenure-dev/tenure/internal/reach"
 	"github.com/tenure-dev/tenure/internal/zapslog"
 )
 
@@ -36,9 +36,8 @@ type Config struct {
 	// Both empty means no authentication.
 	Username, Password string
 
-	// TLS secures the connections; required for https:// endpoints. Set
-	// RootCAs to verify the servers and Certificates to authenticate with a
-	// client certificate.
+	// TLS secures the connections; required for https:// endpoints (RootCAs
+	// verifies the servers, Certificates authenticates the client).
 	TLS *tls.Config
 
 	// Prefix is the etcd key prefix under which tenure keys live. Empty
@@ -111,15 +110,12 @@ func checkEndpoint(ep string) error {
 	return nil
 }
 
-// Dial connects to the etcd cluster cfg names, checks within
-// cfg.DialTimeout that it answers (a linearizable read, which needs a
-// quorum) and that the credentials are accepted, and returns a Coordinator
-// that owns the connection: its Close closes it.
-//
-// Dial fails with an error wrapping ErrUnreachable when no endpoint answered
-// in time, ErrAuth when the credentials were refused or are required, and
-// ErrInvalidConfig for a malformed Config. It never waits longer than the
-// dial timeout, or than ctx allows.
+// Dial connects to the etcd cluster cfg names and checks, within
+// cfg.DialTimeout and what ctx allows, that it answers a linearizable read
+// (which needs a quorum) with the credentials given. The Coordinator owns
+// the connection: its Close closes it. The error wraps ErrUnreachable when no
+// endpoint answered in time, ErrAuth when the credentials were refused or are
+// required, and ErrInvalidConfig for a malformed Config.
 func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -131,7 +127,7 @@ func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
 	eps := strings.Join(cfg.Endpoints, ",")
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if refused := allRefused(ctx, cfg.Endpoints); refused != nil {
+	if refused := reach.Refused(ctx, cfg.Endpoints); refused != nil {
 		return nil, fmt.Errorf("%w: etcd at %s: %w (nothing listens there)", ErrUnreachable, eps, refused)
 	}
 	client, err := clientv3.New(clientv3.Config{
@@ -145,13 +141,9 @@ func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
 		Logger:               zapslog.New(cfg.Logger, slog.LevelWarn),
 	})
 	if err != nil {
-		return nil, dialError(ctx, eps, cfg.Username, timeout, err)
+		return nil, dialError(eps, cfg.Username, timeout, err)
 	}
-	opts := []Option{WithLogger(cfg.Logger)}
-	if cfg.Prefix != "" {
-		opts = append(opts, WithPrefix(cfg.Prefix))
-	}
-	c, err := newCoordinator(client, true, opts)
+	c, err := newCoordinator(client, true, []Option{WithLogger(cfg.Logger), WithPrefix(cmp.Or(cfg.Prefix, DefaultPrefix))})
 	if err == nil {
 		err = answers(ctx, c, cfg, timeout)
 	}
@@ -167,120 +159,32 @@ func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
 // it has not answered by half the timeout, it finds out in the meantime
 // why, for the error message.
 func answers(ctx context.Context, c *Coordinator, cfg Config, timeout time.Duration) error {
-	var (
-		why       string
-		probeDone = make(chan struct{})
-	)
+	whyc := make(chan string, 1)
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	go func() {
-		defer close(probeDone)
-		t := time.NewTimer(timeout / 2)
-		defer t.Stop()
 		select {
-		case <-t.C:
-			why = diagnose(probeCtx, cfg)
+		case <-time.After(timeout / 2):
+			whyc <- reach.Diagnose(probeCtx, cfg.Endpoints, cfg.TLS)
 		case <-probeCtx.Done():
+			whyc <- ""
 		}
 	}()
 	_, err := c.client.Get(ctx, c.prefix, clientv3.WithKeysOnly(), clientv3.WithLimit(1))
 	stopProbe()
-	<-probeDone
+	why := <-whyc
 	if err == nil {
 		return nil
 	}
-	err = dialError(ctx, strings.Join(cfg.Endpoints, ","), cfg.Username, timeout, err)
+	err = dialError(strings.Join(cfg.Endpoints, ","), cfg.Username, timeout, err)
 	if why != "" {
 		err = fmt.Errorf("%w (%s)", err, why)
 	}
 	return err
 }
 
-// allRefused tries a TCP connection to every endpoint at once, and returns
-// the error when every one of them refused it (nothing listens there, so
-// waiting the dial timeout cannot help); nil as soon as one is accepted,
-// or fails in any other way (which the dial then finds out about).
-func allRefused(ctx context.Context, endpoints []string) error {
-	errs := make(chan error, len(endpoints))
-	for _, ep := range endpoints {
-		go func() {
-			hostport := ep
-			if u, err := url.Parse(ep); err == nil && u.Host != "" {
-				hostport = u.Host
-			}
-			var d net.Dialer
-			conn, err := d.DialContext(ctx, "tcp", hostport)
-			if err == nil {
-				conn.Close()
-			}
-			errs <- err
-		}()
-	}
-	var last error
-	for range endpoints {
-		err := <-errs
-		if !errors.Is(err, syscall.ECONNREFUSED) {
-			return nil // the others' goroutines end with their dial
-		}
-		last = err
-	}
-	return last
-}
-
-// diagnose tries a plain connection (and TLS handshake) to every endpoint
-// and says what went wrong, for an error message. It returns when ctx ends.
-func diagnose(ctx context.Context, cfg Config) string {
-	out := make([]string, len(cfg.Endpoints))
-	var wg sync.WaitGroup
-	for i, ep := range cfg.Endpoints {
-		wg.Go(func() { out[i] = ep + ": " + probe(ctx, ep, cfg.TLS) })
-	}
-	wg.Wait()
-	return strings.Join(out, "; ")
-}
-
-func probe(ctx context.Context, ep string, tlsCfg *tls.Config) string {
-	hostport, secure := ep, tlsCfg != nil
-	if u, err := url.Parse(ep); err == nil && u.Host != "" {
-		hostport, secure = u.Host, u.Scheme == "https" || (u.Scheme != "http" && tlsCfg != nil)
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", hostport)
-	if err != nil {
-		if ctx.Err() != nil {
-			return "TCP connection not established"
-		}
-		return err.Error()
-	}
-	defer conn.Close()
-	if deadline, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(deadline)
-	}
-	if !secure || tlsCfg == nil {
-		return "connection accepted, but no answer"
-	}
-	cfg := tlsCfg.Clone()
-	if cfg.ServerName == "" {
-		cfg.ServerName, _, _ = net.SplitHostPort(hostport)
-	}
-	cfg.NextProtos = []string{"h2"}
-	tc := tls.Client(conn, cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
-		return "TLS: " + err.Error()
-	}
-	// TLS 1.3 servers reject a client certificate after the handshake:
-	// the alert arrives with the first read.
-	tc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-	var b [1]byte
-	if _, err := tc.Read(b[:]); err != nil {
-		var ne net.Error
-		if !errors.As(err, &ne) || !ne.Timeout() {
-			return "TLS: " + err.Error()
-		}
-	}
-	return "TLS connection established, but no answer"
-}
-
-func dialError(ctx context.Context, eps, user string, timeout time.Duration, err error) error {
+// dialError says why the dial of eps failed: refused credentials (ErrAuth),
+// no answer in time (ErrUnreachable), or err as it is.
+func dialError(eps, user string, timeout time.Duration, err error) error {
 	switch {
 	case isAuthError(err) && user == "":
 		return fmt.Errorf("%w: etcd at %s requires a user name and password: %w", ErrAuth, eps, err)

@@ -18,23 +18,16 @@
 //
 // # The token path
 //
-// Acquire, Renew and Release are the whole of it (grant.go), in the manner
-// of etcd's own concurrency.Election:
-//
-//   - Acquire puts the key if it does not exist, on a lease of its own, in
-//     one transaction. The lease is granted for the call, or was granted
-//     ahead: by the holder's last Acquire of the key that found it held, or
-//     kept by its last Release of it. A lease granted ahead carries no key
-//     and nothing extends it, so it is just a lease that started earlier: the
-//     grant's Sent is when it was granted or last extended, and the holder's
-//     local deadline counts its whole age.
-//   - Renew extends the grant's lease with one KeepAliveOnce, then reads the
-//     key to check that it is still this grant (a key deleted by hand leaves
-//     its lease alive). The renewed grant's Sent is when the keepalive was
-//     sent.
-//   - Release deletes the key if it is still this grant, in one
-//     transaction. A follower watching the key acquires it on the delete
-//     event.
+// Acquire, Renew and Release (grant.go) are the whole of it, in the manner
+// of etcd's own concurrency.Election. Acquire puts the key if it does not
+// exist, on a lease of its own, in one transaction; Renew extends that lease
+// with one KeepAliveOnce, then reads the key to check that it is still the
+// grant (a key deleted by hand leaves its lease alive); Release deletes the
+// key if it is still the grant, and a follower watching the key acquires it
+// on the delete event. A lease may be granted ahead, by the holder's last
+// Acquire that found the key held or kept by its last Release: it carries no
+// key and nothing extends it, so it is just a lease that started earlier, and
+// the grant's Sent, when it was granted or last extended, counts its whole age.
 //
 // One lease carries at most one grant at a time, and only that grant's own
 // Acquire and Renew extend it, so nothing else can keep a key alive: a

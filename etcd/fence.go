@@ -11,22 +11,16 @@ import (
 	"github.com/tenure-dev/tenure/fence"
 )
 
-// FencedTxn commits ops in one etcd transaction if, and only if, g is still
-// the live grant on its key when the transaction executes: it compares the
-// election key's mod revision with g's token (and its value with g's
-// holder) in the same transaction. Nothing is written otherwise, and the
-// error is a *fence.StaleError (matching tenure.ErrStaleToken) whose
-// Required is the token of the grant that replaced g, or, when the key is
-// free, the lowest token a new grant can have.
-//
-// Use it for writes to etcd that only the leader may make. ops must not
-// touch the election key itself.
+// FencedTxn commits ops, writes to etcd that only the leader may make, in one
+// transaction if and only if g is still the live grant on its key: the
+// transaction compares the key's mod revision with g's token and its value
+// with g's holder. Otherwise nothing is written, and the error is a
+// *fence.StaleError (matching tenure.ErrStaleToken) whose Required is the
+// token of the grant that replaced g or, when the key is free, the lowest
+// token a new grant can have. ops must not touch the election key itself.
 func (c *Coordinator) FencedTxn(ctx context.Context, g tenure.Grant, ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
 	op := fmt.Sprintf("etcd: fenced txn by %s", g)
-	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, g.Validate()); err != nil {
 		return nil, err
 	}
 	ek := c.EtcdKey(g.Key)
@@ -72,11 +66,10 @@ func parseToken(b []byte) (uint64, error) {
 
 // Register is a fenced resource kept in etcd: an etcd key holding the highest
 // fencing token accepted so far, and writes that commit only together with
-// it. A write presenting a lower token is rejected and changes nothing;
-// a write presenting the same token is accepted (the same term writing
-// again). Unlike FencedTxn it does not need the grant to be live, only to be
-// the newest that wrote: it protects data in etcd written by successive
-// leaders, as a fenced database row does.
+// it. A write presenting a lower token is rejected and changes nothing; the
+// same token is accepted (the same term writing again). Unlike FencedTxn it
+// needs the grant to be the newest that wrote, not to be live: it protects
+// data in etcd written by successive leaders, as a fenced database row does.
 type Register struct {
 	client *clientv3.Client
 	key    string
@@ -92,14 +85,12 @@ func NewRegister(client *clientv3.Client, key string) *Register {
 // Key returns the etcd key that holds the register's token.
 func (r *Register) Key() string { return r.key }
 
-// Write commits ops, together with recording token as the highest accepted,
-// in one transaction, if token is at least the highest token accepted so
-// far. Otherwise nothing is written and the error is a *fence.StaleError
-// (matching tenure.ErrStaleToken). Token 0 is rejected with an error wrapping
-// fence.ErrMissingToken. ops must not touch the register's key.
-//
-// In the response, Responses[0] is the put of the register's key and the
-// results of ops follow, in order.
+// Write commits ops and records token as the highest accepted, in one
+// transaction, if token is at least the highest accepted so far; otherwise
+// nothing is written and the error is a *fence.StaleError (matching
+// tenure.ErrStaleToken). Token 0 is rejected with fence.ErrMissingToken. ops
+// must not touch the register's key. In the response, Responses[0] is the
+// put of the register's key and the results of ops follow, in order.
 func (r *Register) Write(ctx context.Context, token uint64, ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
 	op := fmt.Sprintf("etcd: register %q: write with token %d", r.key, token)
 	if token == 0 {

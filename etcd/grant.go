@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,22 +21,17 @@ type granted struct {
 	lease  lease
 }
 
-// Acquire grants key to holder on a lease of its own of at least ttl
-// (rounded up to whole seconds, raised to etcd's minimum), in one
-// transaction: put the key if it does not exist. The token is the revision
-// of that put. The lease may be older than the call (granted by holder's
-// last refused Acquire of key, or kept by its last Release of it): the
-// grant's Sent is when it was last granted or extended, so its whole age
-// counts. If holder holds key already, that grant is deleted and a new one
-// made (so concurrent Acquires of one holder replace each other); another
-// holder that takes the key in between wins, and Acquire returns a
-// *tenure.HeldError naming it. See tenure.Coordinator.
+// Acquire grants key to holder in one transaction that puts the key if it
+// does not exist, on a lease of its own of at least ttl (whole seconds, at
+// least etcd's minimum); the token is the put's revision. The lease may be
+// older than the call (granted by holder's last refused Acquire of key, or
+// kept by its last Release): Sent is when it was last granted or extended.
+// A grant holder already has on key is deleted and replaced; if another
+// holder takes the key meanwhile, Acquire returns a *tenure.HeldError naming
+// it. See tenure.Coordinator.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: acquire %q for %q", key, holder)
-	if err := validateAcquire(key, holder, ttl); err != nil {
-		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, tenure.ValidateKey(key), tenure.ValidateHolder(holder), tenure.ValidateTTL(ttl)); err != nil {
 		return tenure.Grant{}, err
 	}
 	secs := ttlSeconds(ttl)
@@ -51,7 +47,7 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			Else(clientv3.OpGet(ek)).
 			Commit()
 		switch {
-		case isLeaseNotFound(err): // the lease expired before the put: another
+		case isLeaseNotFound(err): // the lease expired before the put: grant another
 			if l, err = c.grantLease(ctx, secs); err != nil {
 				return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 			}
@@ -79,16 +75,6 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		}
 	}
 	return tenure.Grant{}, fmt.Errorf("%s: the key changed hands during every attempt; try again", op)
-}
-
-func validateAcquire(key, holder string, ttl time.Duration) error {
-	if err := tenure.ValidateKey(key); err != nil {
-		return err
-	}
-	if err := tenure.ValidateHolder(holder); err != nil {
-		return err
-	}
-	return tenure.ValidateTTL(ttl)
 }
 
 // remember records that g rides on lease l, asked for secs seconds, as l
@@ -130,32 +116,23 @@ func (c *Coordinator) deleteIf(ctx context.Context, ek string, rev int64, holder
 	return resp.Succeeded, nil
 }
 
-// Renew extends g's lease with one KeepAliveOnce, then reads the key to
-// check that it is still g (the key may have been released or deleted while
-// the lease lived on). The renewed grant's Sent is when the keepalive was
-// sent. A grant made by another coordinator takes one more read first, to
-// find its lease. A grant whose key or lease is gone is reported lost,
-// wrapping tenure.ErrLost. See tenure.Coordinator.
+// Renew extends g's lease with one KeepAliveOnce (Sent is when it was sent),
+// then reads the key to check that it is still g: a key released or deleted
+// may leave its lease alive. A grant made by another coordinator takes one
+// more read first, to find its lease. A grant whose key or lease is gone is
+// lost: the error wraps tenure.ErrLost. See tenure.Coordinator.
 func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: renew %s", g)
-	if err := g.Validate(); err != nil {
-		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, g.Validate()); err != nil {
 		return tenure.Grant{}, err
 	}
-	ek := c.EtcdKey(g.Key)
 	r, known := c.grantOf(g)
 	id := r.lease.id
 	if !known {
-		kv, err := c.getKey(ctx, ek)
-		if err != nil {
+		var err error
+		if id, err = c.readGrant(ctx, g); err != nil {
 			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 		}
-		if err := isGrant(kv, g); err != nil {
-			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
-		}
-		id = clientv3.LeaseID(kv.Lease)
 	}
 	sent := tenure.Now()
 	ka, err := c.client.KeepAliveOnce(ctx, id)
@@ -166,12 +143,10 @@ func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, 
 	if err != nil {
 		return tenure.Grant{}, fmt.Errorf("%s: keepalive of lease %x (outcome unknown): %w", op, int64(id), err)
 	}
-	kv, err := c.getKey(ctx, ek)
-	if err != nil {
-		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
-	}
-	if err := isGrant(kv, g); err != nil {
-		c.forget(g)
+	if _, err := c.readGrant(ctx, g); err != nil {
+		if errors.Is(err, tenure.ErrLost) {
+			c.forget(g)
+		}
 		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 	}
 	g.TTL, g.Sent = time.Duration(ka.TTL)*time.Second, sent
@@ -190,33 +165,32 @@ func (c *Coordinator) getKey(ctx context.Context, ek string) (*mvccpb.KeyValue, 
 	return firstKV(resp.Kvs), nil
 }
 
-// isGrant returns nil when kv is g's key as g's grant wrote it, and an error
-// wrapping tenure.ErrLost otherwise.
-func isGrant(kv *mvccpb.KeyValue, g tenure.Grant) error {
+// readGrant reads g's key and returns the lease it rides on; the error wraps
+// tenure.ErrLost when the key is not g's as g's grant wrote it.
+func (c *Coordinator) readGrant(ctx context.Context, g tenure.Grant) (clientv3.LeaseID, error) {
+	kv, err := c.getKey(ctx, c.EtcdKey(g.Key))
 	switch {
+	case err != nil:
+		return 0, err
 	case kv == nil:
-		return fmt.Errorf("%w: key is free", tenure.ErrLost)
+		return 0, fmt.Errorf("%w: key is free", tenure.ErrLost)
 	case uint64(kv.ModRevision) != g.Token:
-		return fmt.Errorf("%w: key now held by %q with token %d", tenure.ErrLost, kv.Value, kv.ModRevision)
+		return 0, fmt.Errorf("%w: key now held by %q with token %d", tenure.ErrLost, kv.Value, kv.ModRevision)
 	case string(kv.Value) != g.Holder:
-		return fmt.Errorf("%w: key with token %d is held by %q", tenure.ErrLost, kv.ModRevision, kv.Value)
+		return 0, fmt.Errorf("%w: key with token %d is held by %q", tenure.ErrLost, kv.ModRevision, kv.Value)
 	case kv.Lease == int64(clientv3.NoLease):
-		return fmt.Errorf("%w: key has no lease (not written by tenure?)", tenure.ErrLost)
+		return 0, fmt.Errorf("%w: key has no lease (not written by tenure?)", tenure.ErrLost)
 	}
-	return nil
+	return clientv3.LeaseID(kv.Lease), nil
 }
 
-// Release ends g now: it deletes g's key if it is still g, in one
-// transaction. A grant that is already gone is not an error. The lease of a
-// grant this coordinator made now carries no key; it is kept for the
-// holder's next Acquire of the key, and expires on its own if there is
-// none. See tenure.Coordinator.
+// Release deletes g's key if it is still g, in one transaction; a grant
+// already gone is not an error. The lease of a grant this coordinator made
+// is kept, carrying no key, for the holder's next Acquire of the key, and
+// expires on its own if there is none. See tenure.Coordinator.
 func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 	op := fmt.Sprintf("etcd: release %s", g)
-	if err := g.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, g.Validate()); err != nil {
 		return err
 	}
 	deleted, err := c.deleteIf(ctx, c.EtcdKey(g.Key), int64(g.Token), g.Holder)
@@ -233,29 +207,21 @@ func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 }
 
 // Leader returns the live grant on key, with the TTL of its lease as
-// granted. See tenure.Coordinator.
-//
-// A lease that has just expired keeps its key until etcd deletes it, a
-// moment later; Leader reports such a key as held (Acquire refuses it too),
-// with TTL 0.
+// granted. A key whose lease has just expired, which etcd deletes a moment
+// later, is reported held with TTL 0 (Acquire refuses it too). See
+// tenure.Coordinator.
 func (c *Coordinator) Leader(ctx context.Context, key string) (tenure.Grant, bool, error) {
 	op := fmt.Sprintf("etcd: leader of %q", key)
-	if err := tenure.ValidateKey(key); err != nil {
-		return tenure.Grant{}, false, fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, tenure.ValidateKey(key)); err != nil {
 		return tenure.Grant{}, false, err
 	}
 	kv, err := c.getKey(ctx, c.EtcdKey(key))
 	if err != nil {
 		return tenure.Grant{}, false, fmt.Errorf("%s: %w", op, err)
 	}
-	if kv == nil {
-		return tenure.Grant{}, false, nil
-	}
-	g := tenure.Grant{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)}
-	if g.TTL, err = c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+	ev, err := c.eventOf(ctx, key, kv)
+	if err != nil {
 		return tenure.Grant{}, false, fmt.Errorf("%s: %w", op, err)
 	}
-	return g, true, nil
+	return ev.Grant, ev.Held, nil
 }

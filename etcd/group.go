@@ -13,8 +13,6 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-var _ tenure.GroupCoordinator = (*Coordinator)(nil)
-
 // membersKey is the etcd key prefix of group's memberships. It contains a
 // '#', which no tenure key may, so List never mistakes a membership for a
 // grant.
@@ -30,10 +28,7 @@ func (c *Coordinator) membersKey(group string) string {
 // tenure.GroupCoordinator.
 func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
 	op := fmt.Sprintf("etcd: join group %q as %q", group, id)
-	if err := tenure.ValidateJoin(group, id, ttl, partitions); err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, tenure.ValidateJoin(group, id, ttl, partitions)); err != nil {
 		return tenure.Member{}, err
 	}
 	l, err := c.grantLease(ctx, ttlSeconds(ttl))
@@ -83,10 +78,7 @@ func validMember(m tenure.Member) error {
 // wrapping tenure.ErrLost.
 func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
 	op := fmt.Sprintf("etcd: renew member %s", m)
-	if err := validMember(m); err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, validMember(m)); err != nil {
 		return tenure.Member{}, err
 	}
 	sent := tenure.Now()
@@ -105,10 +97,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 // partition it owns in one step.
 func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
 	op := fmt.Sprintf("etcd: leave %s", m)
-	if err := validMember(m); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, validMember(m)); err != nil {
 		return err
 	}
 	if _, err := c.client.Revoke(ctx, clientv3.LeaseID(m.Epoch)); err != nil && !isLeaseNotFound(err) {
@@ -121,10 +110,7 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
 // member's TTL is the TTL its lease was granted.
 func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
 	op := fmt.Sprintf("etcd: members of %q", group)
-	if err := tenure.ValidateKey(group); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, tenure.ValidateKey(group)); err != nil {
 		return nil, err
 	}
 	prefix := c.membersKey(group)

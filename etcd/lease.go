@@ -70,21 +70,21 @@ func (c *Coordinator) leaseFor(ctx context.Context, key, holder string, secs int
 	return c.grantLease(ctx, secs)
 }
 
-// leaseTTL returns the TTL lease id was granted with, 0 if it has expired or
-// the key has no lease.
-func (c *Coordinator) leaseTTL(ctx context.Context, id clientv3.LeaseID) (time.Duration, error) {
+// leaseTTL returns the TTL lease id was granted with and the time it has
+// left (whole seconds, rounded down, as etcd reports it); granted 0 and left
+// -1 when it has expired or id is NoLease.
+func (c *Coordinator) leaseTTL(ctx context.Context, id clientv3.LeaseID) (granted, left time.Duration, err error) {
 	if id == clientv3.NoLease {
-		return 0, nil
+		return 0, -1, nil
 	}
 	r, err := c.client.TimeToLive(ctx, id)
-	if isLeaseNotFound(err) {
-		return 0, nil
+	switch {
+	case isLeaseNotFound(err):
+		return 0, -1, nil
+	case err != nil:
+		return 0, 0, fmt.Errorf("lease %x: %w", int64(id), err)
+	case r.TTL < 0: // -1: expired (remaining TTLs are rounded down: 0 is live)
+		return 0, -1, nil
 	}
-	if err != nil {
-		return 0, fmt.Errorf("lease %x: %w", int64(id), err)
-	}
-	if r.TTL < 0 { // -1: expired (remaining TTLs are rounded down: 0 is live)
-		return 0, nil
-	}
-	return time.Duration(r.GrantedTTL) * time.Second, nil
+	return time.Duration(r.GrantedTTL) * time.Second, time.Duration(r.TTL) * time.Second, nil
 }

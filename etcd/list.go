@@ -12,8 +12,6 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-var _ tenure.Lister = (*Coordinator)(nil)
-
 // List returns the live grants on every key under prefix, sorted by key,
 // each with the time left on its lease (whole seconds, rounded down, as etcd
 // reports it). See tenure.Lister. Keys whose lease has expired but that etcd
@@ -21,10 +19,7 @@ var _ tenure.Lister = (*Coordinator)(nil)
 // lookup per distinct lease (one per holder and TTL).
 func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: list %q", prefix)
-	if err := tenure.ValidatePrefix(prefix); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, tenure.ValidatePrefix(prefix)); err != nil {
 		return nil, err
 	}
 	resp, err := c.client.Get(ctx, c.EtcdKey(prefix), clientv3.WithPrefix())
@@ -41,16 +36,8 @@ func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, 
 		id := clientv3.LeaseID(kv.Lease)
 		ttl, seen := left[id]
 		if !seen {
-			ttl = -1
-			if id != clientv3.NoLease {
-				r, err := c.client.TimeToLive(ctx, id)
-				switch {
-				case isLeaseNotFound(err):
-				case err != nil:
-					return nil, fmt.Errorf("%s: lease %x: %w", op, int64(id), err)
-				case r.TTL >= 0:
-					ttl = time.Duration(r.TTL) * time.Second
-				}
+			if _, ttl, err = c.leaseTTL(ctx, id); err != nil {
+				return nil, fmt.Errorf("%s: %w", op, err)
 			}
 			left[id] = ttl
 		}

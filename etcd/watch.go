@@ -11,20 +11,15 @@ import (
 )
 
 // Watch sends key's current leadership, then every change: a new grant
-// (Held, with the grant's TTL as granted) and the key's release or expiry
-// (not Held). See tenure.Watcher.
-//
-// Events are coalesced: a reader that falls behind receives the latest state,
-// not every change. The channel is closed when ctx ends, when the
-// coordinator is closed, or when the watch fails: etcd compacted the
-// revision it needed, or the member it talks to lost its raft leader (the
-// watch requires one, so that a partitioned member cannot hide changes).
+// (Held, with its TTL as granted) or the key's release or expiry. Events are
+// coalesced: a reader that falls behind receives the latest. The channel is
+// closed when ctx ends, the coordinator is closed, or the watch fails (etcd
+// compacted the revision it needed, or the member lost its raft leader: the
+// watch requires one, so that a partitioned member cannot hide changes). See
+// tenure.Watcher.
 func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
 	op := fmt.Sprintf("etcd: watch %q", key)
-	if err := tenure.ValidateKey(key); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, tenure.ValidateKey(key)); err != nil {
 		return nil, err
 	}
 	ek := c.EtcdKey(key)
@@ -32,32 +27,28 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	first := tenure.LeaderEvent{Key: key}
-	if len(resp.Kvs) > 0 {
-		if first, err = c.event(ctx, key, resp.Kvs[0]); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
+	first, err := c.eventOf(ctx, key, firstKV(resp.Kvs))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	out := make(chan tenure.LeaderEvent, 1)
 	out <- first
 	err = c.follow(ctx, ek, resp.Header.Revision, func(ctx context.Context, evs []*clientv3.Event) bool {
-		last, ev := evs[len(evs)-1], tenure.LeaderEvent{Key: key}
-		if last.Type != mvccpb.DELETE {
-			var err error
-			if ev, err = c.event(ctx, key, last.Kv); err != nil {
-				return false
-			}
+		kv := evs[len(evs)-1].Kv
+		if evs[len(evs)-1].Type == mvccpb.DELETE {
+			kv = nil
 		}
-		latest(out, ev)
-		return true
+		ev, err := c.eventOf(ctx, key, kv)
+		if err == nil {
+			latest(out, ev)
+		}
+		return err == nil
 	}, func() { close(out) }, clientv3.WithProgressNotify())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return out, nil
 }
-
-var _ tenure.MembersWatcher = (*Coordinator)(nil)
 
 // WatchMembers returns a channel that receives a value at once and then
 // whenever group's membership changes after the call: a member joins,
@@ -67,10 +58,7 @@ var _ tenure.MembersWatcher = (*Coordinator)(nil)
 // Watch); callers then poll GroupMembers. See tenure.MembersWatcher.
 func (c *Coordinator) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
 	op := fmt.Sprintf("etcd: watch members of %q", group)
-	if err := tenure.ValidateKey(group); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.begin(ctx, op); err != nil {
+	if err := c.begin(ctx, op, tenure.ValidateKey(group)); err != nil {
 		return nil, err
 	}
 	// Watch from the revision now, so that no change after this call is
@@ -139,18 +127,14 @@ func latest[T any](out chan T, v T) {
 	out <- v
 }
 
-// event describes a held key. The TTL is looked up from its lease; it is 0
-// when the lease has just expired (a delete event follows).
-func (c *Coordinator) event(ctx context.Context, key string, kv *mvccpb.KeyValue) (tenure.LeaderEvent, error) {
-	ttl, err := c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease))
-	if err != nil {
-		return tenure.LeaderEvent{}, err
+// eventOf describes key as etcd holds it: kv, or nil when key is free. A
+// held key's TTL is the one its lease was granted with, 0 when the lease has
+// just expired (a delete event follows).
+func (c *Coordinator) eventOf(ctx context.Context, key string, kv *mvccpb.KeyValue) (tenure.LeaderEvent, error) {
+	if kv == nil {
+		return tenure.LeaderEvent{Key: key}, nil
 	}
-	return tenure.LeaderEvent{
-		Key:  key,
-		Held: true,
-		Grant: tenure.Grant{
-			Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: ttl,
-		},
-	}, nil
+	ttl, _, err := c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease))
+	g := tenure.Grant{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: ttl}
+	return tenure.LeaderEvent{Key: key, Held: true, Grant: g}, err
 }
