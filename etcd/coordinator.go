@@ -14,7 +14,8 @@ import (
 )
 
 // DefaultPrefix is the etcd key prefix under which tenure keys live, unless
-// changed with WithPrefix.
+// changed with WithPrefix or Config.Prefix. Users who read tenure's keys with
+// etcdctl find them there.
 const DefaultPrefix = "/tenure/leader/"
 
 // Compile-time checks that Coordinator has every capability.
@@ -46,24 +47,28 @@ type Coordinator struct {
 	leases map[string]granted // key → the last grant made on it here, and its lease (grant.go)
 }
 
-// An Option configures a Coordinator.
+// An Option configures a Coordinator. Users pass options to New.
 type Option func(*Coordinator)
 
 // WithPrefix sets the etcd key prefix under which tenure keys live. Default
-// DefaultPrefix. A prefix normally ends with "/".
+// DefaultPrefix. A prefix normally ends with "/". Users pass it to New to
+// keep several applications' keys apart in one cluster.
 func WithPrefix(prefix string) Option {
 	return func(c *Coordinator) { c.prefix = prefix }
 }
 
 // WithLogger sets where the coordinator logs (at debug level: grants and
-// watch failures). Nil, the default, discards.
+// watch failures). Nil, the default, discards. Users pass it to New; Dial
+// takes Config.Logger.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Coordinator) { c.log = l }
 }
 
 // New returns a Coordinator that talks to etcd through client. The caller
 // keeps ownership of client: Close does not close it, and the caller must not
-// close it before closing the Coordinator.
+// close it before closing the Coordinator. Users with an etcd client of their
+// own call it (and the tenure command, for the etcd it embeds); Dial makes
+// the client.
 func New(client *clientv3.Client, opts ...Option) (*Coordinator, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil etcd client", ErrInvalidConfig)

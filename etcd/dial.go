@@ -19,10 +19,11 @@ import (
 	"github.com/tenure-dev/tenure/internal/zapslog"
 )
 
-// DefaultDialTimeout bounds Dial when Config.DialTimeout is zero.
+// DefaultDialTimeout bounds Dial when Config.DialTimeout is zero. Used by
+// the tenure command as its --dial-timeout default.
 const DefaultDialTimeout = 5 * time.Second
 
-// Config says how to reach an etcd cluster.
+// Config says how to reach an etcd cluster. Users fill it in for Dial.
 type Config struct {
 	// Endpoints are the cluster's client URLs ("http://10.0.0.1:2379",
 	// "https://etcd.example:2379") or host:port pairs. Required.
@@ -115,7 +116,8 @@ func checkEndpoint(ep string) error {
 // (which needs a quorum) with the credentials given. The Coordinator owns
 // the connection: its Close closes it. The error wraps ErrUnreachable when no
 // endpoint answered in time, ErrAuth when the credentials were refused or are
-// required, and ErrInvalidConfig for a malformed Config.
+// required, and ErrInvalidConfig for a malformed Config. Users call it to
+// reach their cluster; New serves those who have a client already.
 func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

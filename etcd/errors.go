@@ -9,7 +9,8 @@ import (
 	"github.com/tenure-dev/tenure/internal/errs"
 )
 
-// Sentinel errors. Match them with errors.Is.
+// Sentinel errors. Callers match them with errors.Is (the tenure command
+// picks its exit code and advice by them).
 var (
 	// ErrUnreachable is wrapped by Dial's error when no endpoint answered
 	// within the dial timeout.

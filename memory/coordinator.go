@@ -11,7 +11,8 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// Errors of the memory coordinator. Match them with errors.Is.
+// Errors of the memory coordinator. Callers match them with errors.Is: a test
+// or simulation that injects a fault tells its errors from others.
 var (
 	// ErrPartitioned is wrapped by the error of every call from a holder cut
 	// off by Partition. Such a call fails at once; if the partition began
@@ -29,7 +30,7 @@ var (
 	_ tenure.Watcher     = (*Coordinator)(nil)
 )
 
-// An Option configures a Coordinator.
+// An Option configures a Coordinator. Users pass options to New.
 type Option func(*Coordinator)
 
 // WithMinTTL makes the coordinator grant at least min: a shorter TTL asked
@@ -89,6 +90,8 @@ func (l *lease) grant(key string) tenure.Grant {
 // New returns a running Coordinator whose clock runs at the real rate. It
 // starts one goroutine, which expires leases as they run out; Close stops
 // it (inside a testing/synctest bubble, Close before the bubble ends).
+// Users call it for tests, demos and simulations, as tenure's own tests and
+// `tenure demo` do.
 func New(opts ...Option) *Coordinator {
 	c := &Coordinator{
 		clock:    clock{baseReal: time.Now(), rate: 1},

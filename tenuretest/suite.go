@@ -12,7 +12,7 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// An Option configures RunCoordinatorTests.
+// An Option configures RunCoordinatorTests. Callers pass options to it.
 type Option func(*options)
 
 type options struct {
@@ -24,7 +24,8 @@ type options struct {
 
 // WithTTL sets the TTL the suite asks for. Default 2s, the smallest lease
 // etcd grants. The expiry checks wait about one TTL, so a smaller TTL makes
-// the suite faster against coordinators that grant it.
+// the suite faster against coordinators that grant it. Used by every
+// backend's conformance test.
 func WithTTL(ttl time.Duration) Option {
 	return func(o *options) { o.ttl = ttl }
 }
@@ -32,12 +33,14 @@ func WithTTL(ttl time.Duration) Option {
 // WithGrace sets how long past a lease's expiry the suite waits for the
 // coordinator to notice it (etcd revokes expired leases on a timer; events
 // take a round trip). Default 2s. The suite never accepts an expiry earlier
-// than the TTL: grace only bounds how late it may be.
+// than the TTL: grace only bounds how late it may be. Used by the memory
+// conformance test.
 func WithGrace(grace time.Duration) Option {
 	return func(o *options) { o.grace = grace }
 }
 
 // WithCallTimeout bounds each coordinator call the suite makes. Default 10s.
+// Callers pass it for a backend slower than that under load.
 func WithCallTimeout(d time.Duration) Option {
 	return func(o *options) { o.callTimeout = d }
 }
@@ -48,7 +51,8 @@ func WithCallTimeout(d time.Duration) Option {
 // the same *testing.T that was passed to the factory for that subtest, and
 // must return once the backend accepts requests again (the suite retries
 // failing calls for the grace period). The Restart subtest runs after all
-// others have finished, never concurrently with them.
+// others have finished, never concurrently with them. Used by every
+// backend's conformance test.
 func WithRestart(restart func(t *testing.T)) Option {
 	return func(o *options) { o.restart = restart }
 }
@@ -107,7 +111,9 @@ func newOptions(opts []Option) *options {
 // Restart, with WithRestart only, runs after them.
 //
 // The suite waits for all its subtests before it returns, so a caller may
-// stop a shared server with defer right after it.
+// stop a shared server with defer right after it. Called by every backend's
+// conformance test (etcd, postgres, kube, memory), and by authors of new
+// coordinators.
 func RunCoordinatorTests(t *testing.T, newCoordinator func(t *testing.T) tenure.Coordinator, opts ...Option) {
 	t.Helper()
 	o := newOptions(opts)

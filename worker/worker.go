@@ -11,7 +11,8 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// A Source yields pending work.
+// A Source yields pending work. Users implement it (or adapt a function with
+// SourceFunc) for New.
 type Source[T any] interface {
 	// Fetch returns up to max pending items, or none when there is no work
 	// now. It should return promptly when ctx ends, which happens when the
@@ -22,7 +23,8 @@ type Source[T any] interface {
 	Fetch(ctx context.Context, max int) ([]T, error)
 }
 
-// SourceFunc adapts a function to a Source.
+// SourceFunc adapts a function to a Source. Users wrap their fetch function
+// in it for New.
 type SourceFunc[T any] func(ctx context.Context, max int) ([]T, error)
 
 // Fetch calls f(ctx, max).
@@ -33,16 +35,17 @@ func (f SourceFunc[T]) Fetch(ctx context.Context, max int) ([]T, error) { return
 // term's context, cancelled when the term ends; a Processor should then
 // return as soon as it can. An error matching tenure.ErrStaleToken means a
 // resource has seen a newer leader: the worker steps the term down and
-// returns the error.
+// returns the error. Users write it and pass it to New.
 type Processor[T any] func(ctx context.Context, token uint64, item T) error
 
-// Defaults of the options.
+// Defaults of the options. Users read them to set a value relative to the
+// default.
 const (
 	DefaultPollInterval = time.Second
 	DefaultBatchSize    = 16
 )
 
-// Option configures a Worker.
+// Option configures a Worker. Users pass options to New.
 type Option func(*config)
 
 type config struct {
@@ -54,7 +57,8 @@ type config struct {
 	errs         []error
 }
 
-// WithLogger sets the logger. Nil (the default) discards logs.
+// WithLogger sets the logger. Nil (the default) discards logs. Users pass
+// it to New.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
@@ -62,7 +66,8 @@ func WithLogger(l *slog.Logger) Option {
 // WithPollInterval sets how long the worker waits before fetching again
 // after the Source had no work or failed, or after a batch in which an item
 // failed (so that an item that keeps failing is not retried in a hot loop),
-// and between checks of the remaining lease (WithMinRemaining). It must be positive. Default 1s.
+// and between checks of the remaining lease (WithMinRemaining). It must be
+// positive. Default 1s. Users pass it to New.
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -73,7 +78,7 @@ func WithPollInterval(d time.Duration) Option {
 }
 
 // WithBatchSize sets the largest number of items asked of the Source in one
-// fetch. It must be positive. Default 16.
+// fetch. It must be positive. Default 16. Users pass it to New.
 func WithBatchSize(n int) Option {
 	return func(c *config) {
 		if n <= 0 {
@@ -90,6 +95,7 @@ func WithBatchSize(n int) Option {
 // interval at a time, for a renewal to extend the term or for the term to
 // end. It must not be negative, and should be well below the elector's safe
 // lease minus its renew interval, or the worker will mostly wait. Default 0.
+// Users pass it to New when items take a noticeable part of the lease.
 func WithMinRemaining(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {
@@ -104,7 +110,8 @@ func WithMinRemaining(d time.Duration) Option {
 // the error (wrapped with "worker: fetch: " or "worker: process: "); if it
 // returns nil the worker goes on (after the poll interval, for a fetch), and
 // if it returns an error Run returns that error. The default logs the error
-// and goes on. fn is called from Run's goroutine.
+// and goes on. fn is called from Run's goroutine. Users pass it to New to
+// count, alert on, or stop at failures.
 func WithErrorHandler(fn func(error) error) Option {
 	return func(c *config) {
 		if fn == nil {
@@ -122,7 +129,8 @@ func (e invalid) Error() string { return "worker: " + string(e) }
 
 func (e invalid) Unwrap() error { return tenure.ErrInvalidConfig }
 
-// Stats counts what a Worker has done, over all its runs.
+// Stats counts what a Worker has done, over all its runs. Users read it with
+// Worker.Stats, for their own metrics or health checks.
 type Stats struct {
 	// Fetches is the number of calls to Source.Fetch.
 	Fetches uint64
@@ -134,7 +142,8 @@ type Stats struct {
 
 // A Worker runs a leader's work loop; see the package documentation. One
 // Worker may run for many terms, one after another; Run must not be called
-// concurrently.
+// concurrently. Users make one with New and call Run from the function they
+// give Elector.Run.
 type Worker[T any] struct {
 	src  Source[T]
 	proc Processor[T]
@@ -145,6 +154,7 @@ type Worker[T any] struct {
 
 // New returns a Worker that fetches from src and processes with proc. It
 // reports every bad argument, each error wrapping tenure.ErrInvalidConfig.
+// Users call it once, before the elector runs (see the package example).
 func New[T any](src Source[T], proc Processor[T], opts ...Option) (*Worker[T], error) {
 	cfg := config{pollInterval: DefaultPollInterval, batchSize: DefaultBatchSize}
 	for _, opt := range opts {
