@@ -15,7 +15,8 @@ import (
 	"github.com/tenure-dev/tenure/internal/errs"
 )
 
-// Defaults used when a Config field is left empty.
+// Defaults used when a Config field is left empty. Used by `tenure server`
+// as its flags' defaults.
 const (
 	DefaultName              = "tenure"
 	DefaultClientURL         = "http://127.0.0.1:2379"
@@ -34,7 +35,8 @@ const (
 	DefaultSingleElectionTimeout   = 250 * time.Millisecond
 )
 
-// Cluster states for Config.ClusterState.
+// Cluster states for Config.ClusterState. Users set one (`tenure server
+// --initial-cluster-state` does).
 const (
 	// ClusterStateNew bootstraps a new cluster from Config.InitialCluster.
 	ClusterStateNew = "new"
@@ -43,7 +45,8 @@ const (
 	ClusterStateExisting = "existing"
 )
 
-// ErrInvalidConfig is wrapped by every error Config.Validate reports.
+// ErrInvalidConfig is wrapped by every error Config.Validate reports. Callers
+// match it with errors.Is (so does `tenure server`, to tell a flag error).
 var ErrInvalidConfig = errs.Kind("embedded: invalid config", tenure.ErrInvalidConfig)
 
 // Config configures one embedded etcd member. Only Dir is required; the
@@ -51,7 +54,8 @@ var ErrInvalidConfig = errs.Kind("embedded: invalid config", tenure.ErrInvalidCo
 //
 // A member restarted on a data directory it has used before rejoins its
 // cluster from the directory: Name, InitialCluster, ClusterState and
-// ClusterToken are then ignored by etcd.
+// ClusterToken are then ignored by etcd. Users fill it in for Start, as
+// `tenure server` does from its flags.
 type Config struct {
 	// Dir is the data directory. Required. Created if missing.
 	Dir string
@@ -124,7 +128,8 @@ type Config struct {
 	LogLevel slog.Leveler
 }
 
-// TLS names the files that secure client or peer connections.
+// TLS names the files that secure client or peer connections. Users set
+// Config.ClientTLS and Config.PeerTLS with it.
 type TLS struct {
 	// CertFile and KeyFile are the member's certificate and private key,
 	// PEM encoded.

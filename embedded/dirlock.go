@@ -12,11 +12,13 @@ import (
 )
 
 // LockFile is the file in a member's data directory that the member holds
-// an exclusive flock(2) on while it runs, with its process id inside.
+// an exclusive flock(2) on while it runs, with its process id inside. It is
+// exported for operators' scripts that check whether a directory is in use.
 const LockFile = "tenure.lock"
 
 // ErrDirInUse is wrapped by Start's error when another process runs a
-// member on the same data directory (see DirInUseError).
+// member on the same data directory (see DirInUseError). Callers match it
+// with errors.Is.
 var ErrDirInUse = errors.New("embedded: data dir in use")
 
 // DirInUseError says which process holds a data directory.

@@ -14,7 +14,8 @@ import (
 // must know each other's ports in advance.) The ports lie below the kernel's
 // ephemeral range, so that a member restarted on its port does not find it
 // taken by an outgoing connection; another listener can still take a port in
-// between, and Start then fails with "address already in use".
+// between, and Start then fails with "address already in use". Used by
+// tests, `tenure demo` and `tenure verify` to place their members.
 func FreeLocalURLs(n int) ([]string, error) {
 	ports, err := freeport.Ports(n)
 	if err != nil {
@@ -30,7 +31,8 @@ func FreeLocalURLs(n int) ([]string, error) {
 // LocalCluster returns configurations for an n-member cluster on loopback
 // ports that were free when it was called, members named m1…mn with data
 // directories dir/m1…dir/mn. Start every member (concurrently: each waits for
-// a quorum) to bootstrap the cluster.
+// a quorum) to bootstrap the cluster. Used by `tenure verify` and `tenure
+// bench`, and by tests that need a cluster of their own.
 func LocalCluster(dir string, n int) ([]Config, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: cluster of %d members", ErrInvalidConfig, n)

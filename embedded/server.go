@@ -19,6 +19,7 @@ import (
 )
 
 // Server is one running etcd member. Its methods are safe for concurrent use.
+// Users get one from Start.
 type Server struct {
 	etcd      *embed.Etcd
 	cfg       Config
@@ -42,7 +43,8 @@ type Server struct {
 // returns an error when ctx ends, when cfg.StartTimeout passes, or when etcd
 // reports a failure first.
 //
-// The caller must Close the returned Server.
+// The caller must Close the returned Server. Called by `tenure server`, by
+// users who run etcd inside their own program, and by tests.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -7,7 +7,8 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// Sentinel errors. Match them with errors.Is.
+// Sentinel errors. Callers match them with errors.Is; ProblemFor maps them
+// to HTTP answers.
 var (
 	// ErrMissingToken is wrapped by the error a fence returns for token 0 and
 	// by TokenFromHeader when a request carries no Fencing-Token header.
@@ -20,7 +21,8 @@ var (
 
 // StaleError is the rejection of a fencing token lower than the highest the
 // resource has accepted: the presenter is no longer the leader. It matches
-// tenure.ErrStaleToken.
+// tenure.ErrStaleToken. Callers read Presented and Required with errors.As,
+// as the etcd and postgres fences and the tenure command do.
 type StaleError struct {
 	// Presented is the token that was rejected.
 	Presented uint64

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Stats counts the decisions a Fence or Register has made.
+// Stats counts the decisions a Fence or Register has made. Users read it
+// with Fence.Stats or Register.Stats, for their metrics.
 type Stats struct {
 	// Accepted is the number of tokens admitted.
 	Accepted uint64
@@ -16,7 +17,8 @@ type Stats struct {
 }
 
 // Event is one decision of a Fence or Register, reported to the observer
-// installed with WithObserver.
+// installed with WithObserver. Used by observers: prom's
+// Metrics.FenceObserver counts events, `tenure verify` records them.
 type Event struct {
 	// Seq numbers the decisions of one fence 1, 2, 3, … in the order they
 	// were made.
@@ -37,7 +39,8 @@ type Event struct {
 	Err error
 }
 
-// Option configures a Fence or a Register.
+// Option configures a Fence or a Register. Users pass options to New and
+// NewRegister.
 type Option func(*options)
 
 type options struct {
@@ -48,7 +51,8 @@ type options struct {
 // order, synchronously while the fence's lock is held: the sequence fn sees
 // is the exact order in which tokens were admitted and rejected, which is
 // what a history checker needs. fn must be fast, must not block and must not
-// call back into the fence.
+// call back into the fence. Users pass it to New or NewRegister (prom's
+// Metrics.FenceObserver makes an fn that counts).
 func WithObserver(fn func(Event)) Option {
 	return func(o *options) { o.observe = fn }
 }
@@ -73,7 +77,8 @@ type Fence struct {
 	idle chan struct{}
 }
 
-// New returns a Fence that has accepted no token yet.
+// New returns a Fence that has accepted no token yet. Users call it once per
+// guarded resource (see the Fence example).
 func New(opts ...Option) *Fence {
 	var o options
 	for _, opt := range opts {

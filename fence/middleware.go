@@ -6,7 +6,8 @@ import (
 	"net/http"
 )
 
-// MiddlewareOption configures Middleware.
+// MiddlewareOption configures Middleware. Users pass one of Drain, Unordered
+// or Serialize to it.
 type MiddlewareOption func(*middleware)
 
 // Drain is Middleware's default, kept so that callers can say so: requests
@@ -14,7 +15,8 @@ type MiddlewareOption func(*middleware)
 // the handlers of requests with older tokens have returned before its own
 // handler starts. Handlers of two different terms then never overlap.
 // Handlers of the same token still run concurrently. A request that ends
-// while it waits is answered 503.
+// while it waits is answered 503. Users pass it to Middleware to make the
+// default explicit.
 func Drain() MiddlewareOption {
 	return func(m *middleware) { m.drain = true }
 }
@@ -24,7 +26,8 @@ func Drain() MiddlewareOption {
 // after one with token 6 has written, and overwrite it. Use it only when the
 // handler itself stores the token with the data it protects and rejects
 // lower ones (fence.Register, postgres.FenceUpdate, etcd.FencedTxn), so that
-// the middleware is an early filter, not the guard.
+// the middleware is an early filter, not the guard. Users pass it to
+// Middleware.
 func Unordered() MiddlewareOption {
 	return func(m *middleware) { m.drain = false }
 }
@@ -33,7 +36,9 @@ func Unordered() MiddlewareOption {
 // its turn, and only then is its token checked and recorded, so no handler
 // ever runs concurrently with another, and none with an older token runs
 // after one with a newer token. The order of turns among waiting requests is
-// unspecified. A request that ends while it waits is answered 503.
+// unspecified. A request that ends while it waits is answered 503. Users
+// pass it to Middleware for a resource that takes one writer at a time, as
+// `tenure verify`'s fenced service does.
 func Serialize() MiddlewareOption {
 	return func(m *middleware) { m.turn = make(chan struct{}, 1) }
 }

@@ -10,17 +10,20 @@ import (
 
 // Problem type URIs of the problem details (RFC 9457) that Middleware and
 // WriteError send. Each names the documentation of the matching error.
+// Users compare a Problem's Type with them in clients of a fenced service.
 const (
 	ProblemStaleToken     = "https://pkg.go.dev/github.com/tenure-dev/tenure/fence#StaleError"
 	ProblemMissingToken   = "https://pkg.go.dev/github.com/tenure-dev/tenure/fence#ErrMissingToken"
 	ProblemMalformedToken = "https://pkg.go.dev/github.com/tenure-dev/tenure/fence#ErrMalformedToken"
 )
 
-// ProblemContentType is the media type of a problem details body.
+// ProblemContentType is the media type of a problem details body. Used by
+// WriteError; users' clients check it to tell a problem from other bodies.
 const ProblemContentType = "application/problem+json"
 
 // Problem is an RFC 9457 problem details body, with the extension members
-// presented and required for a stale token (409 Conflict).
+// presented and required for a stale token (409 Conflict). Used by
+// ProblemFor and WriteError; users decode it from a rejection's body.
 type Problem struct {
 	// Type is a URI naming the kind of problem: one of the Problem*
 	// constants, or "about:blank" for a plain HTTP status.
@@ -47,6 +50,9 @@ type Problem struct {
 //   - a context's end: 503 Service Unavailable;
 //   - anything else: 500 Internal Server Error, with no detail, so that
 //     internal errors are not disclosed.
+//
+// Used by WriteError and Middleware; users call it to answer in a format of
+// their own.
 func ProblemFor(err error) Problem {
 	var stale *StaleError
 	switch {
@@ -77,8 +83,8 @@ func ProblemFor(err error) Problem {
 	}
 }
 
-// WriteError answers a request with the problem details ProblemFor(err):
-// use it in handlers that check tokens themselves, for example by writing to
+// WriteError answers a request with the problem details ProblemFor(err).
+// Called by handlers that check tokens themselves, for example by writing to
 // a Register with the token from TokenFromContext.
 func WriteError(w http.ResponseWriter, err error) {
 	p := ProblemFor(err)

@@ -11,7 +11,9 @@ type Register[V any] struct {
 	value V
 }
 
-// NewRegister returns an empty Register: token 0, the zero value of V.
+// NewRegister returns an empty Register: token 0, the zero value of V. Users
+// call it for a fenced resource kept in memory; tests, demos and `tenure
+// verify` use one.
 func NewRegister[V any](opts ...Option) *Register[V] {
 	var o options
 	for _, opt := range opts {

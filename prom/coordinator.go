@@ -10,12 +10,12 @@ import (
 
 // Operations counted in tenure_coordinator_errors_total{op}.
 const (
-	OpAcquire = "acquire"
-	OpRenew   = "renew"
-	OpRelease = "release"
-	OpLeader  = "leader"
-	OpWatch   = "watch"
-	OpList    = "list"
+	opAcquire = "acquire"
+	opRenew   = "renew"
+	opRelease = "release"
+	opLeader  = "leader"
+	opWatch   = "watch"
+	opList    = "list"
 )
 
 // Instrument returns c with every failed call counted in
@@ -55,7 +55,9 @@ var (
 )
 
 // ErrNotSupported is returned by the Watch and List of an instrumented
-// coordinator whose underlying coordinator has no such call.
+// coordinator whose underlying coordinator has no such call. Callers match
+// it with errors.Is, as the status page of `tenure run --http` does to read
+// keys one by one instead.
 var ErrNotSupported = errors.New("prom: the coordinator does not support this call")
 
 // count counts err under op unless it is an outcome or a cancellation.
@@ -69,24 +71,24 @@ func (i *instrumented) count(op string, err error) error {
 // Acquire calls the coordinator's Acquire and counts its error.
 func (i *instrumented) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	g, err := i.c.Acquire(ctx, key, holder, ttl)
-	return g, i.count(OpAcquire, err)
+	return g, i.count(opAcquire, err)
 }
 
 // Renew calls the coordinator's Renew and counts its error.
 func (i *instrumented) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	g, err := i.c.Renew(ctx, g)
-	return g, i.count(OpRenew, err)
+	return g, i.count(opRenew, err)
 }
 
 // Release calls the coordinator's Release and counts its error.
 func (i *instrumented) Release(ctx context.Context, g tenure.Grant) error {
-	return i.count(OpRelease, i.c.Release(ctx, g))
+	return i.count(opRelease, i.c.Release(ctx, g))
 }
 
 // Leader calls the coordinator's Leader and counts its error.
 func (i *instrumented) Leader(ctx context.Context, key string) (tenure.Grant, bool, error) {
 	g, ok, err := i.c.Leader(ctx, key)
-	return g, ok, i.count(OpLeader, err)
+	return g, ok, i.count(opLeader, err)
 }
 
 // Close closes the coordinator.
@@ -99,7 +101,7 @@ func (i *instrumented) Watch(ctx context.Context, key string) (<-chan tenure.Lea
 		return nil, ErrNotSupported
 	}
 	ch, err := w.Watch(ctx, key)
-	return ch, i.count(OpWatch, err)
+	return ch, i.count(opWatch, err)
 }
 
 // List calls the coordinator's List, or fails with ErrNotSupported.
@@ -109,5 +111,5 @@ func (i *instrumented) List(ctx context.Context, prefix string) ([]tenure.Grant,
 		return nil, ErrNotSupported
 	}
 	gs, err := l.List(ctx, prefix)
-	return gs, i.count(OpList, err)
+	return gs, i.count(opList, err)
 }

@@ -10,15 +10,15 @@ import (
 // Operations of partition groups counted in
 // tenure_coordinator_errors_total{op}.
 const (
-	OpJoinGroup         = "join_group"
-	OpRenewMember       = "renew_member"
-	OpLeaveGroup        = "leave_group"
-	OpGroupMembers      = "group_members"
-	OpClaimPartitions   = "claim_partitions"
-	OpReleasePartitions = "release_partitions"
-	OpGroupPartitions   = "group_partitions"
-	OpCheckPartitions   = "check_partitions"
-	OpWatchMembers      = "watch_members"
+	opJoinGroup         = "join_group"
+	opRenewMember       = "renew_member"
+	opLeaveGroup        = "leave_group"
+	opGroupMembers      = "group_members"
+	opClaimPartitions   = "claim_partitions"
+	opReleasePartitions = "release_partitions"
+	opGroupPartitions   = "group_partitions"
+	opCheckPartitions   = "check_partitions"
+	opWatchMembers      = "watch_members"
 )
 
 // instrumentedGroup is an instrumented coordinator that is also a
@@ -44,40 +44,40 @@ var _ tenure.MembersWatcher = (*instrumentedWatchingGroup)(nil)
 // WatchMembers calls the coordinator's WatchMembers and counts its error.
 func (i *instrumentedWatchingGroup) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
 	ch, err := i.w.WatchMembers(ctx, group)
-	return ch, i.count(OpWatchMembers, err)
+	return ch, i.count(opWatchMembers, err)
 }
 
 // JoinGroup calls the coordinator's JoinGroup and counts its error.
 func (i *instrumentedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
 	m, err := i.gc.JoinGroup(ctx, group, id, ttl, partitions)
-	return m, i.count(OpJoinGroup, err)
+	return m, i.count(opJoinGroup, err)
 }
 
 // RenewMember calls the coordinator's RenewMember and counts its error (a
 // lost membership is an outcome, not counted).
 func (i *instrumentedGroup) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
 	m, err := i.gc.RenewMember(ctx, m)
-	return m, i.count(OpRenewMember, err)
+	return m, i.count(opRenewMember, err)
 }
 
 // LeaveGroup calls the coordinator's LeaveGroup and counts its error.
 func (i *instrumentedGroup) LeaveGroup(ctx context.Context, m tenure.Member) error {
-	return i.count(OpLeaveGroup, i.gc.LeaveGroup(ctx, m))
+	return i.count(opLeaveGroup, i.gc.LeaveGroup(ctx, m))
 }
 
 // GroupMembers calls the coordinator's GroupMembers and counts its error.
 func (i *instrumentedGroup) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
 	ms, err := i.gc.GroupMembers(ctx, group)
-	return ms, i.count(OpGroupMembers, err)
+	return ms, i.count(opGroupMembers, err)
 }
 
 // ClaimPartitions calls the coordinator's ClaimPartitions and counts its
 // error, and each partition's error other than *tenure.HeldError.
 func (i *instrumentedGroup) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
 	rs, err := i.gc.ClaimPartitions(ctx, m, names)
-	if i.count(OpClaimPartitions, err) == nil {
+	if i.count(opClaimPartitions, err) == nil {
 		for _, r := range rs {
-			i.count(OpClaimPartitions, r.Err)
+			i.count(opClaimPartitions, r.Err)
 		}
 	}
 	return rs, err
@@ -86,19 +86,19 @@ func (i *instrumentedGroup) ClaimPartitions(ctx context.Context, m tenure.Member
 // ReleasePartitions calls the coordinator's ReleasePartitions and counts
 // its error.
 func (i *instrumentedGroup) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
-	return i.count(OpReleasePartitions, i.gc.ReleasePartitions(ctx, m, gs))
+	return i.count(opReleasePartitions, i.gc.ReleasePartitions(ctx, m, gs))
 }
 
 // CheckPartitions calls the coordinator's CheckPartitions and counts its
 // error (a lost membership is an outcome, not counted).
 func (i *instrumentedGroup) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	lost, err := i.gc.CheckPartitions(ctx, m, gs)
-	return lost, i.count(OpCheckPartitions, err)
+	return lost, i.count(opCheckPartitions, err)
 }
 
 // GroupPartitions calls the coordinator's GroupPartitions and counts its
 // error.
 func (i *instrumentedGroup) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
 	gs, err := i.gc.GroupPartitions(ctx, group)
-	return gs, i.count(OpGroupPartitions, err)
+	return gs, i.count(opGroupPartitions, err)
 }

@@ -27,9 +27,9 @@ const (
 // Results of a renewal, the values of the result label of
 // tenure_renew_duration_seconds.
 const (
-	ResultOK    = "ok"    // the lease was extended
-	ResultLost  = "lost"  // the coordinator said the grant was gone
-	ResultError = "error" // no answer, or an error: retried until the local deadline
+	resultOK    = "ok"    // the lease was extended
+	resultLost  = "lost"  // the coordinator said the grant was gone
+	resultError = "error" // no answer, or an error: retried until the local deadline
 )
 
 var (
@@ -82,7 +82,8 @@ var _ tenure.Metrics = (*Metrics)(nil)
 // registry's error, such as prometheus.AlreadyRegisteredError when another
 // collector already uses the name (errors.As finds it). On error nothing
 // stays registered, so New may be called again, for example with another
-// namespace.
+// namespace. Users call it once per registry, as `tenure run --http` and
+// `tenure server --http` do, and set the result as tenure.Config.Metrics.
 func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: prom: registerer is nil", tenure.ErrInvalidConfig)
@@ -196,12 +197,12 @@ func (m *Metrics) Transition(key string, kind tenure.TransitionKind) {
 // tenure_renew_duration_seconds by result (ok, lost, error) and, when it
 // succeeded, sets tenure_last_renew_timestamp_seconds to now.
 func (m *Metrics) ObserveRenew(key string, took time.Duration, err error) {
-	result := ResultOK
+	result := resultOK
 	switch {
 	case errors.Is(err, tenure.ErrLost):
-		result = ResultLost
+		result = resultLost
 	case err != nil:
-		result = ResultError
+		result = resultError
 	}
 	m.renew.WithLabelValues(key, result).Observe(took.Seconds())
 	if err == nil {

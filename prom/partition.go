@@ -13,7 +13,8 @@ import (
 // Create it with NewPartition and set it as partition.Config.Metrics. Its
 // labels are the group and the move reason, never the partition, so series
 // do not grow with the number of partitions. It is safe for concurrent use
-// and never blocks.
+// and never blocks. Used by `tenure run --partitions --http` and by users of
+// partition groups.
 type PartitionMetrics struct {
 	owned, members, unowned, oldest, imbalance *prometheus.GaugeVec
 	moves                                      *prometheus.CounterVec
@@ -23,7 +24,8 @@ var _ partition.Metrics = (*PartitionMetrics)(nil)
 
 // NewPartition creates the partition collectors and registers them on reg,
 // with the options and error reporting of New (nothing stays registered on
-// error).
+// error). Users call it once per registry, as `tenure run --partitions
+// --http` does, and set the result as partition.Config.Metrics.
 func NewPartition(reg prometheus.Registerer, opts ...Option) (*PartitionMetrics, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: prom: registerer is nil", tenure.ErrInvalidConfig)
