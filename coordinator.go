@@ -7,7 +7,8 @@ import (
 )
 
 // A Grant is one leadership tenure of one holder over one key, as the
-// coordinator granted or last renewed it.
+// coordinator granted or last renewed it. Users read it from Term.Grant and
+// from a Coordinator's calls; the backends return it.
 type Grant struct {
 	// Key is the name of what is led.
 	Key string
@@ -50,8 +51,10 @@ func (g Grant) Validate() error {
 }
 
 // A Coordinator holds leases on keys and grants them with fencing tokens.
-// Implementations: memory.Coordinator, etcd.Coordinator, postgres.Coordinator.
-// Every implementation passes tenuretest.RunCoordinatorTests.
+// Implementations: memory.Coordinator, etcd.Coordinator, postgres.Coordinator,
+// kube.Coordinator. Every implementation passes
+// tenuretest.RunCoordinatorTests. Used by Elector, Observer and
+// partition.Group; users pass one to NewElector, or call it directly.
 //
 // All methods are safe for concurrent use. A call whose context ends returns
 // an error wrapping the context's error; its outcome at the coordinator is then
@@ -103,7 +106,8 @@ type Coordinator interface {
 	Close() error
 }
 
-// LeaderEvent is one observation of a key's leadership.
+// LeaderEvent is one observation of a key's leadership. Used by
+// Watcher.Watch and Observer; users read it in an Observer's callback.
 type LeaderEvent struct {
 	// Key is the key observed.
 	Key string
@@ -115,7 +119,8 @@ type LeaderEvent struct {
 
 // A Watcher is a Coordinator that can stream leadership changes of a key, so
 // that followers campaign the moment a key is released or expires instead of
-// on their next poll.
+// on their next poll. Used by Elector and Observer, which find it by type
+// assertion.
 type Watcher interface {
 	// Watch sends the key's current leadership first, then every change. The
 	// channel is closed when ctx ends or the watch fails; callers fall back to
@@ -127,7 +132,8 @@ type Watcher interface {
 }
 
 // A Lister is a Coordinator that can list the live grants under a key
-// prefix, for status displays and operators' tools.
+// prefix, for status displays and operators' tools. Used by `tenure status`
+// and the status pages of `tenure run --http` and `tenure server --http`.
 type Lister interface {
 	// List returns the live grant on every key that starts with prefix
 	// (every key when prefix is empty), sorted by key. A listed grant's TTL
@@ -140,6 +146,7 @@ type Lister interface {
 
 // ValidatePrefix reports whether prefix can begin a key: empty, or bytes of
 // [A-Za-z0-9._/-] without a leading '/'. The error wraps ErrInvalidKey.
+// Called by the backends' List and by the tenure command.
 func ValidatePrefix(prefix string) error {
 	if prefix == "" {
 		return nil

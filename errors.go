@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Sentinel errors. Match them with errors.Is; the typed errors below wrap or
-// match them too.
+// Sentinel errors. Callers match them with errors.Is; the typed errors below
+// wrap or match them too.
 var (
 	// ErrInvalidConfig is wrapped by every error Config.Validate reports.
 	ErrInvalidConfig = errors.New("tenure: invalid config")
@@ -47,7 +47,8 @@ var (
 )
 
 // HeldError reports that a key is held by another holder with a live lease.
-// It matches ErrHeld.
+// It matches ErrHeld. Callers read Holder and Token with errors.As, as the
+// Elector does to log whom it follows.
 type HeldError struct {
 	// Key is the key asked for.
 	Key string
@@ -66,5 +67,6 @@ func (e *HeldError) Error() string {
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
 // IsStale reports whether err says that a resource rejected a fencing token
-// as stale (it matches ErrStaleToken).
+// as stale (it matches ErrStaleToken). Called by code that must tell a
+// fenced rejection from other failures: worker, partition, prom.
 func IsStale(err error) bool { return errors.Is(err, ErrStaleToken) }

@@ -11,7 +11,7 @@ import (
 // coordinator granted or last renewed it. Every partition the member claims
 // lives exactly as long as the membership: renewing the member renews them
 // all, in one write, however many there are (the model is CockroachDB's
-// epoch leases).
+// epoch leases). Used by partition.Group; the backends return it.
 type Member struct {
 	// Group is the group's key: partition keys are PartitionKey(Group, name).
 	Group string
@@ -42,7 +42,8 @@ func (m Member) String() string {
 	return fmt.Sprintf("%q in %q (epoch %d, ttl %s)", m.ID, m.Group, m.Epoch, m.TTL)
 }
 
-// ClaimResult is the outcome of claiming one partition in a batch.
+// ClaimResult is the outcome of claiming one partition in a batch. Used by
+// partition.Group; the backends return it from ClaimPartitions.
 type ClaimResult struct {
 	// Grant is the partition's grant to the member when Err is nil. Its TTL
 	// and Sent are the member's.
@@ -60,7 +61,8 @@ type ClaimResult struct {
 //
 // Partition keys are PartitionKey(group, name). A partition's token is
 // greater than every token granted for it before, across members and
-// coordinator restarts, as for any key.
+// coordinator restarts, as for any key. Used by partition.Group; etcd,
+// postgres, kube and memory implement it.
 type GroupCoordinator interface {
 	// JoinGroup makes id a member of group with a lease of ttl, as a new
 	// membership with a new epoch (an earlier membership of id is left to
@@ -125,7 +127,8 @@ type GroupCoordinator interface {
 // group's membership may have changed, so that a planned leave is acted on
 // without waiting for the next poll (partition.Config.SyncInterval). It is
 // an optional capability, found by type assertion; the etcd and postgres
-// coordinators have it, and wrappers (prom.Instrument) keep it.
+// coordinators have it, and wrappers (prom.Instrument) keep it. Used by
+// partition.Group.
 type MembersWatcher interface {
 	// WatchMembers returns a channel that receives a value soon after group
 	// gains or loses a member (values are coalesced: one pending value
@@ -138,7 +141,8 @@ type MembersWatcher interface {
 // ValidateJoin reports whether JoinGroup can make id a member of group with
 // a lease of ttl, announcing partitions partitions (see
 // GroupCoordinator.JoinGroup). The error wraps ErrInvalidKey,
-// ErrInvalidHolder, ErrInvalidTTL or ErrInvalidConfig.
+// ErrInvalidHolder, ErrInvalidTTL or ErrInvalidConfig. Called by every
+// backend's JoinGroup.
 func ValidateJoin(group, id string, ttl time.Duration, partitions int) error {
 	if err := ValidateKey(group); err != nil {
 		return err
@@ -155,12 +159,15 @@ func ValidateJoin(group, id string, ttl time.Duration, partitions int) error {
 	return nil
 }
 
-// PartitionKey is the key of partition name in group: "group/name".
+// PartitionKey is the key of partition name in group: "group/name". Used by
+// the backends and partition, and by users who look a partition up with
+// Leader or `tenure status`.
 func PartitionKey(group, name string) string { return group + "/" + name }
 
 // ValidatePartitionName reports whether name can name a partition: one path
 // element of a key (bytes of [A-Za-z0-9._-], not "." or "..", no '/'). The
-// error wraps ErrInvalidKey.
+// error wraps ErrInvalidKey. Called by the backends' ClaimPartitions and by
+// partition.
 func ValidatePartitionName(name string) error {
 	if strings.Contains(name, "/") {
 		return fmt.Errorf("%w: partition name %q must not contain '/'", ErrInvalidKey, name)
@@ -173,6 +180,7 @@ func ValidatePartitionName(name string) error {
 
 // ValidateGroup reports whether group can be a partition group's key with
 // partitions of names up to nameLen bytes. The error wraps ErrInvalidKey.
+// Called by partition, kube and the tenure command.
 func ValidateGroup(group string, nameLen int) error {
 	if err := ValidateKey(group); err != nil {
 		return fmt.Errorf("group: %w", err)

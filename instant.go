@@ -13,13 +13,15 @@ import (
 // as Grant.Sent or Member.Sent; a holder's local deadline is that instant
 // plus Config.SafeLease of the TTL granted, on both clocks. An Instant means
 // nothing in another process (except its boot reading, on the same host);
-// the zero Instant means "not read".
+// the zero Instant means "not read". Used by Elector and partition to count
+// deadlines, and by the backends.
 type Instant struct {
 	mono time.Time        // carries a monotonic reading
 	boot boottime.Instant // on the boot clock
 }
 
-// Now reads both clocks.
+// Now reads both clocks. Called by every backend right before it sends a
+// request that starts or extends a lease.
 func Now() Instant { return Instant{mono: time.Now(), boot: boottime.Now()} }
 
 // IsZero reports whether i was never read.

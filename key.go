@@ -9,7 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// Limits on keys and holders.
+// Limits on keys and holders. Used by ValidateKey and ValidateHolder, and by
+// tenuretest to check that backends take keys and holders that long.
 const (
 	MaxKeyLen    = 200
 	MaxHolderLen = 256
@@ -18,6 +19,7 @@ const (
 // ValidateKey reports whether key is a valid key: 1–200 bytes of
 // [A-Za-z0-9._/-], no leading '/', no '..' path element, no empty path
 // element. The error wraps ErrInvalidKey and names the key and what is wrong.
+// Called by every backend, by partition and by the tenure command.
 func ValidateKey(key string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w %s: %s", ErrInvalidKey, QuoteInput(key), why)
@@ -61,6 +63,7 @@ func ValidateKey(key string) error {
 // ValidateHolder reports whether holder is a usable holder identity: 1–256
 // bytes of valid UTF-8 without control characters. Quotes, semicolons and
 // spaces are allowed: backends pass holders as parameters, never as text.
+// Called by every backend's Acquire and by the tenure command.
 func ValidateHolder(holder string) error {
 	if holder == "" {
 		return fmt.Errorf("%w: holder is empty", ErrInvalidHolder)
@@ -80,7 +83,8 @@ func ValidateHolder(holder string) error {
 }
 
 // ValidateTTL reports whether ttl is a positive duration of at most a day,
-// with at least millisecond resolution.
+// with at least millisecond resolution. Called by every backend's Acquire
+// and JoinGroup, and by the tenure command.
 func ValidateTTL(ttl time.Duration) error {
 	switch {
 	case ttl <= 0:
@@ -93,7 +97,8 @@ func ValidateTTL(ttl time.Duration) error {
 	return nil
 }
 
-// MaxTTL is the longest lease any coordinator is asked for.
+// MaxTTL is the longest lease any coordinator is asked for. Used by
+// ValidateTTL, tenuretest and the tenure command's flag checks.
 const MaxTTL = 24 * time.Hour
 
 // maxQuoted is how much of a bad input an error message shows.
@@ -102,7 +107,8 @@ const maxQuoted = 64
 // QuoteInput quotes s for an error message, cut after 64 bytes (on a
 // character boundary) so that a 10,000-byte input does not flood the
 // terminal: "kkkk…" (10000 bytes). tenure's errors name bad keys and
-// holders this way; backends may too.
+// holders this way. Used by the backends and the tenure command for their
+// own messages.
 func QuoteInput(s string) string {
 	if len(s) <= maxQuoted {
 		return strconv.Quote(s)

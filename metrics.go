@@ -23,7 +23,9 @@ type Metrics interface {
 	ObserveRenew(key string, took time.Duration, err error)
 }
 
-// NopMetrics is a Metrics that discards everything.
+// NopMetrics is a Metrics that discards everything. Used by NewElector when
+// Config.Metrics is nil; users embed it in a Metrics of their own that
+// implements only some methods.
 type NopMetrics struct{}
 
 // SetLeader does nothing.

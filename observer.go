@@ -9,7 +9,8 @@ import (
 )
 
 // DefaultPollInterval is how often an Observer reads the leadership of a key
-// when its coordinator cannot watch, or its watch has failed.
+// when its coordinator cannot watch, or its watch has failed. It is exported
+// for users who need to know how late a polling Observer can be.
 const DefaultPollInterval = time.Second
 
 // An Observer follows who leads a key without campaigning for it: for a
@@ -30,7 +31,8 @@ type Observer struct {
 
 // NewObserver returns an Observer of key on c. It polls every
 // DefaultPollInterval when it cannot watch. A malformed key is rejected
-// with an error wrapping ErrInvalidKey.
+// with an error wrapping ErrInvalidKey. Users call it for each key they
+// follow (see the Observer example).
 func NewObserver(c Coordinator, key string) (*Observer, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: coordinator is nil", ErrInvalidConfig)

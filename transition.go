@@ -65,7 +65,9 @@ func (k TransitionKind) Reason() string {
 	return k.String()
 }
 
-// Transition is one change of a node's leadership of a key.
+// Transition is one change of a node's leadership of a key. Used by
+// Config.OnTransition, which users set to log or count transitions (`tenure
+// run` logs them).
 type Transition struct {
 	// Kind says what happened.
 	Kind TransitionKind
