@@ -11,11 +11,14 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// DefaultMaxDrift is Config.MaxDrift's default, tenure.Config's default.
+// DefaultMaxDrift is Config.MaxDrift's default, tenure.Config's default. Used
+// by DefaultConfig; users who change tenure.Config.MaxDrift set
+// Config.MaxDrift to match.
 const DefaultMaxDrift = 0.01
 
 // Config configures a Coordinator. Start from DefaultConfig and set
-// Namespace.
+// Namespace. Users pass it to New or NewForConfig, as the tenure command
+// does from its flags.
 type Config struct {
 	// Namespace holds the Leases, one per key. Required: a DNS-1123 label
 	// ("default", "my-app").
@@ -34,7 +37,7 @@ type Config struct {
 }
 
 // DefaultConfig returns a Config with every default filled in except
-// Namespace.
+// Namespace. Users start every Config from it.
 func DefaultConfig() Config {
 	return Config{MaxDrift: DefaultMaxDrift}
 }

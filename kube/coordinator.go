@@ -26,7 +26,8 @@ var (
 // (coordination.k8s.io/v1), one Lease per key in one namespace. It also
 // implements tenure.Watcher and tenure.Lister. It is safe for concurrent
 // use. See the package documentation for how it decides that a Lease has
-// expired.
+// expired. Users get one from New or NewForConfig and pass it to
+// tenure.NewElector or partition.New.
 type Coordinator struct {
 	client kubernetes.Interface
 	leases coordclient.LeaseInterface
@@ -45,7 +46,8 @@ type Coordinator struct {
 
 // New returns a Coordinator that keeps its Leases in cfg.Namespace through
 // client. It makes no request: a server it cannot reach, or whose
-// resourceVersions are not comparable, fails the first call.
+// resourceVersions are not comparable, fails the first call. Users with a
+// client-go clientset call it, as the tenure command does.
 func New(client kubernetes.Interface, cfg Config) (*Coordinator, error) {
 	var errs []error
 	if client == nil {
@@ -72,7 +74,8 @@ func New(client kubernetes.Interface, cfg Config) (*Coordinator, error) {
 }
 
 // NewForConfig returns a Coordinator with a client of its own made from
-// rc (a kubeconfig's, or rest.InClusterConfig's). See New.
+// rc (a kubeconfig's, or rest.InClusterConfig's). See New. Users in a pod
+// call it with rest.InClusterConfig.
 func NewForConfig(rc *rest.Config, cfg Config) (*Coordinator, error) {
 	if rc == nil {
 		return nil, fmt.Errorf("%w: kube: nil rest.Config", tenure.ErrInvalidConfig)

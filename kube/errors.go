@@ -2,7 +2,8 @@ package kube
 
 import "errors"
 
-// Sentinel errors. Match them with errors.Is.
+// Sentinel errors. Callers match them with errors.Is (the tenure command
+// reports an old API server with ErrIncomparable).
 var (
 	// ErrIncomparable is wrapped by errors about an API server whose
 	// resourceVersions are not comparable integers (Kubernetes before 1.35,

@@ -20,7 +20,8 @@ import (
 
 var _ tenure.GroupCoordinator = (*Coordinator)(nil)
 
-// Labels and annotations of partition groups' Leases.
+// Labels and annotations of partition groups' Leases. Users name them in
+// kubectl selectors and their own tools that list a group's Leases.
 const (
 	// LabelGroup is a hash of the group's key on its membership and
 	// partition Leases (a label value cannot hold every key), so that one

@@ -12,7 +12,9 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// Annotations and labels tenure writes on Leases.
+// Annotations and labels tenure writes on Leases. Users name them in
+// kubectl selectors, RBAC rules and their own tools that read tenure's
+// Leases.
 const (
 	// AnnotationKey carries the tenure key of a Lease whose name is not the
 	// key itself (see LeaseName).
@@ -37,7 +39,8 @@ const hashLen = 16
 // "Scheduler") maps to its lower-cased letters and digits followed by 16
 // hex digits of its SHA-256 ("orders-17-5d0c…"), and the Lease carries the
 // key in the AnnotationKey annotation: a Lease whose annotation names
-// another key is refused with ErrNameClash.
+// another key is refused with ErrNameClash. Users call it to find a key's
+// Lease with kubectl; `tenure bench` does to follow one.
 func LeaseName(key string) string {
 	if exactName(key) {
 		return key
