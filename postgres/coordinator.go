@@ -23,6 +23,7 @@ var (
 
 // Execer is what the fence helpers and the coordinator need of a database
 // handle. *pgxpool.Pool, *pgxpool.Conn, *pgx.Conn and pgx.Tx satisfy it.
+// Users pass theirs to FenceUpdate, FenceGuard.Update and AddFencingColumn.
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -38,7 +39,8 @@ var (
 
 // A Coordinator is a tenure.Coordinator on a PostgreSQL leadership table. It
 // also implements tenure.Watcher and tenure.GroupCoordinator. It is safe for
-// concurrent use.
+// concurrent use. Users get one from Open or New and pass it to
+// tenure.NewElector or partition.New.
 type Coordinator struct {
 	pool    *pgxpool.Pool
 	ownPool bool
@@ -133,7 +135,8 @@ FROM ` + t + ` WHERE resource = $1`,
 // creates the leadership table if it does not exist (CREATE TABLE needs the
 // CREATE privilege on the schema; an existing table needs only SELECT,
 // INSERT and UPDATE) and checks the shape of an existing one. Close does not
-// close pool.
+// close pool. Users who share a pool with their own queries call it, as
+// `tenure demo` does; Open makes the pool.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator, error) {
 	if pool == nil {
 		return nil, errors.New("postgres: New: pool is nil")
@@ -160,7 +163,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 // it answers, and returns New's Coordinator on it; Close closes the pool.
 // Connecting is bounded by the DSN's connect_timeout, or
 // DefaultConnectTimeout, and by ctx. Errors name the DSN with its password
-// redacted.
+// redacted. Users call it with their DSN, as the tenure command does.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Coordinator, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {

@@ -7,7 +7,8 @@ import (
 	"github.com/tenure-dev/tenure/internal/errs"
 )
 
-// Sentinel errors. Match them with errors.Is.
+// Sentinel errors. Callers match them with errors.Is (the tenure command
+// tells a bad --postgres by ErrInvalidDSN).
 var (
 	// ErrInvalidDSN is wrapped by Open's error for a DSN it cannot parse.
 	ErrInvalidDSN = errors.New("postgres: invalid DSN")

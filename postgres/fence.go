@@ -13,7 +13,8 @@ import (
 	"github.com/tenure-dev/tenure/fence"
 )
 
-// DefaultTokenColumn is the column that holds a fenced row's token.
+// DefaultTokenColumn is the column that holds a fenced row's token. Used by
+// AddFencingColumn and FenceUpdate; users name it in their own queries.
 const DefaultTokenColumn = "fencing_token"
 
 // A FenceGuard protects the rows of one table with fencing tokens, with the
@@ -25,7 +26,8 @@ const DefaultTokenColumn = "fencing_token"
 // A row accepts a token equal to or newer than the newest it has accepted,
 // and records it; an older one changes nothing and is reported as a
 // *fence.StaleError. All names are quoted identifiers and all values are
-// parameters: nothing is spliced into the SQL text unquoted.
+// parameters: nothing is spliced into the SQL text unquoted. Users make one
+// per fenced table whose columns differ from FenceUpdate's defaults.
 type FenceGuard struct {
 	// Table is the table, schema-qualified or not:
 	// pgx.Identifier{"shard_assignment"} or
@@ -43,14 +45,16 @@ type FenceGuard struct {
 
 // SplitIdentifier splits a possibly schema-qualified name at its dots:
 // "app.shard_assignment" → {"app", "shard_assignment"}. For a name that
-// itself contains a dot, build the pgx.Identifier directly.
+// itself contains a dot, build the pgx.Identifier directly. Used by
+// FenceUpdate and AddFencingColumn; users call it to fill FenceGuard.Table.
 func SplitIdentifier(name string) pgx.Identifier {
 	return pgx.Identifier(strings.Split(name, "."))
 }
 
 // FenceUpdate runs a fenced update of the row of table (see
 // SplitIdentifier) whose idColumn equals id, with the default token column
-// and no updated-at column. See FenceGuard.Update.
+// and no updated-at column. See FenceGuard.Update. Called by the leader's
+// code for every write to a fenced row (prom's fence observer wraps it).
 func FenceUpdate(ctx context.Context, db Execer, table, idColumn string, id any, token uint64, set map[string]any) error {
 	return FenceGuard{Table: SplitIdentifier(table), IDColumn: idColumn}.Update(ctx, db, id, token, set)
 }
@@ -163,6 +167,7 @@ func (f FenceGuard) build(set map[string]any) (fenceSQL, error) {
 // FenceUpdate. Existing rows get token 0, so any real token is accepted by
 // them once. If the table already has a fencing_token column of another
 // type, the error wraps ErrTableShape and names the table and the column.
+// Users call it once per fenced table, at deployment or start-up.
 func AddFencingColumn(ctx context.Context, db Execer, table string) error {
 	t := SplitIdentifier(table).Sanitize()
 	col := pgx.Identifier{DefaultTokenColumn}.Sanitize()

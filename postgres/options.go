@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Defaults of the options.
+// Defaults of the options. Users read them to find tenure's table and
+// channel with psql, or to set a value relative to the default.
 const (
 	// DefaultTable is the leadership table's default name, the seed's.
 	DefaultTable = "cluster_leadership"
@@ -27,7 +28,7 @@ const (
 // truncated silently.
 const maxIdentLen = 63
 
-// An Option configures a Coordinator.
+// An Option configures a Coordinator. Users pass options to Open or New.
 type Option func(*options)
 
 type options struct {
@@ -77,26 +78,30 @@ func (n Notify) String() string {
 // DefaultSchema. The table is always named with its schema, never found
 // through the search_path: two roles (or two connections) with different
 // search_paths would otherwise find two different tables, and hand out the
-// same key, with the same tokens, twice.
+// same key, with the same tokens, twice. Users pass it to Open or New.
 func WithSchema(schema string) Option { return func(o *options) { o.schema = schema } }
 
-// WithTable names the leadership table. Default DefaultTable.
+// WithTable names the leadership table. Default DefaultTable. Users pass it
+// to Open or New.
 func WithTable(table string) Option { return func(o *options) { o.table = table } }
 
-// WithChannel names the LISTEN/NOTIFY channel. Default DefaultChannel.
+// WithChannel names the LISTEN/NOTIFY channel. Default DefaultChannel. Users
+// pass it to Open or New.
 func WithChannel(channel string) Option { return func(o *options) { o.channel = channel } }
 
 // WithPollInterval sets how often each watcher re-reads its key besides
 // reacting to notifications and to its lease's expiry. Default
-// DefaultPollInterval.
+// DefaultPollInterval. Users pass it to Open or New.
 func WithPollInterval(d time.Duration) Option { return func(o *options) { o.pollInterval = d } }
 
 // WithNotify sets which changes are announced to watchers. Default
-// NotifyWatched.
+// NotifyWatched. Users pass it to Open or New; `tenure bench throughput`
+// compares the two.
 func WithNotify(n Notify) Option { return func(o *options) { o.notify = n } }
 
 // WithLogger sets where the coordinator logs (listener reconnections).
-// Default: nowhere.
+// Default: nowhere. Users pass it to Open or New, as the tenure command
+// does.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 func newOptions(opts []Option) (options, error) {
