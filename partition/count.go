@@ -18,7 +18,8 @@ import (
 // A member that has settled does not refuse; it leaves a newcomer with
 // another P out of its assignment and logs an error, and the newcomer
 // refuses. Members that announced nothing (older versions) are taken to
-// agree.
+// agree. Callers of Group.Run read Member and Theirs with errors.As, to
+// say which count the group runs with.
 type CountError struct {
 	// Group is the group's key.
 	Group string

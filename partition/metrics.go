@@ -2,7 +2,8 @@ package partition
 
 import "time"
 
-// MoveReason says why a partition changed hands.
+// MoveReason says why a partition changed hands. Used by Metrics.Moved,
+// which prom counts by reason.
 type MoveReason string
 
 // The reasons a member gives up or takes a partition.
@@ -24,7 +25,8 @@ const (
 	MoveReturned MoveReason = "returned"
 )
 
-// Stats describe the whole group as one member last read it.
+// Stats describe the whole group as one member last read it. Used by
+// Metrics.SetStats and Table; users alert on Unowned.
 type Stats struct {
 	// Members is how many live members the group has.
 	Members int
@@ -41,7 +43,8 @@ type Stats struct {
 // Metrics receives what a Group observes. Package prom implements it; the
 // default discards everything. Implementations must be safe for concurrent
 // use and must not block. Labels are the group and the reason, never the
-// partition, so that series do not grow with P.
+// partition, so that series do not grow with P. Users set
+// Config.Metrics to one (prom.NewPartition's, or their own).
 type Metrics interface {
 	// SetOwned records how many partitions this member owns.
 	SetOwned(group string, owned int)
@@ -53,7 +56,9 @@ type Metrics interface {
 	SetStats(group string, s Stats)
 }
 
-// NopMetrics is a Metrics that discards everything.
+// NopMetrics is a Metrics that discards everything. Used by New when
+// Config.Metrics is nil; users embed it in a Metrics of their own that
+// implements only some methods.
 type NopMetrics struct{}
 
 // SetOwned does nothing.

@@ -8,10 +8,10 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// Snapshot is what one member knows of itself, without a round trip: for a
-// member's own status display or health endpoint (the /leader of `tenure
-// run --partitions --http` answers from it), and for tests that must know
-// who runs what.
+// Snapshot is what one member knows of itself, without a round trip. Users
+// read it with Group.Snapshot for a member's own status display or health
+// endpoint (the /leader of `tenure run --partitions --http` answers from
+// it), and tests that must know who runs what do too.
 type Snapshot struct {
 	// Member is the current membership; zero before joining and after
 	// leaving.
@@ -26,7 +26,7 @@ type Snapshot struct {
 	Owned []Owned
 }
 
-// Owned is one partition a member runs.
+// Owned is one partition a member runs. Used by Snapshot.
 type Owned struct {
 	// Partition is the partition.
 	Partition Partition

@@ -37,7 +37,8 @@ type Table struct {
 	Partial bool
 }
 
-// Row is one partition's line of a Table.
+// Row is one partition's line of a Table. Used by `tenure status` and the
+// status pages, and by users' own dashboards.
 type Row struct {
 	// Partition is the partition. Its Index is −1 when it is not known
 	// (a Partial table of a group with names of its own).
@@ -51,7 +52,8 @@ type Row struct {
 	LeaseLeft time.Duration
 }
 
-// MemberRow is one member's line of a Table.
+// MemberRow is one member's line of a Table. Used by `tenure status` and the
+// status pages, and by users' own dashboards.
 type MemberRow struct {
 	// ID is the member's identity.
 	ID string
@@ -84,7 +86,8 @@ func ReadTable(ctx context.Context, c tenure.Coordinator, group string, names []
 // the partitions owned now (with no count announced, and names that are
 // partition numbers, every number up to the highest owned), each with its
 // number as Index, or −1 for a name of its own; Stats count the announced
-// P when there is one.
+// P when there is one. Used by `tenure status --prefix` and the status page
+// of `tenure server --http`, which know a group by its key alone.
 func ReadGroupTable(ctx context.Context, c tenure.Coordinator, group string) (Table, error) {
 	gc, err := groupOf(c)
 	if err != nil {
