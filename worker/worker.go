@@ -243,34 +243,45 @@ func (w *Worker[T]) Run(ctx context.Context, term *tenure.Term) error {
 			w.wait(work)
 			continue
 		}
-		failed := false
-		for i, item := range items {
-			if err := w.ready(ctx, work, term, log); err != nil {
-				log.Debug("fetched items left unprocessed", "count", len(items)-i)
-				return err
-			}
-			err := w.proc(term.Context(), term.Token(), item)
-			if err == nil {
-				w.processed.Add(1)
-				continue
-			}
-			w.failed.Add(1)
-			failed = true
-			if tenure.IsStale(err) {
-				return w.fenced(term, err, log)
-			}
-			if work.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, tenure.ErrNotLeader)) {
-				continue // cut short by the end of the term or ctx; ready reports it
-			}
-			if herr := w.cfg.onError(fmt.Errorf("worker: process: %w", err)); herr != nil {
-				return herr
-			}
+		failed, err := w.process(ctx, work, term, items, log)
+		if err != nil {
+			return err
 		}
 		if failed {
 			// The failed items are likely fetched again at once: do not spin.
 			w.wait(work)
 		}
 	}
+}
+
+// process processes items one at a time, each once ready says it may start,
+// and reports whether one failed. It returns an error when Run must return
+// it: the term or ctx ended, a resource rejected the token, or the error
+// handler said so.
+func (w *Worker[T]) process(ctx, work context.Context, term *tenure.Term, items []T, log *slog.Logger) (failed bool, err error) {
+	for i, item := range items {
+		if err := w.ready(ctx, work, term, log); err != nil {
+			log.Debug("fetched items left unprocessed", "count", len(items)-i)
+			return failed, err
+		}
+		err := w.proc(term.Context(), term.Token(), item)
+		if err == nil {
+			w.processed.Add(1)
+			continue
+		}
+		w.failed.Add(1)
+		failed = true
+		if tenure.IsStale(err) {
+			return failed, w.fenced(term, err, log)
+		}
+		if work.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, tenure.ErrNotLeader)) {
+			continue // cut short by the end of the term or ctx; ready reports it
+		}
+		if herr := w.cfg.onError(fmt.Errorf("worker: process: %w", err)); herr != nil {
+			return failed, herr
+		}
+	}
+	return failed, nil
 }
 
 // ready returns nil when the next fetch or item may start: the term is live,
