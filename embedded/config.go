@@ -212,6 +212,28 @@ func (c Config) Validate() error {
 	if c.Dir == "" {
 		bad("Config.Dir is empty: a data directory is required")
 	}
+	c.checkURLs(bad)
+	if c.ClusterState != ClusterStateNew && c.ClusterState != ClusterStateExisting {
+		bad("Config.ClusterState %q must be %q or %q", c.ClusterState, ClusterStateNew, ClusterStateExisting)
+	}
+	c.checkTLS(bad)
+	switch {
+	case c.HeartbeatInterval < time.Millisecond:
+		bad("Config.HeartbeatInterval (%s) must be at least 1ms", c.HeartbeatInterval)
+	case c.ElectionTimeout < 5*c.HeartbeatInterval:
+		bad("Config.ElectionTimeout (%s) must be at least 5 × Config.HeartbeatInterval (%s)", c.ElectionTimeout, c.HeartbeatInterval)
+	case c.ElectionTimeout > 50*time.Second:
+		bad("Config.ElectionTimeout (%s) must be at most 50s", c.ElectionTimeout)
+	}
+	if c.StartTimeout < 0 {
+		bad("Config.StartTimeout (%s) must not be negative", c.StartTimeout)
+	}
+	return errors.Join(errs...)
+}
+
+// checkURLs reports, through bad, every listen, advertise and initial-cluster
+// URL that cannot be used.
+func (c Config) checkURLs(bad func(format string, args ...any)) {
 	check := func(field string, urls []string, listen bool, tls TLS, tlsField string) {
 		for _, s := range urls {
 			if _, err := parseURL(s, listen); err != nil {
@@ -237,9 +259,10 @@ func (c Config) Validate() error {
 			bad("Config.InitialCluster %q: member %q: %v", c.InitialCluster, name, err)
 		}
 	}
-	if c.ClusterState != ClusterStateNew && c.ClusterState != ClusterStateExisting {
-		bad("Config.ClusterState %q must be %q or %q", c.ClusterState, ClusterStateNew, ClusterStateExisting)
-	}
+}
+
+// checkTLS reports, through bad, TLS settings that do not go together.
+func (c Config) checkTLS(bad func(format string, args ...any)) {
 	for _, t := range []struct {
 		field string
 		tls   TLS
@@ -251,18 +274,6 @@ func (c Config) Validate() error {
 			bad("Config.%s.ClientCertAuth needs Config.%s.TrustedCAFile", t.field, t.field)
 		}
 	}
-	switch {
-	case c.HeartbeatInterval < time.Millisecond:
-		bad("Config.HeartbeatInterval (%s) must be at least 1ms", c.HeartbeatInterval)
-	case c.ElectionTimeout < 5*c.HeartbeatInterval:
-		bad("Config.ElectionTimeout (%s) must be at least 5 × Config.HeartbeatInterval (%s)", c.ElectionTimeout, c.HeartbeatInterval)
-	case c.ElectionTimeout > 50*time.Second:
-		bad("Config.ElectionTimeout (%s) must be at most 50s", c.ElectionTimeout)
-	}
-	if c.StartTimeout < 0 {
-		bad("Config.StartTimeout (%s) must not be negative", c.StartTimeout)
-	}
-	return errors.Join(errs...)
 }
 
 // parseURL parses an http:// or https:// URL with a host and a port. A URL

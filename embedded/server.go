@@ -59,31 +59,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("embedded: member %q: %w", cfg.Name, err)
 	}
 	s := &Server{cfg: cfg, lock: lock, errc: make(chan error, 1), errDone: make(chan struct{})}
-	ec := embed.NewConfig()
-	ec.Name = cfg.Name
-	ec.Dir = cfg.Dir
-	ec.ListenClientUrls = parseURLs(cfg.ClientURLs)
-	ec.AdvertiseClientUrls = parseURLs(cfg.AdvertiseClientURLs)
-	ec.ListenPeerUrls = parseURLs(cfg.PeerURLs)
-	ec.AdvertisePeerUrls = parseURLs(cfg.AdvertisePeerURLs)
-	ec.InitialCluster = cfg.InitialCluster
-	ec.ClusterState = cfg.ClusterState
-	ec.InitialClusterToken = cfg.ClusterToken
-	ec.ClientTLSInfo = cfg.ClientTLS.info()
-	ec.PeerTLSInfo = cfg.PeerTLS.info()
-	ec.TickMs = uint(cfg.HeartbeatInterval / time.Millisecond)
-	ec.ElectionMs = uint(cfg.ElectionTimeout / time.Millisecond)
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapslog.New(cfg.Logger, cfg.LogLevel).
-		WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return &shutdownFilter{c, &s.closing} })))
-	// tenure speaks gRPC only; the JSON gateway would add an in-process
-	// client connection per listener and nothing tenure uses.
-	ec.EnableGRPCGateway = false
-	// Keep a handle on every client-facing gRPC server, so that Close can
-	// end open streams (watches, keepalives) at once instead of waiting
-	// etcd's request timeout for them to finish.
-	ec.ServiceRegister = s.register
-
-	e, err := embed.StartEtcd(ec)
+	e, err := embed.StartEtcd(s.etcdConfig())
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("embedded: start member %q (data %s): %w", cfg.Name, cfg.Dir, err)
@@ -108,6 +84,34 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.Close()
 	return nil, err
+}
+
+// etcdConfig is the etcd configuration of s's member.
+func (s *Server) etcdConfig() *embed.Config {
+	ec := embed.NewConfig()
+	ec.Name = s.cfg.Name
+	ec.Dir = s.cfg.Dir
+	ec.ListenClientUrls = parseURLs(s.cfg.ClientURLs)
+	ec.AdvertiseClientUrls = parseURLs(s.cfg.AdvertiseClientURLs)
+	ec.ListenPeerUrls = parseURLs(s.cfg.PeerURLs)
+	ec.AdvertisePeerUrls = parseURLs(s.cfg.AdvertisePeerURLs)
+	ec.InitialCluster = s.cfg.InitialCluster
+	ec.ClusterState = s.cfg.ClusterState
+	ec.InitialClusterToken = s.cfg.ClusterToken
+	ec.ClientTLSInfo = s.cfg.ClientTLS.info()
+	ec.PeerTLSInfo = s.cfg.PeerTLS.info()
+	ec.TickMs = uint(s.cfg.HeartbeatInterval / time.Millisecond)
+	ec.ElectionMs = uint(s.cfg.ElectionTimeout / time.Millisecond)
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapslog.New(s.cfg.Logger, s.cfg.LogLevel).
+		WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return &shutdownFilter{c, &s.closing} })))
+	// tenure speaks gRPC only; the JSON gateway would add an in-process
+	// client connection per listener and nothing tenure uses.
+	ec.EnableGRPCGateway = false
+	// Keep a handle on every client-facing gRPC server, so that Close can
+	// end open streams (watches, keepalives) at once instead of waiting
+	// etcd's request timeout for them to finish.
+	ec.ServiceRegister = s.register
+	return ec
 }
 
 func (s *Server) register(g *grpc.Server) {
