@@ -124,18 +124,45 @@ func (s *Server) setUp(ctx context.Context) error {
 	}
 	s.binDir = bin
 	if os.Geteuid() == 0 {
-		name := os.Getenv(EnvUser)
-		if name == "" {
-			name = "postgres"
+		if s.cred, err = serverCredential(); err != nil {
+			return err
 		}
-		u, err := user.Lookup(name)
-		if err != nil {
-			return fmt.Errorf("pgtest: running as root, and PostgreSQL will not: need the user %q to run it (create it with 'useradd --system %s', set %s, or set %s to a DSN): %w", name, name, EnvUser, EnvDSN, err)
-		}
-		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
 	}
+	if err := s.makeDirs(); err != nil {
+		return err
+	}
+	initdb := s.command(ctx, "initdb", "-D", s.dataDir, "-U", superuser, "-A", "trust",
+		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return fmt.Errorf("pgtest: %s: %w\n%s", strings.Join(initdb.Args, " "), err, out)
+	}
+	s.port, err = freePort()
+	if err != nil {
+		return err
+	}
+	s.dsn = fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=5", s.port, superuser)
+	return s.start(ctx)
+}
+
+// serverCredential is the user a root process runs PostgreSQL as (which
+// refuses to run as root): $TENURE_PGTEST_USER's (EnvUser), or postgres.
+func serverCredential() (*syscall.Credential, error) {
+	name := os.Getenv(EnvUser)
+	if name == "" {
+		name = "postgres"
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: running as root, and PostgreSQL will not: need the user %q to run it (create it with 'useradd --system %s', set %s, or set %s to a DSN): %w", name, name, EnvUser, EnvDSN, err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+}
+
+// makeDirs makes the server's directory, locked by this process, with its
+// socket directory, both owned by the server's user.
+func (s *Server) makeDirs() error {
 	// The directory must be reachable by the server's user: use /tmp when
 	// TMPDIR is private to root.
 	parent := os.TempDir()
@@ -145,6 +172,7 @@ func (s *Server) setUp(ctx context.Context) error {
 		}
 	}
 	sweep(parent)
+	var err error
 	s.dir, err = os.MkdirTemp(parent, dirPrefix)
 	if err != nil {
 		return fmt.Errorf("pgtest: %w", err)
@@ -171,17 +199,7 @@ func (s *Server) setUp(ctx context.Context) error {
 			}
 		}
 	}
-	initdb := s.command(ctx, "initdb", "-D", s.dataDir, "-U", superuser, "-A", "trust",
-		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return fmt.Errorf("pgtest: %s: %w\n%s", strings.Join(initdb.Args, " "), err, out)
-	}
-	s.port, err = freePort()
-	if err != nil {
-		return err
-	}
-	s.dsn = fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=5", s.port, superuser)
-	return s.start(ctx)
+	return nil
 }
 
 // command builds an exec.Cmd for one of the server's binaries, run as the
@@ -237,7 +255,12 @@ func (s *Server) start(ctx context.Context) error {
 	s.mu.Lock()
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
+	return s.awaitReady(ctx, cmd, exited)
+}
 
+// awaitReady waits until the server started as cmd answers, for 30s at
+// most; it stops the server when it gives up.
+func (s *Server) awaitReady(ctx context.Context, cmd *exec.Cmd, exited <-chan struct{}) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
