@@ -50,7 +50,7 @@ type runner struct {
 	nextWatch         time.Time         // when to try watching again
 
 	disagree  map[string]uint64 // members that announced another P: ID → epoch logged
-	reconcile bool              // a claim's outcome is unknown: look for orphans
+	doubtful  map[string]bool   // claimed with an outcome unknown: claim again (see claim)
 	owned     map[string]*owned
 	unsent    map[string]tenure.Grant // to release; retried until it succeeds
 	cooldown  map[string]time.Time    // not claimed again before
@@ -74,6 +74,7 @@ func newRunner(ctx context.Context, g *Group, fn Func) *runner {
 		cooldown: make(map[string]time.Time),
 		unowned:  make(map[string]time.Time),
 		disagree: make(map[string]uint64),
+		doubtful: make(map[string]bool),
 	}
 }
 
@@ -129,9 +130,6 @@ func (r *runner) step() (more bool, err error) {
 		}
 	}
 	r.reap()
-	if r.joined && r.reconcile {
-		r.findOrphans()
-	}
 	r.handOver()
 	r.release()
 	if r.joined {
@@ -286,6 +284,7 @@ func (r *runner) lost(err error) {
 		o.ctl.End(fmt.Errorf("%w: %w", tenure.ErrNotLeader, err))
 	}
 	clear(r.unsent)
+	clear(r.doubtful) // gone with the membership
 	r.shared.Stop()
 	r.joined = false
 }

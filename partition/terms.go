@@ -21,25 +21,23 @@ const maxClaim = 1024
 // claim claims, in one batch of at most maxClaim, the free partitions the
 // latest membership gives this member and that it does not own, and starts
 // a term for each. It reports whether some are left to claim.
+//
+// A claim whose outcome is unknown (its reply lost, or a partition's
+// result an error) may have made this member the owner of partitions it
+// does not run. Those are doubtful: the next claims ask for them again,
+// whether the membership still gives them to this member or not, because a
+// claim of a partition this member owns returns its grant. It is then run,
+// or released when another member is to run it. That costs a claim of the
+// doubtful partitions, where reading the whole partition table to find
+// them cost O(P), retried at every step while the coordinator was too slow
+// to answer it: at 100,000 partitions, a loop that kept a loaded
+// coordinator too busy to renew memberships.
 func (r *runner) claim() (more bool) {
 	if r.settled == nil || r.deadline.Until() <= 0 {
 		return false // no settled view yet (just joined), or no renewal in time
 	}
-	var names []string
 	now := time.Now()
-	for _, n := range r.mine {
-		if r.owned[n] != nil {
-			continue
-		}
-		if _, releasing := r.unsent[n]; releasing || now.Before(r.cooldown[n]) {
-			continue
-		}
-		if len(names) == maxClaim {
-			more = true
-			break
-		}
-		names = append(names, n)
-	}
+	names, more := r.toClaim(now)
 	if len(names) == 0 {
 		return false
 	}
@@ -53,58 +51,80 @@ func (r *runner) claim() (more bool) {
 		return false
 	}
 	if err != nil {
-		// Some claims may have been made: find and release them.
-		r.g.log.Warn("claim failed", "partitions", len(names), "err", err)
-		r.reconcile = true
+		r.g.log.Warn("claim failed; claiming these partitions again", "partitions", len(names), "err", err)
+		for _, n := range names {
+			r.doubtful[n] = true
+		}
 		return false
 	}
-	claimed, unknown := 0, 0
+	claimed := r.claimed(names, res, now)
+	return more && claimed > 0
+}
+
+// toClaim lists at most maxClaim partitions to claim: the doubtful ones,
+// then those the latest membership gives this member that it does not run,
+// is not releasing and did not give up a moment ago. more reports whether
+// some were left out.
+func (r *runner) toClaim(now time.Time) (names []string, more bool) {
+	for n := range r.doubtful {
+		if _, releasing := r.unsent[n]; releasing || r.owned[n] != nil {
+			delete(r.doubtful, n) // its grant is known: not doubtful
+			continue
+		}
+		if len(names) == maxClaim {
+			return names, true
+		}
+		names = append(names, n)
+	}
+	for _, n := range r.mine {
+		if r.owned[n] != nil || r.doubtful[n] {
+			continue
+		}
+		if _, releasing := r.unsent[n]; releasing || now.Before(r.cooldown[n]) {
+			continue
+		}
+		if len(names) == maxClaim {
+			return names, true
+		}
+		names = append(names, n)
+	}
+	return names, false
+}
+
+// claimed acts on the results of a claim of names: it starts a term for
+// each partition granted that the latest membership gives this member,
+// queues the others granted for release, and keeps those whose outcome is
+// unknown doubtful. It returns how many terms it started.
+func (r *runner) claimed(names []string, res []tenure.ClaimResult, now time.Time) (claimed int) {
+	unknown := 0
 	var firstErr error
 	for i, cr := range res {
+		n := names[i]
+		mine := r.target[n] == r.g.id
+		if cr.Err == nil || errors.Is(cr.Err, tenure.ErrHeld) {
+			delete(r.doubtful, n)
+		}
 		switch {
-		case cr.Err == nil && r.deadline.Until() > 0:
-			r.start(r.g.byName[names[i]], cr.Grant)
+		case cr.Err == nil && mine && r.deadline.Until() > 0:
+			r.start(r.g.byName[n], cr.Grant)
 			claimed++
-		case cr.Err == nil: // granted, but the member's deadline has passed
-			r.unsent[names[i]] = cr.Grant
+		case cr.Err == nil: // a doubtful partition for another member, or past the deadline
+			r.unsent[n] = cr.Grant
 		case !errors.Is(cr.Err, tenure.ErrHeld):
 			unknown++
+			r.doubtful[n] = true
 			firstErr = cmp.Or(firstErr, cr.Err)
-		case r.heldSince.IsZero(): // held by another member: see readMembers
+		case mine && r.heldSince.IsZero(): // held by another member: see readMembers
 			r.heldSince = now
 		}
 	}
 	if unknown > 0 {
-		r.g.log.Warn("claims failed; looking for partitions claimed unknowingly", "partitions", unknown, "err", firstErr)
-		r.reconcile = true
+		r.g.log.Warn("claims failed; claiming these partitions again", "partitions", unknown, "err", firstErr)
 	}
 	if claimed > 0 {
 		r.g.log.Info("claimed partitions", "claimed", claimed, "asked", len(names), "owned", len(r.owned))
 	}
-	return more && claimed > 0
-}
-
-// findOrphans reads the partition table after a claim whose outcome is
-// unknown, and queues for release every partition this member owns at the
-// coordinator but does not run, so that none stays held by a live member
-// that does not know it holds it.
-func (r *runner) findOrphans() {
-	var gs []tenure.Grant
-	err := r.call(func(ctx context.Context) (err error) {
-		gs, err = r.g.c.GroupPartitions(ctx, r.cfg.Key)
-		return err
-	})
-	if err != nil {
-		r.g.log.Warn("reading the partition table failed", "err", err)
-		return
-	}
-	r.reconcile = false
-	for _, gr := range gs {
-		name, ok := strings.CutPrefix(gr.Key, r.cfg.Key+"/")
-		if ok && gr.Holder == r.g.id && r.owned[name] == nil {
-			r.unsent[name] = gr
-		}
-	}
+	return claimed
 }
 
 // start runs the function for p under a new term for grant gr.
