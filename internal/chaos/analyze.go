@@ -180,7 +180,7 @@ func newReport(h *History) *Report {
 	o := h.Options
 	rep := &Report{
 		Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, TTL: o.TTL, Margin: o.Margin, MaxDrift: o.MaxDrift,
-		Plant: o.Plant, Families: StrikingFamilies(o.Families, o.Members), Origin: h.Origin, Finish: h.Finish, Faults: h.Faults,
+		Plant: o.Plant, Families: StrikingFamilies(o.Families, o.Members, o.KubeAPIServer != ""), Origin: h.Origin, Finish: h.Finish, Faults: h.Faults,
 		NodeErrors: h.NodeErrors, Reads: len(h.Reads),
 	}
 	switch {
@@ -188,6 +188,10 @@ func newReport(h *History) *Report {
 		rep.Coordinator = "postgres"
 	case len(o.Endpoints) > 0:
 		rep.Coordinator = "external etcd"
+	case o.Kubeconfig != "":
+		rep.Coordinator = "Kubernetes API server of kubeconfig " + o.Kubeconfig
+	case o.KubeAPIServer != "":
+		rep.Coordinator = fmt.Sprintf("kube-apiserver started by the run, on embedded etcd, %d member(s)", o.Members)
 	default:
 		rep.Coordinator = fmt.Sprintf("embedded etcd, %d member(s)", o.Members)
 	}

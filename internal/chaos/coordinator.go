@@ -30,6 +30,8 @@ func (r *runner) startCoordinator(ctx context.Context) ([]string, error) {
 			return nil, errors.New("chaos: postgres DSN names a Unix socket; the proxies need host and port")
 		}
 		return []string{net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))}, nil
+	case o.Kubeconfig != "" || o.KubeAPIServer != "":
+		return r.startKube(ctx)
 	case len(o.Endpoints) > 0:
 		var out []string
 		for _, ep := range o.Endpoints {

@@ -7,14 +7,17 @@ import (
 	"github.com/tenure-dev/tenure/internal/chaos"
 )
 
-// With one etcd member, the member family cannot strike: a run leaves it
-// out, and so does its header.
+// With one etcd member, the member family cannot strike, nor the
+// apiserver family on an API server the run did not start: a run leaves
+// them out, and so does its header.
 func ExampleStrikingFamilies() {
-	fmt.Println(chaos.StrikingFamilies(chaos.Families(), 1))
-	fmt.Println(chaos.StrikingFamilies([]string{chaos.FamilyMember, chaos.FamilyPause}, 3))
+	fmt.Println(chaos.StrikingFamilies(chaos.Families(), 1, false))
+	fmt.Println(chaos.StrikingFamilies([]string{chaos.FamilyMember, chaos.FamilyPause}, 3, false))
+	fmt.Println(chaos.StrikingFamilies([]string{chaos.FamilyMember, chaos.FamilyAPIServer}, 1, true))
 	// Output:
 	// [partition blackhole latency reset pause crash degrade clock]
 	// [member pause]
+	// [apiserver]
 }
 
 // A run in which no node was ever elected proved nothing: no violation,

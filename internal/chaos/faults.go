@@ -67,7 +67,7 @@ func (r *runner) leader() (slot int, ok bool) {
 func (r *runner) apply(ctx context.Context, f Fault) {
 	rec := FaultRecord{Fault: f, Target: -1}
 	var np *nodeProc
-	if f.Family != FamilyMember {
+	if f.Family != FamilyMember && f.Family != FamilyAPIServer {
 		rec.Target = r.target(ctx, f)
 		r.mu.Lock()
 		np = r.procs[rec.Target]
@@ -103,6 +103,8 @@ func (r *runner) apply(ctx context.Context, f Fault) {
 		rec.Note = r.crash(ctx, np, rec.Target, f.Dur)
 	case FamilyMember:
 		rec.Note = r.restartMember(ctx, f)
+	case FamilyAPIServer:
+		rec.Note = r.restartAPIServer(ctx, f)
 	case FamilyClock:
 		rec.Note = r.clockFault(np, rec.Target, f, wait)
 	}

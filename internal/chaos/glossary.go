@@ -19,6 +19,7 @@ var familyWords = map[string]string{
 	FamilyPause:     "the node is stopped (SIGSTOP) for longer than the TTL, with a write in flight (see late writes across a pause).",
 	FamilyCrash:     "the node is killed (SIGKILL) and restarted in its slot as a new process, with a new holder.",
 	FamilyMember:    "an etcd member is stopped, then restarted (--members 3): the band spans every lane.",
+	FamilyAPIServer: "the Kubernetes API server is killed (SIGKILL), then restarted, on the same etcd (--kube-apiserver): every node loses it at once; the band spans every lane.",
 	FamilyDegrade:   "slow renewals and writes, then a partition: the leader writes, slowly, up to its local deadline.",
 	FamilyClock: "the node's own clock runs off its rate (within --max-drift) and its wall clock jumps forward; then the node is cut off until its lease runs out, " +
 		"so that its deadline, counted on that clock, decides when it stops; at the heal its wall clock jumps back. " +

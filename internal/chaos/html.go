@@ -30,6 +30,7 @@ var familyColours = map[string]string{
 	FamilyPause:     "#ec7063",
 	FamilyCrash:     "#566573",
 	FamilyMember:    "#85c1e9",
+	FamilyAPIServer: "#2e86c1",
 	FamilyDegrade:   "#a04000",
 	FamilyClock:     "#d81b60",
 }
@@ -257,8 +258,11 @@ func faultLine(f FaultRecord, g geom) string {
 
 // faultWho names what fault f struck.
 func faultWho(f FaultRecord) string {
-	if f.Family == FamilyMember {
+	switch f.Family {
+	case FamilyMember:
 		return fmt.Sprintf("etcd member %d", f.Member)
+	case FamilyAPIServer:
+		return "the API server"
 	}
 	return f.Holder
 }

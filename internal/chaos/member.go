@@ -82,19 +82,21 @@ func (c groupRecorder) member(ctx context.Context, kind string, sent int64, m te
 }
 
 func (c groupRecorder) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+	ctx, ws := withSends(ctx)
 	sent := Mono()
 	m, err := c.Group.JoinGroup(ctx, group, id, ttl, partitions)
-	c.member(ctx, kindJoin, sent, m, err)
+	c.member(ctx, kindJoin, ws.start(sent), m, err)
 	return m, err
 }
 
 func (c groupRecorder) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+	ctx, ws := withSends(ctx)
 	sent := Mono()
 	r, err := c.Group.RenewMember(ctx, m)
 	if err != nil {
 		r = tenure.Member{Epoch: m.Epoch}
 	}
-	c.member(ctx, kindRenewMember, sent, r, err)
+	c.member(ctx, kindRenewMember, ws.start(sent), r, err)
 	return r, err
 }
 

@@ -31,6 +31,12 @@ type NodeSpec struct {
 	// Postgres is a PostgreSQL DSN (through the node's proxy), instead of
 	// Endpoints.
 	Postgres string `json:"postgres,omitempty"`
+	// Kubeconfig is a kubeconfig file whose current context's cluster and
+	// user reach the Kubernetes API server, through the node's proxy at
+	// KubeProxy, instead of Endpoints; the Leases are in Namespace.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	KubeProxy  string `json:"kube_proxy,omitempty"`
 	// Register is the base URL of the register service (through the node's
 	// proxy).
 	Register string `json:"register"`
@@ -71,8 +77,11 @@ func ParseNodeSpec(s string) (NodeSpec, error) {
 	if err := checkPlant(spec.Plant); err != nil {
 		return spec, err
 	}
-	if len(spec.Endpoints) == 0 && spec.Postgres == "" {
+	if len(spec.Endpoints) == 0 && spec.Postgres == "" && spec.Kubeconfig == "" {
 		return spec, errors.New("chaos: node spec names no coordinator")
+	}
+	if spec.Kubeconfig != "" && (spec.Namespace == "" || spec.KubeProxy == "") {
+		return spec, errors.New("chaos: node spec: kubeconfig needs namespace and kube_proxy")
 	}
 	if spec.Register == "" {
 		return spec, errors.New("chaos: node spec names no register")
@@ -104,9 +113,9 @@ func RunNode(ctx context.Context, spec NodeSpec, ctl *os.File, out io.Writer) er
 	}
 	defer stop()
 	ew.emit(Event{Kind: kindStart})
-	base := dial(ctx, spec, ew)
-	if base == nil {
-		return nil // ctx ended
+	base, err := dial(ctx, spec, ew)
+	if err != nil || base == nil {
+		return err // nil: ctx ended
 	}
 	defer base.Close()
 	w := &writer{spec: spec, out: ew, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
@@ -145,8 +154,12 @@ func followControls(ctl *os.File, clock *nodeClock, ew *eventWriter) (stop func(
 }
 
 // dial connects to the spec's coordinator, retrying until it succeeds; it
-// returns nil when ctx ends first.
-func dial(ctx context.Context, spec NodeSpec, ew *eventWriter) tenure.Coordinator {
+// returns nil when ctx ends first. A coordinator on Kubernetes makes no
+// request until it is used: only a configuration it cannot use fails it.
+func dial(ctx context.Context, spec NodeSpec, ew *eventWriter) (tenure.Coordinator, error) {
+	if spec.Kubeconfig != "" {
+		return dialKube(spec)
+	}
 	for ctx.Err() == nil {
 		var base tenure.Coordinator
 		var err error
@@ -158,11 +171,11 @@ func dial(ctx context.Context, spec NodeSpec, ew *eventWriter) tenure.Coordinato
 		}
 		cancel()
 		if err == nil {
-			return base
+			return base, nil
 		}
 		ew.emit(Event{Kind: "dial", Err: err.Error()})
 	}
-	return nil
+	return nil, nil
 }
 
 // runElector runs one Elector of the spec's key on base, on the node's

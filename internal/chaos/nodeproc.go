@@ -45,9 +45,12 @@ func (r *runner) startNode(i int) error {
 		TTL:      r.o.TTL, Margin: r.o.Margin, MaxDrift: r.o.MaxDrift,
 		WriteEvery: r.o.WriteEvery, Plant: r.o.Plant, Partitions: r.o.Partitions,
 	}
-	if r.o.Postgres != "" {
+	switch {
+	case r.kube.kubeconfig != "":
+		spec.Kubeconfig, spec.Namespace, spec.KubeProxy = r.kube.kubeconfig, r.kube.namespace, r.coordProx[i][0].Addr()
+	case r.o.Postgres != "":
 		spec.Postgres = proxiedDSN(r.o.Postgres, r.coordProx[i][0].Addr())
-	} else {
+	default:
 		for _, p := range r.coordProx[i] {
 			spec.Endpoints = append(spec.Endpoints, "http://"+p.Addr())
 		}

@@ -6,9 +6,12 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tenure-dev/tenure/internal/plant"
 )
@@ -25,12 +28,24 @@ type Options struct {
 	// Nodes is the number of node processes, 2 to 9. Default 3.
 	Nodes int
 	// Members is the number of embedded etcd members: 1 (default) or 3.
+	// Under KubeAPIServer, they store the API server's data.
 	Members int
 	// Endpoints names an external etcd cluster (http:// only) instead of
 	// embedded members.
 	Endpoints []string
 	// Postgres is a PostgreSQL DSN to use instead of etcd.
 	Postgres string
+	// Kubeconfig names a kubeconfig file: the Leases of its current
+	// context's API server (Kubernetes 1.35 or newer) instead of etcd. The
+	// run cannot restart that server: the apiserver family does not strike.
+	Kubeconfig string
+	// Namespace holds the Leases on Kubernetes (Kubeconfig); empty means
+	// the kubeconfig context's.
+	Namespace string
+	// KubeAPIServer is a kube-apiserver executable: the run starts it on
+	// its embedded etcd members and keeps the Leases in its namespace
+	// "default"; the apiserver family crashes and restarts it.
+	KubeAPIServer string
 	// TTL is the lease TTL. Default 2s. etcd grants whole seconds.
 	TTL time.Duration
 	// Margin is the elector's safety margin. Default 200ms (TTL/10).
@@ -111,12 +126,7 @@ func (o Options) Validate() error {
 	if o.Members != 1 && o.Members != 3 {
 		bad("Options.Members (%d) must be 1 or 3", o.Members)
 	}
-	if (len(o.Endpoints) > 0 || o.Postgres != "") && o.Members != 1 {
-		bad("Options.Members (%d) applies to the embedded coordinator only", o.Members)
-	}
-	if len(o.Endpoints) > 0 && o.Postgres != "" {
-		bad("Options.Endpoints and Options.Postgres are exclusive")
-	}
+	errs = append(errs, o.validateCoordinator()...)
 	if o.Duration < 5*time.Second {
 		bad("Options.Duration (%s) must be at least 5s", o.Duration)
 	}
@@ -153,6 +163,46 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// validateCoordinator reports problems with the fields that choose the
+// coordinator: at most one of Endpoints, Postgres, Kubeconfig and
+// KubeAPIServer; Members beside embedded etcd only; Namespace with
+// Kubeconfig only.
+func (o Options) validateCoordinator() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var chosen []string
+	for _, c := range []struct {
+		name string
+		set  bool
+	}{{"Endpoints", len(o.Endpoints) > 0}, {"Postgres", o.Postgres != ""}, {"Kubeconfig", o.Kubeconfig != ""}, {"KubeAPIServer", o.KubeAPIServer != ""}} {
+		if c.set {
+			chosen = append(chosen, "Options."+c.name)
+		}
+	}
+	if len(chosen) > 1 {
+		bad("%s are exclusive", strings.Join(chosen, " and "))
+	}
+	if (len(o.Endpoints) > 0 || o.Postgres != "" || o.Kubeconfig != "") && o.Members != 1 {
+		bad("Options.Members (%d) applies to the embedded coordinator only", o.Members)
+	}
+	switch {
+	case o.Namespace != "" && o.Kubeconfig == "":
+		bad("Options.Namespace (%s) applies to Options.Kubeconfig only", o.Namespace)
+	case o.Namespace != "":
+		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+			bad("Options.Namespace %q is not a namespace name: %s", o.Namespace, strings.Join(msgs, "; "))
+		}
+	}
+	if o.KubeAPIServer != "" {
+		if st, err := os.Stat(o.KubeAPIServer); err != nil {
+			bad("Options.KubeAPIServer: %w", err)
+		} else if st.IsDir() || st.Mode()&0o111 == 0 {
+			bad("Options.KubeAPIServer: %s is not an executable file", o.KubeAPIServer)
+		}
+	}
+	return errs
+}
+
 // hostPort returns the host:port of an http:// URL or a host:port pair.
 func hostPort(ep string) (string, error) {
 	if strings.Contains(ep, "://") {
@@ -176,6 +226,6 @@ func (o Options) schedule() []Fault {
 	if o.Schedule != nil {
 		return o.Schedule
 	}
-	return drawSchedule(scheduleConfig{Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, Members: o.Members,
+	return drawSchedule(scheduleConfig{Seed: o.Seed, Duration: o.Duration, Nodes: o.Nodes, Members: o.Members, APIServer: o.KubeAPIServer != "",
 		TTL: o.TTL, Margin: o.Margin, MaxDrift: o.MaxDrift, Families: o.Families, Start: o.FaultStart, Tail: o.FaultTail, MaxGap: o.MaxGap, LeaderOnly: o.LeaderOnly})
 }

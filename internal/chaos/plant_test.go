@@ -51,8 +51,16 @@ func caughtBy(p string) func(*Report) *Check {
 // sched, with bug p planted.
 func runSchedule(t *testing.T, p string, sched []Fault) *Report {
 	t.Helper()
+	return runScheduleOn(t, p, sched, func(*Options) {})
+}
+
+// runScheduleOn is runSchedule on the coordinator that coord sets in the
+// options (embedded etcd when it sets none).
+func runScheduleOn(t *testing.T, p string, sched []Fault, coord func(*Options)) *Report {
+	t.Helper()
 	h, err := Run(context.Background(), testOptions(func(o *Options) {
 		o.Duration, o.Plant, o.Schedule = 12*time.Second, p, sched
+		coord(o)
 	}))
 	if err != nil {
 		t.Fatalf("Run(plant %q) = %v", p, err)

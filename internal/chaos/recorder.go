@@ -12,15 +12,18 @@ import (
 // recorder reports every acquire, renew and release with its send and reply
 // times, the TTL the coordinator really granted, and the rate of the node's
 // clock its lease is counted at (from clocked, through the call's context).
+// The send is the call's, or that of the write that started or extended
+// the lease when the coordinator's client reports its writes (writeSends).
 type recorder struct {
 	plant.Passthrough
 	out *eventWriter
 }
 
 func (c recorder) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
+	ctx, ws := withSends(ctx)
 	sent := Mono()
 	g, err := c.Coordinator.Acquire(ctx, key, holder, ttl)
-	ev := Event{Kind: kindAcquire, Sent: sent, OK: err == nil, Token: g.Token, TTL: g.TTL, Rate: rateOf(ctx)}
+	ev := Event{Kind: kindAcquire, Sent: ws.start(sent), OK: err == nil, Token: g.Token, TTL: g.TTL, Rate: rateOf(ctx)}
 	if err != nil {
 		ev.Err = err.Error()
 	}
@@ -29,9 +32,10 @@ func (c recorder) Acquire(ctx context.Context, key, holder string, ttl time.Dura
 }
 
 func (c recorder) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
+	ctx, ws := withSends(ctx)
 	sent := Mono()
 	r, err := c.Coordinator.Renew(ctx, g)
-	ev := Event{Kind: kindRenew, Sent: sent, OK: err == nil, Token: g.Token, TTL: r.TTL, Lost: errors.Is(err, tenure.ErrLost), Rate: rateOf(ctx)}
+	ev := Event{Kind: kindRenew, Sent: ws.start(sent), OK: err == nil, Token: g.Token, TTL: r.TTL, Lost: errors.Is(err, tenure.ErrLost), Rate: rateOf(ctx)}
 	if err != nil {
 		ev.Err = err.Error()
 	}

@@ -23,6 +23,7 @@ type runner struct {
 	members    []*embedded.Server
 	memberCfg  []embedded.Config
 	cleanupDir string
+	kube       kubeRun
 
 	mu       sync.Mutex
 	events   []Event
@@ -203,6 +204,9 @@ func (r *runner) closeAll() {
 	}
 	if r.reg != nil {
 		r.reg.Close()
+	}
+	if r.kube.server != nil {
+		r.kube.server.Kill()
 	}
 	for _, s := range r.members {
 		if s != nil {

@@ -19,6 +19,10 @@ const (
 	FamilyPause     = "pause"     // SIGSTOP longer than the TTL, with a write in flight
 	FamilyCrash     = "crash"     // SIGKILL, restart with a new holder
 	FamilyMember    = "member"    // an etcd member stopped, then restarted (--members 3)
+	// FamilyAPIServer: the Kubernetes API server crashed (SIGKILL), then
+	// restarted once it has been down a while: on an API server the run
+	// started itself (Options.KubeAPIServer) only.
+	FamilyAPIServer = "apiserver"
 	// FamilyDegrade: latency to and from the coordinator and on writes for
 	// the first third, then a partition from the coordinator while the
 	// latency lasts: the last renewal that got through was slow, and the
@@ -34,7 +38,7 @@ const (
 
 // Families lists every fault family.
 func Families() []string {
-	return []string{FamilyPartition, FamilyBlackhole, FamilyLatency, FamilyReset, FamilyPause, FamilyCrash, FamilyMember, FamilyDegrade, FamilyClock}
+	return []string{FamilyPartition, FamilyBlackhole, FamilyLatency, FamilyReset, FamilyPause, FamilyCrash, FamilyMember, FamilyAPIServer, FamilyDegrade, FamilyClock}
 }
 
 // ParseFamilies parses a comma-separated list of fault families; "all" means
@@ -95,6 +99,8 @@ func (f Fault) String() string {
 	switch f.Family {
 	case FamilyMember:
 		return s + fmt.Sprintf(" member %d for %s", f.Member, f.Dur.Round(time.Millisecond))
+	case FamilyAPIServer:
+		return s + fmt.Sprintf(" API server down for %s, then restarted", f.Dur.Round(time.Millisecond))
 	case FamilyReset:
 		return s + " " + who
 	case FamilyBlackhole:
@@ -116,10 +122,12 @@ type scheduleConfig struct {
 	Duration time.Duration
 	Nodes    int
 	Members  int
-	TTL      time.Duration
-	Margin   time.Duration
-	MaxDrift float64
-	Families []string
+	// APIServer says that the run can restart its API server.
+	APIServer bool
+	TTL       time.Duration
+	Margin    time.Duration
+	MaxDrift  float64
+	Families  []string
 	// Start is when the first fault may strike; default 1.5·TTL, time for
 	// a first leader.
 	Start time.Duration
@@ -135,12 +143,14 @@ type scheduleConfig struct {
 }
 
 // StrikingFamilies returns the families of fams that can strike a run with
-// the given number of coordinator members: all but member, which needs
-// three members (one stopped leaves a quorum).
-func StrikingFamilies(fams []string, members int) []string {
+// the given number of embedded etcd members, on an API server the run can
+// restart or not: all but member, which needs three members (one stopped
+// leaves a quorum), and apiserver, which needs an API server the run
+// started itself.
+func StrikingFamilies(fams []string, members int, apiserver bool) []string {
 	var out []string
 	for _, f := range fams {
-		if f == FamilyMember && members < 3 {
+		if (f == FamilyMember && members < 3) || (f == FamilyAPIServer && !apiserver) {
 			continue
 		}
 		out = append(out, f)
@@ -162,6 +172,8 @@ var durations = map[string][2]float64{
 	FamilyPause:  {1.6, 2.2},
 	FamilyCrash:  {0.25, 1.5},
 	FamilyMember: {0.75, 2.5},
+	// Down time before the restart, which takes seconds more.
+	FamilyAPIServer: {0.75, 2.5},
 	// Half a TTL on the skewed clock, then at least 1.25 TTL cut off.
 	FamilyClock: {1.75, 2.5},
 }
@@ -171,10 +183,10 @@ var durations = map[string][2]float64{
 // Families are drawn in rounds, each a shuffle of every family that can
 // strike (StrikingFamilies): when the run is long enough for one short
 // fault of each (31.2s at the default TTL of 2s with one member, 33.7s
-// with three), the first round is drawn short enough to fit, so that every
-// family strikes at least once.
+// with three, 2.5s more with the apiserver family), the first round is
+// drawn short enough to fit, so that every family strikes at least once.
 func drawSchedule(cfg scheduleConfig) []Fault {
-	fams := StrikingFamilies(cfg.Families, cfg.Members)
+	fams := StrikingFamilies(cfg.Families, cfg.Members, cfg.APIServer)
 	if len(fams) == 0 {
 		return nil
 	}
@@ -296,6 +308,8 @@ func (s *scheduler) draw(fam string, at, room time.Duration) Fault {
 	case FamilyMember:
 		f.Node = 0
 		f.Member = s.rng.IntN(cfg.Members)
+	case FamilyAPIServer:
+		f.Node = 0
 	case FamilyClock:
 		f.Rate = clockRate(cfg.MaxDrift, s.rng.Float64())
 		f.Jump = between(0.5, 1)

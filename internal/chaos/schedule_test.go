@@ -9,7 +9,7 @@ import (
 )
 
 func TestScheduleReplays(t *testing.T) {
-	cfg := scheduleConfig{Seed: 42, Duration: 120 * time.Second, Nodes: 3, Members: 3, TTL: 2 * time.Second, Margin: 200 * time.Millisecond, Families: Families()}
+	cfg := scheduleConfig{Seed: 42, Duration: 120 * time.Second, Nodes: 3, Members: 3, APIServer: true, TTL: 2 * time.Second, Margin: 200 * time.Millisecond, Families: Families()}
 	a, b := drawSchedule(cfg), drawSchedule(cfg)
 	cfg.Seed = 43
 	c := drawSchedule(cfg)
@@ -37,10 +37,13 @@ func TestScheduleReplays(t *testing.T) {
 			t.Errorf("family %s never drawn in 120s", fam)
 		}
 	}
-	cfg.Members = 1
+	cfg.Members, cfg.APIServer = 1, false
 	for _, f := range drawSchedule(cfg) {
 		if f.Family == FamilyMember {
 			t.Fatalf("member fault %s drawn for a single-member coordinator", f)
+		}
+		if f.Family == FamilyAPIServer {
+			t.Fatalf("apiserver fault %s drawn for an API server the run cannot restart", f)
 		}
 	}
 }
@@ -94,10 +97,15 @@ func TestPlantDefaults(t *testing.T) {
 // 1.5·TTL before the end.
 func TestScheduleStrikesEveryFamily(t *testing.T) {
 	const ttl = 2 * time.Second
-	for _, members := range []int{1, 3} {
-		for _, d := range []time.Duration{35 * time.Second, 45 * time.Second, 120 * time.Second} {
+	for _, c := range []struct {
+		members   int
+		apiserver bool
+		shortest  time.Duration // the shortest run that fits one fault of each family
+	}{{1, false, 35 * time.Second}, {3, false, 35 * time.Second}, {1, true, 35 * time.Second}, {3, true, 37 * time.Second}} {
+		for _, d := range []time.Duration{c.shortest, 45 * time.Second, 120 * time.Second} {
 			for seed := uint64(1); seed <= 200; seed++ {
-				cfg := scheduleConfig{Seed: seed, Duration: d, Nodes: 3, Members: members, TTL: ttl, Margin: ttl / 10, MaxDrift: 0.01, Families: Families()}
+				cfg := scheduleConfig{Seed: seed, Duration: d, Nodes: 3, Members: c.members, APIServer: c.apiserver,
+					TTL: ttl, Margin: ttl / 10, MaxDrift: 0.01, Families: Families()}
 				checkSchedule(t, cfg, drawSchedule(cfg))
 			}
 		}
@@ -128,13 +136,16 @@ func checkSchedule(t *testing.T, cfg scheduleConfig, sched []Fault) {
 			t.Errorf("members %d, %s, seed %d: fault %s heals less than 1.5 TTL before the end", cfg.Members, cfg.Duration, cfg.Seed, f)
 		}
 	}
-	for _, fam := range StrikingFamilies(cfg.Families, cfg.Members) {
+	for _, fam := range StrikingFamilies(cfg.Families, cfg.Members, cfg.APIServer) {
 		if !seen[fam] {
 			t.Errorf("members %d, %s, seed %d: family %s never strikes in %v", cfg.Members, cfg.Duration, cfg.Seed, fam, sched)
 		}
 	}
 	if cfg.Members < 3 && seen[FamilyMember] {
 		t.Errorf("members %d, seed %d: a member fault with fewer than 3 members", cfg.Members, cfg.Seed)
+	}
+	if !cfg.APIServer && seen[FamilyAPIServer] {
+		t.Errorf("members %d, seed %d: an apiserver fault on an API server the run cannot restart", cfg.Members, cfg.Seed)
 	}
 }
 

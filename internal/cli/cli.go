@@ -226,7 +226,7 @@ Exit codes:
 	root.AddCommand(exitCodes(newWatchCommand(&g), exitCodesPlain))
 	root.AddCommand(newReleaseCommand(&g))
 	root.AddCommand(exitCodes(uses(newDemoCommand(&g), "postgres", "dial-timeout"), exitCodesDemo))
-	root.AddCommand(exitCodes(uses(newVerifyCommand(&g), "endpoints", "postgres"), exitCodesVerify))
+	root.AddCommand(exitCodes(uses(newVerifyCommand(&g), "endpoints", "postgres", "kubeconfig", "namespace", "dial-timeout"), exitCodesVerify))
 	root.AddCommand(uses(newVerifyNodeCommand()))
 	root.AddCommand(usesNoneDeep(newLeaseCommand()))
 	root.AddCommand(exitCodes(newBenchCommand(&g), exitCodesBench))

@@ -14,10 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/kubeconfig"
 	"github.com/tenure-dev/tenure/kube"
 )
 
@@ -79,16 +78,9 @@ func (f *coordinatorFlags) restConfig() (*rest.Config, string, error) {
 		}
 		return rc, f.namespace, nil
 	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: f.kubeconfig},
-		&clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: f.namespace}})
-	rc, err := cc.ClientConfig()
+	rc, ns, err := kubeconfig.Load(f.kubeconfig, f.namespace)
 	if err != nil {
 		return nil, "", fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, err)
-	}
-	ns, _, err := cc.Namespace()
-	if err != nil {
-		return nil, "", fmt.Errorf("--kubeconfig %s: namespace: %w", f.kubeconfig, err)
 	}
 	return rc, ns, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,8 @@ type verifyFlags struct {
 	jsonFile string
 	htmlFile string
 	parts    int
+	// kubeAPIServer is a kube-apiserver binary verify starts for its run.
+	kubeAPIServer string
 }
 
 func newVerifyCommand(g *globalFlags) *cobra.Command {
@@ -44,15 +47,26 @@ reasonably can. Faults strike on a schedule drawn from --seed: partitions,
 one-way blackholes, latency, reset connections, SIGSTOP pauses longer than
 the TTL, SIGKILL crashes with restarts, slow renewals and writes followed
 by a partition (degrade), (with --members 3) the loss of an etcd member,
-and clock faults: a node's clock runs off its rate by up to --max-drift
+(with --kube-apiserver) a crash and restart of the API server, and clock
+faults: a node's clock runs off its rate by up to --max-drift
 and its wall clock jumps forward, then it is cut off until its lease runs
 out, and its wall clock jumps back at the heal (clock). Families are drawn in shuffled rounds, the first fitted to
 the run: at the default TTL, a run of 35s or more sees every family that
-can strike. Every event is stamped with the machine's monotonic clock.
+can strike (2.5s more with --kube-apiserver). Every event is stamped with
+the machine's monotonic clock.
 
 The coordinator is an embedded etcd (one member, or --members 3) unless
 --endpoints names an external etcd cluster (http:// only: the proxies
-forward plain TCP) or --postgres a PostgreSQL database.
+forward plain TCP), --postgres a PostgreSQL database, or Kubernetes:
+
+  --kubeconfig FILE [--namespace NS]  the Leases of that API server
+      (1.35 or newer), in NS or the context's namespace; the nodes read
+      FILE and reach the server through their proxies. verify cannot
+      restart an API server it did not start: no apiserver faults.
+  --kube-apiserver PATH  verify starts that kube-apiserver binary on its
+      embedded etcd (--members 1 or 3) and keeps the Leases in its
+      namespace "default"; the apiserver family kills it (SIGKILL) and
+      starts it again. tools/kube-apiserver/build.sh builds one.
 
 Checkers: stale writes accepted, token order, safe-lease overlap, lease
 overrun, linearizability of the register (porcupine; no verdict within the
@@ -90,14 +104,16 @@ stale-write checker shows it did.`,
   tenure verify --members 3 --faults partition,member
   tenure verify --plant reply-deadline --duration 20s
   tenure verify --faults clock --duration 60s
-  tenure verify --partitions 16 --duration 30s`,
+  tenure verify --partitions 16 --duration 30s
+  tenure verify --kubeconfig ~/.kube/config --namespace verify --duration 60s
+  tenure verify --kube-apiserver tools/kube-apiserver/bin/kube-apiserver --duration 60s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := f.options(cmd, g)
 			if err != nil {
 				return err
 			}
-			return runVerify(cmd, f, o)
+			return runVerify(cmd, f, o, g)
 		},
 	}
 	f.bind(cmd)
@@ -119,6 +135,7 @@ func (f *verifyFlags) bind(cmd *cobra.Command) {
 	fl.StringVar(&f.jsonFile, "json", "", "write every figure to this JSON file")
 	fl.StringVar(&f.htmlFile, "html", "", "write a self-contained HTML report with a timeline to this file")
 	fl.IntVar(&f.parts, "partitions", 0, "run a partition group of this many partitions in every node instead of one elector, and check each partition (0: one key)")
+	fl.StringVar(&f.kubeAPIServer, "kube-apiserver", "", "start this kube-apiserver binary on the embedded etcd and verify on its Leases, restarting it as a fault (apiserver)")
 }
 
 // options turns the flags into chaos options. Every value given is used
@@ -151,6 +168,7 @@ func (f *verifyFlags) options(cmd *cobra.Command, g *globalFlags) (chaos.Options
 		o.Endpoints = g.coord.endpoints
 	}
 	o.Postgres, o.TTL, o.Margin, o.MaxDrift = g.coord.postgres, f.ttl, margin, f.maxDrift
+	o.Kubeconfig, o.Namespace, o.KubeAPIServer = g.coord.kubeconfig, g.coord.namespace, f.kubeAPIServer
 	o.Families, o.Plant, o.Partitions = fams, f.plant, f.parts
 	o.NodeCommand = func(spec string) *exec.Cmd { return exec.Command(exe, "verify-node", "--spec", spec) }
 	if err := o.Validate(); err != nil {
@@ -188,8 +206,8 @@ func verifyHeader(cmd *cobra.Command, f verifyFlags, o chaos.Options) string {
 	if !cmd.Flags().Changed("margin") {
 		margin += " (TTL/10, the default)"
 	}
-	return fmt.Sprintf("verify: seed %s, %s, %s, TTL %s, margin %s, max drift %s, faults %s%s", seed, o.Duration, what, o.TTL, margin,
-		strconv.FormatFloat(o.MaxDrift*100, 'f', -1, 64)+"%", verifyFamilies(fams, o.Members, cmd.Flags().Changed("faults")), fromEnv(cmd))
+	return fmt.Sprintf("verify: seed %s, %s, %s, TTL %s, margin %s, max drift %s, faults %s; coordinator %s%s", seed, o.Duration, what, o.TTL, margin,
+		strconv.FormatFloat(o.MaxDrift*100, 'f', -1, 64)+"%", verifyFamilies(fams, o, cmd.Flags().Changed("faults")), verifyCoordinator(o), fromEnv(cmd))
 }
 
 // fromEnv says which coordinator flags came from the environment rather
@@ -197,7 +215,7 @@ func verifyHeader(cmd *cobra.Command, f verifyFlags, o chaos.Options) string {
 // "; from the environment: TENURE_ENDPOINTS (--endpoints)", or "".
 func fromEnv(cmd *cobra.Command) string {
 	var refs []string
-	for _, name := range []string{"endpoints", "postgres", "kubeconfig", "namespace"} {
+	for _, name := range []string{"endpoints", "postgres", "kubeconfig", "namespace", "kube-apiserver"} {
 		if ref := flagRef(cmd, name); ref != "--"+name {
 			refs = append(refs, ref)
 		}
@@ -211,9 +229,20 @@ func fromEnv(cmd *cobra.Command) string {
 // runVerify runs the verification o, writes its reports and returns an
 // exit error: ExitError when a safety checker found a violation,
 // ExitInconclusive when the run could not be done or proved nothing.
-func runVerify(cmd *cobra.Command, f verifyFlags, o chaos.Options) error {
+func runVerify(cmd *cobra.Command, f verifyFlags, o chaos.Options, g *globalFlags) error {
 	out := cmd.OutOrStdout()
+	if o.Kubeconfig != "" && o.Namespace == "" {
+		o.Namespace = kubeNamespace(&g.coord) // for the header; checkVerifyKube reports a kubeconfig it cannot read
+	}
 	fmt.Fprintln(cmd.ErrOrStderr(), verifyHeader(cmd, f, o))
+	if o.Kubeconfig != "" {
+		if err := checkVerifyKube(cmd.Context(), &g.coord); err != nil {
+			if ee := (*exitError)(nil); errors.As(err, &ee) {
+				return err
+			}
+			return &exitError{code: ExitInconclusive, err: fmt.Errorf("verify: could not run: %w", err)}
+		}
+	}
 	if isTerminal(out) {
 		o.Progress = out
 	}
@@ -240,17 +269,29 @@ func runVerify(cmd *cobra.Command, f verifyFlags, o chaos.Options) error {
 	return nil
 }
 
-// verifyFamilies lists the fault families of fams that can strike with
-// the given number of etcd members; when the user asked for families, it
-// says why those left out cannot strike.
-func verifyFamilies(fams []string, members int, asked bool) string {
-	striking := chaos.StrikingFamilies(fams, max(members, 1))
+// verifyFamilies lists the fault families of fams that can strike a run
+// of o; when the user asked for families, it says why those left out
+// cannot strike, and on an API server verify did not start, it always
+// says that the apiserver family cannot.
+func verifyFamilies(fams []string, o chaos.Options, asked bool) string {
+	apiserver := o.KubeAPIServer != ""
+	striking := chaos.StrikingFamilies(fams, max(o.Members, 1), apiserver)
 	s := strings.Join(striking, ",")
 	if len(striking) == 0 {
 		s = "none"
 	}
-	if asked && len(striking) < len(fams) {
-		s += " (member faults need --members 3)"
+	var why []string
+	if asked && slices.Contains(fams, chaos.FamilyMember) && !slices.Contains(striking, chaos.FamilyMember) {
+		why = append(why, "member faults need --members 3")
+	}
+	switch {
+	case o.Kubeconfig != "":
+		why = append(why, "no apiserver faults: verify restarts only an API server it started, with --kube-apiserver")
+	case asked && slices.Contains(fams, chaos.FamilyAPIServer) && !apiserver:
+		why = append(why, "apiserver faults need --kube-apiserver")
+	}
+	if len(why) > 0 {
+		s += " (" + strings.Join(why, "; ") + ")"
 	}
 	return s
 }
@@ -262,6 +303,14 @@ func verifyCoordinator(o chaos.Options) string {
 		return "PostgreSQL at --postgres"
 	case len(o.Endpoints) > 0:
 		return "etcd at " + strings.Join(o.Endpoints, ",")
+	case o.Kubeconfig != "":
+		ns := "the context's namespace"
+		if o.Namespace != "" {
+			ns = "namespace " + o.Namespace
+		}
+		return fmt.Sprintf("Kubernetes API server of --kubeconfig %s, %s", o.Kubeconfig, ns)
+	case o.KubeAPIServer != "":
+		return fmt.Sprintf("%s started by verify on embedded etcd (%d member(s)), namespace default", o.KubeAPIServer, max(o.Members, 1))
 	}
 	return "embedded etcd"
 }
@@ -334,6 +383,9 @@ func verifyFlagNames(err error) error {
 		"Options.Members", "--members",
 		"Options.Endpoints", "--endpoints",
 		"Options.Postgres", "--postgres",
+		"Options.Kubeconfig", "--kubeconfig",
+		"Options.Namespace", "--namespace",
+		"Options.KubeAPIServer", "--kube-apiserver",
 		"Options.Duration", "--duration",
 		"Options.Partitions", "--partitions",
 	).Replace(err.Error())))

@@ -42,22 +42,32 @@ func TestVerifyOptions(t *testing.T) {
 }
 
 // verify's header lists only the fault families that can strike, and says
-// why a family asked for cannot.
+// why a family asked for cannot; on an API server verify did not start,
+// it always says that the apiserver family cannot.
 func TestVerifyFamiliesHeader(t *testing.T) {
 	all := chaos.Families()
+	embedded3 := chaos.Options{Members: 3}
+	external := chaos.Options{Members: 1, Kubeconfig: "kc"}
+	own := chaos.Options{Members: 1, KubeAPIServer: "kube-apiserver"}
+	const noRestart = "no apiserver faults: verify restarts only an API server it started, with --kube-apiserver"
 	for _, tc := range []struct {
-		fams    []string
-		members int
-		asked   bool
-		want    string
+		fams  []string
+		o     chaos.Options
+		asked bool
+		want  string
 	}{
-		{all, 1, false, "partition,blackhole,latency,reset,pause,crash,degrade,clock"},
-		{all, 3, false, "partition,blackhole,latency,reset,pause,crash,member,degrade,clock"},
-		{[]string{chaos.FamilyMember, chaos.FamilyPause}, 1, true, "pause (member faults need --members 3)"},
-		{[]string{chaos.FamilyMember}, 1, true, "none (member faults need --members 3)"},
+		{all, chaos.Options{Members: 1}, false, "partition,blackhole,latency,reset,pause,crash,degrade,clock"},
+		{all, embedded3, false, "partition,blackhole,latency,reset,pause,crash,member,degrade,clock"},
+		{[]string{chaos.FamilyMember, chaos.FamilyPause}, chaos.Options{Members: 1}, true, "pause (member faults need --members 3)"},
+		{[]string{chaos.FamilyMember}, chaos.Options{Members: 1}, true, "none (member faults need --members 3)"},
+		{[]string{chaos.FamilyAPIServer, chaos.FamilyPause}, chaos.Options{Members: 1}, true, "pause (apiserver faults need --kube-apiserver)"},
+		{all, own, false, "partition,blackhole,latency,reset,pause,crash,apiserver,degrade,clock"},
+		{all, external, false, "partition,blackhole,latency,reset,pause,crash,degrade,clock (" + noRestart + ")"},
+		{[]string{chaos.FamilyDegrade}, external, false, "degrade (" + noRestart + ")"},
+		{[]string{chaos.FamilyMember, chaos.FamilyAPIServer}, external, true, "none (member faults need --members 3; " + noRestart + ")"},
 	} {
-		if got := verifyFamilies(tc.fams, tc.members, tc.asked); got != tc.want {
-			t.Errorf("verifyFamilies(%v, %d, %v) = %q; want %q", tc.fams, tc.members, tc.asked, got, tc.want)
+		if got := verifyFamilies(tc.fams, tc.o, tc.asked); got != tc.want {
+			t.Errorf("verifyFamilies(%v, %+v, %v) = %q; want %q", tc.fams, tc.o, tc.asked, got, tc.want)
 		}
 	}
 }
