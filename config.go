@@ -33,6 +33,15 @@ type Config struct {
 	// partition.New for that Group): two Electors in one process given one
 	// Holder are still two contenders. Set ProcessInstance() to give every
 	// Elector of a process the same one, as `tenure run` does.
+	//
+	// Electors that share a Holder and an Instance must never campaign for
+	// the same key: to the coordinator they are one contender, so each
+	// one's Acquire takes the key from the other (acquiring a key its
+	// holder already holds is a new grant), and both lead until their next
+	// renewal finds the grant lost, over and over. Within one process,
+	// Elector.Run refuses the second of two such Electors on one
+	// Coordinator; across processes nothing can see it, so never give two
+	// processes one Instance.
 	Instance string
 
 	// TTL is the lease the coordinator is asked for. Default 10s.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/campaign"
 )
 
 // An Elector campaigns for one key on behalf of one holder and runs user code
@@ -108,7 +110,11 @@ func (e *Elector) Leader(ctx context.Context) (Grant, bool, error) {
 //     the retry period doubling up to the TTL) before campaigning again.
 //
 // Run returns an error at once for a configuration the coordinator refuses
-// (an invalid key, holder or TTL). Only one Run may be active per Elector.
+// (an invalid key, holder or TTL). Only one Run may be active per Elector,
+// and per key, identity and Coordinator in a process: while one runs,
+// another Elector's Run for the same key on the same Coordinator with the
+// same identity (Holder and Instance) returns an error wrapping
+// ErrInvalidConfig that names them (see Config.Instance).
 func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term) error) error {
 	if fn == nil {
 		return fmt.Errorf("%w: Run needs a function", ErrInvalidConfig)
@@ -117,6 +123,13 @@ func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term)
 		return errors.New("tenure: Elector.Run is already running")
 	}
 	defer e.running.Store(false)
+	leave, ok := campaign.Enter(e.c, campaign.Key, e.cfg.Key, e.id)
+	if !ok {
+		return fmt.Errorf("%w: Elector.Run: another Elector of this process already campaigns for key %q on this coordinator as %s: "+
+			"two Electors of one identity are one contender, and each one's Acquire would take the key from the other; "+
+			"give each its own Config.Instance (leave it empty to draw one)", ErrInvalidConfig, e.cfg.Key, DescribeHolder(e.id))
+	}
+	defer leave()
 
 	fenced := 0 // terms in a row that a resource fenced
 	for {

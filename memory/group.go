@@ -16,7 +16,7 @@ var _ tenure.GroupCoordinator = (*Coordinator)(nil)
 // group is one partition group: its memberships and who owns which
 // partition. A partition is owned while its owner's membership is live.
 type group struct {
-	members   map[string]*membership // by member ID
+	members   map[uint64]*membership // by epoch: one ID may have several
 	owners    map[string]uint64      // partition name → owning epoch
 	nextEpoch uint64
 }
@@ -41,7 +41,7 @@ func (c *Coordinator) groupLocked(name string) *group {
 	}
 	g := c.groups[name]
 	if g == nil {
-		g = &group{members: make(map[string]*membership), owners: make(map[string]uint64)}
+		g = &group{members: make(map[uint64]*membership), owners: make(map[string]uint64)}
 		c.groups[name] = g
 	}
 	return g
@@ -50,31 +50,28 @@ func (c *Coordinator) groupLocked(name string) *group {
 // liveMemberLocked returns the live membership with epoch in g, or nil. An
 // expired membership is collected with its partitions.
 func (c *Coordinator) liveMemberLocked(g *group, epoch uint64, now time.Duration) *membership {
-	for id, m := range g.members {
-		if m.epoch != epoch {
-			continue
-		}
-		if m.expires > now {
-			return m
-		}
-		delete(g.members, id)
+	m := g.members[epoch]
+	if m != nil && m.expires <= now {
+		delete(g.members, epoch)
+		return nil
 	}
-	return nil
+	return m
 }
 
 // collectGroupLocked drops g's expired memberships.
 func collectGroupLocked(g *group, now time.Duration) {
-	for id, m := range g.members {
+	for epoch, m := range g.members {
 		if m.expires <= now {
-			delete(g.members, id)
+			delete(g.members, epoch)
 		}
 	}
 }
 
 // JoinGroup makes id a member of group for ttl (raised to the minimum TTL)
 // with a new epoch, announcing partitions; see tenure.GroupCoordinator. An
-// earlier membership of id is replaced, and its partitions freed. The call
-// is subject to id's faults.
+// earlier membership of id is left to expire or leave on its own, with its
+// partitions, as on etcd and PostgreSQL. The call is subject to id's
+// faults.
 func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
 	if err := tenure.ValidateJoin(group, id, ttl, partitions); err != nil {
 		return tenure.Member{}, fmt.Errorf("memory: join group: %w", err)
@@ -89,7 +86,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		}
 		g.nextEpoch++
 		ms := &membership{id: id, epoch: g.nextEpoch, ttl: ttl, expires: c.clock.now() + ttl, partitions: partitions}
-		g.members[id] = ms
+		g.members[ms.epoch] = ms
 		m = ms.member(group, ttl)
 		m.Sent = sent
 		return nil
@@ -133,8 +130,8 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
 	}
 	err := c.call(ctx, []string{m.ID}, func() error {
 		g := c.groupLocked(m.Group)
-		if ms := g.members[m.ID]; ms != nil && ms.epoch == m.Epoch {
-			delete(g.members, m.ID)
+		if ms := g.members[m.Epoch]; ms != nil && ms.id == m.ID {
+			delete(g.members, m.Epoch)
 		}
 		return nil
 	})
@@ -144,8 +141,9 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
 	return nil
 }
 
-// GroupMembers returns group's live members, sorted by ID, each with the
-// time left on its lease. It has no holder: it is never faulted.
+// GroupMembers returns group's live members, sorted by ID (and epoch, for
+// memberships of one ID), each with the time left on its lease. It has no
+// holder: it is never faulted.
 func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
 	if err := tenure.ValidateKey(group); err != nil {
 		return nil, fmt.Errorf("memory: group members: %w", err)
@@ -161,7 +159,12 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.
 	for _, ms := range g.members {
 		out = append(out, ms.member(group, ms.expires-now))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ID != out[j].ID {
+			return out[i].ID < out[j].ID
+		}
+		return out[i].Epoch < out[j].Epoch
+	})
 	return out, nil
 }
 

@@ -17,6 +17,13 @@ type Config struct {
 	// RetryPeriod, RequestTimeout, Logger and OnTransition mean what they
 	// mean there. OnTransition is called for every partition's term, with
 	// the partition's key. Config.Config.Metrics is not used: see Metrics.
+	//
+	// Groups that share a Holder and an Instance must never run the same
+	// group: to the coordinator they are one member ID, both are assigned
+	// the same partitions, and nothing tells which of them runs one.
+	// Within one process, Group.Run refuses the second of two such Groups
+	// on one coordinator; across processes nothing can see it, so never
+	// give two processes one Instance.
 	tenure.Config
 
 	// Partitions is how many partitions the group has, P. Required, ≥ 1.

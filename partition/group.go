@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/campaign"
 )
 
 // A Partition is one partition of a group.
@@ -106,7 +107,11 @@ func (g *Group) Partitions() []Partition { return append([]Partition(nil), g.par
 // writes out. Run returns at once for a configuration the coordinator
 // refuses, and, having left the group, with a *CountError when a live
 // member announced another partition count before this member's first
-// view of the membership settled. Only one Run may be active per Group.
+// view of the membership settled. Only one Run may be active per Group,
+// and per group, identity and coordinator in a process: while one runs,
+// another Group's Run for the same group on the same coordinator with the
+// same identity (Holder and Instance) returns an error wrapping
+// tenure.ErrInvalidConfig that names them (see Config).
 func (g *Group) Run(ctx context.Context, fn Func) error {
 	if fn == nil {
 		return fmt.Errorf("%w: Run needs a function", tenure.ErrInvalidConfig)
@@ -115,6 +120,13 @@ func (g *Group) Run(ctx context.Context, fn Func) error {
 		return errors.New("partition: Group.Run is already running")
 	}
 	defer g.running.Store(false)
+	leave, ok := campaign.Enter(g.c, campaign.Group, g.cfg.Key, g.id)
+	if !ok {
+		return fmt.Errorf("%w: partition: Group.Run: another Group of this process already runs group %q on this coordinator as %s: "+
+			"two members of one identity are one member to the coordinator; give each its own Config.Instance (leave it empty to draw one)",
+			tenure.ErrInvalidConfig, g.cfg.Key, tenure.DescribeHolder(g.id))
+	}
+	defer leave()
 	r := newRunner(ctx, g, fn)
 	return r.run()
 }

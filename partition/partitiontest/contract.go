@@ -59,6 +59,7 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("PlannedLeave", s.plannedLeave)
 	t.Run("Crash", s.crash)
 	t.Run("Announce", s.announce)
+	t.Run("Rejoin", s.rejoin)
 	t.Run("Check", s.check)
 	if o.free != nil {
 		t.Run("FreedByHand", s.freedByHand)

@@ -1,0 +1,45 @@
+package partitiontest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// rejoin checks that joining again with an id that already has a live
+// membership makes a second membership and leaves the first alone (see
+// tenure.GroupCoordinator.JoinGroup): the first still renews and still owns
+// its partitions, which the second is refused, until it leaves.
+func (s suite) rejoin(t *testing.T) {
+	a, b := s.group(t), s.group(t)
+	g := groupName(t)
+	first := s.join(t, a, g, "r#1")
+	owned := claim(t, a, first, "0")[0]
+	if owned.Err != nil {
+		t.Fatalf("claim of a free partition = %v; want a grant", owned.Err)
+	}
+	second := s.join(t, b, g, "r#1")
+	if second.Epoch == first.Epoch {
+		t.Fatalf("JoinGroup() again = epoch %d; want a new epoch", second.Epoch)
+	}
+	if _, err := a.RenewMember(ctx(t), first); err != nil {
+		t.Errorf("RenewMember(first membership) after the same id joined again = %v; want it renewed", err)
+	}
+	if lost, err := a.CheckPartitions(ctx(t), first, []tenure.Grant{owned.Grant}); err != nil || len(lost) != 0 {
+		t.Errorf("CheckPartitions(first membership) after the same id joined again = %v, %v; want its partition still owned", lost, err)
+	}
+	var held *tenure.HeldError
+	if r := claim(t, b, second, "0")[0]; !errors.As(r.Err, &held) || held.Token != owned.Grant.Token {
+		t.Errorf("second membership's claim of the first's partition = %+v, %v; want a *HeldError with token %d", r.Grant, r.Err, owned.Grant.Token)
+	}
+	if err := a.LeaveGroup(ctx(t), first); err != nil {
+		t.Fatalf("LeaveGroup(first membership) error = %v", err)
+	}
+	if r := claim(t, b, second, "0")[0]; r.Err != nil || r.Grant.Token <= owned.Grant.Token {
+		t.Errorf("second membership's claim after the first left = %+v, %v; want a grant with token > %d", r.Grant, r.Err, owned.Grant.Token)
+	}
+	if _, err := b.RenewMember(ctx(t), second); err != nil {
+		t.Errorf("RenewMember(second membership) after the first left = %v; want it renewed", err)
+	}
+}
