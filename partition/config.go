@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/tenure-dev/tenure"
@@ -100,8 +101,11 @@ func (c Config) Validate() error {
 		bad("Config.Names has %d names for Config.Partitions (%d)", len(c.Names), c.Partitions)
 	}
 	longest := 0
+	if c.Names == nil { // "0" to "P−1": valid, distinct, the last the longest
+		longest = len(strconv.Itoa(max(c.Partitions-1, 0)))
+	}
 	seen := make(map[string]bool, len(c.Names))
-	for i, n := range c.PartitionNames() {
+	for i, n := range c.Names {
 		longest = max(longest, len(n))
 		if err := tenure.ValidatePartitionName(n); err != nil {
 			bad("Config.Names[%d]: %w", i, err)
