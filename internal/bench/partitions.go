@@ -156,6 +156,7 @@ type run struct {
 }
 
 type measured struct {
+	name   string
 	coord  tenure.Coordinator
 	g      *partition.Group
 	cancel context.CancelFunc

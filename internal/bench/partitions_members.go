@@ -30,9 +30,22 @@ func (m *measurer) fn(ctx context.Context, p partition.Partition, t *tenure.Term
 // start starts member name, with a coordinator of its own and its warnings
 // collected.
 func (m *measurer) start(ctx context.Context, name string) error {
+	n, err := m.add(ctx, name)
+	if err != nil {
+		return err
+	}
+	m.run(ctx, n)
+	return nil
+}
+
+// add makes member name, with a coordinator of its own and its warnings
+// collected, and does not run it yet: a cold start runs every member at
+// once, as separate processes would start, each with a CPU of its own to
+// connect and build its partition tables (O(P) each).
+func (m *measurer) add(ctx context.Context, name string) (*measured, error) {
 	c, err := m.o.NewCoordinator(ctx)
 	if err != nil {
-		return fmt.Errorf("bench partitions: coordinator for %s: %w", name, err)
+		return nil, fmt.Errorf("bench partitions: coordinator for %s: %w", name, err)
 	}
 	cfg := m.pcfg
 	cfg.Holder, cfg.Instance = name, "1"
@@ -40,13 +53,18 @@ func (m *measurer) start(ctx context.Context, name string) error {
 	g, err := partition.New(c, cfg)
 	if err != nil {
 		_ = c.Close()
-		return err
+		return nil, err
 	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	n := &measured{coord: c, g: g, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- g.Run(rctx, m.fn) }()
+	n := &measured{name: name, coord: c, g: g, done: make(chan error, 1)}
 	m.nodes[name] = n
-	return nil
+	return n, nil
+}
+
+// run runs member n.
+func (m *measurer) run(ctx context.Context, n *measured) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.cancel = cancel
+	go func() { n.done <- n.g.Run(rctx, m.fn) }()
 }
 
 // stop ends member name: gracefully, or by closing its coordinator first
@@ -54,6 +72,10 @@ func (m *measurer) start(ctx context.Context, name string) error {
 func (m *measurer) stop(name string, crash bool) {
 	n := m.nodes[name]
 	delete(m.nodes, name)
+	if n.cancel == nil { // made, never run
+		_ = n.coord.Close()
+		return
+	}
 	if crash {
 		_ = n.coord.Close()
 	}

@@ -41,12 +41,20 @@ func (m *measurer) settle(ctx context.Context, phase string) (map[string]string,
 	}
 }
 
+// coldStart makes every member, then runs them all at once and measures
+// the time until every partition runs, balanced.
 func (m *measurer) coldStart(ctx context.Context, res *PartitionsResult) error {
-	start := time.Now()
+	var ns []*measured
 	for i := range m.o.Members {
-		if err := m.start(ctx, fmt.Sprintf("member-%02d", i)); err != nil {
+		n, err := m.add(ctx, fmt.Sprintf("member-%02d", i))
+		if err != nil {
 			return err
 		}
+		ns = append(ns, n)
+	}
+	start := time.Now()
+	for _, n := range ns {
+		m.run(ctx, n)
 	}
 	_, most, err := m.settle(ctx, "cold start")
 	if err != nil {
@@ -206,10 +214,11 @@ func (m *measurer) crash(ctx context.Context, res *PartitionsResult) error {
 // point of Rebalance over the members ids.
 func (m *measurer) isSettled(own map[string]string, ids []string) bool {
 	owners := make(map[string]string, len(own))
-	for _, n := range m.pcfg.PartitionNames() {
+	names := m.pcfg.PartitionNames()
+	for _, n := range names {
 		if name, ok := own[tenure.PartitionKey(m.pcfg.Key, n)]; ok {
 			owners[n] = m.nodes[name].g.Identity()
 		}
 	}
-	return maps.Equal(partition.Rebalance(m.pcfg.PartitionNames(), ids, owners), owners)
+	return maps.Equal(partition.Rebalance(names, ids, owners), owners)
 }
