@@ -55,47 +55,50 @@ under a minute.`,
   tenure demo --backend memory --ttl 1s
   tenure demo --backend postgres --postgres "postgres://tenure@localhost/tenure"`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.nodes < 2 || f.nodes > 9 {
-				return usageError("--nodes (%d) must be between 2 and 9", f.nodes)
-			}
-			if err := tenure.ValidateTTL(f.ttl); err != nil {
-				return usageError("--ttl: %w", err)
-			}
-			if f.ttl < 500*time.Millisecond || f.ttl > 20*time.Second {
-				return usageError("--ttl (%s) must be between 500ms and 20s for the demo", f.ttl)
-			}
-			if err := tenure.ValidateKey(f.key); err != nil {
-				return usageError("--key: %w", err)
-			}
-			if !cmd.Flags().Changed("backend") && g.coord.postgres != "" {
-				f.backend = "postgres"
-			}
-			switch f.backend {
-			case "memory":
-				c := memory.New()
-				defer c.Close()
-				return runDemo(cmd.Context(), cmd.OutOrStdout(), func(string) tenure.Coordinator { return c }, c, f)
-			case "etcd":
-				if f.ttl < time.Second {
-					return usageError("--ttl (%s) must be at least 1s on etcd (leases are whole seconds)", f.ttl)
-				}
-				return etcdDemo(cmd.Context(), cmd.OutOrStdout(), f)
-			case "postgres":
-				if g.coord.postgres == "" {
-					return usageError("--backend postgres needs --postgres DSN (or TENURE_POSTGRES)")
-				}
-				return postgresDemo(cmd.Context(), cmd.OutOrStdout(), g.coord.postgres, g.coord.dialTimeout, f)
-			default:
-				return usageError("--backend %q is not one of: etcd, memory, postgres", f.backend)
-			}
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, g) },
 	}
 	cmd.Flags().StringVar(&f.backend, "backend", "etcd", "coordinator to run on: etcd (embedded, in a temporary directory), memory or postgres")
 	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "number of nodes (2–9)")
 	cmd.Flags().DurationVar(&f.ttl, "ttl", 3*time.Second, "lease TTL")
 	cmd.Flags().StringVar(&f.key, "key", "demo/scheduler", "key the nodes compete for")
 	return cmd
+}
+
+// run checks the flags and runs the demo on --backend.
+func (f demoFlags) run(cmd *cobra.Command, g *globalFlags) error {
+	if f.nodes < 2 || f.nodes > 9 {
+		return usageError("--nodes (%d) must be between 2 and 9", f.nodes)
+	}
+	if err := tenure.ValidateTTL(f.ttl); err != nil {
+		return usageError("--ttl: %w", err)
+	}
+	if f.ttl < 500*time.Millisecond || f.ttl > 20*time.Second {
+		return usageError("--ttl (%s) must be between 500ms and 20s for the demo", f.ttl)
+	}
+	if err := tenure.ValidateKey(f.key); err != nil {
+		return usageError("--key: %w", err)
+	}
+	if !cmd.Flags().Changed("backend") && g.coord.postgres != "" {
+		f.backend = "postgres"
+	}
+	switch f.backend {
+	case "memory":
+		c := memory.New()
+		defer c.Close()
+		return runDemo(cmd.Context(), cmd.OutOrStdout(), func(string) tenure.Coordinator { return c }, c, f)
+	case "etcd":
+		if f.ttl < time.Second {
+			return usageError("--ttl (%s) must be at least 1s on etcd (leases are whole seconds)", f.ttl)
+		}
+		return etcdDemo(cmd.Context(), cmd.OutOrStdout(), f)
+	case "postgres":
+		if g.coord.postgres == "" {
+			return usageError("--backend postgres needs --postgres DSN (or TENURE_POSTGRES)")
+		}
+		return postgresDemo(cmd.Context(), cmd.OutOrStdout(), g.coord.postgres, g.coord.dialTimeout, f)
+	default:
+		return usageError("--backend %q is not one of: etcd, memory, postgres", f.backend)
+	}
 }
 
 // partitioner cuts a holder off from the coordinator and heals it.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tenure-dev/tenure/embedded"
 )
@@ -100,7 +101,12 @@ SIGINT or SIGTERM stops it cleanly.`,
 			return runServer(cmd, g, &f)
 		},
 	}
-	fs := cmd.Flags()
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// register binds f to the flags of tenure server.
+func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.dataDir, "data-dir", "tenure-data", "directory of the member's data (created if missing)")
 	fs.StringVar(&f.name, "name", embedded.DefaultName, "member name, unique in its cluster")
 	fs.StringSliceVar(&f.listenClient, "listen-client", []string{embedded.DefaultClientURL}, "client URLs to listen on (http:// or https://, IP address or localhost; port 0 picks one)")
@@ -121,7 +127,6 @@ SIGINT or SIGTERM stops it cleanly.`,
 	fs.DurationVar(&f.startTimeout, "start-timeout", embedded.DefaultStartTimeout, "give up when the member is not ready after this long (a new cluster waits for a majority of its members)")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", 0, "raft heartbeat (default 100ms, 50ms for a single member)")
 	fs.DurationVar(&f.electionTimeout, "election-timeout", 0, "raft election timeout, at least 5 heartbeats (default 1s, 250ms for a single member); etcd's shortest lease is 1.5 election timeouts rounded up to whole seconds")
-	return cmd
 }
 
 func (f *serverFlags) config(log *slog.Logger, level slog.Level) embedded.Config {
@@ -174,14 +179,8 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 	if err := checkPortsFree(cmd, f); err != nil {
 		return err
 	}
-	_, statErr := os.Stat(f.dataDir)
-	newDir := errors.Is(statErr, fs.ErrNotExist)
-	srv, err := embedded.Start(ctx, cfg)
+	srv, err := startMember(ctx, cfg)
 	if err != nil {
-		if newDir {
-			// Leave nothing behind: the directory is this failed start's.
-			_ = os.RemoveAll(f.dataDir)
-		}
 		if ctx.Err() != nil {
 			return &exitError{code: ExitOK}
 		}
@@ -206,21 +205,40 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 		srv.Name(), strings.Join(srv.Endpoints(), ","), httpAddr, srv.Dir())
 	log.Info("member ready", "name", srv.Name(), "clients", strings.Join(srv.Endpoints(), ","), "http", httpAddr, "data", srv.Dir())
 
-	var runErr error
+	runErr := awaitEnd(ctx, srv, httpDone, httpAddr, log)
+	if stopHTTP != nil {
+		stopHTTP()
+	}
+	return runErr
+}
+
+// startMember starts the member cfg describes. When the start fails, the
+// data directory is removed if this start created it: a failed start leaves
+// nothing behind.
+func startMember(ctx context.Context, cfg embedded.Config) (*embedded.Server, error) {
+	_, statErr := os.Stat(cfg.Dir)
+	newDir := errors.Is(statErr, fs.ErrNotExist)
+	srv, err := embedded.Start(ctx, cfg)
+	if err != nil && newDir {
+		_ = os.RemoveAll(cfg.Dir)
+	}
+	return srv, err
+}
+
+// awaitEnd waits until ctx ends (nil), the member fails, or its --http
+// server at httpAddr does (the error).
+func awaitEnd(ctx context.Context, srv *embedded.Server, httpDone <-chan error, httpAddr string, log *slog.Logger) error {
 	select {
 	case <-ctx.Done():
 		log.Info("stopping", "name", srv.Name())
 	case err, ok := <-srv.Err():
 		if ok {
-			runErr = fmt.Errorf("member %q failed: %w", srv.Name(), err)
+			return fmt.Errorf("member %q failed: %w", srv.Name(), err)
 		}
 	case err := <-httpDone:
-		runErr = fmt.Errorf("--http %s: %w", httpAddr, err)
+		return fmt.Errorf("--http %s: %w", httpAddr, err)
 	}
-	if stopHTTP != nil {
-		stopHTTP()
-	}
-	return runErr
+	return nil
 }
 
 // checkPortsFree tries to listen on every --listen-client and --listen-peer

@@ -48,59 +48,7 @@ when nobody leads --key (or no key under --prefix is led), for scripts:
   tenure status --prefix orders/ --json
   tenure status --postgres "$DSN" --prefix ""`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			byKey, err := keyOrPrefix(cmd, f.key, f.prefix)
-			if err != nil {
-				return err
-			}
-			// Bad --partitions or --names are reported before connecting:
-			// an unreachable coordinator must not hide them.
-			if _, err := f.group.groupNames(cmd); err != nil {
-				return err
-			}
-			c, _, err := g.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), g.coord.dialTimeout)
-			defer cancel()
-			if byKey {
-				if grouped, err := f.groupStatus(ctx, cmd, c); grouped {
-					return err
-				}
-				g, ok, err := leaderOf(ctx, c, f.key)
-				if err != nil {
-					return err
-				}
-				if err := printStatus(cmd.OutOrStdout(), f.json, []keyStatus{{Key: f.key, Held: ok, grant: g}}, ""); err != nil {
-					return err
-				}
-				return f.noLeader(ok)
-			}
-			if printed, found, err := f.prefixGroups(ctx, cmd, c); printed {
-				if err != nil {
-					return err
-				}
-				return f.noLeader(found)
-			}
-			lister, ok := c.(tenure.Lister)
-			if !ok {
-				return fmt.Errorf("--prefix: the %s coordinator cannot list keys", g.coord.backend())
-			}
-			gs, err := lister.List(ctx, f.prefix)
-			if err != nil {
-				return err
-			}
-			st := make([]keyStatus, len(gs))
-			for i, g := range gs {
-				st[i] = keyStatus{Key: g.Key, Held: true, grant: g}
-			}
-			if err := printStatus(cmd.OutOrStdout(), f.json, st, f.prefix); err != nil {
-				return err
-			}
-			return f.noLeader(len(st) > 0)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, g) },
 	}
 	cmd.Flags().StringVar(&f.key, "key", "", "the key to show")
 	cmd.Flags().StringVar(&f.prefix, "prefix", "", `show every key led that starts with this ("" for all)`)
@@ -108,6 +56,72 @@ when nobody leads --key (or no key under --prefix is led), for scripts:
 	cmd.Flags().BoolVar(&f.exitCode, "exit-code", false, "exit 4 when nobody leads (no key under --prefix is led)")
 	f.group.register(cmd.Flags())
 	return cmd
+}
+
+// run prints who leads --key, or every key under --prefix.
+func (f *statusFlags) run(cmd *cobra.Command, g *globalFlags) error {
+	byKey, err := keyOrPrefix(cmd, f.key, f.prefix)
+	if err != nil {
+		return err
+	}
+	// Bad --partitions or --names are reported before connecting:
+	// an unreachable coordinator must not hide them.
+	if _, err := f.group.groupNames(cmd); err != nil {
+		return err
+	}
+	c, _, err := g.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), g.coord.dialTimeout)
+	defer cancel()
+	if byKey {
+		return f.keyStatus(ctx, cmd, c)
+	}
+	return f.prefixStatus(ctx, cmd, c, g.coord.backend())
+}
+
+// keyStatus prints who leads --key, or the table of the group it names.
+func (f *statusFlags) keyStatus(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator) error {
+	if grouped, err := f.groupStatus(ctx, cmd, c); grouped {
+		return err
+	}
+	g, ok, err := leaderOf(ctx, c, f.key)
+	if err != nil {
+		return err
+	}
+	if err := printStatus(cmd.OutOrStdout(), f.json, []keyStatus{{Key: f.key, Held: ok, grant: g}}, ""); err != nil {
+		return err
+	}
+	return f.noLeader(ok)
+}
+
+// prefixStatus prints every key led under --prefix, and the tables of the
+// groups there; backend names c's kind when it cannot list keys.
+func (f *statusFlags) prefixStatus(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator, backend string) error {
+	if printed, found, err := f.prefixGroups(ctx, cmd, c); printed {
+		if err != nil {
+			return err
+		}
+		return f.noLeader(found)
+	}
+	lister, ok := c.(tenure.Lister)
+	if !ok {
+		return fmt.Errorf("--prefix: the %s coordinator cannot list keys", backend)
+	}
+	gs, err := lister.List(ctx, f.prefix)
+	if err != nil {
+		return err
+	}
+	st := make([]keyStatus, len(gs))
+	for i, g := range gs {
+		st[i] = keyStatus{Key: g.Key, Held: true, grant: g}
+	}
+	if err := printStatus(cmd.OutOrStdout(), f.json, st, f.prefix); err != nil {
+		return err
+	}
+	return f.noLeader(len(st) > 0)
 }
 
 // noLeader is the exit error of --exit-code when nobody leads.

@@ -58,31 +58,34 @@ events carry "prefix" instead of "key".`,
 		Example: `  tenure watch --key jobs
   tenure watch --prefix orders/ --json | jq .holder`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			byKey, err := keyOrPrefix(cmd, f.key, f.prefix)
-			if err != nil {
-				return err
-			}
-			c, log, err := g.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			p := &watchPrinter{w: cmd.OutOrStdout(), asJSON: f.json, enc: json.NewEncoder(cmd.OutOrStdout())}
-			if byKey {
-				return watchKey(cmd.Context(), c, f.key, p, log)
-			}
-			lister, ok := c.(tenure.Lister)
-			if !ok {
-				return fmt.Errorf("--prefix: the %s coordinator cannot list keys", g.coord.backend())
-			}
-			return watchPrefix(cmd.Context(), lister, f.prefix, p)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, g) },
 	}
 	cmd.Flags().StringVar(&f.key, "key", "", "the key to watch")
 	cmd.Flags().StringVar(&f.prefix, "prefix", "", `watch every key that starts with this ("" for all)`)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON lines")
 	return cmd
+}
+
+// run watches --key or --prefix until the command's context ends.
+func (f *watchFlags) run(cmd *cobra.Command, g *globalFlags) error {
+	byKey, err := keyOrPrefix(cmd, f.key, f.prefix)
+	if err != nil {
+		return err
+	}
+	c, log, err := g.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	p := &watchPrinter{w: cmd.OutOrStdout(), asJSON: f.json, enc: json.NewEncoder(cmd.OutOrStdout())}
+	if byKey {
+		return watchKey(cmd.Context(), c, f.key, p, log)
+	}
+	lister, ok := c.(tenure.Lister)
+	if !ok {
+		return fmt.Errorf("--prefix: the %s coordinator cannot list keys", g.coord.backend())
+	}
+	return watchPrefix(cmd.Context(), lister, f.prefix, p)
 }
 
 // How often watch asks the coordinator who leads, and how long it waits
