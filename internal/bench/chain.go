@@ -14,16 +14,17 @@ import (
 	"github.com/tenure-dev/tenure/postgres"
 )
 
-// leftFunc reads how long the lease of the leader that was just killed has
-// left at the coordinator: a lower bound; ok is false once it has expired.
-type leftFunc func(ctx context.Context) (left time.Duration, ok bool, err error)
+// boundFunc reads, from a request sent after the call, the earliest the
+// lease of the leader that was just killed can end at the coordinator: a
+// lower bound; ok is false once it has ended (or no bound is known).
+type boundFunc func(ctx context.Context) (until boottime.Instant, ok bool, err error)
 
 // failImpl is one implementation in the failover benchmark: what its
 // contender processes run, and how to read its leader's lease.
 type failImpl struct {
 	name  string
 	spec  childSpec
-	lease func(ctx context.Context) (leftFunc, error) // the current leader's
+	lease func(ctx context.Context) (boundFunc, error) // the current leader's
 	close func()
 }
 
@@ -65,9 +66,11 @@ func failoverImpls(ctx context.Context, o FailoverOptions) ([]*failImpl, error) 
 
 // etcdLease finds the lease of the key (or, with WithFirstCreate, of the
 // oldest key under the prefix) and reads its time left, in whole seconds
-// rounded down: a lower bound.
-func etcdLease(cl *clientv3.Client, key string, opts ...clientv3.OpOption) func(context.Context) (leftFunc, error) {
-	return func(ctx context.Context) (leftFunc, error) {
+// rounded down, counted from when the request was sent: a lower bound
+// (etcd deletes the key when it revokes the lease, at its expiry or
+// later).
+func etcdLease(cl *clientv3.Client, key string, opts ...clientv3.OpOption) func(context.Context) (boundFunc, error) {
+	return func(ctx context.Context) (boundFunc, error) {
 		resp, err := cl.Get(ctx, key, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("bench: find the leader's lease: %w", err)
@@ -76,34 +79,37 @@ func etcdLease(cl *clientv3.Client, key string, opts ...clientv3.OpOption) func(
 			return nil, fmt.Errorf("bench: no leader's lease at %q", key)
 		}
 		id := clientv3.LeaseID(resp.Kvs[0].Lease)
-		return func(ctx context.Context) (time.Duration, bool, error) {
+		return func(ctx context.Context) (boottime.Instant, bool, error) {
+			sent := boottime.Now()
 			r, err := cl.TimeToLive(ctx, id)
 			if err != nil {
 				return 0, false, err
 			}
-			return time.Duration(r.TTL) * time.Second, r.TTL >= 0, nil
+			return sent.Add(time.Duration(r.TTL) * time.Second), r.TTL >= 0, nil
 		}, nil
 	}
 }
 
 // pgLease reads the time left on the lease of key's current holder in
-// table, on the database's clock; a successor's lease is not its.
-func pgLease(p *pgxpool.Pool, table, key string) func(context.Context) (leftFunc, error) {
+// table, on the database's clock, counted from when the query was sent: a
+// lower bound of its expires_at; a successor's lease is not its.
+func pgLease(p *pgxpool.Pool, table, key string) func(context.Context) (boundFunc, error) {
 	q := `SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM ` + table +
 		` WHERE resource = $1 AND holder_id = $2 AND fencing_token = $3 AND expires_at > clock_timestamp()`
-	return func(ctx context.Context) (leftFunc, error) {
+	return func(ctx context.Context) (boundFunc, error) {
 		var holder string
 		var token int64
 		if err := p.QueryRow(ctx, `SELECT holder_id, fencing_token FROM `+table+` WHERE resource = $1`, key).Scan(&holder, &token); err != nil {
 			return nil, fmt.Errorf("bench: find the leader of %q: %w", key, err)
 		}
-		return func(ctx context.Context) (time.Duration, bool, error) {
+		return func(ctx context.Context) (boottime.Instant, bool, error) {
+			sent := boottime.Now()
 			var us int64
 			err := p.QueryRow(ctx, q, key, holder, token).Scan(&us)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return 0, false, nil
 			}
-			return time.Duration(us) * time.Microsecond, err == nil, err
+			return sent.Add(time.Duration(us) * time.Microsecond), err == nil, err
 		}, nil
 	}
 }
@@ -151,20 +157,21 @@ func (c *chain) trial(ctx context.Context, settle time.Duration) (outcome, error
 	if err := sleep(ctx, settle); err != nil {
 		return outcome{}, err
 	}
-	left, err := c.im.lease(ctx)
+	lease, err := c.im.lease(ctx)
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", c.im.name, err)
 	}
 	killed := boottime.Now()
 	c.cur.kill()
 	var bound boottime.Instant // latest lower bound of the old lease's end
+	read := func() {
+		if until, ok, err := lease(ctx); err == nil && ok {
+			bound = max(bound, until)
+		}
+	}
 	var line string
 	for line == "" {
-		q := boottime.Now()
-		l, ok, err := left(ctx)
-		if err == nil && ok {
-			bound = max(bound, q.Add(l))
-		}
+		read()
 		select {
 		case l, open := <-c.next.lines:
 			switch {
@@ -178,6 +185,10 @@ func (c *chain) trial(ctx context.Context, settle time.Duration) (outcome, error
 			return outcome{}, ctx.Err()
 		}
 	}
+	// Once more after the successor acted: a write of the old leader's
+	// that landed after the kill, before the successor's, counts even if
+	// the reads above came before it.
+	read()
 	at, err := actingAt(line)
 	if err != nil {
 		return outcome{}, err

@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
+	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
@@ -60,6 +62,17 @@ func runClientGo(ctx context.Context, cs kubernetes.Interface, ns, name, id stri
 		le.Run(ctx)
 	}()
 	return done, nil
+}
+
+// clientGoRecord is client-go's id of a version of a Lease: the record its
+// LeaseLock reads, as the JSON its LeaderElector compares (times in whole
+// seconds). A contender's wait restarts only when it changes.
+func clientGoRecord(l *coordv1.Lease) string {
+	b, err := json.Marshal(resourcelock.LeaseSpecToLeaderElectionRecord(&l.Spec))
+	if err != nil { // a record of strings, numbers and times always marshals
+		return l.ResourceVersion
+	}
+	return string(b)
 }
 
 // clientGoPair hands a Lease back and forth between two client-go

@@ -4,25 +4,22 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	coordv1 "k8s.io/api/coordination/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/tenure-dev/tenure/kube"
 )
 
-// readSlack is how much earlier than its own watch shows it the failover
-// benchmark allows the old Lease to end on Kubernetes: a contender may see
-// the leader's last renewal a little before the benchmark's watch does.
-const readSlack = 100 * time.Millisecond
-
 // kubeFailoverImpls returns tenure and client-go's LeaderElector on the
-// Kubernetes target, each on a Lease of its own, and a coordinator of the
-// benchmark's own that watches both Leases for the whole run, so that it
-// sees each renewal when it is written, and reads their leaders' leases.
+// Kubernetes target, each on a Lease of its own, and a leaseLog of each
+// Lease, read by a client of the benchmark's own for the whole run, that
+// bounds when their leaders' leases can end.
 func kubeFailoverImpls(ctx context.Context, o FailoverOptions) ([]*failImpl, error) {
-	reader, err := o.kubeCoordinator()
+	cs, ns, err := o.kubeClient()
 	if err != nil {
 		return nil, err
 	}
@@ -31,39 +28,20 @@ func kubeFailoverImpls(ctx context.Context, o FailoverOptions) ([]*failImpl, err
 	ten, peer := base, base
 	ten.Impl, ten.Key, ten.Renew = "tenure", "bench-"+id+"-failover", o.RenewInterval
 	peer.Impl, peer.Key = "client-go", "bench-"+id+"-client-go"
-	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	for _, key := range []string{ten.Key, peer.Key} {
-		if _, err := reader.Watch(wctx, key); err != nil {
-			stop()
-			reader.Close()
-			return nil, fmt.Errorf("bench: watch Lease %s: %w", key, err)
-		}
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	leases := cs.CoordinationV1().Leases(ns)
+	var impls []*failImpl
+	for _, im := range []struct {
+		spec childSpec
+		id   func(*coordv1.Lease) string
+	}{{ten, resourceVersion}, {peer, clientGoRecord}} {
+		lg := newLeaseLog(leases, kube.LeaseName(im.spec.Key), im.id)
+		wg.Go(func() { lg.run(lctx) })
+		impls = append(impls, &failImpl{name: im.spec.Impl, spec: im.spec, lease: lg.leader, close: func() {}})
 	}
-	return []*failImpl{
-		{name: "tenure", spec: ten, lease: kubeLease(reader, ten.Key), close: func() {}},
-		{name: "client-go", spec: peer, lease: kubeLease(reader, peer.Key), close: func() { stop(); reader.Close() }},
-	}, nil
-}
-
-// kubeLease finds the holder of Lease key and reads how long its lease has
-// left as the reader sees it: until the reader's first sight of the
-// holder's last write plus the Lease's duration (without the drift
-// allowance), less readSlack. ok is false once another holder, or nobody,
-// holds it.
-func kubeLease(reader *kube.Coordinator, key string) func(context.Context) (leftFunc, error) {
-	return func(ctx context.Context) (leftFunc, error) {
-		g, ok, err := reader.Leader(ctx, key)
-		if err != nil || !ok {
-			return nil, fmt.Errorf("bench: find the leader of Lease %s: %v, held %v", key, err, ok)
-		}
-		return func(ctx context.Context) (time.Duration, bool, error) {
-			cur, ok, err := reader.Leader(ctx, key)
-			if err != nil || !ok || cur.Holder != g.Holder || cur.TTL == 0 {
-				return 0, false, err
-			}
-			return cur.TTL - readSlack, true, nil
-		}, nil
-	}
+	impls[1].close = func() { stop(); wg.Wait() }
+	return impls, nil
 }
 
 // childClientGo is a failover contender running client-go's
@@ -92,7 +70,8 @@ func childClientGo(ctx context.Context, t Target, s childSpec, out io.Writer, ac
 func kubeFailoverNotes(o FailoverOptions) []string {
 	return []string{
 		fmt.Sprintf("kubernetes: the API server never expires a Lease; each contender waits, on its own clock, the Lease's duration after it first saw the holder's last write (tenure: plus 1%% drift allowance; client-go: it notices on its next poll, every RetryPeriod %s with jitter)", o.ClientGo.RetryPeriod),
-		fmt.Sprintf("floor on kubernetes: the benchmark's own first sight of the old leader's last write (it watches the Lease) plus the Lease's duration, less %s for a contender that saw it first", readSlack),
+		fmt.Sprintf("floor on kubernetes: the old leader's last write to the Lease was committed after the benchmark sent the last read that still returned an earlier version (it reads each Lease every %s, one read after another); the floor is that send time plus the write's leaseDurationSeconds, since no contender can see the write before it is committed", leasePoll),
+		"client-go's contenders compare the record with whole-second times: a renewal in the same second as the one before it does not restart their wait, so client-go's floor counts from the first write of the old leader's last such record",
 		fmt.Sprintf("renewal cadence: a lease renewed more often has more left at a crash; tenure renews every %s, client-go every RetryPeriod (%s)", renewCadence(o), o.ClientGo.RetryPeriod),
 	}
 }

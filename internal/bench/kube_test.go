@@ -70,6 +70,9 @@ func TestKube(t *testing.T) {
 				t.Errorf("%s %s: row %+v; want %d samples", impl, c, row, n)
 			}
 		}
+		if row := rows[impl+"/failover"]; row.Floor == nil || row.Floor.P50 <= 0 {
+			t.Errorf("%s failover: floor %+v; want the old lease's end, bounded", impl, row.Floor)
+		}
 		for _, c := range []string{"idle follower", "leader"} {
 			if _, ok := rows[impl+"/"+c].Extra["writes_per_s"]; !ok {
 				t.Errorf("%s %s: no writes_per_s", impl, c)
