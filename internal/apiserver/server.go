@@ -9,7 +9,7 @@
 // token of its own and no groups but system:authenticated. It authorizes
 // with AlwaysAllow, or with RBAC (Config.RBAC). It serves TLS with the
 // self-signed certificate it makes in its --cert-dir on first start (for
-// 127.0.0.1 and localhost; CAFile verifies it), signs service-account
+// the IP address 127.0.0.1; CAFile verifies it), signs service-account
 // tokens with a key pair made here, and reconciles no endpoints
 // (--endpoint-reconciler-type=none), so it runs without a kubelet or any
 // other component. It is ready in about two seconds and uses about 300 MB.
