@@ -48,8 +48,10 @@ type Config struct {
 	TTL time.Duration
 
 	// Margin is subtracted from the local deadline as a safety allowance for
-	// scheduling delays between checking the term and acting. Default 1s.
-	// Must be less than TTL·(1 − MaxDrift).
+	// scheduling delays between checking the term and acting, and for host
+	// suspends too short to be counted. Default 1s. Must be at least
+	// MinMargin (a suspend of up to MinMargin is not counted against the
+	// lease, see MinMargin) and less than TTL·(1 − MaxDrift).
 	Margin time.Duration
 
 	// MaxDrift is the largest difference in clock rate assumed between this
@@ -88,6 +90,13 @@ type Config struct {
 	// for endings. It must not block.
 	OnTransition func(Transition)
 }
+
+// MinMargin is the least Config.Margin, 50ms. A Term does not count a
+// host suspend of up to MinMargin against its lease: it cannot tell one
+// from the scheduling noise between its two clocks (see suspendNoise in
+// term.go). With a shorter Margin, such a suspend just before the deadline
+// would let the term act up to MinMargin − Margin past its lease.
+const MinMargin = suspendNoise
 
 // DefaultConfig returns a Config with every default filled in except Key.
 func DefaultConfig() Config {
@@ -229,6 +238,10 @@ func (c Config) Validate() error {
 	switch {
 	case c.Margin < 0:
 		bad("Config.Margin (%s) must not be negative", c.Margin)
+	case c.Margin < MinMargin:
+		bad("Config.Margin (%s) must be at least MinMargin (%s), the longest host suspend a term does not count: "+
+			"a suspend of %s just before the deadline would let the term act %s − %s = %s past its lease",
+			c.Margin, MinMargin, MinMargin, MinMargin, c.Margin, MinMargin-c.Margin)
 	case ttlOK && c.Margin >= c.TTL:
 		bad("Config.Margin (%s) must be less than Config.TTL (%s)", c.Margin, c.TTL)
 	case ttlOK && driftOK && c.SafeLease(c.TTL) <= 0:

@@ -21,7 +21,8 @@ const suspendCheck = time.Second
 // apart differ by scheduling noise; inside a testing/synctest bubble, whose
 // virtual time stands still while goroutines compute, the real boot clock
 // runs ahead by however long they compute. A suspend shorter than this is
-// of the same order as the scheduling delays Config.Margin allows for.
+// of the same order as the scheduling delays Config.Margin allows for, and
+// Config.Validate requires a Margin at least this long (MinMargin).
 const suspendNoise = 50 * time.Millisecond
 
 // errSteppedDown marks a term ended by Term.StepDown.

@@ -23,14 +23,15 @@ import (
 // the Acquire (granted ahead by a refused Acquire, or kept by the holder's
 // own Release) has a local deadline, at its start and after every renewal,
 // no later than the lease's last extension send + TTL·(1−MaxDrift) −
-// Margin. TTL 4s, MaxDrift 0.2, Margin 0, as in issue #18's scenario 2.
+// Margin. TTL 4s, MaxDrift 0.2, and the least Margin (MinMargin, 50ms;
+// issue #18's scenario 2 had 0, which Config.Validate now refuses).
 func TestElectorDeadlineOnAReusedLease(t *testing.T) {
 	t.Parallel() // it mostly waits for leases to age
 	eps := startCluster(t, 1).endpoints()
 	plain := newClient(t, eps)
 	config := func(key, holder string) tenure.Config {
 		cfg := contenderConfig(key, holder, 4*time.Second)
-		cfg.MaxDrift, cfg.Margin, cfg.RetryPeriod = 0.2, 0, 0
+		cfg.MaxDrift, cfg.Margin, cfg.RetryPeriod = 0.2, tenure.MinMargin, 0
 		return cfg
 	}
 	t.Run("granted ahead", func(t *testing.T) {

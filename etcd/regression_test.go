@@ -124,7 +124,8 @@ func TestStaleWatchViewGrantsNothing(t *testing.T) {
 }
 
 // TestDeadlineCountsTheLeaseWholeAge is scenario 2: TTL 4s, MaxDrift 0.2,
-// Margin 0 (Config.Validate accepts them). alice's second grant came on a
+// and the least Margin Config.Validate accepts (MinMargin, 50ms; the
+// scenario had 0, refused since). alice's second grant came on a
 // lease her first had started 1.5s before; it reported only the time the
 // lease had left, and the Elector applied the drift allowance to that
 // remainder: a local deadline 0.3s after lease start + TTL·(1−MaxDrift).
@@ -135,7 +136,7 @@ func TestDeadlineCountsTheLeaseWholeAge(t *testing.T) {
 	leases := newLeaseLog()
 	c := newCoordinator(t, hookedClient(t, eps, leases.hooks()))
 	cfg := contenderConfig("drift/second", "alice", 4*time.Second)
-	cfg.MaxDrift, cfg.Margin, cfg.RetryPeriod = 0.2, 0, 0
+	cfg.MaxDrift, cfg.Margin, cfg.RetryPeriod = 0.2, tenure.MinMargin, 0
 	mustAcquire(t, c, "drift/first", cfg.Identity(), cfg.TTL) // alice's other grant
 	time.Sleep(1500 * time.Millisecond)
 

@@ -81,7 +81,7 @@ func childTenure(ctx context.Context, t Target, s childSpec, out io.Writer, acti
 	refused := p.arm()
 	cfg := tenure.DefaultConfig()
 	cfg.Key, cfg.Holder, cfg.TTL = s.Key, s.Holder, s.TTL
-	cfg.Margin = min(cfg.Margin, s.TTL/4)
+	cfg.Margin = max(tenure.MinMargin, min(cfg.Margin, s.TTL/4))
 	cfg.RenewInterval = s.Renew
 	e, err := tenure.NewElector(p, cfg)
 	if err != nil {

@@ -18,8 +18,8 @@ type TTLOptions struct {
 	Target
 	// TTLs are the leases compared. Default 1s, 2s, 5s, 10s.
 	TTLs []time.Duration
-	// Margin is the holder's safety margin; 0 means min(1s, TTL/4) for each
-	// TTL.
+	// Margin is the holder's safety margin, at least tenure.MinMargin; 0
+	// means min(1s, TTL/4), but at least tenure.MinMargin, for each TTL.
 	Margin time.Duration
 	// MaxDrift is the clock-rate bound of the local deadline. Default 0.01.
 	MaxDrift float64
@@ -54,6 +54,9 @@ func (o *TTLOptions) defaults() error {
 		o.Threshold = 0.1
 	}
 	var errs []error
+	if o.Margin < 0 || (o.Margin > 0 && o.Margin < tenure.MinMargin) {
+		errs = append(errs, fmt.Errorf("%w: --margin %s is below the least margin, %s (a host suspend of up to %s is not counted against a lease)", ErrInvalidOptions, o.Margin, tenure.MinMargin, tenure.MinMargin))
+	}
 	for _, ttl := range o.TTLs {
 		if ttl <= 0 {
 			errs = append(errs, fmt.Errorf("%w: --ttls %s: every TTL must be positive", ErrInvalidOptions, ttl))
@@ -77,7 +80,7 @@ func (o *TTLOptions) margin(ttl time.Duration) time.Duration {
 	if o.Margin > 0 {
 		return o.Margin
 	}
-	return min(time.Second, ttl/4)
+	return max(tenure.MinMargin, min(time.Second, ttl/4))
 }
 
 // environment is what was measured: renewal round trips and the process's

@@ -67,10 +67,11 @@
 // after its send, and never later than the TTL the coordinator really keeps
 // on this machine's clock, however slow the node's clock. Within the bound,
 // the margin and the drift allowance absorb every rate, and runs are clean.
-// With --margin 0 the drift allowance still absorbs the rate, but nothing
-// absorbs the flight of a write sent just before the deadline: any family
-// that makes a leader lose its lease may then report an overrun, which is
-// what the margin is for.
+// Without a margin the drift allowance would still absorb the rate, but
+// nothing would absorb the flight of a write sent just before the
+// deadline: any family that makes a leader lose its lease could then
+// report an overrun, which is what the margin is for (--margin must be at
+// least tenure.MinMargin, 50ms; the no-margin plant removes it).
 //
 // Wall-clock jumps: nothing in tenure compares wall-clock times (deadlines
 // use Go's monotonic clock and the boot clock), so jumps must change

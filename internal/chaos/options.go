@@ -17,8 +17,9 @@ import (
 )
 
 // Options configure a verification run. Start from DefaultOptions: every
-// field is used as set (a zero Margin or MaxDrift is a margin or a drift of
-// zero), and Validate refuses a value that cannot run. The fields documented
+// field is used as set (a zero MaxDrift is a drift of zero; a Margin below
+// tenure.MinMargin is refused, never raised), and Validate refuses a value
+// that cannot run. The fields documented
 // with "nil" or "empty" take a derived value when unset.
 type Options struct {
 	// Seed picks the fault schedule. Default 1.
@@ -48,7 +49,8 @@ type Options struct {
 	KubeAPIServer string
 	// TTL is the lease TTL. Default 2s. etcd grants whole seconds.
 	TTL time.Duration
-	// Margin is the elector's safety margin. Default 200ms (TTL/10).
+	// Margin is the elector's safety margin, at least tenure.MinMargin.
+	// Default 200ms (TTL/10).
 	Margin time.Duration
 	// MaxDrift is the elector's assumed clock-rate drift, and the bound of
 	// the clock faults' rates. Default 0.01.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure"
 )
 
 func TestScheduleReplays(t *testing.T) {
@@ -149,22 +151,24 @@ func checkSchedule(t *testing.T, cfg scheduleConfig, sched []Fault) {
 	}
 }
 
-// Options take a zero margin and a zero drift as given: zero is a setting
-// of each, not a request for the default (#21 item 5).
+// Options take the least margin and a zero drift as given, not as
+// requests for the defaults (#21 item 5); a zero margin is refused, never
+// replaced (tenure.MinMargin).
 func TestOptionsKeepZeroMarginAndDrift(t *testing.T) {
 	o := DefaultOptions()
-	o.Margin, o.MaxDrift, o.NodeCommand = 0, 0, testNodeCommand
+	o.Margin, o.MaxDrift, o.NodeCommand = tenure.MinMargin, 0, testNodeCommand
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if r := o.withDefaults(); r.Margin != 0 || r.MaxDrift != 0 {
-		t.Errorf("margin 0 and drift 0 ran as margin %s, drift %v", r.Margin, r.MaxDrift)
+	if r := o.withDefaults(); r.Margin != tenure.MinMargin || r.MaxDrift != 0 {
+		t.Errorf("margin %s and drift 0 ran as margin %s, drift %v", tenure.MinMargin, r.Margin, r.MaxDrift)
 	}
 	for _, tc := range []struct {
 		set  func(*Options)
 		want string
 	}{
 		{func(o *Options) { o.TTL = 0 }, "TTL"},
+		{func(o *Options) { o.Margin = 0 }, "Config.Margin (0s) must be at least MinMargin (50ms)"},
 		{func(o *Options) { o.Duration = 0 }, "Options.Duration (0s) must be at least 5s"},
 		{func(o *Options) { o.Nodes = 0 }, "Options.Nodes (0) must be between 2 and 9"},
 		{func(o *Options) { o.Members = 0 }, "Options.Members (0) must be 1 or 3"},

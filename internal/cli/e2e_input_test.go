@@ -196,6 +196,8 @@ func TestBadInput(t *testing.T) {
 		{"--margin beyond the drift allowance", nil, []string{"run", "--key", "jobs", "--ttl", "2s", "--margin", "1990ms", "--", "true"}, []string{"--ttl 2s is too short for --margin 1.99s", "use --ttl 4s or more"}},
 		{"--max-drift out of range", nil, []string{"run", "--key", "jobs", "--max-drift", "0.7", "--", "true"}, []string{"--max-drift (0.7) must be in [0, 0.5)"}},
 		{"negative --margin", nil, []string{"run", "--key", "jobs", "--margin", "-1s", "--", "true"}, []string{"--margin (-1s) must not be negative"}},
+		{"--margin below the least", nil, []string{"run", "--key", "jobs", "--margin", "0", "--", "true"}, []string{"--margin 0s is below the least margin, 50ms", "50ms − 0s = 50ms past it", "use --margin 50ms or more"}},
+		{"verify --margin below the least", nil, []string{"verify", "--margin", "10ms"}, []string{"--margin 10ms is below the least margin, 50ms", "50ms − 10ms = 40ms past it"}},
 		{"negative --kill-grace", nil, []string{"run", "--key", "jobs", "--kill-grace", "-1s", "--", "true"}, []string{"--kill-grace"}},
 		{"negative --wait-timeout", nil, []string{"run", "--key", "jobs", "--wait-timeout", "-1s", "--", "true"}, []string{"--wait-timeout"}},
 		{"malformed --http", nil, []string{"run", "--key", "jobs", "--http", "9480", "--", "true"}, []string{"--http", `"9480" is not host:port`}},

@@ -173,7 +173,7 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&f.key, "key", "", "the key to lead (required): 1–200 bytes of A-Z a-z 0-9 . _ / -")
 	fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lease TTL: how long after its last renewal a silent leader keeps the key (etcd rounds up to whole seconds)")
-	fs.DurationVar(&f.margin, "margin", time.Second, "safety margin: the command is stopped this long before the lease could expire at the coordinator (less than --ttl)")
+	fs.DurationVar(&f.margin, "margin", time.Second, "safety margin: the command is stopped this long before the lease could expire at the coordinator (at least 50ms, less than --ttl)")
 	fs.Float64Var(&f.maxDrift, "max-drift", 0.01, "largest clock-rate difference assumed between this machine and the coordinator, as a fraction in [0, 0.5)")
 	fs.StringVar(&f.holder, "holder", "", "this process's display `name` (default: the host name, the process id and a random suffix)")
 	fs.DurationVar(&f.killGrace, "kill-grace", 2*time.Second, "after SIGTERM, wait this long for the command to exit before SIGKILL (never past the local deadline)")

@@ -125,7 +125,7 @@ func (f *verifyFlags) bind(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.DurationVar(&f.duration, "duration", 120*time.Second, "length of the run")
 	fl.DurationVar(&f.ttl, "ttl", 2*time.Second, "lease TTL (etcd grants whole seconds)")
-	fl.DurationVar(&f.margin, "margin", 0, "elector safety margin; 0 is no margin (default TTL/10)")
+	fl.DurationVar(&f.margin, "margin", 0, "elector safety margin, at least 50ms (default TTL/10)")
 	fl.Float64Var(&f.maxDrift, "max-drift", 0.01, "clock-rate drift the electors assume, in [0, 0.5), and the bound of the clock faults' rates; writes landing after send + TTL·(1−drift)/rate (the rate of the writer's clock; never after send + TTL) are lease overruns")
 	fl.IntVar(&f.nodes, "nodes", 3, "number of node processes (2–9)")
 	fl.IntVar(&f.members, "members", 1, "embedded etcd members: 1 or 3")

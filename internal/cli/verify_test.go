@@ -108,7 +108,8 @@ func TestVerifyHonoursExplicitValues(t *testing.T) {
 		want    string // what the options must say, or the error must contain
 		refused bool
 	}{
-		{[]string{"--margin", "0"}, func(o chaos.Options) bool { return o.Margin == 0 }, "margin 0", false},
+		{[]string{"--margin", "50ms"}, func(o chaos.Options) bool { return o.Margin == 50*time.Millisecond }, "margin 50ms, the least", false},
+		{[]string{"--margin", "0"}, nil, "--margin 0s is below the least margin, 50ms", true},
 		{[]string{"--max-drift", "0"}, func(o chaos.Options) bool { return o.MaxDrift == 0 }, "max drift 0", false},
 		{[]string{"--seed", "0"}, func(o chaos.Options) bool { return o.Seed == 0 }, "seed 0", false},
 		{nil, func(o chaos.Options) bool {
@@ -145,7 +146,7 @@ func TestVerifyHeaderMarksOnlyDefaults(t *testing.T) {
 		want, not string
 	}{
 		{nil, "(drawn), 2m0s, 3 nodes, TTL 2s, margin 200ms (TTL/10, the default), max drift 1%, faults partition,", ""},
-		{[]string{"--margin", "0", "--seed", "7"}, "verify: seed 7, 2m0s, 3 nodes, TTL 2s, margin 0s, max drift 1%, faults", "default"},
+		{[]string{"--margin", "50ms", "--seed", "7"}, "verify: seed 7, 2m0s, 3 nodes, TTL 2s, margin 50ms, max drift 1%, faults", "default"},
 		{[]string{"--max-drift", "0", "--ttl", "5s", "--duration", "30s"}, ", 30s, 3 nodes, TTL 5s, margin 500ms (TTL/10, the default), max drift 0%, faults", ""},
 	} {
 		cmd, f := parseVerify(t, tc.args...)
