@@ -98,9 +98,11 @@ func (r *runner) readMembers() error {
 	return nil
 }
 
-// readTable reads who owns each partition, when read: on success it
-// records the read; on failure it logs, and schedules the next try after
-// RetryPeriod, doubled after each failure up to readEvery, while the
+// readTable reads who owns each partition, when read. A read that failed
+// counts against the read budget (readEvery) as one that succeeded: it
+// cost the coordinator as much, and a coordinator too slow to answer it in
+// time is the one to spare. On failure it logs, and schedules the next try
+// after RetryPeriod, doubled after each failure up to readEvery, while the
 // caller goes on with the table as predicted (so that a member that cannot
 // read it in time still settles and claims).
 func (r *runner) readTable(read bool, now time.Time) (map[string]string, bool) {
@@ -108,8 +110,9 @@ func (r *runner) readTable(read bool, now time.Time) (map[string]string, bool) {
 		return nil, false
 	}
 	owners, ok := r.owners()
+	r.lastRead = now
 	if ok {
-		r.lastRead, r.readFails, r.heldSince = now, 0, time.Time{}
+		r.readFails, r.heldSince = 0, time.Time{}
 		return owners, true
 	}
 	wait := r.cfg.EffectiveRetryPeriod() << min(r.readFails, 16)
