@@ -204,13 +204,21 @@ func (r *runner) renewInterval() time.Duration {
 // later, and never past the deadline of the last renewal that followed a
 // check: a safe lease. A check that fails does not keep the membership from
 // being renewed (its other partitions, and its place in the group, live on);
-// both are tried again after RetryPeriod.
+// both are tried again after RetryPeriod. A renewal still unanswered a
+// RetryPeriod after it was due is logged as overdue then (see overdue).
 func (r *runner) renew() {
+	first := "check of the partitions owned"
+	if len(r.owned) == 0 {
+		first = "membership renewal" // check sends nothing
+	}
+	watch := r.watchRenewal(r.nextRenew, first)
+	defer watch.stop()
 	checkErr := r.check()
 	if errors.Is(checkErr, tenure.ErrLost) {
 		r.lost(checkErr)
 		return
 	}
+	watch.sending("membership renewal")
 	var m tenure.Member
 	err := r.call(func(ctx context.Context) (err error) {
 		m, err = r.g.c.RenewMember(ctx, r.member)
