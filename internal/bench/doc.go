@@ -16,6 +16,10 @@
 //     the coordinator. A successor acting before that is a failure.
 //   - Throughput: acquire/renew/release cycles per second at several
 //     concurrencies, and the cost of renewing many keys of one holder.
+//   - Footprint: what `tenure run` costs beside each replica it wraps, next
+//     to `etcdctl lock` on the same etcd: resident memory and CPU while
+//     both lead, idle; wall and CPU time of `run -- true` as a whole
+//     process. No floor: the goal is a ratio to the peer.
 //   - TTL: a model, fed with the round trips and stalls measured here (or
 //     given), of crash failover time and wrongful demotions per hour for a
 //     list of TTLs.

@@ -192,13 +192,18 @@ func startProc(o FailoverOptions, spec childSpec) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := o.Command(string(b))
+	return startLines(o.Command(string(b)))
+}
+
+// startLines starts cmd and sends the lines of its standard output to the
+// proc's lines.
+func startLines(cmd *exec.Cmd) (*proc, error) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bench: start contender %s: %w", cmd.Path, err)
+		return nil, fmt.Errorf("bench: start %s: %w", cmd.Path, err)
 	}
 	p := &proc{cmd: cmd, lines: make(chan string, 16), done: make(chan struct{})}
 	go func() {

@@ -112,7 +112,10 @@ func niceStep(max float64) (step float64, n int) {
 	return step, int(math.Ceil(max/step - 1e-9))
 }
 
-var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// pageHTML is the report page's template, parsed by WriteHTML: package
+// initialisation does no work for it in every tenure process (tenure run
+// links this package too).
+const pageHTML = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>tenure bench {{.R.Benchmark}} on {{.R.Backend}}</title>
 <style>
@@ -129,6 +132,7 @@ code { background: #f3f3f3; padding: 0.1em 0.3em; }
 {{with .R.Command}}<p>Command: <code>{{.}}</code></p>{{end}}
 <p>Settings:{{range $k, $v := .R.Settings}} {{$k}} <b>{{$v}}</b>;{{end}}</p>
 {{range .R.Verdicts}}<p class="verdict"><b>{{.}}</b></p>{{end}}
+{{range .R.Goals}}<p class="goal"><b>{{.}}</b></p>{{end}}
 <table id="figures">
 <thead><tr>{{range index .Table 0}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>{{range slice .Table 1}}<tr class="row">{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</tbody>
@@ -147,12 +151,16 @@ code { background: #f3f3f3; padding: 0.1em 0.3em; }
 {{end}}</svg>
 {{end}}
 </body></html>
-`))
+`
 
 // WriteHTML writes the report as a self-contained HTML page: the table, and
 // a latency CDF per case with one line per implementation, in inline SVG (no
 // scripts, no external resources).
 func (r *Report) WriteHTML(w io.Writer) error {
+	page, err := template.New("page").Parse(pageHTML)
+	if err != nil {
+		return err
+	}
 	return page.Execute(w, struct {
 		R     *Report
 		Table [][]string

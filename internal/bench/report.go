@@ -34,6 +34,9 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 	// Recommendation is the ttl benchmark's conclusion.
 	Recommendation string `json:"recommendation,omitempty"`
+	// Goals bound tenure's figures over its peer's (footprint), each met
+	// or not.
+	Goals []Goal `json:"goals,omitempty"`
 	// Elapsed is how long the run took.
 	Elapsed float64 `json:"elapsed_ms"`
 }
@@ -60,10 +63,52 @@ type Row struct {
 	Peer string `json:"peer,omitempty"`
 	// OpsPerSec is the throughput, if measured.
 	OpsPerSec float64 `json:"ops_per_sec,omitempty"`
+	// Usage is a cost that is neither a latency nor a throughput
+	// (resident memory, CPU time), if measured: lower is better.
+	Usage *Usage `json:"usage,omitempty"`
 	// Failures is how many trials broke a safety property.
 	Failures int `json:"failures"`
 	// Extra holds benchmark-specific figures, units in their names.
 	Extra map[string]float64 `json:"extra,omitempty"`
+}
+
+// Usage is an amount of a resource used, in Unit ("MiB", "ms", "ms/min").
+type Usage struct {
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}
+
+// String formats u as "12.34 MiB".
+func (u Usage) String() string { return fmt.Sprintf("%.2f %s", u.Value, u.Unit) }
+
+// A Goal bounds tenure's figure over its peer's in one case (VsPeer).
+type Goal struct {
+	Case string `json:"case"`
+	Peer string `json:"peer"`
+	// Max is the largest ratio that meets the goal.
+	Max float64 `json:"max_ratio"`
+	// Ratio is the ratio measured, Met whether it is at most Max.
+	Ratio float64 `json:"ratio"`
+	Met   bool    `json:"met"`
+}
+
+// String says g in words: "goal (case): tenure at most 1.50× peer: 2.10×,
+// NOT met".
+func (g Goal) String() string {
+	met := "met"
+	if !g.Met {
+		met = "NOT met"
+	}
+	return fmt.Sprintf("goal (%s): tenure at most %.2f× %s: %.2f×, %s", g.Case, g.Max, g.Peer, g.Ratio, met)
+}
+
+// addGoal bounds the VsPeer of tenure's row in case c by limit.
+func (r *Report) addGoal(c string, limit float64) {
+	for _, row := range r.Rows {
+		if row.Impl == "tenure" && row.Case == c && row.VsPeer > 0 {
+			r.Goals = append(r.Goals, Goal{Case: c, Peer: row.Peer, Max: limit, Ratio: row.VsPeer, Met: row.VsPeer <= limit})
+		}
+	}
 }
 
 // Series is the samples of one row, in milliseconds, for a CDF plot.
@@ -101,7 +146,7 @@ func (r *Report) addLatency(impl, c string, ds, floors []time.Duration, failures
 }
 
 // compare sets VsPeer on tenure's row in each case against the row of peer:
-// latency p50 over p50, or ops/s over ops/s.
+// latency p50 over p50, usage over usage, or ops/s over ops/s.
 func (r *Report) compare(tenure, peer string) {
 	for i := range r.Rows {
 		t := &r.Rows[i]
@@ -115,6 +160,8 @@ func (r *Report) compare(tenure, peer string) {
 			switch {
 			case t.Latency != nil && p.Latency != nil:
 				t.VsPeer, t.Peer = ratio(t.Latency.P50, p.Latency.P50), peer
+			case t.Usage != nil && p.Usage != nil:
+				t.VsPeer, t.Peer = ratio(t.Usage.Value, p.Usage.Value), peer
 			case p.OpsPerSec > 0:
 				t.VsPeer, t.Peer = ratio(t.OpsPerSec, p.OpsPerSec), peer
 			}
@@ -141,15 +188,7 @@ func (r *Report) Verdicts() []string {
 		if t.Case != "" {
 			where = " (" + t.Case + ")"
 		}
-		var tenureBetter bool
-		var fig string
-		if t.Latency != nil && p.Latency != nil {
-			tenureBetter = t.VsPeer < 1 // latencies: lower is better
-			fig = fmt.Sprintf("p50: %s %.2f ms, %s %.2f ms", t.Impl, t.Latency.P50, p.Impl, p.Latency.P50)
-		} else {
-			tenureBetter = t.VsPeer > 1 // throughput: higher is better
-			fig = fmt.Sprintf("ops/s: %s %.0f, %s %.0f", t.Impl, t.OpsPerSec, p.Impl, p.OpsPerSec)
-		}
+		tenureBetter, fig, word := verdictTerms(t, p)
 		win, lose := t.Impl, p.Impl
 		if !tenureBetter {
 			win, lose = lose, win
@@ -158,9 +197,22 @@ func (r *Report) Verdicts() []string {
 			out = append(out, fmt.Sprintf("a tie%s: within 2%% (%s)", where, fig))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s won%s: %.2f× faster than %s (%s)", win, where, times, lose, fig))
+		out = append(out, fmt.Sprintf("%s won%s: %.2f× %s than %s (%s)", win, where, times, word, lose, fig))
 	}
 	return out
+}
+
+// verdictTerms says whether tenure's row t did better than its peer's p,
+// the figures compared, and the word for "better": faster, or less.
+func verdictTerms(t, p Row) (tenureBetter bool, fig, word string) {
+	switch {
+	case t.Latency != nil && p.Latency != nil: // lower is better
+		return t.VsPeer < 1, fmt.Sprintf("p50: %s %.2f ms, %s %.2f ms", t.Impl, t.Latency.P50, p.Impl, p.Latency.P50), "faster"
+	case t.Usage != nil && p.Usage != nil: // lower is better
+		return t.VsPeer < 1, fmt.Sprintf("%s %s, %s %s", t.Impl, t.Usage, p.Impl, p.Usage), "less"
+	}
+	// throughput: higher is better
+	return t.VsPeer > 1, fmt.Sprintf("ops/s: %s %.0f, %s %.0f", t.Impl, t.OpsPerSec, p.Impl, p.OpsPerSec), "faster"
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -194,6 +246,7 @@ func (r *Report) columns() []column {
 		{"floor p99 ms", floor, func(row Row) string { return fms(row.Floor.P99) }},
 		{"p50/floor", floor, func(row Row) string { return fmt.Sprintf("%.2fx", row.OverFloor) }},
 		{"ops/s", func(row Row) bool { return row.OpsPerSec > 0 }, func(row Row) string { return fmt.Sprintf("%.0f", row.OpsPerSec) }},
+		{"usage", func(row Row) bool { return row.Usage != nil }, func(row Row) string { return row.Usage.String() }},
 		{"vs peer", func(row Row) bool { return row.VsPeer > 0 }, func(row Row) string { return fmt.Sprintf("%.2fx", row.VsPeer) }},
 	}
 	extras := map[string]bool{}
@@ -259,6 +312,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	for _, v := range r.Verdicts() {
 		fmt.Fprintln(w, "verdict:", v)
+	}
+	for _, g := range r.Goals {
+		fmt.Fprintln(w, g)
 	}
 	for _, f := range r.Failures {
 		fmt.Fprintln(w, "FAILURE:", f)

@@ -23,7 +23,7 @@ type benchFlags struct {
 func newBenchCommand(g *globalFlags) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench (handover | failover | throughput | ttl | partitions)",
+		Use:   "bench (handover | failover | throughput | ttl | partitions | footprint)",
 		Short: "Measure tenure beside the recipes you would use instead",
 		Long: `bench runs tenure and the peer a user would pick instead alternately in
 one run, on real servers, and prints each figure with the ratio between
@@ -41,14 +41,15 @@ under 2 minutes with its defaults.`,
 		Example: `  tenure bench handover
   tenure bench failover --trials 50 --html failover.html
   tenure bench throughput --postgres "$DSN" --json
-  tenure bench ttl --ttls 1s,2s,5s --pause 800ms --pause-rate 2`,
+  tenure bench ttl --ttls 1s,2s,5s --pause 800ms --pause-rate 2
+  tenure bench footprint`,
 		Args: noArgs,
 	}
 	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "print the report as JSON instead of a table")
 	cmd.PersistentFlags().StringVar(&f.html, "html", "", "also write the report as a self-contained HTML page to this file")
 	cmd.AddCommand(newBenchHandoverCommand(g, &f), newBenchFailoverCommand(g, &f),
 		newBenchThroughputCommand(g, &f), newBenchTTLCommand(g, &f), newBenchChildCommand(), newBenchPartitionsCommand(g, &f),
-		newBenchKubeCommand(g, &f))
+		newBenchKubeCommand(g, &f), newBenchFootprintCommand(g, &f))
 	return cmd
 }
 

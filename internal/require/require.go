@@ -1,5 +1,5 @@
 // Package require decides what a test does when a component it needs is
-// missing: the etcd binary, PostgreSQL, Chromium, Prometheus or
+// missing: the etcd binary, etcdctl, PostgreSQL, Chromium, Prometheus or
 // kube-apiserver. When the component is required (its TENURE_REQUIRE_*
 // variable is true, or, when that is unset, CI is true) the test fails.
 // Otherwise the test is skipped, and one line per component names what was
@@ -30,6 +30,9 @@ var (
 	// EtcdBinary is Debian's etcd 3.4 server, for the conformance suite
 	// against an etcd that is not embedded.
 	EtcdBinary = Component{Name: "the etcd binary (/usr/bin/etcd)", Env: "TENURE_REQUIRE_ETCD_BINARY", Install: "apt-get install etcd-server"}
+	// Etcdctl is Debian's etcdctl, the peer of tenure bench footprint
+	// (etcdctl lock).
+	Etcdctl = Component{Name: "etcdctl (/usr/bin/etcdctl, or in PATH)", Env: "TENURE_REQUIRE_ETCDCTL", Install: "apt-get install etcd-client"}
 	// Postgres is a PostgreSQL server: initdb and postgres, or a DSN in
 	// TENURE_TEST_POSTGRES.
 	Postgres = Component{Name: "PostgreSQL (initdb and postgres, or TENURE_TEST_POSTGRES=DSN)", Env: "TENURE_REQUIRE_POSTGRES", Install: "apt-get install postgresql-15"}
