@@ -1,11 +1,13 @@
 // Package chaos verifies tenure under real faults: it runs real node
 // processes, each a tenure.Elector against a real coordinator (embedded or
-// external etcd, or PostgreSQL) reached through its own TCP proxy, lets every
-// leader write to a fenced register service as fast as it reasonably can,
-// injects faults on a seeded schedule (partitions, one-way blackholes,
-// latency, latency then a partition, reset connections, SIGSTOP pauses,
-// SIGKILL crashes with restarts, loss of an etcd member, node clocks off
-// their rate and wall clocks that jump), records every event on the
+// external etcd, PostgreSQL, or the Leases of a Kubernetes API server:
+// kube.go) reached through its own TCP proxy, lets every leader write to a
+// fenced register service as fast as it reasonably can, injects faults on a
+// seeded schedule (partitions, one-way blackholes, latency, latency then a
+// partition, reset connections, SIGSTOP pauses, SIGKILL crashes with
+// restarts, loss of an etcd member, a crash and restart of an API server the
+// run started, node clocks off their rate and wall clocks that jump),
+// records every event on the
 // machine's shared monotonic clock, and checks the history:
 //
 //   - stale writes accepted: the register accepted a token lower than one it
