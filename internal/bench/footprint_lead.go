@@ -97,7 +97,7 @@ func (f *footprinter) leadSideBySide(ctx context.Context) (leadFigures, error) {
 		return leadFigures{}, fmt.Errorf("bench footprint: the leading command needs sh: %w", err)
 	}
 	command := []string{sh, "-c", "echo " + lineLeading + " && exec sleep 3600"}
-	t, err := startLeader(f.o.Tenure, f.tenureArgs("footprint-"+f.id+"-lead", command...))
+	t, err := startLeader(f.measured, f.tenureArgs("footprint-"+f.id+"-lead", command...))
 	if err != nil {
 		return leadFigures{}, err
 	}

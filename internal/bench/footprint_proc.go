@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -16,19 +17,21 @@ import (
 const clockTick = 10 * time.Millisecond
 
 // procUsage is what one process (or several, summed) used: resident memory
-// in bytes, and CPU time.
+// in bytes, all of it and its anonymous part (heap, stacks: not the
+// binary's pages), and CPU time.
 type procUsage struct {
-	rss int64
-	cpu time.Duration
+	rss, anon int64
+	cpu       time.Duration
 }
 
 func (u procUsage) plus(v procUsage) procUsage {
-	return procUsage{rss: u.rss + v.rss, cpu: u.cpu + v.cpu}
+	return procUsage{rss: u.rss + v.rss, anon: u.anon + v.anon, cpu: u.cpu + v.cpu}
 }
 
 // since is u's CPU time since before (and u's resident memory).
 func (u procUsage) since(before procUsage) procUsage {
-	return procUsage{rss: u.rss, cpu: u.cpu - before.cpu}
+	u.cpu -= before.cpu
+	return u
 }
 
 // procStat is what bench reads from /proc/PID/stat.
@@ -80,31 +83,33 @@ func readUsage(pid int) (procUsage, error) {
 	if err != nil {
 		return procUsage{}, err
 	}
-	rss, err := parseRSS(b)
-	if err != nil {
+	rss, err1 := statusBytes(b, "VmRSS")
+	anon, err2 := statusBytes(b, "RssAnon")
+	if err := errors.Join(err1, err2); err != nil {
 		return procUsage{}, fmt.Errorf("/proc/%d/status: %w", pid, err)
 	}
-	return procUsage{rss: rss, cpu: st.cpu}, nil
+	return procUsage{rss: rss, anon: anon, cpu: st.cpu}, nil
 }
 
-// parseRSS returns the VmRSS line of a /proc/PID/status in bytes.
-func parseRSS(status []byte) (int64, error) {
+// statusBytes returns the line of a /proc/PID/status named field
+// ("VmRSS"), in bytes.
+func statusBytes(status []byte, field string) (int64, error) {
 	for line := range strings.Lines(string(status)) {
-		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		rest, ok := strings.CutPrefix(line, field+":")
 		if !ok {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("VmRSS line %q: want N kB", line)
+			return 0, fmt.Errorf("%s line %q: want N kB", field, line)
 		}
 		kb, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("VmRSS line %q: %w", line, err)
+			return 0, fmt.Errorf("%s line %q: %w", field, line, err)
 		}
 		return kb << 10, nil
 	}
-	return 0, fmt.Errorf("no VmRSS line (a zombie, or a kernel thread)")
+	return 0, fmt.Errorf("no %s line (a zombie, or a kernel thread)", field)
 }
 
 // childrenNamed returns the processes whose parent is pid and whose name

@@ -28,14 +28,16 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
-func TestParseRSS(t *testing.T) {
-	got, err := parseRSS([]byte("Name:\tx\nVmHWM:\t  9000 kB\nVmRSS:\t  1234 kB\nRssAnon:\t 100 kB\n"))
-	if err != nil || got != 1234<<10 {
-		t.Errorf("parseRSS = %d, %v; want %d", got, err, 1234<<10)
+func TestStatusBytes(t *testing.T) {
+	status := []byte("Name:\tx\nVmHWM:\t  9000 kB\nVmRSS:\t  1234 kB\nRssAnon:\t 100 kB\n")
+	for field, want := range map[string]int64{"VmRSS": 1234 << 10, "RssAnon": 100 << 10} {
+		if got, err := statusBytes(status, field); err != nil || got != want {
+			t.Errorf("statusBytes(%s) = %d, %v; want %d", field, got, err, want)
+		}
 	}
 	for _, bad := range []string{"Name:\tx\n", "VmRSS:\t 12 MB\n", "VmRSS:\t x kB\n"} {
-		if _, err := parseRSS([]byte(bad)); err == nil {
-			t.Errorf("parseRSS(%q) = nil error; want one", bad)
+		if _, err := statusBytes([]byte(bad), "VmRSS"); err == nil {
+			t.Errorf("statusBytes(%q) = nil error; want one", bad)
 		}
 	}
 }
@@ -47,7 +49,7 @@ func TestReadUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.rss < 1<<20 || u.cpu <= 0 {
+	if u.rss < 1<<20 || u.anon <= 0 || u.anon >= u.rss || u.cpu <= 0 {
 		t.Errorf("readUsage(self) = %+v; want some MiB resident and some CPU used", u)
 	}
 	cmd := exec.Command("sleep", "30")
@@ -84,9 +86,9 @@ func TestFootprintReport(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := footprinter{o: FootprintOptions{Runs: 1, Idle: time.Minute, TTL: 10 * time.Second, Etcdctl: "/nonexistent/etcdctl", Tenure: "tenure"}}
 			lead := leadFigures{
-				tenure:  procUsage{rss: tc.tenure, cpu: 300 * time.Millisecond},
-				guards:  procUsage{rss: tc.guard, cpu: 100 * time.Millisecond},
-				etcdctl: procUsage{rss: tc.peer, cpu: 60 * time.Millisecond},
+				tenure:  procUsage{rss: tc.tenure, anon: tc.tenure / 4, cpu: 300 * time.Millisecond},
+				guards:  procUsage{rss: tc.guard, anon: tc.guard / 4, cpu: 100 * time.Millisecond},
+				etcdctl: procUsage{rss: tc.peer, anon: tc.peer / 4, cpu: 60 * time.Millisecond},
 				window:  30 * time.Second, guardKind: "test",
 			}
 			runs := trueRuns{}
@@ -122,7 +124,7 @@ func TestFootprintReport(t *testing.T) {
 				"verdict: " + tc.memoryWinner + " (" + caseResident + ")",
 				"verdict: " + tc.winWall + " (" + caseWall + ")",
 				"goal (" + caseResident + "): tenure at most 1.50× etcdctl-lock",
-				"MiB", "ms/min", "tenure_process", "guard_process",
+				"MiB", "ms/min", "tenure_process", "guard_process", "anonymous",
 			} {
 				if !strings.Contains(text, want) {
 					t.Errorf("table lacks %q:\n%s", want, text)

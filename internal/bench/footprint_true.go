@@ -28,7 +28,7 @@ func (f *footprinter) runTrue(ctx context.Context) (trueRuns, error) {
 		key := fmt.Sprintf("footprint-%s-%d", f.id, n)
 		for j := range 2 {
 			i := (n + j) % 2
-			path, args := f.o.Tenure, f.tenureArgs(key, truePath)
+			path, args := f.measured, f.tenureArgs(key, truePath)
 			if i == 1 {
 				path, args = f.o.Etcdctl, f.etcdctlArgs(key+"-etcdctl", truePath)
 			}

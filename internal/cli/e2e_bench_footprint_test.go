@@ -53,6 +53,10 @@ func TestBenchFootprint(t *testing.T) {
 		if ms := usage(impl, "run -- true: CPU"); ms <= 0 || ms > 60000 {
 			t.Errorf("%s run -- true CPU = %.2f ms; want more than 0, less than a minute", impl, ms)
 		}
+		lead := rows[impl+"/resident while leading"]
+		if anon := lead.Extra["anonymous"]; anon <= 0 || anon >= lead.Usage.Value {
+			t.Errorf("%s anonymous %.2f MiB of %.2f resident; want a part of it", impl, anon, lead.Usage.Value)
+		}
 		wall := rows[impl+"/run -- true: wall"].Latency
 		if wall == nil || wall.N != 3 || wall.P50 <= 0 || wall.Max > 60000 {
 			t.Errorf("%s run -- true wall = %+v; want 3 runs, each more than 0 and less than a minute", impl, wall)
