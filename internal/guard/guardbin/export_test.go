@@ -1,4 +1,9 @@
 package guardbin
 
-// LoadProgram is load, for the external tests.
-var LoadProgram = load
+import (
+	"bytes"
+	"os"
+)
+
+// LoadProgram is load of prog, for the external tests.
+func LoadProgram(prog []byte) (*os.File, error) { return load(bytes.NewReader(prog)) }

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"runtime"
 )
@@ -27,16 +28,30 @@ func File(goos, goarch string) string {
 // Program returns the embedded guard program for this platform, or an
 // error matching [ErrAbsent].
 func Program() ([]byte, error) {
+	f, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// open opens the embedded guard program for this platform, or returns an
+// error matching [ErrAbsent]. Reading it copies its bytes out of the
+// binary's read-only data, chunk by chunk: [Load] streams it into memory
+// without a copy of the whole program on tenure's heap.
+func open() (fs.File, error) {
 	name := File(runtime.GOOS, runtime.GOARCH)
-	b, err := bin.ReadFile("bin/" + name)
+	f, err := bin.Open("bin/" + name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: no bin/%s", ErrAbsent, name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(b) == 0 {
+	if st, err := f.Stat(); err != nil || st.Size() == 0 {
+		f.Close()
 		return nil, fmt.Errorf("%w: bin/%s is empty", ErrAbsent, name)
 	}
-	return b, nil
+	return f, nil
 }

@@ -5,6 +5,7 @@ package guardbin
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -24,15 +25,16 @@ const ExecPath = "/proc/self/fd/5"
 // [ErrAbsent] when no program is embedded. The caller closes the file; a
 // guard that runs it keeps it alive until it exits.
 func Load() (*os.File, error) {
-	prog, err := Program()
+	prog, err := open()
 	if err != nil {
 		return nil, err
 	}
+	defer prog.Close()
 	return load(prog)
 }
 
-// load copies prog into memory as Load does.
-func load(prog []byte) (*os.File, error) {
+// load copies the program prog reads into memory as Load does.
+func load(prog io.Reader) (*os.File, error) {
 	const flags = unix.MFD_CLOEXEC | unix.MFD_ALLOW_SEALING
 	fd, err := unix.MemfdCreate(guard.Name, flags|unix.MFD_EXEC)
 	if errors.Is(err, unix.EINVAL) {
@@ -44,7 +46,7 @@ func load(prog []byte) (*os.File, error) {
 	}
 	w := os.NewFile(uintptr(fd), "memfd:"+guard.Name)
 	defer w.Close()
-	if _, err := w.Write(prog); err != nil {
+	if _, err := io.Copy(w, prog); err != nil {
 		return nil, fmt.Errorf("guardbin: write the guard program to memory: %w", err)
 	}
 	// Sealed: nobody can change the program once it is written.
