@@ -105,8 +105,8 @@ func (m *measurer) owners() (map[string]string, int) {
 }
 
 // warnings is a slog.Handler that counts the members' warnings and errors
-// by message, keeping the last "err" of each, so that a run that fails can
-// say what the coordinator answered.
+// by message, keeping the last "err" (or "cause") of each, so that a run
+// that fails can say what the coordinator answered.
 type warnings struct {
 	mu     sync.Mutex
 	counts map[string]int
@@ -129,7 +129,7 @@ func (w *warnings) Handle(_ context.Context, r slog.Record) error {
 	defer w.mu.Unlock()
 	w.counts[r.Message]++
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "err" {
+		if a.Key == "err" || a.Key == "cause" {
 			w.last[r.Message] = strings.ReplaceAll(a.Value.String(), "\n", "; ")
 		}
 		return true
