@@ -58,6 +58,7 @@ type Term struct {
 	timer        *time.Timer     // nil when shared watches the deadline
 	shared       *SharedDeadline // the deadline's owner, when shared
 	ended        bool
+	renewed      chan struct{} // closed by the next extend; nil until Renewed asks
 }
 
 // newTerm starts a term for g whose local deadline is dl. The term's
@@ -155,6 +156,22 @@ func (t *Term) Context() context.Context { return t.ctx }
 // Done is closed when the term ends.
 func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
 
+// Renewed returns a channel that is closed when a renewal next moves the
+// local deadline: then read Deadline or BootDeadline again, and call
+// Renewed again for the renewal after. Call it before reading the
+// deadline, so that no renewal can fall between the two unseen. Once the
+// term has ended the channel is never closed: wait on Done too. It lets a
+// caller that hands the deadline on (tenure run, to its guard) wait for
+// news instead of polling.
+func (t *Term) Renewed() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.renewed == nil {
+		t.renewed = make(chan struct{})
+	}
+	return t.renewed
+}
+
 // Check returns nil while the term is live and its local deadline has not
 // passed, and an error wrapping ErrNotLeader otherwise. Call it right before
 // every action that must only happen while leading; it reads the monotonic
@@ -251,6 +268,10 @@ func (t *Term) extend(g Grant, dl Instant) bool {
 	t.deadline, t.bootDeadline = dl.mono, dl.boot
 	if t.timer != nil {
 		t.timer.Reset(t.sleepLocked())
+	}
+	if t.renewed != nil {
+		close(t.renewed)
+		t.renewed = nil
 	}
 	return true
 }

@@ -203,37 +203,51 @@ func (s *supervisor) dropGuard(c *child) {
 	<-c.done
 }
 
-// feedInterval is how often tenure looks for a new deadline to send to
-// the guard.
-const feedInterval = 20 * time.Millisecond
-
 // feed sends the guard each new deadline of t until stop is closed or the
-// guard is gone, and says when the guard sends SIGTERM because a renewal
-// is overdue (unless ctx has ended: the command is being stopped anyway).
-// While tenure is stopped nothing is sent, and the guard kills the command
-// at the last deadline it heard of.
+// guard is gone: the first at once, then one after each renewal (it
+// sleeps in between, waking at neither a tick nor a poll). It says when
+// the guard sends SIGTERM because a renewal is overdue (unless ctx has
+// ended: the command is being stopped anyway). While tenure is stopped
+// nothing is sent, and the guard kills the command at the last deadline
+// it heard of.
 func (s *supervisor) feed(ctx context.Context, c *child, t *tenure.Term, stop <-chan struct{}) {
-	tick := time.NewTicker(feedInterval)
-	defer tick.Stop()
-	var last time.Time // the first tick sends the lease again: cheap, and sure
-	var termAt boottime.Instant
+	// overdue fires when the guard sends SIGTERM unless a renewal comes
+	// first (TermAt). It runs on Go's clock, which stops while the host is
+	// suspended: the warning may then come late; the guard's SIGTERM, on
+	// the boot clock, does not.
+	overdue := time.NewTimer(time.Hour)
+	overdue.Stop()
+	defer overdue.Stop()
 	for {
+		renewed := t.Renewed() // before the deadline is read: no renewal is missed
+		if t.Context().Err() == nil {
+			m := s.leaseMessage(t)
+			c.send(m)
+			if m.TermAt != 0 {
+				overdue.Reset(max(m.TermAt.Sub(boottime.Now()), 0))
+			} else {
+				overdue.Stop()
+			}
+		}
 		select {
 		case <-stop:
 			return
 		case <-c.done:
 			return
-		case <-tick.C:
+		case <-renewed:
+			continue
+		case <-overdue.C:
 		}
-		if d := t.Deadline(); !d.Equal(last) && t.Context().Err() == nil {
-			last = d
-			m := s.leaseMessage(t)
-			termAt = m.TermAt
-			c.send(m)
-		} else if termAt != 0 && boottime.Now() >= termAt && ctx.Err() == nil {
-			termAt = 0
+		if ctx.Err() == nil {
 			s.log.Warn("renewal overdue: the guard sends the command SIGTERM now, SIGKILL at the local deadline unless a renewal comes first",
 				"key", t.Key(), "token", t.Token(), "sigkill_in", max(t.Remaining(), 0).Round(time.Millisecond))
+		}
+		select { // no news until the next renewal
+		case <-stop:
+			return
+		case <-c.done:
+			return
+		case <-renewed:
 		}
 	}
 }
