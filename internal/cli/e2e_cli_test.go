@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure"
 )
 
 // TestExitCodesBinary: the documented exit codes, on the built binary.
@@ -220,7 +222,7 @@ func TestSmallestTTL(t *testing.T) {
 	}{
 		{time.Second, 0.01, 2 * time.Second},
 		{3 * time.Second, 0.2, 7 * time.Second},
-		{0, 0.01, 100 * time.Millisecond},
+		{tenure.MinMargin, 0.01, 100 * time.Millisecond},
 		{200 * time.Millisecond, 0, 400 * time.Millisecond},
 		{10 * time.Second, 0.01, 16 * time.Second},
 	} {
@@ -236,6 +238,10 @@ func TestSmallestTTL(t *testing.T) {
 			t.Errorf("smallestTTL(%s, %v) = %s: valid %t, %s less valid %t; want the least valid",
 				tc.margin, tc.drift, got, timingValid(got, tc.margin, tc.drift), step, timingValid(got-step, tc.margin, tc.drift))
 		}
+	}
+	// A margin below tenure.MinMargin is invalid at every TTL: no advice.
+	if got, ok := smallestTTL(0, 0.01); ok {
+		t.Errorf("smallestTTL(0s, 0.01) = %s, true; want none (margin below %s)", got, tenure.MinMargin)
 	}
 }
 
