@@ -51,6 +51,7 @@ type runner struct {
 
 	disagree  map[string]uint64 // members that announced another P: ID → epoch logged
 	doubtful  map[string]bool   // claimed with an outcome unknown: claim again (see claim)
+	batch     claimBatch        // how many to claim in a step
 	owned     map[string]*owned
 	unsent    map[string]tenure.Grant // to release; retried until it succeeds
 	cooldown  map[string]time.Time    // not claimed again before

@@ -12,13 +12,7 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// maxClaim is the most partitions one step claims, so that one call (a few
-// transactions, sent together, on etcd) ends well within a request timeout
-// and the step's renewals are never held up by a cold start's thousands of
-// claims: the rest are claimed by the steps that follow at once.
-const maxClaim = 1024
-
-// claim claims, in one batch of at most maxClaim, the free partitions the
+// claim claims, in one batch (see claimBatch), the free partitions the
 // latest membership gives this member and that it does not own, and starts
 // a term for each. It reports whether some are left to claim.
 //
@@ -46,6 +40,7 @@ func (r *runner) claim() (more bool) {
 		res, err = r.g.c.ClaimPartitions(ctx, r.member, names)
 		return err
 	})
+	r.batch.took(len(names), time.Since(now), r.cfg.EffectiveRetryPeriod()/2, err != nil)
 	if errors.Is(err, tenure.ErrLost) {
 		r.lost(err)
 		return false
@@ -61,17 +56,18 @@ func (r *runner) claim() (more bool) {
 	return more && claimed > 0
 }
 
-// toClaim lists at most maxClaim partitions to claim: the doubtful ones,
+// toClaim lists at most a batch of partitions to claim: the doubtful ones,
 // then those the latest membership gives this member that it does not run,
 // is not releasing and did not give up a moment ago. more reports whether
 // some were left out.
 func (r *runner) toClaim(now time.Time) (names []string, more bool) {
+	size := r.batch.next()
 	for n := range r.doubtful {
 		if _, releasing := r.unsent[n]; releasing || r.owned[n] != nil {
 			delete(r.doubtful, n) // its grant is known: not doubtful
 			continue
 		}
-		if len(names) == maxClaim {
+		if len(names) == size {
 			return names, true
 		}
 		names = append(names, n)
@@ -83,7 +79,7 @@ func (r *runner) toClaim(now time.Time) (names []string, more bool) {
 		if _, releasing := r.unsent[n]; releasing || now.Before(r.cooldown[n]) {
 			continue
 		}
-		if len(names) == maxClaim {
+		if len(names) == size {
 			return names, true
 		}
 		names = append(names, n)
