@@ -95,10 +95,14 @@ type Config struct {
 // host suspend of up to MinMargin against its lease: it cannot tell one
 // from the scheduling noise between its two clocks (see suspendNoise in
 // term.go). With a shorter Margin, such a suspend just before the deadline
-// would let the term act up to MinMargin − Margin past its lease.
+// would let the term act up to MinMargin − Margin past its lease. Used by
+// Config.Validate, which refuses a shorter Margin, and by the tenure command
+// and its benchmarks, which check --margin against it.
 const MinMargin = suspendNoise
 
 // DefaultConfig returns a Config with every default filled in except Key.
+// Users start every Config from it, as `tenure run` and
+// partition.DefaultConfig do.
 func DefaultConfig() Config {
 	return Config{
 		Holder:   DefaultHolder(),
@@ -108,7 +112,8 @@ func DefaultConfig() Config {
 	}
 }
 
-// DefaultHolder returns "hostname-pid-random", unique per process.
+// DefaultHolder returns "hostname-pid-random", unique per process. Called
+// by DefaultConfig, and by `tenure run` when no --holder is given.
 func DefaultHolder() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -125,12 +130,17 @@ func DefaultHolder() string {
 func (c Config) Identity() string { return Identity(c.Holder, c.Instance) }
 
 // Identity joins a display name and an instance id into the identity a
-// coordinator compares: "name#instance". SplitIdentity undoes it.
+// coordinator compares: "name#instance". SplitIdentity undoes it. Called
+// by Config.Identity, and by users who call a Coordinator's Acquire
+// themselves (as ExampleObserver does) to make the holder it compares.
 func Identity(name, instance string) string { return name + "#" + instance }
 
 // SplitIdentity splits a holder identity made by Identity into its display
 // name and instance id. A holder without '#' (written by another tool, or
-// by a version of tenure before instance ids) is all name.
+// by a version of tenure before instance ids) is all name. Called by the
+// tenure command and its status pages, which show name and instance apart,
+// by package prom, whose holder label carries the name only, and by the
+// memory coordinator's faults, which match a holder by its name.
 func SplitIdentity(holder string) (name, instance string) {
 	if i := strings.LastIndexByte(holder, '#'); i >= 0 {
 		return holder[:i], holder[i+1:]
@@ -140,6 +150,9 @@ func SplitIdentity(holder string) (name, instance string) {
 
 // DescribeHolder formats a holder identity for people: the quoted display
 // name, and the instance id when there is one: "web-1" (instance 3f2a9c01).
+// Called by packages partition and kube for the holder their errors name,
+// and by the tenure command (`tenure run`, `tenure status`) for the holders
+// it prints.
 func DescribeHolder(holder string) string {
 	name, inst := SplitIdentity(holder)
 	if inst == "" {
@@ -149,7 +162,9 @@ func DescribeHolder(holder string) string {
 }
 
 // ProcessInstance returns this process's instance id: 8 random hex digits,
-// drawn once and fixed for the life of the process.
+// drawn once and fixed for the life of the process. Called by `tenure run`,
+// which sets it as the Config.Instance of every Elector it starts; users do
+// the same when a process's Electors must share one identity.
 func ProcessInstance() string { return processInstance() }
 
 var processInstance = sync.OnceValue(newInstance)
@@ -162,7 +177,9 @@ func newInstance() string {
 }
 
 // NewInstance draws a new instance id, for a Config whose identity must be
-// known before NewElector (or partition.New) would draw one.
+// known before NewElector (or partition.New) would draw one. Called by
+// partition.New for a Config without an Instance; users call it to know a
+// Config's Identity before NewElector.
 func NewInstance() string { return newInstance() }
 
 // SafeLease is how long after sending a request that produced a grant of ttl

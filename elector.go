@@ -30,7 +30,8 @@ type Elector struct {
 }
 
 // NewElector returns an Elector for cfg.Key on c. It validates cfg and
-// reports every bad field.
+// reports every bad field. Called by users, once for each key they lead,
+// and by `tenure run` for --key.
 func NewElector(c Coordinator, cfg Config) (*Elector, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: coordinator is nil", ErrInvalidConfig)

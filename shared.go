@@ -14,7 +14,8 @@ import (
 // every second (suspendCheck) to watch for a host suspend: with 100,000
 // partitions, 100,000 wake-ups a second. Check and Remaining of each term
 // still judge the deadline themselves, on both clocks. Like TermControl, it
-// is for the owner of the lease, not for user code.
+// is for the owner of the lease, not for user code. It is exported for
+// package partition; user code does not call it.
 type SharedDeadline struct {
 	mu      sync.Mutex
 	dl      Instant
@@ -24,7 +25,8 @@ type SharedDeadline struct {
 }
 
 // NewSharedDeadline returns a shared deadline at dl, watched by one timer
-// until Stop.
+// until Stop. It is exported for package partition, which makes one for
+// each membership of a member; user code does not call it.
 func NewSharedDeadline(dl Instant) *SharedDeadline {
 	d := &SharedDeadline{dl: dl, terms: make(map[*Term]struct{})}
 	d.mu.Lock() // expire, which locks, may run before d.timer is set

@@ -10,7 +10,8 @@ import (
 )
 
 // Config configures a Group. Start from DefaultConfig, set Key (the group)
-// and Partitions.
+// and Partitions. Users fill one for New, as `tenure run --partitions`
+// does.
 type Config struct {
 	// Config holds the member's lease settings, as for an Elector: Key is
 	// the group's key (partition keys are tenure.PartitionKey(Key, name)),
@@ -53,7 +54,8 @@ type Config struct {
 }
 
 // DefaultConfig returns a Config with tenure.DefaultConfig's lease
-// settings; set Key and Partitions.
+// settings; set Key and Partitions. Users start every Config from it, as
+// `tenure run --partitions` does.
 func DefaultConfig() Config {
 	return Config{Config: tenure.DefaultConfig()}
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/tenure-dev/tenure/internal/campaign"
 )
 
-// A Partition is one partition of a group.
+// A Partition is one partition of a group. Users get one with each call of
+// their Func, and all of them from Group.Partitions.
 type Partition struct {
 	// Index is the partition's position in Config.PartitionNames().
 	Index int
@@ -30,6 +31,8 @@ type Partition struct {
 // tenure.ErrStaleToken steps the partition down at once ("fenced"); that,
 // or any other return while the term is live, releases the partition,
 // which this member claims again, with a new token, after RetryPeriod.
+// Users pass one to Group.Run; `tenure run --partitions` passes one that
+// runs the command for the partition.
 type Func func(ctx context.Context, p Partition, t *tenure.Term) error
 
 // A Group runs one member of a partition group: it joins the group, claims
@@ -55,7 +58,8 @@ type Group struct {
 
 // New returns a Group member for cfg on c, which must implement
 // tenure.GroupCoordinator (memory, etcd and postgres coordinators do). It
-// validates cfg and reports every bad field.
+// validates cfg and reports every bad field. Called by users, once for each
+// member of a group a process runs, and by `tenure run --partitions`.
 func New(c tenure.Coordinator, cfg Config) (*Group, error) {
 	gc, ok := c.(tenure.GroupCoordinator)
 	if !ok {

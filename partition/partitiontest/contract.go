@@ -17,9 +17,11 @@ import (
 
 // Factory returns a new coordinator on the backend under test, as a new
 // process would have (its own client or pool). The suite closes it.
+// Callers of Run (each backend's conformance test) write one.
 type Factory func(t *testing.T) tenure.Coordinator
 
-// Option configures the suite.
+// Option configures the suite. Callers of Run (each backend's conformance
+// test) pass the ones their backend needs.
 type Option func(*options)
 
 type options struct {
@@ -28,25 +30,31 @@ type options struct {
 	free  func(t *testing.T, group, name string)
 }
 
-// WithTTL sets the membership TTL of the expiry checks. Default 2s.
+// WithTTL sets the membership TTL of the expiry checks. Default 2s. Used
+// by the etcd, postgres and kube conformance tests (kube's sets 10s: its
+// claims, a write each, are slow).
 func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl } }
 
 // WithSlack sets how much longer than the bound a liveness check waits on a
-// loaded machine. Default 5s.
+// loaded machine. Default 5s. It is exported for a backend's conformance
+// test whose checks need longer; none of this module's backends passes it
+// today.
 func WithSlack(d time.Duration) Option { return func(o *options) { o.slack = d } }
 
 // WithFreeByHand gives the way an operator frees a partition by hand on the
 // backend, whoever owns it (etcd: `tenure release --force` of its key,
 // etcdctl del; PostgreSQL: an UPDATE of the partition table), and runs the
 // FreedByHand check: its owner must stop running it within a renewal
-// interval, while another member may claim it.
+// interval, while another member may claim it. Used by the etcd, postgres
+// and kube conformance tests.
 func WithFreeByHand(free func(t *testing.T, group, name string)) Option {
 	return func(o *options) { o.free = free }
 }
 
 // Run runs every check, each in its own subtest with fresh coordinators;
 // WatchMembers only for a coordinator that is a tenure.MembersWatcher, and
-// FreedByHand only WithFreeByHand.
+// FreedByHand only WithFreeByHand. Called by each backend's conformance
+// test: memory's (in package partition), etcd's, postgres's and kube's.
 func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	o := options{ttl: 2 * time.Second, slack: 5 * time.Second}
 	for _, opt := range opts {
