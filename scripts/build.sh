@@ -7,6 +7,9 @@
 #
 # OUTPUT defaults to ./tenure. GOOS and GOARCH build for another platform:
 #   GOOS=linux GOARCH=arm64 scripts/build.sh tenure-linux-arm64
+# tenure is built without its symbol table and DWARF (-ldflags='-s -w'):
+# 69 MB instead of 98, the same resident memory and start-up (panics and
+# pprof still name functions); an -ldflags among the flags given replaces it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,5 +25,5 @@ if [ ! -s "$prog" ]; then
   echo "scripts/build.sh: go generate did not build $prog" >&2
   exit 1
 fi
-go build -o "$out" "$@" ./cmd/tenure
+go build -o "$out" -ldflags='-s -w' "$@" ./cmd/tenure
 echo "built $out ($goos/$goarch), embedding $prog ($(wc -c <"$prog") bytes)"

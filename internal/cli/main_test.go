@@ -73,25 +73,26 @@ func buildThen(m *testing.M) int {
 
 // buildTenure builds the tenure binary into out: as a release is built,
 // with the guard's own program embedded (guardtest), when guarded; as a
-// plain go build, whose guard re-executes tenure, otherwise. With the race
-// detector on, both tenure and its guard run under it.
+// plain go build of a fresh clone, whose guard re-executes tenure,
+// otherwise (even when go generate has left a program in the source tree).
+// With the race detector on, both tenure and its guard run under it.
 func buildTenure(out string, guarded bool) error {
 	var flags []string
 	if raceEnabled {
 		flags = append(flags, "-race") // the signal and child-process code runs under the race detector too
 	}
 	args := append([]string{"build", "-o", out}, flags...)
+	overlay, err := guardtest.Absent(filepath.Dir(out))
 	if guarded {
-		prog, err := guardtest.Build(filepath.Dir(out), flags...)
-		if err != nil {
-			return err
+		var prog string
+		if prog, err = guardtest.Build(filepath.Dir(out), flags...); err == nil {
+			overlay, err = guardtest.Overlay(filepath.Dir(out), prog)
 		}
-		overlay, err := guardtest.Overlay(filepath.Dir(out), prog)
-		if err != nil {
-			return err
-		}
-		args = append(args, "-overlay", overlay)
 	}
+	if err != nil {
+		return err
+	}
+	args = append(args, "-overlay", overlay)
 	build := exec.Command("go", append(args, "github.com/tenure-dev/tenure/cmd/tenure")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

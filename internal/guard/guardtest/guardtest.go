@@ -55,6 +55,13 @@ func Build(dir string, extra ...string) (string, error) {
 // Overlay writes into dir a go build -overlay file that puts prog where
 // guardbin embeds the guard program, and returns its path.
 func Overlay(dir, prog string) (string, error) {
+	return overlay(dir, "guard-overlay.json", prog)
+}
+
+// overlay writes into dir, as name, a go build -overlay file that replaces
+// the guard program guardbin embeds with prog ("": none), and returns its
+// path.
+func overlay(dir, name, prog string) (string, error) {
 	pkgDir, err := goOut("list", "-f", "{{.Dir}}", guardbinPkg)
 	if err != nil {
 		return "", err
@@ -68,8 +75,15 @@ func Overlay(dir, prog string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, "guard-overlay.json")
+	path := filepath.Join(dir, name)
 	return path, os.WriteFile(path, b, 0o644)
+}
+
+// Absent writes into dir a go build -overlay file under which guardbin
+// embeds no guard program, whatever go generate left in its bin/ (a
+// plain go build of a fresh clone), and returns its path.
+func Absent(dir string) (string, error) {
+	return overlay(dir, "no-guard-overlay.json", "")
 }
 
 // Directive returns the words of the go:generate directive in file.
