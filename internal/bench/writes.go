@@ -2,9 +2,16 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // EtcdWrites counts the writes of an etcd server running in this process,
@@ -15,6 +22,40 @@ func EtcdWrites(context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return etcdWrites(mfs), nil
+}
+
+// EtcdWritesAt counts the writes of the etcd members whose Prometheus
+// endpoints are urls (`tenure server --http`'s /metrics), at the servers:
+// as EtcdWrites, summed over the members (each member counts every
+// proposal committed, the leader the lease renewals).
+func EtcdWritesAt(urls []string) func(context.Context) (int64, error) {
+	return func(ctx context.Context) (int64, error) {
+		var n int64
+		for _, u := range urls {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			if err != nil {
+				return 0, fmt.Errorf("metrics %s: %w", u, err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return 0, fmt.Errorf("metrics %s: %w", u, err)
+			}
+			p := expfmt.NewTextParser(model.UTF8Validation)
+			mfs, err := p.TextToMetricFamilies(resp.Body)
+			_ = resp.Body.Close()
+			if err != nil {
+				return 0, fmt.Errorf("metrics %s: %w", u, err)
+			}
+			n += etcdWrites(slices.Collect(maps.Values(mfs)))
+		}
+		return n, nil
+	}
+}
+
+// etcdWrites sums an etcd member's committed raft proposals and lease
+// renewals.
+func etcdWrites(mfs []*dto.MetricFamily) int64 {
 	var n float64
 	for _, mf := range mfs {
 		switch mf.GetName() {
@@ -24,7 +65,7 @@ func EtcdWrites(context.Context) (int64, error) {
 			}
 		}
 	}
-	return int64(n), nil
+	return int64(n)
 }
 
 // PostgresGroupWrites counts the rows written to tenure's partition-group

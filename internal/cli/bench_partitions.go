@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ import (
 type benchPartitionsFlags struct {
 	partitions, members, reference int
 	ttl, steady                    time.Duration
+	metrics                        []string
 }
 
 func newBenchPartitionsCommand(g *globalFlags, f *benchFlags) *cobra.Command {
@@ -37,12 +39,15 @@ greater tokens, after a member stops renewing (a crash). Each figure is
 printed beside its target.
 
 Writes are counted at the server: etcd's own metrics when bench starts the
-etcd member in this process (not with --endpoints), pg_stat_user_tables
-with --postgres. A first run with --reference partitions gives the ratio
-writes(P)/writes(reference): renewal cost must not grow with P.`,
+etcd member in this process (with --endpoints, from the members' metrics
+endpoints given by --metrics), pg_stat_user_tables with --postgres. A first
+run with --reference partitions gives the ratio writes(P)/writes(reference):
+renewal cost must not grow with P.`,
 		Example: `  tenure bench partitions
   tenure bench partitions --postgres "$DSN" --json
-  tenure bench partitions --partitions 1000 --members 5 --ttl 5s`,
+  tenure bench partitions --partitions 1000 --members 5 --ttl 5s
+  tenure bench partitions --endpoints http://127.0.0.1:2379,http://127.0.0.1:2381,http://127.0.0.1:2383 \
+    --metrics http://127.0.0.1:9479/metrics,http://127.0.0.1:9480/metrics,http://127.0.0.1:9481/metrics`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchPartitions(cmd, g, f, &o)
@@ -53,6 +58,7 @@ writes(P)/writes(reference): renewal cost must not grow with P.`,
 	fs.IntVar(&o.members, "members", 10, "members in the group, N, all in this process")
 	fs.IntVar(&o.reference, "reference", 100, "P of a first, writes-only reference run for writes(P)/writes(reference); 0 skips it")
 	fs.DurationVar(&o.ttl, "ttl", 10*time.Second, "the members' lease")
+	fs.StringSliceVar(&o.metrics, "metrics", nil, "with --endpoints: the etcd members' Prometheus endpoints (tenure server --http's /metrics), comma-separated, to count writes at the servers")
 	fs.DurationVar(&o.steady, "steady", 0, "how long steady-state writes and CPU are counted (default ten renewal intervals, at most TTL/3 each)")
 	return cmd
 }
@@ -86,6 +92,9 @@ type partitionsReport struct {
 func runBenchPartitions(cmd *cobra.Command, g *globalFlags, f *benchFlags, o *benchPartitionsFlags) error {
 	if err := o.check(); err != nil {
 		return err
+	}
+	if len(o.metrics) > 0 && !cmd.Flags().Changed("endpoints") {
+		return usageError("--metrics (%s) counts the writes of the etcd members --endpoints names; without --endpoints bench starts its own and counts them itself", strings.Join(o.metrics, ","))
 	}
 	t, stop, err := g.benchTarget(cmd)
 	if err != nil {
@@ -150,6 +159,8 @@ func (o *benchPartitionsFlags) options(g *globalFlags, t bench.Target, local boo
 		mc.Writes = func(ctx context.Context) (int64, error) { return bench.PostgresGroupWrites(ctx, t.Postgres) }
 	case local:
 		mc.Writes = bench.EtcdWrites
+	case len(o.metrics) > 0:
+		mc.Writes = bench.EtcdWritesAt(o.metrics)
 	}
 	return mc
 }
