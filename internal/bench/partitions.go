@@ -39,6 +39,9 @@ type PartitionsOptions struct {
 	Writes func(ctx context.Context) (int64, error)
 	// Progress, if set, gets a line as each run and phase begins.
 	Progress io.Writer
+	// Limit is how long a phase may take before the run fails with a
+	// *PhaseError. Default 3 TTLs plus 30s.
+	Limit time.Duration
 }
 
 // PartitionsResult is what Partitions found.
@@ -133,6 +136,9 @@ func (o PartitionsOptions) withDefaults() PartitionsOptions {
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	if o.Limit == 0 {
+		o.Limit = 3*o.TTL + 30*time.Second
 	}
 	return o
 }

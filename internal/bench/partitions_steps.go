@@ -15,15 +15,15 @@ import (
 // settle waits until every partition runs and the runs are settled: the
 // assignment members compute from them (Rebalance) moves nothing. It counts
 // the partitions running every 50ms, and compares them with the assignment
-// (O(P)) at most every 500ms, once they all run; it gives up after 3 TTLs
-// plus 30s with a *PhaseError.
+// (O(P)) at most every 500ms, once they all run; it gives up after
+// PartitionsOptions.Limit with a *PhaseError.
 func (m *measurer) settle(ctx context.Context, phase string) (map[string]string, int, error) {
 	var ids []string
 	for _, n := range m.nodes {
 		ids = append(ids, n.g.Identity())
 	}
 	p := m.follow(phase)
-	deadline := p.began.Add(3*m.o.TTL + 30*time.Second)
+	deadline := p.began.Add(m.o.Limit)
 	var compared time.Time
 	for {
 		p.tick()
@@ -130,7 +130,7 @@ func (m *measurer) handover(ctx context.Context, before map[string]string, name,
 			keys = append(keys, key)
 		}
 	}
-	deadline := time.Now().Add(3*m.o.TTL + 30*time.Second)
+	deadline := time.Now().Add(m.o.Limit)
 	for {
 		lat, stale, missing := m.handoverRuns(keys, leaver, at)
 		if missing == 0 {
