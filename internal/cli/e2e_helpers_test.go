@@ -112,6 +112,10 @@ func startProc(t *testing.T, name string, env []string, args ...string) *proc {
 	p.cmd = exec.Command(tenureBin, args...)
 	p.cmd.Env = append(cleanEnv(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.err
+	// A child that outlives tenure holding its output open (a guard left
+	// stopped by a failed test, say) must not keep Wait, and the test's
+	// cleanup, waiting for ever.
+	p.cmd.WaitDelay = 10 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
