@@ -171,7 +171,9 @@ func TestDialAuth(t *testing.T) {
 		})
 	}
 
-	c, err := etcd.Dial(context.Background(), etcd.Config{Endpoints: eps, Username: "root", Password: "s3cret"})
+	// etcd checks a password with bcrypt: under -race on a loaded machine
+	// that alone can outlast the default 5s dial timeout.
+	c, err := etcd.Dial(context.Background(), etcd.Config{Endpoints: eps, Username: "root", Password: "s3cret", DialTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("Dial with the right credentials: %v", err)
 	}
