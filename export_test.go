@@ -15,3 +15,6 @@ func SimulateSuspend() (suspend func(d time.Duration), restore func()) {
 	c, suspend := boottime.NewSuspendable()
 	return suspend, boottime.Simulate(c)
 }
+
+// StartTerm is startTerm, for the adversarial term tests.
+var StartTerm = startTerm

@@ -35,7 +35,7 @@ func NewSharedDeadline(dl Instant) *SharedDeadline {
 	return d
 }
 
-// Start starts a term for grant g under d: as StartTerm with d's deadline,
+// Start starts a term for grant g under d: as a term of its own with d's deadline,
 // which Extend moves. The term's TermControl ends it alone, or moves its
 // deadline alone; it leaves d when it ends. Past the deadline or after
 // Stop, Start returns a term already ended.

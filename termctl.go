@@ -4,22 +4,19 @@ import (
 	"context"
 )
 
-// TermControl is the owner's side of a Term made by StartTerm or
-// SharedDeadline.Start: it moves the term's local deadline after a renewal
-// and ends it. User code gets the *Term only; whoever renews the lease keeps
+// TermControl is the owner's side of a Term made by SharedDeadline.Start:
+// it moves the term's local deadline after a renewal and ends it. User code gets the *Term only; whoever renews the lease keeps
 // the TermControl. It is exported for package partition, its one caller,
 // which runs leadership other than the Elector's, so that every term has
 // one type and one set of rules; user code does not call it.
 type TermControl struct{ t *Term }
 
-// StartTerm starts a term for grant g whose local deadline is deadline. The
+// startTerm starts a term for grant g whose local deadline is deadline. The
 // term's context derives from parent's values but not its cancellation, and
 // is cancelled at the deadline (on whichever clock reaches it first) unless
-// Extend moves it, or when End is called. It is exported for code that
-// renews a lease outside the Elector; user code does not call it. No
-// package of this module calls it now: package partition starts its terms
-// with SharedDeadline.Start, and only this package's tests call StartTerm.
-func StartTerm(parent context.Context, g Grant, deadline Instant) (*Term, TermControl) {
+// Extend moves it, or when End is called. Package partition starts its
+// terms with SharedDeadline.Start; only this package's tests call it.
+func startTerm(parent context.Context, g Grant, deadline Instant) (*Term, TermControl) {
 	t := newTerm(context.WithoutCancel(parent), g, deadline)
 	return t, TermControl{t}
 }

@@ -35,12 +35,6 @@ type options struct {
 // claims, a write each, are slow).
 func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl } }
 
-// WithSlack sets how much longer than the bound a liveness check waits on a
-// loaded machine. Default 5s. It is exported for a backend's conformance
-// test whose checks need longer; none of this module's backends passes it
-// today.
-func WithSlack(d time.Duration) Option { return func(o *options) { o.slack = d } }
-
 // WithFreeByHand gives the way an operator frees a partition by hand on the
 // backend, whoever owns it (etcd: `tenure release --force` of its key,
 // etcdctl del; PostgreSQL: an UPDATE of the partition table), and runs the
