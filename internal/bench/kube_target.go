@@ -5,9 +5,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/tenure-dev/tenure/internal/kubeconfig"
 	"github.com/tenure-dev/tenure/kube"
 )
 
@@ -16,14 +15,7 @@ import (
 // benchmarks measure the API server, and client-go's default limit of 5
 // requests a second would be what they measured), and the namespace.
 func (t Target) kubeConfig() (*rest.Config, string, error) {
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: t.Kubeconfig},
-		&clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: t.Namespace}})
-	rc, err := cc.ClientConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("bench: --kubeconfig %s: %w", t.Kubeconfig, err)
-	}
-	ns, _, err := cc.Namespace()
+	rc, ns, err := kubeconfig.Load(t.Kubeconfig, t.Namespace)
 	if err != nil {
 		return nil, "", fmt.Errorf("bench: --kubeconfig %s: %w", t.Kubeconfig, err)
 	}
