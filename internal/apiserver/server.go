@@ -28,11 +28,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/freeport"
+	"github.com/tenure-dev/tenure/internal/proc"
 )
 
 // Admin is the user whose token is in system:masters.
@@ -77,9 +77,7 @@ type Server struct {
 	logPath string
 	tokens  map[string]string // user → bearer token
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc proc.Slot // the running kube-apiserver
 }
 
 // Start starts kube-apiserver as cfg says, on a free loopback port, and
@@ -165,14 +163,10 @@ func (s *Server) Restart(ctx context.Context) error {
 	cmd := exec.Command(s.cfg.Binary, s.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	exited, err := s.proc.Start(cmd)
+	if err != nil {
 		return fmt.Errorf("apiserver: start %s: %w", s.cfg.Binary, err)
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
 	if err := s.awaitReady(ctx, exited); err != nil {
 		s.Kill()
 		return err
@@ -232,18 +226,7 @@ func (s *Server) ready(ctx context.Context) bool {
 // Kill crashes kube-apiserver (SIGKILL, continuing it first if it was
 // stopped) and waits for it to exit. It does nothing when it is not
 // running. The etcd keeps running.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	cmd.Process.Signal(syscall.SIGCONT)
-	cmd.Process.Kill()
-	<-exited
-}
+func (s *Server) Kill() { s.proc.Kill() }
 
 // Tail returns the last lines kube-apiserver logged.
 func (s *Server) Tail() string {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/embedded"
+	"github.com/tenure-dev/tenure/internal/proc"
 	"github.com/tenure-dev/tenure/internal/require"
 )
 
@@ -35,9 +36,7 @@ type Server struct {
 	args []string
 	log  *lockedBuffer
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc proc.Slot // the running etcd
 }
 
 // Start starts etcd for t and returns its client URL once it answers
@@ -80,14 +79,10 @@ func (s *Server) Restart(t testing.TB) {
 	cmd := exec.Command(Path, s.args...)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	exited, err := s.proc.Start(cmd)
+	if err != nil {
 		t.Fatalf("start %s: %v", Path, err)
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
 
 	client := &http.Client{Timeout: time.Second}
 	for began := time.Now(); time.Since(began) < readyWithin; time.Sleep(50 * time.Millisecond) {
@@ -109,18 +104,7 @@ func (s *Server) Restart(t testing.TB) {
 // Kill crashes the server (SIGKILL, continuing it first if it was
 // stopped) and waits for it to exit. It does nothing when the server is
 // not running.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	cmd.Process.Signal(syscall.SIGCONT)
-	cmd.Process.Kill()
-	<-exited
-}
+func (s *Server) Kill() { s.proc.Kill() }
 
 // tail returns the last lines etcd logged.
 func (s *Server) tail() string {
