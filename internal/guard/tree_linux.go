@@ -103,12 +103,18 @@ func signalProc(p Proc, ours map[int]bool, self int, sig syscall.Signal) {
 // again.
 func (t *procTree) kill() {
 	began := time.Now()
+	emptyOnce := false
 	for {
 		procs := t.live()
-		if len(procs) == 0 || time.Since(began) > killRound {
+		// A process whose parent vanished while /proc was read is missed
+		// by that one walk (its stat still names the parent); the next
+		// read finds it reparented to the guard. So the tree is empty
+		// only when two reads in a row say so.
+		if len(procs) == 0 && emptyOnce || time.Since(began) > killRound {
 			t.reap()
 			return
 		}
+		emptyOnce = len(procs) == 0
 		t.signalAll(procs, syscall.SIGKILL)
 		t.reap()
 		time.Sleep(time.Millisecond)
