@@ -4,45 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
-
-// maxDetails bounds the events listed per checker.
-const maxDetails = 20
-
-// Check is one checker's verdict.
-type Check struct {
-	Name string `json:"name"`
-	// Safety checkers must report 0; others are informational.
-	Safety bool `json:"safety"`
-	Count  int  `json:"count"`
-	// Details lists the offending events (at most 20).
-	Details []string `json:"details,omitempty"`
-	// Marks place the offending events on the timeline (at most
-	// maxMarks): those with a time and a node.
-	Marks []Mark `json:"marks,omitempty"`
-	Note  string `json:"note,omitempty"`
-}
-
-func (c *Check) add(format string, args ...any) {
-	c.Count++
-	if len(c.Details) < maxDetails {
-		c.Details = append(c.Details, fmt.Sprintf(format, args...))
-	}
-}
-
-// Span is one term as its node lived it: [Start, End] on the Mono clock,
-// End being the earlier of the term's end and its local deadline.
-type Span struct {
-	Node   int    `json:"node"`
-	Holder string `json:"holder"`
-	Token  uint64 `json:"token"`
-	Start  int64  `json:"start"`
-	End    int64  `json:"end"`
-	// How says how the term ended: expired, lost, fenced, resigned, killed, …
-	How string `json:"how"`
-	// Partition names the term's partition in a partitioned run.
-	Partition string `json:"partition,omitempty"`
-}
 
 // Liveness summarises recovery after faults.
 type Liveness struct {
@@ -90,25 +54,25 @@ type Report struct {
 	// timeline.
 	late map[string]bool
 
-	Faults []FaultRecord `json:"faults"`
-	Spans  []Span        `json:"spans"`
+	Faults []FaultRecord  `json:"faults"`
+	Spans  []history.Span `json:"spans"`
 	// RenewRoundTrips are the round trips of successful renewals.
 	RenewRoundTrips RoundTrips `json:"renew_round_trips"`
 	// LeaseRates are the slowest and fastest rates of a node clock that a
 	// lease was counted at: {1, 1} when no clock was off.
 	LeaseRates [2]float64 `json:"lease_rates"`
 	// Rejections are the register's rejected writes.
-	Rejections []Decision `json:"rejections"`
+	Rejections []history.Decision `json:"rejections"`
 	// timeline holds the writes, renewals and local deadlines the HTML
 	// report draws; it is left out of the JSON.
 	timeline []point
 
-	StaleWrites  Check         `json:"stale_writes"`
-	TokenOrder   Check         `json:"token_order"`
-	Overlap      Check         `json:"overlap"`
+	StaleWrites  history.Check `json:"stale_writes"`
+	TokenOrder   history.Check `json:"token_order"`
+	Overlap      history.Check `json:"overlap"`
 	OverlapTotal time.Duration `json:"overlap_total"`
-	LeaseOverrun Check         `json:"lease_overrun"`
-	Linearizable Check         `json:"linearizability"`
+	LeaseOverrun history.Check `json:"lease_overrun"`
+	Linearizable history.Check `json:"linearizability"`
 	// LinearizabilityResult is porcupine's answer: Ok, Illegal or Unknown
 	// (timed out).
 	LinearizabilityResult string   `json:"linearizability_result"`
@@ -136,8 +100,8 @@ type Report struct {
 func (r *Report) OK() bool { return r.Violations == 0 }
 
 // Checks returns the checkers in report order.
-func (r *Report) Checks() []*Check {
-	return []*Check{&r.StaleWrites, &r.TokenOrder, &r.Overlap, &r.LeaseOverrun, &r.Linearizable}
+func (r *Report) Checks() []*history.Check {
+	return []*history.Check{&r.StaleWrites, &r.TokenOrder, &r.Overlap, &r.LeaseOverrun, &r.Linearizable}
 }
 
 // Analyze runs every checker over h. In a partitioned run
@@ -165,10 +129,10 @@ func Analyze(h *History) *Report {
 
 // analyzeKey runs every checker over the history of one key.
 func (rep *Report) analyzeKey(h *History) {
-	rep.Spans = Spans(h)
-	rep.StaleWrites = CheckStaleWrites(h)
-	rep.TokenOrder = CheckTokenOrder(h, rep.Spans)
-	rep.Overlap, rep.OverlapTotal = CheckOverlap(h, rep.Spans)
+	rep.Spans = history.Spans(&h.History)
+	rep.StaleWrites = history.CheckStaleWrites(&h.History)
+	rep.TokenOrder = history.CheckTokenOrder(&h.History, rep.Spans)
+	rep.Overlap, rep.OverlapTotal = history.CheckOverlap(&h.History, rep.Spans)
 	rep.LeaseOverrun, rep.late = checkLeaseOverrun(h)
 	rep.countLate()
 	rep.Linearizable, rep.LinearizabilityResult = checkLinearizable(h)
@@ -205,10 +169,10 @@ type RoundTrips struct {
 }
 
 // renewRoundTrips summarises the round trips of successful renewals.
-func renewRoundTrips(evs []Event) RoundTrips {
+func renewRoundTrips(evs []history.Event) RoundTrips {
 	var rtts []time.Duration
 	for _, ev := range evs {
-		if (ev.Kind == kindRenew || ev.Kind == kindRenewMember) && ev.OK {
+		if (ev.Kind == history.KindRenew || ev.Kind == history.KindRenewMember) && ev.OK {
 			rtts = append(rtts, time.Duration(ev.At-ev.Sent))
 		}
 	}
@@ -219,34 +183,16 @@ func renewRoundTrips(evs []Event) RoundTrips {
 	return RoundTrips{P50: rtts[(len(rtts)-1)/2], Max: rtts[len(rtts)-1]}
 }
 
-// writeOps pairs every write's start event with its result event, by value.
-type writeOps struct {
-	starts, results map[string]Event
-}
-
-func indexWrites(evs []Event) writeOps {
-	w := writeOps{starts: map[string]Event{}, results: map[string]Event{}}
-	for _, ev := range evs {
-		switch ev.Kind {
-		case kindWriteStart:
-			w.starts[ev.Value] = ev
-		case kindWrite:
-			w.results[ev.Value] = ev
-		}
-	}
-	return w
-}
-
 // countWrites counts the writes attempted, accepted, rejected and of
 // unknown outcome.
 func (rep *Report) countWrites(h *History) {
-	w := indexWrites(h.Events)
-	for v := range w.starts {
-		res, ok := w.results[v]
+	w := history.IndexWrites(h.Events)
+	for v := range w.Starts {
+		res, ok := w.Results[v]
 		switch {
-		case ok && res.Result == resultRefused:
+		case ok && res.Result == history.ResultRefused:
 			continue
-		case !ok || res.Result == resultUnknown:
+		case !ok || res.Result == history.ResultUnknown:
 			rep.WritesUnknown++
 		}
 		rep.WritesAttempted++
@@ -260,9 +206,6 @@ func (rep *Report) countWrites(h *History) {
 		}
 	}
 }
-
-// rel returns t as seconds since the start of h.
-func (h *History) rel(t int64) float64 { return float64(t-h.Origin) / 1e9 }
 
 // countLate counts the late writes across a pause, and those rejected.
 func (rep *Report) countLate() {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // clockedHist returns a history whose term n0.1 (token 1) was last renewed
@@ -63,7 +65,7 @@ func TestPartitionLeaseKeepsClockRate(t *testing.T) {
 		h.Options.Partitions = 1
 		h.member(0, "n0.1", 1, 0, 1300).pterm(0, "0", "n0.1", 1, 1, 20, 1300)
 		for i := range h.Events {
-			if h.Events[i].Kind == kindJoin || h.Events[i].Kind == kindRenewMember {
+			if h.Events[i].Kind == history.KindJoin || h.Events[i].Kind == history.KindRenewMember {
 				h.Events[i].Rate = tc.rate
 			}
 		}

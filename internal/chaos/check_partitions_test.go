@@ -4,14 +4,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // member records a membership of holder with epoch: a join sent at from
 // (reply 10ms later) and a renewal every 600ms until to.
 func (h *hist) member(node int, holder string, epoch uint64, from, to int64) *hist {
-	h.Events = append(h.Events, Event{Node: node, Holder: holder, Kind: kindJoin, Sent: ms(from), At: ms(from + 10), OK: true, Epoch: epoch, TTL: h.Options.TTL})
+	h.Events = append(h.Events, history.Event{Node: node, Holder: holder, Kind: history.KindJoin, Sent: ms(from), At: ms(from + 10), OK: true, Epoch: epoch, TTL: h.Options.TTL})
 	for r := from + 600; r+10 < to; r += 600 {
-		h.Events = append(h.Events, Event{Node: node, Holder: holder, Kind: kindRenewMember, Sent: ms(r), At: ms(r + 10), OK: true, Epoch: epoch, TTL: h.Options.TTL})
+		h.Events = append(h.Events, history.Event{Node: node, Holder: holder, Kind: history.KindRenewMember, Sent: ms(r), At: ms(r + 10), OK: true, Epoch: epoch, TTL: h.Options.TTL})
 	}
 	return h
 }
@@ -20,9 +22,9 @@ func (h *hist) member(node int, holder string, epoch uint64, from, to int64) *hi
 // from, the term's election 10ms later and its end at to.
 func (h *hist) pterm(node int, part, holder string, epoch, token uint64, from, to int64) *hist {
 	h.Events = append(h.Events,
-		Event{Node: node, Holder: holder, Kind: kindClaim, Sent: ms(from), At: ms(from + 5), OK: true, Partition: part, Token: token, Epoch: epoch, TTL: h.Options.TTL},
-		Event{Node: node, Holder: holder, Kind: KindElected, At: ms(from + 10), Token: token, Partition: part},
-		Event{Node: node, Holder: holder, Kind: KindEnd, At: ms(to), Token: token, Deadline: ms(to), Partition: part})
+		history.Event{Node: node, Holder: holder, Kind: history.KindClaim, Sent: ms(from), At: ms(from + 5), OK: true, Partition: part, Token: token, Epoch: epoch, TTL: h.Options.TTL},
+		history.Event{Node: node, Holder: holder, Kind: history.KindElected, At: ms(from + 10), Token: token, Partition: part},
+		history.Event{Node: node, Holder: holder, Kind: history.KindEnd, At: ms(to), Token: token, Deadline: ms(to), Partition: part})
 	return h
 }
 
@@ -80,16 +82,16 @@ func TestPartitionedLegalHistory(t *testing.T) {
 // Each checker reports, per partition, the violation it exists for.
 func TestPartitionedViolations(t *testing.T) {
 	testViolations(t, legalPartitioned, []violationCase{
-		{"overlap", func(r *Report) *Check { return &r.Overlap }, func(h *hist) {
+		{"overlap", func(r *Report) *history.Check { return &r.Overlap }, func(h *hist) {
 			h.pterm(0, "1", "n0.1", 1, 2, 1000, 1200) // while n1.1 owns partition 1
 		}, "partition 1: n1.1 (token 1)"},
-		{"token order", func(r *Report) *Check { return &r.TokenOrder }, func(h *hist) {
+		{"token order", func(r *Report) *history.Check { return &r.TokenOrder }, func(h *hist) {
 			h.pterm(1, "0", "n1.1", 2, 2, 7000, 8000) // token 2 of partition 0 again
 		}, "partition 0: n1.1 began term 2"},
-		{"stale write accepted", func(r *Report) *Check { return &r.StaleWrites }, func(h *hist) {
+		{"stale write accepted", func(r *Report) *history.Check { return &r.StaleWrites }, func(h *hist) {
 			h.pwrite(0, "0", "n0.1", 1, "late", 2800, true) // after token 2 wrote
 		}, "partition 0: "},
-		{"lease overrun", func(r *Report) *Check { return &r.LeaseOverrun }, func(h *hist) {
+		{"lease overrun", func(r *Report) *history.Check { return &r.LeaseOverrun }, func(h *hist) {
 			// n0.1's membership (epoch 1) was last renewed at 1200: its
 			// partition 2 lives until 1200 + TTL·(1−drift) = 3180, although
 			// the term went on to 3500 and n0.1 joined again (epoch 3).
@@ -97,7 +99,7 @@ func TestPartitionedViolations(t *testing.T) {
 			h.member(0, "n0.1", 3, 3000, 6000)
 			h.pterm(0, "2", "n0.1", 1, 1, 0, 3500).pwrite(0, "2", "n0.1", 1, "overrun", 3300, true)
 		}, "partition 2: 3.301s: write overrun"},
-		{"lease overrun after a hand-over", func(r *Report) *Check { return &r.LeaseOverrun }, func(h *hist) {
+		{"lease overrun after a hand-over", func(r *Report) *history.Check { return &r.LeaseOverrun }, func(h *hist) {
 			// n1.1 hands partition 2 over at 1000 while its membership
 			// (epoch 2) goes on renewing until 6000: the renewals sent
 			// after the hand-over do not extend the partition's lease,
@@ -132,7 +134,7 @@ func TestPartitionHistory(t *testing.T) {
 	renewals, others := 0, 0
 	for _, ev := range ph.Events {
 		switch {
-		case ev.Kind == kindRenew && ev.Holder == "n0.1" && ev.Token == 1:
+		case ev.Kind == history.KindRenew && ev.Holder == "n0.1" && ev.Token == 1:
 			renewals++
 		case ev.Partition != "0":
 			others++

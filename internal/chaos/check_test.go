@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // ms is a Mono reading d milliseconds after the origin of a hand-built
@@ -17,8 +19,7 @@ type hist struct{ History }
 func newHist() *hist {
 	return &hist{History{
 		Options: Options{Nodes: 2, TTL: 2 * time.Second, MaxDrift: 0.01, CheckTimeout: 10 * time.Second},
-		Finish:  ms(10_000),
-		Kills:   map[string]int64{}, Pauses: map[string][][2]int64{},
+		History: history.History{Finish: ms(10_000), Kills: map[string]int64{}, Pauses: map[string][][2]int64{}},
 	}}
 }
 
@@ -26,31 +27,31 @@ func newHist() *hist {
 // election, a renewal every 600ms until `to`, and its end at `to`.
 func (h *hist) term(node int, holder string, token uint64, from, to int64) *hist {
 	h.Events = append(h.Events,
-		Event{Node: node, Holder: holder, Kind: kindAcquire, Sent: ms(from), At: ms(from + 10), OK: true, Token: token, TTL: h.Options.TTL},
-		Event{Node: node, Holder: holder, Kind: KindElected, At: ms(from + 10), Token: token})
+		history.Event{Node: node, Holder: holder, Kind: history.KindAcquire, Sent: ms(from), At: ms(from + 10), OK: true, Token: token, TTL: h.Options.TTL},
+		history.Event{Node: node, Holder: holder, Kind: history.KindElected, At: ms(from + 10), Token: token})
 	for r := from + 600; r+10 < to; r += 600 {
-		h.Events = append(h.Events, Event{Node: node, Holder: holder, Kind: kindRenew, Sent: ms(r), At: ms(r + 10), OK: true, Token: token, TTL: h.Options.TTL})
+		h.Events = append(h.Events, history.Event{Node: node, Holder: holder, Kind: history.KindRenew, Sent: ms(r), At: ms(r + 10), OK: true, Token: token, TTL: h.Options.TTL})
 	}
-	h.Events = append(h.Events, Event{Node: node, Holder: holder, Kind: KindEnd, At: ms(to), Token: token, Deadline: ms(to)})
+	h.Events = append(h.Events, history.Event{Node: node, Holder: holder, Kind: history.KindEnd, At: ms(to), Token: token, Deadline: ms(to)})
 	return h
 }
 
 // write records a write sent at `at` and decided by the register 1ms later
 // (accepted or stale), its writer learning the result 1ms after that.
 func (h *hist) write(node int, holder string, token uint64, value string, at int64, accepted bool) *hist {
-	res := resultAccepted
+	res := history.ResultAccepted
 	if !accepted {
-		res = resultStale
+		res = history.ResultStale
 	}
 	h.Events = append(h.Events,
-		Event{Node: node, Holder: holder, Kind: kindWriteStart, At: ms(at), Token: token, Value: value},
-		Event{Node: node, Holder: holder, Kind: kindWrite, At: ms(at + 2), Sent: ms(at), Token: token, Value: value, Result: res})
-	h.Decisions = append(h.Decisions, Decision{Seq: uint64(len(h.Decisions) + 1), At: ms(at + 1), Token: token, Value: value, Path: "fenced", Accepted: accepted})
+		history.Event{Node: node, Holder: holder, Kind: history.KindWriteStart, At: ms(at), Token: token, Value: value},
+		history.Event{Node: node, Holder: holder, Kind: history.KindWrite, At: ms(at + 2), Sent: ms(at), Token: token, Value: value, Result: res})
+	h.Decisions = append(h.Decisions, history.Decision{Seq: uint64(len(h.Decisions) + 1), At: ms(at + 1), Token: token, Value: value, Path: "fenced", Accepted: accepted})
 	return h
 }
 
 func (h *hist) read(call, ret int64, token uint64, value string) *hist {
-	h.Reads = append(h.Reads, Read{Call: ms(call), Return: ms(ret), OK: true, Token: token, Value: value})
+	h.Reads = append(h.Reads, history.Read{Call: ms(call), Return: ms(ret), OK: true, Token: token, Value: value})
 	return h
 }
 
@@ -64,9 +65,9 @@ func legal() *hist {
 	h.write(1, "n1.1", 2, "c", 2700, true)
 	// n0.1's write sent at 1400 and held in the network lands at 2800.
 	h.Events = append(h.Events,
-		Event{Node: 0, Holder: "n0.1", Kind: kindWriteStart, At: ms(1450), Token: 1, Value: "late"},
-		Event{Node: 0, Holder: "n0.1", Kind: kindWrite, At: ms(2802), Sent: ms(1450), Token: 1, Value: "late", Result: resultStale})
-	h.Decisions = append(h.Decisions, Decision{Seq: 4, At: ms(2801), Token: 1, Value: "late", Path: "fenced"})
+		history.Event{Node: 0, Holder: "n0.1", Kind: history.KindWriteStart, At: ms(1450), Token: 1, Value: "late"},
+		history.Event{Node: 0, Holder: "n0.1", Kind: history.KindWrite, At: ms(2802), Sent: ms(1450), Token: 1, Value: "late", Result: history.ResultStale})
+	h.Decisions = append(h.Decisions, history.Decision{Seq: 4, At: ms(2801), Token: 1, Value: "late", Path: "fenced"})
 	h.read(50, 150, 1, "a").read(2650, 2750, 2, "c").read(3000, 3001, 2, "c")
 	return h
 }
@@ -90,23 +91,23 @@ func TestCheckersPassALegalHistory(t *testing.T) {
 // legal but for that one violation.
 func TestCheckersReportViolations(t *testing.T) {
 	testViolations(t, legal, []violationCase{
-		{"stale write accepted", func(r *Report) *Check { return &r.StaleWrites }, func(h *hist) {
+		{"stale write accepted", func(r *Report) *history.Check { return &r.StaleWrites }, func(h *hist) {
 			h.Decisions[3].Accepted = true // the late write of token 1, after token 2
-			h.Events[len(h.Events)-1].Result = resultAccepted
+			h.Events[len(h.Events)-1].Result = history.ResultAccepted
 			h.Reads = nil
 		}, "token 1 accepted (fenced path) after token 2"},
-		{"token order", func(r *Report) *Check { return &r.TokenOrder }, func(h *hist) {
+		{"token order", func(r *Report) *history.Check { return &r.TokenOrder }, func(h *hist) {
 			h.term(0, "n0.2", 1, 7000, 8000) // a later term reusing token 1
 		}, "n0.2 began term 1"},
-		{"overlap", func(r *Report) *Check { return &r.Overlap }, func(h *hist) {
+		{"overlap", func(r *Report) *history.Check { return &r.Overlap }, func(h *hist) {
 			h.term(0, "n0.2", 3, 5000, 7000) // begins while n1.1 (token 2) leads until 6s
 		}, "overlap"},
-		{"lease overrun", func(r *Report) *Check { return &r.LeaseOverrun }, func(h *hist) {
+		{"lease overrun", func(r *Report) *history.Check { return &r.LeaseOverrun }, func(h *hist) {
 			// n1.1 writes 2s after its last renewal was sent (5600):
 			// past TTL·(1−MaxDrift).
 			h.write(1, "n1.1", 2, "overrun", 5600+2000, true)
 		}, "landed"},
-		{"non-linearizable read", func(r *Report) *Check { return &r.Linearizable }, func(h *hist) {
+		{"non-linearizable read", func(r *Report) *history.Check { return &r.Linearizable }, func(h *hist) {
 			h.read(3100, 3200, 1, "a") // the value token 2 overwrote
 		}, "not linearizable"},
 	})
@@ -116,7 +117,7 @@ func TestCheckersReportViolations(t *testing.T) {
 // what its checker must report.
 type violationCase struct {
 	name  string
-	check func(*Report) *Check
+	check func(*Report) *history.Check
 	build func(h *hist) // adds the violation to a legal history
 	want  string        // in the checker's details
 }
@@ -153,7 +154,7 @@ func TestLinearizabilityUnknownFails(t *testing.T) {
 	// of a value never written: porcupine must try every subset.
 	for i := range 40 {
 		v := fmt.Sprintf("w%d", i)
-		h.Events = append(h.Events, Event{Node: 0, Holder: "n0.1", Kind: kindWriteStart, At: ms(int64(100 + i)), Token: uint64(i + 1), Value: v})
+		h.Events = append(h.Events, history.Event{Node: 0, Holder: "n0.1", Kind: history.KindWriteStart, At: ms(int64(100 + i)), Token: uint64(i + 1), Value: v})
 	}
 	h.read(200, 300, 999, "never")
 	c, res := checkLinearizable(&h.History)
@@ -168,12 +169,12 @@ func TestLinearizabilityUnknownFails(t *testing.T) {
 func TestSpans(t *testing.T) {
 	h := newHist().term(0, "n0.1", 1, 0, 1500)
 	h.Events = append(h.Events,
-		Event{Node: 1, Holder: "n1.1", Kind: KindElected, At: ms(2000), Token: 2},
-		Event{Node: 2, Holder: "n2.1", Kind: KindElected, At: ms(4000), Token: 3},
-		Event{Node: 2, Holder: "n2.1", Kind: KindEnd, At: ms(5000), Token: 3, Deadline: ms(4800)})
+		history.Event{Node: 1, Holder: "n1.1", Kind: history.KindElected, At: ms(2000), Token: 2},
+		history.Event{Node: 2, Holder: "n2.1", Kind: history.KindElected, At: ms(4000), Token: 3},
+		history.Event{Node: 2, Holder: "n2.1", Kind: history.KindEnd, At: ms(5000), Token: 3, Deadline: ms(4800)})
 	h.Kills["n1.1"] = ms(3000)
 	want := [][2]int64{{10, 1500}, {2000, 3000}, {4000, 4800}}
-	sp := Spans(&h.History)
+	sp := history.Spans(&h.History.History)
 	if len(sp) != len(want) {
 		t.Fatalf("Spans() = %+v; want %d spans", sp, len(want))
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/internal/plant"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -41,11 +42,11 @@ func (r *clockRig) deadline(g tenure.Grant) time.Time {
 }
 
 // events returns the events the recorder wrote.
-func (r *clockRig) events(t *testing.T) []Event {
-	var out []Event
+func (r *clockRig) events(t *testing.T) []history.Event {
+	var out []history.Event
 	sc := bufio.NewScanner(bytes.NewReader(r.out.Bytes()))
 	for sc.Scan() {
-		var ev Event
+		var ev history.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +87,7 @@ func TestClockedCountsLeasesOnTheNodeClock(t *testing.T) {
 					t.Errorf("deadline %s after the send; want %s (SafeLease %s / rate %v)", r.deadline(g).Sub(sent), want.Sub(sent), safe, tc.wantRate)
 				}
 				evs := r.events(t)
-				if len(evs) != 1 || evs[0].Kind != kindAcquire || math.Abs(evs[0].Rate-tc.wantRate) > 0.001 {
+				if len(evs) != 1 || evs[0].Kind != history.KindAcquire || math.Abs(evs[0].Rate-tc.wantRate) > 0.001 {
 					t.Errorf("recorded %+v; want one acquire counted at rate %v", evs, tc.wantRate)
 				}
 			})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // A run of drawn clock faults within the bound (--max-drift 1%) at the
@@ -30,8 +32,8 @@ func TestClockFaultsWithinTheBoundAreClean(t *testing.T) {
 			if ev.Holder != f.Holder || ev.At < f.Start || ev.At > f.End {
 				continue
 			}
-			set = set || (ev.Kind == kindClock && ev.Rate == f.Rate && ev.Wall == f.Jump)
-			counted = counted || ((ev.Kind == kindRenew || ev.Kind == kindAcquire) && ev.OK && ev.Rate == f.Rate)
+			set = set || (ev.Kind == history.KindClock && ev.Rate == f.Rate && ev.Wall == f.Jump)
+			counted = counted || ((ev.Kind == history.KindRenew || ev.Kind == history.KindAcquire) && ev.OK && ev.Rate == f.Rate)
 		}
 		if !set {
 			t.Errorf("fault %s: %s never reported its clock at %v× with its wall clock %s ahead", f.Fault, f.Holder, f.Rate, f.Jump)

@@ -5,15 +5,17 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // leaseRates returns the slowest and fastest rates of a node clock that a
 // lease of evs was counted at ({1, 1} when every clock was true).
-func leaseRates(evs []Event) [2]float64 {
+func leaseRates(evs []history.Event) [2]float64 {
 	out := [2]float64{1, 1}
 	for _, ev := range evs {
 		switch ev.Kind {
-		case kindAcquire, kindRenew, kindJoin, kindRenewMember:
+		case history.KindAcquire, history.KindRenew, history.KindJoin, history.KindRenewMember:
 			if ev.OK && ev.Rate != 0 {
 				out[0], out[1] = min(out[0], ev.Rate), max(out[1], ev.Rate)
 			}

@@ -26,10 +26,12 @@
 //   - liveness: after each fault heals, time until a leader's write is
 //     accepted again, and the share of the run with no leader.
 //
-// Each checker is a function of a History (CheckStaleWrites,
-// CheckTokenOrder, CheckOverlap, checkLeaseOverrun, checkLinearizable);
-// Analyze runs them all. The in-process simulation of package tenure
-// records the same History and is judged by the same checkers.
+// Each checker is a function of a History: those that need only the terms
+// and the register's decisions are package history's (CheckStaleWrites,
+// CheckTokenOrder, CheckOverlap), the others are this package's
+// (checkLeaseOverrun, checkLinearizable); Analyze runs them all. The
+// in-process simulations of packages tenure and partition record the same
+// history format and are judged by package history's checkers.
 //
 // Planted bugs (Options.Plant, PlantFamilies) prove that the checkers can
 // fail. The command line front end is "tenure verify"; the node processes

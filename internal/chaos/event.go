@@ -4,78 +4,9 @@ import (
 	"encoding/json"
 	"io"
 	"sync"
-	"time"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
-
-// The kinds of node events a term's life is told in: the in-process
-// simulations of package tenure and package partition record only these.
-const (
-	KindElected = "elected" // a term began (Token)
-	KindEnd     = "end"     // a term's context was cancelled (Token, Deadline: the final local deadline)
-)
-
-// The other kinds of node events.
-const (
-	kindStart      = "start"       // the node process is up
-	kindAcquire    = "acquire"     // an acquire call returned (Sent, At, OK, Token, TTL)
-	kindRenew      = "renew"       // a renew call returned (Sent, At, OK, Lost, Token, TTL)
-	kindRelease    = "release"     // a release call returned
-	kindTransition = "transition"  // any other transition the elector reported (Result names it)
-	kindWriteStart = "write-start" // a write is about to be sent (Token, Value, Deadline)
-	kindWrite      = "write"       // a write finished (Sent, Token, Value, Result)
-
-	// Partitioned runs (Options.Partitions > 0): the node is one member of
-	// a partition group; its term, write and claim events name their
-	// Partition.
-	kindJoin        = "join"         // a join call returned (Sent, At, OK, Epoch, TTL)
-	kindRenewMember = "renew-member" // a membership renewal returned (Sent, At, OK, Lost, Epoch, TTL)
-	kindLeave       = "leave"        // a leave call returned (Epoch)
-	kindClaim       = "claim"        // a partition was granted in a claim (Sent, At, Partition, Token, Epoch)
-
-	kindClock = "clock" // the runner set the node's clock (Rate, Wall)
-)
-
-// Write results.
-const (
-	resultAccepted = "accepted" // the register stored the value (200)
-	resultStale    = "stale"    // rejected as stale (409)
-	resultRejected = "rejected" // rejected otherwise (428, 400)
-	resultUnknown  = "unknown"  // no answer: the outcome is unknown
-	resultRefused  = "refused"  // never sent: the term had ended
-)
-
-// Event is one line of a node's history, as the node process writes it on
-// its standard output. Times are Mono readings in nanoseconds.
-type Event struct {
-	// Node is the index of the node slot (0…n−1); set by the runner.
-	Node   int    `json:"node"`
-	Holder string `json:"holder,omitempty"`
-	Kind   string `json:"kind"`
-	// At is when the event happened.
-	At int64 `json:"at"`
-	// Sent is when the request behind the event was sent.
-	Sent     int64         `json:"sent,omitempty"`
-	Token    uint64        `json:"token,omitempty"`
-	TTL      time.Duration `json:"ttl,omitempty"`
-	Deadline int64         `json:"deadline,omitempty"`
-	OK       bool          `json:"ok,omitempty"`
-	Lost     bool          `json:"lost,omitempty"`
-	Value    string        `json:"value,omitempty"`
-	Result   string        `json:"result,omitempty"`
-	Err      string        `json:"err,omitempty"`
-	// Partition names the partition of a partitioned run the event is
-	// about; "" in a single-key run and for a member's own events.
-	Partition string `json:"partition,omitempty"`
-	// Epoch is the membership's epoch, for member and claim events.
-	Epoch uint64 `json:"epoch,omitempty"`
-	// Rate is the rate of the node's own clock against real time when the
-	// lease of an acquire, renew, join or renew-member event was counted
-	// (0 means 1: a true clock), and the rate a clock event set.
-	Rate float64 `json:"rate,omitempty"`
-	// Wall is how far a clock event put the node's wall clock from the
-	// true time (negative: behind).
-	Wall time.Duration `json:"wall,omitempty"`
-}
 
 // eventWriter writes events as JSON lines, one at a time.
 type eventWriter struct {
@@ -88,7 +19,7 @@ func newEventWriter(w io.Writer, holder string) *eventWriter {
 	return &eventWriter{enc: json.NewEncoder(w), holder: holder}
 }
 
-func (w *eventWriter) emit(ev Event) {
+func (w *eventWriter) emit(ev history.Event) {
 	ev.Holder = w.holder
 	if ev.At == 0 {
 		ev.At = Mono()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/chaos"
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // With one etcd member, the member family cannot strike, nor the
@@ -23,7 +24,7 @@ func ExampleStrikingFamilies() {
 // A run in which no node was ever elected proved nothing: no violation,
 // and no pass either.
 func ExampleReport_Verdict() {
-	h := &chaos.History{Options: chaos.Options{Nodes: 3, TTL: 2 * time.Second}, Finish: int64(10 * time.Second)}
+	h := &chaos.History{Options: chaos.Options{Nodes: 3, TTL: 2 * time.Second}, History: history.History{Finish: int64(10 * time.Second)}}
 	rep := chaos.Analyze(h)
 	fmt.Println(rep.OK(), rep.Conclusive())
 	fmt.Println(rep.Verdict())

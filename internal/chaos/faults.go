@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/internal/tcpproxy"
 )
 
@@ -29,14 +30,14 @@ func (r *runner) target(ctx context.Context, f Fault) int {
 }
 
 // track follows which terms node slot i holds. The caller holds r.mu.
-func (r *runner) track(i int, ev Event) {
+func (r *runner) track(i int, ev history.Event) {
 	switch ev.Kind {
-	case KindElected:
+	case history.KindElected:
 		if r.leading[i] == nil {
 			r.leading[i] = map[string]uint64{}
 		}
 		r.leading[i][ev.Partition] = ev.Token
-	case KindEnd:
+	case history.KindEnd:
 		if r.leading[i][ev.Partition] == ev.Token {
 			delete(r.leading[i], ev.Partition)
 		}

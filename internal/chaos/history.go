@@ -1,5 +1,7 @@
 package chaos
 
+import "github.com/tenure-dev/tenure/internal/history"
+
 // FaultRecord is a fault as it was applied.
 type FaultRecord struct {
 	Fault
@@ -13,20 +15,10 @@ type FaultRecord struct {
 	Note string `json:"note,omitempty"`
 }
 
-// History is everything a run recorded.
+// History is everything a run recorded: the node events, the register's
+// decisions and reads (package history), and the faults applied.
 type History struct {
-	Options   Options       `json:"-"`
-	Origin    int64         `json:"origin"` // Mono at the start
-	Finish    int64         `json:"finish"` // Mono at the end of the fault phase
-	Events    []Event       `json:"events"`
-	Decisions []Decision    `json:"decisions"`
-	Reads     []Read        `json:"reads"`
-	Faults    []FaultRecord `json:"faults"`
-	// Kills maps a holder to when it was SIGKILLed (Mono).
-	Kills map[string]int64 `json:"kills"`
-	// Pauses are the SIGSTOP windows, per holder.
-	Pauses map[string][][2]int64 `json:"pauses"`
-	// NodeErrors are the tails of the standard error of nodes that exited
-	// unexpectedly.
-	NodeErrors []string `json:"node_errors,omitempty"`
+	Options Options `json:"-"`
+	history.History
+	Faults []FaultRecord `json:"faults"`
 }

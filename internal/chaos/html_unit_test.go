@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // planted is a hand-built history with one violation: token 1's late
@@ -18,13 +20,13 @@ func planted() *hist {
 	h := legal().busy(1, "n1.1", 2, 3100, MinAcceptedWrites)
 	h.Decisions[3].Accepted = true
 	for i := range h.Events {
-		if h.Events[i].Value == "late" && h.Events[i].Kind == kindWrite {
-			h.Events[i].Result = resultAccepted
+		if h.Events[i].Value == "late" && h.Events[i].Kind == history.KindWrite {
+			h.Events[i].Result = history.ResultAccepted
 		}
 	}
 	h.Reads = nil
 	h.write(0, "n0.1", 1, "refused-late", 2900, false)
-	h.Events = append(h.Events, Event{Node: 1, Holder: "n1.1", Kind: kindWriteStart, At: ms(5900), Token: 2, Value: "lost"})
+	h.Events = append(h.Events, history.Event{Node: 1, Holder: "n1.1", Kind: history.KindWriteStart, At: ms(5900), Token: 2, Value: "lost"})
 	h.Faults = []FaultRecord{
 		{Fault: Fault{Family: FamilyPause, Dur: 1200 * 1e6}, Target: 0, Holder: "n0.1", Start: ms(1300), End: ms(2500)},
 		{Fault: Fault{Family: FamilyPartition, Dur: 2000 * 1e6}, Target: 1, Holder: "n1.1", Start: ms(6500), End: ms(8500)},

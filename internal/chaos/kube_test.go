@@ -58,7 +58,7 @@ func TestKubeVerify(t *testing.T) {
 		t.Fatalf("the API server fault %+v did not restart it", restart)
 	}
 	if !acceptedAfter(h.Decisions, restart.End) {
-		t.Errorf("no write accepted after the API server came back at %.3fs:\n%s", h.rel(restart.End), describe(rep))
+		t.Errorf("no write accepted after the API server came back at %.3fs:\n%s", h.Rel(restart.End), describe(rep))
 	}
 	if !strings.HasPrefix(rep.Coordinator, "kube-apiserver") {
 		t.Errorf("report's coordinator = %q; want the kube-apiserver the run started", rep.Coordinator)

@@ -3,6 +3,8 @@ package chaos
 import (
 	"math"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // leaseKey names one term of one holder.
@@ -21,10 +23,10 @@ type lease struct {
 }
 
 // leasesOf returns every successful acquire and renewal, per term.
-func leasesOf(evs []Event) map[leaseKey][]lease {
+func leasesOf(evs []history.Event) map[leaseKey][]lease {
 	out := map[leaseKey][]lease{}
 	for _, ev := range evs {
-		if (ev.Kind == kindAcquire || ev.Kind == kindRenew) && ev.OK {
+		if (ev.Kind == history.KindAcquire || ev.Kind == history.KindRenew) && ev.OK {
 			k := leaseKey{ev.Holder, ev.Token}
 			out[k] = append(out[k], lease{ev.Sent, ev.At, ev.TTL, ev.Rate})
 		}
@@ -67,10 +69,10 @@ func (l lease) end(maxDrift float64) int64 {
 // across a pause of their process that landed after their lease are not
 // counted, only returned (value → accepted), accepted or rejected: no
 // lease can stop them, fencing decides them.
-func checkLeaseOverrun(h *History) (c Check, late map[string]bool) {
-	c = Check{Name: "lease overrun", Safety: true}
+func checkLeaseOverrun(h *History) (c history.Check, late map[string]bool) {
+	c = history.Check{Name: "lease overrun", Safety: true}
 	late = map[string]bool{}
-	starts := indexWrites(h.Events).starts
+	starts := history.IndexWrites(h.Events).Starts
 	leases := leasesOf(h.Events)
 	for _, d := range h.Decisions {
 		ws, ok := starts[d.Value]
@@ -84,10 +86,10 @@ func checkLeaseOverrun(h *History) (c Check, late map[string]bool) {
 			late[d.Value] = d.Accepted
 		case !d.Accepted:
 		case end == math.MinInt64:
-			c.addAt(d.At, ws.Node, "%.3fs: write %s (token %d) accepted with no lease known for it", h.rel(d.At), d.Value, d.Token)
+			c.AddAt(d.At, ws.Node, "%.3fs: write %s (token %d) accepted with no lease known for it", h.Rel(d.At), d.Value, d.Token)
 		default:
-			c.addAt(d.At, ws.Node, "%.3fs: write %s (token %d, sent %.3fs) landed %s after its lease could have expired (%.3fs)",
-				h.rel(d.At), d.Value, d.Token, h.rel(ws.At), time.Duration(d.At-end).Round(time.Millisecond), h.rel(end))
+			c.AddAt(d.At, ws.Node, "%.3fs: write %s (token %d, sent %.3fs) landed %s after its lease could have expired (%.3fs)",
+				h.Rel(d.At), d.Value, d.Token, h.Rel(ws.At), time.Duration(d.At-end).Round(time.Millisecond), h.Rel(end))
 		}
 	}
 	return c, late

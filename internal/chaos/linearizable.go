@@ -1,11 +1,14 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // Linearizability model: a fenced register.
@@ -39,12 +42,12 @@ var registerModel = porcupine.NondeterministicModel{
 		next := regState{token: in.token, value: in.value}
 		fresh := in.token >= st.token && in.token > 0
 		switch out.outcome {
-		case resultAccepted:
+		case history.ResultAccepted:
 			if fresh {
 				return []interface{}{next}
 			}
 			return nil
-		case resultUnknown:
+		case history.ResultUnknown:
 			if fresh {
 				return []interface{}{st, next}
 			}
@@ -71,15 +74,15 @@ var registerModel = porcupine.NondeterministicModel{
 // may or may not have taken effect). It returns the check and porcupine's
 // answer. A history porcupine cannot decide within
 // Options.CheckTimeout counts as a violation: no verdict is not a pass.
-func checkLinearizable(h *History) (Check, string) {
-	c := Check{Name: "linearizability", Safety: true}
+func checkLinearizable(h *History) (history.Check, string) {
+	c := history.Check{Name: "linearizability", Safety: true}
 	ops := registerOps(h)
 	res := porcupine.CheckOperationsTimeout(registerModel.ToModel(), ops, h.Options.CheckTimeout)
 	switch res {
 	case porcupine.Illegal:
-		c.add("the register history of %d operations is not linearizable", len(ops))
+		c.Add("the register history of %d operations is not linearizable", len(ops))
 	case porcupine.Unknown:
-		c.add("porcupine found no verdict within %s on %d operations: the history is unchecked (raise the check timeout, or shorten the run)", h.Options.CheckTimeout, len(ops))
+		c.Add("porcupine found no verdict within %s on %d operations: the history is unchecked (raise the check timeout, or shorten the run)", h.Options.CheckTimeout, len(ops))
 	default:
 		c.Note = fmt.Sprintf("%d operations", len(ops))
 	}
@@ -88,22 +91,22 @@ func checkLinearizable(h *History) (Check, string) {
 
 // registerOps turns the writes and reads of h into porcupine operations.
 func registerOps(h *History) []porcupine.Operation {
-	w := indexWrites(h.Events)
+	w := history.IndexWrites(h.Events)
 	var ops []porcupine.Operation
 	end := h.Finish + int64(time.Hour)
-	for v, ws := range w.starts {
-		res, ok := w.results[v]
-		if ok && res.Result == resultRefused {
+	for v, ws := range w.Starts {
+		res, ok := w.Results[v]
+		if ok && res.Result == history.ResultRefused {
 			continue
 		}
 		op := porcupine.Operation{ClientId: ws.Node, Input: regInput{write: true, token: ws.Token, value: v}, Call: ws.At}
 		switch {
-		case !ok || res.Result == resultUnknown:
-			op.Output, op.Return = regOutput{outcome: resultUnknown}, end
-		case res.Result == resultAccepted:
-			op.Output, op.Return = regOutput{outcome: resultAccepted}, res.At
+		case !ok || res.Result == history.ResultUnknown:
+			op.Output, op.Return = regOutput{outcome: history.ResultUnknown}, end
+		case res.Result == history.ResultAccepted:
+			op.Output, op.Return = regOutput{outcome: history.ResultAccepted}, res.At
 		default:
-			op.Output, op.Return = regOutput{outcome: resultRejected}, res.At
+			op.Output, op.Return = regOutput{outcome: history.ResultRejected}, res.At
 		}
 		ops = append(ops, op)
 	}
@@ -112,6 +115,6 @@ func registerOps(h *History) []porcupine.Operation {
 			ops = append(ops, porcupine.Operation{ClientId: h.Options.Nodes, Input: regInput{}, Output: regOutput{token: r.Token, value: r.Value}, Call: r.Call, Return: r.Return})
 		}
 	}
-	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmpInt(a.Call, b.Call) })
+	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 	return ops
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/internal/plant"
 	"github.com/tenure-dev/tenure/partition"
 )
@@ -44,7 +45,7 @@ func runMember(ctx context.Context, spec NodeSpec, base tenure.Coordinator, cloc
 // stale steps the partition down.
 func (w *writer) leadPartition(ctx context.Context, p partition.Partition, t *tenure.Term) error {
 	context.AfterFunc(t.Context(), func() {
-		w.out.emit(Event{Kind: KindEnd, Token: t.Token(), Deadline: monoOf(t.Deadline()), Partition: p.Name})
+		w.out.emit(history.Event{Kind: history.KindEnd, Token: t.Token(), Deadline: monoOf(t.Deadline()), Partition: p.Name})
 	})
 	tick := time.NewTicker(w.spec.WriteEvery)
 	defer tick.Stop()
@@ -74,7 +75,7 @@ type groupRecorder struct {
 
 // member reports a membership call made with ctx.
 func (c groupRecorder) member(ctx context.Context, kind string, sent int64, m tenure.Member, err error) {
-	ev := Event{Kind: kind, Sent: sent, OK: err == nil, Epoch: m.Epoch, TTL: m.TTL, Lost: errors.Is(err, tenure.ErrLost), Rate: rateOf(ctx)}
+	ev := history.Event{Kind: kind, Sent: sent, OK: err == nil, Epoch: m.Epoch, TTL: m.TTL, Lost: errors.Is(err, tenure.ErrLost), Rate: rateOf(ctx)}
 	if err != nil {
 		ev.Err = err.Error()
 	}
@@ -85,7 +86,7 @@ func (c groupRecorder) JoinGroup(ctx context.Context, group, id string, ttl time
 	ctx, ws := withSends(ctx)
 	sent := Mono()
 	m, err := c.Group.JoinGroup(ctx, group, id, ttl, partitions)
-	c.member(ctx, kindJoin, ws.start(sent), m, err)
+	c.member(ctx, history.KindJoin, ws.start(sent), m, err)
 	return m, err
 }
 
@@ -96,14 +97,14 @@ func (c groupRecorder) RenewMember(ctx context.Context, m tenure.Member) (tenure
 	if err != nil {
 		r = tenure.Member{Epoch: m.Epoch}
 	}
-	c.member(ctx, kindRenewMember, ws.start(sent), r, err)
+	c.member(ctx, history.KindRenewMember, ws.start(sent), r, err)
 	return r, err
 }
 
 func (c groupRecorder) LeaveGroup(ctx context.Context, m tenure.Member) error {
 	sent := Mono()
 	err := c.Group.LeaveGroup(ctx, m)
-	c.member(ctx, kindLeave, sent, tenure.Member{Epoch: m.Epoch}, err)
+	c.member(ctx, history.KindLeave, sent, tenure.Member{Epoch: m.Epoch}, err)
 	return err
 }
 
@@ -113,7 +114,7 @@ func (c groupRecorder) ClaimPartitions(ctx context.Context, m tenure.Member, nam
 	at := Mono()
 	for i, cr := range res {
 		if cr.Err == nil && i < len(names) {
-			c.out.emit(Event{Kind: kindClaim, Sent: sent, At: at, OK: true, Partition: names[i], Token: cr.Grant.Token, Epoch: m.Epoch, TTL: cr.Grant.TTL})
+			c.out.emit(history.Event{Kind: history.KindClaim, Sent: sent, At: at, OK: true, Partition: names[i], Token: cr.Grant.Token, Epoch: m.Epoch, TTL: cr.Grant.TTL})
 		}
 	}
 	return res, err

@@ -16,6 +16,7 @@ import (
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/fence"
+	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/internal/plant"
 	"github.com/tenure-dev/tenure/postgres"
 )
@@ -112,7 +113,7 @@ func RunNode(ctx context.Context, spec NodeSpec, ctl *os.File, out io.Writer) er
 		return err
 	}
 	defer stop()
-	ew.emit(Event{Kind: kindStart})
+	ew.emit(history.Event{Kind: history.KindStart})
 	base, err := dial(ctx, spec, ew)
 	if err != nil || base == nil {
 		return err // nil: ctx ended
@@ -173,7 +174,7 @@ func dial(ctx context.Context, spec NodeSpec, ew *eventWriter) (tenure.Coordinat
 		if err == nil {
 			return base, nil
 		}
-		ew.emit(Event{Kind: "dial", Err: err.Error()})
+		ew.emit(history.Event{Kind: "dial", Err: err.Error()})
 	}
 	return nil, nil
 }
@@ -194,12 +195,12 @@ func runElector(ctx context.Context, spec NodeSpec, base tenure.Coordinator, clo
 
 // transition reports an elector's or a partition's transition.
 func (w *writer) transition(tr tenure.Transition) {
-	ev := Event{Kind: kindTransition, At: monoOf(tr.At), Token: tr.Token, Result: tr.Kind.String()}
+	ev := history.Event{Kind: history.KindTransition, At: monoOf(tr.At), Token: tr.Token, Result: tr.Kind.String()}
 	if w.spec.Partitions > 0 {
 		ev.Partition = strings.TrimPrefix(tr.Key, w.spec.Key+"/")
 	}
 	if tr.Kind == tenure.Elected {
-		ev.Kind = KindElected
+		ev.Kind = history.KindElected
 	}
 	if tr.Err != nil {
 		ev.Err = tr.Err.Error()
@@ -219,7 +220,7 @@ type writer struct {
 // term ends.
 func (w *writer) lead(ctx context.Context, t *tenure.Term) error {
 	context.AfterFunc(t.Context(), func() {
-		w.out.emit(Event{Kind: KindEnd, Token: t.Token(), Deadline: monoOf(t.Deadline())})
+		w.out.emit(history.Event{Kind: history.KindEnd, Token: t.Token(), Deadline: monoOf(t.Deadline())})
 	})
 	tick := time.NewTicker(w.spec.WriteEvery)
 	defer tick.Stop()
@@ -263,25 +264,25 @@ func (w *writer) write(ctx context.Context, t *tenure.Term, part string) (stale 
 	req.Header.Set(headerClaimedToken, strconv.FormatUint(token, 10))
 	req.Header.Set(headerValue, value)
 	sent := Mono()
-	w.out.emit(Event{Kind: kindWriteStart, At: sent, Token: token, Value: value, Deadline: monoOf(t.Deadline()), Partition: part})
+	w.out.emit(history.Event{Kind: history.KindWriteStart, At: sent, Token: token, Value: value, Deadline: monoOf(t.Deadline()), Partition: part})
 	resp, err := rt.RoundTrip(req)
-	ev := Event{Kind: kindWrite, Sent: sent, Token: token, Value: value, Partition: part}
+	ev := history.Event{Kind: history.KindWrite, Sent: sent, Token: token, Value: value, Partition: part}
 	switch {
 	case errors.Is(err, tenure.ErrNotLeader):
 		// fence.Transport sent nothing: the term had ended.
-		ev.Result, ev.Err = resultRefused, err.Error()
+		ev.Result, ev.Err = history.ResultRefused, err.Error()
 	case err != nil:
-		ev.Result, ev.Err = resultUnknown, err.Error()
+		ev.Result, ev.Err = history.ResultUnknown, err.Error()
 	default:
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 		resp.Body.Close()
 		switch resp.StatusCode {
 		case http.StatusOK, http.StatusNoContent:
-			ev.Result = resultAccepted
+			ev.Result = history.ResultAccepted
 		case http.StatusConflict:
-			ev.Result, stale = resultStale, true
+			ev.Result, stale = history.ResultStale, true
 		default:
-			ev.Result, ev.Err = resultRejected, resp.Status
+			ev.Result, ev.Err = history.ResultRejected, resp.Status
 		}
 	}
 	w.out.emit(ev)

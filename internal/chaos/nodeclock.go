@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // nodeClock is a node process's own clock as the clock faults set it: the
@@ -72,11 +74,11 @@ func readControls(in io.Reader, clock *nodeClock, out *eventWriter) {
 	for sc.Scan() {
 		var c clockControl
 		if json.Unmarshal(sc.Bytes(), &c) != nil {
-			out.emit(Event{Kind: kindClock, Err: fmt.Sprintf("bad clock control %q", sc.Text())})
+			out.emit(history.Event{Kind: history.KindClock, Err: fmt.Sprintf("bad clock control %q", sc.Text())})
 			continue
 		}
 		clock.set(c)
-		out.emit(Event{Kind: kindClock, Rate: c.rate(), Wall: c.Wall})
+		out.emit(history.Event{Kind: history.KindClock, Rate: c.rate(), Wall: c.Wall})
 	}
 }
 

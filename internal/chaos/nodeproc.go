@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // nodeProc is one incarnation of a node slot: a node process.
@@ -90,7 +92,7 @@ func (r *runner) readEvents(np *nodeProc, stdout io.Reader) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		var ev Event
+		var ev history.Event
 		if json.Unmarshal(sc.Bytes(), &ev) != nil {
 			continue
 		}

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/partition"
 )
 
@@ -46,7 +48,7 @@ type PartitionFigures struct {
 // a renewal of the membership sent after the partition was handed over
 // extends nothing of it.
 func partitionHistory(h *History, name string) *History {
-	out := &History{Options: h.Options, Origin: h.Origin, Finish: h.Finish, Faults: h.Faults, Kills: h.Kills, Pauses: h.Pauses}
+	out := &History{Options: h.Options, Faults: h.Faults, History: history.History{Origin: h.Origin, Finish: h.Finish, Kills: h.Kills, Pauses: h.Pauses}}
 	out.Options.Partitions = 0
 	type membership struct {
 		holder string
@@ -56,27 +58,27 @@ func partitionHistory(h *History, name string) *History {
 		holder string
 		token  uint64
 	}
-	leases := map[membership][]Event{}
+	leases := map[membership][]history.Event{}
 	ends := map[term]int64{} // when each term of the partition ended
 	for _, ev := range h.Events {
-		if (ev.Kind == kindJoin || ev.Kind == kindRenewMember) && ev.OK {
+		if (ev.Kind == history.KindJoin || ev.Kind == history.KindRenewMember) && ev.OK {
 			m := membership{ev.Holder, ev.Epoch}
 			leases[m] = append(leases[m], ev)
 		}
-		if ev.Kind == KindEnd && ev.Partition == name {
+		if ev.Kind == history.KindEnd && ev.Partition == name {
 			ends[term{ev.Holder, ev.Token}] = ev.At
 		}
 	}
 	for _, ev := range h.Events {
 		switch {
 		case ev.Partition != name:
-		case ev.Kind == kindClaim:
+		case ev.Kind == history.KindClaim:
 			end, ended := ends[term{ev.Holder, ev.Token}]
 			for _, l := range leases[membership{ev.Holder, ev.Epoch}] {
 				if ended && l.Sent > end {
 					continue
 				}
-				l.Kind, l.Token, l.Partition = kindRenew, ev.Token, name
+				l.Kind, l.Token, l.Partition = history.KindRenew, ev.Token, name
 				out.Events = append(out.Events, l)
 			}
 		default:
@@ -114,7 +116,7 @@ func (rep *Report) analyzePartitions(h *History) {
 		pr := Analyze(ph)
 		hists = append(hists, ph)
 		for i, c := range pr.Checks() {
-			rep.Checks()[i].merge(name, c)
+			mergeCheck(rep.Checks()[i], name, c)
 		}
 		rep.OverlapTotal += pr.OverlapTotal
 		maps.Copy(rep.late, pr.late)
@@ -139,17 +141,17 @@ func (rep *Report) analyzePartitions(h *History) {
 	rep.countLate()
 }
 
-// merge adds the findings of check c of partition name to m.
-func (m *Check) merge(name string, c *Check) {
+// mergeCheck adds the findings of check c of partition name to m.
+func mergeCheck(m *history.Check, name string, c *history.Check) {
 	m.Name, m.Safety = c.Name, c.Safety
 	m.Count += c.Count
 	for _, d := range c.Details {
-		if len(m.Details) < maxDetails {
+		if len(m.Details) < history.MaxDetails {
 			m.Details = append(m.Details, "partition "+name+": "+d)
 		}
 	}
 	for _, k := range c.Marks {
-		if len(m.Marks) < maxMarks {
+		if len(m.Marks) < history.MaxMarks {
 			k.Text = "partition " + name + ": " + k.Text
 			m.Marks = append(m.Marks, k)
 		}
@@ -167,7 +169,7 @@ func worseResult(a, b string) string {
 }
 
 // acceptedAfter reports whether some decision after t accepted a write.
-func acceptedAfter(ds []Decision, t int64) bool {
+func acceptedAfter(ds []history.Decision, t int64) bool {
 	for _, d := range ds {
 		if d.Accepted && d.At >= t {
 			return true
@@ -178,7 +180,7 @@ func acceptedAfter(ds []Decision, t int64) bool {
 
 // firstAccepted returns when the first write at or after t was accepted,
 // or math.MaxInt64 when none was.
-func firstAccepted(ds []Decision, t int64) int64 {
+func firstAccepted(ds []history.Decision, t int64) int64 {
 	for _, d := range ds {
 		if d.Accepted && d.At >= t {
 			return d.At
@@ -256,7 +258,7 @@ func (r *Report) writePartitions(w io.Writer) {
 			if a.Violations != b.Violations {
 				return b.Violations - a.Violations
 			}
-			return cmpInt(int64(b.MaxReown), int64(a.MaxReown))
+			return cmp.Compare(int64(b.MaxReown), int64(a.MaxReown))
 		})
 		fmt.Fprintf(w, "the %d worst partitions (all in --json):\n", maxPartitionLines)
 		figs = figs[:maxPartitionLines]

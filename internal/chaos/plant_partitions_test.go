@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/internal/plant"
 )
 
@@ -55,7 +56,9 @@ func runPartitioned(t *testing.T, p string, sched []Fault) *Report {
 // whether the next owner's claim also overlaps the old term depends on how
 // soon the coordinator expires the lease, so overlaps are not asserted.
 func TestPartitionPlantedBugsAreCaught(t *testing.T) {
-	leaseOverrun := func(string) func(*Report) *Check { return func(r *Report) *Check { return &r.LeaseOverrun } }
+	leaseOverrun := func(string) func(*Report) *history.Check {
+		return func(r *Report) *history.Check { return &r.LeaseOverrun }
+	}
 	testPlants(t, []string{plant.RenewAfterExpiry, plant.NoMargin}, runPartitioned, leaseOverrun)
 }
 
@@ -65,6 +68,8 @@ func TestPartitionPlantedBugsAreCaught(t *testing.T) {
 // membership's lease, and the build as shipped, under the same clock
 // fault, reports nothing.
 func TestPartitionClockPlantsAreCaught(t *testing.T) {
-	leaseOverrun := func(string) func(*Report) *Check { return func(r *Report) *Check { return &r.LeaseOverrun } }
+	leaseOverrun := func(string) func(*Report) *history.Check {
+		return func(r *Report) *history.Check { return &r.LeaseOverrun }
+	}
 	testPlants(t, []string{plant.SlowClock, plant.WallClock}, runPartitioned, leaseOverrun)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/internal/plant"
 )
 
@@ -37,14 +38,14 @@ func exposing(p string) []Fault {
 }
 
 // caughtBy returns the checker that must report planted bug p.
-func caughtBy(p string) func(*Report) *Check {
+func caughtBy(p string) func(*Report) *history.Check {
 	switch p {
 	case plant.NoToken:
-		return func(r *Report) *Check { return &r.StaleWrites }
+		return func(r *Report) *history.Check { return &r.StaleWrites }
 	case plant.RenewAfterExpiry:
-		return func(r *Report) *Check { return &r.Overlap }
+		return func(r *Report) *history.Check { return &r.Overlap }
 	}
-	return func(r *Report) *Check { return &r.LeaseOverrun }
+	return func(r *Report) *history.Check { return &r.LeaseOverrun }
 }
 
 // runSchedule runs the shipped TTL, margin and drift for 12 seconds on
@@ -104,7 +105,7 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 // exposes it and checks that the checker caughtBy names reports it, and
 // runs the build as shipped on each of those schedules (the controls) and
 // checks that it reports nothing.
-func testPlants(t *testing.T, plants []string, run func(*testing.T, string, []Fault) *Report, caughtBy func(string) func(*Report) *Check) {
+func testPlants(t *testing.T, plants []string, run func(*testing.T, string, []Fault) *Report, caughtBy func(string) func(*Report) *history.Check) {
 	controls := map[string]bool{}
 	for _, p := range plants {
 		t.Run(p, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/internal/plant"
 )
 
@@ -23,7 +24,7 @@ func (c recorder) Acquire(ctx context.Context, key, holder string, ttl time.Dura
 	ctx, ws := withSends(ctx)
 	sent := Mono()
 	g, err := c.Coordinator.Acquire(ctx, key, holder, ttl)
-	ev := Event{Kind: kindAcquire, Sent: ws.start(sent), OK: err == nil, Token: g.Token, TTL: g.TTL, Rate: rateOf(ctx)}
+	ev := history.Event{Kind: history.KindAcquire, Sent: ws.start(sent), OK: err == nil, Token: g.Token, TTL: g.TTL, Rate: rateOf(ctx)}
 	if err != nil {
 		ev.Err = err.Error()
 	}
@@ -35,7 +36,7 @@ func (c recorder) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, erro
 	ctx, ws := withSends(ctx)
 	sent := Mono()
 	r, err := c.Coordinator.Renew(ctx, g)
-	ev := Event{Kind: kindRenew, Sent: ws.start(sent), OK: err == nil, Token: g.Token, TTL: r.TTL, Lost: errors.Is(err, tenure.ErrLost), Rate: rateOf(ctx)}
+	ev := history.Event{Kind: history.KindRenew, Sent: ws.start(sent), OK: err == nil, Token: g.Token, TTL: r.TTL, Lost: errors.Is(err, tenure.ErrLost), Rate: rateOf(ctx)}
 	if err != nil {
 		ev.Err = err.Error()
 	}
@@ -46,7 +47,7 @@ func (c recorder) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, erro
 func (c recorder) Release(ctx context.Context, g tenure.Grant) error {
 	sent := Mono()
 	err := c.Coordinator.Release(ctx, g)
-	ev := Event{Kind: kindRelease, Sent: sent, OK: err == nil, Token: g.Token}
+	ev := history.Event{Kind: history.KindRelease, Sent: sent, OK: err == nil, Token: g.Token}
 	if err != nil {
 		ev.Err = err.Error()
 	}

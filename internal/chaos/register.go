@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/fence"
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 const (
@@ -22,34 +23,6 @@ const (
 	// matched with their writers.
 	headerValue = "Tenure-Write"
 )
-
-// Decision is one write the register service decided on.
-type Decision struct {
-	// Seq numbers decisions 1, 2, 3, … in the order they were made.
-	Seq uint64 `json:"seq"`
-	// At is when the decision was made (Mono).
-	At    int64  `json:"at"`
-	Token uint64 `json:"token"`
-	Value string `json:"value"`
-	// Path is "fenced" or "unfenced".
-	Path string `json:"path"`
-	// Partition names the register's per-partition resource written; ""
-	// for the single register of a single-key run.
-	Partition string `json:"partition,omitempty"`
-	Accepted  bool   `json:"accepted"`
-	Status    int    `json:"status"`
-}
-
-// Read is one read of the register by the runner.
-type Read struct {
-	Call   int64  `json:"call"`
-	Return int64  `json:"return"`
-	OK     bool   `json:"ok"`
-	Value  string `json:"value"`
-	Token  uint64 `json:"token"`
-	// Partition names the resource read; "" for the single register.
-	Partition string `json:"partition,omitempty"`
-}
 
 // maxResources bounds the per-partition resources one Register creates.
 const maxResources = 4096
@@ -81,7 +54,7 @@ type Register struct {
 	mu        sync.Mutex
 	res       map[string]*resource // by partition name; "" is the single one
 	seq       uint64
-	decisions []Decision
+	decisions []history.Decision
 	done      chan struct{}
 }
 
@@ -126,10 +99,10 @@ func (r *Register) Close() error {
 }
 
 // Decisions returns every decision so far, in order.
-func (r *Register) Decisions() []Decision {
+func (r *Register) Decisions() []history.Decision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Decision(nil), r.decisions...)
+	return append([]history.Decision(nil), r.decisions...)
 }
 
 // counts returns how many writes were accepted and rejected so far.
@@ -146,7 +119,7 @@ func (r *Register) counts() (accepted, rejected int) {
 	return accepted, rejected
 }
 
-func (r *Register) decideLocked(d Decision) {
+func (r *Register) decideLocked(d history.Decision) {
 	r.seq++
 	d.Seq = r.seq
 	d.At = Mono()
@@ -200,7 +173,7 @@ func (r *Register) accept(w http.ResponseWriter, req *http.Request, token uint64
 	value := valueOf(req)
 	r.mu.Lock()
 	res.value, res.token = value, token
-	r.decideLocked(Decision{Token: token, Value: value, Path: path, Partition: name, Accepted: true, Status: http.StatusOK})
+	r.decideLocked(history.Decision{Token: token, Value: value, Path: path, Partition: name, Accepted: true, Status: http.StatusOK})
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
 }
@@ -242,7 +215,7 @@ func (r *Register) recordRejections(next http.Handler) http.Handler {
 		}
 		token, _ := strconv.ParseUint(claimed, 10, 64)
 		r.mu.Lock()
-		r.decideLocked(Decision{Token: token, Value: valueOf(req), Path: "fenced", Partition: req.PathValue("partition"), Status: sw.status})
+		r.decideLocked(history.Decision{Token: token, Value: valueOf(req), Path: "fenced", Partition: req.PathValue("partition"), Status: sw.status})
 		r.mu.Unlock()
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // busy adds n accepted writes of holder's term token, 50ms apart from
@@ -32,7 +34,7 @@ func TestReportConclusive(t *testing.T) {
 		{"a violation with few writes", func() *hist {
 			h := legal()
 			h.Decisions[3].Accepted = true // token 1's late write, after token 2
-			h.Events[len(h.Events)-1].Result = resultAccepted
+			h.Events[len(h.Events)-1].Result = history.ResultAccepted
 			return h
 		}, false, "1 safety violation(s)"},
 	} {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/embedded"
+	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/internal/tcpproxy"
 )
 
@@ -26,8 +27,8 @@ type runner struct {
 	kube       kubeRun
 
 	mu       sync.Mutex
-	events   []Event
-	reads    []Read
+	events   []history.Event
+	reads    []history.Read
 	faults   []FaultRecord
 	kills    map[string]int64
 	pauses   map[string][][2]int64
@@ -91,11 +92,11 @@ func Run(ctx context.Context, o Options) (*History, error) {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := &History{
-		Options: o, Origin: r.origin, Finish: finish,
-		Events: r.events, Decisions: r.reg.Decisions(), Reads: r.reads, Faults: r.faults,
+	h := &History{Options: o, Faults: r.faults, History: history.History{
+		Origin: r.origin, Finish: finish,
+		Events: r.events, Decisions: r.reg.Decisions(), Reads: r.reads,
 		Kills: r.kills, Pauses: r.pauses, NodeErrors: r.nodeErrs,
-	}
+	}}
 	if o.Progress != nil {
 		fmt.Fprint(o.Progress, "\r\033[K")
 	}
@@ -154,7 +155,7 @@ func (r *runner) readLoop(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		rd := Read{Call: Mono()}
+		rd := history.Read{Call: Mono()}
 		path := "/read"
 		if r.o.Partitions > 0 { // one partition per tick, in turn
 			rd.Partition = strconv.Itoa(n % r.o.Partitions)

@@ -1,63 +1,17 @@
 package chaos
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
-)
 
-// Spans rebuilds every term from the node events: from its elected event
-// to the earlier of its end event and the local deadline that event carries;
-// a term with no end ends when its process was killed, or at the end of
-// the run.
-func Spans(h *History) []Span {
-	type k struct {
-		holder string
-		token  uint64
-	}
-	idx := map[k]int{}
-	var out []Span
-	last := map[string]int64{} // holder → its last event
-	for _, ev := range h.Events {
-		last[ev.Holder] = max(last[ev.Holder], ev.At)
-		switch ev.Kind {
-		case KindElected:
-			idx[k{ev.Holder, ev.Token}] = len(out)
-			out = append(out, Span{Node: ev.Node, Holder: ev.Holder, Token: ev.Token, Start: ev.At})
-		case kindTransition:
-			if i, ok := idx[k{ev.Holder, ev.Token}]; ok && out[i].How == "" {
-				out[i].How = ev.Result
-			}
-		case KindEnd:
-			if i, ok := idx[k{ev.Holder, ev.Token}]; ok {
-				end := ev.At
-				if ev.Deadline != 0 && ev.Deadline < end {
-					end = ev.Deadline
-				}
-				out[i].End = end
-			}
-		}
-	}
-	for i := range out {
-		s := &out[i]
-		if s.End != 0 {
-			continue
-		}
-		if at, ok := h.Kills[s.Holder]; ok {
-			s.End, s.How = at, "killed"
-		} else {
-			s.End = max(last[s.Holder], h.Finish)
-			if s.How == "" {
-				s.How = "running at the end"
-			}
-		}
-	}
-	return out
-}
+	"github.com/tenure-dev/tenure/internal/history"
+)
 
 // liveness measures recovery after each fault and the time without a
 // leader.
-func liveness(h *History, sp []Span) Liveness {
+func liveness(h *History, sp []history.Span) Liveness {
 	l := recoveries(h, func(from int64) int64 { return firstAccepted(h.Decisions, from) })
 	if total := h.Finish - h.Origin; total > 0 {
 		l.NoLeaderShare = 1 - float64(covered(sp, h.Origin, h.Finish))/float64(total)
@@ -86,7 +40,7 @@ func recoveries(h *History, writtenAt func(from int64) int64) Liveness {
 }
 
 // covered returns how much of [from, to] lies within some span.
-func covered(sp []Span, from, to int64) int64 {
+func covered(sp []history.Span, from, to int64) int64 {
 	iv := make([][2]int64, 0, len(sp))
 	for _, s := range sp {
 		a, b := max(s.Start, from), min(s.End, to)
@@ -94,7 +48,7 @@ func covered(sp []Span, from, to int64) int64 {
 			iv = append(iv, [2]int64{a, b})
 		}
 	}
-	slices.SortFunc(iv, func(a, b [2]int64) int { return cmpInt(a[0], b[0]) })
+	slices.SortFunc(iv, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
 	var sum, curA, curB int64
 	curA, curB = -1, -1
 	for _, x := range iv {

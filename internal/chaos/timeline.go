@@ -1,8 +1,11 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // Kinds of timeline points.
@@ -36,11 +39,11 @@ type point struct {
 // deadline. The writes of late (value → accepted) are marked as late
 // writes across a pause, and their text says what that means.
 func timeline(h *History, late map[string]bool) []point {
-	w := indexWrites(h.Events)
+	w := history.IndexWrites(h.Events)
 	var out []point
 	decided := map[string]bool{}
 	for _, d := range h.Decisions {
-		ws, ok := w.starts[d.Value]
+		ws, ok := w.Starts[d.Value]
 		if !ok {
 			continue
 		}
@@ -49,48 +52,48 @@ func timeline(h *History, late map[string]bool) []point {
 		if !d.Accepted {
 			p.Kind = pointRejected
 		}
-		p.Text = fmt.Sprintf("write %s token %d %s at %.3fs", d.Value, d.Token, p.Kind, h.rel(d.At))
+		p.Text = fmt.Sprintf("write %s token %d %s at %.3fs", d.Value, d.Token, p.Kind, h.Rel(d.At))
 		if _, p.Late = late[d.Value]; p.Late {
 			p.Text += fmt.Sprintf(": a late write across a pause, sent at %.3fs before %s was paused, landed after its lease; %s",
-				h.rel(ws.At), ws.Holder, lateVerdict(d.Accepted))
+				h.Rel(ws.At), ws.Holder, lateVerdict(d.Accepted))
 		}
 		out = append(out, p)
 	}
-	for v, ws := range w.starts {
-		res, ok := w.results[v]
-		if decided[v] || (ok && res.Result != resultUnknown) {
+	for v, ws := range w.Starts {
+		res, ok := w.Results[v]
+		if decided[v] || (ok && res.Result != history.ResultUnknown) {
 			continue
 		}
 		out = append(out, point{At: ws.At, Node: ws.Node, Holder: ws.Holder, Kind: pointUnknown, Token: ws.Token,
-			Text: fmt.Sprintf("write %s token %d sent at %.3fs: outcome unknown", v, ws.Token, h.rel(ws.At))})
+			Text: fmt.Sprintf("write %s token %d sent at %.3fs: outcome unknown", v, ws.Token, h.Rel(ws.At))})
 	}
 	for _, ev := range h.Events {
 		if p, ok := leasePoint(h, ev); ok {
 			out = append(out, p)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b point) int { return cmpInt(a.At, b.At) })
+	slices.SortStableFunc(out, func(a, b point) int { return cmp.Compare(a.At, b.At) })
 	return out
 }
 
 // leasePoint returns the timeline point of a renewal or of a term's end
 // (its last local deadline).
-func leasePoint(h *History, ev Event) (point, bool) {
+func leasePoint(h *History, ev history.Event) (point, bool) {
 	p := point{At: ev.At, Node: ev.Node, Holder: ev.Holder, Token: ev.Token}
 	switch {
-	case ev.Kind == kindRenew && ev.OK:
+	case ev.Kind == history.KindRenew && ev.OK:
 		p.Kind = pointRenewal
-		p.Text = fmt.Sprintf("%s renewed token %d at %.3fs (sent %.3fs)", ev.Holder, ev.Token, h.rel(ev.At), h.rel(ev.Sent))
-	case ev.Kind == kindRenew:
+		p.Text = fmt.Sprintf("%s renewed token %d at %.3fs (sent %.3fs)", ev.Holder, ev.Token, h.Rel(ev.At), h.Rel(ev.Sent))
+	case ev.Kind == history.KindRenew:
 		p.Kind = pointRenewalFailed
 		how := "failed"
 		if ev.Lost {
 			how = "found the grant lost"
 		}
-		p.Text = fmt.Sprintf("%s renewal of token %d %s at %.3fs %s", ev.Holder, ev.Token, how, h.rel(ev.At), ev.Err)
-	case ev.Kind == KindEnd && ev.Deadline != 0:
+		p.Text = fmt.Sprintf("%s renewal of token %d %s at %.3fs %s", ev.Holder, ev.Token, how, h.Rel(ev.At), ev.Err)
+	case ev.Kind == history.KindEnd && ev.Deadline != 0:
 		p.At, p.Kind = ev.Deadline, pointDeadline
-		p.Text = fmt.Sprintf("%s token %d: local deadline %.3fs", ev.Holder, ev.Token, h.rel(ev.Deadline))
+		p.Text = fmt.Sprintf("%s token %d: local deadline %.3fs", ev.Holder, ev.Token, h.Rel(ev.Deadline))
 	default:
 		return point{}, false
 	}

@@ -1,6 +1,7 @@
-package chaos
+package history
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -9,14 +10,14 @@ import (
 // lower than one it had accepted before.
 func CheckStaleWrites(h *History) Check {
 	c := Check{Name: "stale writes accepted", Safety: true}
-	starts := indexWrites(h.Events).starts
+	starts := IndexWrites(h.Events).Starts
 	var highest uint64
 	for _, d := range h.Decisions {
 		if !d.Accepted {
 			continue
 		}
 		if d.Token < highest {
-			c.addAt(d.At, writerNode(starts, d.Value), "%.3fs: write %s with token %d accepted (%s path) after token %d", h.rel(d.At), d.Value, d.Token, d.Path, highest)
+			c.AddAt(d.At, WriterNode(starts, d.Value), "%.3fs: write %s with token %d accepted (%s path) after token %d", h.Rel(d.At), d.Value, d.Token, d.Path, highest)
 		}
 		highest = max(highest, d.Token)
 	}
@@ -26,7 +27,7 @@ func CheckStaleWrites(h *History) Check {
 // byStart returns spans sorted by start.
 func byStart(spans []Span) []Span {
 	s := slices.Clone(spans)
-	slices.SortStableFunc(s, func(a, b Span) int { return cmpInt(a.Start, b.Start) })
+	slices.SortStableFunc(s, func(a, b Span) int { return cmp.Compare(a.Start, b.Start) })
 	return s
 }
 
@@ -38,7 +39,7 @@ func CheckTokenOrder(h *History, spans []Span) Check {
 	for i, b := range s {
 		for _, a := range s[:i] {
 			if a.End < b.Start && b.Token <= a.Token {
-				c.addAt(b.Start, b.Node, "%s began term %d at %.3fs after %s's term %d ended at %.3fs", b.Holder, b.Token, h.rel(b.Start), a.Holder, a.Token, h.rel(a.End))
+				c.AddAt(b.Start, b.Node, "%s began term %d at %.3fs after %s's term %d ended at %.3fs", b.Holder, b.Token, h.Rel(b.Start), a.Holder, a.Token, h.Rel(a.End))
 			}
 		}
 	}
@@ -61,19 +62,28 @@ func CheckOverlap(h *History, spans []Span) (Check, time.Duration) {
 			}
 			d := time.Duration(min(a.End, b.End) - b.Start)
 			total += d
-			c.addAt(b.Start, b.Node, "%s (token %d) led %.3fs–%.3fs and %s (token %d) led %.3fs–%.3fs: %s overlap",
-				a.Holder, a.Token, h.rel(a.Start), h.rel(a.End), b.Holder, b.Token, h.rel(b.Start), h.rel(b.End), d.Round(time.Millisecond))
+			c.AddAt(b.Start, b.Node, "%s (token %d) led %.3fs–%.3fs and %s (token %d) led %.3fs–%.3fs: %s overlap",
+				a.Holder, a.Token, h.Rel(a.Start), h.Rel(a.End), b.Holder, b.Token, h.Rel(b.Start), h.Rel(b.End), d.Round(time.Millisecond))
 		}
 	}
 	return c, total
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// WriteOps pairs every write's start event with its result event, by value.
+type WriteOps struct {
+	Starts, Results map[string]Event
+}
+
+// IndexWrites indexes the write events of evs by value.
+func IndexWrites(evs []Event) WriteOps {
+	w := WriteOps{Starts: map[string]Event{}, Results: map[string]Event{}}
+	for _, ev := range evs {
+		switch ev.Kind {
+		case KindWriteStart:
+			w.Starts[ev.Value] = ev
+		case KindWrite:
+			w.Results[ev.Value] = ev
+		}
 	}
-	return 0
+	return w
 }
