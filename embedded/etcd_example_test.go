@@ -1,4 +1,4 @@
-package etcd_test
+package embedded_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/tenure-dev/tenure/etcd"
 )
 
-// exampleServer starts a one-member etcd for an example.
+// exampleServer starts a one-member etcd for an example of package etcd.
 func exampleServer() (endpoints []string, stop func()) {
 	dir, err := os.MkdirTemp("", "tenure-example")
 	if err != nil {
@@ -37,7 +37,7 @@ func exampleServer() (endpoints []string, stop func()) {
 
 // Two nodes compete for a key; the second is told who holds it, takes over
 // the moment the first releases it, and gets a greater fencing token.
-func Example() {
+func Example_etcd() {
 	endpoints, stop := exampleServer()
 	defer stop()
 	ctx := context.Background()
@@ -88,7 +88,7 @@ func Example() {
 }
 
 // A write to etcd that commits only while the writer still leads.
-func ExampleCoordinator_FencedTxn() {
+func Example_etcdFencedTxn() {
 	endpoints, stop := exampleServer()
 	defer stop()
 	ctx := context.Background()
@@ -126,7 +126,7 @@ func ExampleCoordinator_FencedTxn() {
 
 // A resource in etcd written by successive leaders: the register remembers
 // the highest token and refuses older ones.
-func ExampleRegister() {
+func Example_etcdRegister() {
 	endpoints, stop := exampleServer()
 	defer stop()
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package etcd_test
+package embedded_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 // A partition group's members learn at once that another member joined or
 // left: partition.Group uses this to hand partitions over without polling.
-func ExampleCoordinator_WatchMembers() {
+func Example_etcdWatchMembers() {
 	endpoints, stop := exampleServer()
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

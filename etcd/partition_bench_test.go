@@ -20,8 +20,7 @@ import (
 // Writes are counted at the server: raft proposals committed plus lease
 // renewals (etcd's own metrics).
 func BenchmarkPartitions(b *testing.B) {
-	c := startCluster(b, 1)
-	eps := c.endpoints()
+	eps := startEtcd(b)
 	for range b.N {
 		res, err := bench.Partitions(context.Background(), bench.PartitionsOptions{
 			Partitions: 10000, Members: 10, TTL: 10 * time.Second, Reference: 100, Progress: os.Stdout,

@@ -1,4 +1,4 @@
-package etcd_test
+package etcdtest_test
 
 import (
 	"context"
