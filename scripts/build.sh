@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds tenure as a release is built: first the guard's own program
-# (cmd/tenure-guard, by go generate, into internal/guard/guardbin/bin/),
+# (cmd/tenure-guard, by go generate, into cmd/internal/guard/guardbin/bin/),
 # then tenure, which embeds it. One file comes out (docs/build.md).
 #
 #   scripts/build.sh [OUTPUT [GO BUILD FLAGS...]]
@@ -17,10 +17,10 @@ out=${1:-tenure}
 shift $(( $# > 0 ? 1 : 0 ))
 
 # Only this platform's guard: tenure embeds every file in bin/.
-rm -f internal/guard/guardbin/bin/tenure-guard-*
+rm -f cmd/internal/guard/guardbin/bin/tenure-guard-*
 go generate ./internal/guard/guardbin
 read -r goos goarch < <(go env GOOS GOARCH | paste -sd' ')
-prog=internal/guard/guardbin/bin/tenure-guard-$goos-$goarch
+prog=cmd/internal/guard/guardbin/bin/tenure-guard-$goos-$goarch
 if [ ! -s "$prog" ]; then
   echo "scripts/build.sh: go generate did not build $prog" >&2
   exit 1

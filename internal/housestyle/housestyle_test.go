@@ -27,11 +27,11 @@ var pendingNames = []string{}
 var pendingSizes = []string{
 	"elector.go", "elector.go: Elector.campaign", "elector.go: Elector.lead",
 	"config.go: Config.Validate",
-	"internal/cli/cli.go: newRootCommand",
-	"internal/cli/verify.go: newVerifyCommand",
+	"cmd/internal/cli/cli.go: newRootCommand",
+	"cmd/internal/cli/verify.go: newVerifyCommand",
 	"postgres/coordinator.go: newStatements",
-	"internal/bench/throughput.go: Throughput",
-	"internal/chaos/run.go: Run",
+	"cmd/internal/bench/throughput.go: Throughput",
+	"cmd/internal/chaos/run.go: Run",
 	"kube/watch.go: watcher.run",
 }
 
