@@ -133,7 +133,7 @@ func testPlants(t *testing.T, plants []string, run func(*testing.T, string, []Fa
 // in a 20-second run at tenure verify's defaults (the shipped TTL, margin
 // and drift, the fault families that expose the bug, seeds 1…b.N):
 //
-//	go test -run '^$' -bench PlantCatchRate -benchtime 20x ./internal/chaos/
+//	go test -run '^$' -bench PlantCatchRate -benchtime 20x ./cmd/internal/chaos/
 func BenchmarkPlantCatchRate(b *testing.B) {
 	for _, p := range Plants() {
 		b.Run(p, func(b *testing.B) {

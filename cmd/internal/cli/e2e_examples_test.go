@@ -13,7 +13,7 @@ import (
 )
 
 // examplesDir is the repository's examples/ directory.
-const examplesDir = "../../examples"
+const examplesDir = "../../../examples"
 
 // unitFile is a systemd unit: section → key → values, in order.
 type unitFile map[string]map[string][]string
@@ -156,7 +156,7 @@ func TestExamplesContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mod, err := os.ReadFile("../../go.mod")
+	mod, err := os.ReadFile("../../../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}

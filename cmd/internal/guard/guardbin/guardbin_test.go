@@ -43,7 +43,7 @@ func TestProgramFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(embedded, built) {
-		t.Errorf("bin/%s (%d bytes) is not what the current sources build (%d bytes): run go generate ./internal/guard/guardbin",
+		t.Errorf("bin/%s (%d bytes) is not what the current sources build (%d bytes): run go generate ./cmd/internal/guard/guardbin",
 			guardbin.File(runtime.GOOS, runtime.GOARCH), len(embedded), len(built))
 	}
 }
