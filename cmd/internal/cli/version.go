@@ -9,6 +9,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// Set at link time by scripts/build.sh and scripts/release.sh:
+//
+//	-ldflags "-X github.com/tenure-dev/tenure/cmd/internal/cli.linkVersion=v0.1.0 -X github.com/tenure-dev/tenure/cmd/internal/cli.linkRevision=$(git rev-parse HEAD)"
+//
+// They take precedence over the build info, which records a version only
+// for go install of a tagged module and a revision only for a build in a
+// git checkout.
+var linkVersion, linkRevision string
+
 // versionInfo is what tenure version prints: the module version and the
 // build's Go version and VCS revision, from the binary's build info.
 type versionInfo struct {
@@ -20,11 +29,24 @@ type versionInfo struct {
 	Modified bool   `json:"modified,omitempty"`
 }
 
-// readVersion reads the build info of this binary. A binary built without
-// module information (go run of a file) is version "(devel)".
+// readVersion reads the version set at link time, else the build info of
+// this binary. A binary built from a checkout without them is version
+// "(devel)".
 func readVersion() versionInfo {
 	bi, _ := debug.ReadBuildInfo()
-	return versionFrom(bi)
+	return withLinked(versionFrom(bi), linkVersion, linkRevision)
+}
+
+// withLinked returns v with the version and revision set at link time, when
+// set.
+func withLinked(v versionInfo, version, revision string) versionInfo {
+	if version != "" {
+		v.Version = version
+	}
+	if revision != "" && revision != v.Revision {
+		v.Revision, v.Time, v.Modified = revision, "", false
+	}
+	return v
 }
 
 // versionFrom reads build info bi (nil when the binary has none).

@@ -29,3 +29,17 @@ func TestVersionFrom(t *testing.T) {
 		t.Errorf("revision_time = %q; want vcs.time", v.Time)
 	}
 }
+
+// TestVersionLinked: the version and revision set at link time (release
+// builds) take precedence over the build info.
+func TestVersionLinked(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.modified", Value: "true"}}}
+	v := withLinked(versionFrom(bi), "v0.1.0", "fedcba9876543210")
+	if want := "v0.1.0 (go1.26.0 " + v.Platform + ", revision fedcba9876543210)"; v.String() != want {
+		t.Errorf("linked version = %q; want %q", v.String(), want)
+	}
+	if v := withLinked(versionFrom(bi), "", ""); v.Version != "(devel)" || v.Revision != "0123456789abcdef" || !v.Modified {
+		t.Errorf("without linked values = %+v; want the build info's", v)
+	}
+}
