@@ -52,6 +52,7 @@ go work edit -fmt
 for d in $dirs; do
   reqs=()
   for o in "" $dirs; do
+    [ "$o" = "$d" ] && continue
     p=$(modpath "$o")
     if go mod edit -json "$d/go.mod" | grep -q "\"Path\": \"$p\""; then
       reqs+=("-require=$p@$version")
