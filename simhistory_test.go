@@ -10,7 +10,7 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/fence"
-	"github.com/tenure-dev/tenure/internal/chaos"
+	"github.com/tenure-dev/tenure/internal/history"
 )
 
 // simHistory records an in-process simulation in the history format of
@@ -19,11 +19,11 @@ import (
 type simHistory struct {
 	origin time.Time
 	mu     sync.Mutex
-	h      chaos.History
+	h      history.History
 }
 
 func newSimHistory() *simHistory {
-	return &simHistory{origin: time.Now(), h: chaos.History{Options: chaos.Options{MaxDrift: chaosDrift}}}
+	return &simHistory{origin: time.Now(), h: history.History{}}
 }
 
 func (s *simHistory) since(t time.Time) int64 { return int64(t.Sub(s.origin)) }
@@ -34,20 +34,20 @@ func (s *simHistory) observe(ev fence.Event) {
 	v, _ := ev.Value.(string)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.h.Decisions = append(s.h.Decisions, chaos.Decision{Seq: ev.Seq, At: s.since(ev.At), Token: ev.Token, Value: v, Path: "fenced", Accepted: ev.Accepted})
+	s.h.Decisions = append(s.h.Decisions, history.Decision{Seq: ev.Seq, At: s.since(ev.At), Token: ev.Token, Value: v, Path: "fenced", Accepted: ev.Accepted})
 }
 
 // lead records that node's holder began term now, and its end when the
 // term's own context ends (not the leader function's: during a
 // resignation's drain the term stays live after fn's context is done).
 func (s *simHistory) lead(node int, holder string, term *tenure.Term) {
-	s.add(chaos.Event{Node: node, Holder: holder, Kind: chaos.KindElected, Token: term.Token()})
+	s.add(history.Event{Node: node, Holder: holder, Kind: history.KindElected, Token: term.Token()})
 	context.AfterFunc(term.Context(), func() {
-		s.add(chaos.Event{Node: node, Holder: holder, Kind: chaos.KindEnd, Token: term.Token()})
+		s.add(history.Event{Node: node, Holder: holder, Kind: history.KindEnd, Token: term.Token()})
 	})
 }
 
-func (s *simHistory) add(ev chaos.Event) {
+func (s *simHistory) add(ev history.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ev.At = s.since(time.Now())
@@ -56,18 +56,18 @@ func (s *simHistory) add(ev chaos.Event) {
 
 // verdict is what chaos's checkers found in a simulation.
 type verdict struct {
-	spans        []chaos.Span
-	overlap      chaos.Check
+	spans        []history.Span
+	overlap      history.Check
 	overlapTotal time.Duration
-	stale        chaos.Check
-	order        chaos.Check
+	stale        history.Check
+	order        history.Check
 }
 
 func (v verdict) violations() int { return v.overlap.Count + v.stale.Count + v.order.Count }
 
 func (v verdict) String() string {
 	var b strings.Builder
-	for _, c := range []chaos.Check{v.overlap, v.stale, v.order} {
+	for _, c := range []history.Check{v.overlap, v.stale, v.order} {
 		for _, d := range c.Details {
 			fmt.Fprintf(&b, "  %s: %s\n", strings.ToUpper(c.Name), d)
 		}
@@ -84,26 +84,26 @@ func (s *simHistory) check(t *testing.T) verdict {
 	s.h.Finish = s.since(time.Now())
 	ended := map[string]bool{}
 	for _, ev := range s.h.Events {
-		if ev.Kind == chaos.KindEnd {
+		if ev.Kind == history.KindEnd {
 			ended[fmt.Sprint(ev.Holder, ev.Token)] = true
 		}
 	}
 	for _, ev := range s.h.Events {
-		if ev.Kind == chaos.KindElected && !ended[fmt.Sprint(ev.Holder, ev.Token)] {
+		if ev.Kind == history.KindElected && !ended[fmt.Sprint(ev.Holder, ev.Token)] {
 			t.Fatalf("term %d of %s has no recorded end: the overlap checker would not see it", ev.Token, ev.Holder)
 		}
 	}
-	v := verdict{spans: chaos.Spans(&s.h)}
-	v.overlap, v.overlapTotal = chaos.CheckOverlap(&s.h, v.spans)
-	v.stale = chaos.CheckStaleWrites(&s.h)
-	v.order = chaos.CheckTokenOrder(&s.h, v.spans)
+	v := verdict{spans: history.Spans(&s.h)}
+	v.overlap, v.overlapTotal = history.CheckOverlap(&s.h, v.spans)
+	v.stale = history.CheckStaleWrites(&s.h)
+	v.order = history.CheckTokenOrder(&s.h, v.spans)
 	return v
 }
 
 // lateAccepted counts accepted writes that landed after their term had
 // ended: the writes a paused process had in flight. They are harmless only
 // because nothing newer had been written yet; the register rejects the rest.
-func (s *simHistory) lateAccepted(spans []chaos.Span) int {
+func (s *simHistory) lateAccepted(spans []history.Span) int {
 	end := map[uint64]int64{}
 	for _, sp := range spans {
 		end[sp.Token] = sp.End

@@ -17,15 +17,11 @@ import (
 // between, and Start then fails with "address already in use". Used by
 // tests, `tenure demo` and `tenure verify` to place their members.
 func FreeLocalURLs(n int) ([]string, error) {
-	ports, err := freeport.Ports(n)
+	urls, err := freeport.LocalURLs(n)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
-	out := make([]string, n)
-	for i, p := range ports {
-		out[i] = fmt.Sprintf("http://127.0.0.1:%d", p)
-	}
-	return out, nil
+	return urls, nil
 }
 
 // LocalCluster returns configurations for an n-member cluster on loopback

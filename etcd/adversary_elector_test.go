@@ -27,7 +27,7 @@ import (
 // issue #18's scenario 2 had 0, which Config.Validate now refuses).
 func TestElectorDeadlineOnAReusedLease(t *testing.T) {
 	t.Parallel() // it mostly waits for leases to age
-	eps := startCluster(t, 1).endpoints()
+	eps := startEtcd(t)
 	plain := newClient(t, eps)
 	config := func(key, holder string) tenure.Config {
 		cfg := contenderConfig(key, holder, 4*time.Second)
@@ -167,7 +167,7 @@ func randomFaults(seed uint64) rpcHooks {
 // outlives its lease, and leaders keep changing.
 func TestUnknownOutcomesNeverMakeTwoLeaders(t *testing.T) {
 	t.Parallel() // it mostly waits
-	eps := startCluster(t, 1).endpoints()
+	eps := startEtcd(t)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	leases := newLeaseLog()

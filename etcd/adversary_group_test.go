@@ -56,7 +56,7 @@ func wantHeld(t *testing.T, c tenure.GroupCoordinator, m tenure.Member, name str
 // renewal and its claims are lost, never revived, and another member claims
 // its partitions with greater tokens.
 func TestMembershipRevokedByHand(t *testing.T) {
-	eps := startCluster(t, 1).endpoints()
+	eps := startEtcd(t)
 	plain := newClient(t, eps)
 	c := newCoordinator(t, plain)
 	const group = "revoked-group"
@@ -87,7 +87,7 @@ func TestMembershipRevokedByHand(t *testing.T) {
 // lease (Sent is the membership's, not the claim's), and another member is
 // refused with that token.
 func TestLostClaimReplyIsClaimedOnce(t *testing.T) {
-	eps := startCluster(t, 1).endpoints()
+	eps := startEtcd(t)
 	leases := newLeaseLog()
 	var drop atomic.Bool
 	c := newCoordinator(t, hookedClient(t, eps, leases.hooks(), loseNextReply(rpcTxn, &drop)))
@@ -116,7 +116,7 @@ func TestLostClaimReplyIsClaimedOnce(t *testing.T) {
 // new one never renews), cannot release them, and claims them with new
 // tokens once the earlier membership leaves.
 func TestRejoinedMemberDoesNotInheritPartitions(t *testing.T) {
-	eps := startCluster(t, 1).endpoints()
+	eps := startEtcd(t)
 	leases := newLeaseLog()
 	c := newCoordinator(t, hookedClient(t, eps, leases.hooks()))
 	const group = "rejoin-group"

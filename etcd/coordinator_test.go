@@ -11,8 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/etcd"
+	"github.com/tenure-dev/tenure/internal/etcdbin"
 )
 
 // rpcCounter counts the gRPC calls and streams a client makes, by method.
@@ -65,14 +65,14 @@ func leaseOf(t *testing.T, c *etcd.Coordinator, key string) clientv3.LeaseID {
 
 func TestGrantedTTLIsWhatEtcdGranted(t *testing.T) {
 	// etcd's minimum lease TTL is 1.5 election timeouts, in whole seconds
-	// rounded up: 1s for a one-member embedded cluster (250ms election
-	// timeout), 2s with etcd's default of 1s.
+	// rounded up: 1s with a 250ms election timeout (the embedded server's),
+	// 2s with etcd's default of 1s.
 	for _, setup := range []struct {
 		name     string
 		election time.Duration
 		min      time.Duration
 	}{
-		{"one member", 0, time.Second},
+		{"election timeout 250ms", 250 * time.Millisecond, time.Second},
 		{"election timeout 1s", time.Second, 2 * time.Second},
 	} {
 		t.Run(setup.name, func(t *testing.T) {
@@ -82,11 +82,8 @@ func TestGrantedTTLIsWhatEtcdGranted(t *testing.T) {
 }
 
 func testGrantedTTL(t *testing.T, election, minTTL time.Duration) {
-	cl := newClient(t, startCluster(t, 1, func(c *embedded.Config) {
-		if election != 0 {
-			c.ElectionTimeout, c.HeartbeatInterval = election, election/10
-		}
-	}).endpoints())
+	srv := etcdbin.New(t, "--election-timeout", fmt.Sprint(election.Milliseconds()), "--heartbeat-interval", fmt.Sprint((election / 10).Milliseconds()))
+	cl := newClient(t, []string{srv.URL})
 	c := newCoordinator(t, cl)
 	tests := []struct {
 		ask, want time.Duration
@@ -131,7 +128,7 @@ func testGrantedTTL(t *testing.T, election, minTTL time.Duration) {
 // of one holder with one TTL; renewing one extends that lease only, and
 // releasing one leaves the other alone.
 func TestLeasePerGrant(t *testing.T) {
-	cl := newClient(t, startCluster(t, 1).endpoints())
+	cl := newClient(t, startEtcd(t))
 	c := newCoordinator(t, cl)
 	const ttl = 5 * time.Second
 	a1 := mustAcquire(t, c, "own/a1", "alice", ttl)
@@ -177,7 +174,7 @@ func TestLeasePerGrant(t *testing.T) {
 // Release is one transaction; an Acquire on a lease granted ahead (after a
 // refusal) or kept by a Release is one transaction.
 func TestRoundTrips(t *testing.T) {
-	eps := startCluster(t, 1).endpoints()
+	eps := startEtcd(t)
 	cl, rc := countingClient(t, eps)
 	c := newCoordinator(t, cl)
 	const grant, ka, txn, get = rpcGrant, rpcKeepAlive, rpcTxn, rpcRange
@@ -230,7 +227,7 @@ func TestRoundTrips(t *testing.T) {
 // holder's deadline counts the lease's whole age; the lease at etcd ends no
 // sooner than Sent + TTL.
 func TestLeaseGrantedAheadCountsItsAge(t *testing.T) {
-	cl := newClient(t, startCluster(t, 1).endpoints())
+	cl := newClient(t, startEtcd(t))
 	c := newCoordinator(t, cl)
 	ga := mustAcquire(t, c, "ahead/k", "alice", 4*time.Second)
 	refused := time.Now()
@@ -257,7 +254,7 @@ func TestLeaseGrantedAheadCountsItsAge(t *testing.T) {
 
 func TestExpiredGrantIsNeverRevived(t *testing.T) {
 	t.Parallel() // it mostly waits for leases to expire
-	cl := newClient(t, startCluster(t, 1).endpoints())
+	cl := newClient(t, startEtcd(t))
 	c := newCoordinator(t, cl)
 	g1 := mustAcquire(t, c, "expire/k1", "alice", time.Second) // granted 2s
 	old := leaseOf(t, c, g1.Key)
@@ -302,7 +299,7 @@ func waitFree(t *testing.T, c tenure.Coordinator, key string, deadline time.Time
 // still renews them correctly (one more read, to find the lease) and
 // releases them.
 func TestRenewGrantOfAnotherCoordinator(t *testing.T) {
-	eps := startCluster(t, 1).endpoints()
+	eps := startEtcd(t)
 	cl, rc := countingClient(t, eps)
 	c1 := newCoordinator(t, cl)
 	g := mustAcquire(t, c1, "restart/k", "alice", 3*time.Second)
@@ -333,7 +330,7 @@ func TestRenewGrantOfAnotherCoordinator(t *testing.T) {
 }
 
 func TestWatchCoalescesForSlowReaders(t *testing.T) {
-	cl := newClient(t, startCluster(t, 1).endpoints())
+	cl := newClient(t, startEtcd(t))
 	c := newCoordinator(t, cl)
 	const key = "watch/slow"
 	ch, err := c.Watch(t.Context(), key)
@@ -377,7 +374,7 @@ func TestWatchCoalescesForSlowReaders(t *testing.T) {
 }
 
 func TestWatchEndsWithCoordinator(t *testing.T) {
-	cl := newClient(t, startCluster(t, 1).endpoints())
+	cl := newClient(t, startEtcd(t))
 	c, err := etcd.New(cl)
 	if err != nil {
 		t.Fatal(err)
@@ -416,7 +413,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 }
 
 func TestPrefix(t *testing.T) {
-	cl := newClient(t, startCluster(t, 1).endpoints())
+	cl := newClient(t, startEtcd(t))
 	c := newCoordinator(t, cl, etcd.WithPrefix("/custom/"))
 	g := mustAcquire(t, c, "jobs", "alice", 5*time.Second)
 	resp, err := cl.Get(ctx(t), "/custom/jobs")

@@ -46,7 +46,7 @@ func value(t *testing.T, cl *clientv3.Client, k string) string {
 
 func TestFencedTxnRejectsAfterExpiry(t *testing.T) {
 	t.Parallel() // it mostly waits for leases to expire
-	eps := startCluster(t, 1).endpoints()
+	eps := startEtcd(t)
 	// Two nodes, each with its own connection.
 	a := newCoordinator(t, newClient(t, eps))
 	b := newCoordinator(t, newClient(t, eps))
@@ -124,7 +124,7 @@ func TestFencedTxnRejectsAfterExpiry(t *testing.T) {
 }
 
 func TestRegister(t *testing.T) {
-	eps := startCluster(t, 1).endpoints()
+	eps := startEtcd(t)
 	cl := newClient(t, eps)
 	r := etcd.NewRegister(cl, "resources/orders/token")
 
@@ -195,7 +195,7 @@ func TestRegister(t *testing.T) {
 func TestRegisterWithGrants(t *testing.T) {
 	// Successive leaders write through the register; the deposed one is
 	// refused even while its write is "in flight" after the handover.
-	eps := startCluster(t, 1).endpoints()
+	eps := startEtcd(t)
 	c := newCoordinator(t, newClient(t, eps))
 	cl := newClient(t, eps)
 	r := etcd.NewRegister(cl, "reg/token")

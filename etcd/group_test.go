@@ -10,19 +10,6 @@ import (
 	"github.com/tenure-dev/tenure/partition/partitiontest"
 )
 
-// TestGroupConformanceEmbedded runs the partition group suite on an
-// embedded etcd member, each group member with its own client, as separate
-// processes would have. A partition is freed by hand as `tenure release
-// --force` frees a key: the live grant read with Leader, then Release.
-func TestGroupConformanceEmbedded(t *testing.T) {
-	c := startCluster(t, 1)
-	partitiontest.Run(t, func(t *testing.T) tenure.Coordinator {
-		return newCoordinator(t, newClient(t, c.endpoints()))
-	}, partitiontest.WithTTL(2*time.Second), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
-		forceRelease(t, newCoordinator(t, newClient(t, c.endpoints())), tenure.PartitionKey(group, name))
-	}))
-}
-
 // TestGroupConformanceEtcdBinary runs the suite on the Debian etcd binary
 // (3.4), whose nested transactions the claims rely on. A partition is
 // freed by hand as etcdctl del would: a delete of its key.

@@ -26,7 +26,7 @@ import (
 //
 //	go test -run '^$' -bench Handover -benchtime 200x ./etcd/
 func BenchmarkHandover(b *testing.B) {
-	eps := startCluster(b, 1).endpoints()
+	eps := startEtcd(b)
 	b.Run("impl=tenure", func(b *testing.B) { benchTenureHandover(b, eps) })
 	b.Run("impl=etcd-concurrency", func(b *testing.B) { benchEtcdElectionHandover(b, eps) })
 }

@@ -12,8 +12,7 @@ import (
 // left on their leases; released keys, keys outside the prefix and etcd
 // keys that are not tenure keys are left out.
 func TestList(t *testing.T) {
-	cl := startCluster(t, 1)
-	client := newClient(t, cl.endpoints())
+	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 
 	const ttl = 5 * time.Second

@@ -10,18 +10,18 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/boottime"
-	"github.com/tenure-dev/tenure/internal/chaos"
+	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
 )
 
 // recorder records the terms of every member in the history format of
-// tenure verify (package chaos), so that the chaos checkers judge each
+// tenure verify (package history), so that its checkers judge each
 // partition: times are nanoseconds on the bubble's clock since origin.
 type recorder struct {
 	origin time.Time
 	mu     sync.Mutex
-	events []chaos.Event
+	events []history.Event
 	terms  []termSpan
 	wg     sync.WaitGroup // term-end AfterFuncs not yet run
 }
@@ -35,7 +35,7 @@ type termSpan struct {
 
 func newRecorder() *recorder { return &recorder{origin: time.Now()} }
 
-func (r *recorder) add(ev chaos.Event) {
+func (r *recorder) add(ev history.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev.At = int64(time.Since(r.origin))
@@ -45,12 +45,12 @@ func (r *recorder) add(ev chaos.Event) {
 // fn is a partition function that records its term, from the call until
 // the term's context ends, and works until its context ends.
 func (r *recorder) fn(ctx context.Context, p partition.Partition, t *tenure.Term) error {
-	r.add(chaos.Event{Holder: t.Holder(), Kind: chaos.KindElected, Token: t.Token(), Partition: p.Name})
+	r.add(history.Event{Holder: t.Holder(), Kind: history.KindElected, Token: t.Token(), Partition: p.Name})
 	start := boottime.Now()
 	r.wg.Add(1)
 	context.AfterFunc(t.Context(), func() {
 		defer r.wg.Done()
-		r.add(chaos.Event{Holder: t.Holder(), Kind: chaos.KindEnd, Token: t.Token(), Partition: p.Name})
+		r.add(history.Event{Holder: t.Holder(), Kind: history.KindEnd, Token: t.Token(), Partition: p.Name})
 		r.mu.Lock()
 		r.terms = append(r.terms, termSpan{term: t, start: start, end: boottime.Now()})
 		r.mu.Unlock()
@@ -73,15 +73,43 @@ func (r *recorder) spans(holder string) []termSpan {
 	return out
 }
 
-// analyze runs the chaos checkers over the recorded terms of a group of p
-// partitions, once every term has ended: each partition is judged on its
+// verdict is what the checkers found over every partition: each check's
+// count is the sum over the partitions, its details name the partition.
+type verdict struct {
+	overlap, order history.Check
+	terms          int // terms recorded, in all partitions
+}
+
+func (v verdict) checks() []history.Check { return []history.Check{v.overlap, v.order} }
+
+// analyze runs the checkers of terms over the recorded terms of a group of
+// p partitions, once every term has ended: each partition is judged on its
 // own (no two owners' terms overlap, tokens only increase).
-func (r *recorder) analyze(p int) *chaos.Report {
+func (r *recorder) analyze(p int) verdict {
 	r.wg.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := &chaos.History{Options: chaos.Options{Partitions: p, MaxDrift: 0.01}, Events: r.events, Finish: int64(time.Since(r.origin))}
-	return chaos.Analyze(h)
+	var v verdict
+	for _, name := range partition.Names(p) {
+		h := &history.History{Finish: int64(time.Since(r.origin))}
+		for _, ev := range r.events {
+			if ev.Partition == name {
+				h.Events = append(h.Events, ev)
+			}
+		}
+		spans := history.Spans(h)
+		v.terms += len(spans)
+		overlap, _ := history.CheckOverlap(h, spans)
+		order := history.CheckTokenOrder(h, spans)
+		for _, m := range []struct{ sum, c *history.Check }{{&v.overlap, &overlap}, {&v.order, &order}} {
+			m.sum.Name = m.c.Name
+			m.sum.Count += m.c.Count
+			for _, d := range m.c.Details {
+				m.sum.Details = append(m.sum.Details, "partition "+name+": "+d)
+			}
+		}
+	}
+	return v
 }
 
 // cluster runs members of one group on a memory coordinator.
@@ -214,13 +242,12 @@ func (c *cluster) await(what string, limit time.Duration, cond func() bool) time
 	return time.Since(start)
 }
 
-// check stops the cluster and runs the chaos checkers on every term
+// check stops the cluster and runs the checkers on every term
 // recorded, per partition.
 func (c *cluster) check() {
 	c.t.Helper()
 	c.close()
-	rep := c.rec.analyze(c.cfg.Partitions)
-	for _, chk := range rep.Checks() {
+	for _, chk := range c.rec.analyze(c.cfg.Partitions).checks() {
 		for _, msg := range chk.Details {
 			c.t.Errorf("%s: %s", chk.Name, msg)
 		}

@@ -1,10 +1,10 @@
 // Command tenure-guard is the guard of `tenure run` as a program of its
 // own: the process that keeps a command from outliving its lease (package
-// internal/guard). It links nothing else, so that it starts in a few
+// cmd/internal/guard). It links nothing else, so that it starts in a few
 // milliseconds and stays resident in a few megabytes.
 //
 // It is not installed on its own: go generate builds it into
-// internal/guard/guardbin, the tenure binary embeds it and runs it from
+// cmd/internal/guard/guardbin, the tenure binary embeds it and runs it from
 // memory (docs/build.md). Its arguments are those of `tenure __guard`:
 //
 //	tenure-guard [--kill-grace D] -- PATH ARGV0 [ARG...]
@@ -15,7 +15,7 @@ package main
 import (
 	"os"
 
-	"github.com/tenure-dev/tenure/internal/guard"
+	"github.com/tenure-dev/tenure/cmd/internal/guard"
 )
 
 func main() {

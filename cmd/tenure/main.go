@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/tenure-dev/tenure/internal/cli"
+	"github.com/tenure-dev/tenure/cmd/internal/cli"
 )
 
 func main() {

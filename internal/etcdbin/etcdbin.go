@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure/embedded"
+	"github.com/tenure-dev/tenure/internal/freeport"
 	"github.com/tenure-dev/tenure/internal/proc"
 	"github.com/tenure-dev/tenure/internal/require"
 )
@@ -48,13 +48,14 @@ func Start(t testing.TB) string {
 }
 
 // New starts etcd for t like Start and returns the server, stopped at
-// cleanup.
-func New(t testing.TB) *Server {
+// cleanup. Flags are added to etcd's command line (for example
+// "--election-timeout", "1000").
+func New(t testing.TB, flags ...string) *Server {
 	t.Helper()
 	if _, err := os.Stat(Path); err != nil {
 		require.EtcdBinary.Missing(t, err)
 	}
-	urls, err := embedded.FreeLocalURLs(2)
+	urls, err := freeport.LocalURLs(2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +68,7 @@ func New(t testing.TB) *Server {
 			"--log-level", "warn", "--logger", "zap"},
 		log: &lockedBuffer{},
 	}
+	s.args = append(s.args, flags...)
 	t.Cleanup(s.Kill)
 	s.Restart(t)
 	return s

@@ -89,3 +89,17 @@ func ephemeralLow() int {
 	}
 	return p
 }
+
+// LocalURLs returns n distinct http:// URLs on 127.0.0.1 on free ports (see
+// Ports), for servers started right after.
+func LocalURLs(n int) ([]string, error) {
+	ports, err := Ports(n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, n)
+	for i, p := range ports {
+		out[i] = fmt.Sprintf("http://127.0.0.1:%d", p)
+	}
+	return out, nil
+}

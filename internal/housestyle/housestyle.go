@@ -22,6 +22,7 @@
 package housestyle
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/build"
@@ -76,9 +77,13 @@ func PublicPackages(root string) ([]string, error) {
 
 // walkSources calls fn with each directory under root (relative to it)
 // that holds .go files matching the build context, and those files' names,
-// skipping testdata, hidden directories, nested modules and, when
-// skipInternal, internal/ directories.
+// skipping testdata, hidden directories, nested modules that root's go.work
+// does not use and, when skipInternal, internal/ directories.
 func walkSources(root string, skipInternal bool, fn func(dir string, files []string) error) error {
+	workspace, err := workspaceDirs(root)
+	if err != nil {
+		return err
+	}
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -89,8 +94,8 @@ func walkSources(root string, skipInternal bool, fn func(dir string, files []str
 			if name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || (skipInternal && name == "internal") {
 				return filepath.SkipDir
 			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir // a module of its own
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && !workspace[rel] {
+				return filepath.SkipDir // a module of its own, outside the workspace
 			}
 		}
 		entries, err := os.ReadDir(path)
@@ -110,6 +115,26 @@ func walkSources(root string, skipInternal bool, fn func(dir string, files []str
 		}
 		return fn(rel, files)
 	})
+}
+
+// useLine matches a directory of a go.work use directive or block.
+var useLine = regexp.MustCompile(`(?m)^\s*(?:use\s+)?\./([^\s()]+)\s*$`)
+
+// workspaceDirs returns the directories, relative to root, of the nested
+// modules that root's go.work uses (none without a go.work).
+func workspaceDirs(root string) (map[string]bool, error) {
+	b, err := os.ReadFile(filepath.Join(root, "go.work"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	dirs := make(map[string]bool)
+	for _, m := range useLine.FindAllStringSubmatch(string(b), -1) {
+		dirs[filepath.FromSlash(m[1])] = true
+	}
+	return dirs, nil
 }
 
 // Unexplained returns the exported names of the package in dir that say

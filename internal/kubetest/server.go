@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/tenure-dev/tenure/embedded"
-	"github.com/tenure-dev/tenure/internal/apiserver"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
+	"github.com/tenure-dev/tenure/internal/kubetest/apiserver"
 	"github.com/tenure-dev/tenure/internal/require"
 )
 

@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenure-dev/tenure/internal/pgtest"
+	"github.com/tenure-dev/tenure/postgres"
+)
+
+// seedTTL is the lease of the seed's statements, as the seed writes it.
+const seedTTL = 15 * time.Second
+
+// BenchmarkPostgresCoordinator measures the Coordinator beside the seed's raw SQL on
+// the same server in the same run:
+//
+//   - ops: acquire, renew and release cycles on a key per client, at 1 and
+//     10 concurrent clients; reports ops/s (statements: three per cycle).
+//   - handover: release by the leader → the follower holds the key; the
+//     Coordinator's follower waits on Watch (LISTEN/NOTIFY), the seed's
+//     follower re-runs the acquisition statement every 5ms; reports p50 and
+//     p99 in milliseconds.
+func BenchmarkPostgresCoordinator(b *testing.B) {
+	srv := pgtest.Need(b, pg.srv, pg.err)
+	dsn := srv.NewDatabase(b)
+	poolDSN := pgtest.WithParams(dsn, map[string]string{"pool_max_conns": "12"}) // room for 10 clients
+	ctx := b.Context()
+	c := openPostgres(b, poolDSN)
+	pool, err := pgxpool.New(ctx, poolDSN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	seed := Seed{Pool: pool}
+	keys := []string{"handover/seed"}
+	for i := range 10 {
+		keys = append(keys, fmt.Sprintf("bench/%d", i))
+	}
+	if err := seed.Setup(ctx, keys...); err != nil {
+		b.Fatal(err)
+	}
+
+	for _, clients := range []int{1, 10} {
+		b.Run(fmt.Sprintf("ops/clients=%d/tenure", clients), func(b *testing.B) {
+			runClients(b, clients, func(key, holder string) error {
+				g, err := c.Acquire(ctx, key, holder, 15*time.Second)
+				if err != nil {
+					return err
+				}
+				if _, err := c.Renew(ctx, g); err != nil {
+					return err
+				}
+				return c.Release(ctx, g)
+			})
+		})
+		b.Run(fmt.Sprintf("ops/clients=%d/seed", clients), func(b *testing.B) {
+			runClients(b, clients, func(key, holder string) error {
+				token, ok, err := seed.Acquire(ctx, key, holder, seedTTL)
+				if err != nil || !ok {
+					return fmt.Errorf("seed acquire: %v, ok %v", err, ok)
+				}
+				if _, err := seed.Renew(ctx, key, holder, token, seedTTL); err != nil {
+					return err
+				}
+				return seed.Release(ctx, key, holder, token)
+			})
+		})
+	}
+
+	b.Run("handover/tenure", func(b *testing.B) {
+		follower := openPostgres(b, poolDSN)
+		const key = "handover/tenure"
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		w, err := follower.Watch(wctx, key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var armed atomic.Bool
+		got := make(chan time.Time)
+		released := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for ev := range w {
+				if ev.Held || !armed.Load() {
+					continue
+				}
+				g, err := follower.Acquire(wctx, key, "follower", 15*time.Second)
+				if err != nil {
+					continue
+				}
+				armed.Store(false)
+				got <- time.Now()
+				_ = follower.Release(wctx, g)
+				released <- struct{}{}
+			}
+		})
+		handover(b, func() (func(), error) {
+			g, err := c.Acquire(ctx, key, "leader", 15*time.Second)
+			if err != nil {
+				return nil, err
+			}
+			return func() { armed.Store(true); _ = c.Release(ctx, g) }, nil
+		}, got, released)
+		stop()
+		wg.Wait()
+	})
+	b.Run("handover/seed", func(b *testing.B) {
+		const key = "handover/seed"
+		var armed atomic.Bool
+		got := make(chan time.Time)
+		released := make(chan struct{})
+		var wg sync.WaitGroup
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		wg.Go(func() {
+			t := time.NewTicker(5 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-wctx.Done():
+					return
+				case <-t.C:
+				}
+				if !armed.Load() {
+					continue
+				}
+				token, ok, err := seed.Acquire(wctx, key, "follower", seedTTL)
+				if err != nil || !ok {
+					continue
+				}
+				armed.Store(false)
+				got <- time.Now()
+				_ = seed.Release(wctx, key, "follower", token)
+				released <- struct{}{}
+			}
+		})
+		handover(b, func() (func(), error) {
+			token, ok, err := seed.Acquire(ctx, key, "leader", seedTTL)
+			if err != nil || !ok {
+				return nil, fmt.Errorf("seed acquire: %v, ok %v", err, ok)
+			}
+			return func() {
+				armed.Store(true)
+				_ = seed.Release(ctx, key, "leader", token)
+			}, nil
+		}, got, released)
+		stop()
+		wg.Wait()
+	})
+}
+
+// runClients runs b.N cycles split over clients goroutines, each on its own
+// key, and reports statements per second.
+func runClients(b *testing.B, clients int, cycle func(key, holder string) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	b.ResetTimer()
+	for i := range clients {
+		wg.Go(func() {
+			key, holder := fmt.Sprintf("bench/%d", i), fmt.Sprintf("client-%d", i)
+			for next.Add(1) <= int64(b.N) {
+				if err := cycle(key, holder); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(3*b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// handover measures b.N handovers: lead() acquires for the leader and
+// returns the release; the follower sends on got when it holds the key and
+// on released once it has let go again.
+func handover(b *testing.B, lead func() (func(), error), got <-chan time.Time, released <-chan struct{}) {
+	var took []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		release, err := lead()
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		release()
+		select {
+		case at := <-got:
+			took = append(took, at.Sub(start))
+		case <-time.After(10 * time.Second):
+			b.Fatal("no handover within 10s")
+		}
+		<-released
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	q := func(p float64) float64 {
+		return float64(took[min(len(took)-1, int(p*float64(len(took))))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(q(0.50), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// openPostgres opens a Coordinator on dsn, closed when b ends.
+func openPostgres(b *testing.B, dsn string) *postgres.Coordinator {
+	b.Helper()
+	c, err := postgres.Open(b.Context(), dsn)
+	if err != nil {
+		b.Fatalf("Open() error = %v", err)
+	}
+	b.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			b.Errorf("Close() error = %v", err)
+		}
+	})
+	return c
+}

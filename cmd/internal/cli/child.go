@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/guard"
+)
+
+// child is a command tenure run started under a guard process (package
+// guard; see guardProgram), which starts the command, feeds its lease file
+// and kills its whole process tree at the last deadline tenure sent, or at
+// once if tenure goes away.
+type child struct {
+	started  chan struct{} // closed once the guard has reported the start
+	startErr error         // why the command did not start; set before started closes
+	pid      int           // the command's (and its process group's); set before started closes
+	began    time.Time
+	done     chan struct{} // closed once the guard has reported and exited
+
+	mu     sync.Mutex
+	enc    *json.Encoder // to the guard; nil once closed
+	ctl    *os.File
+	report guard.Report
+	err    error // the guard failed: no report
+}
+
+// startChild starts a guard (prog) that will start the program at path
+// with args (args[0] is the name it sees as its own) and env once it is
+// sent the first lease (with the term's variables). grace is --kill-grace.
+// Call awaitStart, after that first lease, to learn whether the command
+// started.
+func startChild(prog *guardProgram, path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer,
+	grace time.Duration) (*child, error) {
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		return nil, err
+	}
+	cmd, err := prog.command(append([]string{"--kill-grace", grace.String(), "--", path}, args...), ctlR, repW)
+	if err == nil {
+		cmd.Env = env
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+		// Output copied through pipes (when stdout is not a file) must not
+		// keep Wait waiting for descendants that still hold the pipe.
+		cmd.WaitDelay = time.Second
+		err = cmd.Start()
+	}
+	ctlR.Close()
+	repW.Close()
+	if err != nil {
+		ctlW.Close()
+		repR.Close()
+		return nil, fmt.Errorf("start the guard: %w", err)
+	}
+	c := &child{done: make(chan struct{}), started: make(chan struct{}), ctl: ctlW, enc: json.NewEncoder(ctlW)}
+	go c.watch(cmd, json.NewDecoder(repR), repR)
+	return c, nil
+}
+
+// startError is the exit error of a command that could not be started:
+// 127 when it was not found, 126 otherwise (not executable, a directory),
+// as shells do.
+func startError(name string, err error) error {
+	code := ExitCannotRun
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		code = ExitNotFound
+	}
+	return &exitError{code: code, err: fmt.Errorf("command %q: %w", name, err)}
+}
+
+// awaitStart waits for the guard to start the command and returns the
+// reason it could not.
+func (c *child) awaitStart() error {
+	<-c.started
+	return c.startErr
+}
+
+// selfBinary is the tenure binary, to re-execute as the guard when it
+// embeds no guard program: /proc/self/exe on
+// Linux, which still works when the file was replaced or removed (an
+// upgrade while tenure runs).
+func selfBinary() (string, error) {
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		return "/proc/self/exe", nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the tenure binary to run the guard: %w", err)
+	}
+	return self, nil
+}
+
+// errTooLate: the guard did not start the command because the term's
+// deadline had passed (or the term had ended) when it got to it. The term
+// is over; the command was never started.
+var errTooLate = errors.New("the term was over before the command started")
+
+// startFailure is the error of a guard that did not start the command.
+func startFailure(r guard.Report, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("the guard ended before starting the command: %w", err)
+	case r.Expired:
+		return fmt.Errorf("%w: %s", errTooLate, r.Err)
+	case r.Code == ExitNotFound:
+		return fmt.Errorf("%s: %w", r.Err, fs.ErrNotExist)
+	default:
+		return errors.New(r.Err)
+	}
+}
+
+// watch reads the guard's reports: the command's pid (or why it did not
+// start), then how it ended; then it waits for the guard to exit.
+func (c *child) watch(cmd *exec.Cmd, dec *json.Decoder, rep io.Closer) {
+	var r guard.Report
+	err := dec.Decode(&r)
+	if err != nil || r.Pid == 0 {
+		c.startErr = startFailure(r, err)
+		close(c.started)
+		c.close()
+		_ = cmd.Wait()
+		rep.Close()
+		close(c.done)
+		return
+	}
+	c.pid, c.began = r.Pid, time.Now()
+	close(c.started)
+	err = dec.Decode(&r)
+	if err == nil && !r.Exited {
+		err = fmt.Errorf("guard report %+v: want exited", r)
+	}
+	rep.Close()
+	c.close()
+	werr := cmd.Wait()
+	c.mu.Lock()
+	c.report = r
+	if err != nil {
+		c.err = fmt.Errorf("guard: %w (%v)", err, werr)
+	}
+	c.mu.Unlock()
+	close(c.done)
+}
+
+// send gives the guard m; once the guard is gone it does nothing.
+func (c *child) send(m guard.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.enc != nil {
+		_ = c.enc.Encode(m)
+	}
+}
+
+// close closes the control pipe: the guard kills what is left at once.
+func (c *child) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.enc != nil {
+		c.enc = nil
+		c.ctl.Close()
+	}
+}
+
+// exited reports whether the command and its tree are gone.
+func (c *child) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitCode is the command's exit code, 128+N when signal N ended it. Call
+// it after done is closed.
+func (c *child) exitCode() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return ExitSoftware // the guard failed: tenure's failure, not the command's
+	}
+	return c.report.Code
+}
+
+// describe says how the command ended, for logs.
+func (c *child) describe() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err.Error()
+	}
+	return c.report.Status
+}
+
+// killed reports whether the guard ended the command with SIGKILL. Call
+// it after done is closed.
+func (c *child) killed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.report.Killed
+}
+
+// expired reports whether the guard killed the command on its own, at the
+// deadline it last heard of. Call it after done is closed.
+func (c *child) expired() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.report.Expired
+}
+
+// signal forwards sig to every process of the command's tree.
+func (c *child) signal(sig syscall.Signal) {
+	c.send(guard.Message{Op: guard.OpSignal, Signal: sig})
+}
+
+// stop ends the term for the command: sig now (unless 0: forwarded
+// already), SIGKILL after --kill-grace but never past the deadline. It
+// returns once the command's whole tree is gone, and reports whether the
+// guard sent SIGKILL.
+func (c *child) stop(sig syscall.Signal) bool {
+	c.send(guard.Message{Op: guard.OpEnd, Signal: sig})
+	<-c.done
+	return c.killed()
+}

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// examplesDir is the repository's examples/ directory.
+const examplesDir = "../../../examples"
+
+// unitFile is a systemd unit: section → key → values, in order.
+type unitFile map[string]map[string][]string
+
+// parseUnit parses a systemd unit file as systemd does for what the
+// examples use: [Section] headers, Key=Value lines, comments (# or ;) on
+// their own lines, and lines continued with a trailing backslash.
+func parseUnit(t *testing.T, path string) unitFile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	u := unitFile{}
+	section, pending := "", ""
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if pending == "" && (line == "" || line[0] == '#' || line[0] == ';') {
+			continue
+		}
+		if cont, ok := strings.CutSuffix(line, `\`); ok {
+			pending += cont + " "
+			continue
+		}
+		line, pending = pending+line, ""
+		if strings.HasPrefix(line, "[") {
+			if !strings.HasSuffix(line, "]") {
+				t.Fatalf("%s:%d: malformed section header %q", path, n, line)
+			}
+			section = line[1 : len(line)-1]
+			u[section] = map[string][]string{}
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		if !ok || section == "" || strings.TrimSpace(key) == "" {
+			t.Fatalf("%s:%d: want Key=Value inside a [Section], got %q", path, n, line)
+		}
+		key = strings.TrimSpace(key)
+		u[section][key] = append(u[section][key], strings.TrimSpace(value))
+	}
+	if pending != "" {
+		t.Fatalf("%s: ends inside a continued line", path)
+	}
+	return u
+}
+
+// helpCache runs "tenure SUB --help" once per subcommand.
+type helpCache map[string]string
+
+func (h helpCache) of(t *testing.T, sub string) string {
+	t.Helper()
+	if out, ok := h[sub]; ok {
+		return out
+	}
+	res := runTenure(t, nil, sub, "--help")
+	if res.code != 0 {
+		t.Fatalf("tenure %s --help: exit %d\n%s", sub, res.code, res.stderr)
+	}
+	h[sub] = res.stdout
+	return res.stdout
+}
+
+// checkInvocation checks that args (after the tenure binary) name a
+// tenure command and only flags it documents, and env only the
+// environment twins its help lists.
+func (h helpCache) checkInvocation(t *testing.T, where string, args []string, env []string) {
+	t.Helper()
+	if len(args) == 0 {
+		t.Fatalf("%s: no tenure command", where)
+	}
+	help := h.of(t, args[0])
+	for _, a := range args[1:] {
+		if a == "--" {
+			break
+		}
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut(name, "=")
+		if !regexp.MustCompile(`(?m)^\s+(-\w, )?--` + regexp.QuoteMeta(name) + `\b`).MatchString(help) {
+			t.Errorf("%s: tenure %s has no flag --%s", where, args[0], name)
+		}
+	}
+	for _, e := range env {
+		name, _, _ := strings.Cut(e, "=")
+		if strings.HasPrefix(name, "TENURE_") && !strings.Contains(help, "\n  "+name+" ") {
+			t.Errorf("%s: tenure %s --help lists no %s", where, args[0], name)
+		}
+	}
+	if args[0] == "run" && !strings.Contains(strings.Join(args, " "), " -- ") {
+		t.Errorf("%s: tenure run without \"--\" before the command", where)
+	}
+}
+
+// TestExamplesSystemd: the systemd units parse, have what systemd needs
+// to start and enable them, and run tenure with real flags.
+func TestExamplesSystemd(t *testing.T) {
+	t.Parallel()
+	h := helpCache{}
+	for file, sub := range map[string]string{"tenure-server.service": "server", "tenure-run-jobs.service": "run"} {
+		t.Run(file, func(t *testing.T) {
+			u := parseUnit(t, filepath.Join(examplesDir, "systemd", file))
+			for _, s := range []string{"Unit", "Service", "Install"} {
+				if u[s] == nil {
+					t.Fatalf("no [%s] section", s)
+				}
+			}
+			if len(u["Install"]["WantedBy"]) == 0 || len(u["Unit"]["Description"]) == 0 {
+				t.Errorf("want Description= and WantedBy=")
+			}
+			exec := u["Service"]["ExecStart"]
+			if len(exec) != 1 {
+				t.Fatalf("ExecStart = %q; want one", exec)
+			}
+			args := strings.Fields(exec[0])
+			if filepath.Base(args[0]) != "tenure" || !filepath.IsAbs(args[0]) || args[1] != sub {
+				t.Fatalf("ExecStart = %q; want an absolute path to tenure %s", exec[0], sub)
+			}
+			h.checkInvocation(t, file+" ExecStart", args[1:], u["Service"]["Environment"])
+			if got := u["Service"]["KillSignal"]; len(got) != 1 || got[0] != "SIGTERM" {
+				t.Errorf("KillSignal = %q; want SIGTERM", got)
+			}
+			if sub == "run" && (len(u["Service"]["KillMode"]) != 1 || u["Service"]["KillMode"][0] != "mixed") {
+				t.Errorf("KillMode = %q; want mixed, so that tenure forwards the stop and releases the key", u["Service"]["KillMode"])
+			}
+		})
+	}
+}
+
+// TestExamplesContainer: the Dockerfile builds tenure with the Go of
+// go.mod and starts it with real flags; the compose file parses and each
+// service runs a tenure command with real flags and environment twins.
+func TestExamplesContainer(t *testing.T) {
+	t.Parallel()
+	h := helpCache{}
+	docker, err := os.ReadFile(filepath.Join(examplesDir, "container", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile("../../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
+	if goVersion == nil {
+		t.Fatal("go.mod has no go directive")
+	}
+	if want := "FROM golang:" + string(goVersion[1]) + " "; !strings.Contains(string(docker), want) {
+		t.Errorf("Dockerfile does not build with %q (go.mod says go %s)", want, goVersion[1])
+	}
+	if !strings.Contains(string(docker), "go build") || !strings.Contains(string(docker), "./cmd/tenure") {
+		t.Error("Dockerfile does not build ./cmd/tenure")
+	}
+	instr := map[string][]string{}
+	for _, l := range strings.Split(string(docker), "\n") {
+		if op, rest, ok := strings.Cut(strings.TrimSpace(l), " "); ok && !strings.HasPrefix(op, "#") {
+			instr[op] = append(instr[op], rest)
+		}
+	}
+	var entry, cmd []string
+	for _, x := range []struct {
+		op  string
+		dst *[]string
+	}{{"ENTRYPOINT", &entry}, {"CMD", &cmd}} {
+		if len(instr[x.op]) != 1 || json.Unmarshal([]byte(instr[x.op][0]), x.dst) != nil {
+			t.Fatalf("Dockerfile %s = %q; want one JSON array (exec form, so tenure gets the stop signal)", x.op, instr[x.op])
+		}
+	}
+	if len(entry) != 1 || filepath.Base(entry[0]) != "tenure" {
+		t.Errorf("ENTRYPOINT = %q; want tenure", entry)
+	}
+	h.checkInvocation(t, "Dockerfile CMD", cmd, nil)
+
+	b, err := os.ReadFile(filepath.Join(examplesDir, "container", "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Image       string            `json:"image"`
+			Command     []string          `json:"command"`
+			Environment map[string]string `json:"environment"`
+		} `json:"services"`
+	}
+	if err := yaml.Unmarshal(b, &compose); err != nil {
+		t.Fatalf("compose.yaml: %v", err)
+	}
+	if len(compose.Services) < 3 {
+		t.Fatalf("compose.yaml has services %v; want a server and two workers", compose.Services)
+	}
+	runs := 0
+	for name, s := range compose.Services {
+		if s.Image != "tenure:dev" {
+			t.Errorf("service %s: image %q; want tenure:dev, the Dockerfile's", name, s.Image)
+		}
+		var env []string
+		for k, v := range s.Environment {
+			env = append(env, k+"="+v)
+		}
+		h.checkInvocation(t, "compose.yaml service "+name, s.Command, env)
+		if s.Command[0] == "run" {
+			runs++
+		}
+	}
+	if runs < 2 {
+		t.Errorf("compose.yaml runs %d workers under tenure run; want two contenders", runs)
+	}
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/guard"
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// commandPid is the pid of the command in tenure run's log line "command
+// started … pid=N", once there is one.
+func commandPid(t *testing.T, p *proc) int {
+	t.Helper()
+	re := regexp.MustCompile(`command started.* pid=(\d+)`)
+	var pid int
+	waitFor(t, 20*time.Second, "the command to start", func() bool {
+		m := re.FindStringSubmatch(p.err.String())
+		if m != nil {
+			pid, _ = strconv.Atoi(m[1])
+		}
+		return pid != 0
+	})
+	return pid
+}
+
+// TestGuardName: the guard shows in ps and top as tenure-guard, both as
+// the process name (comm: "ps -o comm=", top) and as its argv[0] ("ps -o
+// args=").
+func TestGuardName(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, t.TempDir())
+	p := startProc(t, "run", nil, "run", "--endpoints", s.endpoint, "--key", "named", "--", "sleep", "60")
+	g := parentOf(t, commandPid(t, p))
+	if comm := strings.TrimSpace(readFile("/proc/" + strconv.Itoa(g) + "/comm")); comm != guard.Name {
+		t.Errorf("the guard's process name (/proc/%d/comm, as ps -o comm= shows it) = %q; want %q", g, comm, guard.Name)
+	}
+	if argv := strings.Split(readFile("/proc/"+strconv.Itoa(g)+"/cmdline"), "\x00"); argv[0] != guard.Name {
+		t.Errorf("the guard's argv = %q; want argv[0] %q", argv, guard.Name)
+	}
+	p.signal(t, syscall.SIGTERM)
+	p.wait(t, 10*time.Second)
+}
+
+// TestGuardStartTooLate: a guard whose first lease's deadline has already
+// passed when it gets it never starts the command; it reports why.
+func TestGuardStartTooLate(t *testing.T) {
+	t.Parallel()
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command(tenureBin, guard.Command, "--", "/bin/sh", "sh", "-c", `touch "$0"`, marker)
+	cmd.ExtraFiles = []*os.File{ctlR, repW}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctlR.Close()
+	repW.Close()
+	defer repR.Close()
+	lease := guard.Lease{Key: "late", Holder: "h", Token: 3, Deadline: boottime.Now().Add(-time.Millisecond), TTLMs: 2000, Live: true}
+	if err := json.NewEncoder(ctlW).Encode(guard.Message{Op: guard.OpLease, Lease: &lease}); err != nil {
+		t.Fatal(err)
+	}
+	var r guard.Report
+	if err := json.NewDecoder(repR).Decode(&r); err != nil {
+		t.Fatalf("the guard's report: %v\n%s", err, stderr.String())
+	}
+	ctlW.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("guard: %v\n%s", err, stderr.String())
+	}
+	if r.Pid != 0 || !r.Expired || !strings.Contains(r.Err, "deadline passed") {
+		t.Errorf("report %+v; want no pid, expired, and why: the deadline passed", r)
+	}
+	time.Sleep(100 * time.Millisecond) // a command started anyway has touched the marker
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the command ran although its deadline had passed")
+	}
+	if !strings.Contains(stderr.String(), "command not started") {
+		t.Errorf("guard stderr %q; want it to say the command was not started", stderr.String())
+	}
+}
+
+// TestGuardSurvivor: a process of the command's tree that ignores SIGTERM,
+// is re-parented to the guard when the command exits, and cannot be
+// signalled for longer than the 10s after which the guard used to give up
+// (tenure and the guard run without CAP_KILL; the survivor runs under
+// another real uid) is named in the log and killed as soon as it can be;
+// tenure then exits with the command's code.
+func TestGuardSurvivor(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, t.TempDir())
+	out := filepath.Join(t.TempDir(), "survivor")
+	script := `TENURE_E2E_CHILD=survivor "$SELF" &
+while [ ! -s "$OUT" ]; do sleep 0.05; done
+exit 0`
+	began := time.Now()
+	p := startNoKill(t, "run", []string{"OUT=" + out, "SELF=" + selfBin}, "run", "--endpoints", s.endpoint,
+		"--key", "survivor", "--ttl", "5s", "--kill-grace", "100ms", "--", "sh", "-c", script)
+	waitFor(t, 20*time.Second, "the survivor's pid", func() bool { return strings.TrimSpace(readFile(out)) != "" })
+	pid, err := strconv.Atoi(strings.TrimSpace(readFile(out)))
+	if err != nil {
+		t.Fatalf("survivor pid %q: %v", readFile(out), err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if code := p.wait(t, survivorFor+slack+10*time.Second); code != 0 {
+		t.Errorf("tenure exit %d; want 0, the command's code", code)
+	}
+	if took := time.Since(began); took < survivorFor-time.Second {
+		t.Errorf("tenure exited %s after it started; want after the survivor could be signalled (%s): the test did not make a survivor", took, survivorFor)
+	}
+	waitDead(t, pid, 5*time.Second, "the survivor")
+	if log := p.err.String(); !strings.Contains(log, "still alive") || !strings.Contains(log, "pid "+strconv.Itoa(pid)) ||
+		!strings.Contains(log, "operation not permitted") {
+		t.Errorf("tenure's log does not name the survivor (pid %d) and why it lives (operation not permitted):\n%s", pid, log)
+	}
+}
