@@ -4,7 +4,8 @@
 #
 #   scripts/release.sh v0.1.0
 #
-# In a clean checkout, it makes one release commit in which every nested
+# In a clean checkout, it makes one release commit in which the CHANGELOG's
+# Unreleased section is dated as VERSION, every nested
 # module (cmd, embedded, internal/kubetest, kube) requires the library and
 # its sibling modules at VERSION, and go.work maps VERSION of each module to
 # its directory; builds tenure and vets every module; then tags the commit
@@ -41,6 +42,14 @@ for t in "${tags[@]}"; do
   fi
 done
 
+# The CHANGELOG's Unreleased section becomes this version's, dated today,
+# and a new empty Unreleased section opens above it.
+if ! grep -q '^## \[Unreleased\]' CHANGELOG.md; then
+  echo "scripts/release.sh: CHANGELOG.md has no '## [Unreleased]' section to release" >&2
+  exit 1
+fi
+sed -i "s/^## \[Unreleased\]\$/## [Unreleased]\n\n## [${version#v}] - $(date -u +%F)/" CHANGELOG.md
+
 # Every module requires its siblings at the release version, and go.work
 # maps that version of each to its directory.
 modpath() { echo "$root${1:+/$1}"; }
@@ -67,7 +76,7 @@ for d in $dirs; do patterns+=("./$d/..."); done
 go vet "${patterns[@]}"
 go build -o /dev/null ./cmd/tenure
 
-git add go.work $(for d in $dirs; do echo "$d/go.mod"; done)
+git add CHANGELOG.md go.work $(for d in $dirs; do echo "$d/go.mod"; done)
 git commit -q -m "Release $version: every module requires the library and its sibling modules at $version"
 for t in "${tags[@]}"; do
   git tag -a "$t" -m "tenure $version"
