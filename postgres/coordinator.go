@@ -293,11 +293,13 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 // acquireOnce runs the acquisition statement. When key can name a
 // partition ("group/name") and the group tables exist, it runs it in a
 // transaction that first writes the partition's row (inserting it,
-// ownerless, if there is none; rewriting it unchanged otherwise) and reads
-// its owner: a live owner refuses the key. The write orders the two APIs:
-// an Acquire that waits for a claim's row lock then sees its owner, and a
-// claim whose snapshot predates the write is refused by REPEATABLE READ
-// and run again, when it sees the grant (see claim).
+// ownerless, if there is none; rewriting it unchanged otherwise), which
+// locks it, and then reads whether its owner's membership is live, with a
+// snapshot taken after the lock: a live owner refuses the key. The write
+// orders the two APIs: an Acquire that waited for a claim's row lock then
+// sees the claimer, and a claim whose snapshot predates the write is
+// refused by REPEATABLE READ and run again, when it sees the grant (see
+// claim).
 func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64) (int64, error) {
 	var token int64
 	acquire := func(db Execer) error {
@@ -309,24 +311,28 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 		return token, acquire(c.pool) // no partition has this key
 	}
 	group, name := key[:i], key[i+1:]
+	var groups bool
+	if err := c.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`, t.partitions, t.members).Scan(&groups); err != nil {
+		return 0, fmt.Errorf("look up group tables: %w", err)
+	}
+	if !groups {
+		return token, acquire(c.pool)
+	}
 	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`, t.partitions, t.members).Scan(&exists); err != nil {
-			return err
-		}
-		if exists {
-			var member string
-			var ptok int64
-			if err := tx.QueryRow(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
+		var epoch, ptok int64
+		if err := tx.QueryRow(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
 VALUES ($1, $2, NULL, `+clockMicros+`)
 ON CONFLICT (grp, name) DO UPDATE SET fencing_token = p.fencing_token
-RETURNING coalesce((SELECT m.member FROM `+t.members+` m WHERE m.epoch = p.owner_epoch AND m.expires_at > CURRENT_TIMESTAMP), ''), p.fencing_token`,
-				group, name).Scan(&member, &ptok); err != nil {
-				return fmt.Errorf("read partition %q of group %q: %w", name, group, err)
-			}
-			if member != "" {
-				return fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member, &tenure.HeldError{Key: key, Holder: member, Token: uint64(ptok)})
-			}
+RETURNING coalesce(p.owner_epoch, 0), p.fencing_token`, group, name).Scan(&epoch, &ptok); err != nil {
+			return fmt.Errorf("lock partition %q of group %q: %w", name, group, err)
+		}
+		var member string
+		err := tx.QueryRow(ctx, `SELECT member FROM `+t.members+` WHERE epoch = $1 AND expires_at > CURRENT_TIMESTAMP`, epoch).Scan(&member)
+		switch {
+		case err == nil:
+			return fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member, &tenure.HeldError{Key: key, Holder: member, Token: uint64(ptok)})
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
 		}
 		return acquire(tx)
 	})
