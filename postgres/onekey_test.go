@@ -18,7 +18,7 @@ import (
 // the key with a greater token. The group's name has a '/' of its own.
 func TestOneOwnerPerKeyAcrossAPIs(t *testing.T) {
 	dsn := newDB(t)
-	oneOwnerPerKey(t, open(t, dsn), true)
+	oneOwnerPerKey(t, open(t, dsn))
 }
 
 // TestOneOwnerPerKeyRace: a member claims a partition while an Elector's
@@ -81,12 +81,12 @@ func TestOneOwnerPerKeyRace(t *testing.T) {
 	t.Logf("40 races: %d to the claim, %d to the Acquire, %d to both", claims, acquires, both)
 }
 
-// oneOwnerPerKey is the test's body (as in package memory), for a backend
-// whose Acquire errors name the group when namesGroup is set.
+// oneOwnerPerKey is the test's body (the same in packages memory, etcd and
+// postgres).
 func oneOwnerPerKey(t *testing.T, c interface {
 	tenure.Coordinator
 	tenure.GroupCoordinator
-}, namesGroup bool) {
+}) {
 	ctx := t.Context()
 	const group, key = "team/jobs", "team/jobs/0"
 	m, err := c.JoinGroup(ctx, group, "member#1", time.Minute, 2)
@@ -105,7 +105,7 @@ func oneOwnerPerKey(t *testing.T, c interface {
 		t.Fatalf("Acquire(%q) of a live partition = %v; want a *tenure.HeldError naming member#1", key, err)
 	}
 	for _, want := range []string{key, `group "team/jobs"`} {
-		if !strings.Contains(err.Error(), want) && (namesGroup || want == key) {
+		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Acquire(%q) error %q does not name %s", key, err, want)
 		}
 	}
