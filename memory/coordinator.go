@@ -113,7 +113,9 @@ func New(opts ...Option) *Coordinator {
 // Acquire grants key to holder for ttl (raised to the minimum TTL, if one
 // was set with WithMinTTL) if the key is free or its lease has expired on
 // the coordinator's clock, with a token one greater than the last granted
-// for key. See tenure.Coordinator. The call is subject to holder's faults.
+// for key. A key that is a partition of a group (PartitionKey) owned by a
+// live member is held: the error names the partition and the group, and
+// wraps a *tenure.HeldError naming the member. See tenure.Coordinator. The call is subject to holder's faults.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	if err := validate(key, holder, ttl); err != nil {
 		return tenure.Grant{}, fmt.Errorf("memory: acquire: %w", err)
@@ -148,6 +150,9 @@ func (c *Coordinator) acquireLocked(key, holder string, ttl time.Duration) (tenu
 	ks := c.keyLocked(key)
 	if l := c.liveLocked(ks, now); l != nil && l.holder != holder {
 		return tenure.Grant{}, &tenure.HeldError{Key: key, Holder: l.holder, Token: l.token}
+	}
+	if group, name, owner := c.partitionOwnerLocked(key, now); owner != nil {
+		return tenure.Grant{}, fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, owner.id, &tenure.HeldError{Key: key, Holder: owner.id, Token: ks.token})
 	}
 	if ks.token == math.MaxUint64 {
 		return tenure.Grant{}, fmt.Errorf("tokens of key %q exhausted", key)

@@ -195,6 +195,8 @@ func liveEpochsLocked(g *group, now time.Duration) map[uint64]*membership {
 // ClaimPartitions claims the named partitions of m's group for m; see
 // tenure.GroupCoordinator. A claimed
 // partition's token is one greater than the last token granted on its key.
+// A partition whose key has a live single-key grant (Acquire) is held: its
+// result's error wraps a *tenure.HeldError naming the grant's holder.
 // The call is subject to m.ID's faults.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
 	if err := validateMember(m); err != nil {
@@ -236,12 +238,35 @@ func (c *Coordinator) claimLocked(g *group, live map[uint64]*membership, self *m
 		}
 		return tenure.ClaimResult{Err: &tenure.HeldError{Key: key, Holder: owner.id, Token: ks.token}}
 	}
+	if l := c.liveLocked(ks, now); l != nil {
+		return tenure.ClaimResult{Err: fmt.Errorf("partition %q of group %q is held as a single key: %w", name, group, &tenure.HeldError{Key: key, Holder: l.holder, Token: l.token})}
+	}
 	if ks.token == math.MaxUint64 {
 		return tenure.ClaimResult{Err: fmt.Errorf("tokens of key %q exhausted", key)}
 	}
 	ks.token++
 	g.owners[name] = self.epoch
 	return tenure.ClaimResult{Grant: tenure.Grant{Key: key, Holder: self.id, Token: ks.token, TTL: self.ttl}}
+}
+
+// partitionOwnerLocked returns the live member that owns key as a
+// partition (PartitionKey(group, name)), or nil: a key has one owner,
+// whichever API took it.
+func (c *Coordinator) partitionOwnerLocked(key string, now time.Duration) (group, name string, owner *membership) {
+	i := strings.LastIndexByte(key, '/')
+	if i < 0 {
+		return "", "", nil
+	}
+	group, name = key[:i], key[i+1:]
+	g := c.groups[group]
+	if g == nil {
+		return group, name, nil
+	}
+	epoch, ok := g.owners[name]
+	if !ok {
+		return group, name, nil
+	}
+	return group, name, c.liveMemberLocked(g, epoch, now)
 }
 
 // ReleasePartitions frees the partitions of gs that m still owns with

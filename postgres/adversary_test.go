@@ -30,7 +30,11 @@ import (
 // the lease must still be that term's, or have been granted to another
 // after that act (acquired_at). Terms of the two Electors must not overlap.
 
-const advKey = "adv/k"
+// advKey has no '/': an Acquire of a key that can name a partition
+// ("group/name") first looks up the group tables, in a round trip of its
+// own, and TestAdversaryLateStatementsOnPostgres delays the acquisition
+// statement itself.
+const advKey = "adv-k"
 
 // advConfig is an Elector config with a short TTL: safe lease 1.285s,
 // renewals every 500ms, each attempt given up to a second (so that 400ms

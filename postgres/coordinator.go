@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -237,8 +238,11 @@ func micros(ttl time.Duration) (int64, time.Duration) {
 }
 
 // Acquire grants key to holder for ttl with the seed's UPDATE, inserting the
-// key's row first if this is its first acquisition. See
-// tenure.Coordinator.Acquire.
+// key's row first if this is its first acquisition. A key that names a
+// partition of a group (tenure.PartitionKey: the group, '/', the name)
+// owned by a live member is held: the error names the partition and the
+// group and wraps a *tenure.HeldError naming the member (see acquireOnce).
+// See tenure.Coordinator.Acquire.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	if err := tenure.ValidateKey(key); err != nil {
 		return tenure.Grant{}, err
@@ -257,9 +261,8 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 	// (inserted, released or expired) between two statements; the last is a
 	// race with another node and is retried a few times.
 	for attempt := 0; attempt < 8; attempt++ {
-		var token int64
 		sent := tenure.Now()
-		err := c.pool.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
+		token, err := c.acquireOnce(ctx, key, holder, us)
 		if err == nil {
 			return tenure.Grant{Key: key, Holder: holder, Token: uint64(token), TTL: granted, Sent: sent}, nil
 		}
@@ -285,6 +288,55 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		}
 	}
 	return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: the key changed hands during every attempt; try again", key)
+}
+
+// acquireOnce runs the acquisition statement. When key can name a
+// partition ("group/name") and the group tables exist, it runs it in a
+// transaction that first writes the partition's row (inserting it,
+// ownerless, if there is none; rewriting it unchanged otherwise), which
+// locks it, and then reads whether its owner's membership is live, with a
+// snapshot taken after the lock: a live owner refuses the key. The write
+// orders the two APIs: an Acquire that waited for a claim's row lock then
+// sees the claimer, and a claim whose snapshot predates the write is
+// refused by REPEATABLE READ and run again, when it sees the grant (see
+// claim).
+func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64) (int64, error) {
+	var token int64
+	acquire := func(db Execer) error {
+		return db.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
+	}
+	i := strings.LastIndexByte(key, '/')
+	t, err := c.groupTables()
+	if i < 0 || err != nil || tenure.ValidateKey(key[:i]) != nil || tenure.ValidatePartitionName(key[i+1:]) != nil {
+		return token, acquire(c.pool) // no partition has this key
+	}
+	group, name := key[:i], key[i+1:]
+	var groups bool
+	if err := c.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`, t.partitions, t.members).Scan(&groups); err != nil {
+		return 0, fmt.Errorf("look up group tables: %w", err)
+	}
+	if !groups {
+		return token, acquire(c.pool)
+	}
+	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		var epoch, ptok int64
+		if err := tx.QueryRow(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
+VALUES ($1, $2, NULL, `+clockMicros+`)
+ON CONFLICT (grp, name) DO UPDATE SET fencing_token = p.fencing_token
+RETURNING coalesce(p.owner_epoch, 0), p.fencing_token`, group, name).Scan(&epoch, &ptok); err != nil {
+			return fmt.Errorf("lock partition %q of group %q: %w", name, group, err)
+		}
+		var member string
+		err := tx.QueryRow(ctx, `SELECT member FROM `+t.members+` WHERE epoch = $1 AND expires_at > CURRENT_TIMESTAMP`, epoch).Scan(&member)
+		switch {
+		case err == nil:
+			return fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member, &tenure.HeldError{Key: key, Holder: member, Token: uint64(ptok)})
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
+		}
+		return acquire(tx)
+	})
+	return token, err
 }
 
 // Renew extends g by its TTL from now on the database's clock, if g is still

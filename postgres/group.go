@@ -36,14 +36,48 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 	}
 	us, granted := micros(ttl)
 	var epoch int64
-	sent := tenure.Now()
-	err = c.pool.QueryRow(ctx, `WITH joined AS (INSERT INTO `+t.members+` (grp, member, ttl_us, expires_at, partitions)
-VALUES ($1, $2, $3::bigint, CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond', nullif($6::integer, 0)) RETURNING epoch)
-SELECT epoch, pg_notify($4, $5)::text FROM joined`, group, id, us, c.o.channel, membersTopic(group), partitions).Scan(&epoch, nil)
+	var sent tenure.Instant
+	for attempt := 1; ; attempt++ {
+		sent = tenure.Now()
+		err = c.pool.QueryRow(ctx, joinSQL(t), group, id, us, c.o.channel, membersTopic(group), partitions).Scan(&epoch, nil)
+		if err == nil || !isUniqueViolation(err) || attempt == joinAttempts {
+			break
+		}
+	}
 	if err != nil {
 		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	return tenure.Member{Group: group, ID: id, Epoch: uint64(epoch), TTL: granted, Sent: sent, Partitions: partitions}, nil
+}
+
+// joinAttempts is how many times JoinGroup inserts its row when another
+// join took the same epoch at once (a unique violation).
+const joinAttempts = 4
+
+// joinSQL inserts a membership row and notifies members' watchers. Its
+// epoch is drawn as tokens are: greater than every epoch of the members
+// table and every owner_epoch of the partitions table, and never less than
+// the database clock in microseconds (clockMicros). So an epoch is never
+// reused, even after either table is truncated or dropped and re-created
+// while members run: a partition row that names a gone membership's epoch
+// never comes to name a new one. (The column's identity sequence, which
+// TRUNCATE … RESTART IDENTITY or a re-created table would restart at 1, is
+// not used.) Two joins that draw the same epoch at once collide on the
+// primary key; the loser draws again.
+func joinSQL(t groupTables) string {
+	return `WITH joined AS (
+	INSERT INTO ` + t.members + ` (epoch, grp, member, ttl_us, expires_at, partitions) OVERRIDING SYSTEM VALUE
+	SELECT GREATEST(` + clockMicros + `,
+	                (SELECT coalesce(max(epoch), 0) + 1 FROM ` + t.members + `),
+	                (SELECT coalesce(max(owner_epoch), 0) + 1 FROM ` + t.partitions + `)),
+	       $1, $2, $3::bigint, CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond', nullif($6::integer, 0)
+	RETURNING epoch)
+SELECT epoch, pg_notify($4, $5)::text FROM joined`
+}
+
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
 // begin validates m and returns the group tables.

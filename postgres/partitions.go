@@ -55,10 +55,13 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 		o := others[n]
 		switch {
 		case ok:
-		case o.epoch == int64(m.Epoch):
+		case o.epoch == int64(m.Epoch) && o.member == m.ID:
 			tok = o.token
 		case o.member != "":
 			out[i].Err = &tenure.HeldError{Key: key, Holder: o.member, Token: uint64(o.token)}
+			continue
+		case o.single != "":
+			out[i].Err = fmt.Errorf("partition %q of group %q is held as a single key: %w", n, m.Group, &tenure.HeldError{Key: key, Holder: o.single, Token: uint64(o.singleToken)})
 			continue
 		default:
 			out[i].Err = fmt.Errorf("partition %q: neither claimed nor owned", key)
@@ -97,9 +100,31 @@ const claimAttempts = 4
 // the next run sees it (and reports the row held, or claims it if it was
 // released). The expired memberships are deleted before the transaction,
 // in a statement of their own, so that two members reaping the same row at
-// once do not refuse each other's claims.
+// once do not refuse each other's claims; it locks them in epoch order.
+//
+// Lock order: every statement that locks several partition rows locks them
+// in the order of their names (the claim's INSERT takes its names sorted,
+// and ON CONFLICT locks each existing row as it meets it, taken or not;
+// a release locks with SELECT … ORDER BY name FOR NO KEY UPDATE before it
+// writes). A claim or a release waits for no other lock; an Acquire of
+// a partition's key holds that partition's row while it waits for the
+// key's leadership row, whose other lockers (renewals, releases) take no
+// partition row, and Acquires of the same key take the partition's row
+// first. So no two statements wait for each other in a cycle: PostgreSQL
+// never aborts one for a deadlock (SQLSTATE 40P01).
+//
+// One owner per key: a partition whose key has a live grant in the
+// leadership table (a single-key Acquire of "group/name") is not claimed.
+// Acquire writes the partition's row before it grants such a key (see
+// Coordinator.Acquire): a claim whose snapshot predates that grant meets
+// the row's new version, which REPEATABLE READ refuses (SQLSTATE 40001),
+// and its next run sees the grant.
 func (c *Coordinator) claim(ctx context.Context, t groupTables, m tenure.Member, names []string) (claimed map[string]int64, others map[string]owner, err error) {
-	if _, err := c.pool.Exec(ctx, `DELETE FROM `+t.members+` WHERE grp = $1 AND expires_at <= CURRENT_TIMESTAMP`, m.Group); err != nil {
+	if _, err := c.pool.Exec(ctx, `WITH gone AS MATERIALIZED (
+	SELECT epoch FROM `+t.members+` WHERE grp = $1 AND expires_at <= CURRENT_TIMESTAMP
+	ORDER BY epoch FOR UPDATE
+)
+DELETE FROM `+t.members+` m USING gone WHERE m.epoch = gone.epoch`, m.Group); err != nil {
 		return nil, nil, fmt.Errorf("delete expired memberships: %w", err)
 	}
 	for attempt := 1; ; attempt++ {
@@ -108,7 +133,7 @@ func (c *Coordinator) claim(ctx context.Context, t groupTables, m tenure.Member,
 			if claimed, err = c.claimTx(ctx, tx, t, m, names); err != nil {
 				return err
 			}
-			others, err = readOwners(ctx, tx, t, m.Group, names, claimed)
+			others, err = c.readOwners(ctx, tx, t, m.Group, names, claimed)
 			return err
 		})
 		if err == nil || !isSerializationFailure(err) {
@@ -139,7 +164,9 @@ func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m t
 		return nil, err
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
-SELECT $1, n, $2, `+clockMicros+` FROM unnest($3::text[]) AS n ORDER BY n
+SELECT $1, n, $2, `+clockMicros+` FROM unnest($3::text[]) AS n
+WHERE NOT EXISTS (SELECT 1 FROM `+c.table+` l WHERE l.resource = $1 || '/' || n AND l.expires_at > CURRENT_TIMESTAMP)
+ORDER BY n
 ON CONFLICT (grp, name) DO UPDATE
 SET owner_epoch = EXCLUDED.owner_epoch, fencing_token = GREATEST(p.fencing_token + 1, `+clockMicros+`)
 WHERE p.owner_epoch IS NULL
@@ -159,14 +186,17 @@ RETURNING name, fencing_token`, m.Group, int64(m.Epoch), names)
 }
 
 // owner is who owns a partition row: the epoch, its token and the member
-// (empty when its membership is gone).
+// (empty when its membership is gone); and the holder of a live
+// single-key grant on the partition's key, with its token.
 type owner struct {
 	epoch, token int64
 	member       string
+	single       string
+	singleToken  int64
 }
 
 // readOwners reads the owners of the partitions among names not in claimed.
-func readOwners(ctx context.Context, tx pgx.Tx, t groupTables, group string, names []string, claimed map[string]int64) (map[string]owner, error) {
+func (c *Coordinator) readOwners(ctx context.Context, tx pgx.Tx, t groupTables, group string, names []string, claimed map[string]int64) (map[string]owner, error) {
 	var rest []string
 	for _, n := range names {
 		if _, ok := claimed[n]; !ok {
@@ -177,23 +207,27 @@ func readOwners(ctx context.Context, tx pgx.Tx, t groupTables, group string, nam
 	if len(rest) == 0 {
 		return out, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT p.name, coalesce(p.owner_epoch, 0), p.fencing_token, coalesce(m.member, '')
-FROM `+t.partitions+` p LEFT JOIN `+t.members+` m ON m.epoch = p.owner_epoch
-WHERE p.grp = $1 AND p.name = ANY($2)`, group, rest)
+	rows, err := tx.Query(ctx, `SELECT r.name, coalesce(p.owner_epoch, 0), coalesce(p.fencing_token, 0), coalesce(m.member, ''),
+       coalesce(l.holder_id, ''), coalesce(l.fencing_token, 0)
+FROM unnest($2::text[]) AS r(name)
+LEFT JOIN `+t.partitions+` p ON p.grp = $1 AND p.name = r.name
+LEFT JOIN `+t.members+` m ON m.epoch = p.owner_epoch
+LEFT JOIN `+c.table+` l ON l.resource = $1 || '/' || r.name AND l.expires_at > CURRENT_TIMESTAMP`, group, rest)
 	if err != nil {
 		return nil, fmt.Errorf("read owners: %w", err)
 	}
 	var name string
 	var o owner
-	_, err = pgx.ForEachRow(rows, []any{&name, &o.epoch, &o.token, &o.member}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&name, &o.epoch, &o.token, &o.member, &o.single, &o.singleToken}, func() error {
 		out[name] = o
 		return nil
 	})
 	return out, err
 }
 
-// ReleasePartitions frees, with one UPDATE, the partitions of gs that m
-// still owns with their tokens.
+// ReleasePartitions frees, with one statement, the partitions of gs that m
+// still owns with their tokens. It locks their rows in name order first,
+// as claims do (see claim).
 func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
 	op := fmt.Sprintf("postgres: release %d partitions of %s", len(gs), m)
 	t, err := c.beginGroup(op, m)
@@ -208,9 +242,15 @@ func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs
 			tokens = append(tokens, int64(g.Token))
 		}
 	}
-	_, err = c.pool.Exec(ctx, `UPDATE `+t.partitions+` p SET owner_epoch = NULL
-FROM unnest($3::text[], $4::bigint[]) AS r(name, tok)
-WHERE p.grp = $1 AND p.name = r.name AND p.fencing_token = r.tok AND p.owner_epoch = $2`,
+	_, err = c.pool.Exec(ctx, `WITH mine AS MATERIALIZED (
+	SELECT p.name FROM `+t.partitions+` p
+	JOIN unnest($3::text[], $4::bigint[]) AS r(name, tok) ON p.name = r.name AND p.fencing_token = r.tok
+	WHERE p.grp = $1 AND p.owner_epoch = $2
+	ORDER BY p.name
+	FOR NO KEY UPDATE OF p
+)
+UPDATE `+t.partitions+` p SET owner_epoch = NULL
+FROM mine WHERE p.grp = $1 AND p.name = mine.name AND p.owner_epoch = $2`,
 		m.Group, int64(m.Epoch), names, tokens)
 	if err != nil && !isUndefinedTable(err) {
 		return fmt.Errorf("%s: %w", op, err)
