@@ -16,8 +16,7 @@ import (
 // an Elector holds is refused; once the owner is gone, the other API takes
 // the key with a greater token. The group's name has a '/' of its own.
 func TestOneOwnerPerKeyAcrossAPIs(t *testing.T) {
-	c := startCluster(t, 1)
-	oneOwnerPerKey(t, newCoordinator(t, newClient(t, c.endpoints())))
+	oneOwnerPerKey(t, newCoordinator(t, newClient(t, startEtcd(t))))
 }
 
 // oneOwnerPerKey is the test's body (the same in packages memory, etcd and
