@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -67,11 +66,7 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		kv := firstKV(resp.Responses[0].GetResponseRange().Kvs)
 		if kv != nil && string(kv.Value) != holder {
 			c.keepSpare(key, holder, secs, l)
-			held := &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)}
-			if group, name, ok := c.partitionOf(ctx, key, kv); ok {
-				return tenure.Grant{}, fmt.Errorf("%s: partition %q of group %q is owned by member %q: %w", op, name, group, held.Holder, held)
-			}
-			return tenure.Grant{}, fmt.Errorf("%s: %w", op, held)
+			return tenure.Grant{}, fmt.Errorf("%s: %w", op, &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)})
 		}
 		if kv != nil { // the holder's own earlier grant: end it, then put anew
 			if _, err := c.deleteIf(ctx, ek, kv.ModRevision, holder); err != nil {
@@ -80,24 +75,6 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		}
 	}
 	return tenure.Grant{}, fmt.Errorf("%s: the key changed hands during every attempt; try again", op)
-}
-
-// partitionOf reports whether kv, the live value of key, is a partition of
-// a group owned by a member: key is "group/name" and the member's
-// membership key rides the same lease. One read, for Acquire's error only:
-// a partition key and a single key are one etcd key, so the refusal itself
-// needs none.
-func (c *Coordinator) partitionOf(ctx context.Context, key string, kv *mvccpb.KeyValue) (group, name string, ok bool) {
-	i := strings.LastIndexByte(key, '/')
-	if i < 0 || kv.Lease == 0 {
-		return "", "", false
-	}
-	group, name = key[:i], key[i+1:]
-	resp, err := c.client.Get(ctx, c.membersKey(group)+string(kv.Value))
-	if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].Lease != kv.Lease {
-		return "", "", false
-	}
-	return group, name, true
 }
 
 // remember records that g rides on lease l, asked for secs seconds, as l
