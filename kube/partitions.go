@@ -104,6 +104,11 @@ func (c *Coordinator) claim(ctx context.Context, m tenure.Member, me record, key
 		if p.holder == m.ID && p.lease.Annotations[AnnotationMember] == me.lease.Name {
 			return c.partitionGrant(key, p.token, m), nil // already m's
 		}
+		if p.lease.Labels[LabelRole] != "partition" && p.live(c.cfg.MaxDrift) {
+			// A single key's Lease (tenure.Elector's, client-go's): its
+			// holder keeps it until it expires.
+			return tenure.Grant{}, p.heldError(key)
+		}
 		if err := c.freeOwner(ctx, p, members); err != nil {
 			if errors.Is(err, errConflict) {
 				continue
@@ -213,11 +218,16 @@ func ownBy(l *coordv1.Lease, m tenure.Member, me record, now time.Time) {
 	secs := ttlSeconds(m.TTL)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &m.ID, &secs
 	l.Spec.AcquireTime, l.Spec.RenewTime = &t, &t
+	if l.Labels == nil { // a single key's Lease, taken as expired
+		l.Labels = map[string]string{}
+	}
+	l.Labels[LabelGroup], l.Labels[LabelRole], l.Labels[LabelManagedBy] = groupHash(m.Group), "partition", "tenure"
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
 	l.Annotations[AnnotationMember] = me.lease.Name
 	delete(l.Annotations, AnnotationToken)
+	delete(l.Annotations, AnnotationReleased)
 }
 
 // ownedBy reports whether partition record p holds g for m.
@@ -253,6 +263,8 @@ func (c *Coordinator) releasePartition(ctx context.Context, m tenure.Member, g t
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &none, &one
 		l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
 		delete(l.Annotations, AnnotationMember)
+		delete(l.Annotations, AnnotationToken)
+		l.Annotations[AnnotationReleased] = tokenAnnotation(g.Token, now.Time, g.Holder)
 		out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			continue
