@@ -14,9 +14,9 @@ import (
 // Release ends grant g now, as client-go's ReleaseOnCancel does: if the
 // Lease still holds g live, it clears the holder, sets
 // leaseDurationSeconds to 1 and both times to now, preconditioned on the
-// Lease's resourceVersion. A follower watching the Lease acquires it on
-// that event. A grant already gone is not an error. See
-// tenure.Coordinator.
+// Lease's resourceVersion, and marks the Lease with AnnotationReleased. A
+// follower watching the Lease acquires it on that event. A grant already
+// gone is not an error. See tenure.Coordinator.
 func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 	op := fmt.Sprintf("kube: release %v", g)
 	if err := g.Validate(); err != nil {
