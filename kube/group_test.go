@@ -84,16 +84,18 @@ func TestSingleKeyOnGroupLease(t *testing.T) {
 		t.Fatalf("Acquire(%q), a membership Lease: error = %v; want one wrapping tenure.ErrInvalidKey naming the group", membership, err)
 	}
 
-	// The other way: a single grant holds the key first.
+	// The other way: a single grant holds the key first; a member that
+	// joins later does not claim that partition over it.
 	key1 := tenure.PartitionKey(group, "p1")
 	g, err := single.Acquire(ctx(t), key1, "single#1", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := member.RenewMember(ctx(t), m); err != nil {
+	m2, err := member.JoinGroup(ctx(t), group, "m#2", 30*time.Second, 4)
+	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = member.ClaimPartitions(ctx(t), m, []string{"p1"})
+	res, err = member.ClaimPartitions(ctx(t), m2, []string{"p1"})
 	if err != nil {
 		t.Fatal(err)
 	}
