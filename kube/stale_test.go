@@ -297,3 +297,39 @@ func TestIdleMembershipDeleted(t *testing.T) {
 		t.Fatalf("membership Leases after a claim once the crashed member's expired = %d; want 1 (the live member's)", n)
 	}
 }
+
+// TestCheckWritesNothing: a check that confirms a partition with an
+// unchanged update makes the API server write nothing: the partition's
+// resourceVersion, and so every other member's wait, stays as it was.
+func TestCheckWritesNothing(t *testing.T) {
+	t.Parallel()
+	_, cs := server(t)
+	ns := newNamespace(t, cs)
+	c := newCoordinator(t, cs, ns)
+	m, err := c.JoinGroup(ctx(t), "quiet", "m#1", 30*time.Second, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.ClaimPartitions(ctx(t), m, []string{"p0"})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("ClaimPartitions = %v, %v", res, err)
+	}
+	version := func() string {
+		t.Helper()
+		l, err := cs.CoordinationV1().Leases(ns).Get(ctx(t), kube.LeaseName(tenure.PartitionKey("quiet", "p0")), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.ResourceVersion
+	}
+	var versions []string
+	for range 3 { // the first check may bind the token in its annotation
+		if lost, err := c.CheckPartitions(ctx(t), m, []tenure.Grant{res[0].Grant}); err != nil || len(lost) != 0 {
+			t.Fatalf("CheckPartitions = %v, %v; want nothing lost", lost, err)
+		}
+		versions = append(versions, version())
+	}
+	if versions[1] != versions[2] {
+		t.Fatalf("resourceVersions after three checks: %v; want the last two equal (a confirmation writes nothing)", versions)
+	}
+}
