@@ -93,13 +93,28 @@
 // renewals every TTL/3, that happens only for TTLs under about three
 // seconds); a renewal in a later second changes renewTime's second.
 //
+// # Releases
+//
+// Release clears the holder, as client-go's ReleaseOnCancel does, and sets
+// the tenure.dev/released annotation: the released grant's token and
+// holder, bound to the renewTime of that write. A contender takes such a
+// Lease at once. A Lease cleared without that mark bound to the clearing
+// write is not taken for a release: client-go's release checks its own,
+// possibly stale, record of who leads and may clear a grant it no longer
+// holds (it keeps the annotations it read, and writes its own times, so a
+// copied mark does not bind). Such a clear is a change like any other: a
+// contender waits (L·(1 + MaxDrift)) from its first sighting, where L is
+// the longer of the duration of the grant it saw before the clear and the
+// TTL it asks for, so that the holder whose grant was cleared, which
+// learns of it at its next renewal, stops first.
+//
 // # Watches
 //
 // Watch watches the one Lease (a field selector on its name), so a
 // follower hears of a release within one event of the write, and
 // evaluates expiry on a timer by the rule above. A watch that sees a
-// release writes at once, preconditioned on the version the event carried:
-// a handover is the release, its event and one write.
+// tenure release writes at once, preconditioned on the version the event
+// carried: a handover is the release, its event and one write.
 //
 // # Partition groups
 //
@@ -120,4 +135,14 @@
 // several partitions are a request each (the API server writes and reads
 // named objects one at a time), at most 32 at once; GroupMembers and
 // GroupPartitions list the group in one request.
+//
+// A claim or check is decided by a write, never by a read alone: a
+// partition already the member's is confirmed by an update preconditioned
+// on the version read, which writes nothing when the token annotation is
+// there (the API server does not write an unchanged object) and fails if
+// the Lease changed; a new owner's write and the delete of an expired
+// membership are preconditioned likewise. A read out of date (a cache
+// behind the server) costs a retry, never a second owner or an older
+// token. The Leases of a partition group (partitions and memberships) are
+// refused to Acquire.
 package kube

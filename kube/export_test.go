@@ -29,7 +29,13 @@ func NewRecord(l *coordv1.Lease, seen tenure.Instant, maxDrift float64) (Record,
 func (r Record) Left() time.Duration { return r.r.left(r.maxDrift) }
 
 // Takeable reports whether holder may write a new grant over the Lease.
-func (r Record) Takeable(holder string) bool { return r.r.takeable(holder, r.maxDrift) }
+func (r Record) Takeable(holder string) bool { return r.r.takeable(holder, 0, r.maxDrift) }
+
+// TakeableFor reports whether holder, asking for ttl, may write a new grant
+// over the Lease.
+func (r Record) TakeableFor(holder string, ttl time.Duration) bool {
+	return r.r.takeable(holder, ttl, r.maxDrift)
+}
 
 // Token is the fencing token of the grant the Lease holds.
 func (r Record) Token() uint64 { return r.r.token }

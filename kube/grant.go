@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
@@ -22,7 +23,9 @@ const attempts = 5
 // documentation): it creates the Lease, or updates it with the
 // resourceVersion it decided on as a precondition. The token is the
 // resourceVersion of that write. A Lease another holder holds live is
-// refused with a *tenure.HeldError. See tenure.Coordinator.
+// refused with a *tenure.HeldError; a partition's or a membership's Lease
+// of a partition group with an error wrapping tenure.ErrInvalidKey that
+// names the group (the group owns that key). See tenure.Coordinator.
 //
 // When the newest version of the Lease this coordinator has seen (read,
 // written or watched) already allows the grant, Acquire writes at once,
@@ -36,8 +39,9 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		return tenure.Grant{}, err
 	}
 	secs := ttlSeconds(ttl)
+	ttl = time.Duration(secs) * time.Second
 	cur, fresh := c.cached(LeaseName(key))
-	fresh = fresh && cur.takeable(holder, c.cfg.MaxDrift) && checkKey(cur.lease, key) == nil
+	fresh = fresh && cur.takeable(holder, ttl, c.cfg.MaxDrift) && checkKey(cur.lease, key) == nil && groupLease(cur.lease) == nil
 	for range attempts {
 		if !fresh {
 			var found bool
@@ -57,7 +61,10 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			}
 		}
 		fresh = false
-		if !cur.takeable(holder, c.cfg.MaxDrift) {
+		if err := groupLease(cur.lease); err != nil {
+			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+		}
+		if !cur.takeable(holder, ttl, c.cfg.MaxDrift) {
 			return tenure.Grant{}, fmt.Errorf("%s: %w", op, cur.heldError(key))
 		}
 		g, err := c.take(ctx, key, cur, holder, secs)
@@ -101,7 +108,7 @@ func (c *Coordinator) create(ctx context.Context, key, holder string, secs int32
 	if err != nil {
 		return tenure.Grant{}, err
 	}
-	return c.granted(key, holder, secs, sent, out, tenure.Now(), version{})
+	return c.granted(key, holder, sent, out, tenure.Now(), version{})
 }
 
 // take writes a new grant to holder over cur, preconditioned on cur's
@@ -119,6 +126,7 @@ func (c *Coordinator) take(ctx context.Context, key string, cur record, holder s
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &holder, &secs
 	l.Spec.AcquireTime, l.Spec.RenewTime, l.Spec.LeaseTransitions = &now, &now, &transitions
 	delete(l.Annotations, AnnotationToken)
+	delete(l.Annotations, AnnotationReleased)
 	if l.Name != key {
 		if l.Annotations == nil {
 			l.Annotations = map[string]string{}
@@ -130,14 +138,15 @@ func (c *Coordinator) take(ctx context.Context, key string, cur record, holder s
 	if err != nil {
 		return tenure.Grant{}, err
 	}
-	return c.granted(key, holder, secs, sent, out, tenure.Now(), cur.rv)
+	return c.granted(key, holder, sent, out, tenure.Now(), cur.rv)
 }
 
 // granted records the Lease an acquiring write returned at `at` and
-// returns the grant it made: its token is the write's resourceVersion,
-// which must be later than prev (the version the write was
+// returns the grant it made: its TTL is the leaseDurationSeconds the server
+// stored (an admission policy may have lowered the one asked for), its
+// token the write's resourceVersion, which must be later than prev (the version the write was
 // preconditioned on; zero for a create).
-func (c *Coordinator) granted(key, holder string, secs int32, sent tenure.Instant, out *coordv1.Lease, at tenure.Instant, prev version) (tenure.Grant, error) {
+func (c *Coordinator) granted(key, holder string, sent tenure.Instant, out *coordv1.Lease, at tenure.Instant, prev version) (tenure.Grant, error) {
 	r, err := c.sight(out, at)
 	if err != nil {
 		return tenure.Grant{}, err
@@ -145,7 +154,7 @@ func (c *Coordinator) granted(key, holder string, secs int32, sent tenure.Instan
 	if prev.s != "" && !r.rv.after(prev) {
 		return tenure.Grant{}, fmt.Errorf("%w: the write that granted the Lease has resourceVersion %s, not later than %s before it", ErrIncomparable, r.rv.s, prev.s)
 	}
-	g := tenure.Grant{Key: key, Holder: holder, Token: r.rv.n, TTL: time.Duration(secs) * time.Second, Sent: sent}
+	g := tenure.Grant{Key: key, Holder: holder, Token: r.rv.n, TTL: r.ttl, Sent: sent}
 	c.log.Debug("leadership granted", "key", key, "lease", out.Name, "holder", holder, "token", g.Token, "ttl", g.TTL)
 	return g, nil
 }
@@ -159,4 +168,22 @@ func after(now time.Time, prev *metav1.MicroTime) time.Time {
 		return prev.Add(time.Microsecond)
 	}
 	return now
+}
+
+// groupLease reports, as an error wrapping tenure.ErrInvalidKey, that Lease
+// l belongs to a partition group (a partition's or a membership's Lease),
+// which only the group writes; nil when it does not.
+func groupLease(l *coordv1.Lease) error {
+	switch l.Labels[LabelRole] {
+	case "partition":
+		key := l.Annotations[AnnotationKey]
+		group, name := key, ""
+		if i := strings.LastIndexByte(key, '/'); i >= 0 {
+			group, name = key[:i], key[i+1:]
+		}
+		return fmt.Errorf("%w: key %s is partition %s of group %s: only the group's members hold it", tenure.ErrInvalidKey, tenure.QuoteInput(key), tenure.QuoteInput(name), tenure.QuoteInput(group))
+	case "member":
+		return fmt.Errorf("%w: Lease %s is a membership of group %s: only its member holds it", tenure.ErrInvalidKey, l.Name, tenure.QuoteInput(l.Annotations[AnnotationGroup]))
+	}
+	return nil
 }

@@ -64,7 +64,8 @@ func groupSelector(group, role string) string {
 // JoinGroup creates a membership Lease of its own for id in group: a
 // Lease held by id for ttl (whole seconds), with a random epoch in its
 // name, the group's hash as a label and the partition count announced as
-// an annotation. See tenure.GroupCoordinator.
+// an annotation. The Member's TTL is the leaseDurationSeconds the server
+// stored. See tenure.GroupCoordinator.
 func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
 	op := fmt.Sprintf("kube: join %q as %q", group, id)
 	if err := tenure.ValidateJoin(group, id, ttl, partitions); err != nil {
@@ -93,10 +94,11 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		if err != nil {
 			return tenure.Member{}, fail(ctx, op, err)
 		}
-		if _, err := c.sight(out, tenure.Now()); err != nil {
+		r, err := c.sight(out, tenure.Now())
+		if err != nil {
 			return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 		}
-		return tenure.Member{Group: group, ID: id, Epoch: epoch, TTL: time.Duration(secs) * time.Second, Sent: sent, Partitions: partitions}, nil
+		return tenure.Member{Group: group, ID: id, Epoch: epoch, TTL: r.ttl, Sent: sent, Partitions: partitions}, nil
 	}
 	return tenure.Member{}, fmt.Errorf("%s: no free epoch in %d draws", op, attempts)
 }
@@ -163,10 +165,11 @@ func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 		if err != nil {
 			return tenure.Member{}, fail(ctx, op, err)
 		}
-		if _, err := c.sight(out, tenure.Now()); err != nil {
+		r, err := c.sight(out, tenure.Now())
+		if err != nil {
 			return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
 		}
-		m.TTL, m.Sent = cur.ttl, sent
+		m.TTL, m.Sent = r.ttl, sent
 		return m, nil
 	}
 	return tenure.Member{}, fmt.Errorf("%s: the membership Lease changed during each of %d attempts", op, attempts)

@@ -1,6 +1,8 @@
 package kube_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,4 +44,62 @@ func TestGroupConformance(t *testing.T) {
 			t.Fatalf("free partition %s/%s by hand: %v", group, name, err)
 		}
 	}))
+}
+
+// TestSingleKeyOnGroupLease: one owner per key across the two APIs. An
+// Acquire (tenure.Elector, `tenure run --key`) of a key that names a
+// partition of a group, or of a membership Lease's name, is refused with
+// an error wrapping tenure.ErrInvalidKey that names the key and the group,
+// from a coordinator that has never seen the Lease and after the wait
+// that would let it take an expired one; and a partition whose key a
+// single grant holds live is not claimed over it.
+func TestSingleKeyOnGroupLease(t *testing.T) {
+	t.Parallel()
+	_, cs := server(t)
+	ns := newNamespace(t, cs)
+	member, single := newCoordinator(t, cs, ns), newCoordinator(t, cs, ns)
+	const group = "jobs"
+	m, err := member.JoinGroup(ctx(t), group, "m#1", 2*time.Second, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := member.ClaimPartitions(ctx(t), m, []string{"p0"})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("ClaimPartitions(p0) = %v, %v", res, err)
+	}
+	key := tenure.PartitionKey(group, "p0")
+	for round := range 2 {
+		_, err := single.Acquire(ctx(t), key, "intruder#1", time.Second)
+		if !errors.Is(err, tenure.ErrInvalidKey) || !strings.Contains(err.Error(), `"jobs/p0"`) || !strings.Contains(err.Error(), `group "jobs"`) {
+			t.Fatalf("round %d: Acquire(%q) error = %v; want one wrapping tenure.ErrInvalidKey naming the key and the group", round, key, err)
+		}
+		time.Sleep(2100 * time.Millisecond) // the Lease's duration and more, unrenewed
+	}
+	list, err := cs.CoordinationV1().Leases(ns).List(ctx(t), metav1.ListOptions{LabelSelector: kube.LabelRole + "=member"})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("list membership Leases = %d, %v; want 1", len(list.Items), err)
+	}
+	membership := list.Items[0].Name
+	if _, err := single.Acquire(ctx(t), membership, "intruder#1", time.Second); !errors.Is(err, tenure.ErrInvalidKey) || !strings.Contains(err.Error(), `group "jobs"`) {
+		t.Fatalf("Acquire(%q), a membership Lease: error = %v; want one wrapping tenure.ErrInvalidKey naming the group", membership, err)
+	}
+
+	// The other way: a single grant holds the key first; a member that
+	// joins later does not claim that partition over it.
+	key1 := tenure.PartitionKey(group, "p1")
+	g, err := single.Acquire(ctx(t), key1, "single#1", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := member.JoinGroup(ctx(t), group, "m#2", 30*time.Second, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = member.ClaimPartitions(ctx(t), m2, []string{"p1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res[0].Err, tenure.ErrHeld) {
+		t.Fatalf("ClaimPartitions(p1) while %v holds its key = %+v; want an error wrapping tenure.ErrHeld", g, res[0])
+	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -99,6 +102,11 @@ type contender struct {
 
 // startClientGo runs client-go's LeaderElector on Lease name as id.
 func startClientGo(t *testing.T, cfg *rest.Config, ns, name, id string, tl *timeline, release bool) *contender {
+	return startClientGoWith(t, cfg, ns, name, id, tl, release, interopRenew)
+}
+
+// startClientGoWith is startClientGo with RenewDeadline renew.
+func startClientGoWith(t *testing.T, cfg *rest.Config, ns, name, id string, tl *timeline, release bool, renew time.Duration) *contender {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +118,7 @@ func startClientGo(t *testing.T, cfg *rest.Config, ns, name, id string, tl *time
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, LeaseDuration: interopLease, RenewDeadline: interopRenew, RetryPeriod: interopRetry,
+		Lock: lock, LeaseDuration: interopLease, RenewDeadline: renew, RetryPeriod: interopRetry,
 		ReleaseOnCancel: release, Name: name,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) { tl.start(id); <-lctx.Done(); tl.stop(id) },
@@ -184,7 +192,9 @@ type timeline struct {
 	t       *testing.T
 	mu      sync.Mutex
 	leading map[string]bool
-	starts  map[string]time.Time
+	starts  map[string]time.Time // first
+	last    map[string]time.Time // latest
+	stops   map[string]time.Time
 	faults  []string
 }
 
@@ -192,7 +202,7 @@ func (tl *timeline) start(id string) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	if tl.leading == nil {
-		tl.leading, tl.starts = map[string]bool{}, map[string]time.Time{}
+		tl.leading, tl.starts, tl.last, tl.stops = map[string]bool{}, map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 	}
 	for other, on := range tl.leading {
 		if on && other != id {
@@ -200,6 +210,7 @@ func (tl *timeline) start(id string) {
 		}
 	}
 	tl.leading[id] = true
+	tl.last[id] = time.Now()
 	if _, ok := tl.starts[id]; !ok {
 		tl.starts[id] = time.Now()
 	}
@@ -208,9 +219,24 @@ func (tl *timeline) start(id string) {
 func (tl *timeline) stop(id string) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	if tl.leading != nil {
+	if tl.leading != nil && tl.leading[id] {
 		tl.leading[id] = false
+		tl.stops[id] = time.Now()
 	}
+}
+
+// latest is when id last started leading.
+func (tl *timeline) latest(id string) time.Time {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return tl.last[id]
+}
+
+// stopped is when id last stopped leading.
+func (tl *timeline) stopped(id string) time.Time {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return tl.stops[id]
 }
 
 // started is when id first led.
@@ -254,4 +280,106 @@ func (tl *timeline) check() {
 	for _, f := range tl.faults {
 		tl.t.Error(f)
 	}
+}
+
+// TestInteropClientGoStaleRelease: a client-go leader G with
+// ReleaseOnCancel is partitioned from the API server (its requests and
+// replies held, not dropped); a tenure follower H takes the Lease after the
+// wait; the partition heals while G's release is still pending, and G,
+// which checks "am I the leader" against its own stale record, clears H's
+// grant (client-go's tryRelease). A second tenure follower F must not take
+// that clear for a release: it waits as for any change, and H, whose next
+// renewal finds the Lease cleared, stops first. The two tenure contenders
+// never lead at once. (G itself leads until its release returns, past its
+// lease: client-go's own behaviour, logged, not judged here.)
+func TestInteropClientGoStaleRelease(t *testing.T) {
+	t.Parallel()
+	s, cs := server(t)
+	ns := newNamespace(t, cs)
+	const name = "interop-stale-release"
+	proxy := newProxy(t, s)
+	gcfg := proxied(s, proxy)
+	gcfg.Timeout = 0 // G's requests end with its own contexts, as in a cluster
+	tlG := &timeline{t: t}
+	g := startClientGoWith(t, gcfg, ns, name, "client-go-g", tlG, true, 4*time.Second)
+	tlG.await(g.id, 20*time.Second)
+
+	tl := &timeline{t: t} // the tenure contenders
+	a := startTenure(t, s.Config(kubetest.Admin), ns, name, "tenure-a", tl)
+	b := startTenure(t, s.Config(kubetest.Admin), ns, name, "tenure-b", tl)
+	clears := watchClears(t, cs, ns, name)
+	time.Sleep(time.Second) // both followers have seen G's renewals
+
+	proxy.Hold(tcpproxy.Up)
+	proxy.Hold(tcpproxy.Down)
+	held := time.Now()
+	var h, f *contender
+	for deadline := time.Now().Add(interopLease + 20*time.Second); h == nil; time.Sleep(5 * time.Millisecond) {
+		switch {
+		case !tl.started(a.id).IsZero():
+			h, f = a, b
+		case !tl.started(b.id).IsZero():
+			h, f = b, a
+		case time.Now().After(deadline):
+			t.Fatal("no tenure follower led after the client-go leader was partitioned")
+		}
+	}
+	proxy.Heal() // G's pending release reaches the API server now
+	t.Logf("%s led %s after the partition began; healed", h.id, tl.started(h.id).Sub(held))
+
+	// G's release clears H's grant; then F takes over, after the wait.
+	var cleared time.Time
+	select {
+	case cleared = <-clears:
+	case <-time.After(15 * time.Second):
+		t.Fatal("client-go's release never cleared the Lease after the partition healed: the scenario did not happen")
+	}
+	// F, or H again: both wait out the clear.
+	var next string
+	for deadline := time.Now().Add(interopLease + 20*time.Second); next == ""; time.Sleep(5 * time.Millisecond) {
+		for _, c := range []*contender{f, h} {
+			if tl.latest(c.id).After(cleared) {
+				next = c.id
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no tenure contender led after client-go's clear")
+		}
+	}
+	t.Logf("client-go cleared H's grant %s after the partition began; %s led %s after the clear; client-go stopped leading %s after the partition began",
+		cleared.Sub(held), next, tl.latest(next).Sub(cleared), tlG.stopped(g.id).Sub(held))
+	f.stop()
+	h.stop()
+	g.stop()
+	tl.check()
+}
+
+// watchClears sends the time of each write that clears Lease name's holder
+// without tenure's release mark.
+func watchClears(t *testing.T, cs kubernetes.Interface, ns, name string) <-chan time.Time {
+	w, err := cs.CoordinationV1().Leases(ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan time.Time, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			l, ok := ev.Object.(*coordv1.Lease)
+			if !ok || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "" {
+				continue
+			}
+			if _, marked := l.Annotations[kube.AnnotationReleased]; marked && l.Spec.RenewTime != nil &&
+				strings.Contains(l.Annotations[kube.AnnotationReleased], ","+strconv.FormatInt(l.Spec.RenewTime.UnixMicro(), 10)+",") {
+				continue // tenure's own release
+			}
+			select {
+			case out <- time.Now():
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); <-done })
+	return out
 }

@@ -15,7 +15,9 @@ import (
 // has not expired on this coordinator's clock, with the time left as TTL.
 // A coordinator that has not seen the Lease before counts the whole
 // duration from now: it reports a Lease whose holder is gone as held until
-// that has passed, as its Acquire would refuse it. See tenure.Coordinator.
+// that has passed, as its Acquire would refuse it; likewise a Lease cleared
+// without tenure's release mark, reported held by the grant seen before
+// the clear (holder "" when none was seen). See tenure.Coordinator.
 func (c *Coordinator) Leader(ctx context.Context, key string) (tenure.Grant, bool, error) {
 	op := fmt.Sprintf("kube: leader of %q", key)
 	if err := tenure.ValidateKey(key); err != nil {

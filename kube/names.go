@@ -24,6 +24,12 @@ const (
 	// Unix microseconds,holder". Renewals write it; an acquiring write
 	// removes it, because that write's own resourceVersion is the token.
 	AnnotationToken = "tenure.dev/token"
+	// AnnotationReleased marks a Lease tenure released: "token,renewTime in
+	// Unix microseconds,holder" of the grant released, bound to the
+	// releasing write's renewTime. A Lease cleared without it (by
+	// client-go's release, which may clear a grant it no longer holds) is
+	// free only after the wait that follows any write.
+	AnnotationReleased = "tenure.dev/released"
 	// LabelManagedBy is set to "tenure" on Leases tenure creates, so that
 	// `kubectl get lease -l app.kubernetes.io/managed-by=tenure` lists them.
 	LabelManagedBy = "app.kubernetes.io/managed-by"

@@ -45,7 +45,8 @@ func isLost(err error) bool { return errors.Is(err, tenure.ErrLost) }
 // token is that write's resourceVersion. A partition whose owner's
 // membership expired on this coordinator's clock is taken only after that
 // membership Lease is deleted, preconditioned on the resourceVersion that
-// expired, so that its member can never renew it again. See
+// expired, so that its member can never renew it again; so is a
+// membership that expired and owns nothing (a crashed member's). See
 // tenure.GroupCoordinator.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
 	op := fmt.Sprintf("kube: claim %d partitions for %s", len(names), m)
@@ -72,7 +73,31 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 		g, err := c.claim(ctx, m, me, key, p, found, members)
 		out[i] = tenure.ClaimResult{Grant: g, Err: err}
 	})
+	c.deleteIdle(ctx, members, parts)
 	return out, nil
+}
+
+// deleteIdle deletes the membership Leases, as listed in members, that
+// expired on this coordinator's clock and own no partition in parts (a
+// crashed member's): each preconditioned on the version that expired, so
+// that a member that renewed since keeps its Lease. A member that owns
+// partitions is deleted by the claim that takes them. Errors are left for
+// the next claim.
+func (c *Coordinator) deleteIdle(ctx context.Context, members, parts map[string]record) {
+	owning := map[string]bool{}
+	for _, p := range parts {
+		if name := p.lease.Annotations[AnnotationMember]; p.holder != "" && members[name].holder == p.holder {
+			owning[name] = true
+		}
+	}
+	for name, r := range members {
+		if owning[name] || r.live(c.cfg.MaxDrift) {
+			continue
+		}
+		if err := c.deleteAt(ctx, r); err != nil && !apierrors.IsNotFound(err) {
+			c.log.Debug("delete an expired membership", "lease", name, "err", err)
+		}
+	}
 }
 
 func validPartition(group, name string) error {
@@ -84,16 +109,23 @@ func validPartition(group, name string) error {
 
 // claim claims partition key for m, whose membership is me, deciding first
 // on p (found: the partition's Lease exists) and the group's memberships as
-// listed, then, after a conflict, on fresh reads.
+// listed, then, after a conflict, on fresh reads. Every decision is made
+// by a write preconditioned on the version it was decided on, so a read
+// that is out of date (a cache behind the server) costs a retry, never a
+// second owner: a new owner's write, the preconditioned delete of an
+// expired membership, or, for a partition already m's, the write that
+// confirms it (see confirm).
 func (c *Coordinator) claim(ctx context.Context, m tenure.Member, me record, key string, p record, found bool, members map[string]record) (tenure.Grant, error) {
-	for attempt := range attempts {
-		if attempt > 0 {
+	reread := false
+	for range attempts {
+		if reread {
 			var err error
 			if p, found, err = c.get(ctx, key); err != nil {
 				return tenure.Grant{}, err
 			}
 			members = nil // read the owner's membership afresh
 		}
+		reread = true
 		if !found {
 			g, err := c.createPartition(ctx, m, me, key)
 			if apierrors.IsAlreadyExists(err) {
@@ -102,9 +134,33 @@ func (c *Coordinator) claim(ctx context.Context, m tenure.Member, me record, key
 			return g, err
 		}
 		if p.holder == m.ID && p.lease.Annotations[AnnotationMember] == me.lease.Name {
-			return c.partitionGrant(key, p.token, m), nil // already m's
+			// Already m's, as read: confirm it with a write
+			// preconditioned on that version.
+			r, err := c.confirm(ctx, p, true)
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				continue
+			}
+			return c.partitionGrant(key, r.token, m), err
 		}
-		if err := c.freeOwner(ctx, p, members); err != nil {
+		if p.lease.Labels[LabelRole] != "partition" && p.live(c.cfg.MaxDrift) {
+			// A single key's Lease (tenure.Elector's, client-go's): its
+			// holder keeps it until it expires.
+			return tenure.Grant{}, p.heldError(key)
+		}
+		err := c.freeOwner(ctx, p, members)
+		if errors.Is(err, errUnsure) {
+			// The owner's membership read as gone: decide on one
+			// listing of the group, where the partition and the
+			// memberships are of one moment.
+			var parts map[string]record
+			if members, parts, err = c.listGroup(ctx, m.Group, ""); err != nil {
+				return tenure.Grant{}, err
+			}
+			p, found = parts[key]
+			reread = false
+			continue
+		}
+		if err != nil {
 			if errors.Is(err, errConflict) {
 				continue
 			}
@@ -119,14 +175,47 @@ func (c *Coordinator) claim(ctx context.Context, m tenure.Member, me record, key
 	return tenure.Grant{}, fmt.Errorf("partition %q changed during each of %d attempts", key, attempts)
 }
 
+// confirm checks that Lease record r is the Lease's current version with
+// an update of r preconditioned on its resourceVersion, and returns the
+// record the server replied with. When mine, r holds a grant of this
+// coordinator's member: the update binds r's token to it in
+// AnnotationToken, so that a write keeps the token. The update changes
+// nothing when the annotation is there already: the API server then
+// writes nothing and answers with the current version, or with a conflict
+// (NotFound when the Lease is gone).
+func (c *Coordinator) confirm(ctx context.Context, r record, mine bool) (record, error) {
+	l := r.lease.DeepCopy()
+	if mine && r.holder != "" && l.Spec.AcquireTime != nil {
+		if l.Annotations == nil {
+			l.Annotations = map[string]string{}
+		}
+		l.Annotations[AnnotationToken] = tokenAnnotation(r.token, l.Spec.AcquireTime.Time, r.holder)
+	}
+	out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
+	if err != nil {
+		return record{}, err
+	}
+	got, err := c.sight(out, tenure.Now())
+	if err == nil && mine && got.token != r.token {
+		err = fmt.Errorf("%w: Lease %s: confirming token %d wrote token %d", ErrIncomparable, l.Name, r.token, got.token)
+	}
+	return got, err
+}
+
 // errConflict says a membership changed under a claim: decide again.
 var errConflict = errors.New("kube: membership changed")
+
+// errUnsure says a read of its own found the owner's membership gone: a
+// read that may be older than the partition's, so decide on a listing.
+var errUnsure = errors.New("kube: membership read as gone")
 
 // freeOwner checks that the owner of partition p, if any, is gone: nil
 // when p is free or its owner's membership Lease is gone (after deleting
 // it, when it expired on this coordinator's clock); a *tenure.HeldError
-// when its owner lives; errConflict when the membership changed meanwhile.
-// members are the group's memberships as listed (nil: read the owner's).
+// when its owner lives; errConflict when the membership changed meanwhile;
+// errUnsure when members is nil and a read of the owner's membership found
+// it gone. members are the group's memberships as listed (nil: read the
+// owner's).
 func (c *Coordinator) freeOwner(ctx context.Context, p record, members map[string]record) error {
 	if p.holder == "" {
 		return nil
@@ -138,6 +227,7 @@ func (c *Coordinator) freeOwner(ctx context.Context, p record, members map[strin
 		at := tenure.Now()
 		switch {
 		case apierrors.IsNotFound(err):
+			return errUnsure
 		case err != nil:
 			return err
 		default:
@@ -213,11 +303,16 @@ func ownBy(l *coordv1.Lease, m tenure.Member, me record, now time.Time) {
 	secs := ttlSeconds(m.TTL)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &m.ID, &secs
 	l.Spec.AcquireTime, l.Spec.RenewTime = &t, &t
+	if l.Labels == nil { // a single key's Lease, taken as expired
+		l.Labels = map[string]string{}
+	}
+	l.Labels[LabelGroup], l.Labels[LabelRole], l.Labels[LabelManagedBy] = groupHash(m.Group), "partition", "tenure"
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
 	l.Annotations[AnnotationMember] = me.lease.Name
 	delete(l.Annotations, AnnotationToken)
+	delete(l.Annotations, AnnotationReleased)
 }
 
 // ownedBy reports whether partition record p holds g for m.
@@ -253,6 +348,8 @@ func (c *Coordinator) releasePartition(ctx context.Context, m tenure.Member, g t
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &none, &one
 		l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
 		delete(l.Annotations, AnnotationMember)
+		delete(l.Annotations, AnnotationToken)
+		l.Annotations[AnnotationReleased] = tokenAnnotation(g.Token, now.Time, g.Holder)
 		out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			continue
@@ -269,21 +366,21 @@ func (c *Coordinator) releasePartition(ctx context.Context, m tenure.Member, g t
 // CheckPartitions reads m's membership Lease and each partition of gs (a
 // request each, at most 32 at once: the API server has no request that
 // reads several named objects) and returns the grants m no longer owns
-// with their tokens. See tenure.GroupCoordinator.
+// with their tokens. Each "still m's" is confirmed by an update
+// preconditioned on the version read, which writes nothing when it
+// succeeds (see confirm): a read out of date cannot keep a grant m lost.
+// See tenure.GroupCoordinator.
 func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("kube: check %d partitions of %s", len(gs), m)
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	if _, err := c.member(ctx, m); err != nil {
+	if err := c.confirmMember(ctx, m); err != nil {
 		return nil, fail(ctx, op, err)
 	}
 	owned := make([]bool, len(gs))
 	errs := make([]error, len(gs))
-	forEach(len(gs), func(i int) {
-		p, found, err := c.get(ctx, gs[i].Key)
-		owned[i], errs[i] = found && ownedBy(p, m, gs[i]), err
-	})
+	forEach(len(gs), func(i int) { owned[i], errs[i] = c.stillOwned(ctx, m, gs[i]) })
 	if err := errors.Join(errs...); err != nil {
 		return nil, fail(ctx, op, err)
 	}
@@ -294,6 +391,47 @@ func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs [
 		}
 	}
 	return lost, nil
+}
+
+// confirmMember reads m's membership Lease and confirms the version read
+// (see confirm); the error wraps tenure.ErrLost when m is not live.
+func (c *Coordinator) confirmMember(ctx context.Context, m tenure.Member) error {
+	for range attempts {
+		me, err := c.member(ctx, m)
+		if err != nil {
+			return err
+		}
+		_, err = c.confirm(ctx, me, false)
+		switch {
+		case apierrors.IsConflict(err):
+			continue // renewed meanwhile, or read out of date
+		case apierrors.IsNotFound(err):
+			c.unsee(me.lease.Name)
+			return fmt.Errorf("%w: membership Lease %s is gone (left, or taken as expired)", tenure.ErrLost, me.lease.Name)
+		}
+		return err
+	}
+	return fmt.Errorf("membership Lease of %s changed during each of %d attempts", m, attempts)
+}
+
+// stillOwned reports whether m still owns partition grant g, confirming a
+// yes with an update preconditioned on the version read.
+func (c *Coordinator) stillOwned(ctx context.Context, m tenure.Member, g tenure.Grant) (bool, error) {
+	for range attempts {
+		p, found, err := c.get(ctx, g.Key)
+		if err != nil || !found || !ownedBy(p, m, g) {
+			return false, err
+		}
+		_, err = c.confirm(ctx, p, true)
+		switch {
+		case apierrors.IsConflict(err):
+			continue
+		case apierrors.IsNotFound(err):
+			return false, nil
+		}
+		return err == nil, err
+	}
+	return false, fmt.Errorf("partition %q changed during each of %d attempts", g.Key, attempts)
 }
 
 // GroupPartitions lists group's Leases (one request) and returns the grant

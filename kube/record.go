@@ -6,6 +6,7 @@ import (
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tenure-dev/tenure"
 )
@@ -15,10 +16,22 @@ import (
 type record struct {
 	lease  *coordv1.Lease // as read; never modified (copy it to write)
 	rv     version
-	holder string        // "" when the Lease is free
-	ttl    time.Duration // leaseDurationSeconds
+	holder string        // "" when nobody holds the Lease
+	ttl    time.Duration // leaseDurationSeconds; for a clear, see cleared
 	token  uint64        // the held grant's fencing token (see tokenOf)
 	seen   tenure.Instant
+
+	// cleared is true when the holder is "" but no tenure release of the
+	// grant before it says so (see releasedBy): client-go's release, which
+	// checks its own, possibly stale, record and may clear a grant it no
+	// longer holds. Such a clear is a change like any other: the Lease is
+	// free only wait(ttl) after it was first seen, where ttl is the longest
+	// duration of the grant it may have cleared that this coordinator knows
+	// of (see Coordinator.sight). was and wasToken name that grant, when
+	// this coordinator saw it.
+	cleared  bool
+	was      string
+	wasToken uint64
 }
 
 // newRecord reads Lease l, whose resourceVersion this coordinator first saw
@@ -33,8 +46,41 @@ func newRecord(l *coordv1.Lease, rv version, seen tenure.Instant) record {
 	}
 	if r.holder != "" {
 		r.token = tokenOf(l, rv, r.holder)
+	} else {
+		r.cleared = !releasedBy(l, rv)
 	}
 	return r
+}
+
+// bound parses v, an annotation "token,time in Unix microseconds,holder",
+// and reports whether it binds a token no later than rv to holder (any,
+// when holder is "") and to the time at.
+func bound(v string, rv version, holder string, at *metav1.MicroTime) (token uint64, who string, ok bool) {
+	parts := strings.SplitN(v, ",", 3)
+	if len(parts) != 3 || at == nil || parts[2] == "" || (holder != "" && parts[2] != holder) {
+		return 0, "", false
+	}
+	tok, err1 := strconv.ParseUint(parts[0], 10, 64)
+	micros, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || tok == 0 || tok > rv.n || micros != at.UnixMicro() {
+		return 0, "", false
+	}
+	return tok, parts[2], true
+}
+
+// releasedBy reports whether Lease l, at rv with no holder, was cleared by
+// tenure's Release of the grant it held: its AnnotationReleased names
+// that grant's holder and token and is bound to the renewTime the release
+// wrote (and acquireTime, the same). Every write over a Lease sets both
+// times, and client-go's writes keep the annotations they find: a marker
+// copied by a later clear carries another write's time and says nothing.
+func releasedBy(l *coordv1.Lease, rv version) bool {
+	v, ok := l.Annotations[AnnotationReleased]
+	if !ok || l.Spec.AcquireTime == nil || l.Spec.RenewTime == nil || !l.Spec.AcquireTime.Equal(l.Spec.RenewTime) {
+		return false
+	}
+	_, _, ok = bound(v, rv, "", l.Spec.RenewTime)
+	return ok
 }
 
 // tokenOf returns the fencing token of the grant Lease l holds: the one in
@@ -46,24 +92,16 @@ func newRecord(l *coordv1.Lease, rv version, seen tenure.Instant) record {
 // resourceVersion, which changes as client-go renews: it only names the
 // holder to tenure's followers, who never present it to a resource.)
 func tokenOf(l *coordv1.Lease, rv version, holder string) uint64 {
-	v, ok := l.Annotations[AnnotationToken]
-	if !ok || l.Spec.AcquireTime == nil {
-		return rv.n
+	if tok, _, ok := bound(l.Annotations[AnnotationToken], rv, holder, l.Spec.AcquireTime); ok {
+		return tok
 	}
-	parts := strings.SplitN(v, ",", 3)
-	if len(parts) != 3 || parts[2] != holder {
-		return rv.n
-	}
-	tok, err1 := strconv.ParseUint(parts[0], 10, 64)
-	micros, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil || tok == 0 || tok > rv.n || micros != l.Spec.AcquireTime.UnixMicro() {
-		return rv.n
-	}
-	return tok
+	return rv.n
 }
 
 // tokenAnnotation is the AnnotationToken value that binds token to holder
-// and to acquired, the acquireTime of the Lease as the server stored it.
+// and to acquired, the acquireTime of the Lease as the server stored it;
+// and the AnnotationReleased value that binds the grant of token to holder
+// released by the write whose renewTime is acquired.
 func tokenAnnotation(token uint64, acquired time.Time, holder string) string {
 	return strconv.FormatUint(token, 10) + "," + strconv.FormatInt(acquired.UnixMicro(), 10) + "," + holder
 }
@@ -77,23 +115,28 @@ func wait(ttl time.Duration, maxDrift float64) time.Duration {
 
 // left is how long until the record's lease has expired on this
 // coordinator's clock: wait(ttl) after its resourceVersion was first seen.
-// It is zero or negative once expired, and for a free Lease.
+// It is zero or negative once expired, and for a Lease tenure released.
 func (r record) left(maxDrift float64) time.Duration {
-	if r.holder == "" {
+	if r.holder == "" && !r.cleared {
 		return 0
 	}
 	return r.seen.Add(wait(r.ttl, maxDrift)).Until()
 }
 
-// live reports whether the record holds a grant that has not expired on
-// this coordinator's clock.
+// live reports whether the record holds a grant, or may have cleared one
+// (see cleared), that has not expired on this coordinator's clock.
 func (r record) live(maxDrift float64) bool { return r.left(maxDrift) > 0 }
 
-// takeable reports whether holder may write a new grant over r: the Lease
-// is free, expired, or held by holder itself (a new grant supersedes its
-// earlier one).
-func (r record) takeable(holder string, maxDrift float64) bool {
-	return r.holder == holder || !r.live(maxDrift)
+// takeable reports whether holder, asking for ttl, may write a new grant
+// over r: the Lease was released by tenure, has expired, or is held by
+// holder itself (a new grant supersedes its earlier one). A clear tenure
+// cannot attribute expires after the longer of the grant durations it
+// knows and ttl: contenders that share a Lease use one duration.
+func (r record) takeable(holder string, ttl time.Duration, maxDrift float64) bool {
+	if r.cleared {
+		r.ttl = max(r.ttl, ttl)
+	}
+	return (r.holder != "" && r.holder == holder) || !r.live(maxDrift)
 }
 
 // owns reports whether r holds grant g: the same holder and token.
@@ -104,11 +147,21 @@ func (r record) owns(g tenure.Grant) bool {
 // grant is the live grant r holds on key, with the time left as its TTL:
 // at most the Lease's duration (the drift allowance is this coordinator's
 // caution, not lease the holder has), zero in the allowance.
+// A clear tenure cannot attribute names the grant it may have cleared, when
+// this coordinator saw it, and the clear's resourceVersion otherwise.
 func (r record) grant(key string, maxDrift float64) tenure.Grant {
-	return tenure.Grant{Key: key, Holder: r.holder, Token: r.token, TTL: min(max(r.left(maxDrift)-(wait(r.ttl, maxDrift)-r.ttl), 0), r.ttl)}
+	holder, token := r.holder, r.token
+	if r.cleared {
+		holder, token = r.was, r.wasToken
+		if token == 0 {
+			token = r.rv.n
+		}
+	}
+	return tenure.Grant{Key: key, Holder: holder, Token: token, TTL: min(max(r.left(maxDrift)-(wait(r.ttl, maxDrift)-r.ttl), 0), r.ttl)}
 }
 
 // heldError is the refusal of an Acquire of key while r is live.
 func (r record) heldError(key string) *tenure.HeldError {
-	return &tenure.HeldError{Key: key, Holder: r.holder, Token: r.token}
+	g := r.grant(key, 0)
+	return &tenure.HeldError{Key: key, Holder: g.Holder, Token: g.Token}
 }

@@ -55,20 +55,56 @@ func TestExpiryRule(t *testing.T) {
 	})
 }
 
-// TestExpiryRuleReleasedOrNoDuration: a released Lease is free at once; so,
-// as client-go reads it, is a held one without a duration.
+// TestExpiryRuleReleasedOrNoDuration: a Lease tenure released is free at
+// once; so, as client-go reads it, is a held one without a duration.
 func TestExpiryRuleReleasedOrNoDuration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		for _, l := range []*coordv1.Lease{lease("7", "", 15), lease("8", "alice#1", 0)} {
+		released := lease("7", "", 1)
+		released.Annotations = map[string]string{kube.AnnotationReleased: kube.TokenAnnotation(6, released.Spec.RenewTime.Time, "alice#1")}
+		for _, l := range []*coordv1.Lease{released, lease("8", "alice#1", 0)} {
 			r, err := kube.NewRecord(l, tenure.Now(), 0.01)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !r.Takeable("bob#2") {
+			if !r.TakeableFor("bob#2", 15*time.Second) {
 				t.Errorf("Lease holder %q duration %d: Takeable = false; want true", *l.Spec.HolderIdentity, *l.Spec.LeaseDurationSeconds)
 			}
 		}
 	})
+}
+
+// TestExpiryRuleForeignClear: a Lease cleared without tenure's release
+// mark bound to that very write (client-go's release, which may clear a
+// grant it no longer holds, keeps the annotations it read and writes its
+// own times) is a change like any other: a contender asking for ttl waits
+// ttl·(1 + MaxDrift) from its first sighting.
+func TestExpiryRuleForeignClear(t *testing.T) {
+	cleared := lease("9", "", 1)
+	copied := cleared.DeepCopy() // a mark bound to an earlier write's time
+	copied.Annotations = map[string]string{kube.AnnotationReleased: kube.TokenAnnotation(6, cleared.Spec.RenewTime.Add(-time.Second), "alice#1")}
+	late := cleared.DeepCopy() // a mark for a token later than the write
+	late.Annotations = map[string]string{kube.AnnotationReleased: kube.TokenAnnotation(10, cleared.Spec.RenewTime.Time, "alice#1")}
+	for name, l := range map[string]*coordv1.Lease{"no mark": cleared, "a copied mark": copied, "a mark for a later token": late} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r, err := kube.NewRecord(l, tenure.Now(), 0.01)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.TakeableFor("bob#2", 10*time.Second) {
+					t.Fatal("Takeable at first sighting = true; want false")
+				}
+				time.Sleep(10 * time.Second)
+				if r.TakeableFor("bob#2", 10*time.Second) {
+					t.Fatal("Takeable after the duration alone = true; want false until the drift allowance")
+				}
+				time.Sleep(100 * time.Millisecond)
+				if !r.TakeableFor("bob#2", 10*time.Second) {
+					t.Fatal("Takeable after ttl·(1+MaxDrift) = false; want true")
+				}
+			})
+		})
+	}
 }
 
 // TestTokenOf: the token is the bound annotation's, else the Lease's own

@@ -14,9 +14,9 @@ import (
 // Release ends grant g now, as client-go's ReleaseOnCancel does: if the
 // Lease still holds g live, it clears the holder, sets
 // leaseDurationSeconds to 1 and both times to now, preconditioned on the
-// Lease's resourceVersion. A follower watching the Lease acquires it on
-// that event. A grant already gone is not an error. See
-// tenure.Coordinator.
+// Lease's resourceVersion, and marks the Lease with AnnotationReleased. A
+// follower watching the Lease acquires it on that event. A grant already
+// gone is not an error. See tenure.Coordinator.
 func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 	op := fmt.Sprintf("kube: release %v", g)
 	if err := g.Validate(); err != nil {
@@ -42,7 +42,7 @@ func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 		if c.holds(cur, g) != nil {
 			return nil // gone already
 		}
-		err := c.clear(ctx, cur)
+		err := c.clear(ctx, cur, g)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			continue
 		}
@@ -55,15 +55,21 @@ func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 	return fmt.Errorf("%s: the Lease changed during each of %d attempts; try again", op, attempts)
 }
 
-// clear writes the released record over cur, preconditioned on its
-// resourceVersion.
-func (c *Coordinator) clear(ctx context.Context, cur record) error {
+// clear writes the released record over cur, which holds g,
+// preconditioned on its resourceVersion, with the AnnotationReleased that
+// binds g to this write's times: the mark by which contenders know the
+// clear for a release by g's holder, and take the Lease at once.
+func (c *Coordinator) clear(ctx context.Context, cur record, g tenure.Grant) error {
 	l := cur.lease.DeepCopy()
 	now := metav1.NewMicroTime(after(time.Now(), l.Spec.RenewTime))
 	none, one := "", int32(1)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &none, &one
 	l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
 	delete(l.Annotations, AnnotationToken)
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[AnnotationReleased] = tokenAnnotation(g.Token, now.Time, g.Holder)
 	out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
 	if err != nil {
 		return err

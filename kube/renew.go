@@ -15,7 +15,8 @@ import (
 // on the Lease's resourceVersion, if the Lease still holds g (the same
 // holder and token) and has not expired on this coordinator's clock.
 // Otherwise g is lost (tenure.ErrLost). The renewed grant's Sent is when
-// the update was sent. See tenure.Coordinator.
+// the update was sent, its TTL the leaseDurationSeconds the server
+// stored. See tenure.Coordinator.
 //
 // client-go's contenders compare the record with whole-second times: a
 // renewal whose renewTime falls in the same second as the one before it
@@ -100,8 +101,9 @@ func (c *Coordinator) extend(ctx context.Context, cur record, g tenure.Grant) (t
 	if err != nil {
 		return tenure.Grant{}, err
 	}
-	if _, err := c.sight(out, tenure.Now()); err != nil {
+	r, err := c.sight(out, tenure.Now())
+	if err != nil {
 		return tenure.Grant{}, err
 	}
-	return tenure.Grant{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: cur.ttl, Sent: sent}, nil
+	return tenure.Grant{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: r.ttl, Sent: sent}, nil
 }

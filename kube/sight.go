@@ -16,7 +16,8 @@ import (
 // first seen: at, unless an earlier sighting of the same resourceVersion
 // is remembered. A version older than the newest one remembered is dated
 // at, which is later than its real first sighting, so the wait counted
-// from it is never too short.
+// from it is never too short. A clear that tenure cannot attribute (see
+// record.cleared) lasts as long as the grant remembered before it.
 func (c *Coordinator) sight(l *coordv1.Lease, at tenure.Instant) (record, error) {
 	rv, err := parseVersion(l.ResourceVersion)
 	if err != nil {
@@ -32,6 +33,15 @@ func (c *Coordinator) sight(l *coordv1.Lease, at tenure.Instant) (record, error)
 		return newRecord(l, rv, at), nil
 	}
 	r := newRecord(l, rv, at)
+	if ok && r.cleared {
+		// A clear tenure cannot attribute: wait at least as long as the
+		// grant seen before it, which it may have cleared, lasted.
+		r.ttl = max(r.ttl, prev.ttl)
+		r.was, r.wasToken = prev.was, prev.wasToken
+		if prev.holder != "" {
+			r.was, r.wasToken = prev.holder, prev.token
+		}
+	}
 	c.seen[l.Name] = r
 	return r, nil
 }
