@@ -54,10 +54,9 @@ func tokenOf(l *coordv1.Lease, rv version, holder string) uint64 {
 	if len(parts) != 3 || parts[2] != holder {
 		return rv.n
 	}
-	tok, err1 := strconv.ParseUint(parts[0], 10, 64)
-	micros, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil || tok == 0 || tok > rv.n || micros != l.Spec.AcquireTime.UnixMicro() {
-		return rv.n
+	tok, err := strconv.ParseUint(parts[0], 10, 64)
+	if err != nil || tok == 0 || tok > rv.n || v != tokenAnnotation(tok, l.Spec.AcquireTime.Time, holder) {
+		return rv.n // not as a renewal writes it ("042", "+17…" included)
 	}
 	return tok
 }
