@@ -114,8 +114,8 @@ func QuoteInput(s string) string {
 		return strconv.Quote(s)
 	}
 	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	for cut > maxQuoted-(utf8.UTFMax-1) && !utf8.RuneStart(s[cut]) {
+		cut-- // back to the start of a character, unless s is not UTF-8 here
 	}
 	return fmt.Sprintf("%s (%d bytes)", strconv.Quote(s[:cut]+"…"), len(s))
 }
