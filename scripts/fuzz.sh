@@ -23,9 +23,11 @@ while read -r dir name; do
     continue
   fi
   count=$((count + 1))
-  printf '==> %s ./%s (%s)\n' "$name" "$dir" "$duration"
-  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$duration" "./$dir/"; then
-    failed+=("$name ./$dir")
+  pkg=./$dir/
+  [ "$dir" = . ] && pkg=./
+  printf '==> %s %s (%s)\n' "$name" "$pkg" "$duration"
+  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$duration" "$pkg"; then
+    failed+=("$name $pkg")
   fi
 done < <(grep -r -o --include='*_test.go' --exclude-dir=tools --exclude-dir=.git \
   '^func Fuzz[A-Za-z0-9_]*(\w* \*testing\.F)' . |
