@@ -93,6 +93,9 @@ func checkEndpoint(ep string) error {
 		if u.Path != "" && u.Path != "/" {
 			return fmt.Errorf("unexpected path %q", u.Path)
 		}
+		if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			return errors.New("want scheme://host:port, without user, query or fragment (credentials go in Config.Username and Config.Password)")
+		}
 		hostport = u.Host
 	}
 	host, port, err := net.SplitHostPort(hostport)
@@ -102,7 +105,7 @@ func checkEndpoint(ep string) error {
 	if host == "" || port == "" {
 		return errors.New("want host:port or scheme://host:port")
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strings.Trim(port, "0123456789") != "" {
 		return fmt.Errorf("port %q: want a number from 1 to 65535", port)
 	}
 	if strings.Contains(host, "/") {

@@ -65,6 +65,9 @@ func bound(v string, rv version, holder string, at *metav1.MicroTime) (token uin
 	if err1 != nil || err2 != nil || tok == 0 || tok > rv.n || micros != at.UnixMicro() {
 		return 0, "", false
 	}
+	if parts[0] != strconv.FormatUint(tok, 10) || parts[1] != strconv.FormatInt(micros, 10) {
+		return 0, "", false // not as tenure writes it ("042", "+17…")
+	}
 	return tok, parts[2], true
 }
 

@@ -9,7 +9,11 @@ import (
 // redacted replaces passwords in messages.
 const redacted = "xxxxx"
 
-var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:[^'\\]|\\.)*'|\S*)`)
+// kvEscape is a backslash escape in a keyword/value DSN's value: pgx reads
+// `\x` as x, in quoted values and unquoted ones.
+var kvEscape = regexp.MustCompile(`(?s)\\(.)`)
+
+var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:[^'\\]|\\.)*'|(?:\\.|\S)*)`)
 
 // RedactDSN returns dsn with its password, if any, replaced by "xxxxx", for
 // messages and logs. It handles URL ("postgres://user:pw@host/db") and
@@ -40,7 +44,7 @@ func passwords(dsn string) []string {
 			out = append(out, u)
 		}
 		if strings.Contains(p, `\`) {
-			out = append(out, strings.NewReplacer(`\'`, `'`, `\\`, `\`).Replace(p))
+			out = append(out, kvEscape.ReplaceAllString(p, "$1"))
 		}
 	}
 	if rest, ok := cutScheme(dsn); ok {

@@ -53,7 +53,9 @@ func (s *state) handle(m Message) {
 			}
 		}
 	case OpSignal:
-		if !s.killed {
+		// SIGCONT goes through OpCont's rules: a tree frozen for its
+		// deadline, or past it, is never continued.
+		if !s.killed && !(m.Signal == syscall.SIGCONT && (s.frozen || now >= s.lease.Deadline)) {
 			s.tree.signal(m.Signal)
 		}
 	case OpEnd:
@@ -147,7 +149,7 @@ const freezeLead = 100 * time.Millisecond
 
 // freezeAt is when the tree is frozen unless a renewal comes first.
 func (s *state) freezeAt() boottime.Instant {
-	lead := min(freezeLead, time.Duration(s.lease.TTLMs)*time.Millisecond/20)
+	lead := max(min(freezeLead, time.Duration(s.lease.TTLMs)*time.Millisecond/20), 0)
 	return s.lease.Deadline.Add(-lead)
 }
 

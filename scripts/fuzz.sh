@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every Go fuzz target of the module (each `func FuzzX(f *testing.F)`
+# in a _test.go file) for a while, one at a time, and fails if any fails.
+#
+#   scripts/fuzz.sh            # 5s each
+#   scripts/fuzz.sh 30s        # 30s each
+#   scripts/fuzz.sh 5s FuzzRedactDSN FuzzParseToken   # only these
+#
+# A failing input is written under the package's testdata/fuzz/FuzzX/;
+# commit it with the fix, and it runs with the package's tests from then on.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+duration=${1:-5s}
+shift || true
+only=" $* "
+
+failed=()
+count=0
+# "dir name" for every target, sorted; tools/ holds other modules.
+while read -r dir name; do
+  if [ "$only" != "  " ] && [[ "$only" != *" $name "* ]]; then
+    continue
+  fi
+  count=$((count + 1))
+  pkg=./$dir/
+  [ "$dir" = . ] && pkg=./
+  printf '==> %s %s (%s)\n' "$name" "$pkg" "$duration"
+  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$duration" "$pkg"; then
+    failed+=("$name $pkg")
+  fi
+done < <(grep -r -o --include='*_test.go' --exclude-dir=tools --exclude-dir=.git \
+  '^func Fuzz[A-Za-z0-9_]*(\w* \*testing\.F)' . |
+  sed -E 's#^\./##; s#^(.*)/[^/]*:func (Fuzz[A-Za-z0-9_]*)\(.*#\1 \2#; s#^[^/ ]*:func (Fuzz[A-Za-z0-9_]*)\(.*#. \1#' |
+  sort -u)
+
+if [ "$count" -eq 0 ]; then
+  echo "fuzz.sh: no fuzz target found${only:+ among$only}" >&2
+  exit 1
+fi
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'fuzz.sh: %d of %d targets failed:\n' "${#failed[@]}" "$count" >&2
+  printf '  %s\n' "${failed[@]}" >&2
+  exit 1
+fi
+echo "fuzz.sh: $count targets passed, $duration each"
