@@ -15,6 +15,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -44,7 +46,7 @@ func TestAdversarySameInstanceElectors(t *testing.T) {
 		err := <-done
 		stop1()
 
-		want := []string{`"scheduler"`, tenure.DescribeHolder(e2.Identity())}
+		want := []string{`"scheduler"`, display.Holder(e2.Identity())}
 		if !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), want[0]) || !strings.Contains(err.Error(), want[1]) {
 			t.Errorf("second Elector's Run() = %v; want ErrInvalidConfig naming %s", err, strings.Join(want, " and "))
 		}

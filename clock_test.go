@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/memory"
@@ -87,7 +89,7 @@ func TestClockJumpBeyondAssumptions(t *testing.T) {
 		}
 		var fenced bool
 		for _, tr := range rec.ts {
-			if name, _ := tenure.SplitIdentity(tr.Holder); name == "a" && tr.Kind == tenure.Fenced && errors.Is(tr.Err, tenure.ErrStaleToken) {
+			if name, _ := display.SplitIdentity(tr.Holder); name == "a" && tr.Kind == tenure.Fenced && errors.Is(tr.Err, tenure.ErrStaleToken) {
 				fenced = true
 			}
 		}

@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/timing"
 )
 
 // Config configures an Elector. Start from DefaultConfig and set Key.
@@ -82,7 +83,7 @@ type Config struct {
 	// Logger receives structured logs. Nil discards them.
 	Logger *slog.Logger
 
-	// Metrics receives observations. Nil means NopMetrics.
+	// Metrics receives observations. Nil means none.
 	Metrics Metrics
 
 	// OnTransition, if set, is called on every leadership transition, from
@@ -135,32 +136,6 @@ func (c Config) Identity() string { return Identity(c.Holder, c.Instance) }
 // themselves (as ExampleObserver does) to make the holder it compares.
 func Identity(name, instance string) string { return name + "#" + instance }
 
-// SplitIdentity splits a holder identity made by Identity into its display
-// name and instance id. A holder without '#' (written by another tool, or
-// by a version of tenure before instance ids) is all name. Called by the
-// tenure command and its status pages, which show name and instance apart,
-// by package prom, whose holder label carries the name only, and by the
-// memory coordinator's faults, which match a holder by its name.
-func SplitIdentity(holder string) (name, instance string) {
-	if i := strings.LastIndexByte(holder, '#'); i >= 0 {
-		return holder[:i], holder[i+1:]
-	}
-	return holder, ""
-}
-
-// DescribeHolder formats a holder identity for people: the quoted display
-// name, and the instance id when there is one: "web-1" (instance 3f2a9c01).
-// Called by packages partition and kube for the holder their errors name,
-// and by the tenure command (`tenure run`, `tenure status`) for the holders
-// it prints.
-func DescribeHolder(holder string) string {
-	name, inst := SplitIdentity(holder)
-	if inst == "" {
-		return strconv.Quote(name)
-	}
-	return strconv.Quote(name) + " (instance " + inst + ")"
-}
-
 // ProcessInstance returns this process's instance id: 8 random hex digits,
 // drawn once and fixed for the life of the process. Called by `tenure run`,
 // which sets it as the Config.Instance of every Elector it starts; users do
@@ -188,38 +163,13 @@ func (c Config) SafeLease(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*(1-c.MaxDrift)) - c.Margin
 }
 
-// EffectiveRenewInterval is RenewInterval, or TTL/3 when it is zero.
-func (c Config) EffectiveRenewInterval() time.Duration {
-	if c.RenewInterval == 0 {
-		return c.TTL / 3
-	}
-	return c.RenewInterval
-}
-
 // NextRenewal is how long after a renewal (or the grant) the next renewal
 // is due, for a lease granted for granted with remaining left until the
 // local deadline: RenewInterval, but never more than a third of the TTL
 // granted nor half the time left (a lease granted ahead has less), so that
 // failed attempts can be retried before the deadline. At least 1ms.
 func (c Config) NextRenewal(granted, remaining time.Duration) time.Duration {
-	return max(min(c.EffectiveRenewInterval(), granted/3, remaining/2), time.Millisecond)
-}
-
-// EffectiveRetryPeriod is RetryPeriod, or TTL/10 when it is zero.
-func (c Config) EffectiveRetryPeriod() time.Duration {
-	if c.RetryPeriod == 0 {
-		return c.TTL / 10
-	}
-	return c.RetryPeriod
-}
-
-// EffectiveRequestTimeout is RequestTimeout, or the renew interval when it is
-// zero.
-func (c Config) EffectiveRequestTimeout() time.Duration {
-	if c.RequestTimeout == 0 {
-		return c.EffectiveRenewInterval()
-	}
-	return c.RequestTimeout
+	return max(min(timing.RenewInterval(c.TTL, c.RenewInterval), granted/3, remaining/2), time.Millisecond)
 }
 
 // Validate reports every impossible setting, one error per field, each
@@ -272,7 +222,7 @@ func (c Config) Validate() error {
 		renewOK = false
 	} else if ttlOK && driftOK && marginOK {
 		safe := c.SafeLease(c.TTL)
-		if ri := c.EffectiveRenewInterval(); ri <= 0 {
+		if ri := timing.RenewInterval(c.TTL, c.RenewInterval); ri <= 0 {
 			bad("Config.RenewInterval (%s) must be positive", ri)
 			renewOK = false
 		} else if ri >= safe {
@@ -283,10 +233,10 @@ func (c Config) Validate() error {
 	if c.RetryPeriod < 0 {
 		bad("Config.RetryPeriod (%s) must not be negative", c.RetryPeriod)
 	} else if ttlOK && renewOK {
-		if rp := c.EffectiveRetryPeriod(); rp <= 0 {
+		if rp := timing.RetryPeriod(c.TTL, c.RetryPeriod); rp <= 0 {
 			bad("Config.RetryPeriod (%s) must be positive", rp)
-		} else if rp >= c.EffectiveRenewInterval() {
-			bad("Config.RetryPeriod (%s) must be less than the renew interval (%s)", rp, c.EffectiveRenewInterval())
+		} else if rp >= timing.RenewInterval(c.TTL, c.RenewInterval) {
+			bad("Config.RetryPeriod (%s) must be less than the renew interval (%s)", rp, timing.RenewInterval(c.TTL, c.RenewInterval))
 		}
 	}
 	if c.RequestTimeout < 0 {

@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -27,8 +31,8 @@ func TestDefaultConfigValid(t *testing.T) {
 	if a, b := tenure.DefaultHolder(), tenure.DefaultHolder(); a == b {
 		t.Fatalf("DefaultHolder() twice = %q, %q; want distinct", a, b)
 	}
-	if got, want := c.EffectiveRenewInterval(), c.TTL/3; got != want {
-		t.Errorf("EffectiveRenewInterval() = %s; want TTL/3 = %s", got, want)
+	if got, want := timing.RenewInterval(c.TTL, c.RenewInterval), c.TTL/3; got != want {
+		t.Errorf("timing.RenewInterval(TTL, 0) = %s; want TTL/3 = %s", got, want)
 	}
 }
 
@@ -174,7 +178,7 @@ func TestIdentity(t *testing.T) {
 		{"a#b#c", "a#b", "c"},
 		{"legacy", "legacy", ""},
 	} {
-		if n, i := tenure.SplitIdentity(tc.in); n != tc.name || i != tc.inst {
+		if n, i := display.SplitIdentity(tc.in); n != tc.name || i != tc.inst {
 			t.Errorf("SplitIdentity(%q) = %q, %q; want %q, %q", tc.in, n, i, tc.name, tc.inst)
 		}
 	}
@@ -189,7 +193,7 @@ func TestDescribeHolder(t *testing.T) {
 		"web-1#3f2a9c01": `"web-1" (instance 3f2a9c01)`,
 		"legacy":         `"legacy"`,
 	} {
-		if got := tenure.DescribeHolder(in); got != want {
+		if got := display.Holder(in); got != want {
 			t.Errorf("DescribeHolder(%q) = %s; want %s", in, got, want)
 		}
 	}

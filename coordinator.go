@@ -143,27 +143,3 @@ type Lister interface {
 	// an error wrapping ErrInvalidKey.
 	List(ctx context.Context, prefix string) ([]Grant, error)
 }
-
-// ValidatePrefix reports whether prefix can begin a key: empty, or bytes of
-// [A-Za-z0-9._/-] without a leading '/'. The error wraps ErrInvalidKey.
-// Called by the backends' List and by the tenure command.
-func ValidatePrefix(prefix string) error {
-	if prefix == "" {
-		return nil
-	}
-	if len(prefix) > MaxKeyLen {
-		return fmt.Errorf("%w: prefix %s is %d bytes long, at most %d allowed", ErrInvalidKey, QuoteInput(prefix), len(prefix), MaxKeyLen)
-	}
-	if prefix[0] == '/' {
-		return fmt.Errorf("%w: prefix %q must not start with '/'", ErrInvalidKey, prefix)
-	}
-	for i := 0; i < len(prefix); i++ {
-		switch c := prefix[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '.', c == '_', c == '/', c == '-':
-		default:
-			return fmt.Errorf("%w: prefix %q: byte %q at %d is not allowed (use A-Z a-z 0-9 . _ / -)", ErrInvalidKey, prefix, c, i)
-		}
-	}
-	return nil
-}

@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"go.uber.org/goleak"
 
 	"github.com/tenure-dev/tenure"
@@ -478,7 +480,7 @@ func TestSameHolderNameTwoProcesses(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("Leader() = %v, %v, %v", g, ok, err)
 		}
-		if name, inst := tenure.SplitIdentity(g.Holder); name != "web-1" || (inst != "p1" && inst != "p2") {
+		if name, inst := display.SplitIdentity(g.Holder); name != "web-1" || (inst != "p1" && inst != "p2") {
 			t.Fatalf("SplitIdentity(%q) = %q, %q; want web-1 and p1 or p2", g.Holder, name, inst)
 		}
 		cancel()

@@ -3,6 +3,8 @@ package tenure
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tenure-dev/tenure/internal/display"
 )
 
 // Sentinel errors. Callers match them with errors.Is; the typed errors below
@@ -60,7 +62,7 @@ type HeldError struct {
 
 // Error names the key, the holder and its token.
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("tenure: key %q held by %s (token %d)", e.Key, DescribeHolder(e.Holder), e.Token)
+	return fmt.Sprintf("tenure: key %q held by %s (token %d)", e.Key, display.Holder(e.Holder), e.Token)
 }
 
 // Is reports whether target is ErrHeld.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/memory"
@@ -146,7 +148,7 @@ func ExampleObserver() {
 			fmt.Println("nobody leads")
 			return
 		}
-		name, _ := tenure.SplitIdentity(ev.Grant.Holder)
+		name, _ := display.SplitIdentity(ev.Grant.Holder)
 		fmt.Printf("%s leads with token %d\n", name, ev.Grant.Token)
 	}
 	show(<-changes)

@@ -2,11 +2,12 @@ package tenure
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tenure-dev/tenure/internal/display"
 )
 
 // Limits on keys and holders. Used by ValidateKey and ValidateHolder, and by
@@ -22,7 +23,7 @@ const (
 // Called by every backend, by partition and by the tenure command.
 func ValidateKey(key string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("%w %s: %s", ErrInvalidKey, QuoteInput(key), why)
+		return fmt.Errorf("%w %s: %s", ErrInvalidKey, display.Input(key), why)
 	}
 	if key == "" {
 		return fmt.Errorf("%w: key is empty", ErrInvalidKey)
@@ -69,14 +70,14 @@ func ValidateHolder(holder string) error {
 		return fmt.Errorf("%w: holder is empty", ErrInvalidHolder)
 	}
 	if len(holder) > MaxHolderLen {
-		return fmt.Errorf("%w %s: %d bytes long, at most %d allowed", ErrInvalidHolder, QuoteInput(holder), len(holder), MaxHolderLen)
+		return fmt.Errorf("%w %s: %d bytes long, at most %d allowed", ErrInvalidHolder, display.Input(holder), len(holder), MaxHolderLen)
 	}
 	if !utf8.ValidString(holder) {
-		return fmt.Errorf("%w %s: not valid UTF-8", ErrInvalidHolder, QuoteInput(holder))
+		return fmt.Errorf("%w %s: not valid UTF-8", ErrInvalidHolder, display.Input(holder))
 	}
 	for i, r := range holder {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("%w %s: control character %U at byte %d", ErrInvalidHolder, QuoteInput(holder), r, i)
+			return fmt.Errorf("%w %s: control character %U at byte %d", ErrInvalidHolder, display.Input(holder), r, i)
 		}
 	}
 	return nil
@@ -100,22 +101,3 @@ func ValidateTTL(ttl time.Duration) error {
 // MaxTTL is the longest lease any coordinator is asked for. Used by
 // ValidateTTL, tenuretest and the tenure command's flag checks.
 const MaxTTL = 24 * time.Hour
-
-// maxQuoted is how much of a bad input an error message shows.
-const maxQuoted = 64
-
-// QuoteInput quotes s for an error message, cut after 64 bytes (on a
-// character boundary) so that a 10,000-byte input does not flood the
-// terminal: "kkkk…" (10000 bytes). tenure's errors name bad keys and
-// holders this way. Used by the backends and the tenure command for their
-// own messages.
-func QuoteInput(s string) string {
-	if len(s) <= maxQuoted {
-		return strconv.Quote(s)
-	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s (%d bytes)", strconv.Quote(s[:cut]+"…"), len(s))
-}

@@ -26,24 +26,23 @@ type Metrics interface {
 	ObserveRenew(key string, took time.Duration, err error)
 }
 
-// NopMetrics is a Metrics that discards everything. Used by NewElector when
-// Config.Metrics is nil; users embed it in a Metrics of their own that
-// implements only some methods.
-type NopMetrics struct{}
+// nopMetrics is a Metrics that discards everything, for a Config whose
+// Metrics is nil.
+type nopMetrics struct{}
 
 // SetLeader does nothing.
-func (NopMetrics) SetLeader(string, bool) {}
+func (nopMetrics) SetLeader(string, bool) {}
 
 // SetToken does nothing.
-func (NopMetrics) SetToken(string, uint64) {}
+func (nopMetrics) SetToken(string, uint64) {}
 
 // TermBegan does nothing.
-func (NopMetrics) TermBegan(*Term) {}
+func (nopMetrics) TermBegan(*Term) {}
 
 // Transition does nothing.
-func (NopMetrics) Transition(string, TransitionKind) {}
+func (nopMetrics) Transition(string, TransitionKind) {}
 
 // ObserveRenew does nothing.
-func (NopMetrics) ObserveRenew(string, time.Duration, error) {}
+func (nopMetrics) ObserveRenew(string, time.Duration, error) {}
 
-var _ Metrics = NopMetrics{}
+var _ Metrics = nopMetrics{}

@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -32,7 +34,7 @@ func (s *seen) holders() []string {
 	for _, ev := range s.evs {
 		name := "-"
 		if ev.Held {
-			name, _ = tenure.SplitIdentity(ev.Grant.Holder)
+			name, _ = display.SplitIdentity(ev.Grant.Holder)
 		}
 		out = append(out, name)
 	}

@@ -56,7 +56,7 @@ type Term struct {
 	deadline     time.Time // carries a monotonic reading
 	bootDeadline boottime.Instant
 	timer        *time.Timer     // nil when shared watches the deadline
-	shared       *SharedDeadline // the deadline's owner, when shared
+	shared       *sharedDeadline // the deadline's owner, when shared
 	ended        bool
 	renewed      chan struct{} // closed by the next extend; nil until Renewed asks
 }

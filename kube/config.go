@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tenure-dev/tenure"
@@ -52,7 +54,7 @@ func (c Config) Validate() error {
 	if c.Namespace == "" {
 		bad("kube: Config.Namespace is empty: name the namespace that holds the Leases")
 	} else if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
-		bad("kube: Config.Namespace %s is not a namespace name: %s", tenure.QuoteInput(c.Namespace), strings.Join(msgs, "; "))
+		bad("kube: Config.Namespace %s is not a namespace name: %s", display.Input(c.Namespace), strings.Join(msgs, "; "))
 	}
 	if !(c.MaxDrift >= 0 && c.MaxDrift < 0.5) { // also rejects NaN
 		bad("kube: Config.MaxDrift (%v) must be in [0, 0.5)", c.MaxDrift)

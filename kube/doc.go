@@ -103,7 +103,7 @@
 //
 // # Partition groups
 //
-// Coordinator is a tenure.GroupCoordinator (package partition). Each member
+// Coordinator is a partition.Coordinator (package partition). Each member
 // holds a membership Lease of its own (named "tm-" with a hash of the group
 // and a random epoch, labelled with the group's hash): RenewMember updates
 // that one Lease, one write however many partitions the member owns. Each

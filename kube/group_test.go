@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tenure-dev/tenure"
@@ -32,7 +34,7 @@ func TestGroupConformance(t *testing.T) {
 		return c
 	}, partitiontest.WithTTL(10*time.Second), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
 		leases := cs.CoordinationV1().Leases(ns)
-		l, err := leases.Get(ctx(t), kube.LeaseName(tenure.PartitionKey(group, name)), metav1.GetOptions{})
+		l, err := leases.Get(ctx(t), kube.LeaseName(partition.Key(group, name)), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

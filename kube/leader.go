@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tenure-dev/tenure"
@@ -41,7 +43,7 @@ func (c *Coordinator) Leader(ctx context.Context, key string) (tenure.Grant, boo
 // this coordinator's clock. See tenure.Lister.
 func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("kube: list %q", prefix)
-	if err := tenure.ValidatePrefix(prefix); err != nil {
+	if err := inputs.Prefix(prefix); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := c.begin(ctx, op); err != nil {

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/partition"
+
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,8 +49,8 @@ func isLost(err error) bool { return errors.Is(err, tenure.ErrLost) }
 // membership expired on this coordinator's clock is taken only after that
 // membership Lease is deleted, preconditioned on the resourceVersion that
 // expired, so that its member can never renew it again. See
-// tenure.GroupCoordinator.
-func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+// partition.Coordinator.
+func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	op := fmt.Sprintf("kube: claim %d partitions for %s", len(names), m)
 	for _, n := range names {
 		if err := validPartition(m.Group, n); err != nil {
@@ -65,27 +68,27 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
-	out := make([]tenure.ClaimResult, len(names))
+	out := make([]partition.ClaimResult, len(names))
 	forEach(len(names), func(i int) {
-		key := tenure.PartitionKey(m.Group, names[i])
+		key := partition.Key(m.Group, names[i])
 		p, found := parts[key]
 		g, err := c.claim(ctx, m, me, key, p, found, members)
-		out[i] = tenure.ClaimResult{Grant: g, Err: err}
+		out[i] = partition.ClaimResult{Grant: g, Err: err}
 	})
 	return out, nil
 }
 
 func validPartition(group, name string) error {
-	if err := tenure.ValidatePartitionName(name); err != nil {
+	if err := inputs.PartitionName(name); err != nil {
 		return err
 	}
-	return tenure.ValidateGroup(group, len(name))
+	return inputs.Group(group, len(name))
 }
 
 // claim claims partition key for m, whose membership is me, deciding first
 // on p (found: the partition's Lease exists) and the group's memberships as
 // listed, then, after a conflict, on fresh reads.
-func (c *Coordinator) claim(ctx context.Context, m tenure.Member, me record, key string, p record, found bool, members map[string]record) (tenure.Grant, error) {
+func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, key string, p record, found bool, members map[string]record) (tenure.Grant, error) {
 	for attempt := range attempts {
 		if attempt > 0 {
 			var err error
@@ -166,12 +169,12 @@ func (c *Coordinator) freeOwner(ctx context.Context, p record, members map[strin
 }
 
 // partitionGrant is m's grant of partition key with token.
-func (c *Coordinator) partitionGrant(key string, token uint64, m tenure.Member) tenure.Grant {
+func (c *Coordinator) partitionGrant(key string, token uint64, m partition.Member) tenure.Grant {
 	return tenure.Grant{Key: key, Holder: m.ID, Token: token, TTL: m.TTL, Sent: m.Sent}
 }
 
 // createPartition creates partition key's Lease, owned by m.
-func (c *Coordinator) createPartition(ctx context.Context, m tenure.Member, me record, key string) (tenure.Grant, error) {
+func (c *Coordinator) createPartition(ctx context.Context, m partition.Member, me record, key string) (tenure.Grant, error) {
 	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName(key),
 		Labels:      map[string]string{LabelGroup: groupHash(m.Group), LabelRole: "partition", LabelManagedBy: "tenure"},
 		Annotations: map[string]string{AnnotationKey: key}}}
@@ -186,7 +189,7 @@ func (c *Coordinator) createPartition(ctx context.Context, m tenure.Member, me r
 
 // takePartition writes m as the owner of partition key over p,
 // preconditioned on p's resourceVersion.
-func (c *Coordinator) takePartition(ctx context.Context, m tenure.Member, me record, key string, p record) (tenure.Grant, error) {
+func (c *Coordinator) takePartition(ctx context.Context, m partition.Member, me record, key string, p record) (tenure.Grant, error) {
 	l := p.lease.DeepCopy()
 	transitions := int32(1)
 	if t := l.Spec.LeaseTransitions; t != nil {
@@ -208,7 +211,7 @@ func (c *Coordinator) takePartition(ctx context.Context, m tenure.Member, me rec
 // ownBy makes partition Lease l m's, whose membership Lease is me's: its
 // holder, duration and times (for people: the partition lives as long as
 // the membership), and the annotation naming the membership.
-func ownBy(l *coordv1.Lease, m tenure.Member, me record, now time.Time) {
+func ownBy(l *coordv1.Lease, m partition.Member, me record, now time.Time) {
 	t := metav1.NewMicroTime(now)
 	secs := ttlSeconds(m.TTL)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &m.ID, &secs
@@ -221,14 +224,14 @@ func ownBy(l *coordv1.Lease, m tenure.Member, me record, now time.Time) {
 }
 
 // ownedBy reports whether partition record p holds g for m.
-func ownedBy(p record, m tenure.Member, g tenure.Grant) bool {
+func ownedBy(p record, m partition.Member, g tenure.Grant) bool {
 	return p.holder == m.ID && p.token == g.Token && p.lease.Annotations[AnnotationMember] == memberName(m.Group, m.Epoch)
 }
 
 // ReleasePartitions frees the partitions of gs that m still owns with
 // their tokens: each an update, preconditioned on its resourceVersion,
-// that clears the holder (at most 32 at once). See tenure.GroupCoordinator.
-func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+// that clears the holder (at most 32 at once). See partition.Coordinator.
+func (c *Coordinator) ReleasePartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) error {
 	op := fmt.Sprintf("kube: release %d partitions of %s", len(gs), m)
 	if err := c.begin(ctx, op); err != nil {
 		return err
@@ -241,7 +244,7 @@ func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs
 	return nil
 }
 
-func (c *Coordinator) releasePartition(ctx context.Context, m tenure.Member, g tenure.Grant) error {
+func (c *Coordinator) releasePartition(ctx context.Context, m partition.Member, g tenure.Grant) error {
 	for range attempts {
 		p, found, err := c.get(ctx, g.Key)
 		if err != nil || !found || !ownedBy(p, m, g) {
@@ -269,8 +272,8 @@ func (c *Coordinator) releasePartition(ctx context.Context, m tenure.Member, g t
 // CheckPartitions reads m's membership Lease and each partition of gs (a
 // request each, at most 32 at once: the API server has no request that
 // reads several named objects) and returns the grants m no longer owns
-// with their tokens. See tenure.GroupCoordinator.
-func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+// with their tokens. See partition.Coordinator.
+func (c *Coordinator) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("kube: check %d partitions of %s", len(gs), m)
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
@@ -299,7 +302,7 @@ func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs [
 // GroupPartitions lists group's Leases (one request) and returns the grant
 // of every partition whose owner's membership is live on this
 // coordinator's clock, sorted by key, with the time left on the membership
-// as TTL. See tenure.GroupCoordinator.
+// as TTL. See partition.Coordinator.
 func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("kube: partitions of %q", group)
 	if err := tenure.ValidateKey(group); err != nil {

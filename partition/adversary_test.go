@@ -74,7 +74,7 @@ type cutAfterRenewal struct {
 	armed  atomic.Bool
 }
 
-func (l *cutAfterRenewal) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (l *cutAfterRenewal) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	if l.armed.CompareAndSwap(true, false) {
 		time.AfterFunc(time.Millisecond, func() { l.Coordinator.Block(l.holder) }) // applied by then; its reply is on its way
 	}

@@ -61,7 +61,7 @@ func TestNewRejectsCoordinatorWithoutGroups(t *testing.T) {
 	c := memory.New()
 	defer c.Close()
 	if _, err := partition.New(plainCoordinator{c}, cfg); !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), "GroupCoordinator") {
-		t.Errorf("New(coordinator without groups) error = %v; want ErrInvalidConfig naming tenure.GroupCoordinator", err)
+		t.Errorf("New(coordinator without groups) error = %v; want ErrInvalidConfig naming partition.Coordinator", err)
 	}
 }
 

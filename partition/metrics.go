@@ -52,22 +52,21 @@ type Metrics interface {
 	Moved(group string, reason MoveReason)
 	// SetStats records the group as a whole, as this member last read it
 	// (every RenewInterval, or every P/1000 seconds when that is longer,
-	// only when Metrics is not NopMetrics).
+	// only when Config.Metrics is set).
 	SetStats(group string, s Stats)
 }
 
-// NopMetrics is a Metrics that discards everything. Used by New when
-// Config.Metrics is nil; users embed it in a Metrics of their own that
-// implements only some methods.
-type NopMetrics struct{}
+// nopMetrics is a Metrics that discards everything, for a Config whose
+// Metrics is nil.
+type nopMetrics struct{}
 
 // SetOwned does nothing.
-func (NopMetrics) SetOwned(string, int) {}
+func (nopMetrics) SetOwned(string, int) {}
 
 // Moved does nothing.
-func (NopMetrics) Moved(string, MoveReason) {}
+func (nopMetrics) Moved(string, MoveReason) {}
 
 // SetStats does nothing.
-func (NopMetrics) SetStats(string, Stats) {}
+func (nopMetrics) SetStats(string, Stats) {}
 
-var _ Metrics = NopMetrics{}
+var _ Metrics = nopMetrics{}

@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/boottime"
 	"github.com/tenure-dev/tenure/memory"
@@ -40,7 +42,7 @@ func (l *suspendingLink) sleep() {
 	l.at.Store(int64(boottime.Now()))
 }
 
-func (l *suspendingLink) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (l *suspendingLink) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	r, err := l.Coordinator.RenewMember(ctx, m)
 	if !l.inClaim && err == nil && l.armed.CompareAndSwap(true, false) {
 		l.sleep()
@@ -49,7 +51,7 @@ func (l *suspendingLink) RenewMember(ctx context.Context, m tenure.Member) (tenu
 	return r, err
 }
 
-func (l *suspendingLink) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+func (l *suspendingLink) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	if l.inClaim && l.armed.CompareAndSwap(true, false) {
 		l.sleep()
 		defer l.Coordinator.Partition(l.holder)

@@ -29,7 +29,7 @@ type Table struct {
 	// reading and is 0).
 	Stats Stats
 	// Announced is the partition count the live members announce (see
-	// tenure.Member.Partitions): the largest, if they disagree; 0 when none
+	// Member.Partitions): the largest, if they disagree; 0 when none
 	// announces one.
 	Announced int
 	// Partial reports that Partitions lists only some of the group's
@@ -67,7 +67,7 @@ type MemberRow struct {
 }
 
 // ReadTable reads group's partition table and members from c, which must
-// implement tenure.GroupCoordinator, for the partitions named names (see
+// implement Coordinator, for the partitions named names (see
 // Names). It is what `tenure status --partitions` shows for a group.
 func ReadTable(ctx context.Context, c tenure.Coordinator, group string, names []string) (Table, error) {
 	gc, err := groupOf(c)
@@ -166,7 +166,7 @@ func indexOf(n string, p int) int {
 }
 
 // announced is the largest partition count ms announce; 0 if none.
-func announced(ms []tenure.Member) int {
+func announced(ms []Member) int {
 	p := 0
 	for _, m := range ms {
 		p = max(p, m.Partitions)
@@ -174,15 +174,15 @@ func announced(ms []tenure.Member) int {
 	return p
 }
 
-func groupOf(c tenure.Coordinator) (tenure.GroupCoordinator, error) {
-	gc, ok := c.(tenure.GroupCoordinator)
+func groupOf(c tenure.Coordinator) (Coordinator, error) {
+	gc, ok := c.(Coordinator)
 	if !ok {
 		return nil, fmt.Errorf("%w: coordinator %T cannot run partition groups", tenure.ErrInvalidConfig, c)
 	}
 	return gc, nil
 }
 
-func readTable(ctx context.Context, gc tenure.GroupCoordinator, group string, names []string) (Table, error) {
+func readTable(ctx context.Context, gc Coordinator, group string, names []string) (Table, error) {
 	ms, gs, err := readGroup(ctx, gc, group)
 	if err != nil {
 		return Table{}, err
@@ -191,7 +191,7 @@ func readTable(ctx context.Context, gc tenure.GroupCoordinator, group string, na
 }
 
 // readGroup reads group's live members and partition grants.
-func readGroup(ctx context.Context, gc tenure.GroupCoordinator, group string) ([]tenure.Member, []tenure.Grant, error) {
+func readGroup(ctx context.Context, gc Coordinator, group string) ([]Member, []tenure.Grant, error) {
 	ms, err := gc.GroupMembers(ctx, group)
 	if err != nil {
 		return nil, nil, fmt.Errorf("partition: read members of %q: %w", group, err)
@@ -205,12 +205,12 @@ func readGroup(ctx context.Context, gc tenure.GroupCoordinator, group string) ([
 
 // buildTable is the table of the partitions names of a group of p
 // partitions, members ms and grants gs.
-func buildTable(group string, names []string, p int, ms []tenure.Member, gs []tenure.Grant) Table {
+func buildTable(group string, names []string, p int, ms []Member, gs []tenure.Grant) Table {
 	t := Table{Group: group, Partitions: make([]Row, len(names)), Announced: announced(ms)}
 	index := make(map[string]int, len(names))
 	for i, n := range names {
-		index[tenure.PartitionKey(group, n)] = i
-		t.Partitions[i].Partition = Partition{Index: i, Name: n, Key: tenure.PartitionKey(group, n)}
+		index[Key(group, n)] = i
+		t.Partitions[i].Partition = Partition{Index: i, Name: n, Key: Key(group, n)}
 	}
 	owned := make(map[string]int)
 	for _, gr := range gs {

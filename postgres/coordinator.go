@@ -38,7 +38,7 @@ var (
 )
 
 // A Coordinator is a tenure.Coordinator on a PostgreSQL leadership table. It
-// also implements tenure.Watcher and tenure.GroupCoordinator. It is safe for
+// also implements tenure.Watcher and partition.Coordinator. It is safe for
 // concurrent use. Users get one from Open or New and pass it to
 // tenure.NewElector or partition.New.
 type Coordinator struct {

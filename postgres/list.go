@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tenure-dev/tenure"
@@ -16,7 +18,7 @@ var _ tenure.Lister = (*Coordinator)(nil)
 // each with the time left on its lease on the database's clock. See
 // tenure.Lister. It is one statement.
 func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
-	if err := tenure.ValidatePrefix(prefix); err != nil {
+	if err := inputs.Prefix(prefix); err != nil {
 		return nil, fmt.Errorf("postgres: list: %w", err)
 	}
 	if err := c.checkOpen(); err != nil {

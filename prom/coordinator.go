@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -25,8 +27,8 @@ const (
 //
 // The result is also a tenure.Watcher and a tenure.Lister. When c is not a
 // Watcher or a Lister, Watch and List fail (an Elector then polls). When c
-// is a tenure.GroupCoordinator, so is
-// the result (and a tenure.MembersWatcher when c is one), and the failed
+// is a partition.Coordinator, so is
+// the result (and a partition.MembersWatcher when c is one), and the failed
 // calls of partition groups are counted too
 // (under join_group, renew_member, leave_group, group_members,
 // claim_partitions, release_partitions, check_partitions,
@@ -34,9 +36,9 @@ const (
 // partition.Group can run on it.
 func (m *Metrics) Instrument(c tenure.Coordinator) tenure.Coordinator {
 	i := &instrumented{c: c, m: m}
-	if gc, ok := c.(tenure.GroupCoordinator); ok {
+	if gc, ok := c.(partition.Coordinator); ok {
 		g := &instrumentedGroup{instrumented: i, gc: gc}
-		if w, ok := c.(tenure.MembersWatcher); ok {
+		if w, ok := c.(partition.MembersWatcher); ok {
 			return &instrumentedWatchingGroup{instrumentedGroup: g, w: w}
 		}
 		return g

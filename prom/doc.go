@@ -38,7 +38,7 @@
 // The Elector reports the first nine through the tenure.Metrics methods;
 // ObserveLeader takes what a status poller or a watch sees of other holders;
 // Instrument wraps a Coordinator to count its errors (the wrapper is still a
-// tenure.GroupCoordinator when the coordinator is one, so partition groups
+// partition.Coordinator when the coordinator is one, so partition groups
 // run on it and their failed calls are counted too); FenceObserver (for
 // fence.WithObserver) and ObserveGuard count stale writes at the resource.
 //

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -125,7 +127,7 @@ func mentions(err error, text string) bool {
 	msg := err.Error()
 	q := strconv.Quote(text)
 	return strings.Contains(msg, text) || strings.Contains(msg, q[1:len(q)-1]) ||
-		strings.Contains(msg, tenure.QuoteInput(text)) // long inputs are cut
+		strings.Contains(msg, display.Input(text)) // long inputs are cut
 }
 
 // checkCanceledContext: a call whose context has ended returns an error

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/plant"
 )
@@ -128,7 +130,7 @@ type clockedGroup struct {
 	t *nodeTime
 }
 
-func (c clockedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+func (c clockedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
 	call := c.t.begin()
 	m, err := c.Group.JoinGroup(withRate(ctx, call.rate), group, id, ttl, partitions)
 	if err == nil {
@@ -137,7 +139,7 @@ func (c clockedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.
 	return m, err
 }
 
-func (c clockedGroup) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (c clockedGroup) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	call := c.t.begin()
 	r, err := c.Group.RenewMember(withRate(ctx, call.rate), m)
 	if err == nil {

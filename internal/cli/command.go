@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/boottime"
 	"github.com/tenure-dev/tenure/internal/guard"
@@ -260,7 +262,7 @@ func (s *supervisor) leaseMessage(t *tenure.Term) guard.Message {
 	// The term's deadline on the boot clock, measured from the send time of
 	// the request that produced the grant, as the term's own.
 	deadline := boottime.Instant(t.BootDeadline())
-	name, instance := tenure.SplitIdentity(t.Holder())
+	name, instance := display.SplitIdentity(t.Holder())
 	return guard.Message{Op: guard.OpLease, TermAt: s.stall.termAt(now, deadline, t.Grant().TTL), Lease: &guard.Lease{
 		Key: t.Key(), Holder: name, Instance: instance, Token: t.Token(),
 		Deadline: deadline, TTLMs: t.Grant().TTL.Milliseconds(), Live: true,

@@ -17,7 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/internal/chaos"
@@ -352,7 +353,7 @@ func (r *resource) rejections(token uint64) int {
 // nameOf is the --holder name of a holder identity ("name" or
 // "name#instance").
 func nameOf(identity string) string {
-	name, _ := tenure.SplitIdentity(identity)
+	name, _ := display.SplitIdentity(identity)
 	return name
 }
 

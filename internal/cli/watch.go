@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
@@ -312,7 +314,7 @@ func leaderLine(ev tenure.LeaderEvent, left bool) watchLine {
 	if ev.Held {
 		ms := ev.Grant.TTL.Milliseconds()
 		l.Event, l.Token = "leader", ev.Grant.Token
-		l.Holder, l.Instance = tenure.SplitIdentity(ev.Grant.Holder)
+		l.Holder, l.Instance = display.SplitIdentity(ev.Grant.Holder)
 		if left {
 			l.TTLLeftMS = &ms
 		} else {

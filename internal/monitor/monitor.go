@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenure-dev/tenure"
@@ -126,7 +129,7 @@ func New(cfg Config) (*Monitor, error) {
 	if cfg.StatusRows < 0 || cfg.MoveWindow < 0 {
 		errs = append(errs, fmt.Errorf("monitor: Config.StatusRows (%d) and Config.MoveWindow (%s) must not be negative", cfg.StatusRows, cfg.MoveWindow))
 	}
-	if err := tenure.ValidatePrefix(cfg.Prefix); err != nil {
+	if err := inputs.Prefix(cfg.Prefix); err != nil {
 		errs = append(errs, fmt.Errorf("monitor: Config.Prefix: %w", err))
 	}
 	for _, k := range cfg.Keys {
@@ -388,7 +391,7 @@ func clampTime(t, lo, hi time.Time) time.Time {
 
 // observedLocked records and logs a transition of another holder.
 func (m *Monitor) observedLocked(ev Event, holder string) {
-	ev.Holder, ev.Instance = tenure.SplitIdentity(holder)
+	ev.Holder, ev.Instance = display.SplitIdentity(holder)
 	ev.Source = SourceObserved
 	m.addLocked(ev)
 	m.log.Info("leadership", "key", ev.Key, "holder", holder, "token", ev.Token, "reason", ev.Reason, "source", ev.Source)

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -168,7 +170,7 @@ type renewAfterExpiry struct {
 }
 
 func (c renewAfterExpiry) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
-	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
+	rctx, cancel := context.WithTimeout(ctx, 2*timing.RetryPeriod(c.cfg.TTL, c.cfg.RetryPeriod))
 	defer cancel()
 	r, err := c.Coordinator.Renew(rctx, g)
 	if err == nil {
@@ -177,7 +179,7 @@ func (c renewAfterExpiry) Renew(ctx context.Context, g tenure.Grant) (tenure.Gra
 	if errors.Is(err, tenure.ErrLost) {
 		// Quietly take the key again if it is free; whatever happens, the
 		// old term carries on.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.EffectiveRetryPeriod())
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timing.RetryPeriod(c.cfg.TTL, c.cfg.RetryPeriod))
 		_, _ = c.Coordinator.Acquire(actx, g.Key, g.Holder, c.cfg.TTL)
 		cancel()
 	}

@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/plant"
 	"github.com/tenure-dev/tenure/memory"
@@ -141,7 +143,7 @@ func TestWrapGroupKeepsMembersWatch(t *testing.T) {
 	inner := watchingGroup{m, make(chan struct{}, 1)}
 	inner.ch <- struct{}{}
 	for _, bug := range []string{"", plant.ReplyDeadline, plant.NoMargin, plant.RenewAfterExpiry} {
-		w, ok := plant.WrapGroup(plant.GroupPassthrough{Group: inner}, bug, config()).(tenure.MembersWatcher)
+		w, ok := plant.WrapGroup(plant.GroupPassthrough{Group: inner}, bug, config()).(partition.MembersWatcher)
 		if !ok {
 			t.Fatalf("WrapGroup(%q) cannot watch members", bug)
 		}

@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -61,14 +65,14 @@ func (s suite) freedByHand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("JoinGroup(x) error = %v", err)
 	}
-	key := tenure.PartitionKey(f.cfg.Key, "1")
+	key := partition.Key(f.cfg.Key, "1")
 	s.o.free(t, f.cfg.Key, "1")
 	freed := time.Now()
 	r := claim(t, x, mx, "1")[0]
 	if r.Err != nil {
 		t.Fatalf("x's claim of partition 1, freed by hand = %v; want a grant", r.Err)
 	}
-	renew := min(f.cfg.EffectiveRenewInterval(), f.cfg.SafeLease(ttl)/3)
+	renew := min(timing.RenewInterval(f.cfg.TTL, f.cfg.RenewInterval), f.cfg.SafeLease(ttl)/3)
 	took := f.await("a stops running partition 1", f.cfg.SafeLease(ttl)+s.o.slack, func() bool {
 		_, runs := f.owners()[key]
 		return !runs

@@ -1,5 +1,5 @@
 // Package partitiontest is the conformance suite every
-// tenure.GroupCoordinator passes: the contract of its methods, and a
+// partition.Coordinator passes: the contract of its methods, and a
 // partition.Group's balance, planned hand-over and takeover after a
 // member's lease expires, on the real backend.
 package partitiontest
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/tenure-dev/tenure"
 )
@@ -46,7 +48,7 @@ func WithFreeByHand(free func(t *testing.T, group, name string)) Option {
 }
 
 // Run runs every check, each in its own subtest with fresh coordinators;
-// WatchMembers only for a coordinator that is a tenure.MembersWatcher, and
+// WatchMembers only for a coordinator that is a partition.MembersWatcher, and
 // FreedByHand only WithFreeByHand. Called by each backend's conformance
 // test: memory's (in package partition), etcd's, postgres's and kube's.
 func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
@@ -67,7 +69,7 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 		t.Run("FreedByHand", s.freedByHand)
 	}
 	probe := newCoordinator(t)
-	_, watches := probe.(tenure.MembersWatcher)
+	_, watches := probe.(partition.MembersWatcher)
 	_ = probe.Close()
 	if watches {
 		t.Run("WatchMembers", s.watchMembers)
@@ -81,12 +83,12 @@ type suite struct {
 
 // group returns a coordinator from the factory as a GroupCoordinator,
 // closed when the test ends.
-func (s suite) group(t *testing.T) tenure.GroupCoordinator {
+func (s suite) group(t *testing.T) partition.Coordinator {
 	c := s.newCoordinator(t)
 	t.Cleanup(func() { _ = c.Close() })
-	gc, ok := c.(tenure.GroupCoordinator)
+	gc, ok := c.(partition.Coordinator)
 	if !ok {
-		t.Fatalf("%T is not a tenure.GroupCoordinator", c)
+		t.Fatalf("%T is not a partition.Coordinator", c)
 	}
 	return gc
 }
@@ -101,12 +103,12 @@ func groupName(t *testing.T) string {
 	return fmt.Sprintf("ptest/%d", time.Now().UnixNano())
 }
 
-func (s suite) join(t *testing.T, c tenure.GroupCoordinator, group, id string) tenure.Member {
+func (s suite) join(t *testing.T, c partition.Coordinator, group, id string) partition.Member {
 	return s.joinWith(t, c, group, id, 0)
 }
 
 // joinWith joins announcing p partitions.
-func (s suite) joinWith(t *testing.T, c tenure.GroupCoordinator, group, id string, p int) tenure.Member {
+func (s suite) joinWith(t *testing.T, c partition.Coordinator, group, id string, p int) partition.Member {
 	m, err := c.JoinGroup(ctx(t), group, id, s.o.ttl, p)
 	if err != nil {
 		t.Fatalf("JoinGroup(%q, %q, %d partitions) error = %v", group, id, p, err)
@@ -117,7 +119,7 @@ func (s suite) joinWith(t *testing.T, c tenure.GroupCoordinator, group, id strin
 	return m
 }
 
-func claim(t *testing.T, c tenure.GroupCoordinator, m tenure.Member, names ...string) []tenure.ClaimResult {
+func claim(t *testing.T, c partition.Coordinator, m partition.Member, names ...string) []partition.ClaimResult {
 	res, err := c.ClaimPartitions(ctx(t), m, names)
 	if err != nil {
 		t.Fatalf("ClaimPartitions(%s, %v) error = %v", m, names, err)
@@ -140,7 +142,7 @@ func (s suite) contract(t *testing.T) {
 	}
 	first := claim(t, a, ma, names...)
 	for i, r := range first {
-		if r.Err != nil || r.Grant.Token == 0 || r.Grant.Holder != "a#1" || r.Grant.Key != tenure.PartitionKey(g, names[i]) {
+		if r.Err != nil || r.Grant.Token == 0 || r.Grant.Holder != "a#1" || r.Grant.Key != partition.Key(g, names[i]) {
 			t.Fatalf("claim of free partition %s = %+v, %v; want a grant to a#1", names[i], r.Grant, r.Err)
 		}
 	}
@@ -210,7 +212,7 @@ func (s suite) announce(t *testing.T) {
 
 // checkCounts checks the members of group and the partition counts they
 // announced, as "id=P" in GroupMembers' order.
-func (s suite) checkCounts(t *testing.T, c tenure.GroupCoordinator, group, want string) {
+func (s suite) checkCounts(t *testing.T, c partition.Coordinator, group, want string) {
 	t.Helper()
 	ms, err := c.GroupMembers(ctx(t), group)
 	if err != nil {
@@ -225,7 +227,7 @@ func (s suite) checkCounts(t *testing.T, c tenure.GroupCoordinator, group, want 
 	}
 }
 
-func (s suite) checkMembers(t *testing.T, c tenure.GroupCoordinator, group string, want ...string) {
+func (s suite) checkMembers(t *testing.T, c partition.Coordinator, group string, want ...string) {
 	t.Helper()
 	ms, err := c.GroupMembers(ctx(t), group)
 	if err != nil {
