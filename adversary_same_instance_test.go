@@ -15,6 +15,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/identity"
+
 	"github.com/tenure-dev/tenure/internal/display"
 
 	"github.com/tenure-dev/tenure"
@@ -34,7 +36,7 @@ func TestAdversarySameInstanceElectors(t *testing.T) {
 		defer c.Close()
 		o := newOracle(c, "scheduler")
 		cfg := testConfig("web")
-		cfg.Instance = tenure.ProcessInstance()
+		cfg.Instance = identity.ProcessInstance()
 		stop1 := runLoop(t, newElector(t, c, cfg), o.lead("web-1", 0, nil), 0)
 		time.Sleep(100 * time.Millisecond) // the first leads
 		e2 := newElector(t, c, cfg)

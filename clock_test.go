@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure/internal/display"
 
 	"github.com/tenure-dev/tenure"
@@ -26,7 +28,7 @@ func TestClockDriftWithinBoundNeverOverlaps(t *testing.T) {
 		for seed := uint64(1); seed <= 50; seed++ {
 			t.Run(fmt.Sprintf("rate=%.4f/seed=%d", rate, seed), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					res := runChaos(t, chaosOptions{seed: seed, nodes: 3, length: 120 * time.Second, fams: fams, rate: rate, margin: tenure.MinMargin})
+					res := runChaos(t, chaosOptions{seed: seed, nodes: 3, length: 120 * time.Second, fams: fams, rate: rate, margin: timing.MinMargin})
 					if res.violations() > 0 {
 						t.Fatalf("clock rate %.4f within MaxDrift %.2f produced overlapping leases:\n%s", rate, chaosDrift, res.describe(seed))
 					}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/identity"
+
 	"github.com/tenure-dev/tenure/internal/timing"
 
 	"github.com/tenure-dev/tenure/internal/display"
@@ -28,7 +30,7 @@ func TestDefaultConfigValid(t *testing.T) {
 	if c.Holder == "" {
 		t.Fatal("DefaultConfig().Holder is empty; want hostname-pid-random")
 	}
-	if a, b := tenure.DefaultHolder(), tenure.DefaultHolder(); a == b {
+	if a, b := identity.DefaultHolder(), identity.DefaultHolder(); a == b {
 		t.Fatalf("DefaultHolder() twice = %q, %q; want distinct", a, b)
 	}
 	if got, want := timing.RenewInterval(c.TTL, c.RenewInterval), c.TTL/3; got != want {
@@ -48,7 +50,7 @@ func TestConfigValidate(t *testing.T) {
 			[]string{"Config.Margin (-1s) must not be negative"}},
 		{"margin below MinMargin", func(c *tenure.Config) { c.Margin = 0 },
 			[]string{"Config.Margin (0s) must be at least MinMargin (50ms), the longest host suspend a term does not count: a suspend of 50ms just before the deadline would let the term act 50ms − 0s = 50ms past its lease"}},
-		{"margin just below MinMargin", func(c *tenure.Config) { c.Margin = tenure.MinMargin - time.Millisecond },
+		{"margin just below MinMargin", func(c *tenure.Config) { c.Margin = timing.MinMargin - time.Millisecond },
 			[]string{"Config.Margin (49ms) must be at least MinMargin (50ms)"}},
 		{"margin eats the drift allowance", func(c *tenure.Config) { c.TTL = time.Second; c.MaxDrift = 0.2; c.Margin = 900 * time.Millisecond },
 			[]string{"Config.Margin (900ms) leaves no safe lease"}},
@@ -166,8 +168,8 @@ func TestGrantValidate(t *testing.T) {
 func TestIdentity(t *testing.T) {
 	c := tenure.DefaultConfig()
 	c.Key, c.Holder = "k", "web-1"
-	if tenure.ProcessInstance() != tenure.ProcessInstance() || len(tenure.ProcessInstance()) != 8 {
-		t.Fatalf("ProcessInstance() = %q; want 8 hex digits, the same every call", tenure.ProcessInstance())
+	if identity.ProcessInstance() != identity.ProcessInstance() || len(identity.ProcessInstance()) != 8 {
+		t.Fatalf("ProcessInstance() = %q; want 8 hex digits, the same every call", identity.ProcessInstance())
 	}
 	c.Instance = "x"
 	if got := c.Identity(); got != "web-1#x" {

@@ -26,8 +26,9 @@ type Grant struct {
 	// lease was sent (read with Now just before sending it): the lease's
 	// whole age counts from here, even when it was started before the call
 	// that returned the grant. The holder's local deadline is
-	// Sent + Config.SafeLease(TTL). Set by Acquire and Renew; zero in grants
-	// that were read rather than granted (Leader, Watch, List).
+	// Sent + TTL·(1 − Config.MaxDrift) − Config.Margin. Set by Acquire and
+	// Renew; zero in grants that were read rather than granted (Leader,
+	// Watch, List).
 	Sent Instant
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/identity"
 	"github.com/tenure-dev/tenure/internal/timing"
 
 	"github.com/tenure-dev/tenure/internal/display"
@@ -44,7 +45,7 @@ func NewElector(c Coordinator, cfg Config) (*Elector, error) {
 		return nil, err
 	}
 	if cfg.Instance == "" {
-		cfg.Instance = newInstance() // this Elector's own: see Config.Instance
+		cfg.Instance = identity.NewInstance() // this Elector's own: see Config.Instance
 	}
 	e := &Elector{c: c, cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
 	if e.log == nil {
@@ -298,7 +299,7 @@ func (e *Elector) watch(ctx context.Context, w Watcher) (<-chan LeaderEvent, err
 // deadline is the local deadline of grant g: the send of the request that
 // last started or extended its lease, plus the safe lease of its TTL.
 func (e *Elector) deadline(g Grant) Instant {
-	return g.Sent.Add(e.cfg.SafeLease(g.TTL))
+	return g.Sent.Add(timing.SafeLease(g.TTL, e.cfg.MaxDrift, e.cfg.Margin))
 }
 
 // begin turns grant g into a term, or returns nil (after releasing the
@@ -491,7 +492,9 @@ func (e *Elector) release(ctx context.Context, g Grant) {
 func (e *Elector) renewLoop(ctx context.Context, t *Term) {
 	// A coordinator may grant less than was asked, or a lease that had run
 	// a while before the grant (etcd grants leases ahead): see NextRenewal.
-	interval := func() time.Duration { return e.cfg.NextRenewal(t.Grant().TTL, t.Remaining()) }
+	interval := func() time.Duration {
+		return timing.NextRenewal(timing.RenewInterval(e.cfg.TTL, e.cfg.RenewInterval), t.Grant().TTL, t.Remaining())
+	}
 	retry := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
 	timer := time.NewTimer(interval())
 	defer timer.Stop()

@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/identity"
+
 	"github.com/tenure-dev/tenure/internal/display"
 
 	"github.com/tenure-dev/tenure"
@@ -76,9 +78,9 @@ func TestProcessInstanceSharedWhenAsked(t *testing.T) {
 	c := memory.New()
 	defer c.Close()
 	cfg := testConfig("web")
-	cfg.Instance = tenure.ProcessInstance()
+	cfg.Instance = identity.ProcessInstance()
 	e := newElector(t, c, cfg)
-	if want := tenure.Identity("web", tenure.ProcessInstance()); e.Identity() != want {
+	if want := tenure.Identity("web", identity.ProcessInstance()); e.Identity() != want {
 		t.Fatalf("Identity() = %q; want %q", e.Identity(), want)
 	}
 }

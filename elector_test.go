@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/timing"
 
 	"go.uber.org/goleak"
 
@@ -176,7 +177,8 @@ func TestElectorShutdownDrainBoundedByDeadline(t *testing.T) {
 		cancel()
 		stopped := time.Now()
 		<-done
-		if safe := testConfig("a").SafeLease(3 * time.Second); termEnded.Sub(stopped) > safe {
+		if cfg := testConfig("a"); termEnded.Sub(stopped) > timing.SafeLease(3*time.Second, cfg.MaxDrift, cfg.Margin) {
+			safe := timing.SafeLease(3*time.Second, cfg.MaxDrift, cfg.Margin)
 			t.Fatalf("drain lasted %s after shutdown; want at most the safe lease %s", termEnded.Sub(stopped), safe)
 		}
 		if !termEnded.Equal(deadline) {

@@ -64,14 +64,6 @@ func ExampleConfig_Validate() {
 	// tenure: invalid config: Config.Margin (3s) must be less than Config.TTL (2s)
 }
 
-// A term's local deadline is measured from when the request that produced the
-// grant was sent: TTL·(1 − MaxDrift) − Margin later.
-func ExampleConfig_SafeLease() {
-	cfg := tenure.DefaultConfig() // TTL 10s, Margin 1s, MaxDrift 1%
-	fmt.Println(cfg.SafeLease(cfg.TTL))
-	// Output: 8.9s
-}
-
 // A resource that has seen a newer token tells the old leader to stop; the
 // elector then steps down at once ("fenced by resource").
 func ExampleTerm_StepDown() {

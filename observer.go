@@ -8,10 +8,9 @@ import (
 	"time"
 )
 
-// DefaultPollInterval is how often an Observer reads the leadership of a key
-// when its coordinator cannot watch, or its watch has failed. It is exported
-// for users who need to know how late a polling Observer can be.
-const DefaultPollInterval = time.Second
+// defaultPollInterval is how often an Observer reads the leadership of a key
+// when its coordinator cannot watch, or its watch has failed.
+const defaultPollInterval = time.Second
 
 // An Observer follows who leads a key without campaigning for it: for a
 // follower that wants to know whom it follows, a router that sends work to
@@ -30,7 +29,7 @@ type Observer struct {
 }
 
 // NewObserver returns an Observer of key on c. It polls every
-// DefaultPollInterval when it cannot watch. A malformed key is rejected
+// every second when it cannot watch. A malformed key is rejected
 // with an error wrapping ErrInvalidKey. Users call it for each key they
 // follow (see the Observer example).
 func NewObserver(c Coordinator, key string) (*Observer, error) {
@@ -40,7 +39,7 @@ func NewObserver(c Coordinator, key string) (*Observer, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("observer: %w", err)
 	}
-	return &Observer{c: c, key: key, poll: DefaultPollInterval}, nil
+	return &Observer{c: c, key: key, poll: defaultPollInterval}, nil
 }
 
 // Leader returns the leadership as last seen: ok is false until Run has

@@ -65,7 +65,7 @@ func TestObserverFollowsLeaders(t *testing.T) {
 		lag  time.Duration // how late a change may be seen
 	}{
 		{"watch", func(c *memory.Coordinator) tenure.Coordinator { return c }, 0},
-		{"poll", func(c *memory.Coordinator) tenure.Coordinator { return pollOnly{c} }, tenure.DefaultPollInterval},
+		{"poll", func(c *memory.Coordinator) tenure.Coordinator { return pollOnly{c} }, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

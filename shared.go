@@ -11,6 +11,8 @@ import (
 
 func init() {
 	termhook.NewShared = func(dl Instant) termhook.Shared[Grant, *Term, Instant] { return newSharedDeadline(dl) }
+	termhook.BootDeadline = (*Term).bootDeadlineNow
+	termhook.Renewed = (*Term).renewedChan
 }
 
 // A sharedDeadline is the one local deadline of many terms that one lease

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tenure-dev/tenure/internal/identity"
+
 	"github.com/tenure-dev/tenure/internal/display"
 
 	"github.com/tenure-dev/tenure"
@@ -78,7 +80,7 @@ func New(c tenure.Coordinator, cfg Config) (*Group, error) {
 		g.metrics = nopMetrics{}
 	}
 	if g.cfg.Instance == "" {
-		g.cfg.Instance = tenure.NewInstance() // this Group's own: see tenure.Config.Instance
+		g.cfg.Instance = identity.NewInstance() // this Group's own: see tenure.Config.Instance
 	}
 	g.id = g.cfg.Identity()
 	g.log = g.log.With("group", cfg.Key, "holder", g.id)

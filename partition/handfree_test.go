@@ -58,5 +58,5 @@ func TestHandFreedPartitionEndsWithinARenewal(t *testing.T) {
 // renewInterval is how often the cluster's members renew: RenewInterval,
 // but at least three times per safe lease.
 func (c *cluster) renewInterval() time.Duration {
-	return min(timing.RenewInterval(c.cfg.TTL, c.cfg.RenewInterval), c.cfg.SafeLease(c.cfg.TTL)/3)
+	return min(timing.RenewInterval(c.cfg.TTL, c.cfg.RenewInterval), timing.SafeLease(c.cfg.TTL, c.cfg.MaxDrift, c.cfg.Margin)/3)
 }

@@ -189,13 +189,13 @@ func (r *runner) deadlineOf(m Member) tenure.Instant {
 		r.g.log.Error("coordinator reported a membership without Member.Sent: its lease's age is unknown; acting on none of it", "coordinator", fmt.Sprintf("%T", r.g.c))
 		return tenure.Now()
 	}
-	return m.Sent.Add(r.cfg.SafeLease(m.TTL))
+	return m.Sent.Add(timing.SafeLease(m.TTL, r.cfg.MaxDrift, r.cfg.Margin))
 }
 
 // renewInterval is how often the membership is renewed: the configured
 // interval, but at least three times per safe lease of the TTL granted.
 func (r *runner) renewInterval() time.Duration {
-	return max(min(timing.RenewInterval(r.cfg.TTL, r.cfg.RenewInterval), r.cfg.SafeLease(r.member.TTL)/3), time.Millisecond)
+	return max(min(timing.RenewInterval(r.cfg.TTL, r.cfg.RenewInterval), timing.SafeLease(r.member.TTL, r.cfg.MaxDrift, r.cfg.Margin)/3), time.Millisecond)
 }
 
 // renew checks that this member still owns every partition it runs (see

@@ -180,7 +180,7 @@ func measurePartitions(ctx context.Context, o PartitionsOptions) (PartitionsResu
 	m.pcfg.Partitions, m.pcfg.TTL = o.Partitions, o.TTL
 	m.pcfg.Margin = o.TTL / 10
 	if o.Steady == 0 {
-		safe := m.pcfg.SafeLease(o.TTL)
+		safe := timing.SafeLease(o.TTL, m.pcfg.MaxDrift, m.pcfg.Margin)
 		m.o.Steady = 10 * min(timing.RenewInterval(m.pcfg.TTL, m.pcfg.RenewInterval), safe/3)
 	}
 	defer m.stopAll()

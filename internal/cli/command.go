@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/termctl"
+
 	"github.com/tenure-dev/tenure/internal/display"
 
 	"github.com/tenure-dev/tenure"
@@ -221,7 +223,7 @@ func (s *supervisor) feed(ctx context.Context, c *child, t *tenure.Term, stop <-
 	overdue.Stop()
 	defer overdue.Stop()
 	for {
-		renewed := t.Renewed() // before the deadline is read: no renewal is missed
+		renewed := termctl.Renewed(t) // before the deadline is read: no renewal is missed
 		if t.Context().Err() == nil {
 			m := s.leaseMessage(t)
 			c.send(m)
@@ -261,7 +263,7 @@ func (s *supervisor) leaseMessage(t *tenure.Term) guard.Message {
 	now := boottime.Now()
 	// The term's deadline on the boot clock, measured from the send time of
 	// the request that produced the grant, as the term's own.
-	deadline := boottime.Instant(t.BootDeadline())
+	deadline := boottime.Instant(termctl.BootDeadline(t))
 	name, instance := display.SplitIdentity(t.Holder())
 	return guard.Message{Op: guard.OpLease, TermAt: s.stall.termAt(now, deadline, t.Grant().TTL), Lease: &guard.Lease{
 		Key: t.Key(), Holder: name, Instance: instance, Token: t.Token(),

@@ -28,9 +28,9 @@ type stallPlan struct {
 // runner every RenewInterval, at most a third of the safe lease.
 func (p stallPlan) renewAfter(granted, remaining time.Duration) time.Duration {
 	if p.group {
-		return max(min(timing.RenewInterval(p.cfg.TTL, p.cfg.RenewInterval), p.cfg.SafeLease(granted)/3), time.Millisecond)
+		return max(min(timing.RenewInterval(p.cfg.TTL, p.cfg.RenewInterval), timing.SafeLease(granted, p.cfg.MaxDrift, p.cfg.Margin)/3), time.Millisecond)
 	}
-	return p.cfg.NextRenewal(granted, remaining)
+	return timing.NextRenewal(timing.RenewInterval(p.cfg.TTL, p.cfg.RenewInterval), granted, remaining)
 }
 
 // termAt is when the guard sends SIGTERM unless a renewal comes first, for
@@ -48,7 +48,7 @@ func (p stallPlan) termAt(now, deadline boottime.Instant, granted time.Duration)
 // room is the most SIGTERM can come before SIGKILL when renewals stall:
 // the safe lease less the time until the next renewal is overdue.
 func (p stallPlan) room() time.Duration {
-	safe := p.cfg.SafeLease(p.cfg.TTL)
+	safe := timing.SafeLease(p.cfg.TTL, p.cfg.MaxDrift, p.cfg.Margin)
 	return safe - p.renewAfter(p.cfg.TTL, safe) - timing.RetryPeriod(p.cfg.TTL, p.cfg.RetryPeriod)
 }
 
@@ -60,7 +60,7 @@ func (p stallPlan) warning() string {
 		return ""
 	}
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-	safe := p.cfg.SafeLease(p.cfg.TTL)
+	safe := timing.SafeLease(p.cfg.TTL, p.cfg.MaxDrift, p.cfg.Margin)
 	renew, retry := p.renewAfter(p.cfg.TTL, safe), timing.RetryPeriod(p.cfg.TTL, p.cfg.RetryPeriod)
 	room = room.Truncate(time.Millisecond)
 	why := fmt.Sprintf("with --ttl %s, --margin %s and --max-drift %g the local deadline is %s after a renewal, and the next renewal is overdue %s after it (due after %s, unanswered for the retry period %s)",

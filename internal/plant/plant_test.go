@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/tenure-dev/tenure"
@@ -41,7 +43,7 @@ func TestWrap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cfg.SafeLease(g.TTL); got < cfg.TTL-time.Microsecond || got > cfg.TTL {
+		if got := timing.SafeLease(g.TTL, cfg.MaxDrift, cfg.Margin); got < cfg.TTL-time.Microsecond || got > cfg.TTL {
 			t.Fatalf("no-margin: safe lease of the reported TTL = %s; want the whole TTL %s", got, cfg.TTL)
 		}
 
@@ -90,7 +92,7 @@ func TestWrapGroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cfg.SafeLease(mem.TTL); got < cfg.TTL-time.Microsecond || got > cfg.TTL {
+		if got := timing.SafeLease(mem.TTL, cfg.MaxDrift, cfg.Margin); got < cfg.TTL-time.Microsecond || got > cfg.TTL {
 			t.Fatalf("no-margin: safe lease of the reported TTL = %s; want the whole TTL %s", got, cfg.TTL)
 		}
 		if res, err := nm.ClaimPartitions(ctx, mem, []string{"0"}); err != nil || res[0].Err != nil || res[0].Grant.TTL != cfg.TTL {

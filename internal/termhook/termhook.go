@@ -42,3 +42,15 @@ type Control[G, I any] interface {
 // tenure.Instant] that returns a shared deadline at the given instant,
 // watched by one timer until Stop. Package tenure sets it.
 var NewShared any
+
+// BootDeadline is a func(*tenure.Term) int64 that returns the term's local
+// deadline on the boot clock (CLOCK_BOOTTIME on Linux: nanoseconds since
+// the host booted, counting suspended time), the same instant as its
+// Deadline, which can be handed to another process on the same host (as
+// `tenure run` hands it to its guard). Package tenure sets it.
+var BootDeadline any
+
+// Renewed is a func(*tenure.Term) <-chan struct{} that returns a channel
+// closed when a renewal next moves the term's local deadline; once the
+// term has ended it is never closed. Package tenure sets it.
+var Renewed any

@@ -29,3 +29,25 @@ func RequestTimeout(ttl, renew, timeout time.Duration) time.Duration {
 	}
 	return timeout
 }
+
+// MinMargin is the least tenure.Config.Margin, 50ms: a term does not count
+// a host suspend of up to MinMargin against its lease, as it cannot tell
+// one from the scheduling noise between its two clocks.
+const MinMargin = 50 * time.Millisecond
+
+// SafeLease is how long after sending a request that produced a grant of
+// ttl the holder may act: ttl·(1 − maxDrift) − margin. It is the one home
+// of that rule.
+func SafeLease(ttl time.Duration, maxDrift float64, margin time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*(1-maxDrift)) - margin
+}
+
+// NextRenewal is how long after a renewal (or the grant) the next renewal
+// is due, for a lease granted for granted with remaining left until the
+// local deadline: renew (the effective renew interval), but never more
+// than a third of the TTL granted nor half the time left (a lease granted
+// ahead has less), so that failed attempts can be retried before the
+// deadline. At least 1ms.
+func NextRenewal(renew, granted, remaining time.Duration) time.Duration {
+	return max(min(renew, granted/3, remaining/2), time.Millisecond)
+}
