@@ -34,7 +34,7 @@ func TestAdversaryShortSuspendSmallMargin(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			shortSuspendNearDeadline(t, margin, 40*time.Millisecond).check(t)
 		})
-	} else if want := "at least MinMargin (50ms)"; !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "40ms past its lease") {
+	} else if want := "at least 50ms"; !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "40ms past its lease") {
 		t.Errorf("Config.Validate() with Margin %s = %v; want ErrInvalidConfig saying %q and what the margin would lose (40ms past its lease)", margin, err, want)
 	}
 	synctest.Test(t, func(t *testing.T) {

@@ -52,10 +52,9 @@ func (g Grant) Validate() error {
 }
 
 // A Coordinator holds leases on keys and grants them with fencing tokens.
-// Implementations: memory.Coordinator, etcd.Coordinator, postgres.Coordinator,
-// kube.Coordinator. Every implementation passes
-// tenuretest.RunCoordinatorTests. Used by Elector, Observer and
-// partition.Group; users pass one to NewElector, or call it directly.
+// Implementations: memory.Coordinator, etcd.Coordinator,
+// postgres.Coordinator, kube.Coordinator. Every implementation passes
+// tenuretest.RunCoordinatorTests.
 //
 // All methods are safe for concurrent use. A call whose context ends returns
 // an error wrapping the context's error; its outcome at the coordinator is then
@@ -72,8 +71,7 @@ type Coordinator interface {
 	// between, and Acquire then returns a *HeldError). An Acquire whose
 	// outcome is unknown (its context ended, or its reply was lost) may have
 	// been granted: the Elector simply acquires again with the same holder,
-	// which supersedes it. A Candidate instead returns, once, a grant that
-	// a release handed to holder while it waited in line.
+	// which supersedes it.
 	// Malformed keys, holders and TTLs are rejected with errors wrapping
 	// ErrInvalidKey, ErrInvalidHolder or ErrInvalidTTL.
 	Acquire(ctx context.Context, key, holder string, ttl time.Duration) (Grant, error)
@@ -107,8 +105,7 @@ type Coordinator interface {
 	Close() error
 }
 
-// LeaderEvent is one observation of a key's leadership. Used by
-// Watcher.Watch and Observer; users read it in an Observer's callback.
+// LeaderEvent is one observation of a key's leadership.
 type LeaderEvent struct {
 	// Key is the key observed.
 	Key string
@@ -118,10 +115,9 @@ type LeaderEvent struct {
 	Grant Grant
 }
 
-// A Watcher is a Coordinator that can stream leadership changes of a key, so
-// that followers campaign the moment a key is released or expires instead of
-// on their next poll. Used by Elector and Observer, which find it by type
-// assertion.
+// A Watcher is a Coordinator that can stream leadership changes of a key,
+// so that followers campaign the moment a key is released or expires
+// instead of on their next poll.
 type Watcher interface {
 	// Watch sends the key's current leadership first, then every change. The
 	// channel is closed when ctx ends or the watch fails; callers fall back to
@@ -133,8 +129,7 @@ type Watcher interface {
 }
 
 // A Lister is a Coordinator that can list the live grants under a key
-// prefix, for status displays and operators' tools. Used by `tenure status`
-// and the status pages of `tenure run --http` and `tenure server --http`.
+// prefix, for status displays and operators' tools.
 type Lister interface {
 	// List returns the live grant on every key that starts with prefix
 	// (every key when prefix is empty), sorted by key. A listed grant's TTL

@@ -35,8 +35,7 @@ type Elector struct {
 }
 
 // NewElector returns an Elector for cfg.Key on c. It validates cfg and
-// reports every bad field. Called by users, once for each key they lead,
-// and by `tenure run` for --key.
+// reports every bad field.
 func NewElector(c Coordinator, cfg Config) (*Elector, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: coordinator is nil", ErrInvalidConfig)
@@ -491,7 +490,7 @@ func (e *Elector) release(ctx context.Context, g Grant) {
 // ends the term at once.
 func (e *Elector) renewLoop(ctx context.Context, t *Term) {
 	// A coordinator may grant less than was asked, or a lease that had run
-	// a while before the grant (etcd grants leases ahead): see NextRenewal.
+	// a while before the grant (etcd grants leases ahead): see timing.NextRenewal.
 	interval := func() time.Duration {
 		return timing.NextRenewal(timing.RenewInterval(e.cfg.TTL, e.cfg.RenewInterval), t.Grant().TTL, t.Remaining())
 	}

@@ -69,6 +69,5 @@ func (e *HeldError) Error() string {
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
 // IsStale reports whether err says that a resource rejected a fencing token
-// as stale (it matches ErrStaleToken). Called by code that must tell a
-// fenced rejection from other failures: worker, partition, prom.
+// as stale (it matches ErrStaleToken).
 func IsStale(err error) bool { return errors.Is(err, ErrStaleToken) }

@@ -10,8 +10,7 @@ import (
 	"github.com/tenure-dev/tenure/internal/display"
 )
 
-// Limits on keys and holders. Used by ValidateKey and ValidateHolder, and by
-// tenuretest to check that backends take keys and holders that long.
+// Limits on keys and holders.
 const (
 	MaxKeyLen    = 200
 	MaxHolderLen = 256
@@ -19,8 +18,8 @@ const (
 
 // ValidateKey reports whether key is a valid key: 1–200 bytes of
 // [A-Za-z0-9._/-], no leading '/', no '..' path element, no empty path
-// element. The error wraps ErrInvalidKey and names the key and what is wrong.
-// Called by every backend, by partition and by the tenure command.
+// element. The error wraps ErrInvalidKey and names the key and what is
+// wrong.
 func ValidateKey(key string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w %s: %s", ErrInvalidKey, display.Input(key), why)
@@ -64,7 +63,6 @@ func ValidateKey(key string) error {
 // ValidateHolder reports whether holder is a usable holder identity: 1–256
 // bytes of valid UTF-8 without control characters. Quotes, semicolons and
 // spaces are allowed: backends pass holders as parameters, never as text.
-// Called by every backend's Acquire and by the tenure command.
 func ValidateHolder(holder string) error {
 	if holder == "" {
 		return fmt.Errorf("%w: holder is empty", ErrInvalidHolder)
@@ -84,8 +82,7 @@ func ValidateHolder(holder string) error {
 }
 
 // ValidateTTL reports whether ttl is a positive duration of at most a day,
-// with at least millisecond resolution. Called by every backend's Acquire
-// and JoinGroup, and by the tenure command.
+// with at least millisecond resolution.
 func ValidateTTL(ttl time.Duration) error {
 	switch {
 	case ttl <= 0:
@@ -98,6 +95,5 @@ func ValidateTTL(ttl time.Duration) error {
 	return nil
 }
 
-// MaxTTL is the longest lease any coordinator is asked for. Used by
-// ValidateTTL, tenuretest and the tenure command's flag checks.
+// MaxTTL is the longest lease any coordinator is asked for.
 const MaxTTL = 24 * time.Hour

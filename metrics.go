@@ -2,12 +2,9 @@ package tenure
 
 import "time"
 
-// Metrics receives what an Elector observes. Package prom implements it with
-// Prometheus collectors; the default discards everything. Implementations must
-// be safe for concurrent use and must not block. Used by Elector, which
-// reports to Config.Metrics; package prom and the tenure command's status
-// pages implement it, and users implement it to send the observations
-// elsewhere.
+// Metrics receives what an Elector observes. Package prom implements it
+// with Prometheus collectors; the default discards everything.
+// Implementations must be safe for concurrent use and must not block.
 type Metrics interface {
 	// SetLeader records whether this node leads key.
 	SetLeader(key string, leading bool)

@@ -44,7 +44,7 @@ func NewObserver(c Coordinator, key string) (*Observer, error) {
 
 // Leader returns the leadership as last seen: ok is false until Run has
 // seen it once. ev.Held is false while nobody leads; otherwise ev.Grant
-// names the holder (see SplitIdentity) and its token.
+// names the holder and its token.
 func (o *Observer) Leader() (ev LeaderEvent, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -59,7 +59,7 @@ type Term struct {
 	timer        *time.Timer     // nil when shared watches the deadline
 	shared       *sharedDeadline // the deadline's owner, when shared
 	ended        bool
-	renewed      chan struct{} // closed by the next extend; nil until Renewed asks
+	renewed      chan struct{} // closed by the next extend; nil until renewedChan asks
 }
 
 // newTerm starts a term for g whose local deadline is dl. The term's

@@ -13,9 +13,7 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// DefaultMaxDrift is Config.MaxDrift's default, tenure.Config's default. Used
-// by DefaultConfig; users who change tenure.Config.MaxDrift set
-// Config.MaxDrift to match.
+// DefaultMaxDrift is Config.MaxDrift's default, tenure.Config's default.
 const DefaultMaxDrift = 0.01
 
 // Config configures a Coordinator. Start from DefaultConfig and set

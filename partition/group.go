@@ -60,10 +60,9 @@ type Group struct {
 	terms []*tenure.Term // of snap.Owned, in order
 }
 
-// New returns a Group member for cfg on c, which must implement
-// Coordinator (memory, etcd and postgres coordinators do). It
-// validates cfg and reports every bad field. Called by users, once for each
-// member of a group a process runs, and by `tenure run --partitions`.
+// New returns a Group member for cfg on c, which must implement Coordinator
+// (memory, etcd and postgres coordinators do). It validates cfg and reports
+// every bad field.
 func New(c tenure.Coordinator, cfg Config) (*Group, error) {
 	gc, ok := c.(Coordinator)
 	if !ok {

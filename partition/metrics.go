@@ -2,8 +2,7 @@ package partition
 
 import "time"
 
-// MoveReason says why a partition changed hands. Used by Metrics.Moved,
-// which prom counts by reason.
+// MoveReason says why a partition changed hands.
 type MoveReason string
 
 // The reasons a member gives up or takes a partition.
@@ -25,8 +24,7 @@ const (
 	MoveReturned MoveReason = "returned"
 )
 
-// Stats describe the whole group as one member last read it. Used by
-// Metrics.SetStats and Table; users alert on Unowned.
+// Stats describe the whole group as one member last read it.
 type Stats struct {
 	// Members is how many live members the group has.
 	Members int

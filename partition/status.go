@@ -28,7 +28,7 @@ type Snapshot struct {
 	Owned []Owned
 }
 
-// Owned is one partition a member runs. Used by Snapshot.
+// Owned is one partition a member runs.
 type Owned struct {
 	// Partition is the partition.
 	Partition Partition

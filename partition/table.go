@@ -14,7 +14,7 @@ import (
 // Table is a group's partition table as the coordinator holds it: who owns
 // each partition, with which token and how much lease, and each member's
 // share. ReadTable and ReadGroupTable read it; `tenure status` and the page
-// of `tenure server --http` show it, and it is exported for users' own
+// of `tenure server --http` show it; users read it in their own
 // dashboards and health checks (alert on Stats.Unowned, say).
 type Table struct {
 	// Group is the group's key.
@@ -37,8 +37,7 @@ type Table struct {
 	Partial bool
 }
 
-// Row is one partition's line of a Table. Used by `tenure status` and the
-// status pages, and by users' own dashboards.
+// Row is one partition's line of a Table.
 type Row struct {
 	// Partition is the partition. Its Index is −1 when it is not known
 	// (a Partial table of a group with names of its own).
@@ -52,8 +51,7 @@ type Row struct {
 	LeaseLeft time.Duration
 }
 
-// MemberRow is one member's line of a Table. Used by `tenure status` and the
-// status pages, and by users' own dashboards.
+// MemberRow is one member's line of a Table.
 type MemberRow struct {
 	// ID is the member's identity.
 	ID string
@@ -85,9 +83,8 @@ func ReadTable(ctx context.Context, c tenure.Coordinator, group string, names []
 // announces a count (older versions): the table is then Partial, listing
 // the partitions owned now (with no count announced, and names that are
 // partition numbers, every number up to the highest owned), each with its
-// number as Index, or −1 for a name of its own; Stats count the announced
-// P when there is one. Used by `tenure status --prefix` and the status page
-// of `tenure server --http`, which know a group by its key alone.
+// number as Index, or −1 for a name of its own; Stats count the announced P
+// when there is one.
 func ReadGroupTable(ctx context.Context, c tenure.Coordinator, group string) (Table, error) {
 	gc, err := groupOf(c)
 	if err != nil {

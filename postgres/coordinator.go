@@ -75,7 +75,7 @@ func newStatements(t string, notify Notify) statements {
 		announce = "CASE WHEN pg_try_advisory_xact_lock(hashtext($4), hashtext(resource)) THEN NULL ELSE pg_notify($4, resource)::text END"
 	}
 	return statements{
-		// The seed's acquisition, plus a notification for watchers. The new token is the old one
+		// The acquisition, plus a notification for watchers. The new token is the old one
 		// plus one, and never less than the database clock in microseconds
 		// since 1970: a row deleted to "unstick" a key, a truncated or
 		// re-created table, or a point-in-time restore would otherwise
@@ -236,7 +236,7 @@ func micros(ttl time.Duration) (int64, time.Duration) {
 	return us, time.Duration(us) * time.Microsecond
 }
 
-// Acquire grants key to holder for ttl with the seed's UPDATE, inserting the
+// Acquire grants key to holder for ttl with one UPDATE, inserting the
 // key's row first if this is its first acquisition. See
 // tenure.Coordinator.Acquire.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {

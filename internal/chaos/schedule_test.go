@@ -168,7 +168,7 @@ func TestOptionsKeepZeroMarginAndDrift(t *testing.T) {
 		want string
 	}{
 		{func(o *Options) { o.TTL = 0 }, "TTL"},
-		{func(o *Options) { o.Margin = 0 }, "Config.Margin (0s) must be at least MinMargin (50ms)"},
+		{func(o *Options) { o.Margin = 0 }, "Config.Margin (0s) must be at least 50ms"},
 		{func(o *Options) { o.Duration = 0 }, "Options.Duration (0s) must be at least 5s"},
 		{func(o *Options) { o.Nodes = 0 }, "Options.Nodes (0) must be between 2 and 9"},
 		{func(o *Options) { o.Members = 0 }, "Options.Members (0) must be 1 or 3"},

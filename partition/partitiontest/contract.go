@@ -32,25 +32,21 @@ type options struct {
 	free  func(t *testing.T, group, name string)
 }
 
-// WithTTL sets the membership TTL of the expiry checks. Default 2s. Used
-// by the etcd, postgres and kube conformance tests (kube's sets 10s: its
-// claims, a write each, are slow).
+// WithTTL sets the membership TTL of the expiry checks. Default 2s.
 func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl } }
 
 // WithFreeByHand gives the way an operator frees a partition by hand on the
 // backend, whoever owns it (etcd: `tenure release --force` of its key,
 // etcdctl del; PostgreSQL: an UPDATE of the partition table), and runs the
 // FreedByHand check: its owner must stop running it within a renewal
-// interval, while another member may claim it. Used by the etcd, postgres
-// and kube conformance tests.
+// interval, while another member may claim it.
 func WithFreeByHand(free func(t *testing.T, group, name string)) Option {
 	return func(o *options) { o.free = free }
 }
 
 // Run runs every check, each in its own subtest with fresh coordinators;
-// WatchMembers only for a coordinator that is a partition.MembersWatcher, and
-// FreedByHand only WithFreeByHand. Called by each backend's conformance
-// test: memory's (in package partition), etcd's, postgres's and kube's.
+// WatchMembers only for a coordinator that is a partition.MembersWatcher,
+// and FreedByHand only WithFreeByHand.
 func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	o := options{ttl: 2 * time.Second, slack: 5 * time.Second}
 	for _, opt := range opts {
@@ -81,7 +77,7 @@ type suite struct {
 	o              options
 }
 
-// group returns a coordinator from the factory as a GroupCoordinator,
+// group returns a coordinator from the factory as a partition.Coordinator,
 // closed when the test ends.
 func (s suite) group(t *testing.T) partition.Coordinator {
 	c := s.newCoordinator(t)
