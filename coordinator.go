@@ -99,6 +99,24 @@ type Coordinator interface {
 	// key is rejected with an error wrapping ErrInvalidKey.
 	Leader(ctx context.Context, key string) (g Grant, ok bool, err error)
 
+	// Watch sends the key's current leadership first, then every change, so
+	// that followers campaign the moment a key is released or expires
+	// instead of on their next poll. The channel is closed when ctx ends or
+	// the watch fails; callers fall back to polling, so correctness never
+	// depends on an event arriving. Events may be coalesced: a slow reader
+	// sees the latest state, not every change; a "free" event may repeat. A
+	// malformed key is rejected with an error wrapping ErrInvalidKey.
+	Watch(ctx context.Context, key string) (<-chan LeaderEvent, error)
+
+	// List returns the live grant on every key that starts with prefix
+	// (every key when prefix is empty), sorted by key, for status displays
+	// and operators' tools. A listed grant's TTL is the time left on its
+	// lease when it was read, on the coordinator's clock (etcd rounds it
+	// down to whole seconds), not the TTL it was granted. A prefix with
+	// characters no key may contain is rejected with an error wrapping
+	// ErrInvalidKey.
+	List(ctx context.Context, prefix string) ([]Grant, error)
+
 	// Close releases the coordinator's resources (connections, sessions). It
 	// does not release grants: they expire on their own. Close is
 	// idempotent; other calls after Close fail with errors wrapping ErrClosed.
@@ -113,29 +131,4 @@ type LeaderEvent struct {
 	Held bool
 	// Grant is the live grant when Held is true.
 	Grant Grant
-}
-
-// A Watcher is a Coordinator that can stream leadership changes of a key,
-// so that followers campaign the moment a key is released or expires
-// instead of on their next poll.
-type Watcher interface {
-	// Watch sends the key's current leadership first, then every change. The
-	// channel is closed when ctx ends or the watch fails; callers fall back to
-	// polling, so correctness never depends on an event arriving. Events may
-	// be coalesced: a slow reader sees the latest state, not every change;
-	// a "free" event may repeat. A malformed key is rejected with an error
-	// wrapping ErrInvalidKey.
-	Watch(ctx context.Context, key string) (<-chan LeaderEvent, error)
-}
-
-// A Lister is a Coordinator that can list the live grants under a key
-// prefix, for status displays and operators' tools.
-type Lister interface {
-	// List returns the live grant on every key that starts with prefix
-	// (every key when prefix is empty), sorted by key. A listed grant's TTL
-	// is the time left on its lease when it was read, on the coordinator's
-	// clock (etcd rounds it down to whole seconds), not the TTL it was
-	// granted. A prefix with characters no key may contain is rejected with
-	// an error wrapping ErrInvalidKey.
-	List(ctx context.Context, prefix string) ([]Grant, error)
 }

@@ -103,7 +103,7 @@ func (e *Elector) Leader(ctx context.Context) (Grant, bool, error) {
 //     releases the key, so that a follower takes over at once, and returns
 //     fn's error.
 //   - While the key is held by another node, Run waits on the coordinator's
-//     watch when it is a Watcher, and polls every retry period otherwise.
+//     watch, and polls every retry period while the watch is down.
 //   - When ctx ends, Run resigns: it cancels fn's ctx argument (stop taking
 //     new work) but leaves the term's own context, t.Context(), live so that
 //     in-flight work can finish; it stops renewing and waits for fn to
@@ -201,7 +201,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	var events <-chan LeaderEvent
-	watcher, canWatch := e.c.(Watcher)
+	canWatch := true // until a watch fails
 
 	for {
 		actx, cancel := context.WithTimeout(ctx, timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
@@ -228,7 +228,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 			if errors.As(err, &held) {
 				e.log.Debug("key held", "leader", held.Holder, "token", held.Token)
 				if canWatch && events == nil {
-					if ch, werr := e.watch(watchCtx, watcher); werr == nil {
+					if ch, werr := e.watch(watchCtx, e.c); werr == nil {
 						events = ch
 					} else {
 						e.log.Debug("watch failed; polling", "err", werr)
@@ -271,7 +271,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 // watch opens a watch of the key that lives as long as ctx, but whose setup
 // is bounded by the request timeout: a hung coordinator must not freeze the
 // campaign (it falls back to polling).
-func (e *Elector) watch(ctx context.Context, w Watcher) (<-chan LeaderEvent, error) {
+func (e *Elector) watch(ctx context.Context, w Coordinator) (<-chan LeaderEvent, error) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	timeout := timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout)
 	timer := time.AfterFunc(timeout, func() {

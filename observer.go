@@ -15,8 +15,8 @@ const defaultPollInterval = time.Second
 // An Observer follows who leads a key without campaigning for it: for a
 // follower that wants to know whom it follows, a router that sends work to
 // the leader, a status display (client-go's OnNewLeader callback). It
-// watches the key when the coordinator is a Watcher and polls Leader
-// otherwise, and keeps the latest leadership it saw, so that reading it
+// watches the key, polls Leader while the watch is down,
+// and keeps the latest leadership it saw, so that reading it
 // costs no round trip. Create one with NewObserver and call Run.
 type Observer struct {
 	c    Coordinator
@@ -56,15 +56,12 @@ func (o *Observer) Leader() (ev LeaderEvent, ok bool) {
 // calls onChange, when not nil, from Run's goroutine with the leadership
 // as first seen and then with every change of holder or token, and when the
 // key becomes free; a change that comes and goes between two observations
-// may be missed (events are coalesced, as Watcher says). onChange must not
+// may be missed (events are coalesced, as Coordinator.Watch says). onChange must not
 // block for long. A failed watch is reopened; meanwhile Run polls.
 func (o *Observer) Run(ctx context.Context, onChange func(LeaderEvent)) error {
-	w, canWatch := o.c.(Watcher)
 	for {
-		if canWatch {
-			if err := o.follow(ctx, w, onChange); errors.Is(err, ErrClosed) {
-				return err
-			}
+		if err := o.follow(ctx, o.c, onChange); errors.Is(err, ErrClosed) {
+			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -84,7 +81,7 @@ func (o *Observer) Run(ctx context.Context, onChange func(LeaderEvent)) error {
 
 // follow watches the key until the watch ends, and reports why it could
 // not open one.
-func (o *Observer) follow(ctx context.Context, w Watcher, onChange func(LeaderEvent)) error {
+func (o *Observer) follow(ctx context.Context, w Coordinator, onChange func(LeaderEvent)) error {
 	ch, err := w.Watch(ctx, o.key)
 	if err != nil {
 		return fmt.Errorf("observe %q: %w", o.key, err)

@@ -23,14 +23,14 @@ const DefaultPrefix = "/tenure/leader/"
 // Compile-time checks that Coordinator has every capability.
 var (
 	_ tenure.Coordinator       = (*Coordinator)(nil)
-	_ tenure.Watcher           = (*Coordinator)(nil)
-	_ tenure.Lister            = (*Coordinator)(nil)
+	_ tenure.Coordinator       = (*Coordinator)(nil)
+	_ tenure.Coordinator       = (*Coordinator)(nil)
 	_ partition.Coordinator    = (*Coordinator)(nil)
 	_ partition.MembersWatcher = (*Coordinator)(nil)
 )
 
 // Coordinator is a tenure.Coordinator on etcd. It also implements
-// tenure.Watcher, tenure.Lister, partition.Coordinator and
+// tenure.Coordinator, tenure.Coordinator, partition.Coordinator and
 // partition.MembersWatcher. It is safe for concurrent use.
 type Coordinator struct {
 	client     *clientv3.Client

@@ -16,7 +16,7 @@ import (
 
 // List returns the live grants on every key under prefix, sorted by key,
 // each with the time left on its lease (whole seconds, rounded down, as etcd
-// reports it). See tenure.Lister. Keys whose lease has expired but that etcd
+// reports it). See tenure.Coordinator. Keys whose lease has expired but that etcd
 // has not deleted yet are left out. It costs one range read plus one lease
 // lookup per distinct lease (one per holder and TTL).
 func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {

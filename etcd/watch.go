@@ -16,7 +16,7 @@ import (
 // closed when ctx ends, the coordinator is closed, or the watch fails (etcd
 // compacted the revision it needed, or the member lost its raft leader: the
 // watch requires one, so that a partitioned member cannot hide changes). See
-// tenure.Watcher.
+// tenure.Coordinator.
 func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
 	op := fmt.Sprintf("etcd: watch %q", key)
 	if err := c.begin(ctx, op, tenure.ValidateKey(key)); err != nil {

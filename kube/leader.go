@@ -40,7 +40,7 @@ func (c *Coordinator) Leader(ctx context.Context, key string) (tenure.Grant, boo
 // starts with prefix, sorted by key, in one request. Leases that hold no
 // tenure key (a name or AnnotationKey that is not a key) are left out;
 // Leases client-go holds are listed like tenure's. TTL is the time left on
-// this coordinator's clock. See tenure.Lister.
+// this coordinator's clock. See tenure.Coordinator.
 func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("kube: list %q", prefix)
 	if err := inputs.Prefix(prefix); err != nil {

@@ -60,7 +60,7 @@ func TestNewRejectsCoordinatorWithoutGroups(t *testing.T) {
 	cfg.Key, cfg.Partitions = "jobs", 2
 	c := memory.New()
 	defer c.Close()
-	if _, err := partition.New(plainCoordinator{c}, cfg); !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), "GroupCoordinator") {
+	if _, err := partition.New(plainCoordinator{c}, cfg); !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), "partition.Coordinator") {
 		t.Errorf("New(coordinator without groups) error = %v; want ErrInvalidConfig naming partition.Coordinator", err)
 	}
 }

@@ -66,7 +66,7 @@ type Group struct {
 func New(c tenure.Coordinator, cfg Config) (*Group, error) {
 	gc, ok := c.(Coordinator)
 	if !ok {
-		return nil, fmt.Errorf("%w: coordinator %T cannot run partition groups (it is not a Coordinator)", tenure.ErrInvalidConfig, c)
+		return nil, fmt.Errorf("%w: coordinator %T cannot run partition groups (it is not a partition.Coordinator)", tenure.ErrInvalidConfig, c)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

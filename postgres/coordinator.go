@@ -18,7 +18,7 @@ import (
 
 var (
 	_ tenure.Coordinator = (*Coordinator)(nil)
-	_ tenure.Watcher     = (*Coordinator)(nil)
+	_ tenure.Coordinator = (*Coordinator)(nil)
 )
 
 // Execer is what the fence helpers and the coordinator need of a database
@@ -38,7 +38,7 @@ var (
 )
 
 // A Coordinator is a tenure.Coordinator on a PostgreSQL leadership table. It
-// also implements tenure.Watcher and partition.Coordinator. It is safe for
+// also implements tenure.Coordinator and partition.Coordinator. It is safe for
 // concurrent use. Users get one from Open or New and pass it to
 // tenure.NewElector or partition.New.
 type Coordinator struct {

@@ -78,7 +78,7 @@ func (s *state) badKeyRefused(badKey string) {
 	if _, _, err := s.c.Leader(ctx, badKey); !errors.Is(err, tenure.ErrInvalidKey) || !mentions(err, badKey) {
 		s.tb.Errorf("Leader(%q) error = %v; want it to wrap tenure.ErrInvalidKey and name the key", badKey, err)
 	}
-	if w, ok := s.c.(tenure.Watcher); ok {
+	if w, ok := s.c, true; ok {
 		ch, err := w.Watch(ctx, badKey)
 		if !errors.Is(err, tenure.ErrInvalidKey) || !mentions(err, badKey) {
 			s.tb.Errorf("Watch(%q) error = %v; want it to wrap tenure.ErrInvalidKey and name the key", badKey, err)
@@ -179,7 +179,7 @@ func checkClose(s *state) {
 	if err := s.c.Release(ctx, ga); !errors.Is(err, tenure.ErrClosed) {
 		s.tb.Errorf("Release after Close = %v; want an error matching tenure.ErrClosed", err)
 	}
-	if w, ok := s.c.(tenure.Watcher); ok {
+	if w, ok := s.c, true; ok {
 		ch, err := w.Watch(ctx, k)
 		if !errors.Is(err, tenure.ErrClosed) {
 			s.tb.Errorf("Watch after Close error = %v; want an error matching tenure.ErrClosed", err)

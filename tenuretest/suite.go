@@ -88,7 +88,7 @@ func newOptions(opts []Option) *options {
 //   - Leader: reports the live grant, and ok = false when the key is free.
 //   - Watch: current state first, then acquire, release and expiry; the
 //     channel closes when its context ends. Skipped unless the coordinator
-//     implements tenure.Watcher.
+//     implements tenure.Coordinator.
 //   - RenewOne: renewing one grant extends that grant only; the holder's
 //     other grant expires on time.
 //   - LeaseAge: a grant never reports more lease than it has: another

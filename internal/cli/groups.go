@@ -38,7 +38,7 @@ type groupFinder struct {
 // list reads the table of every group under prefix from c, sorted by
 // group.
 func (f *groupFinder) list(ctx context.Context, c tenure.Coordinator, prefix string) ([]partition.Table, error) {
-	l, canList := c.(tenure.Lister)
+	l, canList := c, true
 	if _, ok := c.(partition.Coordinator); !ok || !canList {
 		return nil, fmt.Errorf("the coordinator %T cannot list partition groups", c)
 	}

@@ -109,7 +109,7 @@ func (f *statusFlags) prefixStatus(ctx context.Context, cmd *cobra.Command, c te
 		}
 		return f.noLeader(found)
 	}
-	lister, ok := c.(tenure.Lister)
+	lister, ok := c, true
 	if !ok {
 		return fmt.Errorf("--prefix: the %s coordinator cannot list keys", backend)
 	}
@@ -136,9 +136,9 @@ func (f *statusFlags) noLeader(led bool) error {
 }
 
 // leaderOf returns the live grant on key with the time left on its lease
-// when the coordinator can say (a tenure.Lister), else as Leader reports it.
+// when the coordinator can say (a tenure.Coordinator), else as Leader reports it.
 func leaderOf(ctx context.Context, c tenure.Coordinator, key string) (tenure.Grant, bool, error) {
-	if l, ok := c.(tenure.Lister); ok {
+	if l, ok := c, true; ok {
 		gs, err := l.List(ctx, key)
 		if err != nil {
 			return tenure.Grant{}, false, err

@@ -80,14 +80,6 @@ func Wrap(c tenure.Coordinator, bug string, cfg tenure.Config) tenure.Coordinato
 // wrapper still campaigns on watch events rather than by polling.
 type Passthrough struct{ tenure.Coordinator }
 
-// Watch forwards to the inner coordinator when it can watch.
-func (c Passthrough) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
-	if w, ok := c.Coordinator.(tenure.Watcher); ok {
-		return w.Watch(ctx, key)
-	}
-	return nil, errors.New("plant: coordinator cannot watch")
-}
-
 // bent remembers the TTL the coordinator really granted for each token
 // whose TTL a plant has inflated, so that grants handed back to the
 // coordinator (Renew, Release) carry the real one: the bug bends only the

