@@ -2,15 +2,9 @@
 //
 // New registers the collectors on a prometheus.Registerer that the caller
 // owns (no global registry, no promauto) and returns a *Metrics, which
-// implements tenure.Metrics: set it as Config.Metrics.
-//
-//	reg := prometheus.NewRegistry()
-//	m, err := prom.New(reg)
-//	if err != nil { ... }
-//	cfg := tenure.DefaultConfig()
-//	cfg.Key = "scheduler"
-//	cfg.Metrics = m
-//	el, err := tenure.NewElector(m.Instrument(coordinator), cfg)
+// implements tenure.Metrics: set it as Config.Metrics, and pass the
+// coordinator through Metrics.Instrument to count its failed calls (see
+// Example_elector).
 //
 // # Metrics
 //

@@ -137,9 +137,6 @@ func New(cfg Config) (*Monitor, error) {
 			errs = append(errs, fmt.Errorf("monitor: Config.Keys: %w", err))
 		}
 	}
-	if _, ok := cfg.Coordinator, true; !ok && len(cfg.Keys) == 0 && !cfg.PartitionsOnly && cfg.Coordinator != nil {
-		errs = append(errs, errors.New("monitor: Config.Keys is empty and the coordinator cannot list keys under Config.Prefix"))
-	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: %w", tenure.ErrInvalidConfig, err)
 	}
