@@ -9,7 +9,7 @@ import (
 )
 
 // defaultPollInterval is how often an Observer reads the leadership of a key
-// when its coordinator cannot watch, or its watch has failed.
+// while its watch is down.
 const defaultPollInterval = time.Second
 
 // An Observer follows who leads a key without campaigning for it: for a
@@ -29,7 +29,7 @@ type Observer struct {
 }
 
 // NewObserver returns an Observer of key on c. It polls every
-// every second when it cannot watch. A malformed key is rejected
+// second while its watch is down. A malformed key is rejected
 // with an error wrapping ErrInvalidKey. Users call it for each key they
 // follow (see the Observer example).
 func NewObserver(c Coordinator, key string) (*Observer, error) {
