@@ -6,6 +6,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -111,7 +113,7 @@ func TestAdversaryDriftAtTheBound(t *testing.T) {
 				o := newOracle(c, "scheduler")
 				cfg := func(h string) tenure.Config {
 					cfg := testConfig(h)
-					cfg.Margin, cfg.MaxDrift = tenure.MinMargin, drift
+					cfg.Margin, cfg.MaxDrift = timing.MinMargin, drift
 					return cfg
 				}
 				var once sync.Once
@@ -246,7 +248,7 @@ func TestAdversaryShortSuspendNearDeadline(t *testing.T) {
 		name            string
 		margin, suspend time.Duration
 	}{
-		{"60ms suspend, 50ms margin", tenure.MinMargin, 60 * time.Millisecond},
+		{"60ms suspend, 50ms margin", timing.MinMargin, 60 * time.Millisecond},
 		{"40ms suspend, 50ms margin", 50 * time.Millisecond, 40 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

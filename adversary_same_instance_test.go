@@ -15,6 +15,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/identity"
+
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -32,7 +36,7 @@ func TestAdversarySameInstanceElectors(t *testing.T) {
 		defer c.Close()
 		o := newOracle(c, "scheduler")
 		cfg := testConfig("web")
-		cfg.Instance = tenure.ProcessInstance()
+		cfg.Instance = identity.ProcessInstance()
 		stop1 := runLoop(t, newElector(t, c, cfg), o.lead("web-1", 0, nil), 0)
 		time.Sleep(100 * time.Millisecond) // the first leads
 		e2 := newElector(t, c, cfg)
@@ -44,7 +48,7 @@ func TestAdversarySameInstanceElectors(t *testing.T) {
 		err := <-done
 		stop1()
 
-		want := []string{`"scheduler"`, tenure.DescribeHolder(e2.Identity())}
+		want := []string{`"scheduler"`, display.Holder(e2.Identity())}
 		if !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), want[0]) || !strings.Contains(err.Error(), want[1]) {
 			t.Errorf("second Elector's Run() = %v; want ErrInvalidConfig naming %s", err, strings.Join(want, " and "))
 		}

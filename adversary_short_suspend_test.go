@@ -14,6 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -28,14 +30,14 @@ func TestAdversaryShortSuspendSmallMargin(t *testing.T) {
 	cfg.Margin, cfg.MaxDrift = margin, 0
 	err := cfg.Validate()
 	if err == nil {
-		t.Errorf("Config.Validate() with Margin %s = nil; want it refused (MinMargin %s)", margin, tenure.MinMargin)
+		t.Errorf("Config.Validate() with Margin %s = nil; want it refused (MinMargin %s)", margin, timing.MinMargin)
 		synctest.Test(t, func(t *testing.T) {
 			shortSuspendNearDeadline(t, margin, 40*time.Millisecond).check(t)
 		})
-	} else if want := "at least MinMargin (50ms)"; !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "40ms past its lease") {
+	} else if want := "at least 50ms"; !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "40ms past its lease") {
 		t.Errorf("Config.Validate() with Margin %s = %v; want ErrInvalidConfig saying %q and what the margin would lose (40ms past its lease)", margin, err, want)
 	}
 	synctest.Test(t, func(t *testing.T) {
-		shortSuspendNearDeadline(t, tenure.MinMargin, tenure.MinMargin).check(t)
+		shortSuspendNearDeadline(t, timing.MinMargin, timing.MinMargin).check(t)
 	})
 }

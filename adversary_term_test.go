@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -119,7 +121,7 @@ func TestAdversaryRenewalReportsShorterTTL(t *testing.T) {
 								if g.TTL != tc.ttl {
 									bad = append(bad, "renewed term's TTL = "+g.TTL.String())
 								}
-								if want := g.Sent.Time().Add(cfg.SafeLease(g.TTL)); !term.Deadline().Equal(want) {
+								if want := g.Sent.Time().Add(timing.SafeLease(g.TTL, cfg.MaxDrift, cfg.Margin)); !term.Deadline().Equal(want) {
 									bad = append(bad, "deadline "+term.Deadline().Sub(begun).String()+" in; want Sent + SafeLease(reported TTL) = "+want.Sub(begun).String())
 								}
 								mu.Unlock()

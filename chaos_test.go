@@ -12,6 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/memory"
@@ -321,7 +323,7 @@ func (r *chaosRun) target(node int) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, n := range r.nodes {
-		if name, _ := tenure.SplitIdentity(g.Holder); n.holder == name {
+		if name, _ := display.SplitIdentity(g.Holder); n.holder == name {
 			return n.id
 		}
 	}

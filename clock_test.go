@@ -8,6 +8,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/memory"
@@ -24,7 +28,7 @@ func TestClockDriftWithinBoundNeverOverlaps(t *testing.T) {
 		for seed := uint64(1); seed <= 50; seed++ {
 			t.Run(fmt.Sprintf("rate=%.4f/seed=%d", rate, seed), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					res := runChaos(t, chaosOptions{seed: seed, nodes: 3, length: 120 * time.Second, fams: fams, rate: rate, margin: tenure.MinMargin})
+					res := runChaos(t, chaosOptions{seed: seed, nodes: 3, length: 120 * time.Second, fams: fams, rate: rate, margin: timing.MinMargin})
 					if res.violations() > 0 {
 						t.Fatalf("clock rate %.4f within MaxDrift %.2f produced overlapping leases:\n%s", rate, chaosDrift, res.describe(seed))
 					}
@@ -87,7 +91,7 @@ func TestClockJumpBeyondAssumptions(t *testing.T) {
 		}
 		var fenced bool
 		for _, tr := range rec.ts {
-			if name, _ := tenure.SplitIdentity(tr.Holder); name == "a" && tr.Kind == tenure.Fenced && errors.Is(tr.Err, tenure.ErrStaleToken) {
+			if name, _ := display.SplitIdentity(tr.Holder); name == "a" && tr.Kind == tenure.Fenced && errors.Is(tr.Err, tenure.ErrStaleToken) {
 				fenced = true
 			}
 		}

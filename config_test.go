@@ -7,6 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/identity"
+
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -24,11 +30,11 @@ func TestDefaultConfigValid(t *testing.T) {
 	if c.Holder == "" {
 		t.Fatal("DefaultConfig().Holder is empty; want hostname-pid-random")
 	}
-	if a, b := tenure.DefaultHolder(), tenure.DefaultHolder(); a == b {
+	if a, b := identity.DefaultHolder(), identity.DefaultHolder(); a == b {
 		t.Fatalf("DefaultHolder() twice = %q, %q; want distinct", a, b)
 	}
-	if got, want := c.EffectiveRenewInterval(), c.TTL/3; got != want {
-		t.Errorf("EffectiveRenewInterval() = %s; want TTL/3 = %s", got, want)
+	if got, want := timing.RenewInterval(c.TTL, c.RenewInterval), c.TTL/3; got != want {
+		t.Errorf("timing.RenewInterval(TTL, 0) = %s; want TTL/3 = %s", got, want)
 	}
 }
 
@@ -43,9 +49,9 @@ func TestConfigValidate(t *testing.T) {
 		{"negative margin", func(c *tenure.Config) { c.Margin = -time.Second },
 			[]string{"Config.Margin (-1s) must not be negative"}},
 		{"margin below MinMargin", func(c *tenure.Config) { c.Margin = 0 },
-			[]string{"Config.Margin (0s) must be at least MinMargin (50ms), the longest host suspend a term does not count: a suspend of 50ms just before the deadline would let the term act 50ms − 0s = 50ms past its lease"}},
-		{"margin just below MinMargin", func(c *tenure.Config) { c.Margin = tenure.MinMargin - time.Millisecond },
-			[]string{"Config.Margin (49ms) must be at least MinMargin (50ms)"}},
+			[]string{"Config.Margin (0s) must be at least 50ms, the longest host suspend a term does not count: a suspend of 50ms just before the deadline would let the term act 50ms − 0s = 50ms past its lease"}},
+		{"margin just below MinMargin", func(c *tenure.Config) { c.Margin = timing.MinMargin - time.Millisecond },
+			[]string{"Config.Margin (49ms) must be at least 50ms"}},
 		{"margin eats the drift allowance", func(c *tenure.Config) { c.TTL = time.Second; c.MaxDrift = 0.2; c.Margin = 900 * time.Millisecond },
 			[]string{"Config.Margin (900ms) leaves no safe lease"}},
 		{"renew interval too long", func(c *tenure.Config) { c.RenewInterval = 9 * time.Second },
@@ -162,8 +168,8 @@ func TestGrantValidate(t *testing.T) {
 func TestIdentity(t *testing.T) {
 	c := tenure.DefaultConfig()
 	c.Key, c.Holder = "k", "web-1"
-	if tenure.ProcessInstance() != tenure.ProcessInstance() || len(tenure.ProcessInstance()) != 8 {
-		t.Fatalf("ProcessInstance() = %q; want 8 hex digits, the same every call", tenure.ProcessInstance())
+	if identity.ProcessInstance() != identity.ProcessInstance() || len(identity.ProcessInstance()) != 8 {
+		t.Fatalf("ProcessInstance() = %q; want 8 hex digits, the same every call", identity.ProcessInstance())
 	}
 	c.Instance = "x"
 	if got := c.Identity(); got != "web-1#x" {
@@ -174,7 +180,7 @@ func TestIdentity(t *testing.T) {
 		{"a#b#c", "a#b", "c"},
 		{"legacy", "legacy", ""},
 	} {
-		if n, i := tenure.SplitIdentity(tc.in); n != tc.name || i != tc.inst {
+		if n, i := display.SplitIdentity(tc.in); n != tc.name || i != tc.inst {
 			t.Errorf("SplitIdentity(%q) = %q, %q; want %q, %q", tc.in, n, i, tc.name, tc.inst)
 		}
 	}
@@ -189,7 +195,7 @@ func TestDescribeHolder(t *testing.T) {
 		"web-1#3f2a9c01": `"web-1" (instance 3f2a9c01)`,
 		"legacy":         `"legacy"`,
 	} {
-		if got := tenure.DescribeHolder(in); got != want {
+		if got := display.Holder(in); got != want {
 			t.Errorf("DescribeHolder(%q) = %s; want %s", in, got, want)
 		}
 	}

@@ -26,8 +26,9 @@ type Grant struct {
 	// lease was sent (read with Now just before sending it): the lease's
 	// whole age counts from here, even when it was started before the call
 	// that returned the grant. The holder's local deadline is
-	// Sent + Config.SafeLease(TTL). Set by Acquire and Renew; zero in grants
-	// that were read rather than granted (Leader, Watch, List).
+	// Sent + TTL·(1 − Config.MaxDrift) − Config.Margin. Set by Acquire and
+	// Renew; zero in grants that were read rather than granted (Leader,
+	// Watch, List).
 	Sent Instant
 }
 
@@ -51,10 +52,9 @@ func (g Grant) Validate() error {
 }
 
 // A Coordinator holds leases on keys and grants them with fencing tokens.
-// Implementations: memory.Coordinator, etcd.Coordinator, postgres.Coordinator,
-// kube.Coordinator. Every implementation passes
-// tenuretest.RunCoordinatorTests. Used by Elector, Observer and
-// partition.Group; users pass one to NewElector, or call it directly.
+// Implementations: memory.Coordinator, etcd.Coordinator,
+// postgres.Coordinator, kube.Coordinator. Every implementation passes
+// tenuretest.RunCoordinatorTests.
 //
 // All methods are safe for concurrent use. A call whose context ends returns
 // an error wrapping the context's error; its outcome at the coordinator is then
@@ -71,8 +71,7 @@ type Coordinator interface {
 	// between, and Acquire then returns a *HeldError). An Acquire whose
 	// outcome is unknown (its context ended, or its reply was lost) may have
 	// been granted: the Elector simply acquires again with the same holder,
-	// which supersedes it. A Candidate instead returns, once, a grant that
-	// a release handed to holder while it waited in line.
+	// which supersedes it.
 	// Malformed keys, holders and TTLs are rejected with errors wrapping
 	// ErrInvalidKey, ErrInvalidHolder or ErrInvalidTTL.
 	Acquire(ctx context.Context, key, holder string, ttl time.Duration) (Grant, error)
@@ -100,14 +99,31 @@ type Coordinator interface {
 	// key is rejected with an error wrapping ErrInvalidKey.
 	Leader(ctx context.Context, key string) (g Grant, ok bool, err error)
 
+	// Watch sends the key's current leadership first, then every change, so
+	// that followers campaign the moment a key is released or expires
+	// instead of on their next poll. The channel is closed when ctx ends or
+	// the watch fails; callers fall back to polling, so correctness never
+	// depends on an event arriving. Events may be coalesced: a slow reader
+	// sees the latest state, not every change; a "free" event may repeat. A
+	// malformed key is rejected with an error wrapping ErrInvalidKey.
+	Watch(ctx context.Context, key string) (<-chan LeaderEvent, error)
+
+	// List returns the live grant on every key that starts with prefix
+	// (every key when prefix is empty), sorted by key, for status displays
+	// and operators' tools. A listed grant's TTL is the time left on its
+	// lease when it was read, on the coordinator's clock (etcd rounds it
+	// down to whole seconds), not the TTL it was granted. A prefix with
+	// characters no key may contain is rejected with an error wrapping
+	// ErrInvalidKey.
+	List(ctx context.Context, prefix string) ([]Grant, error)
+
 	// Close releases the coordinator's resources (connections, sessions). It
 	// does not release grants: they expire on their own. Close is
 	// idempotent; other calls after Close fail with errors wrapping ErrClosed.
 	Close() error
 }
 
-// LeaderEvent is one observation of a key's leadership. Used by
-// Watcher.Watch and Observer; users read it in an Observer's callback.
+// LeaderEvent is one observation of a key's leadership.
 type LeaderEvent struct {
 	// Key is the key observed.
 	Key string
@@ -115,55 +131,4 @@ type LeaderEvent struct {
 	Held bool
 	// Grant is the live grant when Held is true.
 	Grant Grant
-}
-
-// A Watcher is a Coordinator that can stream leadership changes of a key, so
-// that followers campaign the moment a key is released or expires instead of
-// on their next poll. Used by Elector and Observer, which find it by type
-// assertion.
-type Watcher interface {
-	// Watch sends the key's current leadership first, then every change. The
-	// channel is closed when ctx ends or the watch fails; callers fall back to
-	// polling, so correctness never depends on an event arriving. Events may
-	// be coalesced: a slow reader sees the latest state, not every change;
-	// a "free" event may repeat. A malformed key is rejected with an error
-	// wrapping ErrInvalidKey.
-	Watch(ctx context.Context, key string) (<-chan LeaderEvent, error)
-}
-
-// A Lister is a Coordinator that can list the live grants under a key
-// prefix, for status displays and operators' tools. Used by `tenure status`
-// and the status pages of `tenure run --http` and `tenure server --http`.
-type Lister interface {
-	// List returns the live grant on every key that starts with prefix
-	// (every key when prefix is empty), sorted by key. A listed grant's TTL
-	// is the time left on its lease when it was read, on the coordinator's
-	// clock (etcd rounds it down to whole seconds), not the TTL it was
-	// granted. A prefix with characters no key may contain is rejected with
-	// an error wrapping ErrInvalidKey.
-	List(ctx context.Context, prefix string) ([]Grant, error)
-}
-
-// ValidatePrefix reports whether prefix can begin a key: empty, or bytes of
-// [A-Za-z0-9._/-] without a leading '/'. The error wraps ErrInvalidKey.
-// Called by the backends' List and by the tenure command.
-func ValidatePrefix(prefix string) error {
-	if prefix == "" {
-		return nil
-	}
-	if len(prefix) > MaxKeyLen {
-		return fmt.Errorf("%w: prefix %s is %d bytes long, at most %d allowed", ErrInvalidKey, QuoteInput(prefix), len(prefix), MaxKeyLen)
-	}
-	if prefix[0] == '/' {
-		return fmt.Errorf("%w: prefix %q must not start with '/'", ErrInvalidKey, prefix)
-	}
-	for i := 0; i < len(prefix); i++ {
-		switch c := prefix[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '.', c == '_', c == '/', c == '-':
-		default:
-			return fmt.Errorf("%w: prefix %q: byte %q at %d is not allowed (use A-Z a-z 0-9 . _ / -)", ErrInvalidKey, prefix, c, i)
-		}
-	}
-	return nil
 }

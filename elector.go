@@ -11,6 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/identity"
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure/internal/campaign"
 )
 
@@ -30,8 +35,7 @@ type Elector struct {
 }
 
 // NewElector returns an Elector for cfg.Key on c. It validates cfg and
-// reports every bad field. Called by users, once for each key they lead,
-// and by `tenure run` for --key.
+// reports every bad field.
 func NewElector(c Coordinator, cfg Config) (*Elector, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: coordinator is nil", ErrInvalidConfig)
@@ -40,14 +44,14 @@ func NewElector(c Coordinator, cfg Config) (*Elector, error) {
 		return nil, err
 	}
 	if cfg.Instance == "" {
-		cfg.Instance = newInstance() // this Elector's own: see Config.Instance
+		cfg.Instance = identity.NewInstance() // this Elector's own: see Config.Instance
 	}
 	e := &Elector{c: c, cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
 	if e.log == nil {
 		e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if e.metrics == nil {
-		e.metrics = NopMetrics{}
+		e.metrics = nopMetrics{}
 	}
 	e.id = cfg.Identity()
 	e.log = e.log.With("key", cfg.Key, "holder", e.id)
@@ -99,7 +103,7 @@ func (e *Elector) Leader(ctx context.Context) (Grant, bool, error) {
 //     releases the key, so that a follower takes over at once, and returns
 //     fn's error.
 //   - While the key is held by another node, Run waits on the coordinator's
-//     watch when it is a Watcher, and polls every retry period otherwise.
+//     watch, and polls every retry period while the watch is down.
 //   - When ctx ends, Run resigns: it cancels fn's ctx argument (stop taking
 //     new work) but leaves the term's own context, t.Context(), live so that
 //     in-flight work can finish; it stops renewing and waits for fn to
@@ -128,7 +132,7 @@ func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term)
 	if !ok {
 		return fmt.Errorf("%w: Elector.Run: another Elector of this process already campaigns for key %q on this coordinator as %s: "+
 			"two Electors of one identity are one contender, and each one's Acquire would take the key from the other; "+
-			"give each its own Config.Instance (leave it empty to draw one)", ErrInvalidConfig, e.cfg.Key, DescribeHolder(e.id))
+			"give each its own Config.Instance (leave it empty to draw one)", ErrInvalidConfig, e.cfg.Key, display.Holder(e.id))
 	}
 	defer leave()
 
@@ -165,7 +169,7 @@ func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term)
 // fencedBackoff is how long to wait before campaigning after n fenced terms
 // in a row: the retry period, doubling with each, at most the TTL.
 func (e *Elector) fencedBackoff(n int) time.Duration {
-	d := e.cfg.EffectiveRetryPeriod()
+	d := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
 	for i := 1; i < n && d < e.cfg.TTL; i++ {
 		d *= 2
 	}
@@ -188,7 +192,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // campaign acquires the key, waiting for it to be free when it is held. It
 // returns a live term, or ctx's error, or a permanent error.
 func (e *Elector) campaign(ctx context.Context) (*Term, error) {
-	retry := e.cfg.EffectiveRetryPeriod()
+	retry := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
 	backoff := retry
 
 	// A watch, when the coordinator offers one, wakes the campaign the
@@ -197,10 +201,10 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	var events <-chan LeaderEvent
-	watcher, canWatch := e.c.(Watcher)
+	canWatch := true // until a watch fails
 
 	for {
-		actx, cancel := context.WithTimeout(ctx, e.cfg.EffectiveRequestTimeout())
+		actx, cancel := context.WithTimeout(ctx, timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
 		g, err := e.c.Acquire(actx, e.cfg.Key, e.id, e.cfg.TTL)
 		cancel()
 		if err == nil {
@@ -224,7 +228,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 			if errors.As(err, &held) {
 				e.log.Debug("key held", "leader", held.Holder, "token", held.Token)
 				if canWatch && events == nil {
-					if ch, werr := e.watch(watchCtx, watcher); werr == nil {
+					if ch, werr := e.watch(watchCtx, e.c); werr == nil {
 						events = ch
 					} else {
 						e.log.Debug("watch failed; polling", "err", werr)
@@ -267,9 +271,9 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 // watch opens a watch of the key that lives as long as ctx, but whose setup
 // is bounded by the request timeout: a hung coordinator must not freeze the
 // campaign (it falls back to polling).
-func (e *Elector) watch(ctx context.Context, w Watcher) (<-chan LeaderEvent, error) {
+func (e *Elector) watch(ctx context.Context, w Coordinator) (<-chan LeaderEvent, error) {
 	wctx, cancel := context.WithCancelCause(ctx)
-	timeout := e.cfg.EffectiveRequestTimeout()
+	timeout := timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout)
 	timer := time.AfterFunc(timeout, func() {
 		cancel(fmt.Errorf("tenure: watch of %q not set up within %s", e.cfg.Key, timeout))
 	})
@@ -294,7 +298,7 @@ func (e *Elector) watch(ctx context.Context, w Watcher) (<-chan LeaderEvent, err
 // deadline is the local deadline of grant g: the send of the request that
 // last started or extended its lease, plus the safe lease of its TTL.
 func (e *Elector) deadline(g Grant) Instant {
-	return g.Sent.Add(e.cfg.SafeLease(g.TTL))
+	return g.Sent.Add(timing.SafeLease(g.TTL, e.cfg.MaxDrift, e.cfg.Margin))
 }
 
 // begin turns grant g into a term, or returns nil (after releasing the
@@ -471,7 +475,7 @@ func (e *Elector) resign(ctx context.Context, t *Term, fnDone <-chan error) {
 
 // release releases g, bounded by the request timeout, even when ctx has ended.
 func (e *Elector) release(ctx context.Context, g Grant) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.EffectiveRequestTimeout())
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
 	defer cancel()
 	if err := e.c.Release(rctx, g); err != nil {
 		e.log.Warn("release failed; the lease will expire on its own", "token", g.Token, "err", err)
@@ -486,9 +490,11 @@ func (e *Elector) release(ctx context.Context, g Grant) {
 // ends the term at once.
 func (e *Elector) renewLoop(ctx context.Context, t *Term) {
 	// A coordinator may grant less than was asked, or a lease that had run
-	// a while before the grant (etcd grants leases ahead): see NextRenewal.
-	interval := func() time.Duration { return e.cfg.NextRenewal(t.Grant().TTL, t.Remaining()) }
-	retry := e.cfg.EffectiveRetryPeriod()
+	// a while before the grant (etcd grants leases ahead): see timing.NextRenewal.
+	interval := func() time.Duration {
+		return timing.NextRenewal(timing.RenewInterval(e.cfg.TTL, e.cfg.RenewInterval), t.Grant().TTL, t.Remaining())
+	}
+	retry := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
 	timer := time.NewTimer(interval())
 	defer timer.Stop()
 	for {
@@ -521,11 +527,11 @@ func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
 	// derives from the term's context, so the call is abandoned when the
 	// term ends or renewals stop.
 	start := time.Now()
-	rctx, cancel := context.WithDeadline(ctx, minTime(t.Deadline(), start.Add(e.cfg.EffectiveRequestTimeout())))
+	rctx, cancel := context.WithDeadline(ctx, minTime(t.Deadline(), start.Add(timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))))
 	defer cancel()
 	// A renewal still unanswered a retry period after it was due is
 	// overdue: say so then, not only when the attempt fails or times out.
-	overdue := time.AfterFunc(e.cfg.EffectiveRetryPeriod(), func() {
+	overdue := time.AfterFunc(timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod), func() {
 		e.log.Warn("renewal overdue", "token", t.token, "cause",
 			fmt.Sprintf("no reply from the coordinator to the renewal sent %s ago", time.Since(start).Round(time.Millisecond)),
 			"remaining", t.Remaining().Round(time.Millisecond))

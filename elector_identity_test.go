@@ -7,6 +7,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/identity"
+
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -62,7 +66,7 @@ func TestElectorsWithOneHolderAreTwoContenders(t *testing.T) {
 		if e1.Identity() == e2.Identity() {
 			t.Fatalf("two Electors made from one Config share the identity %q; want one instance each", e1.Identity())
 		}
-		if name, inst := tenure.SplitIdentity(e1.Identity()); name != "web" || len(inst) != 8 || e1.Config().Instance != inst {
+		if name, inst := display.SplitIdentity(e1.Identity()); name != "web" || len(inst) != 8 || e1.Config().Instance != inst {
 			t.Fatalf("Identity() = %q, Config().Instance = %q; want web#<8 hex digits>, the instance in the Config", e1.Identity(), e1.Config().Instance)
 		}
 	})
@@ -74,9 +78,9 @@ func TestProcessInstanceSharedWhenAsked(t *testing.T) {
 	c := memory.New()
 	defer c.Close()
 	cfg := testConfig("web")
-	cfg.Instance = tenure.ProcessInstance()
+	cfg.Instance = identity.ProcessInstance()
 	e := newElector(t, c, cfg)
-	if want := tenure.Identity("web", tenure.ProcessInstance()); e.Identity() != want {
+	if want := tenure.Identity("web", identity.ProcessInstance()); e.Identity() != want {
 		t.Fatalf("Identity() = %q; want %q", e.Identity(), want)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"go.uber.org/goleak"
 
 	"github.com/tenure-dev/tenure"
@@ -174,7 +177,8 @@ func TestElectorShutdownDrainBoundedByDeadline(t *testing.T) {
 		cancel()
 		stopped := time.Now()
 		<-done
-		if safe := testConfig("a").SafeLease(3 * time.Second); termEnded.Sub(stopped) > safe {
+		if cfg := testConfig("a"); termEnded.Sub(stopped) > timing.SafeLease(3*time.Second, cfg.MaxDrift, cfg.Margin) {
+			safe := timing.SafeLease(3*time.Second, cfg.MaxDrift, cfg.Margin)
 			t.Fatalf("drain lasted %s after shutdown; want at most the safe lease %s", termEnded.Sub(stopped), safe)
 		}
 		if !termEnded.Equal(deadline) {
@@ -478,7 +482,7 @@ func TestSameHolderNameTwoProcesses(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("Leader() = %v, %v, %v", g, ok, err)
 		}
-		if name, inst := tenure.SplitIdentity(g.Holder); name != "web-1" || (inst != "p1" && inst != "p2") {
+		if name, inst := display.SplitIdentity(g.Holder); name != "web-1" || (inst != "p1" && inst != "p2") {
 			t.Fatalf("SplitIdentity(%q) = %q, %q; want web-1 and p1 or p2", g.Holder, name, inst)
 		}
 		cancel()

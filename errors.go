@@ -3,6 +3,8 @@ package tenure
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tenure-dev/tenure/internal/display"
 )
 
 // Sentinel errors. Callers match them with errors.Is; the typed errors below
@@ -60,13 +62,12 @@ type HeldError struct {
 
 // Error names the key, the holder and its token.
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("tenure: key %q held by %s (token %d)", e.Key, DescribeHolder(e.Holder), e.Token)
+	return fmt.Sprintf("tenure: key %q held by %s (token %d)", e.Key, display.Holder(e.Holder), e.Token)
 }
 
 // Is reports whether target is ErrHeld.
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
 // IsStale reports whether err says that a resource rejected a fencing token
-// as stale (it matches ErrStaleToken). Called by code that must tell a
-// fenced rejection from other failures: worker, partition, prom.
+// as stale (it matches ErrStaleToken).
 func IsStale(err error) bool { return errors.Is(err, ErrStaleToken) }

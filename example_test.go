@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/memory"
@@ -60,14 +62,6 @@ func ExampleConfig_Validate() {
 	// true
 	// tenure: invalid config: Config.Key: tenure: invalid key "/jobs": must not start with '/'
 	// tenure: invalid config: Config.Margin (3s) must be less than Config.TTL (2s)
-}
-
-// A term's local deadline is measured from when the request that produced the
-// grant was sent: TTL·(1 − MaxDrift) − Margin later.
-func ExampleConfig_SafeLease() {
-	cfg := tenure.DefaultConfig() // TTL 10s, Margin 1s, MaxDrift 1%
-	fmt.Println(cfg.SafeLease(cfg.TTL))
-	// Output: 8.9s
 }
 
 // A resource that has seen a newer token tells the old leader to stop; the
@@ -146,7 +140,7 @@ func ExampleObserver() {
 			fmt.Println("nobody leads")
 			return
 		}
-		name, _ := tenure.SplitIdentity(ev.Grant.Holder)
+		name, _ := display.SplitIdentity(ev.Grant.Holder)
 		fmt.Printf("%s leads with token %d\n", name, ev.Grant.Token)
 	}
 	show(<-changes)

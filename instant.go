@@ -7,21 +7,19 @@ import (
 )
 
 // An Instant is one moment read on both of this process's clocks: Go's
-// monotonic clock and the boot clock, which keeps counting while the host is
-// suspended (CLOCK_BOOTTIME on Linux). Coordinators read one with Now right
-// before they send a request that starts or extends a lease, and report it
-// as Grant.Sent or Member.Sent; a holder's local deadline is that instant
-// plus Config.SafeLease of the TTL granted, on both clocks. An Instant means
-// nothing in another process (except its boot reading, on the same host);
-// the zero Instant means "not read". Used by Elector and partition to count
-// deadlines, and by the backends.
+// monotonic clock and the boot clock, which keeps counting while the host
+// is suspended (CLOCK_BOOTTIME on Linux). Coordinators read one with Now
+// right before they send a request that starts or extends a lease, and
+// report it as Grant.Sent or Member.Sent; a holder's local deadline is that
+// instant plus TTL·(1 − Config.MaxDrift) − Config.Margin, on both clocks.
+// An Instant means nothing in another process (except its boot reading, on
+// the same host); the zero Instant means "not read".
 type Instant struct {
 	mono time.Time        // carries a monotonic reading
 	boot boottime.Instant // on the boot clock
 }
 
-// Now reads both clocks. Called by every backend right before it sends a
-// request that starts or extends a lease.
+// Now reads both clocks.
 func Now() Instant { return Instant{mono: time.Now(), boot: boottime.Now()} }
 
 // IsZero reports whether i was never read.
@@ -32,10 +30,10 @@ func (i Instant) Add(d time.Duration) Instant {
 	return Instant{mono: i.mono.Add(d), boot: i.boot.Add(d)}
 }
 
-// Earlier returns whichever of i and j is earlier on each clock: a deadline
+// earlier returns whichever of i and j is earlier on each clock: a deadline
 // counted from it is never later than one counted from either. A zero
 // Instant is ignored.
-func (i Instant) Earlier(j Instant) Instant {
+func (i Instant) earlier(j Instant) Instant {
 	switch {
 	case i.IsZero():
 		return j

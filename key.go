@@ -2,15 +2,15 @@ package tenure
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tenure-dev/tenure/internal/display"
 )
 
-// Limits on keys and holders. Used by ValidateKey and ValidateHolder, and by
-// tenuretest to check that backends take keys and holders that long.
+// Limits on keys and holders.
 const (
 	MaxKeyLen    = 200
 	MaxHolderLen = 256
@@ -18,11 +18,11 @@ const (
 
 // ValidateKey reports whether key is a valid key: 1–200 bytes of
 // [A-Za-z0-9._/-], no leading '/', no '..' path element, no empty path
-// element. The error wraps ErrInvalidKey and names the key and what is wrong.
-// Called by every backend, by partition and by the tenure command.
+// element. The error wraps ErrInvalidKey and names the key and what is
+// wrong.
 func ValidateKey(key string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("%w %s: %s", ErrInvalidKey, QuoteInput(key), why)
+		return fmt.Errorf("%w %s: %s", ErrInvalidKey, display.Input(key), why)
 	}
 	if key == "" {
 		return fmt.Errorf("%w: key is empty", ErrInvalidKey)
@@ -63,28 +63,26 @@ func ValidateKey(key string) error {
 // ValidateHolder reports whether holder is a usable holder identity: 1–256
 // bytes of valid UTF-8 without control characters. Quotes, semicolons and
 // spaces are allowed: backends pass holders as parameters, never as text.
-// Called by every backend's Acquire and by the tenure command.
 func ValidateHolder(holder string) error {
 	if holder == "" {
 		return fmt.Errorf("%w: holder is empty", ErrInvalidHolder)
 	}
 	if len(holder) > MaxHolderLen {
-		return fmt.Errorf("%w %s: %d bytes long, at most %d allowed", ErrInvalidHolder, QuoteInput(holder), len(holder), MaxHolderLen)
+		return fmt.Errorf("%w %s: %d bytes long, at most %d allowed", ErrInvalidHolder, display.Input(holder), len(holder), MaxHolderLen)
 	}
 	if !utf8.ValidString(holder) {
-		return fmt.Errorf("%w %s: not valid UTF-8", ErrInvalidHolder, QuoteInput(holder))
+		return fmt.Errorf("%w %s: not valid UTF-8", ErrInvalidHolder, display.Input(holder))
 	}
 	for i, r := range holder {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("%w %s: control character %U at byte %d", ErrInvalidHolder, QuoteInput(holder), r, i)
+			return fmt.Errorf("%w %s: control character %U at byte %d", ErrInvalidHolder, display.Input(holder), r, i)
 		}
 	}
 	return nil
 }
 
 // ValidateTTL reports whether ttl is a positive duration of at most a day,
-// with at least millisecond resolution. Called by every backend's Acquire
-// and JoinGroup, and by the tenure command.
+// with at least millisecond resolution.
 func ValidateTTL(ttl time.Duration) error {
 	switch {
 	case ttl <= 0:
@@ -97,25 +95,5 @@ func ValidateTTL(ttl time.Duration) error {
 	return nil
 }
 
-// MaxTTL is the longest lease any coordinator is asked for. Used by
-// ValidateTTL, tenuretest and the tenure command's flag checks.
+// MaxTTL is the longest lease any coordinator is asked for.
 const MaxTTL = 24 * time.Hour
-
-// maxQuoted is how much of a bad input an error message shows.
-const maxQuoted = 64
-
-// QuoteInput quotes s for an error message, cut after 64 bytes (on a
-// character boundary) so that a 10,000-byte input does not flood the
-// terminal: "kkkk…" (10000 bytes). tenure's errors name bad keys and
-// holders this way. Used by the backends and the tenure command for their
-// own messages.
-func QuoteInput(s string) string {
-	if len(s) <= maxQuoted {
-		return strconv.Quote(s)
-	}
-	cut := maxQuoted
-	for cut > maxQuoted-(utf8.UTFMax-1) && !utf8.RuneStart(s[cut]) {
-		cut-- // back to the start of a character, unless s is not UTF-8 here
-	}
-	return fmt.Sprintf("%s (%d bytes)", strconv.Quote(s[:cut]+"…"), len(s))
-}

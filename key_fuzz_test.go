@@ -9,6 +9,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -45,7 +49,7 @@ func FuzzValidateKey(f *testing.F) {
 			t.Fatalf("ValidateKey accepted %q, with '..'", key)
 		}
 		for _, el := range strings.Split(key, "/") {
-			if err := tenure.ValidatePartitionName(el); err != nil || el == "." {
+			if err := inputs.PartitionName(el); err != nil || el == "." {
 				t.Fatalf("ValidateKey accepted %q, whose element %q is no partition name: %v", key, el, err)
 			}
 		}
@@ -90,12 +94,12 @@ func FuzzIdentity(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name, instance string) {
 		id := tenure.Identity(name, instance)
 		if !strings.Contains(instance, "#") {
-			if n, i := tenure.SplitIdentity(id); n != name || i != instance {
+			if n, i := display.SplitIdentity(id); n != name || i != instance {
 				t.Fatalf("SplitIdentity(Identity(%q, %q)) = %q, %q", name, instance, n, i)
 			}
 		}
 		// name as a holder written by another tool.
-		n, i := tenure.SplitIdentity(name)
+		n, i := display.SplitIdentity(name)
 		if strings.Contains(name, "#") {
 			if tenure.Identity(n, i) != name || strings.Contains(i, "#") {
 				t.Fatalf("SplitIdentity(%q) = %q, %q: does not join back", name, n, i)
@@ -103,7 +107,7 @@ func FuzzIdentity(f *testing.F) {
 		} else if n != name || i != "" {
 			t.Fatalf("SplitIdentity(%q) = %q, %q; want all name", name, n, i)
 		}
-		d := tenure.DescribeHolder(name)
+		d := display.Holder(name)
 		if !strings.HasPrefix(d, strconv.Quote(n)) || (i != "" && !strings.HasSuffix(d, " (instance "+i+")")) {
 			t.Fatalf("DescribeHolder(%q) = %s; want name %q and instance %q", name, d, n, i)
 		}
@@ -120,7 +124,7 @@ func FuzzQuoteInput(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		q := tenure.QuoteInput(s)
+		q := display.Input(s)
 		if len(s) <= 64 {
 			if u, err := strconv.Unquote(q); err != nil || u != s {
 				t.Fatalf("QuoteInput(%q) = %s, unquotes to %q, %v", s, q, u, err)
@@ -158,7 +162,7 @@ func FuzzPartitionKey(f *testing.F) {
 	f.Add("", "x")
 	f.Add(strings.Repeat("g", 190), "123456789")
 	f.Fuzz(func(t *testing.T, group, name string) {
-		nerr := tenure.ValidatePartitionName(name)
+		nerr := inputs.PartitionName(name)
 		if nerr != nil {
 			if !errors.Is(nerr, tenure.ErrInvalidKey) {
 				t.Fatalf("ValidatePartitionName(%q) = %v, not wrapping ErrInvalidKey", name, nerr)
@@ -168,13 +172,13 @@ func FuzzPartitionKey(f *testing.F) {
 		if strings.Contains(name, "/") || tenure.ValidateKey(name) != nil || name == "." {
 			t.Fatalf("ValidatePartitionName accepted %q", name)
 		}
-		if err := tenure.ValidateGroup(group, len(name)); err != nil {
+		if err := inputs.Group(group, len(name)); err != nil {
 			if !errors.Is(err, tenure.ErrInvalidKey) {
 				t.Fatalf("ValidateGroup(%q, %d) = %v, not wrapping ErrInvalidKey", group, len(name), err)
 			}
 			return
 		}
-		k := tenure.PartitionKey(group, name)
+		k := partition.Key(group, name)
 		if err := tenure.ValidateKey(k); err != nil {
 			t.Fatalf("PartitionKey(%q, %q) = %q, an invalid key: %v", group, name, k, err)
 		}

@@ -2,12 +2,9 @@ package tenure
 
 import "time"
 
-// Metrics receives what an Elector observes. Package prom implements it with
-// Prometheus collectors; the default discards everything. Implementations must
-// be safe for concurrent use and must not block. Used by Elector, which
-// reports to Config.Metrics; package prom and the tenure command's status
-// pages implement it, and users implement it to send the observations
-// elsewhere.
+// Metrics receives what an Elector observes. Package prom implements it
+// with Prometheus collectors; the default discards everything.
+// Implementations must be safe for concurrent use and must not block.
 type Metrics interface {
 	// SetLeader records whether this node leads key.
 	SetLeader(key string, leading bool)
@@ -26,24 +23,23 @@ type Metrics interface {
 	ObserveRenew(key string, took time.Duration, err error)
 }
 
-// NopMetrics is a Metrics that discards everything. Used by NewElector when
-// Config.Metrics is nil; users embed it in a Metrics of their own that
-// implements only some methods.
-type NopMetrics struct{}
+// nopMetrics is a Metrics that discards everything, for a Config whose
+// Metrics is nil.
+type nopMetrics struct{}
 
 // SetLeader does nothing.
-func (NopMetrics) SetLeader(string, bool) {}
+func (nopMetrics) SetLeader(string, bool) {}
 
 // SetToken does nothing.
-func (NopMetrics) SetToken(string, uint64) {}
+func (nopMetrics) SetToken(string, uint64) {}
 
 // TermBegan does nothing.
-func (NopMetrics) TermBegan(*Term) {}
+func (nopMetrics) TermBegan(*Term) {}
 
 // Transition does nothing.
-func (NopMetrics) Transition(string, TransitionKind) {}
+func (nopMetrics) Transition(string, TransitionKind) {}
 
 // ObserveRenew does nothing.
-func (NopMetrics) ObserveRenew(string, time.Duration, error) {}
+func (nopMetrics) ObserveRenew(string, time.Duration, error) {}
 
-var _ Metrics = NopMetrics{}
+var _ Metrics = nopMetrics{}

@@ -8,16 +8,15 @@ import (
 	"time"
 )
 
-// DefaultPollInterval is how often an Observer reads the leadership of a key
-// when its coordinator cannot watch, or its watch has failed. It is exported
-// for users who need to know how late a polling Observer can be.
-const DefaultPollInterval = time.Second
+// defaultPollInterval is how often an Observer reads the leadership of a key
+// while its watch is down.
+const defaultPollInterval = time.Second
 
 // An Observer follows who leads a key without campaigning for it: for a
 // follower that wants to know whom it follows, a router that sends work to
 // the leader, a status display (client-go's OnNewLeader callback). It
-// watches the key when the coordinator is a Watcher and polls Leader
-// otherwise, and keeps the latest leadership it saw, so that reading it
+// watches the key, polls Leader while the watch is down,
+// and keeps the latest leadership it saw, so that reading it
 // costs no round trip. Create one with NewObserver and call Run.
 type Observer struct {
 	c    Coordinator
@@ -30,7 +29,7 @@ type Observer struct {
 }
 
 // NewObserver returns an Observer of key on c. It polls every
-// DefaultPollInterval when it cannot watch. A malformed key is rejected
+// second while its watch is down. A malformed key is rejected
 // with an error wrapping ErrInvalidKey. Users call it for each key they
 // follow (see the Observer example).
 func NewObserver(c Coordinator, key string) (*Observer, error) {
@@ -40,12 +39,12 @@ func NewObserver(c Coordinator, key string) (*Observer, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("observer: %w", err)
 	}
-	return &Observer{c: c, key: key, poll: DefaultPollInterval}, nil
+	return &Observer{c: c, key: key, poll: defaultPollInterval}, nil
 }
 
 // Leader returns the leadership as last seen: ok is false until Run has
 // seen it once. ev.Held is false while nobody leads; otherwise ev.Grant
-// names the holder (see SplitIdentity) and its token.
+// names the holder and its token.
 func (o *Observer) Leader() (ev LeaderEvent, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -57,15 +56,12 @@ func (o *Observer) Leader() (ev LeaderEvent, ok bool) {
 // calls onChange, when not nil, from Run's goroutine with the leadership
 // as first seen and then with every change of holder or token, and when the
 // key becomes free; a change that comes and goes between two observations
-// may be missed (events are coalesced, as Watcher says). onChange must not
+// may be missed (events are coalesced, as Coordinator.Watch says). onChange must not
 // block for long. A failed watch is reopened; meanwhile Run polls.
 func (o *Observer) Run(ctx context.Context, onChange func(LeaderEvent)) error {
-	w, canWatch := o.c.(Watcher)
 	for {
-		if canWatch {
-			if err := o.follow(ctx, w, onChange); errors.Is(err, ErrClosed) {
-				return err
-			}
+		if err := o.follow(ctx, o.c, onChange); errors.Is(err, ErrClosed) {
+			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -85,7 +81,7 @@ func (o *Observer) Run(ctx context.Context, onChange func(LeaderEvent)) error {
 
 // follow watches the key until the watch ends, and reports why it could
 // not open one.
-func (o *Observer) follow(ctx context.Context, w Watcher, onChange func(LeaderEvent)) error {
+func (o *Observer) follow(ctx context.Context, w Coordinator, onChange func(LeaderEvent)) error {
 	ch, err := w.Watch(ctx, o.key)
 	if err != nil {
 		return fmt.Errorf("observe %q: %w", o.key, err)

@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -32,7 +34,7 @@ func (s *seen) holders() []string {
 	for _, ev := range s.evs {
 		name := "-"
 		if ev.Held {
-			name, _ = tenure.SplitIdentity(ev.Grant.Holder)
+			name, _ = display.SplitIdentity(ev.Grant.Holder)
 		}
 		out = append(out, name)
 	}
@@ -63,7 +65,7 @@ func TestObserverFollowsLeaders(t *testing.T) {
 		lag  time.Duration // how late a change may be seen
 	}{
 		{"watch", func(c *memory.Coordinator) tenure.Coordinator { return c }, 0},
-		{"poll", func(c *memory.Coordinator) tenure.Coordinator { return pollOnly{c} }, tenure.DefaultPollInterval},
+		{"poll", func(c *memory.Coordinator) tenure.Coordinator { return pollOnly{c} }, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -5,18 +5,25 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/termhook"
 )
 
-// A SharedDeadline is the one local deadline of many terms that one lease
+func init() {
+	termhook.NewShared = func(dl Instant) termhook.Shared[Grant, *Term, Instant] { return newSharedDeadline(dl) }
+	termhook.BootDeadline = (*Term).bootDeadlineNow
+	termhook.Renewed = (*Term).renewedChan
+}
+
+// A sharedDeadline is the one local deadline of many terms that one lease
 // keeps: package partition starts every partition of a group member under
-// its membership's, which one renewal extends for all of them. One timer
+// its membership's (through internal/termhook), which one renewal extends
+// for all of them. One timer
 // ends them all when it passes, where a timer per term would wake each term
 // every second (suspendCheck) to watch for a host suspend: with 100,000
 // partitions, 100,000 wake-ups a second. Check and Remaining of each term
-// still judge the deadline themselves, on both clocks. Like TermControl, it
-// is for the owner of the lease, not for user code. It is exported for
-// package partition; user code does not call it.
-type SharedDeadline struct {
+// still judge the deadline themselves, on both clocks.
+type sharedDeadline struct {
 	mu      sync.Mutex
 	dl      Instant
 	terms   map[*Term]struct{}
@@ -24,11 +31,10 @@ type SharedDeadline struct {
 	stopped bool
 }
 
-// NewSharedDeadline returns a shared deadline at dl, watched by one timer
-// until Stop. It is exported for package partition, which makes one for
-// each membership of a member; user code does not call it.
-func NewSharedDeadline(dl Instant) *SharedDeadline {
-	d := &SharedDeadline{dl: dl, terms: make(map[*Term]struct{})}
+// newSharedDeadline returns a shared deadline at dl, watched by one timer
+// until Stop.
+func newSharedDeadline(dl Instant) *sharedDeadline {
+	d := &sharedDeadline{dl: dl, terms: make(map[*Term]struct{})}
 	d.mu.Lock() // expire, which locks, may run before d.timer is set
 	d.timer = time.AfterFunc(d.sleepLocked(), d.expire)
 	d.mu.Unlock()
@@ -36,10 +42,10 @@ func NewSharedDeadline(dl Instant) *SharedDeadline {
 }
 
 // Start starts a term for grant g under d: as a term of its own with d's deadline,
-// which Extend moves. The term's TermControl ends it alone, or moves its
+// which Extend moves. The term's termControl ends it alone, or moves its
 // deadline alone; it leaves d when it ends. Past the deadline or after
 // Stop, Start returns a term already ended.
-func (d *SharedDeadline) Start(parent context.Context, g Grant) (*Term, TermControl) {
+func (d *sharedDeadline) Start(parent context.Context, g Grant) (*Term, termhook.Control[Grant, Instant]) {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	d.mu.Lock()
 	t := &Term{
@@ -55,13 +61,13 @@ func (d *SharedDeadline) Start(parent context.Context, g Grant) (*Term, TermCont
 	if stopped {
 		t.end(fmt.Errorf("%w: term %d on %q started past its deadline, or after it stopped", ErrNotLeader, t.token, t.key))
 	}
-	return t, TermControl{t}
+	return t, termControl{t}
 }
 
 // Extend moves the deadline to dl, the one renewal that produced ttl and
-// sent, for every live term of d (see TermControl.Extend). A term whose
+// sent, for every live term of d (see termControl.Extend). A term whose
 // deadline has already passed is not revived: it is ended now.
-func (d *SharedDeadline) Extend(ttl time.Duration, sent, dl Instant) {
+func (d *sharedDeadline) Extend(ttl time.Duration, sent, dl Instant) {
 	d.mu.Lock()
 	d.dl = dl
 	terms := d.snapshotLocked()
@@ -76,7 +82,7 @@ func (d *SharedDeadline) Extend(ttl time.Duration, sent, dl Instant) {
 
 // Stop stops d's timer. The terms still live are not ended: their owner
 // ends them (Check fails once their deadline has passed, whatever).
-func (d *SharedDeadline) Stop() {
+func (d *sharedDeadline) Stop() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.stopped = true
@@ -85,12 +91,12 @@ func (d *SharedDeadline) Stop() {
 
 // sleepLocked is how long the timer should sleep: until the deadline, at
 // most suspendCheck at a time.
-func (d *SharedDeadline) sleepLocked() time.Duration {
+func (d *sharedDeadline) sleepLocked() time.Duration {
 	return max(min(-past(d.dl.mono, d.dl.boot), suspendCheck), 0)
 }
 
 // snapshotLocked lists d's live terms.
-func (d *SharedDeadline) snapshotLocked() []*Term {
+func (d *sharedDeadline) snapshotLocked() []*Term {
 	out := make([]*Term, 0, len(d.terms))
 	for t := range d.terms {
 		out = append(out, t)
@@ -100,7 +106,7 @@ func (d *SharedDeadline) snapshotLocked() []*Term {
 
 // expire runs when the timer fires: it ends every term once the deadline
 // has passed, and sleeps again otherwise.
-func (d *SharedDeadline) expire() {
+func (d *sharedDeadline) expire() {
 	d.mu.Lock()
 	if d.stopped {
 		d.mu.Unlock()
@@ -119,7 +125,7 @@ func (d *SharedDeadline) expire() {
 }
 
 // forget removes t, which has ended.
-func (d *SharedDeadline) forget(t *Term) {
+func (d *sharedDeadline) forget(t *Term) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.terms, t)

@@ -15,7 +15,7 @@ import (
 // deadline, and ends a term started past it at once; terms end alone too.
 func TestSharedDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := NewSharedDeadline(Now().Add(5 * time.Second))
+		d := newSharedDeadline(Now().Add(5 * time.Second))
 		defer d.Stop()
 		a, _ := d.Start(context.Background(), Grant{Key: "g/0", Holder: "h", Token: 1})
 		b, bc := d.Start(context.Background(), Grant{Key: "g/1", Holder: "h", Token: 2})
@@ -58,7 +58,7 @@ func TestSharedDeadlineSuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk, suspend := boottime.NewSuspendable()
 		defer boottime.Simulate(clk)()
-		d := NewSharedDeadline(Now().Add(time.Minute))
+		d := newSharedDeadline(Now().Add(time.Minute))
 		defer d.Stop()
 		terms := make([]*Term, 3)
 		for i := range terms {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
+	"github.com/tenure-dev/tenure/internal/timing"
 )
 
 // suspendCheck bounds how long the term's timer sleeps at a time. Go's
@@ -22,8 +23,8 @@ const suspendCheck = time.Second
 // virtual time stands still while goroutines compute, the real boot clock
 // runs ahead by however long they compute. A suspend shorter than this is
 // of the same order as the scheduling delays Config.Margin allows for, and
-// Config.Validate requires a Margin at least this long (MinMargin).
-const suspendNoise = 50 * time.Millisecond
+// Config.Validate requires a Margin at least this long.
+const suspendNoise = timing.MinMargin
 
 // errSteppedDown marks a term ended by Term.StepDown.
 var errSteppedDown = errors.New("stepped down")
@@ -34,7 +35,7 @@ var errSteppedDown = errors.New("stepped down")
 //
 // The local deadline is kept on two clocks: Go's monotonic clock (Deadline)
 // and the boot clock, which keeps counting while the host is suspended
-// (BootDeadline, CLOCK_BOOTTIME on Linux). The term is over when either
+// (CLOCK_BOOTTIME on Linux). The term is over when either
 // says so (a suspend shorter than 50 ms is taken for scheduling noise), so a
 // leader resumed after a suspend longer than its lease never acts again on
 // that term.
@@ -56,9 +57,9 @@ type Term struct {
 	deadline     time.Time // carries a monotonic reading
 	bootDeadline boottime.Instant
 	timer        *time.Timer     // nil when shared watches the deadline
-	shared       *SharedDeadline // the deadline's owner, when shared
+	shared       *sharedDeadline // the deadline's owner, when shared
 	ended        bool
-	renewed      chan struct{} // closed by the next extend; nil until Renewed asks
+	renewed      chan struct{} // closed by the next extend; nil until renewedChan asks
 }
 
 // newTerm starts a term for g whose local deadline is dl. The term's
@@ -119,19 +120,20 @@ func (t *Term) Grant() Grant {
 // Deadline is the local deadline: when this node must stop acting unless a
 // renewal moves it. It carries a monotonic clock reading; compare it only with
 // time.Now() of this process. Go's monotonic clock stops while the host is
-// suspended: Check and Remaining also consult BootDeadline, which does not.
+// suspended: Check and Remaining also consult the boot clock, which does
+// not.
 func (t *Term) Deadline() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.deadline
 }
 
-// BootDeadline is the local deadline on the boot clock (CLOCK_BOOTTIME on
+// bootDeadlineNow is the local deadline on the boot clock (CLOCK_BOOTTIME on
 // Linux: nanoseconds since the host booted, counting suspended time). It is
 // the same instant as Deadline, measured from the same send time; unlike
 // Deadline it can be handed to another process on the same host, as
 // `tenure run` does to the guard that enforces it on the command.
-func (t *Term) BootDeadline() int64 {
+func (t *Term) bootDeadlineNow() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return int64(t.bootDeadline)
@@ -156,14 +158,14 @@ func (t *Term) Context() context.Context { return t.ctx }
 // Done is closed when the term ends.
 func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
 
-// Renewed returns a channel that is closed when a renewal next moves the
-// local deadline: then read Deadline or BootDeadline again, and call
-// Renewed again for the renewal after. Call it before reading the
+// renewedChan returns a channel that is closed when a renewal next moves the
+// local deadline: then read Deadline or the boot deadline again, and call
+// it again for the renewal after. Call it before reading the
 // deadline, so that no renewal can fall between the two unseen. Once the
 // term has ended the channel is never closed: wait on Done too. It lets a
 // caller that hands the deadline on (tenure run, to its guard) wait for
 // news instead of polling.
-func (t *Term) Renewed() <-chan struct{} {
+func (t *Term) renewedChan() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.renewed == nil {

@@ -65,9 +65,7 @@ func (k TransitionKind) Reason() string {
 	return k.String()
 }
 
-// Transition is one change of a node's leadership of a key. Used by
-// Config.OnTransition, which users set to log or count transitions (`tenure
-// run` logs them).
+// Transition is one change of a node's leadership of a key.
 type Transition struct {
 	// Kind says what happened.
 	Kind TransitionKind

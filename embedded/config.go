@@ -15,8 +15,7 @@ import (
 	"github.com/tenure-dev/tenure/internal/errs"
 )
 
-// Defaults used when a Config field is left empty. Used by `tenure server`
-// as its flags' defaults.
+// Defaults used when a Config field is left empty.
 const (
 	DefaultName              = "tenure"
 	DefaultClientURL         = "http://127.0.0.1:2379"

@@ -12,8 +12,7 @@ import (
 )
 
 // LockFile is the file in a member's data directory that the member holds
-// an exclusive flock(2) on while it runs, with its process id inside. It is
-// exported for operators' scripts that check whether a directory is in use.
+// an exclusive flock(2) on while it runs, with its process id inside.
 const LockFile = "tenure.lock"
 
 // ErrDirInUse is wrapped by Start's error when another process runs a

@@ -43,8 +43,7 @@ type Server struct {
 // returns an error when ctx ends, when cfg.StartTimeout passes, or when etcd
 // reports a failure first.
 //
-// The caller must Close the returned Server. Called by `tenure server`, by
-// users who run etcd inside their own program, and by tests.
+// The caller must Close the returned Server.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -31,7 +33,7 @@ func TestElectorDeadlineOnAReusedLease(t *testing.T) {
 	plain := newClient(t, eps)
 	config := func(key, holder string) tenure.Config {
 		cfg := contenderConfig(key, holder, 4*time.Second)
-		cfg.MaxDrift, cfg.Margin, cfg.RetryPeriod = 0.2, tenure.MinMargin, 0
+		cfg.MaxDrift, cfg.Margin, cfg.RetryPeriod = 0.2, timing.MinMargin, 0
 		return cfg
 	}
 	t.Run("granted ahead", func(t *testing.T) {

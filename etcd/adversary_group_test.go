@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
@@ -15,7 +17,7 @@ import (
 // every partition of a member rides the member's one lease.
 
 // mustJoin makes id a member of group through c.
-func mustJoin(t *testing.T, c tenure.GroupCoordinator, group, id string, ttl time.Duration) tenure.Member {
+func mustJoin(t *testing.T, c partition.Coordinator, group, id string, ttl time.Duration) partition.Member {
 	t.Helper()
 	m, err := c.JoinGroup(ctx(t), group, id, ttl, 0)
 	if err != nil {
@@ -25,7 +27,7 @@ func mustJoin(t *testing.T, c tenure.GroupCoordinator, group, id string, ttl tim
 }
 
 // mustClaim claims names for m and fails the test unless each is granted.
-func mustClaim(t *testing.T, c tenure.GroupCoordinator, m tenure.Member, names ...string) []tenure.Grant {
+func mustClaim(t *testing.T, c partition.Coordinator, m partition.Member, names ...string) []tenure.Grant {
 	t.Helper()
 	res, err := c.ClaimPartitions(ctx(t), m, names)
 	if err != nil {
@@ -43,7 +45,7 @@ func mustClaim(t *testing.T, c tenure.GroupCoordinator, m tenure.Member, names .
 
 // wantHeld fails the test unless claiming name for m is refused with a
 // HeldError naming token.
-func wantHeld(t *testing.T, c tenure.GroupCoordinator, m tenure.Member, name string, token uint64) {
+func wantHeld(t *testing.T, c partition.Coordinator, m partition.Member, name string, token uint64) {
 	t.Helper()
 	res, err := c.ClaimPartitions(ctx(t), m, []string{name})
 	var he *tenure.HeldError

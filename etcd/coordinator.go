@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
@@ -20,16 +22,16 @@ const DefaultPrefix = "/tenure/leader/"
 
 // Compile-time checks that Coordinator has every capability.
 var (
-	_ tenure.Coordinator      = (*Coordinator)(nil)
-	_ tenure.Watcher          = (*Coordinator)(nil)
-	_ tenure.Lister           = (*Coordinator)(nil)
-	_ tenure.GroupCoordinator = (*Coordinator)(nil)
-	_ tenure.MembersWatcher   = (*Coordinator)(nil)
+	_ tenure.Coordinator       = (*Coordinator)(nil)
+	_ tenure.Coordinator       = (*Coordinator)(nil)
+	_ tenure.Coordinator       = (*Coordinator)(nil)
+	_ partition.Coordinator    = (*Coordinator)(nil)
+	_ partition.MembersWatcher = (*Coordinator)(nil)
 )
 
 // Coordinator is a tenure.Coordinator on etcd. It also implements
-// tenure.Watcher, tenure.Lister, tenure.GroupCoordinator and
-// tenure.MembersWatcher. It is safe for concurrent use.
+// tenure.Coordinator, tenure.Coordinator, partition.Coordinator and
+// partition.MembersWatcher. It is safe for concurrent use.
 type Coordinator struct {
 	client     *clientv3.Client
 	ownsClient bool

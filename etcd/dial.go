@@ -19,8 +19,7 @@ import (
 	"github.com/tenure-dev/tenure/internal/zapslog"
 )
 
-// DefaultDialTimeout bounds Dial when Config.DialTimeout is zero. Used by
-// the tenure command as its --dial-timeout default.
+// DefaultDialTimeout bounds Dial when Config.DialTimeout is zero.
 const DefaultDialTimeout = 5 * time.Second
 
 // Config says how to reach an etcd cluster. Users fill it in for Dial.

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/partition"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
@@ -25,19 +28,19 @@ func (c *Coordinator) membersKey(group string) string {
 // value records the TTL and the partition count announced. Every partition
 // the member claims is put on that lease, so one keepalive per renewal
 // interval keeps them all, and etcd deletes them all when it expires. See
-// tenure.GroupCoordinator.
-func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+// partition.Coordinator.
+func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
 	op := fmt.Sprintf("etcd: join group %q as %q", group, id)
-	if err := c.begin(ctx, op, tenure.ValidateJoin(group, id, ttl, partitions)); err != nil {
-		return tenure.Member{}, err
+	if err := c.begin(ctx, op, inputs.Join(group, id, ttl, partitions)); err != nil {
+		return partition.Member{}, err
 	}
 	l, err := c.grantLease(ctx, ttlSeconds(ttl))
 	if err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
-	m := tenure.Member{Group: group, ID: id, Epoch: uint64(l.id), TTL: l.ttl, Sent: l.sent, Partitions: partitions}
+	m := partition.Member{Group: group, ID: id, Epoch: uint64(l.id), TTL: l.ttl, Sent: l.sent, Partitions: partitions}
 	if _, err := c.client.Put(ctx, c.membersKey(group)+id, memberValue(m), clientv3.WithLease(l.id)); err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: put membership on lease %x: %w", op, int64(l.id), err)
+		return partition.Member{}, fmt.Errorf("%s: put membership on lease %x: %w", op, int64(l.id), err)
 	}
 	return m, nil
 }
@@ -45,7 +48,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 // memberValue is the value of m's membership key: the TTL granted in
 // seconds, then, when m announces one, a space and its partition count:
 // "10 8".
-func memberValue(m tenure.Member) string {
+func memberValue(m partition.Member) string {
 	v := strconv.FormatInt(int64(m.TTL/time.Second), 10)
 	if m.Partitions > 0 {
 		v += " " + strconv.Itoa(m.Partitions)
@@ -63,8 +66,8 @@ func parseMemberValue(v string) (ttl time.Duration, partitions int) {
 }
 
 // validMember reports whether m can have come from JoinGroup.
-func validMember(m tenure.Member) error {
-	if err := tenure.ValidateJoin(m.Group, m.ID, time.Second, 0); err != nil {
+func validMember(m partition.Member) error {
+	if err := inputs.Join(m.Group, m.ID, time.Second, 0); err != nil {
 		return err
 	}
 	if m.Epoch == 0 {
@@ -76,18 +79,18 @@ func validMember(m tenure.Member) error {
 // RenewMember extends m's lease, and so all its partitions, with one
 // KeepAliveOnce. A lease that has expired is reported with an error
 // wrapping tenure.ErrLost.
-func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	op := fmt.Sprintf("etcd: renew member %s", m)
 	if err := c.begin(ctx, op, validMember(m)); err != nil {
-		return tenure.Member{}, err
+		return partition.Member{}, err
 	}
 	sent := tenure.Now()
 	resp, err := c.client.KeepAliveOnce(ctx, clientv3.LeaseID(m.Epoch))
 	if isLeaseNotFound(err) {
-		return tenure.Member{}, fmt.Errorf("%s: %w: lease %x expired or was revoked", op, tenure.ErrLost, m.Epoch)
+		return partition.Member{}, fmt.Errorf("%s: %w: lease %x expired or was revoked", op, tenure.ErrLost, m.Epoch)
 	}
 	if err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	m.TTL, m.Sent = time.Duration(resp.TTL)*time.Second, sent
 	return m, nil
@@ -95,7 +98,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 
 // LeaveGroup revokes m's lease: etcd deletes its membership and every
 // partition it owns in one step.
-func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
+func (c *Coordinator) LeaveGroup(ctx context.Context, m partition.Member) error {
 	op := fmt.Sprintf("etcd: leave %s", m)
 	if err := c.begin(ctx, op, validMember(m)); err != nil {
 		return err
@@ -108,7 +111,7 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
 
 // GroupMembers returns group's live members with one range read. A
 // member's TTL is the TTL its lease was granted.
-func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
+func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	op := fmt.Sprintf("etcd: members of %q", group)
 	if err := c.begin(ctx, op, tenure.ValidateKey(group)); err != nil {
 		return nil, err
@@ -118,10 +121,10 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	out := make([]tenure.Member, 0, len(resp.Kvs))
+	out := make([]partition.Member, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		ttl, partitions := parseMemberValue(string(kv.Value))
-		out = append(out, tenure.Member{Group: group, ID: strings.TrimPrefix(string(kv.Key), prefix), Epoch: uint64(kv.Lease), TTL: ttl, Partitions: partitions})
+		out = append(out, partition.Member{Group: group, ID: strings.TrimPrefix(string(kv.Key), prefix), Epoch: uint64(kv.Lease), TTL: ttl, Partitions: partitions})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
 	"github.com/tenure-dev/tenure/partition/partitiontest"
@@ -21,7 +23,7 @@ func TestGroupConformanceEtcdBinary(t *testing.T) {
 		c := newCoordinator(t, newClient(t, []string{b.URL}))
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		resp, err := newClient(t, []string{b.URL}).Delete(ctx, c.EtcdKey(tenure.PartitionKey(group, name)))
+		resp, err := newClient(t, []string{b.URL}).Delete(ctx, c.EtcdKey(partition.Key(group, name)))
 		if err != nil || resp.Deleted != 1 {
 			t.Fatalf("delete partition %s/%s by hand = %v, %v; want one key deleted", group, name, resp, err)
 		}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -120,7 +122,7 @@ func (l *leaseLog) checkDeadline(cfg tenure.Config, id clientv3.LeaseID, mono ti
 	if !ok {
 		return fmt.Errorf("no grant or keepalive of lease %x was recorded", int64(id))
 	}
-	safe := cfg.SafeLease(e.ttl)
+	safe := timing.SafeLease(e.ttl, cfg.MaxDrift, cfg.Margin)
 	if over := mono.Sub(e.sent.mono.Add(safe)); over > 0 {
 		return fmt.Errorf("local deadline is %s after lease %x's last extension send + %s (TTL %s, MaxDrift %v, Margin %s)", over, int64(id), safe, e.ttl, cfg.MaxDrift, cfg.Margin)
 	}

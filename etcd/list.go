@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
@@ -14,12 +16,12 @@ import (
 
 // List returns the live grants on every key under prefix, sorted by key,
 // each with the time left on its lease (whole seconds, rounded down, as etcd
-// reports it). See tenure.Lister. Keys whose lease has expired but that etcd
+// reports it). See tenure.Coordinator. Keys whose lease has expired but that etcd
 // has not deleted yet are left out. It costs one range read plus one lease
 // lookup per distinct lease (one per holder and TTL).
 func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: list %q", prefix)
-	if err := c.begin(ctx, op, tenure.ValidatePrefix(prefix)); err != nil {
+	if err := c.begin(ctx, op, inputs.Prefix(prefix)); err != nil {
 		return nil, err
 	}
 	resp, err := c.client.Get(ctx, c.EtcdKey(prefix), clientv3.WithPrefix())

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -23,7 +25,7 @@ func TestOneOwnerPerKeyAcrossAPIs(t *testing.T) {
 // postgres).
 func oneOwnerPerKey(t *testing.T, c interface {
 	tenure.Coordinator
-	tenure.GroupCoordinator
+	partition.Coordinator
 }) {
 	ctx := t.Context()
 	const group, key = "team/jobs", "team/jobs/0"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // FuzzRegisterToken: a register's stored token reads back as the token
@@ -48,7 +48,7 @@ func FuzzMemberValue(f *testing.F) {
 		if ttl < 0 || partitions < 0 {
 			return
 		}
-		m := tenure.Member{TTL: time.Duration(ttl), Partitions: partitions}
+		m := partition.Member{TTL: time.Duration(ttl), Partitions: partitions}
 		gotTTL, gotP := parseMemberValue(memberValue(m))
 		if gotTTL != m.TTL.Truncate(time.Second) || gotP != partitions {
 			t.Fatalf("member value %q of TTL %s, %d partitions reads as %s, %d", memberValue(m), m.TTL, partitions, gotTTL, gotP)

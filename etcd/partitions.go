@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/partition"
+
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -38,24 +41,24 @@ const txnsInFlight = 8
 // ClaimPartitions claims the named partitions for m, 127 per transaction,
 // up to 8 transactions at once: each free partition key is created on m's
 // lease, with the member's ID as its value; its token is the revision of
-// that write. See tenure.GroupCoordinator. If m's lease has expired, the
+// that write. See partition.Coordinator. If m's lease has expired, the
 // error wraps tenure.ErrLost and nothing is claimed. A transaction that
 // failed otherwise leaves its partitions' outcome unknown: their results
 // carry its error, and if every transaction failed, so does the call.
-func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	op := fmt.Sprintf("etcd: claim %d partitions for %s", len(names), m)
 	if err := validMember(m); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	for _, n := range names {
-		if err := tenure.ValidatePartitionName(n); err != nil {
+		if err := inputs.PartitionName(n); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 	}
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	out := make([]tenure.ClaimResult, len(names))
+	out := make([]partition.ClaimResult, len(names))
 	errs := eachChunk(len(names), claimTxnOps, func(lo, hi int) error {
 		res, err := c.claimChunk(ctx, m, names[lo:hi])
 		copy(out[lo:hi], res)
@@ -102,11 +105,11 @@ func eachChunk(n, size int, do func(lo, hi int) error) []error {
 
 // claimChunk claims names (at most claimTxnOps) in one transaction of nested
 // transactions, one per key: create it if absent, else read it.
-func (c *Coordinator) claimChunk(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+func (c *Coordinator) claimChunk(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	lease := clientv3.LeaseID(m.Epoch)
 	ops := make([]clientv3.Op, len(names))
 	for i, n := range names {
-		ek := c.EtcdKey(tenure.PartitionKey(m.Group, n))
+		ek := c.EtcdKey(partition.Key(m.Group, n))
 		ops[i] = clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)},
 			[]clientv3.Op{clientv3.OpPut(ek, m.ID, clientv3.WithLease(lease))},
@@ -119,9 +122,9 @@ func (c *Coordinator) claimChunk(ctx context.Context, m tenure.Member, names []s
 	if err != nil {
 		return nil, err
 	}
-	out := make([]tenure.ClaimResult, len(names))
+	out := make([]partition.ClaimResult, len(names))
 	for i, r := range resp.Responses {
-		key := tenure.PartitionKey(m.Group, names[i])
+		key := partition.Key(m.Group, names[i])
 		tr := r.GetResponseTxn()
 		if tr.Succeeded {
 			out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(resp.Header.Revision), TTL: m.TTL, Sent: m.Sent}
@@ -149,7 +152,7 @@ func firstKV(kvs []*mvccpb.KeyValue) *mvccpb.KeyValue {
 
 // ReleasePartitions deletes the partition keys of gs that m still owns with
 // their tokens, 125 per transaction, up to 8 transactions at once.
-func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+func (c *Coordinator) ReleasePartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) error {
 	op := fmt.Sprintf("etcd: release %d partitions of %s", len(gs), m)
 	if err := validMember(m); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -204,7 +207,7 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 // is no longer attached, even once another member re-created it on its own
 // lease. If the lease has expired or was revoked, the error wraps
 // tenure.ErrLost.
-func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+func (c *Coordinator) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: check %d partitions of %s", len(gs), m)
 	if err := validMember(m); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)

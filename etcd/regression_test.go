@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/tenure-dev/tenure"
@@ -136,7 +138,7 @@ func TestDeadlineCountsTheLeaseWholeAge(t *testing.T) {
 	leases := newLeaseLog()
 	c := newCoordinator(t, hookedClient(t, eps, leases.hooks()))
 	cfg := contenderConfig("drift/second", "alice", 4*time.Second)
-	cfg.MaxDrift, cfg.Margin, cfg.RetryPeriod = 0.2, tenure.MinMargin, 0
+	cfg.MaxDrift, cfg.Margin, cfg.RetryPeriod = 0.2, timing.MinMargin, 0
 	mustAcquire(t, c, "drift/first", cfg.Identity(), cfg.TTL) // alice's other grant
 	time.Sleep(1500 * time.Millisecond)
 

@@ -16,7 +16,7 @@ import (
 // closed when ctx ends, the coordinator is closed, or the watch fails (etcd
 // compacted the revision it needed, or the member lost its raft leader: the
 // watch requires one, so that a partitioned member cannot hide changes). See
-// tenure.Watcher.
+// tenure.Coordinator.
 func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
 	op := fmt.Sprintf("etcd: watch %q", key)
 	if err := c.begin(ctx, op, tenure.ValidateKey(key)); err != nil {
@@ -55,7 +55,7 @@ func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.Lead
 // leaves (its lease revoked) or expires, as etcd puts or deletes its
 // membership key. Values are coalesced. The channel is closed when ctx
 // ends, when the coordinator is closed, or when the watch fails (as for
-// Watch); callers then poll GroupMembers. See tenure.MembersWatcher.
+// Watch); callers then poll GroupMembers. See partition.MembersWatcher.
 func (c *Coordinator) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
 	op := fmt.Sprintf("etcd: watch members of %q", group)
 	if err := c.begin(ctx, op, tenure.ValidateKey(group)); err != nil {

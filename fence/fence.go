@@ -17,8 +17,7 @@ type Stats struct {
 }
 
 // Event is one decision of a Fence or Register, reported to the observer
-// installed with WithObserver. Used by observers: prom's
-// Metrics.FenceObserver counts events, `tenure verify` records them.
+// installed with WithObserver.
 type Event struct {
 	// Seq numbers the decisions of one fence 1, 2, 3, … in the order they
 	// were made.

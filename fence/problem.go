@@ -17,13 +17,11 @@ const (
 	ProblemMalformedToken = "https://pkg.go.dev/github.com/tenure-dev/tenure/fence#ErrMalformedToken"
 )
 
-// ProblemContentType is the media type of a problem details body. Used by
-// WriteError; users' clients check it to tell a problem from other bodies.
+// ProblemContentType is the media type of a problem details body.
 const ProblemContentType = "application/problem+json"
 
 // Problem is an RFC 9457 problem details body, with the extension members
-// presented and required for a stale token (409 Conflict). Used by
-// ProblemFor and WriteError; users decode it from a rejection's body.
+// presented and required for a stale token (409 Conflict).
 type Problem struct {
 	// Type is a URI naming the kind of problem: one of the Problem*
 	// constants, or "about:blank" for a plain HTTP status.
@@ -50,9 +48,6 @@ type Problem struct {
 //   - a context's end: 503 Service Unavailable;
 //   - anything else: 500 Internal Server Error, with no detail, so that
 //     internal errors are not disclosed.
-//
-// Used by WriteError and Middleware; users call it to answer in a format of
-// their own.
 func ProblemFor(err error) Problem {
 	var stale *StaleError
 	switch {
@@ -84,8 +79,6 @@ func ProblemFor(err error) Problem {
 }
 
 // WriteError answers a request with the problem details ProblemFor(err).
-// Called by handlers that check tokens themselves, for example by writing to
-// a Register with the token from TokenFromContext.
 func WriteError(w http.ResponseWriter, err error) {
 	p := ProblemFor(err)
 	body, jerr := json.Marshal(p)

@@ -12,8 +12,7 @@ import (
 )
 
 // Header is the HTTP header that carries a fencing token: one positive
-// base-10 uint64. Used by Transport and Middleware, and by users who set or
-// read the header by hand.
+// base-10 uint64.
 const Header = "Fencing-Token"
 
 // TokenSource is where a Transport gets the token to present. *tenure.Term
@@ -27,12 +26,10 @@ type TokenSource interface {
 	Token() uint64
 }
 
-// ParseToken parses a fencing token as it appears in a Fencing-Token header:
-// a positive base-10 integer that fits in a uint64, digits only (no sign,
-// no spaces, no fraction). Anything else, 0 included, is reported with an
-// error wrapping ErrMalformedToken that quotes the input. Used by
-// TokenFromHeader; users call it for tokens that arrive another way (in a
-// queue message, say).
+// ParseToken parses a fencing token as it appears in a Fencing-Token
+// header: a positive base-10 integer that fits in a uint64, digits only (no
+// sign, no spaces, no fraction). Anything else, 0 included, is reported
+// with an error wrapping ErrMalformedToken that quotes the input.
 func ParseToken(s string) (uint64, error) {
 	t, why := parseToken(s)
 	if why != "" {
@@ -65,9 +62,8 @@ func parseToken(s string) (token uint64, why string) {
 
 // TokenFromHeader returns the fencing token carried by h. It reports an
 // error wrapping ErrMissingToken when there is no Fencing-Token header, and
-// one wrapping ErrMalformedToken when there is more than one or its value is
-// not a valid token (see ParseToken). Used by Middleware; users call it in
-// handlers that read the header themselves.
+// one wrapping ErrMalformedToken when there is more than one or its value
+// is not a valid token (see ParseToken).
 func TokenFromHeader(h http.Header) (uint64, error) {
 	vs := h.Values(Header)
 	switch len(vs) {
@@ -88,7 +84,6 @@ type tokenKey struct{}
 
 // TokenFromContext returns the fencing token that Middleware admitted for
 // the request whose context is ctx. ok is false outside such a request.
-// Called by handlers behind Middleware.
 func TokenFromContext(ctx context.Context) (token uint64, ok bool) {
 	token, ok = ctx.Value(tokenKey{}).(uint64)
 	return token, ok

@@ -6,14 +6,14 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tenure-dev/tenure"
 )
 
-// DefaultMaxDrift is Config.MaxDrift's default, tenure.Config's default. Used
-// by DefaultConfig; users who change tenure.Config.MaxDrift set
-// Config.MaxDrift to match.
+// DefaultMaxDrift is Config.MaxDrift's default, tenure.Config's default.
 const DefaultMaxDrift = 0.01
 
 // Config configures a Coordinator. Start from DefaultConfig and set
@@ -52,7 +52,7 @@ func (c Config) Validate() error {
 	if c.Namespace == "" {
 		bad("kube: Config.Namespace is empty: name the namespace that holds the Leases")
 	} else if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
-		bad("kube: Config.Namespace %s is not a namespace name: %s", tenure.QuoteInput(c.Namespace), strings.Join(msgs, "; "))
+		bad("kube: Config.Namespace %s is not a namespace name: %s", display.Input(c.Namespace), strings.Join(msgs, "; "))
 	}
 	if !(c.MaxDrift >= 0 && c.MaxDrift < 0.5) { // also rejects NaN
 		bad("kube: Config.MaxDrift (%v) must be in [0, 0.5)", c.MaxDrift)

@@ -56,7 +56,7 @@
 // that succeeded be W, sent at s (H read tenure.Now just before sending it:
 // the grant's Sent), applied by the API server as resourceVersion v, with
 // duration L. H's local deadline is s + L·(1 − d) − margin on H's clock
-// (tenure.Config.SafeLease, d its MaxDrift). Let a contender C take the
+// (d is tenure.Config.MaxDrift). Let a contender C take the
 // Lease with a write X.
 //
 //  1. X is preconditioned on a resourceVersion, and every write changes
@@ -118,7 +118,7 @@
 //
 // # Partition groups
 //
-// Coordinator is a tenure.GroupCoordinator (package partition). Each member
+// Coordinator is a partition.Coordinator (package partition). Each member
 // holds a membership Lease of its own (named "tm-" with a hash of the group
 // and a random epoch, labelled with the group's hash): RenewMember updates
 // that one Lease, one write however many partitions the member owns. Each

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,9 +183,9 @@ func groupLease(l *coordv1.Lease) error {
 		if i := strings.LastIndexByte(key, '/'); i >= 0 {
 			group, name = key[:i], key[i+1:]
 		}
-		return fmt.Errorf("%w: key %s is partition %s of group %s: only the group's members hold it", tenure.ErrInvalidKey, tenure.QuoteInput(key), tenure.QuoteInput(name), tenure.QuoteInput(group))
+		return fmt.Errorf("%w: key %s is partition %s of group %s: only the group's members hold it", tenure.ErrInvalidKey, display.Input(key), display.Input(name), display.Input(group))
 	case "member":
-		return fmt.Errorf("%w: Lease %s is a membership of group %s: only its member holds it", tenure.ErrInvalidKey, l.Name, tenure.QuoteInput(l.Annotations[AnnotationGroup]))
+		return fmt.Errorf("%w: Lease %s is a membership of group %s: only its member holds it", tenure.ErrInvalidKey, l.Name, display.Input(l.Annotations[AnnotationGroup]))
 	}
 	return nil
 }

@@ -11,6 +11,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/partition"
+
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +22,7 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-var _ tenure.GroupCoordinator = (*Coordinator)(nil)
+var _ partition.Coordinator = (*Coordinator)(nil)
 
 // Labels and annotations of partition groups' Leases. Users name them in
 // kubectl selectors and their own tools that list a group's Leases.
@@ -65,14 +69,14 @@ func groupSelector(group, role string) string {
 // Lease held by id for ttl (whole seconds), with a random epoch in its
 // name, the group's hash as a label and the partition count announced as
 // an annotation. The Member's TTL is the leaseDurationSeconds the server
-// stored. See tenure.GroupCoordinator.
-func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+// stored. See partition.Coordinator.
+func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
 	op := fmt.Sprintf("kube: join %q as %q", group, id)
-	if err := tenure.ValidateJoin(group, id, ttl, partitions); err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+	if err := inputs.Join(group, id, ttl, partitions); err != nil {
+		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := c.begin(ctx, op); err != nil {
-		return tenure.Member{}, err
+		return partition.Member{}, err
 	}
 	secs := ttlSeconds(ttl)
 	for range attempts {
@@ -92,21 +96,21 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 			continue // the same random epoch: draw again
 		}
 		if err != nil {
-			return tenure.Member{}, fail(ctx, op, err)
+			return partition.Member{}, fail(ctx, op, err)
 		}
 		r, err := c.sight(out, tenure.Now())
 		if err != nil {
-			return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+			return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 		}
-		return tenure.Member{Group: group, ID: id, Epoch: epoch, TTL: r.ttl, Sent: sent, Partitions: partitions}, nil
+		return partition.Member{Group: group, ID: id, Epoch: epoch, TTL: r.ttl, Sent: sent, Partitions: partitions}, nil
 	}
-	return tenure.Member{}, fmt.Errorf("%s: no free epoch in %d draws", op, attempts)
+	return partition.Member{}, fmt.Errorf("%s: no free epoch in %d draws", op, attempts)
 }
 
 // member reads m's membership Lease and returns its record; the error
 // wraps tenure.ErrLost when m has left (its Lease is gone), expired on this
 // coordinator's clock, or the Lease is not m's.
-func (c *Coordinator) member(ctx context.Context, m tenure.Member) (record, error) {
+func (c *Coordinator) member(ctx context.Context, m partition.Member) (record, error) {
 	name := memberName(m.Group, m.Epoch)
 	l, err := c.leases.Get(ctx, name, metav1.GetOptions{})
 	at := tenure.Now()
@@ -126,10 +130,10 @@ func (c *Coordinator) member(ctx context.Context, m tenure.Member) (record, erro
 
 // memberLive reports, as an error wrapping tenure.ErrLost, why membership
 // record r is not m live; nil when it is.
-func (c *Coordinator) memberLive(r record, m tenure.Member) error {
+func (c *Coordinator) memberLive(r record, m partition.Member) error {
 	switch {
 	case r.holder != m.ID || r.lease.Annotations[AnnotationGroup] != m.Group:
-		return fmt.Errorf("%w: membership Lease %s holds %s of %q", tenure.ErrLost, r.lease.Name, tenure.DescribeHolder(r.holder), r.lease.Annotations[AnnotationGroup])
+		return fmt.Errorf("%w: membership Lease %s holds %s of %q", tenure.ErrLost, r.lease.Name, display.Holder(r.holder), r.lease.Annotations[AnnotationGroup])
 	case !r.live(c.cfg.MaxDrift):
 		return fmt.Errorf("%w: membership expired: resourceVersion %s unchanged for %s", tenure.ErrLost, r.rv.s, wait(r.ttl, c.cfg.MaxDrift))
 	}
@@ -138,11 +142,11 @@ func (c *Coordinator) memberLive(r record, m tenure.Member) error {
 
 // RenewMember extends m's lease, and so every partition m owns: one update
 // of its membership Lease's renewTime, preconditioned on its
-// resourceVersion. See tenure.GroupCoordinator.
-func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+// resourceVersion. See partition.Coordinator.
+func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	op := fmt.Sprintf("kube: renew %s", m)
 	if err := c.begin(ctx, op); err != nil {
-		return tenure.Member{}, err
+		return partition.Member{}, err
 	}
 	cur, fresh := c.cached(memberName(m.Group, m.Epoch))
 	fresh = fresh && c.memberLive(cur, m) == nil
@@ -150,7 +154,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 		if !fresh {
 			var err error
 			if cur, err = c.member(ctx, m); err != nil {
-				return tenure.Member{}, fail(ctx, op, err)
+				return partition.Member{}, fail(ctx, op, err)
 			}
 		}
 		fresh = false
@@ -163,22 +167,22 @@ func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 			continue
 		}
 		if err != nil {
-			return tenure.Member{}, fail(ctx, op, err)
+			return partition.Member{}, fail(ctx, op, err)
 		}
 		r, err := c.sight(out, tenure.Now())
 		if err != nil {
-			return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+			return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 		}
 		m.TTL, m.Sent = r.ttl, sent
 		return m, nil
 	}
-	return tenure.Member{}, fmt.Errorf("%s: the membership Lease changed during each of %d attempts", op, attempts)
+	return partition.Member{}, fmt.Errorf("%s: the membership Lease changed during each of %d attempts", op, attempts)
 }
 
 // LeaveGroup deletes m's membership Lease, preconditioned on its
 // resourceVersion: every partition naming it is free at once. See
-// tenure.GroupCoordinator.
-func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
+// partition.Coordinator.
+func (c *Coordinator) LeaveGroup(ctx context.Context, m partition.Member) error {
 	op := fmt.Sprintf("kube: leave %s", m)
 	if err := c.begin(ctx, op); err != nil {
 		return err
@@ -216,8 +220,8 @@ func (c *Coordinator) deleteAt(ctx context.Context, r record) error {
 
 // GroupMembers lists group's membership Leases (one request) and returns
 // the live ones, sorted by ID, each with the time left as TTL. See
-// tenure.GroupCoordinator.
-func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
+// partition.Coordinator.
+func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	op := fmt.Sprintf("kube: members of %q", group)
 	if err := tenure.ValidateKey(group); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -229,13 +233,13 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
-	var out []tenure.Member
+	var out []partition.Member
 	for _, r := range members {
 		if !r.live(c.cfg.MaxDrift) {
 			continue
 		}
 		p, _ := strconv.Atoi(r.lease.Annotations[AnnotationPartitions])
-		out = append(out, tenure.Member{Group: group, ID: r.holder, Epoch: epochOf(r.lease.Name), TTL: r.grant("", c.cfg.MaxDrift).TTL, Partitions: p})
+		out = append(out, partition.Member{Group: group, ID: r.holder, Epoch: epochOf(r.lease.Name), TTL: r.grant("", c.cfg.MaxDrift).TTL, Partitions: p})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

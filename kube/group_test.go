@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tenure-dev/tenure"
@@ -34,7 +36,7 @@ func TestGroupConformance(t *testing.T) {
 		return c
 	}, partitiontest.WithTTL(10*time.Second), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
 		leases := cs.CoordinationV1().Leases(ns)
-		l, err := leases.Get(ctx(t), kube.LeaseName(tenure.PartitionKey(group, name)), metav1.GetOptions{})
+		l, err := leases.Get(ctx(t), kube.LeaseName(partition.Key(group, name)), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +69,7 @@ func TestSingleKeyOnGroupLease(t *testing.T) {
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("ClaimPartitions(p0) = %v, %v", res, err)
 	}
-	key := tenure.PartitionKey(group, "p0")
+	key := partition.Key(group, "p0")
 	for round := range 2 {
 		_, err := single.Acquire(ctx(t), key, "intruder#1", time.Second)
 		if !errors.Is(err, tenure.ErrInvalidKey) || !strings.Contains(err.Error(), `"jobs/p0"`) || !strings.Contains(err.Error(), `group "jobs"`) {
@@ -86,7 +88,7 @@ func TestSingleKeyOnGroupLease(t *testing.T) {
 
 	// The other way: a single grant holds the key first; a member that
 	// joins later does not claim that partition over it.
-	key1 := tenure.PartitionKey(group, "p1")
+	key1 := partition.Key(group, "p1")
 	g, err := single.Acquire(ctx(t), key1, "single#1", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)

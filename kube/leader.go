@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tenure-dev/tenure"
@@ -40,10 +42,10 @@ func (c *Coordinator) Leader(ctx context.Context, key string) (tenure.Grant, boo
 // starts with prefix, sorted by key, in one request. Leases that hold no
 // tenure key (a name or AnnotationKey that is not a key) are left out;
 // Leases client-go holds are listed like tenure's. TTL is the time left on
-// this coordinator's clock. See tenure.Lister.
+// this coordinator's clock. See tenure.Coordinator.
 func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("kube: list %q", prefix)
-	if err := tenure.ValidatePrefix(prefix); err != nil {
+	if err := inputs.Prefix(prefix); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := c.begin(ctx, op); err != nil {

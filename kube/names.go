@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	coordv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -87,7 +89,7 @@ func keyOf(l *coordv1.Lease) (key string, ok bool) {
 // checkKey reports whether Lease l holds key, and if not why not.
 func checkKey(l *coordv1.Lease, key string) error {
 	if got, _ := keyOf(l); got != key {
-		return fmt.Errorf("%w: Lease %s/%s holds key %s (annotation %s), not %s", ErrNameClash, l.Namespace, l.Name, tenure.QuoteInput(got), AnnotationKey, tenure.QuoteInput(key))
+		return fmt.Errorf("%w: Lease %s/%s holds key %s (annotation %s), not %s", ErrNameClash, l.Namespace, l.Name, display.Input(got), AnnotationKey, display.Input(key))
 	}
 	return nil
 }

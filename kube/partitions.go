@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/partition"
+
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,8 +50,8 @@ func isLost(err error) bool { return errors.Is(err, tenure.ErrLost) }
 // membership Lease is deleted, preconditioned on the resourceVersion that
 // expired, so that its member can never renew it again; so is a
 // membership that expired and owns nothing (a crashed member's). See
-// tenure.GroupCoordinator.
-func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+// partition.Coordinator.
+func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	op := fmt.Sprintf("kube: claim %d partitions for %s", len(names), m)
 	for _, n := range names {
 		if err := validPartition(m.Group, n); err != nil {
@@ -66,12 +69,12 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
-	out := make([]tenure.ClaimResult, len(names))
+	out := make([]partition.ClaimResult, len(names))
 	forEach(len(names), func(i int) {
-		key := tenure.PartitionKey(m.Group, names[i])
+		key := partition.Key(m.Group, names[i])
 		p, found := parts[key]
 		g, err := c.claim(ctx, m, me, key, p, found, members)
-		out[i] = tenure.ClaimResult{Grant: g, Err: err}
+		out[i] = partition.ClaimResult{Grant: g, Err: err}
 	})
 	c.deleteIdle(ctx, members, parts)
 	return out, nil
@@ -101,10 +104,10 @@ func (c *Coordinator) deleteIdle(ctx context.Context, members, parts map[string]
 }
 
 func validPartition(group, name string) error {
-	if err := tenure.ValidatePartitionName(name); err != nil {
+	if err := inputs.PartitionName(name); err != nil {
 		return err
 	}
-	return tenure.ValidateGroup(group, len(name))
+	return inputs.Group(group, len(name))
 }
 
 // claim claims partition key for m, whose membership is me, deciding first
@@ -115,7 +118,7 @@ func validPartition(group, name string) error {
 // second owner: a new owner's write, the preconditioned delete of an
 // expired membership, or, for a partition already m's, the write that
 // confirms it (see confirm).
-func (c *Coordinator) claim(ctx context.Context, m tenure.Member, me record, key string, p record, found bool, members map[string]record) (tenure.Grant, error) {
+func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, key string, p record, found bool, members map[string]record) (tenure.Grant, error) {
 	reread := false
 	for range attempts {
 		if reread {
@@ -256,12 +259,12 @@ func (c *Coordinator) freeOwner(ctx context.Context, p record, members map[strin
 }
 
 // partitionGrant is m's grant of partition key with token.
-func (c *Coordinator) partitionGrant(key string, token uint64, m tenure.Member) tenure.Grant {
+func (c *Coordinator) partitionGrant(key string, token uint64, m partition.Member) tenure.Grant {
 	return tenure.Grant{Key: key, Holder: m.ID, Token: token, TTL: m.TTL, Sent: m.Sent}
 }
 
 // createPartition creates partition key's Lease, owned by m.
-func (c *Coordinator) createPartition(ctx context.Context, m tenure.Member, me record, key string) (tenure.Grant, error) {
+func (c *Coordinator) createPartition(ctx context.Context, m partition.Member, me record, key string) (tenure.Grant, error) {
 	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName(key),
 		Labels:      map[string]string{LabelGroup: groupHash(m.Group), LabelRole: "partition", LabelManagedBy: "tenure"},
 		Annotations: map[string]string{AnnotationKey: key}}}
@@ -276,7 +279,7 @@ func (c *Coordinator) createPartition(ctx context.Context, m tenure.Member, me r
 
 // takePartition writes m as the owner of partition key over p,
 // preconditioned on p's resourceVersion.
-func (c *Coordinator) takePartition(ctx context.Context, m tenure.Member, me record, key string, p record) (tenure.Grant, error) {
+func (c *Coordinator) takePartition(ctx context.Context, m partition.Member, me record, key string, p record) (tenure.Grant, error) {
 	l := p.lease.DeepCopy()
 	transitions := int32(1)
 	if t := l.Spec.LeaseTransitions; t != nil {
@@ -298,7 +301,7 @@ func (c *Coordinator) takePartition(ctx context.Context, m tenure.Member, me rec
 // ownBy makes partition Lease l m's, whose membership Lease is me's: its
 // holder, duration and times (for people: the partition lives as long as
 // the membership), and the annotation naming the membership.
-func ownBy(l *coordv1.Lease, m tenure.Member, me record, now time.Time) {
+func ownBy(l *coordv1.Lease, m partition.Member, me record, now time.Time) {
 	t := metav1.NewMicroTime(now)
 	secs := ttlSeconds(m.TTL)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &m.ID, &secs
@@ -316,14 +319,14 @@ func ownBy(l *coordv1.Lease, m tenure.Member, me record, now time.Time) {
 }
 
 // ownedBy reports whether partition record p holds g for m.
-func ownedBy(p record, m tenure.Member, g tenure.Grant) bool {
+func ownedBy(p record, m partition.Member, g tenure.Grant) bool {
 	return p.holder == m.ID && p.token == g.Token && p.lease.Annotations[AnnotationMember] == memberName(m.Group, m.Epoch)
 }
 
 // ReleasePartitions frees the partitions of gs that m still owns with
 // their tokens: each an update, preconditioned on its resourceVersion,
-// that clears the holder (at most 32 at once). See tenure.GroupCoordinator.
-func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+// that clears the holder (at most 32 at once). See partition.Coordinator.
+func (c *Coordinator) ReleasePartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) error {
 	op := fmt.Sprintf("kube: release %d partitions of %s", len(gs), m)
 	if err := c.begin(ctx, op); err != nil {
 		return err
@@ -336,7 +339,7 @@ func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs
 	return nil
 }
 
-func (c *Coordinator) releasePartition(ctx context.Context, m tenure.Member, g tenure.Grant) error {
+func (c *Coordinator) releasePartition(ctx context.Context, m partition.Member, g tenure.Grant) error {
 	for range attempts {
 		p, found, err := c.get(ctx, g.Key)
 		if err != nil || !found || !ownedBy(p, m, g) {
@@ -369,8 +372,8 @@ func (c *Coordinator) releasePartition(ctx context.Context, m tenure.Member, g t
 // with their tokens. Each "still m's" is confirmed by an update
 // preconditioned on the version read, which writes nothing when it
 // succeeds (see confirm): a read out of date cannot keep a grant m lost.
-// See tenure.GroupCoordinator.
-func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+// See partition.Coordinator.
+func (c *Coordinator) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("kube: check %d partitions of %s", len(gs), m)
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
@@ -395,7 +398,7 @@ func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs [
 
 // confirmMember reads m's membership Lease and confirms the version read
 // (see confirm); the error wraps tenure.ErrLost when m is not live.
-func (c *Coordinator) confirmMember(ctx context.Context, m tenure.Member) error {
+func (c *Coordinator) confirmMember(ctx context.Context, m partition.Member) error {
 	for range attempts {
 		me, err := c.member(ctx, m)
 		if err != nil {
@@ -416,7 +419,7 @@ func (c *Coordinator) confirmMember(ctx context.Context, m tenure.Member) error 
 
 // stillOwned reports whether m still owns partition grant g, confirming a
 // yes with an update preconditioned on the version read.
-func (c *Coordinator) stillOwned(ctx context.Context, m tenure.Member, g tenure.Grant) (bool, error) {
+func (c *Coordinator) stillOwned(ctx context.Context, m partition.Member, g tenure.Grant) (bool, error) {
 	for range attempts {
 		p, found, err := c.get(ctx, g.Key)
 		if err != nil || !found || !ownedBy(p, m, g) {
@@ -437,7 +440,7 @@ func (c *Coordinator) stillOwned(ctx context.Context, m tenure.Member, g tenure.
 // GroupPartitions lists group's Leases (one request) and returns the grant
 // of every partition whose owner's membership is live on this
 // coordinator's clock, sorted by key, with the time left on the membership
-// as TTL. See tenure.GroupCoordinator.
+// as TTL. See partition.Coordinator.
 func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("kube: partitions of %q", group)
 	if err := tenure.ValidateKey(group); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -66,7 +68,7 @@ func (c *Coordinator) holds(r record, g tenure.Grant) error {
 	case r.holder == "":
 		return fmt.Errorf("%w: the Lease was released", tenure.ErrLost)
 	case !r.owns(g):
-		return fmt.Errorf("%w: the Lease holds %s (token %d) now", tenure.ErrLost, tenure.DescribeHolder(r.holder), r.token)
+		return fmt.Errorf("%w: the Lease holds %s (token %d) now", tenure.ErrLost, display.Holder(r.holder), r.token)
 	case !r.live(c.cfg.MaxDrift):
 		return fmt.Errorf("%w: expired: resourceVersion %s unchanged for %s", tenure.ErrLost, r.rv.s, wait(r.ttl, c.cfg.MaxDrift))
 	}

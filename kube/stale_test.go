@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -40,7 +42,7 @@ func TestPartitionsStaleReads(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 5))
 	type member struct {
 		c  *kube.Coordinator
-		m  tenure.Member
+		m  partition.Member
 		gs map[string]tenure.Grant // by partition name
 	}
 	var members []*member
@@ -64,7 +66,7 @@ func TestPartitionsStaleReads(t *testing.T) {
 	}
 	truth := func(name string) (holder string, token uint64) {
 		t.Helper()
-		l, err := cs.CoordinationV1().Leases(ns).Get(ctx(t), kube.LeaseName(tenure.PartitionKey(group, name)), metav1.GetOptions{})
+		l, err := cs.CoordinationV1().Leases(ns).Get(ctx(t), kube.LeaseName(partition.Key(group, name)), metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("read partition %s: %v", name, err)
 		}
@@ -316,7 +318,7 @@ func TestCheckWritesNothing(t *testing.T) {
 	}
 	version := func() string {
 		t.Helper()
-		l, err := cs.CoordinationV1().Leases(ns).Get(ctx(t), kube.LeaseName(tenure.PartitionKey("quiet", "p0")), metav1.GetOptions{})
+		l, err := cs.CoordinationV1().Leases(ns).Get(ctx(t), kube.LeaseName(partition.Key("quiet", "p0")), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ import (
 // API server never expires a Lease: the watch does, on this coordinator's
 // clock, by the same rule as Acquire (see the package documentation), so
 // the "free" event of an expiry comes when Acquire would grant the key.
-// See tenure.Watcher.
+// See tenure.Coordinator.
 //
 // Events are coalesced: a reader that falls behind receives the latest
 // state, not every change; renewals, which change nothing a reader sees,

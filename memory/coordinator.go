@@ -27,7 +27,7 @@ var (
 
 var (
 	_ tenure.Coordinator = (*Coordinator)(nil)
-	_ tenure.Watcher     = (*Coordinator)(nil)
+	_ tenure.Coordinator = (*Coordinator)(nil)
 )
 
 // An Option configures a Coordinator. Users pass options to New.
@@ -42,7 +42,7 @@ func WithMinTTL(min time.Duration) Option {
 }
 
 // A Coordinator is an in-process tenure.Coordinator. It also implements
-// tenure.Watcher and tenure.GroupCoordinator, and offers fault hooks (Partition,
+// tenure.Coordinator and partition.Coordinator, and offers fault hooks (Partition,
 // Block, SetLatency, DropReplies, Heal, HealAll), clock controls
 // (SetClockRate, JumpClock) and Restart. Create one with New (the zero value
 // is not usable); it is safe for concurrent use. Close stops its goroutine.

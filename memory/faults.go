@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -86,7 +88,7 @@ func (c *Coordinator) setFaults(holder string, set func(*faults)) {
 func (c *Coordinator) faultsLocked(holders []string) (f faults, partitioned string) {
 	for _, h := range holders {
 		links := []string{h}
-		if name, inst := tenure.SplitIdentity(h); inst != "" {
+		if name, inst := display.SplitIdentity(h); inst != "" {
 			links = append(links, name)
 		}
 		for _, l := range links {

@@ -8,10 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
-var _ tenure.GroupCoordinator = (*Coordinator)(nil)
+var _ partition.Coordinator = (*Coordinator)(nil)
 
 // group is one partition group: its memberships and who owns which
 // partition. A partition is owned while its owner's membership is live.
@@ -30,8 +33,8 @@ type membership struct {
 	partitions int           // as announced; 0 for none
 }
 
-func (m *membership) member(group string, ttl time.Duration) tenure.Member {
-	return tenure.Member{Group: group, ID: m.id, Epoch: m.epoch, TTL: ttl, Partitions: m.partitions}
+func (m *membership) member(group string, ttl time.Duration) partition.Member {
+	return partition.Member{Group: group, ID: m.id, Epoch: m.epoch, TTL: ttl, Partitions: m.partitions}
 }
 
 // groupLocked returns group g, creating it.
@@ -68,17 +71,17 @@ func collectGroupLocked(g *group, now time.Duration) {
 }
 
 // JoinGroup makes id a member of group for ttl (raised to the minimum TTL)
-// with a new epoch, announcing partitions; see tenure.GroupCoordinator. An
+// with a new epoch, announcing partitions; see partition.Coordinator. An
 // earlier membership of id is left to expire or leave on its own, with its
 // partitions, as on etcd and PostgreSQL. The call is subject to id's
 // faults.
-func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
-	if err := tenure.ValidateJoin(group, id, ttl, partitions); err != nil {
-		return tenure.Member{}, fmt.Errorf("memory: join group: %w", err)
+func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
+	if err := inputs.Join(group, id, ttl, partitions); err != nil {
+		return partition.Member{}, fmt.Errorf("memory: join group: %w", err)
 	}
 	ttl = max(ttl, c.minTTL)
 	sent := tenure.Now()
-	var m tenure.Member
+	var m partition.Member
 	err := c.call(ctx, []string{id}, func() error {
 		g := c.groupLocked(group)
 		if g.nextEpoch == math.MaxUint64 {
@@ -92,19 +95,19 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		return nil
 	})
 	if err != nil {
-		return tenure.Member{}, fmt.Errorf("memory: join group %q as %q: %w", group, id, err)
+		return partition.Member{}, fmt.Errorf("memory: join group %q as %q: %w", group, id, err)
 	}
 	return m, nil
 }
 
 // RenewMember extends m's lease, and so all its partitions, by its TTL from
 // now on the coordinator's clock. The call is subject to m.ID's faults.
-func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	if err := validateMember(m); err != nil {
-		return tenure.Member{}, fmt.Errorf("memory: renew member: %w", err)
+		return partition.Member{}, fmt.Errorf("memory: renew member: %w", err)
 	}
 	sent := tenure.Now()
-	var r tenure.Member
+	var r partition.Member
 	err := c.call(ctx, []string{m.ID}, func() error {
 		g := c.groupLocked(m.Group)
 		ms := c.liveMemberLocked(g, m.Epoch, c.clock.now())
@@ -117,14 +120,14 @@ func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.
 		return nil
 	})
 	if err != nil {
-		return tenure.Member{}, fmt.Errorf("memory: renew member %s: %w", m, err)
+		return partition.Member{}, fmt.Errorf("memory: renew member %s: %w", m, err)
 	}
 	return r, nil
 }
 
 // LeaveGroup ends m and frees its partitions. The call is subject to m.ID's
 // faults.
-func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
+func (c *Coordinator) LeaveGroup(ctx context.Context, m partition.Member) error {
 	if err := validateMember(m); err != nil {
 		return fmt.Errorf("memory: leave group: %w", err)
 	}
@@ -144,7 +147,7 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
 // GroupMembers returns group's live members, sorted by ID (and epoch, for
 // memberships of one ID), each with the time left on its lease. It has no
 // holder: it is never faulted.
-func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
+func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	if err := tenure.ValidateKey(group); err != nil {
 		return nil, fmt.Errorf("memory: group members: %w", err)
 	}
@@ -155,7 +158,7 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.
 	now := c.clock.now()
 	g := c.groupLocked(group)
 	collectGroupLocked(g, now)
-	out := make([]tenure.Member, 0, len(g.members))
+	out := make([]partition.Member, 0, len(g.members))
 	for _, ms := range g.members {
 		out = append(out, ms.member(group, ms.expires-now))
 	}
@@ -193,21 +196,21 @@ func liveEpochsLocked(g *group, now time.Duration) map[uint64]*membership {
 }
 
 // ClaimPartitions claims the named partitions of m's group for m; see
-// tenure.GroupCoordinator. A claimed
+// partition.Coordinator. A claimed
 // partition's token is one greater than the last token granted on its key.
 // A partition whose key has a live single-key grant (Acquire) is held: its
 // result's error wraps a *tenure.HeldError naming the grant's holder.
 // The call is subject to m.ID's faults.
-func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	if err := validateMember(m); err != nil {
 		return nil, fmt.Errorf("memory: claim: %w", err)
 	}
 	for _, n := range names {
-		if err := tenure.ValidatePartitionName(n); err != nil {
+		if err := inputs.PartitionName(n); err != nil {
 			return nil, fmt.Errorf("memory: claim for %s: %w", m, err)
 		}
 	}
-	out := make([]tenure.ClaimResult, len(names))
+	out := make([]partition.ClaimResult, len(names))
 	err := c.call(ctx, []string{m.ID}, func() error {
 		now := c.clock.now()
 		g := c.groupLocked(m.Group)
@@ -229,24 +232,24 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 	return out, nil
 }
 
-func (c *Coordinator) claimLocked(g *group, live map[uint64]*membership, self *membership, group, name string, now time.Duration) tenure.ClaimResult {
-	key := tenure.PartitionKey(group, name)
+func (c *Coordinator) claimLocked(g *group, live map[uint64]*membership, self *membership, group, name string, now time.Duration) partition.ClaimResult {
+	key := partition.Key(group, name)
 	ks := c.keyLocked(key)
 	if owner := live[g.owners[name]]; owner != nil {
 		if owner == self {
-			return tenure.ClaimResult{Grant: tenure.Grant{Key: key, Holder: self.id, Token: ks.token, TTL: self.ttl}}
+			return partition.ClaimResult{Grant: tenure.Grant{Key: key, Holder: self.id, Token: ks.token, TTL: self.ttl}}
 		}
-		return tenure.ClaimResult{Err: &tenure.HeldError{Key: key, Holder: owner.id, Token: ks.token}}
+		return partition.ClaimResult{Err: &tenure.HeldError{Key: key, Holder: owner.id, Token: ks.token}}
 	}
 	if l := c.liveLocked(ks, now); l != nil {
-		return tenure.ClaimResult{Err: fmt.Errorf("partition %q of group %q is held as a single key: %w", name, group, &tenure.HeldError{Key: key, Holder: l.holder, Token: l.token})}
+		return partition.ClaimResult{Err: fmt.Errorf("partition %q of group %q is held as a single key: %w", name, group, &tenure.HeldError{Key: key, Holder: l.holder, Token: l.token})}
 	}
 	if ks.token == math.MaxUint64 {
-		return tenure.ClaimResult{Err: fmt.Errorf("tokens of key %q exhausted", key)}
+		return partition.ClaimResult{Err: fmt.Errorf("tokens of key %q exhausted", key)}
 	}
 	ks.token++
 	g.owners[name] = self.epoch
-	return tenure.ClaimResult{Grant: tenure.Grant{Key: key, Holder: self.id, Token: ks.token, TTL: self.ttl}}
+	return partition.ClaimResult{Grant: tenure.Grant{Key: key, Holder: self.id, Token: ks.token, TTL: self.ttl}}
 }
 
 // partitionOwnerLocked returns the live member that owns key as a
@@ -271,7 +274,7 @@ func (c *Coordinator) partitionOwnerLocked(key string, now time.Duration) (group
 
 // ReleasePartitions frees the partitions of gs that m still owns with
 // their tokens. The call is subject to m.ID's faults.
-func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+func (c *Coordinator) ReleasePartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) error {
 	if err := validateMember(m); err != nil {
 		return fmt.Errorf("memory: release partitions: %w", err)
 	}
@@ -294,7 +297,7 @@ func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs
 
 // CheckPartitions returns the grants of gs that m no longer owns with their
 // tokens (see FreePartition). The call is subject to m.ID's faults.
-func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+func (c *Coordinator) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	if err := validateMember(m); err != nil {
 		return nil, fmt.Errorf("memory: check partitions: %w", err)
 	}
@@ -351,7 +354,7 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 		if owner == nil {
 			continue
 		}
-		key := tenure.PartitionKey(group, name)
+		key := partition.Key(group, name)
 		out = append(out, tenure.Grant{Key: key, Holder: owner.id, Token: c.keys[key].token, TTL: owner.expires - now})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
@@ -359,7 +362,7 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 }
 
 // validateMember reports whether m can have come from JoinGroup.
-func validateMember(m tenure.Member) error {
+func validateMember(m partition.Member) error {
 	if err := tenure.ValidateKey(m.Group); err != nil {
 		return fmt.Errorf("member %q: group: %w", m.ID, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
@@ -74,7 +76,7 @@ type cutAfterRenewal struct {
 	armed  atomic.Bool
 }
 
-func (l *cutAfterRenewal) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (l *cutAfterRenewal) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	if l.armed.CompareAndSwap(true, false) {
 		time.AfterFunc(time.Millisecond, func() { l.Coordinator.Block(l.holder) }) // applied by then; its reply is on its way
 	}
@@ -113,12 +115,12 @@ func TestAdversaryPartitionDeadlines(t *testing.T) {
 		}},
 		{name: "replies lost", fault: func(c *cluster) { c.coord.DropReplies("a", true) }},
 		{name: "requests lost", fault: func(c *cluster) { c.coord.Block("a") }},
-		{name: "coordinator fast at the drift bound, requests lost, least margin", margin: tenure.MinMargin, fault: func(c *cluster) {
+		{name: "coordinator fast at the drift bound, requests lost, least margin", margin: timing.MinMargin, fault: func(c *cluster) {
 			c.coord.SetClockRate(1 / (1 - 0.01))
 			c.coord.Block("a")
 		}},
 		// 3% beyond: the lease ends 86ms early, 36ms past what the margin covers.
-		{name: "coordinator fast beyond the drift bound, requests lost, least margin", margin: tenure.MinMargin, violation: true, fault: func(c *cluster) {
+		{name: "coordinator fast beyond the drift bound, requests lost, least margin", margin: timing.MinMargin, violation: true, fault: func(c *cluster) {
 			c.coord.SetClockRate(1.03 / (1 - 0.01))
 			c.coord.Block("a")
 		}},

@@ -31,7 +31,7 @@ import (
 // owners (nil), it is where a group that owns nothing yet puts every
 // partition.
 //
-// Members call it themselves; it is exported for users who place work
+// Users call it to place work
 // ahead of the group (warm a cache, start a standby on the member a
 // partition will go to after a join or leave), and for tools that check
 // that a table is settled: a fixed point of Rebalance (`tenure bench
@@ -233,8 +233,7 @@ func mix(x uint64) uint64 {
 }
 
 // Names returns the default names of p partitions: their indexes, "0" to
-// p−1. It is exported for readers of a group that know only P (ReadTable
-// takes the names).
+// p−1.
 func Names(p int) []string {
 	out := make([]string, p)
 	for i := range out {

@@ -8,6 +8,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -24,7 +28,7 @@ type pacedLink struct {
 	took  []time.Duration
 }
 
-func (l *pacedLink) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+func (l *pacedLink) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	start := time.Now()
 	res, err := l.Coordinator.ClaimPartitions(ctx, m, names)
 	select {
@@ -58,7 +62,7 @@ func TestClaimsSizedToTheCoordinatorsPace(t *testing.T) {
 				c.close()
 				slowest := slices.Max(link.took)
 				t.Logf("a ran its %d partitions %s after it started, in claims of %v, the slowest %s", c.cfg.Partitions, took, link.sizes, slowest)
-				if limit := c.cfg.EffectiveRetryPeriod(); pace > 0 && slowest > limit {
+				if limit := timing.RetryPeriod(c.cfg.TTL, c.cfg.RetryPeriod); pace > 0 && slowest > limit {
 					t.Errorf("a claim took %s; want at most a RetryPeriod, %s (sizes %v)", slowest, limit, link.sizes)
 				}
 				if most := slices.Max(link.sizes); pace == 0 && most != 1024 {

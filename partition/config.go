@@ -6,6 +6,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -14,7 +18,7 @@ import (
 // does.
 type Config struct {
 	// Config holds the member's lease settings, as for an Elector: Key is
-	// the group's key (partition keys are tenure.PartitionKey(Key, name)),
+	// the group's key (partition keys are Key(Key, name)),
 	// and Holder, Instance, TTL, Margin, MaxDrift, RenewInterval,
 	// RetryPeriod, RequestTimeout, Logger and OnTransition mean what they
 	// mean there. OnTransition is called for every partition's term, with
@@ -37,7 +41,7 @@ type Config struct {
 
 	// SyncInterval is how often the member reads the group's membership and
 	// retries claims it could not make; a coordinator that is a
-	// tenure.MembersWatcher also wakes it at once on a join or leave. Zero means
+	// MembersWatcher also wakes it at once on a join or leave. Zero means
 	// min(RetryPeriod, 100ms).
 	SyncInterval time.Duration
 
@@ -49,7 +53,7 @@ type Config struct {
 	// settle. Zero means the effective RetryPeriod.
 	Debounce time.Duration
 
-	// Metrics receives the group's observations. Nil means NopMetrics.
+	// Metrics receives the group's observations. Nil means none.
 	Metrics Metrics
 }
 
@@ -64,7 +68,7 @@ func DefaultConfig() Config {
 // is zero.
 func (c Config) EffectiveSyncInterval() time.Duration {
 	if c.SyncInterval == 0 {
-		return min(c.EffectiveRetryPeriod(), 100*time.Millisecond)
+		return min(timing.RetryPeriod(c.TTL, c.RetryPeriod), 100*time.Millisecond)
 	}
 	return c.SyncInterval
 }
@@ -73,7 +77,7 @@ func (c Config) EffectiveSyncInterval() time.Duration {
 // zero.
 func (c Config) EffectiveDebounce() time.Duration {
 	if c.Debounce == 0 {
-		return c.EffectiveRetryPeriod()
+		return timing.RetryPeriod(c.TTL, c.RetryPeriod)
 	}
 	return c.Debounce
 }
@@ -109,14 +113,14 @@ func (c Config) Validate() error {
 	seen := make(map[string]bool, len(c.Names))
 	for i, n := range c.Names {
 		longest = max(longest, len(n))
-		if err := tenure.ValidatePartitionName(n); err != nil {
+		if err := inputs.PartitionName(n); err != nil {
 			bad("Config.Names[%d]: %w", i, err)
 		} else if seen[n] {
 			bad("Config.Names[%d] (%q) is a duplicate", i, n)
 		}
 		seen[n] = true
 	}
-	if err := tenure.ValidateGroup(c.Key, longest); err != nil && tenure.ValidateKey(c.Key) == nil {
+	if err := inputs.Group(c.Key, longest); err != nil && tenure.ValidateKey(c.Key) == nil {
 		bad("Config.Key: %w", err)
 	}
 	if c.SyncInterval < 0 {

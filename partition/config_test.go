@@ -29,7 +29,7 @@ func TestConfigValidate(t *testing.T) {
 			c.Partitions, c.Names = 3, []string{"eu/west", "us", "us"}
 		}, []string{`Config.Names[0]`, `must not contain '/'`, `Config.Names[2] ("us") is a duplicate`}},
 		{"bad group and TTL", func(c *partition.Config) { c.Key, c.TTL = "/jobs", -1 }, []string{"Config.Key", "Config.TTL"}},
-		{"margin below MinMargin", func(c *partition.Config) { c.Margin = 10 * time.Millisecond }, []string{"Config.Margin (10ms) must be at least MinMargin (50ms)"}},
+		{"margin below MinMargin", func(c *partition.Config) { c.Margin = 10 * time.Millisecond }, []string{"Config.Margin (10ms) must be at least 50ms"}},
 		{"negative intervals", func(c *partition.Config) { c.SyncInterval, c.Debounce = -1, -1 }, []string{"Config.SyncInterval (-1ns)", "Config.Debounce (-1ns)"}},
 		{"group too long for names", func(c *partition.Config) { c.Key = strings.Repeat("g", 199) }, []string{"makes keys of 201 bytes"}},
 	} {
@@ -60,8 +60,8 @@ func TestNewRejectsCoordinatorWithoutGroups(t *testing.T) {
 	cfg.Key, cfg.Partitions = "jobs", 2
 	c := memory.New()
 	defer c.Close()
-	if _, err := partition.New(plainCoordinator{c}, cfg); !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), "GroupCoordinator") {
-		t.Errorf("New(coordinator without groups) error = %v; want ErrInvalidConfig naming tenure.GroupCoordinator", err)
+	if _, err := partition.New(plainCoordinator{c}, cfg); !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), "partition.Coordinator") {
+		t.Errorf("New(coordinator without groups) error = %v; want ErrInvalidConfig naming partition.Coordinator", err)
 	}
 }
 

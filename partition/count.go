@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/display"
 )
 
 // A CountError reports that a member refused to join a group because a
 // live member of it runs the group with another number of partitions.
 // Members that disagree on P compute different assignments and leave
 // partitions unowned, so every member announces its P as it joins
-// (tenure.GroupCoordinator.JoinGroup records it with the membership:
-// tenure.Member.Partitions) and, until its first view of the membership has
+// (Coordinator.JoinGroup records it with the membership:
+// Member.Partitions) and, until its first view of the membership has
 // settled (before it claims anything), refuses to run beside a member that
 // announced another: Run leaves the group and returns a *CountError.
 // A member that has settled does not refuse; it leaves a newcomer with
@@ -34,7 +34,7 @@ type CountError struct {
 // Error names the group, both counts and the other member.
 func (e *CountError) Error() string {
 	return fmt.Sprintf("partition: refusing to join group %q with %d partitions: its live member %s runs it with %d; every member of a group must run it with the same number of partitions (to change it, stop every member first)",
-		e.Group, e.Partitions, tenure.DescribeHolder(e.Member), e.Theirs)
+		e.Group, e.Partitions, display.Holder(e.Member), e.Theirs)
 }
 
 // agreeing returns the IDs of the members of ms that run the group with
@@ -42,10 +42,10 @@ func (e *CountError) Error() string {
 // first view has settled, a member that announced another count makes it
 // refuse (a *CountError); after, that member is left out of the
 // assignment, with an error logged once per membership.
-func (r *runner) agreeing(ms []tenure.Member) ([]string, error) {
+func (r *runner) agreeing(ms []Member) ([]string, error) {
 	ids := make([]string, 0, len(ms))
 	for id := range r.disagree { // forget members that are gone
-		if !slices.ContainsFunc(ms, func(m tenure.Member) bool { return m.ID == id }) {
+		if !slices.ContainsFunc(ms, func(m Member) bool { return m.ID == id }) {
 			delete(r.disagree, id)
 		}
 	}

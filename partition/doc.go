@@ -14,7 +14,7 @@
 // state on the way to it, so members that read the table at different
 // moments of a hand-over agree (they also compute it again every renewal
 // interval). Members learn of joins and leaves at once from a coordinator
-// that is a tenure.MembersWatcher (etcd, PostgreSQL), otherwise within
+// that is a MembersWatcher (etcd, PostgreSQL), otherwise within
 // Config.SyncInterval. A member claims the free partitions the latest
 // membership gives it at once (an orphan of an expired member, or one a
 // leaving member released), but hands a partition over only when the
@@ -28,7 +28,7 @@
 // Every member of a group must run it with the same number of partitions
 // P: members that disagree compute different assignments and leave
 // partitions unowned. A member announces its P as it joins
-// (tenure.Member.Partitions, recorded by the coordinator with the
+// (Member.Partitions, recorded by the coordinator with the
 // membership) and refuses to run beside a live member that announced
 // another, until it has settled: see CountError.
 //
@@ -43,7 +43,7 @@
 //
 // # Renewal cost
 //
-// A member holds one lease (tenure.GroupCoordinator) and every partition it
+// A member holds one lease (Coordinator) and every partition it
 // owns lives exactly as long as that lease: renewing it is one write per
 // member per renewal interval, whatever P is. On etcd every partition key
 // is attached to the member's etcd lease; on PostgreSQL a partition's row
@@ -51,7 +51,7 @@
 // database's clock; the memory coordinator does the same in process. Claims
 // and releases are batched. Before each renewal the member checks, with one
 // read whose work grows with the partitions it owns, not with P, that it
-// still owns them (tenure.GroupCoordinator.CheckPartitions); a renewal
+// still owns them (Coordinator.CheckPartitions); a renewal
 // extends their terms only when both answered: a partition an operator freed by hand (`tenure
 // release --force`, etcdctl del, SQL) is run at most one renewal interval
 // plus a round trip after, and never past a safe lease.

@@ -8,6 +8,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -24,7 +28,7 @@ type replyLosingLink struct {
 	slow   atomic.Bool  // reads of the partition table time out
 }
 
-func (l *replyLosingLink) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+func (l *replyLosingLink) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	res, err := l.Coordinator.ClaimPartitions(ctx, m, names)
 	if err == nil && l.armed.CompareAndSwap(true, false) {
 		l.lost.Store(int64(len(names)))
@@ -106,8 +110,8 @@ func TestClaimWithLostReplyReadsNoTable(t *testing.T) {
 		tables := link.tables.Load()
 		time.Sleep(2 * time.Second)
 		reads := link.tables.Load() - tables
-		if want := int64(2*time.Second/c.cfg.EffectiveRetryPeriod()) + 1; reads > want {
-			t.Errorf("a read the partition table %d times in the 2s after a claim whose reply was lost, every read timing out; want at most %d, one a RetryPeriod (%s): failed reads are retried no sooner, not at every step", reads, want, c.cfg.EffectiveRetryPeriod())
+		if want := int64(2*time.Second/timing.RetryPeriod(c.cfg.TTL, c.cfg.RetryPeriod)) + 1; reads > want {
+			t.Errorf("a read the partition table %d times in the 2s after a claim whose reply was lost, every read timing out; want at most %d, one a RetryPeriod (%s): failed reads are retried no sooner, not at every step", reads, want, timing.RetryPeriod(c.cfg.TTL, c.cfg.RetryPeriod))
 		}
 		c.await("a runs every partition", c.cfg.TTL, c.settled)
 		t.Logf("a read the partition table %d times in 2s", reads)

@@ -9,6 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tenure-dev/tenure/internal/identity"
+
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/campaign"
 )
@@ -20,7 +24,7 @@ type Partition struct {
 	Index int
 	// Name is its name ("0" to "P−1" unless Config.Names names them).
 	Name string
-	// Key is its key: tenure.PartitionKey(group, Name).
+	// Key is its key: Key(group, Name).
 	Key string
 }
 
@@ -41,7 +45,7 @@ type Func func(ctx context.Context, p Partition, t *tenure.Term) error
 // them, and takes over partitions whose owner's lease expired. Create it
 // with New and call Run.
 type Group struct {
-	c       tenure.GroupCoordinator
+	c       Coordinator
 	cfg     Config
 	parts   []Partition
 	byName  map[string]Partition
@@ -56,14 +60,13 @@ type Group struct {
 	terms []*tenure.Term // of snap.Owned, in order
 }
 
-// New returns a Group member for cfg on c, which must implement
-// tenure.GroupCoordinator (memory, etcd and postgres coordinators do). It
-// validates cfg and reports every bad field. Called by users, once for each
-// member of a group a process runs, and by `tenure run --partitions`.
+// New returns a Group member for cfg on c, which must implement Coordinator
+// (memory, etcd and postgres coordinators do). It validates cfg and reports
+// every bad field.
 func New(c tenure.Coordinator, cfg Config) (*Group, error) {
-	gc, ok := c.(tenure.GroupCoordinator)
+	gc, ok := c.(Coordinator)
 	if !ok {
-		return nil, fmt.Errorf("%w: coordinator %T cannot run partition groups (it is not a tenure.GroupCoordinator)", tenure.ErrInvalidConfig, c)
+		return nil, fmt.Errorf("%w: coordinator %T cannot run partition groups (it is not a partition.Coordinator)", tenure.ErrInvalidConfig, c)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -73,16 +76,16 @@ func New(c tenure.Coordinator, cfg Config) (*Group, error) {
 		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if g.metrics == nil {
-		g.metrics = NopMetrics{}
+		g.metrics = nopMetrics{}
 	}
 	if g.cfg.Instance == "" {
-		g.cfg.Instance = tenure.NewInstance() // this Group's own: see tenure.Config.Instance
+		g.cfg.Instance = identity.NewInstance() // this Group's own: see tenure.Config.Instance
 	}
 	g.id = g.cfg.Identity()
 	g.log = g.log.With("group", cfg.Key, "holder", g.id)
 	g.byName = make(map[string]Partition, len(g.names))
 	for i, n := range g.names {
-		p := Partition{Index: i, Name: n, Key: tenure.PartitionKey(cfg.Key, n)}
+		p := Partition{Index: i, Name: n, Key: Key(cfg.Key, n)}
 		g.parts = append(g.parts, p)
 		g.byName[n] = p
 	}
@@ -128,7 +131,7 @@ func (g *Group) Run(ctx context.Context, fn Func) error {
 	if !ok {
 		return fmt.Errorf("%w: partition: Group.Run: another Group of this process already runs group %q on this coordinator as %s: "+
 			"two members of one identity are one member to the coordinator; give each its own Config.Instance (leave it empty to draw one)",
-			tenure.ErrInvalidConfig, g.cfg.Key, tenure.DescribeHolder(g.id))
+			tenure.ErrInvalidConfig, g.cfg.Key, display.Holder(g.id))
 	}
 	defer leave()
 	r := newRunner(ctx, g, fn)

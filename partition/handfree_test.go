@@ -5,6 +5,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/timing"
 )
 
 // TestHandFreedPartitionEndsWithinARenewal: an operator frees partition 1,
@@ -26,7 +28,7 @@ func TestHandFreedPartitionEndsWithinARenewal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(c.cfg.EffectiveRenewInterval() / 2) // between two renewals
+		time.Sleep(timing.RenewInterval(c.cfg.TTL, c.cfg.RenewInterval) / 2) // between two renewals
 		c.coord.FreePartition(c.cfg.Key, "1")
 		res, err := c.coord.ClaimPartitions(ctx, x, []string{"1"})
 		if err != nil || res[0].Err != nil {
@@ -56,5 +58,5 @@ func TestHandFreedPartitionEndsWithinARenewal(t *testing.T) {
 // renewInterval is how often the cluster's members renew: RenewInterval,
 // but at least three times per safe lease.
 func (c *cluster) renewInterval() time.Duration {
-	return min(c.cfg.EffectiveRenewInterval(), c.cfg.SafeLease(c.cfg.TTL)/3)
+	return min(timing.RenewInterval(c.cfg.TTL, c.cfg.RenewInterval), timing.SafeLease(c.cfg.TTL, c.cfg.MaxDrift, c.cfg.Margin)/3)
 }

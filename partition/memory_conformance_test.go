@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition/partitiontest"
@@ -37,42 +39,42 @@ func (h *handle) check() error {
 	return nil
 }
 
-func (h *handle) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+func (h *handle) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
 	if err := h.check(); err != nil {
-		return tenure.Member{}, err
+		return partition.Member{}, err
 	}
 	return h.Coordinator.JoinGroup(ctx, group, id, ttl, partitions)
 }
 
-func (h *handle) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (h *handle) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	if err := h.check(); err != nil {
-		return tenure.Member{}, err
+		return partition.Member{}, err
 	}
 	return h.Coordinator.RenewMember(ctx, m)
 }
 
-func (h *handle) LeaveGroup(ctx context.Context, m tenure.Member) error {
+func (h *handle) LeaveGroup(ctx context.Context, m partition.Member) error {
 	if err := h.check(); err != nil {
 		return err
 	}
 	return h.Coordinator.LeaveGroup(ctx, m)
 }
 
-func (h *handle) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+func (h *handle) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	if err := h.check(); err != nil {
 		return nil, err
 	}
 	return h.Coordinator.ClaimPartitions(ctx, m, names)
 }
 
-func (h *handle) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+func (h *handle) ReleasePartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) error {
 	if err := h.check(); err != nil {
 		return err
 	}
 	return h.Coordinator.ReleasePartitions(ctx, m, gs)
 }
 
-func (h *handle) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+func (h *handle) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	if err := h.check(); err != nil {
 		return nil, err
 	}

@@ -2,8 +2,7 @@ package partition
 
 import "time"
 
-// MoveReason says why a partition changed hands. Used by Metrics.Moved,
-// which prom counts by reason.
+// MoveReason says why a partition changed hands.
 type MoveReason string
 
 // The reasons a member gives up or takes a partition.
@@ -25,8 +24,7 @@ const (
 	MoveReturned MoveReason = "returned"
 )
 
-// Stats describe the whole group as one member last read it. Used by
-// Metrics.SetStats and Table; users alert on Unowned.
+// Stats describe the whole group as one member last read it.
 type Stats struct {
 	// Members is how many live members the group has.
 	Members int
@@ -52,22 +50,21 @@ type Metrics interface {
 	Moved(group string, reason MoveReason)
 	// SetStats records the group as a whole, as this member last read it
 	// (every RenewInterval, or every P/1000 seconds when that is longer,
-	// only when Metrics is not NopMetrics).
+	// only when Config.Metrics is set).
 	SetStats(group string, s Stats)
 }
 
-// NopMetrics is a Metrics that discards everything. Used by New when
-// Config.Metrics is nil; users embed it in a Metrics of their own that
-// implements only some methods.
-type NopMetrics struct{}
+// nopMetrics is a Metrics that discards everything, for a Config whose
+// Metrics is nil.
+type nopMetrics struct{}
 
 // SetOwned does nothing.
-func (NopMetrics) SetOwned(string, int) {}
+func (nopMetrics) SetOwned(string, int) {}
 
 // Moved does nothing.
-func (NopMetrics) Moved(string, MoveReason) {}
+func (nopMetrics) Moved(string, MoveReason) {}
 
 // SetStats does nothing.
-func (NopMetrics) SetStats(string, Stats) {}
+func (nopMetrics) SetStats(string, Stats) {}
 
-var _ Metrics = NopMetrics{}
+var _ Metrics = nopMetrics{}

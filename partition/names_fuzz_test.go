@@ -3,7 +3,7 @@ package partition
 import (
 	"testing"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/inputs"
 )
 
 // FuzzPartitionNumber: a partition name reads as a partition number only
@@ -35,7 +35,7 @@ func FuzzPartitionNumber(f *testing.F) {
 		}
 		if n > 0 {
 			last := names[n-1]
-			if err := tenure.ValidatePartitionName(last); err != nil {
+			if err := inputs.PartitionName(last); err != nil {
 				t.Fatalf("Names(%d) writes %q, not a partition name: %v", n, last, err)
 			}
 			if j, ok := number(last); !ok || j != n-1 {

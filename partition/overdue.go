@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/timing"
 )
 
 // overdue warns when a membership renewal is still unanswered a retry
@@ -23,7 +25,7 @@ type overdue struct {
 func (r *runner) watchRenewal(due time.Time, what string) *overdue {
 	o := &overdue{what: what, sent: time.Now()}
 	epoch, deadline, log := r.member.Epoch, r.deadline, r.g.log
-	o.timer = time.AfterFunc(max(time.Until(due.Add(r.cfg.EffectiveRetryPeriod())), 0), func() {
+	o.timer = time.AfterFunc(max(time.Until(due.Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))), 0), func() {
 		o.mu.Lock()
 		what, sent := o.what, o.sent
 		o.mu.Unlock()

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -16,7 +18,7 @@ import (
 type owned struct {
 	p      Partition
 	term   *tenure.Term
-	ctl    tenure.TermControl
+	ctl    termControl
 	stop   context.CancelCauseFunc // cancels the function's ctx
 	err    error                   // the function's result, once on runner.returned
 	reason MoveReason              // why it is being given up; "" while wanted
@@ -32,9 +34,9 @@ type runner struct {
 	wake chan struct{} // poked when a function returns
 
 	joined    bool
-	member    tenure.Member
-	deadline  tenure.Instant         // the member's local deadline, on both clocks
-	shared    *tenure.SharedDeadline // every owned partition's: deadline
+	member    Member
+	deadline  tenure.Instant // the member's local deadline, on both clocks
+	shared    sharedDeadline // every owned partition's: deadline
 	nextRenew time.Time
 
 	latest, effective []string          // member IDs: as last read; debounced
@@ -143,7 +145,7 @@ func (r *runner) step() (more bool, err error) {
 
 // call runs f with a context bounded by the request timeout.
 func (r *runner) call(f func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(r.ctx, r.cfg.EffectiveRequestTimeout())
+	ctx, cancel := context.WithTimeout(r.ctx, timing.RequestTimeout(r.cfg.TTL, r.cfg.RenewInterval, r.cfg.RequestTimeout))
 	defer cancel()
 	return f(ctx)
 }
@@ -156,7 +158,7 @@ func permanent(err error) bool {
 
 // join makes this process a member with a new epoch.
 func (r *runner) join() error {
-	var m tenure.Member
+	var m Member
 	err := r.call(func(ctx context.Context) (err error) {
 		m, err = r.g.c.JoinGroup(ctx, r.cfg.Key, r.g.id, r.cfg.TTL, r.cfg.Partitions)
 		return err
@@ -171,7 +173,7 @@ func (r *runner) join() error {
 	}
 	r.member, r.joined = m, true
 	r.deadline = r.deadlineOf(m)
-	r.shared = tenure.NewSharedDeadline(r.deadline)
+	r.shared = newSharedDeadline(r.deadline)
 	r.nextRenew = m.Sent.Time().Add(r.renewInterval())
 	r.g.log.Info("joined", "epoch", m.Epoch, "ttl", m.TTL)
 	return nil
@@ -182,18 +184,18 @@ func (r *runner) join() error {
 // plus the safe lease of its TTL, on both clocks (a host suspend between
 // that send and the reply counts against it). A membership that does not
 // say when its lease started has no safe deadline: none at all.
-func (r *runner) deadlineOf(m tenure.Member) tenure.Instant {
+func (r *runner) deadlineOf(m Member) tenure.Instant {
 	if m.Sent.IsZero() {
 		r.g.log.Error("coordinator reported a membership without Member.Sent: its lease's age is unknown; acting on none of it", "coordinator", fmt.Sprintf("%T", r.g.c))
 		return tenure.Now()
 	}
-	return m.Sent.Add(r.cfg.SafeLease(m.TTL))
+	return m.Sent.Add(timing.SafeLease(m.TTL, r.cfg.MaxDrift, r.cfg.Margin))
 }
 
 // renewInterval is how often the membership is renewed: the configured
 // interval, but at least three times per safe lease of the TTL granted.
 func (r *runner) renewInterval() time.Duration {
-	return max(min(r.cfg.EffectiveRenewInterval(), r.cfg.SafeLease(r.member.TTL)/3), time.Millisecond)
+	return max(min(timing.RenewInterval(r.cfg.TTL, r.cfg.RenewInterval), timing.SafeLease(r.member.TTL, r.cfg.MaxDrift, r.cfg.Margin)/3), time.Millisecond)
 }
 
 // renew checks that this member still owns every partition it runs (see
@@ -220,7 +222,7 @@ func (r *runner) renew() {
 		return
 	}
 	watch.sending("membership renewal")
-	var m tenure.Member
+	var m Member
 	err := r.call(func(ctx context.Context) (err error) {
 		m, err = r.g.c.RenewMember(ctx, r.member)
 		return err
@@ -234,12 +236,12 @@ func (r *runner) renew() {
 	case err == nil:
 		r.member = m
 		r.g.log.Warn("membership renewed, but the partitions owned could not be checked: their terms are not extended; retrying until the local deadline", "err", checkErr, "remaining", r.deadline.Until())
-		r.nextRenew = time.Now().Add(r.cfg.EffectiveRetryPeriod())
+		r.nextRenew = time.Now().Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))
 	case errors.Is(err, tenure.ErrLost):
 		r.lost(err)
 	default:
 		r.g.log.Warn("membership renewal failed; retrying until the local deadline", "err", err, "remaining", r.deadline.Until())
-		r.nextRenew = time.Now().Add(r.cfg.EffectiveRetryPeriod())
+		r.nextRenew = time.Now().Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))
 	}
 }
 

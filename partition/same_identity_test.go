@@ -17,6 +17,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
 )
@@ -46,7 +48,7 @@ func TestAdversarySameIdentityMembers(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		cancel()
 		err = <-done
-		want := []string{`"jobs"`, tenure.DescribeHolder(twin.Identity())}
+		want := []string{`"jobs"`, display.Holder(twin.Identity())}
 		if !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), want[0]) || !strings.Contains(err.Error(), want[1]) {
 			t.Errorf("second Group's Run() = %v; want ErrInvalidConfig naming %s", err, strings.Join(want, " and "))
 		}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -15,7 +17,7 @@ import (
 type Snapshot struct {
 	// Member is the current membership; zero before joining and after
 	// leaving.
-	Member tenure.Member
+	Member Member
 	// Joined reports whether the member is in the group now.
 	Joined bool
 	// Deadline is the member's local deadline, shared by every term.
@@ -26,7 +28,7 @@ type Snapshot struct {
 	Owned []Owned
 }
 
-// Owned is one partition a member runs. Used by Snapshot.
+// Owned is one partition a member runs.
 type Owned struct {
 	// Partition is the partition.
 	Partition Partition
@@ -64,7 +66,7 @@ func (r *runner) publish() {
 	s.Owned = r.g.snap.Owned
 	r.g.mu.Unlock()
 	if now := time.Now(); r.ownedChanged || !now.Before(r.nextPublish) {
-		r.ownedChanged, r.nextPublish = false, now.Add(r.cfg.EffectiveRetryPeriod())
+		r.ownedChanged, r.nextPublish = false, now.Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))
 		s.Owned, terms = r.listOwned()
 	}
 	r.g.mu.Lock()
@@ -96,10 +98,10 @@ func (r *runner) listOwned() ([]Owned, []*tenure.Term) {
 // large group: see readEvery) and reports Stats, when metrics are
 // collected.
 func (r *runner) stats() {
-	if _, nop := r.g.metrics.(NopMetrics); nop || time.Now().Before(r.nextStats) {
+	if _, nop := r.g.metrics.(nopMetrics); nop || time.Now().Before(r.nextStats) {
 		return
 	}
-	r.nextStats = time.Now().Add(r.readEvery(r.cfg.EffectiveRenewInterval()))
+	r.nextStats = time.Now().Add(r.readEvery(timing.RenewInterval(r.cfg.TTL, r.cfg.RenewInterval)))
 	var t Table
 	err := r.call(func(ctx context.Context) (err error) {
 		t, err = readTable(ctx, r.g.c, r.cfg.Key, r.g.names)

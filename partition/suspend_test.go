@@ -7,6 +7,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/boottime"
 	"github.com/tenure-dev/tenure/memory"
@@ -40,7 +44,7 @@ func (l *suspendingLink) sleep() {
 	l.at.Store(int64(boottime.Now()))
 }
 
-func (l *suspendingLink) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (l *suspendingLink) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	r, err := l.Coordinator.RenewMember(ctx, m)
 	if !l.inClaim && err == nil && l.armed.CompareAndSwap(true, false) {
 		l.sleep()
@@ -49,7 +53,7 @@ func (l *suspendingLink) RenewMember(ctx context.Context, m tenure.Member) (tenu
 	return r, err
 }
 
-func (l *suspendingLink) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+func (l *suspendingLink) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	if l.inClaim && l.armed.CompareAndSwap(true, false) {
 		l.sleep()
 		defer l.Coordinator.Partition(l.holder)
@@ -106,10 +110,10 @@ func suspendRun(t *testing.T, inClaim bool) {
 	across := 0
 	for _, s := range c.rec.spans("a#1") {
 		g := s.term.Grant()
-		dl := g.Sent.Add(c.cfg.SafeLease(g.TTL)).Boot()
+		dl := g.Sent.Add(timing.SafeLease(g.TTL, c.cfg.MaxDrift, c.cfg.Margin)).Boot()
 		if int64(s.end) > dl {
 			t.Errorf("a's term %d ended at %s on the boot clock; want by %s, its last send %s plus the safe lease %s",
-				g.Token, time.Duration(s.end), time.Duration(dl), time.Duration(g.Sent.Boot()), c.cfg.SafeLease(g.TTL))
+				g.Token, time.Duration(s.end), time.Duration(dl), time.Duration(g.Sent.Boot()), timing.SafeLease(g.TTL, c.cfg.MaxDrift, c.cfg.Margin))
 		}
 		if s.end > resumed && (inClaim == (s.start >= resumed)) {
 			across++

@@ -14,7 +14,7 @@ import (
 // Table is a group's partition table as the coordinator holds it: who owns
 // each partition, with which token and how much lease, and each member's
 // share. ReadTable and ReadGroupTable read it; `tenure status` and the page
-// of `tenure server --http` show it, and it is exported for users' own
+// of `tenure server --http` show it; users read it in their own
 // dashboards and health checks (alert on Stats.Unowned, say).
 type Table struct {
 	// Group is the group's key.
@@ -29,7 +29,7 @@ type Table struct {
 	// reading and is 0).
 	Stats Stats
 	// Announced is the partition count the live members announce (see
-	// tenure.Member.Partitions): the largest, if they disagree; 0 when none
+	// Member.Partitions): the largest, if they disagree; 0 when none
 	// announces one.
 	Announced int
 	// Partial reports that Partitions lists only some of the group's
@@ -37,8 +37,7 @@ type Table struct {
 	Partial bool
 }
 
-// Row is one partition's line of a Table. Used by `tenure status` and the
-// status pages, and by users' own dashboards.
+// Row is one partition's line of a Table.
 type Row struct {
 	// Partition is the partition. Its Index is −1 when it is not known
 	// (a Partial table of a group with names of its own).
@@ -52,8 +51,7 @@ type Row struct {
 	LeaseLeft time.Duration
 }
 
-// MemberRow is one member's line of a Table. Used by `tenure status` and the
-// status pages, and by users' own dashboards.
+// MemberRow is one member's line of a Table.
 type MemberRow struct {
 	// ID is the member's identity.
 	ID string
@@ -67,7 +65,7 @@ type MemberRow struct {
 }
 
 // ReadTable reads group's partition table and members from c, which must
-// implement tenure.GroupCoordinator, for the partitions named names (see
+// implement Coordinator, for the partitions named names (see
 // Names). It is what `tenure status --partitions` shows for a group.
 func ReadTable(ctx context.Context, c tenure.Coordinator, group string, names []string) (Table, error) {
 	gc, err := groupOf(c)
@@ -85,9 +83,8 @@ func ReadTable(ctx context.Context, c tenure.Coordinator, group string, names []
 // announces a count (older versions): the table is then Partial, listing
 // the partitions owned now (with no count announced, and names that are
 // partition numbers, every number up to the highest owned), each with its
-// number as Index, or −1 for a name of its own; Stats count the announced
-// P when there is one. Used by `tenure status --prefix` and the status page
-// of `tenure server --http`, which know a group by its key alone.
+// number as Index, or −1 for a name of its own; Stats count the announced P
+// when there is one.
 func ReadGroupTable(ctx context.Context, c tenure.Coordinator, group string) (Table, error) {
 	gc, err := groupOf(c)
 	if err != nil {
@@ -166,7 +163,7 @@ func indexOf(n string, p int) int {
 }
 
 // announced is the largest partition count ms announce; 0 if none.
-func announced(ms []tenure.Member) int {
+func announced(ms []Member) int {
 	p := 0
 	for _, m := range ms {
 		p = max(p, m.Partitions)
@@ -174,15 +171,15 @@ func announced(ms []tenure.Member) int {
 	return p
 }
 
-func groupOf(c tenure.Coordinator) (tenure.GroupCoordinator, error) {
-	gc, ok := c.(tenure.GroupCoordinator)
+func groupOf(c tenure.Coordinator) (Coordinator, error) {
+	gc, ok := c.(Coordinator)
 	if !ok {
 		return nil, fmt.Errorf("%w: coordinator %T cannot run partition groups", tenure.ErrInvalidConfig, c)
 	}
 	return gc, nil
 }
 
-func readTable(ctx context.Context, gc tenure.GroupCoordinator, group string, names []string) (Table, error) {
+func readTable(ctx context.Context, gc Coordinator, group string, names []string) (Table, error) {
 	ms, gs, err := readGroup(ctx, gc, group)
 	if err != nil {
 		return Table{}, err
@@ -191,7 +188,7 @@ func readTable(ctx context.Context, gc tenure.GroupCoordinator, group string, na
 }
 
 // readGroup reads group's live members and partition grants.
-func readGroup(ctx context.Context, gc tenure.GroupCoordinator, group string) ([]tenure.Member, []tenure.Grant, error) {
+func readGroup(ctx context.Context, gc Coordinator, group string) ([]Member, []tenure.Grant, error) {
 	ms, err := gc.GroupMembers(ctx, group)
 	if err != nil {
 		return nil, nil, fmt.Errorf("partition: read members of %q: %w", group, err)
@@ -205,12 +202,12 @@ func readGroup(ctx context.Context, gc tenure.GroupCoordinator, group string) ([
 
 // buildTable is the table of the partitions names of a group of p
 // partitions, members ms and grants gs.
-func buildTable(group string, names []string, p int, ms []tenure.Member, gs []tenure.Grant) Table {
+func buildTable(group string, names []string, p int, ms []Member, gs []tenure.Grant) Table {
 	t := Table{Group: group, Partitions: make([]Row, len(names)), Announced: announced(ms)}
 	index := make(map[string]int, len(names))
 	for i, n := range names {
-		index[tenure.PartitionKey(group, n)] = i
-		t.Partitions[i].Partition = Partition{Index: i, Name: n, Key: tenure.PartitionKey(group, n)}
+		index[Key(group, n)] = i
+		t.Partitions[i].Partition = Partition{Index: i, Name: n, Key: Key(group, n)}
 	}
 	owned := make(map[string]int)
 	for _, gr := range gs {

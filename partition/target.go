@@ -8,18 +8,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/timing"
 )
 
 // watchMembers starts watching the membership, if the coordinator can and
 // no watch runs; a failed or ended watch is tried again after RetryPeriod.
 // Polling goes on meanwhile.
 func (r *runner) watchMembers(ctx context.Context) {
-	w, ok := r.g.c.(tenure.MembersWatcher)
+	w, ok := r.g.c.(MembersWatcher)
 	if !ok || r.watch != nil || time.Now().Before(r.nextWatch) {
 		return
 	}
-	r.nextWatch = time.Now().Add(r.cfg.EffectiveRetryPeriod())
+	r.nextWatch = time.Now().Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))
 	ch, err := w.WatchMembers(ctx, r.cfg.Key)
 	if err != nil {
 		r.g.log.Warn("watching members failed; polling", "err", err)
@@ -115,9 +115,9 @@ func (r *runner) readTable(read bool, now time.Time) (map[string]string, bool) {
 		r.readFails, r.heldSince = 0, time.Time{}
 		return owners, true
 	}
-	wait := r.cfg.EffectiveRetryPeriod() << min(r.readFails, 16)
+	wait := timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod) << min(r.readFails, 16)
 	r.readFails++
-	r.nextRead = now.Add(min(wait, r.readEvery(r.cfg.EffectiveRetryPeriod())))
+	r.nextRead = now.Add(min(wait, r.readEvery(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))))
 	return nil, false
 }
 
@@ -186,8 +186,8 @@ func (r *runner) predicted() map[string]string {
 }
 
 // members reads the group's live members.
-func (r *runner) members() ([]tenure.Member, bool) {
-	var ms []tenure.Member
+func (r *runner) members() ([]Member, bool) {
+	var ms []Member
 	err := r.call(func(ctx context.Context) (err error) {
 		ms, err = r.g.c.GroupMembers(ctx, r.cfg.Key)
 		return err

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -35,12 +37,12 @@ func (r *runner) claim() (more bool) {
 	if len(names) == 0 {
 		return false
 	}
-	var res []tenure.ClaimResult
+	var res []ClaimResult
 	err := r.call(func(ctx context.Context) (err error) {
 		res, err = r.g.c.ClaimPartitions(ctx, r.member, names)
 		return err
 	})
-	r.batch.took(len(names), time.Since(now), r.cfg.EffectiveRetryPeriod()/2, err != nil)
+	r.batch.took(len(names), time.Since(now), timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod)/2, err != nil)
 	if errors.Is(err, tenure.ErrLost) {
 		r.lost(err)
 		return false
@@ -91,7 +93,7 @@ func (r *runner) toClaim(now time.Time) (names []string, more bool) {
 // each partition granted that the latest membership gives this member,
 // queues the others granted for release, and keeps those whose outcome is
 // unknown doubtful. It returns how many terms it started.
-func (r *runner) claimed(names []string, res []tenure.ClaimResult, now time.Time) (claimed int) {
+func (r *runner) claimed(names []string, res []ClaimResult, now time.Time) (claimed int) {
 	unknown := 0
 	var firstErr error
 	for i, cr := range res {
@@ -187,7 +189,7 @@ func (r *runner) finish(o *owned, err error) {
 	case tenure.IsStale(err):
 		o.ctl.End(fmt.Errorf("%w: fenced by resource: %w", tenure.ErrNotLeader, err))
 		kind, o.reason = tenure.Fenced, MoveFenced
-		r.cooldown[o.p.Name] = time.Now().Add(r.cfg.EffectiveRetryPeriod())
+		r.cooldown[o.p.Name] = time.Now().Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))
 	case o.ctl.Ended():
 		kind = tenure.Expired
 		if errors.Is(o.ctl.Cause(), tenure.ErrLost) {
@@ -198,7 +200,7 @@ func (r *runner) finish(o *owned, err error) {
 		}
 	case o.reason == "":
 		o.reason = MoveReturned
-		r.cooldown[o.p.Name] = time.Now().Add(r.cfg.EffectiveRetryPeriod())
+		r.cooldown[o.p.Name] = time.Now().Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))
 		if err != nil {
 			r.g.log.Warn("partition function failed", "partition", o.p.Name, "token", o.term.Token(), "err", err)
 		}
@@ -269,7 +271,7 @@ func (r *runner) leave() {
 		r.reap()
 	}
 	if r.joined {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.cfg.EffectiveRequestTimeout())
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), timing.RequestTimeout(r.cfg.TTL, r.cfg.RenewInterval, r.cfg.RequestTimeout))
 		if err := r.g.c.LeaveGroup(ctx, r.member); err != nil {
 			r.g.log.Warn("leave failed; the membership will expire on its own", "err", err)
 		}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -92,7 +94,7 @@ func claimDuringAJoin(t *testing.T, existing []string) {
 	}
 
 	type claim struct {
-		res []tenure.ClaimResult
+		res []partition.ClaimResult
 		err error
 	}
 	nDone := make(chan claim, 1)

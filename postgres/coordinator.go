@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -19,7 +21,7 @@ import (
 
 var (
 	_ tenure.Coordinator = (*Coordinator)(nil)
-	_ tenure.Watcher     = (*Coordinator)(nil)
+	_ tenure.Coordinator = (*Coordinator)(nil)
 )
 
 // Execer is what the fence helpers and the coordinator need of a database
@@ -39,7 +41,7 @@ var (
 )
 
 // A Coordinator is a tenure.Coordinator on a PostgreSQL leadership table. It
-// also implements tenure.Watcher and tenure.GroupCoordinator. It is safe for
+// also implements tenure.Coordinator and partition.Coordinator. It is safe for
 // concurrent use. Users get one from Open or New and pass it to
 // tenure.NewElector or partition.New.
 type Coordinator struct {
@@ -76,7 +78,7 @@ func newStatements(t string, notify Notify) statements {
 		announce = "CASE WHEN pg_try_advisory_xact_lock(hashtext($4), hashtext(resource)) THEN NULL ELSE pg_notify($4, resource)::text END"
 	}
 	return statements{
-		// The seed's acquisition, plus a notification for watchers. The new token is the old one
+		// The acquisition, plus a notification for watchers. The new token is the old one
 		// plus one, and never less than the database clock in microseconds
 		// since 1970: a row deleted to "unstick" a key, a truncated or
 		// re-created table, or a point-in-time restore would otherwise
@@ -239,7 +241,7 @@ func micros(ttl time.Duration) (int64, time.Duration) {
 
 // Acquire grants key to holder for ttl with the seed's UPDATE, inserting the
 // key's row first if this is its first acquisition. A key that names a
-// partition of a group (tenure.PartitionKey: the group, '/', the name)
+// partition of a group (partition.Key: the group, '/', the name)
 // owned by a live member is held: the error names the partition and the
 // group and wraps a *tenure.HeldError naming the member (see acquireOnce).
 // See tenure.Coordinator.Acquire.
@@ -307,7 +309,7 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 	}
 	i := strings.LastIndexByte(key, '/')
 	t, err := c.groupTables()
-	if i < 0 || err != nil || tenure.ValidateKey(key[:i]) != nil || tenure.ValidatePartitionName(key[i+1:]) != nil {
+	if i < 0 || err != nil || tenure.ValidateKey(key[:i]) != nil || inputs.PartitionName(key[i+1:]) != nil {
 		return token, acquire(c.pool) // no partition has this key
 	}
 	group, name := key[:i], key[i+1:]

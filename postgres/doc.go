@@ -20,9 +20,9 @@
 // column (ErrTableShape); timestamp columns without a time zone are refused
 // because their meaning would depend on each session's time zone setting.
 //
-// # The seed's statements
+// # The statements
 //
-// Acquisition is the seed's single atomic statement, with the TTL passed as
+// Acquisition is a single atomic statement, with the TTL passed as
 // a parameter (microseconds), never spliced into the SQL text:
 //
 //	UPDATE cluster_leadership
@@ -33,7 +33,7 @@
 //	RETURNING fencing_token
 //
 // Zero rows means another holder has a live lease: Acquire then reads it and
-// returns a *tenure.HeldError. The seed's "expires_at < CURRENT_TIMESTAMP"
+// returns a *tenure.HeldError. The usual "expires_at < CURRENT_TIMESTAMP"
 // becomes "<=", so that "live" (expires_at > CURRENT_TIMESTAMP, used by
 // renewal and Leader) and "free" are exact complements.
 //
@@ -71,7 +71,7 @@
 //
 // # Fencing a table
 //
-// FenceUpdate and FenceGuard run the seed's resource-side pattern in the
+// FenceUpdate and FenceGuard run the resource-side pattern in the
 // caller's transaction:
 //
 //	UPDATE shard_assignment

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenure-dev/tenure"
@@ -80,7 +82,7 @@ func TestLeaderConnectionKilled(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire() error = %v", err)
 	}
-	deadline := sent.Add(cfg.SafeLease(ga.TTL))
+	deadline := sent.Add(timing.SafeLease(ga.TTL, cfg.MaxDrift, cfg.Margin))
 	if err := fencedWrite(ctx, leader, guard, ga.Token, "A1"); err != nil {
 		t.Fatalf("leader's fenced write error = %v", err)
 	}
@@ -107,7 +109,7 @@ func TestLeaderConnectionKilled(t *testing.T) {
 		if err != nil || !ok || l.Holder != ga.Holder || l.Token != ga.Token {
 			t.Fatalf("Renew() succeeded but Leader() = %v, %v, %v; want %v (no false success)", l, ok, err, ga)
 		}
-		deadline = s.Add(cfg.SafeLease(g.TTL))
+		deadline = s.Add(timing.SafeLease(g.TTL, cfg.MaxDrift, cfg.Margin))
 		renewed = true
 		break
 	}

@@ -13,12 +13,11 @@ import (
 	"github.com/tenure-dev/tenure/fence"
 )
 
-// DefaultTokenColumn is the column that holds a fenced row's token. Used by
-// AddFencingColumn and FenceUpdate; users name it in their own queries.
+// DefaultTokenColumn is the column that holds a fenced row's token.
 const DefaultTokenColumn = "fencing_token"
 
 // A FenceGuard protects the rows of one table with fencing tokens, with the
-// seed's resource-side statement:
+// resource-side statement:
 //
 //	UPDATE <Table> SET <set…>, <TokenColumn> = $token [, <UpdatedAtColumn> = CURRENT_TIMESTAMP]
 //	WHERE <IDColumn> = $id AND <TokenColumn> <= $token
@@ -39,22 +38,20 @@ type FenceGuard struct {
 	// Default DefaultTokenColumn (see AddFencingColumn).
 	TokenColumn string
 	// UpdatedAtColumn, if not empty, is set to CURRENT_TIMESTAMP by every
-	// accepted update, as the seed does.
+	// accepted update.
 	UpdatedAtColumn string
 }
 
 // SplitIdentifier splits a possibly schema-qualified name at its dots:
 // "app.shard_assignment" → {"app", "shard_assignment"}. For a name that
-// itself contains a dot, build the pgx.Identifier directly. Used by
-// FenceUpdate and AddFencingColumn; users call it to fill FenceGuard.Table.
+// itself contains a dot, build the pgx.Identifier directly.
 func SplitIdentifier(name string) pgx.Identifier {
 	return pgx.Identifier(strings.Split(name, "."))
 }
 
 // FenceUpdate runs a fenced update of the row of table (see
 // SplitIdentifier) whose idColumn equals id, with the default token column
-// and no updated-at column. See FenceGuard.Update. Called by the leader's
-// code for every write to a fenced row (prom's fence observer wraps it).
+// and no updated-at column. See FenceGuard.Update.
 func FenceUpdate(ctx context.Context, db Execer, table, idColumn string, id any, token uint64, set map[string]any) error {
 	return FenceGuard{Table: SplitIdentifier(table), IDColumn: idColumn}.Update(ctx, db, id, token, set)
 }

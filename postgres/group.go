@@ -7,32 +7,35 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tenure-dev/tenure"
 )
 
-var _ tenure.GroupCoordinator = (*Coordinator)(nil)
+var _ partition.Coordinator = (*Coordinator)(nil)
 
 // JoinGroup inserts a membership row for id with a new epoch, a lease of ttl
 // from now on the database's clock and the partition count announced,
 // creating the group tables first if they do not exist, and notifies
-// members' watchers (WatchMembers). See tenure.GroupCoordinator.
-func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+// members' watchers (WatchMembers). See partition.Coordinator.
+func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
 	op := fmt.Sprintf("postgres: join group %q as %q", group, id)
-	if err := tenure.ValidateJoin(group, id, ttl, partitions); err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+	if err := inputs.Join(group, id, ttl, partitions); err != nil {
+		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	t, err := c.groupTables()
 	if err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := c.checkOpen(); err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := c.ensureGroupTables(ctx, t); err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: create tables: %w", op, err)
+		return partition.Member{}, fmt.Errorf("%s: create tables: %w", op, err)
 	}
 	us, granted := micros(ttl)
 	var epoch int64
@@ -45,9 +48,9 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		}
 	}
 	if err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
-	return tenure.Member{Group: group, ID: id, Epoch: uint64(epoch), TTL: granted, Sent: sent, Partitions: partitions}, nil
+	return partition.Member{Group: group, ID: id, Epoch: uint64(epoch), TTL: granted, Sent: sent, Partitions: partitions}, nil
 }
 
 // joinAttempts is how many times JoinGroup inserts its row when another
@@ -81,8 +84,8 @@ func isUniqueViolation(err error) bool {
 }
 
 // begin validates m and returns the group tables.
-func (c *Coordinator) beginGroup(op string, m tenure.Member) (groupTables, error) {
-	if err := tenure.ValidateJoin(m.Group, m.ID, time.Second, 0); err != nil {
+func (c *Coordinator) beginGroup(op string, m partition.Member) (groupTables, error) {
+	if err := inputs.Join(m.Group, m.ID, time.Second, 0); err != nil {
 		return groupTables{}, fmt.Errorf("%s: %w", op, err)
 	}
 	if m.Epoch == 0 || m.Epoch > 1<<63-1 {
@@ -101,11 +104,11 @@ func (c *Coordinator) beginGroup(op string, m tenure.Member) (groupTables, error
 // RenewMember extends m's lease, and so all its partitions, with one UPDATE
 // of its row. A row that expired or is gone is reported with an error
 // wrapping tenure.ErrLost and never revived.
-func (c *Coordinator) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	op := fmt.Sprintf("postgres: renew member %s", m)
 	t, err := c.beginGroup(op, m)
 	if err != nil {
-		return tenure.Member{}, err
+		return partition.Member{}, err
 	}
 	var us int64
 	sent := tenure.Now()
@@ -114,10 +117,10 @@ SET expires_at = CURRENT_TIMESTAMP + ttl_us * interval '1 microsecond'
 WHERE epoch = $1 AND member = $2 AND expires_at > CURRENT_TIMESTAMP
 RETURNING ttl_us`, int64(m.Epoch), m.ID).Scan(&us)
 	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
-		return tenure.Member{}, fmt.Errorf("%s: %w: membership expired or left", op, tenure.ErrLost)
+		return partition.Member{}, fmt.Errorf("%s: %w: membership expired or left", op, tenure.ErrLost)
 	}
 	if err != nil {
-		return tenure.Member{}, fmt.Errorf("%s: %w", op, err)
+		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	m.TTL, m.Sent = time.Duration(us)*time.Microsecond, sent
 	return m, nil
@@ -125,7 +128,7 @@ RETURNING ttl_us`, int64(m.Epoch), m.ID).Scan(&us)
 
 // LeaveGroup deletes m's row: every partition it owned is free at once. It
 // notifies members' watchers (WatchMembers).
-func (c *Coordinator) LeaveGroup(ctx context.Context, m tenure.Member) error {
+func (c *Coordinator) LeaveGroup(ctx context.Context, m partition.Member) error {
 	op := fmt.Sprintf("postgres: leave %s", m)
 	t, err := c.beginGroup(op, m)
 	if err != nil {
@@ -145,7 +148,7 @@ func isUndefinedTable(err error) bool {
 
 // GroupMembers returns group's live members with one query, each with the
 // time left on its lease on the database's clock.
-func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
+func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	op := fmt.Sprintf("postgres: members of %q", group)
 	t, err := c.beginObserve(op, group)
 	if err != nil {
@@ -165,8 +168,8 @@ FROM `+t.members+` m WHERE grp = $1 AND expires_at > CURRENT_TIMESTAMP ORDER BY 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (tenure.Member, error) {
-		var m tenure.Member
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (partition.Member, error) {
+		var m partition.Member
 		var epoch, us int64
 		err := r.Scan(&m.ID, &epoch, &us, &m.Partitions)
 		m.Group, m.Epoch, m.TTL = group, uint64(epoch), time.Duration(us)*time.Microsecond
@@ -215,7 +218,7 @@ WHERE p.grp = $1 AND m.expires_at > CURRENT_TIMESTAMP`, group)
 		var name string
 		var token, us int64
 		err := r.Scan(&name, &g.Holder, &token, &us)
-		g.Key, g.Token, g.TTL = tenure.PartitionKey(group, name), uint64(token), time.Duration(us)*time.Microsecond
+		g.Key, g.Token, g.TTL = partition.Key(group, name), uint64(token), time.Duration(us)*time.Microsecond
 		return g, err
 	})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -24,7 +26,7 @@ func newOwnerLog() *ownerLog {
 	return &ownerLog{epochs: map[uint64]string{}, tokens: map[string]map[uint64]string{}}
 }
 
-func (l *ownerLog) joined(m tenure.Member) {
+func (l *ownerLog) joined(m partition.Member) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if prev, ok := l.epochs[m.Epoch]; ok {
@@ -33,7 +35,7 @@ func (l *ownerLog) joined(m tenure.Member) {
 	l.epochs[m.Epoch] = m.ID
 }
 
-func (l *ownerLog) granted(m tenure.Member, g tenure.Grant) {
+func (l *ownerLog) granted(m partition.Member, g tenure.Grant) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	who := fmt.Sprintf("%s@%d", m.ID, m.Epoch)
@@ -57,8 +59,8 @@ func (l *ownerLog) violations() []string {
 // runMember joins group "jobs" as id and, until ctx ends, claims every
 // partition, checks and renews; when its membership is lost (its row
 // deleted by a reset), it joins again. It logs every epoch and grant.
-func runMember(ctx context.Context, c tenure.GroupCoordinator, id string, names []string, log *ownerLog) (claims int) {
-	var m tenure.Member
+func runMember(ctx context.Context, c partition.Coordinator, id string, names []string, log *ownerLog) (claims int) {
+	var m partition.Member
 	var owned []tenure.Grant
 	for ctx.Err() == nil {
 		if m.Epoch == 0 {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
-var _ tenure.MembersWatcher = (*Coordinator)(nil)
+var _ partition.MembersWatcher = (*Coordinator)(nil)
 
 // membersTopic is the notification payload, on the coordinator's channel,
 // of a change in group's membership. It contains a '#', which no key may,
@@ -19,7 +21,7 @@ func membersTopic(group string) string { return "#members/" + group }
 // on the coordinator's LISTEN/NOTIFY channel. A membership that expires
 // notifies nobody; callers poll GroupMembers for those. Values are
 // coalesced. The channel is closed when ctx ends or the coordinator is
-// closed. See tenure.MembersWatcher.
+// closed. See partition.MembersWatcher.
 func (c *Coordinator) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
 	if err := tenure.ValidateKey(group); err != nil {
 		return nil, fmt.Errorf("postgres: watch members of %q: %w", group, err)

@@ -5,18 +5,20 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tenure-dev/tenure"
 )
 
-var _ tenure.Lister = (*Coordinator)(nil)
+var _ tenure.Coordinator = (*Coordinator)(nil)
 
 // List returns the live grants on every key under prefix, sorted by key,
 // each with the time left on its lease on the database's clock. See
-// tenure.Lister. It is one statement.
+// tenure.Coordinator. It is one statement.
 func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
-	if err := tenure.ValidatePrefix(prefix); err != nil {
+	if err := inputs.Prefix(prefix); err != nil {
 		return nil, fmt.Errorf("postgres: list: %w", err)
 	}
 	if err := c.checkOpen(); err != nil {

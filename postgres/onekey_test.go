@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -51,7 +53,7 @@ func TestOneOwnerPerKeyRace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			var res []tenure.ClaimResult
+			var res []partition.ClaimResult
 			if res, claimErr = member.ClaimPartitions(ctx, m, []string{name}); claimErr == nil {
 				claimErr = res[0].Err
 			}
@@ -85,7 +87,7 @@ func TestOneOwnerPerKeyRace(t *testing.T) {
 // postgres).
 func oneOwnerPerKey(t *testing.T, c interface {
 	tenure.Coordinator
-	tenure.GroupCoordinator
+	partition.Coordinator
 }) {
 	ctx := t.Context()
 	const group, key = "team/jobs", "team/jobs/0"

@@ -10,7 +10,7 @@ import (
 // Defaults of the options. Users read them to find tenure's table and
 // channel with psql, or to set a value relative to the default.
 const (
-	// DefaultTable is the leadership table's default name, the seed's.
+	// DefaultTable is the leadership table's default name.
 	DefaultTable = "cluster_leadership"
 	// DefaultSchema is the leadership table's default schema.
 	DefaultSchema = "public"

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -27,8 +30,8 @@ const clockMicros = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
 // is live, takes every named partition that is free or whose owner's row is
 // gone with one INSERT … ON CONFLICT (the token is GREATEST(fencing_token +
 // 1, clockMicros), and clockMicros for a new row), and reads the owners of
-// the rest. See tenure.GroupCoordinator.
-func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+// the rest. See partition.Coordinator.
+func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	op := fmt.Sprintf("postgres: claim %d partitions for %s", len(names), m)
 	t, err := c.beginGroup(op, m)
 	if err != nil {
@@ -38,7 +41,7 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 		return nil, nil
 	}
 	for _, n := range names {
-		if err := tenure.ValidatePartitionName(n); err != nil {
+		if err := inputs.PartitionName(n); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 	}
@@ -48,9 +51,9 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m tenure.Member, name
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	out := make([]tenure.ClaimResult, len(names))
+	out := make([]partition.ClaimResult, len(names))
 	for i, n := range names {
-		key := tenure.PartitionKey(m.Group, n)
+		key := partition.Key(m.Group, n)
 		tok, ok := claimed[n]
 		o := others[n]
 		switch {
@@ -119,7 +122,7 @@ const claimAttempts = 4
 // Coordinator.Acquire): a claim whose snapshot predates that grant meets
 // the row's new version, which REPEATABLE READ refuses (SQLSTATE 40001),
 // and its next run sees the grant.
-func (c *Coordinator) claim(ctx context.Context, t groupTables, m tenure.Member, names []string) (claimed map[string]int64, others map[string]owner, err error) {
+func (c *Coordinator) claim(ctx context.Context, t groupTables, m partition.Member, names []string) (claimed map[string]int64, others map[string]owner, err error) {
 	if _, err := c.pool.Exec(ctx, `WITH gone AS MATERIALIZED (
 	SELECT epoch FROM `+t.members+` WHERE grp = $1 AND expires_at <= CURRENT_TIMESTAMP
 	ORDER BY epoch FOR UPDATE
@@ -154,7 +157,7 @@ func isSerializationFailure(err error) bool {
 
 // claimTx checks m's membership and claims the free partitions among names;
 // it returns their new tokens.
-func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m tenure.Member, names []string) (map[string]int64, error) {
+func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m partition.Member, names []string) (map[string]int64, error) {
 	var live bool
 	err := tx.QueryRow(ctx, `SELECT true FROM `+t.members+` WHERE epoch = $1 AND member = $2 AND expires_at > CURRENT_TIMESTAMP`, int64(m.Epoch), m.ID).Scan(&live)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -228,7 +231,7 @@ LEFT JOIN `+c.table+` l ON l.resource = $1 || '/' || r.name AND l.expires_at > C
 // ReleasePartitions frees, with one statement, the partitions of gs that m
 // still owns with their tokens. It locks their rows in name order first,
 // as claims do (see claim).
-func (c *Coordinator) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+func (c *Coordinator) ReleasePartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) error {
 	op := fmt.Sprintf("postgres: release %d partitions of %s", len(gs), m)
 	t, err := c.beginGroup(op, m)
 	if err != nil {
@@ -263,7 +266,7 @@ FROM mine WHERE p.grp = $1 AND p.name = mine.name AND p.owner_epoch = $2`,
 // must still name m's epoch and the grant's token (an UPDATE or DELETE by
 // hand, or another member's claim after one, changes that). The lookups go
 // by primary key, so the work grows with len(gs), not with the group.
-func (c *Coordinator) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+func (c *Coordinator) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("postgres: check %d partitions of %s", len(gs), m)
 	t, err := c.beginGroup(op, m)
 	if err != nil {

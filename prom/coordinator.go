@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -23,10 +25,8 @@ const (
 // (tenure.ErrHeld), a lost grant (tenure.ErrLost) and a call cancelled by
 // its caller are outcomes, not errors, and are not counted.
 //
-// The result is also a tenure.Watcher and a tenure.Lister. When c is not a
-// Watcher or a Lister, Watch and List fail (an Elector then polls). When c
-// is a tenure.GroupCoordinator, so is
-// the result (and a tenure.MembersWatcher when c is one), and the failed
+// When c is a partition.Coordinator, so is
+// the result (and a partition.MembersWatcher when c is one), and the failed
 // calls of partition groups are counted too
 // (under join_group, renew_member, leave_group, group_members,
 // claim_partitions, release_partitions, check_partitions,
@@ -34,9 +34,9 @@ const (
 // partition.Group can run on it.
 func (m *Metrics) Instrument(c tenure.Coordinator) tenure.Coordinator {
 	i := &instrumented{c: c, m: m}
-	if gc, ok := c.(tenure.GroupCoordinator); ok {
+	if gc, ok := c.(partition.Coordinator); ok {
 		g := &instrumentedGroup{instrumented: i, gc: gc}
-		if w, ok := c.(tenure.MembersWatcher); ok {
+		if w, ok := c.(partition.MembersWatcher); ok {
 			return &instrumentedWatchingGroup{instrumentedGroup: g, w: w}
 		}
 		return g
@@ -49,16 +49,7 @@ type instrumented struct {
 	m *Metrics
 }
 
-var (
-	_ tenure.Watcher = (*instrumented)(nil)
-	_ tenure.Lister  = (*instrumented)(nil)
-)
-
-// ErrNotSupported is returned by the Watch and List of an instrumented
-// coordinator whose underlying coordinator has no such call. Callers match
-// it with errors.Is, as the status page of `tenure run --http` does to read
-// keys one by one instead.
-var ErrNotSupported = errors.New("prom: the coordinator does not support this call")
+var ()
 
 // count counts err under op unless it is an outcome or a cancellation.
 func (i *instrumented) count(op string, err error) error {
@@ -94,22 +85,14 @@ func (i *instrumented) Leader(ctx context.Context, key string) (tenure.Grant, bo
 // Close closes the coordinator.
 func (i *instrumented) Close() error { return i.c.Close() }
 
-// Watch calls the coordinator's Watch, or fails with ErrNotSupported.
+// Watch calls the coordinator's Watch.
 func (i *instrumented) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
-	w, ok := i.c.(tenure.Watcher)
-	if !ok {
-		return nil, ErrNotSupported
-	}
-	ch, err := w.Watch(ctx, key)
+	ch, err := i.c.Watch(ctx, key)
 	return ch, i.count(opWatch, err)
 }
 
-// List calls the coordinator's List, or fails with ErrNotSupported.
+// List calls the coordinator's List.
 func (i *instrumented) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
-	l, ok := i.c.(tenure.Lister)
-	if !ok {
-		return nil, ErrNotSupported
-	}
-	gs, err := l.List(ctx, prefix)
+	gs, err := i.c.List(ctx, prefix)
 	return gs, i.count(opList, err)
 }

@@ -2,15 +2,9 @@
 //
 // New registers the collectors on a prometheus.Registerer that the caller
 // owns (no global registry, no promauto) and returns a *Metrics, which
-// implements tenure.Metrics: set it as Config.Metrics.
-//
-//	reg := prometheus.NewRegistry()
-//	m, err := prom.New(reg)
-//	if err != nil { ... }
-//	cfg := tenure.DefaultConfig()
-//	cfg.Key = "scheduler"
-//	cfg.Metrics = m
-//	el, err := tenure.NewElector(m.Instrument(coordinator), cfg)
+// implements tenure.Metrics: set it as Config.Metrics, and pass the
+// coordinator through Metrics.Instrument to count its failed calls (see
+// Example_elector).
 //
 // # Metrics
 //
@@ -38,7 +32,7 @@
 // The Elector reports the first nine through the tenure.Metrics methods;
 // ObserveLeader takes what a status poller or a watch sees of other holders;
 // Instrument wraps a Coordinator to count its errors (the wrapper is still a
-// tenure.GroupCoordinator when the coordinator is one, so partition groups
+// partition.Coordinator when the coordinator is one, so partition groups
 // run on it and their failed calls are counted too); FenceObserver (for
 // fence.WithObserver) and ObserveGuard count stale writes at the resource.
 //

@@ -135,7 +135,7 @@ func ExampleMetrics_ObserveLeader() {
 }
 
 // A partition group on an instrumented coordinator: Instrument keeps the
-// coordinator's tenure.GroupCoordinator, so the group's failed calls are
+// coordinator's partition.Coordinator, so the group's failed calls are
 // counted with the rest, and PartitionMetrics reports what the member owns.
 func ExampleMetrics_Instrument_partitions() {
 	reg := prometheus.NewRegistry()
@@ -151,7 +151,7 @@ func ExampleMetrics_Instrument_partitions() {
 	}
 	c := m.Instrument(memory.New())
 	defer c.Close()
-	_, isGroup := c.(tenure.GroupCoordinator)
+	_, isGroup := c.(partition.Coordinator)
 	fmt.Println("group coordinator:", isGroup)
 	cfg := partition.DefaultConfig()
 	cfg.Key, cfg.Partitions, cfg.Metrics = "jobs", 2, pm

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -22,24 +24,24 @@ const (
 )
 
 // instrumentedGroup is an instrumented coordinator that is also a
-// tenure.GroupCoordinator, returned by Instrument when the coordinator it
+// partition.Coordinator, returned by Instrument when the coordinator it
 // wraps is one.
 type instrumentedGroup struct {
 	*instrumented
-	gc tenure.GroupCoordinator
+	gc partition.Coordinator
 }
 
-var _ tenure.GroupCoordinator = (*instrumentedGroup)(nil)
+var _ partition.Coordinator = (*instrumentedGroup)(nil)
 
 // instrumentedWatchingGroup is an instrumentedGroup whose coordinator also
 // tells members of joins and leaves at once: the wrapper must not hide
 // that, or groups on it would fall back to polling.
 type instrumentedWatchingGroup struct {
 	*instrumentedGroup
-	w tenure.MembersWatcher
+	w partition.MembersWatcher
 }
 
-var _ tenure.MembersWatcher = (*instrumentedWatchingGroup)(nil)
+var _ partition.MembersWatcher = (*instrumentedWatchingGroup)(nil)
 
 // WatchMembers calls the coordinator's WatchMembers and counts its error.
 func (i *instrumentedWatchingGroup) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
@@ -48,32 +50,32 @@ func (i *instrumentedWatchingGroup) WatchMembers(ctx context.Context, group stri
 }
 
 // JoinGroup calls the coordinator's JoinGroup and counts its error.
-func (i *instrumentedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+func (i *instrumentedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
 	m, err := i.gc.JoinGroup(ctx, group, id, ttl, partitions)
 	return m, i.count(opJoinGroup, err)
 }
 
 // RenewMember calls the coordinator's RenewMember and counts its error (a
 // lost membership is an outcome, not counted).
-func (i *instrumentedGroup) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (i *instrumentedGroup) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	m, err := i.gc.RenewMember(ctx, m)
 	return m, i.count(opRenewMember, err)
 }
 
 // LeaveGroup calls the coordinator's LeaveGroup and counts its error.
-func (i *instrumentedGroup) LeaveGroup(ctx context.Context, m tenure.Member) error {
+func (i *instrumentedGroup) LeaveGroup(ctx context.Context, m partition.Member) error {
 	return i.count(opLeaveGroup, i.gc.LeaveGroup(ctx, m))
 }
 
 // GroupMembers calls the coordinator's GroupMembers and counts its error.
-func (i *instrumentedGroup) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
+func (i *instrumentedGroup) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	ms, err := i.gc.GroupMembers(ctx, group)
 	return ms, i.count(opGroupMembers, err)
 }
 
 // ClaimPartitions calls the coordinator's ClaimPartitions and counts its
 // error, and each partition's error other than *tenure.HeldError.
-func (i *instrumentedGroup) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+func (i *instrumentedGroup) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	rs, err := i.gc.ClaimPartitions(ctx, m, names)
 	if i.count(opClaimPartitions, err) == nil {
 		for _, r := range rs {
@@ -85,13 +87,13 @@ func (i *instrumentedGroup) ClaimPartitions(ctx context.Context, m tenure.Member
 
 // ReleasePartitions calls the coordinator's ReleasePartitions and counts
 // its error.
-func (i *instrumentedGroup) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+func (i *instrumentedGroup) ReleasePartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) error {
 	return i.count(opReleasePartitions, i.gc.ReleasePartitions(ctx, m, gs))
 }
 
 // CheckPartitions calls the coordinator's CheckPartitions and counts its
 // error (a lost membership is an outcome, not counted).
-func (i *instrumentedGroup) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+func (i *instrumentedGroup) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	lost, err := i.gc.CheckPartitions(ctx, m, gs)
 	return lost, i.count(opCheckPartitions, err)
 }

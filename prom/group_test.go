@@ -19,7 +19,7 @@ import (
 	"github.com/tenure-dev/tenure/prom"
 )
 
-// An instrumented group coordinator is still a tenure.GroupCoordinator: a
+// An instrumented group coordinator is still a partition.Coordinator: a
 // partition group runs on it, a partition held by another member is not
 // an error, and the failed calls of a member cut off from the coordinator
 // are counted under their operations.
@@ -33,9 +33,9 @@ func TestInstrumentKeepsGroupCoordinator(t *testing.T) {
 		mem := memory.New()
 		defer mem.Close()
 		c := m.Instrument(mem)
-		gc, ok := c.(tenure.GroupCoordinator)
+		gc, ok := c.(partition.Coordinator)
 		if !ok {
-			t.Fatalf("Instrument(%T) = %T; want a tenure.GroupCoordinator", mem, c)
+			t.Fatalf("Instrument(%T) = %T; want a partition.Coordinator", mem, c)
 		}
 		cfg := partition.DefaultConfig()
 		cfg.Key, cfg.Partitions, cfg.Holder = "jobs", 4, "a"
@@ -85,8 +85,8 @@ func TestInstrumentWithoutGroups(t *testing.T) {
 	}
 	var c tenure.Coordinator = keysOnly{memory.New()}
 	defer c.Close()
-	if _, ok := m.Instrument(c).(tenure.GroupCoordinator); ok {
-		t.Error("Instrument(a coordinator without groups) is a tenure.GroupCoordinator; want not")
+	if _, ok := m.Instrument(c).(partition.Coordinator); ok {
+		t.Error("Instrument(a coordinator without groups) is a partition.Coordinator; want not")
 	}
 }
 
@@ -131,7 +131,7 @@ func (w watchingGroup) WatchMembers(context.Context, string) (<-chan struct{}, e
 
 // Instrumenting a coordinator that tells members of joins and leaves at
 // once (etcd, PostgreSQL) keeps that: the wrapper is a
-// tenure.MembersWatcher that hands the coordinator's own watch through, and
+// partition.MembersWatcher that hands the coordinator's own watch through, and
 // counts its failures, so a group on it watches instead of polling. The
 // memory coordinator cannot watch, and the wrapper does not pretend it can.
 func TestInstrumentKeepsMembersWatcher(t *testing.T) {
@@ -150,25 +150,25 @@ func TestInstrumentKeepsMembersWatcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := m.Instrument(ec).(tenure.MembersWatcher); !ok {
-		t.Errorf("Instrument(etcd coordinator) is not a tenure.MembersWatcher; want the watch kept")
+	if _, ok := m.Instrument(ec).(partition.MembersWatcher); !ok {
+		t.Errorf("Instrument(etcd coordinator) is not a partition.MembersWatcher; want the watch kept")
 	}
 	mc := memory.New()
 	defer mc.Close()
-	if _, ok := m.Instrument(mc).(tenure.MembersWatcher); ok {
-		t.Errorf("Instrument(memory coordinator) is a tenure.MembersWatcher; want not")
+	if _, ok := m.Instrument(mc).(partition.MembersWatcher); ok {
+		t.Errorf("Instrument(memory coordinator) is a partition.MembersWatcher; want not")
 	}
 
 	inner := watchingGroup{Coordinator: mc, ch: make(chan struct{}, 1)}
-	w, ok := m.Instrument(inner).(tenure.MembersWatcher)
+	w, ok := m.Instrument(inner).(partition.MembersWatcher)
 	if !ok {
-		t.Fatal("Instrument(a watching group) is not a tenure.MembersWatcher")
+		t.Fatal("Instrument(a watching group) is not a partition.MembersWatcher")
 	}
 	if ch, err := w.WatchMembers(t.Context(), "g"); err != nil || ch != (<-chan struct{})(inner.ch) {
 		t.Errorf("Instrument(g).WatchMembers() = %v, %v; want the coordinator's own watch", ch, err)
 	}
 	inner.err = errors.New("watch refused")
-	w = m.Instrument(inner).(tenure.MembersWatcher)
+	w = m.Instrument(inner).(partition.MembersWatcher)
 	if _, err := w.WatchMembers(t.Context(), "g"); !errors.Is(err, inner.err) {
 		t.Errorf("Instrument(g).WatchMembers() error = %v; want the coordinator's", err)
 	}

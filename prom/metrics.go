@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenure-dev/tenure"
@@ -212,7 +214,7 @@ func (m *Metrics) ObserveRenew(key string, took time.Duration, err error) {
 
 // ObserveLeader records who holds key, as seen by a status poller or a
 // watch: it sets tenure_leader_info{key,holder} (holder is the display name
-// of g.Holder, see tenure.SplitIdentity) or removes it when the key is
+// of g.Holder, see display.SplitIdentity) or removes it when the key is
 // free (held false), and observes in tenure_leaderless_seconds how long the
 // key was seen free before a holder appeared. Repeated observations of the
 // same state change nothing.
@@ -228,7 +230,7 @@ func (m *Metrics) observeHeldLocked(key string, s *keyState, held bool, holder s
 		if s.known && !s.held && !s.freeAt.IsZero() {
 			m.leaderless.WithLabelValues(key).Observe(now.Sub(s.freeAt).Seconds())
 		}
-		name, _ := tenure.SplitIdentity(holder)
+		name, _ := display.SplitIdentity(holder)
 		if name != s.holder {
 			if s.holder != "" {
 				m.leaderInfo.DeleteLabelValues(key, s.holder)

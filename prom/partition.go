@@ -13,8 +13,7 @@ import (
 // Create it with NewPartition and set it as partition.Config.Metrics. Its
 // labels are the group and the move reason, never the partition, so series
 // do not grow with the number of partitions. It is safe for concurrent use
-// and never blocks. Used by `tenure run --partitions --http` and by users of
-// partition groups.
+// and never blocks.
 type PartitionMetrics struct {
 	owned, members, unowned, oldest, imbalance *prometheus.GaugeVec
 	moves                                      *prometheus.CounterVec

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -76,7 +78,7 @@ func (s *state) badKeyRefused(badKey string) {
 	if _, _, err := s.c.Leader(ctx, badKey); !errors.Is(err, tenure.ErrInvalidKey) || !mentions(err, badKey) {
 		s.tb.Errorf("Leader(%q) error = %v; want it to wrap tenure.ErrInvalidKey and name the key", badKey, err)
 	}
-	if w, ok := s.c.(tenure.Watcher); ok {
+	if w, ok := s.c, true; ok {
 		ch, err := w.Watch(ctx, badKey)
 		if !errors.Is(err, tenure.ErrInvalidKey) || !mentions(err, badKey) {
 			s.tb.Errorf("Watch(%q) error = %v; want it to wrap tenure.ErrInvalidKey and name the key", badKey, err)
@@ -125,7 +127,7 @@ func mentions(err error, text string) bool {
 	msg := err.Error()
 	q := strconv.Quote(text)
 	return strings.Contains(msg, text) || strings.Contains(msg, q[1:len(q)-1]) ||
-		strings.Contains(msg, tenure.QuoteInput(text)) // long inputs are cut
+		strings.Contains(msg, display.Input(text)) // long inputs are cut
 }
 
 // checkCanceledContext: a call whose context has ended returns an error
@@ -177,7 +179,7 @@ func checkClose(s *state) {
 	if err := s.c.Release(ctx, ga); !errors.Is(err, tenure.ErrClosed) {
 		s.tb.Errorf("Release after Close = %v; want an error matching tenure.ErrClosed", err)
 	}
-	if w, ok := s.c.(tenure.Watcher); ok {
+	if w, ok := s.c, true; ok {
 		ch, err := w.Watch(ctx, k)
 		if !errors.Is(err, tenure.ErrClosed) {
 			s.tb.Errorf("Watch after Close error = %v; want an error matching tenure.ErrClosed", err)

@@ -28,9 +28,9 @@ func checkLeader(s *state) {
 // checkWatch: Watch sends the current state first, then changes: acquire,
 // release and expiry; the channel closes when the context ends.
 func checkWatch(s *state) {
-	w, ok := s.c.(tenure.Watcher)
+	w, ok := s.c, true
 	if !ok {
-		s.tb.Skip("coordinator does not implement tenure.Watcher")
+		s.tb.Skip("coordinator does not implement tenure.Coordinator")
 	}
 	k := s.key("k")
 	a := s.holder("alice")

@@ -4,15 +4,8 @@
 // expiry, release, leadership queries and watches, batch renewal, concurrent
 // acquirers, and bad inputs rejected with errors that name the input.
 //
-// A backend's test calls RunCoordinatorTests with a factory:
-//
-//	func TestConformance(t *testing.T) {
-//		tenuretest.RunCoordinatorTests(t, func(t *testing.T) tenure.Coordinator {
-//			c := etcd.New(client)
-//			t.Cleanup(func() { c.Close() })
-//			return c
-//		}, tenuretest.WithTTL(2*time.Second))
-//	}
+// A backend's test calls RunCoordinatorTests with a factory that returns a
+// new coordinator for each subtest (see the package example).
 //
 // The suite runs on real time (it talks to network servers, so it cannot
 // use testing/synctest), with the TTL given by WithTTL, and polls with

@@ -24,8 +24,7 @@ type options struct {
 
 // WithTTL sets the TTL the suite asks for. Default 2s, the smallest lease
 // etcd grants. The expiry checks wait about one TTL, so a smaller TTL makes
-// the suite faster against coordinators that grant it. Used by every
-// backend's conformance test.
+// the suite faster against coordinators that grant it.
 func WithTTL(ttl time.Duration) Option {
 	return func(o *options) { o.ttl = ttl }
 }
@@ -33,8 +32,7 @@ func WithTTL(ttl time.Duration) Option {
 // WithGrace sets how long past a lease's expiry the suite waits for the
 // coordinator to notice it (etcd revokes expired leases on a timer; events
 // take a round trip). Default 2s. The suite never accepts an expiry earlier
-// than the TTL: grace only bounds how late it may be. Used by the memory
-// conformance test.
+// than the TTL: grace only bounds how late it may be.
 func WithGrace(grace time.Duration) Option {
 	return func(o *options) { o.grace = grace }
 }
@@ -46,13 +44,12 @@ func WithCallTimeout(d time.Duration) Option {
 }
 
 // WithRestart adds the Restart subtest: it acquires a key, calls restart to
-// crash and restart the coordinator's backend, and checks that the grant and
-// the token sequence survived (tokens are durable). restart is called with
-// the same *testing.T that was passed to the factory for that subtest, and
-// must return once the backend accepts requests again (the suite retries
-// failing calls for the grace period). The Restart subtest runs after all
-// others have finished, never concurrently with them. Used by every
-// backend's conformance test.
+// crash and restart the coordinator's backend, and checks that the grant
+// and the token sequence survived (tokens are durable). restart is called
+// with the same *testing.T that was passed to the factory for that subtest,
+// and must return once the backend accepts requests again (the suite
+// retries failing calls for the grace period). The Restart subtest runs
+// after all others have finished, never concurrently with them.
 func WithRestart(restart func(t *testing.T)) Option {
 	return func(o *options) { o.restart = restart }
 }
@@ -91,7 +88,7 @@ func newOptions(opts []Option) *options {
 //   - Leader: reports the live grant, and ok = false when the key is free.
 //   - Watch: current state first, then acquire, release and expiry; the
 //     channel closes when its context ends. Skipped unless the coordinator
-//     implements tenure.Watcher.
+//     implements tenure.Coordinator.
 //   - RenewOne: renewing one grant extends that grant only; the holder's
 //     other grant expires on time.
 //   - LeaseAge: a grant never reports more lease than it has: another
@@ -111,9 +108,7 @@ func newOptions(opts []Option) *options {
 // Restart, with WithRestart only, runs after them.
 //
 // The suite waits for all its subtests before it returns, so a caller may
-// stop a shared server with defer right after it. Called by every backend's
-// conformance test (etcd, postgres, kube, memory), and by authors of new
-// coordinators.
+// stop a shared server with defer right after it.
 func RunCoordinatorTests(t *testing.T, newCoordinator func(t *testing.T) tenure.Coordinator, opts ...Option) {
 	t.Helper()
 	o := newOptions(opts)

@@ -3,6 +3,8 @@ package tenuretest_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,7 +61,7 @@ type toyLease struct {
 
 var (
 	_ tenure.Coordinator = (*toy)(nil)
-	_ tenure.Watcher     = (*toy)(nil)
+	_ tenure.Coordinator = (*toy)(nil)
 )
 
 func newToy(b bugs) *toy {
@@ -298,4 +300,21 @@ func (c *toy) Close() error {
 	c.mu.Unlock()
 	c.wg.Wait()
 	return nil
+}
+
+// List returns the live grants under prefix, sorted by key, with the time
+// left on each lease as TTL.
+func (c *toy) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
+	if err := c.enterOp(ctx, false); err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	var out []tenure.Grant
+	for key, l := range c.leases {
+		if left := time.Until(l.expires); left > 0 && strings.HasPrefix(key, prefix) {
+			out = append(out, tenure.Grant{Key: key, Holder: l.holder, Token: l.token, TTL: left})
+		}
+	}
+	slices.SortFunc(out, func(a, b tenure.Grant) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
 }

@@ -3,13 +3,9 @@
 // down the moment a fenced resource says the token is stale.
 //
 // A Worker is meant to be run from the function given to tenure's
-// Elector.Run:
-//
-//	w, err := worker.New(source, process)
-//	...
-//	err = elector.Run(ctx, func(ctx context.Context, term *tenure.Term) error {
-//		return w.Run(ctx, term)
-//	})
+// Elector.Run, as the package example shows: elector.Run(ctx,
+// func(ctx context.Context, term *tenure.Term) error { return w.Run(ctx,
+// term) }).
 //
 // Each cycle the worker checks the term (Term.Check) and that enough of it
 // remains (WithMinRemaining), fetches up to the batch size from the Source,

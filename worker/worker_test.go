@@ -12,6 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/worker"
@@ -125,7 +127,7 @@ func TestShutdownDrainsInFlightItem(t *testing.T) {
 
 		n.cancel() // shut down: the elector resigns
 		synctest.Wait()
-		if g, held, err := n.coord.Leader(t.Context(), "jobs"); err != nil || !held || func() bool { name, _ := tenure.SplitIdentity(g.Holder); return name != holder }() {
+		if g, held, err := n.coord.Leader(t.Context(), "jobs"); err != nil || !held || func() bool { name, _ := display.SplitIdentity(g.Holder); return name != holder }() {
 			t.Errorf("Leader() while the item is in flight = %v, %v, %v; want still held by %s", g, held, err, holder)
 		}
 		if got := rec.items(); len(got) != 0 {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition/partitiontest"
 	"github.com/tenure-dev/tenure/tenuretest"
@@ -43,7 +45,7 @@ func TestGroupConformanceEmbedded(t *testing.T) {
 	partitiontest.Run(t, func(t *testing.T) tenure.Coordinator {
 		return newCoordinator(t, newClient(t, c.endpoints()))
 	}, partitiontest.WithTTL(2*time.Second), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
-		forceRelease(t, newCoordinator(t, newClient(t, c.endpoints())), tenure.PartitionKey(group, name))
+		forceRelease(t, newCoordinator(t, newClient(t, c.endpoints())), partition.Key(group, name))
 	}))
 }
 

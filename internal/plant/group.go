@@ -5,6 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -12,7 +16,7 @@ import (
 // partition needs below a Group member.
 type Group interface {
 	tenure.Coordinator
-	tenure.GroupCoordinator
+	partition.Coordinator
 }
 
 // GroupPassthrough is a base for group coordinator wrappers: it forwards
@@ -25,7 +29,7 @@ type GroupPassthrough struct{ Group }
 // that cannot watch, it returns a channel that never fires and is closed
 // when ctx ends: the member polls, as it would without the wrapper.
 func (p GroupPassthrough) WatchMembers(ctx context.Context, group string) (<-chan struct{}, error) {
-	if w, ok := p.Group.(tenure.MembersWatcher); ok {
+	if w, ok := p.Group.(partition.MembersWatcher); ok {
 		return w.WatchMembers(ctx, group)
 	}
 	ch := make(chan struct{})
@@ -55,12 +59,12 @@ func (p GroupPassthrough) WatchMembers(ctx context.Context, group string) (<-cha
 func WrapGroup(c Group, bug string, cfg tenure.Config) Group {
 	switch bug {
 	case ReplyDeadline:
-		return bentGroup{GroupPassthrough{c}, newBent(), func(m tenure.Member) tenure.Member {
+		return bentGroup{GroupPassthrough{c}, newBent(), func(m partition.Member) partition.Member {
 			m.Sent = tenure.Now()
 			return m
 		}}
 	case NoMargin:
-		return bentGroup{GroupPassthrough{c}, newBent(), func(m tenure.Member) tenure.Member {
+		return bentGroup{GroupPassthrough{c}, newBent(), func(m partition.Member) partition.Member {
 			m.TTL = time.Duration(float64(m.TTL+cfg.Margin) / (1 - cfg.MaxDrift))
 			return m
 		}}
@@ -76,23 +80,23 @@ func WrapGroup(c Group, bug string, cfg tenure.Config) Group {
 type bentGroup struct {
 	GroupPassthrough
 	b    *bent
-	bend func(m tenure.Member) tenure.Member
+	bend func(m partition.Member) partition.Member
 }
 
 // bent records m's real TTL under its epoch and returns m as the bug sees it.
-func (c bentGroup) bent(m tenure.Member) tenure.Member {
+func (c bentGroup) bent(m partition.Member) partition.Member {
 	b := c.bend(m)
 	c.b.bend(tenure.Grant{Token: m.Epoch, TTL: m.TTL}, b.TTL)
 	return b
 }
 
 // unbend returns m with the TTL the coordinator really granted it.
-func (c bentGroup) unbend(m tenure.Member) tenure.Member {
+func (c bentGroup) unbend(m partition.Member) partition.Member {
 	m.TTL = c.b.unbend(tenure.Grant{Token: m.Epoch, TTL: m.TTL}).TTL
 	return m
 }
 
-func (c bentGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+func (c bentGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
 	m, err := c.Group.JoinGroup(ctx, group, id, ttl, partitions)
 	if err != nil {
 		return m, err
@@ -100,7 +104,7 @@ func (c bentGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Dur
 	return c.bent(m), nil
 }
 
-func (c bentGroup) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (c bentGroup) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	r, err := c.Group.RenewMember(ctx, c.unbend(m))
 	if err != nil {
 		return r, err
@@ -108,19 +112,19 @@ func (c bentGroup) RenewMember(ctx context.Context, m tenure.Member) (tenure.Mem
 	return c.bent(r), nil
 }
 
-func (c bentGroup) LeaveGroup(ctx context.Context, m tenure.Member) error {
+func (c bentGroup) LeaveGroup(ctx context.Context, m partition.Member) error {
 	return c.Group.LeaveGroup(ctx, c.unbend(m))
 }
 
-func (c bentGroup) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+func (c bentGroup) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	return c.Group.ClaimPartitions(ctx, c.unbend(m), names)
 }
 
-func (c bentGroup) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+func (c bentGroup) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	return c.Group.CheckPartitions(ctx, c.unbend(m), gs)
 }
 
-func (c bentGroup) ReleasePartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) error {
+func (c bentGroup) ReleasePartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) error {
 	return c.Group.ReleasePartitions(ctx, c.unbend(m), gs)
 }
 
@@ -158,11 +162,11 @@ func (f *faked) get(epoch uint64) bool {
 // second half of a renewal reported done. (Asking would cost the member a
 // round trip it may not have before its deadline: the partition runner
 // makes other calls, which hang as long, between two renewals.)
-func (c renewMemberAfterExpiry) CheckPartitions(ctx context.Context, m tenure.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+func (c renewMemberAfterExpiry) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	if c.faked.get(m.Epoch) {
 		return nil, nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
+	rctx, cancel := context.WithTimeout(ctx, 2*timing.RetryPeriod(c.cfg.TTL, c.cfg.RetryPeriod))
 	defer cancel()
 	if lost, err := c.Group.CheckPartitions(rctx, m, gs); err == nil {
 		return lost, nil
@@ -174,14 +178,14 @@ func (c renewMemberAfterExpiry) CheckPartitions(ctx context.Context, m tenure.Me
 // too: the member reads it on every round, and a read that hangs for a
 // whole request timeout while the member is cut off could keep it from
 // its next renewal (the one the bug reports done) until its deadline.
-func (c renewMemberAfterExpiry) GroupMembers(ctx context.Context, group string) ([]tenure.Member, error) {
-	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
+func (c renewMemberAfterExpiry) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
+	rctx, cancel := context.WithTimeout(ctx, 2*timing.RetryPeriod(c.cfg.TTL, c.cfg.RetryPeriod))
 	defer cancel()
 	return c.Group.GroupMembers(rctx, group)
 }
 
-func (c renewMemberAfterExpiry) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
-	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
+func (c renewMemberAfterExpiry) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
+	rctx, cancel := context.WithTimeout(ctx, 2*timing.RetryPeriod(c.cfg.TTL, c.cfg.RetryPeriod))
 	defer cancel()
 	if r, err := c.Group.RenewMember(rctx, m); err == nil {
 		c.faked.set(m.Epoch, false)

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -77,14 +79,6 @@ func Wrap(c tenure.Coordinator, bug string, cfg tenure.Config) tenure.Coordinato
 // Watch included, to the Coordinator it embeds, so that an Elector above a
 // wrapper still campaigns on watch events rather than by polling.
 type Passthrough struct{ tenure.Coordinator }
-
-// Watch forwards to the inner coordinator when it can watch.
-func (c Passthrough) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
-	if w, ok := c.Coordinator.(tenure.Watcher); ok {
-		return w.Watch(ctx, key)
-	}
-	return nil, errors.New("plant: coordinator cannot watch")
-}
 
 // bent remembers the TTL the coordinator really granted for each token
 // whose TTL a plant has inflated, so that grants handed back to the
@@ -168,7 +162,7 @@ type renewAfterExpiry struct {
 }
 
 func (c renewAfterExpiry) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
-	rctx, cancel := context.WithTimeout(ctx, 2*c.cfg.EffectiveRetryPeriod())
+	rctx, cancel := context.WithTimeout(ctx, 2*timing.RetryPeriod(c.cfg.TTL, c.cfg.RetryPeriod))
 	defer cancel()
 	r, err := c.Coordinator.Renew(rctx, g)
 	if err == nil {
@@ -177,7 +171,7 @@ func (c renewAfterExpiry) Renew(ctx context.Context, g tenure.Grant) (tenure.Gra
 	if errors.Is(err, tenure.ErrLost) {
 		// Quietly take the key again if it is free; whatever happens, the
 		// old term carries on.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.EffectiveRetryPeriod())
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timing.RetryPeriod(c.cfg.TTL, c.cfg.RetryPeriod))
 		_, _ = c.Coordinator.Acquire(actx, g.Key, g.Holder, c.cfg.TTL)
 		cancel()
 	}

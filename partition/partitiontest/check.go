@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -61,20 +65,20 @@ func (s suite) freedByHand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("JoinGroup(x) error = %v", err)
 	}
-	key := tenure.PartitionKey(f.cfg.Key, "1")
+	key := partition.Key(f.cfg.Key, "1")
 	s.o.free(t, f.cfg.Key, "1")
 	freed := time.Now()
 	r := claim(t, x, mx, "1")[0]
 	if r.Err != nil {
 		t.Fatalf("x's claim of partition 1, freed by hand = %v; want a grant", r.Err)
 	}
-	renew := min(f.cfg.EffectiveRenewInterval(), f.cfg.SafeLease(ttl)/3)
-	took := f.await("a stops running partition 1", f.cfg.SafeLease(ttl)+s.o.slack, func() bool {
+	renew := min(timing.RenewInterval(f.cfg.TTL, f.cfg.RenewInterval), timing.SafeLease(ttl, f.cfg.MaxDrift, f.cfg.Margin)/3)
+	took := f.await("a stops running partition 1", timing.SafeLease(ttl, f.cfg.MaxDrift, f.cfg.Margin)+s.o.slack, func() bool {
 		_, runs := f.owners()[key]
 		return !runs
 	})
-	t.Logf("a ran partition 1 for %s after it was freed by hand (renewal interval %s, safe lease %s)", took, renew, f.cfg.SafeLease(ttl))
-	if took > renew+s.o.slack || took >= f.cfg.SafeLease(ttl) {
+	t.Logf("a ran partition 1 for %s after it was freed by hand (renewal interval %s, safe lease %s)", took, renew, timing.SafeLease(ttl, f.cfg.MaxDrift, f.cfg.Margin))
+	if took > renew+s.o.slack || took >= timing.SafeLease(ttl, f.cfg.MaxDrift, f.cfg.Margin) {
 		t.Errorf("a ran partition 1 for %s after it was freed by hand and claimed by x; want at most a renewal interval (%s) plus a round trip", took, renew)
 	}
 	time.Sleep(time.Since(freed) / 2) // a claims it again, in vain

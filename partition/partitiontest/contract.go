@@ -1,5 +1,5 @@
 // Package partitiontest is the conformance suite every
-// tenure.GroupCoordinator passes: the contract of its methods, and a
+// partition.Coordinator passes: the contract of its methods, and a
 // partition.Group's balance, planned hand-over and takeover after a
 // member's lease expires, on the real backend.
 package partitiontest
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/tenure-dev/tenure"
 )
@@ -30,25 +32,21 @@ type options struct {
 	free  func(t *testing.T, group, name string)
 }
 
-// WithTTL sets the membership TTL of the expiry checks. Default 2s. Used
-// by the etcd, postgres and kube conformance tests (kube's sets 10s: its
-// claims, a write each, are slow).
+// WithTTL sets the membership TTL of the expiry checks. Default 2s.
 func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl } }
 
 // WithFreeByHand gives the way an operator frees a partition by hand on the
 // backend, whoever owns it (etcd: `tenure release --force` of its key,
 // etcdctl del; PostgreSQL: an UPDATE of the partition table), and runs the
 // FreedByHand check: its owner must stop running it within a renewal
-// interval, while another member may claim it. Used by the etcd, postgres
-// and kube conformance tests.
+// interval, while another member may claim it.
 func WithFreeByHand(free func(t *testing.T, group, name string)) Option {
 	return func(o *options) { o.free = free }
 }
 
 // Run runs every check, each in its own subtest with fresh coordinators;
-// WatchMembers only for a coordinator that is a tenure.MembersWatcher, and
-// FreedByHand only WithFreeByHand. Called by each backend's conformance
-// test: memory's (in package partition), etcd's, postgres's and kube's.
+// WatchMembers only for a coordinator that is a partition.MembersWatcher,
+// and FreedByHand only WithFreeByHand.
 func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	o := options{ttl: 2 * time.Second, slack: 5 * time.Second}
 	for _, opt := range opts {
@@ -67,7 +65,7 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 		t.Run("FreedByHand", s.freedByHand)
 	}
 	probe := newCoordinator(t)
-	_, watches := probe.(tenure.MembersWatcher)
+	_, watches := probe.(partition.MembersWatcher)
 	_ = probe.Close()
 	if watches {
 		t.Run("WatchMembers", s.watchMembers)
@@ -79,14 +77,14 @@ type suite struct {
 	o              options
 }
 
-// group returns a coordinator from the factory as a GroupCoordinator,
+// group returns a coordinator from the factory as a partition.Coordinator,
 // closed when the test ends.
-func (s suite) group(t *testing.T) tenure.GroupCoordinator {
+func (s suite) group(t *testing.T) partition.Coordinator {
 	c := s.newCoordinator(t)
 	t.Cleanup(func() { _ = c.Close() })
-	gc, ok := c.(tenure.GroupCoordinator)
+	gc, ok := c.(partition.Coordinator)
 	if !ok {
-		t.Fatalf("%T is not a tenure.GroupCoordinator", c)
+		t.Fatalf("%T is not a partition.Coordinator", c)
 	}
 	return gc
 }
@@ -101,12 +99,12 @@ func groupName(t *testing.T) string {
 	return fmt.Sprintf("ptest/%d", time.Now().UnixNano())
 }
 
-func (s suite) join(t *testing.T, c tenure.GroupCoordinator, group, id string) tenure.Member {
+func (s suite) join(t *testing.T, c partition.Coordinator, group, id string) partition.Member {
 	return s.joinWith(t, c, group, id, 0)
 }
 
 // joinWith joins announcing p partitions.
-func (s suite) joinWith(t *testing.T, c tenure.GroupCoordinator, group, id string, p int) tenure.Member {
+func (s suite) joinWith(t *testing.T, c partition.Coordinator, group, id string, p int) partition.Member {
 	m, err := c.JoinGroup(ctx(t), group, id, s.o.ttl, p)
 	if err != nil {
 		t.Fatalf("JoinGroup(%q, %q, %d partitions) error = %v", group, id, p, err)
@@ -117,7 +115,7 @@ func (s suite) joinWith(t *testing.T, c tenure.GroupCoordinator, group, id strin
 	return m
 }
 
-func claim(t *testing.T, c tenure.GroupCoordinator, m tenure.Member, names ...string) []tenure.ClaimResult {
+func claim(t *testing.T, c partition.Coordinator, m partition.Member, names ...string) []partition.ClaimResult {
 	res, err := c.ClaimPartitions(ctx(t), m, names)
 	if err != nil {
 		t.Fatalf("ClaimPartitions(%s, %v) error = %v", m, names, err)
@@ -140,7 +138,7 @@ func (s suite) contract(t *testing.T) {
 	}
 	first := claim(t, a, ma, names...)
 	for i, r := range first {
-		if r.Err != nil || r.Grant.Token == 0 || r.Grant.Holder != "a#1" || r.Grant.Key != tenure.PartitionKey(g, names[i]) {
+		if r.Err != nil || r.Grant.Token == 0 || r.Grant.Holder != "a#1" || r.Grant.Key != partition.Key(g, names[i]) {
 			t.Fatalf("claim of free partition %s = %+v, %v; want a grant to a#1", names[i], r.Grant, r.Err)
 		}
 	}
@@ -210,7 +208,7 @@ func (s suite) announce(t *testing.T) {
 
 // checkCounts checks the members of group and the partition counts they
 // announced, as "id=P" in GroupMembers' order.
-func (s suite) checkCounts(t *testing.T, c tenure.GroupCoordinator, group, want string) {
+func (s suite) checkCounts(t *testing.T, c partition.Coordinator, group, want string) {
 	t.Helper()
 	ms, err := c.GroupMembers(ctx(t), group)
 	if err != nil {
@@ -225,7 +223,7 @@ func (s suite) checkCounts(t *testing.T, c tenure.GroupCoordinator, group, want 
 	}
 }
 
-func (s suite) checkMembers(t *testing.T, c tenure.GroupCoordinator, group string, want ...string) {
+func (s suite) checkMembers(t *testing.T, c partition.Coordinator, group string, want ...string) {
 	t.Helper()
 	ms, err := c.GroupMembers(ctx(t), group)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 
 // rejoin checks that joining again with an id that already has a live
 // membership makes a second membership and leaves the first alone (see
-// tenure.GroupCoordinator.JoinGroup): the first still renews and still owns
+// partition.Coordinator.JoinGroup): the first still renews and still owns
 // its partitions, which the second is refused, until it leaves.
 func (s suite) rejoin(t *testing.T) {
 	a, b := s.group(t), s.group(t)

@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
 )
 
-// watchMembers checks a tenure.MembersWatcher: a first value at once,
+// watchMembers checks a partition.MembersWatcher: a first value at once,
 // one after another coordinator's member joins and one after it leaves,
 // and the channel closed when ctx ends.
 func (s suite) watchMembers(t *testing.T) {
-	w, ok := s.group(t).(tenure.MembersWatcher)
+	w, ok := s.group(t).(partition.MembersWatcher)
 	if !ok {
-		t.Fatal("the coordinator is not a tenure.MembersWatcher")
+		t.Fatal("the coordinator is not a partition.MembersWatcher")
 	}
 	other := s.group(t)
 	group := groupName(t)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/tenure-dev/tenure"
@@ -81,7 +83,7 @@ func childTenure(ctx context.Context, t Target, s childSpec, out io.Writer, acti
 	refused := p.arm()
 	cfg := tenure.DefaultConfig()
 	cfg.Key, cfg.Holder, cfg.TTL = s.Key, s.Holder, s.TTL
-	cfg.Margin = max(tenure.MinMargin, min(cfg.Margin, s.TTL/4))
+	cfg.Margin = max(timing.MinMargin, min(cfg.Margin, s.TTL/4))
 	cfg.RenewInterval = s.Renew
 	e, err := tenure.NewElector(p, cfg)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
 )
@@ -178,8 +180,8 @@ func measurePartitions(ctx context.Context, o PartitionsOptions) (PartitionsResu
 	m.pcfg.Partitions, m.pcfg.TTL = o.Partitions, o.TTL
 	m.pcfg.Margin = o.TTL / 10
 	if o.Steady == 0 {
-		safe := m.pcfg.SafeLease(o.TTL)
-		m.o.Steady = 10 * min(m.pcfg.EffectiveRenewInterval(), safe/3)
+		safe := timing.SafeLease(o.TTL, m.pcfg.MaxDrift, m.pcfg.Margin)
+		m.o.Steady = 10 * min(timing.RenewInterval(m.pcfg.TTL, m.pcfg.RenewInterval), safe/3)
 	}
 	defer m.stopAll()
 	res := PartitionsResult{Partitions: o.Partitions, Members: o.Members, WritesPerSecond: -1}

@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
 )
 
@@ -216,7 +215,7 @@ func (m *measurer) isSettled(own map[string]string, ids []string) bool {
 	owners := make(map[string]string, len(own))
 	names := m.pcfg.PartitionNames()
 	for _, n := range names {
-		if name, ok := own[tenure.PartitionKey(m.pcfg.Key, n)]; ok {
+		if name, ok := own[partition.Key(m.pcfg.Key, n)]; ok {
 			owners[n] = m.nodes[name].g.Identity()
 		}
 	}

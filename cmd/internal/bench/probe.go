@@ -42,7 +42,7 @@ func (p *probe) Acquire(ctx context.Context, key, holder string, ttl time.Durati
 
 // Watch watches through the coordinator.
 func (p *probe) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
-	w, ok := p.Coordinator.(tenure.Watcher)
+	w, ok := p.Coordinator, true
 	if !ok {
 		return nil, fmt.Errorf("bench: %T cannot watch", p.Coordinator)
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -18,8 +20,8 @@ type TTLOptions struct {
 	Target
 	// TTLs are the leases compared. Default 1s, 2s, 5s, 10s.
 	TTLs []time.Duration
-	// Margin is the holder's safety margin, at least tenure.MinMargin; 0
-	// means min(1s, TTL/4), but at least tenure.MinMargin, for each TTL.
+	// Margin is the holder's safety margin, at least timing.MinMargin; 0
+	// means min(1s, TTL/4), but at least timing.MinMargin, for each TTL.
 	Margin time.Duration
 	// MaxDrift is the clock-rate bound of the local deadline. Default 0.01.
 	MaxDrift float64
@@ -54,8 +56,8 @@ func (o *TTLOptions) defaults() error {
 		o.Threshold = 0.1
 	}
 	var errs []error
-	if o.Margin < 0 || (o.Margin > 0 && o.Margin < tenure.MinMargin) {
-		errs = append(errs, fmt.Errorf("%w: --margin %s is below the least margin, %s (a host suspend of up to %s is not counted against a lease)", ErrInvalidOptions, o.Margin, tenure.MinMargin, tenure.MinMargin))
+	if o.Margin < 0 || (o.Margin > 0 && o.Margin < timing.MinMargin) {
+		errs = append(errs, fmt.Errorf("%w: --margin %s is below the least margin, %s (a host suspend of up to %s is not counted against a lease)", ErrInvalidOptions, o.Margin, timing.MinMargin, timing.MinMargin))
 	}
 	for _, ttl := range o.TTLs {
 		if ttl <= 0 {
@@ -63,7 +65,7 @@ func (o *TTLOptions) defaults() error {
 			continue
 		}
 		m := o.margin(ttl)
-		if cfg := (tenure.Config{MaxDrift: o.MaxDrift, Margin: m}); cfg.SafeLease(ttl) <= 0 {
+		if cfg := (tenure.Config{MaxDrift: o.MaxDrift, Margin: m}); timing.SafeLease(ttl, cfg.MaxDrift, cfg.Margin) <= 0 {
 			errs = append(errs, fmt.Errorf("%w: --ttls %s is too short for --margin %s", ErrInvalidOptions, ttl, m))
 		}
 	}
@@ -80,7 +82,7 @@ func (o *TTLOptions) margin(ttl time.Duration) time.Duration {
 	if o.Margin > 0 {
 		return o.Margin
 	}
-	return max(tenure.MinMargin, min(time.Second, ttl/4))
+	return max(timing.MinMargin, min(time.Second, ttl/4))
 }
 
 // environment is what was measured: renewal round trips and the process's
@@ -227,7 +229,7 @@ func (o *TTLOptions) model(env environment, asked time.Duration, rng *rand.Rand)
 		ttl = g
 	}
 	cfg := tenure.Config{TTL: ttl, Margin: o.margin(ttl), MaxDrift: o.MaxDrift}
-	safe := cfg.SafeLease(ttl)
+	safe := timing.SafeLease(ttl, cfg.MaxDrift, cfg.Margin)
 	interval := min(ttl/3, safe/3)
 	slack := safe - interval
 	// Renewals whose round trip outlives the slack.

@@ -5,6 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
+	"github.com/tenure-dev/tenure/partition"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/plant"
 )
@@ -18,7 +22,7 @@ const slowClockLate = 0.25
 // the local deadline, SafeLease(TTL) on the node's clock, falls
 // (1 + slowClockLate)·TTL after the send in real time.
 func slowClockRate(cfg tenure.Config) float64 {
-	return float64(cfg.SafeLease(cfg.TTL)) / ((1 + slowClockLate) * float64(cfg.TTL))
+	return float64(timing.SafeLease(cfg.TTL, cfg.MaxDrift, cfg.Margin)) / ((1 + slowClockLate) * float64(cfg.TTL))
 }
 
 // nodeTime applies a node's own clock to the leases its coordinator
@@ -66,7 +70,7 @@ func (n *nodeTime) begin() clockCall {
 // that it measured at the first request of id: a wall clock that has
 // jumped forward since moves Sent, and the deadline, forward by the jump.
 func (n *nodeTime) sent(id uint64, sent tenure.Instant, ttl time.Duration, call clockCall) tenure.Instant {
-	safe := n.cfg.SafeLease(ttl)
+	safe := timing.SafeLease(ttl, n.cfg.MaxDrift, n.cfg.Margin)
 	sent = sent.Add(time.Duration(float64(safe)/call.rate) - safe)
 	if n.bug != plant.WallClock {
 		return sent
@@ -128,7 +132,7 @@ type clockedGroup struct {
 	t *nodeTime
 }
 
-func (c clockedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+func (c clockedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
 	call := c.t.begin()
 	m, err := c.Group.JoinGroup(withRate(ctx, call.rate), group, id, ttl, partitions)
 	if err == nil {
@@ -137,7 +141,7 @@ func (c clockedGroup) JoinGroup(ctx context.Context, group, id string, ttl time.
 	return m, err
 }
 
-func (c clockedGroup) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (c clockedGroup) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	call := c.t.begin()
 	r, err := c.Group.RenewMember(withRate(ctx, call.rate), m)
 	if err == nil {

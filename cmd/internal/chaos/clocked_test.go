@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/internal/plant"
@@ -38,7 +40,7 @@ func newClockRig(t *testing.T, bug string) *clockRig {
 
 // deadline is g's local deadline on Go's clock.
 func (r *clockRig) deadline(g tenure.Grant) time.Time {
-	return g.Sent.Add(r.cfg.SafeLease(g.TTL)).Time()
+	return g.Sent.Add(timing.SafeLease(g.TTL, r.cfg.MaxDrift, r.cfg.Margin)).Time()
 }
 
 // events returns the events the recorder wrote.
@@ -81,7 +83,7 @@ func TestClockedCountsLeasesOnTheNodeClock(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				safe := r.cfg.SafeLease(g.TTL)
+				safe := timing.SafeLease(g.TTL, r.cfg.MaxDrift, r.cfg.Margin)
 				want := sent.Add(time.Duration(float64(safe) / tc.wantRate))
 				if d := r.deadline(g).Sub(want); d.Abs() > time.Millisecond {
 					t.Errorf("deadline %s after the send; want %s (SafeLease %s / rate %v)", r.deadline(g).Sub(sent), want.Sub(sent), safe, tc.wantRate)
@@ -101,7 +103,7 @@ func TestSlowClockRate(t *testing.T) {
 	cfg := tenure.DefaultConfig()
 	for _, margin := range []time.Duration{0, 200 * time.Millisecond, time.Second} {
 		cfg.TTL, cfg.Margin, cfg.MaxDrift = 2*time.Second, margin, 0.01
-		late := time.Duration(float64(cfg.SafeLease(cfg.TTL))/slowClockRate(cfg)) - cfg.TTL
+		late := time.Duration(float64(timing.SafeLease(cfg.TTL, cfg.MaxDrift, cfg.Margin))/slowClockRate(cfg)) - cfg.TTL
 		if want := cfg.TTL / 4; (late - want).Abs() > time.Microsecond {
 			t.Errorf("margin %s: deadline %s after the lease; want %s", margin, late, want)
 		}
@@ -143,8 +145,8 @@ func TestWallClockStaleOffset(t *testing.T) {
 				r.clock.set(clockControl{On: true, Wall: tc.jump})
 				sent := time.Now()
 				dl := renew()
-				if d := dl.Sub(sent.Add(r.cfg.SafeLease(r.cfg.TTL))) - tc.moved; d.Abs() > time.Millisecond {
-					t.Errorf("deadline %s after the renewal's send; want SafeLease %s moved by %s", dl.Sub(sent), r.cfg.SafeLease(r.cfg.TTL), tc.moved)
+				if d := dl.Sub(sent.Add(timing.SafeLease(r.cfg.TTL, r.cfg.MaxDrift, r.cfg.Margin))) - tc.moved; d.Abs() > time.Millisecond {
+					t.Errorf("deadline %s after the renewal's send; want SafeLease %s moved by %s", dl.Sub(sent), timing.SafeLease(r.cfg.TTL, r.cfg.MaxDrift, r.cfg.Margin), tc.moved)
 				}
 			})
 		})
@@ -166,7 +168,7 @@ func (r *clockRig) leaseOf(t *testing.T, group bool) func() time.Time {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return m.Sent.Add(r.cfg.SafeLease(m.TTL)).Time()
+			return m.Sent.Add(timing.SafeLease(m.TTL, r.cfg.MaxDrift, r.cfg.Margin)).Time()
 		}
 	}
 	g, err := r.c.Acquire(t.Context(), "k", "n0.1", r.cfg.TTL)

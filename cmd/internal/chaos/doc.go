@@ -75,7 +75,7 @@
 // nothing would absorb the flight of a write sent just before the
 // deadline: any family that makes a leader lose its lease could then
 // report an overrun, which is what the margin is for (--margin must be at
-// least tenure.MinMargin, 50ms; the no-margin plant removes it).
+// least timing.MinMargin, 50ms; the no-margin plant removes it).
 //
 // Wall-clock jumps: nothing in tenure compares wall-clock times (deadlines
 // use Go's monotonic clock and the boot clock), so jumps must change

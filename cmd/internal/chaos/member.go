@@ -74,7 +74,7 @@ type groupRecorder struct {
 }
 
 // member reports a membership call made with ctx.
-func (c groupRecorder) member(ctx context.Context, kind string, sent int64, m tenure.Member, err error) {
+func (c groupRecorder) member(ctx context.Context, kind string, sent int64, m partition.Member, err error) {
 	ev := history.Event{Kind: kind, Sent: sent, OK: err == nil, Epoch: m.Epoch, TTL: m.TTL, Lost: errors.Is(err, tenure.ErrLost), Rate: rateOf(ctx)}
 	if err != nil {
 		ev.Err = err.Error()
@@ -82,7 +82,7 @@ func (c groupRecorder) member(ctx context.Context, kind string, sent int64, m te
 	c.out.emit(ev)
 }
 
-func (c groupRecorder) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (tenure.Member, error) {
+func (c groupRecorder) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
 	ctx, ws := withSends(ctx)
 	sent := Mono()
 	m, err := c.Group.JoinGroup(ctx, group, id, ttl, partitions)
@@ -90,25 +90,25 @@ func (c groupRecorder) JoinGroup(ctx context.Context, group, id string, ttl time
 	return m, err
 }
 
-func (c groupRecorder) RenewMember(ctx context.Context, m tenure.Member) (tenure.Member, error) {
+func (c groupRecorder) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	ctx, ws := withSends(ctx)
 	sent := Mono()
 	r, err := c.Group.RenewMember(ctx, m)
 	if err != nil {
-		r = tenure.Member{Epoch: m.Epoch}
+		r = partition.Member{Epoch: m.Epoch}
 	}
 	c.member(ctx, history.KindRenewMember, ws.start(sent), r, err)
 	return r, err
 }
 
-func (c groupRecorder) LeaveGroup(ctx context.Context, m tenure.Member) error {
+func (c groupRecorder) LeaveGroup(ctx context.Context, m partition.Member) error {
 	sent := Mono()
 	err := c.Group.LeaveGroup(ctx, m)
-	c.member(ctx, history.KindLeave, sent, tenure.Member{Epoch: m.Epoch}, err)
+	c.member(ctx, history.KindLeave, sent, partition.Member{Epoch: m.Epoch}, err)
 	return err
 }
 
-func (c groupRecorder) ClaimPartitions(ctx context.Context, m tenure.Member, names []string) ([]tenure.ClaimResult, error) {
+func (c groupRecorder) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	sent := Mono()
 	res, err := c.Group.ClaimPartitions(ctx, m, names)
 	at := Mono()

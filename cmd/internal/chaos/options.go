@@ -18,7 +18,7 @@ import (
 
 // Options configure a verification run. Start from DefaultOptions: every
 // field is used as set (a zero MaxDrift is a drift of zero; a Margin below
-// tenure.MinMargin is refused, never raised), and Validate refuses a value
+// timing.MinMargin is refused, never raised), and Validate refuses a value
 // that cannot run. The fields documented
 // with "nil" or "empty" take a derived value when unset.
 type Options struct {
@@ -49,7 +49,7 @@ type Options struct {
 	KubeAPIServer string
 	// TTL is the lease TTL. Default 2s. etcd grants whole seconds.
 	TTL time.Duration
-	// Margin is the elector's safety margin, at least tenure.MinMargin.
+	// Margin is the elector's safety margin, at least timing.MinMargin.
 	// Default 200ms (TTL/10).
 	Margin time.Duration
 	// MaxDrift is the elector's assumed clock-rate drift, and the bound of

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/timing"
 )
 
 func TestScheduleReplays(t *testing.T) {
@@ -153,22 +153,22 @@ func checkSchedule(t *testing.T, cfg scheduleConfig, sched []Fault) {
 
 // Options take the least margin and a zero drift as given, not as
 // requests for the defaults (#21 item 5); a zero margin is refused, never
-// replaced (tenure.MinMargin).
+// replaced (timing.MinMargin).
 func TestOptionsKeepZeroMarginAndDrift(t *testing.T) {
 	o := DefaultOptions()
-	o.Margin, o.MaxDrift, o.NodeCommand = tenure.MinMargin, 0, testNodeCommand
+	o.Margin, o.MaxDrift, o.NodeCommand = timing.MinMargin, 0, testNodeCommand
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if r := o.withDefaults(); r.Margin != tenure.MinMargin || r.MaxDrift != 0 {
-		t.Errorf("margin %s and drift 0 ran as margin %s, drift %v", tenure.MinMargin, r.Margin, r.MaxDrift)
+	if r := o.withDefaults(); r.Margin != timing.MinMargin || r.MaxDrift != 0 {
+		t.Errorf("margin %s and drift 0 ran as margin %s, drift %v", timing.MinMargin, r.Margin, r.MaxDrift)
 	}
 	for _, tc := range []struct {
 		set  func(*Options)
 		want string
 	}{
 		{func(o *Options) { o.TTL = 0 }, "TTL"},
-		{func(o *Options) { o.Margin = 0 }, "Config.Margin (0s) must be at least MinMargin (50ms)"},
+		{func(o *Options) { o.Margin = 0 }, "Config.Margin (0s) must be at least 50ms"},
 		{func(o *Options) { o.Duration = 0 }, "Options.Duration (0s) must be at least 5s"},
 		{func(o *Options) { o.Nodes = 0 }, "Options.Nodes (0) must be between 2 and 9"},
 		{func(o *Options) { o.Members = 0 }, "Options.Members (0) must be 1 or 3"},

@@ -153,17 +153,15 @@ func newBenchHandoverCommand(g *globalFlags, f *benchFlags) *cobra.Command {
 		Long: `handover times graceful handovers: the leader lets go, and the follower,
 already campaigning, acts (its function called with the new token). tenure's
 Elector alternates trial by trial with etcd's concurrency.Election (on
-etcd) or the seed SQL re-run by a polling contender (on PostgreSQL). The
+etcd) or a plain SQL lease (one UPDATE of an expired row) re-run by a
+polling contender (on PostgreSQL). The
 floor beside each figure, measured after each pair of trials, is the
 release's notification (on etcd one write and its watch event, on
 PostgreSQL one NOTIFY) plus one write round trip (the successor's
 acquisition).
 
-tenure's etcd backend once handed a released key straight to a waiting
-follower in the release's own write, with no acquisition of its own. It
-saved about 0.3 ms at p50, and an audit found it could give two leaders
-at once: it is gone. On release the key is deleted; followers watch it and
-acquire with one transaction, so tenure's handover is one write plus the
+On release the key is deleted; followers watch it and acquire with one
+transaction, so tenure's handover is one write plus the
 successor's acquisition (goal: p50 at most 1.5x the Election's).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -7,6 +7,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/termctl"
+
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/cmd/internal/guard"
 	"github.com/tenure-dev/tenure/internal/boottime"
@@ -219,7 +223,7 @@ func (s *supervisor) feed(ctx context.Context, c *child, t *tenure.Term, stop <-
 	overdue.Stop()
 	defer overdue.Stop()
 	for {
-		renewed := t.Renewed() // before the deadline is read: no renewal is missed
+		renewed := termctl.Renewed(t) // before the deadline is read: no renewal is missed
 		if t.Context().Err() == nil {
 			m := s.leaseMessage(t)
 			c.send(m)
@@ -259,8 +263,8 @@ func (s *supervisor) leaseMessage(t *tenure.Term) guard.Message {
 	now := boottime.Now()
 	// The term's deadline on the boot clock, measured from the send time of
 	// the request that produced the grant, as the term's own.
-	deadline := boottime.Instant(t.BootDeadline())
-	name, instance := tenure.SplitIdentity(t.Holder())
+	deadline := boottime.Instant(termctl.BootDeadline(t))
+	name, instance := display.SplitIdentity(t.Holder())
 	return guard.Message{Op: guard.OpLease, TermAt: s.stall.termAt(now, deadline, t.Grant().TTL), Lease: &guard.Lease{
 		Key: t.Key(), Holder: name, Instance: instance, Token: t.Token(),
 		Deadline: deadline, TTLMs: t.Grant().TTL.Milliseconds(), Live: true,

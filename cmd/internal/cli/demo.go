@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
@@ -238,7 +240,7 @@ func (s *demoStory) next(want tenure.TransitionKind, holder string) (tenure.Tran
 			return tenure.Transition{}, fmt.Errorf("demo timed out waiting for %s: %w", want, s.ctx.Err())
 		case t := <-s.events:
 			// The story names nodes; their instance ids add nothing.
-			t.Holder, _ = tenure.SplitIdentity(t.Holder)
+			t.Holder, _ = display.SplitIdentity(t.Holder)
 			s.report(t)
 			if t.Kind == want && (holder == "" || t.Holder == holder) {
 				return t, nil
@@ -341,7 +343,7 @@ func (s *demoStory) finish() error {
 
 func (d *demo) report(t tenure.Transition) {
 	// The story names nodes; their instance ids add nothing.
-	t.Holder, _ = tenure.SplitIdentity(t.Holder)
+	t.Holder, _ = display.SplitIdentity(t.Holder)
 	switch t.Kind {
 	case tenure.Elected:
 		d.say(t.Holder, "leads", fmt.Sprintf("token %d", t.Token))

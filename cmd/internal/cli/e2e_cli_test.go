@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/timing"
 )
 
 // TestExitCodesBinary: the documented exit codes, on the built binary.
@@ -222,7 +222,7 @@ func TestSmallestTTL(t *testing.T) {
 	}{
 		{time.Second, 0.01, 2 * time.Second},
 		{3 * time.Second, 0.2, 7 * time.Second},
-		{tenure.MinMargin, 0.01, 100 * time.Millisecond},
+		{timing.MinMargin, 0.01, 100 * time.Millisecond},
 		{200 * time.Millisecond, 0, 400 * time.Millisecond},
 		{10 * time.Second, 0.01, 16 * time.Second},
 	} {
@@ -239,9 +239,9 @@ func TestSmallestTTL(t *testing.T) {
 				tc.margin, tc.drift, got, timingValid(got, tc.margin, tc.drift), step, timingValid(got-step, tc.margin, tc.drift))
 		}
 	}
-	// A margin below tenure.MinMargin is invalid at every TTL: no advice.
+	// A margin below timing.MinMargin is invalid at every TTL: no advice.
 	if got, ok := smallestTTL(0, 0.01); ok {
-		t.Errorf("smallestTTL(0s, 0.01) = %s, true; want none (margin below %s)", got, tenure.MinMargin)
+		t.Errorf("smallestTTL(0s, 0.01) = %s, true; want none (margin below %s)", got, timing.MinMargin)
 	}
 }
 

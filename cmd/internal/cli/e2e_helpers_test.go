@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/cmd/internal/chaos"
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/fence"
+	"github.com/tenure-dev/tenure/internal/display"
 )
 
 // The end-to-end tests run the tenure binary (built once by TestMain)
@@ -352,7 +352,7 @@ func (r *resource) rejections(token uint64) int {
 // nameOf is the --holder name of a holder identity ("name" or
 // "name#instance").
 func nameOf(identity string) string {
-	name, _ := tenure.SplitIdentity(identity)
+	name, _ := display.SplitIdentity(identity)
 	return name
 }
 

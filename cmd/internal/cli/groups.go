@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
 )
@@ -36,8 +38,8 @@ type groupFinder struct {
 // list reads the table of every group under prefix from c, sorted by
 // group.
 func (f *groupFinder) list(ctx context.Context, c tenure.Coordinator, prefix string) ([]partition.Table, error) {
-	l, canList := c.(tenure.Lister)
-	if _, ok := c.(tenure.GroupCoordinator); !ok || !canList {
+	l, canList := c, true
+	if _, ok := c.(partition.Coordinator); !ok || !canList {
 		return nil, fmt.Errorf("the coordinator %T cannot list partition groups", c)
 	}
 	gs, err := l.List(ctx, prefix)
@@ -61,7 +63,7 @@ func (f *groupFinder) tables(ctx context.Context, c tenure.Coordinator, gs []ten
 	}
 	f.mu.Unlock()
 	for _, g := range gs {
-		if i := strings.LastIndexByte(g.Key, '/'); i > 0 && tenure.ValidateGroup(g.Key[:i], 1) == nil {
+		if i := strings.LastIndexByte(g.Key, '/'); i > 0 && inputs.Group(g.Key[:i], 1) == nil {
 			groups[g.Key[:i]] = true
 		}
 	}

@@ -52,7 +52,7 @@ func TestGroupFinder(t *testing.T) {
 	if _, err := c.Acquire(ctx, "orders/1", "x#1", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	join := func(group, id string, p int, names ...string) (tenure.Member, []tenure.ClaimResult) {
+	join := func(group, id string, p int, names ...string) (partition.Member, []partition.ClaimResult) {
 		m, err := c.JoinGroup(ctx, group, id, 30*time.Second, p)
 		if err != nil {
 			t.Fatal(err)

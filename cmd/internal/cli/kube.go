@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/version"
@@ -57,7 +59,7 @@ func (f *coordinatorFlags) checkKube() []error {
 	}
 	if f.namespace != "" {
 		if msgs := validation.IsDNS1123Label(f.namespace); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--namespace %s is not a namespace name: %s", tenure.QuoteInput(f.namespace), strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("--namespace %s is not a namespace name: %s", display.Input(f.namespace), strings.Join(msgs, "; ")))
 		}
 	}
 	return errs

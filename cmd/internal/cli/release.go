@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
@@ -105,7 +107,7 @@ func runRelease(cmd *cobra.Command, g *globalFlags, f *releaseFlags) error {
 	}
 	res := releaseResult{Key: f.key}
 	if held {
-		res.Holder, res.Instance = tenure.SplitIdentity(live.Holder)
+		res.Holder, res.Instance = display.SplitIdentity(live.Holder)
 		res.Token = live.Token
 		if err := refuseRelease(f, tokenSet, live, res); err != nil {
 			return err

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/identity"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
@@ -210,7 +212,7 @@ func checkRunFlags(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 		return cfg, "", usageError("%s: %w", flagRef(cmd, "key"), err)
 	}
 	if f.holder == "" {
-		f.holder = tenure.DefaultHolder()
+		f.holder = identity.DefaultHolder()
 	} else if err := tenure.ValidateHolder(f.holder); err != nil {
 		return cfg, "", usageError("%s: %w", flagRef(cmd, "holder"), err)
 	}
@@ -224,7 +226,7 @@ func checkRunFlags(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 		return cfg, "", err
 	}
 	cfg.Key, cfg.Holder, cfg.TTL = f.key, f.holder, f.ttl
-	cfg.Instance = tenure.ProcessInstance() // one identity per process: see TENURE_INSTANCE
+	cfg.Instance = identity.ProcessInstance() // one identity per process: see TENURE_INSTANCE
 	cfg.Margin, cfg.MaxDrift = f.margin, f.maxDrift
 	if err := cfg.Validate(); err != nil {
 		return cfg, "", &exitError{code: ExitUsage, err: configFlagNames(err)}

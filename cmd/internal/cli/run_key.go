@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
@@ -90,7 +92,7 @@ func (k *keyRun) waitedTooLong() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if g, ok, err := k.coord.Leader(ctx, f.key); err == nil && ok {
-		msg += fmt.Sprintf(": held by %s (token %d)", tenure.DescribeHolder(g.Holder), g.Token)
+		msg += fmt.Sprintf(": held by %s (token %d)", display.Holder(g.Holder), g.Token)
 	}
 	k.s.finish(outcome{byWait, &exitError{code: ExitNotReady, err: errors.New(msg)}})
 	k.s.cancel()

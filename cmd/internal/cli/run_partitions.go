@@ -105,7 +105,7 @@ func runGroup(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) er
 		return err
 	}
 	defer stop()
-	if _, ok := coord.(tenure.GroupCoordinator); !ok {
+	if _, ok := coord.(partition.Coordinator); !ok {
 		return usageError("--partitions: the %s coordinator cannot run partition groups", g.coord.backend())
 	}
 	if pc.Logger, err = s.libraryLogger(ctx, cmd, g); err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
@@ -26,16 +28,16 @@ type stallPlan struct {
 // runner every RenewInterval, at most a third of the safe lease.
 func (p stallPlan) renewAfter(granted, remaining time.Duration) time.Duration {
 	if p.group {
-		return max(min(p.cfg.EffectiveRenewInterval(), p.cfg.SafeLease(granted)/3), time.Millisecond)
+		return max(min(timing.RenewInterval(p.cfg.TTL, p.cfg.RenewInterval), timing.SafeLease(granted, p.cfg.MaxDrift, p.cfg.Margin)/3), time.Millisecond)
 	}
-	return p.cfg.NextRenewal(granted, remaining)
+	return timing.NextRenewal(timing.RenewInterval(p.cfg.TTL, p.cfg.RenewInterval), granted, remaining)
 }
 
 // termAt is when the guard sends SIGTERM unless a renewal comes first, for
 // a lease renewed at now with deadline and TTL granted: 0 (none) when the
 // next renewal cannot be overdue before the deadline.
 func (p stallPlan) termAt(now, deadline boottime.Instant, granted time.Duration) boottime.Instant {
-	overdue := now.Add(p.renewAfter(granted, deadline.Sub(now)) + p.cfg.EffectiveRetryPeriod())
+	overdue := now.Add(p.renewAfter(granted, deadline.Sub(now)) + timing.RetryPeriod(p.cfg.TTL, p.cfg.RetryPeriod))
 	at := max(deadline.Add(-p.grace), overdue)
 	if at >= deadline {
 		return 0
@@ -46,8 +48,8 @@ func (p stallPlan) termAt(now, deadline boottime.Instant, granted time.Duration)
 // room is the most SIGTERM can come before SIGKILL when renewals stall:
 // the safe lease less the time until the next renewal is overdue.
 func (p stallPlan) room() time.Duration {
-	safe := p.cfg.SafeLease(p.cfg.TTL)
-	return safe - p.renewAfter(p.cfg.TTL, safe) - p.cfg.EffectiveRetryPeriod()
+	safe := timing.SafeLease(p.cfg.TTL, p.cfg.MaxDrift, p.cfg.Margin)
+	return safe - p.renewAfter(p.cfg.TTL, safe) - timing.RetryPeriod(p.cfg.TTL, p.cfg.RetryPeriod)
 }
 
 // warning says, with the arithmetic, why --kill-grace cannot be had in
@@ -58,8 +60,8 @@ func (p stallPlan) warning() string {
 		return ""
 	}
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-	safe := p.cfg.SafeLease(p.cfg.TTL)
-	renew, retry := p.renewAfter(p.cfg.TTL, safe), p.cfg.EffectiveRetryPeriod()
+	safe := timing.SafeLease(p.cfg.TTL, p.cfg.MaxDrift, p.cfg.Margin)
+	renew, retry := p.renewAfter(p.cfg.TTL, safe), timing.RetryPeriod(p.cfg.TTL, p.cfg.RetryPeriod)
 	room = room.Truncate(time.Millisecond)
 	why := fmt.Sprintf("with --ttl %s, --margin %s and --max-drift %g the local deadline is %s after a renewal, and the next renewal is overdue %s after it (due after %s, unanswered for the retry period %s)",
 		p.cfg.TTL, p.cfg.Margin, p.cfg.MaxDrift, ms(safe), ms(renew+retry), ms(renew), ms(retry))

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -65,7 +67,7 @@ func commandEnv(root *cobra.Command, environ []string) []string {
 // termEnv is what the command learns of term t (the guard adds
 // TENURE_LEASE_FILE).
 func termEnv(t *tenure.Term) []string {
-	name, instance := tenure.SplitIdentity(t.Holder())
+	name, instance := display.SplitIdentity(t.Holder())
 	return []string{
 		"TENURE_KEY=" + t.Key(),
 		"TENURE_HOLDER=" + name,

@@ -8,6 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
@@ -106,7 +109,7 @@ func (f *statusFlags) prefixStatus(ctx context.Context, cmd *cobra.Command, c te
 		}
 		return f.noLeader(found)
 	}
-	lister, ok := c.(tenure.Lister)
+	lister, ok := c, true
 	if !ok {
 		return fmt.Errorf("--prefix: the %s coordinator cannot list keys", backend)
 	}
@@ -133,9 +136,9 @@ func (f *statusFlags) noLeader(led bool) error {
 }
 
 // leaderOf returns the live grant on key with the time left on its lease
-// when the coordinator can say (a tenure.Lister), else as Leader reports it.
+// when the coordinator can say (a tenure.Coordinator), else as Leader reports it.
 func leaderOf(ctx context.Context, c tenure.Coordinator, key string) (tenure.Grant, bool, error) {
-	if l, ok := c.(tenure.Lister); ok {
+	if l, ok := c, true; ok {
 		gs, err := l.List(ctx, key)
 		if err != nil {
 			return tenure.Grant{}, false, err
@@ -167,7 +170,7 @@ func printStatus(w io.Writer, asJSON bool, st []keyStatus, prefix string) error 
 		enc := json.NewEncoder(w)
 		for _, s := range st {
 			if s.Held {
-				s.Holder, s.Instance = tenure.SplitIdentity(s.grant.Holder)
+				s.Holder, s.Instance = display.SplitIdentity(s.grant.Holder)
 				s.Token = s.grant.Token
 				ms := s.grant.TTL.Milliseconds()
 				s.TTLLeftMS = &ms
@@ -189,7 +192,7 @@ func printStatus(w io.Writer, asJSON bool, st []keyStatus, prefix string) error 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tHOLDER\tINSTANCE\tTOKEN\tTTL LEFT")
 	for _, s := range st {
-		name, instance := tenure.SplitIdentity(s.grant.Holder)
+		name, instance := display.SplitIdentity(s.grant.Holder)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Key, name, instance, s.grant.Token, roundTTL(s.grant.TTL))
 	}
 	return tw.Flush()
@@ -215,7 +218,7 @@ func keyOrPrefix(cmd *cobra.Command, key, prefix string) (byKey bool, err error)
 			return false, usageError("%s: %w", flagRef(cmd, "key"), err)
 		}
 	default:
-		if err := tenure.ValidatePrefix(prefix); err != nil {
+		if err := inputs.Prefix(prefix); err != nil {
 			return false, usageError("%s: %w", flagRef(cmd, "prefix"), err)
 		}
 	}

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -119,7 +122,7 @@ func (f *statusGroupFlags) groupNames(cmd *cobra.Command) ([]string, error) {
 // has live members, for the partitions they announce; ok is false
 // otherwise.
 func readGroupTable(ctx context.Context, c tenure.Coordinator, key string) (t partition.Table, ok bool, err error) {
-	if _, ok := c.(tenure.GroupCoordinator); !ok || tenure.ValidateGroup(key, 1) != nil {
+	if _, ok := c.(partition.Coordinator); !ok || inputs.Group(key, 1) != nil {
 		return t, false, nil
 	}
 	t, err = partition.ReadGroupTable(ctx, c, key)
@@ -201,7 +204,7 @@ func notesOf(t partition.Table) []string {
 	counts := map[int][]string{}
 	for _, m := range t.Members {
 		if m.Partitions > 0 {
-			counts[m.Partitions] = append(counts[m.Partitions], tenure.DescribeHolder(m.ID))
+			counts[m.Partitions] = append(counts[m.Partitions], display.Holder(m.ID))
 		}
 	}
 	if len(counts) > 1 {
@@ -223,7 +226,7 @@ func (f *statusFlags) prefixGroups(ctx context.Context, cmd *cobra.Command, c te
 	if err != nil || names == nil {
 		return err != nil, false, err
 	}
-	if _, ok := c.(tenure.GroupCoordinator); !ok {
+	if _, ok := c.(partition.Coordinator); !ok {
 		return true, false, errors.New("--partitions: this coordinator cannot run partition groups")
 	}
 	tables, err := (&groupFinder{names: names}).list(ctx, c, f.prefix)
@@ -257,14 +260,14 @@ func groupStatusOf(t partition.Table) partitionStatus {
 	for _, r := range t.Partitions {
 		out := partitionRowOut{Partition: r.Partition.Index, Name: r.Partition.Name, Key: r.Partition.Key, Held: r.Owner != ""}
 		if out.Held {
-			out.Holder, out.Instance = tenure.SplitIdentity(r.Owner)
+			out.Holder, out.Instance = display.SplitIdentity(r.Owner)
 			ms := r.LeaseLeft.Milliseconds()
 			out.Token, out.LeaseLeftMS = r.Token, &ms
 		}
 		st.Partitions = append(st.Partitions, out)
 	}
 	for _, m := range t.Members {
-		name, instance := tenure.SplitIdentity(m.ID)
+		name, instance := display.SplitIdentity(m.ID)
 		st.Members = append(st.Members, memberRowOut{Holder: name, Instance: instance, Owned: m.Owned, TTLMS: m.TTL.Milliseconds(), Partitions: m.Partitions})
 	}
 	return st
@@ -288,7 +291,7 @@ func (f *statusFlags) groupStatus(ctx context.Context, cmd *cobra.Command, c ten
 		}
 		return true, printTable(cmd.OutOrStdout(), t, f.json)
 	}
-	if _, ok := c.(tenure.GroupCoordinator); !ok {
+	if _, ok := c.(partition.Coordinator); !ok {
 		return true, fmt.Errorf("--partitions: this coordinator cannot run partition groups")
 	}
 	t, err := partition.ReadTable(ctx, c, f.key, names)

@@ -6,13 +6,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timing"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
 )
 
 // checkTiming checks --ttl, --margin and --max-drift together, as
-// tenure.Config.Validate does (a margin of at least tenure.MinMargin), but
+// tenure.Config.Validate does (a margin of at least timing.MinMargin), but
 // says it in the flags the user typed and names the smallest --ttl that
 // works with the margin and drift given.
 func checkTiming(cmd *cobra.Command, ttl, margin time.Duration, drift float64) error {
@@ -23,9 +25,9 @@ func checkTiming(cmd *cobra.Command, ttl, margin time.Duration, drift float64) e
 		return usageError("%s %s: must be at most %s", flagRef(cmd, "ttl"), ttl, tenure.MaxTTL)
 	case margin < 0:
 		return usageError("%s (%s) must not be negative", flagRef(cmd, "margin"), margin)
-	case margin < tenure.MinMargin:
+	case margin < timing.MinMargin:
 		return usageError("%s %s is below the least margin, %s: a host suspend of up to %s is not counted against the lease, so a term could act %s − %s = %s past it; use %s %s or more",
-			flagRef(cmd, "margin"), margin, tenure.MinMargin, tenure.MinMargin, tenure.MinMargin, margin, tenure.MinMargin-margin, "--margin", tenure.MinMargin)
+			flagRef(cmd, "margin"), margin, timing.MinMargin, timing.MinMargin, timing.MinMargin, margin, timing.MinMargin-margin, "--margin", timing.MinMargin)
 	case !(drift >= 0 && drift < 0.5):
 		return usageError("%s (%v) must be in [0, 0.5), as in --max-drift 0.01 (1%%)", flagRef(cmd, "max-drift"), drift)
 	}

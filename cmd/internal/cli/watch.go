@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tenure-dev/tenure"
@@ -81,7 +83,7 @@ func (f *watchFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if byKey {
 		return watchKey(cmd.Context(), c, f.key, p, log)
 	}
-	lister, ok := c.(tenure.Lister)
+	lister, ok := c, true
 	if !ok {
 		return fmt.Errorf("--prefix: the %s coordinator cannot list keys", g.coord.backend())
 	}
@@ -106,7 +108,7 @@ func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPri
 	streamDone := make(chan struct{})
 	sctx, stop := context.WithCancel(ctx)
 	defer func() { stop(); <-streamDone }()
-	if w, ok := c.(tenure.Watcher); ok {
+	if w, ok := c, true; ok {
 		go func() { defer close(streamDone); streamLeader(sctx, w, key, events, log) }()
 	} else {
 		close(streamDone)
@@ -141,7 +143,7 @@ func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPri
 
 // streamLeader sends key's change events to events until ctx ends,
 // re-opening the coordinator's watch when it breaks.
-func streamLeader(ctx context.Context, w tenure.Watcher, key string, events chan<- tenure.LeaderEvent, log *slog.Logger) {
+func streamLeader(ctx context.Context, w tenure.Coordinator, key string, events chan<- tenure.LeaderEvent, log *slog.Logger) {
 	for ctx.Err() == nil {
 		stream, err := w.Watch(ctx, key)
 		if err == nil {
@@ -163,7 +165,7 @@ func streamLeader(ctx context.Context, w tenure.Watcher, key string, events chan
 
 // watchPrefix reports the leadership of every key under prefix to p,
 // polling the coordinator every watchPrefixEvery, until ctx ends.
-func watchPrefix(ctx context.Context, l tenure.Lister, prefix string, p *watchPrinter) error {
+func watchPrefix(ctx context.Context, l tenure.Coordinator, prefix string, p *watchPrinter) error {
 	st := &watchState{p: p, scope: watchScope{prefix: &prefix}}
 	known := map[string]tenure.Grant{}
 	tick := time.NewTimer(0)
@@ -312,7 +314,7 @@ func leaderLine(ev tenure.LeaderEvent, left bool) watchLine {
 	if ev.Held {
 		ms := ev.Grant.TTL.Milliseconds()
 		l.Event, l.Token = "leader", ev.Grant.Token
-		l.Holder, l.Instance = tenure.SplitIdentity(ev.Grant.Holder)
+		l.Holder, l.Instance = display.SplitIdentity(ev.Grant.Holder)
 		if left {
 			l.TTLLeftMS = &ms
 		} else {

@@ -3,7 +3,7 @@ package monitor
 import "time"
 
 // leftResolution is how coarsely a coordinator may report the time left
-// on a lease: etcd counts whole seconds, rounded down (tenure.Lister).
+// on a lease: etcd counts whole seconds, rounded down (tenure.Coordinator).
 const leftResolution = time.Second
 
 // Lease is what Status says of a holder's lease. Every field is absent

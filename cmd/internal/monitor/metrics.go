@@ -3,6 +3,8 @@ package monitor
 import (
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 )
 
@@ -67,6 +69,6 @@ func (m *Monitor) ObserveRenew(key string, took time.Duration, err error) {
 // selfLocked records a transition of this instance's term t.
 func (m *Monitor) selfLocked(at time.Time, t *tenure.Term, reason string) {
 	ev := Event{At: at, Key: t.Key(), Token: t.Token(), Reason: reason, Source: SourceSelf}
-	ev.Holder, ev.Instance = tenure.SplitIdentity(t.Holder())
+	ev.Holder, ev.Instance = display.SplitIdentity(t.Holder())
 	m.addLocked(ev)
 }

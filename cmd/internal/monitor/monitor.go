@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/inputs"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenure-dev/tenure"
@@ -31,7 +34,7 @@ type Config struct {
 	// Coordinator is polled for the keys shown. Required.
 	Coordinator tenure.Coordinator
 	// Keys are the keys shown. When empty, every key under Prefix is
-	// shown, which needs a coordinator that is a tenure.Lister, unless
+	// shown, which needs a coordinator that is a tenure.Coordinator, unless
 	// PartitionsOnly is set.
 	Keys []string
 	// PartitionsOnly shows no keys, only the partition tables (a member
@@ -99,7 +102,7 @@ type Monitor struct {
 type view struct {
 	grant   tenure.Grant
 	held    bool
-	listed  bool      // the reads say the time left on the lease (a tenure.Lister)
+	listed  bool      // the reads say the time left on the lease (a tenure.Coordinator)
 	lease   lease     // of grant, from the reads since it was first seen
 	ttlRead bool      // the coordinator was asked the TTL granted to grant
 	seenAt  time.Time // when the last read that saw grant began
@@ -126,16 +129,13 @@ func New(cfg Config) (*Monitor, error) {
 	if cfg.StatusRows < 0 || cfg.MoveWindow < 0 {
 		errs = append(errs, fmt.Errorf("monitor: Config.StatusRows (%d) and Config.MoveWindow (%s) must not be negative", cfg.StatusRows, cfg.MoveWindow))
 	}
-	if err := tenure.ValidatePrefix(cfg.Prefix); err != nil {
+	if err := inputs.Prefix(cfg.Prefix); err != nil {
 		errs = append(errs, fmt.Errorf("monitor: Config.Prefix: %w", err))
 	}
 	for _, k := range cfg.Keys {
 		if err := tenure.ValidateKey(k); err != nil {
 			errs = append(errs, fmt.Errorf("monitor: Config.Keys: %w", err))
 		}
-	}
-	if _, ok := cfg.Coordinator.(tenure.Lister); !ok && len(cfg.Keys) == 0 && !cfg.PartitionsOnly && cfg.Coordinator != nil {
-		errs = append(errs, errors.New("monitor: Config.Keys is empty and the coordinator cannot list keys under Config.Prefix"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: %w", tenure.ErrInvalidConfig, err)
@@ -259,7 +259,7 @@ func (m *Monitor) grantedTTLs(ctx context.Context, gs []tenure.Grant, listed boo
 // read returns the live grants on the keys shown, and whether they were
 // listed (their TTL is the time left on their lease).
 func (m *Monitor) read(ctx context.Context) ([]tenure.Grant, bool, error) {
-	l, canList := m.cfg.Coordinator.(tenure.Lister)
+	l, canList := m.cfg.Coordinator, true
 	if m.cfg.PartitionsOnly && len(m.cfg.Keys) == 0 {
 		return nil, false, nil
 	}
@@ -271,7 +271,7 @@ func (m *Monitor) read(ctx context.Context) ([]tenure.Grant, bool, error) {
 	for _, k := range m.cfg.Keys {
 		if canList {
 			gs, err := l.List(ctx, k)
-			if errors.Is(err, prom.ErrNotSupported) {
+			if errors.Is(err, errors.ErrUnsupported) {
 				canList = false // an instrumented coordinator that cannot list
 			} else if err != nil {
 				return nil, false, err
@@ -388,7 +388,7 @@ func clampTime(t, lo, hi time.Time) time.Time {
 
 // observedLocked records and logs a transition of another holder.
 func (m *Monitor) observedLocked(ev Event, holder string) {
-	ev.Holder, ev.Instance = tenure.SplitIdentity(holder)
+	ev.Holder, ev.Instance = display.SplitIdentity(holder)
 	ev.Source = SourceObserved
 	m.addLocked(ev)
 	m.log.Info("leadership", "key", ev.Key, "holder", holder, "token", ev.Token, "reason", ev.Reason, "source", ev.Source)

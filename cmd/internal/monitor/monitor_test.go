@@ -131,8 +131,8 @@ func TestOwnTermsAndObservedHolder(t *testing.T) {
 		}
 		s := status(t, h)
 		k := s.Keys[0]
-		if s.Role != "follower" || !k.Held || k.Mine || k.Holder != "beta" || k.Token <= token || k.LeaseLeftMs != nil {
-			t.Errorf("/status after the handover: role %q, key %+v; want follower, held by beta with a token > %d and no lease left (memory cannot list)", s.Role, k, token)
+		if s.Role != "follower" || !k.Held || k.Mine || k.Holder != "beta" || k.Token <= token || k.LeaseLeftMs == nil {
+			t.Errorf("/status after the handover: role %q, key %+v; want follower, held by beta with a token > %d and the lease left (memory lists it)", s.Role, k, token)
 		}
 		var got []string
 		for _, e := range s.Transitions {
@@ -147,8 +147,7 @@ func TestOwnTermsAndObservedHolder(t *testing.T) {
 		}
 
 		// beta resigns and alpha takes over before the next poll: beta's
-		// end is recorded when alpha's term begins (memory cannot say how
-		// much lease beta had left).
+		// release is recorded when alpha's term begins.
 		cancel()
 		wg.Wait()
 		err = elector(t, c, "alpha", mon).Run(t.Context(), func(ctx context.Context, term *tenure.Term) error {
@@ -157,7 +156,7 @@ func TestOwnTermsAndObservedHolder(t *testing.T) {
 			for _, e := range s.Transitions[:2] {
 				got = append(got, e.Reason+" "+e.Holder+" "+e.Source)
 			}
-			want := []string{"acquired alpha self", "ended beta observed"}
+			want := []string{"acquired alpha self", "released beta observed"}
 			if strings.Join(got, ", ") != strings.Join(want, ", ") {
 				t.Errorf("/status transitions = %q; want %q first", got, want)
 			}
@@ -201,7 +200,6 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		want []string
 	}{
 		{"nothing", monitor.Config{}, []string{"Config.Coordinator", "Config.Metrics", "Config.Gatherer"}},
-		{"no keys on a coordinator that cannot list", monitor.Config{Coordinator: c, Metrics: m, Gatherer: reg}, []string{"cannot list"}},
 		{"bad key", monitor.Config{Coordinator: c, Metrics: m, Gatherer: reg, Keys: []string{"/x"}}, []string{"Config.Keys", `"/x"`}},
 		{"bad prefix", monitor.Config{Coordinator: c, Metrics: m, Gatherer: reg, Keys: []string{"x"}, Prefix: "a b"}, []string{"Config.Prefix"}},
 		{"negative poll", monitor.Config{Coordinator: c, Metrics: m, Gatherer: reg, Keys: []string{"x"}, Poll: -1}, []string{"Config.Poll"}},

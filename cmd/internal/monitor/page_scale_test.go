@@ -17,11 +17,11 @@ import (
 // bigGroup makes group "big" of p partitions on c: n members (m00#0, …)
 // with hour-long leases own all but the last unowned partitions, in equal
 // runs by index. It returns the members.
-func bigGroup(t *testing.T, c *memory.Coordinator, p, n, unowned int) []tenure.Member {
+func bigGroup(t *testing.T, c *memory.Coordinator, p, n, unowned int) []partition.Member {
 	t.Helper()
 	names := partition.Names(p)
 	per := (p - unowned) / n
-	members := make([]tenure.Member, n)
+	members := make([]partition.Member, n)
 	for i := range members {
 		m, err := c.JoinGroup(t.Context(), "big", fmt.Sprintf("m%02d#%d", i, i), time.Hour, 0)
 		if err == nil {
@@ -36,7 +36,7 @@ func bigGroup(t *testing.T, c *memory.Coordinator, p, n, unowned int) []tenure.M
 }
 
 // moveFirst moves the first k partitions of from to to.
-func moveFirst(t *testing.T, c *memory.Coordinator, from, to tenure.Member, k int) {
+func moveFirst(t *testing.T, c *memory.Coordinator, from, to partition.Member, k int) {
 	t.Helper()
 	gs, err := c.GroupPartitions(t.Context(), from.Group)
 	if err != nil {

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure/partition"
 )
 
@@ -194,13 +195,13 @@ func (m *Monitor) rowLocked(group string, g *groupView, r partition.Row, now tim
 		return ps
 	}
 	ps.Held, ps.Token, ps.Mine = true, r.Token, r.Owner == m.cfg.Identity
-	ps.Holder, ps.Instance = tenure.SplitIdentity(r.Owner)
+	ps.Holder, ps.Instance = display.SplitIdentity(r.Owner)
 	if l := g.leases[r.Owner]; l != nil {
 		ps.Lease = l.status(now, m.every)
 	}
 	if mv, ok := g.moved[r.Partition.Key]; ok {
 		ps.MovedMs = ms(now.Sub(mv.at))
-		ps.From, _ = tenure.SplitIdentity(mv.from)
+		ps.From, _ = display.SplitIdentity(mv.from)
 	}
 	return ps
 }

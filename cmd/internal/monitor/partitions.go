@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
 )
@@ -169,7 +171,7 @@ func (m *Monitor) groupLocked(t *partition.Table, g *groupView, now time.Time) G
 	}
 	for _, id := range g.memberIDs(t) {
 		ms := MemberStatus{ID: id, Owned: g.owned[id], Mine: id == m.cfg.Identity}
-		ms.Holder, ms.Instance = tenure.SplitIdentity(id)
+		ms.Holder, ms.Instance = display.SplitIdentity(id)
 		if l := g.leases[id]; l != nil {
 			ms.Lease = l.status(now, m.every)
 		}
@@ -183,7 +185,7 @@ func (m *Monitor) groupLocked(t *partition.Table, g *groupView, now time.Time) G
 // true reason.
 func (m *Monitor) Record(t tenure.Transition) {
 	ev := Event{At: t.At, Key: t.Key, Token: t.Token, Reason: t.Kind.Reason(), Source: SourceSelf}
-	ev.Holder, ev.Instance = tenure.SplitIdentity(t.Holder)
+	ev.Holder, ev.Instance = display.SplitIdentity(t.Holder)
 	if ev.At.IsZero() {
 		ev.At = time.Now()
 	}

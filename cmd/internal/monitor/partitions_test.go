@@ -152,7 +152,7 @@ func TestPartitionPages(t *testing.T) {
 		c := memory.New()
 		defer c.Close()
 		names := partition.Names(8)
-		join := func(id string, claim ...string) tenure.Member {
+		join := func(id string, claim ...string) partition.Member {
 			m, err := c.JoinGroup(t.Context(), "jobs", id, time.Minute, 0)
 			if err == nil {
 				_, err = c.ClaimPartitions(t.Context(), m, claim)

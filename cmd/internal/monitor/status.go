@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/display"
 )
 
 // Reasons of the transitions in Status. A node's own transitions carry
@@ -126,14 +126,14 @@ func (m *Monitor) Status() Status {
 func (m *Monitor) keyLocked(key string, v *view, now time.Time) KeyStatus {
 	ks := KeyStatus{Key: key, Held: v.held}
 	if v.held {
-		ks.Holder, ks.Instance = tenure.SplitIdentity(v.grant.Holder)
+		ks.Holder, ks.Instance = display.SplitIdentity(v.grant.Holder)
 		ks.Token = v.grant.Token
 		ks.Lease = v.lease.status(now, m.every)
 	}
 	if t := m.own[key]; t != nil && t.Check() == nil {
 		g := t.Grant()
 		ks.Held, ks.Mine, ks.Token = true, true, g.Token
-		ks.Holder, ks.Instance = tenure.SplitIdentity(g.Holder)
+		ks.Holder, ks.Instance = display.SplitIdentity(g.Holder)
 		ks.Lease = Lease{LeaseLeftMs: ms(max(t.Remaining(), 0)), TTLMs: ms(g.TTL)}
 		ks.renewal(now.Sub(g.Sent.Time()), g.TTL, m.every)
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/tenure-dev/tenure/internal/monitor"
+	"github.com/tenure-dev/tenure/cmd/internal/monitor"
 )
 
 // statusSeed is a /status body with every kind of row.

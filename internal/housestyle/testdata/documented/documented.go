@@ -1,10 +1,10 @@
-// Package documented is a fixture of housestyle's tests: every exported
-// name says who calls it, in each of the ways the house style accepts.
+// Package documented is a fixture of housestyle's tests: a package with
+// an exported name of every kind, listed in ../documented.txt.
 package documented
 
 import "errors"
 
-// Sentinel errors. Callers match them with errors.Is.
+// Sentinel errors.
 var (
 	// ErrOne is one error.
 	ErrOne = errors.New("documented: one")
@@ -12,12 +12,10 @@ var (
 	ErrTwo = errors.New("documented: two")
 )
 
-// Limit is the most there is. Used by Widget.Grow and by users who size
-// their own buffers.
+// Limit is the most there is.
 const Limit = 10
 
-// Kind is a kind of widget; its values below are covered by it. Users pass
-// it to New.
+// Kind is a kind of widget.
 type Kind int
 
 // The kinds of widgets.
@@ -26,19 +24,30 @@ const (
 	Large
 )
 
-// Widget grows; its example covers it.
-type Widget struct{ n int }
+// Widget grows.
+type Widget struct {
+	// Name names the widget.
+	Name string
+	n    int
+}
 
-// New returns a widget; its example covers it.
+// A Grower grows.
+type Grower interface {
+	// Grow grows.
+	Grow()
+	grown() bool
+}
+
+// New returns a widget.
 func New(k Kind) *Widget { return &Widget{n: int(k)} }
 
 // Grow grows w up to Limit.
 func (w *Widget) Grow() { w.n = min(w.n+1, Limit) }
 
-// Size is a method whose example covers its type too.
+// Size is how big w is.
 func (w *Widget) Size() int { return w.n }
 
-// Reset is exported for tools that reuse widgets.
+// Reset empties w.
 func Reset(w *Widget) { w.n = 0 }
 
 // unexported names need nothing.
