@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/termhook"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
 func init() {
@@ -92,7 +93,7 @@ func (d *sharedDeadline) Stop() {
 // sleepLocked is how long the timer should sleep: until the deadline, at
 // most suspendCheck at a time.
 func (d *sharedDeadline) sleepLocked() time.Duration {
-	return max(min(-past(d.dl.mono, d.dl.boot), suspendCheck), 0)
+	return timerwait.Delay(min(-past(d.dl.mono, d.dl.boot), suspendCheck))
 }
 
 // snapshotLocked lists d's live terms.

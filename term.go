@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 	"github.com/tenure-dev/tenure/internal/timing"
 )
 
@@ -80,7 +81,7 @@ func newTerm(parent context.Context, g Grant, dl Instant) *Term {
 // sleepLocked is how long the timer should sleep: until the deadline, at
 // most suspendCheck at a time.
 func (t *Term) sleepLocked() time.Duration {
-	return max(min(-t.overLocked(), suspendCheck), 0)
+	return timerwait.Delay(min(-t.overLocked(), suspendCheck))
 }
 
 // overLocked reports how far past its local deadline the term is:

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/timerwait"
 	"github.com/tenure-dev/tenure/internal/timing"
 )
 
@@ -25,7 +26,7 @@ type overdue struct {
 func (r *runner) watchRenewal(due time.Time, what string) *overdue {
 	o := &overdue{what: what, sent: time.Now()}
 	epoch, deadline, log := r.member.Epoch, r.deadline, r.g.log
-	o.timer = time.AfterFunc(max(time.Until(due.Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))), 0), func() {
+	o.timer = time.AfterFunc(timerwait.Delay(time.Until(due.Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod)))), func() {
 		o.mu.Lock()
 		what, sent := o.what, o.sent
 		o.mu.Unlock()

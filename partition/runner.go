@@ -11,6 +11,7 @@ import (
 	"github.com/tenure-dev/tenure/internal/timing"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
 // owned is one partition this member owns, from its claim until its
@@ -82,7 +83,7 @@ func newRunner(ctx context.Context, g *Group, fn Func) *runner {
 }
 
 func (r *runner) run() error {
-	timer := time.NewTimer(0)
+	timer := time.NewTimer(timerwait.Delay(0))
 	defer timer.Stop()
 	wctx, stopWatch := context.WithCancel(r.ctx)
 	defer stopWatch()
@@ -111,7 +112,7 @@ func (r *runner) run() error {
 		case r.joined:
 			wait = max(min(wait, time.Until(r.nextRenew)), time.Millisecond)
 		}
-		timer.Reset(wait)
+		timer.Reset(timerwait.Delay(wait))
 	}
 }
 

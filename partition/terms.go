@@ -12,6 +12,7 @@ import (
 	"github.com/tenure-dev/tenure/internal/timing"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
 // claim claims, in one batch (see claimBatch), the free partitions the
@@ -260,7 +261,7 @@ func (r *runner) leave() {
 		}
 		o.stop(fmt.Errorf("%w: leaving the group", tenure.ErrNotLeader))
 	}
-	timer := time.NewTimer(r.deadline.Until())
+	timer := time.NewTimer(timerwait.Delay(r.deadline.Until()))
 	defer timer.Stop()
 	for len(r.owned) > 0 {
 		select {
