@@ -13,6 +13,7 @@ import (
 	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 	"github.com/tenure-dev/tenure/memory"
 )
 
@@ -32,7 +33,7 @@ func (l *pacedLink) ClaimPartitions(ctx context.Context, m partition.Member, nam
 	start := time.Now()
 	res, err := l.Coordinator.ClaimPartitions(ctx, m, names)
 	select {
-	case <-time.After(time.Duration(len(names)) * l.perPartition):
+	case <-time.After(timerwait.Delay(time.Duration(len(names)) * l.perPartition)):
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
