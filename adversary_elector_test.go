@@ -90,7 +90,7 @@ func TestAdversaryLostRepliesKeepTheEarlierDeadline(t *testing.T) {
 				time.Sleep(1500 * time.Millisecond) // one renewal answered, at 1s
 				r := result{token: term.Token(), deadline: term.Deadline()}
 				c.DropReplies("a", true)
-				<-term.Done()
+				<-term.Context().Done()
 				r.done = time.Now()
 				res <- r
 			})
@@ -148,7 +148,7 @@ func TestAdversaryRenewalReplyAfterDeadline(t *testing.T) {
 					once.Do(func() {
 						r := result{start: time.Now(), deadline: term.Deadline()}
 						c.SetLatency("a", tc.request, tc.reply)
-						<-term.Done()
+						<-term.Context().Done()
 						r.done = time.Now()
 						res <- r
 					})

@@ -34,7 +34,7 @@ func TestAdversaryExtendMovesTheDeadlineEitherWay(t *testing.T) {
 		if got := term.Grant(); got.TTL != r.TTL || got.Sent != r.Sent {
 			t.Fatalf("Grant() after Extend = %+v; want the renewal's TTL and Sent", got)
 		}
-		<-term.Done()
+		<-term.Context().Done()
 		if took := time.Since(begun); took != 2*time.Second {
 			t.Fatalf("term ended %s in; want 2s (the earlier deadline)", took)
 		}
@@ -53,7 +53,7 @@ func TestAdversaryExtendMovesTheDeadlineEitherWay(t *testing.T) {
 		}
 		synctest.Wait()
 		select {
-		case <-term2.Done():
+		case <-term2.Context().Done():
 		default:
 			t.Fatal("term's context still live after a renewal whose deadline has passed")
 		}

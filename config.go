@@ -103,13 +103,8 @@ func DefaultConfig() Config {
 	}
 }
 
-// Identity is the holder identity the coordinator compares and grants
-// carry: Identity(c.Holder, c.Instance). With an empty Instance it is not
-// known yet (NewElector draws one): ask the Elector (Elector.Identity).
-func (c Config) Identity() string { return Identity(c.Holder, c.Instance) }
-
 // Identity joins a display name and an instance id into the identity a
-// coordinator compares: "name#instance", for users who call a
+// coordinator compares: "name#instance" (what Elector.Identity returns), for users who call a
 // Coordinator's Acquire themselves (as ExampleObserver does).
 func Identity(name, instance string) string { return name + "#" + instance }
 

@@ -172,7 +172,7 @@ func TestIdentity(t *testing.T) {
 		t.Fatalf("ProcessInstance() = %q; want 8 hex digits, the same every call", identity.ProcessInstance())
 	}
 	c.Instance = "x"
-	if got := c.Identity(); got != "web-1#x" {
+	if got := tenure.Identity(c.Holder, c.Instance); got != "web-1#x" {
 		t.Fatalf("Identity() = %q; want web-1#x", got)
 	}
 	for _, tc := range []struct{ in, name, inst string }{

@@ -27,7 +27,7 @@ type Elector struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics Metrics
-	id      string // the holder identity sent to the coordinator: cfg.Identity()
+	id      string // the holder identity sent to the coordinator: Identity(cfg.Holder, cfg.Instance)
 
 	running atomic.Bool
 
@@ -54,17 +54,14 @@ func NewElector(c Coordinator, cfg Config) (*Elector, error) {
 	if e.metrics == nil {
 		e.metrics = nopMetrics{}
 	}
-	e.id = cfg.Identity()
+	e.id = Identity(cfg.Holder, cfg.Instance)
 	e.log = e.log.With("key", cfg.Key, "holder", e.id)
 	return e, nil
 }
 
-// Config returns the elector's configuration, with the Instance it drew if
-// none was given.
-func (e *Elector) Config() Config { return e.cfg }
-
 // Identity is the holder identity this Elector's grants carry:
-// "Holder#Instance" (see Config.Identity).
+// Identity(Config.Holder, Config.Instance), with the Instance the Elector
+// drew when none was given.
 func (e *Elector) Identity() string { return e.id }
 
 // Term returns the current term, or nil when this node does not lead.
@@ -80,13 +77,7 @@ func (e *Elector) Term() *Term {
 // IsLeader reports whether this node leads now: it holds a term whose local
 // deadline has not passed.
 func (e *Elector) IsLeader() bool {
-	t := e.Term()
-	return t != nil && t.Check() == nil
-}
-
-// Leader asks the coordinator who leads the key now.
-func (e *Elector) Leader(ctx context.Context) (Grant, bool, error) {
-	return e.c.Leader(ctx, e.cfg.Key)
+	return e.Term() != nil
 }
 
 // Run campaigns for the key and calls fn with a Term each time this node
@@ -382,7 +373,7 @@ func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *T
 			return true, fnErr
 		}
 
-	case <-t.Done():
+	case <-t.Context().Done():
 		kind := e.reportEnd(t)
 		// fn must return now that its context is cancelled. Release only
 		// after it has: until then the lease, if any is left, keeps a
@@ -457,7 +448,7 @@ func (e *Elector) resign(ctx context.Context, t *Term, fnDone <-chan error) {
 			fnDone = nil
 		case <-timer.C:
 			e.log.Warn("leader function still running at the local deadline; its term ends now, and the key is released when it returns", "token", t.token)
-		case <-t.Done():
+		case <-t.Context().Done():
 			// The term ended (deadline, lost) while draining.
 		}
 	}

@@ -167,7 +167,7 @@ func TestElectorShutdownDrainBoundedByDeadline(t *testing.T) {
 		go func() {
 			done <- e.Run(ctx, func(ctx context.Context, term *tenure.Term) error {
 				<-ctx.Done()
-				<-term.Done() // work that does not finish on its own
+				<-term.Context().Done() // work that does not finish on its own
 				termEnded = time.Now()
 				deadline = term.Deadline() // final: renewals stopped at shutdown
 				return nil

@@ -30,7 +30,7 @@ func ExampleElector_Run() {
 
 	resource := fence.NewRegister[string]() // rejects tokens older than the newest seen
 	err = elector.Run(context.Background(), func(ctx context.Context, term *tenure.Term) error {
-		fmt.Printf("%s leads %q with token %d\n", term.Holder(), term.Key(), term.Token())
+		fmt.Printf("%s leads %q with token %d\n", term.Grant().Holder, term.Grant().Key, term.Token())
 		// Check right before acting, and present the token to the resource.
 		if err := term.Check(); err != nil {
 			return err
@@ -102,20 +102,18 @@ func ExampleTerm_StepDown() {
 	// transition: released token 2
 }
 
-// Logs, metrics and status pages name a transition in one vocabulary: a
-// kind prints as its reason, except that stepping down is, as a reason,
-// a release (six kinds, five reasons).
-func ExampleTransitionKind_Reason() {
+// Logs, metrics and status pages name a transition in one vocabulary.
+func ExampleTransitionKind_String() {
 	for _, k := range []tenure.TransitionKind{tenure.Elected, tenure.Resigned, tenure.SteppedDown, tenure.Expired, tenure.Lost, tenure.Fenced} {
-		fmt.Printf("%s: %s\n", k, k.Reason())
+		fmt.Println(k)
 	}
 	// Output:
-	// acquired: acquired
-	// released: released
-	// stepped-down: released
-	// deadline: deadline
-	// lost: lost
-	// fenced: fenced
+	// acquired
+	// released
+	// stepped-down
+	// deadline
+	// lost
+	// fenced
 }
 
 // An Observer follows who leads a key without campaigning, as client-go's

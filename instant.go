@@ -61,7 +61,3 @@ func (i Instant) Until() time.Duration {
 // Time is i on Go's clock: a time.Time with a monotonic reading, to compare
 // with time.Now() in this process only.
 func (i Instant) Time() time.Time { return i.mono }
-
-// Boot is i on the boot clock: nanoseconds since the host booted (Linux), the
-// same for every process on the host.
-func (i Instant) Boot() int64 { return int64(i.boot) }

@@ -8,12 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tenure-dev/tenure/internal/display"
-)
-
-// Limits on keys and holders.
-const (
-	MaxKeyLen    = 200
-	MaxHolderLen = 256
+	"github.com/tenure-dev/tenure/internal/limits"
 )
 
 // ValidateKey reports whether key is a valid key: 1–200 bytes of
@@ -27,8 +22,8 @@ func ValidateKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: key is empty", ErrInvalidKey)
 	}
-	if len(key) > MaxKeyLen {
-		return bad(fmt.Sprintf("%d bytes long, at most %d allowed", len(key), MaxKeyLen))
+	if len(key) > limits.MaxKeyLen {
+		return bad(fmt.Sprintf("%d bytes long, at most %d allowed", len(key), limits.MaxKeyLen))
 	}
 	for i := 0; i < len(key); i++ {
 		c := key[i]
@@ -67,8 +62,8 @@ func ValidateHolder(holder string) error {
 	if holder == "" {
 		return fmt.Errorf("%w: holder is empty", ErrInvalidHolder)
 	}
-	if len(holder) > MaxHolderLen {
-		return fmt.Errorf("%w %s: %d bytes long, at most %d allowed", ErrInvalidHolder, display.Input(holder), len(holder), MaxHolderLen)
+	if len(holder) > limits.MaxHolderLen {
+		return fmt.Errorf("%w %s: %d bytes long, at most %d allowed", ErrInvalidHolder, display.Input(holder), len(holder), limits.MaxHolderLen)
 	}
 	if !utf8.ValidString(holder) {
 		return fmt.Errorf("%w %s: not valid UTF-8", ErrInvalidHolder, display.Input(holder))
@@ -89,11 +84,8 @@ func ValidateTTL(ttl time.Duration) error {
 		return fmt.Errorf("%w %s: must be positive", ErrInvalidTTL, ttl)
 	case ttl < time.Millisecond:
 		return fmt.Errorf("%w %s: must be at least 1ms", ErrInvalidTTL, ttl)
-	case ttl > MaxTTL:
-		return fmt.Errorf("%w %s: must be at most %s", ErrInvalidTTL, ttl, MaxTTL)
+	case ttl > limits.MaxTTL:
+		return fmt.Errorf("%w %s: must be at most %s", ErrInvalidTTL, ttl, limits.MaxTTL)
 	}
 	return nil
 }
-
-// MaxTTL is the longest lease any coordinator is asked for.
-const MaxTTL = 24 * time.Hour

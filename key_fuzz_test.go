@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenure-dev/tenure/internal/display"
 	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/internal/limits"
 	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/tenure-dev/tenure"
@@ -39,7 +40,7 @@ func FuzzValidateKey(f *testing.F) {
 			}
 			return
 		}
-		if len(key) < 1 || len(key) > tenure.MaxKeyLen {
+		if len(key) < 1 || len(key) > limits.MaxKeyLen {
 			t.Fatalf("ValidateKey accepted a %d-byte key", len(key))
 		}
 		if strings.Trim(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-") != "" {
@@ -67,7 +68,7 @@ func FuzzValidateHolder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, holder string) {
 		err := tenure.ValidateHolder(holder)
 		control := strings.ContainsFunc(holder, unicode.IsControl)
-		want := len(holder) >= 1 && len(holder) <= tenure.MaxHolderLen && utf8.ValidString(holder) && !control
+		want := len(holder) >= 1 && len(holder) <= limits.MaxHolderLen && utf8.ValidString(holder) && !control
 		if (err == nil) != want {
 			t.Fatalf("ValidateHolder(%q) = %v; want accepted %v", holder, err, want)
 		}

@@ -13,6 +13,7 @@ import (
 func init() {
 	termhook.NewShared = func(dl Instant) termhook.Shared[Grant, *Term, Instant] { return newSharedDeadline(dl) }
 	termhook.BootDeadline = (*Term).bootDeadlineNow
+	termhook.InstantBoot = func(i Instant) int64 { return int64(i.boot) }
 	termhook.Renewed = (*Term).renewedChan
 }
 

@@ -33,7 +33,7 @@ func TestSharedDeadline(t *testing.T) {
 			t.Errorf("a's TTL after Extend = %s; want 10s", got)
 		}
 		ended := time.Now()
-		<-a.Done()
+		<-a.Context().Done()
 		if at := time.Since(ended); at < time.Second-time.Millisecond || at > time.Second+time.Millisecond {
 			t.Errorf("a ended %s after 8s; want at the deadline, 9s", at)
 		}
@@ -71,7 +71,7 @@ func TestSharedDeadlineSuspend(t *testing.T) {
 			t.Fatalf("Check() after a suspend past the deadline = nil; want ErrNotLeader")
 		}
 		for _, term := range terms[1:] { // no Check: the shared timer ends them
-			<-term.Done()
+			<-term.Context().Done()
 		}
 		if took := time.Since(resumed); took > suspendCheck {
 			t.Errorf("terms ended %s after the resume; want within %s", took, suspendCheck)

@@ -101,12 +101,6 @@ func past(mono time.Time, boot boottime.Instant) time.Duration {
 	return over + suspended
 }
 
-// Key is the key led.
-func (t *Term) Key() string { return t.key }
-
-// Holder is this node's identity.
-func (t *Term) Holder() string { return t.holder }
-
 // Token is the fencing token of this term. Present it to every protected
 // resource.
 func (t *Term) Token() uint64 { return t.token }
@@ -156,9 +150,6 @@ func (t *Term) Remaining() time.Duration {
 // when those were the reason).
 func (t *Term) Context() context.Context { return t.ctx }
 
-// Done is closed when the term ends.
-func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
-
 // renewedChan returns a channel that is closed when a renewal next moves the
 // local deadline: then read Deadline or the boot deadline again, and call
 // it again for the renewal after. Call it before reading the
@@ -206,11 +197,6 @@ func (t *Term) StepDown(cause error) {
 		cause = fmt.Errorf("%w: %w: %w", ErrNotLeader, errSteppedDown, cause)
 	}
 	t.end(cause)
-}
-
-// String formats the term for logs.
-func (t *Term) String() string {
-	return fmt.Sprintf("term %d of %q on %q", t.token, t.holder, t.key)
 }
 
 func (t *Term) cause() error {

@@ -32,7 +32,7 @@ func TestTermDeadline(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		select {
-		case <-term.Done():
+		case <-term.Context().Done():
 		default:
 			t.Fatal("term context not cancelled at the extended deadline")
 		}
@@ -146,7 +146,7 @@ func TestTermEndsAfterSuspend(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		suspend(time.Hour)
 		resumed := time.Now()
-		<-term.Done()
+		<-term.Context().Done()
 		if took := time.Since(resumed); took > suspendCheck {
 			t.Fatalf("term context cancelled %s after resume; want within %s", took, suspendCheck)
 		}

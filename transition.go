@@ -38,31 +38,12 @@ var transitionNames = [...]string{
 // String returns the kind's name in the words logs, metrics and status
 // pages use: "acquired" (Elected), "released" (Resigned), "lost",
 // "deadline" (Expired: the local deadline passed), "fenced" and
-// "stepped-down". Reason is the same but for SteppedDown.
+// "stepped-down".
 func (k TransitionKind) String() string {
 	if k > 0 && int(k) < len(transitionNames) {
 		return transitionNames[k]
 	}
 	return fmt.Sprintf("TransitionKind(%d)", int(k))
-}
-
-var transitionReasons = [...]string{
-	Elected:     "acquired",
-	Resigned:    "released",
-	Lost:        "lost",
-	Expired:     "deadline",
-	Fenced:      "fenced",
-	SteppedDown: "released",
-}
-
-// Reason is the kind as one of the five reasons that logs, metrics and
-// status pages give for a transition: String, except that SteppedDown is
-// "released" too (the node gave the key up on purpose).
-func (k TransitionKind) Reason() string {
-	if k > 0 && int(k) < len(transitionReasons) {
-		return transitionReasons[k]
-	}
-	return k.String()
 }
 
 // Transition is one change of a node's leadership of a key.

@@ -139,7 +139,7 @@ func TestDeadlineCountsTheLeaseWholeAge(t *testing.T) {
 	c := newCoordinator(t, hookedClient(t, eps, leases.hooks()))
 	cfg := contenderConfig("drift/second", "alice", 4*time.Second)
 	cfg.MaxDrift, cfg.Margin, cfg.RetryPeriod = 0.2, timing.MinMargin, 0
-	mustAcquire(t, c, "drift/first", cfg.Identity(), cfg.TTL) // alice's other grant
+	mustAcquire(t, c, "drift/first", tenure.Identity(cfg.Holder, cfg.Instance), cfg.TTL) // alice's other grant
 	time.Sleep(1500 * time.Millisecond)
 
 	log := newTermLog(t, newClient(t, eps), c.EtcdKey(cfg.Key), leases)

@@ -44,13 +44,13 @@ func (o *partitionOracle) fn(ctx context.Context, p partition.Partition, t *tenu
 			}
 		}
 		o.mu.Lock()
-		o.acts[t.Holder()]++
+		o.acts[t.Grant().Holder]++
 		switch {
 		case err != nil:
 			o.bad = append(o.bad, fmt.Sprintf("GroupPartitions() = %v", err))
-		case owner != t.Holder() || token != t.Token():
+		case owner != t.Grant().Holder || token != t.Token():
 			o.bad = append(o.bad, fmt.Sprintf("%s acted on %s with token %d (deadline in %s) while the coordinator had it owned by %q with token %d",
-				t.Holder(), p.Key, t.Token(), t.Remaining(), owner, token))
+				t.Grant().Holder, p.Key, t.Token(), t.Remaining(), owner, token))
 		}
 		o.mu.Unlock()
 		next := 5 * time.Millisecond

@@ -42,11 +42,11 @@ func ExampleGroup_Run() {
 		if err := t.Check(); err != nil {
 			return err
 		}
-		if err := shards[p.Index].Write(t.Token(), "processed by "+t.Holder()); err != nil {
+		if err := shards[p.Index].Write(t.Token(), "processed by "+t.Grant().Holder); err != nil {
 			return err // a stale token (tenure.IsStale) steps this partition down
 		}
 		mu.Lock()
-		lines = append(lines, fmt.Sprintf("%s (partition %d) led by %s with token %d", p.Key, p.Index, t.Holder(), t.Token()))
+		lines = append(lines, fmt.Sprintf("%s (partition %d) led by %s with token %d", p.Key, p.Index, t.Grant().Holder, t.Token()))
 		if len(lines) == cfg.Partitions {
 			stop() // leave the group: every partition is released at once
 		}

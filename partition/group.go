@@ -81,7 +81,7 @@ func New(c tenure.Coordinator, cfg Config) (*Group, error) {
 	if g.cfg.Instance == "" {
 		g.cfg.Instance = identity.NewInstance() // this Group's own: see tenure.Config.Instance
 	}
-	g.id = g.cfg.Identity()
+	g.id = tenure.Identity(g.cfg.Holder, g.cfg.Instance)
 	g.log = g.log.With("group", cfg.Key, "holder", g.id)
 	g.byName = make(map[string]Partition, len(g.names))
 	for i, n := range g.names {

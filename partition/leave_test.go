@@ -67,7 +67,7 @@ func leaveRun(t *testing.T, overrun time.Duration, lapses bool) {
 		returned = make(chan time.Time, 1)
 	)
 	c.fn = func(ctx context.Context, p partition.Partition, term *tenure.Term) error {
-		cl.add(term.Holder(), p.Name)
+		cl.add(term.Grant().Holder, p.Name)
 		<-ctx.Done()
 		if leaving.Load() && slow.Load() == p.Name {
 			slowTerm.Store(term)

@@ -45,12 +45,12 @@ func (r *recorder) add(ev history.Event) {
 // fn is a partition function that records its term, from the call until
 // the term's context ends, and works until its context ends.
 func (r *recorder) fn(ctx context.Context, p partition.Partition, t *tenure.Term) error {
-	r.add(history.Event{Holder: t.Holder(), Kind: history.KindElected, Token: t.Token(), Partition: p.Name})
+	r.add(history.Event{Holder: t.Grant().Holder, Kind: history.KindElected, Token: t.Token(), Partition: p.Name})
 	start := boottime.Now()
 	r.wg.Add(1)
 	context.AfterFunc(t.Context(), func() {
 		defer r.wg.Done()
-		r.add(history.Event{Holder: t.Holder(), Kind: history.KindEnd, Token: t.Token(), Partition: p.Name})
+		r.add(history.Event{Holder: t.Grant().Holder, Kind: history.KindEnd, Token: t.Token(), Partition: p.Name})
 		r.mu.Lock()
 		r.terms = append(r.terms, termSpan{term: t, start: start, end: boottime.Now()})
 		r.mu.Unlock()
@@ -66,7 +66,7 @@ func (r *recorder) spans(holder string) []termSpan {
 	defer r.mu.Unlock()
 	var out []termSpan
 	for _, s := range r.terms {
-		if s.term.Holder() == holder {
+		if s.term.Grant().Holder == holder {
 			out = append(out, s)
 		}
 	}

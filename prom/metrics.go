@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/termctl"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -167,20 +168,20 @@ func (m *Metrics) SetToken(key string, token uint64) {
 // tenure_leadership_duration_seconds.
 func (m *Metrics) TermBegan(t *tenure.Term) {
 	now := time.Now()
-	m.lastRenew.WithLabelValues(t.Key()).Set(float64(now.UnixNano()) / 1e9)
+	m.lastRenew.WithLabelValues(t.Grant().Key).Set(float64(now.UnixNano()) / 1e9)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.state(t.Key())
+	s := m.state(t.Grant().Key)
 	s.term, s.began, s.tracked = t, now, true
-	m.observeHeldLocked(t.Key(), s, true, t.Holder(), now)
+	m.observeHeldLocked(t.Grant().Key, s, true, t.Grant().Holder, now)
 }
 
 // Transition counts a transition of key in tenure_transitions_total under
-// kind.Reason() (acquired, released, deadline, lost, fenced). The end of a
+// termctl.Reason(kind) (acquired, released, deadline, lost, fenced). The end of a
 // term is observed in tenure_leadership_duration_seconds, and the key
 // counts as leaderless from then until a holder is seen again.
 func (m *Metrics) Transition(key string, kind tenure.TransitionKind) {
-	m.transitions.WithLabelValues(key, kind.Reason()).Inc()
+	m.transitions.WithLabelValues(key, termctl.Reason(kind)).Inc()
 	if kind == tenure.Elected {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/limits"
 
 	"github.com/tenure-dev/tenure"
 )
@@ -46,13 +47,13 @@ func (s *state) badAcquires(k, a, b string) {
 		{"dot-dot element", k + "/../x", b, ttl, tenure.ErrInvalidKey, k + "/../x"},
 		{"space", k + " x", b, ttl, tenure.ErrInvalidKey, k + " x"},
 		{"quote", k + "'; drop", b, ttl, tenure.ErrInvalidKey, k + "'; drop"},
-		{"too long key", strings.Repeat("x", tenure.MaxKeyLen+1), b, ttl, tenure.ErrInvalidKey, strings.Repeat("x", tenure.MaxKeyLen+1)},
+		{"too long key", strings.Repeat("x", limits.MaxKeyLen+1), b, ttl, tenure.ErrInvalidKey, strings.Repeat("x", limits.MaxKeyLen+1)},
 		{"empty holder", k, "", ttl, tenure.ErrInvalidHolder, "holder"},
 		{"control character in holder", k, "bad\x00holder", ttl, tenure.ErrInvalidHolder, "bad\x00holder"},
-		{"too long holder", k, strings.Repeat("h", tenure.MaxHolderLen+1), ttl, tenure.ErrInvalidHolder, strings.Repeat("h", tenure.MaxHolderLen+1)},
+		{"too long holder", k, strings.Repeat("h", limits.MaxHolderLen+1), ttl, tenure.ErrInvalidHolder, strings.Repeat("h", limits.MaxHolderLen+1)},
 		{"zero TTL", k, b, 0, tenure.ErrInvalidTTL, "0s"},
 		{"negative TTL", k, b, -time.Second, tenure.ErrInvalidTTL, "-1s"},
-		{"TTL over the maximum", k, b, tenure.MaxTTL + time.Hour, tenure.ErrInvalidTTL, (tenure.MaxTTL + time.Hour).String()},
+		{"TTL over the maximum", k, b, limits.MaxTTL + time.Hour, tenure.ErrInvalidTTL, (limits.MaxTTL + time.Hour).String()},
 		{"zero TTL by the holder", k, a, 0, tenure.ErrInvalidTTL, "0s"},
 	}
 	for _, tc := range cases {

@@ -218,7 +218,7 @@ func (w *Worker[T]) Run(ctx context.Context, term *tenure.Term) error {
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 
-	log := w.cfg.logger.With("key", term.Key(), "token", term.Token())
+	log := w.cfg.logger.With("key", term.Grant().Key, "token", term.Token())
 	log.Debug("worker started")
 	for {
 		if err := w.ready(ctx, work, term, log); err != nil {

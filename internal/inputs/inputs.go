@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/limits"
 )
 
 // Prefix reports whether prefix can begin a key: empty, or bytes of
@@ -19,8 +20,8 @@ func Prefix(prefix string) error {
 	if prefix == "" {
 		return nil
 	}
-	if len(prefix) > tenure.MaxKeyLen {
-		return fmt.Errorf("%w: prefix %s is %d bytes long, at most %d allowed", tenure.ErrInvalidKey, display.Input(prefix), len(prefix), tenure.MaxKeyLen)
+	if len(prefix) > limits.MaxKeyLen {
+		return fmt.Errorf("%w: prefix %s is %d bytes long, at most %d allowed", tenure.ErrInvalidKey, display.Input(prefix), len(prefix), limits.MaxKeyLen)
 	}
 	if prefix[0] == '/' {
 		return fmt.Errorf("%w: prefix %q must not start with '/'", tenure.ErrInvalidKey, prefix)
@@ -76,8 +77,8 @@ func Group(group string, nameLen int) error {
 	if err := tenure.ValidateKey(group); err != nil {
 		return fmt.Errorf("group: %w", err)
 	}
-	if n := len(group) + 1 + nameLen; n > tenure.MaxKeyLen {
-		return fmt.Errorf("%w: group %q with partition names of %d bytes makes keys of %d bytes, at most %d allowed", tenure.ErrInvalidKey, group, nameLen, n, tenure.MaxKeyLen)
+	if n := len(group) + 1 + nameLen; n > limits.MaxKeyLen {
+		return fmt.Errorf("%w: group %q with partition names of %d bytes makes keys of %d bytes, at most %d allowed", tenure.ErrInvalidKey, group, nameLen, n, limits.MaxKeyLen)
 	}
 	return nil
 }

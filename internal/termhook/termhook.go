@@ -54,3 +54,7 @@ var BootDeadline any
 // closed when a renewal next moves the term's local deadline; once the
 // term has ended it is never closed. Package tenure sets it.
 var Renewed any
+
+// InstantBoot is a func(tenure.Instant) int64 that returns an instant on
+// the boot clock. Package tenure sets it.
+var InstantBoot any

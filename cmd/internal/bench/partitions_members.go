@@ -21,7 +21,7 @@ func (m *measurer) fn(ctx context.Context, p partition.Partition, t *tenure.Term
 	m.running.Add(1)
 	defer m.running.Add(-1)
 	m.mu.Lock()
-	m.runs[p.Key] = append(m.runs[p.Key], run{member: t.Holder(), token: t.Token(), at: time.Now()})
+	m.runs[p.Key] = append(m.runs[p.Key], run{member: t.Grant().Holder, token: t.Token(), at: time.Now()})
 	m.mu.Unlock()
 	<-ctx.Done()
 	return nil

@@ -244,7 +244,7 @@ func (s *supervisor) feed(ctx context.Context, c *child, t *tenure.Term, stop <-
 		}
 		if ctx.Err() == nil {
 			s.log.Warn("renewal overdue: the guard sends the command SIGTERM now, SIGKILL at the local deadline unless a renewal comes first",
-				"key", t.Key(), "token", t.Token(), "sigkill_in", max(t.Remaining(), 0).Round(time.Millisecond))
+				"key", t.Grant().Key, "token", t.Token(), "sigkill_in", max(t.Remaining(), 0).Round(time.Millisecond))
 		}
 		select { // no news until the next renewal
 		case <-stop:
@@ -264,9 +264,9 @@ func (s *supervisor) leaseMessage(t *tenure.Term) guard.Message {
 	// The term's deadline on the boot clock, measured from the send time of
 	// the request that produced the grant, as the term's own.
 	deadline := boottime.Instant(termctl.BootDeadline(t))
-	name, instance := display.SplitIdentity(t.Holder())
+	name, instance := display.SplitIdentity(t.Grant().Holder)
 	return guard.Message{Op: guard.OpLease, TermAt: s.stall.termAt(now, deadline, t.Grant().TTL), Lease: &guard.Lease{
-		Key: t.Key(), Holder: name, Instance: instance, Token: t.Token(),
+		Key: t.Grant().Key, Holder: name, Instance: instance, Token: t.Token(),
 		Deadline: deadline, TTLMs: t.Grant().TTL.Milliseconds(), Live: true,
 	}}
 }

@@ -33,7 +33,7 @@ func serveRunMonitor(addr string, cfg *tenure.Config, coord *tenure.Coordinator,
 	}
 	*coord = m.Instrument(*coord)
 	mon, err := monitor.New(monitor.Config{
-		Coordinator: *coord, Keys: []string{cfg.Key}, Identity: cfg.Identity(), Metrics: m, Gatherer: reg,
+		Coordinator: *coord, Keys: []string{cfg.Key}, Identity: tenure.Identity(cfg.Holder, cfg.Instance), Metrics: m, Gatherer: reg,
 	})
 	if err != nil {
 		return nil, err

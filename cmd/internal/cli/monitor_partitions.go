@@ -36,7 +36,7 @@ func serveGroupMonitor(addr string, pc *partition.Config, coord *tenure.Coordina
 	*coord = c
 	names := pc.PartitionNames()
 	mon, err := monitor.New(monitor.Config{
-		Coordinator: c, PartitionsOnly: true, Identity: pc.Identity(), Metrics: m, Gatherer: reg,
+		Coordinator: c, PartitionsOnly: true, Identity: tenure.Identity(pc.Holder, pc.Instance), Metrics: m, Gatherer: reg,
 		Poll: groupPoll, // each poll reads the whole table: P keys
 		Partitions: func(ctx context.Context, _ []tenure.Grant) ([]partition.Table, error) {
 			t, err := partition.ReadTable(ctx, c, pc.Key, names)

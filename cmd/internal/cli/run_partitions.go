@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/termctl"
 	"github.com/tenure-dev/tenure/partition"
 )
 
@@ -146,7 +147,7 @@ func (r *groupRun) lead(ctx context.Context, p partition.Partition, t *tenure.Te
 // logTransition logs a leadership change: a record "leadership" with key,
 // holder, token and reason (and err when leadership was lost).
 func logTransition(log *slog.Logger, t tenure.Transition) {
-	attrs := []any{"key", t.Key, "holder", t.Holder, "token", t.Token, "reason", t.Kind.Reason()}
+	attrs := []any{"key", t.Key, "holder", t.Holder, "token", t.Token, "reason", termctl.Reason(t.Kind)}
 	switch t.Kind {
 	case tenure.Elected, tenure.Resigned:
 		log.Info("leadership", attrs...)

@@ -67,9 +67,9 @@ func commandEnv(root *cobra.Command, environ []string) []string {
 // termEnv is what the command learns of term t (the guard adds
 // TENURE_LEASE_FILE).
 func termEnv(t *tenure.Term) []string {
-	name, instance := display.SplitIdentity(t.Holder())
+	name, instance := display.SplitIdentity(t.Grant().Holder)
 	return []string{
-		"TENURE_KEY=" + t.Key(),
+		"TENURE_KEY=" + t.Grant().Key,
 		"TENURE_HOLDER=" + name,
 		"TENURE_INSTANCE=" + instance,
 		"TENURE_FENCING_TOKEN=" + strconv.FormatUint(t.Token(), 10),

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/limits"
 	"github.com/tenure-dev/tenure/internal/timing"
 
 	"github.com/spf13/cobra"
@@ -21,8 +22,8 @@ func checkTiming(cmd *cobra.Command, ttl, margin time.Duration, drift float64) e
 	switch {
 	case ttl <= 0:
 		return usageError("%s %s: must be positive, as in --ttl 10s", flagRef(cmd, "ttl"), ttl)
-	case ttl > tenure.MaxTTL:
-		return usageError("%s %s: must be at most %s", flagRef(cmd, "ttl"), ttl, tenure.MaxTTL)
+	case ttl > limits.MaxTTL:
+		return usageError("%s %s: must be at most %s", flagRef(cmd, "ttl"), ttl, limits.MaxTTL)
 	case margin < 0:
 		return usageError("%s (%s) must not be negative", flagRef(cmd, "margin"), margin)
 	case margin < timing.MinMargin:
@@ -54,7 +55,7 @@ func timingValid(ttl, margin time.Duration, drift float64) bool {
 
 // smallestTTL returns the smallest TTL, in whole seconds (etcd grants
 // whole seconds) or in tenths of a second below one second, that works
-// with margin and drift, or false when none up to tenure.MaxTTL does.
+// with margin and drift, or false when none up to limits.MaxTTL does.
 func smallestTTL(margin time.Duration, drift float64) (time.Duration, bool) {
 	for ttl := 100 * time.Millisecond; ttl < time.Second; ttl += 100 * time.Millisecond {
 		if timingValid(ttl, margin, drift) {
@@ -63,7 +64,7 @@ func smallestTTL(margin time.Duration, drift float64) (time.Duration, bool) {
 	}
 	// The constraints are monotonic in the TTL: find the first whole
 	// second that works by bisection.
-	lo, hi := int64(0), int64(tenure.MaxTTL/time.Second)
+	lo, hi := int64(0), int64(limits.MaxTTL/time.Second)
 	if !timingValid(time.Duration(hi)*time.Second, margin, drift) {
 		return 0, false
 	}

@@ -27,7 +27,7 @@ func Example() {
 	}
 	cfg := tenure.DefaultConfig()
 	cfg.Key, cfg.Holder, cfg.Instance = "jobs", "node-1", "a1"
-	mon, err := monitor.New(monitor.Config{Coordinator: c, Keys: []string{cfg.Key}, Identity: cfg.Identity(), Metrics: m, Gatherer: reg})
+	mon, err := monitor.New(monitor.Config{Coordinator: c, Keys: []string{cfg.Key}, Identity: tenure.Identity(cfg.Holder, cfg.Instance), Metrics: m, Gatherer: reg})
 	if err != nil {
 		fmt.Println(err)
 		return

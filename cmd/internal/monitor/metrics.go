@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/termctl"
 
 	"github.com/tenure-dev/tenure"
 )
@@ -33,14 +34,14 @@ func (m *Monitor) TermBegan(t *tenure.Term) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.own[t.Key()], m.last[t.Key()] = t, t
-	v := m.keys[t.Key()]
+	m.own[t.Grant().Key], m.last[t.Grant().Key] = t, t
+	v := m.keys[t.Grant().Key]
 	if v == nil {
 		v = &view{}
-		m.keys[t.Key()] = v
+		m.keys[t.Grant().Key] = v
 	}
 	if v.held && v.grant.Token != t.Token() {
-		m.endedLocked(t.Key(), v, now, now) // the previous holder's grant, seen last
+		m.endedLocked(t.Grant().Key, v, now, now) // the previous holder's grant, seen last
 	}
 	v.grant, v.held, v.listed, v.seenAt, v.lease = t.Grant(), true, false, now, lease{}
 	v.lease.granted(v.grant.TTL)
@@ -57,7 +58,7 @@ func (m *Monitor) Transition(key string, kind tenure.TransitionKind) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t := m.last[key]; t != nil {
-		m.selfLocked(time.Now(), t, kind.Reason())
+		m.selfLocked(time.Now(), t, termctl.Reason(kind))
 	}
 }
 
@@ -68,7 +69,7 @@ func (m *Monitor) ObserveRenew(key string, took time.Duration, err error) {
 
 // selfLocked records a transition of this instance's term t.
 func (m *Monitor) selfLocked(at time.Time, t *tenure.Term, reason string) {
-	ev := Event{At: at, Key: t.Key(), Token: t.Token(), Reason: reason, Source: SourceSelf}
-	ev.Holder, ev.Instance = display.SplitIdentity(t.Holder())
+	ev := Event{At: at, Key: t.Grant().Key, Token: t.Token(), Reason: reason, Source: SourceSelf}
+	ev.Holder, ev.Instance = display.SplitIdentity(t.Grant().Holder)
 	m.addLocked(ev)
 }

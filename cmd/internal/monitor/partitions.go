@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/internal/termctl"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
@@ -184,7 +185,7 @@ func (m *Monitor) groupLocked(t *partition.Table, g *groupView, now time.Time) G
 // (partition.Config.OnTransition), to the recent transitions, with its
 // true reason.
 func (m *Monitor) Record(t tenure.Transition) {
-	ev := Event{At: t.At, Key: t.Key, Token: t.Token, Reason: t.Kind.Reason(), Source: SourceSelf}
+	ev := Event{At: t.At, Key: t.Key, Token: t.Token, Reason: termctl.Reason(t.Kind), Source: SourceSelf}
 	ev.Holder, ev.Instance = display.SplitIdentity(t.Holder)
 	if ev.At.IsZero() {
 		ev.At = time.Now()

@@ -111,7 +111,7 @@ func exported(t *testing.T) map[string]*dto.MetricFamily {
 		c := m.Instrument(mem)
 		cfg := tenure.DefaultConfig()
 		cfg.Key, cfg.Holder, cfg.Instance = "jobs", "node", "1"
-		mon, err := monitor.New(monitor.Config{Coordinator: c, Keys: []string{cfg.Key}, Identity: cfg.Identity(), Metrics: m, Gatherer: reg})
+		mon, err := monitor.New(monitor.Config{Coordinator: c, Keys: []string{cfg.Key}, Identity: tenure.Identity(cfg.Holder, cfg.Instance), Metrics: m, Gatherer: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
