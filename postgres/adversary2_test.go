@@ -159,3 +159,72 @@ func TestRestoredMembersDumpDoesNotReuseEpochs(t *testing.T) {
 		t.Errorf("token of jobs/0 for member#3 = %d after %d; want greater", res3[0].Grant.Token, res[0].Grant.Token)
 	}
 }
+
+// TestRestoredLeadershipDumpUnderALivePartition: an operator dumps the
+// leadership table while elector#1 holds "jobs/0"; the Elector releases
+// it, member#1 claims partition 0, and the dump is restored (TRUNCATE,
+// then its rows): the table says elector#1 holds the key again. The
+// Elector's old grant is not renewed, its new Acquire is refused (the
+// member owns the partition), and once the member leaves and the restored
+// lease has lapsed or is released, the key's next token is above every
+// token granted before.
+func TestRestoredLeadershipDumpUnderALivePartition(t *testing.T) {
+	dsn := newDB(t)
+	ctx := ctxFor(t, time.Minute)
+	elector, member := open(t, dsn), open(t, dsn)
+	pool := newPool(t, dsn)
+	m0, err := member.JoinGroup(ctx, "jobs", "member#0", time.Minute, 0) // the group tables exist
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := member.LeaveGroup(ctx, m0); err != nil {
+		t.Fatal(err)
+	}
+	g1, err := elector.Acquire(ctx, "jobs/0", "elector#1", 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holder string
+	var token int64
+	var acquired, expires time.Time
+	if err := pool.QueryRow(ctx, `SELECT holder_id, fencing_token, acquired_at, expires_at FROM `+elector.Table()+` WHERE resource = 'jobs/0'`).Scan(&holder, &token, &acquired, &expires); err != nil {
+		t.Fatal(err)
+	}
+	if err := elector.Release(ctx, g1); err != nil {
+		t.Fatal(err)
+	}
+	m, err := member.JoinGroup(ctx, "jobs", "member#1", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := member.ClaimPartitions(ctx, m, []string{"0"})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("claim = %+v, %v", res, err)
+	}
+	if _, err := pool.Exec(ctx, `TRUNCATE `+elector.Table()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO `+elector.Table()+` (resource, holder_id, fencing_token, acquired_at, expires_at) VALUES ('jobs/0', $1, $2, $3, $4)`, holder, token, acquired, expires); err != nil {
+		t.Fatal(err)
+	}
+	if lost, err := member.CheckPartitions(ctx, m, []tenure.Grant{res[0].Grant}); err != nil || len(lost) != 0 {
+		t.Errorf("CheckPartitions of member#1 after the restore = %v, %v; want none lost (its rows are untouched)", lost, err)
+	}
+	var held *tenure.HeldError
+	if _, err := elector.Acquire(ctx, "jobs/0", "elector#1", 3*time.Second); !errors.As(err, &held) || held.Holder != "member#1" {
+		t.Errorf("Acquire(jobs/0) by the restored holder = %v; want a *tenure.HeldError naming member#1", err)
+	}
+	if err := member.LeaveGroup(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	var g tenure.Grant
+	waitUntil(t, 10*time.Second, "elector#2 acquires jobs/0", func() bool {
+		g, err = elector.Acquire(ctx, "jobs/0", "elector#2", time.Minute)
+		return err == nil
+	})
+	for _, before := range []uint64{g1.Token, res[0].Grant.Token} {
+		if g.Token <= before {
+			t.Errorf("token of jobs/0 after the restore = %d; want above %d, granted before", g.Token, before)
+		}
+	}
+}
