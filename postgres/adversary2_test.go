@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -226,5 +227,65 @@ func TestRestoredLeadershipDumpUnderALivePartition(t *testing.T) {
 		if g.Token <= before {
 			t.Errorf("token of jobs/0 after the restore = %d; want above %d, granted before", g.Token, before)
 		}
+	}
+}
+
+// TestRenewMemberWaitingPastExpiryRevivesNothing (an adversary's attack): a
+// member's renewal starts before its
+// lease ends, then waits on its row's lock (an operator's FOR SHARE read)
+// past the end; meanwhile an Elector acquires the key of the member's
+// partition. The renewal must not revive the lease.
+func TestRenewMemberWaitingPastExpiryRevivesNothing(t *testing.T) {
+	dsn := newDB(t)
+	ctx := ctxFor(t, time.Minute)
+	elector, member := open(t, dsn), open(t, dsn)
+	pool := newPool(t, dsn)
+	const ttl = 5 * time.Second
+	m, err := member.JoinGroup(ctx, "jobs", "member#1", ttl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := time.Now()
+	res, err := member.ClaimPartitions(ctx, m, []string{"0"})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("claim = %+v, %v", res, err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+membersTable+` WHERE epoch = $1 FOR SHARE`, int64(m.Epoch)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	time.Sleep(time.Until(joined.Add(ttl * 2 / 5))) // the renewal starts well before the lease ends
+	go func() {
+		m2, err := member.RenewMember(ctx, m)
+		if err == nil {
+			m = m2
+		}
+		done <- err
+	}()
+	waitUntil(t, 20*time.Second, "the renewal waits on the row lock", func() bool {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%members%'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	if time.Since(joined) > ttl*4/5 {
+		t.Fatalf("the renewal reached the row lock %s after the join; want it waiting before %s, while the lease is live", time.Since(joined), ttl*4/5)
+	}
+	time.Sleep(time.Until(joined.Add(ttl + 300*time.Millisecond)))
+	g, aerr := elector.Acquire(ctx, "jobs/0", "elector#1", time.Minute)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rerr := <-done
+	t.Logf("Acquire after the lease ended: %+v, %v; the renewal that waited: %v", g, aerr, rerr)
+	if aerr == nil && rerr == nil {
+		lost, cerr := member.CheckPartitions(ctx, m, []tenure.Grant{res[0].Grant})
+		_, rerr2 := member.RenewMember(ctx, m)
+		t.Errorf("jobs/0 held by elector#1 (token %d) and, after its renewal revived the lease, by member#1 (token %d; CheckPartitions lost %v, %v; next renewal %v)",
+			g.Token, res[0].Grant.Token, lost, cerr, rerr2)
 	}
 }

@@ -103,7 +103,11 @@ func (c *Coordinator) beginGroup(op string, m partition.Member) (groupTables, er
 
 // RenewMember extends m's lease, and so all its partitions, with one UPDATE
 // of its row. A row that expired or is gone is reported with an error
-// wrapping tenure.ErrLost and never revived.
+// wrapping tenure.ErrLost and never revived: as a single key's renewal, it
+// extends from the statement's start but tests liveness again, against
+// clock_timestamp(), once it holds the row's lock, so a renewal that waited
+// on a lock past the lease's end finds it ended instead of reviving it after
+// another holder took a partition's key.
 func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	op := fmt.Sprintf("postgres: renew member %s", m)
 	t, err := c.beginGroup(op, m)
@@ -112,9 +116,15 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 	}
 	var us int64
 	sent := tenure.Now()
-	err = c.pool.QueryRow(ctx, `UPDATE `+t.members+`
+	err = c.pool.QueryRow(ctx, `WITH locked AS MATERIALIZED (
+	SELECT epoch, expires_at FROM `+t.members+`
+	WHERE epoch = $1 AND member = $2 AND expires_at > CURRENT_TIMESTAMP
+	FOR NO KEY UPDATE
+)
+UPDATE `+t.members+` AS m
 SET expires_at = CURRENT_TIMESTAMP + ttl_us * interval '1 microsecond'
-WHERE epoch = $1 AND member = $2 AND expires_at > CURRENT_TIMESTAMP
+FROM locked AS k
+WHERE m.epoch = k.epoch AND k.expires_at > clock_timestamp()
 RETURNING ttl_us`, int64(m.Epoch), m.ID).Scan(&us)
 	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
 		return partition.Member{}, fmt.Errorf("%s: %w: membership expired or left", op, tenure.ErrLost)
