@@ -289,3 +289,62 @@ func TestRenewMemberWaitingPastExpiryRevivesNothing(t *testing.T) {
 			g.Token, res[0].Grant.Token, lost, cerr, rerr2)
 	}
 }
+
+// TestAcquireWhileGroupTablesAppear (an adversary's attack): an Elector's Acquire of "jobs/0"
+// finds no group tables, then its UPDATE waits on the key's row lock (an
+// operator's open transaction); a member joins (creating the tables) and
+// claims partition 0; the operator's transaction ends; the Acquire goes on.
+func TestAcquireWhileGroupTablesAppear(t *testing.T) {
+	dsn := newDB(t)
+	ctx := ctxFor(t, time.Minute)
+	elector, member := open(t, dsn), open(t, dsn)
+	pool := newPool(t, dsn)
+	g0, err := elector.Acquire(ctx, "jobs/0", "elector#0", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := elector.Release(ctx, g0); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+elector.Table()+` WHERE resource = 'jobs/0' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		g   tenure.Grant
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		g, err := elector.Acquire(ctx, "jobs/0", "elector#1", time.Minute)
+		done <- result{g, err}
+	}()
+	waitUntil(t, 20*time.Second, "the Acquire waits on the row lock", func() bool {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH g AS%'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	m, err := member.JoinGroup(ctx, "jobs", "member#1", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := member.ClaimPartitions(ctx, m, []string{"0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	t.Logf("claim: %+v; Acquire: %+v, %v", res[0], r.g, r.err)
+	if res[0].Err == nil && r.err == nil {
+		lost, err := member.CheckPartitions(ctx, m, []tenure.Grant{res[0].Grant})
+		l, ok, lerr := elector.Leader(ctx, "jobs/0")
+		t.Errorf("jobs/0 held by member#1 (token %d; CheckPartitions lost %v, %v) and by elector#1 (token %d; Leader %+v %v %v) at once",
+			res[0].Grant.Token, lost, err, r.g.Token, l, ok, lerr)
+	}
+}

@@ -313,14 +313,18 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 		return token, acquire(c.pool) // no partition has this key
 	}
 	group, name := key[:i], key[i+1:]
-	var groups bool
-	if err := c.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`, t.partitions, t.members).Scan(&groups); err != nil {
-		return 0, fmt.Errorf("look up group tables: %w", err)
+	groups := func(db Execer) (bool, error) {
+		var ok bool
+		err := db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`, t.partitions, t.members).Scan(&ok)
+		if err != nil {
+			return false, fmt.Errorf("look up group tables: %w", err)
+		}
+		return ok, nil
 	}
-	if !groups {
-		return token, acquire(c.pool)
-	}
-	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+	// unowned writes the partition's row (a claim that began before this
+	// write then fails and runs again, seeing the grant) and refuses a
+	// partition a live member owns.
+	unowned := func(tx pgx.Tx) error {
 		var epoch, ptok int64
 		if err := tx.QueryRow(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
 VALUES ($1, $2, NULL, `+clockMicros+`)
@@ -336,7 +340,39 @@ RETURNING coalesce(p.owner_epoch, 0), p.fencing_token`, group, name).Scan(&epoch
 		case !errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
 		}
-		return acquire(tx)
+		return nil
+	}
+	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		ok, err := groups(tx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := unowned(tx); err != nil {
+				return err
+			}
+			return acquire(tx)
+		}
+		// No group yet: acquire, then look again. A group whose tables
+		// were made, and whose member claimed this key, while the acquire
+		// waited on the key's row lock is seen now, and refuses it. (The
+		// catalog lookup above may not see tables made during this
+		// transaction: the partition's row is written in a savepoint, and
+		// a missing table means there is still no group.)
+		if err := acquire(tx); err != nil {
+			return err
+		}
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if err := unowned(sp); err != nil {
+			if isUndefinedTable(err) {
+				return sp.Rollback(ctx)
+			}
+			return err
+		}
+		return sp.Commit(ctx)
 	})
 	return token, err
 }
