@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/lease"
 )
 
 // Config configures an Elector. Start from DefaultConfig and set Key.
@@ -185,7 +187,7 @@ func NewInstance() string { return newInstance() }
 // SafeLease is how long after sending a request that produced a grant of ttl
 // the holder may act: ttl·(1 − MaxDrift) − Margin.
 func (c Config) SafeLease(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*(1-c.MaxDrift)) - c.Margin
+	return lease.Safe(ttl, c.MaxDrift, c.Margin)
 }
 
 // EffectiveRenewInterval is RenewInterval, or TTL/3 when it is zero.
@@ -202,7 +204,7 @@ func (c Config) EffectiveRenewInterval() time.Duration {
 // granted nor half the time left (a lease granted ahead has less), so that
 // failed attempts can be retried before the deadline. At least 1ms.
 func (c Config) NextRenewal(granted, remaining time.Duration) time.Duration {
-	return max(min(c.EffectiveRenewInterval(), granted/3, remaining/2), time.Millisecond)
+	return lease.NextRenewal(c.EffectiveRenewInterval(), granted, remaining)
 }
 
 // EffectiveRetryPeriod is RetryPeriod, or TTL/10 when it is zero.

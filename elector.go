@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/campaign"
+	"github.com/tenure-dev/tenure/internal/lease"
 )
 
 // An Elector campaigns for one key on behalf of one holder and runs user code
@@ -293,19 +294,19 @@ func (e *Elector) watch(ctx context.Context, w Watcher) (<-chan LeaderEvent, err
 
 // deadline is the local deadline of grant g: the send of the request that
 // last started or extended its lease, plus the safe lease of its TTL.
-func (e *Elector) deadline(g Grant) Instant {
-	return g.Sent.Add(e.cfg.SafeLease(g.TTL))
+func (e *Elector) deadline(g Grant) (Instant, error) {
+	return lease.Deadline(g.Sent, g.TTL, e.cfg.MaxDrift, e.cfg.Margin)
 }
 
 // begin turns grant g into a term, or returns nil (after releasing the
 // grant) when its local deadline has already passed. A grant that does not
 // say when its lease was started is a coordinator's bug: Run returns it.
 func (e *Elector) begin(ctx context.Context, g Grant) (*Term, error) {
-	if g.Sent.IsZero() {
+	dl, err := e.deadline(g)
+	if err != nil {
 		e.release(ctx, g)
-		return nil, fmt.Errorf("campaign for %q: coordinator %T returned a grant without Grant.Sent: its lease's age is unknown, so no safe deadline can be computed", e.cfg.Key, e.c)
+		return nil, fmt.Errorf("campaign for %q: coordinator %T returned a grant without Grant.Sent: %w", e.cfg.Key, e.c, err)
 	}
-	dl := e.deadline(g)
 	if dl.Until() <= 0 {
 		e.log.Warn("grant arrived after its local deadline; not acting on it", "token", g.Token, "ttl", g.TTL)
 		e.release(ctx, g)
@@ -534,12 +535,17 @@ func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
 	g, err := e.c.Renew(rctx, t.Grant())
 	took := time.Since(start)
 	e.metrics.ObserveRenew(t.key, took, err)
+	var dl Instant
+	if err == nil {
+		dl, err = e.deadline(g)
+		if err != nil {
+			t.end(fmt.Errorf("%w: term %d on %q: coordinator %T renewed without Grant.Sent: %w", ErrNotLeader, t.token, t.key, e.c, err))
+			return false
+		}
+	}
 	switch {
-	case err == nil && g.Sent.IsZero():
-		t.end(fmt.Errorf("%w: term %d on %q: coordinator %T renewed without Grant.Sent", ErrNotLeader, t.token, t.key, e.c))
-		return false
 	case err == nil:
-		if !t.extend(g, e.deadline(g)) {
+		if !t.extend(g, dl) {
 			// The deadline passed while the reply was on its way: the term
 			// is over, whatever the coordinator says now.
 			t.end(fmt.Errorf("%w: term %d on %q: renewal arrived after the local deadline", ErrNotLeader, t.token, t.key))

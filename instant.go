@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
+	"github.com/tenure-dev/tenure/internal/lease"
 )
 
 // An Instant is one moment read on both of this process's clocks: Go's
@@ -52,12 +53,12 @@ func (i Instant) Earlier(j Instant) Instant {
 	return out
 }
 
-// Until is how long until i, on whichever clock reaches it first: negative
-// once either clock has passed it. The boot clock runs ahead of Go's only
-// while the host is suspended (or, in a testing/synctest bubble, by the real
-// time the bubble computes), so Until is never later than the truth.
+// Until is how long until i: negative once it has passed. Go's monotonic
+// clock decides, plus the time the host spent suspended meanwhile, which
+// only the boot clock counts (a difference under 50 ms is taken for
+// scheduling noise, as a Term takes it).
 func (i Instant) Until() time.Duration {
-	return min(time.Until(i.mono), boottime.Until(i.boot))
+	return -lease.Past(i.mono, i.boot)
 }
 
 // Time is i on Go's clock: a time.Time with a monotonic reading, to compare

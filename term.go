@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
+	"github.com/tenure-dev/tenure/internal/lease"
 )
 
 // suspendCheck bounds how long the term's timer sleeps at a time. Go's
@@ -17,13 +18,8 @@ import (
 const suspendCheck = time.Second
 
 // suspendNoise is how far the boot clock may run ahead of Go's monotonic
-// clock before the difference counts as a suspend. Two clocks read a moment
-// apart differ by scheduling noise; inside a testing/synctest bubble, whose
-// virtual time stands still while goroutines compute, the real boot clock
-// runs ahead by however long they compute. A suspend shorter than this is
-// of the same order as the scheduling delays Config.Margin allows for, and
-// Config.Validate requires a Margin at least this long (MinMargin).
-const suspendNoise = 50 * time.Millisecond
+// clock before the difference counts as a suspend (see lease.SuspendNoise).
+const suspendNoise = lease.SuspendNoise
 
 // errSteppedDown marks a term ended by Term.StepDown.
 var errSteppedDown = errors.New("stepped down")
@@ -87,17 +83,9 @@ func (t *Term) sleepLocked() time.Duration {
 func (t *Term) overLocked() time.Duration { return past(t.deadline, t.bootDeadline) }
 
 // past reports how far past a local deadline (mono on Go's monotonic
-// clock, boot on the boot clock) now is: negative while it is not. Go's
-// monotonic clock decides, plus the time the host spent suspended since the
-// deadline was set, which only the boot clock counts (beyond suspendNoise).
-func past(mono time.Time, boot boottime.Instant) time.Duration {
-	over := time.Since(mono)
-	suspended := boottime.Now().Sub(boot) - over
-	if suspended <= suspendNoise {
-		return over
-	}
-	return over + suspended
-}
+// clock, boot on the boot clock) now is: negative while it is not (see
+// lease.Past, the one rule).
+func past(mono time.Time, boot boottime.Instant) time.Duration { return lease.Past(mono, boot) }
 
 // Key is the key led.
 func (t *Term) Key() string { return t.key }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/lease"
 )
 
 // TestHandFreedPartitionEndsWithinARenewal: an operator frees partition 1,
@@ -53,8 +55,8 @@ func TestHandFreedPartitionEndsWithinARenewal(t *testing.T) {
 	})
 }
 
-// renewInterval is how often the cluster's members renew: RenewInterval,
-// but at least three times per safe lease.
+// renewInterval is how often the cluster's members renew while renewals
+// are answered at once (see lease.NextRenewal).
 func (c *cluster) renewInterval() time.Duration {
-	return min(c.cfg.EffectiveRenewInterval(), c.cfg.SafeLease(c.cfg.TTL)/3)
+	return lease.NextRenewal(c.cfg.EffectiveRenewInterval(), c.cfg.TTL, c.cfg.SafeLease(c.cfg.TTL))
 }

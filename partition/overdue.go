@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/tenure-dev/tenure"
 )
 
 // overdue warns when a membership renewal is still unanswered a retry
@@ -18,11 +20,12 @@ type overdue struct {
 	sent time.Time // when it was sent
 }
 
-// watchRenewal starts watching the renewal due at due, whose first
-// request, what, is about to be sent. Stop it once the renewal answered.
-func (r *runner) watchRenewal(due time.Time, what string) *overdue {
+// watchRenewal starts watching the renewal of membership epoch, whose
+// local deadline is deadline, due at due, whose first request, what, is
+// about to be sent. Stop it once the renewal answered.
+func (r *runner) watchRenewal(epoch uint64, deadline tenure.Instant, due time.Time, what string) *overdue {
 	o := &overdue{what: what, sent: time.Now()}
-	epoch, deadline, log := r.member.Epoch, r.deadline, r.g.log
+	log := r.g.log
 	o.timer = time.AfterFunc(max(time.Until(due.Add(r.cfg.EffectiveRetryPeriod())), 0), func() {
 		o.mu.Lock()
 		what, sent := o.what, o.sent

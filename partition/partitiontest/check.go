@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/lease"
 )
 
 // check checks CheckPartitions: nothing lost while a member owns its
@@ -68,7 +69,7 @@ func (s suite) freedByHand(t *testing.T) {
 	if r.Err != nil {
 		t.Fatalf("x's claim of partition 1, freed by hand = %v; want a grant", r.Err)
 	}
-	renew := min(f.cfg.EffectiveRenewInterval(), f.cfg.SafeLease(ttl)/3)
+	renew := lease.NextRenewal(f.cfg.EffectiveRenewInterval(), ttl, f.cfg.SafeLease(ttl))
 	took := f.await("a stops running partition 1", f.cfg.SafeLease(ttl)+s.o.slack, func() bool {
 		_, runs := f.owners()[key]
 		return !runs
