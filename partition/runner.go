@@ -404,11 +404,11 @@ func (r *runner) renewerEnded() error {
 	if err == nil || !r.joined {
 		return nil
 	}
-	r.lost(err)
 	if errors.Is(err, tenure.ErrLost) {
+		r.lost(err)
 		return nil
 	}
-	return fmt.Errorf("partition: group %q: %w", r.cfg.Key, err)
+	return fmt.Errorf("partition: group %q: %w", r.cfg.Key, err) // Run leaves the group
 }
 
 // lost ends every term after the coordinator reported the membership gone,
