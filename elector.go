@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenure-dev/tenure/internal/campaign"
 	"github.com/tenure-dev/tenure/internal/lease"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
 // An Elector campaigns for one key on behalf of one holder and runs user code
@@ -176,7 +177,7 @@ func (e *Elector) fencedBackoff(n int) time.Duration {
 // sleepCtx waits for d or until ctx ends, and returns ctx's error if it
 // ended.
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
+	timer := time.NewTimer(timerwait.Delay(d))
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
@@ -239,7 +240,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 
 		wait := jitter(backoff)
 		backoff = min(2*backoff, 4*retry)
-		timer := time.NewTimer(wait)
+		timer := time.NewTimer(timerwait.Delay(wait))
 	waiting:
 		for {
 			select {
@@ -446,7 +447,7 @@ func (e *Elector) reportEnd(t *Term) TransitionKind {
 func (e *Elector) resign(ctx context.Context, t *Term, fnDone <-chan error) {
 	e.log.Info("resigning", "token", t.token)
 	if fnDone != nil {
-		timer := time.NewTimer(time.Until(t.Deadline()))
+		timer := time.NewTimer(timerwait.Delay(time.Until(t.Deadline())))
 		select {
 		case <-fnDone:
 			timer.Stop()
@@ -508,7 +509,7 @@ func (e *Elector) renewLoop(ctx context.Context, t *Term) {
 		if ok {
 			timer.Reset(interval())
 		} else {
-			timer.Reset(min(retry, max(time.Until(t.Deadline()), 0)))
+			timer.Reset(timerwait.Delay(min(retry, time.Until(t.Deadline()))))
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
 // A SharedDeadline is the one local deadline of many terms that one lease
@@ -86,7 +88,7 @@ func (d *SharedDeadline) Stop() {
 // sleepLocked is how long the timer should sleep: until the deadline, at
 // most suspendCheck at a time.
 func (d *SharedDeadline) sleepLocked() time.Duration {
-	return max(min(-past(d.dl.mono, d.dl.boot), suspendCheck), 0)
+	return timerwait.Delay(min(-past(d.dl.mono, d.dl.boot), suspendCheck))
 }
 
 // snapshotLocked lists d's live terms.

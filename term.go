@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenure-dev/tenure/internal/boottime"
 	"github.com/tenure-dev/tenure/internal/lease"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
 // suspendCheck bounds how long the term's timer sleeps at a time. Go's
@@ -75,7 +76,7 @@ func newTerm(parent context.Context, g Grant, dl Instant) *Term {
 // sleepLocked is how long the timer should sleep: until the deadline, at
 // most suspendCheck at a time.
 func (t *Term) sleepLocked() time.Duration {
-	return max(min(-t.overLocked(), suspendCheck), 0)
+	return timerwait.Delay(min(-t.overLocked(), suspendCheck))
 }
 
 // overLocked reports how far past its local deadline the term is:

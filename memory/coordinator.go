@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
 // Errors of the memory coordinator. Callers match them with errors.Is: a test
@@ -352,7 +353,7 @@ func (c *Coordinator) expireLoop() {
 		wait, ok := c.collectLocked()
 		c.mu.Unlock()
 		if ok {
-			timer.Reset(wait)
+			timer.Reset(timerwait.Delay(wait))
 		} else {
 			timer.Stop()
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
 // overdue warns when a membership renewal is still unanswered a retry
@@ -26,7 +27,7 @@ type overdue struct {
 func (r *runner) watchRenewal(epoch uint64, deadline tenure.Instant, due time.Time, what string) *overdue {
 	o := &overdue{what: what, sent: time.Now()}
 	log := r.g.log
-	o.timer = time.AfterFunc(max(time.Until(due.Add(r.cfg.EffectiveRetryPeriod())), 0), func() {
+	o.timer = time.AfterFunc(timerwait.Delay(time.Until(due.Add(r.cfg.EffectiveRetryPeriod()))), func() {
 		o.mu.Lock()
 		what, sent := o.what, o.sent
 		o.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/lease"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
 // owned is one partition this member owns, from its claim until its
@@ -91,7 +92,7 @@ func newRunner(ctx context.Context, g *Group, fn Func) *runner {
 }
 
 func (r *runner) run() error {
-	timer := time.NewTimer(0)
+	timer := time.NewTimer(timerwait.Delay(0))
 	defer timer.Stop()
 	wctx, stopWatch := context.WithCancel(r.ctx)
 	defer stopWatch()
@@ -117,7 +118,7 @@ func (r *runner) run() error {
 		if more { // partitions left to claim: go on at once
 			wait = 0
 		}
-		timer.Reset(wait)
+		timer.Reset(timerwait.Delay(wait))
 	}
 }
 
@@ -254,7 +255,7 @@ type liveTerm struct {
 // never wait behind the steps' claims, reads of the membership or of the
 // partition table, or the time a step takes.
 func (r *runner) renewLoop(ctx context.Context, shared *tenure.SharedDeadline, due time.Time) {
-	timer := time.NewTimer(time.Until(due))
+	timer := time.NewTimer(timerwait.Delay(time.Until(due)))
 	defer timer.Stop()
 	for {
 		select {
@@ -267,7 +268,7 @@ func (r *runner) renewLoop(ctx context.Context, shared *tenure.SharedDeadline, d
 			return
 		}
 		due = next
-		timer.Reset(time.Until(due))
+		timer.Reset(timerwait.Delay(time.Until(due)))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
 // claim claims, in one batch (see claimBatch), the free partitions the
@@ -274,7 +275,7 @@ func (r *runner) leave() {
 		}
 		o.stop(fmt.Errorf("%w: leaving the group", tenure.ErrNotLeader))
 	}
-	timer := time.NewTimer(dl.Until())
+	timer := time.NewTimer(timerwait.Delay(dl.Until()))
 	defer timer.Stop()
 	for len(r.owned) > 0 {
 		select {
