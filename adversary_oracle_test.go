@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
 // leaseOracle judges a leader at every act against the coordinator, at the
@@ -93,7 +94,7 @@ func (o *leaseOracle) lead(holder string, hold time.Duration, during func(term *
 
 // sleepOrDone sleeps for d or until ctx ends.
 func sleepOrDone(ctx context.Context, d time.Duration) {
-	timer := time.NewTimer(d)
+	timer := time.NewTimer(timerwait.Delay(d))
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():

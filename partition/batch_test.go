@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/timerwait"
 	"github.com/tenure-dev/tenure/memory"
 )
 
@@ -28,7 +29,7 @@ func (l *pacedLink) ClaimPartitions(ctx context.Context, m tenure.Member, names 
 	start := time.Now()
 	res, err := l.Coordinator.ClaimPartitions(ctx, m, names)
 	select {
-	case <-time.After(time.Duration(len(names)) * l.perPartition):
+	case <-time.After(timerwait.Delay(time.Duration(len(names)) * l.perPartition)):
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
