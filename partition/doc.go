@@ -49,7 +49,9 @@
 // is attached to the member's etcd lease; on PostgreSQL a partition's row
 // names its owner's epoch, valid while the member's one row is live on the
 // database's clock; the memory coordinator does the same in process. Claims
-// and releases are batched. Before each renewal the member checks, with one
+// and releases are batched. Renewals run in a goroutine of their own, on
+// their own schedule: a claim, a read of the membership or of the partition
+// table in flight never delays one. Before each renewal the member checks, with one
 // read whose work grows with the partitions it owns, not with P, that it
 // still owns them (tenure.GroupCoordinator.CheckPartitions); a renewal
 // extends their terms only when both answered: a partition an operator freed by hand (`tenure
