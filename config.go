@@ -264,7 +264,7 @@ func (c Config) Validate() error {
 	case ttlOK && c.Margin >= c.TTL:
 		bad("Config.Margin (%s) must be less than Config.TTL (%s)", c.Margin, c.TTL)
 	case ttlOK && driftOK && c.SafeLease(c.TTL) <= 0:
-		bad("Config.Margin (%s) leaves no safe lease: TTL·(1−MaxDrift) = %s", c.Margin, time.Duration(float64(c.TTL)*(1-c.MaxDrift)))
+		bad("Config.Margin (%s) leaves no safe lease: TTL·(1−MaxDrift) = %s", c.Margin, lease.Safe(c.TTL, c.MaxDrift, 0))
 	default:
 		marginOK = true
 	}
