@@ -1,14 +1,9 @@
 package memory_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/tenure-dev/tenure/partition"
-
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition/partitiontest"
 )
 
 // TestOneOwnerPerKeyAcrossAPIs: a partition's key (group/name) has one
@@ -17,70 +12,5 @@ import (
 // an Elector holds is refused; once the owner is gone, the other API takes
 // the key with a greater token. The group's name has a '/' of its own.
 func TestOneOwnerPerKeyAcrossAPIs(t *testing.T) {
-	oneOwnerPerKey(t, newCoord(t))
-}
-
-// oneOwnerPerKey is the test's body (the same in packages memory, etcd and
-// postgres).
-func oneOwnerPerKey(t *testing.T, c interface {
-	tenure.Coordinator
-	partition.Coordinator
-}) {
-	ctx := t.Context()
-	const group, key = "team/jobs", "team/jobs/0"
-	m, err := c.JoinGroup(ctx, group, "member#1", time.Minute, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.ClaimPartitions(ctx, m, []string{"0"})
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("ClaimPartitions(0) = %+v, %v; want a grant", res, err)
-	}
-	part := res[0].Grant
-
-	_, err = c.Acquire(ctx, key, "elector#1", time.Minute)
-	var held *tenure.HeldError
-	if !errors.As(err, &held) || held.Holder != "member#1" {
-		t.Fatalf("Acquire(%q) of a live partition = %v; want a *tenure.HeldError naming member#1", key, err)
-	}
-	for _, want := range []string{key, `group "team/jobs"`} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Acquire(%q) error %q does not name %s", key, err, want)
-		}
-	}
-	if err := c.LeaveGroup(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	g, err := c.Acquire(ctx, key, "elector#1", time.Minute)
-	if err != nil {
-		t.Fatalf("Acquire(%q) after the owner left = %v; want a grant", key, err)
-	}
-	if g.Token <= part.Token {
-		t.Errorf("Acquire token %d after partition token %d; want greater", g.Token, part.Token)
-	}
-
-	m2, err := c.JoinGroup(ctx, group, "member#2", time.Minute, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err = c.ClaimPartitions(ctx, m2, []string{"0", "1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !errors.As(res[0].Err, &held) || held.Holder != "elector#1" || held.Token != g.Token {
-		t.Errorf("claim of %q held by an Elector = %+v; want a *tenure.HeldError naming elector#1, token %d", key, res[0], g.Token)
-	}
-	if res[1].Err != nil {
-		t.Errorf("claim of free partition 1 = %v; want a grant", res[1].Err)
-	}
-	if err := c.Release(ctx, g); err != nil {
-		t.Fatal(err)
-	}
-	res, err = c.ClaimPartitions(ctx, m2, []string{"0"})
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("claim after the Elector released = %+v, %v; want a grant", res, err)
-	}
-	if res[0].Grant.Token <= g.Token {
-		t.Errorf("partition token %d after Elector token %d; want greater", res[0].Grant.Token, g.Token)
-	}
+	partitiontest.OneOwnerPerKey(t, newCoord(t), `group "team/jobs"`)
 }

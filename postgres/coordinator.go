@@ -321,27 +321,7 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 		}
 		return ok, nil
 	}
-	// unowned writes the partition's row (a claim that began before this
-	// write then fails and runs again, seeing the grant) and refuses a
-	// partition a live member owns.
-	unowned := func(tx pgx.Tx) error {
-		var epoch, ptok int64
-		if err := tx.QueryRow(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
-VALUES ($1, $2, NULL, `+clockMicros+`)
-ON CONFLICT (grp, name) DO UPDATE SET fencing_token = p.fencing_token
-RETURNING coalesce(p.owner_epoch, 0), p.fencing_token`, group, name).Scan(&epoch, &ptok); err != nil {
-			return fmt.Errorf("lock partition %q of group %q: %w", name, group, err)
-		}
-		var member string
-		err := tx.QueryRow(ctx, `SELECT member FROM `+t.members+` WHERE epoch = $1 AND expires_at > CURRENT_TIMESTAMP`, epoch).Scan(&member)
-		switch {
-		case err == nil:
-			return fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member, &tenure.HeldError{Key: key, Holder: member, Token: uint64(ptok)})
-		case !errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
-		}
-		return nil
-	}
+	unowned := func(tx pgx.Tx) error { return c.unownedPartition(ctx, tx, t, key, group, name) }
 	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		ok, err := groups(tx)
 		if err != nil {
@@ -375,6 +355,29 @@ RETURNING coalesce(p.owner_epoch, 0), p.fencing_token`, group, name).Scan(&epoch
 		return sp.Commit(ctx)
 	})
 	return token, err
+}
+
+// unownedPartition writes the row of partition name of group (key) in tx,
+// inserting it ownerless if there is none (a claim that began before this
+// write then fails and runs again, seeing the grant), and refuses a
+// partition a live member owns.
+func (c *Coordinator) unownedPartition(ctx context.Context, tx pgx.Tx, t groupTables, key, group, name string) error {
+	var epoch, ptok int64
+	if err := tx.QueryRow(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
+VALUES ($1, $2, NULL, `+clockMicros+`)
+ON CONFLICT (grp, name) DO UPDATE SET fencing_token = p.fencing_token
+RETURNING coalesce(p.owner_epoch, 0), p.fencing_token`, group, name).Scan(&epoch, &ptok); err != nil {
+		return fmt.Errorf("lock partition %q of group %q: %w", name, group, err)
+	}
+	var member string
+	err := tx.QueryRow(ctx, `SELECT member FROM `+t.members+` WHERE epoch = $1 AND expires_at > CURRENT_TIMESTAMP`, epoch).Scan(&member)
+	switch {
+	case err == nil:
+		return fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member, &tenure.HeldError{Key: key, Holder: member, Token: uint64(ptok)})
+	case !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
+	}
+	return nil
 }
 
 // Renew extends g by its TTL from now on the database's clock, if g is still
