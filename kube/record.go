@@ -95,6 +95,9 @@ func releasedBy(l *coordv1.Lease, rv version) bool {
 // resourceVersion, which changes as client-go renews: it only names the
 // holder to tenure's followers, who never present it to a resource.)
 func tokenOf(l *coordv1.Lease, rv version, holder string) uint64 {
+	if holder == "" {
+		return rv.n // a free Lease carries no token; bound would take any holder
+	}
 	if tok, _, ok := bound(l.Annotations[AnnotationToken], rv, holder, l.Spec.AcquireTime); ok {
 		return tok
 	}
