@@ -23,10 +23,12 @@ import (
 const maxTxnOps = 128
 
 // claimTxnOps is how many partitions one transaction claims: each is a nested
-// transaction with one operation per branch, and etcd lets a nested one hold
-// what the outer one leaves of --max-txn-ops, so 127 leave each the one it
-// needs. (127 claims are about 20 KB, far below --max-request-bytes, 1.5 MiB.)
-const claimTxnOps = maxTxnOps - 1
+// transaction with one operation per branch, whose failure branch is a
+// transaction comparing two things; etcd lets a nested transaction hold what
+// the one around it leaves of --max-txn-ops, so 125 leave each claim the 3
+// it needs. (125 claims are about 30 KB, far below --max-request-bytes,
+// 1.5 MiB.)
+const claimTxnOps = maxTxnOps - 3
 
 // releaseTxnOps is how many partitions one transaction releases: each
 // nested transaction compares three things, so 125 leave each its three.
@@ -38,7 +40,7 @@ const releaseTxnOps = maxTxnOps - 3
 // one per transaction.
 const txnsInFlight = 8
 
-// ClaimPartitions claims the named partitions for m, 127 per transaction,
+// ClaimPartitions claims the named partitions for m, 125 per transaction,
 // up to 8 transactions at once: each free partition key is created on m's
 // lease, with the member's ID as its value; its token is the revision of
 // that write. See partition.Coordinator. If m's lease has expired, the
@@ -104,16 +106,22 @@ func eachChunk(n, size int, do func(lo, hi int) error) []error {
 }
 
 // claimChunk claims names (at most claimTxnOps) in one transaction of nested
-// transactions, one per key: create it if absent, else read it.
+// transactions, one per key: create it if absent; else write it again if it
+// is m's (a new revision, so a new token: see partition.Coordinator), else
+// read it.
 func (c *Coordinator) claimChunk(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	lease := clientv3.LeaseID(m.Epoch)
 	ops := make([]clientv3.Op, len(names))
 	for i, n := range names {
 		ek := c.EtcdKey(partition.Key(m.Group, n))
+		put := clientv3.OpPut(ek, m.ID, clientv3.WithLease(lease))
 		ops[i] = clientv3.OpTxn(
 			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)},
-			[]clientv3.Op{clientv3.OpPut(ek, m.ID, clientv3.WithLease(lease))},
-			[]clientv3.Op{clientv3.OpGet(ek)})
+			[]clientv3.Op{put},
+			[]clientv3.Op{clientv3.OpTxn([]clientv3.Cmp{
+				clientv3.Compare(clientv3.Value(ek), "=", m.ID),
+				clientv3.Compare(clientv3.LeaseValue(ek), "=", int64(lease)),
+			}, []clientv3.Op{put}, []clientv3.Op{clientv3.OpGet(ek)})})
 	}
 	resp, err := c.client.Txn(ctx).Then(ops...).Commit()
 	if isLeaseNotFound(err) {
@@ -126,6 +134,9 @@ func (c *Coordinator) claimChunk(ctx context.Context, m partition.Member, names 
 	for i, r := range resp.Responses {
 		key := partition.Key(m.Group, names[i])
 		tr := r.GetResponseTxn()
+		if !tr.Succeeded {
+			tr = tr.Responses[0].GetResponseTxn() // the key exists: is it m's?
+		}
 		if tr.Succeeded {
 			out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(resp.Header.Revision), TTL: m.TTL, Sent: m.Sent}
 			continue
@@ -134,8 +145,6 @@ func (c *Coordinator) claimChunk(ctx context.Context, m partition.Member, names 
 		switch {
 		case kv == nil:
 			out[i].Err = fmt.Errorf("partition %q vanished during the claim", key)
-		case string(kv.Value) == m.ID && kv.Lease == int64(lease):
-			out[i].Grant = tenure.Grant{Key: key, Holder: m.ID, Token: uint64(kv.ModRevision), TTL: m.TTL, Sent: m.Sent}
 		default:
 			out[i].Err = &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)}
 		}
@@ -201,8 +210,9 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 
 // CheckPartitions returns the grants of gs that m no longer owns, with one
 // TimeToLive of m's lease listing the keys attached to it: a partition key
-// is created on m's lease by m's claim and never written again but
-// deleted, so a key still attached is m's with the token of its claim, and
+// is created on m's lease by m's claim and written again only by m's own
+// claims, so a key still attached is m's (with the token of its latest
+// claim: a grant m superseded is not reported lost), and
 // one deleted by anyone (a release, `tenure release --force`, etcdctl del)
 // is no longer attached, even once another member re-created it on its own
 // lease. If the lease has expired or was revoked, the error wraps

@@ -115,9 +115,9 @@ func validPartition(group, name string) error {
 // listed, then, after a conflict, on fresh reads. Every decision is made
 // by a write preconditioned on the version it was decided on, so a read
 // that is out of date (a cache behind the server) costs a retry, never a
-// second owner: a new owner's write, the preconditioned delete of an
-// expired membership, or, for a partition already m's, the write that
-// confirms it (see confirm).
+// second owner: a new owner's write, or the preconditioned delete of an
+// expired membership. A partition already m's is taken again, with a new
+// token, as a free one is.
 func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, key string, p record, found bool, members map[string]record) (tenure.Grant, error) {
 	reread := false
 	for range attempts {
@@ -136,21 +136,15 @@ func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, 
 			}
 			return g, err
 		}
-		if p.holder == m.ID && p.lease.Annotations[AnnotationMember] == me.lease.Name {
-			// Already m's, as read: confirm it with a write
-			// preconditioned on that version.
-			r, err := c.confirm(ctx, p, true)
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				continue
-			}
-			return c.partitionGrant(key, r.token, m), err
-		}
 		if p.lease.Labels[LabelRole] != "partition" && p.live(c.cfg.MaxDrift) {
 			// A single key's Lease (tenure.Elector's, client-go's): its
 			// holder keeps it until it expires.
 			return tenure.Grant{}, p.heldError(key)
 		}
-		err := c.freeOwner(ctx, p, members)
+		var err error
+		if p.holder != m.ID || p.lease.Annotations[AnnotationMember] != me.lease.Name {
+			err = c.freeOwner(ctx, p, members)
+		} // else m's, as read: taken again with a new token (see partition.Coordinator)
 		if errors.Is(err, errUnsure) {
 			// The owner's membership read as gone: decide on one
 			// listing of the group, where the partition and the

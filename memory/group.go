@@ -235,10 +235,7 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 func (c *Coordinator) claimLocked(g *group, live map[uint64]*membership, self *membership, group, name string, now time.Duration) partition.ClaimResult {
 	key := partition.Key(group, name)
 	ks := c.keyLocked(key)
-	if owner := live[g.owners[name]]; owner != nil {
-		if owner == self {
-			return partition.ClaimResult{Grant: tenure.Grant{Key: key, Holder: self.id, Token: ks.token, TTL: self.ttl}}
-		}
+	if owner := live[g.owners[name]]; owner != nil && owner != self {
 		return partition.ClaimResult{Err: &tenure.HeldError{Key: key, Holder: owner.id, Token: ks.token}}
 	}
 	if l := c.liveLocked(ks, now); l != nil {

@@ -98,8 +98,10 @@ type Coordinator interface {
 	// few round trips as the backend allows, and returns one result per
 	// name, in order. A partition that is free (never owned, released, or
 	// its owner's membership expired) is granted with a new token; one that
-	// m already owns is returned as it is; one that another live member owns
-	// gets a *tenure.HeldError. If m itself has expired or left, the error wraps
+	// m already owns is granted again with a new token, superseding m's grant
+	// (as Acquire supersedes a holder's own grant), so that a release of the
+	// old grant that arrives late frees nothing; one that another live member
+	// owns gets a *tenure.HeldError. If m itself has expired or left, the error wraps
 	// tenure.ErrLost and nothing is claimed.
 	ClaimPartitions(ctx context.Context, m Member, names []string) ([]ClaimResult, error)
 
@@ -115,8 +117,11 @@ type Coordinator interface {
 	// UPDATE of the partition table), and perhaps claimed by another member
 	// since. Members call it every renewal, so it costs one read whatever
 	// len(gs) is, and its work grows with len(gs), never with the group's
-	// partition count. If m itself has expired or left, the error wraps
-	// tenure.ErrLost.
+	// partition count. A grant that m superseded by claiming its partition
+	// again may be reported lost or not (etcd checks that the key is still
+	// on m's lease, not its token): either way m owns the partition, with
+	// the token of its latest claim. If m itself has expired or left, the
+	// error wraps tenure.ErrLost.
 	CheckPartitions(ctx context.Context, m Member, gs []tenure.Grant) (lost []tenure.Grant, err error)
 
 	// GroupPartitions returns the live grants on group's partitions, sorted

@@ -49,7 +49,7 @@ func (l *replyLosingLink) GroupPartitions(ctx context.Context, group string) ([]
 // and the claim's reply is lost; b comes back before a knows. Those
 // partitions are a's at the coordinator, a does not run them, and its
 // membership gives them to b again: a must claim them again (a claim of a
-// partition it owns returns its grant), find them granted, and release
+// partition it owns grants it again), find them granted, and release
 // them, so that b runs them within a few steps. Without that, b's claims are
 // refused (held by a live member) for as long as a lives. It costs no read
 // of the partition table beyond the ones the membership change reads (a

@@ -23,7 +23,7 @@ import (
 // result an error) may have made this member the owner of partitions it
 // does not run. Those are doubtful: the next claims ask for them again,
 // whether the membership still gives them to this member or not, because a
-// claim of a partition this member owns returns its grant. It is then run,
+// claim of a partition this member owns grants it again. It is then run,
 // or released when another member is to run it. That costs a claim of the
 // doubtful partitions, where reading the whole partition table to find
 // them cost O(P), retried at every step while the coordinator was too slow

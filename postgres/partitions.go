@@ -58,13 +58,11 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 		o := others[n]
 		switch {
 		case ok:
-		case o.epoch == int64(m.Epoch) && o.member == m.ID:
-			tok = o.token
-		case o.member != "":
-			out[i].Err = &tenure.HeldError{Key: key, Holder: o.member, Token: uint64(o.token)}
-			continue
 		case o.single != "":
 			out[i].Err = fmt.Errorf("partition %q of group %q is held as a single key: %w", n, m.Group, &tenure.HeldError{Key: key, Holder: o.single, Token: uint64(o.singleToken)})
+			continue
+		case o.member != "":
+			out[i].Err = &tenure.HeldError{Key: key, Holder: o.member, Token: uint64(o.token)}
 			continue
 		default:
 			out[i].Err = fmt.Errorf("partition %q: neither claimed nor owned", key)
@@ -155,7 +153,8 @@ func isSerializationFailure(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "40001"
 }
 
-// claimTx checks m's membership and claims the free partitions among names;
+// claimTx checks m's membership and claims the partitions among names that
+// are free or m's own (granted again: see partition.Coordinator);
 // it returns their new tokens.
 func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m partition.Member, names []string) (map[string]int64, error) {
 	var live bool
@@ -172,7 +171,7 @@ WHERE NOT EXISTS (SELECT 1 FROM `+c.table+` l WHERE l.resource = $1 || '/' || n 
 ORDER BY n
 ON CONFLICT (grp, name) DO UPDATE
 SET owner_epoch = EXCLUDED.owner_epoch, fencing_token = GREATEST(p.fencing_token + 1, `+clockMicros+`)
-WHERE p.owner_epoch IS NULL
+WHERE p.owner_epoch IS NULL OR p.owner_epoch = $2
    OR NOT EXISTS (SELECT 1 FROM `+t.members+` m WHERE m.epoch = p.owner_epoch)
 RETURNING name, fencing_token`, m.Group, int64(m.Epoch), names)
 	if err != nil {
