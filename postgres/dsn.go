@@ -53,6 +53,17 @@ func passwords(dsn string) []string {
 				add(rest[i+1 : at])
 			}
 		}
+		if _, query, ok := strings.Cut(rest, "?"); ok {
+			// A query parameter's value ends at the next '&' (the
+			// keyword/value pattern below runs to the next space).
+			query, _, _ = strings.Cut(query, "#")
+			for _, kv := range strings.Split(query, "&") {
+				k, v, _ := strings.Cut(kv, "=")
+				if k, err := url.QueryUnescape(k); err == nil && k == "password" {
+					add(v)
+				}
+			}
+		}
 	}
 	for _, m := range kvPassword.FindAllStringSubmatch(dsn, -1) {
 		add(strings.TrimSuffix(strings.TrimPrefix(m[1], "'"), "'"))
