@@ -83,13 +83,13 @@ func (r *recorder) report() string {
 
 // runCheck runs the named check of the suite against c and returns what it
 // reported.
-func runCheck(t *testing.T, name string, c tenure.Coordinator, restart func()) *recorder {
+func runCheck(t *testing.T, name string, c tenure.Coordinator, restart func(), opts ...tenuretest.Option) *recorder {
 	t.Helper()
 	r := &recorder{TB: t}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tenuretest.RunCheck(r, name, c, restart, toyOpts()...)
+		tenuretest.RunCheck(r, name, c, restart, append(toyOpts(), opts...)...)
 	}()
 	<-done
 	return r
@@ -128,41 +128,45 @@ func TestChecksCatchPlantedBugs(t *testing.T) {
 		bugs  bugs
 		check string
 		want  string // in the report
+		opts  []tenuretest.Option
 	}{
-		{"tokens reused after release", bugs{reuseTokens: true}, "Tokens", "want > "},
-		{"tokens reused after release (Release)", bugs{reuseTokens: true}, "Release", "want > "},
-		{"expired grant revived", bugs{reviveExpired: true}, "Expiry", "tenure.ErrLost"},
-		{"no mutual exclusion", bugs{noExclusion: true}, "MutualExclusion", "want *tenure.HeldError"},
-		{"no mutual exclusion under contention", bugs{noExclusion: true}, "ConcurrentAcquire", "want exactly 1"},
-		{"HeldError with wrong token", bugs{heldWrongToken: true}, "MutualExclusion", "HeldError names holder"},
-		{"HeldError with wrong token under contention", bugs{heldWrongToken: true}, "ConcurrentAcquire", "want the winner"},
-		{"lease expires early", bugs{earlyExpiry: true}, "Expiry", "must last"},
-		{"lease expires early (Watch)", bugs{earlyExpiry: true}, "Watch", "must last"},
-		{"lease expires late", bugs{lateExpiry: true}, "Expiry", "still held"},
-		{"renew does not extend", bugs{renewNoop: true}, "RenewExtends", "grant lost; want nil"},
-		{"renew extends by less than the TTL", bugs{renewShort: true}, "RenewExtends", "must last"},
-		{"renew of a forged grant not reported lost", bugs{renewLostAsOther: true}, "BadInput", "tenure: grant lost"},
-		{"only Acquire and Leader refused after Close", bugs{closeOnlyAcquire: true}, "Close", "Renew after Close"},
-		{"superseded grant renewable", bugs{renewSuperseded: true}, "Superseded", "tenure.ErrLost"},
-		{"release by a stranger", bugs{releaseAny: true}, "BadInput", "Leader("},
-		{"release of a superseded grant", bugs{releaseAny: true}, "Superseded", "Leader("},
-		{"release does nothing", bugs{releaseNoop: true}, "Release", "want the key free"},
-		{"bad input accepted", bugs{noValidation: true}, "BadInput", "want an error wrapping tenure: invalid key"},
-		{"Leader reports expired lease", bugs{leaderStale: true}, "Expiry", "want it free"},
-		{"Watch misses expiry", bugs{watchNoExpiry: true}, "Watch", "waiting for key free"},
-		{"Watch never closes", bugs{watchNoClose: true}, "Watch", "not closed"},
-		{"renewing one grant extends the holder's others", bugs{sharedRenew: true}, "RenewOne", "kept it alive"},
-		{"a lease started ahead reported as new", bugs{leaseAhead: true}, "LeaseAge", "promises more lease"},
-		{"grants without Sent", bugs{noSent: true}, "Release", "has no Sent"},
-		{"ended context ignored", bugs{ignoreContext: true}, "CanceledContext", "context.Canceled"},
-		{"usable after Close", bugs{usableAfterClose: true}, "Close", "tenure.ErrClosed"},
-		{"tokens forgotten on restart", bugs{forgetOnRestart: true}, "Restart", "before the restart"},
+		{"tokens reused after release", bugs{reuseTokens: true}, "Tokens", "want > ", nil},
+		{"tokens reused after release (Release)", bugs{reuseTokens: true}, "Release", "want > ", nil},
+		{"expired grant revived", bugs{reviveExpired: true}, "Expiry", "tenure.ErrLost", nil},
+		{"no mutual exclusion", bugs{noExclusion: true}, "MutualExclusion", "want *tenure.HeldError", nil},
+		{"no mutual exclusion under contention", bugs{noExclusion: true}, "ConcurrentAcquire", "want exactly 1", nil},
+		{"HeldError with wrong token", bugs{heldWrongToken: true}, "MutualExclusion", "HeldError names holder", nil},
+		{"HeldError with wrong token under contention", bugs{heldWrongToken: true}, "ConcurrentAcquire", "want the winner", nil},
+		{"lease expires early", bugs{earlyExpiry: true}, "Expiry", "must last", nil},
+		{"lease expires early (Watch)", bugs{earlyExpiry: true}, "Watch", "must last", nil},
+		{"lease expires late", bugs{lateExpiry: true}, "Expiry", "still held", nil},
+		{"renew does not extend", bugs{renewNoop: true}, "RenewExtends", "grant lost; want nil", nil},
+		{"renew extends by less than the TTL", bugs{renewShort: true}, "RenewExtends", "must last", nil},
+		{"renew of a forged grant not reported lost", bugs{renewLostAsOther: true}, "BadInput", "tenure: grant lost", nil},
+		{"only Acquire and Leader refused after Close", bugs{closeOnlyAcquire: true}, "Close", "Renew after Close", nil},
+		{"superseded grant renewable", bugs{renewSuperseded: true}, "Superseded", "tenure.ErrLost", nil},
+		{"release by a stranger", bugs{releaseAny: true}, "BadInput", "Leader(", nil},
+		{"release of a superseded grant", bugs{releaseAny: true}, "Superseded", "Leader(", nil},
+		{"release does nothing", bugs{releaseNoop: true}, "Release", "want the key free", nil},
+		{"bad input accepted", bugs{noValidation: true}, "BadInput", "want an error wrapping tenure: invalid key", nil},
+		{"Leader reports expired lease", bugs{leaderStale: true}, "Expiry", "want it free", nil},
+		{"Watch misses expiry", bugs{watchNoExpiry: true}, "Watch", "waiting for key free", nil},
+		{"Watch never closes", bugs{watchNoClose: true}, "Watch", "not closed", nil},
+		{"renewing one grant extends the holder's others", bugs{sharedRenew: true}, "RenewOne", "kept it alive", nil},
+		// The bug shows only while another holder acquires between the
+		// lease's real end and the end its Sent promises: about 0.57 TTL,
+		// long enough at 2s for a poll on a loaded machine.
+		{"a lease started ahead reported as new", bugs{leaseAhead: true}, "LeaseAge", "promises more lease", []tenuretest.Option{tenuretest.WithTTL(2 * time.Second)}},
+		{"grants without Sent", bugs{noSent: true}, "Release", "has no Sent", nil},
+		{"ended context ignored", bugs{ignoreContext: true}, "CanceledContext", "context.Canceled", nil},
+		{"usable after Close", bugs{usableAfterClose: true}, "Close", "tenure.ErrClosed", nil},
+		{"tokens forgotten on restart", bugs{forgetOnRestart: true}, "Restart", "before the restart", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := newToyFor(t, tc.bugs)
-			r := runCheck(t, tc.check, c, c.Restart)
+			r := runCheck(t, tc.check, c, c.Restart, tc.opts...)
 			if !r.Failed() {
 				t.Fatalf("check %s passed a coordinator whose %s; want it to fail", tc.check, tc.name)
 			}
