@@ -7,6 +7,8 @@ import (
 
 	"github.com/tenure-dev/tenure/internal/pgtest"
 	"github.com/tenure-dev/tenure/internal/tcpproxy"
+	"github.com/tenure-dev/tenure/partition"
+	"github.com/tenure-dev/tenure/postgres"
 
 	"github.com/tenure-dev/tenure"
 )
@@ -26,18 +28,8 @@ func TestRestoredPartitionsDumpGivesNoTokenBack(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	member := open(t, dsn)
 	pool := newPool(t, dsn)
-	m, err := member.JoinGroup(ctx, "jobs", "member#1", time.Minute, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	claim := func() tenure.Grant {
-		t.Helper()
-		res, err := member.ClaimPartitions(ctx, m, []string{"0"})
-		if err != nil || res[0].Err != nil {
-			t.Fatalf("claim = %+v, %v", res, err)
-		}
-		return res[0].Grant
-	}
+	m := join(ctx, t, member, "member#1")
+	claim := func() tenure.Grant { return claim0(ctx, t, member, m) }
 	g1 := claim()
 	var dumpEpoch, dumpToken int64
 	if err := pool.QueryRow(ctx, `SELECT owner_epoch, fencing_token FROM `+partitionsTable+` WHERE grp = 'jobs' AND name = '0'`).Scan(&dumpEpoch, &dumpToken); err != nil {
@@ -69,19 +61,8 @@ func TestRestoredDumpHandsNoOldTokenToAnotherMember(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	c := open(t, dsn)
 	pool := newPool(t, dsn)
-	a, err := c.JoinGroup(ctx, "jobs", "member#A", time.Minute, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := c.JoinGroup(ctx, "jobs", "member#B", time.Minute, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.ClaimPartitions(ctx, a, []string{"0"})
-	if err != nil || res[0].Err != nil {
-		t.Fatal(res, err)
-	}
-	g1 := res[0].Grant
+	a, b := join(ctx, t, c, "member#A"), join(ctx, t, c, "member#B")
+	g1 := claim0(ctx, t, c, a)
 	var e, tok int64
 	if err := pool.QueryRow(ctx, `SELECT owner_epoch, fencing_token FROM `+partitionsTable).Scan(&e, &tok); err != nil {
 		t.Fatal(err)
@@ -89,18 +70,14 @@ func TestRestoredDumpHandsNoOldTokenToAnotherMember(t *testing.T) {
 	if err := c.ReleasePartitions(ctx, a, []tenure.Grant{g1}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = c.ClaimPartitions(ctx, b, []string{"0"})
-	if err != nil || res[0].Err != nil {
-		t.Fatal(res, err)
-	}
-	g2 := res[0].Grant
+	g2 := claim0(ctx, t, c, b)
 	if _, err := pool.Exec(ctx, `TRUNCATE `+partitionsTable); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO `+partitionsTable+` VALUES ('jobs', '0', $1, $2)`, e, tok); err != nil {
 		t.Fatal(err)
 	}
-	res, err = c.ClaimPartitions(ctx, a, []string{"0"})
+	res, err := c.ClaimPartitions(ctx, a, []string{"0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,15 +99,8 @@ func TestLateReleaseAfterReclaim(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	c := open(t, dsn)
 	late := open(t, viaProxy)
-	m1, err := c.JoinGroup(ctx, "jobs", "member#1", time.Minute, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.ClaimPartitions(ctx, m1, []string{"0"})
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("claim = %+v, %v", res, err)
-	}
-	g1 := res[0].Grant
+	m1 := join(ctx, t, c, "member#1")
+	g1 := claim0(ctx, t, c, m1)
 	if _, err := late.GroupMembers(ctx, "jobs"); err != nil { // its one connection is open
 		t.Fatal(err)
 	}
@@ -142,16 +112,9 @@ func TestLateReleaseAfterReclaim(t *testing.T) {
 	if relErr == nil {
 		t.Fatal("a release through the slow link succeeded")
 	}
-	res, err = c.ClaimPartitions(ctx, m1, []string{"0"})
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("claim again = %+v, %v", res, err)
-	}
-	g1b := res[0].Grant
+	g1b := claim0(ctx, t, c, m1)
 	time.Sleep(time.Until(sent.Add(4500 * time.Millisecond))) // the release has arrived and run
-	m2, err := c.JoinGroup(ctx, "jobs", "member#2", time.Minute, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m2 := join(ctx, t, c, "member#2")
 	res2, err := c.ClaimPartitions(ctx, m2, []string{"0"})
 	if err != nil {
 		t.Fatal(err)
@@ -161,4 +124,24 @@ func TestLateReleaseAfterReclaim(t *testing.T) {
 	if res2[0].Err == nil {
 		t.Errorf("partition 0 granted to member#2 (token %d) while member#1 holds the grant it claimed again (token %d) after abandoning a release that ran late", res2[0].Grant.Token, g1b.Token)
 	}
+}
+
+// join makes id a member of group "jobs" on c, with a one-minute lease.
+func join(ctx context.Context, t *testing.T, c *postgres.Coordinator, id string) partition.Member {
+	t.Helper()
+	m, err := c.JoinGroup(ctx, "jobs", id, time.Minute, 0)
+	if err != nil {
+		t.Fatalf("JoinGroup(jobs, %s) error = %v", id, err)
+	}
+	return m
+}
+
+// claim0 claims partition 0 for m and returns its grant.
+func claim0(ctx context.Context, t *testing.T, c *postgres.Coordinator, m partition.Member) tenure.Grant {
+	t.Helper()
+	res, err := c.ClaimPartitions(ctx, m, []string{"0"})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("ClaimPartitions(%s, 0) = %+v, %v; want a grant", m, res, err)
+	}
+	return res[0].Grant
 }
