@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -218,5 +219,24 @@ func TestDocsCommandsParseRefuses(t *testing.T) {
 	words, _ := shellWords(`TENURE_X=1 ./tenure lease check --json && do_write "a b" # note`)
 	if args, _ := tenureArgs(words); strings.Join(args, "|") != "lease|check|--json" {
 		t.Errorf("args = %q; want lease check --json", args)
+	}
+}
+
+// TestRootHelpNamesEveryCoordinator: the description at the top of
+// tenure --help names each coordinator and the flag that selects it (the
+// flag list below it is not enough: it is not read as a list of choices).
+func TestRootHelpNamesEveryCoordinator(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main(t.Context(), []string{"--help"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("tenure --help: exit %d\n%s", code, errb.String())
+	}
+	top, _, ok := strings.Cut(out.String(), "\nUsage:")
+	if !ok {
+		t.Fatalf("tenure --help has no Usage: section:\n%s", out.String())
+	}
+	for _, want := range []string{"etcd", "tenure server", "--endpoints", "PostgreSQL", "--postgres", "Kubernetes", "--kubeconfig", "--namespace"} {
+		if !strings.Contains(top, want) {
+			t.Errorf("the description of tenure --help does not mention %q:\n%s", want, top)
+		}
 	}
 }
