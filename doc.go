@@ -1,8 +1,9 @@
 // Package tenure is leader election that stays safe when a leader goes stale.
 //
-// Nodes compete for a lease on a key held by a consensus-backed Coordinator
-// (etcd, PostgreSQL, or the in-process memory coordinator for tests and
-// demos). Every grant carries a fencing token that strictly increases per key;
+// Nodes compete for a lease on a key held by a consensus-backed Coordinator:
+// etcd (an etcd cluster of your own, or a member embedded in your process),
+// PostgreSQL, or Kubernetes Leases; or the in-process memory coordinator for
+// tests and demos. Every grant carries a fencing token that strictly increases per key;
 // protected resources reject tokens older than the newest they have seen; and
 // a leader that cannot prove its lease is still safely held stops acting by
 // itself, at a local deadline measured on its own monotonic clock:
@@ -24,7 +25,10 @@
 // over in one round trip instead of a TTL. An [Observer] follows who leads a
 // key without campaigning for it.
 //
-// Backends live in sibling packages (memory, etcd, postgres); fenced resources
-// in package fence; the conformance suite every Coordinator must pass in
-// package tenuretest.
+// Coordinators live in sibling packages: etcd, postgres, memory, and kube
+// (module github.com/tenure-dev/tenure/kube, which brings client-go); an
+// etcd member to run in-process is package embedded (module
+// github.com/tenure-dev/tenure/embedded). Per-partition leadership is
+// package partition; fenced resources package fence; the conformance suite
+// every Coordinator must pass package tenuretest.
 package tenure

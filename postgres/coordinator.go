@@ -239,7 +239,7 @@ func micros(ttl time.Duration) (int64, time.Duration) {
 	return us, time.Duration(us) * time.Microsecond
 }
 
-// Acquire grants key to holder for ttl with the seed's UPDATE, inserting the
+// Acquire grants key to holder for ttl with the UPDATE of the package doc, inserting the
 // key's row first if this is its first acquisition. A key that names a
 // partition of a group (partition.Key: the group, '/', the name)
 // owned by a live member is held: the error names the partition and the

@@ -3,10 +3,12 @@
 //
 // # Leadership table
 //
-// Leases live in one table, by default "cluster_leadership" on the search
-// path (WithSchema, WithTable), one row per key, created on first use:
+// Leases live in one table, by default public.cluster_leadership
+// (WithSchema, WithTable), one row per key, created on first use. The table
+// is always named with its schema, never found through the search_path, so
+// two roles with different search paths cannot use two different tables:
 //
-//	CREATE TABLE cluster_leadership (
+//	CREATE TABLE public.cluster_leadership (
 //	    resource      text PRIMARY KEY,
 //	    holder_id     text,
 //	    fencing_token bigint NOT NULL DEFAULT 0,
@@ -25,7 +27,7 @@
 // Acquisition is a single atomic statement, with the TTL passed as
 // a parameter (microseconds), never spliced into the SQL text:
 //
-//	UPDATE cluster_leadership
+//	UPDATE public.cluster_leadership
 //	SET holder_id = $holder, fencing_token = fencing_token + 1,
 //	    acquired_at = CURRENT_TIMESTAMP,
 //	    expires_at = CURRENT_TIMESTAMP + $ttl_us * interval '1 microsecond'

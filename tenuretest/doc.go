@@ -1,8 +1,8 @@
 // Package tenuretest is the conformance suite every tenure.Coordinator must
 // pass: mutual exclusion, strictly increasing fencing tokens (also across
 // coordinator restarts), expiry on the coordinator's clock, no renewal after
-// expiry, release, leadership queries and watches, batch renewal, concurrent
-// acquirers, and bad inputs rejected with errors that name the input.
+// expiry, release, leadership queries and watches, renewing one grant only,
+// concurrent acquirers, and bad inputs rejected with errors that name the input.
 //
 // A backend's test calls RunCoordinatorTests with a factory that returns a
 // new coordinator for each subtest (see the package example).

@@ -169,15 +169,19 @@ func newRootCommand() *cobra.Command {
 		Use:   "tenure",
 		Short: "Leader election that stays safe when a leader goes stale",
 		Long: `tenure elects one leader per key through a consensus-backed coordinator
-(etcd, or PostgreSQL). Every grant carries a fencing token that strictly
+(etcd, PostgreSQL or Kubernetes). Every grant carries a fencing token that strictly
 increases; protected resources reject older tokens; a leader that cannot
 prove its lease is still safely held stops acting by itself.
 
 Every flag has an environment twin: --wait-timeout can also be set with
 TENURE_WAIT_TIMEOUT. A flag on the command line wins.
 
-The coordinator is etcd at --endpoints (by default a "tenure server" on
-this machine), or PostgreSQL when --postgres DSN is given.
+The coordinator is one of:
+  etcd        by default a "tenure server" on this machine (tenure's own
+              embedded etcd member); your own cluster with --endpoints
+  PostgreSQL  with --postgres DSN
+  Kubernetes  Leases, with --kubeconfig FILE (or --namespace NS alone,
+              inside a pod: its service account)
 
 Exit codes:
   0    success
