@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -40,11 +42,17 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 	}
 	ek := c.EtcdKey(key)
+	// If key is a partition of a group holder is a member of, that
+	// membership is read with it: see ownPartition.
+	reads := []clientv3.Op{clientv3.OpGet(ek)}
+	if group, _, ok := cutLast(key); ok {
+		reads = append(reads, clientv3.OpGet(c.membersKey(group)+holder))
+	}
 	for range 3 {
 		resp, err := c.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)).
 			Then(clientv3.OpPut(ek, holder, clientv3.WithLease(l.id))).
-			Else(clientv3.OpGet(ek)).
+			Else(reads...).
 			Commit()
 		switch {
 		case isLeaseNotFound(err): // the lease expired before the put: grant another
@@ -64,7 +72,7 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			return g, nil
 		}
 		kv := firstKV(resp.Responses[0].GetResponseRange().Kvs)
-		if kv != nil && string(kv.Value) != holder {
+		if kv != nil && (string(kv.Value) != holder || ownPartition(kv, resp.Responses[1:])) {
 			c.keepSpare(key, holder, secs, l)
 			return tenure.Grant{}, fmt.Errorf("%s: %w", op, &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)})
 		}
@@ -75,6 +83,28 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		}
 	}
 	return tenure.Grant{}, fmt.Errorf("%s: the key changed hands during every attempt; try again", op)
+}
+
+// ownPartition reports whether kv, a key whose value is the holder
+// acquiring it, is a partition that holder owns as a member of a group
+// (its membership key, read in member, rides on the same lease): that is
+// the member's grant, not one of the holder's single-key grants to
+// supersede, and the key is held.
+func ownPartition(kv *mvccpb.KeyValue, member []*etcdserverpb.ResponseOp) bool {
+	if len(member) == 0 {
+		return false
+	}
+	m := firstKV(member[0].GetResponseRange().Kvs)
+	return m != nil && m.Lease == kv.Lease
+}
+
+// cutLast cuts key at its last '/': a partition key is "group/name".
+func cutLast(key string) (group, name string, ok bool) {
+	i := strings.LastIndex(key, "/")
+	if i < 0 {
+		return "", "", false
+	}
+	return key[:i], key[i+1:], true
 }
 
 // remember records that g rides on lease l, asked for secs seconds, as l
