@@ -48,7 +48,7 @@ func TestAdversary3ReclaimRace(t *testing.T) {
 				}
 				cs[j] = newCoordinator(t, client, ns)
 			}
-			adversary3ReclaimRace(t, cs[0], cs[1], cs[2], tc.b, tc.x, 150)
+			adversary3ReclaimRace(t, cs[0], cs[1], cs[2], tc.b, tc.x, 100)
 		})
 	}
 }
