@@ -85,7 +85,9 @@ func TestAdversary3ElectorAndGroupOfOneProcess(t *testing.T) {
 	run, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_ = g.Run(run, func(ctx context.Context, p partition.Partition, term *tenure.Term) error { return work("group", ctx, term) })
+		_ = g.Run(run, func(ctx context.Context, p partition.Partition, term *tenure.Term) error {
+			return work("group", ctx, term)
+		})
 	})
 	time.Sleep(time.Second) // the group's member owns jobs/0
 	wg.Go(func() {
