@@ -23,15 +23,14 @@ import (
 // joins, takes its share and leaves, and as a claims b's partitions a's
 // replies are delayed about as long as a claim may take (claims applied
 // whose outcome a cannot know: doubtful partitions, claimed again and so
-// superseded); then a's link has its replies held (claims applied whose outcome a cannot know:
-// doubtful partitions, claimed again and so superseded), its requests
-// held (releases and claims that arrive late, after newer ones), or
-// latency beyond the request timeout, each for up to 2.5 s of a 2 s TTL,
-// so that a's membership also expires now and then and b takes over. Each
-// partition function records every successful Term.Check; the test fails
-// when a term passes Check after another term of its partition with a
-// greater token did (two holders acting at once), or when two members get
-// one token. It passed when written: kept as a regression test.
+// superseded); then a's link has its replies held, its requests held
+// (releases and claims that arrive late), or latency beyond the request
+// timeout, for up to 2.5 s of a 2 s TTL, so that a's membership expires
+// now and then and a joins again. Each partition function records every
+// successful Term.Check; the test fails when a term passes Check after
+// another term of its partition with a greater token did (two holders
+// acting at once), or when two members get one token. It passed when
+// written: kept as a regression test.
 func TestAdversary3RunnerLateRepliesAndRequests(t *testing.T) {
 	dsn := newDB(t)
 	proxy, viaProxy := proxied(t, dsn)
