@@ -19,7 +19,9 @@ import (
 )
 
 // TestAdversary3RunnerLateRepliesAndRequests runs two members of a
-// 4-partition group: a through a fault proxy, b directly. Eight times, b
+// 4-partition group, a through a fault proxy, b directly, and an Elector x
+// for partition 0's key that leads 300ms whenever it finds the key free
+// (single-key Acquires racing the claims). Eight times, b
 // joins, takes its share and leaves, and as a claims b's partitions a's
 // replies are delayed about as long as a claim may take (claims applied
 // whose outcome a cannot know: doubtful partitions, claimed again and so
@@ -70,6 +72,34 @@ func TestAdversary3RunnerLateRepliesAndRequests(t *testing.T) {
 		wg.Go(func() { _ = g.Run(ctx, fn(who)) })
 	}
 	member(run, "a", "1", viaProxy)
+	// x, an Elector for partition 0's key, leads 300ms at a time whenever
+	// it finds the key free: a single-key Acquire racing the claims.
+	ecfg := tenure.DefaultConfig()
+	ecfg.Key, ecfg.Holder, ecfg.Instance = "jobs/0", "x", "1"
+	ecfg.TTL, ecfg.Margin = 2*time.Second, 200*time.Millisecond
+	e, err := tenure.NewElector(open(t, dsn), ecfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() {
+		for run.Err() == nil {
+			_ = e.Run(run, func(ctx context.Context, term *tenure.Term) error {
+				for end := time.Now().Add(300 * time.Millisecond); ctx.Err() == nil && time.Now().Before(end); {
+					if term.Check() == nil {
+						mu.Lock()
+						checks["0"] = append(checks["0"], check{"x", term.Token(), time.Now()})
+						mu.Unlock()
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				return nil
+			})
+			select {
+			case <-run.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
 	rng := rand.New(rand.NewPCG(3, 7))
 	var faults []string
 	for cycle := range 8 {
@@ -137,7 +167,13 @@ func TestAdversary3RunnerLateRepliesAndRequests(t *testing.T) {
 	logs.mu.Lock()
 	doubtful := strings.Count(logs.b.String(), "claiming these partitions again")
 	logs.mu.Unlock()
-	t.Logf("%d terms, %d checks over 4 partitions, %d claims with an outcome unknown (claimed again); faults on a's link: %v", terms, total, doubtful, faults)
+	xTerms := map[uint64]bool{}
+	for _, c := range checks["0"] {
+		if c.who == "x" {
+			xTerms[c.token] = true
+		}
+	}
+	t.Logf("%d terms (x's: %d), %d checks over 4 partitions, %d claims with an outcome unknown (claimed again); faults on a's link: %v", terms, len(xTerms), total, doubtful, faults)
 	if terms <= 4 {
 		t.Errorf("only %d terms: the faults moved no partition, the test tested little", terms)
 	}
