@@ -21,7 +21,9 @@ import (
 )
 
 // TestAdversary3RunnerLostClaimReplies runs two members of a 4-partition
-// group: a on a client whose Txn replies are dropped after etcd applied
+// group, and an Elector x for partition 0's key that leads 300ms whenever
+// it finds the key free (single-key Acquires racing the claims): a on a
+// client whose Txn replies are dropped after etcd applied
 // them (half of them, while the fault is on), b on a plain one. Eight
 // times, b joins, takes its share and leaves, and a claims b's partitions
 // with the fault on: claims applied whose outcome a cannot know (doubtful
@@ -80,6 +82,34 @@ func TestAdversary3RunnerLostClaimReplies(t *testing.T) {
 		wg.Go(func() { _ = g.Run(ctx, fn(who)) })
 	}
 	member(run, "a", "1", lossy)
+	// x, an Elector for partition 0's key, leads 300ms at a time whenever
+	// it finds the key free: a single-key Acquire racing the claims.
+	ecfg := tenure.DefaultConfig()
+	ecfg.Key, ecfg.Holder, ecfg.Instance = "jobs/0", "x", "1"
+	ecfg.TTL, ecfg.Margin = 2*time.Second, 200*time.Millisecond
+	e, err := tenure.NewElector(newCoordinator(t, plain), ecfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() {
+		for run.Err() == nil {
+			_ = e.Run(run, func(ctx context.Context, term *tenure.Term) error {
+				for end := time.Now().Add(300 * time.Millisecond); ctx.Err() == nil && time.Now().Before(end); {
+					if term.Check() == nil {
+						mu.Lock()
+						checks["0"] = append(checks["0"], check{"x", term.Token(), time.Now()})
+						mu.Unlock()
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				return nil
+			})
+			select {
+			case <-run.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
 	for cycle := range 8 {
 		// b joins, takes its share, and leaves: a claims b's partitions
 		// while its link misbehaves.
@@ -122,7 +152,13 @@ func TestAdversary3RunnerLostClaimReplies(t *testing.T) {
 	logs.mu.Lock()
 	doubtful := strings.Count(logs.b.String(), "claiming these partitions again")
 	logs.mu.Unlock()
-	t.Logf("%d terms, %d checks over 4 partitions, %d claims with an outcome unknown (claimed again); %d Txn replies dropped", terms, total, doubtful, dropped.Load())
+	xTerms := map[uint64]bool{}
+	for _, c := range checks["0"] {
+		if c.who == "x" {
+			xTerms[c.token] = true
+		}
+	}
+	t.Logf("%d terms (x's: %d), %d checks over 4 partitions, %d claims with an outcome unknown (claimed again); %d Txn replies dropped", terms, len(xTerms), total, doubtful, dropped.Load())
 	if terms <= 4 {
 		t.Errorf("only %d terms: the faults moved no partition, the test tested little", terms)
 	}
