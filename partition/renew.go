@@ -41,20 +41,19 @@ func (r *runner) startRenewer(m Member, dl tenure.Instant) {
 // nextRenewal); a failed one is retried every RetryPeriod until the local
 // deadline.
 //
-// After each renewal it checks that this member still owns every partition
-// it runs (see check), and the next renewal extends the terms (shared) only
-// if that check answered: so a partition freed by someone else (an
+// Each renewal is sent with a check that this member still owns every
+// partition it runs (see check), in flight at once, and extends the terms
+// (shared) only when both answered: so a partition freed by someone else (an
 // operator's `tenure release --force`, etcdctl del, an UPDATE) and perhaps
 // claimed by another member since is run here at most until the reply of
-// the check after the next renewal, and never past the deadline of the
-// first renewal sent after the free. A check is bounded by the next
-// renewal's due time, so it never delays it, and a check that fails keeps
-// neither the membership from being renewed nor its place in the group.
+// the next check, one renewal interval plus a round trip later, and never
+// past the deadline of the last renewal sent with a check that answered: a
+// safe lease. A check is bounded by the next renewal's due time, so it never
+// delays it, and a check that fails keeps neither the membership from being
+// renewed nor its place in the group.
 func (r *runner) renewLoop(ctx context.Context, shared sharedDeadline, m Member, dl tenure.Instant) {
 	retry := timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod)
-	due := time.Now().Add(r.nextRenewal(m.TTL, dl.Until()))
-	checked := true // nothing runs yet: nothing to check
-	timer := time.NewTimer(timerwait.Delay(time.Until(due)))
+	timer := time.NewTimer(timerwait.Delay(r.nextRenewal(m.TTL, dl.Until())))
 	defer timer.Stop()
 	for {
 		select {
@@ -62,40 +61,37 @@ func (r *runner) renewLoop(ctx context.Context, shared sharedDeadline, m Member,
 			return
 		case <-timer.C:
 		}
+		due := time.Now()
+		checked := make(chan error, 1)
+		go func() { checked <- r.check(ctx, m, due.Add(r.nextRenewal(m.TTL, dl.Until()))) }()
 		nm, err := r.renewOnce(ctx, m, dl, due)
+		replied := time.Now() // the next renewal is due from here, check or no check
+		checkErr := <-checked
 		if ctx.Err() != nil { // stopped: the runner leaves or lost the membership
 			return
 		}
+		if errors.Is(checkErr, tenure.ErrLost) {
+			err = checkErr
+		}
+		next := retry
 		switch {
+		case err == nil && checkErr == nil:
+			m, dl = nm, r.deadlineOf(nm)
+			shared.Extend(nm.TTL, nm.Sent, dl)
+			next = r.nextRenewal(nm.TTL, dl.Until())
 		case err == nil:
 			m = nm
-			if checked {
-				dl = r.deadlineOf(nm)
-				shared.Extend(nm.TTL, nm.Sent, dl)
-			} else {
-				r.g.log.Warn("membership renewed, but the partitions owned could not be checked: their terms are not extended; retrying until the local deadline", "remaining", dl.Until())
-			}
-			r.mu.Lock()
-			r.member, r.deadline = m, dl
-			r.mu.Unlock()
-			due = time.Now().Add(r.nextRenewal(nm.TTL, dl.Until()))
-			checkErr := r.check(ctx, m, due)
-			if errors.Is(checkErr, tenure.ErrLost) {
-				r.lose(shared, checkErr)
-				return
-			}
-			if checked = checkErr == nil; !checked && ctx.Err() == nil {
-				r.g.log.Warn("check of the partitions owned failed: the next renewal does not extend their terms", "err", checkErr, "remaining", dl.Until())
-				due = time.Now().Add(min(retry, time.Until(due)))
-			}
+			r.g.log.Warn("membership renewed, but the partitions owned could not be checked: their terms are not extended; retrying until the local deadline", "err", checkErr, "remaining", dl.Until())
 		case errors.Is(err, tenure.ErrLost):
 			r.lose(shared, err)
 			return
 		default:
 			r.g.log.Warn("membership renewal failed; retrying until the local deadline", "err", err, "remaining", dl.Until())
-			due = time.Now().Add(retry)
 		}
-		timer.Reset(timerwait.Delay(time.Until(due)))
+		r.mu.Lock()
+		r.member, r.deadline = m, dl
+		r.mu.Unlock()
+		timer.Reset(timerwait.Delay(next - time.Since(replied)))
 	}
 }
 
@@ -111,10 +107,11 @@ func (r *runner) renewOnce(ctx context.Context, m Member, dl tenure.Instant, due
 }
 
 // check asks the coordinator which of the partitions this member runs it
-// no longer owns, at most until due (the next renewal), and ends their
-// terms as lost: they are not released (see finish), and the member claims
-// them again only if its assignment gives them to it, with a new token.
-func (r *runner) check(ctx context.Context, m Member, due time.Time) error {
+// no longer owns, bounded by the request timeout and by next (when the
+// next renewal is due), and ends their terms as lost: they are not released
+// (see finish), and the member claims them again only if its assignment
+// gives them to it, with a new token.
+func (r *runner) check(ctx context.Context, m Member, next time.Time) error {
 	r.mu.Lock()
 	gs := make([]tenure.Grant, 0, len(r.live))
 	for _, l := range r.live {
@@ -125,7 +122,7 @@ func (r *runner) check(ctx context.Context, m Member, due time.Time) error {
 		return nil
 	}
 	timeout := timing.RequestTimeout(r.cfg.TTL, r.cfg.RenewInterval, r.cfg.RequestTimeout)
-	ctx, cancel := context.WithTimeout(ctx, max(min(timeout, time.Until(due)), time.Millisecond))
+	ctx, cancel := context.WithTimeout(ctx, timerwait.Delay(min(timeout, time.Until(next))))
 	defer cancel()
 	lost, err := r.g.c.CheckPartitions(ctx, m, gs)
 	if err != nil {
