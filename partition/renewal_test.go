@@ -133,3 +133,47 @@ func (r *recorder) ended(owned []partition.Owned) (partition.Owned, bool) {
 	}
 	return partition.Owned{}, false
 }
+
+// checkHangingLink is hangingLink on which, once hang is set, checks of
+// the partitions owned hang until their context ends as well.
+type checkHangingLink struct{ *hangingLink }
+
+func (l checkHangingLink) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
+	if err := l.wait(ctx, "check"); err != nil {
+		return nil, err
+	}
+	return l.Coordinator.CheckPartitions(ctx, m, gs)
+}
+
+// TestRenewalsDoNotWaitForChecks: member a's checks of the partitions it
+// owns hang until their context ends. Its terms may not be extended (a
+// partition freed by hand would go unnoticed), but its membership renewals
+// must keep their schedule: a check is bounded by the next renewal's due
+// time. Sent after the check, renewals went out a request timeout plus a
+// retry period apart.
+func TestRenewalsDoNotWaitForChecks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 8) // TTL 3s: renew every 1s, request timeout 1s
+		defer c.close()
+		link := checkHangingLink{&hangingLink{Coordinator: c.coord}}
+		c.wrap = map[string]tenure.Coordinator{"a": link}
+		c.start("a")
+		c.await("a runs every partition", 10*time.Second, c.settled)
+		link.hang.Store(true)
+		from := len(link.renewals())
+		time.Sleep(6 * time.Second)
+		sent := link.renewals()[from:]
+		every := c.renewInterval()
+		if len(sent) < 5 {
+			t.Fatalf("a sent %d membership renewals in the 6s its checks hung; want at least 5, one every %s", len(sent), every)
+		}
+		for i := 1; i < len(sent); i++ {
+			if gap := sent[i].Sub(sent[i-1]); gap > every {
+				t.Errorf("a's membership renewal %d was sent %s after the one before while its checks hung; want at most the renewal interval, %s", i, gap, every)
+			}
+		}
+		link.hang.Store(false)
+		c.await("a runs every partition again", 3*c.cfg.TTL, c.settled)
+		c.check()
+	})
+}
