@@ -42,13 +42,14 @@ func (r *runner) startRenewer(m Member, dl tenure.Instant) {
 // deadline.
 //
 // Each renewal is sent with a check that this member still owns every
-// partition it runs (see check), in flight at once, and extends the terms
-// (shared) only when both answered: so a partition freed by someone else (an
-// operator's `tenure release --force`, etcdctl del, an UPDATE) and perhaps
-// claimed by another member since is run here at most until the reply of
-// the next check, one renewal interval plus a round trip later, and never
-// past the deadline of the last renewal sent with a check that answered: a
-// safe lease. A check is bounded by the next renewal's due time, so it never
+// partition it runs (see check), both in flight at once (the renewal from
+// a goroutine of its own, so that neither waits for the other's reply), and
+// extends the terms (shared) only when both answered: so a partition freed
+// by someone else (an operator's `tenure release --force`, etcdctl del, an
+// UPDATE) and perhaps claimed by another member since is run here at most
+// until the reply of the next check, one renewal interval plus a round trip
+// later, and never past the deadline of the last renewal sent with a check
+// that answered: a safe lease. A check is bounded by the next renewal's due time, so it never
 // delays it, and a check that fails keeps neither the membership from being
 // renewed nor its place in the group.
 func (r *runner) renewLoop(ctx context.Context, shared sharedDeadline, m Member, dl tenure.Instant) {
@@ -62,11 +63,11 @@ func (r *runner) renewLoop(ctx context.Context, shared sharedDeadline, m Member,
 		case <-timer.C:
 		}
 		due := time.Now()
-		checked := make(chan error, 1)
-		go func() { checked <- r.check(ctx, m, due.Add(r.nextRenewal(m.TTL, dl.Until()))) }()
-		nm, err := r.renewOnce(ctx, m, dl, due)
-		replied := time.Now() // the next renewal is due from here, check or no check
-		checkErr := <-checked
+		renewed := make(chan renewal, 1)
+		go func() { renewed <- r.renewOnce(ctx, m, dl, due) }()
+		checkErr := r.check(ctx, m, due.Add(r.nextRenewal(m.TTL, dl.Until())))
+		rn := <-renewed
+		nm, err := rn.m, rn.err
 		if ctx.Err() != nil { // stopped: the runner leaves or lost the membership
 			return
 		}
@@ -91,19 +92,27 @@ func (r *runner) renewLoop(ctx context.Context, shared sharedDeadline, m Member,
 		r.mu.Lock()
 		r.member, r.deadline = m, dl
 		r.mu.Unlock()
-		timer.Reset(timerwait.Delay(next - time.Since(replied)))
+		timer.Reset(timerwait.Delay(next - time.Since(rn.replied))) // from the reply, check or no check
 	}
+}
+
+// renewal is the outcome of one membership renewal.
+type renewal struct {
+	m       Member
+	err     error
+	replied time.Time
 }
 
 // renewOnce sends one renewal of membership m, due at due, whose terms'
 // local deadline is dl, bounded by the request timeout. A renewal still
 // unanswered a RetryPeriod after it was due is logged as overdue then.
-func (r *runner) renewOnce(ctx context.Context, m Member, dl tenure.Instant, due time.Time) (Member, error) {
+func (r *runner) renewOnce(ctx context.Context, m Member, dl tenure.Instant, due time.Time) renewal {
 	watch := r.watchRenewal(m.Epoch, dl, due)
 	defer watch.Stop()
 	ctx, cancel := context.WithTimeout(ctx, timing.RequestTimeout(r.cfg.TTL, r.cfg.RenewInterval, r.cfg.RequestTimeout))
 	defer cancel()
-	return r.g.c.RenewMember(ctx, m)
+	nm, err := r.g.c.RenewMember(ctx, m)
+	return renewal{m: nm, err: err, replied: time.Now()}
 }
 
 // check asks the coordinator which of the partitions this member runs it
