@@ -15,11 +15,10 @@ const (
 // that, within [minClaim, maxClaim].
 //
 // Why: a coordinator serves claims and renewals from one queue (a member's
-// renewal begins with CheckPartitions, on etcd a TimeToLive of its lease,
+// renewal goes with CheckPartitions, on etcd a TimeToLive of its lease,
 // which etcd answers only once it has applied every write committed
 // before, as it does a linearizable read), so the claims that members have
-// in flight are a wait for every renewal, and the step that claims renews
-// only after.
+// in flight are a wait for every renewal.
 // With every member claiming 1,024 at a time, a cold start of 100,000
 // partitions kept etcd's queue seconds deep for as long as it lasted, and
 // on a loaded host renewals came too late: memberships expired and their

@@ -49,12 +49,14 @@
 // is attached to the member's etcd lease; on PostgreSQL a partition's row
 // names its owner's epoch, valid while the member's one row is live on the
 // database's clock; the memory coordinator does the same in process. Claims
-// and releases are batched. Before each renewal the member checks, with one
-// read whose work grows with the partitions it owns, not with P, that it
-// still owns them (Coordinator.CheckPartitions); a renewal
-// extends their terms only when both answered: a partition an operator freed by hand (`tenure
-// release --force`, etcdctl del, SQL) is run at most one renewal interval
-// plus a round trip after, and never past a safe lease.
+// and releases are batched. The membership is renewed on its own schedule
+// (the Elector's), never waiting behind claims, releases, reads or the
+// assignment. With each renewal the member checks, with one read whose work
+// grows with the partitions it owns, not with P, that it still owns them
+// (Coordinator.CheckPartitions, sent beside the renewal); a renewal extends
+// their terms only when both answered: a partition an operator freed by
+// hand (`tenure release --force`, etcdctl del, SQL) is run at most one
+// renewal interval plus a round trip after, and never past a safe lease.
 //
 // # Status and metrics
 //

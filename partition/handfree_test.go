@@ -55,8 +55,8 @@ func TestHandFreedPartitionEndsWithinARenewal(t *testing.T) {
 	})
 }
 
-// renewInterval is how often the cluster's members renew: RenewInterval,
-// but at least three times per safe lease.
+// renewInterval is how often the cluster's members renew while renewals
+// are answered at once: the Elector's schedule, timing.NextRenewal.
 func (c *cluster) renewInterval() time.Duration {
-	return min(timing.RenewInterval(c.cfg.TTL, c.cfg.RenewInterval), timing.SafeLease(c.cfg.TTL, c.cfg.MaxDrift, c.cfg.Margin)/3)
+	return timing.NextRenewal(timing.RenewInterval(c.cfg.TTL, c.cfg.RenewInterval), c.cfg.TTL, timing.SafeLease(c.cfg.TTL, c.cfg.MaxDrift, c.cfg.Margin))
 }

@@ -41,7 +41,7 @@ func (l *lockedBuffer) warnings() []string {
 // attempt times out, a request timeout later, as the Elector does.
 func TestRenewalOverdueWarnsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCluster(t, 2) // TTL 3s: renew every 890ms, retry period 300ms, request timeout 1s
+		c := newCluster(t, 2) // TTL 3s: renew every 1s, retry period 300ms, request timeout 1s
 		defer c.close()
 		var logs lockedBuffer
 		c.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -54,7 +54,7 @@ func TestRenewalOverdueWarnsAtOnce(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		w := logs.warnings()
 		want := []string{`msg="membership renewal overdue"`, `epoch=1`,
-			`cause="no reply from the coordinator to the check of the partitions owned sent 300ms ago (the renewal was due 300ms ago)"`}
+			`cause="no reply from the coordinator to the membership renewal sent 300ms ago (the renewal was due 300ms ago)"`}
 		for _, part := range want {
 			if len(w) == 0 || !strings.Contains(w[0], part) {
 				t.Fatalf("warnings 2s after a's requests began to hang: %q; want first one with %s", w, strings.Join(want, " "))

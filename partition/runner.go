@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,10 +34,16 @@ type runner struct {
 	wake chan struct{} // poked when a function returns
 
 	joined    bool
-	member    Member
-	deadline  tenure.Instant // the member's local deadline, on both clocks
-	shared    sharedDeadline // every owned partition's: deadline
-	nextRenew time.Time
+	shared    sharedDeadline // every owned partition's: the membership's deadline
+	stopRenew func()         // stops the membership's renewer and waits for it
+
+	// The membership as its renewer keeps it (see renewLoop), which runs
+	// on its own schedule beside the steps.
+	mu       sync.Mutex
+	member   Member
+	deadline tenure.Instant      // the terms' local deadline, on both clocks
+	live     map[string]liveTerm // partitions run and not found lost: what a check asks about
+	ended    error               // the membership lost, found by the renewer
 
 	latest, effective []string          // member IDs: as last read; debounced
 	changedAt         time.Time         // when latest last changed
@@ -79,6 +84,7 @@ func newRunner(ctx context.Context, g *Group, fn Func) *runner {
 		unowned:  make(map[string]time.Time),
 		disagree: make(map[string]uint64),
 		doubtful: make(map[string]bool),
+		live:     make(map[string]liveTerm),
 	}
 }
 
@@ -106,27 +112,25 @@ func (r *runner) run() error {
 			return err
 		}
 		wait := r.cfg.EffectiveSyncInterval()
-		switch {
-		case more: // partitions left to claim: go on at once
+		if more { // partitions left to claim: go on at once
 			wait = 0
-		case r.joined:
-			wait = max(min(wait, time.Until(r.nextRenew)), time.Millisecond)
 		}
 		timer.Reset(timerwait.Delay(wait))
 	}
 }
 
-// step does one round: join or renew, read the membership, collect
-// finished functions, hand over, release, claim. It returns only permanent
-// errors, and reports whether partitions are left to claim.
+// step does one round: join (or learn that the renewer found the
+// membership lost), read the membership, collect finished functions, hand
+// over, release, claim. It returns only permanent errors, and reports
+// whether partitions are left to claim. Renewals never wait for it: they
+// run on their own schedule (see renewLoop).
 func (r *runner) step() (more bool, err error) {
-	if !r.joined {
+	if err := r.renewerEnded(); err != nil {
+		r.lost(err) // joins again at the next step
+	} else if !r.joined {
 		if err := r.join(); err != nil {
 			return false, err
 		}
-	}
-	if r.joined && !time.Now().Before(r.nextRenew) {
-		r.renew()
 	}
 	if r.joined {
 		if err := r.readMembers(); err != nil {
@@ -157,7 +161,8 @@ func permanent(err error) bool {
 		errors.Is(err, tenure.ErrInvalidTTL) || errors.Is(err, tenure.ErrClosed)
 }
 
-// join makes this process a member with a new epoch.
+// join makes this process a member with a new epoch, and starts renewing
+// the membership.
 func (r *runner) join() error {
 	var m Member
 	err := r.call(func(ctx context.Context) (err error) {
@@ -172,10 +177,13 @@ func (r *runner) join() error {
 		r.g.log.Warn("join failed; retrying", "err", err)
 		return nil
 	}
-	r.member, r.joined = m, true
-	r.deadline = r.deadlineOf(m)
-	r.shared = newSharedDeadline(r.deadline)
-	r.nextRenew = m.Sent.Time().Add(r.renewInterval())
+	dl := r.deadlineOf(m)
+	r.mu.Lock()
+	r.member, r.deadline, r.ended = m, dl, nil
+	r.mu.Unlock()
+	r.joined = true
+	r.shared = newSharedDeadline(dl)
+	r.startRenewer(m, dl)
 	r.g.log.Info("joined", "epoch", m.Epoch, "ttl", m.TTL)
 	return nil
 }
@@ -193,110 +201,29 @@ func (r *runner) deadlineOf(m Member) tenure.Instant {
 	return m.Sent.Add(timing.SafeLease(m.TTL, r.cfg.MaxDrift, r.cfg.Margin))
 }
 
-// renewInterval is how often the membership is renewed: the configured
-// interval, but at least three times per safe lease of the TTL granted.
+// renewInterval is how often the membership is renewed while renewals are
+// answered at once: the renewer's schedule (see nextRenewal) for the TTL
+// granted and a full safe lease left.
 func (r *runner) renewInterval() time.Duration {
-	return max(min(timing.RenewInterval(r.cfg.TTL, r.cfg.RenewInterval), timing.SafeLease(r.member.TTL, r.cfg.MaxDrift, r.cfg.Margin)/3), time.Millisecond)
+	m, _ := r.lease()
+	ttl := m.TTL
+	if ttl <= 0 { // not joined yet
+		ttl = r.cfg.TTL
+	}
+	return r.nextRenewal(ttl, timing.SafeLease(ttl, r.cfg.MaxDrift, r.cfg.Margin))
 }
 
-// renew checks that this member still owns every partition it runs (see
-// check), then extends the membership, and with it their terms: the terms
-// are extended only when both answered. So a partition freed by someone
-// else (an operator's `tenure release --force`, etcdctl del, an UPDATE)
-// and perhaps claimed by another member since is run here at most until
-// the reply of the next check, one renewal interval plus a round trip
-// later, and never past the deadline of the last renewal that followed a
-// check: a safe lease. A check that fails does not keep the membership from
-// being renewed (its other partitions, and its place in the group, live on);
-// both are tried again after RetryPeriod. A renewal still unanswered a
-// RetryPeriod after it was due is logged as overdue then (see overdue).
-func (r *runner) renew() {
-	first := "check of the partitions owned"
-	if len(r.owned) == 0 {
-		first = "membership renewal" // check sends nothing
-	}
-	watch := r.watchRenewal(r.nextRenew, first)
-	defer watch.stop()
-	checkErr := r.check()
-	if errors.Is(checkErr, tenure.ErrLost) {
-		r.lost(checkErr)
-		return
-	}
-	watch.sending("membership renewal")
-	var m Member
-	err := r.call(func(ctx context.Context) (err error) {
-		m, err = r.g.c.RenewMember(ctx, r.member)
-		return err
-	})
-	switch {
-	case err == nil && checkErr == nil:
-		r.member = m
-		r.deadline = r.deadlineOf(m)
-		r.nextRenew = m.Sent.Time().Add(r.renewInterval())
-		r.shared.Extend(m.TTL, m.Sent, r.deadline)
-	case err == nil:
-		r.member = m
-		r.g.log.Warn("membership renewed, but the partitions owned could not be checked: their terms are not extended; retrying until the local deadline", "err", checkErr, "remaining", r.deadline.Until())
-		r.nextRenew = time.Now().Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))
-	case errors.Is(err, tenure.ErrLost):
-		r.lost(err)
-	default:
-		r.g.log.Warn("membership renewal failed; retrying until the local deadline", "err", err, "remaining", r.deadline.Until())
-		r.nextRenew = time.Now().Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))
-	}
+// nextRenewal is how long after a renewal of a membership granted for ttl,
+// with remaining left until its local deadline, the next one is due: the
+// Elector's rule, timing.NextRenewal.
+func (r *runner) nextRenewal(ttl, remaining time.Duration) time.Duration {
+	return timing.NextRenewal(timing.RenewInterval(r.cfg.TTL, r.cfg.RenewInterval), ttl, remaining)
 }
 
-// check asks the coordinator which of the partitions this member runs it no
-// longer owns, and ends their terms as lost: they are not released, and the
-// member claims them again only if its assignment gives them to it, with a
-// new token.
-func (r *runner) check() error {
-	if len(r.owned) == 0 {
-		return nil
-	}
-	gs := make([]tenure.Grant, 0, len(r.owned))
-	for _, o := range r.owned {
-		if !o.keep {
-			gs = append(gs, o.term.Grant())
-		}
-	}
-	var lost []tenure.Grant
-	err := r.call(func(ctx context.Context) (err error) {
-		lost, err = r.g.c.CheckPartitions(ctx, r.member, gs)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("check the partitions owned: %w", err)
-	}
-	for _, g := range lost {
-		name, _ := strings.CutPrefix(g.Key, r.cfg.Key+"/")
-		o := r.owned[name]
-		if o == nil || o.keep {
-			continue
-		}
-		r.g.log.Error("partition no longer owned: freed or taken by someone else; its term ends now", "partition", name, "token", g.Token)
-		o.keep = true
-		if o.reason == "" {
-			o.reason = MoveLost
-		}
-		o.ctl.End(fmt.Errorf("%w: %w: partition %q (token %d) was freed or taken by someone else", tenure.ErrNotLeader, tenure.ErrLost, name, g.Token))
-	}
-	return nil
-}
-
-// lost ends every term after the coordinator reported the membership gone.
-// The partitions are free already: nothing is released.
-func (r *runner) lost(err error) {
-	r.g.log.Warn("membership lost", "epoch", r.member.Epoch, "err", err)
-	for _, o := range r.owned {
-		o.keep = true
-		if o.reason == "" {
-			o.reason = MoveLost
-		}
-		o.ctl.End(fmt.Errorf("%w: %w", tenure.ErrNotLeader, err))
-	}
-	clear(r.unsent)
-	clear(r.doubtful) // gone with the membership
-	r.shared.Stop()
-	r.joined = false
+// lease returns the membership and its terms' local deadline, as last
+// renewed.
+func (r *runner) lease() (Member, tenure.Instant) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.member, r.deadline
 }

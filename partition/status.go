@@ -59,7 +59,8 @@ func (g *Group) Snapshot() Snapshot {
 func (r *runner) publish() {
 	s := Snapshot{Joined: r.joined, Members: r.latest}
 	if r.joined {
-		s.Member, s.Deadline = r.member, r.deadline.Time()
+		m, dl := r.lease()
+		s.Member, s.Deadline = m, dl.Time()
 	}
 	r.g.mu.Lock()
 	terms := r.g.terms

@@ -30,7 +30,8 @@ import (
 // to answer it: at 100,000 partitions, a loop that kept a loaded
 // coordinator too busy to renew memberships.
 func (r *runner) claim() (more bool) {
-	if r.settled == nil || r.deadline.Until() <= 0 {
+	m, dl := r.lease()
+	if r.settled == nil || dl.Until() <= 0 {
 		return false // no settled view yet (just joined), or no renewal in time
 	}
 	now := time.Now()
@@ -40,7 +41,7 @@ func (r *runner) claim() (more bool) {
 	}
 	var res []ClaimResult
 	err := r.call(func(ctx context.Context) (err error) {
-		res, err = r.g.c.ClaimPartitions(ctx, r.member, names)
+		res, err = r.g.c.ClaimPartitions(ctx, m, names)
 		return err
 	})
 	r.batch.took(len(names), time.Since(now), timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod)/2, err != nil)
@@ -97,6 +98,7 @@ func (r *runner) toClaim(now time.Time) (names []string, more bool) {
 func (r *runner) claimed(names []string, res []ClaimResult, now time.Time) (claimed int) {
 	unknown := 0
 	var firstErr error
+	_, dl := r.lease()
 	for i, cr := range res {
 		n := names[i]
 		mine := r.target[n] == r.g.id
@@ -104,7 +106,7 @@ func (r *runner) claimed(names []string, res []ClaimResult, now time.Time) (clai
 			delete(r.doubtful, n)
 		}
 		switch {
-		case cr.Err == nil && mine && r.deadline.Until() > 0:
+		case cr.Err == nil && mine && dl.Until() > 0:
 			r.start(r.g.byName[n], cr.Grant)
 			claimed++
 		case cr.Err == nil: // a doubtful partition for another member, or past the deadline
@@ -132,6 +134,9 @@ func (r *runner) start(p Partition, gr tenure.Grant) {
 	work, stop := context.WithCancelCause(t.Context())
 	o := &owned{p: p, term: t, ctl: ctl, stop: stop}
 	r.owned[p.Name] = o
+	r.mu.Lock()
+	r.live[p.Name] = liveTerm{grant: gr, ctl: ctl}
+	r.mu.Unlock()
 	r.ownedChanged = true
 	r.g.metrics.Moved(r.cfg.Key, MoveClaimed)
 	r.transition(tenure.Elected, o, nil)
@@ -141,10 +146,7 @@ func (r *runner) start(p Partition, gr tenure.Grant) {
 		o.err = err
 		r.returned = append(r.returned, o)
 		r.returnedMu.Unlock()
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
+		r.poke()
 	}()
 }
 
@@ -179,6 +181,11 @@ func (r *runner) reap() {
 	for _, o := range done {
 		r.finish(o, o.err)
 		delete(r.owned, o.p.Name)
+		r.mu.Lock()
+		if l, ok := r.live[o.p.Name]; ok && l.grant.Token == o.term.Token() {
+			delete(r.live, o.p.Name)
+		}
+		r.mu.Unlock()
 		r.ownedChanged = true
 	}
 }
@@ -186,6 +193,9 @@ func (r *runner) reap() {
 // finish ends o's term after its function returned err.
 func (r *runner) finish(o *owned, err error) {
 	kind := tenure.Resigned
+	if errors.Is(o.ctl.Cause(), tenure.ErrLost) {
+		o.keep = true // the coordinator says it is not this member's: nothing to release
+	}
 	switch {
 	case tenure.IsStale(err):
 		o.ctl.End(fmt.Errorf("%w: fenced by resource: %w", tenure.ErrNotLeader, err))
@@ -224,8 +234,9 @@ func (r *runner) release() {
 	for _, gr := range r.unsent {
 		gs = append(gs, gr)
 	}
+	m, _ := r.lease()
 	err := r.call(func(ctx context.Context) error {
-		return r.g.c.ReleasePartitions(ctx, r.member, gs)
+		return r.g.c.ReleasePartitions(ctx, m, gs)
 	})
 	if err != nil {
 		r.g.log.Warn("release failed; retrying", "partitions", len(gs), "err", err)
@@ -255,13 +266,17 @@ func (r *runner) transition(kind tenure.TransitionKind, o *owned, err error) {
 // overrunning function's term has ended (at the deadline: its Check fails)
 // and only the resources' fencing stops its late writes.
 func (r *runner) leave() {
+	if r.joined {
+		r.stopRenew()
+	}
+	m, dl := r.lease()
 	for _, o := range r.owned {
 		if o.reason == "" {
 			o.reason = MoveLeft
 		}
 		o.stop(fmt.Errorf("%w: leaving the group", tenure.ErrNotLeader))
 	}
-	timer := time.NewTimer(timerwait.Delay(r.deadline.Until()))
+	timer := time.NewTimer(timerwait.Delay(dl.Until()))
 	defer timer.Stop()
 	for len(r.owned) > 0 {
 		select {
@@ -273,7 +288,7 @@ func (r *runner) leave() {
 	}
 	if r.joined {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), timing.RequestTimeout(r.cfg.TTL, r.cfg.RenewInterval, r.cfg.RequestTimeout))
-		if err := r.g.c.LeaveGroup(ctx, r.member); err != nil {
+		if err := r.g.c.LeaveGroup(ctx, m); err != nil {
 			r.g.log.Warn("leave failed; the membership will expire on its own", "err", err)
 		}
 		cancel()
@@ -294,8 +309,9 @@ func (r *runner) overrun() {
 		names = append(names, n)
 	}
 	if r.joined {
+		m, _ := r.lease()
 		slices.Sort(names)
 		r.g.log.Warn("leaving: partition functions still running past the local deadline; the member stays in the group, holding its partitions, until they return or its lease (no longer renewed) lapses",
-			"partitions", strings.Join(names, ","), "epoch", r.member.Epoch)
+			"partitions", strings.Join(names, ","), "epoch", m.Epoch)
 	}
 }
