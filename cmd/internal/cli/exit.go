@@ -6,6 +6,10 @@ import (
 	"syscall"
 )
 
+// ExitLost (EX_TEMPFAIL) is tenure run's exit code with --exit-on-loss when
+// leadership was lost: try again later.
+const ExitLost = 75
+
 // exitCodesTenure is the part of every command's "Exit codes:" help about
 // tenure's own runtime failures.
 const exitCodesTenure = `69   the coordinator could not be reached, or refused the connection or

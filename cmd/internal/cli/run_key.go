@@ -138,4 +138,5 @@ func (k *keyRun) onTransition(t tenure.Transition) {
 		k.wait.campaigning() // the elector campaigns again
 	}
 	logTransition(k.s.log, t)
+	k.s.termEnded(t)
 }
