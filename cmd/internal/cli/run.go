@@ -133,7 +133,7 @@ Exit codes:
   127  COMMAND was not found
   128+S  tenure got signal S while no command ran
 tenure's own failures never exit 1, so that "tenure run -- false" (1) and
-a failed tenure (69, 70) can be told apart by cron or systemd.
+a failed tenure (69, 70, 75, 77, 78) can be told apart by cron or systemd.
 
 ` + runPartitionsDoc
 
