@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
+	"github.com/tenure-dev/tenure/internal/kubetest"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 )
 
@@ -158,5 +159,20 @@ func TestExitCodePortInUse(t *testing.T) {
 		"--listen-peer", "http://"+closedPort(t), "--http", "")
 	if res.code != ExitUnavailable || !strings.Contains(res.stderr, "--listen-client "+first.endpoint) {
 		t.Errorf("%s: exit %d; want %d naming --listen-client %s\n%s", res.description, res.code, ExitUnavailable, first.endpoint, res.stderr)
+	}
+}
+
+// TestExitCodeKubeForbidden: a Kubernetes user whom RBAC lets not read or
+// write Leases gets a permission error (77, EX_NOPERM), from status and
+// from run.
+func TestExitCodeKubeForbidden(t *testing.T) {
+	t.Parallel()
+	s := kubetest.Start(t, kubetest.WithRBAC(), kubetest.WithUser("nobody"))
+	coord := []string{"--kubeconfig", s.Kubeconfig(t, "nobody", "default")}
+	for _, args := range [][]string{{"status", "--key", "jobs"}, {"run", "--key", "jobs", "--wait-timeout", "20s", "--", "true"}} {
+		res := runTenure(t, nil, append(append([]string{}, coord...), args...)...)
+		if res.code != ExitNoPerm || !strings.Contains(res.stderr, "forbidden") {
+			t.Errorf("%s: exit %d; want %d saying forbidden\n%s", res.description, res.code, ExitNoPerm, res.stderr)
+		}
 	}
 }
