@@ -121,3 +121,36 @@ func TestRunExitOnLoss(t *testing.T) {
 		t.Errorf("stderr does not say why tenure exited:\n%s", p.err)
 	}
 }
+
+// TestRunPartitionsStayCandidate: the same for a partition member: its
+// etcd server stopped for twice the TTL and started again, the member (the
+// same process) runs its partitions' commands again, with greater tokens;
+// with --exit-on-loss, a member exits 75 instead.
+func TestRunPartitionsStayCandidate(t *testing.T) {
+	t.Parallel()
+	etcd := etcdbin.New(t)
+	out := filepath.Join(t.TempDir(), "starts")
+	member := func(name string, extra ...string) *proc {
+		args := append(append([]string{"--endpoints", etcd.URL, "run", "--key", name, "--partitions", "2"}, lossFlags...), extra...)
+		return startProc(t, name, nil, append(append(args, "--"), lossCommand(out+"-"+name)...)...)
+	}
+	stays, exits := member("stays"), member("exits", "--exit-on-loss")
+	first := awaitStarts(t, stays, out+"-stays", 2, 15*time.Second)
+	awaitStarts(t, exits, out+"-exits", 2, 15*time.Second)
+
+	etcd.Kill()
+	if code := exits.wait(t, lossTTL+slack); code != ExitLost {
+		t.Errorf("member with --exit-on-loss: exit %d; want %d\n%s", code, ExitLost, exits.err)
+	}
+	time.Sleep(2 * lossTTL)
+	if stays.exited() {
+		t.Fatalf("member exited with %d while the coordinator was down; want it to stay a candidate", stays.code)
+	}
+	etcd.Restart(t)
+	tokens := awaitStarts(t, stays, out+"-stays", 4, 3*lossTTL+slack)
+	for _, tok := range tokens[2:] {
+		if tok <= max(first[0], first[1]) {
+			t.Errorf("token after the coordinator came back = %d; want > %v", tok, first)
+		}
+	}
+}

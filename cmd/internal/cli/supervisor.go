@@ -53,8 +53,8 @@ type supState struct {
 }
 
 // An outcome is how tenure run exits: err for Main (nil: 0), and its rank.
-// A higher rank wins: a command's own end over --wait-timeout over a
-// signal over an error.
+// A higher rank wins: a command's own end over a lost leadership
+// (--exit-on-loss) over --wait-timeout over a signal over an error.
 type outcome struct {
 	rank rank
 	err  error
