@@ -66,7 +66,7 @@ func TestExitCodePostgresUnknownParameter(t *testing.T) {
 	srv := pgtest.Need(t, pgServer, pgErr)
 	dsn := pgtest.WithParams(srv.NewDatabase(t), map[string]string{"sslmod": "disable"})
 	res := runTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
-	if res.code != ExitConfig || !strings.Contains(res.stderr, "sslmod") {
+	if res.code != ExitConfig || !strings.Contains(res.stderr, `"sslmod"`) || !strings.Contains(res.stderr, "check its spelling") {
 		t.Errorf("%s: exit %d; want %d naming sslmod\n%s", res.description, res.code, ExitConfig, res.stderr)
 	}
 }
