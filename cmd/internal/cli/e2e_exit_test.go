@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
 	"github.com/tenure-dev/tenure/internal/kubetest"
@@ -174,5 +177,37 @@ func TestExitCodeKubeForbidden(t *testing.T) {
 		if res.code != ExitNoPerm || !strings.Contains(res.stderr, "forbidden") {
 			t.Errorf("%s: exit %d; want %d saying forbidden\n%s", res.description, res.code, ExitNoPerm, res.stderr)
 		}
+	}
+}
+
+// TestExitCodeEtcdNoPermission: an etcd user whose role grants nothing on
+// tenure's keys is a permission error (77, EX_NOPERM), from run at start.
+func TestExitCodeEtcdNoPermission(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, t.TempDir())
+	ctx := ctxFor(t, 30*time.Second)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { _, err := c.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := c.UserAdd(ctx, "root", "sesame"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := c.RoleAdd(ctx, "none"); return err },
+		func() error { _, err := c.UserAdd(ctx, "nobody", "sesame"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "nobody", "none"); return err },
+		func() error { _, err := c.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			c.Close()
+			t.Fatalf("enable etcd auth: %v", err)
+		}
+	}
+	c.Close()
+	res := runTenure(t, nil, "--endpoints", s.endpoint, "--dial-timeout", (2*time.Second + slack).String(),
+		"--user", "nobody", "--password", "sesame", "run", "--key", "jobs", "--wait-timeout", "20s", "--", "true")
+	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "permission denied") {
+		t.Errorf("%s: exit %d; want %d saying permission denied\n%s", res.description, res.code, ExitNoPerm, res.stderr)
 	}
 }
