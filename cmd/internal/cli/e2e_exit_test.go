@@ -181,7 +181,8 @@ func TestExitCodeKubeForbidden(t *testing.T) {
 }
 
 // TestExitCodeEtcdNoPermission: an etcd user whose role grants nothing on
-// tenure's keys is a permission error (77, EX_NOPERM), from run at start.
+// tenure's keys is a permission error (77, EX_NOPERM), from run at start
+// (by the start-up read, or the campaign's error: the code is the cause's).
 func TestExitCodeEtcdNoPermission(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, t.TempDir())
