@@ -298,13 +298,13 @@ func (e *Elector) deadline(g Grant) Instant {
 // say when its lease was started is a coordinator's bug: Run returns it.
 func (e *Elector) begin(ctx context.Context, g Grant) (*Term, error) {
 	if g.Sent.IsZero() {
-		e.release(ctx, g)
+		e.release(ctx, g, slog.LevelWarn)
 		return nil, fmt.Errorf("campaign for %q: coordinator %T returned a grant without Grant.Sent: its lease's age is unknown, so no safe deadline can be computed", e.cfg.Key, e.c)
 	}
 	dl := e.deadline(g)
 	if dl.Until() <= 0 {
 		e.log.Warn("grant arrived after its local deadline; not acting on it", "token", g.Token, "ttl", g.TTL)
-		e.release(ctx, g)
+		e.release(ctx, g, slog.LevelWarn)
 		return nil, nil
 	}
 	t := newTerm(context.WithoutCancel(ctx), g, dl)
@@ -408,7 +408,7 @@ func (e *Elector) releaseEnded(ctx context.Context, t *Term, kind TransitionKind
 		// The grant may still be live at the coordinator (renewal replies
 		// lost, or a resource saw a newer token first): release it so that
 		// the next leader need not wait for it to expire.
-		e.release(ctx, t.Grant())
+		e.release(ctx, t.Grant(), slog.LevelInfo)
 	}
 }
 
@@ -460,17 +460,19 @@ func (e *Elector) resign(ctx context.Context, t *Term, fnDone <-chan error) {
 		<-fnDone
 		fnDone = nil
 	}
-	e.release(ctx, t.Grant())
+	e.release(ctx, t.Grant(), slog.LevelWarn)
 	e.metrics.SetLeader(t.key, false)
 	e.transition(Resigned, t, nil)
 }
 
-// release releases g, bounded by the request timeout, even when ctx has ended.
-func (e *Elector) release(ctx context.Context, g Grant) {
+// release releases g, bounded by the request timeout, even when ctx has
+// ended. A failure is logged at level: Info for the grant of a term that
+// ended (its lease was likely lost already, and expires on its own).
+func (e *Elector) release(ctx context.Context, g Grant, level slog.Level) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
 	defer cancel()
 	if err := e.c.Release(rctx, g); err != nil {
-		e.log.Warn("release failed; the lease will expire on its own", "token", g.Token, "err", err)
+		e.log.Log(ctx, level, "release failed; the lease expires on its own", "token", g.Token, "err", err)
 		return
 	}
 	e.log.Debug("released", "token", g.Token)

@@ -221,6 +221,14 @@ func (c *child) expired() bool {
 	return c.report.Expired
 }
 
+// overdue reports whether the guard sent the command SIGTERM because a
+// renewal was overdue. Call it after done is closed.
+func (c *child) overdue() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.report.Overdue
+}
+
 // signal forwards sig to every process of the command's tree.
 func (c *child) signal(sig syscall.Signal) {
 	c.send(guard.Message{Op: guard.OpSignal, Signal: sig})

@@ -28,12 +28,11 @@ const (
 	ExitNotReady = 3 // tenure run: --wait-timeout passed without leading
 	ExitNoLeader = 4 // tenure status --exit-code: nobody leads
 	// ExitUnavailable (EX_UNAVAILABLE) is tenure's exit code when the
-	// coordinator could not be reached, or refused the connection or the
-	// credentials: try again later.
+	// coordinator could not be reached, or a port to listen on is in use:
+	// try again later. See exit.go for the other causes.
 	ExitUnavailable = 69
 	// ExitSoftware (EX_SOFTWARE) is tenure's exit code when it failed
-	// otherwise: the guard failed, a port could not be bound, a coordinator
-	// broke the contract, …
+	// otherwise: the guard failed, a coordinator broke the contract, …
 	ExitSoftware   = 70
 	ExitCannotRun  = 126 // tenure run: the command was found but could not be started
 	ExitNotFound   = 127 // tenure run: the command was not found
@@ -96,6 +95,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		if ee.err == nil || code == ExitOK {
 			return code
 		}
+	} else if sig := signalCode(ctx); sig != 0 {
+		return sig // interrupted (Ctrl-C): what failed failed for that
 	}
 	if msg := errorMessage(err); msg != "" {
 		fmt.Fprintln(stderr, "tenure:", msg)

@@ -26,6 +26,10 @@ type commandEnd struct {
 // deadline it had.
 var errKilledAtDeadline = errors.New("the guard killed the command at the local deadline")
 
+// errRenewalOverdue ends a term whose command ended after the guard's
+// SIGTERM for an overdue renewal.
+var errRenewalOverdue = errors.New("the command ended after the SIGTERM for an overdue renewal")
+
 // runCommand runs the command for term t under a guard, with env (the
 // term's variables) added, until it exits or ctx ends (then it stops it:
 // SIGTERM unless tenure's stopping signal was forwarded already, SIGKILL
@@ -55,12 +59,19 @@ func (s *supervisor) runCommand(ctx context.Context, t *tenure.Term, env []strin
 	s.log.Info("command started", append(attrs, "command", s.argv[0])...)
 	select {
 	case <-c.done:
-		if c.expired() {
+		switch {
+		case c.expired():
 			// The guard killed it on its own, at the deadline it last
 			// heard of (tenure was stopped, or slow): the term is over.
 			s.log.Warn("the guard killed the command at the local deadline", attrs...)
 			t.StepDown(errKilledAtDeadline)
-		} else {
+		case c.overdue():
+			// It ended after the guard's SIGTERM for an overdue renewal:
+			// the term ends, not tenure (the command did not end on its own).
+			s.log.Warn("the command ended after the SIGTERM for an overdue renewal; its term is over",
+				append(attrs, "status", c.describe())...)
+			t.StepDown(errRenewalOverdue)
+		default:
 			s.exited(c, attrs)
 		}
 	case <-ctx.Done():

@@ -237,6 +237,9 @@ func (s *demoStory) next(want tenure.TransitionKind, holder string) (tenure.Tran
 	for {
 		select {
 		case <-s.ctx.Done():
+			if !errors.Is(s.ctx.Err(), context.DeadlineExceeded) {
+				return tenure.Transition{}, context.Cause(s.ctx) // interrupted
+			}
 			return tenure.Transition{}, fmt.Errorf("demo timed out waiting for %s: %w", want, s.ctx.Err())
 		case t := <-s.events:
 			// The story names nodes; their instance ids add nothing.

@@ -1,13 +1,24 @@
 package cli
 
 import (
+	"net"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/tenure-dev/tenure/etcd"
+	"github.com/tenure-dev/tenure/internal/etcdbin"
+	"github.com/tenure-dev/tenure/internal/kubetest"
+	"github.com/tenure-dev/tenure/internal/pgtest"
 )
 
-// TestExitCodesRun: tenure run's own failures have codes of their own
-// (issue #21): a command that exits 1 ("false") exits 1, and a coordinator
-// that cannot be reached exits 69 (EX_UNAVAILABLE), never 1.
+// TestExitCodesRun: tenure run's own failures have codes of their own: a
+// command that exits 1 ("false") exits 1, and a coordinator that cannot be
+// reached exits 69 (EX_UNAVAILABLE), never 1.
 func TestExitCodesRun(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, t.TempDir())
@@ -25,5 +36,179 @@ func TestExitCodesRun(t *testing.T) {
 		if !strings.Contains(help, want) {
 			t.Errorf("tenure run --help does not list %q", want)
 		}
+	}
+}
+
+// awaitOutput waits up to d for p's stdout or stderr to contain want.
+func awaitOutput(t *testing.T, p *proc, want string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !strings.Contains(p.out.String()+p.err.String(), want) {
+		if p.exited() || time.Now().After(deadline) {
+			t.Fatalf("%s never printed %q (exit %d)\nstdout:\n%s\nstderr:\n%s", p.name, want, p.code, p.out, p.err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestExitCodeBadFlag: a flag with a bad value is a usage error (2),
+// named, found before anything is dialled.
+func TestExitCodeBadFlag(t *testing.T) {
+	t.Parallel()
+	res := runTenure(t, nil, "--endpoints", "http://"+closedPort(t), "run", "--key", "k", "--ttl", "ten", "--", "true")
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "--ttl") {
+		t.Errorf("%s: exit %d; want %d naming --ttl\n%s", res.description, res.code, ExitUsage, res.stderr)
+	}
+}
+
+// TestExitCodePostgresUnknownParameter: a DSN parameter PostgreSQL does
+// not know (sslmod, for sslmode) is a configuration error (78, EX_CONFIG),
+// not "unavailable, try again" (69).
+func TestExitCodePostgresUnknownParameter(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Need(t, pgServer, pgErr)
+	dsn := pgtest.WithParams(srv.NewDatabase(t), map[string]string{"sslmod": "disable"})
+	res := runTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
+	if res.code != ExitConfig || !strings.Contains(res.stderr, `"sslmod"`) || !strings.Contains(res.stderr, "check its spelling") {
+		t.Errorf("%s: exit %d; want %d naming sslmod\n%s", res.description, res.code, ExitConfig, res.stderr)
+	}
+}
+
+// TestExitCodePostgresRefusedRole: a role PostgreSQL refuses to log in
+// (here: none of that name; the test server trusts every password) is a
+// permission error (77, EX_NOPERM).
+func TestExitCodePostgresRefusedRole(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Need(t, pgServer, pgErr)
+	dsn := pgtest.WithParams(srv.DSN(), map[string]string{"user": "tenure_no_such_role"})
+	res := runTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
+	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "SQLSTATE 28000") {
+		t.Errorf("%s: exit %d; want %d (SQLSTATE 28000)\n%s", res.description, res.code, ExitNoPerm, res.stderr)
+	}
+}
+
+// TestExitCodePostgresNoPrivilege: a role without the privileges tenure
+// needs is a permission error (77, EX_NOPERM).
+func TestExitCodePostgresNoPrivilege(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Need(t, pgServer, pgErr)
+	dsn, _ := srv.NewRole(t, srv.NewDatabase(t))
+	res := runTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
+	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "SQLSTATE 42501") {
+		t.Errorf("%s: exit %d; want %d (SQLSTATE 42501)\n%s", res.description, res.code, ExitNoPerm, res.stderr)
+	}
+}
+
+// TestExitCodePartitionsMismatch: --partitions other than the group's
+// live members announce is a configuration error (78, EX_CONFIG).
+func TestExitCodePartitionsMismatch(t *testing.T) {
+	t.Parallel()
+	ep := etcdbin.Start(t)
+	ctx := ctxFor(t, time.Minute)
+	c, err := etcd.Dial(ctx, etcd.Config{Endpoints: []string{ep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.JoinGroup(ctx, "pm", "m1#1", time.Minute, 8); err != nil {
+		t.Fatal(err)
+	}
+	res := runTenure(t, nil, "--endpoints", ep, "run", "--key", "pm", "--partitions", "4", "--ttl", e2eTTL.String(), "--", "true")
+	if res.code != ExitConfig || !strings.Contains(res.stderr, "runs it with 8") {
+		t.Errorf("%s: exit %d; want %d naming the group's 8 partitions\n%s", res.description, res.code, ExitConfig, res.stderr)
+	}
+}
+
+// TestExitCodeRunInterrupt: SIGINT while tenure run waits for its
+// coordinator exits 130, as a shell reports an interrupted program.
+func TestExitCodeRunInterrupt(t *testing.T) {
+	t.Parallel()
+	// A port that accepts connections and never answers: the dial hangs.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := startProc(t, "run", nil, "--dial-timeout", "1m", "--endpoints", "http://"+l.Addr().String(), "run", "--key", "k", "--", "true")
+	time.Sleep(time.Second)
+	p.signal(t, syscall.SIGINT)
+	if code := p.wait(t, slack); code != exitSignalBase+int(syscall.SIGINT) {
+		t.Errorf("exit %d after SIGINT; want 130\n%s", code, p.err)
+	}
+}
+
+// TestExitCodeDemoInterrupt: Ctrl-C (SIGINT) during tenure demo exits 130,
+// without claiming the demo timed out.
+func TestExitCodeDemoInterrupt(t *testing.T) {
+	t.Parallel()
+	p := startProc(t, "demo", nil, "demo", "--backend", "memory")
+	awaitOutput(t, p, "1. Election", 30*time.Second)
+	p.signal(t, syscall.SIGINT)
+	if code := p.wait(t, slack); code != exitSignalBase+int(syscall.SIGINT) {
+		t.Errorf("exit %d after SIGINT; want 130\n%s", code, p.err)
+	}
+	if strings.Contains(p.err.String(), "timed out") {
+		t.Errorf("stderr %q says the demo timed out; it was interrupted", p.err)
+	}
+}
+
+// TestExitCodePortInUse: a second tenure server on the ports of a first
+// names the flag and exits 69 (EX_UNAVAILABLE: try again once the port
+// is free).
+func TestExitCodePortInUse(t *testing.T) {
+	t.Parallel()
+	first := startServer(t, t.TempDir())
+	res := runTenure(t, nil, "server", "--data-dir", t.TempDir(), "--listen-client", first.endpoint,
+		"--listen-peer", "http://"+closedPort(t), "--http", "")
+	if res.code != ExitUnavailable || !strings.Contains(res.stderr, "--listen-client "+first.endpoint) {
+		t.Errorf("%s: exit %d; want %d naming --listen-client %s\n%s", res.description, res.code, ExitUnavailable, first.endpoint, res.stderr)
+	}
+}
+
+// TestExitCodeKubeForbidden: a Kubernetes user whom RBAC lets not read or
+// write Leases gets a permission error (77, EX_NOPERM), from status and
+// from run.
+func TestExitCodeKubeForbidden(t *testing.T) {
+	t.Parallel()
+	s := kubetest.Start(t, kubetest.WithRBAC(), kubetest.WithUser("nobody"))
+	coord := []string{"--kubeconfig", s.Kubeconfig(t, "nobody", "default")}
+	for _, args := range [][]string{{"status", "--key", "jobs"}, {"run", "--key", "jobs", "--wait-timeout", "20s", "--", "true"}} {
+		res := runTenure(t, nil, append(append([]string{}, coord...), args...)...)
+		if res.code != ExitNoPerm || !strings.Contains(res.stderr, "forbidden") {
+			t.Errorf("%s: exit %d; want %d saying forbidden\n%s", res.description, res.code, ExitNoPerm, res.stderr)
+		}
+	}
+}
+
+// TestExitCodeEtcdNoPermission: an etcd user whose role grants nothing on
+// tenure's keys is a permission error (77, EX_NOPERM), from run at start
+// (by the start-up read, or the campaign's error: the code is the cause's).
+func TestExitCodeEtcdNoPermission(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, t.TempDir())
+	ctx := ctxFor(t, 30*time.Second)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { _, err := c.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := c.UserAdd(ctx, "root", "sesame"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := c.RoleAdd(ctx, "none"); return err },
+		func() error { _, err := c.UserAdd(ctx, "nobody", "sesame"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "nobody", "none"); return err },
+		func() error { _, err := c.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			c.Close()
+			t.Fatalf("enable etcd auth: %v", err)
+		}
+	}
+	c.Close()
+	res := runTenure(t, nil, "--endpoints", s.endpoint, "--dial-timeout", (2*time.Second + slack).String(),
+		"--user", "nobody", "--password", "sesame", "run", "--key", "jobs", "--wait-timeout", "20s", "--", "true")
+	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "permission denied") {
+		t.Errorf("%s: exit %d; want %d saying permission denied\n%s", res.description, res.code, ExitNoPerm, res.stderr)
 	}
 }

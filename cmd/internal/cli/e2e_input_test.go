@@ -141,8 +141,8 @@ func TestCredentials(t *testing.T) {
 		code int
 		want string
 	}{
-		{"wrong password", nil, []string{"--user", "root", "--password", "open-barley"}, ExitUnavailable, `refused user "root"`},
-		{"no user", nil, nil, ExitUnavailable, "requires a user name and password"},
+		{"wrong password", nil, []string{"--user", "root", "--password", "open-barley"}, ExitNoPerm, `refused user "root"`},
+		{"no user", nil, nil, ExitNoPerm, "requires a user name and password"},
 		{"password without user", []string{"TENURE_PASSWORD=sesame"}, nil, ExitUsage, "--user is empty"},
 		{"right password", nil, []string{"--user", "root", "--password", "sesame"}, 0, "no leader"},
 		{"password from TENURE_PASSWORD", []string{"TENURE_PASSWORD=sesame", "TENURE_USER=root"}, nil, 0, "no leader"},

@@ -77,8 +77,8 @@ func TestServer(t *testing.T) {
 	// A port in use is reported before the member starts.
 	other := startServer(t, t.TempDir())
 	res := runTenure(t, nil, "server", "--data-dir", t.TempDir(), "--http", other.http)
-	if res.code != ExitSoftware || !strings.Contains(res.stderr, other.http) {
-		t.Errorf("%s: exit %d; want %d naming the address in use\n%s", res.description, res.code, ExitSoftware, res.stderr)
+	if res.code != ExitUnavailable || !strings.Contains(res.stderr, other.http) {
+		t.Errorf("%s: exit %d; want %d naming the address in use\n%s", res.description, res.code, ExitUnavailable, res.stderr)
 	}
 }
 
@@ -173,8 +173,8 @@ func TestServerPortInUse(t *testing.T) {
 	} {
 		dir := filepath.Join(t.TempDir(), "tenure-data")
 		res := runTenure(t, nil, "server", "--data-dir", dir, "--listen-client", tc.client, "--listen-peer", tc.peer, "--http", "")
-		if res.code != ExitSoftware || !strings.Contains(res.stderr, tc.flag+" "+url) || !strings.Contains(res.stderr, "address already in use") {
-			t.Errorf("%s: exit %d, stderr %q; want %d naming %s %s and the port in use", res.description, res.code, res.stderr, ExitSoftware, tc.flag, url)
+		if res.code != ExitUnavailable || !strings.Contains(res.stderr, tc.flag+" "+url) || !strings.Contains(res.stderr, "address already in use") {
+			t.Errorf("%s: exit %d, stderr %q; want %d naming %s %s and the port in use", res.description, res.code, res.stderr, ExitUnavailable, tc.flag, url)
 		}
 		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s left %s behind (stat: %v); want no data directory after a failed start", res.description, dir, err)

@@ -113,6 +113,7 @@ func serverCauseFirst(err error, dsn string) error {
 		"28000": "the server's pg_hba.conf lets this user not connect from here to this database",
 		"3D000": "create the database, or name another one in --postgres",
 		"42501": "grant the role CONNECT on the database",
+		"42704": "a parameter in --postgres is neither a libpq connection parameter (sslmode, connect_timeout, …) nor a server setting: check its spelling",
 	}[pgErr.Code]
 	msg := fmt.Sprintf("PostgreSQL at %s refused the connection: %s (SQLSTATE %s)", postgres.RedactDSN(dsn), pgErr.Message, pgErr.Code)
 	if hint != "" {

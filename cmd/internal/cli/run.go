@@ -25,6 +25,7 @@ type runFlags struct {
 	holder      string
 	killGrace   time.Duration
 	restart     bool
+	exitOnLoss  bool
 	waitTimeout time.Duration
 	json        bool
 	http        string
@@ -86,7 +87,11 @@ time). The guard, not tenure, enforces it:
     being continued if it has.
 When a term ends (the lease is lost or cannot be renewed), the tree gets
 SIGTERM, then SIGKILL after --kill-grace, no later than the deadline.
-tenure then campaigns again and starts COMMAND afresh when it leads again.
+tenure then campaigns again and starts COMMAND afresh when it leads again,
+however long the coordinator stays unreachable: a lost term never ends
+tenure, and a COMMAND ended by that SIGTERM is not "COMMAND exiting on its
+own". With --exit-on-loss, tenure exits 75 instead, once the command is
+stopped.
 Out of reach: someone stopping or killing the guard itself; a descendant
 that makes itself a subreaper and outlives its own children; a process
 group id reused in the instant between reading /proc and signalling.
@@ -122,12 +127,13 @@ Exit codes:
   N    COMMAND's exit code (128+S when signal S ended it)
   2    bad flags or arguments (including no COMMAND)
   3    not leader within --wait-timeout
+  75   with --exit-on-loss: leadership was lost (EX_TEMPFAIL)
   ` + exitCodesTenure + `
   126  COMMAND could not be started
   127  COMMAND was not found
   128+S  tenure got signal S while no command ran
 tenure's own failures never exit 1, so that "tenure run -- false" (1) and
-a failed tenure (69, 70) can be told apart by cron or systemd.
+a failed tenure (69, 70, 75, 77, 78) can be told apart by cron or systemd.
 
 ` + runPartitionsDoc
 
@@ -143,6 +149,9 @@ const runExample = `  # against "tenure server" on this machine: at most one wor
 
   # a service that must always run somewhere; restart it when it exits
   tenure run --key scheduler --restart -- ./scheduler --config prod.yaml
+
+  # leave restarts to systemd: exit 75 when leadership is lost
+  tenure run --key scheduler --exit-on-loss -- ./scheduler
 
   # one worker per partition of 64, spread over every process running this
   tenure run --key jobs --partitions 64 -- ./worker.sh
@@ -180,6 +189,7 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 	fs.StringVar(&f.holder, "holder", "", "this process's display `name` (default: the host name, the process id and a random suffix)")
 	fs.DurationVar(&f.killGrace, "kill-grace", 2*time.Second, "after SIGTERM, wait this long for the command to exit before SIGKILL (never past the local deadline)")
 	fs.BoolVar(&f.restart, "restart", false, "when the command exits, release the key, campaign again and run it again")
+	fs.BoolVar(&f.exitOnLoss, "exit-on-loss", false, "when leadership is lost (the lease expired, was taken or fenced), stop the command and exit 75 instead of campaigning again")
 	fs.DurationVar(&f.waitTimeout, "wait-timeout", 0, "exit with code 3 if not leader within this long of starting to campaign (0: wait forever); applies to every campaign")
 	fs.BoolVar(&f.json, "json", false, "log to stderr as JSON lines instead of text")
 	fs.StringVar(&f.http, "http", "", `host:port of the live status page (/) and of /status, /health, /leader and /metrics; "" serves nothing`)

@@ -51,10 +51,16 @@ func runKey(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 	defer stopHTTP()
 	s.log.Info("campaigning", "key", f.key, "holder", f.holder, "ttl", f.ttl, "backend", g.coord.backend())
 	lctx, lcancel := context.WithTimeout(ctx, g.coord.dialTimeout)
-	if lg, ok, err := coord.Leader(lctx, f.key); err == nil && ok {
+	lg, ok, err := coord.Leader(lctx, f.key)
+	lcancel()
+	switch {
+	case err != nil && refused(err):
+		// A permission missing now is not granted by waiting: campaigning
+		// would only repeat "acquire failed".
+		return &exitError{code: ExitNoPerm, err: err}
+	case err == nil && ok:
 		s.log.Info("key held; waiting for it", "key", f.key, "leader", lg.Holder, "token", lg.Token)
 	}
-	lcancel()
 	return s.result(k.campaign(ctx, el))
 }
 
@@ -138,4 +144,5 @@ func (k *keyRun) onTransition(t tenure.Transition) {
 		k.wait.campaigning() // the elector campaigns again
 	}
 	logTransition(k.s.log, t)
+	k.s.termEnded(t)
 }

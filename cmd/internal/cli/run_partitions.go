@@ -40,6 +40,9 @@ deadline); tenure then releases every partition at once (the others take
 over without waiting for the TTL) and exits 128+N whatever the commands'
 codes. SIGHUP is forwarded to every command and never stops the member.
 --restart is implied; --wait-timeout is not supported with --partitions.
+With --exit-on-loss, the member exits 75 when any of its partitions is lost
+(its lease expired, was taken or fenced; a hand-over is not a loss), after
+stopping every command and releasing every partition.
 
 With --http, the member serves the live status page and /status with the
 group's partition table (each partition's owner, token and lease left, and
@@ -113,7 +116,7 @@ func runGroup(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) er
 		return err
 	}
 	r := &groupRun{s: s, named: f.names != nil}
-	pc.OnTransition = func(t tenure.Transition) { logTransition(s.log, t) }
+	pc.OnTransition = func(t tenure.Transition) { logTransition(s.log, t); s.termEnded(t) }
 	var member atomic.Pointer[partition.Group]
 	if f.http != "" {
 		stop, err := serveGroupMonitor(f.http, &pc, &coord, &member, s.log)

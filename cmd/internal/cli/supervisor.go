@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/cmd/internal/guard"
+	"github.com/tenure-dev/tenure/internal/termctl"
 )
 
 // supervisor is the one engine of tenure run, for one key (keyRun) and for
@@ -51,8 +53,8 @@ type supState struct {
 }
 
 // An outcome is how tenure run exits: err for Main (nil: 0), and its rank.
-// A higher rank wins: a command's own end over --wait-timeout over a
-// signal over an error.
+// A higher rank wins: a command's own end over a lost leadership
+// (--exit-on-loss) over --wait-timeout over a signal over an error.
 type outcome struct {
 	rank rank
 	err  error
@@ -64,6 +66,7 @@ const (
 	byError   rank = iota + 1 // the elector or the group failed
 	bySignal                  // tenure got a stopping signal
 	byWait                    // --wait-timeout passed
+	byLoss                    // leadership lost, with --exit-on-loss
 	byCommand                 // the command's own end, or why it could not start
 )
 
@@ -101,7 +104,27 @@ func codeOutcome(code int) outcome {
 func (s *supervisor) stopping() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.st.signal != 0 || s.st.end.rank == byCommand
+	return s.st.signal != 0 || s.st.end.rank >= byLoss
+}
+
+// termEnded handles the end of a term other than by its release (kind is
+// not Elected or Resigned): with --exit-on-loss, tenure exits 75 once the
+// command has stopped; otherwise it campaigns again (the elector or the
+// group does).
+func (s *supervisor) termEnded(t tenure.Transition) {
+	if t.Kind == tenure.Elected || t.Kind == tenure.Resigned {
+		return
+	}
+	if !s.f.exitOnLoss {
+		if !s.group {
+			s.log.Info("campaigning again; a lease left at the coordinator expires on its own", "key", t.Key)
+		}
+		return
+	}
+	s.log.Info("leadership lost; exiting once the command has stopped (--exit-on-loss)", "key", t.Key, "token", t.Token)
+	err := fmt.Errorf("leadership of %q lost (%s; token %d): exiting (--exit-on-loss)", t.Key, termctl.Reason(t.Kind), t.Token)
+	s.finish(outcome{byLoss, &exitError{code: ExitLost, err: err}})
+	s.cancel()
 }
 
 // signalled reports whether tenure got a stopping signal (which it

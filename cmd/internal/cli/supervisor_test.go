@@ -9,7 +9,8 @@ import (
 )
 
 // TestOutcomeRanks: however the outcomes arrive, tenure run exits with the
-// command's own end over --wait-timeout over a signal over an error.
+// command's own end over a lost leadership (--exit-on-loss) over
+// --wait-timeout over a signal over an error.
 func TestOutcomeRanks(t *testing.T) {
 	failed := errors.New("coordinator closed")
 	for _, tc := range []struct {
@@ -20,6 +21,8 @@ func TestOutcomeRanks(t *testing.T) {
 		{"command after signal", []outcome{{bySignal, &exitError{code: 143}}, codeOutcome(5)}, 5},
 		{"signal after command", []outcome{codeOutcome(0), {bySignal, &exitError{code: 143}}}, 0},
 		{"wait over signal", []outcome{{bySignal, &exitError{code: 143}}, {byWait, &exitError{code: ExitNotReady}}}, ExitNotReady},
+		{"loss over signal", []outcome{{bySignal, &exitError{code: 143}}, {byLoss, &exitError{code: ExitLost}}}, ExitLost},
+		{"command over loss", []outcome{{byLoss, &exitError{code: ExitLost}}, codeOutcome(5)}, 5},
 		{"signal over error", []outcome{{byError, failed}, {bySignal, &exitError{code: 130}}}, 130},
 		{"error alone", []outcome{{byError, failed}}, -1},
 		{"nothing", nil, 0},

@@ -121,7 +121,9 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 		g.st.expire() // tenure cannot hear from us: nobody would stop it
 	}
 	g.loop()
-	if err := g.enc.Encode(g.tree.report(g.st.killed, g.st.expired)); err != nil && g.msgs != nil {
+	r := g.tree.report(g.st.killed, g.st.expired)
+	r.Overdue = g.st.overdue
+	if err := g.enc.Encode(r); err != nil && g.msgs != nil {
 		return err
 	}
 	// Keep the lease file (which says the term is over) until tenure has

@@ -77,4 +77,7 @@ type Report struct {
 	// the command was never started, because the term's deadline had
 	// passed (or its term had ended) when the guard got to start it.
 	Expired bool `json:"expired,omitempty"`
+	// Overdue: the guard sent the tree SIGTERM at TermAt, because a
+	// renewal was overdue (even if a renewal came later).
+	Overdue bool `json:"overdue,omitempty"`
 }

@@ -26,6 +26,7 @@ type state struct {
 	lease   Lease
 	termAt  boottime.Instant // SIGTERM then, unless 0 or sent
 	termed  bool
+	overdue bool             // SIGTERM sent at a termAt, ever: see Report.Overdue
 	killAt  boottime.Instant // set once the term ends or the command exits
 	stopped bool             // by Ctrl-Z (OpStop)
 	frozen  bool             // SIGSTOPped freezeLead before the deadline
@@ -133,7 +134,7 @@ func (s *state) tick() {
 		return
 	}
 	if s.termAt != 0 && !s.termed && now >= s.termAt {
-		s.termed = true
+		s.termed, s.overdue = true, true
 		s.tree.signal(syscall.SIGTERM)
 	}
 	if !s.frozen && now >= s.freezeAt() {

@@ -81,6 +81,9 @@ func TestDeadlines(t *testing.T) {
 		if !slices.Equal(rec.sent, want) {
 			t.Fatalf("sent %q; want %q (TERM and KILL moved by the renewal)", rec.sent, want)
 		}
+		if !s.overdue {
+			t.Errorf("overdue = false after the SIGTERM at TermAt; want true (Report.Overdue)")
+		}
 		l, err := ReadLease(s.path)
 		if err != nil {
 			t.Fatal(err)
@@ -113,6 +116,9 @@ func TestEnd(t *testing.T) {
 				if !slices.Equal(rec.sent, tc.want) {
 					t.Fatalf("sent %q; want %q", rec.sent, tc.want)
 				}
+				if s.overdue {
+					t.Errorf("overdue = true after an OpEnd's SIGTERM; want false (not an overdue renewal)")
+				}
 			})
 		})
 	}
@@ -140,6 +146,9 @@ func TestStopContinue(t *testing.T) {
 				})
 				if !slices.Equal(rec.sent, tc.want) {
 					t.Fatalf("sent %q; want %q", rec.sent, tc.want)
+				}
+				if s.overdue {
+					t.Errorf("overdue = true after an OpEnd's SIGTERM; want false (not an overdue renewal)")
 				}
 			})
 		})
