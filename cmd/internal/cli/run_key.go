@@ -69,7 +69,7 @@ func (k *keyRun) newElector(ctx context.Context, cmd *cobra.Command, g *globalFl
 	}
 	stop := func() {}
 	if k.s.f.http != "" {
-		if stop, err = serveRunMonitor(k.s.f.http, &cfg, &k.coord, k.s.log); err != nil {
+		if stop, err = serveRunMonitor(k.s.f.web(), &cfg, &k.coord, k.s.log); err != nil {
 			return nil, nil, err
 		}
 	}

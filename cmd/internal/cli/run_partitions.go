@@ -116,7 +116,7 @@ func runGroup(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) er
 	pc.OnTransition = func(t tenure.Transition) { logTransition(s.log, t) }
 	var member atomic.Pointer[partition.Group]
 	if f.http != "" {
-		stop, err := serveGroupMonitor(f.http, &pc, &coord, &member, s.log)
+		stop, err := serveGroupMonitor(f.web(), &pc, &coord, &member, s.log)
 		if err != nil {
 			return err
 		}
