@@ -33,6 +33,13 @@ type coordinatorFlags struct {
 	postgres    string
 	kubeconfig  string
 	namespace   string
+
+	// chosenBy says what chose the coordinator: a flag, its environment
+	// twin, or the default (set by check).
+	chosenBy string
+	// chosen names the coordinator used, as "etcd at URL" (set by
+	// openCoordinator): status and watch print it.
+	chosen string
 }
 
 // etcdFlags are the flags only the etcd backend uses.
@@ -68,6 +75,7 @@ func (f *coordinatorFlags) backend() string {
 // check reports flag combinations that cannot work, as usage errors.
 func (f *coordinatorFlags) check(fs *pflag.FlagSet) error {
 	var errs []error
+	f.chosenBy = f.choice(fs)
 	if other := f.backendFlag(fs); other != "" {
 		for _, name := range etcdFlags {
 			if fl := fs.Lookup(name); fl != nil && fl.Changed {
@@ -144,6 +152,7 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 		return openKube(ctx, f, log)
 	}
 	if f.postgres != "" {
+		f.announce(ctx, log, "PostgreSQL at "+postgres.RedactDSN(f.postgres))
 		c, err := postgres.Open(ctx, f.postgres, postgres.WithLogger(log))
 		if err != nil {
 			if errors.Is(err, postgres.ErrInvalidDSN) {
@@ -160,6 +169,7 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}
+	f.announce(ctx, log, "etcd at "+strings.Join(f.endpoints, ","))
 	// The etcd client's own warnings (every retry while a member is down)
 	// are noise unless debugging (the coordinator logs at debug level only).
 	var clientLog *slog.Logger
