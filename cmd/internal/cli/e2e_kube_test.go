@@ -93,6 +93,12 @@ func TestKube(t *testing.T) {
 			t.Errorf("status --json with TENURE_KUBECONFIG = %+v; want held by holder-kc, on Kubernetes, namespace %s", st, ns)
 		}
 	})
+	t.Run("TTL disagreement", func(t *testing.T) {
+		holder := holdKey(t, coord, "ttl", "holder-ttl")
+		defer func() { holder.signal(t, syscall.SIGTERM); holder.wait(t, 10*time.Second) }()
+		checkTTLWarning(t, coord, "ttl", "3s", true)
+		checkTTLWarning(t, coord, "ttl", "10s", false)
+	})
 	t.Run("mutual exclusion", func(t *testing.T) {
 		holder := holdKey(t, coord, "excl", "first")
 		res := runTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "1500ms", "--", "true")...)

@@ -53,6 +53,7 @@ func runKey(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 	lctx, lcancel := context.WithTimeout(ctx, g.coord.dialTimeout)
 	if lg, ok, err := coord.Leader(lctx, f.key); err == nil && ok {
 		s.log.Info("key held; waiting for it", "key", f.key, "leader", lg.Holder, "token", lg.Token)
+		warnTTLDisagreement(lctx, s.log, coord, lg, f.ttl)
 	}
 	lcancel()
 	return s.result(k.campaign(ctx, el))
