@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
 	"github.com/tenure-dev/tenure"
@@ -152,7 +153,10 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 		return openKube(ctx, f, log)
 	}
 	if f.postgres != "" {
-		f.announce(ctx, log, "PostgreSQL at "+postgres.RedactDSN(f.postgres))
+		// A DSN that does not parse is a usage error, told by Open alone.
+		if _, err := pgxpool.ParseConfig(f.postgres); err == nil {
+			f.announce(ctx, log, "PostgreSQL at "+postgres.RedactDSN(f.postgres))
+		}
 		c, err := postgres.Open(ctx, f.postgres, postgres.WithLogger(log))
 		if err != nil {
 			if errors.Is(err, postgres.ErrInvalidDSN) {
@@ -169,21 +173,25 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}
-	f.announce(ctx, log, "etcd at "+strings.Join(f.endpoints, ","))
 	// The etcd client's own warnings (every retry while a member is down)
 	// are noise unless debugging (the coordinator logs at debug level only).
 	var clientLog *slog.Logger
 	if log.Enabled(ctx, slog.LevelDebug) {
 		clientLog = log
 	}
-	c, err := etcd.Dial(ctx, etcd.Config{
+	cfg := etcd.Config{
 		Endpoints:   f.endpoints,
 		DialTimeout: f.dialTimeout,
 		Username:    f.user,
 		Password:    f.password,
 		TLS:         tlsCfg,
 		Logger:      clientLog,
-	})
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}
+	}
+	f.announce(ctx, log, "etcd at "+strings.Join(f.endpoints, ","))
+	c, err := etcd.Dial(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, etcd.ErrInvalidConfig) {
 			return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}

@@ -85,6 +85,22 @@ func TestCoordinatorChoiceSaid(t *testing.T) {
 	}
 }
 
+// TestCoordinatorChoiceAfterUsageErrors: flags that are wrong in a way
+// found before connecting (an etcd URL of another scheme, a DSN that does
+// not parse) are told first and alone, before any coordinator line.
+func TestCoordinatorChoiceAfterUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--endpoints", "ftp://x:1", "status", "--key", "k"},
+		{"--postgres", "host=127.0.0.1 port=notaport dbname=x", "status", "--key", "k"},
+	} {
+		res := runTenure(t, nil, args...)
+		if res.code != ExitUsage || !strings.HasPrefix(res.stderr, "tenure: ") || coordinatorLine(res.stderr) != "" {
+			t.Errorf("%s: exit %d, stderr %q; want %d, the error alone", res.description, res.code, res.stderr, ExitUsage)
+		}
+	}
+}
+
 // TestKubeEnvNote: the hint names the kubeconfig file, or FILE for a list.
 func TestKubeEnvNote(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
