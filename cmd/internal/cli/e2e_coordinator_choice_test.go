@@ -119,3 +119,14 @@ func TestKubeEnvNote(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSaysItsCoordinator: bench, which reports progress as plain
+// lines, names the coordinator it was given and what chose it.
+func TestBenchSaysItsCoordinator(t *testing.T) {
+	t.Parallel()
+	res := runTenure(t, []string{"TENURE_ENDPOINTS=http://127.0.0.1:1"}, "--dial-timeout", "1s",
+		"bench", "throughput", "--clients", "1", "--duration", "100ms", "--rounds", "1")
+	if want := "bench: using etcd at http://127.0.0.1:1 (chosen by TENURE_ENDPOINTS (--endpoints))"; !strings.Contains(res.stderr, want) {
+		t.Errorf("%s: stderr does not say %q:\n%s", res.description, want, res.stderr)
+	}
+}
