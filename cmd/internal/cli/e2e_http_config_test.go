@@ -117,6 +117,13 @@ func TestPrometheusScrapesOverTLSWithBasicAuth(t *testing.T) {
 	if got := prom.scalar(t, `tenure_is_leader{job="tenure-noauth"}`); got != -1 {
 		t.Errorf("tenure_is_leader scraped without the password = %v; want no series", got)
 	}
+	// The failed TLS handshake of the plain request is logged, in the
+	// log's own format.
+	for _, l := range lines(p.err.String()) {
+		if !strings.HasPrefix(l, "time=") {
+			t.Errorf("stderr line %q is not a log record", l)
+		}
+	}
 }
 
 // TestHTTPConfigChecked: --http-config is checked before anything is

@@ -118,7 +118,9 @@ func serveMonitor(ln net.Listener, mon *monitor.Monitor, h http.Handler, webConf
 		defer close(monDone)
 		_ = mon.Run(ctx)
 	}()
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	// The server's own complaints (TLS handshakes that fail, say) go to
+	// the log, in its format.
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	serveDone := make(chan struct{})
 	go func() {
