@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tenure-dev/tenure/cmd/internal/bench"
+	"github.com/tenure-dev/tenure/postgres"
 )
 
 // benchFlags are the flags every bench subcommand has.
@@ -66,10 +67,12 @@ func (g *globalFlags) benchTarget(cmd *cobra.Command) (t bench.Target, stop func
 	t.Progress = cmd.ErrOrStderr()
 	if g.coord.postgres != "" {
 		t.Postgres = g.coord.postgres
+		fmt.Fprintf(t.Progress, "bench: using PostgreSQL at %s (chosen by %s)\n", postgres.RedactDSN(t.Postgres), g.coord.chosenBy)
 		return t, func() {}, nil
 	}
 	if fl := cmd.Flags().Lookup("endpoints"); fl != nil && fl.Changed {
 		t.Endpoints = g.coord.endpoints
+		fmt.Fprintf(t.Progress, "bench: using etcd at %s (chosen by %s)\n", strings.Join(t.Endpoints, ","), g.coord.chosenBy)
 		return t, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "tenure-bench-")

@@ -138,8 +138,8 @@ func TestMainInProcess(t *testing.T) {
 	if code := Main(t.Context(), []string{"--endpoints", s.endpoint, "status", "--key", "inproc"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("status: exit %d\n%s", code, errb.String())
 	}
-	if got := strings.TrimSpace(out.String()); got != "inproc: no leader" {
-		t.Errorf("status output %q; want %q", got, "inproc: no leader")
+	if got, want := strings.TrimSpace(out.String()), "coordinator: etcd at "+s.endpoint+"\ninproc: no leader"; got != want {
+		t.Errorf("status output %q; want %q", got, want)
 	}
 
 	out.Reset()

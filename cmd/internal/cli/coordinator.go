@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
 	"github.com/tenure-dev/tenure"
@@ -33,6 +34,13 @@ type coordinatorFlags struct {
 	postgres    string
 	kubeconfig  string
 	namespace   string
+
+	// chosenBy says what chose the coordinator: a flag, its environment
+	// twin, or the default (set by check).
+	chosenBy string
+	// chosen names the coordinator used, as "etcd at URL" (set by
+	// openCoordinator): status and watch print it.
+	chosen string
 }
 
 // etcdFlags are the flags only the etcd backend uses.
@@ -68,6 +76,7 @@ func (f *coordinatorFlags) backend() string {
 // check reports flag combinations that cannot work, as usage errors.
 func (f *coordinatorFlags) check(fs *pflag.FlagSet) error {
 	var errs []error
+	f.chosenBy = f.choice(fs)
 	if other := f.backendFlag(fs); other != "" {
 		for _, name := range etcdFlags {
 			if fl := fs.Lookup(name); fl != nil && fl.Changed {
@@ -144,6 +153,10 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 		return openKube(ctx, f, log)
 	}
 	if f.postgres != "" {
+		// A DSN that does not parse is a usage error, told by Open alone.
+		if _, err := pgxpool.ParseConfig(f.postgres); err == nil {
+			f.announce(ctx, log, "PostgreSQL at "+postgres.RedactDSN(f.postgres))
+		}
 		c, err := postgres.Open(ctx, f.postgres, postgres.WithLogger(log))
 		if err != nil {
 			if errors.Is(err, postgres.ErrInvalidDSN) {
@@ -166,14 +179,19 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 	if log.Enabled(ctx, slog.LevelDebug) {
 		clientLog = log
 	}
-	c, err := etcd.Dial(ctx, etcd.Config{
+	cfg := etcd.Config{
 		Endpoints:   f.endpoints,
 		DialTimeout: f.dialTimeout,
 		Username:    f.user,
 		Password:    f.password,
 		TLS:         tlsCfg,
 		Logger:      clientLog,
-	})
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}
+	}
+	f.announce(ctx, log, "etcd at "+strings.Join(f.endpoints, ","))
+	c, err := etcd.Dial(ctx, cfg)
 	if err != nil {
 		if errors.Is(err, etcd.ErrInvalidConfig) {
 			return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}

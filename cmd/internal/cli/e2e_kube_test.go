@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/internal/kubetest"
 	"github.com/tenure-dev/tenure/kube"
 )
@@ -70,6 +71,33 @@ func TestKube(t *testing.T) {
 		if _, err := s.Client(t).CoordinationV1().Leases(other).Get(t.Context(), kube.LeaseName("Env/Key"), metav1.GetOptions{}); err != nil {
 			t.Fatalf("the Lease in TENURE_NAMESPACE %s: %v", other, err)
 		}
+	})
+	t.Run("KUBECONFIG", func(t *testing.T) {
+		// KUBECONFIG alone does not choose Kubernetes: status asks the
+		// default etcd, and says so plainly, with how to ask Kubernetes.
+		holder := holdKey(t, coord, "kc/held", "holder-kc")
+		defer func() { holder.signal(t, syscall.SIGTERM); holder.wait(t, 10*time.Second) }()
+		res := runTenure(t, []string{"KUBECONFIG=" + coord[1]}, "--dial-timeout", "2s", "status", "--key", "kc/held")
+		line := coordinatorLine(res.stderr)
+		for _, w := range []string{"level=WARN", `coordinator="etcd at ` + embedded.DefaultClientURL + `"`, "--kubeconfig " + coord[1]} {
+			if !strings.Contains(line, w) {
+				t.Errorf("%s with KUBECONFIG: coordinator line %q lacks %q\n%s", res.description, line, w, res.stderr)
+			}
+		}
+		if res.code == 0 && !strings.HasPrefix(res.stdout, "coordinator: etcd at ") {
+			t.Errorf("%s with KUBECONFIG: output %q does not name etcd", res.description, res.stdout)
+		}
+		st := statusJSON(t, []string{"TENURE_KUBECONFIG=" + coord[1]}, "--key", "kc/held")
+		if len(st) != 1 || !st[0].Held || nameOf(st[0].Holder) != "holder-kc" ||
+			!strings.HasPrefix(st[0].Coordinator, "Kubernetes at https://") || !strings.HasSuffix(st[0].Coordinator, "namespace "+ns) {
+			t.Errorf("status --json with TENURE_KUBECONFIG = %+v; want held by holder-kc, on Kubernetes, namespace %s", st, ns)
+		}
+	})
+	t.Run("TTL disagreement", func(t *testing.T) {
+		holder := holdKey(t, coord, "ttl", "holder-ttl")
+		defer func() { holder.signal(t, syscall.SIGTERM); holder.wait(t, 10*time.Second) }()
+		checkTTLWarning(t, coord, "ttl", "3s", true)
+		checkTTLWarning(t, coord, "ttl", "10s", false)
 	})
 	t.Run("mutual exclusion", func(t *testing.T) {
 		holder := holdKey(t, coord, "excl", "first")

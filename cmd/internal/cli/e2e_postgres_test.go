@@ -71,7 +71,9 @@ func TestPostgresCauseFirst(t *testing.T) {
 	if res.code != ExitUnavailable {
 		t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, ExitUnavailable, res.stderr)
 	}
-	first := strings.SplitN(res.stderr, "\n", 2)[0]
+	// The error's first line; the line before it names the coordinator.
+	_, msg, _ := strings.Cut(res.stderr, "tenure: ")
+	first := strings.SplitN(msg, "\n", 2)[0]
 	for _, w := range []string{`refused the connection: database "tenure_no_such_db" does not exist (SQLSTATE 3D000)`, "create the database"} {
 		if !strings.Contains(first, w) {
 			t.Errorf("first line %q; want %q", first, w)

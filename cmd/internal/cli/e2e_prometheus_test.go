@@ -24,17 +24,24 @@ type promServer struct{ addr string }
 // temporary storage, scraping targets every 500ms.
 func startPrometheus(t *testing.T, targets ...string) *promServer {
 	t.Helper()
+	quoted, _ := json.Marshal(targets)
+	return startPrometheusJobs(t, fmt.Sprintf(`
+  - job_name: tenure
+    static_configs: [{targets: %s}]
+`, quoted))
+}
+
+// startPrometheusJobs is startPrometheus with the scrape_configs list
+// jobs (YAML).
+func startPrometheusJobs(t *testing.T, jobs string) *promServer {
+	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		require.Prometheus.Missing(t, err)
 	}
 	dir := t.TempDir()
-	quoted, _ := json.Marshal(targets)
-	cfg := fmt.Sprintf(`global: {scrape_interval: 500ms, scrape_timeout: 400ms, evaluation_interval: 500ms}
-scrape_configs:
-  - job_name: tenure
-    static_configs: [{targets: %s}]
-`, quoted)
+	cfg := `global: {scrape_interval: 500ms, scrape_timeout: 400ms, evaluation_interval: 500ms}
+scrape_configs:` + jobs
 	cfgFile := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ func keyStatusText(t *testing.T, s *server, key string) string {
 	if res.code != 0 {
 		t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
 	}
-	return strings.TrimSpace(res.stdout)
+	return afterCoordinatorLine(t, res.stdout)
 }
 
 // TestRunCommand: the command's environment, its exit code as tenure's,

@@ -47,8 +47,8 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 			t.Fatalf("status --key printed %d lines; want 1", len(got))
 		}
 		s := got[0]
-		if !s.Held || s.Key != "st/a" || nameOf(s.Holder) != "holder-a" || s.Token == 0 || s.TTLLeftMS == nil {
-			t.Fatalf("status --key st/a = %+v; want held by holder-a with a token and ttl_left_ms", s)
+		if !s.Held || s.Key != "st/a" || nameOf(s.Holder) != "holder-a" || s.Token == 0 || s.TTLLeftMS == nil || s.Coordinator == "" {
+			t.Fatalf("status --key st/a = %+v; want held by holder-a with a token, ttl_left_ms and the coordinator", s)
 		}
 		if left := time.Duration(*s.TTLLeftMS) * time.Millisecond; left < 0 || left > 10*time.Second {
 			t.Errorf("ttl_left_ms = %d; want within the 10s TTL", *s.TTLLeftMS)
@@ -74,7 +74,7 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 	})
 	t.Run("status table", func(t *testing.T) {
 		res := runTenure(t, nil, append(coord, "status", "--prefix", "")...)
-		ls := lines(res.stdout)
+		ls := lines(afterCoordinatorLine(t, res.stdout))
 		if res.code != 0 || len(ls) < 3 || !strings.HasPrefix(ls[0], "KEY") {
 			t.Fatalf("status --prefix \"\": exit %d, output:\n%s", res.code, res.stdout)
 		}
@@ -107,6 +107,9 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 			}
 			if _, err := time.Parse(watchTimeFormat, ev.Time); err != nil {
 				t.Errorf("watch line %q: time: %v", l, err)
+			}
+			if ev.Coordinator == "" {
+				t.Errorf("watch line %q does not name the coordinator", l)
 			}
 			evs = append(evs, ev)
 		}

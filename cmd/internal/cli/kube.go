@@ -95,6 +95,7 @@ func openKube(ctx context.Context, f *coordinatorFlags, log *slog.Logger) (tenur
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}
+	f.announce(ctx, log, fmt.Sprintf("Kubernetes at %s, namespace %s", rc.Host, ns))
 	// A few requests a TTL; client-go's default limit (5/s, bursts of 10)
 	// would only delay a takeover that follows a burst.
 	if rc.QPS == 0 {

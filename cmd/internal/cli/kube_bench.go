@@ -27,6 +27,7 @@ func kubeBenchTarget(cmd *cobra.Command, g *globalFlags) (bench.Target, func(), 
 		return bench.Target{}, nil, usageError("bench on Kubernetes needs --kubeconfig (it starts contender processes of its own)")
 	}
 	quietKlog()
+	fmt.Fprintf(cmd.ErrOrStderr(), "bench: using Kubernetes through %s (chosen by %s)\n", g.coord.kubeconfig, g.coord.chosenBy)
 	return bench.Target{Kubeconfig: g.coord.kubeconfig, Namespace: g.coord.namespace, Progress: cmd.ErrOrStderr()}, func() {}, nil
 }
 

@@ -26,7 +26,7 @@ import (
 // reports through the monitor to Prometheus, and replaces *coord with one
 // whose failed calls are counted. Call it before creating the elector;
 // stop ends the serving and waits for it.
-func serveRunMonitor(addr string, cfg *tenure.Config, coord *tenure.Coordinator, log *slog.Logger) (stop func(), err error) {
+func serveRunMonitor(web webFlags, cfg *tenure.Config, coord *tenure.Coordinator, log *slog.Logger) (stop func(), err error) {
 	reg, m, err := runMetrics()
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func serveRunMonitor(addr string, cfg *tenure.Config, coord *tenure.Coordinator,
 		return nil, err
 	}
 	cfg.Metrics = mon
-	return listenMonitor(addr, mon, log)
+	return listenMonitor(web, mon, log)
 }
 
 // runMetrics returns the registry of tenure run --http, with the Go
@@ -51,15 +51,15 @@ func runMetrics() (*prometheus.Registry, *prom.Metrics, error) {
 	return reg, m, err
 }
 
-// listenMonitor serves mon's endpoints on addr (--http of tenure run) and
-// logs the address; stop ends the serving and waits for it.
-func listenMonitor(addr string, mon *monitor.Monitor, log *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
+// listenMonitor serves mon's endpoints on web.addr (--http of tenure run)
+// and logs the address; stop ends the serving and waits for it.
+func listenMonitor(web webFlags, mon *monitor.Monitor, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", web.addr)
 	if err != nil {
-		return nil, fmt.Errorf("--http %s: %w", addr, err)
+		return nil, fmt.Errorf("--http %s: %w", web.addr, err)
 	}
-	log.Info("serving status and metrics", "http", ln.Addr().String())
-	stop, _ = serveMonitor(ln, mon, mon.Handler())
+	logServing(log, "serving status and metrics", ln.Addr(), web.config)
+	stop, _ = serveMonitor(ln, mon, mon.Handler(), web.config, log)
 	return stop, nil
 }
 
@@ -69,7 +69,7 @@ func listenMonitor(addr string, mon *monitor.Monitor, log *slog.Logger) (stop fu
 // /leader whether it leads raft. /metrics has the member's metrics and the
 // tenure metrics of what it observes. done receives the error that ended
 // the serving; stop ends it and waits.
-func serveServerMonitor(ln net.Listener, srv *embedded.Server, prefix string, log *slog.Logger) (stop func(), done <-chan error, err error) {
+func serveServerMonitor(ln net.Listener, webConfig string, srv *embedded.Server, prefix string, log *slog.Logger) (stop func(), done <-chan error, err error) {
 	c, err := etcd.New(v3client.New(srv.Etcd().Server))
 	if err != nil {
 		return nil, nil, err
@@ -100,28 +100,32 @@ func serveServerMonitor(ln net.Listener, srv *embedded.Server, prefix string, lo
 		r.URL.Path = "/health"
 		mux.ServeHTTP(w, r)
 	})
-	stopServe, done := serveMonitor(ln, mon, mux)
+	stopServe, done := serveMonitor(ln, mon, mux, webConfig, log)
 	return func() {
 		stopServe()
 		_ = c.Close()
 	}, done, nil
 }
 
-// serveMonitor runs mon and serves h on ln until stop is called; done
-// receives the error that ended the serving, if it ended by itself.
-func serveMonitor(ln net.Listener, mon *monitor.Monitor, h http.Handler) (stop func(), done <-chan error) {
+// serveMonitor runs mon and serves h on ln until stop is called, with the
+// TLS and basic authentication of the web configuration file webConfig
+// ("" for plain HTTP); done receives the error that ended the serving, if
+// it ended by itself.
+func serveMonitor(ln net.Listener, mon *monitor.Monitor, h http.Handler, webConfig string, log *slog.Logger) (stop func(), done <-chan error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	monDone := make(chan struct{})
 	go func() {
 		defer close(monDone)
 		_ = mon.Run(ctx)
 	}()
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	// The server's own complaints (TLS handshakes that fail, say) go to
+	// the log, in its format.
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	serveDone := make(chan struct{})
 	go func() {
 		defer close(serveDone)
-		err := hs.Serve(ln)
+		err := serveWeb(ln, hs, webConfig, log)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}

@@ -24,7 +24,7 @@ const groupPoll = time.Second
 // own transitions to the page's timeline through pc.OnTransition, and
 // replaces *coord with one whose failed calls are counted. Call it before
 // creating the group; stop ends the serving and waits for it.
-func serveGroupMonitor(addr string, pc *partition.Config, coord *tenure.Coordinator, grp *atomic.Pointer[partition.Group], log *slog.Logger) (stop func(), err error) {
+func serveGroupMonitor(web webFlags, pc *partition.Config, coord *tenure.Coordinator, grp *atomic.Pointer[partition.Group], log *slog.Logger) (stop func(), err error) {
 	reg, m, err := runMetrics()
 	if err != nil {
 		return nil, err
@@ -57,5 +57,5 @@ func serveGroupMonitor(addr string, pc *partition.Config, coord *tenure.Coordina
 		}
 		mon.Record(t)
 	}
-	return listenMonitor(addr, mon, log)
+	return listenMonitor(web, mon, log)
 }

@@ -29,6 +29,7 @@ type runFlags struct {
 	waitTimeout time.Duration
 	json        bool
 	http        string
+	httpConfig  string
 	partitionFlags
 }
 
@@ -193,6 +194,7 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 	fs.DurationVar(&f.waitTimeout, "wait-timeout", 0, "exit with code 3 if not leader within this long of starting to campaign (0: wait forever); applies to every campaign")
 	fs.BoolVar(&f.json, "json", false, "log to stderr as JSON lines instead of text")
 	fs.StringVar(&f.http, "http", "", `host:port of the live status page (/) and of /status, /health, /leader and /metrics; "" serves nothing`)
+	registerHTTPConfig(fs, &f.httpConfig)
 	f.partitionFlags.register(fs)
 	return cmd
 }
@@ -215,8 +217,8 @@ func checkRunFlags(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 	if f.key == "" {
 		return cfg, "", usageError("--key is required: the key to lead (see 'tenure run --help')")
 	}
-	if err := checkListenAddr(f.http); err != nil {
-		return cfg, "", usageError("%s: %w", flagRef(cmd, "http"), err)
+	if err := checkHTTPFlags(cmd, f.http, f.httpConfig); err != nil {
+		return cfg, "", err
 	}
 	if err := tenure.ValidateKey(f.key); err != nil {
 		return cfg, "", usageError("%s: %w", flagRef(cmd, "key"), err)

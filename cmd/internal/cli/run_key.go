@@ -60,6 +60,7 @@ func runKey(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		return &exitError{code: ExitNoPerm, err: err}
 	case err == nil && ok:
 		s.log.Info("key held; waiting for it", "key", f.key, "leader", lg.Holder, "token", lg.Token)
+		warnTTLDisagreement(lctx, s.log, coord, lg, f.ttl)
 	}
 	return s.result(k.campaign(ctx, el))
 }
@@ -75,7 +76,7 @@ func (k *keyRun) newElector(ctx context.Context, cmd *cobra.Command, g *globalFl
 	}
 	stop := func() {}
 	if k.s.f.http != "" {
-		if stop, err = serveRunMonitor(k.s.f.http, &cfg, &k.coord, k.s.log); err != nil {
+		if stop, err = serveRunMonitor(k.s.f.web(), &cfg, &k.coord, k.s.log); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -112,6 +112,7 @@ func runGroup(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) er
 	if _, ok := coord.(partition.Coordinator); !ok {
 		return usageError("--partitions: the %s coordinator cannot run partition groups", g.coord.backend())
 	}
+	warnGroupTTLDisagreement(ctx, s.log, coord, f.key, f.ttl, g.coord.dialTimeout)
 	if pc.Logger, err = s.libraryLogger(ctx, cmd, g); err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func runGroup(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) er
 	pc.OnTransition = func(t tenure.Transition) { logTransition(s.log, t); s.termEnded(t) }
 	var member atomic.Pointer[partition.Group]
 	if f.http != "" {
-		stop, err := serveGroupMonitor(f.http, &pc, &coord, &member, s.log)
+		stop, err := serveGroupMonitor(f.web(), &pc, &coord, &member, s.log)
 		if err != nil {
 			return err
 		}

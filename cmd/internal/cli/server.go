@@ -38,6 +38,7 @@ type serverFlags struct {
 	peerTLSKey      string
 	peerTLSCA       string
 	http            string
+	httpConfig      string
 	prefix          string
 	startTimeout    time.Duration
 	heartbeat       time.Duration
@@ -123,6 +124,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.peerTLSKey, "peer-tls-key", "", "PEM private key of --peer-tls-cert")
 	fs.StringVar(&f.peerTLSCA, "peer-tls-ca", "", "PEM CA bundle: when set, peers must present a certificate it signed")
 	fs.StringVar(&f.http, "http", DefaultHTTPAddr, `host:port of the live status page (/) and of /status, /health, /leader and /metrics; "" disables it`)
+	registerHTTPConfig(fs, &f.httpConfig)
 	fs.StringVar(&f.prefix, "prefix", "", `the status page shows every key under this prefix ("" for all)`)
 	fs.DurationVar(&f.startTimeout, "start-timeout", embedded.DefaultStartTimeout, "give up when the member is not ready after this long (a new cluster waits for a majority of its members)")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", 0, "raft heartbeat (default 100ms, 50ms for a single member)")
@@ -168,6 +170,9 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 
 	// Listen for HTTP first: a port already in use is found before the
 	// member starts.
+	if err := checkHTTPFlags(cmd, f.http, f.httpConfig); err != nil {
+		return err
+	}
 	var ln net.Listener
 	if f.http != "" {
 		if ln, err = net.Listen("tcp", f.http); err != nil {
@@ -196,7 +201,7 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 	var httpDone <-chan error
 	var stopHTTP func()
 	if ln != nil {
-		if stopHTTP, httpDone, err = serveServerMonitor(ln, srv, f.prefix, log); err != nil {
+		if stopHTTP, httpDone, err = serveServerMonitor(ln, f.httpConfig, srv, f.prefix, log); err != nil {
 			return err
 		}
 		httpAddr = ln.Addr().String()

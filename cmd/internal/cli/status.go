@@ -22,6 +22,9 @@ type statusFlags struct {
 	json     bool
 	exitCode bool
 	group    statusGroupFlags
+
+	// coordinator names the coordinator asked, for the output.
+	coordinator string
 }
 
 func newStatusCommand(g *globalFlags) *cobra.Command {
@@ -37,8 +40,11 @@ are not listed under --prefix; --key prints "no leader" for them.
 
 With --json it prints one JSON object per line, one per key:
 
-  {"key":"jobs","held":true,"holder":"web-1","instance":"3f9c2a1b","token":42,"ttl_left_ms":8000}
-  {"key":"jobs","held":false}
+  {"key":"jobs","held":true,"holder":"web-1","instance":"3f9c2a1b","token":42,"ttl_left_ms":8000,"coordinator":"etcd at http://127.0.0.1:2379"}
+  {"key":"jobs","held":false,"coordinator":"etcd at http://127.0.0.1:2379"}
+
+Text output starts with the coordinator asked ("coordinator: etcd at
+http://127.0.0.1:2379"); stderr says what chose it.
 
 "holder" is the display name (--holder of tenure run) and "instance" the
 process's instance id: the coordinator sees the holder as holder#instance.
@@ -77,6 +83,10 @@ func (f *statusFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		return err
 	}
 	defer c.Close()
+	f.coordinator = g.coord.chosen
+	if !f.json {
+		fmt.Fprintf(cmd.OutOrStdout(), "coordinator: %s\n", f.coordinator)
+	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), g.coord.dialTimeout)
 	defer cancel()
 	if byKey {
@@ -94,7 +104,7 @@ func (f *statusFlags) keyStatus(ctx context.Context, cmd *cobra.Command, c tenur
 	if err != nil {
 		return err
 	}
-	if err := printStatus(cmd.OutOrStdout(), f.json, []keyStatus{{Key: f.key, Held: ok, grant: g}}, ""); err != nil {
+	if err := printStatus(cmd.OutOrStdout(), f.json, []keyStatus{{Key: f.key, Held: ok, Coordinator: f.coordinator, grant: g}}, ""); err != nil {
 		return err
 	}
 	return f.noLeader(ok)
@@ -119,7 +129,7 @@ func (f *statusFlags) prefixStatus(ctx context.Context, cmd *cobra.Command, c te
 	}
 	st := make([]keyStatus, len(gs))
 	for i, g := range gs {
-		st[i] = keyStatus{Key: g.Key, Held: true, grant: g}
+		st[i] = keyStatus{Key: g.Key, Held: true, Coordinator: f.coordinator, grant: g}
 	}
 	if err := printStatus(cmd.OutOrStdout(), f.json, st, f.prefix); err != nil {
 		return err
@@ -161,6 +171,8 @@ type keyStatus struct {
 	Instance  string `json:"instance,omitempty"`
 	Token     uint64 `json:"token,omitempty"`
 	TTLLeftMS *int64 `json:"ttl_left_ms,omitempty"`
+	// Coordinator names the coordinator asked: "etcd at URL".
+	Coordinator string `json:"coordinator,omitempty"`
 
 	grant tenure.Grant
 }

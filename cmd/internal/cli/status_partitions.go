@@ -77,6 +77,8 @@ type partitionStatus struct {
 	Unowned    int               `json:"unowned"`
 	Imbalance  float64           `json:"imbalance"`
 	Notes      []string          `json:"notes,omitempty"`
+	// Coordinator names the coordinator asked: "etcd at URL".
+	Coordinator string `json:"coordinator,omitempty"`
 }
 
 type partitionRowOut struct {
@@ -146,8 +148,9 @@ func checkCount(cmd *cobra.Command, t partition.Table) error {
 
 // printTable prints a group's partition table: one JSON object with
 // asJSON, else the partitions, the members and a summary line.
-func printTable(w io.Writer, t partition.Table, asJSON bool) error {
+func printTable(w io.Writer, t partition.Table, asJSON bool, coordinator string) error {
 	st := groupStatusOf(t)
+	st.Coordinator = coordinator
 	if asJSON {
 		return json.NewEncoder(w).Encode(st)
 	}
@@ -245,7 +248,7 @@ func (f *statusFlags) prefixGroups(ctx context.Context, cmd *cobra.Command, c te
 			}
 			fmt.Fprintf(w, "GROUP %s\n", t.Group)
 		}
-		if err := printTable(w, t, f.json); err != nil {
+		if err := printTable(w, t, f.json, f.coordinator); err != nil {
 			return true, true, err
 		}
 	}
@@ -289,7 +292,7 @@ func (f *statusFlags) groupStatus(ctx context.Context, cmd *cobra.Command, c ten
 		if err != nil || !ok {
 			return false, nil
 		}
-		return true, printTable(cmd.OutOrStdout(), t, f.json)
+		return true, printTable(cmd.OutOrStdout(), t, f.json, f.coordinator)
 	}
 	if _, ok := c.(partition.Coordinator); !ok {
 		return true, fmt.Errorf("--partitions: this coordinator cannot run partition groups")
@@ -301,5 +304,5 @@ func (f *statusFlags) groupStatus(ctx context.Context, cmd *cobra.Command, c ten
 	if err := checkCount(cmd, t); err != nil {
 		return true, err
 	}
-	return true, printTable(cmd.OutOrStdout(), t, f.json)
+	return true, printTable(cmd.OutOrStdout(), t, f.json, f.coordinator)
 }

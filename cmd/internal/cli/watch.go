@@ -39,8 +39,9 @@ prints that the coordinator is unreachable (a leader shown before may be
 gone), and when it answers again, that it is reachable, then the
 leadership as it is now.
 
-Text lines look like:
+Text output starts with the coordinator watched; its lines look like:
 
+  coordinator: etcd at http://127.0.0.1:2379
   2026-01-02T15:04:05.123+01:00  jobs  holder web-1 (instance 3f9c2a1b)  token 42  ttl 10s
   2026-01-02T15:04:09.456+01:00  jobs  no leader
   2026-01-02T15:04:12.000+01:00  jobs  coordinator unreachable: <the error>
@@ -54,6 +55,7 @@ unreachable or reachable; durations are integer milliseconds:
   {"time":"…","event":"unreachable","key":"jobs","error":"…"}
   {"time":"…","event":"reachable","key":"jobs","down_ms":18500}
 
+Every JSON line also carries "coordinator" (as "etcd at http://…").
 ttl_ms is the lease granted. Under --prefix, lines carry ttl_left_ms (the
 time left on the lease, as status shows it) instead, and the coordinator
 events carry "prefix" instead of "key".`,
@@ -79,7 +81,10 @@ func (f *watchFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		return err
 	}
 	defer c.Close()
-	p := &watchPrinter{w: cmd.OutOrStdout(), asJSON: f.json, enc: json.NewEncoder(cmd.OutOrStdout())}
+	p := &watchPrinter{w: cmd.OutOrStdout(), asJSON: f.json, enc: json.NewEncoder(cmd.OutOrStdout()), coordinator: g.coord.chosen}
+	if !f.json {
+		fmt.Fprintf(p.w, "coordinator: %s\n", p.coordinator)
+	}
 	if byKey {
 		return watchKey(cmd.Context(), c, f.key, p, log)
 	}
@@ -304,6 +309,8 @@ type watchLine struct {
 	TTLLeftMS *int64  `json:"ttl_left_ms,omitempty"`
 	Error     string  `json:"error,omitempty"`
 	DownMS    *int64  `json:"down_ms,omitempty"`
+	// Coordinator names the coordinator watched: "etcd at URL".
+	Coordinator string `json:"coordinator,omitempty"`
 }
 
 // leaderLine describes a leadership event; left says the grant's TTL is the
@@ -328,14 +335,16 @@ const watchTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // watchPrinter writes watch lines as text or JSON.
 type watchPrinter struct {
-	w      io.Writer
-	asJSON bool
-	enc    *json.Encoder
+	w           io.Writer
+	asJSON      bool
+	enc         *json.Encoder
+	coordinator string // put on every JSON line
 }
 
 func (p *watchPrinter) print(l watchLine) error {
 	l.Time = time.Now().Format(watchTimeFormat)
 	if p.asJSON {
+		l.Coordinator = p.coordinator
 		return p.enc.Encode(l)
 	}
 	what := l.Key
