@@ -73,3 +73,21 @@ next:
 	}
 	return time.Time{}, false
 }
+
+// testGuardDefaultGrace: "tenure run --ttl 3s", --kill-grace left at its
+// default (2s), which does not fit: tenure says so at INFO, not as a
+// warning about a flag the user never set.
+func testGuardDefaultGrace(t *testing.T, c guardCoord) {
+	coord, _ := c.proxied(t)
+	s := startSupervised(t, coord, "grace", nil, `echo "$$ $TENURE_LEASE_FILE" > "$OUT.tmp" && mv "$OUT.tmp" "$OUT"; sleep 30`, "--ttl", "3s")
+	s.started(t)
+	var note string
+	for _, l := range lines(s.err.String()) {
+		if strings.Contains(l, "--kill-grace 2s") {
+			note = l
+		}
+	}
+	if note == "" || !strings.Contains(note, "INFO") || strings.Contains(note, "WARN") {
+		t.Errorf("tenure run --ttl 3s (default --kill-grace): the note on the grace is %q; want it at INFO", note)
+	}
+}

@@ -33,6 +33,7 @@ func TestGuard(t *testing.T) {
 			t.Run("term ends", func(t *testing.T) { testGuardTermEnds(t, c) })
 			t.Run("TERM before KILL", func(t *testing.T) { testGuardTermBeforeKill(t, c) })
 			t.Run("stall visible", func(t *testing.T) { testGuardStallVisible(t, c) })
+			t.Run("default grace", func(t *testing.T) { testGuardDefaultGrace(t, c) })
 			t.Run("environment", func(t *testing.T) { testGuardEnv(t, c) })
 		})
 	}

@@ -60,6 +60,15 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 			t.Fatalf("status --key st/none = %+v; want one line, not held", got)
 		}
 	})
+	t.Run("status --key near a led key", func(t *testing.T) {
+		res := runTenure(t, nil, append(coord, "status", "--key", "st")...)
+		if res.code != 0 || !strings.Contains(res.stdout, "st: no leader") {
+			t.Fatalf("status --key st: exit %d, output:\n%s", res.code, res.stdout)
+		}
+		if !strings.Contains(res.stderr, "led keys that start with it: st/a, st/b") {
+			t.Errorf("status --key st (st/a and st/b led): stderr\n%s\nwant it to name st/a and st/b", res.stderr)
+		}
+	})
 	t.Run("status --prefix", func(t *testing.T) {
 		got := statusJSON(t, nil, append(coord, "--prefix", "st/")...)
 		if len(got) != 2 || got[0].Key != "st/a" || got[1].Key != "st/b" || nameOf(got[1].Holder) != "holder-b" {

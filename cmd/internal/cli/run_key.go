@@ -51,8 +51,8 @@ func runKey(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 	defer stopHTTP()
 	s.log.Info("campaigning", "key", f.key, "holder", f.holder, "ttl", f.ttl, "backend", g.coord.backend())
 	lctx, lcancel := context.WithTimeout(ctx, g.coord.dialTimeout)
+	defer lcancel()
 	lg, ok, err := coord.Leader(lctx, f.key)
-	lcancel()
 	switch {
 	case err != nil && refused(err):
 		// A permission missing now is not granted by waiting: campaigning
@@ -62,6 +62,7 @@ func runKey(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		s.log.Info("key held; waiting for it", "key", f.key, "leader", lg.Holder, "token", lg.Token)
 		warnTTLDisagreement(lctx, s.log, coord, lg, f.ttl)
 	}
+	lcancel()
 	return s.result(k.campaign(ctx, el))
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -92,7 +93,7 @@ func (f *statusFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if byKey {
 		return f.keyStatus(ctx, cmd, c)
 	}
-	return f.prefixStatus(ctx, cmd, c, g.coord.backend())
+	return f.prefixStatus(ctx, cmd, c)
 }
 
 // keyStatus prints who leads --key, or the table of the group it names.
@@ -107,23 +108,40 @@ func (f *statusFlags) keyStatus(ctx context.Context, cmd *cobra.Command, c tenur
 	if err := printStatus(cmd.OutOrStdout(), f.json, []keyStatus{{Key: f.key, Held: ok, Coordinator: f.coordinator, grant: g}}, ""); err != nil {
 		return err
 	}
+	if !ok {
+		f.suggestKeys(ctx, cmd, c)
+	}
 	return f.noLeader(ok)
 }
 
+// suggestKeys tells, on stderr, which keys that start with --key are led
+// (at most three), when --key itself is not: "job" for "jobs".
+func (f *statusFlags) suggestKeys(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator) {
+	gs, err := c.List(ctx, f.key)
+	if err != nil {
+		return
+	}
+	var keys []string
+	for _, g := range gs {
+		if g.Key != f.key && len(keys) < 3 {
+			keys = append(keys, g.Key)
+		}
+	}
+	if len(keys) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "tenure: %s is not led; led keys that start with it: %s\n", f.key, strings.Join(keys, ", "))
+	}
+}
+
 // prefixStatus prints every key led under --prefix, and the tables of the
-// groups there; backend names c's kind when it cannot list keys.
-func (f *statusFlags) prefixStatus(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator, backend string) error {
+// groups there.
+func (f *statusFlags) prefixStatus(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator) error {
 	if printed, found, err := f.prefixGroups(ctx, cmd, c); printed {
 		if err != nil {
 			return err
 		}
 		return f.noLeader(found)
 	}
-	lister, ok := c, true
-	if !ok {
-		return fmt.Errorf("--prefix: the %s coordinator cannot list keys", backend)
-	}
-	gs, err := lister.List(ctx, f.prefix)
+	gs, err := c.List(ctx, f.prefix)
 	if err != nil {
 		return err
 	}
@@ -148,19 +166,16 @@ func (f *statusFlags) noLeader(led bool) error {
 // leaderOf returns the live grant on key with the time left on its lease
 // when the coordinator can say (a tenure.Coordinator), else as Leader reports it.
 func leaderOf(ctx context.Context, c tenure.Coordinator, key string) (tenure.Grant, bool, error) {
-	if l, ok := c, true; ok {
-		gs, err := l.List(ctx, key)
-		if err != nil {
-			return tenure.Grant{}, false, err
-		}
-		for _, g := range gs {
-			if g.Key == key {
-				return g, true, nil
-			}
-		}
-		return tenure.Grant{}, false, nil
+	gs, err := c.List(ctx, key)
+	if err != nil {
+		return tenure.Grant{}, false, err
 	}
-	return c.Leader(ctx, key)
+	for _, g := range gs {
+		if g.Key == key {
+			return g, true, nil
+		}
+	}
+	return tenure.Grant{}, false, nil
 }
 
 // keyStatus is one line of status output.

@@ -262,8 +262,10 @@ func newSupervisor(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 		stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), stall: stall, group: stall.group, cancel: cancel,
 		guards: &guardProgram{log: log},
 	}
-	if w := stall.warning(); w != "" {
+	if w := stall.warning(); w != "" && cmd.Flags().Changed("kill-grace") {
 		log.Warn(w)
+	} else if w != "" { // the default grace, which the user did not ask for
+		log.Info(w)
 	}
 	return ctx, func() { cancel(); s.guards.close() }, s, nil
 }
