@@ -13,6 +13,9 @@
 #
 #   v0.1.0  cmd/v0.1.0  embedded/v0.1.0  internal/kubetest/v0.1.0  kube/v0.1.0
 #
+# and builds the release archives and their SHA256SUMS from the tagged
+# commit into dist/ (scripts/release-build.sh; DIST=dir picks another).
+#
 # Nothing is pushed: check the tags, then git push origin <tags>. After the
 # push, go get github.com/tenure-dev/tenure@v0.1.0 and go install
 # github.com/tenure-dev/tenure/cmd/tenure@v0.1.0 resolve (no go.mod of a
@@ -82,4 +85,6 @@ for t in "${tags[@]}"; do
   git tag -a "$t" -m "tenure $version"
 done
 echo "tagged $(git rev-parse --short HEAD): ${tags[*]}"
+VERSION=$version scripts/release-build.sh "${DIST:-dist}"
 echo "push with: git push origin ${tags[*]}"
+echo "then publish ${DIST:-dist}/*.tar.gz and ${DIST:-dist}/SHA256SUMS with the release"

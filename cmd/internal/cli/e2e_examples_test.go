@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 )
 
@@ -146,9 +147,36 @@ func TestExamplesSystemd(t *testing.T) {
 	}
 }
 
+// dockerStage is one stage of a Dockerfile: its FROM arguments and its
+// instructions, operation → arguments in order (continued lines joined).
+type dockerStage struct {
+	from  string
+	instr map[string][]string
+}
+
+// parseDockerfile splits a Dockerfile into its stages.
+func parseDockerfile(text string) []dockerStage {
+	var stages []dockerStage
+	text = strings.ReplaceAll(text, "\\\n", " ")
+	for _, l := range strings.Split(text, "\n") {
+		op, rest, ok := strings.Cut(strings.TrimSpace(l), " ")
+		switch {
+		case !ok || strings.HasPrefix(op, "#"):
+		case op == "FROM":
+			stages = append(stages, dockerStage{from: rest, instr: map[string][]string{}})
+		case len(stages) > 0:
+			last := stages[len(stages)-1].instr
+			last[op] = append(last[op], rest)
+		}
+	}
+	return stages
+}
+
 // TestExamplesContainer: the Dockerfile builds tenure with the Go of
-// go.mod and starts it with real flags; the compose file parses and each
-// service runs a tenure command with real flags and environment twins.
+// go.mod by the release build's script, into a minimal image that runs it
+// as a user other than root, and its default command serves no other
+// machine without TLS; the compose file parses and each service runs a
+// tenure command with real flags and environment twins.
 func TestExamplesContainer(t *testing.T) {
 	t.Parallel()
 	h := helpCache{}
@@ -164,31 +192,37 @@ func TestExamplesContainer(t *testing.T) {
 	if goVersion == nil {
 		t.Fatal("go.mod has no go directive")
 	}
-	if want := "FROM golang:" + string(goVersion[1]) + " "; !strings.Contains(string(docker), want) {
-		t.Errorf("Dockerfile does not build with %q (go.mod says go %s)", want, goVersion[1])
+	stages := parseDockerfile(string(docker))
+	if len(stages) < 2 {
+		t.Fatalf("Dockerfile has %d stages; want a build stage and the image", len(stages))
 	}
-	if !strings.Contains(string(docker), "go build") || !strings.Contains(string(docker), "./cmd/tenure") {
-		t.Error("Dockerfile does not build ./cmd/tenure")
+	build, final := stages[0], stages[len(stages)-1]
+	if want := " golang:" + string(goVersion[1]) + " "; !strings.Contains(" "+build.from+" ", want) {
+		t.Errorf("Dockerfile builds FROM %q; want golang:%s (go.mod says go %s)", build.from, goVersion[1], goVersion[1])
 	}
-	instr := map[string][]string{}
-	for _, l := range strings.Split(string(docker), "\n") {
-		if op, rest, ok := strings.Cut(strings.TrimSpace(l), " "); ok && !strings.HasPrefix(op, "#") {
-			instr[op] = append(instr[op], rest)
-		}
+	if run := strings.Join(build.instr["RUN"], "\n"); !strings.Contains(run, "scripts/release-build.sh") || strings.Contains(run, "go build") {
+		t.Errorf("Dockerfile RUN %q; want scripts/release-build.sh, the release build (static, guard embedded), and no go build of its own", run)
+	}
+	if base := strings.Fields(final.from)[0]; base != "scratch" && !strings.HasPrefix(base, "gcr.io/distroless/static") {
+		t.Errorf("image FROM %q; want distroless/static or scratch", base)
+	}
+	if users := final.instr["USER"]; len(users) != 1 || regexp.MustCompile(`^(root|0)(:|$)`).MatchString(users[0]) {
+		t.Errorf("image USER %q; want one user other than root", users)
 	}
 	var entry, cmd []string
 	for _, x := range []struct {
 		op  string
 		dst *[]string
 	}{{"ENTRYPOINT", &entry}, {"CMD", &cmd}} {
-		if len(instr[x.op]) != 1 || json.Unmarshal([]byte(instr[x.op][0]), x.dst) != nil {
-			t.Fatalf("Dockerfile %s = %q; want one JSON array (exec form, so tenure gets the stop signal)", x.op, instr[x.op])
+		if len(final.instr[x.op]) != 1 || json.Unmarshal([]byte(final.instr[x.op][0]), x.dst) != nil {
+			t.Fatalf("Dockerfile %s = %q; want one JSON array (exec form, so tenure gets the stop signal)", x.op, final.instr[x.op])
 		}
 	}
 	if len(entry) != 1 || filepath.Base(entry[0]) != "tenure" {
 		t.Errorf("ENTRYPOINT = %q; want tenure", entry)
 	}
 	h.checkInvocation(t, "Dockerfile CMD", cmd, nil)
+	checkServesSafely(t, cmd)
 
 	b, err := os.ReadFile(filepath.Join(examplesDir, "container", "compose.yaml"))
 	if err != nil {
@@ -223,5 +257,27 @@ func TestExamplesContainer(t *testing.T) {
 	}
 	if runs < 2 {
 		t.Errorf("compose.yaml runs %d workers under tenure run; want two contenders", runs)
+	}
+}
+
+// checkServesSafely checks that args, the image's default command, serves
+// no coordinator beyond loopback without TLS and client certificates, and
+// does not ask for --insecure-listen.
+func checkServesSafely(t *testing.T, args []string) {
+	t.Helper()
+	if len(args) == 0 || args[0] != "server" {
+		return
+	}
+	var f serverFlags
+	fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
+	f.register(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		t.Fatalf("default command %q: %v", args, err)
+	}
+	if f.insecureListen {
+		t.Errorf("default command %q asks for --insecure-listen; want the image safe by default", args)
+	}
+	if err := checkListenSecure(&f); err != nil {
+		t.Errorf("default command %q: %v", args, err)
 	}
 }

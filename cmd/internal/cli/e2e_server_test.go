@@ -181,3 +181,25 @@ func TestServerPortInUse(t *testing.T) {
 		}
 	}
 }
+
+// TestServerInsecureListen: tenure server refuses a plain client URL on
+// every address with a usage error that names --insecure-listen, before
+// it creates its data directory; with --insecure-listen it serves.
+func TestServerInsecureListen(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "tenure-data")
+	res := runTenure(t, nil, "server", "--data-dir", dir, "--listen-client", "http://0.0.0.0:0", "--http", "")
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "--listen-client http://0.0.0.0:0") || !strings.Contains(res.stderr, "--insecure-listen") {
+		t.Errorf("%s: exit %d, stderr %q; want %d naming the URL and --insecure-listen", res.description, res.code, res.stderr, ExitUsage)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s left %s behind (stat: %v); want no data directory", res.description, dir, err)
+	}
+	peer, err := embedded.FreeLocalURLs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := awaitServer(t, startProc(t, "server", nil, "server", "--data-dir", dir, "--listen-client", "http://0.0.0.0:0",
+		"--listen-peer", peer[0], "--http", "", "--insecure-listen"), dir)
+	s.stop(t)
+}

@@ -37,6 +37,7 @@ type serverFlags struct {
 	peerTLSCert     string
 	peerTLSKey      string
 	peerTLSCA       string
+	insecureListen  bool
 	http            string
 	httpConfig      string
 	prefix          string
@@ -45,12 +46,8 @@ type serverFlags struct {
 	electionTimeout time.Duration
 }
 
-func newServerCommand(g *globalFlags) *cobra.Command {
-	var f serverFlags
-	cmd := &cobra.Command{
-		Use:   "server",
-		Short: "Run an etcd member to coordinate tenure (single member or a cluster)",
-		Long: `server runs an etcd member inside the tenure process: the coordinator that
+// serverLong is the help of tenure server.
+const serverLong = `server runs an etcd member inside the tenure process: the coordinator that
 "tenure run", "status" and "watch" talk to (their default --endpoints,
 http://127.0.0.1:2379, is this command's default --listen-client).
 
@@ -63,6 +60,12 @@ cluster that keeps working while a majority of its members runs: start
 each with its own --name, --data-dir, --listen-client, --listen-peer and
 --http, and the full member list in --initial-cluster. A member that has
 lost its majority refuses to serve rather than serve stale data.
+
+Client and peer URLs on an address other than loopback (0.0.0.0, a
+network interface's address) must be https:// with client certificates
+required (--server-tls-ca, --peer-tls-ca): whoever reaches a plain URL can
+take every key. --insecure-listen serves them without, when you decide
+the network is trusted.
 
 Also served, on --http:
   /         a live status page: every key under --prefix with its holder,
@@ -81,7 +84,14 @@ Once ready it prints one line on stdout:
 
   tenure server ready: name=tenure clients=http://127.0.0.1:2379 http=127.0.0.1:9479 data=tenure-data
 
-SIGINT or SIGTERM stops it cleanly.`,
+SIGINT or SIGTERM stops it cleanly.`
+
+func newServerCommand(g *globalFlags) *cobra.Command {
+	var f serverFlags
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run an etcd member to coordinate tenure (single member or a cluster)",
+		Long:  serverLong,
 		Example: `  # one member, data in ./tenure-data
   tenure server
 
@@ -123,6 +133,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.peerTLSCert, "peer-tls-cert", "", "PEM certificate for https:// peer URLs")
 	fs.StringVar(&f.peerTLSKey, "peer-tls-key", "", "PEM private key of --peer-tls-cert")
 	fs.StringVar(&f.peerTLSCA, "peer-tls-ca", "", "PEM CA bundle: when set, peers must present a certificate it signed")
+	fs.BoolVar(&f.insecureListen, "insecure-listen", false, "serve client or peer URLs on an address other than loopback without TLS and client certificates: anyone who reaches them can take every key")
 	fs.StringVar(&f.http, "http", DefaultHTTPAddr, `host:port of the live status page (/) and of /status, /health, /leader and /metrics; "" disables it`)
 	registerHTTPConfig(fs, &f.httpConfig)
 	fs.StringVar(&f.prefix, "prefix", "", `the status page shows every key under this prefix ("" for all)`)
@@ -166,6 +177,9 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 	cfg := f.config(log, level)
 	if err := cfg.Validate(); err != nil {
 		return &exitError{code: ExitUsage, err: flagNames(err)}
+	}
+	if err := checkListenSecure(f); err != nil {
+		return &exitError{code: ExitUsage, err: err}
 	}
 
 	// Listen for HTTP first: a port already in use is found before the
@@ -244,6 +258,47 @@ func awaitEnd(ctx context.Context, srv *embedded.Server, httpDone <-chan error, 
 		return fmt.Errorf("--http %s: %w", httpAddr, err)
 	}
 	return nil
+}
+
+// checkListenSecure refuses a --listen-client or --listen-peer URL on an
+// address other than loopback unless it is https:// with client
+// certificates required (--server-tls-ca, --peer-tls-ca), or
+// --insecure-listen says to: whoever reaches a plain client URL can take
+// every key, and a plain peer URL lets anyone join the cluster's log.
+func checkListenSecure(f *serverFlags) error {
+	if f.insecureListen {
+		return nil
+	}
+	for _, fl := range []struct {
+		name, tls string
+		urls      []string
+		ca        string
+	}{
+		{"--listen-client", "--server-tls-cert, --server-tls-key and --server-tls-ca", f.listenClient, f.serverTLSCA},
+		{"--listen-peer", "--peer-tls-cert, --peer-tls-key and --peer-tls-ca", f.listenPeer, f.peerTLSCA},
+	} {
+		for _, raw := range fl.urls {
+			u, err := url.Parse(raw)
+			if err != nil || loopbackHost(u.Hostname()) || (u.Scheme == "https" && fl.ca != "") {
+				continue // Validate has said what is wrong, or it is safe
+			}
+			return fmt.Errorf("%s %s serves the coordinator beyond this machine without TLS and client certificates: "+
+				"anyone who reaches it can take every key; use https:// with %s, or a loopback address (127.0.0.1), "+
+				"or pass --insecure-listen to serve it anyway (on a network only trusted machines reach)", fl.name, raw, fl.tls)
+		}
+	}
+	return nil
+}
+
+// loopbackHost reports whether host, from a listen URL, is this machine
+// alone: localhost or a loopback IP address (0.0.0.0 and :: are every
+// address, not loopback).
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkPortsFree tries to listen on every --listen-client and --listen-peer

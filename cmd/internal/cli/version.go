@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tenure-dev/tenure/cmd/internal/guard/guardbin"
 )
 
 // Set at link time by scripts/build.sh and scripts/release.sh:
@@ -19,7 +21,8 @@ import (
 var linkVersion, linkRevision string
 
 // versionInfo is what tenure version prints: the module version and the
-// build's Go version and VCS revision, from the binary's build info.
+// build's Go version and VCS revision, from the binary's build info, and
+// which guard tenure run uses.
 type versionInfo struct {
 	Version  string `json:"version"`
 	Go       string `json:"go"`
@@ -27,6 +30,29 @@ type versionInfo struct {
 	Revision string `json:"revision,omitempty"`
 	Time     string `json:"revision_time,omitempty"`
 	Modified bool   `json:"modified,omitempty"`
+	Guard    string `json:"guard,omitempty"` // guardEmbedded, guardSelf or guardNone
+}
+
+// The guard of tenure run in this binary (docs/build.md): its own program,
+// embedded (a release build); tenure re-executed (a plain go build); none
+// (not Linux: tenure run needs Linux).
+const (
+	guardEmbedded = "embedded"
+	guardSelf     = "tenure re-executed"
+	guardNone     = "none, tenure run needs Linux"
+)
+
+// guardKind says which guard tenure run uses in a binary built for goos
+// that embeds a guard program or not.
+func guardKind(goos string, embedded bool) string {
+	switch {
+	case goos != "linux":
+		return guardNone
+	case embedded:
+		return guardEmbedded
+	default:
+		return guardSelf
+	}
 }
 
 // readVersion reads the version set at link time, else the build info of
@@ -34,7 +60,9 @@ type versionInfo struct {
 // "(devel)".
 func readVersion() versionInfo {
 	bi, _ := debug.ReadBuildInfo()
-	return withLinked(versionFrom(bi), linkVersion, linkRevision)
+	v := withLinked(versionFrom(bi), linkVersion, linkRevision)
+	v.Guard = guardKind(runtime.GOOS, guardbin.Embedded())
+	return v
 }
 
 // withLinked returns v with the version and revision set at link time, when
@@ -75,7 +103,7 @@ func versionFrom(bi *debug.BuildInfo) versionInfo {
 }
 
 // String is the one-line form: "v1.2.3 (go1.26.0 linux/amd64, revision
-// 0123abcd…, modified)".
+// 0123abcd…, modified, guard: embedded)".
 func (v versionInfo) String() string {
 	s := fmt.Sprintf("%s (%s %s", v.Version, v.Go, v.Platform)
 	if v.Revision != "" {
@@ -83,6 +111,9 @@ func (v versionInfo) String() string {
 		if v.Modified {
 			s += ", modified"
 		}
+	}
+	if v.Guard != "" {
+		s += ", guard: " + v.Guard
 	}
 	return s + ")"
 }
@@ -93,12 +124,15 @@ func newVersionCommand() *cobra.Command {
 		Use:   "version [--json]",
 		Short: "Print tenure's version, the Go version it was built with and its VCS revision",
 		Long: `version prints the module version of this binary, the Go version and
-platform it was built for, and the VCS revision it was built from when the
-build recorded one ("tenure --version" prints the same line).
+platform it was built for, the VCS revision it was built from when the
+build recorded one, and the guard "tenure run" uses: "embedded" (the
+guard's own program, in a release build), "tenure re-executed" (a plain
+go build, docs/build.md), or none ("tenure run" needs Linux).
+"tenure --version" prints the same line.
 
 With --json, one object:
 
-  {"version":"v1.2.3","go":"go1.26.0","platform":"linux/amd64","revision":"0123…","revision_time":"2026-01-02T15:04:05Z"}`,
+  {"version":"v1.2.3","go":"go1.26.0","platform":"linux/amd64","revision":"0123…","revision_time":"2026-01-02T15:04:05Z","guard":"embedded"}`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v := readVersion()

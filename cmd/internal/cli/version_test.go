@@ -2,6 +2,7 @@ package cli
 
 import (
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +42,25 @@ func TestVersionLinked(t *testing.T) {
 	}
 	if v := withLinked(versionFrom(bi), "", ""); v.Version != "(devel)" || v.Revision != "0123456789abcdef" || !v.Modified {
 		t.Errorf("without linked values = %+v; want the build info's", v)
+	}
+}
+
+// TestVersionGuard: the version line says which guard tenure run uses:
+// the embedded program, tenure re-executed, or none off Linux.
+func TestVersionGuard(t *testing.T) {
+	for _, tc := range []struct {
+		goos     string
+		embedded bool
+		want     string
+	}{
+		{"linux", true, "guard: embedded"},
+		{"linux", false, "guard: tenure re-executed"},
+		{"darwin", false, "guard: none, tenure run needs Linux"},
+	} {
+		v := versionFrom(nil)
+		v.Guard = guardKind(tc.goos, tc.embedded)
+		if got := v.String(); !strings.HasSuffix(got, ", "+tc.want+")") {
+			t.Errorf("%s, embedded %v: version = %q; want it to end with %q", tc.goos, tc.embedded, got, tc.want)
+		}
 	}
 }

@@ -28,7 +28,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/freeport"
@@ -162,7 +161,7 @@ func (s *Server) Restart(ctx context.Context) error {
 	defer logf.Close()
 	cmd := exec.Command(s.cfg.Binary, s.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	exited, err := s.proc.Start(cmd)
 	if err != nil {
 		return fmt.Errorf("apiserver: start %s: %w", s.cfg.Binary, err)

@@ -36,6 +36,17 @@ func Program() ([]byte, error) {
 	return io.ReadAll(f)
 }
 
+// Embedded reports whether the binary embeds a guard program for its
+// platform.
+func Embedded() bool {
+	f, err := open()
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
 // open opens the embedded guard program for this platform, or returns an
 // error matching [ErrAbsent]. Reading it copies its bytes out of the
 // binary's read-only data, chunk by chunk: [Load] streams it into memory
