@@ -175,18 +175,12 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 	}
 	level, _ := g.level() // checked by logger
 	cfg := f.config(log, level)
-	if err := cfg.Validate(); err != nil {
-		return &exitError{code: ExitUsage, err: flagNames(err)}
-	}
-	if err := checkListenSecure(f); err != nil {
-		return &exitError{code: ExitUsage, err: err}
+	if err := f.check(cmd, cfg); err != nil {
+		return err
 	}
 
 	// Listen for HTTP first: a port already in use is found before the
 	// member starts.
-	if err := checkHTTPFlags(cmd, f.http, f.httpConfig); err != nil {
-		return err
-	}
 	var ln net.Listener
 	if f.http != "" {
 		if ln, err = net.Listen("tcp", f.http); err != nil {
@@ -229,6 +223,18 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 		stopHTTP()
 	}
 	return runErr
+}
+
+// check checks the server's flags and the member's configuration they
+// make, before anything is started.
+func (f *serverFlags) check(cmd *cobra.Command, cfg embedded.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return &exitError{code: ExitUsage, err: flagNames(err)}
+	}
+	if err := checkListenSecure(f); err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	return checkHTTPFlags(cmd, f.http, f.httpConfig)
 }
 
 // startMember starts the member cfg describes. When the start fails, the
