@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/postgres"
 
 	"github.com/spf13/cobra"
 
@@ -56,8 +57,9 @@ unreachable or reachable; durations are integer milliseconds:
   {"time":"…","event":"reachable","key":"jobs","down_ms":18500}
 
 Every JSON line also carries "coordinator" (as "etcd at http://…").
-ttl_ms is the lease granted. Under --prefix, lines carry ttl_left_ms (the
-time left on the lease, as status shows it) instead, and the coordinator
+ttl_ms is the lease granted. Under --prefix, and on PostgreSQL (whose rows
+keep when a lease ends, not its TTL), lines carry ttl_left_ms (the time left
+on the lease, as status shows it) instead; under --prefix the coordinator
 events carry "prefix" instead of "key".`,
 		Example: `  tenure watch --key jobs
   tenure watch --prefix orders/ --json | jq .holder`,
@@ -108,7 +110,8 @@ const (
 // breaks), and through a lookup every watchProbeEvery that also finds the
 // coordinator unreachable and reachable again.
 func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPrinter, log *slog.Logger) error {
-	st := &watchState{p: p, scope: watchScope{key: key}}
+	_, storesEnd := c.(*postgres.Coordinator) // a row keeps when the lease ends, not its TTL
+	st := &watchState{p: p, scope: watchScope{key: key, left: storesEnd}}
 	events := make(chan tenure.LeaderEvent)
 	streamDone := make(chan struct{})
 	sctx, stop := context.WithCancel(ctx)
@@ -203,6 +206,9 @@ func watchPrefix(ctx context.Context, l tenure.Coordinator, prefix string, p *wa
 type watchScope struct {
 	key    string
 	prefix *string
+	// left says the grants seen carry the time left on their lease, not
+	// the TTL granted: under a prefix (a listing), and on PostgreSQL.
+	left bool
 }
 
 // watchState turns observations into printed events: each leadership
@@ -267,7 +273,7 @@ func (s *watchState) leader(ev tenure.LeaderEvent) error {
 	}
 	s.last[ev.Key] = ev
 	s.maxToken[ev.Key] = max(s.maxToken[ev.Key], ev.Grant.Token)
-	return s.p.print(leaderLine(ev, s.scope.prefix != nil))
+	return s.p.print(leaderLine(ev, s.scope.prefix != nil || s.scope.left))
 }
 
 // listed prints what changed under the prefix since known, and updates
