@@ -85,6 +85,9 @@ func TestExitCodePostgresRefusedRole(t *testing.T) {
 	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "SQLSTATE 28000") {
 		t.Errorf("%s: exit %d; want %d (SQLSTATE 28000)\n%s", res.description, res.code, ExitNoPerm, res.stderr)
 	}
+	if !strings.Contains(res.stderr, "create the role") || strings.Contains(res.stderr, "pg_hba") {
+		t.Errorf("%s: the advice for a missing role is not to create it (or it blames pg_hba.conf):\n%s", res.description, res.stderr)
+	}
 }
 
 // TestExitCodePostgresNoPrivilege: a role without the privileges tenure

@@ -115,6 +115,10 @@ func serverCauseFirst(err error, dsn string) error {
 		"42501": "grant the role CONNECT on the database",
 		"42704": "a parameter in --postgres is neither a libpq connection parameter (sslmode, connect_timeout, …) nor a server setting: check its spelling",
 	}[pgErr.Code]
+	if pgErr.Code == "28000" && strings.Contains(pgErr.Message, "does not exist") {
+		// PostgreSQL answers a missing role with the pg_hba code too.
+		hint = "create the role (CREATE ROLE … LOGIN), or name another user in --postgres"
+	}
 	msg := fmt.Sprintf("PostgreSQL at %s refused the connection: %s (SQLSTATE %s)", postgres.RedactDSN(dsn), pgErr.Message, pgErr.Code)
 	if hint != "" {
 		msg += ": " + hint
