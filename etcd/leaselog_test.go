@@ -68,30 +68,26 @@ func (l *leaseLog) extended(id clientv3.LeaseID, sent stamp, ttl int64) {
 }
 
 // put records the lease of every put that transaction req made, also in
-// nested transactions (partition claims).
+// nested transactions, at any depth (partition claims).
 func (l *leaseLog) put(req *pb.TxnRequest, resp *pb.TxnResponse) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.putsOf(req, resp, resp.Header.Revision)
+}
+
+// putsOf records the puts of the branch of req that ran, whose responses
+// are resp's, made at revision rev.
+func (l *leaseLog) putsOf(req *pb.TxnRequest, resp *pb.TxnResponse, rev int64) {
 	ops := req.Failure
 	if resp.Succeeded {
 		ops = req.Success
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	for i, op := range ops {
 		switch {
 		case op.GetRequestPut() != nil:
-			l.puts[resp.Header.Revision] = clientv3.LeaseID(op.GetRequestPut().Lease)
+			l.puts[rev] = clientv3.LeaseID(op.GetRequestPut().Lease)
 		case op.GetRequestTxn() != nil && i < len(resp.Responses):
-			nested := op.GetRequestTxn()
-			nr := resp.Responses[i].GetResponseTxn()
-			branch := nested.Failure
-			if nr.Succeeded {
-				branch = nested.Success
-			}
-			for _, nop := range branch {
-				if p := nop.GetRequestPut(); p != nil {
-					l.puts[resp.Header.Revision] = clientv3.LeaseID(p.Lease)
-				}
-			}
+			l.putsOf(op.GetRequestTxn(), resp.Responses[i].GetResponseTxn(), rev)
 		}
 	}
 }
