@@ -57,7 +57,7 @@ sed -i "s/^## \[Unreleased\]\$/## [Unreleased]\n\n## [${version#v}] - $(date -u 
 # maps that version of each to its directory.
 modpath() { echo "$root${1:+/$1}"; }
 for d in "" $dirs; do
-  old=$(sed -nE "s#^(replace)?[[:space:]]*$(modpath "$d") (v[^ ]+) =>.*#\2#p" go.work | head -1)
+  old=$(sed -nE "s#^(replace)?[[:space:]]*$(modpath "$d") (v[^ ]+) =>.*#\2#p" go.work | sed -n 1p)
   go work edit -dropreplace="$(modpath "$d")${old:+@$old}" -replace="$(modpath "$d")@$version=./$d"
 done
 go work edit -fmt
