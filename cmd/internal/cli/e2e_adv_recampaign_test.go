@@ -221,16 +221,29 @@ func TestAdvRecampaignHealAtOverdue(t *testing.T) {
 // campaigns again behind B; B's tenure is then SIGKILLed (its guard alone
 // kills its tree) and A leads again. At no moment may two terms' processes
 // (commands or the writers they left in their own sessions) live at once,
-// and no write may be rejected.
+// and no write may be rejected. Also with a --kill-grace longer than the
+// TTL.
 func TestAdvRecampaignTwoProcesses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"ttl 5s grace 2s", advFlags},
+		{"ttl 3s grace 10s", []string{"--ttl", "3s", "--kill-grace", "10s"}}, // the grace does not fit the TTL
+	} {
+		t.Run(tc.name, func(t *testing.T) { twoProcesses(t, tc.flags) })
+	}
+}
+
+func twoProcesses(t *testing.T, flags []string) {
 	direct, proxied, p := proxiedEtcd(t)
 	r := startResource(t)
 	pids := filepath.Join(t.TempDir(), "pids")
 	w := watchOverlap(t, pids)
 	env := append(r.env(), "PIDS="+pids)
-	a := startSupervised(t, proxied, "adv2", env, advScript, append(append([]string{}, advFlags...), "--holder", "a")...)
+	a := startSupervised(t, proxied, "adv2", env, advScript, append(append([]string{}, flags...), "--holder", "a")...)
 	first := awaitStarts(t, a.proc, a.out, 1, 20*time.Second)[0]
-	b := startSupervised(t, direct, "adv2", env, advScript, append(append([]string{}, advFlags...), "--holder", "b")...)
+	b := startSupervised(t, direct, "adv2", env, advScript, append(append([]string{}, flags...), "--holder", "b")...)
 
 	p.Cut()
 	bTok := awaitStarts(t, b.proc, b.out, 1, 3*lossTTL+slack)[0]
