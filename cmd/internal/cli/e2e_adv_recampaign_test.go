@@ -341,3 +341,53 @@ func TestAdvRecampaignPartitions(t *testing.T) {
 	t.Logf("starts m1 %v m2 %v", starts(t, m1.out), starts(t, m2.out))
 	w.check(t)
 }
+
+// TestAdvOverlapWatchSees: the overlap watch of these tests can fail: two
+// live processes (this test and its parent) recorded under two tokens of
+// one scope are seen.
+func TestAdvOverlapWatchSees(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	body := fmt.Sprintf("key 1 %d\nkey 2 %d\nother 3 %d\n", os.Getpid(), os.Getppid(), os.Getpid())
+	if err := os.WriteFile(pids, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := &overlapWatch{pids: pids}
+	w.poll()
+	if len(w.seen) != 1 || !strings.Contains(w.seen[0], "key:") {
+		t.Errorf("seen %q; want one overlap, of scope key", w.seen)
+	}
+}
+
+// TestAdvRecampaignPartitionsStopped: the member holding a partition is
+// SIGSTOPped (tenure only, not its guards) for twice the TTL while the other
+// member claims what it held, then continued: it campaigns again. Per
+// partition, no two terms' processes alive at once; both members stay.
+func TestAdvRecampaignPartitionsStopped(t *testing.T) {
+	direct, _, _ := proxiedEtcd(t)
+	r := startResource(t) // shared by both partitions: rejections are not checked
+	pids := filepath.Join(t.TempDir(), "pids")
+	w := watchOverlap(t, pids)
+	env := append(r.env(), "PIDS="+pids)
+	flags := append(append([]string{}, advFlags...), "--partitions", "2")
+	m1 := startSupervised(t, direct, "advps", env, advScript, append(flags, "--holder", "m1")...)
+	awaitStarts(t, m1.proc, m1.out, 2, 20*time.Second)
+	m2 := startSupervised(t, direct, "advps", env, advScript, append(flags, "--holder", "m2")...)
+	time.Sleep(3 * time.Second)
+
+	before := len(starts(t, m2.out))
+	m1.signal(t, syscall.SIGSTOP)
+	for began := time.Now(); len(starts(t, m2.out)) == before; time.Sleep(20 * time.Millisecond) {
+		if time.Since(began) > 3*lossTTL+slack {
+			m1.signal(t, syscall.SIGCONT)
+			t.Fatalf("m2 claimed nothing of stopped m1 within %s", 3*lossTTL+slack)
+		}
+	}
+	time.Sleep(time.Second)
+	m1.signal(t, syscall.SIGCONT)
+	time.Sleep(2 * lossTTL)
+	if m1.exited() || m2.exited() {
+		t.Errorf("a member exited (m1 %v %d, m2 %v %d); want both candidates", m1.exited(), m1.code, m2.exited(), m2.code)
+	}
+	t.Logf("starts m1 %v m2 %v", starts(t, m1.out), starts(t, m2.out))
+	w.check(t)
+}
