@@ -316,7 +316,8 @@ func TestAdvRecampaignPartitions(t *testing.T) {
 	m1 := startSupervised(t, proxied, "advp", env, advScript, append(flags, "--holder", "m1")...)
 	awaitStarts(t, m1.proc, m1.out, 2, 20*time.Second) // alone, it claims both
 	m2 := startSupervised(t, direct, "advp", env, advScript, append(flags, "--holder", "m2")...)
-	time.Sleep(3 * time.Second) // m2 takes one partition over (its command gets SIGTERM: a "term" line)
+	awaitStarts(t, m2.proc, m2.out, 1, 20*time.Second) // m2 takes one partition over (m1's command gets SIGTERM: a "term" line)
+	time.Sleep(time.Second)
 
 	before := len(starts(t, m1.out)) + len(starts(t, m2.out))
 	ev := func() int { b, _ := os.ReadFile(pids + ".ev"); return len(lines(string(b))) }
@@ -334,6 +335,13 @@ func TestAdvRecampaignPartitions(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	if m1.exited() || m2.exited() {
 		t.Errorf("a member exited (m1 %v %d, m2 %v %d); want both candidates", m1.exited(), m1.code, m2.exited(), m2.code)
+	}
+	// The term ends at the overdue SIGTERM's exit, or (the writer left in
+	// its own session ignores SIGTERM) when the guard kills it all at the
+	// local deadline.
+	if log := m1.err.String(); !strings.Contains(log, "the command ended after the SIGTERM for an overdue renewal") &&
+		!strings.Contains(log, "the guard killed the command at the local deadline") {
+		t.Errorf("m1 did not lose its partition at the overdue SIGTERM (nothing was tested):\n%s", m1.err)
 	}
 	if total() <= before {
 		t.Errorf("no partition command started again after the loss (starts m1 %v, m2 %v)", starts(t, m1.out), starts(t, m2.out))
