@@ -54,6 +54,7 @@ func (r *runner) startRenewer(m Member, dl tenure.Instant) {
 // renewed nor its place in the group.
 func (r *runner) renewLoop(ctx context.Context, shared sharedDeadline, m Member, dl tenure.Instant) {
 	retry := timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod)
+	base := m // the membership whose renewal (or join) gave dl
 	timer := time.NewTimer(timerwait.Delay(r.nextRenewal(m.TTL, dl.Until())))
 	defer timer.Stop()
 	for {
@@ -77,7 +78,7 @@ func (r *runner) renewLoop(ctx context.Context, shared sharedDeadline, m Member,
 		next := retry
 		switch {
 		case err == nil && checkErr == nil:
-			m, dl = nm, r.deadlineOf(nm)
+			m, dl, base = nm, r.deadlineOf(nm), nm
 			shared.Extend(nm.TTL, nm.Sent, dl)
 			next = r.nextRenewal(nm.TTL, dl.Until())
 		case err == nil:
@@ -88,6 +89,12 @@ func (r *runner) renewLoop(ctx context.Context, shared sharedDeadline, m Member,
 			return
 		default:
 			r.g.log.Warn("membership renewal failed; retrying until the local deadline", "err", err, "remaining", dl.Until())
+		}
+		if !(err == nil && checkErr == nil) {
+			// The same deadline again: its timer, set before this round,
+			// sleeps on Go's clock, which a host suspend during the round
+			// stopped; set again now, it ends the terms on time.
+			shared.Extend(base.TTL, base.Sent, dl)
 		}
 		r.mu.Lock()
 		r.member, r.deadline = m, dl

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,12 +74,13 @@ func runMember(ctx context.Context, c partition.Coordinator, id string, names []
 			log.joined(m)
 			owned = nil
 		}
-		res, err := c.ClaimPartitions(ctx, m, names)
+		// As the partition runner does, claim only what it does not own:
+		// a claim of an owned partition grants it again, with a new token.
+		res, err := c.ClaimPartitions(ctx, m, unowned(names, owned))
 		if errors.Is(err, tenure.ErrLost) {
 			m.Epoch = 0
 			continue
 		}
-		owned = owned[:0]
 		for _, r := range res {
 			if r.Err == nil {
 				log.granted(m, r.Grant)
@@ -85,10 +88,12 @@ func runMember(ctx context.Context, c partition.Coordinator, id string, names []
 				claims++
 			}
 		}
-		if _, err := c.CheckPartitions(ctx, m, owned); errors.Is(err, tenure.ErrLost) {
+		lost, err := c.CheckPartitions(ctx, m, owned)
+		if errors.Is(err, tenure.ErrLost) {
 			m.Epoch = 0
 			continue
 		}
+		owned = slices.DeleteFunc(owned, func(g tenure.Grant) bool { return slices.Contains(lost, g) })
 		if _, err := c.RenewMember(ctx, m); errors.Is(err, tenure.ErrLost) {
 			m.Epoch = 0
 			continue
@@ -96,6 +101,17 @@ func runMember(ctx context.Context, c partition.Coordinator, id string, names []
 		time.Sleep(10 * time.Millisecond)
 	}
 	return claims
+}
+
+// unowned returns the names of the partitions owned does not hold.
+func unowned(names []string, owned []tenure.Grant) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.ContainsFunc(owned, func(g tenure.Grant) bool { return strings.HasSuffix(g.Key, "/"+n) }) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // TestEpochsNeverRepeatWhenGroupTablesReset: an operator truncates (with

@@ -122,7 +122,7 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 	}
 	g.loop()
 	r := g.tree.report(g.st.killed, g.st.expired)
-	r.Overdue = g.st.overdue
+	r.Overdue = g.st.overdueEnd()
 	if err := g.enc.Encode(r); err != nil && g.msgs != nil {
 		return err
 	}

@@ -77,7 +77,10 @@ type Report struct {
 	// the command was never started, because the term's deadline had
 	// passed (or its term had ended) when the guard got to start it.
 	Expired bool `json:"expired,omitempty"`
-	// Overdue: the guard sent the tree SIGTERM at TermAt, because a
-	// renewal was overdue (even if a renewal came later).
+	// Overdue: the tree ended because of the SIGTERM the guard sent at
+	// TermAt, a renewal being overdue: no renewal came since, or the tree
+	// ended within the kill grace of that SIGTERM (even if a renewal came
+	// meanwhile). A tree that survived it, was renewed and ended later is
+	// not Overdue.
 	Overdue bool `json:"overdue,omitempty"`
 }

@@ -26,7 +26,11 @@ type state struct {
 	lease   Lease
 	termAt  boottime.Instant // SIGTERM then, unless 0 or sent
 	termed  bool
-	overdue bool             // SIGTERM sent at a termAt, ever: see Report.Overdue
+	overdue bool             // SIGTERM sent at a termAt, ever: see overdueEnd
+	// termedAt is when the last SIGTERM for an overdue renewal was sent;
+	// renewedSince, whether a renewal came after it.
+	termedAt     boottime.Instant
+	renewedSince bool
 	killAt  boottime.Instant // set once the term ends or the command exits
 	stopped bool             // by Ctrl-Z (OpStop)
 	frozen  bool             // SIGSTOPped freezeLead before the deadline
@@ -45,6 +49,7 @@ func (s *state) handle(m Message) {
 		}
 		s.lease, s.leased = *m.Lease, true
 		s.lease.Live = true
+		s.renewedSince = s.overdue
 		s.termAt, s.termed = m.TermAt, false
 		s.save()
 		if s.frozen && now < s.freezeAt() {
@@ -134,13 +139,22 @@ func (s *state) tick() {
 		return
 	}
 	if s.termAt != 0 && !s.termed && now >= s.termAt {
-		s.termed, s.overdue = true, true
+		s.termed, s.overdue, s.termedAt, s.renewedSince = true, true, now, false
 		s.tree.signal(syscall.SIGTERM)
 	}
 	if !s.frozen && now >= s.freezeAt() {
 		s.frozen = true
 		s.tree.signal(syscall.SIGSTOP)
 	}
+}
+
+// overdueEnd reports whether the tree, ending now, ended because of the
+// SIGTERM sent for an overdue renewal (Report.Overdue): one was sent, and
+// either no renewal came since or the tree ended within the kill grace of
+// it, still obeying it. A command that survived that SIGTERM, was renewed,
+// and ended later on its own ended for its own reasons.
+func (s *state) overdueEnd() bool {
+	return s.overdue && (!s.renewedSince || s.clock().Sub(s.termedAt) <= s.grace)
 }
 
 // freezeLead is how long before the deadline the tree is stopped

@@ -209,3 +209,35 @@ func TestFreezeThenRenew(t *testing.T) {
 		}
 	})
 }
+
+// TestOverdueEnd: a tree that ends after the SIGTERM for an overdue
+// renewal ended because of it (Report.Overdue) when no renewal came since,
+// or when it ended within the kill grace of that SIGTERM; a tree that
+// survived it, was renewed and ended later on its own did not.
+func TestOverdueEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		renew bool
+		end   time.Duration
+		want  bool
+	}{
+		{"no renewal since", false, 900 * time.Millisecond, true},
+		{"renewed, ended within the grace", true, 1500 * time.Millisecond, true},
+		{"renewed, ended after the grace", true, 2500 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, rec := newState(t, time.Second)
+				s.handle(leaseMsg(time.Second, 700*time.Millisecond))
+				msgs := map[time.Duration]Message{}
+				if tc.renew {
+					msgs[800*time.Millisecond] = leaseMsg(5*time.Second, 4*time.Second)
+				}
+				drive(s, tc.end, msgs)
+				if got := s.overdueEnd(); got != tc.want {
+					t.Errorf("overdueEnd() at %s = %v; want %v (sent %q)", tc.end, got, tc.want, rec.sent)
+				}
+			})
+		})
+	}
+}
