@@ -26,17 +26,17 @@ type state struct {
 	lease   Lease
 	termAt  boottime.Instant // SIGTERM then, unless 0 or sent
 	termed  bool
-	overdue bool             // SIGTERM sent at a termAt, ever: see overdueEnd
+	overdue bool // SIGTERM sent at a termAt, ever: see overdueEnd
 	// termedAt is when the last SIGTERM for an overdue renewal was sent;
 	// renewedSince, whether a renewal came after it.
 	termedAt     boottime.Instant
 	renewedSince bool
-	killAt  boottime.Instant // set once the term ends or the command exits
-	stopped bool             // by Ctrl-Z (OpStop)
-	frozen  bool             // SIGSTOPped freezeLead before the deadline
-	killed  bool             // SIGKILL sent: the tree is gone for good
-	expired bool             // killed because the deadline passed (or tenure went away)
-	leased  bool             // an OpLease has arrived
+	killAt       boottime.Instant // set once the term ends or the command exits
+	stopped      bool             // by Ctrl-Z (OpStop)
+	frozen       bool             // SIGSTOPped freezeLead before the deadline
+	killed       bool             // SIGKILL sent: the tree is gone for good
+	expired      bool             // killed because the deadline passed (or tenure went away)
+	leased       bool             // an OpLease has arrived
 }
 
 // handle applies one message from tenure.
