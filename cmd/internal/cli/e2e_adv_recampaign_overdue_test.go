@@ -42,24 +42,34 @@ func TestAdvSurvivedOverdueThenExits(t *testing.T) {
 }
 
 func survivedOverdue(t *testing.T, want int, extra []string) {
-	_, proxied, p := proxiedEtcd(t)
-	s := startSupervised(t, proxied, "adv5", []string{"CODE=" + strconv.Itoa(want)}, advSurvivor, append(append([]string{}, advFlags...), extra...)...)
-	awaitStarts(t, s.proc, s.out, 1, 20*time.Second)
-	p.Hold(tcpproxy.Up)
-	awaitFile(t, s.out+".ev", "term", lossTTL+slack)
-	p.Release(tcpproxy.Up)
-	time.Sleep(3 * time.Second) // past the local deadline the SIGTERM was for
-	if n := len(starts(t, s.out)); n != 1 || s.exited() {
-		t.Skipf("the renewal did not come in time (starts %d, exited %v): inconclusive\n%s", n, s.exited(), s.err)
-	}
-	if err := os.WriteFile(s.out+".done", nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code := s.wait(t, 3*lossTTL+slack)
-	if code != want {
-		t.Errorf("tenure exit %d; want %d (the command's own end)", code, want)
-	}
-	if n := len(starts(t, s.out)); n != 1 {
-		t.Errorf("command started %d times; want 1 (it ended on its own)", n)
+	// On a loaded machine the renewal may miss the local deadline after
+	// all: that run tested nothing, and the scenario runs again.
+	const attempts = 3
+	for i := 1; ; i++ {
+		_, proxied, p := proxiedEtcd(t)
+		s := startSupervised(t, proxied, "adv5-"+strconv.Itoa(i), []string{"CODE=" + strconv.Itoa(want)}, advSurvivor, append(append([]string{}, advFlags...), extra...)...)
+		awaitStarts(t, s.proc, s.out, 1, 20*time.Second)
+		p.Hold(tcpproxy.Up)
+		awaitFile(t, s.out+".ev", "term", lossTTL+slack)
+		p.Release(tcpproxy.Up)
+		time.Sleep(3 * time.Second) // past the local deadline the SIGTERM was for
+		if n := len(starts(t, s.out)); n != 1 || s.exited() {
+			if i == attempts {
+				t.Fatalf("in %d runs the renewal never came before the local deadline (last: starts %d, exited %v)\n%s", attempts, n, s.exited(), s.err)
+			}
+			t.Logf("run %d: the renewal did not come in time (starts %d, exited %v); running again", i, n, s.exited())
+			continue
+		}
+		if err := os.WriteFile(s.out+".done", nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code := s.wait(t, 3*lossTTL+slack)
+		if code != want {
+			t.Errorf("tenure exit %d; want %d (the command's own end)", code, want)
+		}
+		if n := len(starts(t, s.out)); n != 1 {
+			t.Errorf("command started %d times; want 1 (it ended on its own)", n)
+		}
+		return
 	}
 }
