@@ -58,6 +58,7 @@ type progress struct {
 	printed time.Time
 	cpu0    time.Duration // cpuTime at the beginning
 	cpuLast time.Duration // cpuTime at the last progress line
+	warned  int64         // the members' warnings at the beginning
 }
 
 // startSample is partitions started by a moment.
@@ -70,7 +71,7 @@ const progressEvery = 5 * time.Second
 
 func (m *measurer) follow(phase string) *progress {
 	now, cpu := time.Now(), cpuTime()
-	return &progress{m: m, phase: phase, began: now, started: m.started.Load(), printed: now, cpu0: cpu, cpuLast: cpu}
+	return &progress{m: m, phase: phase, began: now, started: m.started.Load(), printed: now, cpu0: cpu, cpuLast: cpu, warned: m.warnings.total.Load()}
 }
 
 // tick records a sample and prints a progress line when one is due.
@@ -84,6 +85,17 @@ func (p *progress) tick() {
 		fmt.Fprintf(p.m.o.Progress, "bench: %s: %d of %d partitions running after %s, %.0f started/s, %d member warnings; this process used %.2f cores (load average %s)\n",
 			p.phase, p.m.running.Load(), p.m.o.Partitions, now.Sub(p.began).Round(time.Second), p.rate(10*time.Second),
 			p.m.warnings.total.Load(), cores, cmp.Or(loadAverage(), "unknown"))
+	}
+}
+
+// done prints, when the members logged warnings during the phase, the
+// most frequent of the run so far: a phase that finished slowly says why.
+func (p *progress) done() {
+	if p.m.warnings.total.Load() == p.warned {
+		return
+	}
+	for _, w := range p.m.warnings.summary(5) {
+		fmt.Fprintf(p.m.o.Progress, "bench: %s: member log: %s\n", p.phase, w)
 	}
 }
 

@@ -30,6 +30,7 @@ func (m *measurer) settle(ctx context.Context, phase string) (map[string]string,
 			compared = time.Now()
 			own, most := m.owners()
 			if len(own) == m.o.Partitions && m.isSettled(own, ids) {
+				p.done()
 				return own, most, nil
 			}
 		}
