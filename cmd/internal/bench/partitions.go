@@ -39,6 +39,11 @@ type PartitionsOptions struct {
 	// Writes, if set, returns the coordinator's count of writes so far,
 	// counted at the server (etcd's metrics, pg_stat_user_tables).
 	Writes func(ctx context.Context) (int64, error)
+	// WritesLag is how late Writes may count a write: the steady state's
+	// count starts at least this long after the cold start settled, so
+	// that it counts none of the cold start's claims (PostgreSQL's
+	// statistics: PostgresGroupWritesLag).
+	WritesLag time.Duration
 	// Progress, if set, gets a line as each run and phase begins.
 	Progress io.Writer
 	// Limit is how long a phase may take before the run fails with a

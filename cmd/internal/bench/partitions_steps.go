@@ -75,7 +75,7 @@ func cpuTime() time.Duration {
 }
 
 func (m *measurer) steady(ctx context.Context, res *PartitionsResult) error {
-	time.Sleep(m.o.TTL / 2) // let claims' aftermath pass
+	time.Sleep(max(m.o.TTL/2, m.o.WritesLag)) // let claims' aftermath pass, and be counted
 	var w0, w1 int64
 	var err error
 	if m.o.Writes != nil {

@@ -27,7 +27,8 @@ func BenchmarkPartitionsPostgres(b *testing.B) {
 			NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
 				return postgres.Open(ctx, dsn)
 			},
-			Writes: func(ctx context.Context) (int64, error) { return PostgresGroupWrites(ctx, dsn) },
+			Writes:    func(ctx context.Context) (int64, error) { return PostgresGroupWrites(ctx, dsn) },
+			WritesLag: PostgresGroupWritesLag,
 		})
 		if err != nil {
 			b.Fatal(err)

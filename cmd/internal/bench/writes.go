@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,6 +68,12 @@ func etcdWrites(mfs []*dto.MetricFamily) int64 {
 	}
 	return int64(n)
 }
+
+// PostgresGroupWritesLag is how late PostgresGroupWrites may count a
+// write: a server process that went idle reports its statistics within
+// 10 s (PostgreSQL 15's PGSTAT_IDLE_INTERVAL), and the count is read from
+// them.
+const PostgresGroupWritesLag = 11 * time.Second
 
 // PostgresGroupWrites counts the rows written to tenure's partition-group
 // tables in the database dsn names, at the server (pg_stat_user_tables).

@@ -157,6 +157,7 @@ func (o *benchPartitionsFlags) options(g *globalFlags, t bench.Target, local boo
 	switch {
 	case t.Postgres != "":
 		mc.Writes = func(ctx context.Context) (int64, error) { return bench.PostgresGroupWrites(ctx, t.Postgres) }
+		mc.WritesLag = bench.PostgresGroupWritesLag
 	case local:
 		mc.Writes = bench.EtcdWrites
 	case len(o.metrics) > 0:
