@@ -115,7 +115,9 @@ const claimAttempts = 4
 // key's leadership row, whose other lockers (renewals, releases) take no
 // partition row, and Acquires of the same key take the partition's row
 // first. So no two statements wait for each other in a cycle: PostgreSQL
-// never aborts one for a deadlock (SQLSTATE 40P01).
+// never aborts one for a deadlock (SQLSTATE 40P01). (The one exception,
+// two Acquires of a key while its group's tables are made, is run again:
+// see acquireOnce.)
 //
 // Plans: every statement here that looks up a list of partitions (and the
 // leadership rows of their keys) does it with one primary-key lookup per
@@ -162,6 +164,13 @@ DELETE FROM `+t.members+` m USING gone WHERE m.epoch = gone.epoch`, m.Group); er
 func isSerializationFailure(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "40001"
+}
+
+// isDeadlock reports whether err is PostgreSQL's SQLSTATE 40P01: the
+// transaction was rolled back to break a cycle of lock waits.
+func isDeadlock(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
 }
 
 // claimTx checks m's membership and claims the partitions among names that
