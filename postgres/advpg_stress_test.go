@@ -78,6 +78,7 @@ func (l *stressLog) endRound(round int) {
 // stressMember is one member of the stress test: its coordinator, its
 // membership, the grants it holds and every grant it was given.
 type stressMember struct {
+	who  string
 	c    *postgres.Coordinator
 	m    partition.Member
 	held map[string]tenure.Grant
@@ -95,17 +96,17 @@ func (s *stressMember) act(ctx context.Context, l *stressLog) {
 	}
 	res, err := s.c.ClaimPartitions(ctx, s.m, names)
 	if err != nil {
-		l.failed(fmt.Sprintf("%s claims %v", s.m.ID, names), err)
+		l.failed(fmt.Sprintf("%s claims %v", s.who, names), err)
 	}
 	for _, r := range res {
 		var held *tenure.HeldError
 		switch {
 		case r.Err == nil:
-			l.granted(s.m.ID, r.Grant)
+			l.granted(s.who, r.Grant)
 			s.held[r.Grant.Key] = r.Grant
 			s.all = append(s.all, r.Grant)
 		case !errors.As(r.Err, &held):
-			l.failed(fmt.Sprintf("%s claims %v", s.m.ID, names), r.Err)
+			l.failed(fmt.Sprintf("%s claims %v", s.who, names), r.Err)
 		}
 	}
 	var rel []tenure.Grant
@@ -116,7 +117,7 @@ func (s *stressMember) act(ctx context.Context, l *stressLog) {
 	}
 	s.rng.Shuffle(len(rel), func(a, b int) { rel[a], rel[b] = rel[b], rel[a] })
 	if err := s.c.ReleasePartitions(ctx, s.m, rel); err != nil {
-		l.failed(fmt.Sprintf("%s releases %d grants", s.m.ID, len(rel)), err)
+		l.failed(fmt.Sprintf("%s releases %d grants", s.who, len(rel)), err)
 	}
 	for _, g := range rel {
 		if s.held[g.Key] == g {
@@ -126,12 +127,13 @@ func (s *stressMember) act(ctx context.Context, l *stressLog) {
 }
 
 // TestAdvPGClaimsReleasesAcquiresUnderICU: in a database whose collation
-// is ICU's en-US, three members, each on a pool of its own, claim random
+// is ICU's en-US, three members, each on a pool of its own (and a second
+// goroutine of one of them, on another pool), claim random
 // subsets of twelve partitions whose names sort differently by bytes and
 // by the collation, in random orders, and release random subsets of every
 // grant they were given (superseded and already released ones too) in
 // random orders, while a single-key holder acquires a random partition's
-// key and releases it the next round. 40 rounds, each of four calls at
+// key and releases it the next round. 40 rounds, each of five calls at
 // once. No call may fail for a deadlock (SQLSTATE 40P01), or at all,
 // except claims refused for concurrent changes each time they ran, and
 // HeldErrors. After each round, with nothing in flight: each partition
@@ -150,8 +152,12 @@ func TestAdvPGClaimsReleasesAcquiresUnderICU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		members = append(members, &stressMember{c: c, m: m, held: map[string]tenure.Grant{}, rng: rand.New(rand.NewPCG(uint64(i), 9))})
+		members = append(members, &stressMember{who: m.ID, c: c, m: m, held: map[string]tenure.Grant{}, rng: rand.New(rand.NewPCG(uint64(i), 9))})
 	}
+	// m0's twin: a second goroutine of member m0 (one membership), on a
+	// pool of its own, whose claims supersede m0's grants and whose
+	// releases name them, at once with m0's own calls.
+	members = append(members, &stressMember{who: "m0's twin", c: open(t, dsn), m: members[0].m, held: map[string]tenure.Grant{}, rng: rand.New(rand.NewPCG(5, 9))})
 	cx := open(t, dsn)
 	xrng := rand.New(rand.NewPCG(7, 7))
 	var x *tenure.Grant
@@ -191,13 +197,13 @@ func TestAdvPGClaimsReleasesAcquiresUnderICU(t *testing.T) {
 			}
 			lost, err := s.c.CheckPartitions(ctx, s.m, gs)
 			if err != nil {
-				t.Fatalf("round %d: %s's check: %v", round, s.m.ID, err)
+				t.Fatalf("round %d: %s's check: %v", round, s.who, err)
 			}
 			for _, g := range lost {
 				delete(s.held, g.Key)
 			}
 			for _, g := range s.held {
-				holders[g.Key] = append(holders[g.Key], fmt.Sprintf("%s (%d)", s.m.ID, g.Token))
+				holders[g.Key] = append(holders[g.Key], fmt.Sprintf("%s (%d)", s.who, g.Token))
 			}
 		}
 		for key, hs := range holders {
