@@ -268,6 +268,9 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		if err == nil {
 			return tenure.Grant{Key: key, Holder: holder, Token: uint64(token), TTL: granted, Sent: sent}, nil
 		}
+		if isDeadlock(err) { // rolled back, nothing granted: see acquireOnce
+			continue
+		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: %w", key, err)
 		}
@@ -301,7 +304,11 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 // orders the two APIs: an Acquire that waited for a claim's row lock then
 // sees the claimer, and a claim whose snapshot predates the write is
 // refused by REPEATABLE READ and run again, when it sees the grant (see
-// claim).
+// claim). An Acquire that found no group tables writes the partition's row
+// after the key's: if the tables appear meanwhile and another Acquire of
+// the key writes the partition's row and waits for the key's, PostgreSQL
+// aborts one of the two for a deadlock (SQLSTATE 40P01), which Acquire
+// runs again (it then finds the tables).
 func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64) (int64, error) {
 	var token int64
 	acquire := func(db Execer) error {

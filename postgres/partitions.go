@@ -104,16 +104,20 @@ const claimAttempts = 4
 // once do not refuse each other's claims; it locks them in epoch order.
 //
 // Lock order: every statement that locks several partition rows locks them
-// in the order of their names (the claim's INSERT takes its names sorted,
-// and ON CONFLICT locks each existing row as it meets it, taken or not;
-// a release sorts its names and locks each row FOR NO KEY UPDATE in a
-// LATERAL subquery, which runs once per name in the order of the unnest,
-// before it writes). A claim or a release waits for no other lock; an Acquire of
+// in the byte order of their names, whatever the database's collation (the
+// claim's INSERT takes its names sorted by COLLATE "C", and ON CONFLICT
+// locks each existing row as it meets it, taken or not; a release sorts its
+// names in Go, bytewise, and locks each row FOR NO KEY UPDATE in a LATERAL
+// subquery, which runs once per name in the order of the unnest, before it
+// writes). Under a collation such as en-US, where "a" < "B", a claim sorted
+// by the database's order and a release sorted by bytes deadlocked. A claim or a release waits for no other lock; an Acquire of
 // a partition's key holds that partition's row while it waits for the
 // key's leadership row, whose other lockers (renewals, releases) take no
 // partition row, and Acquires of the same key take the partition's row
 // first. So no two statements wait for each other in a cycle: PostgreSQL
-// never aborts one for a deadlock (SQLSTATE 40P01).
+// never aborts one for a deadlock (SQLSTATE 40P01). (The one exception,
+// two Acquires of a key while its group's tables are made, is run again:
+// see acquireOnce.)
 //
 // Plans: every statement here that looks up a list of partitions (and the
 // leadership rows of their keys) does it with one primary-key lookup per
@@ -162,6 +166,13 @@ func isSerializationFailure(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "40001"
 }
 
+// isDeadlock reports whether err is PostgreSQL's SQLSTATE 40P01: the
+// transaction was rolled back to break a cycle of lock waits.
+func isDeadlock(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
+}
+
 // claimTx checks m's membership and claims the partitions among names that
 // are free or m's own (granted again: see partition.Coordinator);
 // it returns their new tokens.
@@ -179,7 +190,7 @@ SELECT $1, n, $2, `+clockMicros+` FROM unnest($3::text[]) AS n
 LEFT JOIN LATERAL (SELECT true AS held FROM `+c.table+` l
                    WHERE l.resource = $1 || '/' || n AND l.expires_at > CURRENT_TIMESTAMP LIMIT 1) l ON true
 WHERE l.held IS NULL
-ORDER BY n
+ORDER BY n COLLATE "C"
 ON CONFLICT (grp, name) DO UPDATE
 SET owner_epoch = EXCLUDED.owner_epoch, fencing_token = GREATEST(p.fencing_token + 1, `+clockMicros+`)
 WHERE p.owner_epoch IS NULL OR p.owner_epoch = $2

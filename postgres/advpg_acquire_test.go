@@ -1,0 +1,78 @@
+package postgres_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// TestAdvPGAcquiresWhileGroupTablesAppear: the leadership row of key
+// "jobs/0" exists, the group tables do not. An operator's transaction holds
+// the key's row; x's Acquire of the key finds no group tables and waits on
+// the row. Then member m joins group "jobs" (the tables appear) and y's
+// Acquire of the key writes the partition's row (the group path: the
+// partition's row before the key's) and waits on the key's row too. The
+// operator commits. x, granted the key, writes the partition's row after
+// the key's (the no-group path); if that waits for y's uncommitted
+// partition row while y waits for the key's row, PostgreSQL aborts one
+// (SQLSTATE 40P01). One Acquire must get the key and the other a
+// HeldError, neither a deadlock.
+func TestAdvPGAcquiresWhileGroupTablesAppear(t *testing.T) {
+	dsn := newDB(t)
+	ctx := ctxFor(t, time.Minute)
+	cx, cy, cm := open(t, dsn), open(t, dsn), open(t, dsn)
+	pool := newPool(t, dsn)
+	g, err := cx.Acquire(ctx, "jobs/0", "x", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cx.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM public.cluster_leadership WHERE resource = 'jobs/0' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	type acquired struct {
+		g   tenure.Grant
+		err error
+	}
+	xDone, yDone := make(chan acquired, 1), make(chan acquired, 1)
+	go func() {
+		g, err := cx.Acquire(ctx, "jobs/0", "x", time.Minute)
+		xDone <- acquired{g, err}
+	}()
+	awaitLockWaiters(ctx, t, pool, 1)
+	join(ctx, t, cm, "m")
+	go func() {
+		g, err := cy.Acquire(ctx, "jobs/0", "y", time.Minute)
+		yDone <- acquired{g, err}
+	}()
+	awaitLockWaiters(ctx, t, pool, 2)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	x, y := <-xDone, <-yDone
+	t.Logf("x: %v, %v; y: %v, %v", x.g, x.err, y.g, y.err)
+	granted := 0
+	for who, a := range map[string]acquired{"x": x, "y": y} {
+		var held *tenure.HeldError
+		switch {
+		case a.err == nil:
+			granted++
+		case isDeadlock(a.err):
+			t.Errorf("%s's Acquire failed for a deadlock (SQLSTATE 40P01): the Acquire that found no group tables locks the key's row before the partition's, the other the partition's first: %v", who, a.err)
+		case !errors.As(a.err, &held):
+			t.Errorf("%s's Acquire: %v", who, a.err)
+		}
+	}
+	if granted > 1 {
+		t.Errorf("both Acquires granted the key")
+	}
+}
