@@ -119,3 +119,22 @@ func TestAdvPGReleaseFreesOnlyWhatItNames(t *testing.T) {
 		t.Errorf("o's check of c after m released a grant naming it = %v, %v; want it kept", lost, err)
 	}
 }
+
+// A claim that names a partition twice claims it once and answers both
+// places with the same grant, as the memory coordinator does.
+func TestClaimNamingAPartitionTwice(t *testing.T) {
+	dsn := newDB(t)
+	ctx := ctxFor(t, time.Minute)
+	c := open(t, dsn)
+	m := join(ctx, t, c, "m")
+	rs, err := c.ClaimPartitions(ctx, m, []string{"a", "b", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 || rs[0].Err != nil || rs[1].Err != nil || rs[0].Grant != rs[2].Grant || rs[0].Grant.Key != "jobs/a" {
+		t.Fatalf("claim of a, b, a = %+v; want a's one grant at both of its places", rs)
+	}
+	if lost, err := c.CheckPartitions(ctx, m, []tenure.Grant{rs[0].Grant, rs[1].Grant}); err != nil || len(lost) > 0 {
+		t.Errorf("check after the claim = %v, %v; want both owned", lost, err)
+	}
+}

@@ -47,6 +47,7 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 	}
 	sorted := slices.Clone(names) // one lock order for every claimer
 	slices.Sort(sorted)
+	sorted = slices.Compact(sorted) // a name given twice is claimed once, and answered at each place
 	claimed, others, err := c.claim(ctx, t, m, sorted)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
