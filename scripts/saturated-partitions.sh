@@ -175,7 +175,7 @@ stop_member() {
 # status RUN writes the group's table, as JSON, to RUN's status.json.
 status() {
   local dir=$tmp/run$1
-  "$tenure" status "${coord[@]}" --key "$key" --partitions "$parts" --json \
+  timeout 20 "$tenure" status "${coord[@]}" --key "$key" --partitions "$parts" --json \
     >"$dir/status.tmp" 2>>"$dir/status.log" || return 1
   mv "$dir/status.tmp" "$dir/status.json"
 }
@@ -183,15 +183,13 @@ status() {
 # running RUN prints "COUNT LAST": how many partitions are held by a term
 # whose command has started, and the latest of those commands' starts.
 running() {
-  local dir=$tmp/run$1 n=0 last=0 p t at
-  while read -r p t; do
-    if [ -s "$dir/marks/$p.$t" ]; then
-      n=$((n + 1))
-      at=$(<"$dir/marks/$p.$t")
-      last=$(awk -v a="$at" -v b="$last" 'BEGIN { print (a > b) ? a : b }')
-    fi
-  done < <(jq -r '.partitions[] | select(.held) | "\(.partition) \(.token)"' "$dir/status.json")
-  echo "$n $last"
+  local dir=$tmp/run$1
+  jq -r '.partitions[] | select(.held) | "\(.partition) \(.token)"' "$dir/status.json" >"$dir/held.txt"
+  awk -v d="$dir/marks" '
+    { f = d "/" $1 "." $2; at = ""
+      if ((getline at < f) > 0) { n++; if (at + 0 > last + 0) last = at }
+      close(f) }
+    END { printf "%d %s\n", n, (last == "" ? 0 : last) }' "$dir/held.txt"
 }
 
 # settled RUN N prints the table (one "partition holder token" line each)
@@ -206,23 +204,24 @@ settled() {
     "$tmp/run$1/status.json"
 }
 
-# wait_settled RUN N SINCE waits until the table is settled for N members and
-# unchanged for one TTL, writes it to RUN's settled.txt and prints the
+# wait_settled RUN N SINCE waits until the table is settled for N members,
+# with the same holders for one TTL, writes it to RUN's settled.txt and prints the
 # seconds since SINCE at which it first had that table; fails after the
 # timeout.
 wait_settled() {
-  local dir=$tmp/run$1 prev="" since_t="" cur start
+  local dir=$tmp/run$1 prev="" since_t="" cur tab start
   start=$(now)
   while :; do
     if status "$1"; then
-      cur=$(settled "$1" "$2")
-      if [ -n "$cur" ] && [ "$cur" = "$prev" ]; then
+      tab=$(settled "$1" "$2")
+      cur=$(cut -d' ' -f1,2 <<<"$tab") # holders only: tokens change when a command restarts in place
+      if [ -n "$tab" ] && [ "$cur" = "$prev" ]; then
         if awk -v d="$(sub "$(now)" "$since_t")" -v t="$ttl_s" 'BEGIN { exit !(d >= t) }'; then
-          printf '%s\n' "$cur" >"$dir/settled.txt"
+          printf '%s\n' "$tab" >"$dir/settled.txt"
           sub "$since_t" "$3"
           return 0
         fi
-      elif [ -n "$cur" ]; then
+      elif [ -n "$tab" ]; then
         prev=$cur
         since_t=$(now)
       else
@@ -239,18 +238,15 @@ wait_settled() {
 # moves BEFORE AFTER prints "MOVES REGRANTS": partitions whose holder
 # changed, and those with the same holder but another token.
 moves() {
-  join <(sort -k1,1 "$1") <(sort -k1,1 "$2") |
+  sort -k1,1 "$1" >"$1.sorted"
+  sort -k1,1 "$2" >"$2.sorted"
+  join "$1.sorted" "$2.sorted" |
     awk '$2 != $4 { m++ } $2 == $4 && $3 != $5 { r++ } END { printf "%d %d\n", m, r }'
 }
 
 # starts_after RUN T counts the commands started after T.
 starts_after() {
-  local n=0 f
-  for f in "$tmp/run$1"/marks/*; do
-    [ -s "$f" ] || continue
-    if awk -v a="$(<"$f")" -v t="$2" 'BEGIN { exit !(a > t) }'; then n=$((n + 1)); fi
-  done
-  echo "$n"
+  cat "$tmp/run$1"/marks/* 2>/dev/null | awk -v t="$2" '$1 + 0 > t + 0 { n++ } END { print n + 0 }'
 }
 
 warnings() {
@@ -295,7 +291,8 @@ for r in $(seq "$runs"); do
   while :; do
     elapsed=$(sub "$(now)" "$t0")
     if status "$r"; then
-      read -r n last < <(running "$r")
+      res=$(running "$r")
+      read -r n last <<<"$res"
       if [ -z "$at10" ] && awk -v e="$elapsed" 'BEGIN { exit !(e >= 10) }'; then at10=$n; fi
       if [ "$n" -eq "$parts" ]; then
         all_at=$(sub "$last" "$t0")
