@@ -12,8 +12,10 @@
 # and the script counts the partitions whose holder changed between the
 # settled tables before and after (target: at most ⌈P/(N+1)⌉ + 1). With
 # --small-join (the default) two members then leave and one joins a group
-# of N-1, counted the same way against ⌈P/N⌉ + 1. Everything listens on
-# 127.0.0.1 only. Exits 1 when a target is missed.
+# of N-1, counted the same way against ⌈P/N⌉ + 1. tenure is built as a
+# release is (scripts/build.sh, the guard's program embedded) unless
+# --plain-build. Everything listens on 127.0.0.1 only. Exits 1 when a
+# target is missed. The figures are in docs/speed.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +32,9 @@ usage: scripts/saturated-partitions.sh [flags]
   --small-join 0|1    also count a join into a group of N-1 (default 1)
   --timeout S         seconds to wait for a phase before it fails (default 60)
   --log-level L       the members' --log-level (default info)
+  --plain-build       build with a plain `go build` (no embedded guard program:
+                      tenure re-executes itself as each command's guard)
+                      instead of scripts/build.sh, as a release is built
   --keep              keep the temporary directory (members' logs) at the end
   -h, --help          this help
 
@@ -53,6 +58,7 @@ small_join=1
 timeout=60
 log_level=info
 keep=0
+plain=0
 while [ $# -gt 0 ]; do
   case $1 in
     --postgres) dsn=$2; shift 2 ;;
@@ -65,6 +71,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout=$2; shift 2 ;;
     --log-level) log_level=$2; shift 2 ;;
     --keep) keep=1; shift ;;
+    --plain-build) plain=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "saturated-partitions.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -110,8 +117,13 @@ sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 ttls() { awk -v s="$1" -v t="$ttl_s" 'BEGIN { printf "%.2f", s / t }'; }
 ceil_div() { echo $(( ($1 + $2 - 1) / $2 )); }
 
-echo "building tenure"
-(cd cmd && go build -o "$tmp/tenure" ./tenure)
+if [ "$plain" = 1 ]; then
+  echo "building tenure (plain go build: no embedded guard, tenure re-executes itself as each guard)"
+  (cd cmd && go build -o "$tmp/tenure" ./tenure)
+else
+  echo "building tenure as a release is built (scripts/build.sh: the guard's own program embedded)"
+  scripts/build.sh "$tmp/tenure" >/dev/null
+fi
 tenure=$tmp/tenure
 
 coord=()
