@@ -34,7 +34,9 @@ usage: scripts/saturated-partitions.sh [flags]
   --log-level L       the members' --log-level (default info)
   --plain-build       build with a plain `go build` (no embedded guard program:
                       tenure re-executes itself as each command's guard)
-                      instead of scripts/build.sh, as a release is built
+                      instead of scripts/build.sh, as a release is built;
+                      refused while cmd/internal/guard/guardbin/bin/ holds a
+                      program from go generate, which go build embeds
   --keep              keep the temporary directory (members' logs) at the end
   -h, --help          this help
 
@@ -125,6 +127,12 @@ else
   scripts/build.sh "$tmp/tenure" >/dev/null
 fi
 tenure=$tmp/tenure
+guard=$("$tenure" version | sed -n 's/.*guard: \([^)]*\)).*/\1/p')
+echo "guard: $guard"
+if [ "$plain" = 1 ] && [ "$guard" = embedded ]; then
+  echo "saturated-partitions.sh: --plain-build embedded a guard program all the same: cmd/internal/guard/guardbin/bin/ holds one from an earlier go generate (scripts/build.sh); remove it for a build without" >&2
+  exit 2
+fi
 
 coord=()
 if [ -n "$dsn" ]; then
@@ -289,7 +297,7 @@ missed=0
 res_start=()
 res_moves=()
 res_small=()
-echo "backend $backend, P=$parts, N=$members (+1 joining), TTL $ttl, $busy busy loops on $(nproc) cores, $runs runs"
+echo "backend $backend, P=$parts, N=$members (+1 joining), TTL $ttl, $busy busy loops on $(nproc) cores, $runs runs, guard $guard"
 for r in $(seq "$runs"); do
   key=sat-$$-$r
   dir=$tmp/run$r
@@ -379,7 +387,7 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 max() { printf '%s\n' "$@" | sort -g | tail -1; }
 echo
-echo "summary ($backend, P=$parts, N=$members, TTL $ttl, $busy busy loops, $runs runs):"
+echo "summary ($backend, P=$parts, N=$members, TTL $ttl, $busy busy loops, $runs runs, guard $guard):"
 ms=$(max "${res_start[@]}")
 echo "  all running: max ${ms}s ($(ttls "$ms") TTLs), median $(median "${res_start[@]}")s ($(ttls "$(median "${res_start[@]}")") TTLs); target ≤ $target_ttls TTLs"
 if [ ${#res_moves[@]} -gt 0 ]; then
