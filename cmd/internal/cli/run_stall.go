@@ -18,18 +18,15 @@ import (
 type stallPlan struct {
 	cfg   tenure.Config
 	grace time.Duration // --kill-grace
-	group bool          // a partition group's member renews, not an Elector
+	group bool          // a partition group's member: one command per partition
 }
 
 // renewAfter is how long after a successful renewal the next is due, for
 // the TTL granted and the time left until the local deadline: the
-// Elector's renewLoop renews a third of the TTL granted later (at most
-// RenewInterval, and before half the time left has gone); partition's
-// runner every RenewInterval, at most a third of the safe lease.
+// Elector's renewLoop, and a partition group member's renewer alike, renew
+// a third of the TTL granted later (at most RenewInterval, and before half
+// the time left has gone).
 func (p stallPlan) renewAfter(granted, remaining time.Duration) time.Duration {
-	if p.group {
-		return max(min(timing.RenewInterval(p.cfg.TTL, p.cfg.RenewInterval), timing.SafeLease(granted, p.cfg.MaxDrift, p.cfg.Margin)/3), time.Millisecond)
-	}
 	return timing.NextRenewal(timing.RenewInterval(p.cfg.TTL, p.cfg.RenewInterval), granted, remaining)
 }
 
