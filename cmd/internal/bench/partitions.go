@@ -186,7 +186,7 @@ func measurePartitions(ctx context.Context, o PartitionsOptions) (PartitionsResu
 	m.pcfg.Margin = o.TTL / 10
 	if o.Steady == 0 {
 		safe := timing.SafeLease(o.TTL, m.pcfg.MaxDrift, m.pcfg.Margin)
-		m.o.Steady = 10 * min(timing.RenewInterval(m.pcfg.TTL, m.pcfg.RenewInterval), safe/3)
+		m.o.Steady = 10 * timing.NextRenewal(timing.RenewInterval(m.pcfg.TTL, m.pcfg.RenewInterval), m.pcfg.TTL, safe)
 	}
 	defer m.stopAll()
 	res := PartitionsResult{Partitions: o.Partitions, Members: o.Members, WritesPerSecond: -1}

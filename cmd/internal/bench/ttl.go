@@ -128,7 +128,7 @@ func TTL(ctx context.Context, o TTLOptions) (*Report, error) {
 	r.Notes = []string{
 		fmt.Sprintf("simulated: a model fed with %d renewal round trips (p50 %.2fms, p99 %.2fms, max %.2fms) and %d stalls of this process over 1ms (max %.2fms) measured in %s on this machine; no TTL was waited out in real time",
 			rs.N, rs.P50, rs.P99, rs.Max, ss.N, ss.Max, env.span.Round(time.Millisecond)),
-		"wrongful demotion: a renewal's reply (round trip + latency + a stall or pause) arriving after the local deadline, TTL·(1−drift) − margin after the previous renewal was sent; renewals every min(TTL/3, safe lease/3)",
+		"wrongful demotion: a renewal's reply (round trip + latency + a stall or pause) arriving after the local deadline, TTL·(1−drift) − margin after the previous renewal was sent; renewals as the Elector and partition members schedule them: min(TTL/3, safe lease/2) after a reply",
 		fmt.Sprintf("demotions_per_hour resolves rates down to about %.0f per hour from stalls (one stall in the measured span); rates below come from the round trips' tail and the injected pauses only", 3600/env.span.Seconds()),
 		"failover: a crash at a random moment of the renewal cycle; the lease's remainder, then the coordinator's expiry (etcd: a revocation pass every 500ms), a watch event and one acquisition round trip",
 	}
@@ -230,7 +230,7 @@ func (o *TTLOptions) model(env environment, asked time.Duration, rng *rand.Rand)
 	}
 	cfg := tenure.Config{TTL: ttl, Margin: o.margin(ttl), MaxDrift: o.MaxDrift}
 	safe := timing.SafeLease(ttl, cfg.MaxDrift, cfg.Margin)
-	interval := min(ttl/3, safe/3)
+	interval := timing.NextRenewal(timing.RenewInterval(ttl, 0), ttl, safe) // the Elector's schedule
 	slack := safe - interval
 	// Renewals whose round trip outlives the slack.
 	late := 0
