@@ -53,15 +53,16 @@ func TestDenied(t *testing.T) {
 	}
 }
 
-// TestRunKubeWriteForbidden: a Kubernetes user whom RBAC lets read Leases
-// but not write them passes tenure run's start-up read, and then gets a
+// kubeWriteForbidden: a Kubernetes user whom RBAC lets read Leases but
+// not write them passes tenure run's start-up read, and then gets a
 // permission error (77, EX_NOPERM) at the first write, naming the verb,
 // the resource, the namespace and the user as the API server did, instead
 // of campaigning forever: for a new key (create), a key whose Lease exists
-// (update), and a partition group (the membership Lease's create).
-func TestRunKubeWriteForbidden(t *testing.T) {
-	t.Parallel()
-	s := kubetest.Start(t, kubetest.WithRBAC(), kubetest.WithUser("reader"))
+// (update), and a partition group (the membership Lease's create). s has
+// RBAC on and a user "reader" (TestExitCodeKubeForbidden: one API server
+// for both).
+func kubeWriteForbidden(t *testing.T, s *kubetest.Server) {
+	t.Helper()
 	grantLeaseReader(t, s, "default", "reader")
 	admin := []string{"--kubeconfig", s.Kubeconfig(t, kubetest.Admin, "default")}
 	if res := runTenure(t, nil, append(admin, "run", "--key", "existing", "--", "true")...); res.code != 0 {
