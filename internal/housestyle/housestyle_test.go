@@ -26,9 +26,6 @@ var pendingSizes = []string{
 	"cmd/internal/bench/throughput.go: Throughput",
 	"cmd/internal/chaos/run.go: Run",
 	"kube/watch.go: watcher.run",
-	// A test harness that four backend packages each had a copy of; one
-	// copy now, not yet split into a racer type with methods.
-	"internal/grouprace/grouprace.go: ReclaimRace",
 }
 
 // checkPending reports each finding unless its subject (what key returns

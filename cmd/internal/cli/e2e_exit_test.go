@@ -170,10 +170,11 @@ func TestExitCodePortInUse(t *testing.T) {
 
 // TestExitCodeKubeForbidden: a Kubernetes user whom RBAC lets not read or
 // write Leases gets a permission error (77, EX_NOPERM), from status and
-// from run.
+// from run; so does one who may only read them, from run's first write
+// (kubeWriteForbidden).
 func TestExitCodeKubeForbidden(t *testing.T) {
 	t.Parallel()
-	s := kubetest.Start(t, kubetest.WithRBAC(), kubetest.WithUser("nobody"))
+	s := kubetest.Start(t, kubetest.WithRBAC(), kubetest.WithUser("nobody"), kubetest.WithUser("reader"))
 	coord := []string{"--kubeconfig", s.Kubeconfig(t, "nobody", "default")}
 	for _, args := range [][]string{{"status", "--key", "jobs"}, {"run", "--key", "jobs", "--wait-timeout", "20s", "--", "true"}} {
 		res := runTenure(t, nil, append(append([]string{}, coord...), args...)...)
@@ -181,6 +182,7 @@ func TestExitCodeKubeForbidden(t *testing.T) {
 			t.Errorf("%s: exit %d; want %d saying forbidden\n%s", res.description, res.code, ExitNoPerm, res.stderr)
 		}
 	}
+	kubeWriteForbidden(t, s)
 }
 
 // TestExitCodeEtcdNoPermission: an etcd user whose role grants nothing on

@@ -88,18 +88,20 @@ func causeCode(err error) int {
 }
 
 // refused reports whether err says the coordinator refused the
-// credentials or the permission.
+// credentials or the permission (see denied).
 func refused(err error) bool {
+	if denied(err) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// Class 28, invalid authorization (a wrong password, no pg_hba.conf
-		// entry, no such role), and 42501, insufficient privilege.
-		return strings.HasPrefix(pgErr.Code, "28") || pgErr.Code == "42501"
+		// Class 28, invalid authorization: a wrong password, no
+		// pg_hba.conf entry, no such role.
+		return strings.HasPrefix(pgErr.Code, "28")
 	}
 	return errors.Is(err, etcd.ErrAuth) ||
-		errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrGRPCPermissionDenied) ||
 		errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(err, rpctypes.ErrGRPCAuthFailed) ||
-		apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
+		apierrors.IsUnauthorized(err)
 }
 
 // misconfigured reports whether err says the coordinator refuses the

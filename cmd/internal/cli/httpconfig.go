@@ -49,13 +49,35 @@ func checkHTTPFlags(cmd *cobra.Command, addr, config string) error {
 }
 
 // logServing logs, as msg, the address the status page is served on and
-// how it is protected.
+// how it is protected (see warnPlainHTTP).
 func logServing(log *slog.Logger, msg string, addr net.Addr, config string) {
 	if config == "" {
 		log.Info(msg, "http", addr.String())
+		warnPlainHTTP(log, addr.String(), config)
 		return
 	}
 	log.Info(msg, "http", addr.String(), "http_config", config)
+}
+
+// warnPlainHTTP warns, once at start, when --http serves plain HTTP (no
+// --http-config) on addr, the address listened on, and addr is not
+// loopback-only.
+func warnPlainHTTP(log *slog.Logger, addr, config string) {
+	if config != "" || loopbackAddr(addr) {
+		return
+	}
+	log.Warn("--http serves the status page and /metrics unauthenticated and unencrypted beyond this machine: "+
+		"anyone who reaches it reads keys, holders and tokens; give --http-config (TLS, basic authentication) "+
+		"or a loopback address (127.0.0.1)", "http", addr)
+}
+
+// loopbackAddr reports whether host:port addr, as given to --http or as
+// listened on, reaches this machine alone: its host is localhost or a
+// loopback IP address. An empty host, 0.0.0.0 and :: listen on every
+// address; any other name may resolve beyond loopback.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && loopbackHost(host)
 }
 
 // serveWeb serves hs on ln, with the TLS and basic authentication of the

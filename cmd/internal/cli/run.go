@@ -193,7 +193,7 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 	fs.BoolVar(&f.exitOnLoss, "exit-on-loss", false, "when leadership is lost (the lease expired, was taken or fenced), stop the command and exit 75 instead of campaigning again")
 	fs.DurationVar(&f.waitTimeout, "wait-timeout", 0, "exit with code 3 if not leader within this long of starting to campaign (0: wait forever); applies to every campaign")
 	fs.BoolVar(&f.json, "json", false, "log to stderr as JSON lines instead of text")
-	fs.StringVar(&f.http, "http", "", `host:port of the live status page (/) and of /status, /health, /leader and /metrics; "" serves nothing`)
+	fs.StringVar(&f.http, "http", "", `host:port of the live status page (/) and of /status, /health, /leader and /metrics, plain HTTP unless --http-config (warned about beyond loopback); "" serves nothing`)
 	registerHTTPConfig(fs, &f.httpConfig)
 	f.partitionFlags.register(fs)
 	return cmd

@@ -43,7 +43,7 @@ func runKey(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		return err
 	}
 	defer stop()
-	k := &keyRun{s: s, coord: coord}
+	k := &keyRun{s: s, coord: stopOnDenial(coord, s.denied)}
 	el, stopHTTP, err := k.newElector(ctx, cmd, g, cfg)
 	if err != nil {
 		return err

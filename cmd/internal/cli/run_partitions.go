@@ -113,6 +113,7 @@ func runGroup(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) er
 		return usageError("--partitions: the %s coordinator cannot run partition groups", g.coord.backend())
 	}
 	warnGroupTTLDisagreement(ctx, s.log, coord, f.key, f.ttl, g.coord.dialTimeout)
+	coord = stopOnDenial(coord, s.denied)
 	if pc.Logger, err = s.libraryLogger(ctx, cmd, g); err != nil {
 		return err
 	}

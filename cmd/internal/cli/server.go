@@ -134,7 +134,7 @@ func (f *serverFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.peerTLSKey, "peer-tls-key", "", "PEM private key of --peer-tls-cert")
 	fs.StringVar(&f.peerTLSCA, "peer-tls-ca", "", "PEM CA bundle: when set, peers must present a certificate it signed")
 	fs.BoolVar(&f.insecureListen, "insecure-listen", false, "serve client or peer URLs on an address other than loopback without TLS and client certificates: anyone who reaches them can take every key")
-	fs.StringVar(&f.http, "http", DefaultHTTPAddr, `host:port of the live status page (/) and of /status, /health, /leader and /metrics; "" disables it`)
+	fs.StringVar(&f.http, "http", DefaultHTTPAddr, `host:port of the live status page (/) and of /status, /health, /leader and /metrics, plain HTTP unless --http-config (warned about beyond loopback); "" disables it`)
 	registerHTTPConfig(fs, &f.httpConfig)
 	fs.StringVar(&f.prefix, "prefix", "", `the status page shows every key under this prefix ("" for all)`)
 	fs.DurationVar(&f.startTimeout, "start-timeout", embedded.DefaultStartTimeout, "give up when the member is not ready after this long (a new cluster waits for a majority of its members)")
@@ -213,6 +213,7 @@ func runServer(cmd *cobra.Command, g *globalFlags, f *serverFlags) error {
 			return err
 		}
 		httpAddr = ln.Addr().String()
+		warnPlainHTTP(log, httpAddr, f.httpConfig)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "tenure server ready: name=%s clients=%s http=%s data=%s\n",
 		srv.Name(), strings.Join(srv.Endpoints(), ","), httpAddr, srv.Dir())

@@ -53,8 +53,9 @@ type supState struct {
 }
 
 // An outcome is how tenure run exits: err for Main (nil: 0), and its rank.
-// A higher rank wins: a command's own end over a lost leadership
-// (--exit-on-loss) over --wait-timeout over a signal over an error.
+// A higher rank wins: a permission the coordinator refused over a
+// command's own end over a lost leadership (--exit-on-loss) over
+// --wait-timeout over a signal over an error.
 type outcome struct {
 	rank rank
 	err  error
@@ -68,16 +69,32 @@ const (
 	byWait                    // --wait-timeout passed
 	byLoss                    // leadership lost, with --exit-on-loss
 	byCommand                 // the command's own end, or why it could not start
+	byDenial                  // the coordinator refused a call for want of a permission
 )
 
-// finish records o as how tenure exits, unless an outcome of a higher
-// rank is recorded already.
-func (s *supervisor) finish(o outcome) {
+// finish records o as how tenure exits, unless an outcome of its rank or
+// a higher one is recorded already, and reports whether it did.
+func (s *supervisor) finish(o outcome) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if o.rank > s.st.end.rank {
 		s.st.end = o
+		return true
 	}
+	return false
+}
+
+// denied ends tenure with ExitNoPerm, err its message, when the
+// coordinator refused a call tenure run cannot do without for want of a
+// permission (see stopOnDenial): waiting does not grant one, and
+// campaigning would only repeat the refusal. A command that runs is
+// stopped first, as when tenure is stopping.
+func (s *supervisor) denied(err error) {
+	msg := fmt.Errorf("permission denied, which waiting does not grant: %w", err)
+	if s.finish(outcome{byDenial, &exitError{code: ExitNoPerm, err: msg}}) {
+		s.log.Error("permission denied; stopping", "err", err)
+	}
+	s.cancel()
 }
 
 // result is the error tenure run returns: the outcome, or runErr (the
@@ -144,7 +161,7 @@ func (s *supervisor) setRunning(c *child, on bool) bool {
 		delete(s.st.running, c)
 		return true
 	}
-	if s.st.signal != 0 || s.st.end.rank == byCommand {
+	if s.st.signal != 0 || s.st.end.rank >= byCommand {
 		return false
 	}
 	if s.st.running == nil {

@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tenure-dev/tenure/internal/kubetest"
+)
+
+// TestDenied: refusals for want of a permission are told apart from
+// failures that retrying may cure (timeouts, 5xx answers, conflicts,
+// unreachable coordinators), for every backend.
+func TestDenied(t *testing.T) {
+	t.Parallel()
+	leases := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("kube: acquire: %w", apierrors.NewForbidden(leases, "jobs", errors.New(`User "reader" cannot create resource "leases"`))), true},
+		{fmt.Errorf("etcd: acquire: %w", rpctypes.ErrPermissionDenied), true},
+		{rpctypes.ErrGRPCPermissionDenied, true},
+		{fmt.Errorf("postgres: acquire: %w", &pgconn.PgError{Code: "42501"}), true},
+		{apierrors.NewTimeoutError("slow", 1), false},
+		{apierrors.NewServerTimeout(leases, "update", 1), false},
+		{apierrors.NewInternalError(errors.New("etcd down")), false},
+		{apierrors.NewServiceUnavailable("starting"), false},
+		{apierrors.NewConflict(leases, "jobs", errors.New("the object has been modified")), false},
+		{apierrors.NewTooManyRequests("slow down", 1), false},
+		{apierrors.NewUnauthorized("token expired"), false},
+		{rpctypes.ErrTimeout, false},
+		{&pgconn.PgError{Code: "40001"}, false},
+		{context.DeadlineExceeded, false},
+		{nil, false},
+	} {
+		if got := denied(tc.err); got != tc.want {
+			t.Errorf("denied(%v) = %t; want %t", tc.err, got, tc.want)
+		}
+	}
+}
+
+// kubeWriteForbidden: a Kubernetes user whom RBAC lets read Leases but
+// not write them passes tenure run's start-up read, and then gets a
+// permission error (77, EX_NOPERM) at the first write, naming the verb,
+// the resource, the namespace and the user as the API server did, instead
+// of campaigning forever: for a new key (create), a key whose Lease exists
+// (update), and a partition group (the membership Lease's create). s has
+// RBAC on and a user "reader" (TestExitCodeKubeForbidden: one API server
+// for both).
+func kubeWriteForbidden(t *testing.T, s *kubetest.Server) {
+	t.Helper()
+	grantLeaseReader(t, s, "default", "reader")
+	admin := []string{"--kubeconfig", s.Kubeconfig(t, kubetest.Admin, "default")}
+	if res := runTenure(t, nil, append(admin, "run", "--key", "existing", "--", "true")...); res.code != 0 {
+		t.Fatalf("%s as admin: exit %d\n%s", res.description, res.code, res.stderr)
+	}
+	reader := []string{"--kubeconfig", s.Kubeconfig(t, "reader", "default")}
+	for _, tc := range []struct {
+		args []string
+		verb string
+	}{
+		{[]string{"run", "--key", "fresh", "--wait-timeout", "20s", "--", "true"}, "create"},
+		{[]string{"run", "--key", "existing", "--wait-timeout", "20s", "--", "true"}, "update"},
+		{[]string{"run", "--key", "group", "--partitions", "2", "--", "true"}, "create"},
+	} {
+		res := runTenure(t, nil, append(append([]string{}, reader...), tc.args...)...)
+		want := fmt.Sprintf(`User "reader" cannot %s resource "leases" in API group "coordination.k8s.io" in the namespace "default"`, tc.verb)
+		if res.code != ExitNoPerm || !strings.Contains(res.stderr, "tenure: permission denied") || !strings.Contains(res.stderr, want) {
+			t.Errorf("%s: exit %d; want %d, the last line saying permission denied and %s\n%s", res.description, res.code, ExitNoPerm, want, res.stderr)
+		}
+	}
+}
+
+// grantLeaseReader binds user to a Role that allows get, list and watch
+// on Leases in namespace, and waits until the authorizer lets user list
+// them (RBAC changes reach it through an informer).
+func grantLeaseReader(t *testing.T, s *kubetest.Server, namespace, user string) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	admin := s.Client(t)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "lease-reader"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch"},
+	}}}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "lease-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+	}
+	if _, err := admin.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(s.Config(user))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s still cannot list Leases in %s: %v", user, namespace, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestRunEtcdWriteDenied: an etcd user whose role may read every key but
+// write none passes tenure run's start-up read, and then gets a
+// permission error (77, EX_NOPERM) at the first write instead of
+// campaigning forever.
+func TestRunEtcdWriteDenied(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, t.TempDir())
+	ctx := ctxFor(t, 30*time.Second)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { _, err := c.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := c.UserAdd(ctx, "root", "sesame"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := c.RoleAdd(ctx, "reader"); return err },
+		func() error {
+			_, err := c.RoleGrantPermission(ctx, "reader", "\x00", "\x00", clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := c.UserAdd(ctx, "reader", "sesame"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "reader", "reader"); return err },
+		func() error { _, err := c.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			c.Close()
+			t.Fatalf("enable etcd auth: %v", err)
+		}
+	}
+	c.Close()
+	res := runTenure(t, nil, "--endpoints", s.endpoint, "--user", "reader", "--password", "sesame",
+		"run", "--key", "jobs", "--wait-timeout", "20s", "--", "true")
+	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "tenure: permission denied") {
+		t.Errorf("%s: exit %d; want %d saying permission denied\n%s", res.description, res.code, ExitNoPerm, res.stderr)
+	}
+}
