@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,31 +127,19 @@ func grantLeaseReader(t *testing.T, s *kubetest.Server, namespace, user string) 
 // campaigning forever.
 func TestRunEtcdWriteDenied(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	ctx := ctxFor(t, 30*time.Second)
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, step := range []func() error{
-		func() error { _, err := c.RoleAdd(ctx, "root"); return err },
-		func() error { _, err := c.UserAdd(ctx, "root", "sesame"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := c.RoleAdd(ctx, "reader"); return err },
-		func() error {
-			_, err := c.RoleGrantPermission(ctx, "reader", "\x00", "\x00", clientv3.PermissionType(clientv3.PermRead))
+	s := startAuthServer(t, func(ctx context.Context, c *clientv3.Client) error {
+		if _, err := c.RoleAdd(ctx, "reader"); err != nil {
 			return err
-		},
-		func() error { _, err := c.UserAdd(ctx, "reader", "sesame"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "reader", "reader"); return err },
-		func() error { _, err := c.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			c.Close()
-			t.Fatalf("enable etcd auth: %v", err)
 		}
-	}
-	c.Close()
+		if _, err := c.RoleGrantPermission(ctx, "reader", "\x00", "\x00", clientv3.PermissionType(clientv3.PermRead)); err != nil {
+			return err
+		}
+		if _, err := c.UserAdd(ctx, "reader", "sesame"); err != nil {
+			return err
+		}
+		_, err := c.UserGrantRole(ctx, "reader", "reader")
+		return err
+	})
 	res := runTenure(t, nil, "--endpoints", s.endpoint, "--user", "reader", "--password", "sesame",
 		"run", "--key", "jobs", "--wait-timeout", "20s", "--", "true")
 	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "tenure: permission denied") {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"net"
 	"strings"
 	"syscall"
@@ -8,7 +9,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
@@ -190,27 +190,16 @@ func TestExitCodeKubeForbidden(t *testing.T) {
 // (by the start-up read, or the campaign's error: the code is the cause's).
 func TestExitCodeEtcdNoPermission(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	ctx := ctxFor(t, 30*time.Second)
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, step := range []func() error{
-		func() error { _, err := c.RoleAdd(ctx, "root"); return err },
-		func() error { _, err := c.UserAdd(ctx, "root", "sesame"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := c.RoleAdd(ctx, "none"); return err },
-		func() error { _, err := c.UserAdd(ctx, "nobody", "sesame"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "nobody", "none"); return err },
-		func() error { _, err := c.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			c.Close()
-			t.Fatalf("enable etcd auth: %v", err)
+	s := startAuthServer(t, func(ctx context.Context, c *clientv3.Client) error {
+		if _, err := c.RoleAdd(ctx, "none"); err != nil {
+			return err
 		}
-	}
-	c.Close()
+		if _, err := c.UserAdd(ctx, "nobody", "sesame"); err != nil {
+			return err
+		}
+		_, err := c.UserGrantRole(ctx, "nobody", "none")
+		return err
+	})
 	res := runTenure(t, nil, "--endpoints", s.endpoint, "--dial-timeout", (2*time.Second + slack).String(),
 		"--user", "nobody", "--password", "sesame", "run", "--key", "jobs", "--wait-timeout", "20s", "--", "true")
 	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "permission denied") {

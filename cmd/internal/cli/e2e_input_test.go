@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -107,29 +108,43 @@ func TestUnreachableCoordinator(t *testing.T) {
 	}
 }
 
+// startAuthServer starts a tenure server with etcd's authentication
+// enabled: user root (password "sesame", role root), then the users and
+// roles each of steps adds with the client it is given.
+func startAuthServer(t *testing.T, steps ...func(ctx context.Context, c *clientv3.Client) error) *server {
+	t.Helper()
+	s := startServer(t, t.TempDir())
+	ctx := ctxFor(t, 30*time.Second)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	root := func(ctx context.Context, c *clientv3.Client) error {
+		if _, err := c.RoleAdd(ctx, "root"); err != nil {
+			return err
+		}
+		if _, err := c.UserAdd(ctx, "root", "sesame"); err != nil {
+			return err
+		}
+		_, err := c.UserGrantRole(ctx, "root", "root")
+		return err
+	}
+	enable := func(ctx context.Context, c *clientv3.Client) error { _, err := c.AuthEnable(ctx); return err }
+	for _, step := range append(append([]func(context.Context, *clientv3.Client) error{root}, steps...), enable) {
+		if err := step(ctx, c); err != nil {
+			t.Fatalf("enable etcd auth: %v", err)
+		}
+	}
+	return s
+}
+
 // TestCredentials: etcd with authentication enabled refuses a wrong
 // password and a missing user, clearly, and accepts the right ones, also
 // from TENURE_PASSWORD.
 func TestCredentials(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	ctx := ctxFor(t, 10*time.Second)
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, step := range []func() error{
-		func() error { _, err := c.RoleAdd(ctx, "root"); return err },
-		func() error { _, err := c.UserAdd(ctx, "root", "sesame"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := c.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			c.Close()
-			t.Fatalf("enable etcd auth: %v", err)
-		}
-	}
-	c.Close()
+	s := startAuthServer(t)
 
 	// Authentication (bcrypt) is slow on a loaded machine: the dial timeout
 	// is a liveness bound, with slack.
