@@ -63,6 +63,13 @@ keep=0
 plain=0
 while [ $# -gt 0 ]; do
   case $1 in
+    --postgres|--runs|--partitions|--members|--ttl|--busy|--small-join|--timeout|--log-level)
+      if [ $# -lt 2 ]; then
+        echo "saturated-partitions.sh: $1 needs a value (see --help)" >&2
+        exit 2
+      fi ;;
+  esac
+  case $1 in
     --postgres) dsn=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --partitions) parts=$2; shift 2 ;;
@@ -83,8 +90,20 @@ if ! [[ $ttl_s =~ ^[0-9]+$ ]] || [ "$ttl_s" -lt 1 ]; then
   echo "saturated-partitions.sh: --ttl must be whole seconds, like 2s" >&2
   exit 2
 fi
-if [ "$members" -lt 2 ]; then
-  echo "saturated-partitions.sh: --members must be at least 2" >&2
+# whole NAME VALUE MIN: the flag's value must be a whole number, at least MIN.
+whole() {
+  if ! [[ $2 =~ ^[0-9]+$ ]] || [ "$2" -lt "$3" ]; then
+    echo "saturated-partitions.sh: $1 must be a whole number, at least $3; got \"$2\"" >&2
+    exit 2
+  fi
+}
+whole --runs "$runs" 1
+whole --partitions "$parts" 1
+whole --members "$members" 2
+whole --busy "$busy" 0
+whole --timeout "$timeout" 1
+if [ "$small_join" != 0 ] && [ "$small_join" != 1 ]; then
+  echo "saturated-partitions.sh: --small-join must be 0 or 1; got \"$small_join\"" >&2
   exit 2
 fi
 
