@@ -45,17 +45,18 @@ type runner struct {
 	live     map[string]liveTerm // partitions run and not found lost: what a check asks about
 	ended    error               // the membership lost, found by the renewer
 
-	latest, effective []string          // member IDs: as last read; debounced
-	changedAt         time.Time         // when latest last changed
-	settledAt         time.Time         // when effective last settled
-	target, settled   map[string]string // Rebalance over latest, effective
-	mine              []string          // names target gives this member
-	nextRead          time.Time         // when to read the table again
-	lastRead          time.Time         // when it was last read
-	readFails         int               // reads failed in a row
-	heldSince         time.Time         // first claim refused since the last read
-	watch             <-chan struct{}   // membership changes; nil: poll only
-	nextWatch         time.Time         // when to try watching again
+	latest, effective []string                // member IDs: as last read; debounced
+	changedAt         time.Time               // when latest last changed
+	settledAt         time.Time               // when effective last settled
+	target, settled   map[string]string       // Rebalance over latest, effective
+	mine              []string                // names target gives this member
+	nextRead          time.Time               // when to read the table again
+	lastRead          time.Time               // when it was last read
+	readFails         int                     // reads failed in a row
+	heldSince         time.Time               // first claim refused since the last read
+	listed            map[string]tenure.Grant // this member's grants, as last read; see freeOrphans
+	watch             <-chan struct{}         // membership changes; nil: poll only
+	nextWatch         time.Time               // when to try watching again
 
 	disagree  map[string]uint64 // members that announced another P: ID → epoch logged
 	doubtful  map[string]bool   // claimed with an outcome unknown: claim again (see claim)
@@ -137,6 +138,7 @@ func (r *runner) step() (more bool, err error) {
 			return false, err
 		}
 	}
+	r.freeOrphans()
 	r.reap()
 	r.handOver()
 	r.release()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/timing"
 )
 
@@ -199,14 +200,22 @@ func (r *runner) members() ([]Member, bool) {
 	return ms, true
 }
 
-// owners reads who owns each partition now (partition name → member ID).
+// owners reads who owns each partition now (partition name → member ID),
+// and keeps the grants it lists as this member's for freeOrphans.
 func (r *runner) owners() (map[string]string, bool) {
 	out := make(map[string]string)
+	var listed map[string]tenure.Grant
 	err := r.call(func(ctx context.Context) error {
 		gs, err := r.g.c.GroupPartitions(ctx, r.cfg.Key)
 		for _, gr := range gs {
 			if name, ok := strings.CutPrefix(gr.Key, r.cfg.Key+"/"); ok {
 				out[name] = gr.Holder
+				if gr.Holder == r.g.id {
+					if listed == nil {
+						listed = make(map[string]tenure.Grant)
+					}
+					listed[name] = gr
+				}
 			}
 		}
 		return err
@@ -215,5 +224,40 @@ func (r *runner) owners() (map[string]string, bool) {
 		r.g.log.Warn("reading the partition table failed", "err", err)
 		return nil, false
 	}
+	r.listed = listed
 	return out, true
+}
+
+// freeOrphans releases the partitions that the table just read (see
+// owners) lists as this member's, and that it neither runs, nor is
+// releasing, nor is about to claim (doubtful, or given to it by the
+// target): orphans. A claim whose call returned an error can be applied
+// later (etcd forwards it late, over another connection), granting the
+// partition again with a token this member never saw; a release of the
+// grant it ran then frees nothing, and etcd's CheckPartitions, which
+// judges by the lease, does not report it. Without this the partition
+// stayed this member's, run by nobody and refused to every other member,
+// for as long as the membership lived.
+//
+// The release names the token listed, on this membership: it frees the
+// partition only if that grant is still the latest on it, and a grant this
+// member runs is never one: the steps run one at a time, so no claim of
+// this runner is under way, and a claim applied later grants a greater
+// token.
+func (r *runner) freeOrphans() {
+	listed := r.listed
+	r.listed = nil
+	var orphans []string
+	for n, gr := range listed {
+		_, releasing := r.unsent[n]
+		if r.owned[n] != nil || releasing || r.doubtful[n] || r.target[n] == r.g.id {
+			continue
+		}
+		r.unsent[n] = gr
+		orphans = append(orphans, n)
+	}
+	if len(orphans) > 0 {
+		slices.Sort(orphans)
+		r.g.log.Warn("releasing partitions owned but not run (a claim applied after its call failed)", "partitions", strings.Join(orphans, ","))
+	}
 }
