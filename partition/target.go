@@ -234,16 +234,16 @@ func (r *runner) owners() (map[string]string, bool) {
 // target): orphans. A claim whose call returned an error can be applied
 // later (etcd forwards it late, over another connection), granting the
 // partition again with a token this member never saw; a release of the
-// grant it ran then frees nothing, and etcd's CheckPartitions, which
-// judges by the lease, does not report it. Without this the partition
-// stayed this member's, run by nobody and refused to every other member,
-// for as long as the membership lived.
+// grant it ran frees nothing then, and etcd's CheckPartitions, which
+// judges by the lease, does not report it: the partition would stay this
+// member's, run by nobody and refused to every other member, for as long
+// as the membership lives.
 //
 // The release names the token listed, on this membership: it frees the
-// partition only if that grant is still the latest on it, and a grant this
-// member runs is never one: the steps run one at a time, so no claim of
-// this runner is under way, and a claim applied later grants a greater
-// token.
+// partition only if that grant is still the latest on it. It is never a
+// grant this member runs: a partition it runs is skipped, the steps run
+// one at a time (no claim of this runner is under way, and none starts
+// before the release), and a claim applied later grants a greater token.
 func (r *runner) freeOrphans() {
 	listed := r.listed
 	r.listed = nil
