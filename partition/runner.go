@@ -122,9 +122,10 @@ func (r *runner) run() error {
 
 // step does one round: join (or learn that the renewer found the
 // membership lost), read the membership, queue orphans for release (see
-// freeOrphans), collect finished functions, hand over, release, claim. It returns only permanent errors, and reports
-// whether partitions are left to claim. Renewals never wait for it: they
-// run on their own schedule (see renewLoop).
+// freeOrphans), collect finished functions, hand over, release, claim. It
+// returns only permanent errors, and reports whether partitions are left
+// to claim. Renewals never wait for it: they run on their own schedule
+// (see renewLoop).
 func (r *runner) step() (more bool, err error) {
 	if err := r.renewerEnded(); err != nil {
 		r.lost(err) // joins again at the next step
