@@ -42,8 +42,9 @@ func checkExpiry(s *state) {
 }
 
 // acquireOnExpiry has holder poll Acquire of g's key, which nobody renews,
-// until g's lease (requested at sent) expires, and no later than deadline;
-// it checks the new grant.
+// until g's lease expires: not before g.Sent + TTL (less 1%), and no later
+// than deadline (sent is when the check asked for g). It checks the new
+// grant.
 func (s *state) acquireOnExpiry(g tenure.Grant, holder string, sent, deadline time.Time) tenure.Grant {
 	for {
 		ctx, cancel := s.ctx()
@@ -51,8 +52,8 @@ func (s *state) acquireOnExpiry(g tenure.Grant, holder string, sent, deadline ti
 		cancel()
 		now := time.Now()
 		if err == nil {
-			if el := now.Sub(sent); el < early(s.ttlOf(g)) {
-				s.tb.Fatalf("Acquire by another holder succeeded %s after the live grant %v was requested; its lease must last %s", el, g, s.ttlOf(g))
+			if el := now.Sub(g.Sent.Time()); el < early(s.ttlOf(g)) {
+				s.tb.Fatalf("Acquire by another holder succeeded %s after the live grant %v was requested (its Sent); its lease must last %s", el, g, s.ttlOf(g))
 			}
 			s.checkGrant(gb, g.Key, holder)
 			if gb.Token <= g.Token {
@@ -69,15 +70,15 @@ func (s *state) acquireOnExpiry(g tenure.Grant, holder string, sent, deadline ti
 }
 
 // awaitLeaderExpiry polls Leader of g's key, which nobody renews or
-// acquires, until it reports the key free once g's lease (requested at sent)
-// expired, and no later than deadline.
+// acquires, until it reports the key free: not before g.Sent + TTL (less
+// 1%), and no later than deadline (sent is when the check asked for g).
 func (s *state) awaitLeaderExpiry(g tenure.Grant, sent, deadline time.Time) {
 	for {
 		lg, ok := s.leader(g.Key)
 		now := time.Now()
 		if !ok {
-			if el := now.Sub(sent); el < early(s.ttlOf(g)) {
-				s.tb.Fatalf("Leader(%q) reported the key free %s after %v was requested; its lease must last %s", g.Key, el, g, s.ttlOf(g))
+			if el := now.Sub(g.Sent.Time()); el < early(s.ttlOf(g)) {
+				s.tb.Fatalf("Leader(%q) reported the key free %s after %v was requested (its Sent); its lease must last %s", g.Key, el, g, s.ttlOf(g))
 			}
 			return
 		}

@@ -13,7 +13,6 @@ import (
 func checkRestart(s *state) {
 	k := s.key("k")
 	a, b := s.holder("alice"), s.holder("bob")
-	sent := time.Now()
 	ga := s.acquire(k, a)
 	s.restart()
 
@@ -26,7 +25,7 @@ func checkRestart(s *state) {
 	switch {
 	case ok && (g.Holder != ga.Holder || g.Token != ga.Token):
 		s.tb.Fatalf("Leader(%q) after restart = %v; want %v", k, g, ga)
-	case !ok && time.Since(sent) < s.ttlOf(ga)*9/10:
+	case !ok && time.Since(ga.Sent.Time()) < s.ttlOf(ga)*9/10:
 		s.tb.Fatalf("Leader(%q) after restart: free; want %v, whose lease has not expired", k, ga)
 	}
 	s.retry("Release after restart", func(ctx context.Context) error { return s.c.Release(ctx, ga) })
