@@ -13,7 +13,7 @@ const redacted = "xxxxx"
 // `\x` as x, in quoted values and unquoted ones.
 var kvEscape = regexp.MustCompile(`(?s)\\(.)`)
 
-var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:[^'\\]|\\.)*'|(?:\\.|\S)*)`)
+var kvPassword = regexp.MustCompile(`(?s)password\s*=\s*('(?:[^'\\]|\\.)*'|(?:\\.|\S)*)`)
 
 // RedactDSN returns dsn with its password, if any, replaced by "xxxxx", for
 // messages and logs. It handles URL ("postgres://user:pw@host/db") and
@@ -27,6 +27,19 @@ func RedactDSN(dsn string) string {
 				rest = userinfo[:i] + ":" + redacted + rest[at:]
 			}
 		}
+		if before, query, ok := strings.Cut(rest, "?"); ok {
+			// A query parameter's value runs to the next '&', spaces
+			// included.
+			kvs := strings.Split(query, "&")
+			for i, kv := range kvs {
+				if k, _, ok := strings.Cut(kv, "="); ok {
+					if uk, err := url.QueryUnescape(k); err == nil && uk == "password" {
+						kvs[i] = k + "=" + redacted
+					}
+				}
+			}
+			rest = before + "?" + strings.Join(kvs, "&")
+		}
 		return kvPassword.ReplaceAllString(scheme+rest, "password="+redacted)
 	}
 	return kvPassword.ReplaceAllString(dsn, "password="+redacted)
@@ -39,16 +52,32 @@ func passwords(dsn string) []string {
 		if p == "" {
 			return
 		}
-		out = append(out, p)
+		vs := []string{p}
 		if u, err := url.PathUnescape(p); err == nil && u != p {
-			out = append(out, u)
+			vs = append(vs, u)
 		}
 		if strings.Contains(p, `\`) {
-			out = append(out, kvEscape.ReplaceAllString(p, "$1"))
+			vs = append(vs, kvEscape.ReplaceAllString(p, "$1"))
+		}
+		for _, v := range vs {
+			out = append(out, v)
+			// pgx reads a password without the spaces around it.
+			if t := strings.TrimSpace(v); t != v && t != "" {
+				out = append(out, t)
+			}
 		}
 	}
 	if rest, ok := cutScheme(dsn); ok {
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
+		// pgx ends the user info at the first '@' before any '/', as
+		// libpq does; net/url, at the last '@'. Both are candidates.
+		ats := []int{strings.LastIndex(rest, "@")}
+		if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
+			ats = append(ats, i)
+		}
+		for _, at := range ats {
+			if at < 0 {
+				continue
+			}
 			if i := strings.Index(rest[:at], ":"); i >= 0 {
 				add(rest[i+1 : at])
 			}

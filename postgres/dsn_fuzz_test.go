@@ -66,9 +66,16 @@ func FuzzRedactDSN(f *testing.F) {
 			t.Fatalf("RedactDSN(%q) = %q, which still carries password %q", dsn, r, pw)
 		}
 		// The password, and each space-separated part of it, loses at
-		// least one of its occurrences in the DSN.
+		// least one of its occurrences in the DSN, if it is written there as
+		// it reads: in a URL's user info or query it may be percent-encoded,
+		// and the same text elsewhere a host's or a database's name.
+		written := dsn
+		if rest, ok := cutScheme(dsn); ok {
+			_, query, _ := strings.Cut(rest, "?")
+			written = rest[:max(strings.LastIndex(rest, "@"), 0)] + " " + query
+		}
 		for _, part := range append(strings.Fields(pw), pw) {
-			if n := strings.Count(dsn, part); len(part) >= 4 && n > 0 && strings.Count(r, part) >= n {
+			if n := strings.Count(dsn, part); len(part) >= 4 && n > 0 && strings.Contains(written, part) && strings.Count(r, part) >= n {
 				t.Fatalf("RedactDSN(%q) = %q: %q of password %q left in it", dsn, r, part, pw)
 			}
 		}
