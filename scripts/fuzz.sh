@@ -17,7 +17,12 @@ only=" $* "
 
 failed=()
 count=0
-# "dir name" for every target, sorted; tools/ holds other modules.
+bins=$(mktemp -d)
+trap 'rm -rf "$bins"' EXIT
+cache=$(go env GOCACHE)/fuzz
+built=""
+# "dir name" for every target, sorted (so a package's targets come
+# together); tools/ holds other modules.
 while read -r dir name; do
   if [ "$only" != "  " ] && [[ "$only" != *" $name "* ]]; then
     continue
@@ -25,9 +30,24 @@ while read -r dir name; do
   count=$((count + 1))
   pkg=./$dir/
   [ "$dir" = . ] && pkg=./
+  # One test binary per package, built for fuzzing (go test -fuzz would
+  # link one per target: most of the time of a short run), run from the
+  # package's directory so that it reads and writes testdata/fuzz there,
+  # with the cache go test uses.
+  bin=$bins/$(printf '%s' "$dir" | tr / _).test
+  if [ "$built" != "$dir" ]; then
+    printf '==> build %s for fuzzing\n' "$pkg"
+    if ! go test -c -o "$bin" -fuzz . "$pkg"; then
+      failed+=("$name $pkg (build)")
+      continue
+    fi
+    built=$dir
+  fi
+  importpath=$(go list -f '{{.ImportPath}}' "$pkg")
   printf '==> %s %s (%s)\n' "$name" "$pkg" "$duration"
   log=$(mktemp)
-  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$duration" "$pkg" 2>&1 | tee "$log"; then
+  if ! (cd "$dir" && "$bin" -test.run '^$' -test.fuzz "^${name}\$" -test.fuzztime "$duration" \
+    -test.fuzzcachedir "$cache/$importpath") 2>&1 | tee "$log"; then
     # Go's fuzz engine sometimes ends a run at its -fuzztime with "context
     # deadline exceeded" and no failing input: not a finding.
     if grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written' "$log"; then
