@@ -33,6 +33,23 @@ func (s suite) rejoin(t *testing.T) {
 	if r := claim(t, b, second, "0")[0]; !errors.As(r.Err, &held) || held.Token != owned.Grant.Token {
 		t.Errorf("second membership's claim of the first's partition = %+v, %v; want a *HeldError with token %d", r.Grant, r.Err, owned.Grant.Token)
 	}
+	// The second membership releases the first's grant as the table lists
+	// it (a member's release of the partitions the table lists under its
+	// ID that it does not run): it names the same ID and token, but not
+	// the membership, so it frees nothing.
+	listed, err := b.GroupPartitions(ctx(t), g)
+	if err != nil || len(listed) != 1 || listed[0].Holder != "r#1" || listed[0].Token != owned.Grant.Token {
+		t.Fatalf("GroupPartitions() = %+v, %v; want the first membership's grant, token %d", listed, err, owned.Grant.Token)
+	}
+	if err := b.ReleasePartitions(ctx(t), second, listed); err != nil {
+		t.Errorf("ReleasePartitions(second membership, the first's grant) = %v; want nil (nothing freed)", err)
+	}
+	if lost, err := a.CheckPartitions(ctx(t), first, []tenure.Grant{owned.Grant}); err != nil || len(lost) != 0 {
+		t.Errorf("CheckPartitions(first membership) after the second released its grant = %v, %v; want its partition still owned", lost, err)
+	}
+	if r := claim(t, b, second, "0")[0]; !errors.As(r.Err, &held) || held.Token != owned.Grant.Token {
+		t.Errorf("second membership's claim after releasing the first's grant = %+v, %v; want a *HeldError with token %d", r.Grant, r.Err, owned.Grant.Token)
+	}
 	if err := a.LeaveGroup(ctx(t), first); err != nil {
 		t.Fatalf("LeaveGroup(first membership) error = %v", err)
 	}
