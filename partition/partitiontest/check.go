@@ -28,6 +28,7 @@ func (s suite) check(t *testing.T) {
 	for _, r := range claim(t, a, ma, names...) {
 		gs = append(gs, r.Grant)
 	}
+	ma = renew(t, a, ma)
 	if lost, err := a.CheckPartitions(ctx(t), ma, gs); err != nil || len(lost) != 0 {
 		t.Fatalf("CheckPartitions(%d owned) = %v, %v; want none lost", len(gs), lost, err)
 	}
@@ -37,6 +38,7 @@ func (s suite) check(t *testing.T) {
 	if r := claim(t, b, mb, "7")[0]; r.Err != nil {
 		t.Fatalf("b's claim of a released partition = %v", r.Err)
 	}
+	ma = renew(t, a, ma)
 	lost, err := a.CheckPartitions(ctx(t), ma, gs)
 	if err != nil || len(lost) != 1 || lost[0].Key != gs[7].Key || lost[0].Token != gs[7].Token {
 		t.Errorf("CheckPartitions() after releasing %s = %v, %v; want it lost, alone", gs[7].Key, lost, err)

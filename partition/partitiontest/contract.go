@@ -115,6 +115,18 @@ func (s suite) joinWith(t *testing.T, c partition.Coordinator, group, id string,
 	return m
 }
 
+// renew renews m, so that a check that takes a while under load (200
+// claims on Kubernetes) does not outlive a membership that nothing else
+// renews.
+func renew(t *testing.T, c partition.Coordinator, m partition.Member) partition.Member {
+	t.Helper()
+	r, err := c.RenewMember(ctx(t), m)
+	if err != nil {
+		t.Fatalf("RenewMember(%s) error = %v", m, err)
+	}
+	return r
+}
+
 func claim(t *testing.T, c partition.Coordinator, m partition.Member, names ...string) []partition.ClaimResult {
 	res, err := c.ClaimPartitions(ctx(t), m, names)
 	if err != nil {
