@@ -19,11 +19,12 @@ import (
 // second client claiming for a's membership), granting them again on a's
 // lease with tokens a never saw. etcd's CheckPartitions judges by the
 // lease, so a runs on. When b joins, a hands one partition over and
-// releases the grant it ran, which frees nothing (the token differs).
-// Before runners released the partitions the table lists as theirs and
-// they do not run, that partition stayed a's, run by nobody and refused to
-// b, for as long as a lived. Now b runs it within a few table reads of a;
-// no token is run by two members.
+// releases the grant it ran, which frees nothing (the token differs); a
+// then finds, at a read of the table, that partition listed as its own but
+// not run, and releases it by the listed token. b must run it within a few
+// table reads of a (without that release it stays a's, run by nobody and
+// refused to b, for as long as a lives), and no token is run by two
+// members.
 func TestGroupLateClaimFreed(t *testing.T) {
 	t.Parallel()
 	eps := startEtcd(t)
