@@ -278,12 +278,15 @@ func (c Config) checkTLS(bad func(format string, args ...any)) {
 // parseURL parses an http:// or https:// URL with a host and a port. A URL
 // to listen on must name an IP address or "localhost".
 func parseURL(s string, listen bool) (*url.URL, error) {
+	// The scheme as written, not as url.Parse reads it (lower-cased): the
+	// checks for TLS files and for plain http beyond loopback look for
+	// "https://" and "http://".
+	if scheme, _, _ := strings.Cut(s, "://"); scheme != "http" && scheme != "https" {
+		return nil, fmt.Errorf("scheme %q: want http or https, in lower case", scheme)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return nil, err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("scheme %q: want http or https", u.Scheme)
 	}
 	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.User != nil {
 		return nil, errors.New("want scheme://host:port and nothing else")

@@ -231,6 +231,8 @@ func TestValidate(t *testing.T) {
 		{"no scheme", embedded.Config{Dir: "d", ClientURLs: []string{"127.0.0.1:2379"}}, []string{"Config.ClientURLs", "127.0.0.1:2379"}},
 		{"hostname to listen on", embedded.Config{Dir: "d", PeerURLs: []string{"http://example.com:2380"}}, []string{"Config.PeerURLs", "example.com"}},
 		{"https without cert", embedded.Config{Dir: "d", ClientURLs: []string{"https://127.0.0.1:2379"}}, []string{"Config.ClientTLS"}},
+		{"upper-case https without cert", embedded.Config{Dir: "d", ClientURLs: []string{"HTTPS://127.0.0.1:2379"}}, []string{"Config.ClientURLs", "HTTPS", "lower case"}},
+		{"mixed-case http scheme", embedded.Config{Dir: "d", InitialCluster: "m1=hTtp://127.0.0.1:2380"}, []string{"Config.InitialCluster", "hTtp"}},
 		{"cert without key", embedded.Config{Dir: "d", PeerTLS: embedded.TLS{CertFile: "c.pem"}}, []string{"Config.PeerTLS", "c.pem"}},
 		{"client cert auth without CA", embedded.Config{Dir: "d", ClientTLS: embedded.TLS{ClientCertAuth: true}}, []string{"Config.ClientTLS.TrustedCAFile"}},
 		{"bad initial cluster", embedded.Config{Dir: "d", InitialCluster: "m1=http://127.0.0.1:2380,m2"}, []string{"Config.InitialCluster", `"m2"`}},

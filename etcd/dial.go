@@ -81,13 +81,16 @@ func (cfg Config) Validate() error {
 // host:port.
 func checkEndpoint(ep string) error {
 	hostport := ep
-	if strings.Contains(ep, "://") {
+	if scheme, _, ok := strings.Cut(ep, "://"); ok {
+		// The scheme as written, not as url.Parse reads it (lower-cased):
+		// "HTTPS://h:1" would otherwise pass for https here while the
+		// check for a TLS config below looks for "https://".
+		if scheme != "http" && scheme != "https" {
+			return fmt.Errorf("scheme %q: want http or https, in lower case", scheme)
+		}
 		u, err := url.Parse(ep)
 		if err != nil {
 			return err
-		}
-		if u.Scheme != "http" && u.Scheme != "https" {
-			return fmt.Errorf("scheme %q: want http or https", u.Scheme)
 		}
 		if u.Path != "" && u.Path != "/" {
 			return fmt.Errorf("unexpected path %q", u.Path)

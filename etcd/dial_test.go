@@ -100,6 +100,8 @@ func TestDialBadConfig(t *testing.T) {
 	}{
 		{"no endpoints", etcd.Config{}, "Config.Endpoints"},
 		{"bad scheme", etcd.Config{Endpoints: []string{"ftp://127.0.0.1:2379"}}, "ftp://127.0.0.1:2379"},
+		{"upper-case https without TLS", etcd.Config{Endpoints: []string{"HTTPS://127.0.0.1:2379"}}, "in lower case"},
+		{"mixed-case scheme (fuzz)", etcd.Config{Endpoints: []string{"hTtp://0:1"}}, "hTtp"},
 		{"no port", etcd.Config{Endpoints: []string{"127.0.0.1"}}, `"127.0.0.1"`},
 		{"port not a number", etcd.Config{Endpoints: []string{"http://127.0.0.1:42379x"}}, `invalid port`},
 		{"host:port not a number", etcd.Config{Endpoints: []string{"127.0.0.1:2379x"}}, `port "2379x"`},

@@ -54,6 +54,11 @@ while read -r dir name; do
       echo "fuzz.sh: $name: the fuzz engine's own timeout at the end of the run, no failing input"
     else
       failed+=("$name $pkg")
+      # The input itself, so that a log (CI's) is enough to reproduce it.
+      for f in $(grep -o 'testdata/fuzz/[^ ]*' "$log" | sort -u); do
+        printf -- '--- failing input %s/%s:\n' "$dir" "$f"
+        cat "$dir/$f" || true
+      done
     fi
   fi
   rm -f "$log"
