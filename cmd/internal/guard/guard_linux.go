@@ -208,6 +208,9 @@ func (g *guard) survivors(killing time.Time) {
 	var b strings.Builder
 	for _, p := range left {
 		fmt.Fprintf(&b, "; pid %d (state %c)", p.Pid, p.State)
+		if p.Zombie() {
+			b.WriteString(" with threads running")
+		}
 		if err := syscall.Kill(p.Pid, 0); err != nil {
 			fmt.Fprintf(&b, ": %v", err)
 		}

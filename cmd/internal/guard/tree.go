@@ -13,7 +13,9 @@ type Proc struct {
 	State           byte // R, S, D, T, Z, …
 }
 
-// Zombie reports whether the process has exited and waits to be reaped.
+// Zombie reports whether /proc shows the process as exited (Z or X): its
+// thread-group leader has exited. Its other threads may still run (a main
+// that ended with pthread_exit): see Alive.
 func (p Proc) Zombie() bool { return p.State == 'Z' || p.State == 'X' }
 
 // Descendants returns every process whose parent chain leads to root

@@ -26,7 +26,7 @@ type procTree struct {
 // to kill; the guard calls it again while any is left.
 const killRound = 100 * time.Millisecond
 
-// live returns the descendants that are not zombies.
+// live returns the descendants that are alive (see Proc.Alive).
 func (t *procTree) live() []Proc {
 	procs, err := Descendants("/proc", t.self)
 	if err != nil {
@@ -34,11 +34,66 @@ func (t *procTree) live() []Proc {
 	}
 	out := procs[:0]
 	for _, p := range procs {
-		if !p.Zombie() {
+		if p.Alive() {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// Alive reports whether a thread of the process has not exited, whatever
+// its state letter: a process whose thread-group leader ended with
+// pthread_exit shows as a zombie (Z) while its other threads run on, and
+// is alive; SIGKILL to its pid kills them all. A zombie none of whose
+// threads runs is not alive, reaped yet or not.
+func (p Proc) Alive() bool { return !p.Zombie() || threadsLeft(p.Pid) }
+
+// threadsLeft reports whether process pid, which /proc shows as a zombie,
+// has a thread that has not exited, as the kernel says it: a pidfd becomes
+// readable once the whole thread group has exited. Without pidfds (Linux
+// < 5.3) it reads the threads' states in /proc/PID/task.
+func threadsLeft(pid int) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return false // reaped
+	}
+	if err != nil {
+		return tasksLeft(pid)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return tasksLeft(pid)
+		}
+		return n == 0
+	}
+}
+
+// tasksLeft reports whether a thread of process pid, in /proc/PID/task, is
+// not a zombie.
+func tasksLeft(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	d, err := os.Open(dir)
+	if err != nil {
+		return false // reaped
+	}
+	defer d.Close()
+	tids, _ := d.Readdirnames(-1)
+	for _, tid := range tids {
+		b, err := os.ReadFile(dir + "/" + tid + "/stat")
+		if err != nil {
+			continue // gone
+		}
+		if q, err := ParseStat(b); err == nil && !q.Zombie() {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *procTree) empty() bool { return len(t.live()) == 0 }

@@ -147,3 +147,28 @@ func goOut(args ...string) (string, error) {
 	}
 	return strings.TrimSpace(string(b)), nil
 }
+
+// guardPkg is the guard's package, whose testdata holds states.c.
+const guardPkg = "github.com/tenure-dev/tenure/cmd/internal/guard"
+
+// States compiles the guard's testdata/states/states.c with gcc into dir
+// and returns the program's path: `states MODE OUT` puts one process of a
+// command's tree in the state MODE names (a zombie leader whose threads
+// run on, a disk sleep, a trace stop, …), writes its pid to OUT, and
+// blocks until killed.
+func States(dir string) (string, error) {
+	pkgDir, err := goOut("list", "-f", "{{.Dir}}", guardPkg)
+	if err != nil {
+		return "", err
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		return "", fmt.Errorf("guardtest: %w: the guard's state tests build C programs (apt-get install gcc)", err)
+	}
+	out := filepath.Join(dir, "states")
+	cmd := exec.Command(gcc, "-Wall", "-Werror", "-O", "-pthread", "-o", out, filepath.Join(pkgDir, "testdata", "states", "states.c"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("guardtest: gcc states.c: %w\n%s", err, b)
+	}
+	return out, nil
+}
