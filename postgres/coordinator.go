@@ -73,9 +73,13 @@ func newStatements(t string, notify Notify) statements {
 	// presence): each notifying commit serializes on PostgreSQL's global
 	// notification queue lock, and nobody needs a notification that nobody
 	// watches for.
-	announce := "pg_notify($4, resource)::text"
+	//
+	// Every function, operator, type and collation is named with its schema,
+	// pg_catalog (see the package doc, "Names"): "OPERATOR(pg_catalog.=)"
+	// is "=", found in pg_catalog whatever the search_path.
+	announce := "pg_catalog.pg_notify($4, resource)::pg_catalog.text"
 	if notify == NotifyWatched {
-		announce = "CASE WHEN pg_try_advisory_xact_lock(hashtext($4), hashtext(resource)) THEN NULL ELSE pg_notify($4, resource)::text END"
+		announce = "CASE WHEN pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext($4), pg_catalog.hashtext(resource)) THEN NULL ELSE " + announce + " END"
 	}
 	return statements{
 		// The acquisition, plus a notification for watchers. The new token is the old one
@@ -88,14 +92,15 @@ func newStatements(t string, notify Notify) statements {
 		acquire: `WITH g AS (
 	UPDATE ` + t + `
 	SET holder_id = $2,
-	    fencing_token = GREATEST(fencing_token + 1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint),
+	    fencing_token = GREATEST(fencing_token OPERATOR(pg_catalog.+) 1, ` + clockMicros + `),
 	    acquired_at = CURRENT_TIMESTAMP,
-	    expires_at = CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond'
-	WHERE resource = $1 AND (expires_at <= CURRENT_TIMESTAMP OR holder_id = $2)
+	    expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `)
+	WHERE resource OPERATOR(pg_catalog.=) $1
+	  AND (expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP OR holder_id OPERATOR(pg_catalog.=) $2)
 	RETURNING resource, fencing_token
 )
 SELECT fencing_token, ` + announce + ` FROM g`,
-		lookup: `SELECT holder_id, fencing_token, expires_at > CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource = $1`,
+		lookup: `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 		insert: `INSERT INTO ` + t + ` (resource, holder_id, fencing_token, acquired_at, expires_at)
 VALUES ($1, NULL, 0, NULL, '-infinity') ON CONFLICT (resource) DO NOTHING`,
 		// A renewal extends from the statement's start (no later than the
@@ -108,31 +113,38 @@ VALUES ($1, NULL, 0, NULL, '-infinity') ON CONFLICT (resource) DO NOTHING`,
 		// followed by the update).
 		renew: `WITH locked AS MATERIALIZED (
 	SELECT resource, expires_at FROM ` + t + `
-	WHERE resource = $1 AND holder_id = $2 AND fencing_token = $3
-	  AND expires_at > CURRENT_TIMESTAMP
+	WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
+	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
 	FOR NO KEY UPDATE
 )
 UPDATE ` + t + ` AS l
-SET expires_at = CURRENT_TIMESTAMP + $4::bigint * interval '1 microsecond'
+SET expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$4") + `)
 FROM locked AS k
-WHERE l.resource = k.resource AND k.expires_at > clock_timestamp()
+WHERE l.resource OPERATOR(pg_catalog.=) k.resource AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
 RETURNING 1`,
 		release: `WITH r AS (
 	UPDATE ` + t + ` SET expires_at = '-infinity'
-	WHERE resource = $1 AND holder_id = $2 AND fencing_token = $3
-	  AND expires_at > CURRENT_TIMESTAMP
+	WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
+	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
 	RETURNING resource
 )
 SELECT ` + announce + ` FROM r`,
-		leader: `SELECT holder_id, fencing_token,
-       (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
-FROM ` + t + ` WHERE resource = $1 AND expires_at > CURRENT_TIMESTAMP`,
-		observe: `SELECT holder_id, fencing_token, expires_at > CURRENT_TIMESTAMP,
-       CASE WHEN expires_at > CURRENT_TIMESTAMP
-            THEN (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint END
-FROM ` + t + ` WHERE resource = $1`,
+		leader: `SELECT holder_id, fencing_token, ` + microsLeft + `
+FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`,
+		observe: `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP,
+       CASE WHEN expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP THEN ` + microsLeft + ` END
+FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 	}
 }
+
+// microsInterval is the interval of the bigint parameter param
+// microseconds.
+func microsInterval(param string) string {
+	return param + `::bigint OPERATOR(pg_catalog.*) interval '1 microsecond'`
+}
+
+// microsLeft is the time left until expires_at, in whole microseconds.
+const microsLeft = `(extract(epoch FROM expires_at OPERATOR(pg_catalog.-) CURRENT_TIMESTAMP) OPERATOR(pg_catalog.*) 1000000)::bigint`
 
 // New returns a Coordinator that keeps its leases in pool's database. It
 // creates the leadership table if it does not exist (CREATE TABLE needs the
@@ -322,7 +334,7 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 	group, name := key[:i], key[i+1:]
 	groups := func(db Execer) (bool, error) {
 		var ok bool
-		err := db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`, t.partitions, t.members).Scan(&ok)
+		err := db.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL AND pg_catalog.to_regclass($2) IS NOT NULL`, t.partitions, t.members).Scan(&ok)
 		if err != nil {
 			return false, fmt.Errorf("look up group tables: %w", err)
 		}
@@ -377,7 +389,7 @@ RETURNING coalesce(p.owner_epoch, 0), p.fencing_token`, group, name).Scan(&epoch
 		return fmt.Errorf("lock partition %q of group %q: %w", name, group, err)
 	}
 	var member string
-	err := tx.QueryRow(ctx, `SELECT member FROM `+t.members+` WHERE epoch = $1 AND expires_at > CURRENT_TIMESTAMP`, epoch).Scan(&member)
+	err := tx.QueryRow(ctx, `SELECT member FROM `+t.members+` WHERE epoch OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, epoch).Scan(&member)
 	switch {
 	case err == nil:
 		return fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member, &tenure.HeldError{Key: key, Holder: member, Token: uint64(ptok)})

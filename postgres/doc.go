@@ -71,6 +71,20 @@
 // computed from the node's clock), so correctness never depends on a
 // notification arriving.
 //
+// # Names
+//
+// Every function, operator, type and collation in tenure's SQL is named
+// with its schema, pg_catalog ("pg_catalog.unnest(…)",
+// "resource OPERATOR(pg_catalog.=) $1", "COLLATE pg_catalog.\"C\""), and
+// every table with its own: nothing is found through the search_path. A
+// role that may create objects in a schema on the search_path (public, on
+// PostgreSQL 13 and 14, for every role) cannot make tenure run a function
+// or operator of its own, even one whose argument types match more closely
+// than pg_catalog's (which PostgreSQL would otherwise prefer: a
+// public.unnest(text[]) over pg_catalog.unnest(anyarray)), and the
+// connection's search_path, whatever it is, changes nothing. The package
+// doc's SQL below omits the qualification for reading.
+//
 // # Fencing a table
 //
 // FenceUpdate and FenceGuard run the resource-side pattern in the
@@ -80,7 +94,10 @@
 //	SET assignment = $1, fencing_token = $token
 //	WHERE shard_id = $id AND fencing_token <= $token
 //
-// and report zero rows affected as a *fence.StaleError (matching
+// (the = and <= are pg_catalog's, named with OPERATOR(pg_catalog.…), so the
+// comparison of tokens cannot be replaced through the search_path; the table
+// is found through it when its name has no schema), and report zero rows
+// affected as a *fence.StaleError (matching
 // tenure.ErrStaleToken) carrying the presented and required tokens, or
 // ErrRowNotFound. AddFencingColumn adds the fencing_token column to a table.
 package postgres

@@ -20,13 +20,20 @@ const DefaultTokenColumn = "fencing_token"
 // resource-side statement:
 //
 //	UPDATE <Table> SET <set…>, <TokenColumn> = $token [, <UpdatedAtColumn> = CURRENT_TIMESTAMP]
-//	WHERE <IDColumn> = $id AND <TokenColumn> <= $token
+//	WHERE <IDColumn> OPERATOR(pg_catalog.=) $id AND <TokenColumn> OPERATOR(pg_catalog.<=) $token
 //
 // A row accepts a token equal to or newer than the newest it has accepted,
 // and records it; an older one changes nothing and is reported as a
 // *fence.StaleError. All names are quoted identifiers and all values are
-// parameters: nothing is spliced into the SQL text unquoted. Users make one
-// per fenced table whose columns differ from FenceUpdate's defaults.
+// parameters: nothing is spliced into the SQL text unquoted. The = and <=
+// are pg_catalog's whatever the session's search_path, so no role that may
+// create objects on it can replace the comparisons; the ID column's type
+// must therefore have its equality in pg_catalog (every built-in type does;
+// an extension's type, such as citext, is compared by pg_catalog's equality
+// of the type it converts to implicitly, text for citext: case-sensitively).
+// Name Table with its schema, or it is found through the
+// search_path. Users make one per fenced table whose columns differ from
+// FenceUpdate's defaults.
 type FenceGuard struct {
 	// Table is the table, schema-qualified or not:
 	// pgx.Identifier{"shard_assignment"} or
@@ -153,9 +160,9 @@ func (f FenceGuard) build(set map[string]any) (fenceSQL, error) {
 	if f.UpdatedAtColumn != "" {
 		fmt.Fprintf(&b, ", %s = CURRENT_TIMESTAMP", pgx.Identifier{f.UpdatedAtColumn}.Sanitize())
 	}
-	fmt.Fprintf(&b, " WHERE %s = $1 AND %s <= $2", q.id, tok)
+	fmt.Fprintf(&b, " WHERE %s OPERATOR(pg_catalog.=) $1 AND %s OPERATOR(pg_catalog.<=) $2", q.id, tok)
 	q.update = b.String()
-	q.current = fmt.Sprintf("SELECT %s FROM %s WHERE %s = $1", tok, q.table, q.id)
+	q.current = fmt.Sprintf("SELECT %s FROM %s WHERE %s OPERATOR(pg_catalog.=) $1", tok, q.table, q.id)
 	return q, nil
 }
 

@@ -71,11 +71,12 @@ func joinSQL(t groupTables) string {
 	return `WITH joined AS (
 	INSERT INTO ` + t.members + ` (epoch, grp, member, ttl_us, expires_at, partitions) OVERRIDING SYSTEM VALUE
 	SELECT GREATEST(` + clockMicros + `,
-	                (SELECT coalesce(max(epoch), 0) + 1 FROM ` + t.members + `),
-	                (SELECT coalesce(max(owner_epoch), 0) + 1 FROM ` + t.partitions + `)),
-	       $1, $2, $3::bigint, CURRENT_TIMESTAMP + $3::bigint * interval '1 microsecond', nullif($6::integer, 0)
+	                (SELECT coalesce(pg_catalog.max(epoch), 0) OPERATOR(pg_catalog.+) 1 FROM ` + t.members + `),
+	                (SELECT coalesce(pg_catalog.max(owner_epoch), 0) OPERATOR(pg_catalog.+) 1 FROM ` + t.partitions + `)),
+	       $1, $2, $3::bigint, CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `),
+	       CASE WHEN $6::integer OPERATOR(pg_catalog.<>) 0 THEN $6::integer END
 	RETURNING epoch)
-SELECT epoch, pg_notify($4, $5)::text FROM joined`
+SELECT epoch, pg_catalog.pg_notify($4, $5)::pg_catalog.text FROM joined`
 }
 
 func isUniqueViolation(err error) bool {
@@ -118,13 +119,13 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 	sent := tenure.Now()
 	err = c.pool.QueryRow(ctx, `WITH locked AS MATERIALIZED (
 	SELECT epoch, expires_at FROM `+t.members+`
-	WHERE epoch = $1 AND member = $2 AND expires_at > CURRENT_TIMESTAMP
+	WHERE epoch OPERATOR(pg_catalog.=) $1 AND member OPERATOR(pg_catalog.=) $2 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
 	FOR NO KEY UPDATE
 )
 UPDATE `+t.members+` AS m
-SET expires_at = CURRENT_TIMESTAMP + ttl_us * interval '1 microsecond'
+SET expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (`+microsInterval("ttl_us")+`)
 FROM locked AS k
-WHERE m.epoch = k.epoch AND k.expires_at > clock_timestamp()
+WHERE m.epoch OPERATOR(pg_catalog.=) k.epoch AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
 RETURNING ttl_us`, int64(m.Epoch), m.ID).Scan(&us)
 	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
 		return partition.Member{}, fmt.Errorf("%s: %w: membership expired or left", op, tenure.ErrLost)
@@ -144,8 +145,8 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, m partition.Member) error 
 	if err != nil {
 		return err
 	}
-	if _, err := c.pool.Exec(ctx, `WITH gone AS (DELETE FROM `+t.members+` WHERE epoch = $1 AND member = $2 RETURNING grp)
-SELECT pg_notify($3, $4) FROM gone`, int64(m.Epoch), m.ID, c.o.channel, membersTopic(m.Group)); err != nil && !isUndefinedTable(err) {
+	if _, err := c.pool.Exec(ctx, `WITH gone AS (DELETE FROM `+t.members+` WHERE epoch OPERATOR(pg_catalog.=) $1 AND member OPERATOR(pg_catalog.=) $2 RETURNING grp)
+SELECT pg_catalog.pg_notify($3, $4) FROM gone`, int64(m.Epoch), m.ID, c.o.channel, membersTopic(m.Group)); err != nil && !isUndefinedTable(err) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
@@ -168,10 +169,10 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 	// a members table made by an older tenure (which JoinGroup would have
 	// extended, but no member of this version may have joined yet) reads as
 	// "nothing announced" instead of failing.
-	rows, err := c.pool.Query(ctx, `SELECT member, epoch,
-       (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint,
-       coalesce((to_jsonb(m) ->> 'partitions')::integer, 0)
-FROM `+t.members+` m WHERE grp = $1 AND expires_at > CURRENT_TIMESTAMP ORDER BY member, epoch`, group)
+	rows, err := c.pool.Query(ctx, `SELECT member, epoch, `+microsLeft+`,
+       coalesce((pg_catalog.to_jsonb(m) OPERATOR(pg_catalog.->>) 'partitions')::integer, 0)
+FROM `+t.members+` m WHERE grp OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
+ORDER BY member, epoch`, group)
 	if isUndefinedTable(err) {
 		return nil, nil
 	}
@@ -214,9 +215,9 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 		return nil, err
 	}
 	rows, err := c.pool.Query(ctx, `SELECT p.name, m.member, p.fencing_token,
-       (extract(epoch FROM m.expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
-FROM `+t.partitions+` p JOIN `+t.members+` m ON m.epoch = p.owner_epoch
-WHERE p.grp = $1 AND m.expires_at > CURRENT_TIMESTAMP`, group)
+       (extract(epoch FROM m.expires_at OPERATOR(pg_catalog.-) CURRENT_TIMESTAMP) OPERATOR(pg_catalog.*) 1000000)::bigint
+FROM `+t.partitions+` p JOIN `+t.members+` m ON m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
+WHERE p.grp OPERATOR(pg_catalog.=) $1 AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, group)
 	if isUndefinedTable(err) {
 		return nil, nil
 	}

@@ -41,16 +41,16 @@ func (c *Coordinator) groupTables() (groupTables, error) {
 func createGroupTablesSQL(t groupTables) string {
 	return `CREATE TABLE IF NOT EXISTS ` + t.members + ` (
 	epoch      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-	grp        text NOT NULL,
-	member     text NOT NULL,
+	grp        pg_catalog.text NOT NULL,
+	member     pg_catalog.text NOT NULL,
 	ttl_us     bigint NOT NULL,
-	expires_at timestamptz NOT NULL,
+	expires_at pg_catalog.timestamptz NOT NULL,
 	partitions integer
 );
 CREATE INDEX IF NOT EXISTS ` + t.index + ` ON ` + t.members + ` (grp);
 CREATE TABLE IF NOT EXISTS ` + t.partitions + ` (
-	grp           text NOT NULL,
-	name          text NOT NULL,
+	grp           pg_catalog.text NOT NULL,
+	name          pg_catalog.text NOT NULL,
 	owner_epoch   bigint,
 	fencing_token bigint NOT NULL,
 	PRIMARY KEY (grp, name)
@@ -68,14 +68,16 @@ func addPartitionsColumnSQL(t groupTables) string {
 // serialized on an advisory lock as ensureTable is.
 func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) error {
 	var exists, current bool
-	err := c.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL,
-       EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname = 'partitions' AND NOT attisdropped)`,
+	err := c.pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
+               WHERE attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($2)
+                 AND attname OPERATOR(pg_catalog.=) 'partitions' AND NOT attisdropped)`,
 		t.partitions, t.members).Scan(&exists, &current)
 	if err != nil || (exists && current) {
 		return err
 	}
 	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, advisoryLockClass, t.partitions); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_catalog.pg_advisory_xact_lock($1, pg_catalog.hashtext($2))`, advisoryLockClass, t.partitions); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, createGroupTablesSQL(t)+";\n"+addPartitionsColumnSQL(t))

@@ -24,11 +24,10 @@ func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, 
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	rows, err := c.pool.Query(ctx, `SELECT resource, holder_id, fencing_token,
-       (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
+	rows, err := c.pool.Query(ctx, `SELECT resource, holder_id, fencing_token, `+microsLeft+`
 FROM `+c.table+`
-WHERE starts_with(resource, $1) AND expires_at > CURRENT_TIMESTAMP
-ORDER BY resource COLLATE "C"`, prefix)
+WHERE pg_catalog.starts_with(resource, $1) AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
+ORDER BY resource COLLATE pg_catalog."C"`, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list %q: %w", prefix, err)
 	}

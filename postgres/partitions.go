@@ -22,7 +22,7 @@ import (
 // re-created, or an older dump restored never makes a token repeat or go
 // back (it restarts from the clock, which is past every token granted
 // before, unless tokens were granted faster than one per microsecond).
-const clockMicros = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
+const clockMicros = `(extract(epoch FROM pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000000)::bigint`
 
 // ClaimPartitions claims the named partitions for m: it deletes the group's
 // expired membership rows (row locks order this against their renewals),
@@ -136,10 +136,11 @@ const claimAttempts = 4
 // and its next run sees the grant.
 func (c *Coordinator) claim(ctx context.Context, t groupTables, m partition.Member, names []string) (claimed map[string]int64, others map[string]owner, err error) {
 	if _, err := c.pool.Exec(ctx, `WITH gone AS MATERIALIZED (
-	SELECT epoch FROM `+t.members+` WHERE grp = $1 AND expires_at <= CURRENT_TIMESTAMP
+	SELECT epoch FROM `+t.members+`
+	WHERE grp OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP
 	ORDER BY epoch FOR UPDATE
 )
-DELETE FROM `+t.members+` m USING gone WHERE m.epoch = gone.epoch`, m.Group); err != nil {
+DELETE FROM `+t.members+` m USING gone WHERE m.epoch OPERATOR(pg_catalog.=) gone.epoch`, m.Group); err != nil {
 		return nil, nil, fmt.Errorf("delete expired memberships: %w", err)
 	}
 	for attempt := 1; ; attempt++ {
@@ -179,7 +180,8 @@ func isDeadlock(err error) bool {
 // it returns their new tokens.
 func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m partition.Member, names []string) (map[string]int64, error) {
 	var live bool
-	err := tx.QueryRow(ctx, `SELECT true FROM `+t.members+` WHERE epoch = $1 AND member = $2 AND expires_at > CURRENT_TIMESTAMP`, int64(m.Epoch), m.ID).Scan(&live)
+	err := tx.QueryRow(ctx, `SELECT true FROM `+t.members+`
+WHERE epoch OPERATOR(pg_catalog.=) $1 AND member OPERATOR(pg_catalog.=) $2 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, int64(m.Epoch), m.ID).Scan(&live)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: membership expired or left", tenure.ErrLost)
 	}
@@ -187,15 +189,16 @@ func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m p
 		return nil, err
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
-SELECT $1, n, $2, `+clockMicros+` FROM unnest($3::text[]) AS n
+SELECT $1, n, $2, `+clockMicros+` FROM pg_catalog.unnest($3::pg_catalog.text[]) AS n
 LEFT JOIN LATERAL (SELECT true AS held FROM `+c.table+` l
-                   WHERE l.resource = $1 || '/' || n AND l.expires_at > CURRENT_TIMESTAMP LIMIT 1) l ON true
+                   WHERE l.resource OPERATOR(pg_catalog.=) ($1::pg_catalog.text OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) n)
+                     AND l.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP LIMIT 1) l ON true
 WHERE l.held IS NULL
-ORDER BY n COLLATE "C"
+ORDER BY n COLLATE pg_catalog."C"
 ON CONFLICT (grp, name) DO UPDATE
-SET owner_epoch = EXCLUDED.owner_epoch, fencing_token = GREATEST(p.fencing_token + 1, `+clockMicros+`)
-WHERE p.owner_epoch IS NULL OR p.owner_epoch = $2
-   OR NOT EXISTS (SELECT 1 FROM `+t.members+` m WHERE m.epoch = p.owner_epoch)
+SET owner_epoch = EXCLUDED.owner_epoch, fencing_token = GREATEST(p.fencing_token OPERATOR(pg_catalog.+) 1, `+clockMicros+`)
+WHERE p.owner_epoch IS NULL OR p.owner_epoch OPERATOR(pg_catalog.=) $2
+   OR NOT EXISTS (SELECT 1 FROM `+t.members+` m WHERE m.epoch OPERATOR(pg_catalog.=) p.owner_epoch)
 RETURNING name, fencing_token`, m.Group, int64(m.Epoch), names)
 	if err != nil {
 		return nil, err
@@ -234,11 +237,13 @@ func (c *Coordinator) readOwners(ctx context.Context, tx pgx.Tx, t groupTables, 
 	}
 	rows, err := tx.Query(ctx, `SELECT r.name, coalesce(p.owner_epoch, 0), coalesce(p.fencing_token, 0), coalesce(m.member, ''),
        coalesce(l.holder_id, ''), coalesce(l.fencing_token, 0)
-FROM unnest($2::text[]) AS r(name)
-LEFT JOIN LATERAL (SELECT owner_epoch, fencing_token FROM `+t.partitions+` WHERE grp = $1 AND name = r.name LIMIT 1) p ON true
-LEFT JOIN LATERAL (SELECT member FROM `+t.members+` WHERE epoch = p.owner_epoch LIMIT 1) m ON true
+FROM pg_catalog.unnest($2::pg_catalog.text[]) AS r(name)
+LEFT JOIN LATERAL (SELECT owner_epoch, fencing_token FROM `+t.partitions+`
+                   WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) r.name LIMIT 1) p ON true
+LEFT JOIN LATERAL (SELECT member FROM `+t.members+` WHERE epoch OPERATOR(pg_catalog.=) p.owner_epoch LIMIT 1) m ON true
 LEFT JOIN LATERAL (SELECT holder_id, fencing_token FROM `+c.table+`
-                   WHERE resource = $1 || '/' || r.name AND expires_at > CURRENT_TIMESTAMP LIMIT 1) l ON true`, group, rest)
+                   WHERE resource OPERATOR(pg_catalog.=) ($1::pg_catalog.text OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) r.name)
+                     AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP LIMIT 1) l ON true`, group, rest)
 	if err != nil {
 		return nil, fmt.Errorf("read owners: %w", err)
 	}
@@ -270,13 +275,15 @@ func (c *Coordinator) ReleasePartitions(ctx context.Context, m partition.Member,
 		}
 	}
 	_, err = c.pool.Exec(ctx, `WITH mine AS MATERIALIZED (
-	SELECT p.name FROM unnest($3::text[], $4::bigint[]) AS r(name, tok)
+	SELECT p.name FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::bigint[])) AS r(name, tok)
 	CROSS JOIN LATERAL (SELECT name FROM `+t.partitions+`
-	                    WHERE grp = $1 AND name = r.name AND owner_epoch = $2 AND fencing_token = r.tok
+	                    WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) r.name
+	                      AND owner_epoch OPERATOR(pg_catalog.=) $2 AND fencing_token OPERATOR(pg_catalog.=) r.tok
 	                    LIMIT 1 FOR NO KEY UPDATE) p
 )
 UPDATE `+t.partitions+` p SET owner_epoch = NULL
-WHERE p.grp = $1 AND p.name = ANY(ARRAY(SELECT name FROM mine)) AND p.owner_epoch = $2`,
+WHERE p.grp OPERATOR(pg_catalog.=) $1 AND p.name OPERATOR(pg_catalog.=) ANY(ARRAY(SELECT name FROM mine))
+  AND p.owner_epoch OPERATOR(pg_catalog.=) $2`,
 		m.Group, int64(m.Epoch), names, tokens)
 	if err != nil && !isUndefinedTable(err) {
 		return fmt.Errorf("%s: %w", op, err)
@@ -305,11 +312,13 @@ func (c *Coordinator) CheckPartitions(ctx context.Context, m partition.Member, g
 	var live bool
 	var gone []int32 // 1-based positions in gs
 	err = c.pool.QueryRow(ctx, `SELECT
-  EXISTS (SELECT 1 FROM `+t.members+` WHERE epoch = $2 AND member = $3 AND expires_at > CURRENT_TIMESTAMP),
-  ARRAY(SELECT r.i::integer FROM unnest($4::text[], $5::bigint[]) WITH ORDINALITY AS r(name, tok, i)
+  EXISTS (SELECT 1 FROM `+t.members+` WHERE epoch OPERATOR(pg_catalog.=) $2 AND member OPERATOR(pg_catalog.=) $3
+          AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP),
+  ARRAY(SELECT r.i::integer
+        FROM ROWS FROM (pg_catalog.unnest($4::pg_catalog.text[]), pg_catalog.unnest($5::bigint[])) WITH ORDINALITY AS r(name, tok, i)
         LEFT JOIN LATERAL (SELECT owner_epoch, fencing_token FROM `+t.partitions+`
-                           WHERE grp = $1 AND name = r.name LIMIT 1) p ON true
-        WHERE p.owner_epoch IS DISTINCT FROM $2 OR p.fencing_token IS DISTINCT FROM r.tok
+                           WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) r.name LIMIT 1) p ON true
+        WHERE NOT coalesce(p.owner_epoch OPERATOR(pg_catalog.=) $2 AND p.fencing_token OPERATOR(pg_catalog.=) r.tok, false)
         ORDER BY r.i)`,
 		m.Group, int64(m.Epoch), m.ID, names, tokens).Scan(&live, &gone)
 	if isUndefinedTable(err) || (err == nil && !live) {

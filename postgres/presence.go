@@ -73,7 +73,7 @@ func (c *Coordinator) leave(key string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := p.conn.Exec(ctx, `SELECT pg_advisory_unlock_shared(hashtext($1), hashtext($2))`, c.o.channel, key); err != nil {
+	if _, err := p.conn.Exec(ctx, `SELECT pg_catalog.pg_advisory_unlock_shared(pg_catalog.hashtext($1), pg_catalog.hashtext($2))`, c.o.channel, key); err != nil {
 		c.dropPresence()
 	}
 }
@@ -125,7 +125,7 @@ func (c *Coordinator) lockKeys(ctx context.Context, keys []string) error {
 func (c *Coordinator) lockKey(ctx context.Context, key string) error {
 	for range presenceTries {
 		var ok bool
-		if err := c.presence.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock_shared(hashtext($1), hashtext($2))`, c.o.channel, key).Scan(&ok); err != nil {
+		if err := c.presence.conn.QueryRow(ctx, `SELECT pg_catalog.pg_try_advisory_lock_shared(pg_catalog.hashtext($1), pg_catalog.hashtext($2))`, c.o.channel, key).Scan(&ok); err != nil {
 			return err
 		}
 		if ok {

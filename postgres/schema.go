@@ -30,11 +30,11 @@ var leadershipColumns = []struct {
 // createTableSQL creates the leadership table named by the quoted name.
 func createTableSQL(table string) string {
 	return `CREATE TABLE IF NOT EXISTS ` + table + ` (
-	resource      text PRIMARY KEY,
-	holder_id     text,
+	resource      pg_catalog.text PRIMARY KEY,
+	holder_id     pg_catalog.text,
 	fencing_token bigint NOT NULL DEFAULT 0,
-	acquired_at   timestamptz,
-	expires_at    timestamptz NOT NULL DEFAULT '-infinity'
+	acquired_at   pg_catalog.timestamptz,
+	expires_at    pg_catalog.timestamptz NOT NULL DEFAULT '-infinity'
 )`
 }
 
@@ -51,7 +51,7 @@ func (c *Coordinator) ensureTable(ctx context.Context) error {
 		// race (a unique violation in pg_type): serialize on an advisory
 		// lock held until commit.
 		err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, advisoryLockClass, c.table); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT pg_catalog.pg_advisory_xact_lock($1, pg_catalog.hashtext($2))`, advisoryLockClass, c.table); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, createTableSQL(c.table))
@@ -68,7 +68,7 @@ func (c *Coordinator) ensureTable(ctx context.Context) error {
 // to a relation.
 func tableExists(ctx context.Context, db Execer, table string) (bool, error) {
 	var oid pgtype.Uint32
-	if err := db.QueryRow(ctx, `SELECT to_regclass($1)::oid`, table).Scan(&oid); err != nil {
+	if err := db.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1)::pg_catalog.oid`, table).Scan(&oid); err != nil {
 		return false, err
 	}
 	return oid.Valid, nil
@@ -84,20 +84,23 @@ type column struct {
 
 // columns describes the columns of the table with the quoted name.
 func columns(ctx context.Context, db Execer, table string) (relkind string, cols map[string]column, err error) {
-	if err := db.QueryRow(ctx, `SELECT relkind::text FROM pg_class WHERE oid = to_regclass($1)`, table).Scan(&relkind); err != nil {
+	if err := db.QueryRow(ctx, `SELECT relkind::pg_catalog.text FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)`, table).Scan(&relkind); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return "", nil, fmt.Errorf("%w: table %s does not exist", ErrTableShape, table)
 		}
 		return "", nil, err
 	}
 	rows, err := db.Query(ctx, `
-SELECT a.attname, format_type(a.atttypid, NULL), a.attnotnull, a.atthasdef,
-       a.attidentity <> '' OR a.attgenerated <> '',
-       EXISTS (SELECT 1 FROM pg_index i
-               WHERE i.indrelid = a.attrelid AND i.indisunique AND i.indpred IS NULL
-                 AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum)
-FROM pg_attribute a
-WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, table)
+SELECT a.attname, pg_catalog.format_type(a.atttypid, NULL),
+       (SELECT n.nspname FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) t.typnamespace
+        WHERE t.oid OPERATOR(pg_catalog.=) a.atttypid),
+       a.attnotnull, a.atthasdef,
+       a.attidentity OPERATOR(pg_catalog.<>) '' OR a.attgenerated OPERATOR(pg_catalog.<>) '',
+       EXISTS (SELECT 1 FROM pg_catalog.pg_index i
+               WHERE i.indrelid OPERATOR(pg_catalog.=) a.attrelid AND i.indisunique AND i.indpred IS NULL
+                 AND i.indnkeyatts OPERATOR(pg_catalog.=) 1 AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum)
+FROM pg_catalog.pg_attribute a
+WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped`, table)
 	if err != nil {
 		return "", nil, err
 	}
@@ -105,14 +108,30 @@ WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, tab
 	for rows.Next() {
 		var c column
 		var auto bool
-		if err := rows.Scan(&c.name, &c.typ, &c.notNull, &c.hasDef, &auto, &c.uniqueSingleCol); err != nil {
+		var schema string
+		if err := rows.Scan(&c.name, &c.typ, &schema, &c.notNull, &c.hasDef, &auto, &c.uniqueSingleCol); err != nil {
 			rows.Close()
 			return "", nil, err
 		}
+		c.typ = typeName(c.typ, schema)
 		c.identity = auto
 		cols[c.name] = c
 	}
 	return relkind, cols, rows.Err()
+}
+
+// typeName is the name of a column's type as format_type spells it when
+// the search_path finds it: "text" for pg_catalog's text however the
+// search_path finds it, a type of another schema qualified ("app.text"),
+// so that another schema's type never reads as pg_catalog's.
+func typeName(formatted, schema string) string {
+	if schema == "pg_catalog" {
+		return strings.TrimPrefix(formatted, "pg_catalog.")
+	}
+	if strings.HasPrefix(formatted, pgx.Identifier{schema}.Sanitize()+".") || strings.HasPrefix(formatted, schema+".") {
+		return formatted
+	}
+	return pgx.Identifier{schema}.Sanitize() + "." + formatted
 }
 
 // checkLeadershipShape reports, naming the table and each column, how an
