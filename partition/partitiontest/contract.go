@@ -61,6 +61,10 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("Announce", s.announce)
 	t.Run("Rejoin", s.rejoin)
 	t.Run("Check", s.check)
+	t.Run("Names", s.names)
+	t.Run("NestedGroups", s.nestedGroups)
+	t.Run("Twins", s.twins)
+	t.Run("TwinLeaves", s.twinLeaves)
 	if o.free != nil {
 		t.Run("FreedByHand", s.freedByHand)
 	}
