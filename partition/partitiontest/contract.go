@@ -109,12 +109,18 @@ func (s suite) join(t *testing.T, c partition.Coordinator, group, id string) par
 
 // joinWith joins announcing p partitions.
 func (s suite) joinWith(t *testing.T, c partition.Coordinator, group, id string, p int) partition.Member {
-	m, err := c.JoinGroup(ctx(t), group, id, s.o.ttl, p)
+	return joinFor(t, c, group, id, p, s.o.ttl)
+}
+
+// joinFor joins announcing p partitions, with a lease of ttl.
+func joinFor(t *testing.T, c partition.Coordinator, group, id string, p int, ttl time.Duration) partition.Member {
+	t.Helper()
+	m, err := c.JoinGroup(ctx(t), group, id, ttl, p)
 	if err != nil {
 		t.Fatalf("JoinGroup(%q, %q, %d partitions) error = %v", group, id, p, err)
 	}
-	if m.Epoch == 0 || m.TTL < s.o.ttl || m.ID != id || m.Group != group || m.Partitions != p {
-		t.Fatalf("JoinGroup(%q, %q, %d partitions) = %+v; want that group, id and count, an epoch and TTL ≥ %s", group, id, p, m, s.o.ttl)
+	if m.Epoch == 0 || m.TTL < ttl || m.ID != id || m.Group != group || m.Partitions != p {
+		t.Fatalf("JoinGroup(%q, %q, %d partitions) = %+v; want that group, id and count, an epoch and TTL ≥ %s", group, id, p, m, ttl)
 	}
 	return m
 }
