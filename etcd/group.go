@@ -50,8 +50,10 @@ func (c *Coordinator) parseMemberKey(group string, kv *mvccpb.KeyValue) (id stri
 }
 
 // JoinGroup makes id a member of group: one etcd lease of ttl (rounded up to
-// whole seconds, raised to etcd's minimum) and a membership key on it, whose
-// value records the TTL and the partition count announced. Every partition
+// whole seconds, raised to etcd's minimum) and a membership key on it, named
+// by the group, the lease and id, whose value records the TTL and the
+// partition count announced: a membership of id that is still live keeps
+// its own key and lease. Every partition
 // the member claims is put on that lease, so one keepalive per renewal
 // interval keeps them all, and etcd deletes them all when it expires. See
 // partition.Coordinator.
