@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -28,7 +27,9 @@ type granted struct {
 // least etcd's minimum); the token is the put's revision. The lease may be
 // older than the call (granted by holder's last refused Acquire of key, or
 // kept by its last Release): Sent is when it was last granted or extended.
-// A grant holder already has on key is deleted and replaced; if another
+// A grant holder already has on key is deleted and replaced, unless it is a
+// partition that holder owns as a member of the key's group (a membership
+// of holder rides the key's lease): the key is held then; if another
 // holder takes the key meanwhile, Acquire returns a *tenure.HeldError naming
 // it. See tenure.Coordinator.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
@@ -42,17 +43,11 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 	}
 	ek := c.EtcdKey(key)
-	// If key is a partition of a group holder is a member of, that
-	// membership is read with it: see ownPartition.
-	reads := []clientv3.Op{clientv3.OpGet(ek)}
-	if group, _, ok := cutLast(key); ok {
-		reads = append(reads, clientv3.OpGet(c.membersKey(group)+holder))
-	}
 	for range 3 {
 		resp, err := c.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(ek), "=", 0)).
 			Then(clientv3.OpPut(ek, holder, clientv3.WithLease(l.id))).
-			Else(reads...).
+			Else(clientv3.OpGet(ek)).
 			Commit()
 		switch {
 		case isLeaseNotFound(err): // the lease expired before the put: grant another
@@ -72,30 +67,47 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			return g, nil
 		}
 		kv := firstKV(resp.Responses[0].GetResponseRange().Kvs)
-		if kv != nil && (string(kv.Value) != holder || ownPartition(kv, resp.Responses[1:])) {
-			c.keepSpare(key, holder, secs, l)
-			return tenure.Grant{}, fmt.Errorf("%s: %w", op, &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)})
+		if kv == nil {
+			continue // deleted since: put again
 		}
-		if kv != nil { // the holder's own earlier grant: end it, then put anew
-			if _, err := c.deleteIf(ctx, ek, kv.ModRevision, holder); err != nil {
+		held := string(kv.Value) != holder
+		if !held { // the holder's own earlier grant: end it, then put anew
+			if held, err = c.supersede(ctx, key, kv, holder); err != nil {
 				return tenure.Grant{}, fmt.Errorf("%s: supersede grant with token %d: %w", op, kv.ModRevision, err)
 			}
+		}
+		if held {
+			c.keepSpare(key, holder, secs, l)
+			return tenure.Grant{}, fmt.Errorf("%s: %w", op, &tenure.HeldError{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision)})
 		}
 	}
 	return tenure.Grant{}, fmt.Errorf("%s: the key changed hands during every attempt; try again", op)
 }
 
-// ownPartition reports whether kv, a key whose value is the holder
-// acquiring it, is a partition that holder owns as a member of a group
-// (its membership key, read in member, rides on the same lease): that is
-// the member's grant, not one of the holder's single-key grants to
-// supersede, and the key is held.
-func ownPartition(kv *mvccpb.KeyValue, member []*etcdserverpb.ResponseOp) bool {
-	if len(member) == 0 {
-		return false
+// supersede deletes kv, holder's grant on key, if it is still that write
+// and is not a partition that holder owns as a member of a group: a key
+// "group/name" on the lease of a membership of holder in group (its
+// memberKey exists) is that membership's grant, and the key is held. It
+// reports whether it is; neither held nor deleted means the key changed
+// since kv was read.
+func (c *Coordinator) supersede(ctx context.Context, key string, kv *mvccpb.KeyValue, holder string) (held bool, err error) {
+	ek := string(kv.Key)
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(ek), "=", kv.ModRevision),
+		clientv3.Compare(clientv3.Value(ek), "=", holder),
 	}
-	m := firstKV(member[0].GetResponseRange().Kvs)
-	return m != nil && m.Lease == kv.Lease
+	var member []clientv3.Op
+	if group, _, ok := cutLast(key); ok {
+		mk := c.memberKey(group, clientv3.LeaseID(kv.Lease), holder)
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(mk), "=", 0))
+		member = append(member, clientv3.OpGet(mk))
+	}
+	resp, err := c.client.Txn(ctx).If(cmps...).Then(clientv3.OpDelete(ek)).Else(member...).Commit()
+	if err != nil || resp.Succeeded || len(member) == 0 {
+		return false, err
+	}
+	m := firstKV(resp.Responses[0].GetResponseRange().Kvs)
+	return m != nil && m.Lease == kv.Lease, nil
 }
 
 // cutLast cuts key at its last '/': a partition key is "group/name".

@@ -11,21 +11,49 @@ import (
 	"github.com/tenure-dev/tenure/internal/inputs"
 	"github.com/tenure-dev/tenure/partition"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
 )
 
-// membersKey is the etcd key prefix of group's memberships. It contains a
-// '#', which no tenure key may, so List never mistakes a membership for a
-// grant.
+// membersKey is the etcd key prefix of group's memberships:
+// "#members/", the group, '#'. No key may contain a '#', so List never
+// mistakes a membership for a grant, and the '#' that ends the group keeps
+// each group's range apart from every other's: "#members/jobs#" is no
+// prefix of "#members/jobs/eu#" or "#members/jobs-eu#".
 func (c *Coordinator) membersKey(group string) string {
-	return c.prefix + "#members/" + group + "/"
+	return c.prefix + "#members/" + group + "#"
+}
+
+// memberKey is the etcd key of the membership of id in group on lease l:
+// the group's prefix, l in 16 hex digits, '#', id. A membership is its
+// lease, so two memberships of one ID (a restarted process whose old
+// membership lives, a twin) are two keys, each gone with its own lease.
+func (c *Coordinator) memberKey(group string, l clientv3.LeaseID, id string) string {
+	return fmt.Sprintf("%s%016x#%s", c.membersKey(group), uint64(l), id)
+}
+
+// parseMemberKey returns the ID of the membership under group's prefix
+// whose key and lease kv holds; ok is false for a key memberKey did not
+// make for kv's lease.
+func (c *Coordinator) parseMemberKey(group string, kv *mvccpb.KeyValue) (id string, ok bool) {
+	rest, ok := strings.CutPrefix(string(kv.Key), c.membersKey(group))
+	if !ok || len(rest) < 18 || rest[16] != '#' {
+		return "", false
+	}
+	l, err := strconv.ParseUint(rest[:16], 16, 64)
+	if err != nil || l != uint64(kv.Lease) {
+		return "", false
+	}
+	return rest[17:], true
 }
 
 // JoinGroup makes id a member of group: one etcd lease of ttl (rounded up to
-// whole seconds, raised to etcd's minimum) and a membership key on it, whose
-// value records the TTL and the partition count announced. Every partition
+// whole seconds, raised to etcd's minimum) and a membership key on it, named
+// by the group, the lease and id, whose value records the TTL and the
+// partition count announced: a membership of id that is still live keeps
+// its own key and lease. Every partition
 // the member claims is put on that lease, so one keepalive per renewal
 // interval keeps them all, and etcd deletes them all when it expires. See
 // partition.Coordinator.
@@ -39,7 +67,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	m := partition.Member{Group: group, ID: id, Epoch: uint64(l.id), TTL: l.ttl, Sent: l.sent, Partitions: partitions}
-	if _, err := c.client.Put(ctx, c.membersKey(group)+id, memberValue(m), clientv3.WithLease(l.id)); err != nil {
+	if _, err := c.client.Put(ctx, c.memberKey(group, l.id, id), memberValue(m), clientv3.WithLease(l.id)); err != nil {
 		return partition.Member{}, fmt.Errorf("%s: put membership on lease %x: %w", op, int64(l.id), err)
 	}
 	return m, nil
@@ -109,23 +137,37 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, m partition.Member) error 
 	return nil
 }
 
-// GroupMembers returns group's live members with one range read. A
-// member's TTL is the TTL its lease was granted.
+// GroupMembers returns group's live members with one range read, sorted by
+// ID and epoch. A member's TTL is the TTL its lease was granted.
 func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	op := fmt.Sprintf("etcd: members of %q", group)
 	if err := c.begin(ctx, op, tenure.ValidateKey(group)); err != nil {
 		return nil, err
 	}
-	prefix := c.membersKey(group)
-	resp, err := c.client.Get(ctx, prefix, clientv3.WithPrefix())
+	resp, err := c.client.Get(ctx, c.membersKey(group), clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	out := make([]partition.Member, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	return c.members(group, resp.Kvs), nil
+}
+
+// members reads the memberships of group among kvs, read under its prefix,
+// sorted by ID and epoch.
+func (c *Coordinator) members(group string, kvs []*mvccpb.KeyValue) []partition.Member {
+	out := make([]partition.Member, 0, len(kvs))
+	for _, kv := range kvs {
+		id, ok := c.parseMemberKey(group, kv)
+		if !ok {
+			continue
+		}
 		ttl, partitions := parseMemberValue(string(kv.Value))
-		out = append(out, partition.Member{Group: group, ID: strings.TrimPrefix(string(kv.Key), prefix), Epoch: uint64(kv.Lease), TTL: ttl, Partitions: partitions})
+		out = append(out, partition.Member{Group: group, ID: id, Epoch: uint64(kv.Lease), TTL: ttl, Partitions: partitions})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ID != out[j].ID {
+			return out[i].ID < out[j].ID
+		}
+		return out[i].Epoch < out[j].Epoch
+	})
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tenure-dev/tenure/internal/inputs"
 	"github.com/tenure-dev/tenure/partition"
@@ -188,21 +189,46 @@ func (c *Coordinator) ReleasePartitions(ctx context.Context, m partition.Member,
 	return nil
 }
 
-// GroupPartitions lists the live partition keys of group (List on
-// "group/", keeping keys one level below it), each with the time left on
-// its owner's lease.
+// GroupPartitions lists the live partitions of group with one transaction
+// of two range reads, the keys under "group/" and group's memberships,
+// plus one lease lookup per member that owns any: it keeps the keys one
+// level below "group/" that ride on the lease of a membership of group
+// and hold its member's ID. A single key named like a partition, or a
+// partition of a group nested in group ("group/x/0"), is none of group's.
+// Each has the time left on its owner's lease as TTL.
 func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
-	if err := tenure.ValidateKey(group); err != nil {
-		return nil, fmt.Errorf("etcd: partitions of %q: %w", group, err)
-	}
-	all, err := c.List(ctx, group+"/")
-	if err != nil {
+	op := fmt.Sprintf("etcd: partitions of %q", group)
+	if err := c.begin(ctx, op, tenure.ValidateKey(group)); err != nil {
 		return nil, err
 	}
-	out := all[:0]
-	for _, g := range all {
-		if !strings.Contains(strings.TrimPrefix(g.Key, group+"/"), "/") {
-			out = append(out, g)
+	under := c.EtcdKey(group + "/")
+	resp, err := c.client.Txn(ctx).Then(
+		clientv3.OpGet(under, clientv3.WithPrefix()),
+		clientv3.OpGet(c.membersKey(group), clientv3.WithPrefix()),
+	).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	owners := make(map[int64]string) // lease → the ID of its membership
+	for _, m := range c.members(group, resp.Responses[1].GetResponseRange().Kvs) {
+		owners[int64(m.Epoch)] = m.ID
+	}
+	left := make(map[int64]time.Duration)
+	var out []tenure.Grant
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+		name := strings.TrimPrefix(string(kv.Key), under)
+		if id, ok := owners[kv.Lease]; !ok || id != string(kv.Value) || inputs.PartitionName(name) != nil {
+			continue
+		}
+		ttl, seen := left[kv.Lease]
+		if !seen {
+			if _, ttl, err = c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+				return nil, fmt.Errorf("%s: %w", op, err)
+			}
+			left[kv.Lease] = ttl
+		}
+		if ttl >= 0 {
+			out = append(out, tenure.Grant{Key: partition.Key(group, name), Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: ttl})
 		}
 	}
 	return out, nil

@@ -61,6 +61,10 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("Announce", s.announce)
 	t.Run("Rejoin", s.rejoin)
 	t.Run("Check", s.check)
+	t.Run("Names", s.names)
+	t.Run("NestedGroups", s.nestedGroups)
+	t.Run("Twins", s.twins)
+	t.Run("TwinLeaves", s.twinLeaves)
 	if o.free != nil {
 		t.Run("FreedByHand", s.freedByHand)
 	}
@@ -105,12 +109,18 @@ func (s suite) join(t *testing.T, c partition.Coordinator, group, id string) par
 
 // joinWith joins announcing p partitions.
 func (s suite) joinWith(t *testing.T, c partition.Coordinator, group, id string, p int) partition.Member {
-	m, err := c.JoinGroup(ctx(t), group, id, s.o.ttl, p)
+	return joinFor(t, c, group, id, p, s.o.ttl)
+}
+
+// joinFor joins announcing p partitions, with a lease of ttl.
+func joinFor(t *testing.T, c partition.Coordinator, group, id string, p int, ttl time.Duration) partition.Member {
+	t.Helper()
+	m, err := c.JoinGroup(ctx(t), group, id, ttl, p)
 	if err != nil {
 		t.Fatalf("JoinGroup(%q, %q, %d partitions) error = %v", group, id, p, err)
 	}
-	if m.Epoch == 0 || m.TTL < s.o.ttl || m.ID != id || m.Group != group || m.Partitions != p {
-		t.Fatalf("JoinGroup(%q, %q, %d partitions) = %+v; want that group, id and count, an epoch and TTL ≥ %s", group, id, p, m, s.o.ttl)
+	if m.Epoch == 0 || m.TTL < ttl || m.ID != id || m.Group != group || m.Partitions != p {
+		t.Fatalf("JoinGroup(%q, %q, %d partitions) = %+v; want that group, id and count, an epoch and TTL ≥ %s", group, id, p, m, ttl)
 	}
 	return m
 }
