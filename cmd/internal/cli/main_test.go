@@ -17,7 +17,7 @@ import (
 )
 
 // e2eParallel is how many tests run at once unless -parallel says.
-const e2eParallel = 8
+const e2eParallel = 4
 
 // tenureBin is the tenure binary built for the end-to-end tests.
 var tenureBin string
