@@ -24,7 +24,6 @@ func assignment(t testing.TB, dsn string) (string, uint64) {
 }
 
 func TestFenceUpdate(t *testing.T) {
-	t.Parallel()
 	dsn := newDB(t)
 	shardTable(t, dsn)
 	ctx := ctxFor(t, time.Minute)
@@ -80,7 +79,6 @@ func TestFenceUpdate(t *testing.T) {
 // back with everything else in its transaction, and of two concurrent
 // writers the older token loses even when it commits last.
 func TestFenceGuardTx(t *testing.T) {
-	t.Parallel()
 	dsn := newDB(t)
 	guard := shardTable(t, dsn)
 	server(t).Exec(t, dsn, `CREATE TABLE audit (entry text)`)
@@ -148,7 +146,6 @@ func TestFenceGuardTx(t *testing.T) {
 }
 
 func TestAddFencingColumn(t *testing.T) {
-	t.Parallel()
 	srv := server(t)
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)

@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/tenure-dev/tenure/internal/parallel"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 	"github.com/tenure-dev/tenure/postgres"
 )
@@ -34,10 +33,6 @@ func (r testMain) Run() int {
 }
 
 func TestMain(m *testing.M) {
-	// Each parallel test has a database of its own and mostly waits on
-	// leases; those that restart the server, or watch its sessions as a
-	// whole, run first, one at a time.
-	parallel.Raise(6)
 	goleak.VerifyTestMain(testMain{m})
 }
 
