@@ -124,7 +124,6 @@ func TestFencedTxnRejectsAfterExpiry(t *testing.T) {
 }
 
 func TestRegister(t *testing.T) {
-	t.Parallel()
 	eps := startEtcd(t)
 	cl := newClient(t, eps)
 	r := etcd.NewRegister(cl, "resources/orders/token")
@@ -194,7 +193,6 @@ func TestRegister(t *testing.T) {
 }
 
 func TestRegisterWithGrants(t *testing.T) {
-	t.Parallel()
 	// Successive leaders write through the register; the deposed one is
 	// refused even while its write is "in flight" after the handover.
 	eps := startEtcd(t)

@@ -13,12 +13,9 @@ import (
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
 	"github.com/tenure-dev/tenure/internal/leakcheck"
-	"github.com/tenure-dev/tenure/internal/parallel"
 )
 
 func TestMain(m *testing.M) {
-	// Each test starts its own etcd and mostly waits on its leases.
-	parallel.Raise(6)
 	leakcheck.VerifyTestMain(m)
 }
 
