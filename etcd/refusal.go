@@ -60,7 +60,7 @@ func (c client) TimeToLive(ctx context.Context, id clientv3.LeaseID, opts ...cli
 // txn is a clientv3.Txn whose Commit's error is marked as refusal marks it.
 type txn struct{ clientv3.Txn }
 
-func (t txn) If(cs ...clientv3.Cmp) clientv3.Txn  { return txn{t.Txn.If(cs...)} }
+func (t txn) If(cs ...clientv3.Cmp) clientv3.Txn   { return txn{t.Txn.If(cs...)} }
 func (t txn) Then(ops ...clientv3.Op) clientv3.Txn { return txn{t.Txn.Then(ops...)} }
 func (t txn) Else(ops ...clientv3.Op) clientv3.Txn { return txn{t.Txn.Else(ops...)} }
 
