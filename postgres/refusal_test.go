@@ -22,7 +22,7 @@ func TestRefusalStopsRun(t *testing.T) {
 	srv := server(t)
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
-	admin := open(t, dsn) // makes the leadership table
+	admin := open(t, dsn)                                                    // makes the leadership table
 	m, err := admin.JoinGroup(ctx, "jobs-group", "admin", 10*time.Second, 2) // and the group's
 	if err != nil {
 		t.Fatal(err)
