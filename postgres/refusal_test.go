@@ -22,8 +22,9 @@ func TestRefusalStopsRun(t *testing.T) {
 	srv := server(t)
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
-	admin := open(t, dsn)                                                    // makes the leadership table
-	m, err := admin.JoinGroup(ctx, "jobs-group", "admin", 10*time.Second, 2) // and the group's
+	// The admin makes the leadership table and the group's.
+	admin := open(t, dsn)
+	m, err := admin.JoinGroup(ctx, "jobs-group", "admin", 10*time.Second, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
