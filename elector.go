@@ -107,7 +107,15 @@ func (e *Elector) IsLeader() bool {
 //     the retry period doubling up to the TTL) before campaigning again.
 //
 // Run returns an error at once for a configuration the coordinator refuses
-// (an invalid key, holder or TTL). Only one Run may be active per Elector,
+// (an invalid key, holder or TTL), and when the coordinator refuses a
+// campaign or a renewal for good (an error matching ErrRefused: a role
+// that may not write, credentials it does not accept): a refused renewal
+// first ends the term (fn's ctx is cancelled, as for a lost grant) and
+// waits for fn to return. Other failures of the coordinator (timeouts,
+// an unreachable or unavailable server, conflicts) are retried without
+// end: while campaigning with backoff, while leading every retry period
+// until the local deadline. Without Config.Logger they go unreported; a
+// refusal is reported by the error Run returns. Only one Run may be active per Elector,
 // and per key, identity and Coordinator in a process: while one runs,
 // another Elector's Run for the same key on the same Coordinator with the
 // same identity (Holder and Instance) returns an error wrapping
@@ -149,6 +157,9 @@ func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if cause := t.cause(); errors.Is(cause, ErrRefused) {
+			return fmt.Errorf("term %d on %q: %w", t.token, e.cfg.Key, cause)
 		}
 		if errors.Is(t.cause(), ErrStaleToken) {
 			fenced++
@@ -213,7 +224,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 				return nil, ctx.Err()
 			}
 			if errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrInvalidHolder) ||
-				errors.Is(err, ErrInvalidTTL) || errors.Is(err, ErrClosed) {
+				errors.Is(err, ErrInvalidTTL) || errors.Is(err, ErrClosed) || errors.Is(err, ErrRefused) {
 				return nil, fmt.Errorf("campaign for %q: %w", e.cfg.Key, err)
 			}
 			var held *HeldError
@@ -424,6 +435,9 @@ func (e *Elector) reportEnd(t *Term) TransitionKind {
 	case errors.Is(cause, ErrLost):
 		kind = Lost
 		e.log.Warn("leadership lost", "token", t.token, "err", cause)
+	case errors.Is(cause, ErrRefused):
+		kind = Lost
+		e.log.Error("leadership lost: the coordinator refused the renewal; stopping", "token", t.token, "err", cause)
 	case errors.Is(cause, errSteppedDown):
 		kind = SteppedDown
 		e.log.Info("stepped down", "token", t.token, "err", cause)
@@ -547,7 +561,9 @@ func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
 		}
 		e.log.Debug("renewed", "token", t.token, "took", took, "remaining", t.Remaining())
 		return true
-	case errors.Is(err, ErrLost):
+	case errors.Is(err, ErrLost) || errors.Is(err, ErrRefused):
+		// Lost, or refused for good: renewing again cannot keep the
+		// term (Run returns a refusal once fn has returned).
 		t.end(fmt.Errorf("%w: %w", ErrNotLeader, err))
 		return false
 	default:

@@ -46,6 +46,17 @@ var (
 
 	// ErrClosed is returned by a Coordinator used after Close.
 	ErrClosed = errors.New("tenure: coordinator closed")
+
+	// ErrRefused is wrapped, together with the coordinator's own error, by
+	// an error about a request the coordinator refused for good: a
+	// permission the caller's role lacks, credentials it does not accept,
+	// or a configuration it rejects. Waiting does not cure it, so
+	// Elector.Run and a partition group's Run return it instead of
+	// retrying. Timeouts, unavailable servers and conflicts never match
+	// it. Each coordinator of this module marks its refusals so (see its
+	// package documentation); errors.As still finds the coordinator's own
+	// error beneath it.
+	ErrRefused = errors.New("tenure: coordinator refused the request")
 )
 
 // HeldError reports that a key is held by another holder with a live lease.

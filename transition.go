@@ -15,7 +15,8 @@ const (
 	// Resigned: the node released the key on purpose (the user function
 	// returned, or Run's context ended).
 	Resigned
-	// Lost: the coordinator reported the grant expired or superseded.
+	// Lost: the coordinator reported the grant expired or superseded, or
+	// refused for good to renew it (Transition.Err matches ErrRefused).
 	Lost
 	// Expired: the local deadline passed before a renewal succeeded.
 	Expired

@@ -33,7 +33,7 @@ var (
 // tenure.Coordinator, tenure.Coordinator, partition.Coordinator and
 // partition.MembersWatcher. It is safe for concurrent use.
 type Coordinator struct {
-	client     *clientv3.Client
+	client     client // refusals marked: see refusal
 	ownsClient bool
 	prefix     string
 	log        *slog.Logger
@@ -78,9 +78,9 @@ func New(client *clientv3.Client, opts ...Option) (*Coordinator, error) {
 	return newCoordinator(client, false, opts)
 }
 
-func newCoordinator(client *clientv3.Client, owns bool, opts []Option) (*Coordinator, error) {
+func newCoordinator(cl *clientv3.Client, owns bool, opts []Option) (*Coordinator, error) {
 	c := &Coordinator{
-		client:     client,
+		client:     client{cl},
 		ownsClient: owns,
 		prefix:     DefaultPrefix,
 		spares:     make(map[spareKey]lease),
@@ -100,7 +100,7 @@ func newCoordinator(client *clientv3.Client, owns bool, opts []Option) (*Coordin
 }
 
 // Client returns the etcd client the coordinator uses.
-func (c *Coordinator) Client() *clientv3.Client { return c.client }
+func (c *Coordinator) Client() *clientv3.Client { return c.client.Client }
 
 // EtcdKey returns the etcd key that holds tenure key key.
 func (c *Coordinator) EtcdKey(key string) string { return c.prefix + key }

@@ -43,6 +43,16 @@
 // LeaseGrant or the latest KeepAliveOnce, which etcd counts from when it
 // received the request, after Sent.
 //
+// # Refusals
+//
+// An error of any call that etcd refused for good also matches
+// tenure.ErrRefused, with etcd's own error (an rpctypes.EtcdError) still
+// beneath it: a role without the permission ("etcdserver: permission
+// denied"), a password refused, no user name where etcd requires one. An
+// Elector and a partition group stop on it instead of retrying. Timeouts,
+// a lost leader and an expired auth token (the client authenticates
+// again) do not match it.
+//
 // # Fencing
 //
 // FencedTxn commits a transaction only while a grant is live, by comparing

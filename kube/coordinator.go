@@ -61,7 +61,7 @@ func New(client kubernetes.Interface, cfg Config) (*Coordinator, error) {
 	}
 	c := &Coordinator{
 		client: client,
-		leases: client.CoordinationV1().Leases(cfg.Namespace),
+		leases: markedLeases{client.CoordinationV1().Leases(cfg.Namespace)}, // refusals marked: see refusal
 		cfg:    cfg,
 		log:    cfg.Logger,
 		seen:   make(map[string]record),

@@ -108,6 +108,17 @@
 // TTL it asks for, so that the holder whose grant was cleared, which
 // learns of it at its next renewal, stops first.
 //
+// # Refusals
+//
+// An error the API server refused for good also matches tenure.ErrRefused,
+// with its StatusError still beneath: RBAC forbids the verb (403
+// Forbidden, as for a user who may get, list and watch Leases but not
+// create or update them) or the credentials are not accepted (401
+// Unauthorized). An Elector and a partition group stop on it instead of
+// retrying. Acquire only reads a Lease another holder keeps alive, so a
+// user who may read but not write is refused when the key is next free.
+// Timeouts, 5xx answers, conflicts and throttling (429) do not match it.
+//
 // # Watches
 //
 // Watch watches the one Lease (a field selector on its name), so a

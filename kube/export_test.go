@@ -42,3 +42,6 @@ func (r Record) Token() uint64 { return r.r.token }
 
 // TokenAnnotation is tokenAnnotation.
 var TokenAnnotation = tokenAnnotation
+
+// Refusal is refusal, for TestRefusalClasses.
+var Refusal = refusal

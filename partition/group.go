@@ -114,7 +114,14 @@ func (g *Group) Partitions() []Partition { return append([]Partition(nil), g.par
 // writes out. Run returns at once for a configuration the coordinator
 // refuses, and, having left the group, with a *CountError when a live
 // member announced another partition count before this member's first
-// view of the membership settled. Only one Run may be active per Group,
+// view of the membership settled, and with an error matching
+// tenure.ErrRefused when the coordinator refused a call for good (a role
+// that may not write, credentials it does not accept): a join, a read of
+// the membership or the partition table, a claim, a release, or a renewal
+// of the membership or its check, whose refusal ends every term first.
+// Other failures of the coordinator (timeouts, an unreachable or
+// unavailable server, conflicts) are retried without end; without
+// Config.Logger they go unreported. Only one Run may be active per Group,
 // and per group, identity and coordinator in a process: while one runs,
 // another Group's Run for the same group on the same coordinator with the
 // same identity (Holder and Instance) returns an error wrapping

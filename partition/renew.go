@@ -72,7 +72,7 @@ func (r *runner) renewLoop(ctx context.Context, shared sharedDeadline, m Member,
 		if ctx.Err() != nil { // stopped: the runner leaves or lost the membership
 			return
 		}
-		if errors.Is(checkErr, tenure.ErrLost) {
+		if errors.Is(checkErr, tenure.ErrLost) || errors.Is(checkErr, tenure.ErrRefused) {
 			err = checkErr
 		}
 		next := retry
@@ -84,7 +84,9 @@ func (r *runner) renewLoop(ctx context.Context, shared sharedDeadline, m Member,
 		case err == nil:
 			m = nm
 			r.g.log.Warn("membership renewed, but the partitions owned could not be checked: their terms are not extended; retrying until the local deadline", "err", checkErr, "remaining", dl.Until())
-		case errors.Is(err, tenure.ErrLost):
+		case errors.Is(err, tenure.ErrLost) || errors.Is(err, tenure.ErrRefused):
+			// Lost, or refused for good (Run returns the refusal): renewing
+			// again cannot keep the terms.
 			r.lose(shared, err)
 			return
 		default:
@@ -163,8 +165,8 @@ func (r *runner) check(ctx context.Context, m Member, next time.Time) error {
 }
 
 // lose ends every term at once after the coordinator reported the
-// membership gone (err wraps ErrLost), and tells the runner (see
-// renewerEnded).
+// membership gone (err wraps ErrLost) or refused its renewal for good
+// (ErrRefused), and tells the runner (see renewerEnded).
 func (r *runner) lose(shared sharedDeadline, err error) {
 	r.mu.Lock()
 	r.ended = err

@@ -58,6 +58,7 @@ type runner struct {
 	watch             <-chan struct{}         // membership changes; nil: poll only
 	nextWatch         time.Time               // when to try watching again
 
+	refused   error             // the first call the coordinator refused for good: Run returns it
 	disagree  map[string]uint64 // members that announced another P: ID → epoch logged
 	doubtful  map[string]bool   // claimed with an outcome unknown: claim again (see claim)
 	batch     claimBatch        // how many to claim in a step
@@ -128,7 +129,10 @@ func (r *runner) run() error {
 // (see renewLoop).
 func (r *runner) step() (more bool, err error) {
 	if err := r.renewerEnded(); err != nil {
-		r.lost(err) // joins again at the next step
+		r.lost(err) // joins again at the next step, unless refused
+		if errors.Is(err, tenure.ErrRefused) {
+			return false, fmt.Errorf("partition: group %q: %w", r.cfg.Key, err)
+		}
 	} else if !r.joined {
 		if err := r.join(); err != nil {
 			return false, err
@@ -148,20 +152,32 @@ func (r *runner) step() (more bool, err error) {
 	}
 	r.publish()
 	r.stats()
-	return more, nil
+	return more, r.refused
 }
 
-// call runs f with a context bounded by the request timeout.
+// call runs f with a context bounded by the request timeout. An error the
+// coordinator refused for good (see refuse) ends Run after this step.
 func (r *runner) call(f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(r.ctx, timing.RequestTimeout(r.cfg.TTL, r.cfg.RenewInterval, r.cfg.RequestTimeout))
 	defer cancel()
-	return f(ctx)
+	err := f(ctx)
+	r.refuse(err)
+	return err
+}
+
+// refuse records err, when it matches tenure.ErrRefused and is the first
+// such, as the error Run returns at the end of the step: waiting does not
+// grant a permission, so retrying the call would only repeat the refusal.
+func (r *runner) refuse(err error) {
+	if r.refused == nil && errors.Is(err, tenure.ErrRefused) {
+		r.refused = fmt.Errorf("partition: group %q: %w", r.cfg.Key, err)
+	}
 }
 
 // permanent reports whether err is one that retrying cannot cure.
 func permanent(err error) bool {
 	return errors.Is(err, tenure.ErrInvalidKey) || errors.Is(err, tenure.ErrInvalidHolder) ||
-		errors.Is(err, tenure.ErrInvalidTTL) || errors.Is(err, tenure.ErrClosed)
+		errors.Is(err, tenure.ErrInvalidTTL) || errors.Is(err, tenure.ErrClosed) || errors.Is(err, tenure.ErrRefused)
 }
 
 // join makes this process a member with a new epoch, and starts renewing

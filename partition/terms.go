@@ -112,6 +112,7 @@ func (r *runner) claimed(names []string, res []ClaimResult, now time.Time) (clai
 		case cr.Err == nil: // a doubtful partition for another member, or past the deadline
 			r.unsent[n] = cr.Grant
 		case !errors.Is(cr.Err, tenure.ErrHeld):
+			r.refuse(cr.Err)
 			unknown++
 			r.doubtful[n] = true
 			firstErr = cmp.Or(firstErr, cr.Err)

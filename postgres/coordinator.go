@@ -45,7 +45,7 @@ var (
 // concurrent use. Users get one from Open or New and pass it to
 // tenure.NewElector or partition.New.
 type Coordinator struct {
-	pool    *pgxpool.Pool
+	pool    markedPool // refusals marked: see refusal
 	ownPool bool
 	o       options
 	table   string // quoted, possibly schema-qualified
@@ -164,7 +164,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 	if o.schema != "" {
 		ident = pgx.Identifier{o.schema, o.table}
 	}
-	c := &Coordinator{pool: pool, o: o, table: ident.Sanitize(), presence: presence{keys: map[string]int{}}}
+	c := &Coordinator{pool: markedPool{pool}, o: o, table: ident.Sanitize(), presence: presence{keys: map[string]int{}}}
 	c.sql = newStatements(c.table, o.notify)
 	if err := c.ensureTable(ctx); err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Coordinator, error)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: connect to %s: %w", RedactDSN(dsn), err)
+		return nil, fmt.Errorf("postgres: connect to %s: %w", RedactDSN(dsn), refusal(err))
 	}
 	c, err := New(ctx, pool, opts...)
 	if err != nil {
@@ -213,7 +213,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Coordinator, error)
 func (c *Coordinator) Table() string { return c.table }
 
 // Pool returns the pool the coordinator uses.
-func (c *Coordinator) Pool() *pgxpool.Pool { return c.pool }
+func (c *Coordinator) Pool() *pgxpool.Pool { return c.pool.Pool }
 
 // Close stops watchers (their channels close) and the listener, and closes
 // the pool if Open made it. It does not release grants. Close is idempotent;

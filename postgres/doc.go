@@ -85,6 +85,18 @@
 // connection's search_path, whatever it is, changes nothing. The package
 // doc's SQL below omits the qualification for reading.
 //
+// # Refusals
+//
+// An error that PostgreSQL refused for good also matches tenure.ErrRefused,
+// with the *pgconn.PgError still beneath it: a privilege the role lacks
+// (SQLSTATE 42501, as for a role that may SELECT but not INSERT or
+// UPDATE), a login refused (class 28: no such role, a wrong password, no
+// pg_hba.conf entry), and, when connecting, a connection parameter the
+// server does not know (42704) or whose value it refuses (22023). An
+// Elector and a partition group stop on it instead of retrying.
+// Timeouts, serialization failures, deadlocks and a server shutting down
+// or starting do not match it.
+//
 // # Fencing a table
 //
 // FenceUpdate and FenceGuard run the resource-side pattern in the

@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/tenure-dev/tenure/internal/kubetest"
 )
@@ -62,7 +58,7 @@ func TestDenied(t *testing.T) {
 // for both).
 func kubeWriteForbidden(t *testing.T, s *kubetest.Server) {
 	t.Helper()
-	grantLeaseReader(t, s, "default", "reader")
+	s.GrantLeaseReader(t, "default", "reader")
 	admin := []string{"--kubeconfig", s.Kubeconfig(t, kubetest.Admin, "default")}
 	if res := runTenure(t, nil, append(admin, "run", "--key", "existing", "--", "true")...); res.code != 0 {
 		t.Fatalf("%s as admin: exit %d\n%s", res.description, res.code, res.stderr)
@@ -81,43 +77,6 @@ func kubeWriteForbidden(t *testing.T, s *kubetest.Server) {
 		if res.code != ExitNoPerm || !strings.Contains(res.stderr, "tenure: permission denied") || !strings.Contains(res.stderr, want) {
 			t.Errorf("%s: exit %d; want %d, the last line saying permission denied and %s\n%s", res.description, res.code, ExitNoPerm, want, res.stderr)
 		}
-	}
-}
-
-// grantLeaseReader binds user to a Role that allows get, list and watch
-// on Leases in namespace, and waits until the authorizer lets user list
-// them (RBAC changes reach it through an informer).
-func grantLeaseReader(t *testing.T, s *kubetest.Server, namespace, user string) {
-	t.Helper()
-	ctx := ctxFor(t, 30*time.Second)
-	admin := s.Client(t)
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "lease-reader"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch"},
-	}}}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "lease-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-	}
-	if _, err := admin.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(s.Config(user))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		_, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{})
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("%s still cannot list Leases in %s: %v", user, namespace, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -1,0 +1,4 @@
+package etcd
+
+// Refusal is refusal, for TestRefusalClasses.
+var Refusal = refusal

@@ -1,0 +1,4 @@
+package postgres
+
+// Refusal is refusal, for TestRefusalClasses.
+var Refusal = refusal
