@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/inputs"
@@ -59,11 +60,18 @@ type Coordinator struct {
 	closed   bool
 	listener *listener // started by the first Watch
 	presence presence  // the keys this coordinator watches, announced to releasers
+
+	// groupsExist is set once the group tables were seen (see acquireOnce).
+	groupsExist atomic.Bool
 }
 
 // statements are the SQL texts, built once with the quoted table name.
 type statements struct {
 	acquire, lookup, insert, renew, release, leader, observe string
+	grant, announce                                          string // parts of acquire
+	// acquirePartition is acquirePartitionSQL; empty when the table's name
+	// leaves no room for the group tables' names.
+	acquirePartition string
 }
 
 func newStatements(t string, notify Notify) statements {
@@ -81,7 +89,15 @@ func newStatements(t string, notify Notify) statements {
 	if notify == NotifyWatched {
 		announce = "CASE WHEN pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext($4), pg_catalog.hashtext(resource)) THEN NULL ELSE " + announce + " END"
 	}
+	grant := `
+	SET holder_id = $2,
+	    fencing_token = GREATEST(fencing_token OPERATOR(pg_catalog.+) 1, ` + clockMicros + `),
+	    acquired_at = CURRENT_TIMESTAMP,
+	    expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `)
+	WHERE resource OPERATOR(pg_catalog.=) $1
+	  AND (expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP OR holder_id OPERATOR(pg_catalog.=) $2)`
 	return statements{
+		grant: grant,
 		// The acquisition, plus a notification for watchers. The new token is the old one
 		// plus one, and never less than the database clock in microseconds
 		// since 1970: a row deleted to "unstick" a key, a truncated or
@@ -90,17 +106,12 @@ func newStatements(t string, notify Notify) statements {
 		// would reject every new leader (or, worse, a table re-created
 		// between two resources' writes would hand out a token twice).
 		acquire: `WITH g AS (
-	UPDATE ` + t + `
-	SET holder_id = $2,
-	    fencing_token = GREATEST(fencing_token OPERATOR(pg_catalog.+) 1, ` + clockMicros + `),
-	    acquired_at = CURRENT_TIMESTAMP,
-	    expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `)
-	WHERE resource OPERATOR(pg_catalog.=) $1
-	  AND (expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP OR holder_id OPERATOR(pg_catalog.=) $2)
+	UPDATE ` + t + grant + `
 	RETURNING resource, fencing_token
 )
 SELECT fencing_token, ` + announce + ` FROM g`,
-		lookup: `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
+		announce: announce,
+		lookup:   `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 		insert: `INSERT INTO ` + t + ` (resource, holder_id, fencing_token, acquired_at, expires_at)
 VALUES ($1, NULL, 0, NULL, '-infinity') ON CONFLICT (resource) DO NOTHING`,
 		// A renewal extends from the statement's start (no later than the
@@ -166,6 +177,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 	}
 	c := &Coordinator{pool: markedPool{pool}, o: o, table: ident.Sanitize(), presence: presence{keys: map[string]int{}}}
 	c.sql = newStatements(c.table, o.notify)
+	if t, err := c.groupTables(); err == nil {
+		c.sql.acquirePartition = acquirePartitionSQL(c.table, t, c.sql)
+	}
 	if err := c.ensureTable(ctx); err != nil {
 		return nil, err
 	}
@@ -255,7 +269,8 @@ func micros(ttl time.Duration) (int64, time.Duration) {
 // key's row first if this is its first acquisition. A key that names a
 // partition of a group (partition.Key: the group, '/', the name)
 // owned by a live member is held: the error names the partition and the
-// group and wraps a *tenure.HeldError naming the member (see acquireOnce).
+// group and wraps a *tenure.HeldError naming the member. The check costs
+// no statement, or one while no group tables exist (see acquireOnce).
 // See tenure.Coordinator.Acquire.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	if err := tenure.ValidateKey(key); err != nil {
@@ -280,7 +295,7 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		if err == nil {
 			return tenure.Grant{Key: key, Holder: holder, Token: uint64(token), TTL: granted, Sent: sent}, nil
 		}
-		if isDeadlock(err) { // rolled back, nothing granted: see acquireOnce
+		if errors.Is(err, errRetry) || isDeadlock(err) { // nothing granted: see acquireOnce
 			continue
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -307,96 +322,97 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 	return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: the key changed hands during every attempt; try again", key)
 }
 
-// acquireOnce runs the acquisition statement. When key can name a
-// partition ("group/name") and the group tables exist, it runs it in a
-// transaction that first writes the partition's row (inserting it,
-// ownerless, if there is none; rewriting it unchanged otherwise), which
-// locks it, and then reads whether its owner's membership is live, with a
-// snapshot taken after the lock: a live owner refuses the key. The write
-// orders the two APIs: an Acquire that waited for a claim's row lock then
-// sees the claimer, and a claim whose snapshot predates the write is
-// refused by REPEATABLE READ and run again, when it sees the grant (see
-// claim). An Acquire that found no group tables writes the partition's row
-// after the key's: if the tables appear meanwhile and another Acquire of
-// the key writes the partition's row and waits for the key's, PostgreSQL
-// aborts one of the two for a deadlock (SQLSTATE 40P01), which Acquire
-// runs again (it then finds the tables).
+// acquireOnce runs the acquisition statement. A key that cannot name a
+// partition (no '/', or a part that is no group or partition name) needs
+// nothing more. One that can ("group/name") costs one statement more:
+//
+//   - While the group tables are not known to exist, a lookup of them in
+//     the catalog after the grant committed. A group made after the lookup
+//     began claims its partitions after the grant committed, and so sees it
+//     and leaves the partition alone (see claim). When the lookup finds
+//     them (once per Coordinator), the grant is released, never returned,
+//     and the key acquired as below.
+//   - Once they exist, acquirePartition instead of the acquisition: one
+//     statement that writes the partition's row and grants the key only if
+//     no live member owns the partition.
 func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64) (int64, error) {
-	var token int64
-	acquire := func(db Execer) error {
-		return db.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
-	}
 	i := strings.LastIndexByte(key, '/')
+	partition := i >= 0 && tenure.ValidateKey(key[:i]) == nil && inputs.PartitionName(key[i+1:]) == nil
 	t, err := c.groupTables()
-	if i < 0 || err != nil || tenure.ValidateKey(key[:i]) != nil || inputs.PartitionName(key[i+1:]) != nil {
-		return token, acquire(c.pool) // no partition has this key
+	if partition && err == nil && c.groupsExist.Load() {
+		token, err := c.acquirePartition(ctx, t, key, holder, us, key[:i], key[i+1:])
+		if isUndefinedTable(err) { // dropped since; nothing was granted
+			c.groupsExist.Store(false)
+			return 0, errRetry
+		}
+		return token, err
 	}
-	group, name := key[:i], key[i+1:]
-	groups := func(db Execer) (bool, error) {
-		var ok bool
-		err := db.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL AND pg_catalog.to_regclass($2) IS NOT NULL`, t.partitions, t.members).Scan(&ok)
-		if err != nil {
-			return false, fmt.Errorf("look up group tables: %w", err)
-		}
-		return ok, nil
+	var token int64
+	err = c.pool.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
+	if err != nil || !partition || c.sql.acquirePartition == "" {
+		return token, err
 	}
-	unowned := func(tx pgx.Tx) error { return c.unownedPartition(ctx, tx, t, key, group, name) }
-	err = pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		ok, err := groups(tx)
-		if err != nil {
-			return err
-		}
-		if ok {
-			if err := unowned(tx); err != nil {
-				return err
-			}
-			return acquire(tx)
-		}
-		// No group yet: acquire, then look again. A group whose tables
-		// were made, and whose member claimed this key, while the acquire
-		// waited on the key's row lock is seen now, and refuses it. (The
-		// catalog lookup above may not see tables made during this
-		// transaction: the partition's row is written in a savepoint, and
-		// a missing table means there is still no group.)
-		if err := acquire(tx); err != nil {
-			return err
-		}
-		sp, err := tx.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		if err := unowned(sp); err != nil {
-			if isUndefinedTable(err) {
-				return sp.Rollback(ctx)
-			}
-			return err
-		}
-		return sp.Commit(ctx)
-	})
-	return token, err
+	var ok bool
+	err = c.pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL AND pg_catalog.to_regclass($2) IS NOT NULL`,
+		t.partitions, t.members).Scan(&ok)
+	if err == nil && !ok {
+		return token, nil
+	}
+	c.groupsExist.Store(ok)
+	if _, rerr := c.pool.Exec(ctx, c.sql.release, key, holder, token, c.o.channel); rerr != nil {
+		return 0, fmt.Errorf("release the grant of a partition's key after looking up the group tables (it expires on its own): %w", rerr)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("look up group tables: %w", err)
+	}
+	return 0, errRetry
 }
 
-// unownedPartition writes the row of partition name of group (key) in tx,
-// inserting it ownerless if there is none (a claim that began before this
-// write then fails and runs again, seeing the grant), and refuses a
-// partition a live member owns.
-func (c *Coordinator) unownedPartition(ctx context.Context, tx pgx.Tx, t groupTables, key, group, name string) error {
-	var epoch, ptok int64
-	if err := tx.QueryRow(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
-VALUES ($1, $2, NULL, `+clockMicros+`)
-ON CONFLICT (grp, name) DO UPDATE SET fencing_token = p.fencing_token
-RETURNING coalesce(p.owner_epoch, 0), p.fencing_token`, group, name).Scan(&epoch, &ptok); err != nil {
-		return fmt.Errorf("lock partition %q of group %q: %w", name, group, err)
-	}
-	var member string
-	err := tx.QueryRow(ctx, `SELECT member FROM `+t.members+` WHERE epoch OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, epoch).Scan(&member)
+// errRetry asks Acquire to run acquireOnce again: nothing is granted.
+var errRetry = errors.New("postgres: run the acquisition again")
+
+// acquirePartition acquires key, which names partition name of group, with
+// acquirePartitionSQL: it writes the partition's row (inserting it,
+// ownerless, if there is none), which locks it, and grants the key only if
+// the row has no owner or its owner's membership has expired.
+//
+// A claim whose snapshot predates this write either committed first, when
+// the write returns its owner's epoch, or meets the row's new version,
+// which REPEATABLE READ refuses (SQLSTATE 40001), and its next run sees the
+// grant. The owner's membership row is locked FOR SHARE, so that a renewal
+// in flight commits first (and is seen) or finds the lease ended. A
+// membership row the statement's snapshot does not see was deleted, or
+// inserted after the snapshot was taken (a member that joined and claimed
+// meanwhile): nothing is granted, and it is read again; a row still
+// missing was deleted, so the partition's owner is cleared and the key
+// acquired again.
+func (c *Coordinator) acquirePartition(ctx context.Context, t groupTables, key, holder string, us int64, group, name string) (int64, error) {
+	var token, epoch, ptok pgtype.Int8
+	var member pgtype.Text
+	var live bool
+	err := c.pool.QueryRow(ctx, c.sql.acquirePartition, key, holder, us, c.o.channel, group, name).
+		Scan(&token, nil, &epoch, &ptok, &member, &live)
 	switch {
-	case err == nil:
-		return fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member, &tenure.HeldError{Key: key, Holder: member, Token: uint64(ptok)})
-	case !errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
+	case err != nil || token.Valid:
+		return token.Int64, err
+	case epoch.Valid && !member.Valid:
+		err := c.pool.QueryRow(ctx, `SELECT member, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM `+t.members+`
+WHERE epoch OPERATOR(pg_catalog.=) $1 FOR SHARE`, epoch.Int64).Scan(&member, &live)
+		if errors.Is(err, pgx.ErrNoRows) {
+			_, err = c.pool.Exec(ctx, `UPDATE `+t.partitions+` SET owner_epoch = NULL
+WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2 AND owner_epoch OPERATOR(pg_catalog.=) $3`, group, name, epoch.Int64)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
+		}
+		if !live {
+			return 0, errRetry
+		}
 	}
-	return nil
+	if live && member.Valid {
+		return 0, fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member.String, &tenure.HeldError{Key: key, Holder: member.String, Token: uint64(ptok.Int64)})
+	}
+	return 0, pgx.ErrNoRows // held by a single key, or no row yet: see Acquire
 }
 
 // Renew extends g by its TTL from now on the database's clock, if g is still

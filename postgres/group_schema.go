@@ -88,3 +88,30 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
 	}
 	return err
 }
+
+// acquirePartitionSQL acquires a key that names a partition ($5, $6: the
+// group and the name) as the acquisition does ($1 to $4), if the
+// partition's row has no owner or its owner's membership has expired. It
+// writes the partition's row first (see Coordinator.acquirePartition), and
+// returns the new token (NULL when not granted), the notification, the
+// row's owner epoch and token, and the owner's member and whether its
+// membership is live (NULL and false when the snapshot has no row for it).
+func acquirePartitionSQL(table string, t groupTables, s statements) string {
+	return `WITH p AS MATERIALIZED (
+	INSERT INTO ` + t.partitions + ` AS p (grp, name, owner_epoch, fencing_token)
+	VALUES ($5, $6, NULL, ` + clockMicros + `)
+	ON CONFLICT (grp, name) DO UPDATE SET fencing_token = p.fencing_token
+	RETURNING p.owner_epoch, p.fencing_token
+), o AS MATERIALIZED (
+	SELECT m.member, m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP AS live
+	FROM p JOIN ` + t.members + ` m ON m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
+	FOR SHARE OF m
+), g AS (
+	UPDATE ` + table + s.grant + `
+	  AND ((SELECT owner_epoch FROM p) IS NULL OR EXISTS (SELECT 1 FROM o WHERE NOT o.live))
+	RETURNING resource, fencing_token
+)
+SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g),
+       (SELECT owner_epoch FROM p), (SELECT fencing_token FROM p),
+       (SELECT member FROM o), coalesce((SELECT live FROM o), false)`
+}

@@ -111,14 +111,14 @@ const claimAttempts = 4
 // names in Go, bytewise, and locks each row FOR NO KEY UPDATE in a LATERAL
 // subquery, which runs once per name in the order of the unnest, before it
 // writes). Under a collation such as en-US, where "a" < "B", a claim sorted
-// by the database's order and a release sorted by bytes deadlocked. A claim or a release waits for no other lock; an Acquire of
-// a partition's key holds that partition's row while it waits for the
-// key's leadership row, whose other lockers (renewals, releases) take no
-// partition row, and Acquires of the same key take the partition's row
-// first. So no two statements wait for each other in a cycle: PostgreSQL
-// never aborts one for a deadlock (SQLSTATE 40P01). (The one exception,
-// two Acquires of a key while its group's tables are made, is run again:
-// see acquireOnce.)
+// by the database's order and a release sorted by bytes deadlocked. A
+// claim or a release waits for no other lock; an Acquire of a partition's
+// key holds that partition's row while it waits for its owner's membership
+// row (FOR SHARE) and then the key's leadership row, whose other lockers
+// (renewals, leaves, the deletion of expired members; renewals and
+// releases of the key) take no partition row. So no two statements
+// wait for each other in a cycle: PostgreSQL never aborts one for a
+// deadlock (SQLSTATE 40P01).
 //
 // Plans: every statement here that looks up a list of partitions (and the
 // leadership rows of their keys) does it with one primary-key lookup per
@@ -130,10 +130,13 @@ const claimAttempts = 4
 //
 // One owner per key: a partition whose key has a live grant in the
 // leadership table (a single-key Acquire of "group/name") is not claimed.
-// Acquire writes the partition's row before it grants such a key (see
-// Coordinator.Acquire): a claim whose snapshot predates that grant meets
-// the row's new version, which REPEATABLE READ refuses (SQLSTATE 40001),
-// and its next run sees the grant.
+// Acquire writes the partition's row in the statement that grants such a
+// key (see acquirePartition): a claim whose snapshot predates that grant
+// either committed first (and Acquire sees its owner) or meets the row's
+// new version, which REPEATABLE READ refuses (SQLSTATE 40001), and its
+// next run sees the grant. An Acquire that found no group tables looks them
+// up after its grant committed (see acquireOnce): a claim of a group made
+// after that sees the grant.
 func (c *Coordinator) claim(ctx context.Context, t groupTables, m partition.Member, names []string) (claimed map[string]int64, others map[string]owner, err error) {
 	if _, err := c.pool.Exec(ctx, `WITH gone AS MATERIALIZED (
 	SELECT epoch FROM `+t.members+`

@@ -238,6 +238,10 @@ func runGroupOperations(t *testing.T, c, w *postgres.Coordinator, group string) 
 	if _, err := c.RenewMember(ctx, a); !errors.Is(err, tenure.ErrLost) {
 		t.Fatalf("RenewMember() after LeaveGroup = %v; want ErrLost", err)
 	}
+	// Partition 1's row still names a, whose membership is gone.
+	g1, err := w.Acquire(ctx, partition.Key(group, "1"), "x", time.Minute)
+	must("Acquire() of a gone member's partition's key", err)
+	must("Release()", w.Release(ctx, g1))
 }
 
 // runFence runs the fence on a table of the victim's whose id is a
