@@ -30,7 +30,10 @@ type granted struct {
 // kept by its last Release): Sent is when it was last granted or extended.
 // A grant holder already has on key is deleted and replaced; if another
 // holder takes the key meanwhile, Acquire returns a *tenure.HeldError naming
-// it. See tenure.Coordinator.
+// it. A key tenure did not write as it stands (one without a lease, put by
+// hand or by another program: see ListForeign) is refused like a held key
+// and never taken over, however old: only RemoveForeign frees it. See
+// tenure.Coordinator.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: acquire %q for %q", key, holder)
 	if err := c.begin(ctx, op, tenure.ValidateKey(key), tenure.ValidateHolder(holder), tenure.ValidateTTL(ttl)); err != nil {

@@ -124,12 +124,11 @@ RETURNING 1`,
 	RETURNING resource
 )
 SELECT ` + announce + ` FROM r`,
-		leader: `SELECT holder_id, fencing_token,
-       (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
+		leader: `SELECT holder_id, fencing_token, ` + leftMicros + `
 FROM ` + t + ` WHERE resource = $1 AND expires_at > CURRENT_TIMESTAMP`,
 		observe: `SELECT holder_id, fencing_token, expires_at > CURRENT_TIMESTAMP,
        CASE WHEN expires_at > CURRENT_TIMESTAMP
-            THEN (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint END
+            THEN ` + leftMicros + ` END
 FROM ` + t + ` WHERE resource = $1`,
 	}
 }
@@ -288,8 +287,8 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: read its holder: %w", key, err)
 		case live && cur.Valid:
 			return tenure.Grant{}, &tenure.HeldError{Key: key, Holder: cur.String, Token: uint64(curToken)}
-		case live:
-			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: row in %s has a live lease but no holder_id", key, c.table)
+		case live: // not a grant: see ListForeign
+			return tenure.Grant{}, &tenure.HeldError{Key: key, Token: uint64(curToken)}
 		}
 	}
 	return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: the key changed hands during every attempt; try again", key)
@@ -456,8 +455,7 @@ func (c *Coordinator) leader(ctx context.Context, key string) (tenure.Grant, boo
 	if err != nil {
 		return tenure.Grant{}, false, fmt.Errorf("postgres: leader %q: %w", key, err)
 	}
-	if !holder.Valid {
-		return tenure.Grant{}, false, fmt.Errorf("postgres: leader %q: row in %s has a live lease but no holder_id", key, c.table)
-	}
+	// A live row without holder_id is not a grant, but Acquire refuses it:
+	// held, by holder "" (see ListForeign).
 	return tenure.Grant{Key: key, Holder: holder.String, Token: uint64(token), TTL: time.Duration(max(leftUS, 1)) * time.Microsecond}, true, nil
 }

@@ -24,8 +24,7 @@ func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, 
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	rows, err := c.pool.Query(ctx, `SELECT resource, holder_id, fencing_token,
-       (extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000)::bigint
+	rows, err := c.pool.Query(ctx, `SELECT resource, holder_id, fencing_token, `+leftMicros+`
 FROM `+c.table+`
 WHERE starts_with(resource, $1) AND expires_at > CURRENT_TIMESTAMP
 ORDER BY resource COLLATE "C"`, prefix)
