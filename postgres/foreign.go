@@ -27,9 +27,7 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	rows, err := c.pool.Query(ctx, `SELECT resource, holder_id, fencing_token,
-       CASE WHEN isfinite(expires_at)
-            THEN LEAST(extract(epoch FROM expires_at - CURRENT_TIMESTAMP) * 1000000, 9e18)::bigint END
+	rows, err := c.pool.Query(ctx, `SELECT resource, holder_id, fencing_token, isfinite(expires_at), `+leftMicros+`
 FROM `+c.table+`
 WHERE starts_with(resource, $1) AND expires_at > CURRENT_TIMESTAMP
 ORDER BY resource COLLATE "C"`, prefix)
