@@ -82,8 +82,8 @@ func checkForeign(t *testing.T, coord []string, shape foreignShape) {
 	}
 }
 
-// checkForeignPrefix checks that status --prefix lists every shape's
-// record, with its kind, before they are removed.
+// checkForeignPrefix plants every shape and checks that status --prefix
+// and watch --prefix show each shape's record, with its kind.
 func checkForeignPrefix(t *testing.T, coord []string, prefix string, shapes []foreignShape) {
 	t.Helper()
 	for _, s := range shapes {
@@ -100,6 +100,17 @@ func checkForeignPrefix(t *testing.T, coord []string, prefix string, shapes []fo
 	for _, s := range shapes {
 		if g := byKey[s.key]; g.Record != s.kind || !g.Held {
 			t.Errorf("status --prefix %s: %s = %+v; want a %s record", prefix, s.key, g, s.kind)
+		}
+	}
+
+	w := startProc(t, "watch", nil, append(coord, "watch", "--prefix", prefix, "--json")...)
+	waitFor(t, 10*time.Second, "a watch line per record", func() bool { return len(lines(w.out.String())) >= len(shapes) })
+	w.signal(t, syscall.SIGINT)
+	w.wait(t, 5*time.Second)
+	for _, l := range lines(w.out.String())[:len(shapes)] {
+		var ev watchLine
+		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.Event != "leader" || ev.Record != byKey[ev.Key].Record {
+			t.Errorf("watch --prefix %s line %q (%v); want a leader event naming the key's %s record", prefix, l, err, byKey[ev.Key].Record)
 		}
 	}
 }
