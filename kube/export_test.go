@@ -42,3 +42,9 @@ func (r Record) Token() uint64 { return r.r.token }
 
 // TokenAnnotation is tokenAnnotation.
 var TokenAnnotation = tokenAnnotation
+
+// Foreign is ForeignRecord's reading of the Lease as the record of key;
+// clash says its AnnotationKey names another key.
+func (r Record) Foreign(key string, clash bool) (tenure.ForeignRecord, bool) {
+	return foreignOf(key, r.r.lease, r.r, clash, r.maxDrift)
+}

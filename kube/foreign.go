@@ -52,7 +52,7 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 		if err != nil {
 			return nil, fmt.Errorf("%s: Lease %s: %w", op, l.Name, err)
 		}
-		if f, ok := c.foreignOf(key, l, r, clash); ok {
+		if f, ok := foreignOf(key, l, r, clash, c.cfg.MaxDrift); ok {
 			out = append(out, f)
 		}
 	}
@@ -60,16 +60,16 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 	return out, nil
 }
 
-// foreignOf describes Lease l of key, read as r, when Acquire refuses it
-// but no grant wrote it as it stands; clash says its AnnotationKey names
-// another key.
-func (c *Coordinator) foreignOf(key string, l *coordv1.Lease, r record, clash bool) (tenure.ForeignRecord, bool) {
-	f := tenure.ForeignRecord{Key: key, Holder: r.holder, Token: r.rv.n, TTL: r.grant(key, c.cfg.MaxDrift).TTL}
+// foreignOf describes Lease l of key, read as r by a coordinator with
+// maxDrift, when Acquire refuses it but no grant wrote it as it stands;
+// clash says its AnnotationKey names another key.
+func foreignOf(key string, l *coordv1.Lease, r record, clash bool, maxDrift float64) (tenure.ForeignRecord, bool) {
+	f := tenure.ForeignRecord{Key: key, Holder: r.holder, Token: r.rv.n, TTL: r.grant(key, maxDrift).TTL}
 	var why []string
 	if clash {
 		why = append(why, fmt.Sprintf("annotation %s names another key", AnnotationKey))
 		f.TTL = -1 // Acquire fails on it until it is removed
-	} else if !r.live(c.cfg.MaxDrift) {
+	} else if !r.live(maxDrift) {
 		return f, false
 	}
 	switch {
