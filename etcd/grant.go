@@ -31,7 +31,10 @@ type granted struct {
 // partition that holder owns as a member of the key's group (a membership
 // of holder rides the key's lease): the key is held then; if another
 // holder takes the key meanwhile, Acquire returns a *tenure.HeldError naming
-// it. See tenure.Coordinator.
+// it. A key tenure did not write as it stands (one without a lease, put by
+// hand or by another program: see ListForeign) is refused like a held key
+// and never taken over, however old: only RemoveForeign frees it. See
+// tenure.Coordinator.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: acquire %q for %q", key, holder)
 	if err := c.begin(ctx, op, tenure.ValidateKey(key), tenure.ValidateHolder(holder), tenure.ValidateTTL(ttl)); err != nil {

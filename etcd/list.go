@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/internal/limits"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
@@ -17,37 +19,119 @@ import (
 // List returns the live grants on every key under prefix, sorted by key,
 // each with the time left on its lease (whole seconds, rounded down, as etcd
 // reports it). See tenure.Coordinator. Keys whose lease has expired but that etcd
-// has not deleted yet are left out. It costs one range read plus one lease
-// lookup per distinct lease (one per holder and TTL).
+// has not deleted yet are left out, and so are keys without a lease (see
+// ListForeign). It costs one range read plus one lease lookup per distinct
+// lease (one per holder and TTL).
 func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: list %q", prefix)
+	var out []tenure.Grant
+	err := c.each(ctx, op, prefix, func(key string, kv *mvccpb.KeyValue, l leaseLeft) {
+		if l.left >= 0 {
+			out = append(out, tenure.Grant{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: l.left})
+		}
+	})
+	return out, err
+}
+
+// ListForeign returns the keys under prefix, sorted by key, that Acquire
+// refuses but that no tenure grant wrote as they stand: a key without a
+// lease (put by hand or by another program: it never expires), a key on a
+// lease longer than a day, and a key whose value is not a holder identity.
+// Their tokens are the keys' mod revisions. Users free such a key with
+// RemoveForeign. It costs what List costs.
+func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
+	op := fmt.Sprintf("etcd: list foreign keys under %q", prefix)
+	var out []tenure.ForeignRecord
+	err := c.each(ctx, op, prefix, func(key string, kv *mvccpb.KeyValue, l leaseLeft) {
+		if r, ok := foreignOf(key, kv, l); ok {
+			out = append(out, r)
+		}
+	})
+	return out, err
+}
+
+// RemoveForeign deletes r's key if it is still the write r was read from
+// (the same mod revision), and reports whether it did. Deleting the key
+// frees it: the next Acquire puts it anew, at a greater revision, so tokens
+// still increase. Users (tenure release --force) call it with a record
+// ListForeign returned.
+func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
+	op := fmt.Sprintf("etcd: remove foreign key %q at revision %d", r.Key, r.Token)
+	if err := c.begin(ctx, op, tenure.ValidateKey(r.Key)); err != nil {
+		return false, err
+	}
+	ek := c.EtcdKey(r.Key)
+	resp, err := c.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(ek), "=", int64(r.Token))).
+		Then(clientv3.OpDelete(ek)).
+		Commit()
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	if resp.Succeeded {
+		c.log.Info("foreign key removed", "key", r.Key, "holder", r.Holder, "revision", r.Token, "reason", r.Reason)
+	}
+	return resp.Succeeded, nil
+}
+
+// leaseLeft is what etcd says of the lease a key rides on: the TTL it was
+// granted with and the time it has left, -1 when it has expired or the key
+// has none (see Coordinator.leaseTTL).
+type leaseLeft struct {
+	granted, left time.Duration
+	none          bool // the key has no lease
+}
+
+// each calls f, in key order, for every tenure key under prefix with the
+// lease it rides on: one range read plus one lease lookup per distinct
+// lease.
+func (c *Coordinator) each(ctx context.Context, op, prefix string, f func(string, *mvccpb.KeyValue, leaseLeft)) error {
 	if err := c.begin(ctx, op, inputs.Prefix(prefix)); err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := c.client.Get(ctx, c.EtcdKey(prefix), clientv3.WithPrefix())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
-	left := make(map[clientv3.LeaseID]time.Duration) // -1: expired
-	out := make([]tenure.Grant, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	leases := make(map[clientv3.LeaseID]leaseLeft)
+	kvs := resp.Kvs
+	sort.Slice(kvs, func(i, j int) bool { return string(kvs[i].Key) < string(kvs[j].Key) })
+	for _, kv := range kvs {
 		key := strings.TrimPrefix(string(kv.Key), c.prefix)
 		if tenure.ValidateKey(key) != nil {
 			continue // not a tenure key
 		}
 		id := clientv3.LeaseID(kv.Lease)
-		ttl, seen := left[id]
+		l, seen := leases[id]
 		if !seen {
-			if _, ttl, err = c.leaseTTL(ctx, id); err != nil {
-				return nil, fmt.Errorf("%s: %w", op, err)
+			if l.granted, l.left, err = c.leaseTTL(ctx, id); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
 			}
-			left[id] = ttl
+			l.none = id == clientv3.NoLease
+			leases[id] = l
 		}
-		if ttl < 0 {
-			continue
-		}
-		out = append(out, tenure.Grant{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: ttl})
+		f(key, kv, l)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
+	return nil
+}
+
+// foreignOf describes kv, the etcd key of key on lease l, when Acquire
+// refuses it but tenure did not write it as it stands.
+func foreignOf(key string, kv *mvccpb.KeyValue, l leaseLeft) (tenure.ForeignRecord, bool) {
+	r := tenure.ForeignRecord{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: l.left}
+	var why []string
+	switch {
+	case l.none:
+		why, r.TTL = append(why, "no lease"), -1
+	case l.left < 0:
+		return r, false // expired: etcd deletes it
+	case l.granted > limits.MaxTTL:
+		why = append(why, fmt.Sprintf("a lease of %s, longer than tenure grants", l.granted))
+	}
+	if tenure.ValidateHolder(r.Holder) != nil {
+		r.Malformed = true
+		why = append(why, "a value that is not a holder identity")
+	}
+	r.Reason = strings.Join(why, ", ")
+	return r, len(why) > 0
 }

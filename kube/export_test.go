@@ -45,3 +45,9 @@ var TokenAnnotation = tokenAnnotation
 
 // Refusal is refusal, for TestRefusalClasses.
 var Refusal = refusal
+
+// Foreign is ForeignRecord's reading of the Lease as the record of key;
+// clash says its AnnotationKey names another key.
+func (r Record) Foreign(key string, clash bool) (tenure.ForeignRecord, bool) {
+	return foreignOf(key, r.r.lease, r.r, clash, r.maxDrift)
+}

@@ -140,10 +140,10 @@ RETURNING 1`,
 	RETURNING resource
 )
 SELECT ` + announce + ` FROM r`,
-		leader: `SELECT holder_id, fencing_token, ` + microsLeft + `
+		leader: `SELECT holder_id, fencing_token, ` + leftMicros + `
 FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`,
 		observe: `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP,
-       CASE WHEN expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP THEN ` + microsLeft + ` END
+       CASE WHEN expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP THEN ` + leftMicros + ` END
 FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 	}
 }
@@ -153,9 +153,6 @@ FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 func microsInterval(param string) string {
 	return param + `::bigint OPERATOR(pg_catalog.*) interval '1 microsecond'`
 }
-
-// microsLeft is the time left until expires_at, in whole microseconds.
-const microsLeft = `(extract(epoch FROM expires_at OPERATOR(pg_catalog.-) CURRENT_TIMESTAMP) OPERATOR(pg_catalog.*) 1000000)::bigint`
 
 // New returns a Coordinator that keeps its leases in pool's database. It
 // creates the leadership table if it does not exist (CREATE TABLE needs the
@@ -315,8 +312,8 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: read its holder: %w", key, err)
 		case live && cur.Valid:
 			return tenure.Grant{}, &tenure.HeldError{Key: key, Holder: cur.String, Token: uint64(curToken)}
-		case live:
-			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: row in %s has a live lease but no holder_id", key, c.table)
+		case live: // not a grant: see ListForeign
+			return tenure.Grant{}, &tenure.HeldError{Key: key, Token: uint64(curToken)}
 		}
 	}
 	return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: the key changed hands during every attempt; try again", key)
@@ -484,8 +481,7 @@ func (c *Coordinator) leader(ctx context.Context, key string) (tenure.Grant, boo
 	if err != nil {
 		return tenure.Grant{}, false, fmt.Errorf("postgres: leader %q: %w", key, err)
 	}
-	if !holder.Valid {
-		return tenure.Grant{}, false, fmt.Errorf("postgres: leader %q: row in %s has a live lease but no holder_id", key, c.table)
-	}
+	// A live row without holder_id is not a grant, but Acquire refuses it:
+	// held, by holder "" (see ListForeign).
 	return tenure.Grant{Key: key, Holder: holder.String, Token: uint64(token), TTL: time.Duration(max(leftUS, 1)) * time.Microsecond}, true, nil
 }

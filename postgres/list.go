@@ -24,7 +24,7 @@ func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, 
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	rows, err := c.pool.Query(ctx, `SELECT resource, holder_id, fencing_token, `+microsLeft+`
+	rows, err := c.pool.Query(ctx, `SELECT resource, holder_id, fencing_token, `+leftMicros+`
 FROM `+c.table+`
 WHERE pg_catalog.starts_with(resource, $1) AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
 ORDER BY resource COLLATE pg_catalog."C"`, prefix)

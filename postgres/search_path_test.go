@@ -158,6 +158,7 @@ func runEveryOperation(t *testing.T, dsn string) {
 		t.Fatalf("token after release %d; want more than %d", g2.Token, g.Token)
 	}
 	must("Release()", w.Release(ctx, g2))
+	runForeign(t, c, key)
 
 	// A key that could be a partition's, on a table with no group tables.
 	lone := open(t, dsn, postgres.WithTable("lone_"+strings.ReplaceAll(key, "-", "_")))
@@ -170,6 +171,24 @@ func runEveryOperation(t *testing.T, dsn string) {
 
 	runGroupOperations(t, c, w, key)
 	runFence(t, dsn, key)
+}
+
+// runForeign plants a row no grant wrote (no holder, a lease to infinity)
+// and lists and removes it as tenure status and release --force do.
+func runForeign(t *testing.T, c *postgres.Coordinator, key string) {
+	ctx := ctxFor(t, time.Minute)
+	fk := key + "-foreign"
+	if _, err := c.Pool().Exec(ctx, `INSERT INTO `+c.Table()+` (resource, holder_id, fencing_token, expires_at)
+VALUES ($1, NULL, 7, 'infinity')`, fk); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := c.ListForeign(ctx, fk)
+	if err != nil || len(rs) != 1 || rs[0].Key != fk {
+		t.Fatalf("ListForeign(%s) = %+v, %v; want the planted row", fk, rs, err)
+	}
+	if ok, err := c.RemoveForeign(ctx, rs[0]); !ok || err != nil {
+		t.Fatalf("RemoveForeign(%+v) = %v, %v; want true", rs[0], ok, err)
+	}
 }
 
 // runGroupOperations runs every operation of a partition group.

@@ -210,11 +210,9 @@ func (c *Coordinator) observe(ctx context.Context, key string) (observation, err
 		return observation{ev: tenure.LeaderEvent{Key: key}}, nil
 	case err != nil:
 		return observation{}, fmt.Errorf("postgres: watch %q: %w", key, err)
-	case live && holder.Valid:
+	case live: // a row without holder_id is held by "", as Acquire sees it (see ListForeign)
 		g := tenure.Grant{Key: key, Holder: holder.String, Token: uint64(token), TTL: time.Duration(max(leftUS.Int64, 1)) * time.Microsecond}
 		return observation{ev: tenure.LeaderEvent{Key: key, Held: true, Grant: g}, token: uint64(token), left: g.TTL}, nil
-	case live:
-		return observation{}, fmt.Errorf("postgres: watch %q: row in %s has a live lease but no holder_id", key, c.table)
 	default:
 		return observation{ev: tenure.LeaderEvent{Key: key}, token: uint64(token)}, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/tenure-dev/tenure/internal/display"
 
@@ -48,6 +49,12 @@ instead when you can.
 
 A key nobody leads is not an error: nothing is released.
 
+A key held by a record tenure did not write as it stands (a "foreign" or
+"malformed" record in tenure status: an etcd key without a lease, say) is
+released the same way: --force (or --token with the record's token)
+removes it if it is still as it was read, and the output adds "record" and
+"reason".
+
 With --json it prints one object:
 
   {"key":"jobs","released":true,"holder":"web-1","instance":"3f9c2a1b","token":42,"ttl_left_ms":8000}
@@ -78,6 +85,10 @@ type releaseResult struct {
 	Instance  string `json:"instance,omitempty"`
 	Token     uint64 `json:"token,omitempty"`
 	TTLLeftMS *int64 `json:"ttl_left_ms,omitempty"`
+	// Record and Reason are as in status: the key was held by a record
+	// tenure did not write.
+	Record string `json:"record,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 func runRelease(cmd *cobra.Command, g *globalFlags, f *releaseFlags) error {
@@ -101,6 +112,12 @@ func runRelease(cmd *cobra.Command, g *globalFlags, f *releaseFlags) error {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), g.coord.dialTimeout)
 	defer cancel()
+	if r, foreign, err := foreignOf(ctx, c, f.key); err != nil || foreign {
+		if err != nil {
+			return err
+		}
+		return releaseForeign(ctx, cmd, c.(foreignLister), log, f, tokenSet, r)
+	}
 	live, held, err := leaderOf(ctx, c, f.key)
 	if err != nil {
 		return err
@@ -154,4 +171,37 @@ func refuseRelease(f *releaseFlags, tokenSet bool, live tenure.Grant, res releas
 // token 42".
 func (r releaseResult) describe() string {
 	return fmt.Sprintf("%s held by %s with token %d", r.Key, holderText(r.Holder, r.Instance), r.Token)
+}
+
+// releaseForeign removes r, the foreign record that holds --key, with
+// --force or a --token that is r's, compared on the record as it was read.
+func releaseForeign(ctx context.Context, cmd *cobra.Command, c foreignLister, log *slog.Logger, f *releaseFlags, tokenSet bool, r tenure.ForeignRecord) error {
+	res := releaseResult{Key: f.key, Token: r.Token, Record: recordKind(r), Reason: r.Reason}
+	res.Holder, res.Instance = display.SplitIdentity(r.Holder)
+	what := fmt.Sprintf("%s, a %s record (%s)", res.describe(), res.Record, r.Reason)
+	switch {
+	case !f.force && !tokenSet:
+		return &exitError{code: ExitError, err: fmt.Errorf("%w: %s; tenure did not write it and it holds the key until it is removed: to remove it, run: tenure release --key %s --force",
+			errReleaseRefused, what, f.key)}
+	case tokenSet && f.token != r.Token:
+		return &exitError{code: ExitError, err: fmt.Errorf("%w: --token %d is not the record's: %s; nothing released", errReleaseRefused, f.token, what)}
+	}
+	removed, err := c.RemoveForeign(ctx, r)
+	if err != nil {
+		return fmt.Errorf("release %s: %w", what, err)
+	}
+	if !removed {
+		return &exitError{code: ExitError, err: fmt.Errorf("%w: %s changed while it was being removed; nothing released: look again with tenure status --key %s", errReleaseRefused, what, f.key)}
+	}
+	res.Released = true
+	if r.TTL >= 0 {
+		ms := r.TTL.Milliseconds()
+		res.TTLLeftMS = &ms
+	}
+	log.Warn("removed a record tenure did not write", "key", f.key, "holder", r.Holder, "token", r.Token, "record", res.Record, "reason", r.Reason)
+	if f.json {
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "released %s\n", what)
+	return err
 }

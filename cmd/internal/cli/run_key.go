@@ -58,6 +58,7 @@ func runKey(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		// A permission missing now is not granted by waiting: campaigning
 		// would only repeat "acquire failed".
 		return &exitError{code: ExitNoPerm, err: err}
+	case (err != nil || ok) && warnForeign(lctx, s.log, coord, f.key):
 	case err == nil && ok:
 		s.log.Info("key held; waiting for it", "key", f.key, "leader", lg.Holder, "token", lg.Token)
 		warnTTLDisagreement(lctx, s.log, coord, lg, f.ttl)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,6 +50,13 @@ http://127.0.0.1:2379"); stderr says what chose it.
 
 "holder" is the display name (--holder of tenure run) and "instance" the
 process's instance id: the coordinator sees the holder as holder#instance.
+
+A key held by a record tenure did not write as it stands (an etcd key
+without a lease, a PostgreSQL row without holder_id, a Lease held for
+longer than a day...) is shown too, as a "foreign" or "malformed" record
+with the reason (in --json, "record" and "reason"; no "ttl_left_ms" when it
+never expires): tenure run waits for it, possibly for ever, and
+"tenure release --force --key KEY" removes it.
 
 It exits 0 whether or not the key is held; with --exit-code it exits 4
 when nobody leads --key (or no key under --prefix is led), for scripts:
@@ -105,7 +113,15 @@ func (f *statusFlags) keyStatus(ctx context.Context, cmd *cobra.Command, c tenur
 	if err != nil {
 		return err
 	}
-	if err := printStatus(cmd.OutOrStdout(), f.json, []keyStatus{{Key: f.key, Held: ok, Coordinator: f.coordinator, grant: g}}, ""); err != nil {
+	st := keyStatus{Key: f.key, Held: ok, Coordinator: f.coordinator, grant: g}
+	r, foreign, err := foreignOf(ctx, c, f.key)
+	if err != nil {
+		return err
+	}
+	if foreign {
+		st, ok = foreignStatus(r, f.coordinator), true
+	}
+	if err := printStatus(cmd.OutOrStdout(), f.json, []keyStatus{st}, ""); err != nil {
 		return err
 	}
 	if !ok {
@@ -145,10 +161,11 @@ func (f *statusFlags) prefixStatus(ctx context.Context, cmd *cobra.Command, c te
 	if err != nil {
 		return err
 	}
-	st := make([]keyStatus, len(gs))
-	for i, g := range gs {
-		st[i] = keyStatus{Key: g.Key, Held: true, Coordinator: f.coordinator, grant: g}
+	rs, err := foreignUnder(ctx, c, f.prefix)
+	if err != nil {
+		return err
 	}
+	st := withForeign(gs, rs, f.coordinator)
 	if err := printStatus(cmd.OutOrStdout(), f.json, st, f.prefix); err != nil {
 		return err
 	}
@@ -188,8 +205,13 @@ type keyStatus struct {
 	TTLLeftMS *int64 `json:"ttl_left_ms,omitempty"`
 	// Coordinator names the coordinator asked: "etcd at URL".
 	Coordinator string `json:"coordinator,omitempty"`
+	// Record is "foreign" or "malformed" when the key is held by a record
+	// tenure did not write (see tenure.ForeignRecord), and Reason says why.
+	Record string `json:"record,omitempty"`
+	Reason string `json:"reason,omitempty"`
 
-	grant tenure.Grant
+	grant   tenure.Grant
+	foreign *tenure.ForeignRecord
 }
 
 func printStatus(w io.Writer, asJSON bool, st []keyStatus, prefix string) error {
@@ -199,8 +221,9 @@ func printStatus(w io.Writer, asJSON bool, st []keyStatus, prefix string) error 
 			if s.Held {
 				s.Holder, s.Instance = display.SplitIdentity(s.grant.Holder)
 				s.Token = s.grant.Token
-				ms := s.grant.TTL.Milliseconds()
-				s.TTLLeftMS = &ms
+				if ms := s.grant.TTL.Milliseconds(); s.grant.TTL >= 0 {
+					s.TTLLeftMS = &ms
+				}
 			}
 			if err := enc.Encode(s); err != nil {
 				return err
@@ -218,11 +241,28 @@ func printStatus(w io.Writer, asJSON bool, st []keyStatus, prefix string) error 
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tHOLDER\tINSTANCE\tTOKEN\tTTL LEFT")
+	var notes []string
 	for _, s := range st {
 		name, instance := display.SplitIdentity(s.grant.Holder)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Key, name, instance, s.grant.Token, roundTTL(s.grant.TTL))
+		left := roundTTL(s.grant.TTL).String()
+		if s.foreign != nil {
+			notes = append(notes, fmt.Sprintf("%s: %s", s.Key, foreignAdvice(*s.foreign)))
+			name = strconv.Quote(name)
+			if s.grant.TTL < 0 {
+				left = "never ends"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Key, name, instance, s.grant.Token, left)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		if _, err := fmt.Fprintln(w, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // roundTTL shortens a TTL for display: 7.25s, 850ms.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
@@ -131,17 +132,15 @@ func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPri
 			if err := st.up(); err != nil {
 				return err
 			}
-			if err := st.leader(ev); err != nil {
+			if err := st.leader(asRecorded(ctx, c, ev)); err != nil {
 				return err
 			}
 		case <-tick.C:
-			pctx, cancel := context.WithTimeout(ctx, watchProbeTimeout)
-			g, held, err := c.Leader(pctx, key)
-			cancel()
+			ev, err := probeKey(ctx, c, key)
 			if ctx.Err() != nil {
 				return nil
 			}
-			if err := st.probed(err, tenure.LeaderEvent{Key: key, Held: held, Grant: g}); err != nil {
+			if err := st.probed(err, ev); err != nil {
 				return err
 			}
 			tick.Reset(watchProbeEvery)
@@ -186,6 +185,10 @@ func watchPrefix(ctx context.Context, l tenure.Coordinator, prefix string, p *wa
 		}
 		pctx, cancel := context.WithTimeout(ctx, watchProbeTimeout)
 		gs, err := l.List(pctx, prefix)
+		var rs []tenure.ForeignRecord
+		if err == nil {
+			rs, err = foreignUnder(pctx, l, prefix)
+		}
 		cancel()
 		if ctx.Err() != nil {
 			return nil
@@ -194,7 +197,7 @@ func watchPrefix(ctx context.Context, l tenure.Coordinator, prefix string, p *wa
 			if err := st.down(err); err != nil {
 				return err
 			}
-		} else if err := st.listed(known, gs); err != nil {
+		} else if err := st.listed(known, gs, rs); err != nil {
 			return err
 		}
 		tick.Reset(watchPrefixEvery)
@@ -222,8 +225,56 @@ type watchState struct {
 	since    time.Time // when the coordinator became unreachable; zero while reachable
 }
 
+// recorded is a leadership event and, when a record tenure did not write
+// holds the key, that record.
+type recorded struct {
+	tenure.LeaderEvent
+	foreign *tenure.ForeignRecord
+}
+
+// asRecorded returns ev with the foreign record that holds its key, when
+// one does (looked up when ev shows the key held): the event then shows
+// the record.
+func asRecorded(ctx context.Context, c tenure.Coordinator, ev tenure.LeaderEvent) recorded {
+	if !ev.Held {
+		return recorded{LeaderEvent: ev}
+	}
+	ctx, cancel := context.WithTimeout(ctx, watchProbeTimeout)
+	defer cancel()
+	r, ok, err := foreignOf(ctx, c, ev.Key)
+	if err != nil || !ok {
+		return recorded{LeaderEvent: ev}
+	}
+	return recordedForeign(r)
+}
+
+// probeKey asks the coordinator who leads key. A key held by a record
+// tenure did not write reads as that record, even when the coordinator
+// cannot read it as a grant (a Lease that names another key).
+func probeKey(ctx context.Context, c tenure.Coordinator, key string) (recorded, error) {
+	pctx, cancel := context.WithTimeout(ctx, watchProbeTimeout)
+	g, held, err := c.Leader(pctx, key)
+	cancel()
+	ev := tenure.LeaderEvent{Key: key, Held: held, Grant: g}
+	if err == nil {
+		return asRecorded(ctx, c, ev), nil
+	}
+	pctx, cancel = context.WithTimeout(ctx, watchProbeTimeout)
+	defer cancel()
+	if r, ok, ferr := foreignOf(pctx, c, key); ferr == nil && ok {
+		return recordedForeign(r), nil
+	}
+	return recorded{LeaderEvent: ev}, err
+}
+
+// recordedForeign is the event of a key held by foreign record r.
+func recordedForeign(r tenure.ForeignRecord) recorded {
+	g := tenure.Grant{Key: r.Key, Holder: r.Holder, Token: r.Token, TTL: r.TTL}
+	return recorded{LeaderEvent: tenure.LeaderEvent{Key: r.Key, Held: true, Grant: g}, foreign: &r}
+}
+
 // probed records the result of a leadership lookup.
-func (s *watchState) probed(err error, ev tenure.LeaderEvent) error {
+func (s *watchState) probed(err error, ev recorded) error {
 	if err != nil {
 		return s.down(err)
 	}
@@ -255,14 +306,16 @@ func (s *watchState) up() error {
 
 // leader prints ev unless it is what was printed last for its key, or
 // older than it: a lookup sent before a change can answer after the
-// change's event, and a grant once gone never comes back.
-func (s *watchState) leader(ev tenure.LeaderEvent) error {
+// change's event, and a grant once gone never comes back. A foreign
+// record's token is no fencing token: it is not compared with grants'.
+func (s *watchState) leader(rec recorded) error {
+	ev := rec.LeaderEvent
 	last, ok := s.last[ev.Key]
 	if ok && last.Held == ev.Held &&
 		(!ev.Held || last.Grant.Holder == ev.Grant.Holder && last.Grant.Token == ev.Grant.Token) {
 		return nil
 	}
-	if ev.Held && ok && (ev.Grant.Token < s.maxToken[ev.Key] || !last.Held && ev.Grant.Token == s.maxToken[ev.Key]) {
+	if rec.foreign == nil && ev.Held && ok && (ev.Grant.Token < s.maxToken[ev.Key] || !last.Held && ev.Grant.Token == s.maxToken[ev.Key]) {
 		return nil
 	}
 	if s.last == nil {
@@ -272,28 +325,38 @@ func (s *watchState) leader(ev tenure.LeaderEvent) error {
 		s.maxToken = map[string]uint64{}
 	}
 	s.last[ev.Key] = ev
-	s.maxToken[ev.Key] = max(s.maxToken[ev.Key], ev.Grant.Token)
-	return s.p.print(leaderLine(ev, s.scope.prefix != nil || s.scope.left))
+	if rec.foreign == nil {
+		s.maxToken[ev.Key] = max(s.maxToken[ev.Key], ev.Grant.Token)
+	}
+	return s.p.print(leaderLine(rec, s.scope.prefix != nil || s.scope.left))
 }
 
 // listed prints what changed under the prefix since known, and updates
 // known.
-func (s *watchState) listed(known map[string]tenure.Grant, gs []tenure.Grant) error {
+func (s *watchState) listed(known map[string]tenure.Grant, gs []tenure.Grant, rs []tenure.ForeignRecord) error {
 	if err := s.up(); err != nil {
 		return err
 	}
+	foreign := map[string]tenure.ForeignRecord{}
+	for _, r := range rs {
+		foreign[r.Key] = r
+	}
 	now := map[string]bool{}
-	for _, g := range gs {
-		now[g.Key] = true
-		known[g.Key] = g
-		if err := s.leader(tenure.LeaderEvent{Key: g.Key, Held: true, Grant: g}); err != nil {
+	for _, st := range withForeign(gs, rs, "") {
+		now[st.Key] = true
+		known[st.Key] = st.grant
+		ev := recorded{LeaderEvent: tenure.LeaderEvent{Key: st.Key, Held: true, Grant: st.grant}}
+		if r, ok := foreign[st.Key]; ok {
+			ev = recordedForeign(r)
+		}
+		if err := s.leader(ev); err != nil {
 			return err
 		}
 	}
 	for key := range known {
 		if !now[key] {
 			delete(known, key)
-			if err := s.leader(tenure.LeaderEvent{Key: key}); err != nil {
+			if err := s.leader(recorded{LeaderEvent: tenure.LeaderEvent{Key: key}}); err != nil {
 				return err
 			}
 		}
@@ -315,19 +378,31 @@ type watchLine struct {
 	TTLLeftMS *int64  `json:"ttl_left_ms,omitempty"`
 	Error     string  `json:"error,omitempty"`
 	DownMS    *int64  `json:"down_ms,omitempty"`
+	// Record and Reason are as in status: a record tenure did not write
+	// holds the key.
+	Record string `json:"record,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Coordinator names the coordinator watched: "etcd at URL".
 	Coordinator string `json:"coordinator,omitempty"`
 }
 
 // leaderLine describes a leadership event; left says the grant's TTL is the
 // time left on its lease (a listing), not the TTL granted.
-func leaderLine(ev tenure.LeaderEvent, left bool) watchLine {
+func leaderLine(rec recorded, left bool) watchLine {
+	ev := rec.LeaderEvent
 	held := ev.Held
 	l := watchLine{Event: "no_leader", Key: ev.Key, Held: &held}
 	if ev.Held {
 		ms := ev.Grant.TTL.Milliseconds()
 		l.Event, l.Token = "leader", ev.Grant.Token
 		l.Holder, l.Instance = display.SplitIdentity(ev.Grant.Holder)
+		if rec.foreign != nil {
+			l.Record, l.Reason = recordKind(*rec.foreign), rec.foreign.Reason
+			if rec.foreign.TTL >= 0 {
+				l.TTLLeftMS = &ms
+			}
+			return l
+		}
 		if left {
 			l.TTLLeftMS = &ms
 		} else {
@@ -365,7 +440,15 @@ func (p *watchPrinter) print(l watchLine) error {
 		if ms == nil {
 			ttl, ms = "ttl left", l.TTLLeftMS
 		}
-		detail = fmt.Sprintf("holder %s  token %d  %s %s", holderText(l.Holder, l.Instance), l.Token, ttl, roundTTL(time.Duration(*ms)*time.Millisecond))
+		lease := "never ends"
+		if ms != nil {
+			lease = fmt.Sprintf("%s %s", ttl, roundTTL(time.Duration(*ms)*time.Millisecond))
+		}
+		detail = fmt.Sprintf("holder %s  token %d  %s", holderText(l.Holder, l.Instance), l.Token, lease)
+		if l.Record != "" {
+			detail = fmt.Sprintf("holder %s  token %d  %s  %s record (%s): free it with tenure release --force --key %s",
+				holderText(strconv.Quote(l.Holder), l.Instance), l.Token, lease, l.Record, l.Reason, l.Key)
+		}
 	case "no_leader":
 		detail = "no leader"
 	case "unreachable":

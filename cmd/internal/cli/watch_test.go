@@ -16,10 +16,10 @@ import (
 func TestWatchState(t *testing.T) {
 	var buf bytes.Buffer
 	st := &watchState{p: &watchPrinter{w: &buf, asJSON: true, enc: json.NewEncoder(&buf)}, scope: watchScope{key: "k"}}
-	held := func(token uint64) tenure.LeaderEvent {
-		return tenure.LeaderEvent{Key: "k", Held: true, Grant: tenure.Grant{Key: "k", Holder: "web-1#abc", Token: token, TTL: 10e9}}
+	held := func(token uint64) recorded {
+		return recorded{LeaderEvent: tenure.LeaderEvent{Key: "k", Held: true, Grant: tenure.Grant{Key: "k", Holder: "web-1#abc", Token: token, TTL: 10e9}}}
 	}
-	free := tenure.LeaderEvent{Key: "k"}
+	free := recorded{LeaderEvent: tenure.LeaderEvent{Key: "k"}}
 	down := errors.New("connection refused")
 	for _, step := range []func() error{
 		func() error { return st.probed(nil, free) },    // no_leader

@@ -1,0 +1,35 @@
+package tenure
+
+import "time"
+
+// A ForeignRecord is what a coordinator holds on a key, and Acquire
+// refuses to take over, that is not a grant as tenure writes one: a key
+// written by another program or by hand (an etcd key without a lease, a
+// lease longer than any TTL tenure grants), or one tenure cannot read as a
+// grant (its holder or token is not one tenure writes). Nothing renews it,
+// and it may never expire: it holds the key until an operator removes it
+// ("tenure release --force"). The etcd, PostgreSQL and Kubernetes
+// coordinators list such records with ListForeign and remove one with
+// RemoveForeign, for status displays and operators' tools.
+type ForeignRecord struct {
+	// Key is the key the record holds.
+	Key string
+	// Holder is the holder as the record names it, which need not be a
+	// valid holder identity ("" when it names none).
+	Holder string
+	// Token identifies the record as it is now, and is what RemoveForeign
+	// compares: the key's mod revision on etcd, the row's fencing_token on
+	// PostgreSQL, the Lease's resourceVersion on Kubernetes.
+	Token uint64
+	// TTL is the time left before the coordinator counts the record
+	// expired, on its own clock; negative when it never expires.
+	TTL time.Duration
+	// Malformed is true when tenure cannot read the record as a grant (no
+	// holder, a holder that is not a holder identity, a token tenure never
+	// grants), false when it reads as one that tenure never writes (no
+	// lease, a lease longer than a day).
+	Malformed bool
+	// Reason says what makes the record foreign or malformed, in a few
+	// words: "no lease".
+	Reason string
+}

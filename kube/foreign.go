@@ -1,0 +1,125 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/internal/limits"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// ListForeign returns the Leases of keys under prefix, sorted by key, that
+// Acquire refuses but that no tenure or client-go grant wrote as they
+// stand: a holderIdentity that is not a holder identity, no holder without
+// tenure's release mark, a leaseDurationSeconds longer than a day, or an
+// AnnotationKey that names another key than the Lease's name. Their tokens
+// are the Leases' resourceVersions. Users free such a Lease with
+// RemoveForeign. It is one request.
+func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
+	op := fmt.Sprintf("kube: list foreign Leases under %q", prefix)
+	if err := inputs.Prefix(prefix); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	list, err := c.leases.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fail(ctx, op, err)
+	}
+	at := tenure.Now()
+	var out []tenure.ForeignRecord
+	for i := range list.Items {
+		l := &list.Items[i]
+		key, clash := l.Name, false
+		if k, ok := keyOf(l); ok {
+			key = k
+		} else if clash = tenure.ValidateKey(l.Name) == nil && LeaseName(l.Name) == l.Name; !clash {
+			continue // the Lease of no key
+		}
+		if !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		r, err := c.sight(l, at)
+		if err != nil {
+			return nil, fmt.Errorf("%s: Lease %s: %w", op, l.Name, err)
+		}
+		if f, ok := foreignOf(key, l, r, clash, c.cfg.MaxDrift); ok {
+			out = append(out, f)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// foreignOf describes Lease l of key, read as r by a coordinator with
+// maxDrift, when Acquire refuses it but no grant wrote it as it stands;
+// clash says its AnnotationKey names another key.
+func foreignOf(key string, l *coordv1.Lease, r record, clash bool, maxDrift float64) (tenure.ForeignRecord, bool) {
+	f := tenure.ForeignRecord{Key: key, Holder: r.holder, Token: r.rv.n, TTL: r.grant(key, maxDrift).TTL}
+	var why []string
+	if clash {
+		why = append(why, fmt.Sprintf("annotation %s names another key", AnnotationKey))
+		f.TTL = -1 // Acquire fails on it until it is removed
+	} else if !r.live(maxDrift) {
+		return f, false
+	}
+	switch {
+	case r.holder == "" && r.cleared:
+		why = append(why, "no holder, without tenure's release mark")
+	case r.holder != "" && tenure.ValidateHolder(r.holder) != nil:
+		why = append(why, "a holderIdentity that is not a holder identity")
+	}
+	f.Malformed = len(why) > 0
+	if r.ttl > limits.MaxTTL {
+		why = append(why, fmt.Sprintf("a leaseDurationSeconds of %d, longer than tenure grants", *l.Spec.LeaseDurationSeconds))
+	}
+	f.Reason = strings.Join(why, ", ")
+	return f, len(why) > 0
+}
+
+// RemoveForeign deletes r's Lease if it is still at the resourceVersion
+// r was read at (a delete preconditioned on it), and reports whether it
+// did. The next Acquire creates the Lease anew, at a greater
+// resourceVersion, so tokens still increase. Users (tenure release
+// --force) call it with a record ListForeign returned.
+func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
+	op := fmt.Sprintf("kube: remove foreign Lease of %q at resourceVersion %d", r.Key, r.Token)
+	if err := tenure.ValidateKey(r.Key); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := c.begin(ctx, op); err != nil {
+		return false, err
+	}
+	name := LeaseName(r.Key)
+	l, err := c.leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fail(ctx, op, err)
+	}
+	rv, err := parseVersion(l.ResourceVersion)
+	if err != nil || rv.n != r.Token {
+		return false, nil // another write since: not the record r read
+	}
+	pre := metav1.Preconditions{ResourceVersion: &l.ResourceVersion, UID: &l.UID}
+	err = c.leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &pre})
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fail(ctx, op, err)
+	}
+	c.unsee(name)
+	c.log.Info("foreign Lease removed", "key", r.Key, "lease", name, "holder", r.Holder, "resource_version", r.Token, "reason", r.Reason)
+	return true, nil
+}
