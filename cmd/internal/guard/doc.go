@@ -13,8 +13,16 @@
 // the end of the term, and Ctrl-Z (stop and continue). It kills the whole
 // process tree — every process whose parent chain leads to the guard — at
 // the last deadline it heard of, or at once when the pipe reaches end of
-// file (tenure died, even by SIGKILL). It reports the command's exit status
-// on file descriptor 4.
+// file (tenure died, even by SIGKILL). A process is alive, and part of the
+// tree, while any of its threads is, whatever its state: one whose main
+// thread ended with pthread_exit shows as a zombie in /proc while its other
+// threads run on, and is killed like any other (see [Proc.Alive]). The tree
+// is empty once no process of it is alive; the guard then reports the
+// command's exit status on file descriptor 4.
+//
+// The guard finds the tree in /proc, so it refuses to start the command
+// when /proc may hide processes from it: mounted with hidepid, the guard
+// having neither CAP_SYS_PTRACE nor the mount's gid= group.
 //
 // The guard also keeps the lease file the command finds in
 // TENURE_LEASE_FILE (see [Lease]), so that `tenure lease check` stays

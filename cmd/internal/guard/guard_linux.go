@@ -81,6 +81,9 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err)
 	}
+	if err := checkProcVisible(); err != nil {
+		return err
+	}
 	// Terminal signals reach the guard with tenure (same process group):
 	// tenure decides what they mean. SIGTERM to the guard kills the tree.
 	g.sigs = make(chan os.Signal, 16)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,7 +50,7 @@ func startGuard(t *testing.T, grace time.Duration, wrap, env []string, path stri
 		t.Fatal(err)
 	}
 	defer stderr.Close()
-	args := append(append(wrap, os.Args[0], "--kill-grace", grace.String(), "--", path), argv...)
+	args := append(append(slices.Clone(wrap), os.Args[0], "--kill-grace", grace.String(), "--", path), argv...)
 	g.cmd = exec.Command(args[0], args[1:]...)
 	g.cmd.Env = append(append(os.Environ(), guard.AsGuardEnv+"=1"), env...)
 	g.cmd.ExtraFiles = []*os.File{ctlR, repW}

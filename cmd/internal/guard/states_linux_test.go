@@ -174,8 +174,10 @@ func testGuardState(t *testing.T, prog string, c stateCase, tr stateTrigger) {
 	}
 	held.hold(t, append(procs, guard.Proc{Pid: key}))
 	tr.do(t, g, out)
+	told := time.Now()
 	r, ok := g.report(reportWithin)
 	left := held.alive()
+	t.Logf("reported %s after the %s", time.Since(told).Round(time.Millisecond), tr.name)
 	if !ok {
 		t.Fatalf("no report within %s of the %s; alive: %s", reportWithin, tr.name, describe(left))
 	}
