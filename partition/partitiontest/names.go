@@ -38,7 +38,7 @@ var nameParts = []string{"x", "y", "0", "y.z", "Y_Z-9", "-", "_", "a.b-c_D"}
 // another, and single keys named like their partitions and like groups,
 // never see one another: each group's GroupMembers lists only its own
 // memberships (one member ID is a member of every group), with the
-// partition count each announced (each group announces another), and its
+// partition count each announced (nested groups announce different ones), and its
 // GroupPartitions only its own members' partitions; a group's leave frees
 // only its own; the single grants stay as they were.
 func (s suite) names(t *testing.T) {
