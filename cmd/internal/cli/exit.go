@@ -5,13 +5,12 @@ import (
 	"errors"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/partition"
 )
@@ -72,15 +71,15 @@ func runtimeCode(err error) int {
 }
 
 // causeCode is the exit code err's cause calls for, or 0 when it names
-// none of these: ExitNoPerm for refused credentials or permission,
-// ExitConfig for a configuration the coordinator refuses, ExitUnavailable
-// for a port in use.
+// none of these: ExitConfig for a configuration the coordinator refuses,
+// ExitNoPerm for refused credentials or permission, ExitUnavailable for a
+// port in use.
 func causeCode(err error) int {
 	switch {
+	case misconfigured(err): // before refused: the coordinators mark both as refusals
+		return ExitConfig
 	case refused(err):
 		return ExitNoPerm
-	case misconfigured(err):
-		return ExitConfig
 	case errors.Is(err, syscall.EADDRINUSE):
 		return ExitUnavailable
 	}
@@ -88,20 +87,13 @@ func causeCode(err error) int {
 }
 
 // refused reports whether err says the coordinator refused the
-// credentials or the permission (see denied).
+// credentials or the permission: a refusal the coordinator marks so
+// (tenure.ErrRefused: a PostgreSQL privilege or login refused, etcd's
+// "permission denied" or a password refused, a Kubernetes Forbidden or
+// Unauthorized), Dial's etcd.ErrAuth, or a Kubernetes Unauthorized to
+// the request for /version that tenure makes itself.
 func refused(err error) bool {
-	if denied(err) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		// Class 28, invalid authorization: a wrong password, no
-		// pg_hba.conf entry, no such role.
-		return strings.HasPrefix(pgErr.Code, "28")
-	}
-	return errors.Is(err, etcd.ErrAuth) ||
-		errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(err, rpctypes.ErrGRPCAuthFailed) ||
-		apierrors.IsUnauthorized(err)
+	return errors.Is(err, tenure.ErrRefused) || errors.Is(err, etcd.ErrAuth) || apierrors.IsUnauthorized(err)
 }
 
 // misconfigured reports whether err says the coordinator refuses the

@@ -43,7 +43,7 @@ func runKey(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		return err
 	}
 	defer stop()
-	k := &keyRun{s: s, coord: stopOnDenial(coord, s.denied)}
+	k := &keyRun{s: s, coord: coord}
 	el, stopHTTP, err := k.newElector(ctx, cmd, g, cfg)
 	if err != nil {
 		return err
@@ -64,7 +64,7 @@ func runKey(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) erro
 		warnTTLDisagreement(lctx, s.log, coord, lg, f.ttl)
 	}
 	lcancel()
-	return s.result(k.campaign(ctx, el))
+	return s.result(s.stopOnRefusal(k.campaign(ctx, el)))
 }
 
 // newElector makes the elector of tenure run, with --http's metrics server

@@ -113,7 +113,6 @@ func runGroup(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) er
 		return usageError("--partitions: the %s coordinator cannot run partition groups", g.coord.backend())
 	}
 	warnGroupTTLDisagreement(ctx, s.log, coord, f.key, f.ttl, g.coord.dialTimeout)
-	coord = stopOnDenial(coord, s.denied)
 	if pc.Logger, err = s.libraryLogger(ctx, cmd, g); err != nil {
 		return err
 	}
@@ -134,7 +133,7 @@ func runGroup(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) er
 	member.Store(grp)
 	s.log.Info("joining the group", "key", f.key, "partitions", f.partitions, "holder", f.holder,
 		"ttl", f.ttl, "backend", g.coord.backend())
-	return s.result(grp.Run(ctx, r.lead))
+	return s.result(s.stopOnRefusal(grp.Run(ctx, r.lead)))
 }
 
 // lead runs the command for partition p under its own guard for term t;
