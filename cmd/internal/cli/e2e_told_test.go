@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,19 +19,21 @@ import (
 )
 
 // toldScript is the command of TestToldNeverOutlivesGrant: it logs its
-// start (toldChildMain's "toldmark": the boot clock, its token, its pid and
-// lease file) to $LOG; the first command of the test also starts, in the
-// background, the checker ("toldcheck"), which runs `tenure lease check`
-// in a loop and logs each answer. Then it sleeps until killed.
-const toldScript = `TENURE_E2E_CHILD=toldmark "$SELF" || exit 1
+// start to $LOG at once ("UPTIME start TOKEN PID LEASE_FILE", UPTIME from
+// /proc/uptime: CLOCK_BOOTTIME in seconds, to the hundredth), ignores
+// SIGTERM (a renewal overdue on a loaded machine does not end it: only the
+// guard's SIGKILL does), and the first command of the test also starts, in
+// the background, the checker (toldChildMain's "toldcheck"). Then it
+// sleeps until killed.
+const toldScript = `read up _ < /proc/uptime
+echo "$up start $TENURE_FENCING_TOKEN $$ $TENURE_LEASE_FILE" >> "$LOG"
+trap '' TERM
 if mkdir "$LOG.checker" 2>/dev/null; then TENURE_E2E_CHILD=toldcheck "$SELF" & fi
 exec sleep 3600`
 
-// toldChildMain is childMain's modes for TestToldNeverOutlivesGrant:
+// toldChildMain is childMain's mode for TestToldNeverOutlivesGrant:
 //
-//	toldmark:  append "BOOT start TOKEN PID LEASE_FILE" to $LOG, PID the
-//	           command's (this helper's parent)
-//	toldcheck: append "BOOT checker PID", then, until $LOG.stop exists
+//	toldcheck: ignore SIGTERM, SIGINT and SIGHUP, append "BOOT checker PID", then, until $LOG.stop exists
 //	           (two minutes at most), ask `tenure lease check` again and
 //	           again, appending "BOOT check CODE TOKEN HOW" for each answer,
 //	           BOOT read before it was asked: HOW is "binary" for the built
@@ -40,9 +43,8 @@ exec sleep 3600`
 func toldChildMain(mode string) (code int, ok bool) {
 	log := os.Getenv("LOG")
 	switch mode {
-	case "toldmark":
-		return toldAppend(log, "start %s %d %s", os.Getenv("TENURE_FENCING_TOKEN"), os.Getppid(), os.Getenv("TENURE_LEASE_FILE")), true
 	case "toldcheck":
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		if code := toldAppend(log, "checker %d", os.Getpid()); code != 0 {
 			return code, true
 		}
@@ -140,8 +142,11 @@ func readToldLog(t *testing.T, path string) toldLog {
 	}
 	for _, line := range lines(string(b)) {
 		f := strings.Fields(line)
-		at, err := strconv.ParseInt(f[0], 10, 64)
 		want := map[string]int{"start": 5, "check": 5, "checker": 3}[f[min(1, len(f)-1)]]
+		at, err := strconv.ParseInt(f[0], 10, 64)
+		if f[1] == "start" {
+			err = nil
+		}
 		if err != nil || want == 0 || len(f) != want {
 			t.Fatalf("log line %q", line)
 		}
@@ -149,7 +154,7 @@ func readToldLog(t *testing.T, path string) toldLog {
 		case "start":
 			tok, _ := strconv.ParseUint(f[2], 10, 64)
 			pid, _ := strconv.Atoi(f[3])
-			l.starts = append(l.starts, toldStart{at: boottime.Instant(at), token: tok, pid: pid, file: f[4]})
+			l.starts = append(l.starts, toldStart{at: uptime(t, f[0]), token: tok, pid: pid, file: f[4]})
 		case "check":
 			code, _ := strconv.Atoi(f[2])
 			tok, _ := strconv.ParseUint(f[3], 10, 64)
@@ -159,6 +164,19 @@ func readToldLog(t *testing.T, path string) toldLog {
 		}
 	}
 	return l
+}
+
+// uptime is a reading of /proc/uptime ("12345.67": seconds of
+// CLOCK_BOOTTIME, to the hundredth) on the boot clock, rounded up: the
+// instant read was at or before it.
+func uptime(t *testing.T, s string) boottime.Instant {
+	t.Helper()
+	sec, cs, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(sec+cs, 10, 64)
+	if !ok || len(cs) != 2 || err != nil {
+		t.Fatalf("uptime %q", s)
+	}
+	return boottime.Instant((n + 1) * int64(10*time.Millisecond))
 }
 
 // violations are the answers "held" (exit 0) of lease check that began
@@ -249,19 +267,24 @@ func testTold(t *testing.T, coord []string, key string, c toldCase) {
 	log := filepath.Join(t.TempDir(), "log")
 	t.Cleanup(func() { toldStop(t, log) })
 	env := []string{"LOG=" + log, "SELF=" + selfBin, "TENURE=" + tenureBin}
+	ttl := lossTTL
+	if c.partitions {
+		// A longer lease: the member's next grant, a retry period after a
+		// release, and its command's start, which a loaded machine delays
+		// by seconds, come well within the old deadline.
+		ttl = 30 * time.Second
+	}
 	args := func(holder string) []string {
 		a := append(append([]string{}, coord...), "run", "--key", key, "--holder", holder)
 		a = append(a, lossFlags...)
 		if c.partitions {
-			// A longer lease: the member's next grant, a retry period
-			// after the release, comes well within the old deadline.
-			a = append(a, "--partitions", "1", "--ttl", "10s")
+			a = append(a, "--partitions", "1", "--ttl", ttl.String())
 		}
 		return append(a, "--", "sh", "-c", toldScript)
 	}
 	a := startProc(t, "a", env, args("a")...)
-	first := awaitTold(t, log, a, "the first command's start", func(l toldLog) bool { return len(l.starts) > 0 }).starts[0]
-	awaitTold(t, log, a, "a lease check answering held", func(l toldLog) bool {
+	first := awaitTold(t, ttl, log, a, "the first command's start", func(l toldLog) bool { return len(l.starts) > 0 }).starts[0]
+	awaitTold(t, ttl, log, a, "a lease check answering held", func(l toldLog) bool {
 		return len(l.checks) > 0 && l.checks[len(l.checks)-1].code == 0
 	})
 	guardPid := parentOf(t, first.pid)
@@ -273,10 +296,10 @@ func testTold(t *testing.T, coord []string, key string, c toldCase) {
 		waitFor(t, 4*lossTTL+slack, "the second tenure run campaigning", func() bool { return strings.Contains(b.err.String(), "campaigning") })
 	}
 	c.fault(t, a, guardPid)
-	l := awaitTold(t, log, nil, "the next grant's command", func(l toldLog) bool { _, ok := l.after(first.token); return ok })
+	l := awaitTold(t, ttl, log, nil, "the next grant's command", func(l toldLog) bool { _, ok := l.after(first.token); return ok })
 	next, _ := l.after(first.token)
 	if c.survives {
-		awaitTold(t, log, nil, "lease check answers after the next grant began", func(l toldLog) bool {
+		awaitTold(t, ttl, log, nil, "lease check answers after the next grant began", func(l toldLog) bool {
 			n := 0
 			for _, ch := range l.checks {
 				if ch.at > next.at {
@@ -319,11 +342,11 @@ func testTold(t *testing.T, coord []string, key string, c toldCase) {
 	}
 }
 
-// awaitTold waits, up to 6 TTLs and the slack, for the log to satisfy ok,
+// awaitTold waits, up to 6 TTLs (ttl) and the slack, for the log to satisfy ok,
 // and returns it. p, when not nil, must not exit meanwhile.
-func awaitTold(t *testing.T, log string, p *proc, what string, ok func(toldLog) bool) toldLog {
+func awaitTold(t *testing.T, ttl time.Duration, log string, p *proc, what string, ok func(toldLog) bool) toldLog {
 	t.Helper()
-	d := 6*lossTTL + slack
+	d := 6*ttl + slack
 	for began := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		l := readToldLog(t, log)
 		if ok(l) {
