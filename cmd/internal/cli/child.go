@@ -8,11 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/tenure-dev/tenure/cmd/internal/guard"
+	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
 // child is a command tenure run started under a guard process (package
@@ -26,11 +28,17 @@ type child struct {
 	began    time.Time
 	done     chan struct{} // closed once the guard has reported and exited
 
+	lease string // the lease file, in a directory of its own
+
 	mu     sync.Mutex
 	enc    *json.Encoder // to the guard; nil once closed
 	ctl    *os.File
+	told   boottime.Instant // the latest deadline sent to the guard
 	report guard.Report
 	err    error // the guard failed: no report
+	// leaseErr: the lease file may still say the lease is held after the
+	// guard's end (see guard.EndLease).
+	leaseErr error
 }
 
 // startChild starts a guard (prog) that will start the program at path
@@ -40,17 +48,24 @@ type child struct {
 // started.
 func startChild(prog *guardProgram, path string, args, env []string, stdin io.Reader, stdout, stderr io.Writer,
 	grace time.Duration) (*child, error) {
+	dir, err := os.MkdirTemp("", "tenure-lease-")
+	if err != nil {
+		return nil, fmt.Errorf("start the guard: %w", err)
+	}
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	repR, repW, err := os.Pipe()
 	if err != nil {
+		os.RemoveAll(dir)
 		ctlR.Close()
 		ctlW.Close()
 		return nil, err
 	}
-	cmd, err := prog.command(append([]string{"--kill-grace", grace.String(), "--", path}, args...), ctlR, repW)
+	lease := filepath.Join(dir, "lease.json")
+	cmd, err := prog.command(append([]string{"--kill-grace", grace.String(), "--lease-file", lease, "--", path}, args...), ctlR, repW)
 	if err == nil {
 		cmd.Env = env
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
@@ -62,11 +77,12 @@ func startChild(prog *guardProgram, path string, args, env []string, stdin io.Re
 	ctlR.Close()
 	repW.Close()
 	if err != nil {
+		os.RemoveAll(dir)
 		ctlW.Close()
 		repR.Close()
 		return nil, fmt.Errorf("start the guard: %w", err)
 	}
-	c := &child{done: make(chan struct{}), started: make(chan struct{}), ctl: ctlW, enc: json.NewEncoder(ctlW)}
+	c := &child{done: make(chan struct{}), started: make(chan struct{}), ctl: ctlW, enc: json.NewEncoder(ctlW), lease: lease}
 	go c.watch(cmd, json.NewDecoder(repR), repR)
 	return c, nil
 }
@@ -132,9 +148,9 @@ func (c *child) watch(cmd *exec.Cmd, dec *json.Decoder, rep io.Closer) {
 		c.startErr = startFailure(r, err)
 		close(c.started)
 		c.close()
-		_ = cmd.Wait()
+		werr := cmd.Wait()
 		rep.Close()
-		close(c.done)
+		c.ended(r, err, werr)
 		return
 	}
 	c.pid, c.began = r.Pid, time.Now()
@@ -145,14 +161,55 @@ func (c *child) watch(cmd *exec.Cmd, dec *json.Decoder, rep io.Closer) {
 	}
 	rep.Close()
 	c.close()
-	werr := cmd.Wait()
+	c.ended(r, err, cmd.Wait())
+}
+
+// ended records how the guard ended, once it has exited: its report r,
+// or err, why there is none (werr, its exit). Whatever the lease file
+// still says, it no longer says the lease is held, or leaseErr says why
+// it may (see guard.EndLease).
+func (c *child) ended(r guard.Report, err, werr error) {
+	lerr := guard.EndLease(c.lease, boottime.Now())
 	c.mu.Lock()
-	c.report = r
+	c.report, c.leaseErr = r, lerr
 	if err != nil {
-		c.err = fmt.Errorf("guard: %w (%v)", err, werr)
+		c.err = fmt.Errorf("%w: %w (%v)", errGuardDied, err, werr)
 	}
 	c.mu.Unlock()
 	close(c.done)
+}
+
+// errGuardDied: the guard ended without its report (killed by a signal,
+// say): processes of the command's tree may outlive it.
+var errGuardDied = errors.New("the guard ended without reporting how the command ended")
+
+// removeLease removes the lease file and its directory (the guard removes
+// them at its end, unless it dies first).
+func (c *child) removeLease() { os.RemoveAll(filepath.Dir(c.lease)) }
+
+// died is why the guard ended without its report, or nil. Call it after
+// done is closed.
+func (c *child) died() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// stillTold says why, after the guard's end, what the command was told may
+// still say the lease is held (the guard died, and processes of the tree
+// may outlive it with their fencing token; or the lease file could not be
+// marked ended), or returns nil. Call it after done is closed.
+func (c *child) stillTold() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return errors.Join(c.err, c.leaseErr)
+}
+
+// toldUntil is the latest deadline sent to the guard.
+func (c *child) toldUntil() boottime.Instant {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.told
 }
 
 // send gives the guard m; once the guard is gone it does nothing.
@@ -160,6 +217,9 @@ func (c *child) send(m guard.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.enc != nil {
+		if m.Op == guard.OpLease && m.Lease != nil {
+			c.told = max(c.told, m.Lease.Deadline)
+		}
 		_ = c.enc.Encode(m)
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"syscall"
 	"time"
@@ -44,6 +45,7 @@ func (s *supervisor) runCommand(ctx context.Context, t *tenure.Term, env []strin
 		return commandEnd{err: err}
 	}
 	defer s.setRunning(c, false)
+	defer c.removeLease()
 	// Feed the guard from the start: the command waits for the guard to
 	// start it, and a renewal may come meanwhile.
 	fed, stopFeed := make(chan struct{}), make(chan struct{})
@@ -53,32 +55,84 @@ func (s *supervisor) runCommand(ctx context.Context, t *tenure.Term, env []strin
 	}()
 	defer func() { close(stopFeed); <-fed }()
 	if err := c.awaitStart(); err != nil {
+		<-c.done
+		if c.died() != nil {
+			s.guardDied(t, c, attrs)
+			s.keepTold(t, c, attrs)
+			return commandEnd{}
+		}
 		return commandEnd{err: s.notStarted(t, err, attrs)}
 	}
 	attrs = append(attrs, "pid", c.pid, "token", t.Token())
 	s.log.Info("command started", append(attrs, "command", s.argv[0])...)
+	stopped := false
 	select {
 	case <-c.done:
-		switch {
-		case c.expired():
-			// The guard killed it on its own, at the deadline it last
-			// heard of (tenure was stopped, or slow): the term is over.
-			s.log.Warn("the guard killed the command at the local deadline", attrs...)
-			t.StepDown(errKilledAtDeadline)
-		case c.overdue():
-			// It ended after the guard's SIGTERM for an overdue renewal:
-			// the term ends, not tenure (the command did not end on its own).
-			s.log.Warn("the command ended after the SIGTERM for an overdue renewal; its term is over",
-				append(attrs, "status", c.describe())...)
-			t.StepDown(errRenewalOverdue)
-		default:
-			s.exited(c, attrs)
-		}
 	case <-ctx.Done():
 		s.stopCommand(ctx, c, t, attrs)
+		stopped = true
 	}
+	switch {
+	case c.died() != nil:
+		s.guardDied(t, c, attrs)
+	case stopped:
+	case c.expired():
+		// The guard killed it on its own, at the deadline it last heard
+		// of (tenure was stopped, or slow): the term is over.
+		s.log.Warn("the guard killed the command at the local deadline", attrs...)
+		t.StepDown(errKilledAtDeadline)
+	case c.overdue():
+		// It ended after the guard's SIGTERM for an overdue renewal: the
+		// term ends, not tenure (the command did not end on its own).
+		s.log.Warn("the command ended after the SIGTERM for an overdue renewal; its term is over",
+			append(attrs, "status", c.describe())...)
+		t.StepDown(errRenewalOverdue)
+	default:
+		s.exited(c, attrs)
+	}
+	s.keepTold(t, c, attrs)
 	return commandEnd{ran: time.Since(c.began)}
 }
+
+// guardDied ends the term of a command whose guard ended without its
+// report (killed by a signal, say): processes of the command's tree may
+// outlive it, still holding the term's fencing token. For one key, tenure
+// exits 70 (after keepTold); a partition is claimed again after it.
+func (s *supervisor) guardDied(t *tenure.Term, c *child, attrs []any) {
+	err := fmt.Errorf("%w (token %d of %q): processes of the command's tree may outlive it, so the key is kept, neither renewed nor released, until the last deadline the guard was told",
+		c.died(), t.Token(), t.Grant().Key)
+	s.log.Error("the guard died", append(attrs, "err", err)...)
+	t.StepDown(err)
+	if !s.group {
+		s.finish(outcome{byCommand, &exitError{code: ExitSoftware, err: err}})
+		s.cancel()
+	}
+}
+
+// keepTold keeps the key (or the partition) of a command whose guard
+// died, or whose lease file could not be marked ended, until the last
+// deadline tenure told the guard, and the term's own deadline, have
+// passed: the term is ended, so nothing renews it, and the key is released
+// only when this returns. Until then what the command was told (its lease
+// file, its fencing token) may still say the lease is held; after, the
+// lease file says it is not. It returns at once otherwise.
+func (s *supervisor) keepTold(t *tenure.Term, c *child, attrs []any) {
+	why := c.stillTold()
+	if why == nil {
+		return
+	}
+	t.StepDown(why) // stop renewing, if still leading
+	until := max(c.toldUntil(), boottime.Instant(termctl.BootDeadline(t)))
+	s.log.Warn("keeping the key, neither renewed nor released, until the last deadline told to the command",
+		append(attrs, "token", t.Token(), "for", max(boottime.Until(until), 0).Round(time.Millisecond), "why", why)...)
+	for d := boottime.Until(until); d > 0; d = boottime.Until(until) {
+		time.Sleep(min(d, bootPoll))
+	}
+}
+
+// bootPoll bounds a sleep until an instant of the boot clock: Go's timers
+// stop while the host is suspended, the boot clock does not.
+const bootPoll = 100 * time.Millisecond
 
 // startCommand has a guard (the spare one, if any) start the command for
 // term t, and records it as running. It returns no child when tenure is
@@ -166,7 +220,7 @@ func (s *supervisor) stopCommand(ctx context.Context, c *child, t *tenure.Term, 
 		"sigkill_in", max(min(s.f.killGrace, t.Remaining()), 0).Round(time.Millisecond))...)
 	killed := c.stop(sig)
 	s.log.Info("command stopped", append(attrs, "status", c.describe(), "sigkill", killed)...)
-	if !s.group && resigning {
+	if !s.group && resigning && c.died() == nil {
 		s.finish(codeOutcome(c.exitCode())) // tenure is stopping: it exits with the command's code
 	}
 }
@@ -216,6 +270,7 @@ func (s *supervisor) dropSpare() {
 func (s *supervisor) dropGuard(c *child) {
 	c.close()
 	<-c.done
+	c.removeLease()
 }
 
 // feed sends the guard each new deadline of t until stop is closed or the

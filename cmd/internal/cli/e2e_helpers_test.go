@@ -71,6 +71,9 @@ func childMain(mode string) int {
 		if code, ok := guardChildMain(mode); ok {
 			return code
 		}
+		if code, ok := toldChildMain(mode); ok {
+			return code
+		}
 		fmt.Fprintf(os.Stderr, "unknown %s %q\n", childModeEnv, mode)
 		return 2
 	}

@@ -23,7 +23,10 @@ changes, so it stays truthful even while tenure itself is stopped:
 
 The lease is safely held while "live" is true and CLOCK_BOOTTIME (Linux's
 clock that counts suspended time, in nanoseconds; clock_gettime(2)) is
-below "deadline_boot_ns". "tenure lease check" does exactly this test.`
+below "deadline_boot_ns". "tenure lease check" does exactly this test; a
+file it cannot read, cut short or absent is "not held". tenure never hands
+the key over while the file says it is held: not when the command ends, and
+not when tenure or the guard is stopped or killed (docs/run.md).`
 
 // leaseCheckResult is the --json output of tenure lease check.
 type leaseCheckResult struct {

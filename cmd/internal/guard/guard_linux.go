@@ -42,6 +42,7 @@ func Main(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet(Command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	grace := fs.Duration("kill-grace", 2*time.Second, "after SIGTERM, how long before SIGKILL (never past the deadline)")
+	lease := fs.String("lease-file", "", "the lease file, in a directory of its own that the guard removes at its end (default: one in a new temporary directory)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,7 +57,7 @@ func Main(args []string, stderr io.Writer) int {
 	syscall.CloseOnExec(ExeFD)
 	ctl, rep := os.NewFile(ControlFD, "control"), os.NewFile(ReportFD, "report")
 	g := &guard{enc: json.NewEncoder(rep), log: stderr}
-	if err := g.run(ctl, *grace, fs.Arg(0), fs.Args()[1:]); err != nil {
+	if err := g.run(ctl, *grace, *lease, fs.Arg(0), fs.Args()[1:]); err != nil {
 		fmt.Fprintf(stderr, "tenure guard: %v\n", err)
 		_ = g.enc.Encode(Report{Err: err.Error(), Code: 126})
 	}
@@ -77,7 +78,7 @@ type guard struct {
 
 // run starts the command once the first lease arrives, enforces the
 // deadlines, and reports how the command ended.
-func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []string) error {
+func (g *guard) run(ctl io.Reader, grace time.Duration, lease, path string, argv []string) error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err)
 	}
@@ -90,13 +91,16 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 	signal.Notify(g.sigs, syscall.SIGINT, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGQUIT,
 		syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGTERM, syscall.SIGCHLD)
 	g.msgs = readMessages(ctl)
-	dir, err := os.MkdirTemp("", "tenure-lease-")
-	if err != nil {
-		return err
+	if lease == "" {
+		dir, err := os.MkdirTemp("", "tenure-lease-")
+		if err != nil {
+			return err
+		}
+		lease = filepath.Join(dir, "lease.json")
 	}
-	defer os.RemoveAll(dir)
+	defer os.RemoveAll(filepath.Dir(lease))
 	g.tree = &procTree{self: os.Getpid(), selfPgid: syscall.Getpgrp()}
-	g.st = state{clock: boottime.Now, grace: grace, tree: g.tree, path: filepath.Join(dir, "lease.json")}
+	g.st = state{clock: boottime.Now, grace: grace, tree: g.tree, path: lease}
 	first, ok := <-g.msgs
 	for ok && first.Op != OpLease {
 		first, ok = <-g.msgs
@@ -124,6 +128,7 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, path string, argv []stri
 		g.st.expire() // tenure cannot hear from us: nobody would stop it
 	}
 	g.loop()
+	g.st.endLease() // the tree is gone: the file says so before the report
 	r := g.tree.report(g.st.killed, g.st.expired)
 	r.Overdue = g.st.overdueEnd()
 	if err := g.enc.Encode(r); err != nil && g.msgs != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -52,15 +53,50 @@ func (l Lease) Check(now boottime.Instant) error {
 
 // ReadLease reads the lease file at path.
 func ReadLease(path string) (Lease, error) {
-	var l Lease
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return l, fmt.Errorf("lease file: %w", err)
+		return Lease{}, fmt.Errorf("lease file: %w", err)
 	}
-	if err := json.Unmarshal(b, &l); err != nil {
+	l, err := parseLease(b)
+	if err != nil {
 		return l, fmt.Errorf("lease file %s: %w", path, err)
 	}
 	return l, nil
+}
+
+// parseLease parses a lease file's content. Anything but one whole JSON
+// object (a file cut short, two records, …) is an error.
+func parseLease(b []byte) (Lease, error) {
+	var l Lease
+	err := json.Unmarshal(b, &l)
+	return l, err
+}
+
+// EndLease makes the lease file at path stop saying the lease is held:
+// unless it already does not (it says the term ended, its deadline has
+// passed at now, it cannot be parsed, or there is no file), it replaces it
+// with the same lease marked ended, or, if that fails, removes it. It
+// returns an error only while the file may still say the lease is held:
+// then nothing may hand the lease over before the deadline the file says.
+func EndLease(path string, now boottime.Instant) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		l, perr := parseLease(b)
+		if perr != nil || l.Check(now) != nil {
+			return nil // lease check refuses it
+		}
+		l.Live = false
+		if err = writeLease(path, l); err == nil {
+			return nil
+		}
+	}
+	if rerr := os.Remove(path); rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("lease file %s may still say the lease is held: %w", path, err)
 }
 
 // writeLease replaces the lease file at path atomically.
@@ -84,4 +120,12 @@ func writeLease(path string, l Lease) error {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// endLease marks the lease file ended, if it says the term is live.
+func (s *state) endLease() {
+	if s.lease.Live {
+		s.lease.Live = false
+		s.save()
+	}
 }

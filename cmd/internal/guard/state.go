@@ -103,10 +103,7 @@ func (s *state) tooLate() string {
 // end ends the term: sig now (unless 0), SIGKILL at at or at the deadline,
 // whichever comes first.
 func (s *state) end(sig syscall.Signal, at boottime.Instant) {
-	if s.lease.Live {
-		s.lease.Live = false
-		s.save()
-	}
+	s.endLease()
 	if s.killed {
 		return
 	}
@@ -180,10 +177,7 @@ func (s *state) expire() {
 // the term is over.
 func (s *state) killNow() {
 	s.killed = true
-	if s.lease.Live {
-		s.lease.Live = false
-		s.save()
-	}
+	s.endLease()
 	s.tree.kill()
 }
 
