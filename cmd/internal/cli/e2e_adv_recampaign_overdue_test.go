@@ -28,7 +28,6 @@ exit ${CODE:-0}`
 // --exit-on-loss) must exit with that code and not run it again (the
 // guard's Overdue flag is about a SIGTERM long past).
 func TestAdvSurvivedOverdueThenExits(t *testing.T) {
-	t.Parallel() // its scenarios one at a time: each needs a renewal in time
 	for _, tc := range []struct {
 		name  string
 		code  int

@@ -175,7 +175,6 @@ func proxiedEtcd(t *testing.T) (direct, proxied []string, p *tcpproxy.Proxy) {
 // no write of the old token may be rejected (it never writes after the new
 // one did).
 func TestAdvRecampaignHealAtOverdue(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		heal  time.Duration
@@ -186,7 +185,6 @@ func TestAdvRecampaignHealAtOverdue(t *testing.T) {
 		{"restart, heal at SIGTERM", 0, []string{"--restart"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			_, proxied, p := proxiedEtcd(t)
 			r := startResource(t)
 			pids := filepath.Join(t.TempDir(), "pids")
@@ -226,7 +224,6 @@ func TestAdvRecampaignHealAtOverdue(t *testing.T) {
 // and no write may be rejected. Also with a --kill-grace longer than the
 // TTL.
 func TestAdvRecampaignTwoProcesses(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		flags []string
@@ -234,10 +231,7 @@ func TestAdvRecampaignTwoProcesses(t *testing.T) {
 		{"ttl 5s grace 2s", advFlags},
 		{"ttl 3s grace 10s", []string{"--ttl", "3s", "--kill-grace", "10s"}}, // the grace does not fit the TTL
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			twoProcesses(t, tc.flags)
-		})
+		t.Run(tc.name, func(t *testing.T) { twoProcesses(t, tc.flags) })
 	}
 }
 
@@ -277,7 +271,6 @@ func twoProcesses(t *testing.T, flags []string) {
 // with SIGTERM (it releases) and A leads again. No two terms' processes at
 // once, no rejected write.
 func TestAdvRecampaignStoppedTenure(t *testing.T) {
-	t.Parallel()
 	direct, _, _ := proxiedEtcd(t)
 	r := startResource(t)
 	pids := filepath.Join(t.TempDir(), "pids")
@@ -314,7 +307,6 @@ func TestAdvRecampaignStoppedTenure(t *testing.T) {
 // other member may claim the partition. Per partition, no two terms'
 // processes may live at once.
 func TestAdvRecampaignPartitions(t *testing.T) {
-	t.Parallel()
 	direct, proxied, p := proxiedEtcd(t)
 	r := startResource(t) // writes of the two partitions share it: rejections are not checked
 	pids := filepath.Join(t.TempDir(), "pids")
@@ -379,7 +371,6 @@ func TestAdvOverlapWatchSees(t *testing.T) {
 // member claims what it held, then continued: it campaigns again. Per
 // partition, no two terms' processes alive at once; both members stay.
 func TestAdvRecampaignPartitionsStopped(t *testing.T) {
-	t.Parallel()
 	direct, _, _ := proxiedEtcd(t)
 	r := startResource(t) // shared by both partitions: rejections are not checked
 	pids := filepath.Join(t.TempDir(), "pids")

@@ -12,12 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
-	"github.com/tenure-dev/tenure/internal/parallel"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 )
-
-// e2eParallel is how many tests run at once unless -parallel says.
-const e2eParallel = 4
 
 // tenureBin is the tenure binary built for the end-to-end tests.
 var tenureBin string
@@ -44,9 +40,6 @@ func TestMain(m *testing.M) {
 // check, and removes the binary.
 func buildThen(m *testing.M) int {
 	flag.Parse()
-	// The end-to-end tests mostly wait: on leases of e2eTTL, on processes
-	// killed at their deadlines.
-	parallel.Raise(e2eParallel)
 	dir, err := os.MkdirTemp("", "tenure-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
