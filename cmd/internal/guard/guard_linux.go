@@ -123,6 +123,12 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, lease, path string, argv
 		}
 		return g.enc.Encode(Report{Err: err.Error(), Code: code})
 	}
+	return g.supervise(pid)
+}
+
+// supervise enforces the term on the started command, pid, until its whole
+// tree is gone, then reports how it ended.
+func (g *guard) supervise(pid int) error {
 	g.tree.main = pid
 	if err := g.enc.Encode(Report{Pid: pid}); err != nil {
 		g.st.expire() // tenure cannot hear from us: nobody would stop it
