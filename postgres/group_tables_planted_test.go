@@ -99,3 +99,77 @@ BEGIN INSERT INTO ` + spy + `.calls VALUES ('default', current_user); RETURN NUL
 		t.Errorf("tenure used group tables another role made, and ran its code %d times: %q", len(calls), calls)
 	}
 }
+
+// TestPlantedGroupTablesDuringJoin: the hostile role holds the advisory
+// lock JoinGroup takes to create the group tables (advisory locks are
+// open to every role), waits until JoinGroup waits for it, creates the
+// tables with a trigger, and lets go: CREATE TABLE IF NOT EXISTS then
+// skips them, and JoinGroup must still fail instead of joining in them.
+func TestPlantedGroupTablesDuringJoin(t *testing.T) {
+	srv := server(t)
+	db := srv.NewDatabase(t)
+	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
+	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
+	spy := pgx.Identifier{hostile}.Sanitize()
+	ctx := ctxFor(t, 3*time.Minute)
+	c := open(t, victimDSN)
+	conn, err := pgx.Connect(ctx, hostileDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	exec := func(s string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	exec(`CREATE TABLE ` + spy + `.calls (what text, who text)`)
+	exec(`GRANT USAGE ON SCHEMA ` + spy + ` TO PUBLIC`)
+	exec(`GRANT INSERT ON ` + spy + `.calls TO PUBLIC`)
+	exec(`CREATE FUNCTION ` + spy + `.rec() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO ` + spy + `.calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, current_user); RETURN NEW; END $$`)
+	exec(`SELECT pg_advisory_lock(x'74656e75'::int, hashtext('"public"."cluster_leadership_partitions"'))`)
+
+	joined := make(chan error, 1)
+	go func() {
+		m, err := c.JoinGroup(ctx, "jobs", "m", time.Minute, 0)
+		if err == nil {
+			_, err = c.ClaimPartitions(ctx, m, []string{"0"})
+			_ = c.LeaveGroup(ctx, m)
+		}
+		joined <- err
+	}()
+	for {
+		var waiting bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+  AND classid = x'74656e75'::int::oid)`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	exec(`CREATE TABLE public.cluster_leadership_members (epoch bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	grp text NOT NULL, member text NOT NULL, ttl_us bigint NOT NULL, expires_at timestamptz NOT NULL, partitions integer)`)
+	exec(`CREATE TABLE public.cluster_leadership_partitions (grp text NOT NULL, name text NOT NULL,
+	owner_epoch bigint, fencing_token bigint NOT NULL, PRIMARY KEY (grp, name))`)
+	exec(`CREATE TRIGGER planted BEFORE INSERT OR UPDATE ON public.cluster_leadership_partitions FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`)
+	exec(`CREATE TRIGGER planted BEFORE INSERT OR UPDATE OR DELETE ON public.cluster_leadership_members FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`)
+	exec(`GRANT ALL ON public.cluster_leadership_members, public.cluster_leadership_partitions TO PUBLIC`)
+	exec(`SELECT pg_advisory_unlock_all()`)
+
+	// (ALTER TABLE … ADD COLUMN IF NOT EXISTS, after the CREATE, needs
+	// ownership: the server refuses it.)
+	if err := <-joined; err == nil {
+		t.Errorf("JoinGroup() and a claim in the planted tables = nil; want an error")
+	}
+	var calls []string
+	if err := conn.QueryRow(ctx, `SELECT ARRAY(SELECT what || ' as ' || who FROM `+spy+`.calls)`).Scan(&calls); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) > 0 {
+		t.Errorf("tenure used group tables another role made while it created them, and ran its code %d times: %q", len(calls), calls)
+	}
+}
