@@ -349,9 +349,11 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 	if err != nil || !partition || c.sql.acquirePartition == "" {
 		return token, err
 	}
+	// Group tables another role owns are not the coordinator's: JoinGroup
+	// refuses them, so no member of them exists, and they are never written.
 	var ok bool
-	err = c.pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL AND pg_catalog.to_regclass($2) IS NOT NULL`,
-		t.partitions, t.members).Scan(&ok)
+	err = c.pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL AND pg_catalog.to_regclass($2) IS NOT NULL
+       AND NOT `+foreignGroupTablesSQL, t.partitions, t.members, c.table).Scan(&ok)
 	if err == nil && !ok {
 		return token, nil
 	}

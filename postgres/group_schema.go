@@ -67,12 +67,15 @@ func addPartitionsColumnSQL(t groupTables) string {
 // the members' partitions column to tables made before it existed,
 // serialized on an advisory lock as ensureTable is.
 func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) error {
-	var exists, current bool
+	var exists, current, foreign bool
 	err := c.pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL,
        EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
                WHERE attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($2)
-                 AND attname OPERATOR(pg_catalog.=) 'partitions' AND NOT attisdropped)`,
-		t.partitions, t.members).Scan(&exists, &current)
+                 AND attname OPERATOR(pg_catalog.=) 'partitions' AND NOT attisdropped),
+       `+foreignGroupTablesSQL, t.partitions, t.members, c.table).Scan(&exists, &current, &foreign)
+	if err == nil && foreign {
+		return fmt.Errorf("%w: group table %s or %s is owned by a role that is neither this one nor the owner of the leadership table %s; tenure does not use it (its owner's triggers, defaults and policies would run as this role)", ErrTableShape, t.members, t.partitions, c.table)
+	}
 	if err != nil || (exists && current) {
 		return err
 	}
@@ -88,6 +91,20 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
 	}
 	return err
 }
+
+// foreignGroupTablesSQL is true when a group table ($1, $2) exists but is
+// owned by a role that is neither the leadership table's ($3) owner nor
+// this session's role (an exact match: before PostgreSQL 16 any role may
+// grant itself to another, so membership proves nothing). Another role that
+// may create tables in the schema (every role, in public, before
+// PostgreSQL 15) could make them before the first member joins, and its
+// triggers, column defaults, rules and row security policies would run as
+// the role of every coordinator that writes or reads them.
+const foreignGroupTablesSQL = `EXISTS (SELECT 1 FROM pg_catalog.pg_class g, pg_catalog.pg_class l
+        WHERE l.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($3)
+          AND (g.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) OR g.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($2))
+          AND g.relowner OPERATOR(pg_catalog.<>) l.relowner
+          AND g.relowner OPERATOR(pg_catalog.<>) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER))`
 
 // acquirePartitionSQL acquires a key that names a partition ($5, $6: the
 // group and the name) as the acquisition does ($1 to $4), if the

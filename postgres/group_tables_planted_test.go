@@ -1,0 +1,175 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenure-dev/tenure/partition"
+	"github.com/tenure-dev/tenure/postgres"
+)
+
+// TestPlantedGroupTablesNeverUsed: a role with CREATE on public (every
+// role's right on PostgreSQL 13 and 14) but no privilege on tenure's
+// leadership table creates, before any member joined, tables named as the
+// group tables tenure would make for it, of the right shape, open to
+// PUBLIC, with a trigger and a column default that record who ran them.
+// Neither a single-key Acquire of a key that could name a partition nor a
+// JoinGroup and a claim may run them: tenure must not use group tables that
+// another role owns (their owner's triggers, defaults, rules and policies
+// would run as tenure's role, and their owner could rewrite owners and
+// tokens at will).
+func TestPlantedGroupTablesNeverUsed(t *testing.T) {
+	srv := server(t)
+	db := srv.NewDatabase(t)
+	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
+	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
+	spy := pgx.Identifier{hostile}.Sanitize()
+	ctx := ctxFor(t, 3*time.Minute)
+
+	c := open(t, victimDSN) // makes public.cluster_leadership, owned by the victim
+	conn, err := pgx.Connect(ctx, hostileDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range []string{
+		`CREATE TABLE ` + spy + `.calls (what text, who text)`,
+		`GRANT USAGE ON SCHEMA ` + spy + ` TO PUBLIC`,
+		`GRANT INSERT ON ` + spy + `.calls TO PUBLIC`,
+		`CREATE FUNCTION ` + spy + `.rec() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO ` + spy + `.calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, current_user); RETURN NEW; END $$`,
+		`CREATE FUNCTION ` + spy + `.def() RETURNS integer LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO ` + spy + `.calls VALUES ('default', current_user); RETURN NULL; END $$`,
+		`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ` + spy + ` TO PUBLIC`,
+		`CREATE TABLE public.cluster_leadership_members (
+	epoch      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	grp        text NOT NULL,
+	member     text NOT NULL,
+	ttl_us     bigint NOT NULL,
+	expires_at timestamptz NOT NULL,
+	partitions integer DEFAULT ` + spy + `.def()
+)`,
+		`CREATE TABLE public.cluster_leadership_partitions (
+	grp           text NOT NULL,
+	name          text NOT NULL,
+	owner_epoch   bigint,
+	fencing_token bigint NOT NULL,
+	PRIMARY KEY (grp, name)
+)`,
+		`CREATE TRIGGER planted BEFORE INSERT OR UPDATE ON public.cluster_leadership_partitions FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`,
+		`CREATE TRIGGER planted BEFORE INSERT OR UPDATE OR DELETE ON public.cluster_leadership_members FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`,
+		`GRANT ALL ON public.cluster_leadership_members, public.cluster_leadership_partitions TO PUBLIC`,
+	} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+
+	// A user of single keys only (keys with a '/' in them) is not
+	// hindered: the planted tables are not its group tables.
+	for i := range 3 {
+		g, err := c.Acquire(ctx, partition.Key("jobs", fmt.Sprint(i)), "a", time.Minute)
+		if err != nil {
+			t.Fatalf("Acquire(jobs/%d) = %v", i, err)
+		}
+		if err := c.Release(ctx, g); err != nil {
+			t.Fatalf("Release(jobs/%d) = %v", i, err)
+		}
+	}
+	// A user of groups is refused, naming the tables.
+	if m, err := c.JoinGroup(ctx, "jobs", "m", time.Minute, 0); !errors.Is(err, postgres.ErrTableShape) {
+		t.Errorf("JoinGroup() = %v, %v; want ErrTableShape", m, err)
+		if err == nil {
+			_, err := c.ClaimPartitions(ctx, m, []string{"0", "1"})
+			t.Logf("ClaimPartitions() = %v", err)
+			_ = c.LeaveGroup(ctx, m)
+		}
+	}
+
+	var calls []string
+	if err := conn.QueryRow(ctx, `SELECT ARRAY(SELECT what || ' as ' || who FROM `+spy+`.calls)`).Scan(&calls); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) > 0 {
+		t.Errorf("tenure used group tables another role made, and ran its code %d times: %q", len(calls), calls)
+	}
+}
+
+// TestPlantedGroupTablesDuringJoin: the hostile role holds the advisory
+// lock JoinGroup takes to create the group tables (advisory locks are
+// open to every role), waits until JoinGroup waits for it, creates the
+// tables with a trigger, and lets go: CREATE TABLE IF NOT EXISTS then
+// skips them, and JoinGroup must still fail instead of joining in them.
+func TestPlantedGroupTablesDuringJoin(t *testing.T) {
+	srv := server(t)
+	db := srv.NewDatabase(t)
+	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
+	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
+	spy := pgx.Identifier{hostile}.Sanitize()
+	ctx := ctxFor(t, 3*time.Minute)
+	c := open(t, victimDSN)
+	conn, err := pgx.Connect(ctx, hostileDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	exec := func(s string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	exec(`CREATE TABLE ` + spy + `.calls (what text, who text)`)
+	exec(`GRANT USAGE ON SCHEMA ` + spy + ` TO PUBLIC`)
+	exec(`GRANT INSERT ON ` + spy + `.calls TO PUBLIC`)
+	exec(`CREATE FUNCTION ` + spy + `.rec() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO ` + spy + `.calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, current_user); RETURN NEW; END $$`)
+	exec(`SELECT pg_advisory_lock(x'74656e75'::int, hashtext('"public"."cluster_leadership_partitions"'))`)
+
+	joined := make(chan error, 1)
+	go func() {
+		m, err := c.JoinGroup(ctx, "jobs", "m", time.Minute, 0)
+		if err == nil {
+			_, err = c.ClaimPartitions(ctx, m, []string{"0"})
+			_ = c.LeaveGroup(ctx, m)
+		}
+		joined <- err
+	}()
+	for {
+		var waiting bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+  AND classid = x'74656e75'::int::oid)`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	exec(`CREATE TABLE public.cluster_leadership_members (epoch bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	grp text NOT NULL, member text NOT NULL, ttl_us bigint NOT NULL, expires_at timestamptz NOT NULL, partitions integer)`)
+	exec(`CREATE TABLE public.cluster_leadership_partitions (grp text NOT NULL, name text NOT NULL,
+	owner_epoch bigint, fencing_token bigint NOT NULL, PRIMARY KEY (grp, name))`)
+	exec(`CREATE TRIGGER planted BEFORE INSERT OR UPDATE ON public.cluster_leadership_partitions FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`)
+	exec(`CREATE TRIGGER planted BEFORE INSERT OR UPDATE OR DELETE ON public.cluster_leadership_members FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`)
+	exec(`GRANT ALL ON public.cluster_leadership_members, public.cluster_leadership_partitions TO PUBLIC`)
+	exec(`SELECT pg_advisory_unlock_all()`)
+
+	// (ALTER TABLE … ADD COLUMN IF NOT EXISTS, after the CREATE, needs
+	// ownership: the server refuses it.)
+	if err := <-joined; err == nil {
+		t.Errorf("JoinGroup() and a claim in the planted tables = nil; want an error")
+	}
+	var calls []string
+	if err := conn.QueryRow(ctx, `SELECT ARRAY(SELECT what || ' as ' || who FROM `+spy+`.calls)`).Scan(&calls); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) > 0 {
+		t.Errorf("tenure used group tables another role made while it created them, and ran its code %d times: %q", len(calls), calls)
+	}
+}
