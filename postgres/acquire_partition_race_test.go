@@ -34,15 +34,6 @@ func TestAcquirePartitionRace(t *testing.T) {
 	raceAcquirePartition(t, `DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`)
 }
 
-// TestAcquirePartitionRaceRowDeleted is TestAcquirePartitionRace with an
-// admin that also deletes the group's partition rows by hand (every third
-// deletion; the rest are membership rows).
-func TestAcquirePartitionRaceRowDeleted(t *testing.T) {
-	raceAcquirePartition(t, `DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`,
-		`DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`,
-		`DELETE FROM public.cluster_leadership_partitions WHERE grp = 'g'`)
-}
-
 // raceAcquirePartition runs the race, the admin running deletions in turn.
 func raceAcquirePartition(t *testing.T, deletions ...string) {
 	dsn := newDB(t)

@@ -86,7 +86,7 @@ func (s *supervisor) finish(o outcome) bool {
 
 // denied ends tenure with ExitNoPerm, err its message, when the
 // coordinator refused a call tenure run cannot do without for want of a
-// permission (see stopOnDenial): waiting does not grant one, and
+// permission (see stopOnRefusal): waiting does not grant one, and
 // campaigning would only repeat the refusal. A command that runs is
 // stopped first, as when tenure is stopping.
 func (s *supervisor) denied(err error) {
