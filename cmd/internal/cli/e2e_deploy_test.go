@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,6 +75,8 @@ type deployHost struct {
 	n              int
 	dir            string
 	server, worker *proc
+	down           bool      // the test stopped or killed the worker: no restart
+	exitedAt       time.Time // when the worker was first seen exited
 }
 
 var hostPort = regexp.MustCompile(`(10\.0\.0\.\d|127\.0\.0\.1):(\d+)`)
@@ -255,6 +258,57 @@ func (r *recipe) startWorkerUnit(h *deployHost, res *resource) {
 	h.worker = startProc(r.t, fmt.Sprintf("host%d worker", h.n), append(env, res.env()...), args...)
 }
 
+// await waits up to d for cond, restarting meanwhile, as the worker unit's
+// Restart=always and RestartSec= say, every worker that exited on its own
+// (69 when the coordinator did not answer in time), unless its exit status
+// is in RestartPreventExitStatus=.
+func (r *recipe) await(d time.Duration, what string, cond func() bool, res *resource) {
+	t := r.t
+	t.Helper()
+	s := parseUnit(t, filepath.Join(examplesDir, "systemd", "tenure-run-jobs.service"))["Service"]
+	delay, err := time.ParseDuration(strings.Join(s["RestartSec"], ""))
+	if err != nil || strings.Join(s["Restart"], "") != "always" {
+		t.Fatalf("tenure-run-jobs.service: Restart=%q RestartSec=%q; want always and a duration", s["Restart"], s["RestartSec"])
+	}
+	prevent := strings.Fields(strings.Join(s["RestartPreventExitStatus"], " "))
+	waitFor(t, d, what, func() bool {
+		for _, h := range r.hosts {
+			if h.down || !h.worker.exited() || slices.Contains(prevent, strconv.Itoa(h.worker.code)) {
+				continue
+			}
+			if h.exitedAt.IsZero() {
+				h.exitedAt = time.Now()
+			} else if time.Since(h.exitedAt) >= delay {
+				t.Logf("host%d's worker exited %d; restarted (Restart=always)", h.n, h.worker.code)
+				h.exitedAt = time.Time{}
+				r.startWorkerUnit(h, res)
+			}
+		}
+		return cond()
+	})
+}
+
+// awaitMembers waits until every host's member is ready, starting again,
+// as tenure-server.service's Restart=on-failure says, a member that
+// exited (a new cluster's member that found no majority within
+// --start-timeout, on a loaded machine).
+func (r *recipe) awaitMembers() {
+	r.t.Helper()
+	waitFor(r.t, 3*time.Minute, "every member ready", func() bool {
+		ready := 0
+		for _, h := range r.hosts {
+			switch {
+			case strings.Contains(h.server.out.String(), "tenure server ready: "):
+				ready++
+			case h.server.exited() && h.server.code != 0:
+				r.t.Logf("host%d's member exited %d; restarted (Restart=on-failure)", h.n, h.server.code)
+				r.startServerUnit(h)
+			}
+		}
+		return ready == len(r.hosts)
+	})
+}
+
 // healthy reports whether host h's member answers 200 on /health, on the
 // --http of its unit.
 func (r *recipe) healthy(h *deployHost) bool {
@@ -344,13 +398,15 @@ func TestDeployRecipe(t *testing.T) {
 		r.install(h)
 		r.startServerUnit(h)
 	}
+	r.awaitMembers()
 	for _, h := range r.hosts {
 		if s := awaitServer(t, h.server, ""); !strings.HasPrefix(s.endpoint, fmt.Sprintf("https://127.0.0.%d:", h.n)) {
 			t.Fatalf("host%d's member serves %s; want https:// on 127.0.0.%d", h.n, s.endpoint, h.n)
 		}
 		r.startWorkerUnit(h, res)
 	}
-	first := res.first(t, 10*time.Second+slack, "by any host", func(write) bool { return true })
+	r.await(time.Minute, "a write by any host", func() bool { return len(res.accepted()) > 0 }, res)
+	first := res.accepted()[0]
 	leader := r.hosts[first.holder[len("host")]-'1']
 	var procs []*proc
 	for _, h := range r.hosts {
@@ -358,9 +414,13 @@ func TestDeployRecipe(t *testing.T) {
 	}
 	noWarnings(t, procs...)
 
+	leader.down = true
 	killHost(t, leader)
 	killed := time.Now()
-	next := res.first(t, deployFailover+slack, "by another host with a greater token", func(w write) bool {
+	r.await(deployFailover+slack, "a write by another host with a greater token", func() bool {
+		return slices.ContainsFunc(res.accepted(), func(w write) bool { return w.holder != first.holder && w.token > first.token })
+	}, res)
+	next := res.first(t, 0, "by another host with a greater token", func(w write) bool {
 		return w.holder != first.holder && w.token > first.token
 	})
 	t.Logf("%s led with token %d; killed whole, %s ran with token %d after %s (documented: within %s)",
@@ -369,15 +429,22 @@ func TestDeployRecipe(t *testing.T) {
 	r.startServerUnit(leader)
 	awaitServer(t, leader.server, "")
 	waitFor(t, 30*time.Second, fmt.Sprintf("host%d's member to rejoin (/health 200)", leader.n), func() bool { return r.healthy(leader) })
+	leader.down = false
 	r.startWorkerUnit(leader, res)
+	nextHost := r.hosts[next.holder[len("host")]-'1']
 	for _, h := range r.hosts {
-		if h != leader && fmt.Sprintf("host%d", h.n) != next.holder {
+		if h != leader && h != nextHost {
+			h.down = true
 			h.worker.signal(t, syscall.SIGTERM)
 			h.worker.wait(t, 30*time.Second)
 		}
 	}
-	r.hosts[next.holder[len("host")]-'1'].worker.signal(t, syscall.SIGTERM)
-	back := res.first(t, 10*time.Second+slack, "by the host that came back", func(w write) bool {
+	nextHost.down = true
+	nextHost.worker.signal(t, syscall.SIGTERM)
+	r.await(10*time.Second+2*slack, "a write by the host that came back", func() bool {
+		return slices.ContainsFunc(res.accepted(), func(w write) bool { return w.holder == first.holder && w.token > next.token })
+	}, res)
+	back := res.first(t, 0, "by the host that came back", func(w write) bool {
 		return w.holder == first.holder && w.token > next.token
 	})
 	t.Logf("host%d came back: its member rejoined, its worker leads with token %d", leader.n, back.token)
