@@ -236,6 +236,7 @@ Exit codes:
 	root.AddCommand(usesNoneDeep(newLeaseCommand()))
 	root.AddCommand(exitCodes(newBenchCommand(&g), exitCodesBench))
 	root.AddCommand(newVersionCommand())
+	root.AddCommand(usesNoneDeep(newCertsCommand()))
 	root.Version = readVersion().String()
 	root.SetVersionTemplate("tenure {{.Version}}\n")
 	root.SetHelpFunc(helpWithSections(root.HelpFunc()))

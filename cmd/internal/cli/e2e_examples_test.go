@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/yaml"
 )
 
 // examplesDir is the repository's examples/ directory.
@@ -175,8 +174,8 @@ func parseDockerfile(text string) []dockerStage {
 // TestExamplesContainer: the Dockerfile builds tenure with the Go of
 // go.mod by the release build's script, into a minimal image that runs it
 // as a user other than root, and its default command serves no other
-// machine without TLS; the compose file parses and each service runs a
-// tenure command with real flags and environment twins.
+// machine without TLS. compose.yaml beside it is checked and run by
+// TestComposeRuns.
 func TestExamplesContainer(t *testing.T) {
 	t.Parallel()
 	h := helpCache{}
@@ -224,40 +223,6 @@ func TestExamplesContainer(t *testing.T) {
 	h.checkInvocation(t, "Dockerfile CMD", cmd, nil)
 	checkServesSafely(t, cmd)
 
-	b, err := os.ReadFile(filepath.Join(examplesDir, "container", "compose.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var compose struct {
-		Services map[string]struct {
-			Image       string            `json:"image"`
-			Command     []string          `json:"command"`
-			Environment map[string]string `json:"environment"`
-		} `json:"services"`
-	}
-	if err := yaml.Unmarshal(b, &compose); err != nil {
-		t.Fatalf("compose.yaml: %v", err)
-	}
-	if len(compose.Services) < 3 {
-		t.Fatalf("compose.yaml has services %v; want a server and two workers", compose.Services)
-	}
-	runs := 0
-	for name, s := range compose.Services {
-		if s.Image != "tenure:dev" {
-			t.Errorf("service %s: image %q; want tenure:dev, the Dockerfile's", name, s.Image)
-		}
-		var env []string
-		for k, v := range s.Environment {
-			env = append(env, k+"="+v)
-		}
-		h.checkInvocation(t, "compose.yaml service "+name, s.Command, env)
-		if s.Command[0] == "run" {
-			runs++
-		}
-	}
-	if runs < 2 {
-		t.Errorf("compose.yaml runs %d workers under tenure run; want two contenders", runs)
-	}
 }
 
 // checkServesSafely checks that args, the image's default command, serves

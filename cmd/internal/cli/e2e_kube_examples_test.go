@@ -142,6 +142,7 @@ func checkDeployment(t *testing.T, ex kubeExamples) {
 	if len(c.Args) < 2 || c.Args[0] != "run" || !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--key=") }) || !slices.Contains(c.Args, "--") {
 		t.Errorf("container args %q; want tenure run --key=… -- the worker", c.Args)
 	}
+	checkLeaderCommand(t, c.Args)
 	ok := slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
 		return e.Name == "TENURE_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace"
 	})
@@ -253,4 +254,32 @@ func groupCalls(ctx context.Context, c *kube.Coordinator, group string) error {
 		return err
 	}
 	return c.LeaveGroup(ctx, m)
+}
+
+// checkLeaderCommand checks that the command tenure run's args start, when
+// it is a tenure command that asks the coordinator, names the coordinator
+// on its command line: tenure run gives its command none of tenure's own
+// settings (TENURE_NAMESPACE included), so without a flag it would ask the
+// default etcd, find none and exit 69.
+func checkLeaderCommand(t *testing.T, args []string) {
+	t.Helper()
+	i := slices.Index(args, "--")
+	if i < 0 || i+2 >= len(args) || args[i+1] != "tenure" {
+		return
+	}
+	cmd := args[i+2:]
+	if !slices.Contains([]string{"run", "status", "watch", "release"}, cmd[0]) {
+		return
+	}
+	named := slices.ContainsFunc(cmd, func(a string) bool {
+		for _, f := range []string{"--namespace", "--kubeconfig", "--endpoints", "--postgres"} {
+			if a == f || strings.HasPrefix(a, f+"=") {
+				return true
+			}
+		}
+		return false
+	})
+	if !named {
+		t.Errorf("the leader's command %q names no coordinator; want --namespace=$(TENURE_NAMESPACE): tenure run does not pass TENURE_NAMESPACE on", cmd)
+	}
 }
