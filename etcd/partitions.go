@@ -47,7 +47,9 @@ const txnsInFlight = 8
 // that write. See partition.Coordinator. If m's lease has expired, the
 // error wraps tenure.ErrLost and nothing is claimed. A transaction that
 // failed otherwise leaves its partitions' outcome unknown: their results
-// carry its error, and if every transaction failed, so does the call.
+// carry its error, and if every transaction failed, so does the call. A
+// name whose partition key (group/name) would be longer than a key may be
+// is refused with an error wrapping tenure.ErrInvalidKey.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	op := fmt.Sprintf("etcd: claim %d partitions for %s", len(names), m)
 	if err := validMember(m); err != nil {
@@ -55,6 +57,9 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 	}
 	for _, n := range names {
 		if err := inputs.PartitionName(n); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		if err := inputs.Group(m.Group, len(n)); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 	}

@@ -209,6 +209,9 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 		if err := inputs.PartitionName(n); err != nil {
 			return nil, fmt.Errorf("memory: claim for %s: %w", m, err)
 		}
+		if err := inputs.Group(m.Group, len(n)); err != nil {
+			return nil, fmt.Errorf("memory: claim for %s: %w", m, err)
+		}
 	}
 	out := make([]partition.ClaimResult, len(names))
 	err := c.call(ctx, []string{m.ID}, func() error {

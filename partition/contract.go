@@ -102,7 +102,9 @@ type Coordinator interface {
 	// (as Acquire supersedes a holder's own grant), so that a release of the
 	// old grant that arrives late frees nothing; one that another live member
 	// owns gets a *tenure.HeldError. If m itself has expired or left, the error wraps
-	// tenure.ErrLost and nothing is claimed.
+	// tenure.ErrLost and nothing is claimed. A name whose partition key
+	// (Key(group, name)) would be longer than a key may be (200 bytes) is
+	// refused with an error wrapping tenure.ErrInvalidKey.
 	ClaimPartitions(ctx context.Context, m Member, names []string) ([]ClaimResult, error)
 
 	// ReleasePartitions frees the partitions of gs that m still owns with

@@ -44,6 +44,9 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 		if err := inputs.PartitionName(n); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
+		if err := inputs.Group(m.Group, len(n)); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
 	}
 	sorted := slices.Clone(names) // one lock order for every claimer
 	slices.Sort(sorted)

@@ -65,6 +65,7 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("NestedGroups", s.nestedGroups)
 	t.Run("Twins", s.twins)
 	t.Run("TwinLeaves", s.twinLeaves)
+	t.Run("LongNames", s.longNames)
 	if o.free != nil {
 		t.Run("FreedByHand", s.freedByHand)
 	}
