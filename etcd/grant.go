@@ -74,6 +74,11 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			continue // deleted since: put again
 		}
 		held := string(kv.Value) != holder
+		if !held { // a key naming holder that no grant wrote is held
+			if held, err = c.foreignWrite(ctx, kv); err != nil {
+				return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+			}
+		}
 		if !held { // the holder's own earlier grant: end it, then put anew
 			if held, err = c.supersede(ctx, key, kv, holder); err != nil {
 				return tenure.Grant{}, fmt.Errorf("%s: supersede grant with token %d: %w", op, kv.ModRevision, err)

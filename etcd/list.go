@@ -135,3 +135,15 @@ func foreignOf(key string, kv *mvccpb.KeyValue, l leaseLeft) (tenure.ForeignReco
 	r.Reason = strings.Join(why, ", ")
 	return r, len(why) > 0
 }
+
+// foreignWrite reports whether kv rides on no lease or on a lease longer
+// than tenure grants: a write no grant made, which Acquire does not take
+// over even for the holder its value names (see ListForeign).
+func (c *Coordinator) foreignWrite(ctx context.Context, kv *mvccpb.KeyValue) (bool, error) {
+	id := clientv3.LeaseID(kv.Lease)
+	if id == clientv3.NoLease {
+		return true, nil
+	}
+	granted, _, err := c.leaseTTL(ctx, id)
+	return granted > limits.MaxTTL, err
+}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/limits"
+
 	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -135,14 +137,15 @@ func (r record) live(maxDrift float64) bool { return r.left(maxDrift) > 0 }
 
 // takeable reports whether holder, asking for ttl, may write a new grant
 // over r: the Lease was released by tenure, has expired, or is held by
-// holder itself (a new grant supersedes its earlier one). A clear tenure
+// holder itself for at most a day (a new grant supersedes its earlier one;
+// a longer hold is a foreign record, see ListForeign). A clear tenure
 // cannot attribute expires after the longer of the grant durations it
 // knows and ttl: contenders that share a Lease use one duration.
 func (r record) takeable(holder string, ttl time.Duration, maxDrift float64) bool {
 	if r.cleared {
 		r.ttl = max(r.ttl, ttl)
 	}
-	return (r.holder != "" && r.holder == holder) || !r.live(maxDrift)
+	return (r.holder != "" && r.holder == holder && r.ttl <= limits.MaxTTL) || !r.live(maxDrift)
 }
 
 // owns reports whether r holds grant g: the same holder and token.

@@ -95,7 +95,8 @@ func newStatements(t string, notify Notify) statements {
 	    acquired_at = CURRENT_TIMESTAMP,
 	    expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `)
 	WHERE resource OPERATOR(pg_catalog.=) $1
-	  AND (expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP OR holder_id OPERATOR(pg_catalog.=) $2)`
+	  AND (expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP OR holder_id OPERATOR(pg_catalog.=) $2
+	    AND expires_at OPERATOR(pg_catalog.<=) (CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) '1 day'::pg_catalog.interval))`
 	return statements{
 		grant: grant,
 		// The acquisition, plus a notification for watchers. The new token is the old one

@@ -31,7 +31,8 @@
 //	SET holder_id = $holder, fencing_token = fencing_token + 1,
 //	    acquired_at = CURRENT_TIMESTAMP,
 //	    expires_at = CURRENT_TIMESTAMP + $ttl_us * interval '1 microsecond'
-//	WHERE resource = $key AND (expires_at <= CURRENT_TIMESTAMP OR holder_id = $holder)
+//	WHERE resource = $key AND (expires_at <= CURRENT_TIMESTAMP OR holder_id = $holder
+//	    AND expires_at <= CURRENT_TIMESTAMP + interval '1 day')
 //	RETURNING fencing_token
 //
 // Zero rows means another holder has a live lease: Acquire then reads it and

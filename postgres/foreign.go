@@ -96,7 +96,10 @@ func foreignRow(key string, holder pgtype.Text, token int64, finite bool, leftUS
 }
 
 // RemoveForeign ends r's lease if its row is still as r was read (the same
-// holder_id, NULL read as "", and fencing_token, still live): it sets expires_at to
+// holder_id, NULL read as "", and fencing_token, still live, and, unless r
+// is malformed, still ending more than a day ahead: a holder that renewed
+// its own grant after someone pushed its expires_at out has a tenure grant
+// again, which RemoveForeign leaves alone): it sets expires_at to
 // -infinity, as Release does, and keeps the row and its token, so that the
 // next Acquire's token, GREATEST(fencing_token + 1, the clock in µs), is
 // greater than r's. It reports whether it did, and notifies watchers.
@@ -112,9 +115,11 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 	UPDATE `+c.table+` SET expires_at = '-infinity'
 	WHERE resource OPERATOR(pg_catalog.=) $1 AND COALESCE(holder_id, '') OPERATOR(pg_catalog.=) $2
 	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
+	  AND ($5 OR expires_at OPERATOR(pg_catalog.>) (CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (`+microsInterval("$6")+`)))
 	RETURNING resource
 )
-SELECT pg_catalog.pg_notify($4, resource)::pg_catalog.text FROM r`, r.Key, r.Holder, int64(r.Token), c.o.channel)
+SELECT pg_catalog.pg_notify($4, resource)::pg_catalog.text FROM r`, r.Key, r.Holder, int64(r.Token), c.o.channel,
+		r.Malformed, limits.MaxTTL.Microseconds())
 	if err != nil {
 		return false, fmt.Errorf("postgres: remove foreign row of %q: %w", r.Key, err)
 	}
