@@ -48,7 +48,11 @@ older tenure). When the partitions' names are not known (a group run with
 --names, read without them, or members that announce no count) the table
 lists the partitions owned now ("partition" is -1 for a name that is no
 partition number) and "notes" says what is missing; "notes" also warns
-when members disagree on the partition count.
+when members disagree on the partition count. A partition whose key is
+held by a record no member wrote (a "foreign" or "malformed" record, as
+tenure status names one for a key) shows its holder and token with
+"record" and "reason", and a note names the command that frees it:
+tenure release --force --key KEY. No member takes it over.
 
 With --prefix instead of --key, --partitions P (or --names) prints the
 table of every group under the prefix with live members, each read as a
