@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,7 +48,11 @@ older tenure). When the partitions' names are not known (a group run with
 --names, read without them, or members that announce no count) the table
 lists the partitions owned now ("partition" is -1 for a name that is no
 partition number) and "notes" says what is missing; "notes" also warns
-when members disagree on the partition count.
+when members disagree on the partition count. A partition whose key is
+held by a record no member wrote (a "foreign" or "malformed" record, as
+tenure status names one for a key) shows its holder and token with
+"record" and "reason", and a note names the command that frees it:
+tenure release --force --key KEY. No member takes it over.
 
 With --prefix instead of --key, --partitions P (or --names) prints the
 table of every group under the prefix with live members, each read as a
@@ -90,6 +95,12 @@ type partitionRowOut struct {
 	Instance    string `json:"instance,omitempty"`
 	Token       uint64 `json:"token,omitempty"`
 	LeaseLeftMS *int64 `json:"lease_left_ms,omitempty"`
+	// Record is "foreign" or "malformed" when the partition's key is held
+	// by a record that no member of the group wrote (see
+	// tenure.ForeignRecord), and Reason says why: the members wait for it
+	// until it is removed (tenure release --force --key KEY).
+	Record string `json:"record,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 type memberRowOut struct {
@@ -148,8 +159,8 @@ func checkCount(cmd *cobra.Command, t partition.Table) error {
 
 // printTable prints a group's partition table: one JSON object with
 // asJSON, else the partitions, the members and a summary line.
-func printTable(w io.Writer, t partition.Table, asJSON bool, coordinator string) error {
-	st := groupStatusOf(t)
+func printTable(w io.Writer, t partition.Table, foreign map[string]tenure.ForeignRecord, asJSON bool, coordinator string) error {
+	st := groupStatusOf(t, foreign)
 	st.Coordinator = coordinator
 	if asJSON {
 		return json.NewEncoder(w).Encode(st)
@@ -165,7 +176,15 @@ func printTable(w io.Writer, t partition.Table, asJSON bool, coordinator string)
 			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\n", index, r.Name)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%dms\n", index, r.Name, r.Holder, r.Instance, r.Token, *r.LeaseLeftMS)
+		left := "never ends"
+		if r.LeaseLeftMS != nil {
+			left = fmt.Sprintf("%dms", *r.LeaseLeftMS)
+		}
+		holder := r.Holder
+		if r.Record != "" {
+			holder = fmt.Sprintf("%s (%s record)", cmp.Or(holder, `""`), r.Record)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", index, r.Name, holder, cmp.Or(r.Instance, "-"), r.Token, left)
 	}
 	fmt.Fprintln(tw, "\nMEMBER\tINSTANCE\tOWNED\tTTL\tPARTITIONS")
 	for _, m := range st.Members {
@@ -248,7 +267,11 @@ func (f *statusFlags) prefixGroups(ctx context.Context, cmd *cobra.Command, c te
 			}
 			fmt.Fprintf(w, "GROUP %s\n", t.Group)
 		}
-		if err := printTable(w, t, f.json, f.coordinator); err != nil {
+		foreign, err := strangers(ctx, c, t)
+		if err != nil {
+			return true, true, err
+		}
+		if err := printTable(w, t, foreign, f.json, f.coordinator); err != nil {
 			return true, true, err
 		}
 	}
@@ -257,7 +280,7 @@ func (f *statusFlags) prefixGroups(ctx context.Context, cmd *cobra.Command, c te
 
 // groupStatusOf is the output form of t: display names and instances, *_ms
 // durations.
-func groupStatusOf(t partition.Table) partitionStatus {
+func groupStatusOf(t partition.Table, foreign map[string]tenure.ForeignRecord) partitionStatus {
 	st := partitionStatus{Key: t.Group, Cap: t.Cap, Unowned: t.Stats.Unowned, Imbalance: t.Stats.Imbalance,
 		Partitions: []partitionRowOut{}, Members: []memberRowOut{}, Notes: notesOf(t)}
 	for _, r := range t.Partitions {
@@ -266,6 +289,13 @@ func groupStatusOf(t partition.Table) partitionStatus {
 			out.Holder, out.Instance = display.SplitIdentity(r.Owner)
 			ms := r.LeaseLeft.Milliseconds()
 			out.Token, out.LeaseLeftMS = r.Token, &ms
+		} else if fr, ok := foreign[out.Key]; ok {
+			out.Held, out.Record, out.Reason, out.Token = true, recordKind(fr), fr.Reason, fr.Token
+			out.Holder, out.Instance = display.SplitIdentity(fr.Holder)
+			if ms := fr.TTL.Milliseconds(); fr.TTL >= 0 {
+				out.LeaseLeftMS = &ms
+			}
+			st.Notes = append(st.Notes, fmt.Sprintf("partition %s is held by a %s; no member takes it over", fr.Key, foreignAdvice(fr)))
 		}
 		st.Partitions = append(st.Partitions, out)
 	}
@@ -292,7 +322,7 @@ func (f *statusFlags) groupStatus(ctx context.Context, cmd *cobra.Command, c ten
 		if err != nil || !ok {
 			return false, nil
 		}
-		return true, printTable(cmd.OutOrStdout(), t, f.json, f.coordinator)
+		return true, f.printGroup(ctx, cmd, c, t)
 	}
 	if _, ok := c.(partition.Coordinator); !ok {
 		return true, fmt.Errorf("--partitions: this coordinator cannot run partition groups")
@@ -304,5 +334,58 @@ func (f *statusFlags) groupStatus(ctx context.Context, cmd *cobra.Command, c ten
 	if err := checkCount(cmd, t); err != nil {
 		return true, err
 	}
-	return true, printTable(cmd.OutOrStdout(), t, f.json, f.coordinator)
+	return true, f.printGroup(ctx, cmd, c, t)
+}
+
+// printGroup prints t with the records that hold its unowned partitions.
+func (f *statusFlags) printGroup(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator, t partition.Table) error {
+	foreign, err := strangers(ctx, c, t)
+	if err != nil {
+		return err
+	}
+	return printTable(cmd.OutOrStdout(), t, foreign, f.json, f.coordinator)
+}
+
+// strangers returns, by key, the records that hold partitions of t that no
+// member owns: a key tenure did not write as it stands (see
+// tenure.ForeignRecord), or a grant that is no member's (a key put on a
+// lease that is not a membership's of the group, or taken by tenure run
+// --key on the partition's key alone). No member takes such a key over:
+// the partition waits until it is removed (tenure release --force).
+func strangers(ctx context.Context, c tenure.Coordinator, t partition.Table) (map[string]tenure.ForeignRecord, error) {
+	unowned := map[string]bool{}
+	for _, r := range t.Partitions {
+		if r.Owner == "" {
+			unowned[r.Partition.Key] = true
+		}
+	}
+	if len(unowned) == 0 {
+		return nil, nil
+	}
+	prefix := t.Group + "/"
+	rs, err := foreignUnder(ctx, c, prefix)
+	if err != nil {
+		return nil, err
+	}
+	gs, err := c.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	members := map[string]bool{}
+	for _, m := range t.Members {
+		members[m.ID] = true
+	}
+	out := map[string]tenure.ForeignRecord{}
+	for _, g := range gs {
+		if unowned[g.Key] && !members[g.Holder] {
+			out[g.Key] = tenure.ForeignRecord{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: g.TTL,
+				Reason: "a grant that is no member's of the group"}
+		}
+	}
+	for _, r := range rs {
+		if unowned[r.Key] {
+			out[r.Key] = r
+		}
+	}
+	return out, nil
 }
