@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
@@ -53,7 +55,7 @@ func (l Lease) Check(now boottime.Instant) error {
 
 // ReadLease reads the lease file at path.
 func ReadLease(path string) (Lease, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path)
 	if err != nil {
 		return Lease{}, fmt.Errorf("lease file: %w", err)
 	}
@@ -82,7 +84,7 @@ func parseLease(b []byte) (Lease, error) {
 // not passed at now): then nothing may hand the lease over before the
 // deadline the file says.
 func EndLease(path string, now boottime.Instant) error {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -102,6 +104,22 @@ func EndLease(path string, now boottime.Instant) error {
 		return nil
 	}
 	return fmt.Errorf("lease file %s may still say the lease is held: %w", path, err)
+}
+
+// readRegular reads the regular file at path. Anything else there (a
+// named pipe the command put, say) is an error, found without waiting.
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	return io.ReadAll(f)
 }
 
 // writeLease replaces the lease file at path atomically.
