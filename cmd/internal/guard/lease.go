@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
@@ -53,7 +55,7 @@ func (l Lease) Check(now boottime.Instant) error {
 
 // ReadLease reads the lease file at path.
 func ReadLease(path string) (Lease, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path)
 	if err != nil {
 		return Lease{}, fmt.Errorf("lease file: %w", err)
 	}
@@ -73,30 +75,51 @@ func parseLease(b []byte) (Lease, error) {
 }
 
 // EndLease makes the lease file at path stop saying the lease is held:
-// unless it already does not (it says the term ended, its deadline has
-// passed at now, it cannot be parsed, or there is no file), it replaces it
-// with the same lease marked ended, or, if that fails, removes it. It
-// returns an error only while the file may still say the lease is held:
-// then nothing may hand the lease over before the deadline the file says.
+// unless it already does not (it says the term ended, it cannot be parsed,
+// or there is no file), it replaces it with the same lease marked ended,
+// or, if that fails, removes it. A live file is marked ended even when its
+// deadline has passed at now: a reader whose boot clock is offset (in a
+// time namespace of its own) may not see it passed. It returns an error
+// only while the file may still say the lease is held (its deadline has
+// not passed at now): then nothing may hand the lease over before the
+// deadline the file says.
 func EndLease(path string, now boottime.Instant) error {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	passed := false // the file's deadline has passed at now
 	if err == nil {
 		l, perr := parseLease(b)
-		if perr != nil || l.Check(now) != nil {
+		if perr != nil || !l.Live {
 			return nil // lease check refuses it
 		}
+		passed = l.Check(now) != nil
 		l.Live = false
 		if err = writeLease(path, l); err == nil {
 			return nil
 		}
 	}
-	if rerr := os.Remove(path); rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+	if rerr := os.Remove(path); rerr == nil || errors.Is(rerr, fs.ErrNotExist) || passed {
 		return nil
 	}
 	return fmt.Errorf("lease file %s may still say the lease is held: %w", path, err)
+}
+
+// readRegular reads the regular file at path. Anything else there (a
+// named pipe the command put, say) is an error, found without waiting.
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	return io.ReadAll(f)
 }
 
 // writeLease replaces the lease file at path atomically.

@@ -45,9 +45,9 @@ func TestLeaseFileCutShort(t *testing.T) {
 }
 
 // TestEndLease: after EndLease returns nil the file at path does not say
-// held, whatever it said: a live lease is marked ended (the rest kept), and
-// one already ended, past its deadline, unparseable or absent is left as it
-// is. When the file can be neither replaced nor removed, EndLease returns
+// held, whatever it said: a live lease is marked ended (the rest kept),
+// even past its deadline, and one already ended, unparseable or absent is
+// left as it is. When the file can be neither replaced nor removed, EndLease returns
 // an error.
 func TestEndLease(t *testing.T) {
 	ended := heldLease
@@ -59,7 +59,8 @@ func TestEndLease(t *testing.T) {
 	}{
 		{name: "live", content: mustJSON(t, heldLease), want: &ended},
 		{name: "ended", content: mustJSON(t, ended)},
-		{name: "past its deadline", content: mustJSON(t, Lease{Token: 1, Deadline: at(-time.Millisecond), Live: true})},
+		{name: "past its deadline", content: mustJSON(t, Lease{Token: 1, Deadline: at(-time.Millisecond), Live: true}),
+			want: &Lease{Token: 1, Deadline: at(-time.Millisecond)}},
 		{name: "cut short", content: mustJSON(t, heldLease)[:20]},
 		{name: "absent"},
 	} {
