@@ -22,7 +22,9 @@
 //
 // The guard finds the tree in /proc, so it refuses to start the command
 // when /proc may hide processes from it: mounted with hidepid, the guard
-// having neither CAP_SYS_PTRACE nor the mount's gid= group.
+// having neither CAP_SYS_PTRACE nor the mount's gid= group. Should /proc
+// stop showing the guard itself later (a file system mounted over it), the
+// guard cannot tell what is left of the tree and never reports it empty.
 //
 // The guard also keeps the lease file the command finds in
 // TENURE_LEASE_FILE (see [Lease]), so that `tenure lease check` stays
