@@ -22,17 +22,21 @@ func TestGuardForkChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deadline := func(t *testing.T, g *guardProc) { g.lease(t, 200*time.Millisecond) }
 	for _, tc := range []struct {
-		name string
-		arg  string
-		do   func(t *testing.T, g *guardProc)
+		name, arg, group string
+		do               func(t *testing.T, g *guardProc)
 	}{
-		{"deadline", "run", func(t *testing.T, g *guardProc) { g.lease(t, 200*time.Millisecond) }},
-		{"command exits", "exit", func(t *testing.T, g *guardProc) {}},
+		{"deadline", "run", "own", deadline},
+		{"command exits", "exit", "own", func(t *testing.T, g *guardProc) {}},
+		// In the guard's group, which the guard never signals whole: the
+		// guard runs under setsid, so that group is the guard's alone.
+		{"deadline, guard's group", "run", "guardgroup", deadline},
+		{"command exits, guard's group", "exit", "guardgroup", func(t *testing.T, g *guardProc) {}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
-			g := startGuard(t, 300*time.Millisecond, nil, nil, prog, "forkchain", out, tc.arg)
+			g := startGuard(t, 300*time.Millisecond, []string{"setsid"}, nil, prog, "forkchain", out, tc.arg, tc.group)
 			g.lease(t, time.Minute)
 			started, ok := g.report(reportWithin)
 			if !ok || started.Pid == 0 {

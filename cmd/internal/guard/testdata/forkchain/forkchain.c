@@ -1,5 +1,5 @@
-// forkchain OUT: the command forks a chain in a process group of its own
-// whose every process forks its successor and exits at once, so that no
+// forkchain OUT [exit|run [guardgroup]]: the command forks a chain in a
+// process group of its own (with guardgroup: in the guard's) whose every process forks its successor and exits at once, so that no
 // pid of the chain lives longer than one fork. The chain's group is
 // written to OUT (once its leader has left: the group then has no leader),
 // and every 64 generations the generation count is written to OUT.gen.
@@ -34,12 +34,16 @@ int main(int argc, char **argv) {
 	int gfd = open(gen, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (gfd < 0)
 		return 1;
+	pid_t group = 0; // a group of its own
+	if (argc > 3 && strcmp(argv[3], "guardgroup") == 0)
+		group = getpgid(getppid());
 	pid_t c = fork();
 	if (c < 0)
 		return 1;
 	if (c == 0) {
-		setpgid(0, 0);
-		pid_t pgid = getpid();
+		if (setpgid(0, group) != 0)
+			_exit(1);
+		pid_t pgid = getpgid(0);
 		time_t until = time(NULL) + 60;
 		for (long g = 0;; g++) {
 			pid_t p = fork();
