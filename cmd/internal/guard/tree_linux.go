@@ -47,14 +47,13 @@ func (t *procTree) live() []Proc {
 }
 
 // exitedOrphan reports whether p is a child the guard has not reaped yet,
-// exited. Such a zombie counts as left, and its group is signalled (unless
-// it is the guard's): the group may hold processes no reading of /proc
-// sees alive (a chain each of which forks its successor and exits at once,
-// reparented to the guard in turn), and while the guard has not reaped the
-// zombie, the group's id cannot be reused. In the guard's own group, the
-// guard signals them one by one until none is left.
+// exited, in a process group other than the guard's. Such a zombie counts
+// as left, and its group is signalled: the group may hold processes no
+// reading of /proc sees alive (a chain each of which forks its successor
+// and exits at once, reparented to the guard in turn), and while the
+// guard has not reaped the zombie, the group's id cannot be reused.
 func (t *procTree) exitedOrphan(p Proc) bool {
-	return p.Zombie() && p.PPid == t.self
+	return p.Zombie() && p.PPid == t.self && p.Pgid != t.selfPgid
 }
 
 // blind stands for the processes of the tree that /proc does not show: it

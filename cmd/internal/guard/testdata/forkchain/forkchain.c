@@ -1,10 +1,9 @@
 // forkchain OUT [exit|run [guardgroup]]: the command forks a chain in a
-// process group of its own (with guardgroup: in the guard's) whose every
-// process forks its successor and exits at once, so that no pid of the
-// chain lives longer than one fork; the group the chain's first process
-// leaves behind has no leader. The chain's group is written to OUT, and
-// every 64 generations the generation count is written to OUT.gen. The
-// command itself sleeps until killed, or exits at once if argv[2] is
+// process group of its own (with guardgroup: in the guard's) whose every process forks its successor and exits at once, so that no
+// pid of the chain lives longer than one fork. The chain's group is
+// written to OUT (once its leader has left: the group then has no leader),
+// and every 64 generations the generation count is written to OUT.gen.
+// The command itself sleeps until killed, or exits at once if argv[2] is
 // "exit". The chain stops by itself after 60 s, should nobody kill it.
 #include <fcntl.h>
 #include <signal.h>
@@ -44,7 +43,7 @@ int main(int argc, char **argv) {
 	if (c == 0) {
 		if (setpgid(0, group) != 0)
 			_exit(1);
-		writefile(argv[1], getpgid(0));
+		pid_t pgid = getpgid(0);
 		time_t until = time(NULL) + 60;
 		for (long g = 0;; g++) {
 			pid_t p = fork();
@@ -52,6 +51,8 @@ int main(int argc, char **argv) {
 				continue;
 			if (p > 0)
 				_exit(0);
+			if (g == 1)
+				writefile(argv[1], pgid); // the leader has gone
 			if (g % 64 == 0) {
 				char buf[32];
 				int n = snprintf(buf, sizeof buf, "%20ld\n", g);
