@@ -17,12 +17,8 @@
 // tree, while any of its threads is, whatever its state: one whose main
 // thread ended with pthread_exit shows as a zombie in /proc while its other
 // threads run on, and is killed like any other (see [Proc.Alive]). The tree
-// is empty once no process of it is alive, and no child the guard
-// inherited has exited unreaped in a process group other than the guard's
-// (that group is signalled with the tree: it may hold a chain of processes
-// each of which forks its successor and exits at once, which no reading of
-// /proc sees alive); the guard then reports the command's exit status on
-// file descriptor 4.
+// is empty once no process of it is alive; the guard then reports the
+// command's exit status on file descriptor 4.
 //
 // The guard finds the tree in /proc, so it refuses to start the command
 // when /proc may hide processes from it: mounted with hidepid, the guard
@@ -36,7 +32,10 @@
 //
 // Out of reach: someone stopping or killing the guard itself (the command
 // then gets SIGKILL from the kernel when the guard dies, by the parent-death
-// signal, but its descendants do not); a process group that empties and whose id is reused in the instant between reading /proc and
+// signal, but its descendants do not); a chain of processes each of which
+// forks its successor and exits at once, in a process group whose leader
+// has gone, which no reading of /proc sees alive; a process group that
+// empties and whose id is reused in the instant between reading /proc and
 // signalling the group (single processes are signalled through pidfds,
 // checked to still be in the tree first).
 package guard

@@ -216,7 +216,7 @@ func (g *guard) survivors(killing time.Time) {
 		}
 		fmt.Fprintf(&b, "; pid %d (state %c)", p.Pid, p.State)
 		if p.Zombie() {
-			b.WriteString(" with threads running, or exited in a group signalled again")
+			b.WriteString(" with threads running")
 		}
 		if err := syscall.Kill(p.Pid, 0); err != nil {
 			fmt.Fprintf(&b, ": %v", err)

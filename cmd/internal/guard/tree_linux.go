@@ -39,21 +39,11 @@ func (t *procTree) live() []Proc {
 	}
 	out := procs[:0]
 	for _, p := range procs {
-		if p.Alive() || t.exitedOrphan(p) {
+		if p.Alive() {
 			out = append(out, p)
 		}
 	}
 	return out
-}
-
-// exitedOrphan reports whether p is a child the guard has not reaped yet,
-// exited, in a process group other than the guard's. Such a zombie counts
-// as left, and its group is signalled: the group may hold processes no
-// reading of /proc sees alive (a chain each of which forks its successor
-// and exits at once, reparented to the guard in turn), and while the
-// guard has not reaped the zombie, the group's id cannot be reused.
-func (t *procTree) exitedOrphan(p Proc) bool {
-	return p.Zombie() && p.PPid == t.self && p.Pgid != t.selfPgid
 }
 
 // blind stands for the processes of the tree that /proc does not show: it
@@ -138,9 +128,6 @@ func (t *procTree) signalAll(procs []Proc, sig syscall.Signal) {
 	procs = slices.DeleteFunc(slices.Clone(procs), func(p Proc) bool { return p == blind })
 	for _, p := range procs {
 		ours[p.Pid] = true
-		if t.exitedOrphan(p) {
-			ours[p.Pgid] = true
-		}
 	}
 	done := map[int]bool{}
 	for _, p := range procs {
