@@ -22,7 +22,9 @@
 //
 // The guard finds the tree in /proc, so it refuses to start the command
 // when /proc may hide processes from it: mounted with hidepid, the guard
-// having neither CAP_SYS_PTRACE nor the mount's gid= group.
+// having neither CAP_SYS_PTRACE nor the mount's gid= group. Should /proc
+// stop showing the guard itself later (a file system mounted over it), the
+// guard cannot tell what is left of the tree and never reports it empty.
 //
 // The guard also keeps the lease file the command finds in
 // TENURE_LEASE_FILE (see [Lease]), so that `tenure lease check` stays
@@ -30,9 +32,10 @@
 //
 // Out of reach: someone stopping or killing the guard itself (the command
 // then gets SIGKILL from the kernel when the guard dies, by the parent-death
-// signal, but its descendants do not); a descendant that makes itself a
-// subreaper of its own and whose children then escape the walk once it
-// dies; a process group that empties and whose id is reused in the
-// instant between reading /proc and signalling the group (single processes
-// are signalled through pidfds, checked to still be in the tree first).
+// signal, but its descendants do not); a chain of processes each of which
+// forks its successor and exits at once, in a process group whose leader
+// has gone, which no reading of /proc sees alive; a process group that
+// empties and whose id is reused in the instant between reading /proc and
+// signalling the group (single processes are signalled through pidfds,
+// checked to still be in the tree first).
 package guard

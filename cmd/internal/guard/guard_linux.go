@@ -221,6 +221,10 @@ func (g *guard) survivors(killing time.Time) {
 	}
 	var b strings.Builder
 	for _, p := range left {
+		if p == blind {
+			b.WriteString("; /proc does not show the guard itself: it cannot tell which")
+			continue
+		}
 		fmt.Fprintf(&b, "; pid %d (state %c)", p.Pid, p.State)
 		if p.Zombie() {
 			b.WriteString(" with threads running")

@@ -5,6 +5,7 @@ package guard
 import (
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -26,11 +27,15 @@ type procTree struct {
 // to kill; the guard calls it again while any is left.
 const killRound = 100 * time.Millisecond
 
-// live returns the descendants that are alive (see Proc.Alive).
+// live returns the descendants that are alive (see Proc.Alive). When /proc
+// does not show the guard itself (it cannot be read, or a file system was
+// mounted over it after the guard started), the guard cannot tell which
+// processes are left: live then returns just blind, and the tree is never
+// empty.
 func (t *procTree) live() []Proc {
 	procs, err := Descendants("/proc", t.self)
-	if err != nil {
-		return nil
+	if err != nil || !seen(t.self) {
+		return []Proc{blind}
 	}
 	out := procs[:0]
 	for _, p := range procs {
@@ -39,6 +44,16 @@ func (t *procTree) live() []Proc {
 		}
 	}
 	return out
+}
+
+// blind stands for the processes of the tree that /proc does not show: it
+// is never signalled.
+var blind = Proc{Pid: -1, PPid: -1, Pgid: -1, State: '?'}
+
+// seen reports whether /proc shows process pid.
+func seen(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil
 }
 
 // Alive reports whether a thread of the process has not exited, whatever
@@ -110,6 +125,7 @@ func (t *procTree) signalAll(procs []Proc, sig syscall.Signal) {
 	if t.main != 0 {
 		ours[t.main] = true
 	}
+	procs = slices.DeleteFunc(slices.Clone(procs), func(p Proc) bool { return p == blind })
 	for _, p := range procs {
 		ours[p.Pid] = true
 	}

@@ -148,7 +148,7 @@ func goOut(args ...string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// guardPkg is the guard's package, whose testdata holds states.c.
+// guardPkg is the guard's package, whose testdata holds the C programs.
 const guardPkg = "github.com/tenure-dev/tenure/cmd/internal/guard"
 
 // States compiles the guard's testdata/states/states.c with gcc into dir
@@ -156,7 +156,11 @@ const guardPkg = "github.com/tenure-dev/tenure/cmd/internal/guard"
 // command's tree in the state MODE names (a zombie leader whose threads
 // run on, a disk sleep, a trace stop, …), writes its pid to OUT, and
 // blocks until killed.
-func States(dir string) (string, error) {
+func States(dir string) (string, error) { return Program(dir, "states") }
+
+// Program compiles the guard's testdata/NAME/NAME.c with gcc into dir and
+// returns the program's path.
+func Program(dir, name string) (string, error) {
 	pkgDir, err := goOut("list", "-f", "{{.Dir}}", guardPkg)
 	if err != nil {
 		return "", err
@@ -165,10 +169,10 @@ func States(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("guardtest: %w: the guard's state tests build C programs (apt-get install gcc)", err)
 	}
-	out := filepath.Join(dir, "states")
-	cmd := exec.Command(gcc, "-Wall", "-Werror", "-O", "-pthread", "-o", out, filepath.Join(pkgDir, "testdata", "states", "states.c"))
+	out := filepath.Join(dir, name)
+	cmd := exec.Command(gcc, "-Wall", "-Werror", "-O", "-pthread", "-o", out, filepath.Join(pkgDir, "testdata", name, name+".c"))
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("guardtest: gcc states.c: %w\n%s", err, b)
+		return "", fmt.Errorf("guardtest: gcc %s.c: %w\n%s", name, err, b)
 	}
 	return out, nil
 }
