@@ -53,8 +53,7 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 // RemoveForeign deletes r's key if it is still the write r was read from
 // (the same mod revision), and reports whether it did. Deleting the key
 // frees it: the next Acquire puts it anew, at a greater revision, so tokens
-// still increase. Users (tenure release --force) call it with a record
-// ListForeign returned.
+// still increase. r is a record ListForeign returned.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	op := fmt.Sprintf("etcd: remove foreign key %q at revision %d", r.Key, r.Token)
 	if err := c.begin(ctx, op, tenure.ValidateKey(r.Key)); err != nil {

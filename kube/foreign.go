@@ -89,8 +89,8 @@ func foreignOf(key string, l *coordv1.Lease, r record, clash bool, maxDrift floa
 // RemoveForeign deletes r's Lease if it is still at the resourceVersion
 // r was read at (a delete preconditioned on it), and reports whether it
 // did. The next Acquire creates the Lease anew, at a greater
-// resourceVersion, so tokens still increase. Users (tenure release
-// --force) call it with a record ListForeign returned.
+// resourceVersion, so tokens still increase. r is a record ListForeign
+// returned.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	op := fmt.Sprintf("kube: remove foreign Lease of %q at resourceVersion %d", r.Key, r.Token)
 	if err := tenure.ValidateKey(r.Key); err != nil {

@@ -102,8 +102,8 @@ func foreignRow(key string, holder pgtype.Text, token int64, finite bool, leftUS
 // again, which RemoveForeign leaves alone): it sets expires_at to
 // -infinity, as Release does, and keeps the row and its token, so that the
 // next Acquire's token, GREATEST(fencing_token + 1, the clock in µs), is
-// greater than r's. It reports whether it did, and notifies watchers.
-// Users (tenure release --force) call it with a record ListForeign returned.
+// greater than r's. It reports whether it did, and notifies watchers. r is
+// a record ListForeign returned.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	if err := tenure.ValidateKey(r.Key); err != nil {
 		return false, fmt.Errorf("postgres: remove foreign row: %w", err)
