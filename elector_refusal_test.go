@@ -3,27 +3,14 @@ package tenure_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/refusaltest"
 	"github.com/tenure-dev/tenure/memory"
-)
-
-// roleError stands for a backend's own error about a missing permission
-// (a *pgconn.PgError, an rpctypes error, an apierrors StatusError).
-type roleError struct{ role string }
-
-func (e *roleError) Error() string { return fmt.Sprintf("role %q may not write", e.role) }
-
-// Failure modes of a refusing coordinator's Acquire and Renew.
-const (
-	answers   = iota // the memory coordinator answers
-	transient        // fails as a timeout does: retried
-	refuses          // refused for good: wraps tenure.ErrRefused
 )
 
 // refusing is a memory coordinator whose Acquire and Renew fail as mode
@@ -31,28 +18,18 @@ const (
 // write (refuses) or a server that does not answer (transient).
 type refusing struct {
 	*memory.Coordinator
-	mode atomic.Int32
-}
-
-func (c *refusing) fail(op string) error {
-	switch c.mode.Load() {
-	case transient:
-		return fmt.Errorf("%s: %w", op, context.DeadlineExceeded)
-	case refuses:
-		return fmt.Errorf("%s: %w: %w", op, tenure.ErrRefused, &roleError{"reader"})
-	}
-	return nil
+	refusaltest.Mode
 }
 
 func (c *refusing) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
-	if err := c.fail("acquire"); err != nil {
+	if err := c.Fail("acquire"); err != nil {
 		return tenure.Grant{}, err
 	}
 	return c.Coordinator.Acquire(ctx, key, holder, ttl)
 }
 
 func (c *refusing) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
-	if err := c.fail("renew"); err != nil {
+	if err := c.Fail("renew"); err != nil {
 		return tenure.Grant{}, err
 	}
 	return c.Coordinator.Renew(ctx, g)
@@ -86,9 +63,9 @@ func awaitRun(t *testing.T, done <-chan error, limit time.Duration) error {
 // errors.As find the backend's own error.
 func checkRefusal(t *testing.T, err error) {
 	t.Helper()
-	var re *roleError
+	var re *refusaltest.RoleError
 	if !errors.Is(err, tenure.ErrRefused) || !errors.As(err, &re) {
-		t.Fatalf("Run() = %v; want an error matching tenure.ErrRefused and wrapping the coordinator's *roleError", err)
+		t.Fatalf("Run() = %v; want an error matching tenure.ErrRefused and wrapping the coordinator's *refusaltest.RoleError", err)
 	}
 }
 
@@ -100,7 +77,7 @@ func TestElectorStopsWhenCampaignRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &refusing{Coordinator: memory.New()}
 		defer c.Close()
-		c.mode.Store(transient)
+		c.Set(refusaltest.Transient)
 		cfg := testConfig("a") // no Logger
 		e := newElector(t, c, cfg)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -118,7 +95,7 @@ func TestElectorStopsWhenCampaignRefused(t *testing.T) {
 			t.Fatalf("Run() = %v during timeouts; want it campaigning on", err)
 		default:
 		}
-		c.mode.Store(refuses)
+		c.Set(refusaltest.Refuses)
 		// The campaign's backoff is at most 4 retry periods, jittered by up
 		// to 1.5: the refusal is met at the next attempt.
 		checkRefusal(t, awaitRun(t, done, 6*cfg.TTL))
@@ -150,14 +127,14 @@ func TestElectorStopsWhenRenewalRefused(t *testing.T) {
 			return nil
 		})
 		term := <-led
-		c.mode.Store(transient)
+		c.Set(refusaltest.Transient)
 		time.Sleep(1500 * time.Millisecond) // one renewal (at 1s) times out
-		c.mode.Store(answers)
+		c.Set(refusaltest.Answers)
 		time.Sleep(time.Second) // the retry succeeds
 		if err := term.Check(); err != nil {
 			t.Fatalf("Check() after a renewal timed out and was retried = %v; want nil", err)
 		}
-		c.mode.Store(refuses)
+		c.Set(refusaltest.Refuses)
 		checkRefusal(t, awaitRun(t, done, 2*time.Second)) // the next renewal
 		if !returned.Load() {
 			t.Error("Run returned before fn did")

@@ -3,27 +3,15 @@ package partition_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/refusaltest"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
-)
-
-// roleError stands for a backend's own error about a missing permission.
-type roleError struct{ role string }
-
-func (e *roleError) Error() string { return fmt.Sprintf("role %q may not write", e.role) }
-
-// Failure modes of a refusingGroup's calls.
-const (
-	answers   = iota // the memory coordinator answers
-	transient        // fails as a timeout does: retried
-	refuses          // refused for good: wraps tenure.ErrRefused
 )
 
 // refusingGroup is a memory coordinator whose JoinGroup, RenewMember and
@@ -32,35 +20,25 @@ const (
 // answer (transient).
 type refusingGroup struct {
 	*memory.Coordinator
-	mode atomic.Int32
-}
-
-func (c *refusingGroup) fail(op string) error {
-	switch c.mode.Load() {
-	case transient:
-		return fmt.Errorf("%s: %w", op, context.DeadlineExceeded)
-	case refuses:
-		return fmt.Errorf("%s: %w: %w", op, tenure.ErrRefused, &roleError{"reader"})
-	}
-	return nil
+	refusaltest.Mode
 }
 
 func (c *refusingGroup) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
-	if err := c.fail("join"); err != nil {
+	if err := c.Fail("join"); err != nil {
 		return partition.Member{}, err
 	}
 	return c.Coordinator.JoinGroup(ctx, group, id, ttl, partitions)
 }
 
 func (c *refusingGroup) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
-	if err := c.fail("renew member"); err != nil {
+	if err := c.Fail("renew member"); err != nil {
 		return partition.Member{}, err
 	}
 	return c.Coordinator.RenewMember(ctx, m)
 }
 
 func (c *refusingGroup) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
-	if err := c.fail("claim"); err != nil {
+	if err := c.Fail("claim"); err != nil {
 		return nil, err
 	}
 	return c.Coordinator.ClaimPartitions(ctx, m, names)
@@ -75,9 +53,9 @@ func awaitGroupRun(t *testing.T, c *cluster, name string, limit time.Duration) {
 	select {
 	case err := <-n.done:
 		delete(c.nodes, name)
-		var re *roleError
+		var re *refusaltest.RoleError
 		if !errors.Is(err, tenure.ErrRefused) || !errors.As(err, &re) {
-			t.Fatalf("Run(%s) = %v; want an error matching tenure.ErrRefused and wrapping the coordinator's *roleError", name, err)
+			t.Fatalf("Run(%s) = %v; want an error matching tenure.ErrRefused and wrapping the coordinator's *refusaltest.RoleError", name, err)
 		}
 	case <-time.After(limit):
 		t.Fatalf("Run(%s) still running %s after the coordinator refused for good; want it returned", name, limit)
@@ -94,7 +72,7 @@ func TestGroupStopsWhenJoinRefused(t *testing.T) {
 		defer c.close()
 		c.cfg.Logger = nil
 		rc := &refusingGroup{Coordinator: c.coord}
-		rc.mode.Store(transient)
+		rc.Set(refusaltest.Transient)
 		c.wrap = map[string]tenure.Coordinator{"a": rc}
 		c.start("a")
 		time.Sleep(time.Minute)
@@ -104,7 +82,7 @@ func TestGroupStopsWhenJoinRefused(t *testing.T) {
 			t.Fatalf("Run(a) = %v during timeouts; want it trying on", err)
 		default:
 		}
-		rc.mode.Store(refuses)
+		rc.Set(refusaltest.Refuses)
 		awaitGroupRun(t, c, "a", 2*c.cfg.EffectiveSyncInterval())
 	})
 }
@@ -128,14 +106,14 @@ func TestGroupStopsWhenRenewalRefused(t *testing.T) {
 		}
 		c.start("a")
 		c.await("a owns every partition", 10*time.Second, func() bool { return running.Load() == 4 })
-		rc.mode.Store(transient)
+		rc.Set(refusaltest.Transient)
 		time.Sleep(1500 * time.Millisecond) // a renewal (every 1s) times out
-		rc.mode.Store(answers)
+		rc.Set(refusaltest.Answers)
 		time.Sleep(time.Second) // the retry succeeds
 		if n := running.Load(); n != 4 {
 			t.Fatalf("%d partitions run after a renewal timed out and was retried; want 4", n)
 		}
-		rc.mode.Store(refuses)
+		rc.Set(refusaltest.Refuses)
 		awaitGroupRun(t, c, "a", 2*time.Second) // the next renewal
 		if n := running.Load(); n != 0 {
 			t.Errorf("%d partition functions still running after Run returned; want 0", n)
