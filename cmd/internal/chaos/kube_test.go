@@ -82,5 +82,5 @@ func TestKubePlantedBugIsCaught(t *testing.T) {
 		kc := s.Kubeconfig(t, kubetest.Admin, ns.Name)
 		return runScheduleOn(t, p, sched, func(o *Options) { o.Kubeconfig = kc })
 	}
-	testPlants(t, []string{plant.RenewAfterExpiry}, run, caughtBy)
+	testPlants(t, []string{plant.RenewAfterExpiry}, 1, run, caughtBy)
 }
