@@ -239,7 +239,7 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 			continue
 		}
 		p, _ := strconv.Atoi(r.lease.Annotations[AnnotationPartitions])
-		out = append(out, partition.Member{Group: group, ID: r.holder, Epoch: epochOf(r.lease.Name), TTL: r.grant("", c.cfg.MaxDrift).TTL, Partitions: p})
+		out = append(out, partition.Member{Group: group, ID: r.holder, Epoch: epochOf(r.lease.Name), TTL: r.ttl, Partitions: p})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

@@ -145,7 +145,7 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, m partition.Member) error 
 }
 
 // GroupMembers returns group's live members, sorted by ID (and epoch, for
-// memberships of one ID), each with the time left on its lease. It has no
+// memberships of one ID), each with the TTL it was granted. It has no
 // holder: it is never faulted.
 func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	if err := tenure.ValidateKey(group); err != nil {
@@ -160,7 +160,7 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 	collectGroupLocked(g, now)
 	out := make([]partition.Member, 0, len(g.members))
 	for _, ms := range g.members {
-		out = append(out, ms.member(group, ms.expires-now))
+		out = append(out, ms.member(group, ms.ttl))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].ID != out[j].ID {

@@ -87,11 +87,9 @@ type Coordinator interface {
 	LeaveGroup(ctx context.Context, m Member) error
 
 	// GroupMembers returns the live members of group, sorted by ID, each
-	// with the Partitions it announced (0 if none). A member's TTL is the
-	// time left on its lease where the backend reads it with the membership
-	// (memory, PostgreSQL), and the TTL granted where that would take a
-	// round trip per member (etcd). Every member calls it often, so it
-	// costs one read.
+	// with the Partitions it announced (0 if none) and the TTL its lease
+	// was granted (not the time left: a listing is not a renewal). Every
+	// member calls it often, so it costs one read.
 	GroupMembers(ctx context.Context, group string) ([]Member, error)
 
 	// ClaimPartitions claims the named partitions of m's group for m, in as

@@ -158,7 +158,7 @@ func isUndefinedTable(err error) bool {
 }
 
 // GroupMembers returns group's live members with one query, each with the
-// time left on its lease on the database's clock.
+// TTL it was granted.
 func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	op := fmt.Sprintf("postgres: members of %q", group)
 	t, err := c.beginObserve(op, group)
@@ -169,7 +169,7 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 	// a members table made by an older tenure (which JoinGroup would have
 	// extended, but no member of this version may have joined yet) reads as
 	// "nothing announced" instead of failing.
-	rows, err := c.pool.Query(ctx, `SELECT member, epoch, `+leftMicros+`,
+	rows, err := c.pool.Query(ctx, `SELECT member, epoch, ttl_us,
        coalesce((pg_catalog.to_jsonb(m) OPERATOR(pg_catalog.->>) 'partitions')::integer, 0)
 FROM `+t.members+` m WHERE grp OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
 ORDER BY member, epoch`, group)

@@ -201,8 +201,9 @@ func (s suite) contract(t *testing.T) {
 
 // announce checks that the partition count a member announces as it joins
 // is recorded with its membership and reported by GroupMembers, through
-// renewals and claims, that a negative count is refused, and that a
-// membership that is gone is no longer reported.
+// renewals and claims, with the TTL its lease was granted (not the time
+// left), that a negative count is refused, and that a membership that is
+// gone is no longer reported.
 func (s suite) announce(t *testing.T) {
 	a, b := s.group(t), s.group(t)
 	g := groupName(t)
@@ -210,6 +211,7 @@ func (s suite) announce(t *testing.T) {
 	s.checkCounts(t, a, g, "c#1=0")
 	ma, _ := s.joinWith(t, a, g, "a#1", 8), s.joinWith(t, b, g, "b#1", 4)
 	s.checkCounts(t, b, g, "a#1=8 b#1=4 c#1=0")
+	s.checkTTL(t, b, ma)
 	r, err := a.RenewMember(ctx(t), ma)
 	if err != nil || r.Partitions != 8 {
 		t.Errorf("RenewMember() = %+v, %v; want the member with Partitions 8", r, err)
@@ -240,6 +242,21 @@ func (s suite) checkCounts(t *testing.T, c partition.Coordinator, group, want st
 	}
 	if strings.Join(got, " ") != want {
 		t.Errorf("GroupMembers() = %s; want %s (member=partitions announced)", strings.Join(got, " "), want)
+	}
+}
+
+// checkTTL checks that GroupMembers reports m with the TTL JoinGroup or
+// RenewMember granted it.
+func (s suite) checkTTL(t *testing.T, c partition.Coordinator, m partition.Member) {
+	t.Helper()
+	ms, err := c.GroupMembers(ctx(t), m.Group)
+	if err != nil {
+		t.Fatalf("GroupMembers() error = %v", err)
+	}
+	for _, got := range ms {
+		if got.ID == m.ID && got.Epoch == m.Epoch && got.TTL != m.TTL {
+			t.Errorf("GroupMembers() reports %s with TTL %s; want %s, the TTL granted", m.ID, got.TTL, m.TTL)
+		}
 	}
 }
 

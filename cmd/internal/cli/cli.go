@@ -150,9 +150,20 @@ func (g *globalFlags) loggerAtLeast(w io.Writer, asJSON bool, least slog.Level) 
 		return nil, usageError("--log-format %q: want text or json", g.logFormat)
 	}
 	if asJSON {
+		opts.ReplaceAttr = durationsInMs
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// durationsInMs writes a duration attribute of a JSON log as integer
+// milliseconds under its key with "_ms" added ("ttl" becomes "ttl_ms"), as
+// every other JSON output of tenure does (docs/json.md).
+func durationsInMs(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Int64(a.Key+"_ms", a.Value.Duration().Milliseconds())
+	}
+	return a
 }
 
 // level is --log-level.

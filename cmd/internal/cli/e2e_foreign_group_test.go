@@ -76,7 +76,7 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 	st = status()
 	for _, r := range st.Partitions[:3] {
 		w := want[r.Key]
-		if !r.Held || r.Record != w.kind || !strings.Contains(r.Reason, w.reason) || r.Token != tokens[r.Key] || (r.LeaseLeftMS == nil) != (r.Key == "fg/0") {
+		if !r.Held || r.Record != w.kind || !strings.Contains(r.Reason, w.reason) || r.Token != tokens[r.Key] || (r.TTLLeftMS == nil) != (r.Key == "fg/0") {
 			t.Errorf("status --partitions: %s = %+v; want held by a %s record (%q) with token %d", r.Key, r, w.kind, w.reason, tokens[r.Key])
 		}
 	}

@@ -56,7 +56,7 @@ func testGuardStopped(t *testing.T, c guardCoord) {
 	}
 	js := runTenure(t, nil, "lease", "check", "--json", "--lease-file", leaseFile)
 	var held leaseCheckResult
-	if err := json.Unmarshal([]byte(js.stdout), &held); err != nil || js.code != 0 || !held.Held || held.Token != first.token || held.RemainingMs <= 0 {
+	if err := json.Unmarshal([]byte(js.stdout), &held); err != nil || js.code != 0 || !held.Held || held.Token != first.token || held.TTLLeftMs <= 0 {
 		t.Fatalf("lease check --json during the term: exit %d, %q (%v); want held, token %d, time left", js.code, js.stdout, err, first.token)
 	}
 	s.signal(t, syscall.SIGSTOP)

@@ -49,7 +49,7 @@ func TestMonitorRunPartitions(t *testing.T) {
 		return true
 	})
 	for _, p := range st.Partitions {
-		if p.Holder != "solo" || p.Group != "jobs" || p.Key != fmt.Sprintf("jobs/%d", p.Partition) || p.Token == 0 || p.LeaseLeftMs == nil {
+		if p.Holder != "solo" || p.Group != "jobs" || p.Key != fmt.Sprintf("jobs/%d", p.Partition) || p.Token == 0 || p.TTLLeftMs == nil {
 			t.Errorf("/status partition = %+v; want jobs/%d held by solo with a token and the lease left", p, p.Partition)
 		}
 	}

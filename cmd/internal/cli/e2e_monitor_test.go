@@ -77,14 +77,14 @@ func TestMonitorRunEndpoints(t *testing.T) {
 		Keys []struct {
 			Key, Holder string
 			Token       uint64
-			LeaseLeftMs *int64 `json:"lease_left_ms"`
+			TTLLeftMs   *int64 `json:"ttl_left_ms"`
 		}
 	}
 	waitFor(t, 10*time.Second, "beta's /status to show alpha", func() bool {
 		_, body := get(t, addrB, "/status")
 		return json.Unmarshal([]byte(body), &st) == nil && len(st.Keys) == 1 && st.Keys[0].Holder == "alpha"
 	})
-	if k := st.Keys[0]; st.Role != "follower" || k.Token == 0 || k.LeaseLeftMs == nil || *k.LeaseLeftMs > e2eTTL.Milliseconds() {
+	if k := st.Keys[0]; st.Role != "follower" || k.Token == 0 || k.TTLLeftMs == nil || *k.TTLLeftMs > e2eTTL.Milliseconds() {
 		t.Errorf("beta's /status = %+v; want a follower seeing alpha with a token and at most %d ms left", st, e2eTTL.Milliseconds())
 	}
 

@@ -30,13 +30,14 @@ not when tenure or the guard is stopped or killed (docs/run.md).`
 
 // leaseCheckResult is the --json output of tenure lease check.
 type leaseCheckResult struct {
-	Held        bool   `json:"held"`
-	Key         string `json:"key,omitempty"`
-	Holder      string `json:"holder,omitempty"`
-	Token       uint64 `json:"token,omitempty"`
-	RemainingMs int64  `json:"remaining_ms"`
-	TTLMs       int64  `json:"ttl_ms,omitempty"`
-	Reason      string `json:"reason,omitempty"`
+	Held      bool   `json:"held"`
+	Key       string `json:"key,omitempty"`
+	Holder    string `json:"holder,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+	Token     uint64 `json:"token,omitempty"`
+	TTLLeftMs int64  `json:"ttl_left_ms"`
+	TTLMs     int64  `json:"ttl_ms,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 func newLeaseCommand() *cobra.Command {
@@ -71,7 +72,7 @@ Exit codes:
 			return runLeaseCheck(cmd, file, asJSON)
 		},
 	}
-	check.Flags().BoolVar(&asJSON, "json", false, `print {"held":…,"token":…,"remaining_ms":…} instead of the token`)
+	check.Flags().BoolVar(&asJSON, "json", false, `print {"held":…,"token":…,"ttl_left_ms":…} instead of the token`)
 	check.Flags().StringVar(&file, "lease-file", "", "the lease file (default $TENURE_LEASE_FILE)")
 	lease.AddCommand(check)
 	return lease
@@ -89,14 +90,14 @@ func runLeaseCheck(cmd *cobra.Command, file string, asJSON bool) error {
 		var l guard.Lease
 		if l, err = guard.ReadLease(file); err == nil {
 			now := boottime.Now()
-			res = leaseCheckResult{Key: l.Key, Holder: l.Holder, Token: l.Token, TTLMs: l.TTLMs,
-				RemainingMs: max(l.Deadline.Sub(now), 0).Milliseconds()}
+			res = leaseCheckResult{Key: l.Key, Holder: l.Holder, Instance: l.Instance, Token: l.Token, TTLMs: l.TTLMs,
+				TTLLeftMs: max(l.Deadline.Sub(now), 0).Milliseconds()}
 			err = l.Check(now)
 		}
 	}
 	res.Held = err == nil
 	if err != nil {
-		res.Reason, res.RemainingMs = err.Error(), 0
+		res.Reason, res.TTLLeftMs = err.Error(), 0
 	}
 	out := cmd.OutOrStdout()
 	if asJSON {

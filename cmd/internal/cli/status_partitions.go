@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
 	"github.com/tenure-dev/tenure/internal/inputs"
@@ -38,13 +39,12 @@ announce, owned or not. With --json it prints one object:
 
   {"key":"jobs","partitions":[{"partition":0,"name":"0","key":"jobs/0",
     "held":true,"holder":"web-1","instance":"3f9c2a1b","token":42,
-    "lease_left_ms":8000}],"members":[{"holder":"web-1",
+    "ttl_left_ms":8000}],"members":[{"holder":"web-1",
     "instance":"3f9c2a1b","owned":1,"ttl_ms":10000,"partitions":1}],
     "cap":1,"unowned":0,"imbalance":1}
 
-A member's ttl_ms is the time left on its lease (PostgreSQL) or the TTL it
-was granted (etcd); its partitions, the count it announced (absent for an
-older tenure). When the partitions' names are not known (a group run with
+A member's ttl_ms is the TTL its lease was granted; its partitions, the
+count it announced (absent for an older tenure). When the partitions' names are not known (a group run with
 --names, read without them, or members that announce no count) the table
 lists the partitions owned now ("partition" is -1 for a name that is no
 partition number) and "notes" says what is missing; "notes" also warns
@@ -87,14 +87,14 @@ type partitionStatus struct {
 }
 
 type partitionRowOut struct {
-	Partition   int    `json:"partition"`
-	Name        string `json:"name"`
-	Key         string `json:"key"`
-	Held        bool   `json:"held"`
-	Holder      string `json:"holder,omitempty"`
-	Instance    string `json:"instance,omitempty"`
-	Token       uint64 `json:"token,omitempty"`
-	LeaseLeftMS *int64 `json:"lease_left_ms,omitempty"`
+	Partition int    `json:"partition"`
+	Name      string `json:"name"`
+	Key       string `json:"key"`
+	Held      bool   `json:"held"`
+	Holder    string `json:"holder,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+	Token     uint64 `json:"token,omitempty"`
+	TTLLeftMS *int64 `json:"ttl_left_ms,omitempty"`
 	// Record is "foreign" or "malformed" when the partition's key is held
 	// by a record that no member of the group wrote (see
 	// tenure.ForeignRecord), and Reason says why: the members wait for it
@@ -177,8 +177,8 @@ func printTable(w io.Writer, t partition.Table, foreign map[string]tenure.Foreig
 			continue
 		}
 		left := "never ends"
-		if r.LeaseLeftMS != nil {
-			left = fmt.Sprintf("%dms", *r.LeaseLeftMS)
+		if r.TTLLeftMS != nil {
+			left = roundTTL(time.Duration(*r.TTLLeftMS) * time.Millisecond).String()
 		}
 		holder := r.Holder
 		if r.Record != "" {
@@ -192,7 +192,7 @@ func printTable(w io.Writer, t partition.Table, foreign map[string]tenure.Foreig
 		if m.Partitions > 0 {
 			announced = strconv.Itoa(m.Partitions)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%dms\t%s\n", m.Holder, m.Instance, m.Owned, m.TTLMS, announced)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", m.Holder, m.Instance, m.Owned, time.Duration(m.TTLMS)*time.Millisecond, announced)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -288,12 +288,12 @@ func groupStatusOf(t partition.Table, foreign map[string]tenure.ForeignRecord) p
 		if out.Held {
 			out.Holder, out.Instance = display.SplitIdentity(r.Owner)
 			ms := r.LeaseLeft.Milliseconds()
-			out.Token, out.LeaseLeftMS = r.Token, &ms
+			out.Token, out.TTLLeftMS = r.Token, &ms
 		} else if fr, ok := foreign[out.Key]; ok {
 			out.Held, out.Record, out.Reason, out.Token = true, recordKind(fr), fr.Reason, fr.Token
 			out.Holder, out.Instance = display.SplitIdentity(fr.Holder)
 			if ms := fr.TTL.Milliseconds(); fr.TTL >= 0 {
-				out.LeaseLeftMS = &ms
+				out.TTLLeftMS = &ms
 			}
 			st.Notes = append(st.Notes, fmt.Sprintf("partition %s is held by a %s; no member takes it over", fr.Key, foreignAdvice(fr)))
 		}

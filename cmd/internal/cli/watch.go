@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/kube"
 	"github.com/tenure-dev/tenure/postgres"
 
 	"github.com/spf13/cobra"
@@ -58,9 +59,9 @@ unreachable or reachable; durations are integer milliseconds:
   {"time":"…","event":"reachable","key":"jobs","down_ms":18500}
 
 Every JSON line also carries "coordinator" (as "etcd at http://…").
-ttl_ms is the lease granted. Under --prefix, and on PostgreSQL (whose rows
-keep when a lease ends, not its TTL), lines carry ttl_left_ms (the time left
-on the lease, as status shows it) instead; under --prefix the coordinator
+ttl_ms is the lease granted. Under --prefix, and on PostgreSQL and
+Kubernetes (whose records keep when a lease ends, not its TTL), lines carry
+ttl_left_ms (the time left on the lease, as status shows it) instead; under --prefix the coordinator
 events carry "prefix" instead of "key".`,
 		Example: `  tenure watch --key jobs
   tenure watch --prefix orders/ --json | jq .holder`,
@@ -111,8 +112,7 @@ const (
 // breaks), and through a lookup every watchProbeEvery that also finds the
 // coordinator unreachable and reachable again.
 func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPrinter, log *slog.Logger) error {
-	_, storesEnd := c.(*postgres.Coordinator) // a row keeps when the lease ends, not its TTL
-	st := &watchState{p: p, scope: watchScope{key: key, left: storesEnd}}
+	st := &watchState{p: p, scope: watchScope{key: key, left: readsTimeLeft(c)}}
 	events := make(chan tenure.LeaderEvent)
 	streamDone := make(chan struct{})
 	sctx, stop := context.WithCancel(ctx)
@@ -384,6 +384,18 @@ type watchLine struct {
 	Reason string `json:"reason,omitempty"`
 	// Coordinator names the coordinator watched: "etcd at URL".
 	Coordinator string `json:"coordinator,omitempty"`
+}
+
+// readsTimeLeft reports whether c's leadership reads carry the time left
+// on a lease rather than the TTL granted: a PostgreSQL row keeps when the
+// lease ends, and a Kubernetes Lease's time left is counted from its renew
+// time.
+func readsTimeLeft(c tenure.Coordinator) bool {
+	switch c.(type) {
+	case *postgres.Coordinator, *kube.Coordinator:
+		return true
+	}
+	return false
 }
 
 // leaderLine describes a leadership event; left says the grant's TTL is the

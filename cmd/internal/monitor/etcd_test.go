@@ -97,8 +97,8 @@ func TestObservedReasonsOnEtcd(t *testing.T) {
 	if len(s.Keys) != 2 || s.Keys[0].Key != "t/a" || s.Keys[0].Holder != "z" || s.Keys[1].Held {
 		t.Errorf("/status keys = %+v; want t/a held by z, t/b free", s.Keys)
 	}
-	if s.Keys[0].LeaseLeftMs == nil || *s.Keys[0].LeaseLeftMs <= 20_000 {
-		t.Errorf("t/a lease left = %v; want about 30s (listed)", s.Keys[0].LeaseLeftMs)
+	if s.Keys[0].TTLLeftMs == nil || *s.Keys[0].TTLLeftMs <= 20_000 {
+		t.Errorf("t/a lease left = %v; want about 30s (listed)", s.Keys[0].TTLLeftMs)
 	}
 }
 

@@ -9,10 +9,10 @@ const leftResolution = time.Second
 // Lease is what Status says of a holder's lease. Every field is absent
 // when it is not known.
 type Lease struct {
-	// LeaseLeftMs is the time left on the lease: to this instance's local
+	// TTLLeftMs is the time left on the lease: to this instance's local
 	// deadline on its own terms; else until the lease runs out as the
 	// coordinator reported it, counted down since (see lease).
-	LeaseLeftMs *int64 `json:"lease_left_ms,omitempty"`
+	TTLLeftMs *int64 `json:"ttl_left_ms,omitempty"`
 	// TTLMs is the TTL the lease was granted; where the coordinator
 	// reports only the time left (PostgreSQL, which stores only the expiry;
 	// a member's lease on the memory coordinator), the most time left ever
@@ -94,7 +94,7 @@ func (l *lease) status(now time.Time, poll time.Duration) Lease {
 		s.TTLMs = ms(l.ttl)
 	}
 	if left, ok := l.left(now); ok {
-		s.LeaseLeftMs = ms(left)
+		s.TTLLeftMs = ms(left)
 		s.renewal(now.Sub(l.renewed()), l.ttl, poll)
 	}
 	return s

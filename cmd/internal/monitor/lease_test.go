@@ -100,7 +100,7 @@ func checkDead(t *testing.T, ttl, poll, phase time.Duration) {
 		if since := now.Sub(last); since < ttl/3 {
 			t.Fatalf("shown not renewing %s after the last renewal; want not before a renewal is due (%s)", since, ttl/3)
 		}
-		if left := time.Duration(*s.LeaseLeftMs) * time.Millisecond; left > ttl*2/3 {
+		if left := time.Duration(*s.TTLLeftMs) * time.Millisecond; left > ttl*2/3 {
 			t.Fatalf("not renewing with %s left of %s shown; want at most two thirds", left, ttl)
 		}
 	})

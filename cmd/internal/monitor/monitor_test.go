@@ -100,8 +100,8 @@ func TestOwnTermsAndObservedHolder(t *testing.T) {
 			}
 			k := s.Keys[0]
 			want := term.Remaining().Milliseconds()
-			if !k.Held || !k.Mine || k.Holder != "alpha" || k.Token != token || k.LeaseLeftMs == nil || *k.LeaseLeftMs != want {
-				t.Errorf("/status key = %+v (lease %v); want held by alpha (mine) with token %d and %d ms left", k, k.LeaseLeftMs, token, want)
+			if !k.Held || !k.Mine || k.Holder != "alpha" || k.Token != token || k.TTLLeftMs == nil || *k.TTLLeftMs != want {
+				t.Errorf("/status key = %+v (lease %v); want held by alpha (mine) with token %d and %d ms left", k, k.TTLLeftMs, token, want)
 			}
 			if code, body := get(t, h, "/metrics"); code != http.StatusOK || !strings.Contains(body, `tenure_is_leader{key="jobs"} 1`) {
 				t.Errorf("/metrics while leading = %d without tenure_is_leader 1:\n%s", code, body)
@@ -131,7 +131,7 @@ func TestOwnTermsAndObservedHolder(t *testing.T) {
 		}
 		s := status(t, h)
 		k := s.Keys[0]
-		if s.Role != "follower" || !k.Held || k.Mine || k.Holder != "beta" || k.Token <= token || k.LeaseLeftMs == nil {
+		if s.Role != "follower" || !k.Held || k.Mine || k.Holder != "beta" || k.Token <= token || k.TTLLeftMs == nil {
 			t.Errorf("/status after the handover: role %q, key %+v; want follower, held by beta with a token > %d and the lease left (memory lists it)", s.Role, k, token)
 		}
 		var got []string

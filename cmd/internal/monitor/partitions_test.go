@@ -38,7 +38,7 @@ func owners(t *testing.T, s monitor.Status) (holders []string, mine int) {
 		if p.Mine {
 			mine++
 		}
-		if p.Held != (p.Holder != "") || p.Held != (p.Token > 0) || p.Held != (p.LeaseLeftMs != nil) || p.Held == (p.UnownedMs != nil) {
+		if p.Held != (p.Holder != "") || p.Held != (p.Token > 0) || p.Held != (p.TTLLeftMs != nil) || p.Held == (p.UnownedMs != nil) {
 			t.Errorf("/status partition row %+v: held, holder, token, lease left and unowned time disagree", p)
 		}
 	}

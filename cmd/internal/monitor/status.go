@@ -134,7 +134,7 @@ func (m *Monitor) keyLocked(key string, v *view, now time.Time) KeyStatus {
 		g := t.Grant()
 		ks.Held, ks.Mine, ks.Token = true, true, g.Token
 		ks.Holder, ks.Instance = display.SplitIdentity(g.Holder)
-		ks.Lease = Lease{LeaseLeftMs: ms(max(t.Remaining(), 0)), TTLMs: ms(g.TTL)}
+		ks.Lease = Lease{TTLLeftMs: ms(max(t.Remaining(), 0)), TTLMs: ms(g.TTL)}
 		ks.renewal(now.Sub(g.Sent.Time()), g.TTL, m.every)
 	}
 	return ks

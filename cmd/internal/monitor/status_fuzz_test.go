@@ -13,7 +13,7 @@ const statusSeed = `{
   "instance": "web-1#3f2a9c01", "role": "leader", "prefix": "", "poll_ms": 500,
   "updated_at": "2026-12-02T04:19:04.123456789Z", "error": "etcd: deadline exceeded",
   "keys": [{"key": "jobs", "held": true, "holder": "web-1", "instance": "3f2a9c01", "token": 42,
-    "lease_left_ms": 8000, "ttl_ms": 10000, "since_renewal_ms": 2000, "not_renewing_after_ms": 3333, "renewing": true, "mine": true}],
+    "ttl_left_ms": 8000, "ttl_ms": 10000, "since_renewal_ms": 2000, "not_renewing_after_ms": 3333, "renewing": true, "mine": true}],
   "transitions": [{"at": "2026-12-02T04:19:00+01:00", "key": "jobs", "holder": "web-1", "token": 42, "reason": "acquired", "source": "self"}],
   "groups": [{"group": "g", "partitions": 8, "owned": 6, "unowned": 2, "moved": 1, "move_window_ms": 60000, "members": 2, "cap": 4,
     "imbalance": 0.5, "by_member": [{"id": "a#1", "holder": "a", "instance": "1", "owned": 4, "mine": true, "ttl_ms": 60000, "renewing": true}]}],
@@ -26,7 +26,7 @@ const statusSeed = `{
 // that decodes to the same value: no field is lost or renamed on the way.
 func FuzzStatusJSON(f *testing.F) {
 	f.Add([]byte(statusSeed))
-	f.Add([]byte(`{"group":"g","total":1,"offset":0,"limit":50,"partitions":[{"partition":0,"lease_left_ms":-1}]}`))
+	f.Add([]byte(`{"group":"g","total":1,"offset":0,"limit":50,"partitions":[{"partition":0,"ttl_left_ms":-1}]}`))
 	f.Add([]byte(`{"keys":null,"transitions":[{}],"updated_at":"0001-01-01T00:00:00Z"}`))
 	f.Add([]byte(`{"poll_ms":1e3}`))
 	f.Add([]byte(`{"keys":[{"ttl_ms":1,"TTLMs":2}]}`))

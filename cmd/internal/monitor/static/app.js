@@ -78,7 +78,7 @@ function leaseCell(tr, l) {
   const stale = el("span", { class: "stale", hidden: true }, "not renewing");
   const bar = el("div", { class: "bar" }, fill);
   const td = el("td", { class: "lease" }, bar, el("div", { class: "left" }, text, stale));
-  gauges.push({ tr, bar, fill, text, stale, at: drawnAt, left: l.lease_left_ms, ttl: l.ttl_ms, since: l.since_renewal_ms, after: l.not_renewing_after_ms });
+  gauges.push({ tr, bar, fill, text, stale, at: drawnAt, left: l.ttl_left_ms, ttl: l.ttl_ms, since: l.since_renewal_ms, after: l.not_renewing_after_ms });
   if (l.ttl_ms !== undefined) tr.dataset.ttlMs = String(l.ttl_ms);
   return td;
 }
