@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/identity"
+	"github.com/tenure-dev/tenure/internal/outage"
 	"github.com/tenure-dev/tenure/internal/timing"
 
 	"github.com/tenure-dev/tenure/internal/display"
@@ -205,11 +206,16 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 	defer stopWatch()
 	var events <-chan LeaderEvent
 	canWatch := true // until a watch fails
+	down := outage.Log{Msg: "acquire failed"}
 
 	for {
 		actx, cancel := context.WithTimeout(ctx, timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
 		g, err := e.c.Acquire(actx, e.cfg.Key, e.id, e.cfg.TTL)
 		cancel()
+		var held *HeldError
+		if err == nil || errors.As(err, &held) {
+			down.Succeeded(e.log)
+		}
 		if err == nil {
 			t, err := e.begin(ctx, g)
 			if err != nil {
@@ -227,8 +233,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 				errors.Is(err, ErrInvalidTTL) || errors.Is(err, ErrClosed) || errors.Is(err, ErrRefused) {
 				return nil, fmt.Errorf("campaign for %q: %w", e.cfg.Key, err)
 			}
-			var held *HeldError
-			if errors.As(err, &held) {
+			if held != nil {
 				e.log.Debug("key held", "leader", held.Holder, "token", held.Token)
 				if canWatch && events == nil {
 					if ch, werr := e.watch(watchCtx, e.c); werr == nil {
@@ -239,7 +244,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 					}
 				}
 			} else {
-				e.log.Warn("acquire failed", "err", err)
+				down.Failed(e.log, err)
 			}
 		}
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/outage"
 )
 
 // watchFailures is how many reads in a row a watcher may fail before it
@@ -72,17 +73,18 @@ func wake(ch chan struct{}) {
 }
 
 // run keeps a LISTEN connection open until ctx ends, reconnecting with
-// backoff (at most the poll interval) when it fails.
+// backoff (at most the poll interval) when it fails. An outage is logged
+// once, then summed up (outage.Log).
 func (c *Coordinator) runListener(ctx context.Context, l *listener) {
 	defer c.wg.Done()
 	backoff := 50 * time.Millisecond
+	down := outage.Log{Msg: "postgres: LISTEN connection failed; watchers poll until it is back"}
 	for {
-		err := c.listenOnce(ctx, l)
+		err := c.listenOnce(ctx, l, func() { down.Succeeded(c.o.logger, "channel", c.o.channel) })
 		if ctx.Err() != nil {
 			return
 		}
-		c.o.logger.Warn("postgres: LISTEN connection failed; watchers poll until it is back",
-			"channel", c.o.channel, "retry_in", backoff, "err", err)
+		down.Failed(c.o.logger, err, "channel", c.o.channel)
 		l.pokeAll()
 		t := time.NewTimer(backoff)
 		select {
@@ -96,9 +98,9 @@ func (c *Coordinator) runListener(ctx context.Context, l *listener) {
 }
 
 // listenOnce takes a connection out of the pool for good, LISTENs on the
-// channel and delivers notifications until the connection fails or ctx
-// ends.
-func (c *Coordinator) listenOnce(ctx context.Context, l *listener) error {
+// channel (then calls listening) and delivers notifications until the
+// connection fails or ctx ends.
+func (c *Coordinator) listenOnce(ctx context.Context, l *listener, listening func()) error {
 	pc, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -112,6 +114,7 @@ func (c *Coordinator) listenOnce(ctx context.Context, l *listener) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{c.o.channel}.Sanitize()); err != nil {
 		return err
 	}
+	listening()
 	c.restore(ctx) // announce the watched keys again if that connection failed too
 	l.pokeAll()    // changes made while nobody listened
 	for {

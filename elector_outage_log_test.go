@@ -1,0 +1,73 @@
+package tenure_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/memory"
+)
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) lines(substr string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), substr)
+}
+
+// TestCampaignOutageLogsOnce: a follower cut off from the coordinator for
+// 50 s, retrying every 300 ms or so, warns that acquire failed once, then
+// once more after 30 s (with the count), not at every retry; when the
+// coordinator answers again, one info line says so.
+func TestCampaignOutageLogsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := memory.New()
+		defer c.Close()
+		var out lockedBuffer
+		cfg := testConfig("a")
+		cfg.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		c.Partition("a")
+		e := newElector(t, c, cfg)
+		ctx, cancel := context.WithCancel(context.Background())
+		led := make(chan struct{}, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- e.Run(ctx, func(ctx context.Context, _ *tenure.Term) error {
+				led <- struct{}{}
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		time.Sleep(50 * time.Second)
+		if n := out.lines(`msg="acquire failed"`); n != 1 {
+			t.Errorf("50 s cut off: %d warnings that acquire failed; want 1", n)
+		}
+		if n := out.lines(`msg="acquire failed (still failing)"`); n != 1 {
+			t.Errorf("50 s cut off: %d summaries; want 1 (at 30 s)", n)
+		}
+		c.Heal("a")
+		<-led
+		if n := out.lines(`msg="acquire failed: works again"`); n != 1 {
+			t.Errorf("after the heal: %d lines that acquire works again; want 1", n)
+		}
+		cancel()
+		<-done
+	})
+}
