@@ -85,8 +85,7 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, lease, path string, argv
 	if err := checkProcVisible(); err != nil {
 		return err
 	}
-	// Terminal signals reach the guard with tenure (same process group):
-	// tenure decides what they mean. SIGTERM to the guard kills the tree.
+	// Signals: see onSignal.
 	g.sigs = make(chan os.Signal, 16)
 	signal.Notify(g.sigs, syscall.SIGINT, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGQUIT,
 		syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGTERM, syscall.SIGCHLD)
@@ -199,11 +198,27 @@ func (g *guard) await(d time.Duration) {
 			g.st.handle(m)
 		}
 	case s := <-g.sigs:
-		if s == syscall.SIGTERM {
-			g.st.killNow()
-		}
+		g.onSignal(s)
 	case <-timer.C:
 	}
+}
+
+// onSignal applies a signal the guard got. Terminal signals reach it with
+// tenure (same process group), and tenure decides what they mean. SIGTERM
+// ends the term as tenure's stop does: the tree gets SIGTERM and the kill
+// grace before SIGKILL (never past the deadline). A SIGTERM to tenure's
+// whole process group (timeout, kill -- -PGID, systemd, supervisord)
+// reaches the guard with the command, and must not cut that grace short.
+// Before the first lease, no command runs: the guard just ends.
+func (g *guard) onSignal(s os.Signal) {
+	if s != syscall.SIGTERM {
+		return
+	}
+	if !g.st.leased {
+		g.st.killNow()
+		return
+	}
+	g.st.end(syscall.SIGTERM, g.st.clock().Add(g.st.grace))
 }
 
 // survivors says, a second after the tree began to be killed and every
