@@ -62,14 +62,15 @@ func TestPostgres(t *testing.T) {
 
 // TestPostgresCauseFirst: when PostgreSQL answers a connection with an
 // error, that answer comes first, with what to do, not the TLS attempt
-// that preceded it.
+// that preceded it; a database that does not exist is a configuration to
+// fix (78), not an outage to wait out (69).
 func TestPostgresCauseFirst(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Need(t, pgServer, pgErr)
 	dsn := pgtest.WithParams(srv.NewDatabase(t), map[string]string{"dbname": "tenure_no_such_db", "sslmode": "prefer"})
 	res := runTenure(t, nil, "--postgres", dsn, "status", "--key", "k")
-	if res.code != ExitUnavailable {
-		t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, ExitUnavailable, res.stderr)
+	if res.code != ExitConfig {
+		t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, ExitConfig, res.stderr)
 	}
 	// The error's first line; the line before it names the coordinator.
 	_, msg, _ := strings.Cut(res.stderr, "tenure: ")

@@ -101,11 +101,20 @@ type pgCauseError struct {
 func (e *pgCauseError) Error() string { return e.msg }
 func (e *pgCauseError) Unwrap() error { return e.err }
 
+// errServerNoTLS marks a connection that asked for TLS (sslmode=require,
+// verify-ca, verify-full) to a PostgreSQL server that does not offer it:
+// a configuration to fix, not a server to wait for.
+var errServerNoTLS = errors.New("the server does not accept TLS")
+
 // serverCauseFirst leads err with what PostgreSQL answered, when it
 // answered, and says what to do about it.
 func serverCauseFirst(err error, dsn string) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
+		if strings.Contains(err.Error(), "server refused TLS connection") { // pgconn has no error type for it
+			return &pgCauseError{err: errors.Join(errServerNoTLS, err), msg: fmt.Sprintf(
+				"PostgreSQL at %s does not accept TLS, which its sslmode requires: enable ssl on the server, or set sslmode=prefer or disable in --postgres", postgres.RedactDSN(dsn))}
+		}
 		return err
 	}
 	hint := map[string]string{

@@ -40,7 +40,8 @@ const exitCodesTenure = `69   the coordinator could not be reached, or a port to
   70   tenure itself failed (EX_SOFTWARE): see the message on stderr
   77   the coordinator refused the credentials or the permission (EX_NOPERM)
   78   a configuration the coordinator refuses: an unknown connection
-       parameter, a partition count other than the group's (EX_CONFIG)`
+       parameter, a database that does not exist, TLS the server does not
+       offer, a partition count other than the group's (EX_CONFIG)`
 
 // unavailable marks err, from opening the coordinator, with its exit code
 // (ExitUnavailable unless its cause says otherwise: see causeCode), unless
@@ -99,11 +100,15 @@ func refused(err error) bool {
 // misconfigured reports whether err says the coordinator refuses the
 // configuration: PostgreSQL does not know a connection parameter
 // (SQLSTATE 42704, "unrecognized configuration parameter", as for
-// sslmod=disable) or refuses its value (22023), or the group runs with
-// another partition count.
+// sslmod=disable) or refuses its value (22023), the database named does
+// not exist (3D000), the server does not offer the TLS sslmode requires,
+// or the group runs with another partition count.
 func misconfigured(err error) bool {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42704" || pgErr.Code == "22023") {
+	if errors.As(err, &pgErr) && (pgErr.Code == "42704" || pgErr.Code == "22023" || pgErr.Code == "3D000") {
+		return true
+	}
+	if errors.Is(err, errServerNoTLS) {
 		return true
 	}
 	var ce *partition.CountError

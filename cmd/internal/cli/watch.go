@@ -284,8 +284,13 @@ func (s *watchState) probed(err error, ev recorded) error {
 	return s.leader(ev)
 }
 
-// down reports the coordinator unreachable, once per outage.
+// down reports the coordinator unreachable, once per outage. A refusal of
+// the credentials, the permission or the configuration (exit 77 or 78, as
+// for status) is no outage: waiting does not end it, so watch ends.
 func (s *watchState) down(err error) error {
+	if code := causeCode(err); code == ExitNoPerm || code == ExitConfig {
+		return &exitError{code: code, err: err}
+	}
 	if !s.since.IsZero() {
 		return nil
 	}
