@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure/internal/reach"
@@ -190,9 +191,12 @@ func answers(ctx context.Context, c *Coordinator, cfg Config, timeout time.Durat
 }
 
 // dialError says why the dial of eps failed: refused credentials (ErrAuth),
-// no answer in time (ErrUnreachable), or err as it is.
+// credentials accepted but a role without read permission
+// (tenure.ErrRefused), no answer in time (ErrUnreachable), or err as it is.
 func dialError(eps, user string, timeout time.Duration, err error) error {
 	switch {
+	case errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrGRPCPermissionDenied):
+		return fmt.Errorf("etcd at %s accepted user %q, whose roles may not read tenure's keys (grant one of its roles read and write on the key prefix): %w", eps, user, refusal(err))
 	case isAuthError(err) && user == "":
 		return fmt.Errorf("%w: etcd at %s requires a user name and password: %w", ErrAuth, eps, err)
 	case isAuthError(err):

@@ -137,6 +137,16 @@ func TestDialAuth(t *testing.T) {
 	if _, err := admin.UserGrantRole(ctx(t), "root", "root"); err != nil {
 		t.Fatal(err)
 	}
+	// nobody: a user etcd knows, with a role that may touch no key.
+	if _, err := admin.RoleAdd(ctx(t), "none"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.UserAdd(ctx(t), "nobody", "pw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.UserGrantRole(ctx(t), "nobody", "none"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := admin.AuthEnable(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +158,7 @@ func TestDialAuth(t *testing.T) {
 		{"wrong password", "root", "guess", []string{`"root"`, "authentication failed"}},
 		{"unknown user", "mallory", "guess", []string{`"mallory"`}},
 		{"no credentials", "", "", []string{"requires a user name and password"}},
+		{"no permission", "nobody", "pw", []string{`accepted user "nobody"`, "may not read", "permission denied"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,8 +168,10 @@ func TestDialAuth(t *testing.T) {
 				c.Close()
 				t.Fatal("Dial with bad credentials succeeded")
 			}
-			if !errors.Is(err, etcd.ErrAuth) {
-				t.Errorf("Dial error = %v; want it to wrap ErrAuth", err)
+			// A password refused is an authentication failure; a role
+			// without the permission is not, and says so.
+			if denied := tc.name == "no permission"; errors.Is(err, etcd.ErrAuth) == denied || !errors.Is(err, tenure.ErrRefused) && denied {
+				t.Errorf("Dial error = %v; want it to wrap ErrAuth (a refused password) or, for a role without the permission, tenure.ErrRefused alone", err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {

@@ -33,9 +33,7 @@ func isLeaseNotFound(err error) bool {
 func isAuthError(err error) bool {
 	for _, e := range []error{
 		rpctypes.ErrAuthFailed, rpctypes.ErrUserEmpty, rpctypes.ErrInvalidAuthToken,
-		rpctypes.ErrPermissionDenied,
 		rpctypes.ErrGRPCAuthFailed, rpctypes.ErrGRPCUserEmpty, rpctypes.ErrGRPCInvalidAuthToken,
-		rpctypes.ErrGRPCPermissionDenied,
 	} {
 		if errors.Is(err, e) {
 			return true
