@@ -239,7 +239,11 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 					if ch, werr := e.watch(watchCtx, e.c); werr == nil {
 						events = ch
 					} else {
-						e.log.Debug("watch failed; polling", "err", werr)
+						level := slog.LevelDebug
+						if errors.Is(werr, ErrRefused) { // a permission to grant, not a failure to wait out
+							level = slog.LevelWarn
+						}
+						e.log.Log(ctx, level, "watch failed; polling the key every retry period instead", "err", werr)
 						canWatch = false
 					}
 				}

@@ -3,6 +3,7 @@ package tenure_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -67,6 +68,52 @@ func TestCampaignOutageLogsOnce(t *testing.T) {
 		if n := out.lines(`msg="acquire failed: works again"`); n != 1 {
 			t.Errorf("after the heal: %d lines that acquire works again; want 1", n)
 		}
+		cancel()
+		<-done
+	})
+}
+
+// refusingWatch is a memory coordinator whose watches are refused, as a
+// Kubernetes Role without list or watch on Leases refuses them.
+type refusingWatch struct{ *memory.Coordinator }
+
+func (refusingWatch) Watch(context.Context, string) (<-chan tenure.LeaderEvent, error) {
+	return nil, fmt.Errorf("watch: %w: leases is forbidden: cannot watch", tenure.ErrRefused)
+}
+
+// TestCampaignWatchRefusedWarns: a follower whose watch is refused (a
+// permission someone can grant) says so once, at warning level, and goes
+// on campaigning by polling; it takes the key once it is free.
+func TestCampaignWatchRefusedWarns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := memory.New()
+		defer c.Close()
+		g, err := c.Acquire(context.Background(), "scheduler", "other#1", 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out lockedBuffer
+		cfg := testConfig("a")
+		cfg.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		e := newElector(t, refusingWatch{c}, cfg)
+		ctx, cancel := context.WithCancel(context.Background())
+		led := make(chan struct{}, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- e.Run(ctx, func(ctx context.Context, _ *tenure.Term) error {
+				led <- struct{}{}
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		time.Sleep(time.Second)
+		if n := out.lines(`level=WARN msg="watch failed; polling the key every retry period instead"`); n != 1 {
+			t.Errorf("%d warnings that the watch was refused; want 1:\n%s", n, out.b.String())
+		}
+		if err := c.Release(context.Background(), g); err != nil {
+			t.Fatal(err)
+		}
+		<-led
 		cancel()
 		<-done
 	})
