@@ -72,7 +72,10 @@ func parseKubeExamples(t *testing.T) kubeExamples {
 // runs three replicas of tenure run in the service account the RoleBinding
 // binds, with TENURE_NAMESPACE from the pod's namespace; that service
 // account can do everything tenure does (the coordinator's every call, and
-// tenure run and status), and without any one verb of the Role it cannot.
+// tenure run and status), and without any one verb of the Role it cannot;
+// and the Deployment's container, run as three pods would run it, elects
+// one leader whose command keeps running, and another when that pod dies
+// (runDeployment).
 func TestKubeExamples(t *testing.T) {
 	t.Parallel()
 	ex := parseKubeExamples(t)
@@ -124,6 +127,7 @@ func TestKubeExamples(t *testing.T) {
 		set(full)
 		awaitVerbs(t, account, ns.Name, "")
 	}
+	runDeployment(t, s, ex, ns.Name, tok.Status.Token)
 }
 
 // checkDeployment checks what the Deployment promises.
