@@ -21,6 +21,9 @@ type procTree struct {
 
 	exited bool // the command has been reaped
 	status syscall.WaitStatus
+	// childless: the kernel said, when reap last asked, that the guard
+	// has no child at all, exited or not (see gone).
+	childless bool
 }
 
 // killRound bounds how long one call of kill keeps finding new processes
@@ -30,14 +33,28 @@ const killRound = 100 * time.Millisecond
 // live returns the descendants that are alive (see Proc.Alive). When /proc
 // does not show the guard itself (it cannot be read, or a file system was
 // mounted over it after the guard started), the guard cannot tell which
-// processes are left: live then returns just blind, and the tree is never
-// empty.
+// processes are left: live then returns just blind.
 func (t *procTree) live() []Proc {
-	procs, err := Descendants("/proc", t.self)
-	if err != nil || !seen(t.self) {
+	procs, ok := t.walk()
+	if !ok {
 		return []Proc{blind}
 	}
-	out := procs[:0]
+	return alive(procs)
+}
+
+// walk returns every descendant /proc shows, zombies among them; ok is
+// false when /proc does not show the guard itself.
+func (t *procTree) walk() (procs []Proc, ok bool) {
+	procs, err := Descendants("/proc", t.self)
+	if err != nil || !seen(t.self) {
+		return nil, false
+	}
+	return procs, true
+}
+
+// alive returns the processes of procs that are alive.
+func alive(procs []Proc) []Proc {
+	var out []Proc
 	for _, p := range procs {
 		if p.Alive() {
 			out = append(out, p)
@@ -111,13 +128,49 @@ func tasksLeft(pid int) bool {
 	return false
 }
 
-func (t *procTree) empty() bool { return len(t.live()) == 0 }
+// gone reaps the children that have exited and reports whether the tree
+// is gone: the kernel says the guard has no child left, exited or not.
+// That answer is exact, whatever /proc shows: every process of the tree
+// descends from a child of the guard, because a process whose parent
+// exits is handed to the guard (a child subreaper), never to init, before
+// its parent turns zombie; and a zombie leader whose threads run on, a
+// stopped or traced child, stay the guard's children until they have
+// exited and been reaped.
+func (t *procTree) gone() bool {
+	t.reap()
+	return t.childless
+}
 
 // signal sends sig to every process group of the tree that one of its
-// processes leads (the command's among them), and to each process of the
-// tree outside those groups. The guard's own group is never signalled.
+// processes leads (the command's among them) or that holds a child of the
+// guard that has exited (see signalHeld), and to each process of the tree
+// outside those groups. The guard's own group is never signalled.
 func (t *procTree) signal(sig syscall.Signal) {
-	t.signalAll(t.live(), sig)
+	procs, ok := t.walk()
+	if !ok {
+		return // blind: nothing the guard could name
+	}
+	t.signalHeld(procs, sig)
+	t.signalAll(alive(procs), sig)
+}
+
+// signalHeld sends sig to the process group of each child of the guard in
+// procs that has exited and is not reaped yet (besides the guard's own
+// group). Such a zombie keeps its group's id from being reused until the
+// guard reaps it, so the signal reaches that group and no other; and the
+// group is the tree's, since a process of the tree exited in it. Those
+// groups may hold processes no reading of /proc sees alive: a chain of
+// processes each of which forks its successor and exits at once, each
+// handed to the guard as its parent exits. A signal to a group reaches
+// every process in it, a fork under way included.
+func (t *procTree) signalHeld(procs []Proc, sig syscall.Signal) {
+	done := map[int]bool{t.selfPgid: true}
+	for _, p := range procs {
+		if p.Zombie() && p.PPid == t.self && p.Pgid > 0 && !done[p.Pgid] {
+			done[p.Pgid] = true
+			_ = syscall.Kill(-p.Pgid, sig)
+		}
+	}
 }
 
 func (t *procTree) signalAll(procs []Proc, sig syscall.Signal) {
@@ -168,39 +221,39 @@ func signalProc(p Proc, ours map[int]bool, self int, sig syscall.Signal) {
 	_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
-// kill sends SIGKILL to every process of the tree, again and again, reaping
-// as it goes, until none is left or killRound has passed: a process that
-// survives it (one the guard may not signal, say) is the caller's to kill
-// again.
+// kill sends SIGKILL to every process of the tree, again and again,
+// reaping as it goes, until the tree is gone (see gone) or killRound has
+// passed: what survives it (a process the guard may not signal, one /proc
+// does not show it, a chain forking faster than it reads /proc) is the
+// caller's to kill again. A process with SIGKILL pending cannot fork: a
+// fork under way fails, so each process killed adds none.
 func (t *procTree) kill() {
 	began := time.Now()
-	emptyOnce := false
 	for {
-		procs := t.live()
-		// A process whose parent vanished while /proc was read is missed
-		// by that one walk (its stat still names the parent); the next
-		// read finds it reparented to the guard. So the tree is empty
-		// only when two reads in a row say so.
-		if len(procs) == 0 && emptyOnce || time.Since(began) > killRound {
-			t.reap()
+		if procs, ok := t.walk(); ok {
+			// Groups first, while the zombies that hold them are not
+			// reaped.
+			t.signalHeld(procs, syscall.SIGKILL)
+			t.signalAll(alive(procs), syscall.SIGKILL)
+		}
+		if t.gone() || time.Since(began) > killRound {
 			return
 		}
-		emptyOnce = len(procs) == 0
-		t.signalAll(procs, syscall.SIGKILL)
-		t.reap()
 		time.Sleep(time.Millisecond)
 	}
 }
 
 // reap waits for every child that has exited, recording the command's
-// status.
+// status, and whether the guard has no child left (childless). __WALL:
+// children whose exit signal is not SIGCHLD count too.
 func (t *procTree) reap() {
 	for {
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|syscall.WALL, nil)
 		if err == syscall.EINTR {
 			continue
 		}
+		t.childless = err == syscall.ECHILD
 		if pid <= 0 || err != nil {
 			return
 		}

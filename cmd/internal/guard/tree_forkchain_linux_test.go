@@ -1,5 +1,3 @@
-//go:build linux && openfinding
-
 package guard_test
 
 import (
@@ -10,16 +8,6 @@ import (
 
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
 )
-
-// This file holds the reproduction of an open finding; it builds only with
-// -tags openfinding, and fails until the finding is fixed:
-//
-//	go test -race -tags openfinding -run TestGuardForkChain ./internal/guard/
-//
-// A chain of processes each forking its successor and exiting at once, in a
-// process group whose leader has gone, is never seen whole by one read of
-// /proc: the guard can report the tree gone while the chain forks on (the
-// package doc lists it under "Out of reach").
 
 // TestGuardForkChain: a chain of processes each of which forks its
 // successor and exits at once, in a process group whose leader has gone,
