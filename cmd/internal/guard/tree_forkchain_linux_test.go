@@ -1,61 +1,80 @@
 package guard_test
 
 import (
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/guard"
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
 )
 
 // TestGuardForkChain: a chain of processes each of which forks its
-// successor and exits at once, in a process group whose leader has gone,
-// is never seen whole by one reading of /proc. Whether the deadline passes
-// while the command runs or the command exits and leaves the chain, the
-// guard must not report the tree gone while the chain still forks.
+// successor and exits at once is never seen whole by one reading of /proc.
+// Whether it runs in a process group whose leader has gone, in the guard's
+// own group (which the guard never signals whole), or starts a session of
+// its own in every generation, and whether the deadline passes while the
+// command runs, the command exits and leaves the chain, or the term ends
+// with SIGTERM and a kill grace: the guard must not report the tree gone
+// while the chain still forks.
 func TestGuardForkChain(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "forkchain")
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := func(t *testing.T, g *guardProc) { g.lease(t, 200*time.Millisecond) }
-	for _, tc := range []struct {
-		name, arg, group string
-		do               func(t *testing.T, g *guardProc)
+	triggers := []struct {
+		name, arg string
+		do        func(t *testing.T, g *guardProc)
 	}{
-		{"deadline", "run", "own", deadline},
-		{"command exits", "exit", "own", func(t *testing.T, g *guardProc) {}},
-		// In the guard's group, which the guard never signals whole: the
-		// guard runs under setsid, so that group is the guard's alone.
-		{"deadline, guard's group", "run", "guardgroup", deadline},
-		{"command exits, guard's group", "exit", "guardgroup", func(t *testing.T, g *guardProc) {}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "out")
-			g := startGuard(t, 300*time.Millisecond, []string{"setsid"}, nil, prog, "forkchain", out, tc.arg, tc.group)
-			g.lease(t, time.Minute)
-			started, ok := g.report(reportWithin)
-			if !ok || started.Pid == 0 {
-				t.Fatalf("the guard did not start the command: %+v", started)
-			}
-			pgid := awaitInt(t, out)
-			t.Cleanup(func() { killGroup(pgid) })
-			if tc.arg != "exit" { // the chain runs: else the guard may be done already
-				awaitGen(t, out+".gen")
-			}
-			tc.do(t, g)
-			r, ok := g.report(reportWithin)
-			if !ok {
-				t.Fatalf("no report within %s", reportWithin)
-			}
-			before := readInt(out + ".gen")
-			time.Sleep(500 * time.Millisecond)
-			after := readInt(out + ".gen")
-			if after > before {
-				t.Errorf("the guard reported %+v while the chain (process group %d) still forked: generation %d, then %d 500ms later", r, pgid, before, after)
-			}
-		})
+		{"deadline", "run", func(t *testing.T, g *guardProc) { g.lease(t, 200*time.Millisecond) }},
+		{"command exits", "exit", func(t *testing.T, g *guardProc) {}},
+		{"SIGTERM", "run", func(t *testing.T, g *guardProc) {
+			g.send(t, guard.Message{Op: guard.OpEnd, Signal: syscall.SIGTERM})
+		}},
+	}
+	// guardgroup: the guard runs under setsid, so its group is its own
+	// and the chain's alone.
+	for _, group := range []string{"own", "guardgroup", "setsid"} {
+		for _, tr := range triggers {
+			t.Run(group+"/"+tr.name, func(t *testing.T) {
+				testGuardForkChain(t, prog, group, tr.arg, func(g *guardProc) { tr.do(t, g) })
+			})
+		}
+	}
+}
+
+// testGuardForkChain runs forkchain with arg and group under a guard,
+// tells the guard to end the term with do once the chain forks, and checks
+// that the chain has stopped forking once the guard reports.
+func testGuardForkChain(t *testing.T, prog, group, arg string, do func(g *guardProc)) {
+	out := filepath.Join(t.TempDir(), "out")
+	g := startGuard(t, 300*time.Millisecond, []string{"setsid"}, nil, prog, "forkchain", out, arg, group)
+	g.lease(t, time.Minute)
+	started, ok := g.report(reportWithin)
+	if !ok || started.Pid == 0 {
+		t.Fatalf("the guard did not start the command: %+v", started)
+	}
+	pgid := awaitInt(t, out)
+	t.Cleanup(func() {
+		os.WriteFile(out+".stop", nil, 0o644)
+		killGroup(pgid)
+	})
+	if arg != "exit" { // the chain runs: else the guard may be done already
+		awaitGen(t, out+".gen")
+	}
+	do(g)
+	told := time.Now()
+	r, ok := g.report(reportWithin)
+	if !ok {
+		t.Fatalf("no report within %s", reportWithin)
+	}
+	t.Logf("reported %s after it was told", time.Since(told).Round(time.Millisecond))
+	before := readInt(out + ".gen")
+	time.Sleep(500 * time.Millisecond)
+	if after := readInt(out + ".gen"); after > before {
+		t.Errorf("the guard reported %+v while the chain (first process group %d) still forked: generation %d, then %d 500ms later", r, pgid, before, after)
 	}
 }
 
