@@ -5,8 +5,10 @@ package guard
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +26,7 @@ type procTree struct {
 	// childless: the kernel said, when reap last asked, that the guard
 	// has no child at all, exited or not (see gone).
 	childless bool
+	reaped    int // how many children reap has reaped
 }
 
 // killRound bounds how long one call of kill keeps finding new processes
@@ -236,10 +239,45 @@ func (t *procTree) kill() {
 			t.signalHeld(procs, syscall.SIGKILL)
 			t.signalAll(alive(procs), syscall.SIGKILL)
 		}
+		reaped := t.reaped
 		if t.gone() || time.Since(began) > killRound {
 			return
 		}
-		time.Sleep(time.Millisecond)
+		if t.reaped == reaped {
+			time.Sleep(time.Millisecond) // nothing ended: a survivor, not a chain
+			continue
+		}
+		t.killChildren(churn)
+	}
+}
+
+// churn is how long kill sends SIGKILL to the guard's children over and
+// over (killChildren) once a walk of /proc has left processes that went
+// on to exit: what forks and exits at once may be among them.
+const churn = 10 * time.Millisecond
+
+// killChildren sends SIGKILL, again and again for d, to each child of the
+// guard that /proc/PID/task/TID/children lists: a read far quicker than a
+// walk of /proc, so it more often catches a process of a chain that forks
+// and exits at once (each is the guard's child from its parent's exit to
+// its own fork's end) before its fork ends. A child's pid cannot be reused
+// before the guard reaps it. Without those files (a kernel without
+// CONFIG_PROC_CHILDREN) it just waits d.
+func (t *procTree) killChildren(d time.Duration) {
+	lists, _ := filepath.Glob("/proc/" + strconv.Itoa(t.self) + "/task/*/children")
+	if len(lists) == 0 {
+		time.Sleep(d)
+		return
+	}
+	for began := time.Now(); time.Since(began) < d; {
+		for _, list := range lists {
+			b, _ := os.ReadFile(list)
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
 	}
 }
 
@@ -257,6 +295,7 @@ func (t *procTree) reap() {
 		if pid <= 0 || err != nil {
 			return
 		}
+		t.reaped++
 		if pid == t.main {
 			t.exited, t.status = true, ws
 		}
