@@ -57,5 +57,6 @@
 // guard never signals whole, or one whose every process starts a process
 // group of its own): the guard never reports such a tree gone, and kills
 // each process it finds, but ends it only once a kill lands before a fork
-// completes.
+// completes; nor do Ctrl-Z and the freeze before the deadline (SIGSTOP)
+// stop it for sure.
 package guard

@@ -26,11 +26,11 @@ func TestGuardForkChain(t *testing.T) {
 	}
 	triggers := []struct {
 		name, arg string
-		do        func(t *testing.T, g *guardProc)
+		do        func(t *testing.T, g *guardProc, gen string)
 	}{
-		{"deadline", "run", func(t *testing.T, g *guardProc) { g.lease(t, 200*time.Millisecond) }},
-		{"command exits", "exit", func(t *testing.T, g *guardProc) {}},
-		{"SIGTERM", "run", func(t *testing.T, g *guardProc) {
+		{"deadline", "run", func(t *testing.T, g *guardProc, gen string) { g.lease(t, 200*time.Millisecond) }},
+		{"command exits", "exit", func(t *testing.T, g *guardProc, gen string) {}},
+		{"SIGTERM", "run", func(t *testing.T, g *guardProc, gen string) {
 			g.send(t, guard.Message{Op: guard.OpEnd, Signal: syscall.SIGTERM})
 		}},
 	}
@@ -39,16 +39,42 @@ func TestGuardForkChain(t *testing.T) {
 	for _, group := range []string{"own", "guardgroup", "setsid"} {
 		for _, tr := range triggers {
 			t.Run(group+"/"+tr.name, func(t *testing.T) {
-				testGuardForkChain(t, prog, group, tr.arg, func(g *guardProc) { tr.do(t, g) })
+				testGuardForkChain(t, prog, group, tr.arg, func(g *guardProc, gen string) { tr.do(t, g, gen) })
 			})
 		}
 	}
 }
 
+// TestGuardForkChainStop: Ctrl-Z (tenure's OpStop) stops a chain of
+// processes each of which forks its successor and exits at once, in a
+// process group whose leader has gone, though no reading of /proc sees
+// the process to stop: the chain forks no more, then dies at the deadline.
+func TestGuardForkChainStop(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "forkchain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testGuardForkChain(t, prog, "own", "run", func(g *guardProc, gen string) {
+		g.send(t, guard.Message{Op: guard.OpStop})
+		time.Sleep(200 * time.Millisecond) // the guard acts on it
+		if before, after := forks(gen); after > before {
+			t.Errorf("the chain forked on after Ctrl-Z: generation %d, then %d 500ms later", before, after)
+		}
+		g.lease(t, 200*time.Millisecond)
+	})
+}
+
+// forks reads the chain's generation count in gen, and again 500 ms later.
+func forks(gen string) (before, after int) {
+	before = readInt(gen)
+	time.Sleep(500 * time.Millisecond)
+	return before, readInt(gen)
+}
+
 // testGuardForkChain runs forkchain with arg and group under a guard,
 // tells the guard to end the term with do once the chain forks, and checks
 // that the chain has stopped forking once the guard reports.
-func testGuardForkChain(t *testing.T, prog, group, arg string, do func(g *guardProc)) {
+func testGuardForkChain(t *testing.T, prog, group, arg string, do func(g *guardProc, gen string)) {
 	out := filepath.Join(t.TempDir(), "out")
 	g := startGuard(t, 300*time.Millisecond, []string{"setsid"}, nil, prog, "forkchain", out, arg, group)
 	g.lease(t, time.Minute)
@@ -64,16 +90,14 @@ func testGuardForkChain(t *testing.T, prog, group, arg string, do func(g *guardP
 	if arg != "exit" { // the chain runs: else the guard may be done already
 		awaitGen(t, out+".gen")
 	}
-	do(g)
+	do(g, out+".gen")
 	told := time.Now()
 	r, ok := g.report(reportWithin)
 	if !ok {
 		t.Fatalf("no report within %s", reportWithin)
 	}
 	t.Logf("reported %s after it was told", time.Since(told).Round(time.Millisecond))
-	before := readInt(out + ".gen")
-	time.Sleep(500 * time.Millisecond)
-	if after := readInt(out + ".gen"); after > before {
+	if before, after := forks(out + ".gen"); after > before {
 		t.Errorf("the guard reported %+v while the chain (first process group %d) still forked: generation %d, then %d 500ms later", r, pgid, before, after)
 	}
 }
