@@ -156,9 +156,8 @@ func (g *guard) supervise(pid int) error {
 func (g *guard) loop() {
 	var killing time.Time // when the tree began to be killed
 	for {
-		gone := g.tree.gone()
 		g.st.tick()
-		if g.tree.exited && gone {
+		if g.tree.gone() && g.tree.exited {
 			return
 		}
 		wait := poll

@@ -6,8 +6,8 @@
 // group of its own before it forks (setsid). The chain's first group is
 // written to OUT (once its leader has left: the group then has no leader),
 // and every 64 generations the generation count is written to OUT.gen.
-// The command itself sleeps until killed, or exits at once if argv[2] is
-// "exit". The chain stops by itself after 60 s, or once OUT.stop exists,
+// The command itself sleeps until killed, or, if argv[2] is "exit", exits
+// once OUT is written. The chain stops by itself after 60 s, or once OUT.stop exists,
 // should nobody kill it.
 #include <fcntl.h>
 #include <signal.h>
@@ -73,8 +73,11 @@ int main(int argc, char **argv) {
 			}
 		}
 	}
-	if (argc > 2 && strcmp(argv[2], "exit") == 0)
+	if (argc > 2 && strcmp(argv[2], "exit") == 0) {
+		while (access(argv[1], F_OK) != 0) // the chain is under way
+			usleep(1000);
 		return 0;
+	}
 	for (;;)
 		pause();
 }
