@@ -29,12 +29,13 @@
 //
 // To kill the tree, the guard sends SIGKILL to every process of it that
 // /proc shows (through pidfds, checked to still be in the tree first), to
-// every process group one of them leads, and to every process group in
-// which a child of the guard has exited and is not reaped yet: that zombie
-// keeps the group's id from being reused, and a signal to a group reaches a
-// fork under way. A process with SIGKILL pending cannot fork. The guard
-// repeats that until the tree is gone, however long it takes, and names
-// what survives every 10 s.
+// every process group one of them leads, and to the process group of every
+// child of the guard, exited or not: a child's pid, and so its group's id,
+// cannot be reused before the guard reaps it, and a signal to a group
+// reaches a fork under way. A process with SIGKILL pending cannot fork. The
+// guard repeats that until the tree is gone, however long it takes, and
+// names what survives every 10 s. Ctrl-Z, the freeze before the deadline
+// and SIGTERM reach the same processes and groups.
 //
 // The guard finds the tree's processes in /proc, so it refuses to start
 // the command when /proc may hide processes from it: mounted with hidepid,
@@ -49,14 +50,14 @@
 //
 // Out of reach: someone stopping or killing the guard itself (the command
 // then gets SIGKILL from the kernel when the guard dies, by the parent-death
-// signal, but its descendants do not); a process group led by a process of
-// the tree that empties and whose id is reused in the instant between
-// reading /proc and signalling the group; processes that multiply faster
-// than the guard kills them where no signal to a group reaches them (a
-// fork chain or a fork bomb in the guard's own process group, which the
-// guard never signals whole, or one whose every process starts a process
-// group of its own): the guard never reports such a tree gone, and kills
-// each process it finds, but ends it only once a kill lands before a fork
-// completes; nor do Ctrl-Z and the freeze before the deadline (SIGSTOP)
-// stop it for sure.
+// signal, but its descendants do not); a process group that empties and
+// whose id is reused in the instant between the guard reading that a process
+// of the tree leads it (or that a live child of the guard is in it) and
+// signalling it; processes that multiply faster than the guard kills them
+// where no signal to a group reaches them (a fork chain or a fork bomb in
+// the guard's own process group, which the guard never signals whole, or one
+// whose every process starts a process group of its own): the guard never
+// reports such a tree gone, and kills each process it finds, but ends it
+// only once a kill lands before a fork completes; nor do Ctrl-Z and the
+// freeze before the deadline (SIGSTOP) stop it for sure.
 package guard

@@ -146,8 +146,8 @@ func (t *procTree) gone() bool {
 
 // signal sends sig to every process group of the tree that one of its
 // processes leads (the command's among them) or that holds a child of the
-// guard that has exited (see signalHeld), and to each process of the tree
-// outside those groups. The guard's own group is never signalled.
+// guard (see signalHeld), and to each process of the tree outside those
+// groups. The guard's own group is never signalled.
 func (t *procTree) signal(sig syscall.Signal) {
 	procs, ok := t.walk()
 	if !ok {
@@ -157,23 +157,51 @@ func (t *procTree) signal(sig syscall.Signal) {
 	t.signalAll(alive(procs), sig)
 }
 
-// signalHeld sends sig to the process group of each child of the guard in
-// procs that has exited and is not reaped yet (besides the guard's own
-// group). Such a zombie keeps its group's id from being reused until the
-// guard reaps it, so the signal reaches that group and no other; and the
-// group is the tree's, since a process of the tree exited in it. Those
-// groups may hold processes no reading of /proc sees alive: a chain of
-// processes each of which forks its successor and exits at once, each
-// handed to the guard as its parent exits. A signal to a group reaches
-// every process in it, a fork under way included.
+// signalHeld sends sig to the process group of each child of the guard
+// (but the guard's own group), found in procs or in the kernel's list of
+// the guard's children. A child keeps its pid, and its group's id, from
+// being reused until the guard reaps it, exited or not; so the signal
+// reaches that group and no other, unless a live child left it for
+// another in the instant since it was read. Such groups may hold processes
+// no reading of /proc sees alive: a chain of processes each of which forks
+// its successor and exits at once, each the guard's child from its
+// parent's exit until the guard reaps it. A signal to a group reaches every
+// process in it, a fork under way included.
 func (t *procTree) signalHeld(procs []Proc, sig syscall.Signal) {
 	done := map[int]bool{t.selfPgid: true}
-	for _, p := range procs {
-		if p.Zombie() && p.PPid == t.self && p.Pgid > 0 && !done[p.Pgid] {
+	send := func(p Proc) {
+		if p.PPid == t.self && p.Pgid > 0 && !done[p.Pgid] {
 			done[p.Pgid] = true
 			_ = syscall.Kill(-p.Pgid, sig)
 		}
 	}
+	for _, p := range procs {
+		send(p)
+	}
+	for _, pid := range t.children() {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+			if p, err := ParseStat(b); err == nil {
+				send(p)
+			}
+		}
+	}
+}
+
+// children returns the guard's children, exited or not, as
+// /proc/PID/task/TID/children lists them (none on a kernel without
+// CONFIG_PROC_CHILDREN).
+func (t *procTree) children() []int {
+	lists, _ := filepath.Glob("/proc/" + strconv.Itoa(t.self) + "/task/*/children")
+	var pids []int
+	for _, list := range lists {
+		b, _ := os.ReadFile(list)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
 }
 
 func (t *procTree) signalAll(procs []Proc, sig syscall.Signal) {
@@ -234,7 +262,7 @@ func (t *procTree) kill() {
 	began := time.Now()
 	for {
 		if procs, ok := t.walk(); ok {
-			// Groups first, while the zombies that hold them are not
+			// Groups first, while the children that hold them are not
 			// reaped.
 			t.signalHeld(procs, syscall.SIGKILL)
 			t.signalAll(alive(procs), syscall.SIGKILL)
@@ -256,27 +284,19 @@ func (t *procTree) kill() {
 // on to exit: what forks and exits at once may be among them.
 const churn = 10 * time.Millisecond
 
-// killChildren sends SIGKILL, again and again for d, to each child of the
-// guard that /proc/PID/task/TID/children lists: a read far quicker than a
-// walk of /proc, so it more often catches a process of a chain that forks
-// and exits at once (each is the guard's child from its parent's exit to
-// its own fork's end) before its fork ends. A child's pid cannot be reused
-// before the guard reaps it. Without those files (a kernel without
-// CONFIG_PROC_CHILDREN) it just waits d.
+// killChildren sends SIGKILL to each child of the guard (see children),
+// again and again for d: a read far quicker than a walk of /proc, so it
+// more often catches a process of a chain that forks and exits at once
+// before its fork ends. Without the children lists it just waits d.
 func (t *procTree) killChildren(d time.Duration) {
-	lists, _ := filepath.Glob("/proc/" + strconv.Itoa(t.self) + "/task/*/children")
-	if len(lists) == 0 {
-		time.Sleep(d)
-		return
-	}
 	for began := time.Now(); time.Since(began) < d; {
-		for _, list := range lists {
-			b, _ := os.ReadFile(list)
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
+		pids := t.children()
+		if len(pids) == 0 {
+			time.Sleep(d - time.Since(began))
+			return
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }
