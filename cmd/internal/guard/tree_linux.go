@@ -153,8 +153,7 @@ func (t *procTree) signal(sig syscall.Signal) {
 	if !ok {
 		return // blind: nothing the guard could name
 	}
-	t.signalHeld(procs, sig)
-	t.signalAll(alive(procs), sig)
+	t.signalAll(alive(procs), sig, t.signalHeld(procs, sig))
 }
 
 // signalHeld sends sig to the process group of each child of the guard
@@ -166,9 +165,10 @@ func (t *procTree) signal(sig syscall.Signal) {
 // no reading of /proc sees alive: a chain of processes each of which forks
 // its successor and exits at once, each the guard's child from its
 // parent's exit until the guard reaps it. A signal to a group reaches every
-// process in it, a fork under way included.
-func (t *procTree) signalHeld(procs []Proc, sig syscall.Signal) {
-	done := map[int]bool{t.selfPgid: true}
+// process in it, a fork under way included. It returns the groups
+// signalled, and the guard's own.
+func (t *procTree) signalHeld(procs []Proc, sig syscall.Signal) (done map[int]bool) {
+	done = map[int]bool{t.selfPgid: true}
 	send := func(p Proc) {
 		if p.PPid == t.self && p.Pgid > 0 && !done[p.Pgid] {
 			done[p.Pgid] = true
@@ -185,6 +185,7 @@ func (t *procTree) signalHeld(procs []Proc, sig syscall.Signal) {
 			}
 		}
 	}
+	return done
 }
 
 // children returns the guard's children, exited or not, as
@@ -204,7 +205,10 @@ func (t *procTree) children() []int {
 	return pids
 }
 
-func (t *procTree) signalAll(procs []Proc, sig syscall.Signal) {
+// signalAll sends sig to every process group one of procs leads (the
+// command's among them) but those in done, which it adds them to, and to
+// each of procs outside the groups in done (to all of them for SIGKILL).
+func (t *procTree) signalAll(procs []Proc, sig syscall.Signal, done map[int]bool) {
 	ours := map[int]bool{}
 	if t.main != 0 {
 		ours[t.main] = true
@@ -213,7 +217,6 @@ func (t *procTree) signalAll(procs []Proc, sig syscall.Signal) {
 	for _, p := range procs {
 		ours[p.Pid] = true
 	}
-	done := map[int]bool{}
 	for _, p := range procs {
 		if p.Pgid != t.selfPgid && ours[p.Pgid] && !done[p.Pgid] {
 			done[p.Pgid] = true
@@ -262,10 +265,8 @@ func (t *procTree) kill() {
 	began := time.Now()
 	for {
 		if procs, ok := t.walk(); ok {
-			// Groups first, while the children that hold them are not
-			// reaped.
-			t.signalHeld(procs, syscall.SIGKILL)
-			t.signalAll(alive(procs), syscall.SIGKILL)
+			// Before reaping: reaped, a child no longer holds its group.
+			t.signalAll(alive(procs), syscall.SIGKILL, t.signalHeld(procs, syscall.SIGKILL))
 		}
 		reaped := t.reaped
 		if t.gone() || time.Since(began) > killRound {
