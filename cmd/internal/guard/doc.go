@@ -16,15 +16,33 @@
 // file (tenure died, even by SIGKILL). A process is alive, and part of the
 // tree, while any of its threads is, whatever its state: one whose main
 // thread ended with pthread_exit shows as a zombie in /proc while its other
-// threads run on, and is killed like any other (see [Proc.Alive]). The tree
-// is empty once no process of it is alive; the guard then reports the
-// command's exit status on file descriptor 4.
+// threads run on, and is killed like any other (see [Proc.Alive]).
 //
-// The guard finds the tree in /proc, so it refuses to start the command
-// when /proc may hide processes from it: mounted with hidepid, the guard
-// having neither CAP_SYS_PTRACE nor the mount's gid= group. Should /proc
-// stop showing the guard itself later (a file system mounted over it), the
-// guard cannot tell what is left of the tree and never reports it empty.
+// The tree is gone once the kernel says the guard has no child left, exited
+// or not (wait4 answers ECHILD). That answer is exact whatever /proc shows:
+// every process of the tree descends from a child of the guard, since an
+// orphan is handed to the guard before its parent turns zombie. A chain of
+// processes each of which forks its successor and exits at once, which no
+// reading of /proc sees whole, keeps the tree from being gone for as long
+// as it runs. The guard then reports the command's exit status on file
+// descriptor 4.
+//
+// To kill the tree, the guard sends SIGKILL to every process of it that
+// /proc shows (through pidfds, checked to still be in the tree first), to
+// every process group one of them leads, and to the process group of every
+// child of the guard, exited or not: a child's pid, and so its group's id,
+// cannot be reused before the guard reaps it, and a signal to a group
+// reaches a fork under way. A process with SIGKILL pending cannot fork. The
+// guard repeats that until the tree is gone, however long it takes, and
+// names what survives every 10 s. Ctrl-Z, the freeze before the deadline
+// and SIGTERM reach the same processes and groups.
+//
+// The guard finds the tree's processes in /proc, so it refuses to start
+// the command when /proc may hide processes from it: mounted with hidepid,
+// the guard having neither CAP_SYS_PTRACE nor the mount's gid= group.
+// Should /proc stop showing the guard itself later (a file system mounted
+// over it), the guard cannot find what is left of the tree to signal it,
+// and waits until the tree is gone.
 //
 // The guard also keeps the lease file the command finds in
 // TENURE_LEASE_FILE (see [Lease]), so that `tenure lease check` stays
@@ -32,10 +50,14 @@
 //
 // Out of reach: someone stopping or killing the guard itself (the command
 // then gets SIGKILL from the kernel when the guard dies, by the parent-death
-// signal, but its descendants do not); a chain of processes each of which
-// forks its successor and exits at once, in a process group whose leader
-// has gone, which no reading of /proc sees alive; a process group that
-// empties and whose id is reused in the instant between reading /proc and
-// signalling the group (single processes are signalled through pidfds,
-// checked to still be in the tree first).
+// signal, but its descendants do not); a process group that empties and
+// whose id is reused in the instant between the guard reading that a process
+// of the tree leads it (or that a live child of the guard is in it) and
+// signalling it; processes that multiply faster than the guard kills them
+// where no signal to a group reaches them (a fork chain or a fork bomb in
+// the guard's own process group, which the guard never signals whole, or one
+// whose every process starts a process group of its own): the guard never
+// reports such a tree gone, and kills each process it finds, but ends it
+// only once a kill lands before a fork completes; nor do Ctrl-Z and the
+// freeze before the deadline (SIGSTOP) stop it for sure.
 package guard

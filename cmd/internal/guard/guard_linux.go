@@ -149,23 +149,19 @@ func (g *guard) supervise(pid int) error {
 }
 
 // loop enforces the deadlines until the command and its whole tree are
-// gone. Once the tree is being killed, it signals the survivors again and
-// again, however long that takes, and says which they are.
+// gone (see procTree.gone). Once the tree is being killed, it kills the
+// survivors again and again, however long that takes, and says which
+// they are.
 func (g *guard) loop() {
 	var killing time.Time // when the tree began to be killed
 	for {
-		g.tree.reap()
 		g.st.tick()
-		var left []Proc
-		if g.tree.exited || g.st.killed {
-			left = g.tree.live()
-		}
-		if g.tree.exited && len(left) == 0 {
+		if g.tree.gone() && g.tree.exited {
 			return
 		}
 		wait := poll
 		switch {
-		case g.st.killed && len(left) > 0:
+		case g.st.killed:
 			if killing.IsZero() {
 				killing = time.Now()
 			}
@@ -226,15 +222,15 @@ func (g *guard) onSignal(s os.Signal) {
 // and why when it can tell.
 func (g *guard) survivors(killing time.Time) {
 	since := time.Since(killing)
-	if since < time.Second || g.lastSaid.After(time.Now().Add(-survivorEvery)) {
+	if since < time.Second || g.lastSaid.After(time.Now().Add(-survivorEvery)) || g.tree.gone() {
 		return
 	}
 	g.lastSaid = time.Now()
 	left := g.tree.live()
-	if len(left) == 0 {
-		return
-	}
 	var b strings.Builder
+	if len(left) == 0 {
+		b.WriteString("; none that /proc shows alive: processes that fork and exit faster than the guard reads /proc")
+	}
 	for _, p := range left {
 		if p == blind {
 			b.WriteString("; /proc does not show the guard itself: it cannot tell which")
@@ -248,8 +244,8 @@ func (g *guard) survivors(killing time.Time) {
 			fmt.Fprintf(&b, ": %v", err)
 		}
 	}
-	fmt.Fprintf(g.log, "tenure guard: %d process(es) of the command's tree still alive %s after SIGKILL, signalled again until none is left%s\n",
-		len(left), since.Round(time.Second), b.String())
+	fmt.Fprintf(g.log, "tenure guard: process(es) of the command's tree still alive %s after SIGKILL, killed again until none is left%s\n",
+		since.Round(time.Second), b.String())
 }
 
 // survivorEvery is how often the guard repeats which processes survive.

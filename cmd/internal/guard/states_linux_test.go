@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,6 +68,13 @@ var stateCases = []stateCase{
 		}
 		return ""
 	}},
+	{mode: "clone0", made: func(key, main, g int) string {
+		if f := statFields(key); f == nil || f[0] != "S" || f[1] != strconv.Itoa(main) {
+			return "the command's child, made by clone with no exit signal"
+		}
+		return ""
+	}},
+	{mode: "termfork", made: stateIs("S")}, // forks a new session at each SIGTERM
 	{mode: "threads", made: func(key, main, g int) string {
 		if n := threads(key); n != 65 {
 			return fmt.Sprintf("65 threads (has %d)", n)
@@ -176,6 +184,7 @@ func testGuardState(t *testing.T, prog string, c stateCase, tr stateTrigger) {
 	tr.do(t, g, out)
 	told := time.Now()
 	r, ok := g.report(reportWithin)
+	held.hold(t, procsOf(out, g.cmd.Process.Pid)) // new ones too (termfork)
 	left := held.alive()
 	t.Logf("reported %s after the %s", time.Since(told).Round(time.Millisecond), tr.name)
 	if !ok {
@@ -227,4 +236,20 @@ func describe(pids []int) string {
 		fmt.Fprintf(&b, "; pid %d (state %s, %d thread(s))", pid, state, threads(pid))
 	}
 	return strings.TrimPrefix(b.String(), "; ")
+}
+
+// procsOf returns the processes but except (the guard) that have out as
+// an argument: states.c's, those it started after the test last walked
+// the tree among them.
+func procsOf(out string, except int) []guard.Proc {
+	var procs []guard.Proc
+	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, name := range names {
+		argv, _ := os.ReadFile(name)
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(name)))
+		if pid != except && slices.Contains(strings.Split(string(argv), "\x00"), out) {
+			procs = append(procs, guard.Proc{Pid: pid})
+		}
+	}
+	return procs
 }

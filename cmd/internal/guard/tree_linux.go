@@ -5,8 +5,10 @@ package guard
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +23,10 @@ type procTree struct {
 
 	exited bool // the command has been reaped
 	status syscall.WaitStatus
+	// childless: the kernel said, when reap last asked, that the guard
+	// has no child at all, exited or not (see gone).
+	childless bool
+	reaped    int // how many children reap has reaped
 }
 
 // killRound bounds how long one call of kill keeps finding new processes
@@ -30,14 +36,28 @@ const killRound = 100 * time.Millisecond
 // live returns the descendants that are alive (see Proc.Alive). When /proc
 // does not show the guard itself (it cannot be read, or a file system was
 // mounted over it after the guard started), the guard cannot tell which
-// processes are left: live then returns just blind, and the tree is never
-// empty.
+// processes are left: live then returns just blind.
 func (t *procTree) live() []Proc {
-	procs, err := Descendants("/proc", t.self)
-	if err != nil || !seen(t.self) {
+	procs, ok := t.walk()
+	if !ok {
 		return []Proc{blind}
 	}
-	out := procs[:0]
+	return alive(procs)
+}
+
+// walk returns every descendant /proc shows, zombies among them; ok is
+// false when /proc does not show the guard itself.
+func (t *procTree) walk() (procs []Proc, ok bool) {
+	procs, err := Descendants("/proc", t.self)
+	if err != nil || !seen(t.self) {
+		return nil, false
+	}
+	return procs, true
+}
+
+// alive returns the processes of procs that are alive.
+func alive(procs []Proc) []Proc {
+	var out []Proc
 	for _, p := range procs {
 		if p.Alive() {
 			out = append(out, p)
@@ -111,16 +131,84 @@ func tasksLeft(pid int) bool {
 	return false
 }
 
-func (t *procTree) empty() bool { return len(t.live()) == 0 }
-
-// signal sends sig to every process group of the tree that one of its
-// processes leads (the command's among them), and to each process of the
-// tree outside those groups. The guard's own group is never signalled.
-func (t *procTree) signal(sig syscall.Signal) {
-	t.signalAll(t.live(), sig)
+// gone reaps the children that have exited and reports whether the tree
+// is gone: the kernel says the guard has no child left, exited or not.
+// That answer is exact, whatever /proc shows: every process of the tree
+// descends from a child of the guard, because a process whose parent
+// exits is handed to the guard (a child subreaper), never to init, before
+// its parent turns zombie; and a zombie leader whose threads run on, a
+// stopped or traced child, stay the guard's children until they have
+// exited and been reaped.
+func (t *procTree) gone() bool {
+	t.reap()
+	return t.childless
 }
 
-func (t *procTree) signalAll(procs []Proc, sig syscall.Signal) {
+// signal sends sig to every process group of the tree that one of its
+// processes leads (the command's among them) or that holds a child of the
+// guard (see signalHeld), and to each process of the tree outside those
+// groups. The guard's own group is never signalled.
+func (t *procTree) signal(sig syscall.Signal) {
+	procs, ok := t.walk()
+	if !ok {
+		return // blind: nothing the guard could name
+	}
+	t.signalAll(alive(procs), sig, t.signalHeld(procs, sig))
+}
+
+// signalHeld sends sig to the process group of each child of the guard
+// (but the guard's own group), found in procs or in the kernel's list of
+// the guard's children. A child keeps its pid, and its group's id, from
+// being reused until the guard reaps it, exited or not; so the signal
+// reaches that group and no other, unless a live child left it for
+// another in the instant since it was read. Such groups may hold processes
+// no reading of /proc sees alive: a chain of processes each of which forks
+// its successor and exits at once, each the guard's child from its
+// parent's exit until the guard reaps it. A signal to a group reaches every
+// process in it, a fork under way included. It returns the groups
+// signalled, and the guard's own.
+func (t *procTree) signalHeld(procs []Proc, sig syscall.Signal) (done map[int]bool) {
+	done = map[int]bool{t.selfPgid: true}
+	send := func(p Proc) {
+		if p.PPid == t.self && p.Pgid > 0 && !done[p.Pgid] {
+			done[p.Pgid] = true
+			_ = syscall.Kill(-p.Pgid, sig)
+		}
+	}
+	for _, p := range procs {
+		send(p)
+	}
+	for _, pid := range t.children() {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+			if p, err := ParseStat(b); err == nil {
+				send(p)
+			}
+		}
+	}
+	return done
+}
+
+// children returns the guard's children, exited or not, as
+// /proc/PID/task/TID/children lists them (none on a kernel without
+// CONFIG_PROC_CHILDREN).
+func (t *procTree) children() []int {
+	lists, _ := filepath.Glob("/proc/" + strconv.Itoa(t.self) + "/task/*/children")
+	var pids []int
+	for _, list := range lists {
+		b, _ := os.ReadFile(list)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// signalAll sends sig to every process group one of procs leads (the
+// command's among them) but those in done, which it adds them to, and to
+// each of procs outside the groups in done (to all of them for SIGKILL).
+func (t *procTree) signalAll(procs []Proc, sig syscall.Signal, done map[int]bool) {
 	ours := map[int]bool{}
 	if t.main != 0 {
 		ours[t.main] = true
@@ -129,7 +217,6 @@ func (t *procTree) signalAll(procs []Proc, sig syscall.Signal) {
 	for _, p := range procs {
 		ours[p.Pid] = true
 	}
-	done := map[int]bool{}
 	for _, p := range procs {
 		if p.Pgid != t.selfPgid && ours[p.Pgid] && !done[p.Pgid] {
 			done[p.Pgid] = true
@@ -168,42 +255,68 @@ func signalProc(p Proc, ours map[int]bool, self int, sig syscall.Signal) {
 	_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
-// kill sends SIGKILL to every process of the tree, again and again, reaping
-// as it goes, until none is left or killRound has passed: a process that
-// survives it (one the guard may not signal, say) is the caller's to kill
-// again.
+// kill sends SIGKILL to every process of the tree, again and again,
+// reaping as it goes, until the tree is gone (see gone) or killRound has
+// passed: what survives it (a process the guard may not signal, one /proc
+// does not show it, a chain forking faster than it reads /proc) is the
+// caller's to kill again. A process with SIGKILL pending cannot fork: a
+// fork under way fails, so each process killed adds none.
 func (t *procTree) kill() {
 	began := time.Now()
-	emptyOnce := false
 	for {
-		procs := t.live()
-		// A process whose parent vanished while /proc was read is missed
-		// by that one walk (its stat still names the parent); the next
-		// read finds it reparented to the guard. So the tree is empty
-		// only when two reads in a row say so.
-		if len(procs) == 0 && emptyOnce || time.Since(began) > killRound {
-			t.reap()
+		if procs, ok := t.walk(); ok {
+			// Before reaping: reaped, a child no longer holds its group.
+			t.signalAll(alive(procs), syscall.SIGKILL, t.signalHeld(procs, syscall.SIGKILL))
+		}
+		reaped := t.reaped
+		if t.gone() || time.Since(began) > killRound {
 			return
 		}
-		emptyOnce = len(procs) == 0
-		t.signalAll(procs, syscall.SIGKILL)
-		t.reap()
-		time.Sleep(time.Millisecond)
+		if t.reaped == reaped {
+			time.Sleep(time.Millisecond) // nothing ended: a survivor, not a chain
+			continue
+		}
+		t.killChildren(churn)
+	}
+}
+
+// churn is how long kill sends SIGKILL to the guard's children over and
+// over (killChildren) once a walk of /proc has left processes that went
+// on to exit: what forks and exits at once may be among them.
+const churn = 10 * time.Millisecond
+
+// killChildren sends SIGKILL to each child of the guard (see children),
+// again and again for d: a read far quicker than a walk of /proc, so it
+// more often catches a process of a chain that forks and exits at once
+// before its fork ends. Without the children lists it just waits d.
+func (t *procTree) killChildren(d time.Duration) {
+	for began := time.Now(); time.Since(began) < d; {
+		pids := t.children()
+		if len(pids) == 0 {
+			time.Sleep(d - time.Since(began))
+			return
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }
 
 // reap waits for every child that has exited, recording the command's
-// status.
+// status, and whether the guard has no child left (childless). __WALL:
+// children whose exit signal is not SIGCHLD count too.
 func (t *procTree) reap() {
 	for {
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|syscall.WALL, nil)
 		if err == syscall.EINTR {
 			continue
 		}
+		t.childless = err == syscall.ECHILD
 		if pid <= 0 || err != nil {
 			return
 		}
+		t.reaped++
 		if pid == t.main {
 			t.exited, t.status = true, ws
 		}

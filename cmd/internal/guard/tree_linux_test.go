@@ -85,7 +85,7 @@ wait`
 	// bounded by killRound, which a loaded machine may outlast).
 	for began := time.Now(); ; {
 		tree.kill()
-		if tree.empty() && tree.exited || time.Since(began) > 20*time.Second {
+		if tree.gone() && tree.exited || time.Since(began) > 20*time.Second {
 			break
 		}
 	}

@@ -5,7 +5,8 @@
  *
  * Once the state is made, it writes "PID" (the process in that state) to
  * OUT (through OUT.tmp and a rename); every process it starts then blocks
- * until killed. A zombie leader's threads ignore SIGTERM. */
+ * until killed. A zombie leader's threads ignore SIGTERM; in termfork, a
+ * SIGTERM makes a new process. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -79,6 +80,16 @@ static int vfork_child(void *arg) {
 	(void)arg;
 	block();
 	return 0;
+}
+
+/* termfork: on each SIGTERM, fork a process that starts a session of its
+ * own and blocks. */
+static void termfork(int sig) {
+	(void)sig;
+	if (fork() == 0) {
+		setsid();
+		block();
+	}
 }
 
 static int tracer(pid_t target) {
@@ -177,6 +188,22 @@ int main(int argc, char **argv) {
 		char *args[] = {argv[0], "sleeping", argv[2], NULL};
 		execv("/proc/self/exe", args);
 		_exit(8);
+	} else if (!strcmp(mode, "clone0")) {
+		/* A child whose exit signal is none (not SIGCHLD): wait(2)
+		 * sees it only with __WALL or __WCLONE. */
+		if ((c = clone(vfork_child, vfork_stack + sizeof vfork_stack, 0, NULL)) < 0)
+			_exit(6);
+		report(c);
+		block();
+	} else if (!strcmp(mode, "termfork")) {
+		/* A child that forks an escape (a new session) whenever it is
+		 * sent SIGTERM, and lives on. */
+		if ((c = fork()) == 0) {
+			signal(SIGTERM, termfork);
+			report(getpid());
+			block();
+		}
+		block();
 	} else if (!strcmp(mode, "threads")) {
 		threads(64);
 	}
