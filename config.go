@@ -19,9 +19,10 @@ type Config struct {
 	// leading '/', no '..'. Required.
 	Key string
 
-	// Holder is this node's display name. Default (from DefaultConfig):
-	// identity.DefaultHolder(), "hostname-pid-random". Two processes may be given the
-	// same name: the identity the coordinator compares also carries Instance.
+	// Holder is this node's display name. Default (from DefaultConfig): the
+	// host name, the process id and 8 random hex digits, "web-1-4242-9f2a01c3",
+	// drawn once per DefaultConfig call. Two processes may be given the same
+	// name: the identity the coordinator compares also carries Instance.
 	Holder string
 
 	// Instance is appended to Holder to form the identity that the
@@ -30,8 +31,9 @@ type Config struct {
 	// Holder are two contenders and never replace each other's grant. Empty
 	// means one drawn at random by NewElector for that Elector alone (and by
 	// partition.New for that Group): two Electors in one process given one
-	// Holder are still two contenders. Set identity.ProcessInstance() to give every
-	// Elector of a process the same one, as `tenure run` does.
+	// Holder are still two contenders. To give every Elector of a process
+	// the same one, draw a value once per process (8 random hex digits, say)
+	// and set it in each Config; never share one across processes.
 	//
 	// Electors that share a Holder and an Instance must never campaign for
 	// the same key: to the coordinator they are one contender, so each
@@ -92,8 +94,8 @@ type Config struct {
 }
 
 // DefaultConfig returns a Config with every default filled in except Key.
-// Users start every Config from it, as `tenure run` and
-// partition.DefaultConfig do.
+// Start every Config from it, so that a field added later gets its
+// default.
 func DefaultConfig() Config {
 	return Config{
 		Holder:   identity.DefaultHolder(),

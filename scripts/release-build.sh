@@ -7,6 +7,10 @@
 #
 #   tenure_VERSION_GOOS_GOARCH.tar.gz   tenure, LICENSE, README.md
 #
+# The archive's README.md links to the repository at the release's tag (the
+# commit, for a snapshot) where the checkout's links to docs/, CHANGELOG.md,
+# … are relative: the archive holds none of those files.
+#
 # and SHA256SUMS over them (check with: cd DIST && sha256sum -c SHA256SUMS).
 # Each Linux tenure embeds the guard's own program built for its platform
 # (cmd/tenure-guard, by guardbin's go:generate line); the other platforms
@@ -62,6 +66,22 @@ fi
 # Archive entries are dated the commit's time (SOURCE_DATE_EPOCH overrides).
 epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 
+# The archive's README: each relative link made absolute, to the
+# repository at the tag (a snapshot's commit); the build fails if one is
+# left.
+repo=https://github.com/tenure-dev/tenure
+ref=$version
+if $snapshot && ! git rev-parse -q --verify "refs/tags/$version" >/dev/null 2>&1; then
+  ref=${commit:-main}
+fi
+archiveReadme() {
+  sed -E "s#\]\(([^):\#][^):]*)\)#]($repo/blob/$ref/\1)#g" README.md >"$1"
+  if grep -oE '\]\([^)]*\)' "$1" | grep -vE '^\]\((https?://|mailto:|#)' >&2; then
+    echo "scripts/release-build.sh: the archive's README.md keeps the relative links above" >&2
+    return 1
+  fi
+}
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$dist"
@@ -98,7 +118,8 @@ for target in $targets; do
 
   CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch go build -trimpath -buildvcs=false -overlay "$stage/overlay.json" \
     -ldflags="$ldflags" -o "$stage/$name/tenure" ./cmd/tenure
-  cp LICENSE README.md "$stage/$name/"
+  cp LICENSE "$stage/$name/"
+  archiveReadme "$stage/$name/README.md"
   tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner --mode='go-w,u+rw,a+rX' \
     --format=gnu -C "$stage" -cf - "$name" | gzip -n -9 >"$dist/$name.tar.gz"
   echo "built $dist/$name.tar.gz ($target, guard: $([ "$goos" = linux ] && echo "embedded, $(wc -c <"$prog") bytes" || echo none))"

@@ -151,7 +151,8 @@ const (
 const (
 	exitCodesServer = `  0    stopped by SIGINT or SIGTERM
   2    bad flags or arguments
-  70   the member failed, or could not start (data dir in use, port taken, …)`
+  69   a port to listen on is in use (EX_UNAVAILABLE: try again later)
+  70   the member failed, or could not start (data dir in use, …)`
 	exitCodesStatus = `  0    success (with --exit-code: the key, or a key under --prefix, is led)
   2    bad flags or arguments
   4    with --exit-code: nobody leads the key (no key under --prefix is led)
