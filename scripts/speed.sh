@@ -5,7 +5,7 @@
 # benchmark on an etcd member of its own, PostgreSQL on a server started
 # here from the installed binaries), keeps what they printed, with the
 # commit, the machine and the date, in docs/speed.json, and renders
-# docs/speed.md from it (cmd/internal/speeddoc). About ten minutes.
+# docs/speed.md from it (cmd/internal/speeddoc). Ten to fifteen minutes.
 #
 #   scripts/speed.sh
 #

@@ -1,6 +1,9 @@
 package main
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // A spec is one benchmark of the plan: tenure bench Args, on Backend.
 type spec struct {
@@ -16,7 +19,14 @@ type spec struct {
 
 // Partition groups are measured at P = 100,000 over N = 20 members, TTL
 // 10 s: the size their targets are set for.
-var partitionArgs = []string{"partitions", "--partitions", "100000", "--members", "20", "--ttl", "10s"}
+const (
+	groupPartitions = 100000
+	groupMembers    = 20
+	groupTTLSeconds = 10
+)
+
+var partitionArgs = []string{"partitions", "--partitions", fmt.Sprint(groupPartitions),
+	"--members", fmt.Sprint(groupMembers), "--ttl", fmt.Sprintf("%ds", groupTTLSeconds)}
 
 // plan is every benchmark docs/speed.md cites, in the order measure runs
 // them. PostgreSQL's throughput runs before its partition groups: group

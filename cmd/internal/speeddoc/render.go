@@ -122,7 +122,7 @@ func (p *page) latencyTable(rep *bench.Report, withTTL bool) {
 		}
 		p.printf("| %s | %d | %s | %s | %s | %s | %.2f× | %s |", row.Impl, l.N, ms(l.P50), ms(l.P99), ms(l.Max), ms(f.P50), row.OverFloor, vsPeer(row))
 		if withTTL {
-			p.printf(" %+.0f ms |", l.P99-ttl)
+			p.printf(" %s |", signedMS(l.P99-ttl))
 		}
 		p.printf(" %d |\n", row.Failures)
 	}

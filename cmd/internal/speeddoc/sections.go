@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"strings"
+)
 
 // etcd writes the etcd benchmarks: each beside etcd's own recipe.
 func (p *page) etcd() {
@@ -41,7 +45,7 @@ func (p *page) failoverGoals(r run, peer string, limit float64) {
 		p.goal(fmt.Sprintf("Goal: p50 at most %.1f× %s", limit, peer), fmt.Sprintf("%.2f×", row.VsPeer), row.VsPeer <= limit)
 	}
 	p.goal(fmt.Sprintf("Goal: p99 at most TTL + 500 ms (TTL %s s)", trimFloat(ttl/1000)),
-		fmt.Sprintf("TTL %+.0f ms", row.Latency.P99-ttl), row.Latency.P99 <= ttl+500)
+		"TTL "+signedMS(row.Latency.P99-ttl), row.Latency.P99 <= ttl+500)
 	p.printf("\n")
 }
 
@@ -60,9 +64,10 @@ func (p *page) postgres() {
 	p.text(postgresFailoverText)
 	if r, ok := p.section("throughput on PostgreSQL", "postgres-throughput"); ok {
 		p.throughputTable(r.Report)
-		for _, c := range []string{"1", "10"} {
-			if row, ok := tenureRow(r.Report, "clients="+c); ok {
-				p.goal("Goal at "+c+" client(s): at least 0.8× `seed-sql`", fmt.Sprintf("%.2f×", row.VsPeer), row.VsPeer >= 0.8)
+		for _, c := range []string{"1 client", "10 clients"} {
+			n, _, _ := strings.Cut(c, " ")
+			if row, ok := tenureRow(r.Report, "clients="+n); ok {
+				p.goal("Goal at "+c+": at least 0.8× `seed-sql`", fmt.Sprintf("%.2f×", row.VsPeer), row.VsPeer >= 0.8)
 			}
 		}
 		p.printf("\n")
@@ -83,13 +88,9 @@ func (p *page) partitions() {
 		}
 	}
 	pe, pg := orEmpty(e.Partitions), orEmpty(g.Partitions)
-	size := pe
-	if size.Partitions == 0 {
-		size = pg
-	}
-	ttl := float64(size.TTLMS)
-	p.printf("| P = %s, N = %d, TTL %s s | target | embedded etcd | PostgreSQL |\n|:--|:--|--:|--:|\n",
-		thousands(float64(size.Partitions)), size.Members, trimFloat(ttl/1000))
+	ttl := float64(groupTTLSeconds * 1000)
+	p.printf("| P = %s, N = %d, TTL %d s | target | embedded etcd | PostgreSQL |\n|:--|:--|--:|--:|\n",
+		thousands(groupPartitions), groupMembers, groupTTLSeconds)
 	row := func(what, target string, f func(r *partitionsReport) string) {
 		cell := func(r *partitionsReport) string {
 			if r.Partitions == 0 {
@@ -101,12 +102,12 @@ func (p *page) partitions() {
 	}
 	p.printf("| load average (1 min), before → after | | %.2f → %.2f | %.2f → %.2f |\n", e.LoadBefore, e.LoadAfter, g.LoadBefore, g.LoadAfter)
 	p.printf("| run time | | %s | %s |\n", duration(e.ElapsedS), duration(g.ElapsedS))
-	pn := float64(size.Partitions) / max(1, float64(size.Members))
+	pn := float64(groupPartitions) / groupMembers
 	row("cold start to fully owned", "< 20 s", func(r *partitionsReport) string { return secs(float64(r.ColdStartMS)) })
 	row("claims/s in the cold start", "", func(r *partitionsReport) string { return thousands(r.ClaimsPerSecond) })
 	row("CPU per member, steady state", "< 5 %", func(r *partitionsReport) string { return fmt.Sprintf("%.2f %%", 100*r.CPUPerMember) })
 	row("writes(P) / writes(100), steady state", "≤ 1.1", func(r *partitionsReport) string { return fmt.Sprintf("%.3f", r.WritesRatio) })
-	row("moves on a join / a graceful leave", fmt.Sprintf("≤ %s / ≤ %s", thousands(1.1*pn), thousands(1.1*float64(size.Partitions)/float64(size.Members+1))),
+	row("moves on a join / a graceful leave", fmt.Sprintf("≤ %s / ≤ %s", thousands(1.1*pn), thousands(1.1*groupPartitions/(groupMembers+1))),
 		func(r *partitionsReport) string {
 			return thousands(float64(r.JoinMoves)) + " / " + thousands(float64(r.LeaveMoves))
 		})
@@ -137,4 +138,14 @@ func orEmpty(r *partitionsReport) *partitionsReport {
 		return &partitionsReport{}
 	}
 	return r
+}
+
+// signedMS formats a difference in milliseconds with its sign: "+337 ms",
+// "-12 ms", "+0 ms".
+func signedMS(v float64) string {
+	r := math.Round(v)
+	if r == 0 {
+		return "+0 ms"
+	}
+	return fmt.Sprintf("%+.0f ms", r)
 }

@@ -26,11 +26,11 @@ On PostgreSQL the peer, ` + "`seed-sql`" + ` in the output, is the plain recipe:
 conditional ` + "`UPDATE … RETURNING`" + ` on a leadership table, re-run by a contender
 every 5 ms (` + "`--seed-poll`" + `).
 
-` + "`scripts/speed.sh`" + ` (about ten minutes) runs every benchmark below, one after the
-other, with a PostgreSQL server of its own (started as the tests start theirs:
-` + "`fsync=off`" + `, on this machine), and writes this page. A test fails when the page
-was measured before more than a few commits to the coordinators, or when a
-figure on it was edited by hand. ` + "`scripts/speed-guard.sh`" + ` runs in CI: short
+` + "`scripts/speed.sh`" + ` (ten to fifteen minutes) runs every benchmark below, one
+after the other, with a PostgreSQL server of its own (started as the tests
+start theirs: ` + "`fsync=off`" + `, on this machine), and writes this page. A test
+fails when the page was measured more than ten commits to coordinator code
+ago, or when a figure on it was edited by hand. ` + "`scripts/speed-guard.sh`" + ` runs in CI: short
 runs of the ratios that have goals, against floors far below them.
 `
 
@@ -47,11 +47,11 @@ key's own revision.
 
 const etcdFailoverText = `The floor is the old lease's end at etcd. tenure renews every TTL/3; the
 Mutex's session keeps its lease alive from the etcd client's keepalive
-loop, which at TTL 2 s renews about every second. A kill at a random phase then leaves on
-average more lease on tenure's (` + "`tenure bench failover --renew-interval 1s`" + `
-runs tenure at the Mutex's cadence). We keep the shorter interval: it leaves
-room for two failed renewals before the deadline, and the deadline, not the
-failover, is what keeps two leaders apart.
+loop, which at TTL 2 s renews about every second. A kill at a random phase
+then leaves on average more lease on tenure's (` + "`tenure bench failover\n--renew-interval 1s`" + ` runs tenure at the Mutex's cadence). We keep the
+shorter interval: it leaves room for two failed renewals before the
+deadline, and the deadline, not the failover, is what keeps two leaders
+apart.
 `
 
 const etcdThroughputText = `A cycle of tenure is an Acquire (one transaction, on a lease granted
