@@ -82,9 +82,12 @@ func (p *page) partitions() {
 	p.text(partitionsIntroText)
 	e, g := p.runs["etcd-partitions"], p.runs["postgres-partitions"]
 	p.printf("```\n%s\n%s\n```\n\n", specByName("etcd-partitions").command(), specByName("postgres-partitions").command())
-	for _, r := range []run{e, g} {
+	for _, r := range []struct {
+		run
+		on string
+	}{{e, "etcd"}, {g, "PostgreSQL"}} {
 		if r.Partitions == nil {
-			p.printf("On %s the run did not finish: `%s`\n\n", r.Backend, r.Error)
+			p.printf("On %s the run did not finish: `%s`\n\n", r.on, r.Error)
 		}
 	}
 	pe, pg := orEmpty(e.Partitions), orEmpty(g.Partitions)
