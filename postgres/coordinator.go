@@ -69,6 +69,7 @@ type Coordinator struct {
 type statements struct {
 	acquire, lookup, insert, renew, release, leader, observe string
 	grant, announce                                          string // parts of acquire
+	grantPartition                                           string // grant, above the partition row's token too
 	// acquirePartition is acquirePartitionSQL; empty when the table's name
 	// leaves no room for the group tables' names.
 	acquirePartition string
@@ -89,16 +90,11 @@ func newStatements(t string, notify Notify) statements {
 	if notify == NotifyWatched {
 		announce = "CASE WHEN pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext($4), pg_catalog.hashtext(resource)) THEN NULL ELSE " + announce + " END"
 	}
-	grant := `
-	SET holder_id = $2,
-	    fencing_token = GREATEST(fencing_token OPERATOR(pg_catalog.+) 1, ` + clockMicros + `),
-	    acquired_at = CURRENT_TIMESTAMP,
-	    expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `)
-	WHERE resource OPERATOR(pg_catalog.=) $1
-	  AND (expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP OR holder_id OPERATOR(pg_catalog.=) $2
-	    AND expires_at OPERATOR(pg_catalog.<=) (CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) '1 day'::pg_catalog.interval))`
+	grant := grantSQL("")
 	return statements{
 		grant: grant,
+		grantPartition: grantSQL(`,
+	                         (SELECT fencing_token FROM p) OPERATOR(pg_catalog.+) 1`),
 		// The acquisition, plus a notification for watchers. The new token is the old one
 		// plus one, and never less than the database clock in microseconds
 		// since 1970: a row deleted to "unstick" a key, a truncated or
@@ -147,6 +143,20 @@ FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(
        CASE WHEN expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP THEN ` + leftMicros + ` END
 FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 	}
+}
+
+// grantSQL is the SET and WHERE of a grant: the key's row ($1) is free,
+// or the holder's own ($2); the token is greater than the row's and every
+// floor (", expr" each), and never less than the database clock in µs.
+func grantSQL(floors string) string {
+	return `
+	SET holder_id = $2,
+	    fencing_token = GREATEST(fencing_token OPERATOR(pg_catalog.+) 1, ` + clockMicros + floors + `),
+	    acquired_at = CURRENT_TIMESTAMP,
+	    expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `)
+	WHERE resource OPERATOR(pg_catalog.=) $1
+	  AND (expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP OR holder_id OPERATOR(pg_catalog.=) $2
+	    AND expires_at OPERATOR(pg_catalog.<=) (CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) '1 day'::pg_catalog.interval))`
 }
 
 // microsInterval is the interval of the bigint parameter param
@@ -295,6 +305,9 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		}
 		if errors.Is(err, errRetry) || isDeadlock(err) { // nothing granted: see acquireOnce
 			continue
+		}
+		if isOutOfRange(err) {
+			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: %w: a fencing token of the key is bigint's maximum (a row written by hand or by another program), so no greater token can be granted: %w", key, tenure.ErrRefused, err)
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: %w", key, err)
