@@ -248,8 +248,9 @@ RETURNING name, fencing_token`, m.Group, int64(m.Epoch), names)
 const maxToken = `9223372036854775807`
 
 // claimKeys writes the claimed partitions' tokens into their keys'
-// leadership rows, inserting the rows that do not exist, in the byte order
-// of the names. It is what makes a claim meet a single-key grant of the
+// leadership rows, with no holder_id (which marks a row a claim wrote: see
+// acquireOnce), inserting the rows that do not exist, in the byte order of
+// the names. It is what makes a claim meet a single-key grant of the
 // same key whatever rows were deleted: at REPEATABLE READ, PostgreSQL
 // refuses (SQLSTATE 40001) to write a leadership row that a grant changed
 // or inserted after the claim's snapshot, and a grant in flight is waited
@@ -274,7 +275,7 @@ func (c *Coordinator) claimKeys(ctx context.Context, tx pgx.Tx, group string, na
 SELECT k.key, NULL, k.tok, NULL, '-infinity'
 FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::bigint[])) AS k(key, tok)
 ORDER BY k.key COLLATE pg_catalog."C"
-ON CONFLICT (resource) DO UPDATE SET fencing_token = GREATEST(l.fencing_token, EXCLUDED.fencing_token)
+ON CONFLICT (resource) DO UPDATE SET holder_id = NULL, fencing_token = GREATEST(l.fencing_token, EXCLUDED.fencing_token)
 WHERE l.expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP`, keys, tokens)
 	if err != nil {
 		return fmt.Errorf("write the partitions' tokens into their keys' leadership rows: %w", err)

@@ -18,7 +18,7 @@ import (
 // was deleted still meets a single-key grant of the partition's key (on the
 // key's leadership row), so no two holders overlap and tokens increase.
 func TestAcquirePartitionRaceRowDeleted(t *testing.T) {
-	raceAcquirePartition(t, `DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`,
+	raceAcquirePartition(t, false, `DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`,
 		`DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`,
 		`DELETE FROM public.cluster_leadership_partitions WHERE grp = 'g'`)
 }
