@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
+	"github.com/tenure-dev/tenure/postgres"
 )
 
 // heldSpan is a stretch of time in which the database said, at both ends,
@@ -31,11 +32,20 @@ type heldSpan struct {
 // hold: no two such spans may overlap, and in the order they began their
 // tokens must increase.
 func TestAcquirePartitionRace(t *testing.T) {
-	raceAcquirePartition(t, `DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`)
+	raceAcquirePartition(t, false, `DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`)
 }
 
-// raceAcquirePartition runs the race, the admin running deletions in turn.
-func raceAcquirePartition(t *testing.T, deletions ...string) {
+// TestAcquirePartitionRaceFreshCoordinators is TestAcquirePartitionRace
+// with a new Coordinator for each single-key Acquire, which has not yet
+// seen the group tables: its Acquire of a key whose row a single-key grant
+// wrote last is the one statement that leaves the partition's row unread.
+func TestAcquirePartitionRaceFreshCoordinators(t *testing.T) {
+	raceAcquirePartition(t, true, `DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`)
+}
+
+// raceAcquirePartition runs the race, the admin running deletions in turn;
+// with fresh, each single-key Acquire is a new Coordinator's first.
+func raceAcquirePartition(t *testing.T, fresh bool, deletions ...string) {
 	dsn := newDB(t)
 	ctx := ctxFor(t, 3*time.Minute)
 	setup := open(t, dsn)
@@ -56,12 +66,23 @@ func raceAcquirePartition(t *testing.T, deletions ...string) {
 	defer stop()
 	var wg sync.WaitGroup
 	for i := range 2 {
-		c := open(t, dsn)
+		shared := open(t, dsn)
 		wg.Add(1)
 		go func() { // single-key holders
 			defer wg.Done()
 			for runCtx.Err() == nil {
+				c := shared
+				if fresh {
+					var err error
+					if c, err = postgres.New(runCtx, shared.Pool()); err != nil {
+						continue
+					}
+				}
 				g, err := c.Acquire(runCtx, key, fmt.Sprintf("single-%d", i), 5*time.Second)
+				if fresh {
+					c.Close() // Release needs only the pool: use shared
+					c = shared
+				}
 				if err != nil {
 					continue
 				}

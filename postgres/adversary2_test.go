@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // TestLeadershipTableResetUnderALivePartition: an operator truncates, then
@@ -293,7 +294,9 @@ func TestRenewMemberWaitingPastExpiryRevivesNothing(t *testing.T) {
 // TestAcquireWhileGroupTablesAppear (an adversary's attack): an Elector's Acquire of "jobs/0"
 // finds no group tables, then its UPDATE waits on the key's row lock (an
 // operator's open transaction); a member joins (creating the tables) and
-// claims partition 0; the operator's transaction ends; the Acquire goes on.
+// claims partition 0, which waits on the same lock (a claim writes the
+// key's leadership row); the operator's transaction ends; both go on, and
+// at most one of them holds the key.
 func TestAcquireWhileGroupTablesAppear(t *testing.T) {
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
@@ -332,11 +335,22 @@ func TestAcquireWhileGroupTablesAppear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := member.ClaimPartitions(ctx, m, []string{"0"})
-	if err != nil {
+	claimed := make(chan error, 1)
+	var res []partition.ClaimResult
+	go func() {
+		var err error
+		res, err = member.ClaimPartitions(ctx, m, []string{"0"})
+		claimed <- err
+	}()
+	waitUntil(t, 20*time.Second, "the claim waits on the row lock", func() bool {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO%'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.Rollback(ctx); err != nil {
+	if err := <-claimed; err != nil {
 		t.Fatal(err)
 	}
 	r := <-done

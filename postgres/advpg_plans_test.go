@@ -43,7 +43,7 @@ type explained struct {
 }
 
 // planTracer explains, before the Coordinator runs it, every statement that
-// looks partitions up from a list (the four of partitions.go that unnest
+// looks partitions up from a list (the five of partitions.go that unnest
 // an array of names), on a connection of its own.
 type planTracer struct {
 	ctx  context.Context
@@ -255,8 +255,8 @@ func TestAdvPGPartitionStatementsLookUpPerName(t *testing.T) {
 		tracer.mu.Lock()
 		got := tracer.got
 		tracer.mu.Unlock()
-		if len(got) != 12 {
-			t.Fatalf("%s: %d statements explained, want 6 for each list: two checks, two claims and one read of owners, a release", phase, len(got))
+		if len(got) != 16 {
+			t.Fatalf("%s: %d statements explained, want 8 for each list: two checks, two claims each with its write of the keys' leadership rows, one read of owners, a release", phase, len(got))
 		}
 		for _, e := range got {
 			first, _, _ := strings.Cut(strings.TrimSpace(e.sql), "\n")

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tenure-dev/tenure/internal/inputs"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -69,6 +66,8 @@ type Coordinator struct {
 type statements struct {
 	acquire, lookup, insert, renew, release, leader, observe string
 	grant, announce                                          string // parts of acquire
+	grantPartition                                           string // grant, above the partition row's token too
+	acquireNamed, retract                                    string // see acquireOnce
 	// acquirePartition is acquirePartitionSQL; empty when the table's name
 	// leaves no room for the group tables' names.
 	acquirePartition string
@@ -89,16 +88,11 @@ func newStatements(t string, notify Notify) statements {
 	if notify == NotifyWatched {
 		announce = "CASE WHEN pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext($4), pg_catalog.hashtext(resource)) THEN NULL ELSE " + announce + " END"
 	}
-	grant := `
-	SET holder_id = $2,
-	    fencing_token = GREATEST(fencing_token OPERATOR(pg_catalog.+) 1, ` + clockMicros + `),
-	    acquired_at = CURRENT_TIMESTAMP,
-	    expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `)
-	WHERE resource OPERATOR(pg_catalog.=) $1
-	  AND (expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP OR holder_id OPERATOR(pg_catalog.=) $2
-	    AND expires_at OPERATOR(pg_catalog.<=) (CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) '1 day'::pg_catalog.interval))`
+	grant := grantSQL("")
 	return statements{
 		grant: grant,
+		grantPartition: grantSQL(`,
+	                         (SELECT fencing_token FROM p) OPERATOR(pg_catalog.+) 1`),
 		// The acquisition, plus a notification for watchers. The new token is the old one
 		// plus one, and never less than the database clock in microseconds
 		// since 1970: a row deleted to "unstick" a key, a truncated or
@@ -111,6 +105,24 @@ func newStatements(t string, notify Notify) statements {
 	RETURNING resource, fencing_token
 )
 SELECT fencing_token, ` + announce + ` FROM g`,
+		// acquireNamed is the acquisition of a key that may name a
+		// partition, of a row a single-key grant wrote last (see
+		// acquireOnce).
+		acquireNamed: `WITH g AS (
+	UPDATE ` + t + grant + `
+	  AND holder_id IS NOT NULL
+	RETURNING resource, fencing_token
+)
+SELECT fencing_token, ` + announce + ` FROM g`,
+		// retract is the release of a grant never returned, that gives the
+		// row back to claims (see acquireOnce).
+		retract: `WITH r AS (
+	UPDATE ` + t + ` SET expires_at = '-infinity', holder_id = NULL
+	WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
+	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
+	RETURNING resource
+)
+SELECT ` + announce + ` FROM r`,
 		announce: announce,
 		lookup:   `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 		insert: `INSERT INTO ` + t + ` (resource, holder_id, fencing_token, acquired_at, expires_at)
@@ -147,6 +159,20 @@ FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(
        CASE WHEN expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP THEN ` + leftMicros + ` END
 FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 	}
+}
+
+// grantSQL is the SET and WHERE of a grant: the key's row ($1) is free,
+// or the holder's own ($2); the token is greater than the row's and every
+// floor (", expr" each), and never less than the database clock in µs.
+func grantSQL(floors string) string {
+	return `
+	SET holder_id = $2,
+	    fencing_token = GREATEST(fencing_token OPERATOR(pg_catalog.+) 1, ` + clockMicros + floors + `),
+	    acquired_at = CURRENT_TIMESTAMP,
+	    expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `)
+	WHERE resource OPERATOR(pg_catalog.=) $1
+	  AND (expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP OR holder_id OPERATOR(pg_catalog.=) $2
+	    AND expires_at OPERATOR(pg_catalog.<=) (CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) '1 day'::pg_catalog.interval))`
 }
 
 // microsInterval is the interval of the bigint parameter param
@@ -268,7 +294,7 @@ func micros(ttl time.Duration) (int64, time.Duration) {
 // partition of a group (partition.Key: the group, '/', the name)
 // owned by a live member is held: the error names the partition and the
 // group and wraps a *tenure.HeldError naming the member. The check costs
-// no statement, or one while no group tables exist (see acquireOnce).
+// a key that has been acquired before no statement (see acquireOnce).
 // See tenure.Coordinator.Acquire.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	if err := tenure.ValidateKey(key); err != nil {
@@ -287,14 +313,18 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 	// Each pass either grants, finds a live holder, or saw the key free
 	// (inserted, released or expired) between two statements; the last is a
 	// race with another node and is retried a few times.
+	marked := false // the key's row was last written by a claim, or is new: see acquireOnce
 	for attempt := 0; attempt < 8; attempt++ {
 		sent := tenure.Now()
-		token, err := c.acquireOnce(ctx, key, holder, us)
+		token, err := c.acquireOnce(ctx, key, holder, us, marked)
 		if err == nil {
 			return tenure.Grant{Key: key, Holder: holder, Token: uint64(token), TTL: granted, Sent: sent}, nil
 		}
 		if errors.Is(err, errRetry) || isDeadlock(err) { // nothing granted: see acquireOnce
 			continue
+		}
+		if isOutOfRange(err) {
+			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: %w: a fencing token of the key is bigint's maximum (a row written by hand or by another program), so no greater token can be granted: %w", key, tenure.ErrRefused, err)
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: %w", key, err)
@@ -308,6 +338,7 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			if _, err := c.pool.Exec(ctx, c.sql.insert, key); err != nil {
 				return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: insert its row: %w", key, err)
 			}
+			marked = true
 			continue
 		case err != nil:
 			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: read its holder: %w", key, err)
@@ -316,103 +347,9 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		case live: // not a grant: see ListForeign
 			return tenure.Grant{}, &tenure.HeldError{Key: key, Token: uint64(curToken)}
 		}
+		marked = !cur.Valid
 	}
 	return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: the key changed hands during every attempt; try again", key)
-}
-
-// acquireOnce runs the acquisition statement. A key that cannot name a
-// partition (no '/', or a part that is no group or partition name) needs
-// nothing more. One that can ("group/name") costs one statement more:
-//
-//   - While the group tables are not known to exist, a lookup of them in
-//     the catalog after the grant committed. A group made after the lookup
-//     began claims its partitions after the grant committed, and so sees it
-//     and leaves the partition alone (see claim). When the lookup finds
-//     them (once per Coordinator), the grant is released, never returned,
-//     and the key acquired as below.
-//   - Once they exist, acquirePartition instead of the acquisition: one
-//     statement that writes the partition's row and grants the key only if
-//     no live member owns the partition.
-func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64) (int64, error) {
-	i := strings.LastIndexByte(key, '/')
-	partition := i >= 0 && tenure.ValidateKey(key[:i]) == nil && inputs.PartitionName(key[i+1:]) == nil
-	t, err := c.groupTables()
-	if partition && err == nil && c.groupsExist.Load() {
-		token, err := c.acquirePartition(ctx, t, key, holder, us, key[:i], key[i+1:])
-		if isUndefinedTable(err) { // dropped since; nothing was granted
-			c.groupsExist.Store(false)
-			return 0, errRetry
-		}
-		return token, err
-	}
-	var token int64
-	err = c.pool.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
-	if err != nil || !partition || c.sql.acquirePartition == "" {
-		return token, err
-	}
-	// Group tables another role owns are not the coordinator's: JoinGroup
-	// refuses them, so no member of them exists, and they are never written.
-	var ok bool
-	err = c.pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL AND pg_catalog.to_regclass($2) IS NOT NULL
-       AND NOT `+foreignGroupTablesSQL, t.partitions, t.members, c.table).Scan(&ok)
-	if err == nil && !ok {
-		return token, nil
-	}
-	c.groupsExist.Store(ok)
-	if _, rerr := c.pool.Exec(ctx, c.sql.release, key, holder, token, c.o.channel); rerr != nil {
-		return 0, fmt.Errorf("release the grant of a partition's key after looking up the group tables (it expires on its own): %w", rerr)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("look up group tables: %w", err)
-	}
-	return 0, errRetry
-}
-
-// errRetry asks Acquire to run acquireOnce again: nothing is granted.
-var errRetry = errors.New("postgres: run the acquisition again")
-
-// acquirePartition acquires key, which names partition name of group, with
-// acquirePartitionSQL: it writes the partition's row (inserting it,
-// ownerless, if there is none), which locks it, and grants the key only if
-// the row has no owner or its owner's membership has expired.
-//
-// A claim whose snapshot predates this write either committed first, when
-// the write returns its owner's epoch, or meets the row's new version,
-// which REPEATABLE READ refuses (SQLSTATE 40001), and its next run sees the
-// grant. The owner's membership row is locked FOR SHARE, so that a renewal
-// in flight commits first (and is seen) or finds the lease ended. A
-// membership row the statement's snapshot does not see was deleted, or
-// inserted after the snapshot was taken (a member that joined and claimed
-// meanwhile): nothing is granted, and it is read again; a row still
-// missing was deleted, so the partition's owner is cleared and the key
-// acquired again.
-func (c *Coordinator) acquirePartition(ctx context.Context, t groupTables, key, holder string, us int64, group, name string) (int64, error) {
-	var token, epoch, ptok pgtype.Int8
-	var member pgtype.Text
-	var live bool
-	err := c.pool.QueryRow(ctx, c.sql.acquirePartition, key, holder, us, c.o.channel, group, name).
-		Scan(&token, nil, &epoch, &ptok, &member, &live)
-	switch {
-	case err != nil || token.Valid:
-		return token.Int64, err
-	case epoch.Valid && !member.Valid:
-		err := c.pool.QueryRow(ctx, `SELECT member, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM `+t.members+`
-WHERE epoch OPERATOR(pg_catalog.=) $1 FOR SHARE`, epoch.Int64).Scan(&member, &live)
-		if errors.Is(err, pgx.ErrNoRows) {
-			_, err = c.pool.Exec(ctx, `UPDATE `+t.partitions+` SET owner_epoch = NULL
-WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2 AND owner_epoch OPERATOR(pg_catalog.=) $3`, group, name, epoch.Int64)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
-		}
-		if !live {
-			return 0, errRetry
-		}
-	}
-	if live && member.Valid {
-		return 0, fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member.String, &tenure.HeldError{Key: key, Holder: member.String, Token: uint64(ptok.Int64)})
-	}
-	return 0, pgx.ErrNoRows // held by a single key, or no row yet: see Acquire
 }
 
 // Renew extends g by its TTL from now on the database's clock, if g is still

@@ -1,15 +1,20 @@
 package postgres_test
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure"
 )
 
 // TestForeignRowAtMaxToken: a foreign row whose fencing_token is bigint's
 // maximum, once freed with RemoveForeign, leaves its key in one of two
 // states a user can see: Acquire grants it with a greater token, or
-// Acquire fails with an error (no token can be greater). It never grants a
+// Acquire is refused (tenure.ErrRefused) with an error that names the key
+// and says why (no token can be greater). It never grants a
 // token that is not greater, and ListForeign keeps the key visible while
 // Acquire cannot take it.
 func TestForeignRowAtMaxToken(t *testing.T) {
@@ -30,5 +35,8 @@ func TestForeignRowAtMaxToken(t *testing.T) {
 	t.Logf("Acquire after RemoveForeign of a bigint-max token: %v, %v", g, err)
 	if err == nil && g.Token <= rs[0].Token {
 		t.Fatalf("Acquire(m/max) = token %d; want a token above %d", g.Token, rs[0].Token)
+	}
+	if err != nil && (!errors.Is(err, tenure.ErrRefused) || !strings.Contains(err.Error(), `"m/max"`) || !strings.Contains(err.Error(), "maximum")) {
+		t.Fatalf("Acquire(m/max) = %v; want an error matching tenure.ErrRefused that names the key and says its token is at the maximum", err)
 	}
 }

@@ -124,7 +124,7 @@ func acquirePartitionSQL(table string, t groupTables, s statements) string {
 	FROM p JOIN ` + t.members + ` m ON m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
 	FOR SHARE OF m
 ), g AS (
-	UPDATE ` + table + s.grant + `
+	UPDATE ` + table + s.grantPartition + `
 	  AND ((SELECT owner_epoch FROM p) IS NULL OR EXISTS (SELECT 1 FROM o WHERE NOT o.live))
 	RETURNING resource, fencing_token
 )

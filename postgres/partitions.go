@@ -68,6 +68,9 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 		case o.member != "":
 			out[i].Err = &tenure.HeldError{Key: key, Holder: o.member, Token: uint64(o.token)}
 			continue
+		case o.atMax:
+			out[i].Err = fmt.Errorf("partition %q of group %q: %w: a fencing token of key %q is bigint's maximum (a row written by hand or by another program), so no greater token can be granted", n, m.Group, tenure.ErrRefused, key)
+			continue
 		default:
 			out[i].Err = fmt.Errorf("partition %q: neither claimed nor owned", key)
 			continue
@@ -115,13 +118,16 @@ const claimAttempts = 4
 // subquery, which runs once per name in the order of the unnest, before it
 // writes). Under a collation such as en-US, where "a" < "B", a claim sorted
 // by the database's order and a release sorted by bytes deadlocked. A
-// claim or a release waits for no other lock; an Acquire of a partition's
-// key holds that partition's row while it waits for its owner's membership
-// row (FOR SHARE) and then the key's leadership row, whose other lockers
-// (renewals, leaves, the deletion of expired members; renewals and
-// releases of the key) take no partition row. So no two statements
-// wait for each other in a cycle: PostgreSQL never aborts one for a
-// deadlock (SQLSTATE 40P01).
+// claim then locks the leadership rows of the keys it claimed, in the same
+// order (see claimKeys): always after the partition rows, the order an
+// Acquire of a partition's key takes them in (it holds that partition's
+// row while it waits for its owner's membership row (FOR SHARE) and then
+// the key's leadership row). The other lockers of those rows (renewals,
+// leaves, the deletion of expired members; renewals, releases and plain
+// acquisitions of a key) take no partition row, and a claim holding a
+// leadership row holds its partition's row too, which no Acquire of it
+// can then hold. So no two statements wait for each other in a cycle:
+// PostgreSQL never aborts one for a deadlock (SQLSTATE 40P01).
 //
 // Plans: every statement here that looks up a list of partitions (and the
 // leadership rows of their keys) does it with one primary-key lookup per
@@ -133,13 +139,12 @@ const claimAttempts = 4
 //
 // One owner per key: a partition whose key has a live grant in the
 // leadership table (a single-key Acquire of "group/name") is not claimed.
-// Acquire writes the partition's row in the statement that grants such a
-// key (see acquirePartition): a claim whose snapshot predates that grant
-// either committed first (and Acquire sees its owner) or meets the row's
-// new version, which REPEATABLE READ refuses (SQLSTATE 40001), and its
-// next run sees the grant. An Acquire that found no group tables looks them
-// up after its grant committed (see acquireOnce): a claim of a group made
-// after that sees the grant.
+// A claim writes the leadership row of every key it claims (see
+// claimKeys): a claim whose snapshot predates a grant of the key either
+// committed first (and the grant, which waited on the row's lock, sees
+// its owner) or meets the row's new version, which REPEATABLE READ refuses
+// (SQLSTATE 40001), and its next run sees the grant. This holds whatever
+// partition rows an admin deleted meanwhile.
 func (c *Coordinator) claim(ctx context.Context, t groupTables, m partition.Member, names []string) (claimed map[string]int64, others map[string]owner, err error) {
 	if _, err := c.pool.Exec(ctx, `WITH gone AS MATERIALIZED (
 	SELECT epoch FROM `+t.members+`
@@ -174,6 +179,13 @@ func isSerializationFailure(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "40001"
 }
 
+// isOutOfRange reports whether err is PostgreSQL's SQLSTATE 22003: a
+// value out of its type's range (a token past bigint's maximum).
+func isOutOfRange(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22003"
+}
+
 // isDeadlock reports whether err is PostgreSQL's SQLSTATE 40P01: the
 // transaction was rolled back to break a cycle of lock waits.
 func isDeadlock(err error) bool {
@@ -184,6 +196,15 @@ func isDeadlock(err error) bool {
 // claimTx checks m's membership and claims the partitions among names that
 // are free or m's own (granted again: see partition.Coordinator);
 // it returns their new tokens.
+//
+// A partition's key has two rows that carry its tokens: the partition's
+// row, and the key's leadership row, written by single-key grants. A claim
+// draws its token above both, GREATEST(partition row + 1, leadership row +
+// 1, clockMicros), and writes it into both (see claimKeys); a single-key
+// grant of the key counts the partition's row too (acquirePartitionSQL). So
+// either row alone, the other deleted by hand, still holds the key's
+// greatest token. A row at bigint's maximum is not claimed (see
+// readOwners).
 func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m partition.Member, names []string) (map[string]int64, error) {
 	var live bool
 	err := tx.QueryRow(ctx, `SELECT true FROM `+t.members+`
@@ -195,16 +216,18 @@ WHERE epoch OPERATOR(pg_catalog.=) $1 AND member OPERATOR(pg_catalog.=) $2 AND e
 		return nil, err
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO `+t.partitions+` AS p (grp, name, owner_epoch, fencing_token)
-SELECT $1, n, $2, `+clockMicros+` FROM pg_catalog.unnest($3::pg_catalog.text[]) AS n
-LEFT JOIN LATERAL (SELECT true AS held FROM `+c.table+` l
+SELECT $1, n, $2, GREATEST(`+clockMicros+`, coalesce(l.fencing_token, 0) OPERATOR(pg_catalog.+) 1)
+FROM pg_catalog.unnest($3::pg_catalog.text[]) AS n
+LEFT JOIN LATERAL (SELECT l.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP AS held, l.fencing_token FROM `+c.table+` l
                    WHERE l.resource OPERATOR(pg_catalog.=) ($1::pg_catalog.text OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) n)
-                     AND l.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP LIMIT 1) l ON true
-WHERE l.held IS NULL
+                   LIMIT 1) l ON true
+WHERE NOT coalesce(l.held, false) AND coalesce(l.fencing_token, 0) OPERATOR(pg_catalog.<) `+maxToken+`
 ORDER BY n COLLATE pg_catalog."C"
 ON CONFLICT (grp, name) DO UPDATE
-SET owner_epoch = EXCLUDED.owner_epoch, fencing_token = GREATEST(p.fencing_token OPERATOR(pg_catalog.+) 1, `+clockMicros+`)
-WHERE p.owner_epoch IS NULL OR p.owner_epoch OPERATOR(pg_catalog.=) $2
-   OR NOT EXISTS (SELECT 1 FROM `+t.members+` m WHERE m.epoch OPERATOR(pg_catalog.=) p.owner_epoch)
+SET owner_epoch = EXCLUDED.owner_epoch, fencing_token = GREATEST(p.fencing_token OPERATOR(pg_catalog.+) 1, EXCLUDED.fencing_token)
+WHERE (p.owner_epoch IS NULL OR p.owner_epoch OPERATOR(pg_catalog.=) $2
+       OR NOT EXISTS (SELECT 1 FROM `+t.members+` m WHERE m.epoch OPERATOR(pg_catalog.=) p.owner_epoch))
+  AND p.fencing_token OPERATOR(pg_catalog.<) `+maxToken+`
 RETURNING name, fencing_token`, m.Group, int64(m.Epoch), names)
 	if err != nil {
 		return nil, err
@@ -212,11 +235,55 @@ RETURNING name, fencing_token`, m.Group, int64(m.Epoch), names)
 	out := make(map[string]int64)
 	var name string
 	var tok int64
-	_, err = pgx.ForEachRow(rows, []any{&name, &tok}, func() error {
+	if _, err = pgx.ForEachRow(rows, []any{&name, &tok}, func() error {
 		out[name] = tok
 		return nil
-	})
-	return out, err
+	}); err != nil {
+		return nil, err
+	}
+	return out, c.claimKeys(ctx, tx, m.Group, names, out)
+}
+
+// maxToken is bigint's maximum: a row at it has no greater token to give.
+const maxToken = `9223372036854775807`
+
+// claimKeys writes the claimed partitions' tokens into their keys'
+// leadership rows, with no holder_id (which marks a row a claim wrote: see
+// acquireOnce), inserting the rows that do not exist, in the byte order of
+// the names. It is what makes a claim meet a single-key grant of the
+// same key whatever rows were deleted: at REPEATABLE READ, PostgreSQL
+// refuses (SQLSTATE 40001) to write a leadership row that a grant changed
+// or inserted after the claim's snapshot, and a grant in flight is waited
+// for first; so a claim either committed before a grant's statement
+// locked the row (and the grant, which counts the partition's row or waits
+// on this row's lock, sees it) or is refused and run again, when its new
+// snapshot sees the grant. It locks the rows after the partition rows, the
+// order a single-key grant of a partition's key takes them in.
+func (c *Coordinator) claimKeys(ctx context.Context, tx pgx.Tx, group string, names []string, claimed map[string]int64) error {
+	if len(claimed) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(claimed))
+	tokens := make([]int64, 0, len(claimed))
+	for _, n := range names { // sorted
+		if tok, ok := claimed[n]; ok {
+			keys = append(keys, partition.Key(group, n))
+			tokens = append(tokens, tok)
+		}
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO `+c.table+` AS l (resource, holder_id, fencing_token, acquired_at, expires_at)
+SELECT k.key, NULL, k.tok, NULL, '-infinity'
+FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::bigint[])) AS k(key, tok)
+ORDER BY k.key COLLATE pg_catalog."C"
+ON CONFLICT (resource) DO UPDATE SET holder_id = NULL, fencing_token = GREATEST(l.fencing_token, EXCLUDED.fencing_token)
+WHERE l.expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP`, keys, tokens)
+	if err != nil {
+		return fmt.Errorf("write the partitions' tokens into their keys' leadership rows: %w", err)
+	}
+	if n := tag.RowsAffected(); n != int64(len(keys)) {
+		return fmt.Errorf("wrote the tokens of %d of %d claimed partitions into their keys' leadership rows (a key is held as a single key): nothing claimed", n, len(keys))
+	}
+	return nil
 }
 
 // owner is who owns a partition row: the epoch, its token and the member
@@ -227,6 +294,7 @@ type owner struct {
 	member       string
 	single       string
 	singleToken  int64
+	atMax        bool // a token of the key is bigint's maximum
 }
 
 // readOwners reads the owners of the partitions among names not in claimed.
@@ -242,20 +310,24 @@ func (c *Coordinator) readOwners(ctx context.Context, tx pgx.Tx, t groupTables, 
 		return out, nil
 	}
 	rows, err := tx.Query(ctx, `SELECT r.name, coalesce(p.owner_epoch, 0), coalesce(p.fencing_token, 0), coalesce(m.member, ''),
-       coalesce(l.holder_id, ''), coalesce(l.fencing_token, 0)
+       coalesce(l.holder_id, ''), coalesce(l.live_token, 0),
+       coalesce(p.fencing_token, 0) OPERATOR(pg_catalog.=) `+maxToken+` OR coalesce(l.fencing_token, 0) OPERATOR(pg_catalog.=) `+maxToken+`
 FROM pg_catalog.unnest($2::pg_catalog.text[]) AS r(name)
 LEFT JOIN LATERAL (SELECT owner_epoch, fencing_token FROM `+t.partitions+`
                    WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) r.name LIMIT 1) p ON true
 LEFT JOIN LATERAL (SELECT member FROM `+t.members+` WHERE epoch OPERATOR(pg_catalog.=) p.owner_epoch LIMIT 1) m ON true
-LEFT JOIN LATERAL (SELECT holder_id, fencing_token FROM `+c.table+`
+LEFT JOIN LATERAL (SELECT CASE WHEN expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP THEN holder_id END AS holder_id,
+                          CASE WHEN expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP THEN fencing_token END AS live_token,
+                          fencing_token
+                   FROM `+c.table+`
                    WHERE resource OPERATOR(pg_catalog.=) ($1::pg_catalog.text OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) r.name)
-                     AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP LIMIT 1) l ON true`, group, rest)
+                   LIMIT 1) l ON true`, group, rest)
 	if err != nil {
 		return nil, fmt.Errorf("read owners: %w", err)
 	}
 	var name string
 	var o owner
-	_, err = pgx.ForEachRow(rows, []any{&name, &o.epoch, &o.token, &o.member, &o.single, &o.singleToken}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&name, &o.epoch, &o.token, &o.member, &o.single, &o.singleToken, &o.atMax}, func() error {
 		out[name] = o
 		return nil
 	})

@@ -1,0 +1,127 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tenure-dev/tenure/internal/inputs"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// acquireOnce runs the acquisition statement. A key that cannot name a
+// partition (no '/', or a part that is no group or partition name) needs
+// nothing more. One that can ("group/name") is kept off a live partition
+// by its leadership row: every claim writes the leadership row of each key
+// it claims with holder_id NULL (see claimKeys), and so does the insertion
+// of a key's first row; only a single-key grant writes a holder_id. So:
+//
+//   - A row whose holder_id is set was last written by a single-key grant
+//     (and its renewals and release): no claim of the key since then, so no
+//     partition owns it, and acquireNamed, the acquisition with that one
+//     condition more, grants it with one statement and nothing else. A
+//     claim that writes the row meanwhile is waited for, and then the
+//     condition, tested again on the row's new version (READ COMMITTED),
+//     fails; a claim that comes after the grant meets the grant (see
+//     claimKeys). The row's token is then the key's greatest: every claim
+//     wrote its own into it, and a grant is above the row's.
+//   - Once the group tables are known to exist, acquirePartition: one
+//     statement that writes the partition's row and grants the key only if
+//     no live member owns the partition.
+//   - A row with no holder_id (marked: Acquire read it so) while the group
+//     tables are not known to exist: the acquisition, then a lookup of the
+//     tables in the catalog after the grant committed. A group made after
+//     the lookup began claims its partitions after the grant committed, and
+//     so sees it and leaves the partition alone. When the lookup finds
+//     them (once per Coordinator), the grant is retracted (released, and
+//     the row marked again), never returned, and the key acquired as above.
+func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64, marked bool) (int64, error) {
+	i := strings.LastIndexByte(key, '/')
+	partition := i >= 0 && tenure.ValidateKey(key[:i]) == nil && inputs.PartitionName(key[i+1:]) == nil
+	t, err := c.groupTables()
+	if partition && err == nil && c.groupsExist.Load() {
+		token, err := c.acquirePartition(ctx, t, key, holder, us, key[:i], key[i+1:])
+		if isUndefinedTable(err) { // dropped since; nothing was granted
+			c.groupsExist.Store(false)
+			return 0, errRetry
+		}
+		return token, err
+	}
+	var token int64
+	if partition && c.sql.acquirePartition != "" && !marked {
+		err = c.pool.QueryRow(ctx, c.sql.acquireNamed, key, holder, us, c.o.channel).Scan(&token, nil)
+		return token, err
+	}
+	err = c.pool.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
+	if err != nil || !partition || c.sql.acquirePartition == "" {
+		return token, err
+	}
+	// Group tables another role owns are not the coordinator's: JoinGroup
+	// refuses them, so no member of them exists, and they are never written.
+	var ok bool
+	err = c.pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL AND pg_catalog.to_regclass($2) IS NOT NULL
+       AND NOT `+foreignGroupTablesSQL, t.partitions, t.members, c.table).Scan(&ok)
+	if err == nil && !ok {
+		return token, nil
+	}
+	c.groupsExist.Store(ok)
+	if _, rerr := c.pool.Exec(ctx, c.sql.retract, key, holder, token, c.o.channel); rerr != nil {
+		return 0, fmt.Errorf("release the grant of a partition's key after looking up the group tables (it expires on its own): %w", rerr)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("look up group tables: %w", err)
+	}
+	return 0, errRetry
+}
+
+// errRetry asks Acquire to run acquireOnce again: nothing is granted.
+var errRetry = errors.New("postgres: run the acquisition again")
+
+// acquirePartition acquires key, which names partition name of group, with
+// acquirePartitionSQL: it writes the partition's row (inserting it,
+// ownerless, if there is none), which locks it, and grants the key only if
+// the row has no owner or its owner's membership has expired.
+//
+// A claim whose snapshot predates this write either committed first, when
+// the write returns its owner's epoch, or meets the row's new version,
+// which REPEATABLE READ refuses (SQLSTATE 40001), and its next run sees the
+// grant. The owner's membership row is locked FOR SHARE, so that a renewal
+// in flight commits first (and is seen) or finds the lease ended. A
+// membership row the statement's snapshot does not see was deleted, or
+// inserted after the snapshot was taken (a member that joined and claimed
+// meanwhile): nothing is granted, and it is read again; a row still
+// missing was deleted, so the partition's owner is cleared and the key
+// acquired again.
+func (c *Coordinator) acquirePartition(ctx context.Context, t groupTables, key, holder string, us int64, group, name string) (int64, error) {
+	var token, epoch, ptok pgtype.Int8
+	var member pgtype.Text
+	var live bool
+	err := c.pool.QueryRow(ctx, c.sql.acquirePartition, key, holder, us, c.o.channel, group, name).
+		Scan(&token, nil, &epoch, &ptok, &member, &live)
+	switch {
+	case err != nil || token.Valid:
+		return token.Int64, err
+	case epoch.Valid && !member.Valid:
+		err := c.pool.QueryRow(ctx, `SELECT member, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM `+t.members+`
+WHERE epoch OPERATOR(pg_catalog.=) $1 FOR SHARE`, epoch.Int64).Scan(&member, &live)
+		if errors.Is(err, pgx.ErrNoRows) {
+			_, err = c.pool.Exec(ctx, `UPDATE `+t.partitions+` SET owner_epoch = NULL
+WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2 AND owner_epoch OPERATOR(pg_catalog.=) $3`, group, name, epoch.Int64)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
+		}
+		if !live {
+			return 0, errRetry
+		}
+	}
+	if live && member.Valid {
+		return 0, fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member.String, &tenure.HeldError{Key: key, Holder: member.String, Token: uint64(ptok.Int64)})
+	}
+	return 0, pgx.ErrNoRows // held by a single key, or no row yet: see Acquire
+}
