@@ -298,27 +298,27 @@ func (e *Elector) watch(ctx context.Context, w Coordinator) (<-chan LeaderEvent,
 	return ch, nil
 }
 
-// deadline is the local deadline of grant g: the send of the request that
-// last started or extended its lease, plus the safe lease of its TTL.
-func (e *Elector) deadline(g Grant) Instant {
-	return g.Sent.Add(timing.SafeLease(g.TTL, e.cfg.MaxDrift, e.cfg.Margin))
+// timing is how this Elector keeps a lease granted for ttl.
+func (e *Elector) timing() leaseTiming {
+	return newLeaseTiming(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RetryPeriod, e.cfg.RequestTimeout, e.cfg.MaxDrift, e.cfg.Margin)
 }
 
-// begin turns grant g into a term, or returns nil (after releasing the
-// grant) when its local deadline has already passed. A grant that does not
-// say when its lease was started is a coordinator's bug: Run returns it.
+// begin turns grant g into a term on a lease of its own, or returns nil
+// (after releasing the grant) when its local deadline has already passed.
+// A grant that does not say when its lease was started is a coordinator's
+// bug: Run returns it.
 func (e *Elector) begin(ctx context.Context, g Grant) (*Term, error) {
-	if g.Sent.IsZero() {
+	l, err := newLease(e.timing(), g.TTL, g.Sent, true, e.log, "renewal", "token", g.Token)
+	if err != nil {
 		e.release(ctx, g, slog.LevelWarn)
-		return nil, fmt.Errorf("campaign for %q: coordinator %T returned a grant without Grant.Sent: its lease's age is unknown, so no safe deadline can be computed", e.cfg.Key, e.c)
+		return nil, fmt.Errorf("campaign for %q: coordinator %T returned a grant with %w", e.cfg.Key, e.c, err)
 	}
-	dl := e.deadline(g)
-	if dl.Until() <= 0 {
+	t, _ := l.start(ctx, g)
+	if t.Check() != nil {
 		e.log.Warn("grant arrived after its local deadline; not acting on it", "token", g.Token, "ttl", g.TTL)
 		e.release(ctx, g, slog.LevelWarn)
 		return nil, nil
 	}
-	t := newTerm(context.WithoutCancel(ctx), g, dl)
 	e.mu.Lock()
 	e.term = t
 	e.mu.Unlock()
@@ -345,7 +345,7 @@ func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *T
 	renewDone := make(chan struct{})
 	go func() {
 		defer close(renewDone)
-		e.renewLoop(renewCtx, t)
+		e.renew(renewCtx, t)
 	}()
 	stopRenewing := func() {
 		stopRenew()
@@ -492,94 +492,15 @@ func (e *Elector) release(ctx context.Context, g Grant, level slog.Level) {
 	e.log.Debug("released", "token", g.Token)
 }
 
-// renewLoop renews t every renew interval until ctx ends (t's context, or
-// the elector stopping renewals). A failed renewal is retried every retry
-// period until the local deadline; a renewal that reports the grant lost
-// ends the term at once.
-func (e *Elector) renewLoop(ctx context.Context, t *Term) {
-	// A coordinator may grant less than was asked, or a lease that had run
-	// a while before the grant (etcd grants leases ahead): see timing.NextRenewal.
-	interval := func() time.Duration {
-		return timing.NextRenewal(timing.RenewInterval(e.cfg.TTL, e.cfg.RenewInterval), t.Grant().TTL, t.Remaining())
-	}
-	retry := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
-	timer := time.NewTimer(interval())
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		ok := e.renewOnce(ctx, t)
-		if ctx.Err() != nil { // stopped while the renewal was in flight
-			return
-		}
-		if t.Check() != nil { // ended, or the deadline passed
-			return
-		}
-		if ok {
-			timer.Reset(interval())
-		} else {
-			timer.Reset(timerwait.Delay(min(retry, time.Until(t.Deadline()))))
-		}
-	}
-}
-
-// renewOnce tries one renewal of t, bounded by t's deadline, and reports
-// whether it succeeded. It ends t when the grant is lost.
-func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
-	// One attempt is bounded by the request timeout, so that a renewal hung
-	// on a half-open connection is abandoned and retried within the lease,
-	// and by the local deadline, after which a reply is of no use. ctx
-	// derives from the term's context, so the call is abandoned when the
-	// term ends or renewals stop.
-	start := time.Now()
-	rctx, cancel := context.WithDeadline(ctx, minTime(t.Deadline(), start.Add(timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))))
-	defer cancel()
-	// A renewal still unanswered a retry period after it was due is
-	// overdue: say so then, not only when the attempt fails or times out.
-	overdue := time.AfterFunc(timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod), func() {
-		e.log.Warn("renewal overdue", "token", t.token, "cause",
-			fmt.Sprintf("no reply from the coordinator to the renewal sent %s ago", time.Since(start).Round(time.Millisecond)),
-			"remaining", t.Remaining().Round(time.Millisecond))
+// renew renews t's lease until ctx ends (t's context, or the elector
+// stopping renewals) or the term is over (see lease.keep).
+func (e *Elector) renew(ctx context.Context, t *Term) {
+	t.lease.keep(ctx, func(ctx context.Context, _ time.Time) renewal {
+		start := time.Now()
+		g, err := e.c.Renew(ctx, t.Grant())
+		e.metrics.ObserveRenew(t.key, time.Since(start), err)
+		return renewal{ttl: g.TTL, sent: g.Sent, err: err}
 	})
-	defer overdue.Stop()
-	g, err := e.c.Renew(rctx, t.Grant())
-	took := time.Since(start)
-	e.metrics.ObserveRenew(t.key, took, err)
-	switch {
-	case err == nil && g.Sent.IsZero():
-		t.end(fmt.Errorf("%w: term %d on %q: coordinator %T renewed without Grant.Sent", ErrNotLeader, t.token, t.key, e.c))
-		return false
-	case err == nil:
-		if !t.extend(g, e.deadline(g)) {
-			// The deadline passed while the reply was on its way: the term
-			// is over, whatever the coordinator says now.
-			t.end(fmt.Errorf("%w: term %d on %q: renewal arrived after the local deadline", ErrNotLeader, t.token, t.key))
-			return false
-		}
-		e.log.Debug("renewed", "token", t.token, "took", took, "remaining", t.Remaining())
-		return true
-	case errors.Is(err, ErrLost) || errors.Is(err, ErrRefused):
-		// Lost, or refused for good: renewing again cannot keep the
-		// term (Run returns a refusal once fn has returned).
-		t.end(fmt.Errorf("%w: %w", ErrNotLeader, err))
-		return false
-	default:
-		if !t.isEnded() && ctx.Err() == nil {
-			e.log.Warn("renewal failed; retrying until the local deadline", "token", t.token, "took", took, "remaining", t.Remaining(), "err", err)
-		}
-		return false
-	}
-}
-
-// minTime returns the earlier of a and b.
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // transition reports a transition to metrics and the OnTransition hook.

@@ -15,16 +15,16 @@ import (
 // deadline, and ends a term started past it at once; terms end alone too.
 func TestSharedDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newSharedDeadline(Now().Add(5 * time.Second))
-		defer d.Stop()
-		a, _ := d.Start(context.Background(), Grant{Key: "g/0", Holder: "h", Token: 1})
-		b, bc := d.Start(context.Background(), Grant{Key: "g/1", Holder: "h", Token: 2})
+		d := newLeaseAt(leaseTiming{}, 0, Instant{}, Now().Add(5*time.Second), false, nil, "membership renewal")
+		defer d.stop()
+		a, _ := d.start(context.Background(), Grant{Key: "g/0", Holder: "h", Token: 1})
+		b, bc := d.start(context.Background(), Grant{Key: "g/1", Holder: "h", Token: 2})
 		bc.End(nil)
 		if a.Check() != nil || b.Check() == nil {
 			t.Fatalf("Check() = %v, %v; want a live, b ended alone", a.Check(), b.Check())
 		}
 		time.Sleep(4 * time.Second)
-		d.Extend(10*time.Second, Now(), Now().Add(5*time.Second))
+		d.extend(Grant{TTL: 10 * time.Second, Sent: Now()}, Now().Add(5*time.Second))
 		time.Sleep(4 * time.Second) // 8s: past the first deadline, not the second
 		if err := a.Check(); err != nil || a.Context().Err() != nil {
 			t.Fatalf("a after Extend, 8s in: Check() = %v, context %v; want live", err, a.Context().Err())
@@ -40,11 +40,11 @@ func TestSharedDeadline(t *testing.T) {
 		if !errors.Is(a.Check(), ErrNotLeader) {
 			t.Errorf("a.Check() after the deadline = %v; want ErrNotLeader", a.Check())
 		}
-		late, _ := d.Start(context.Background(), Grant{Key: "g/2", Holder: "h", Token: 3})
+		late, _ := d.start(context.Background(), Grant{Key: "g/2", Holder: "h", Token: 3})
 		if late.Context().Err() == nil {
 			t.Error("a term started past the deadline is live; want it ended at once")
 		}
-		d.Extend(10*time.Second, Now(), Now().Add(5*time.Second))
+		d.extend(Grant{TTL: 10 * time.Second, Sent: Now()}, Now().Add(5*time.Second))
 		if a.Context().Err() == nil || a.Check() == nil {
 			t.Error("Extend revived a term past its deadline")
 		}
@@ -58,11 +58,11 @@ func TestSharedDeadlineSuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk, suspend := boottime.NewSuspendable()
 		defer boottime.Simulate(clk)()
-		d := newSharedDeadline(Now().Add(time.Minute))
-		defer d.Stop()
+		d := newLeaseAt(leaseTiming{}, 0, Instant{}, Now().Add(time.Minute), false, nil, "membership renewal")
+		defer d.stop()
 		terms := make([]*Term, 3)
 		for i := range terms {
-			terms[i], _ = d.Start(context.Background(), Grant{Key: "g/x", Holder: "h", Token: uint64(i + 1)})
+			terms[i], _ = d.start(context.Background(), Grant{Key: "g/x", Holder: "h", Token: uint64(i + 1)})
 		}
 		time.Sleep(2 * time.Second)
 		suspend(time.Hour)

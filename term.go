@@ -8,24 +8,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
-	"github.com/tenure-dev/tenure/internal/timerwait"
-	"github.com/tenure-dev/tenure/internal/timing"
 )
-
-// suspendCheck bounds how long the term's timer sleeps at a time. Go's
-// timers run on CLOCK_MONOTONIC, which stops while the host is suspended: a
-// term whose boot-clock deadline passed during a suspend is ended within
-// suspendCheck of the resume, and Check reports it over at once.
-const suspendCheck = time.Second
-
-// suspendNoise is how far the boot clock may run ahead of Go's monotonic
-// clock before the difference counts as a suspend. Two clocks read a moment
-// apart differ by scheduling noise; inside a testing/synctest bubble, whose
-// virtual time stands still while goroutines compute, the real boot clock
-// runs ahead by however long they compute. A suspend shorter than this is
-// of the same order as the scheduling delays Config.Margin allows for, and
-// Config.Validate requires a Margin at least this long.
-const suspendNoise = timing.MinMargin
 
 // errSteppedDown marks a term ended by Term.StepDown.
 var errSteppedDown = errors.New("stepped down")
@@ -57,48 +40,25 @@ type Term struct {
 	sent         Instant   // Grant.Sent as last renewed
 	deadline     time.Time // carries a monotonic reading
 	bootDeadline boottime.Instant
-	timer        *time.Timer     // nil when shared watches the deadline
-	shared       *sharedDeadline // the deadline's owner, when shared
+	lease        *lease // the lease the term rides, whose timer ends it
 	ended        bool
 	renewed      chan struct{} // closed by the next extend; nil until renewedChan asks
 }
 
-// newTerm starts a term for g whose local deadline is dl. The term's
-// context is cancelled at the deadline unless extend moves it.
+// newTerm starts a term for g on a lease of its own whose local deadline
+// is dl (the lease's timing is Config's defaults for g.TTL; only renewals,
+// which this package's tests do not start, read it). The term's context is
+// cancelled at the deadline unless the lease is extended.
 func newTerm(parent context.Context, g Grant, dl Instant) *Term {
-	ctx, cancel := context.WithCancelCause(parent)
-	t := &Term{
-		key: g.Key, holder: g.Holder, token: g.Token,
-		ctx: ctx, cancel: cancel,
-		ttl: g.TTL, sent: g.Sent, deadline: dl.mono, bootDeadline: dl.boot,
-	}
-	t.mu.Lock() // expire, which locks, may run before t.timer is set
-	t.timer = time.AfterFunc(t.sleepLocked(), t.expire)
-	t.mu.Unlock()
+	l := newLeaseAt(newLeaseTiming(g.TTL, 0, 0, 0, 0, 0), g.TTL, g.Sent, dl, true, nil, "renewal")
+	t, _ := l.start(parent, g)
 	return t
 }
 
-// sleepLocked is how long the timer should sleep: until the deadline, at
-// most suspendCheck at a time.
-func (t *Term) sleepLocked() time.Duration {
-	return timerwait.Delay(min(-t.overLocked(), suspendCheck))
-}
-
 // overLocked reports how far past its local deadline the term is:
-// negative while it is not (see past).
-func (t *Term) overLocked() time.Duration { return past(t.deadline, t.bootDeadline) }
-
-// past reports how far past a local deadline (mono on Go's monotonic
-// clock, boot on the boot clock) now is: negative while it is not. Go's
-// monotonic clock decides, plus the time the host spent suspended since the
-// deadline was set, which only the boot clock counts (beyond suspendNoise).
-func past(mono time.Time, boot boottime.Instant) time.Duration {
-	over := time.Since(mono)
-	suspended := boottime.Now().Sub(boot) - over
-	if suspended <= suspendNoise {
-		return over
-	}
-	return over + suspended
+// negative while it is not (see Instant.past).
+func (t *Term) overLocked() time.Duration {
+	return Instant{mono: t.deadline, boot: t.bootDeadline}.past()
 }
 
 // Token is the fencing token of this term. Present it to every protected
@@ -207,22 +167,6 @@ func (t *Term) cause() error {
 	return err
 }
 
-// expire runs when the deadline timer fires.
-func (t *Term) expire() {
-	t.mu.Lock()
-	if t.ended {
-		t.mu.Unlock()
-		return
-	}
-	if t.overLocked() < 0 { // not yet (or extended): sleep again
-		t.timer.Reset(t.sleepLocked())
-		t.mu.Unlock()
-		return
-	}
-	t.mu.Unlock()
-	t.end(fmt.Errorf("%w: term %d on %q reached its local deadline", ErrNotLeader, t.token, t.key))
-}
-
 // end marks the term ended and cancels its context with cause.
 func (t *Term) end(cause error) {
 	t.mu.Lock()
@@ -231,17 +175,13 @@ func (t *Term) end(cause error) {
 		return
 	}
 	t.ended = true
-	if t.timer != nil {
-		t.timer.Stop()
-	}
 	t.mu.Unlock()
 	t.cancel(cause)
-	if t.shared != nil {
-		t.shared.forget(t)
-	}
+	t.lease.forget(t)
 }
 
-// extend replaces the deadline with dl, the one renewal g produced, and
+// extend replaces the deadline with dl, the one renewal g produced (its
+// lease calls it for each live term), and
 // records g's TTL and send instant. The new deadline replaces the old even when it is earlier:
 // a renewal sets the lease's expiry at the coordinator, so only the latest
 // renewal bounds it (a coordinator that granted a shorter TTL this time has
@@ -255,9 +195,6 @@ func (t *Term) extend(g Grant, dl Instant) bool {
 	}
 	t.ttl, t.sent = g.TTL, g.Sent
 	t.deadline, t.bootDeadline = dl.mono, dl.boot
-	if t.timer != nil {
-		t.timer.Reset(t.sleepLocked())
-	}
 	if t.renewed != nil {
 		close(t.renewed)
 		t.renewed = nil

@@ -25,7 +25,7 @@ func startTerm(parent context.Context, g Grant, deadline Instant) (*Term, termCo
 // term's). It reports false, and changes nothing, when the term has already
 // ended or its deadline has passed: an ended term is never revived.
 func (c termControl) Extend(g Grant, deadline Instant) bool {
-	return c.t.extend(g, deadline)
+	return c.t.lease.extend(g, deadline)
 }
 
 // End ends the term now with cause, which should wrap ErrNotLeader (and
