@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,135 +168,6 @@ func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term)
 	}
 }
 
-// fencedBackoff is how long to wait before campaigning after n fenced terms
-// in a row: the retry period, doubling with each, at most the TTL.
-func (e *Elector) fencedBackoff(n int) time.Duration {
-	d := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
-	for i := 1; i < n && d < e.cfg.TTL; i++ {
-		d *= 2
-	}
-	return min(d, e.cfg.TTL)
-}
-
-// sleepCtx waits for d or until ctx ends, and returns ctx's error if it
-// ended.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(timerwait.Delay(d))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
-}
-
-// campaign acquires the key, waiting for it to be free when it is held. It
-// returns a live term, or ctx's error, or a permanent error.
-func (e *Elector) campaign(ctx context.Context) (*Term, error) {
-	retry := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
-	backoff := retry
-
-	// A watch, when the coordinator offers one, wakes the campaign the
-	// moment the key is released or expires. It is opened lazily, the first
-	// time the key is found held, and closed when the campaign ends.
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	var events <-chan LeaderEvent
-	canWatch := true // until a watch fails
-
-	for {
-		actx, cancel := context.WithTimeout(ctx, timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
-		g, err := e.c.Acquire(actx, e.cfg.Key, e.id, e.cfg.TTL)
-		cancel()
-		if err == nil {
-			t, err := e.begin(ctx, g)
-			if err != nil {
-				return nil, err
-			}
-			if t != nil {
-				return t, nil
-			}
-			// The reply came too late to act on; try again.
-		} else {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrInvalidHolder) ||
-				errors.Is(err, ErrInvalidTTL) || errors.Is(err, ErrClosed) || errors.Is(err, ErrRefused) {
-				return nil, fmt.Errorf("campaign for %q: %w", e.cfg.Key, err)
-			}
-			var held *HeldError
-			if errors.As(err, &held) {
-				e.log.Debug("key held", "leader", held.Holder, "token", held.Token)
-				if canWatch && events == nil {
-					if ch, werr := e.watch(watchCtx, e.c); werr == nil {
-						events = ch
-					} else {
-						e.log.Debug("watch failed; polling", "err", werr)
-						canWatch = false
-					}
-				}
-			} else {
-				e.log.Warn("acquire failed", "err", err)
-			}
-		}
-
-		wait := jitter(backoff)
-		backoff = min(2*backoff, 4*retry)
-		timer := time.NewTimer(timerwait.Delay(wait))
-	waiting:
-		for {
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return nil, ctx.Err()
-			case <-timer.C:
-				break waiting
-			case ev, ok := <-events:
-				if !ok {
-					events = nil
-					canWatch = false // the watch failed: poll from now on
-					continue
-				}
-				if !ev.Held { // released or expired: acquire now
-
-					timer.Stop()
-					backoff = retry
-					break waiting
-				}
-			}
-		}
-	}
-}
-
-// watch opens a watch of the key that lives as long as ctx, but whose setup
-// is bounded by the request timeout: a hung coordinator must not freeze the
-// campaign (it falls back to polling).
-func (e *Elector) watch(ctx context.Context, w Coordinator) (<-chan LeaderEvent, error) {
-	wctx, cancel := context.WithCancelCause(ctx)
-	timeout := timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout)
-	timer := time.AfterFunc(timeout, func() {
-		cancel(fmt.Errorf("tenure: watch of %q not set up within %s", e.cfg.Key, timeout))
-	})
-	ch, err := w.Watch(wctx, e.cfg.Key)
-	if !timer.Stop() {
-		// The setup outlived its bound; a watch that came up anyway has
-		// been cancelled with it.
-		if err == nil {
-			err = context.Cause(wctx)
-		}
-		return nil, err
-	}
-	if err != nil {
-		cancel(nil)
-		return nil, err
-	}
-	// wctx now lives until ctx ends (cancel is dropped on purpose: ctx's
-	// cancellation releases it).
-	return ch, nil
-}
-
 // timing is how this Elector keeps a lease granted for ttl.
 func (e *Elector) timing() leaseTiming {
 	return newLeaseTiming(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RetryPeriod, e.cfg.RequestTimeout, e.cfg.MaxDrift, e.cfg.Margin)
@@ -313,7 +183,7 @@ func (e *Elector) begin(ctx context.Context, g Grant) (*Term, error) {
 		e.release(ctx, g, slog.LevelWarn)
 		return nil, fmt.Errorf("campaign for %q: coordinator %T returned a grant with %w", e.cfg.Key, e.c, err)
 	}
-	t, _ := l.start(ctx, g)
+	t := l.Start(ctx, g)
 	if t.Check() != nil {
 		e.log.Warn("grant arrived after its local deadline; not acting on it", "token", g.Token, "ttl", g.TTL)
 		e.release(ctx, g, slog.LevelWarn)
@@ -338,19 +208,7 @@ func (e *Elector) begin(ctx context.Context, g Grant) (*Term, error) {
 // in-flight work drains during a resignation, until fn returns or the local
 // deadline passes.
 func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *Term) error) (done bool, err error) {
-	// Stopping the renewals also abandons one in flight, so that a
-	// resignation never waits for a hung renewal until the local deadline.
-	renewCtx, stopRenew := context.WithCancel(t.Context())
-	defer stopRenew()
-	renewDone := make(chan struct{})
-	go func() {
-		defer close(renewDone)
-		e.renew(renewCtx, t)
-	}()
-	stopRenewing := func() {
-		stopRenew()
-		<-renewDone
-	}
+	stopRenewing := e.renew(t)
 	workCtx, stopWork := context.WithCancelCause(t.Context())
 	defer stopWork(nil)
 	fnDone := make(chan error, 1)
@@ -492,15 +350,23 @@ func (e *Elector) release(ctx context.Context, g Grant, level slog.Level) {
 	e.log.Debug("released", "token", g.Token)
 }
 
-// renew renews t's lease until ctx ends (t's context, or the elector
-// stopping renewals) or the term is over (see lease.keep).
-func (e *Elector) renew(ctx context.Context, t *Term) {
-	t.lease.keep(ctx, func(ctx context.Context, _ time.Time) renewal {
-		start := time.Now()
-		g, err := e.c.Renew(ctx, t.Grant())
-		e.metrics.ObserveRenew(t.key, time.Since(start), err)
-		return renewal{ttl: g.TTL, sent: g.Sent, err: err}
-	})
+// renew renews t's lease in the background until the term is over (see
+// Lease.Keep), or until stop is called, which waits for it. Stopping also
+// abandons a renewal in flight, so that a resignation never waits for a
+// hung renewal until the local deadline.
+func (e *Elector) renew(t *Term) (stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = t.lease.Keep(ctx, func(ctx context.Context, _ time.Time) (Grant, time.Time, error) {
+			start := time.Now()
+			g, err := e.c.Renew(ctx, t.Grant())
+			e.metrics.ObserveRenew(t.key, time.Since(start), err)
+			return g, time.Time{}, err
+		})
+	}()
+	return func() { cancel(); <-done }
 }
 
 // transition reports a transition to metrics and the OnTransition hook.
@@ -509,9 +375,4 @@ func (e *Elector) transition(kind TransitionKind, t *Term, err error) {
 	if e.cfg.OnTransition != nil {
 		e.cfg.OnTransition(Transition{Kind: kind, Key: t.key, Holder: t.holder, Token: t.token, At: time.Now(), Err: err})
 	}
-}
-
-// jitter returns d scaled by a random factor in [0.5, 1.5).
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.5 + rand.Float64()))
 }

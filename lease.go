@@ -67,25 +67,24 @@ func (tm leaseTiming) next(ttl, remaining time.Duration) time.Duration {
 	return timing.NextRenewal(tm.renew, ttl, remaining)
 }
 
-// A lease is the one engine behind every term: the local deadline of one
-// lease at a coordinator (counted from the send of the request that last
-// started or extended it), the one timer that ends its terms there, and
-// the one loop that renews it (keep). An Elector rides one term on a lease
-// of its own (single: the lease is over when its term is); a partition
-// member rides one term per partition on its membership's lease. Each
-// term keeps a copy of the deadline the lease last gave it, so that a term
-// that has ended keeps the deadline it ended with; Check and Remaining of
-// each term judge that deadline themselves, on both clocks (see past).
-type lease struct {
+// A Lease is this process's side of one lease at a coordinator: its local
+// deadline, counted from the send of the request that last started or
+// extended it (sent + TTL·(1 − MaxDrift) − Margin, on a clock that keeps
+// counting while the host is suspended), the one timer that ends every term
+// riding it at that deadline, and the one loop that renews it (Keep). An
+// Elector rides one term on a lease of its own; a partition.Group member
+// rides one term per partition on its membership's lease, so that one
+// renewal keeps them all, as etcd's concurrency.Session carries the keys of
+// an Election or a Mutex. A Lease is safe for concurrent use.
+//
+// Each term keeps the deadline its lease last gave it: a term that has
+// ended keeps the deadline it ended with, and a renewal never revives it.
+type Lease struct {
 	tm     leaseTiming
-	single bool
+	single bool // an Elector's: over when its one term is
 	log    *slog.Logger
 	name   string // what a renewal is called in the log: "renewal", "membership renewal"
 	attrs  []any  // logged with every renewal record
-
-	// onLost, when set, is told first when the coordinator reports the
-	// lease lost or refuses its renewal for good; then the terms end.
-	onLost func(error)
 
 	mu      sync.Mutex
 	ttl     time.Duration // as last granted
@@ -96,9 +95,23 @@ type lease struct {
 	stopped bool
 }
 
+// NewLease returns the lease that a request sent at sent granted for ttl
+// (a Grant's or a partition.Member's TTL and Sent), kept by cfg's
+// MaxDrift, Margin, RenewInterval, RetryPeriod and RequestTimeout, and
+// logged to cfg.Logger. A lease whose sent is zero has no safe deadline:
+// NewLease returns an error. Stop it when done with it.
+func NewLease(cfg Config, ttl time.Duration, sent Instant) (*Lease, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tm := newLeaseTiming(cfg.TTL, cfg.RenewInterval, cfg.RetryPeriod, cfg.RequestTimeout, cfg.MaxDrift, cfg.Margin)
+	return newLease(tm, ttl, sent, false, log, "renewal")
+}
+
 // newLease returns a lease granted for ttl by a request sent at sent,
-// watched by one timer until stop, or errNoSent when sent is zero.
-func newLease(tm leaseTiming, ttl time.Duration, sent Instant, single bool, log *slog.Logger, name string, attrs ...any) (*lease, error) {
+// watched by one timer until Stop, or errNoSent when sent is zero.
+func newLease(tm leaseTiming, ttl time.Duration, sent Instant, single bool, log *slog.Logger, name string, attrs ...any) (*Lease, error) {
 	dl, err := tm.deadline(ttl, sent)
 	if err != nil {
 		return nil, err
@@ -107,8 +120,8 @@ func newLease(tm leaseTiming, ttl time.Duration, sent Instant, single bool, log 
 }
 
 // newLeaseAt is newLease with its deadline given.
-func newLeaseAt(tm leaseTiming, ttl time.Duration, sent, dl Instant, single bool, log *slog.Logger, name string, attrs ...any) *lease {
-	l := &lease{tm: tm, single: single, log: log, name: name, attrs: attrs,
+func newLeaseAt(tm leaseTiming, ttl time.Duration, sent, dl Instant, single bool, log *slog.Logger, name string, attrs ...any) *Lease {
+	l := &Lease{tm: tm, single: single, log: log, name: name, attrs: attrs,
 		ttl: ttl, sent: sent, dl: dl, terms: make(map[*Term]struct{})}
 	l.mu.Lock() // expire, which locks, may run before l.timer is set
 	l.timer = time.AfterFunc(l.sleepLocked(), l.expire)
@@ -116,10 +129,10 @@ func newLeaseAt(tm leaseTiming, ttl time.Duration, sent, dl Instant, single bool
 	return l
 }
 
-// start starts a term for grant g on l, with l's deadline. Its
-// termControl ends it alone; it leaves l when it ends. Past the deadline
-// or after stop, start returns a term already ended.
-func (l *lease) start(parent context.Context, g Grant) (*Term, termControl) {
+// Start starts a term for grant g on l, with l's deadline; its context
+// derives from parent's values, not its cancellation. End ends it alone.
+// Past the deadline, or after Stop, Start returns a term already ended.
+func (l *Lease) Start(parent context.Context, g Grant) *Term {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	l.mu.Lock()
 	t := &Term{
@@ -135,14 +148,24 @@ func (l *lease) start(parent context.Context, g Grant) (*Term, termControl) {
 	if over {
 		t.end(fmt.Errorf("%w: term %d on %q started past its deadline, or after it stopped", ErrNotLeader, t.token, t.key))
 	}
-	return t, termControl{t}
+	return t
+}
+
+// End ends term t of l now with cause, which should wrap ErrNotLeader (and
+// ErrLost or ErrStaleToken when those are the reason); a nil cause records
+// a plain end. Ending an ended term does nothing.
+func (l *Lease) End(t *Term, cause error) {
+	if cause == nil {
+		cause = ErrNotLeader
+	}
+	t.end(cause)
 }
 
 // extend moves l's deadline to dl, the one renewal that granted g.TTL and
 // was sent at g.Sent, for every live term. A term whose deadline has
 // passed is not revived: it is ended now. extend reports whether every
 // term was extended (false for a single lease whose term has ended).
-func (l *lease) extend(g Grant, dl Instant) bool {
+func (l *Lease) extend(g Grant, dl Instant) bool {
 	l.mu.Lock()
 	l.ttl, l.sent, l.dl = g.TTL, g.Sent, dl
 	terms := l.snapshotLocked()
@@ -161,7 +184,7 @@ func (l *lease) extend(g Grant, dl Instant) bool {
 }
 
 // endAll ends every live term of l with cause.
-func (l *lease) endAll(cause error) {
+func (l *Lease) endAll(cause error) {
 	l.mu.Lock()
 	terms := l.snapshotLocked()
 	l.mu.Unlock()
@@ -170,24 +193,25 @@ func (l *lease) endAll(cause error) {
 	}
 }
 
-// stop stops l's timer. The terms still live are not ended: their owner
-// ends them (Check fails once their deadline has passed, whatever).
-func (l *lease) stop() {
+// Stop stops l's timer: its terms no longer end at its deadline on their
+// own, but the terms still live are not ended either: their owner ends
+// them (Check fails once their deadline has passed, whatever).
+func (l *Lease) Stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stopped = true
 	l.timer.Stop()
 }
 
-// deadline is l's local deadline, as last renewed.
-func (l *lease) deadline() Instant {
+// Deadline is l's local deadline, as last renewed.
+func (l *Lease) Deadline() Instant {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.dl
 }
 
 // granted is the TTL l was last granted and how long until its deadline.
-func (l *lease) granted() (ttl, remaining time.Duration) {
+func (l *Lease) granted() (ttl, remaining time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ttl, -l.dl.past()
@@ -195,13 +219,13 @@ func (l *lease) granted() (ttl, remaining time.Duration) {
 
 // sleepLocked is how long the timer should sleep: until the deadline, at
 // most suspendCheck at a time.
-func (l *lease) sleepLocked() time.Duration {
+func (l *Lease) sleepLocked() time.Duration {
 	return timerwait.Delay(min(-l.dl.past(), suspendCheck))
 }
 
 // rearm sets the timer again for the deadline as it stands: a timer set
 // before a host suspend sleeps on Go's clock, which the suspend stopped.
-func (l *lease) rearm() {
+func (l *Lease) rearm() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.stopped {
@@ -210,7 +234,7 @@ func (l *lease) rearm() {
 }
 
 // snapshotLocked lists l's live terms.
-func (l *lease) snapshotLocked() []*Term {
+func (l *Lease) snapshotLocked() []*Term {
 	out := make([]*Term, 0, len(l.terms))
 	for t := range l.terms {
 		out = append(out, t)
@@ -220,7 +244,7 @@ func (l *lease) snapshotLocked() []*Term {
 
 // expire runs when the timer fires: it ends every term once the deadline
 // has passed, and sleeps again otherwise.
-func (l *lease) expire() {
+func (l *Lease) expire() {
 	l.mu.Lock()
 	if l.stopped {
 		l.mu.Unlock()
@@ -239,7 +263,7 @@ func (l *lease) expire() {
 }
 
 // forget removes t, which has ended. A single lease stops with its term.
-func (l *lease) forget(t *Term) {
+func (l *Lease) forget(t *Term) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.terms, t)
@@ -251,7 +275,7 @@ func (l *lease) forget(t *Term) {
 
 // over reports whether a single lease is over: its term ended, or its
 // deadline passed (which ends it).
-func (l *lease) over() bool {
+func (l *Lease) over() bool {
 	l.mu.Lock()
 	terms := l.snapshotLocked()
 	l.mu.Unlock()

@@ -9,30 +9,36 @@ import (
 	"github.com/tenure-dev/tenure/internal/timerwait"
 )
 
-// A renewal is what one renewal request of a lease came back with: the TTL
-// granted and the send instant of the request (as in Grant), when it was
-// answered, and its error.
+// A renewal is what one renewal request of a lease came back with.
 type renewal struct {
 	ttl     time.Duration
 	sent    Instant
 	replied time.Time
-	took    time.Duration // from the send to the reply (set by renewOnce)
+	took    time.Duration // from the send to the reply
 	err     error
 }
 
-// A renewFunc sends one renewal of a lease, bounded by ctx. next is when
-// the renewal after it is due if it succeeds: work sent beside it (a
-// partition member's check of what it owns) is bounded by it.
-type renewFunc func(ctx context.Context, next time.Time) renewal
-
-// keep is the one renewal loop: it renews l on the schedule (tm.next)
-// until ctx ends, the coordinator reports the lease lost or refuses its
-// renewal for good (then every term ends and keep returns that error), or,
-// for a single lease, its term is over. A renewal that answers extends
-// every term to the deadline it gives (or ends those already past it); a
-// failed one is retried every retry period until the local deadline, and
-// after it for a lease that outlives its terms.
-func (l *lease) keep(ctx context.Context, renew renewFunc) error {
+// Keep renews l until ctx ends, or the coordinator reports the lease lost
+// or refuses its renewal for good (an error matching ErrLost or
+// ErrRefused: then every term ends, l stops, and Keep returns that error),
+// or the one term of an Elector's lease is over. It returns nil otherwise.
+//
+// renew sends one renewal, bounded by its ctx (the request timeout; for an
+// Elector's lease, the local deadline too),
+// and returns the grant it got (its TTL and Sent are read) and when the
+// coordinator answered (zero: when renew returned). next is when the
+// renewal after it is due, should it succeed: bound work sent beside it by
+// next, so that it never delays the next renewal.
+//
+// Renewals follow one schedule: every Config.RenewInterval (TTL/3), but
+// never more than a third of the TTL granted nor half the time left. One
+// that answers extends every term to the deadline it gives (and ends those
+// already past theirs: an ended term is never revived); a renewal without a
+// send time ends every term. A renewal still unanswered a retry period
+// after it was sent is logged as overdue then; a failed one is retried every
+// Config.RetryPeriod until the local deadline (and after it: a lease can
+// outlive its terms).
+func (l *Lease) Keep(ctx context.Context, renew func(ctx context.Context, next time.Time) (g Grant, replied time.Time, err error)) error {
 	timer := time.NewTimer(timerwait.Delay(l.tm.next(l.granted())))
 	defer timer.Stop()
 	for {
@@ -47,11 +53,8 @@ func (l *lease) keep(ctx context.Context, renew renewFunc) error {
 		}
 		next, err := l.settle(ctx, rn)
 		if err != nil {
-			if l.onLost != nil {
-				l.onLost(err)
-			}
 			l.endAll(fmt.Errorf("%w: %w", ErrNotLeader, err))
-			l.stop()
+			l.Stop()
 			return err
 		}
 		if l.single && l.over() {
@@ -64,15 +67,16 @@ func (l *lease) keep(ctx context.Context, renew renewFunc) error {
 
 // renewOnce sends one renewal, bounded by the request timeout, so that a
 // renewal hung on a half-open connection is abandoned and retried within
-// the lease, and by the local deadline while it is ahead, after which a
-// reply extends no term. A renewal still unanswered a retry period after
+// the lease, and, for an Elector's lease, by the local deadline, after
+// which a reply is of no use: its one term is over. (A membership's lease
+// outlives its terms: a late reply still keeps the member in its group.) A renewal still unanswered a retry period after
 // it was sent is overdue: it says so then, not only when the attempt fails
 // or times out.
-func (l *lease) renewOnce(ctx context.Context, renew renewFunc) renewal {
+func (l *Lease) renewOnce(ctx context.Context, renew func(context.Context, time.Time) (Grant, time.Time, error)) renewal {
 	start := time.Now()
 	ttl, remaining := l.granted()
 	bound := start.Add(l.tm.timeout)
-	if dl := l.deadline().mono; remaining > 0 && dl.Before(bound) {
+	if dl := l.Deadline().mono; l.single && remaining > 0 && dl.Before(bound) {
 		bound = dl
 	}
 	rctx, cancel := context.WithDeadline(ctx, bound)
@@ -84,7 +88,8 @@ func (l *lease) renewOnce(ctx context.Context, renew renewFunc) renewal {
 			"remaining", remaining.Round(time.Millisecond))...)
 	})
 	defer overdue.Stop()
-	rn := renew(rctx, start.Add(l.tm.next(ttl, remaining)))
+	g, replied, err := renew(rctx, start.Add(l.tm.next(ttl, remaining)))
+	rn := renewal{ttl: g.TTL, sent: g.Sent, replied: replied, err: err}
 	if rn.replied.IsZero() {
 		rn.replied = time.Now()
 	}
@@ -98,7 +103,7 @@ func (l *lease) renewOnce(ctx context.Context, renew renewFunc) renewal {
 // settle acts on renewal rn: extend or end, and when the next renewal is
 // due. It returns an error (wrapping ErrLost or ErrRefused) when the lease
 // is lost: renewing again cannot keep it.
-func (l *lease) settle(ctx context.Context, rn renewal) (next time.Duration, lost error) {
+func (l *Lease) settle(ctx context.Context, rn renewal) (next time.Duration, lost error) {
 	retry := l.tm.retry
 	if _, remaining := l.granted(); remaining > 0 {
 		retry = min(retry, remaining)

@@ -8,7 +8,14 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
+	"github.com/tenure-dev/tenure/internal/termhook"
 )
+
+func init() {
+	termhook.BootDeadline = (*Term).bootDeadlineNow
+	termhook.InstantBoot = func(i Instant) int64 { return int64(i.boot) }
+	termhook.Renewed = (*Term).renewedChan
+}
 
 // errSteppedDown marks a term ended by Term.StepDown.
 var errSteppedDown = errors.New("stepped down")
@@ -40,7 +47,7 @@ type Term struct {
 	sent         Instant   // Grant.Sent as last renewed
 	deadline     time.Time // carries a monotonic reading
 	bootDeadline boottime.Instant
-	lease        *lease // the lease the term rides, whose timer ends it
+	lease        *Lease // the lease the term rides, whose timer ends it
 	ended        bool
 	renewed      chan struct{} // closed by the next extend; nil until renewedChan asks
 }
@@ -51,7 +58,7 @@ type Term struct {
 // cancelled at the deadline unless the lease is extended.
 func newTerm(parent context.Context, g Grant, dl Instant) *Term {
 	l := newLeaseAt(newLeaseTiming(g.TTL, 0, 0, 0, 0, 0), g.TTL, g.Sent, dl, true, nil, "renewal")
-	t, _ := l.start(parent, g)
+	t := l.Start(parent, g)
 	return t
 }
 

@@ -56,7 +56,7 @@ func TestTermCheckBeatsTimer(t *testing.T) {
 	// past its deadline is over.
 	synctest.Test(t, func(t *testing.T) {
 		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: time.Second}, dlAt(time.Now().Add(time.Second)))
-		term.lease.stop() // simulate a timer that has not run yet
+		term.lease.Stop() // simulate a timer that has not run yet
 		time.Sleep(time.Second)
 		if err := term.Check(); !errors.Is(err, ErrNotLeader) {
 			t.Fatalf("Check() at the deadline = %v; want ErrNotLeader", err)

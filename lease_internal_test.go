@@ -16,10 +16,10 @@ import (
 func TestSharedDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := newLeaseAt(leaseTiming{}, 0, Instant{}, Now().Add(5*time.Second), false, nil, "membership renewal")
-		defer d.stop()
-		a, _ := d.start(context.Background(), Grant{Key: "g/0", Holder: "h", Token: 1})
-		b, bc := d.start(context.Background(), Grant{Key: "g/1", Holder: "h", Token: 2})
-		bc.End(nil)
+		defer d.Stop()
+		a := d.Start(context.Background(), Grant{Key: "g/0", Holder: "h", Token: 1})
+		b := d.Start(context.Background(), Grant{Key: "g/1", Holder: "h", Token: 2})
+		d.End(b, nil)
 		if a.Check() != nil || b.Check() == nil {
 			t.Fatalf("Check() = %v, %v; want a live, b ended alone", a.Check(), b.Check())
 		}
@@ -40,7 +40,7 @@ func TestSharedDeadline(t *testing.T) {
 		if !errors.Is(a.Check(), ErrNotLeader) {
 			t.Errorf("a.Check() after the deadline = %v; want ErrNotLeader", a.Check())
 		}
-		late, _ := d.start(context.Background(), Grant{Key: "g/2", Holder: "h", Token: 3})
+		late := d.Start(context.Background(), Grant{Key: "g/2", Holder: "h", Token: 3})
 		if late.Context().Err() == nil {
 			t.Error("a term started past the deadline is live; want it ended at once")
 		}
@@ -59,10 +59,10 @@ func TestSharedDeadlineSuspend(t *testing.T) {
 		clk, suspend := boottime.NewSuspendable()
 		defer boottime.Simulate(clk)()
 		d := newLeaseAt(leaseTiming{}, 0, Instant{}, Now().Add(time.Minute), false, nil, "membership renewal")
-		defer d.stop()
+		defer d.Stop()
 		terms := make([]*Term, 3)
 		for i := range terms {
-			terms[i], _ = d.start(context.Background(), Grant{Key: "g/x", Holder: "h", Token: uint64(i + 1)})
+			terms[i] = d.Start(context.Background(), Grant{Key: "g/x", Holder: "h", Token: uint64(i + 1)})
 		}
 		time.Sleep(2 * time.Second)
 		suspend(time.Hour)
