@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,211 +169,157 @@ func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term)
 	}
 }
 
-// timing is how this Elector keeps a lease granted for ttl.
-func (e *Elector) timing() leaseTiming {
-	return newLeaseTiming(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RetryPeriod, e.cfg.RequestTimeout, e.cfg.MaxDrift, e.cfg.Margin)
+// fencedBackoff is how long to wait before campaigning after n fenced terms
+// in a row: the retry period, doubling with each, at most the TTL.
+func (e *Elector) fencedBackoff(n int) time.Duration {
+	d := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
+	for i := 1; i < n && d < e.cfg.TTL; i++ {
+		d *= 2
+	}
+	return min(d, e.cfg.TTL)
 }
 
-// begin turns grant g into a term on a lease of its own, or returns nil
-// (after releasing the grant) when its local deadline has already passed.
-// A grant that does not say when its lease was started is a coordinator's
-// bug: Run returns it.
-func (e *Elector) begin(ctx context.Context, g Grant) (*Term, error) {
-	l, err := newLease(e.timing(), g.TTL, g.Sent, true, e.log, "renewal", "token", g.Token)
-	if err != nil {
-		e.release(ctx, g, slog.LevelWarn)
-		return nil, fmt.Errorf("campaign for %q: coordinator %T returned a grant with %w", e.cfg.Key, e.c, err)
-	}
-	t := l.Start(ctx, g)
-	if t.Check() != nil {
-		e.log.Warn("grant arrived after its local deadline; not acting on it", "token", g.Token, "ttl", g.TTL)
-		e.release(ctx, g, slog.LevelWarn)
-		return nil, nil
-	}
-	e.mu.Lock()
-	e.term = t
-	e.mu.Unlock()
-	e.log.Info("leadership acquired", "token", g.Token, "ttl", g.TTL, "remaining", t.Remaining())
-	e.metrics.SetLeader(g.Key, true)
-	e.metrics.SetToken(g.Key, g.Token)
-	e.metrics.TermBegan(t)
-	e.transition(Elected, t, nil)
-	return t, nil
-}
-
-// lead runs fn for term t, renews the lease in the background and ends the
-// term. done reports whether Run should return (with err).
-//
-// fn gets a work context that is cancelled when the term ends and also when
-// the elector resigns; the term's own context (t.Context()) stays live while
-// in-flight work drains during a resignation, until fn returns or the local
-// deadline passes.
-func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *Term) error) (done bool, err error) {
-	stopRenewing := e.renew(t)
-	workCtx, stopWork := context.WithCancelCause(t.Context())
-	defer stopWork(nil)
-	fnDone := make(chan error, 1)
-	go func() { fnDone <- fn(workCtx, t) }()
-
-	defer func() {
-		stopRenewing()
-		e.mu.Lock()
-		if e.term == t {
-			e.term = nil
-		}
-		e.mu.Unlock()
-		e.metrics.SetLeader(t.key, false)
-	}()
-
+// sleepCtx waits for d or until ctx ends, and returns ctx's error if it
+// ended.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(timerwait.Delay(d))
+	defer timer.Stop()
 	select {
-	case fnErr := <-fnDone:
-		switch {
-		case IsStale(fnErr):
-			// A resource saw a newer token: someone else leads. Step down now.
-			t.end(fmt.Errorf("%w: fenced by resource: %w", ErrNotLeader, fnErr))
-			e.ended(ctx, t)
-			return false, nil
-		case t.isEnded() || t.Check() != nil:
-			// fn returned because the term ended.
-			e.ended(ctx, t)
-			return false, nil
-		default:
-			stopRenewing()
-			e.resign(ctx, t, nil)
-			return true, fnErr
-		}
-
-	case <-t.Context().Done():
-		kind := e.reportEnd(t)
-		// fn must return now that its context is cancelled. Release only
-		// after it has: until then the lease, if any is left, keeps a
-		// successor from starting while fn's in-flight work finishes.
-		fnErr := <-fnDone
-		if fnErr != nil && !errors.Is(fnErr, context.Canceled) && !IsStale(fnErr) && !errors.Is(fnErr, ErrNotLeader) {
-			e.log.Warn("leader function returned an error after the term ended", "err", fnErr)
-		}
-		e.releaseEnded(ctx, t, kind)
-		return false, nil
-
 	case <-ctx.Done():
-		// Stop new work and stop renewing: the drain is bounded by the
-		// local deadline as it stands.
-		stopWork(fmt.Errorf("%w: resigning", ErrNotLeader))
-		stopRenewing()
-		e.resign(ctx, t, fnDone)
-		return true, ctx.Err()
+		return ctx.Err()
+	case <-timer.C:
+		return nil
 	}
 }
 
-// ended reports the end of term t (whose context is already cancelled) and
-// releases what may be left of its grant. fn must have returned.
-func (e *Elector) ended(ctx context.Context, t *Term) {
-	e.releaseEnded(ctx, t, e.reportEnd(t))
-}
+// campaign acquires the key, waiting for it to be free when it is held. It
+// returns a live term, or ctx's error, or a permanent error.
+func (e *Elector) campaign(ctx context.Context) (*Term, error) {
+	retry := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
+	backoff := retry
 
-// releaseEnded releases what may be left of the grant of term t, which
-// ended for reason kind.
-func (e *Elector) releaseEnded(ctx context.Context, t *Term, kind TransitionKind) {
-	if kind != Lost {
-		// The grant may still be live at the coordinator (renewal replies
-		// lost, or a resource saw a newer token first): release it so that
-		// the next leader need not wait for it to expire.
-		e.release(ctx, t.Grant(), slog.LevelInfo)
-	}
-}
+	// A watch, when the coordinator offers one, wakes the campaign the
+	// moment the key is released or expires. It is opened lazily, the first
+	// time the key is found held, and closed when the campaign ends.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var events <-chan LeaderEvent
+	canWatch := true // until a watch fails
 
-// reportEnd logs the end of term t and reports it to metrics and the
-// OnTransition hook, and returns its kind.
-func (e *Elector) reportEnd(t *Term) TransitionKind {
-	cause := t.cause()
-	kind := Expired
-	switch {
-	case errors.Is(cause, ErrStaleToken):
-		kind = Fenced
-		e.log.Warn("fenced by resource: stepping down", "token", t.token, "err", cause)
-	case errors.Is(cause, ErrLost):
-		kind = Lost
-		e.log.Warn("leadership lost", "token", t.token, "err", cause)
-	case errors.Is(cause, ErrRefused):
-		kind = Lost
-		e.log.Error("leadership lost: the coordinator refused the renewal; stopping", "token", t.token, "err", cause)
-	case errors.Is(cause, errSteppedDown):
-		kind = SteppedDown
-		e.log.Info("stepped down", "token", t.token, "err", cause)
-	default:
-		e.log.Warn("leadership expired at the local deadline", "token", t.token, "err", cause)
-	}
-	e.metrics.SetLeader(t.key, false)
-	e.transition(kind, t, cause)
-	return kind
-}
+	for {
+		g, err := e.acquire(ctx)
+		if err == nil {
+			t, err := e.begin(ctx, g)
+			if err != nil {
+				return nil, err
+			}
+			if t != nil {
+				return t, nil
+			}
+			// The reply came too late to act on; try again.
+		} else {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if permanent(err) {
+				return nil, fmt.Errorf("campaign for %q: %w", e.cfg.Key, err)
+			}
+			var held *HeldError
+			if errors.As(err, &held) {
+				e.log.Debug("key held", "leader", held.Holder, "token", held.Token)
+				if canWatch && events == nil {
+					if ch, werr := e.watch(watchCtx, e.c); werr == nil {
+						events = ch
+					} else {
+						e.log.Debug("watch failed; polling", "err", werr)
+						canWatch = false
+					}
+				}
+			} else {
+				e.log.Warn("acquire failed", "err", err)
+			}
+		}
 
-// resign ends term t on purpose. When fnDone is non-nil, new work has been
-// stopped and fn is draining: resign waits for it at most until the local
-// deadline, then ends the term, releases the key and waits for fn to finish.
-func (e *Elector) resign(ctx context.Context, t *Term, fnDone <-chan error) {
-	e.log.Info("resigning", "token", t.token)
-	if fnDone != nil {
-		timer := time.NewTimer(timerwait.Delay(time.Until(t.Deadline())))
-		select {
-		case <-fnDone:
-			timer.Stop()
-			fnDone = nil
-		case <-timer.C:
-			e.log.Warn("leader function still running at the local deadline; its term ends now, and the key is released when it returns", "token", t.token)
-		case <-t.Context().Done():
-			// The term ended (deadline, lost) while draining.
+		watching := events != nil
+		var freed bool
+		if events, freed, err = waitKey(ctx, jitter(backoff), events); err != nil {
+			return nil, err
+		}
+		if watching && events == nil {
+			canWatch = false // the watch failed: poll from now on
+		}
+		if backoff = min(2*backoff, 4*retry); freed {
+			backoff = retry
 		}
 	}
-	t.end(fmt.Errorf("%w: resigned", ErrNotLeader))
-	if fnDone != nil {
-		// Release only after fn has returned: until then what is left of
-		// the lease keeps a successor from starting while fn may still be
-		// writing (the same rule as when a term ends).
-		<-fnDone
-		fnDone = nil
-	}
-	e.release(ctx, t.Grant(), slog.LevelWarn)
-	e.metrics.SetLeader(t.key, false)
-	e.transition(Resigned, t, nil)
 }
 
-// release releases g, bounded by the request timeout, even when ctx has
-// ended. A failure is logged at level: Info for the grant of a term that
-// ended (its lease was likely lost already, and expires on its own).
-func (e *Elector) release(ctx context.Context, g Grant, level slog.Level) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
+// waitKey waits for d, until ctx ends, or until events says the key was
+// released or expired (freed). It returns events, or nil once the watch
+// has failed.
+func waitKey(ctx context.Context, d time.Duration, events <-chan LeaderEvent) (_ <-chan LeaderEvent, freed bool, err error) {
+	timer := time.NewTimer(timerwait.Delay(d))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return events, false, ctx.Err()
+		case <-timer.C:
+			return events, false, nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if !ev.Held { // released or expired: acquire now
+				return events, true, nil
+			}
+		}
+	}
+}
+
+// acquire asks for the key once, bounded by the request timeout.
+func (e *Elector) acquire(ctx context.Context) (Grant, error) {
+	ctx, cancel := context.WithTimeout(ctx, timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
 	defer cancel()
-	if err := e.c.Release(rctx, g); err != nil {
-		e.log.Log(ctx, level, "release failed; the lease expires on its own", "token", g.Token, "err", err)
-		return
-	}
-	e.log.Debug("released", "token", g.Token)
+	return e.c.Acquire(ctx, e.cfg.Key, e.id, e.cfg.TTL)
 }
 
-// renew renews t's lease in the background until the term is over (see
-// Lease.Keep), or until stop is called, which waits for it. Stopping also
-// abandons a renewal in flight, so that a resignation never waits for a
-// hung renewal until the local deadline.
-func (e *Elector) renew(t *Term) (stop func()) {
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = t.lease.Keep(ctx, func(ctx context.Context, _ time.Time) (Grant, time.Time, error) {
-			start := time.Now()
-			g, err := e.c.Renew(ctx, t.Grant())
-			e.metrics.ObserveRenew(t.key, time.Since(start), err)
-			return g, time.Time{}, err
-		})
-	}()
-	return func() { cancel(); <-done }
+// permanent reports whether err is one that retrying an Acquire cannot
+// cure: an input the coordinator refuses, a closed coordinator, a refusal.
+func permanent(err error) bool {
+	return errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrInvalidHolder) ||
+		errors.Is(err, ErrInvalidTTL) || errors.Is(err, ErrClosed) || errors.Is(err, ErrRefused)
 }
 
-// transition reports a transition to metrics and the OnTransition hook.
-func (e *Elector) transition(kind TransitionKind, t *Term, err error) {
-	e.metrics.Transition(t.key, kind)
-	if e.cfg.OnTransition != nil {
-		e.cfg.OnTransition(Transition{Kind: kind, Key: t.key, Holder: t.holder, Token: t.token, At: time.Now(), Err: err})
+// watch opens a watch of the key that lives as long as ctx, but whose setup
+// is bounded by the request timeout: a hung coordinator must not freeze the
+// campaign (it falls back to polling).
+func (e *Elector) watch(ctx context.Context, w Coordinator) (<-chan LeaderEvent, error) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	timeout := timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout)
+	timer := time.AfterFunc(timeout, func() {
+		cancel(fmt.Errorf("tenure: watch of %q not set up within %s", e.cfg.Key, timeout))
+	})
+	ch, err := w.Watch(wctx, e.cfg.Key)
+	if !timer.Stop() {
+		// The setup outlived its bound; a watch that came up anyway has
+		// been cancelled with it.
+		if err == nil {
+			err = context.Cause(wctx)
+		}
+		return nil, err
 	}
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	// wctx now lives until ctx ends (cancel is dropped on purpose: ctx's
+	// cancellation releases it).
+	return ch, nil
+}
+
+// jitter returns d scaled by a random factor in [0.5, 1.5).
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.5 + rand.Float64()))
 }
