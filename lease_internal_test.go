@@ -10,7 +10,7 @@ import (
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
-// A shared deadline ends every term started under it when it passes, moves
+// A lease that many terms ride ends every term started on it when its deadline passes, moves
 // every live term's deadline on Extend, never revives a term past its
 // deadline, and ends a term started past it at once; terms end alone too.
 func TestSharedDeadline(t *testing.T) {
@@ -51,7 +51,7 @@ func TestSharedDeadline(t *testing.T) {
 	})
 }
 
-// A host suspended past the shared deadline (the boot clock moves, Go's
+// A host suspended past a lease's deadline (the boot clock moves, Go's
 // does not) ends every term within suspendCheck of the resume, with no
 // timer of their own.
 func TestSharedDeadlineSuspend(t *testing.T) {
