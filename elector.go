@@ -209,9 +209,7 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 	down := outage.Log{Msg: "acquire failed"}
 
 	for {
-		actx, cancel := context.WithTimeout(ctx, timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
-		g, err := e.c.Acquire(actx, e.cfg.Key, e.id, e.cfg.TTL)
-		cancel()
+		g, err := e.acquire(ctx)
 		var held *HeldError
 		if err == nil || errors.As(err, &held) {
 			down.Succeeded(e.log)
@@ -229,55 +227,86 @@ func (e *Elector) campaign(ctx context.Context) (*Term, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			if errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrInvalidHolder) ||
-				errors.Is(err, ErrInvalidTTL) || errors.Is(err, ErrClosed) || errors.Is(err, ErrRefused) {
+			if permanent(err) {
 				return nil, fmt.Errorf("campaign for %q: %w", e.cfg.Key, err)
 			}
 			if held != nil {
 				e.log.Debug("key held", "leader", held.Holder, "token", held.Token)
 				if canWatch && events == nil {
-					if ch, werr := e.watch(watchCtx, e.c); werr == nil {
-						events = ch
-					} else {
-						level := slog.LevelDebug
-						if errors.Is(werr, ErrRefused) { // a permission to grant, not a failure to wait out
-							level = slog.LevelWarn
-						}
-						e.log.Log(ctx, level, "watch failed; polling the key every retry period instead", "err", werr)
-						canWatch = false
-					}
+					events = e.openWatch(watchCtx)
+					canWatch = events != nil
 				}
 			} else {
 				down.Failed(e.log, err)
 			}
 		}
 
-		wait := jitter(backoff)
-		backoff = min(2*backoff, 4*retry)
-		timer := time.NewTimer(timerwait.Delay(wait))
-	waiting:
-		for {
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return nil, ctx.Err()
-			case <-timer.C:
-				break waiting
-			case ev, ok := <-events:
-				if !ok {
-					events = nil
-					canWatch = false // the watch failed: poll from now on
-					continue
-				}
-				if !ev.Held { // released or expired: acquire now
+		watching := events != nil
+		var freed bool
+		if events, freed, err = waitKey(ctx, jitter(backoff), events); err != nil {
+			return nil, err
+		}
+		if watching && events == nil {
+			canWatch = false // the watch failed: poll from now on
+		}
+		if backoff = min(2*backoff, 4*retry); freed {
+			backoff = retry
+		}
+	}
+}
 
-					timer.Stop()
-					backoff = retry
-					break waiting
-				}
+// openWatch opens the coordinator's watch of the key, or returns nil (the
+// campaign polls) and says why: at warning level when the watch was
+// refused, a permission someone can grant, else at debug level.
+func (e *Elector) openWatch(ctx context.Context) <-chan LeaderEvent {
+	ch, err := e.watch(ctx, e.c)
+	if err == nil {
+		return ch
+	}
+	level := slog.LevelDebug
+	if errors.Is(err, ErrRefused) {
+		level = slog.LevelWarn
+	}
+	e.log.Log(ctx, level, "watch failed; polling the key every retry period instead", "err", err)
+	return nil
+}
+
+// waitKey waits for d, until ctx ends, or until events says the key was
+// released or expired (freed). It returns events, or nil once the watch
+// has failed.
+func waitKey(ctx context.Context, d time.Duration, events <-chan LeaderEvent) (_ <-chan LeaderEvent, freed bool, err error) {
+	timer := time.NewTimer(timerwait.Delay(d))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return events, false, ctx.Err()
+		case <-timer.C:
+			return events, false, nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if !ev.Held { // released or expired: acquire now
+				return events, true, nil
 			}
 		}
 	}
+}
+
+// acquire asks for the key once, bounded by the request timeout.
+func (e *Elector) acquire(ctx context.Context) (Grant, error) {
+	ctx, cancel := context.WithTimeout(ctx, timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
+	defer cancel()
+	return e.c.Acquire(ctx, e.cfg.Key, e.id, e.cfg.TTL)
+}
+
+// permanent reports whether err is one that retrying an Acquire cannot
+// cure: an input the coordinator refuses, a closed coordinator, a refusal.
+func permanent(err error) bool {
+	return errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrInvalidHolder) ||
+		errors.Is(err, ErrInvalidTTL) || errors.Is(err, ErrClosed) || errors.Is(err, ErrRefused)
 }
 
 // watch opens a watch of the key that lives as long as ctx, but whose setup
@@ -305,298 +334,6 @@ func (e *Elector) watch(ctx context.Context, w Coordinator) (<-chan LeaderEvent,
 	// wctx now lives until ctx ends (cancel is dropped on purpose: ctx's
 	// cancellation releases it).
 	return ch, nil
-}
-
-// deadline is the local deadline of grant g: the send of the request that
-// last started or extended its lease, plus the safe lease of its TTL.
-func (e *Elector) deadline(g Grant) Instant {
-	return g.Sent.Add(timing.SafeLease(g.TTL, e.cfg.MaxDrift, e.cfg.Margin))
-}
-
-// begin turns grant g into a term, or returns nil (after releasing the
-// grant) when its local deadline has already passed. A grant that does not
-// say when its lease was started is a coordinator's bug: Run returns it.
-func (e *Elector) begin(ctx context.Context, g Grant) (*Term, error) {
-	if g.Sent.IsZero() {
-		e.release(ctx, g, slog.LevelWarn)
-		return nil, fmt.Errorf("campaign for %q: coordinator %T returned a grant without Grant.Sent: its lease's age is unknown, so no safe deadline can be computed", e.cfg.Key, e.c)
-	}
-	dl := e.deadline(g)
-	if dl.Until() <= 0 {
-		e.log.Warn("grant arrived after its local deadline; not acting on it", "token", g.Token, "ttl", g.TTL)
-		e.release(ctx, g, slog.LevelWarn)
-		return nil, nil
-	}
-	t := newTerm(context.WithoutCancel(ctx), g, dl)
-	e.mu.Lock()
-	e.term = t
-	e.mu.Unlock()
-	e.log.Info("leadership acquired", "token", g.Token, "ttl", g.TTL, "remaining", t.Remaining())
-	e.metrics.SetLeader(g.Key, true)
-	e.metrics.SetToken(g.Key, g.Token)
-	e.metrics.TermBegan(t)
-	e.transition(Elected, t, nil)
-	return t, nil
-}
-
-// lead runs fn for term t, renews the lease in the background and ends the
-// term. done reports whether Run should return (with err).
-//
-// fn gets a work context that is cancelled when the term ends and also when
-// the elector resigns; the term's own context (t.Context()) stays live while
-// in-flight work drains during a resignation, until fn returns or the local
-// deadline passes.
-func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *Term) error) (done bool, err error) {
-	// Stopping the renewals also abandons one in flight, so that a
-	// resignation never waits for a hung renewal until the local deadline.
-	renewCtx, stopRenew := context.WithCancel(t.Context())
-	defer stopRenew()
-	renewDone := make(chan struct{})
-	go func() {
-		defer close(renewDone)
-		e.renewLoop(renewCtx, t)
-	}()
-	stopRenewing := func() {
-		stopRenew()
-		<-renewDone
-	}
-	workCtx, stopWork := context.WithCancelCause(t.Context())
-	defer stopWork(nil)
-	fnDone := make(chan error, 1)
-	go func() { fnDone <- fn(workCtx, t) }()
-
-	defer func() {
-		stopRenewing()
-		e.mu.Lock()
-		if e.term == t {
-			e.term = nil
-		}
-		e.mu.Unlock()
-		e.metrics.SetLeader(t.key, false)
-	}()
-
-	select {
-	case fnErr := <-fnDone:
-		switch {
-		case IsStale(fnErr):
-			// A resource saw a newer token: someone else leads. Step down now.
-			t.end(fmt.Errorf("%w: fenced by resource: %w", ErrNotLeader, fnErr))
-			e.ended(ctx, t)
-			return false, nil
-		case t.isEnded() || t.Check() != nil:
-			// fn returned because the term ended.
-			e.ended(ctx, t)
-			return false, nil
-		default:
-			stopRenewing()
-			e.resign(ctx, t, nil)
-			return true, fnErr
-		}
-
-	case <-t.Context().Done():
-		kind := e.reportEnd(t)
-		// fn must return now that its context is cancelled. Release only
-		// after it has: until then the lease, if any is left, keeps a
-		// successor from starting while fn's in-flight work finishes.
-		fnErr := <-fnDone
-		if fnErr != nil && !errors.Is(fnErr, context.Canceled) && !IsStale(fnErr) && !errors.Is(fnErr, ErrNotLeader) {
-			e.log.Warn("leader function returned an error after the term ended", "err", fnErr)
-		}
-		e.releaseEnded(ctx, t, kind)
-		return false, nil
-
-	case <-ctx.Done():
-		// Stop new work and stop renewing: the drain is bounded by the
-		// local deadline as it stands.
-		stopWork(fmt.Errorf("%w: resigning", ErrNotLeader))
-		stopRenewing()
-		e.resign(ctx, t, fnDone)
-		return true, ctx.Err()
-	}
-}
-
-// ended reports the end of term t (whose context is already cancelled) and
-// releases what may be left of its grant. fn must have returned.
-func (e *Elector) ended(ctx context.Context, t *Term) {
-	e.releaseEnded(ctx, t, e.reportEnd(t))
-}
-
-// releaseEnded releases what may be left of the grant of term t, which
-// ended for reason kind.
-func (e *Elector) releaseEnded(ctx context.Context, t *Term, kind TransitionKind) {
-	if kind != Lost {
-		// The grant may still be live at the coordinator (renewal replies
-		// lost, or a resource saw a newer token first): release it so that
-		// the next leader need not wait for it to expire.
-		e.release(ctx, t.Grant(), slog.LevelInfo)
-	}
-}
-
-// reportEnd logs the end of term t and reports it to metrics and the
-// OnTransition hook, and returns its kind.
-func (e *Elector) reportEnd(t *Term) TransitionKind {
-	cause := t.cause()
-	kind := Expired
-	switch {
-	case errors.Is(cause, ErrStaleToken):
-		kind = Fenced
-		e.log.Warn("fenced by resource: stepping down", "token", t.token, "err", cause)
-	case errors.Is(cause, ErrLost):
-		kind = Lost
-		e.log.Warn("leadership lost", "token", t.token, "err", cause)
-	case errors.Is(cause, ErrRefused):
-		kind = Lost
-		e.log.Error("leadership lost: the coordinator refused the renewal; stopping", "token", t.token, "err", cause)
-	case errors.Is(cause, errSteppedDown):
-		kind = SteppedDown
-		e.log.Info("stepped down", "token", t.token, "err", cause)
-	default:
-		e.log.Warn("leadership expired at the local deadline", "token", t.token, "err", cause)
-	}
-	e.metrics.SetLeader(t.key, false)
-	e.transition(kind, t, cause)
-	return kind
-}
-
-// resign ends term t on purpose. When fnDone is non-nil, new work has been
-// stopped and fn is draining: resign waits for it at most until the local
-// deadline, then ends the term, releases the key and waits for fn to finish.
-func (e *Elector) resign(ctx context.Context, t *Term, fnDone <-chan error) {
-	e.log.Info("resigning", "token", t.token)
-	if fnDone != nil {
-		timer := time.NewTimer(timerwait.Delay(time.Until(t.Deadline())))
-		select {
-		case <-fnDone:
-			timer.Stop()
-			fnDone = nil
-		case <-timer.C:
-			e.log.Warn("leader function still running at the local deadline; its term ends now, and the key is released when it returns", "token", t.token)
-		case <-t.Context().Done():
-			// The term ended (deadline, lost) while draining.
-		}
-	}
-	t.end(fmt.Errorf("%w: resigned", ErrNotLeader))
-	if fnDone != nil {
-		// Release only after fn has returned: until then what is left of
-		// the lease keeps a successor from starting while fn may still be
-		// writing (the same rule as when a term ends).
-		<-fnDone
-		fnDone = nil
-	}
-	e.release(ctx, t.Grant(), slog.LevelWarn)
-	e.metrics.SetLeader(t.key, false)
-	e.transition(Resigned, t, nil)
-}
-
-// release releases g, bounded by the request timeout, even when ctx has
-// ended. A failure is logged at level: Info for the grant of a term that
-// ended (its lease was likely lost already, and expires on its own).
-func (e *Elector) release(ctx context.Context, g Grant, level slog.Level) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
-	defer cancel()
-	if err := e.c.Release(rctx, g); err != nil {
-		e.log.Log(ctx, level, "release failed; the lease expires on its own", "token", g.Token, "err", err)
-		return
-	}
-	e.log.Debug("released", "token", g.Token)
-}
-
-// renewLoop renews t every renew interval until ctx ends (t's context, or
-// the elector stopping renewals). A failed renewal is retried every retry
-// period until the local deadline; a renewal that reports the grant lost
-// ends the term at once.
-func (e *Elector) renewLoop(ctx context.Context, t *Term) {
-	// A coordinator may grant less than was asked, or a lease that had run
-	// a while before the grant (etcd grants leases ahead): see timing.NextRenewal.
-	interval := func() time.Duration {
-		return timing.NextRenewal(timing.RenewInterval(e.cfg.TTL, e.cfg.RenewInterval), t.Grant().TTL, t.Remaining())
-	}
-	retry := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
-	timer := time.NewTimer(interval())
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		ok := e.renewOnce(ctx, t)
-		if ctx.Err() != nil { // stopped while the renewal was in flight
-			return
-		}
-		if t.Check() != nil { // ended, or the deadline passed
-			return
-		}
-		if ok {
-			timer.Reset(interval())
-		} else {
-			timer.Reset(timerwait.Delay(min(retry, time.Until(t.Deadline()))))
-		}
-	}
-}
-
-// renewOnce tries one renewal of t, bounded by t's deadline, and reports
-// whether it succeeded. It ends t when the grant is lost.
-func (e *Elector) renewOnce(ctx context.Context, t *Term) bool {
-	// One attempt is bounded by the request timeout, so that a renewal hung
-	// on a half-open connection is abandoned and retried within the lease,
-	// and by the local deadline, after which a reply is of no use. ctx
-	// derives from the term's context, so the call is abandoned when the
-	// term ends or renewals stop.
-	start := time.Now()
-	rctx, cancel := context.WithDeadline(ctx, minTime(t.Deadline(), start.Add(timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))))
-	defer cancel()
-	// A renewal still unanswered a retry period after it was due is
-	// overdue: say so then, not only when the attempt fails or times out.
-	overdue := time.AfterFunc(timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod), func() {
-		e.log.Warn("renewal overdue", "token", t.token, "cause",
-			fmt.Sprintf("no reply from the coordinator to the renewal sent %s ago", time.Since(start).Round(time.Millisecond)),
-			"remaining", t.Remaining().Round(time.Millisecond))
-	})
-	defer overdue.Stop()
-	g, err := e.c.Renew(rctx, t.Grant())
-	took := time.Since(start)
-	e.metrics.ObserveRenew(t.key, took, err)
-	switch {
-	case err == nil && g.Sent.IsZero():
-		t.end(fmt.Errorf("%w: term %d on %q: coordinator %T renewed without Grant.Sent", ErrNotLeader, t.token, t.key, e.c))
-		return false
-	case err == nil:
-		if !t.extend(g, e.deadline(g)) {
-			// The deadline passed while the reply was on its way: the term
-			// is over, whatever the coordinator says now.
-			t.end(fmt.Errorf("%w: term %d on %q: renewal arrived after the local deadline", ErrNotLeader, t.token, t.key))
-			return false
-		}
-		e.log.Debug("renewed", "token", t.token, "took", took, "remaining", t.Remaining())
-		return true
-	case errors.Is(err, ErrLost) || errors.Is(err, ErrRefused):
-		// Lost, or refused for good: renewing again cannot keep the
-		// term (Run returns a refusal once fn has returned).
-		t.end(fmt.Errorf("%w: %w", ErrNotLeader, err))
-		return false
-	default:
-		if !t.isEnded() && ctx.Err() == nil {
-			e.log.Warn("renewal failed; retrying until the local deadline", "token", t.token, "took", took, "remaining", t.Remaining(), "err", err)
-		}
-		return false
-	}
-}
-
-// minTime returns the earlier of a and b.
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// transition reports a transition to metrics and the OnTransition hook.
-func (e *Elector) transition(kind TransitionKind, t *Term, err error) {
-	e.metrics.Transition(t.key, kind)
-	if e.cfg.OnTransition != nil {
-		e.cfg.OnTransition(Transition{Kind: kind, Key: t.key, Holder: t.holder, Token: t.token, At: time.Now(), Err: err})
-	}
 }
 
 // jitter returns d scaled by a random factor in [0.5, 1.5).

@@ -1,6 +1,7 @@
 package tenure
 
 import (
+	"context"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
@@ -16,5 +17,18 @@ func SimulateSuspend() (suspend func(d time.Duration), restore func()) {
 	return suspend, boottime.Simulate(c)
 }
 
-// StartTerm is startTerm, for the adversarial term tests.
-var StartTerm = startTerm
+// StartTerm starts a term for g on a lease of its own whose local deadline
+// is deadline, for the adversarial term tests, with the owner's side of it.
+func StartTerm(parent context.Context, g Grant, deadline Instant) (*Term, TermControl) {
+	t := newTerm(parent, g, deadline)
+	return t, TermControl{t}
+}
+
+// TermControl is the owner's side of a term StartTerm made.
+type TermControl struct{ t *Term }
+
+// Extend extends the term's lease: see Lease.extend.
+func (c TermControl) Extend(g Grant, deadline Instant) bool { return c.t.lease.extend(g, deadline) }
+
+// End ends the term: see Lease.End.
+func (c TermControl) End(cause error) { c.t.lease.End(c.t, cause) }

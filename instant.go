@@ -50,12 +50,25 @@ func (i Instant) earlier(j Instant) Instant {
 	return out
 }
 
-// Until is how long until i, on whichever clock reaches it first: negative
-// once either clock has passed it. The boot clock runs ahead of Go's only
-// while the host is suspended (or, in a testing/synctest bubble, by the real
-// time the bubble computes), so Until is never later than the truth.
-func (i Instant) Until() time.Duration {
-	return min(time.Until(i.mono), boottime.Until(i.boot))
+// Until is how long until i: negative once it has passed, by the one rule
+// a term's Check uses. Go's monotonic clock decides, less the time the host
+// spent suspended since, which only the boot clock counts (a suspend up to
+// the least Config.Margin, 50 ms, is taken for scheduling noise: in a
+// testing/synctest bubble the boot clock runs ahead by the real time the
+// bubble computes).
+func (i Instant) Until() time.Duration { return -i.past() }
+
+// past reports how far past i now is: negative while it is not. Go's
+// monotonic clock decides, plus the time the host spent suspended since i
+// was read, which only the boot clock counts (beyond suspendNoise). It is
+// the one rule of "past the local deadline".
+func (i Instant) past() time.Duration {
+	over := time.Since(i.mono)
+	suspended := boottime.Now().Sub(i.boot) - over
+	if suspended <= suspendNoise {
+		return over
+	}
+	return over + suspended
 }
 
 // Time is i on Go's clock: a time.Time with a monotonic reading, to compare

@@ -4,28 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
+	"github.com/tenure-dev/tenure/internal/termhook"
 	"github.com/tenure-dev/tenure/internal/timerwait"
 	"github.com/tenure-dev/tenure/internal/timing"
 )
 
-// suspendCheck bounds how long the term's timer sleeps at a time. Go's
-// timers run on CLOCK_MONOTONIC, which stops while the host is suspended: a
-// term whose boot-clock deadline passed during a suspend is ended within
-// suspendCheck of the resume, and Check reports it over at once.
-const suspendCheck = time.Second
-
-// suspendNoise is how far the boot clock may run ahead of Go's monotonic
-// clock before the difference counts as a suspend. Two clocks read a moment
-// apart differ by scheduling noise; inside a testing/synctest bubble, whose
-// virtual time stands still while goroutines compute, the real boot clock
-// runs ahead by however long they compute. A suspend shorter than this is
-// of the same order as the scheduling delays Config.Margin allows for, and
-// Config.Validate requires a Margin at least this long.
-const suspendNoise = timing.MinMargin
+func init() {
+	termhook.BootDeadline = (*Term).bootDeadlineNow
+	termhook.InstantBoot = func(i Instant) int64 { return int64(i.boot) }
+	termhook.Renewed = (*Term).renewedChan
+}
 
 // errSteppedDown marks a term ended by Term.StepDown.
 var errSteppedDown = errors.New("stepped down")
@@ -57,48 +50,25 @@ type Term struct {
 	sent         Instant   // Grant.Sent as last renewed
 	deadline     time.Time // carries a monotonic reading
 	bootDeadline boottime.Instant
-	timer        *time.Timer     // nil when shared watches the deadline
-	shared       *sharedDeadline // the deadline's owner, when shared
+	lease        *Lease // the lease the term rides, whose timer ends it
 	ended        bool
 	renewed      chan struct{} // closed by the next extend; nil until renewedChan asks
 }
 
-// newTerm starts a term for g whose local deadline is dl. The term's
-// context is cancelled at the deadline unless extend moves it.
+// newTerm starts a term for g on a lease of its own whose local deadline
+// is dl (the lease's timing is Config's defaults for g.TTL; only renewals,
+// which this package's tests do not start, read it). The term's context is
+// cancelled at the deadline unless the lease is extended.
 func newTerm(parent context.Context, g Grant, dl Instant) *Term {
-	ctx, cancel := context.WithCancelCause(parent)
-	t := &Term{
-		key: g.Key, holder: g.Holder, token: g.Token,
-		ctx: ctx, cancel: cancel,
-		ttl: g.TTL, sent: g.Sent, deadline: dl.mono, bootDeadline: dl.boot,
-	}
-	t.mu.Lock() // expire, which locks, may run before t.timer is set
-	t.timer = time.AfterFunc(t.sleepLocked(), t.expire)
-	t.mu.Unlock()
+	l := newLeaseAt(newLeaseTiming(g.TTL, 0, 0, 0, 0, 0), g.TTL, g.Sent, dl, true, nil, "renewal")
+	t := l.Start(parent, g)
 	return t
 }
 
-// sleepLocked is how long the timer should sleep: until the deadline, at
-// most suspendCheck at a time.
-func (t *Term) sleepLocked() time.Duration {
-	return timerwait.Delay(min(-t.overLocked(), suspendCheck))
-}
-
 // overLocked reports how far past its local deadline the term is:
-// negative while it is not (see past).
-func (t *Term) overLocked() time.Duration { return past(t.deadline, t.bootDeadline) }
-
-// past reports how far past a local deadline (mono on Go's monotonic
-// clock, boot on the boot clock) now is: negative while it is not. Go's
-// monotonic clock decides, plus the time the host spent suspended since the
-// deadline was set, which only the boot clock counts (beyond suspendNoise).
-func past(mono time.Time, boot boottime.Instant) time.Duration {
-	over := time.Since(mono)
-	suspended := boottime.Now().Sub(boot) - over
-	if suspended <= suspendNoise {
-		return over
-	}
-	return over + suspended
+// negative while it is not (see Instant.past).
+func (t *Term) overLocked() time.Duration {
+	return Instant{mono: t.deadline, boot: t.bootDeadline}.past()
 }
 
 // Token is the fencing token of this term. Present it to every protected
@@ -134,8 +104,8 @@ func (t *Term) bootDeadlineNow() int64 {
 	return int64(t.bootDeadline)
 }
 
-// Remaining is how long until the local deadline, on whichever clock
-// reaches it first; zero or negative once the term has ended.
+// Remaining is how long until the local deadline, by the rule Check uses;
+// zero or negative once the term has ended.
 func (t *Term) Remaining() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -207,22 +177,6 @@ func (t *Term) cause() error {
 	return err
 }
 
-// expire runs when the deadline timer fires.
-func (t *Term) expire() {
-	t.mu.Lock()
-	if t.ended {
-		t.mu.Unlock()
-		return
-	}
-	if t.overLocked() < 0 { // not yet (or extended): sleep again
-		t.timer.Reset(t.sleepLocked())
-		t.mu.Unlock()
-		return
-	}
-	t.mu.Unlock()
-	t.end(fmt.Errorf("%w: term %d on %q reached its local deadline", ErrNotLeader, t.token, t.key))
-}
-
 // end marks the term ended and cancels its context with cause.
 func (t *Term) end(cause error) {
 	t.mu.Lock()
@@ -231,17 +185,13 @@ func (t *Term) end(cause error) {
 		return
 	}
 	t.ended = true
-	if t.timer != nil {
-		t.timer.Stop()
-	}
 	t.mu.Unlock()
 	t.cancel(cause)
-	if t.shared != nil {
-		t.shared.forget(t)
-	}
+	t.lease.forget(t)
 }
 
-// extend replaces the deadline with dl, the one renewal g produced, and
+// extend replaces the deadline with dl, the one renewal g produced (its
+// lease calls it for each live term), and
 // records g's TTL and send instant. The new deadline replaces the old even when it is earlier:
 // a renewal sets the lease's expiry at the coordinator, so only the latest
 // renewal bounds it (a coordinator that granted a shorter TTL this time has
@@ -255,9 +205,6 @@ func (t *Term) extend(g Grant, dl Instant) bool {
 	}
 	t.ttl, t.sent = g.TTL, g.Sent
 	t.deadline, t.bootDeadline = dl.mono, dl.boot
-	if t.timer != nil {
-		t.timer.Reset(t.sleepLocked())
-	}
 	if t.renewed != nil {
 		close(t.renewed)
 		t.renewed = nil
@@ -270,4 +217,218 @@ func (t *Term) isEnded() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.ended
+}
+
+// The rest of this file is how an Elector leads one term: it begins on a
+// lease of the term's own (begin), runs the user's function while the
+// lease is kept (lead, renew), and ends by reporting why and releasing the
+// key (ended, reportEnd, resign, release).
+
+// begin turns grant g into a term on a lease of its own, or returns nil
+// (after releasing the grant) when its local deadline has already passed.
+// A grant that does not say when its lease was started is a coordinator's
+// bug: Run returns it.
+func (e *Elector) begin(ctx context.Context, g Grant) (*Term, error) {
+	l, err := newLease(e.timing(), g.TTL, g.Sent, true, e.log, "renewal", "token", g.Token)
+	if err != nil {
+		e.release(ctx, g, slog.LevelWarn)
+		return nil, fmt.Errorf("campaign for %q: coordinator %T returned a grant with %w", e.cfg.Key, e.c, err)
+	}
+	t := l.Start(ctx, g)
+	if t.Check() != nil {
+		e.log.Warn("grant arrived after its local deadline; not acting on it", "token", g.Token, "ttl", g.TTL)
+		e.release(ctx, g, slog.LevelWarn)
+		return nil, nil
+	}
+	e.mu.Lock()
+	e.term = t
+	e.mu.Unlock()
+	e.log.Info("leadership acquired", "token", g.Token, "ttl", g.TTL, "remaining", t.Remaining())
+	e.metrics.SetLeader(g.Key, true)
+	e.metrics.SetToken(g.Key, g.Token)
+	e.metrics.TermBegan(t)
+	e.transition(Elected, t, nil)
+	return t, nil
+}
+
+// release releases g, bounded by the request timeout, even when ctx has
+// ended. A failure is logged at level: Info for the grant of a term that
+// ended (its lease was likely lost already, and expires on its own).
+func (e *Elector) release(ctx context.Context, g Grant, level slog.Level) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
+	defer cancel()
+	if err := e.c.Release(rctx, g); err != nil {
+		e.log.Log(ctx, level, "release failed; the lease expires on its own", "token", g.Token, "err", err)
+		return
+	}
+	e.log.Debug("released", "token", g.Token)
+}
+
+// lead runs fn for term t, renews the lease in the background and ends the
+// term. done reports whether Run should return (with err).
+//
+// fn gets a work context that is cancelled when the term ends and also when
+// the elector resigns; the term's own context (t.Context()) stays live while
+// in-flight work drains during a resignation, until fn returns or the local
+// deadline passes.
+func (e *Elector) lead(ctx context.Context, t *Term, fn func(context.Context, *Term) error) (done bool, err error) {
+	stopRenewing := e.renew(t)
+	workCtx, stopWork := context.WithCancelCause(t.Context())
+	defer stopWork(nil)
+	fnDone := make(chan error, 1)
+	go func() { fnDone <- fn(workCtx, t) }()
+
+	defer func() {
+		stopRenewing()
+		e.mu.Lock()
+		if e.term == t {
+			e.term = nil
+		}
+		e.mu.Unlock()
+		e.metrics.SetLeader(t.key, false)
+	}()
+
+	select {
+	case fnErr := <-fnDone:
+		switch {
+		case IsStale(fnErr):
+			// A resource saw a newer token: someone else leads. Step down now.
+			t.end(fmt.Errorf("%w: fenced by resource: %w", ErrNotLeader, fnErr))
+			e.ended(ctx, t)
+			return false, nil
+		case t.isEnded() || t.Check() != nil:
+			// fn returned because the term ended.
+			e.ended(ctx, t)
+			return false, nil
+		default:
+			stopRenewing()
+			e.resign(ctx, t, nil)
+			return true, fnErr
+		}
+
+	case <-t.Context().Done():
+		kind := e.reportEnd(t)
+		// fn must return now that its context is cancelled. Release only
+		// after it has: until then the lease, if any is left, keeps a
+		// successor from starting while fn's in-flight work finishes.
+		fnErr := <-fnDone
+		if fnErr != nil && !errors.Is(fnErr, context.Canceled) && !IsStale(fnErr) && !errors.Is(fnErr, ErrNotLeader) {
+			e.log.Warn("leader function returned an error after the term ended", "err", fnErr)
+		}
+		e.releaseEnded(ctx, t, kind)
+		return false, nil
+
+	case <-ctx.Done():
+		// Stop new work and stop renewing: the drain is bounded by the
+		// local deadline as it stands.
+		stopWork(fmt.Errorf("%w: resigning", ErrNotLeader))
+		stopRenewing()
+		e.resign(ctx, t, fnDone)
+		return true, ctx.Err()
+	}
+}
+
+// ended reports the end of term t (whose context is already cancelled) and
+// releases what may be left of its grant. fn must have returned.
+func (e *Elector) ended(ctx context.Context, t *Term) {
+	e.releaseEnded(ctx, t, e.reportEnd(t))
+}
+
+// releaseEnded releases what may be left of the grant of term t, which
+// ended for reason kind.
+func (e *Elector) releaseEnded(ctx context.Context, t *Term, kind TransitionKind) {
+	if kind != Lost {
+		// The grant may still be live at the coordinator (renewal replies
+		// lost, or a resource saw a newer token first): release it so that
+		// the next leader need not wait for it to expire.
+		e.release(ctx, t.Grant(), slog.LevelInfo)
+	}
+}
+
+// reportEnd logs the end of term t and reports it to metrics and the
+// OnTransition hook, and returns its kind.
+func (e *Elector) reportEnd(t *Term) TransitionKind {
+	cause := t.cause()
+	kind := Expired
+	switch {
+	case errors.Is(cause, ErrStaleToken):
+		kind = Fenced
+		e.log.Warn("fenced by resource: stepping down", "token", t.token, "err", cause)
+	case errors.Is(cause, ErrLost):
+		kind = Lost
+		e.log.Warn("leadership lost", "token", t.token, "err", cause)
+	case errors.Is(cause, ErrRefused):
+		kind = Lost
+		e.log.Error("leadership lost: the coordinator refused the renewal; stopping", "token", t.token, "err", cause)
+	case errors.Is(cause, errSteppedDown):
+		kind = SteppedDown
+		e.log.Info("stepped down", "token", t.token, "err", cause)
+	default:
+		e.log.Warn("leadership expired at the local deadline", "token", t.token, "err", cause)
+	}
+	e.metrics.SetLeader(t.key, false)
+	e.transition(kind, t, cause)
+	return kind
+}
+
+// resign ends term t on purpose. When fnDone is non-nil, new work has been
+// stopped and fn is draining: resign waits for it at most until the local
+// deadline, then ends the term, releases the key and waits for fn to finish.
+func (e *Elector) resign(ctx context.Context, t *Term, fnDone <-chan error) {
+	e.log.Info("resigning", "token", t.token)
+	if fnDone != nil {
+		timer := time.NewTimer(timerwait.Delay(time.Until(t.Deadline())))
+		select {
+		case <-fnDone:
+			timer.Stop()
+			fnDone = nil
+		case <-timer.C:
+			e.log.Warn("leader function still running at the local deadline; its term ends now, and the key is released when it returns", "token", t.token)
+		case <-t.Context().Done():
+			// The term ended (deadline, lost) while draining.
+		}
+	}
+	t.end(fmt.Errorf("%w: resigned", ErrNotLeader))
+	if fnDone != nil {
+		// Release only after fn has returned: until then what is left of
+		// the lease keeps a successor from starting while fn may still be
+		// writing (the same rule as when a term ends).
+		<-fnDone
+		fnDone = nil
+	}
+	e.release(ctx, t.Grant(), slog.LevelWarn)
+	e.metrics.SetLeader(t.key, false)
+	e.transition(Resigned, t, nil)
+}
+
+// transition reports a transition to metrics and the OnTransition hook.
+func (e *Elector) transition(kind TransitionKind, t *Term, err error) {
+	e.metrics.Transition(t.key, kind)
+	if e.cfg.OnTransition != nil {
+		e.cfg.OnTransition(Transition{Kind: kind, Key: t.key, Holder: t.holder, Token: t.token, At: time.Now(), Err: err})
+	}
+}
+
+// renew renews t's lease in the background until the term is over (see
+// Lease.Keep), or until stop is called, which waits for it. Stopping also
+// abandons a renewal in flight, so that a resignation never waits for a
+// hung renewal until the local deadline.
+func (e *Elector) renew(t *Term) (stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = t.lease.Keep(ctx, func(ctx context.Context, _ time.Time) (Grant, time.Time, error) {
+			start := time.Now()
+			g, err := e.c.Renew(ctx, t.Grant())
+			e.metrics.ObserveRenew(t.key, time.Since(start), err)
+			return g, time.Time{}, err
+		})
+	}()
+	return func() { cancel(); <-done }
+}
+
+// timing is how this Elector keeps a lease granted for ttl.
+func (e *Elector) timing() leaseTiming {
+	return newLeaseTiming(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RetryPeriod, e.cfg.RequestTimeout, e.cfg.MaxDrift, e.cfg.Margin)
 }

@@ -22,7 +22,7 @@ func TestTermDeadline(t *testing.T) {
 			t.Fatalf("Remaining() = %s; want 8s", got)
 		}
 		time.Sleep(5 * time.Second)
-		if !term.extend(Grant{TTL: 10 * time.Second}, dlAt(time.Now().Add(8*time.Second))) {
+		if !term.lease.extend(Grant{TTL: 10 * time.Second}, dlAt(time.Now().Add(8*time.Second))) {
 			t.Fatal("extend() before the deadline = false; want true")
 		}
 		time.Sleep(7 * time.Second) // 12s after start: past the old deadline, before the new one
@@ -42,7 +42,7 @@ func TestTermDeadline(t *testing.T) {
 		if got := time.Since(start); got != 13*time.Second {
 			t.Fatalf("term ended %s after start; want 13s", got)
 		}
-		if term.extend(Grant{TTL: 10 * time.Second}, dlAt(time.Now().Add(8*time.Second))) {
+		if term.lease.extend(Grant{TTL: 10 * time.Second}, dlAt(time.Now().Add(8*time.Second))) {
 			t.Fatal("extend() of an ended term = true; an ended term must never be revived")
 		}
 		if err := term.Check(); err == nil {
@@ -56,7 +56,7 @@ func TestTermCheckBeatsTimer(t *testing.T) {
 	// past its deadline is over.
 	synctest.Test(t, func(t *testing.T) {
 		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 1, TTL: time.Second}, dlAt(time.Now().Add(time.Second)))
-		term.timer.Stop() // simulate a timer that has not run yet
+		term.lease.Stop() // simulate a timer that has not run yet
 		time.Sleep(time.Second)
 		if err := term.Check(); !errors.Is(err, ErrNotLeader) {
 			t.Fatalf("Check() at the deadline = %v; want ErrNotLeader", err)
@@ -92,7 +92,7 @@ func TestTermRenewalWithShorterTTLShortensDeadline(t *testing.T) {
 		time.Sleep(time.Second)
 		// The coordinator renewed with a 3s TTL: its lease now ends sooner
 		// than the first grant's did.
-		if !term.extend(Grant{TTL: 3 * time.Second}, dlAt(time.Now().Add(2*time.Second))) {
+		if !term.lease.extend(Grant{TTL: 3 * time.Second}, dlAt(time.Now().Add(2*time.Second))) {
 			t.Fatal("extend() = false; want true")
 		}
 		if got := term.Remaining(); got != 2*time.Second {
@@ -133,7 +133,7 @@ func TestTermEndsAfterSuspend(t *testing.T) {
 		if r := term.Remaining(); r > 0 {
 			t.Fatalf("Remaining() after a 30s suspend = %s; want <= 0", r)
 		}
-		if term.extend(Grant{TTL: 10 * time.Second}, Now().Add(8*time.Second)) {
+		if term.lease.extend(Grant{TTL: 10 * time.Second}, Now().Add(8*time.Second)) {
 			t.Fatal("extend() after the boot-clock deadline = true; an ended term must never be revived")
 		}
 	})

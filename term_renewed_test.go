@@ -23,7 +23,7 @@ func TestTermRenewed(t *testing.T) {
 			t.Fatal("Renewed() closed without a renewal")
 		}
 		moved := time.Now().Add(8 * time.Second)
-		if !term.extend(Grant{TTL: 10 * time.Second}, dlAt(moved)) {
+		if !term.lease.extend(Grant{TTL: 10 * time.Second}, dlAt(moved)) {
 			t.Fatal("extend() = false; want true")
 		}
 		if !closed(first) {
@@ -38,7 +38,7 @@ func TestTermRenewed(t *testing.T) {
 		}
 		time.Sleep(9 * time.Second) // past the deadline: the term ends
 		synctest.Wait()
-		if term.extend(Grant{TTL: 10 * time.Second}, dlAt(time.Now().Add(8*time.Second))) {
+		if term.lease.extend(Grant{TTL: 10 * time.Second}, dlAt(time.Now().Add(8*time.Second))) {
 			t.Fatal("extend() of an ended term = true")
 		}
 		if closed(second) {

@@ -18,7 +18,6 @@ import (
 type owned struct {
 	p      Partition
 	term   *tenure.Term
-	ctl    termControl
 	stop   context.CancelCauseFunc // cancels the function's ctx
 	err    error                   // the function's result, once on runner.returned
 	reason MoveReason              // why it is being given up; "" while wanted
@@ -34,16 +33,15 @@ type runner struct {
 	wake chan struct{} // poked when a function returns
 
 	joined    bool
-	shared    sharedDeadline // every owned partition's: the membership's deadline
-	stopRenew func()         // stops the membership's renewer and waits for it
+	ml        *tenure.Lease // the membership's lease, which every owned partition's term rides
+	stopRenew func()        // stops the membership's renewer and waits for it
 
-	// The membership as its renewer keeps it (see renewLoop), which runs
-	// on its own schedule beside the steps.
-	mu       sync.Mutex
-	member   Member
-	deadline tenure.Instant      // the terms' local deadline, on both clocks
-	live     map[string]liveTerm // partitions run and not found lost: what a check asks about
-	ended    error               // the membership lost, found by the renewer
+	// The membership as its renewer keeps it (see renew), which runs on
+	// its own schedule beside the steps.
+	mu     sync.Mutex
+	member Member
+	live   map[string]liveTerm // partitions run and not found lost: what a check asks about
+	ended  error               // the membership lost, found by the renewer
 
 	latest, effective []string                // member IDs: as last read; debounced
 	changedAt         time.Time               // when latest last changed
@@ -126,7 +124,7 @@ func (r *runner) run() error {
 // freeOrphans), collect finished functions, hand over, release, claim. It
 // returns only permanent errors, and reports whether partitions are left
 // to claim. Renewals never wait for it: they run on their own schedule
-// (see renewLoop).
+// (see renew).
 func (r *runner) step() (more bool, err error) {
 	if err := r.renewerEnded(); err != nil {
 		r.lost(err) // joins again at the next step, unless refused
@@ -196,53 +194,43 @@ func (r *runner) join() error {
 		r.g.log.Warn("join failed; retrying", "err", err)
 		return nil
 	}
-	dl := r.deadlineOf(m)
+	cfg := r.cfg.Config
+	cfg.Logger = r.g.log.With("epoch", m.Epoch)
+	ml, err := tenure.NewLease(cfg, m.TTL, m.Sent)
+	if err != nil {
+		r.call(func(ctx context.Context) error { return r.g.c.LeaveGroup(ctx, m) })
+		return fmt.Errorf("partition: join %q: coordinator %T returned a membership with %w", r.cfg.Key, r.g.c, err)
+	}
 	r.mu.Lock()
-	r.member, r.deadline, r.ended = m, dl, nil
+	r.member, r.ended = m, nil
 	r.mu.Unlock()
 	r.joined = true
-	r.shared = newSharedDeadline(dl)
-	r.startRenewer(m, dl)
+	r.ml = ml
+	r.startRenewer(ml)
 	r.g.log.Info("joined", "epoch", m.Epoch, "ttl", m.TTL)
 	return nil
 }
 
-// deadlineOf is the local deadline a membership m gives every partition it
-// owns: the send of the request that last started or extended its lease,
-// plus the safe lease of its TTL, on both clocks (a host suspend between
-// that send and the reply counts against it). A membership that does not
-// say when its lease started has no safe deadline: none at all.
-func (r *runner) deadlineOf(m Member) tenure.Instant {
-	if m.Sent.IsZero() {
-		r.g.log.Error("coordinator reported a membership without Member.Sent: its lease's age is unknown; acting on none of it", "coordinator", fmt.Sprintf("%T", r.g.c))
-		return tenure.Now()
-	}
-	return m.Sent.Add(timing.SafeLease(m.TTL, r.cfg.MaxDrift, r.cfg.Margin))
-}
-
 // renewInterval is how often the membership is renewed while renewals are
-// answered at once: the renewer's schedule (see nextRenewal) for the TTL
-// granted and a full safe lease left.
+// answered at once: the lease's schedule (see tenure.Lease.Keep) for the
+// TTL granted and a full safe lease left.
 func (r *runner) renewInterval() time.Duration {
 	m, _ := r.lease()
 	ttl := m.TTL
 	if ttl <= 0 { // not joined yet
 		ttl = r.cfg.TTL
 	}
-	return r.nextRenewal(ttl, timing.SafeLease(ttl, r.cfg.MaxDrift, r.cfg.Margin))
-}
-
-// nextRenewal is how long after a renewal of a membership granted for ttl,
-// with remaining left until its local deadline, the next one is due: the
-// Elector's rule, timing.NextRenewal.
-func (r *runner) nextRenewal(ttl, remaining time.Duration) time.Duration {
-	return timing.NextRenewal(timing.RenewInterval(r.cfg.TTL, r.cfg.RenewInterval), ttl, remaining)
+	return timing.NextRenewal(timing.RenewInterval(r.cfg.TTL, r.cfg.RenewInterval), ttl, timing.SafeLease(ttl, r.cfg.MaxDrift, r.cfg.Margin))
 }
 
 // lease returns the membership and its terms' local deadline, as last
 // renewed.
 func (r *runner) lease() (Member, tenure.Instant) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.member, r.deadline
+	m := r.member
+	r.mu.Unlock()
+	if r.ml == nil { // not joined yet
+		return m, tenure.Instant{}
+	}
+	return m, r.ml.Deadline()
 }

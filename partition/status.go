@@ -81,7 +81,7 @@ func (r *runner) publish() {
 func (r *runner) listOwned() ([]Owned, []*tenure.Term) {
 	live := make([]*owned, 0, len(r.owned))
 	for _, o := range r.owned {
-		if !o.ctl.Ended() {
+		if o.term.Context().Err() == nil {
 			live = append(live, o)
 		}
 	}

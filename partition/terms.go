@@ -131,12 +131,12 @@ func (r *runner) claimed(names []string, res []ClaimResult, now time.Time) (clai
 
 // start runs the function for p under a new term for grant gr.
 func (r *runner) start(p Partition, gr tenure.Grant) {
-	t, ctl := r.shared.Start(r.ctx, gr)
+	t := r.ml.Start(r.ctx, gr)
 	work, stop := context.WithCancelCause(t.Context())
-	o := &owned{p: p, term: t, ctl: ctl, stop: stop}
+	o := &owned{p: p, term: t, stop: stop}
 	r.owned[p.Name] = o
 	r.mu.Lock()
-	r.live[p.Name] = liveTerm{grant: gr, ctl: ctl}
+	r.live[p.Name] = liveTerm{grant: gr, term: t}
 	r.mu.Unlock()
 	r.ownedChanged = true
 	r.g.metrics.Moved(r.cfg.Key, MoveClaimed)
@@ -194,17 +194,17 @@ func (r *runner) reap() {
 // finish ends o's term after its function returned err.
 func (r *runner) finish(o *owned, err error) {
 	kind := tenure.Resigned
-	if errors.Is(o.ctl.Cause(), tenure.ErrLost) {
+	if errors.Is(termCause(o.term), tenure.ErrLost) {
 		o.keep = true // the coordinator says it is not this member's: nothing to release
 	}
 	switch {
 	case tenure.IsStale(err):
-		o.ctl.End(fmt.Errorf("%w: fenced by resource: %w", tenure.ErrNotLeader, err))
+		r.ml.End(o.term, fmt.Errorf("%w: fenced by resource: %w", tenure.ErrNotLeader, err))
 		kind, o.reason = tenure.Fenced, MoveFenced
 		r.cooldown[o.p.Name] = time.Now().Add(timing.RetryPeriod(r.cfg.TTL, r.cfg.RetryPeriod))
-	case o.ctl.Ended():
+	case o.term.Context().Err() != nil:
 		kind = tenure.Expired
-		if errors.Is(o.ctl.Cause(), tenure.ErrLost) {
+		if errors.Is(termCause(o.term), tenure.ErrLost) {
 			kind = tenure.Lost
 		}
 		if o.reason == "" {
@@ -217,9 +217,9 @@ func (r *runner) finish(o *owned, err error) {
 			r.g.log.Warn("partition function failed", "partition", o.p.Name, "token", o.term.Token(), "err", err)
 		}
 	}
-	o.ctl.End(fmt.Errorf("%w: partition %q given up (%s)", tenure.ErrNotLeader, o.p.Name, o.reason))
+	r.ml.End(o.term, fmt.Errorf("%w: partition %q given up (%s)", tenure.ErrNotLeader, o.p.Name, o.reason))
 	r.g.metrics.Moved(r.cfg.Key, o.reason)
-	r.transition(kind, o, o.ctl.Cause())
+	r.transition(kind, o, termCause(o.term))
 	if !o.keep {
 		r.unsent[o.p.Name] = o.term.Grant()
 	}
@@ -294,7 +294,7 @@ func (r *runner) leave() {
 		}
 		cancel()
 		r.joined = false
-		r.shared.Stop()
+		r.ml.Stop()
 	}
 	clear(r.unsent)
 	r.publish()
@@ -306,7 +306,7 @@ func (r *runner) leave() {
 func (r *runner) overrun() {
 	names := make([]string, 0, len(r.owned))
 	for n, o := range r.owned {
-		o.ctl.End(fmt.Errorf("%w: left the group", tenure.ErrNotLeader))
+		r.ml.End(o.term, fmt.Errorf("%w: left the group", tenure.ErrNotLeader))
 		names = append(names, n)
 	}
 	if r.joined {
@@ -315,4 +315,13 @@ func (r *runner) overrun() {
 		r.g.log.Warn("leaving: partition functions still running past the local deadline; the member stays in the group, holding its partitions, until they return or its lease (no longer renewed) lapses",
 			"partitions", strings.Join(names, ","), "epoch", m.Epoch)
 	}
+}
+
+// termCause is why term t ended: an error matching tenure.ErrNotLeader; nil
+// while it is live.
+func termCause(t *tenure.Term) error {
+	if t.Context().Err() == nil {
+		return nil
+	}
+	return context.Cause(t.Context())
 }

@@ -22,9 +22,9 @@ type stallPlan struct {
 }
 
 // renewAfter is how long after a successful renewal the next is due, for
-// the TTL granted and the time left until the local deadline: the
-// Elector's renewLoop, and a partition group member's renewer alike, renew
-// a third of the TTL granted later (at most RenewInterval, and before half
+// the TTL granted and the time left until the local deadline: tenure.Lease
+// renews an Elector's lease and a partition group member's alike a third of
+// the TTL granted later (at most RenewInterval, and before half
 // the time left has gone).
 func (p stallPlan) renewAfter(granted, remaining time.Duration) time.Duration {
 	return timing.NextRenewal(timing.RenewInterval(p.cfg.TTL, p.cfg.RenewInterval), granted, remaining)

@@ -10,21 +10,21 @@ import (
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
-// A shared deadline ends every term started under it when it passes, moves
+// A lease that many terms ride ends every term started on it when its deadline passes, moves
 // every live term's deadline on Extend, never revives a term past its
 // deadline, and ends a term started past it at once; terms end alone too.
 func TestSharedDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newSharedDeadline(Now().Add(5 * time.Second))
+		d := newLeaseAt(leaseTiming{}, 0, Instant{}, Now().Add(5*time.Second), false, nil, "membership renewal")
 		defer d.Stop()
-		a, _ := d.Start(context.Background(), Grant{Key: "g/0", Holder: "h", Token: 1})
-		b, bc := d.Start(context.Background(), Grant{Key: "g/1", Holder: "h", Token: 2})
-		bc.End(nil)
+		a := d.Start(context.Background(), Grant{Key: "g/0", Holder: "h", Token: 1})
+		b := d.Start(context.Background(), Grant{Key: "g/1", Holder: "h", Token: 2})
+		d.End(b, nil)
 		if a.Check() != nil || b.Check() == nil {
 			t.Fatalf("Check() = %v, %v; want a live, b ended alone", a.Check(), b.Check())
 		}
 		time.Sleep(4 * time.Second)
-		d.Extend(10*time.Second, Now(), Now().Add(5*time.Second))
+		d.extend(Grant{TTL: 10 * time.Second, Sent: Now()}, Now().Add(5*time.Second))
 		time.Sleep(4 * time.Second) // 8s: past the first deadline, not the second
 		if err := a.Check(); err != nil || a.Context().Err() != nil {
 			t.Fatalf("a after Extend, 8s in: Check() = %v, context %v; want live", err, a.Context().Err())
@@ -40,29 +40,29 @@ func TestSharedDeadline(t *testing.T) {
 		if !errors.Is(a.Check(), ErrNotLeader) {
 			t.Errorf("a.Check() after the deadline = %v; want ErrNotLeader", a.Check())
 		}
-		late, _ := d.Start(context.Background(), Grant{Key: "g/2", Holder: "h", Token: 3})
+		late := d.Start(context.Background(), Grant{Key: "g/2", Holder: "h", Token: 3})
 		if late.Context().Err() == nil {
 			t.Error("a term started past the deadline is live; want it ended at once")
 		}
-		d.Extend(10*time.Second, Now(), Now().Add(5*time.Second))
+		d.extend(Grant{TTL: 10 * time.Second, Sent: Now()}, Now().Add(5*time.Second))
 		if a.Context().Err() == nil || a.Check() == nil {
 			t.Error("Extend revived a term past its deadline")
 		}
 	})
 }
 
-// A host suspended past the shared deadline (the boot clock moves, Go's
+// A host suspended past a lease's deadline (the boot clock moves, Go's
 // does not) ends every term within suspendCheck of the resume, with no
 // timer of their own.
 func TestSharedDeadlineSuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk, suspend := boottime.NewSuspendable()
 		defer boottime.Simulate(clk)()
-		d := newSharedDeadline(Now().Add(time.Minute))
+		d := newLeaseAt(leaseTiming{}, 0, Instant{}, Now().Add(time.Minute), false, nil, "membership renewal")
 		defer d.Stop()
 		terms := make([]*Term, 3)
 		for i := range terms {
-			terms[i], _ = d.Start(context.Background(), Grant{Key: "g/x", Holder: "h", Token: uint64(i + 1)})
+			terms[i] = d.Start(context.Background(), Grant{Key: "g/x", Holder: "h", Token: uint64(i + 1)})
 		}
 		time.Sleep(2 * time.Second)
 		suspend(time.Hour)
