@@ -22,6 +22,7 @@ import (
 // to free what a claimed again. It passed when written: kept as a
 // regression test.
 func TestAdversary3ReclaimAcrossChunkBoundary(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	for _, n := range []int{125, 126, 251} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {

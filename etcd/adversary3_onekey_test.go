@@ -21,6 +21,7 @@ import (
 // (CheckPartitions says so until the key is gone). Every other backend
 // refuses such an Acquire while the member lives.
 func TestAdversary3AcquireByOwnersIDTakesPartition(t *testing.T) {
+	t.Parallel()
 	c := newCoordinator(t, newClient(t, startEtcd(t)))
 	m, err := c.JoinGroup(ctx(t), "team/jobs", "worker-1", time.Minute, 2)
 	if err != nil {
@@ -49,6 +50,7 @@ func TestAdversary3AcquireByOwnersIDTakesPartition(t *testing.T) {
 // fails when one side's term passes Check after the other side's term
 // with a greater token did: both acting at once.
 func TestAdversary3ElectorAndGroupOfOneProcess(t *testing.T) {
+	t.Parallel()
 	c := newCoordinator(t, newClient(t, startEtcd(t)))
 	type check struct {
 		who   string

@@ -58,6 +58,7 @@ func wantHeld(t *testing.T, c partition.Coordinator, m partition.Member, name st
 // renewal and its claims are lost, never revived, and another member claims
 // its partitions with greater tokens.
 func TestMembershipRevokedByHand(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	plain := newClient(t, eps)
 	c := newCoordinator(t, plain)
@@ -90,6 +91,7 @@ func TestMembershipRevokedByHand(t *testing.T) {
 // (Sent is the membership's, not the claim's), and another member is
 // refused with the new token.
 func TestLostClaimReplyIsClaimedOnce(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	leases := newLeaseLog()
 	var drop atomic.Bool
@@ -119,6 +121,7 @@ func TestLostClaimReplyIsClaimedOnce(t *testing.T) {
 // new one never renews), cannot release them, and claims them with new
 // tokens once the earlier membership leaves.
 func TestRejoinedMemberDoesNotInheritPartitions(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	leases := newLeaseLog()
 	c := newCoordinator(t, hookedClient(t, eps, leases.hooks()))

@@ -53,6 +53,7 @@ func wantLost(t *testing.T, c tenure.Coordinator, g tenure.Grant, why string) {
 // grant live while bob holds it; Renew must report it lost, through the
 // coordinator that granted it and through one that did not.
 func TestRenewReadsAfterItsKeepalive(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	other := newCoordinator(t, newClient(t, eps))
 	var armed atomic.Bool
@@ -97,6 +98,7 @@ func TestRenewReadsAfterItsKeepalive(t *testing.T) {
 // token; the lost token is never given or renewed, and bob is refused with
 // the live one.
 func TestLostAcquireReplyIsNeverGiven(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	leases := newLeaseLog()
 	var drop atomic.Bool
@@ -131,6 +133,7 @@ func TestLostAcquireReplyIsNeverGiven(t *testing.T) {
 // the grants renews (the one etcd holds); and every grant reports no more
 // lease than it has.
 func TestConcurrentAcquiresOfOneHolder(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	leases := newLeaseLog()
 	cs := []*etcd.Coordinator{
@@ -198,6 +201,7 @@ func TestConcurrentAcquiresOfOneHolder(t *testing.T) {
 // hand before he takes the key. His Acquire takes it on a new lease, never
 // on the revoked one, and the grant renews.
 func TestSpareLeaseRevokedByHand(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	leases := newLeaseLog()
 	plain := newClient(t, eps)
@@ -249,6 +253,7 @@ func leaseGrantedAfter(t *testing.T, leases *leaseLog, since time.Time) clientv3
 // gets reports no more lease than etcd gives it, and if it promises any,
 // etcd holds the key with his token.
 func TestLeaseExpiresBeforeThePut(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	leases := newLeaseLog()
 	var hold atomic.Bool
@@ -300,6 +305,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // renewed through either coordinator, and releasing it through either
 // leaves the second alone.
 func TestGrantOnReusedLeaseIsNeverRevived(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	leases := newLeaseLog()
 	c1 := newCoordinator(t, hookedClient(t, eps, leases.hooks()))
@@ -335,6 +341,7 @@ func TestGrantOnReusedLeaseIsNeverRevived(t *testing.T) {
 // renewal and never revived; her next grant has a greater token than any
 // write before it.
 func TestKeyChangedByHand(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	plain := newClient(t, eps)
 	c := newCoordinator(t, plain)

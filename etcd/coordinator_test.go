@@ -64,6 +64,7 @@ func leaseOf(t *testing.T, c *etcd.Coordinator, key string) clientv3.LeaseID {
 }
 
 func TestGrantedTTLIsWhatEtcdGranted(t *testing.T) {
+	t.Parallel()
 	// etcd's minimum lease TTL is 1.5 election timeouts, in whole seconds
 	// rounded up: 1s with a 250ms election timeout (the embedded server's),
 	// 2s with etcd's default of 1s.
@@ -128,6 +129,7 @@ func testGrantedTTL(t *testing.T, election, minTTL time.Duration) {
 // of one holder with one TTL; renewing one extends that lease only, and
 // releasing one leaves the other alone.
 func TestLeasePerGrant(t *testing.T) {
+	t.Parallel()
 	cl := newClient(t, startEtcd(t))
 	c := newCoordinator(t, cl)
 	const ttl = 5 * time.Second
@@ -174,6 +176,7 @@ func TestLeasePerGrant(t *testing.T) {
 // Release is one transaction; an Acquire on a lease granted ahead (after a
 // refusal) or kept by a Release is one transaction.
 func TestRoundTrips(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	cl, rc := countingClient(t, eps)
 	c := newCoordinator(t, cl)
@@ -227,6 +230,7 @@ func TestRoundTrips(t *testing.T) {
 // holder's deadline counts the lease's whole age; the lease at etcd ends no
 // sooner than Sent + TTL.
 func TestLeaseGrantedAheadCountsItsAge(t *testing.T) {
+	t.Parallel()
 	cl := newClient(t, startEtcd(t))
 	c := newCoordinator(t, cl)
 	ga := mustAcquire(t, c, "ahead/k", "alice", 4*time.Second)
@@ -299,6 +303,7 @@ func waitFree(t *testing.T, c tenure.Coordinator, key string, deadline time.Time
 // still renews them correctly (one more read, to find the lease) and
 // releases them.
 func TestRenewGrantOfAnotherCoordinator(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	cl, rc := countingClient(t, eps)
 	c1 := newCoordinator(t, cl)
@@ -330,6 +335,7 @@ func TestRenewGrantOfAnotherCoordinator(t *testing.T) {
 }
 
 func TestWatchCoalescesForSlowReaders(t *testing.T) {
+	t.Parallel()
 	cl := newClient(t, startEtcd(t))
 	c := newCoordinator(t, cl)
 	const key = "watch/slow"
@@ -374,6 +380,7 @@ func TestWatchCoalescesForSlowReaders(t *testing.T) {
 }
 
 func TestWatchEndsWithCoordinator(t *testing.T) {
+	t.Parallel()
 	cl := newClient(t, startEtcd(t))
 	c, err := etcd.New(cl)
 	if err != nil {
@@ -413,6 +420,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 }
 
 func TestPrefix(t *testing.T) {
+	t.Parallel()
 	cl := newClient(t, startEtcd(t))
 	c := newCoordinator(t, cl, etcd.WithPrefix("/custom/"))
 	g := mustAcquire(t, c, "jobs", "alice", 5*time.Second)

@@ -126,6 +126,7 @@ func TestDialBadConfig(t *testing.T) {
 }
 
 func TestDialAuth(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	admin := newClient(t, eps)
 	if _, err := admin.RoleAdd(ctx(t), "root"); err != nil {

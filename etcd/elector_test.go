@@ -34,6 +34,7 @@ func (r *refusals) Acquire(ctx context.Context, key, holder string, ttl time.Dur
 // retry, let alone after the TTL. The deposed leader's fenced writes are
 // refused.
 func TestElectorHandover(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	const ttl, retry = 30 * time.Second, 5 * time.Second
 	config := func(holder string) tenure.Config {

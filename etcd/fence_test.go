@@ -124,6 +124,7 @@ func TestFencedTxnRejectsAfterExpiry(t *testing.T) {
 }
 
 func TestRegister(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	cl := newClient(t, eps)
 	r := etcd.NewRegister(cl, "resources/orders/token")
@@ -193,6 +194,7 @@ func TestRegister(t *testing.T) {
 }
 
 func TestRegisterWithGrants(t *testing.T) {
+	t.Parallel()
 	// Successive leaders write through the register; the deposed one is
 	// refused even while its write is "in flight" after the handover.
 	eps := startEtcd(t)

@@ -16,6 +16,7 @@ import (
 // (3.4), whose nested transactions the claims rely on. A partition is
 // freed by hand as etcdctl del would: a delete of its key.
 func TestGroupConformanceEtcdBinary(t *testing.T) {
+	t.Parallel()
 	b := etcdbin.New(t)
 	partitiontest.Run(t, func(t *testing.T) tenure.Coordinator {
 		return newCoordinator(t, newClient(t, []string{b.URL}))

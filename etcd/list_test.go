@@ -12,6 +12,7 @@ import (
 // left on their leases; released keys, keys outside the prefix and etcd
 // keys that are not tenure keys are left out.
 func TestList(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 

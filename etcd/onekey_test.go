@@ -13,6 +13,7 @@ import (
 // an Elector holds is refused; once the owner is gone, the other API takes
 // the key with a greater token. The group's name has a '/' of its own.
 func TestOneOwnerPerKeyAcrossAPIs(t *testing.T) {
+	t.Parallel()
 	// On etcd a partition and a single key are one etcd key, so the
 	// refusal is the ordinary one: it names the member, and Acquire spends
 	// no read on finding the group.

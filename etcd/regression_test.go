@@ -51,6 +51,7 @@ func waitRefused(t *testing.T, r *refusals, who string) time.Time {
 // deleted grant from his stale watch view: two leaders. Now no two terms
 // overlap and every term begins on the token etcd holds.
 func TestStaleWatchViewGrantsNothing(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	const key, ttl = "stale/k", 2 * time.Second
 	kaThrough, txnsGo, watchGo := newGate(t), newGate(t), newGate(t)
@@ -134,6 +135,7 @@ func TestStaleWatchViewGrantsNothing(t *testing.T) {
 // Now every local deadline is at most the last send that started or
 // extended the term's lease, plus TTL·(1−MaxDrift) − Margin.
 func TestDeadlineCountsTheLeaseWholeAge(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	leases := newLeaseLog()
 	c := newCoordinator(t, hookedClient(t, eps, leases.hooks()))
@@ -159,6 +161,7 @@ func TestDeadlineCountsTheLeaseWholeAge(t *testing.T) {
 // by a live contender within a round trip, and bob's stalled write, once it
 // reaches etcd, is refused.
 func TestStalledContenderNeverStrandsAKey(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	const key, ttl = "stalled/k", 2 * time.Second
 	stall := newGate(t)

@@ -22,6 +22,7 @@ import (
 // the Acquire was sent; and a's CheckPartitions must not keep it. It
 // passed when written: kept as a regression test.
 func TestAdversary3ReclaimBlockedPastExpiryRacesAcquire(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	ca, cx := open(t, dsn), open(t, dsn)

@@ -22,6 +22,7 @@ import (
 // must be refused while the member lives. It passed when written: kept as
 // a regression test (etcd fails it: see etcd/adversary3_onekey_test.go).
 func TestAdversary3ElectorAndGroupOfOneProcess(t *testing.T) {
+	t.Parallel()
 	c := open(t, newDB(t))
 	type check struct {
 		who   string

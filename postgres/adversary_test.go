@@ -281,6 +281,7 @@ func (env *advEnv) lockRow(d time.Duration) {
 // Electors for one key, and injects one fault into a's link or the row
 // 600ms into a's first term, just after its first renewal.
 func TestAdversaryElectorOnPostgres(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		params map[string]string // for a's DSN
@@ -412,6 +413,7 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 // abandoned statements do run: a's acquisition, long after a gave up on
 // it, grants the free key to a.
 func TestAdversaryLateStatementsOnPostgres(t *testing.T) {
+	t.Parallel()
 	for _, bResigns := range []bool{false, true} {
 		name := "b holds the key"
 		if bResigns {

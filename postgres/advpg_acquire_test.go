@@ -20,6 +20,7 @@ import (
 // (SQLSTATE 40P01). One Acquire must get the key and the other a
 // HeldError, neither a deadlock.
 func TestAdvPGAcquiresWhileGroupTablesAppear(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	cx, cy, cm := open(t, dsn), open(t, dsn), open(t, dsn)

@@ -25,6 +25,7 @@ import (
 // given, and no other: a changed row reported still owned leaves two
 // holders; an unchanged one reported lost stops a partition for nothing.
 func TestAdvPGCheckPartitionsReportsEveryChangeAndNothingElse(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	c := open(t, dsn)

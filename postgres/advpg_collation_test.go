@@ -75,6 +75,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
 // member that stopped running them, a failed claim claims nothing. Both
 // must succeed.
 func TestAdvPGReleaseAndClaimLockInOneOrderUnderICUCollation(t *testing.T) {
+	t.Parallel()
 	dsn := newICUDatabase(t, "en-US")
 	ctx := ctxFor(t, time.Minute)
 	c, c2 := open(t, dsn), open(t, dsn)

@@ -186,6 +186,7 @@ func lookupWork(plan string, list int) []string {
 // the three tables; a few rows touched per name at most): a plan that
 // scans the group checks 5,000 partitions of 100,000 in a second.
 func TestAdvPGPartitionStatementsLookUpPerName(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	admin := newPool(t, dsn)

@@ -18,6 +18,7 @@ import (
 // the new token and frees nothing. Either way m holds its new grant
 // afterwards: its check keeps it and member o's claim is refused.
 func TestAdvPGLateReleaseRacingReclaim(t *testing.T) {
+	t.Parallel()
 	for _, releaseFirst := range []bool{false, true} {
 		name := "claim queued first"
 		if releaseFirst {
@@ -87,6 +88,7 @@ func TestAdvPGLateReleaseRacingReclaim(t *testing.T) {
 // one whose token does not fit a bigint. Only the first partition may be
 // freed.
 func TestAdvPGReleaseFreesOnlyWhatItNames(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	c := open(t, dsn)
@@ -123,6 +125,7 @@ func TestAdvPGReleaseFreesOnlyWhatItNames(t *testing.T) {
 // A claim that names a partition twice claims it once and answers both
 // places with the same grant, as the memory coordinator does.
 func TestClaimNamingAPartitionTwice(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	c := open(t, dsn)

@@ -141,6 +141,7 @@ func (s *stressMember) act(ctx context.Context, l *stressLog) {
 // keeps and the single key's grant, and every token granted in the round
 // is new and above those of the rounds before.
 func TestAdvPGClaimsReleasesAcquiresUnderICU(t *testing.T) {
+	t.Parallel()
 	dsn := newICUDatabase(t, "en-US")
 	ctx := ctxFor(t, 2*time.Minute)
 	const rounds = 40

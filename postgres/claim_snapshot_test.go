@@ -43,6 +43,7 @@ WHERE datname = current_database() AND wait_event_type = 'Lock'`, nil, &waiting)
 // the lock goes, n's claim reaches "b": k's membership is live, so "b" must
 // be reported held by k, not granted to n as well.
 func TestClaimDuringAJoinTakesNothingOwned(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		existing []string // partitions with a row, free, before the claims

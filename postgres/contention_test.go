@@ -136,6 +136,7 @@ func startChild(t *testing.T, dsn, key string, goroutines int) *child {
 // exactly one wins each round, every other attempt is refused naming the
 // winner, and tokens strictly increase.
 func TestContention(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	const (
 		rounds     = 12
@@ -224,6 +225,7 @@ func TestContention(t *testing.T) {
 // TestConcurrentCreate starts many coordinators on a fresh database at once:
 // creating the leadership table is safe under concurrency.
 func TestConcurrentCreate(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	const n = 8

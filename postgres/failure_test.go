@@ -290,6 +290,7 @@ func TestRestartDuringTenure(t *testing.T) {
 // follower's session three different time zones: expiry follows the
 // database clock only, with the lease exactly the TTL long.
 func TestDatabaseClock(t *testing.T) {
+	t.Parallel()
 	srv := server(t)
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)

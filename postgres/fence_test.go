@@ -24,6 +24,7 @@ func assignment(t testing.TB, dsn string) (string, uint64) {
 }
 
 func TestFenceUpdate(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	shardTable(t, dsn)
 	ctx := ctxFor(t, time.Minute)
@@ -79,6 +80,7 @@ func TestFenceUpdate(t *testing.T) {
 // back with everything else in its transaction, and of two concurrent
 // writers the older token loses even when it commits last.
 func TestFenceGuardTx(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	guard := shardTable(t, dsn)
 	server(t).Exec(t, dsn, `CREATE TABLE audit (entry text)`)
@@ -146,6 +148,7 @@ func TestFenceGuardTx(t *testing.T) {
 }
 
 func TestAddFencingColumn(t *testing.T) {
+	t.Parallel()
 	srv := server(t)
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)

@@ -39,6 +39,7 @@ func isSerializationFailure(err error) bool {
 // REPEATABLE READ check that keeps a claim from taking a live member's
 // partition.)
 func TestClaimAndReleaseNeverDeadlock(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	const members, partitions, rounds = 4, 48, 60
 	names := make([]string, partitions)

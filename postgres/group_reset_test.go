@@ -121,6 +121,7 @@ func unowned(names []string, owned []tenure.Grant) []string {
 // member the owner of a live member's partition, with the same token), and
 // no partition's token may be granted to two memberships.
 func TestEpochsNeverRepeatWhenGroupTablesReset(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	pool := newPool(t, dsn)
 	names := []string{"0", "1", "2", "3", "4", "5"}

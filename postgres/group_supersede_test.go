@@ -24,6 +24,7 @@ import (
 // (TRUNCATE, then its rows). The member's next claim must not get a token
 // below T2.
 func TestRestoredPartitionsDumpGivesNoTokenBack(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	member := open(t, dsn)
@@ -57,6 +58,7 @@ func TestRestoredPartitionsDumpGivesNoTokenBack(t *testing.T) {
 // is dumped while member#A owns partition 0 (T1); A releases it, member#B
 // claims it (T2); the dump is restored. A (still live) claims partition 0.
 func TestRestoredDumpHandsNoOldTokenToAnotherMember(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	c := open(t, dsn)
@@ -93,6 +95,7 @@ func TestRestoredDumpHandsNoOldTokenToAnotherMember(t *testing.T) {
 // release arrives. A second member must not be granted partition 0 while
 // member#1's second grant stands.
 func TestLateReleaseAfterReclaim(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	p, viaProxy := proxied(t, dsn)
 	viaProxy = pgtest.WithParams(viaProxy, map[string]string{"default_query_exec_mode": "exec", "pool_max_conns": "1"})

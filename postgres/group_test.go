@@ -15,6 +15,7 @@ import (
 // partition is freed by hand as an operator would with SQL: an UPDATE that
 // clears its owner.
 func TestGroupConformance(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	partitiontest.Run(t, func(t *testing.T) tenure.Coordinator {
 		return open(t, dsn)

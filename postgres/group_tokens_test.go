@@ -98,6 +98,7 @@ func (d groupDump) restore(ctx context.Context, pool *pgxpool.Pool) error {
 // would otherwise reject every new owner, or accept a repeated token from
 // a second one.
 func TestPartitionTokensNeverRepeatWhenRowsGo(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	pool := newPool(t, dsn)
 	c := open(t, dsn)

@@ -18,6 +18,7 @@ const secret = "s3cr3t-Pa55"
 // TestOpenMalformedDSN: a DSN that cannot be parsed is named in the error,
 // without its password.
 func TestOpenMalformedDSN(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, dsn, mention string }{
 		{"url bad port", "postgres://app:" + secret + "@db.example:notaport/app", "db.example"},
 		{"url broken", "postgres://app:" + secret + "@[::1/app", "app:xxxxx@"},
@@ -49,6 +50,7 @@ func TestOpenMalformedDSN(t *testing.T) {
 // TestOpenUnreachable: a server that refuses or does not answer gives a
 // clear error, naming the address, within the connect timeout.
 func TestOpenUnreachable(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +118,7 @@ func TestOpenUnreachable(t *testing.T) {
 // naming the table; once the table exists and the role may use it, it works;
 // a read-only role can read but its acquisitions fail (no false success).
 func TestMissingPrivileges(t *testing.T) {
+	t.Parallel()
 	srv := server(t)
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
@@ -153,6 +156,7 @@ func TestMissingPrivileges(t *testing.T) {
 // TestTableShape: an existing leadership table of another shape is refused
 // with an error naming the table and the column.
 func TestTableShape(t *testing.T) {
+	t.Parallel()
 	srv := server(t)
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
@@ -198,6 +202,7 @@ func TestTableShape(t *testing.T) {
 // verbatim (they are parameters); such keys are rejected by validation;
 // identifiers with quotes are quoted.
 func TestInjection(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	c := open(t, dsn)
@@ -289,6 +294,7 @@ func TestInjection(t *testing.T) {
 
 // TestInvalidOptions: bad options are reported, each naming the option.
 func TestInvalidOptions(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	_, err := postgres.Open(ctxFor(t, time.Minute), dsn,
 		postgres.WithTable(""), postgres.WithChannel(strings.Repeat("c", 64)), postgres.WithPollInterval(0))
@@ -305,6 +311,7 @@ func TestInvalidOptions(t *testing.T) {
 // TestBadGrants: malformed grants are rejected before any SQL runs; a grant
 // that was never made is lost.
 func TestBadGrants(t *testing.T) {
+	t.Parallel()
 	c := open(t, newDB(t))
 	ctx := ctxFor(t, time.Minute)
 	good, err := c.Acquire(ctx, "k", "h", time.Minute)

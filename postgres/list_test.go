@@ -13,6 +13,7 @@ import (
 // prefix are left out, and LIKE wildcards in the prefix match only
 // themselves.
 func TestList(t *testing.T) {
+	t.Parallel()
 	c := open(t, newDB(t))
 	ctx := ctxFor(t, 30*time.Second)
 

@@ -32,6 +32,11 @@ func (r testMain) Run() int {
 	return pgtest.Main(r.m, func(s *pgtest.Server, err error) { pg.srv, pg.err = s, err })
 }
 
+// TestMain: tests with a database of their own mostly wait on leases and
+// call t.Parallel (go test runs two at a time on two cores). A test that
+// restarts the server, kills its sessions or counts lock waiters across it
+// must not: tests that do not call t.Parallel run first, one at a time,
+// with no parallel test beside them.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(testMain{m})
 }

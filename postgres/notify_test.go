@@ -15,6 +15,7 @@ import (
 // acquisitions and releases only while some coordinator watches the key;
 // always with NotifyAll.
 func TestNotifyModes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		opts    []postgres.Option
@@ -80,6 +81,7 @@ func TestNotifyModes(t *testing.T) {
 // TestNotifyWatchedAfterWatchEnds: once the last watch of a key ends, its
 // releases are no longer announced.
 func TestNotifyWatchedAfterWatchEnds(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, 30*time.Second)
 	c := open(t, dsn)
@@ -118,6 +120,7 @@ func TestNotifyWatchedAfterWatchEnds(t *testing.T) {
 // TestNotifyInvalid checks that an unknown mode is rejected, naming the
 // option.
 func TestNotifyInvalid(t *testing.T) {
+	t.Parallel()
 	_, err := postgres.Open(ctxFor(t, 10*time.Second), newDB(t), postgres.WithNotify(postgres.Notify(7)))
 	if !errors.Is(err, postgres.ErrInvalidOption) {
 		t.Fatalf("Open(WithNotify(7)) error = %v; want ErrInvalidOption", err)

@@ -19,6 +19,7 @@ import (
 // an Elector holds is refused; once the owner is gone, the other API takes
 // the key with a greater token. The group's name has a '/' of its own.
 func TestOneOwnerPerKeyAcrossAPIs(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	partitiontest.OneOwnerPerKey(t, open(t, dsn), `group "team/jobs"`)
 }
@@ -27,6 +28,7 @@ func TestOneOwnerPerKeyAcrossAPIs(t *testing.T) {
 // Acquire asks for its key, both at once, round after round on fresh
 // partitions: at most one of them may get it.
 func TestOneOwnerPerKeyRace(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	member, elector := open(t, dsn), open(t, dsn)

@@ -32,6 +32,7 @@ func cycle(t *testing.T, c *postgres.Coordinator, key, holder string) uint64 {
 // old ones would otherwise reject every new leader, or accept a repeated
 // token from a second one.
 func TestTokensNeverRepeatWhenRowsGo(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	pool := newPool(t, dsn)
 	steps := []struct {
@@ -64,6 +65,7 @@ func TestTokensNeverRepeatWhenRowsGo(t *testing.T) {
 // table found through the search_path each would use its own table and
 // both would lead the same key. The table is pinned to one schema.
 func TestSearchPathDoesNotSplitTheTable(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	pool := newPool(t, dsn)
 	if _, err := pool.Exec(ctxFor(t, 10*time.Second), `CREATE SCHEMA other`); err != nil {
@@ -90,6 +92,7 @@ func TestSearchPathDoesNotSplitTheTable(t *testing.T) {
 // until after the expiry. It must report the grant lost, not extend a lease
 // that expired while it waited.
 func TestRenewalAfterLockWaitDoesNotRevive(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		renew func(ctx context.Context, c *postgres.Coordinator, g, other tenure.Grant) error

@@ -61,6 +61,7 @@ func waitFree(t *testing.T, w <-chan tenure.LeaderEvent, d time.Duration, want t
 // with polling on, a new holder is seen at the next poll and its lease's
 // expiry on time, by the database's count of the time left.
 func TestWatchEvents(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	w := open(t, dsn, postgres.WithPollInterval(noPolling))
@@ -109,6 +110,7 @@ func TestWatchEvents(t *testing.T) {
 // TestWatchListenerKilled kills the LISTEN session: the listener reconnects
 // and watchers keep receiving notifications.
 func TestWatchListenerKilled(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	const app = "tenure-watch-test"
@@ -152,6 +154,7 @@ func TestWatchListenerKilled(t *testing.T) {
 // TestWatchShared: all watchers of a coordinator share one LISTEN session,
 // one channel; each sees only its own key's events.
 func TestWatchShared(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	const app = "tenure-watch-shared"
@@ -195,6 +198,7 @@ func TestWatchShared(t *testing.T) {
 // TestWatchEnds: a watch's channel closes when its context ends, and every
 // watch's when the coordinator closes; afterwards Watch says ErrClosed.
 func TestWatchEnds(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	c, err := postgres.Open(ctxFor(t, time.Minute), dsn)
 	if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,10 +65,18 @@ func survivedOverdue(t *testing.T, want int, extra []string) {
 			t.Fatal(err)
 		}
 		code := s.wait(t, 3*lossTTL+slack)
+		n := len(starts(t, s.out))
+		if ev, _ := os.ReadFile(s.out + ".ev"); (code != want || n != 1) && strings.Count(string(ev), "term") > 1 && i < attempts {
+			// A later renewal was overdue too (a loaded machine): the
+			// command then ended after a SIGTERM of its term's, which
+			// is not the case under test.
+			t.Logf("run %d: a second overdue SIGTERM came before the command's end (exit %d, starts %d); running again", i, code, n)
+			continue
+		}
 		if code != want {
 			t.Errorf("tenure exit %d; want %d (the command's own end)", code, want)
 		}
-		if n := len(starts(t, s.out)); n != 1 {
+		if n != 1 {
 			t.Errorf("command started %d times; want 1 (it ended on its own)", n)
 		}
 		return
