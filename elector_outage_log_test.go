@@ -33,6 +33,22 @@ func (l *lockedBuffer) lines(substr string) int {
 	return strings.Count(l.b.String(), substr)
 }
 
+// runLeading runs e with a leader function that reports on led that it
+// leads, then waits for its term to end; stop ends the run.
+func runLeading(e *tenure.Elector) (led <-chan struct{}, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	leading := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Run(ctx, func(ctx context.Context, _ *tenure.Term) error {
+			leading <- struct{}{}
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	return leading, func() { cancel(); <-done }
+}
+
 // TestCampaignOutageLogsOnce: a follower cut off from the coordinator for
 // 50 s, retrying every 300 ms or so, warns that acquire failed once, then
 // once more after 30 s (with the count), not at every retry; when the
@@ -46,16 +62,7 @@ func TestCampaignOutageLogsOnce(t *testing.T) {
 		cfg.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		c.Partition("a")
 		e := newElector(t, c, cfg)
-		ctx, cancel := context.WithCancel(context.Background())
-		led := make(chan struct{}, 1)
-		done := make(chan error, 1)
-		go func() {
-			done <- e.Run(ctx, func(ctx context.Context, _ *tenure.Term) error {
-				led <- struct{}{}
-				<-ctx.Done()
-				return nil
-			})
-		}()
+		led, stop := runLeading(e)
 		time.Sleep(50 * time.Second)
 		if n := out.lines(`msg="acquire failed"`); n != 1 {
 			t.Errorf("50 s cut off: %d warnings that acquire failed; want 1", n)
@@ -68,8 +75,7 @@ func TestCampaignOutageLogsOnce(t *testing.T) {
 		if n := out.lines(`msg="acquire failed: works again"`); n != 1 {
 			t.Errorf("after the heal: %d lines that acquire works again; want 1", n)
 		}
-		cancel()
-		<-done
+		stop()
 	})
 }
 
@@ -96,16 +102,7 @@ func TestCampaignWatchRefusedWarns(t *testing.T) {
 		cfg := testConfig("a")
 		cfg.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		e := newElector(t, refusingWatch{c}, cfg)
-		ctx, cancel := context.WithCancel(context.Background())
-		led := make(chan struct{}, 1)
-		done := make(chan error, 1)
-		go func() {
-			done <- e.Run(ctx, func(ctx context.Context, _ *tenure.Term) error {
-				led <- struct{}{}
-				<-ctx.Done()
-				return nil
-			})
-		}()
+		led, stop := runLeading(e)
 		time.Sleep(time.Second)
 		if n := out.lines(`level=WARN msg="watch failed; polling the key every retry period instead"`); n != 1 {
 			t.Errorf("%d warnings that the watch was refused; want 1:\n%s", n, out.b.String())
@@ -114,7 +111,6 @@ func TestCampaignWatchRefusedWarns(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-led
-		cancel()
-		<-done
+		stop()
 	})
 }
