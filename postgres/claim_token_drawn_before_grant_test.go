@@ -99,23 +99,3 @@ func TestClaimTokenDrawnBeforeGrant(t *testing.T) {
 		t.Errorf("the claim that committed after single-2's grant (token %d) got token %d while single-2 still holds g/0 (its leadership row deleted): want a greater token", g.Token, tok)
 	}
 }
-
-// waitForLockWait waits until a backend of the test's database waits on a
-// lock.
-func waitForLockWait(t *testing.T, ctx context.Context, c *postgres.Coordinator) {
-	t.Helper()
-	for {
-		var n int
-		if err := c.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("no claim waited on the partition row's lock")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
