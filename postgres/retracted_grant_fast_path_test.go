@@ -11,14 +11,15 @@
 // row, while the member that owns the partition still holds it; the first
 // process's retraction then finds a different token and leaves the grant.
 // Two processes of one identity are a case the package already races
-// (TestAdversary3ReclaimRace, b=a,x=a).
+// (TestAdversary3ReclaimRace, b=a,x=a); two concurrent calls of one
+// Coordinator for one holder do the same.
 //
 // Run it with:
 //
 //	go test -race -count=1 -tags openfinding -run TestRetractedGrantReacquiredOverPartition ./postgres/
 //
-// Seen (red within the first iterations, 3 of 3 runs): "iteration 1:
-// process 2 of holder S was granted g/0@1796549717260073 by "S" (ttl 1m0s)
+// Seen (both cases red within the first 10 iterations, 3 of 3 runs):
+// "iteration 1: call 2 of holder S was granted g/0@1796549717260073 by "S" (ttl 1m0s)
 // while member m holds partition 0 with 1796549717149203 (CheckPartitions
 // lost [], <nil>)".
 package postgres_test
@@ -35,10 +36,23 @@ import (
 )
 
 // TestRetractedGrantReacquiredOverPartition: member m owns partition 0 of
-// g; two processes of holder S, each with a new Coordinator, acquire g/0 at
-// nearly the same time, again and again for up to 20 s. Neither may be
-// granted it.
+// g; two Acquires of g/0 by holder S, at nearly the same time, again and
+// again for up to 20 s: from two processes (each with a new Coordinator on
+// its own pool), and from two goroutines of one new Coordinator. Neither may
+// be granted it.
 func TestRetractedGrantReacquiredOverPartition(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		name := "two processes"
+		if shared {
+			name = "one Coordinator"
+		}
+		t.Run(name, func(t *testing.T) { raceRetractedGrant(t, shared) })
+	}
+}
+
+// raceRetractedGrant runs the race; with shared, both calls are one new
+// Coordinator's.
+func raceRetractedGrant(t *testing.T, shared bool) {
 	dsn := newDB(t)
 	c := open(t, dsn)
 	ctx := ctxFor(t, time.Minute)
@@ -48,33 +62,39 @@ func TestRetractedGrantReacquiredOverPartition(t *testing.T) {
 	}
 	tok := claim(t, c, m)
 	p1, p2 := open(t, dsn), open(t, dsn)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	n := 0
 	for ; time.Now().Before(deadline); n++ {
+		var fs [2]*postgres.Coordinator
+		for i, p := range []*postgres.Coordinator{p1, p2} {
+			if fs[i], err = postgres.New(ctx, p.Pool()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		closeAll := func() { fs[0].Close(); fs[1].Close() }
+		calls := fs
+		if shared {
+			calls[1] = fs[0]
+		}
 		var wg sync.WaitGroup
 		var gs [2]tenure.Grant
 		var errs [2]error
-		for i, p := range []*postgres.Coordinator{p1, p2} {
+		for i, f := range calls {
 			d := time.Duration(0)
 			if i == 1 {
 				d = time.Duration(rand.IntN(3000)) * time.Microsecond
 			}
 			wg.Go(func() {
 				time.Sleep(d)
-				f, err := postgres.New(ctx, p.Pool())
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				defer f.Close()
 				gs[i], errs[i] = f.Acquire(context.Background(), "g/0", "S", time.Minute)
 			})
 		}
 		wg.Wait()
+		closeAll()
 		for i := range 2 {
 			if errs[i] == nil {
 				lost, err := c.CheckPartitions(ctx, m, []tenure.Grant{{Key: "g/0", Holder: m.ID, Token: tok, TTL: time.Minute, Sent: tenure.Now()}})
-				t.Fatalf("iteration %d: process %d of holder S was granted %v while member m holds partition 0 with %d (CheckPartitions lost %v, %v)", n, i+1, gs[i], tok, lost, err)
+				t.Fatalf("iteration %d: call %d of holder S was granted %v while member m holds partition 0 with %d (CheckPartitions lost %v, %v)", n, i+1, gs[i], tok, lost, err)
 			}
 		}
 	}
