@@ -1,0 +1,69 @@
+//go:build linux && openfinding
+
+// Open findings, red on purpose: run them with
+//
+//	cd cmd && go test -tags openfinding -count=1 -run 'TestGuardFreezeDodged|TestGuardStoppedByCommand' ./internal/guard/
+//
+// Each shows a process of the command's tree writing to a file after the
+// lease's deadline.
+
+package guard_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// TestGuardFreezeDodged: a process whose own POSIX timer sends it SIGCONT
+// every millisecond (timer_create, SIGEV_SIGNAL) is never held by the
+// freeze before the deadline (one SIGSTOP): it goes on writing until the
+// SIGKILL that comes once the deadline has passed, so it writes after the
+// deadline. (The guard does report only once it is gone.)
+func TestGuardFreezeDodged(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := startHeartbeat(t, prog, "contimer")
+	r, ok := hb.g.report(reportWithin)
+	reported := boottime.Now()
+	if !ok {
+		t.Fatalf("no report within %s of the deadline; alive: %s", reportWithin, describe(hb.held.alive()))
+	}
+	hb.checkBeats(t, r, reported)
+}
+
+// TestGuardStoppedByCommand: a process of the command's tree stops the
+// guard, its ancestor and a process of the same user, with SIGSTOP or with
+// ptrace (every thread seized and interrupted, which SIGCONT does not
+// undo): the guard neither freezes nor kills the tree at the deadline, and
+// the process writes on after it. The package doc's "Out of reach" names
+// someone stopping the guard; this is the command itself doing it.
+func TestGuardStoppedByCommand(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"stopguard", "traceguard"} {
+		t.Run(mode, func(t *testing.T) {
+			hb := startHeartbeat(t, prog, mode)
+			time.Sleep(heartbeatDeadline + time.Second)
+			last := hb.lastBeat()
+			if last >= hb.deadline {
+				t.Errorf("the writer wrote %s after the lease's deadline, the guard %s by the command's tree",
+					last.Sub(hb.deadline).Round(time.Millisecond), map[string]string{"stopguard": "SIGSTOPped", "traceguard": "ptrace-stopped"}[mode])
+			}
+			// Let the guard go: the writer dies (a tracer that dies lets its
+			// tracees run), the guard gets SIGCONT, and kills what is left.
+			hb.held.kill()
+			_ = syscall.Kill(hb.g.cmd.Process.Pid, syscall.SIGCONT)
+			if _, ok := hb.g.report(reportWithin); !ok {
+				t.Errorf("no report within %s once the guard was let go", reportWithin)
+			}
+		})
+	}
+}

@@ -1,0 +1,142 @@
+// heartbeat MODE OUT: the command starts a writer, in a process group of
+// its own, that writes the CLOCK_BOOTTIME instant (in ns, as 20 digits) at
+// the start of OUT.beat every 200 µs, writes its pid to OUT once it is in
+// place, and goes on until killed (or for 60 s, should nobody kill it).
+//   plain       the writer just writes
+//   contimer    a POSIX timer of the writer's sends it SIGCONT every
+//               millisecond: no SIGSTOP holds it for longer
+//   stopguard   the writer first stops the guard (the command's parent)
+//               with SIGSTOP
+//   traceguard  the writer first stops every thread of the guard with
+//               ptrace (PTRACE_SEIZE, PTRACE_INTERRUPT): SIGCONT does not
+//               resume a thread in a ptrace stop
+//   userns      the writer is pid 2 of a new user and PID namespace whose
+//               init forks it and waits; OUT names the namespace's parent
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *out;
+
+static long long boot(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+// report writes this process's pid, as /proc (the guard's) shows it, to out.
+static void report(void) {
+	char self[64] = {0}, tmp[4096];
+	if (readlink("/proc/self", self, sizeof self - 1) < 0)
+		_exit(1);
+	snprintf(tmp, sizeof tmp, "%s.tmp", out);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, self, strlen(self)) < 0)
+		_exit(1);
+	close(fd);
+	rename(tmp, out);
+}
+
+static int beatfd;
+
+// beat writes the boot clock to OUT.beat (beatfd) until 60 s have passed.
+static void beat(void) {
+	char buf[32];
+	for (long long end = boot() + 60000000000LL; boot() < end;) {
+		int n = snprintf(buf, sizeof buf, "%020lld\n", boot());
+		if (pwrite(beatfd, buf, n, 0) != n)
+			_exit(1);
+		usleep(200);
+	}
+	_exit(0);
+}
+
+static void onCont(int sig) {}
+
+// contimer arms a timer that sends this process SIGCONT every millisecond.
+// SIGCONT gets a handler: the kernel parks a timer whose signal is ignored
+// (SIGCONT's default) after its first expiry.
+static void contimer(void) {
+	struct sigaction sa = {.sa_handler = onCont, .sa_flags = SA_RESTART};
+	if (sigaction(SIGCONT, &sa, NULL) != 0)
+		_exit(1);
+	struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGCONT};
+	timer_t t;
+	struct itimerspec every = {{0, 1000000}, {0, 1000000}};
+	if (timer_create(CLOCK_MONOTONIC, &ev, &t) != 0 || timer_settime(t, 0, &every, NULL) != 0)
+		_exit(1);
+}
+
+// traceguard stops every thread of process g with ptrace; it goes over
+// them twice, for threads started meanwhile.
+static void traceguard(pid_t g) {
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/task", g);
+	for (int pass = 0; pass < 2; pass++) {
+		DIR *d = opendir(dir);
+		if (d == NULL)
+			_exit(1);
+		for (struct dirent *e; (e = readdir(d)) != NULL;) {
+			pid_t tid = atoi(e->d_name);
+			if (tid > 0 && ptrace(PTRACE_SEIZE, tid, 0, 0) == 0)
+				ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+		}
+		closedir(d);
+	}
+}
+
+static char stack[1 << 16];
+
+static int nsinit(void *arg) {
+	if (fork() == 0)
+		beat();
+	for (;;)
+		wait(NULL);
+	return 0;
+}
+
+int main(int argc, char **argv) {
+	if (argc != 3)
+		return 2;
+	const char *mode = argv[1];
+	out = argv[2];
+	pid_t guard = getppid();
+	char path[4096];
+	snprintf(path, sizeof path, "%s.beat", out);
+	if ((beatfd = open(path, O_WRONLY | O_CREAT, 0644)) < 0)
+		return 1;
+	if (fork() == 0) {
+		if (setpgid(0, 0) != 0)
+			_exit(1);
+		if (strcmp(mode, "plain") == 0) {
+		} else if (strcmp(mode, "contimer") == 0) {
+			contimer();
+		} else if (strcmp(mode, "stopguard") == 0) {
+			if (kill(guard, SIGSTOP) != 0)
+				_exit(1);
+		} else if (strcmp(mode, "traceguard") == 0) {
+			traceguard(guard);
+		} else if (strcmp(mode, "userns") == 0) {
+			if (clone(nsinit, stack + sizeof stack, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, NULL) < 0)
+				_exit(1);
+			report(); // the namespace's parent: its pid is the guard's to see
+			for (;;)
+				pause();
+		} else {
+			_exit(2);
+		}
+		report();
+		beat();
+	}
+	for (;;)
+		pause();
+}
