@@ -18,23 +18,33 @@ import (
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
-// TestGuardFreezeDodged: a process whose own POSIX timer sends it SIGCONT
-// every millisecond (timer_create, SIGEV_SIGNAL) is never held by the
-// freeze before the deadline (one SIGSTOP): it goes on writing until the
-// SIGKILL that comes once the deadline has passed, so it writes after the
-// deadline. (The guard does report only once it is gone.)
+// TestGuardFreezeDodged: a process of the command's tree that the freeze
+// before the deadline (one SIGSTOP) does not hold goes on writing until
+// the SIGKILL that comes once the deadline has passed, so it writes after
+// the deadline (the guard does report only once it is gone):
+//   - contimer: its own POSIX timer (timer_create, SIGEV_SIGNAL) sends it
+//     SIGCONT every millisecond;
+//   - guardgroup: it joined the guard's process group (setpgid; the command
+//     runs in the guard's session), and the guard sends signals but SIGKILL
+//     to no process of its own group (signalAll skips every process whose
+//     group is in done, and the guard's is): no SIGSTOP reaches it, nor the
+//     SIGTERM that ends the term, nor Ctrl-Z.
 func TestGuardFreezeDodged(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb := startHeartbeat(t, prog, "contimer")
-	r, ok := hb.g.report(reportWithin)
-	reported := boottime.Now()
-	if !ok {
-		t.Fatalf("no report within %s of the deadline; alive: %s", reportWithin, describe(hb.held.alive()))
+	for _, mode := range []string{"contimer", "guardgroup"} {
+		t.Run(mode, func(t *testing.T) {
+			hb := startHeartbeat(t, prog, mode)
+			r, ok := hb.g.report(reportWithin)
+			reported := boottime.Now()
+			if !ok {
+				t.Fatalf("no report within %s of the deadline; alive: %s", reportWithin, describe(hb.held.alive()))
+			}
+			hb.checkBeats(t, r, reported)
+		})
 	}
-	hb.checkBeats(t, r, reported)
 }
 
 // TestGuardStoppedByCommand: a process of the command's tree stops the

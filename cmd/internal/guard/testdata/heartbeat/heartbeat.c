@@ -5,6 +5,8 @@
 //   plain       the writer just writes
 //   contimer    a POSIX timer of the writer's sends it SIGCONT every
 //               millisecond: no SIGSTOP holds it for longer
+//   guardgroup  the writer joins the guard's process group (the command
+//               runs in the guard's session) instead of one of its own
 //   stopguard   the writer first stops the guard (the command's parent)
 //               with SIGSTOP
 //   traceguard  the writer first stops every thread of the guard with
@@ -115,9 +117,10 @@ int main(int argc, char **argv) {
 	if ((beatfd = open(path, O_WRONLY | O_CREAT, 0644)) < 0)
 		return 1;
 	if (fork() == 0) {
-		if (setpgid(0, 0) != 0)
+		if (setpgid(0, strcmp(mode, "guardgroup") == 0 ? getpgid(guard) : 0) != 0)
 			_exit(1);
 		if (strcmp(mode, "plain") == 0) {
+		} else if (strcmp(mode, "guardgroup") == 0) {
 		} else if (strcmp(mode, "contimer") == 0) {
 			contimer();
 		} else if (strcmp(mode, "stopguard") == 0) {
