@@ -2,7 +2,7 @@
 
 // Open findings, red on purpose: run them with
 //
-//	cd cmd && go test -tags openfinding -count=1 -run 'TestGuardFreezeDodged|TestGuardStoppedByCommand' ./internal/guard/
+//	cd cmd && go test -tags openfinding -count=1 -run 'TestGuardFreezeDodged|TestGuardTermDodged|TestGuardStoppedByCommand' ./internal/guard/
 //
 // Each shows a process of the command's tree writing to a file after the
 // lease's deadline.
@@ -36,7 +36,7 @@ func TestGuardFreezeDodged(t *testing.T) {
 	}
 	for _, mode := range []string{"contimer", "guardgroup"} {
 		t.Run(mode, func(t *testing.T) {
-			hb := startHeartbeat(t, prog, mode)
+			hb := startHeartbeat(t, prog, mode, time.Minute, heartbeatDeadline)
 			r, ok := hb.g.report(reportWithin)
 			reported := boottime.Now()
 			if !ok {
@@ -45,6 +45,17 @@ func TestGuardFreezeDodged(t *testing.T) {
 			hb.checkBeats(t, r, reported)
 		})
 	}
+}
+
+// TestGuardTermDodged: a process that joined the guard's process group
+// never gets the SIGTERM that ends the term (see TestGuardFreezeDodged),
+// just the SIGKILL after the kill grace.
+func TestGuardTermDodged(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHeartbeatTerm(t, prog, "guardgroup")
 }
 
 // TestGuardStoppedByCommand: a process of the command's tree stops the
@@ -60,7 +71,7 @@ func TestGuardStoppedByCommand(t *testing.T) {
 	}
 	for _, mode := range []string{"stopguard", "traceguard"} {
 		t.Run(mode, func(t *testing.T) {
-			hb := startHeartbeat(t, prog, mode)
+			hb := startHeartbeat(t, prog, mode, time.Minute, heartbeatDeadline)
 			time.Sleep(heartbeatDeadline + time.Second)
 			last := hb.lastBeat()
 			if last >= hb.deadline {

@@ -1,7 +1,9 @@
 package guard_test
 
 import (
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +25,7 @@ func TestGuardHeartbeat(t *testing.T) {
 	for _, mode := range []string{"plain", "userns"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			hb := startHeartbeat(t, prog, mode)
+			hb := startHeartbeat(t, prog, mode, time.Minute, heartbeatDeadline)
 			r, ok := hb.g.report(reportWithin)
 			reported := boottime.Now()
 			if !ok {
@@ -31,6 +33,35 @@ func TestGuardHeartbeat(t *testing.T) {
 			}
 			hb.checkBeats(t, r, reported)
 		})
+	}
+}
+
+// TestGuardHeartbeatTerm: the term ended with SIGTERM and a kill grace
+// (tenure's stop, or a SIGTERM to the guard) gives the writer, in a
+// process group of its own, its SIGTERM: it exits on it, before the guard
+// reports.
+func TestGuardHeartbeatTerm(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHeartbeatTerm(t, prog, "plain")
+}
+
+// testHeartbeatTerm ends the term of heartbeat MODE with SIGTERM and a
+// kill grace of 2 s, and checks the writer got the SIGTERM.
+func testHeartbeatTerm(t *testing.T, prog, mode string) {
+	hb := startHeartbeat(t, prog, mode, 2*time.Second, time.Minute)
+	hb.g.send(t, guard.Message{Op: guard.OpEnd, Signal: syscall.SIGTERM})
+	r, ok := hb.g.report(reportWithin)
+	if !ok {
+		t.Fatalf("no report within %s of the SIGTERM; alive: %s", reportWithin, describe(hb.held.alive()))
+	}
+	if _, err := os.Stat(hb.out + ".term"); err != nil {
+		t.Errorf("the guard reported %+v, but the writer never got the SIGTERM that ends the term: %v", r, err)
+	}
+	if left := hb.held.alive(); len(left) > 0 {
+		t.Errorf("the guard reported %+v while %s of the tree lived", r, describe(left))
 	}
 }
 
@@ -46,13 +77,13 @@ type heartbeat struct {
 // deadline is: the guard freezes the tree 100 ms before it (a TTL of 2 s).
 const heartbeatDeadline = 500 * time.Millisecond
 
-// startHeartbeat runs heartbeat MODE under a guard, waits for the writer's
-// first beat, and gives the guard a lease whose deadline is
-// heartbeatDeadline away.
-func startHeartbeat(t *testing.T, prog, mode string) *heartbeat {
+// startHeartbeat runs heartbeat MODE under a guard with kill grace grace,
+// waits for the writer's first beat, and gives the guard a lease whose
+// deadline is d away.
+func startHeartbeat(t *testing.T, prog, mode string, grace, d time.Duration) *heartbeat {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
-	g := startGuard(t, time.Minute, nil, nil, prog, "heartbeat", mode, out)
+	g := startGuard(t, grace, nil, nil, prog, "heartbeat", mode, out)
 	g.lease(t, time.Minute)
 	started, ok := g.report(reportWithin)
 	if !ok || started.Pid == 0 {
@@ -68,7 +99,7 @@ func startHeartbeat(t *testing.T, prog, mode string) *heartbeat {
 		t.Fatal(err)
 	}
 	hb.held.hold(t, procs)
-	hb.deadline = boottime.Now().Add(heartbeatDeadline)
+	hb.deadline = boottime.Now().Add(d)
 	l := guard.Lease{Key: "k", Holder: "h", Token: 1, Deadline: hb.deadline, TTLMs: 2000, Live: true}
 	g.send(t, guard.Message{Op: guard.OpLease, Lease: &l})
 	return hb

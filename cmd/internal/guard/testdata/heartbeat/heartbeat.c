@@ -2,6 +2,7 @@
 // its own, that writes the CLOCK_BOOTTIME instant (in ns, as 20 digits) at
 // the start of OUT.beat every 200 µs, writes its pid to OUT once it is in
 // place, and goes on until killed (or for 60 s, should nobody kill it).
+// At SIGTERM, the writer creates OUT.term and exits.
 //   plain       the writer just writes
 //   contimer    a POSIX timer of the writer's sends it SIGCONT every
 //               millisecond: no SIGSTOP holds it for longer
@@ -49,6 +50,12 @@ static void report(void) {
 }
 
 static int beatfd;
+static char termpath[4096];
+
+static void onTerm(int sig) {
+	close(open(termpath, O_WRONLY | O_CREAT, 0644));
+	_exit(0);
+}
 
 // beat writes the boot clock to OUT.beat (beatfd) until 60 s have passed.
 static void beat(void) {
@@ -116,7 +123,11 @@ int main(int argc, char **argv) {
 	snprintf(path, sizeof path, "%s.beat", out);
 	if ((beatfd = open(path, O_WRONLY | O_CREAT, 0644)) < 0)
 		return 1;
+	snprintf(termpath, sizeof termpath, "%s.term", out);
 	if (fork() == 0) {
+		struct sigaction sa = {.sa_handler = onTerm};
+		if (sigaction(SIGTERM, &sa, NULL) != 0)
+			_exit(1);
 		if (setpgid(0, strcmp(mode, "guardgroup") == 0 ? getpgid(guard) : 0) != 0)
 			_exit(1);
 		if (strcmp(mode, "plain") == 0) {
