@@ -2,7 +2,7 @@
 
 // Open findings, red on purpose: run them with
 //
-//	cd cmd && go test -tags openfinding -count=1 -run 'TestGuardFreezeDodged|TestGuardTermDodged|TestGuardStoppedByCommand' ./internal/guard/
+//	cd cmd && go test -tags openfinding -count=1 -run 'TestGuardFreezeDodged|TestGuardForged|TestGuardTermDodged|TestGuardStoppedByCommand' ./internal/guard/
 //
 // Each shows a process of the command's tree writing to a file after the
 // lease's deadline.
@@ -41,6 +41,37 @@ func TestGuardFreezeDodged(t *testing.T) {
 			reported := boottime.Now()
 			if !ok {
 				t.Fatalf("no report within %s of the deadline; alive: %s", reportWithin, describe(hb.held.alive()))
+			}
+			hb.checkBeats(t, r, reported)
+		})
+	}
+}
+
+// TestGuardForged: a process of the command's tree opens the guard's own
+// pipes through /proc/GUARD/fd (open to a process of the same user while
+// the guard is dumpable; the guard's descriptors 3 and 4 being
+// close-on-exec does not stop it), and writes on them:
+//   - forgelease: renewals of its own, on the control pipe, every 50 ms:
+//     the guard moves its deadline on and the tree writes past the
+//     lease's deadline;
+//   - forgereport: a report that the command exited, on the report pipe:
+//     tenure (here, the test) reads the tree gone while it runs.
+func TestGuardForged(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"forgelease", "forgereport"} {
+		t.Run(mode, func(t *testing.T) {
+			hb := startHeartbeat(t, prog, mode, time.Minute, heartbeatDeadline)
+			r, ok := hb.g.report(heartbeatDeadline + 2*time.Second)
+			reported := boottime.Now()
+			if !ok {
+				last := hb.lastBeat()
+				if last >= hb.deadline {
+					t.Errorf("no report %s after the lease's deadline; the writer wrote %s after it", reported.Sub(hb.deadline).Round(time.Millisecond), last.Sub(hb.deadline).Round(time.Millisecond))
+				}
+				return
 			}
 			hb.checkBeats(t, r, reported)
 		})

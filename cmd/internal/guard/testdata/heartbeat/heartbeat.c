@@ -13,6 +13,12 @@
 //   traceguard  the writer first stops every thread of the guard with
 //               ptrace (PTRACE_SEIZE, PTRACE_INTERRUPT): SIGCONT does not
 //               resume a thread in a ptrace stop
+//   forgelease  the writer opens the guard's control pipe through
+//               /proc/GUARD/fd/3 for writing, and sends the guard, every
+//               50 ms, a lease whose deadline is 2 s away
+//   forgereport the writer opens the guard's report pipe through
+//               /proc/GUARD/fd/4, and 300 ms after it began to write,
+//               reports the command exited there
 //   userns      the writer is pid 2 of a new user and PID namespace whose
 //               init forks it and waits; OUT names the namespace's parent
 #define _GNU_SOURCE
@@ -50,6 +56,8 @@ static void report(void) {
 }
 
 static int beatfd;
+static int forgefd = -1;  // the guard's control pipe (forgelease)
+static int reportfd = -1; // the guard's report pipe (forgereport)
 static char termpath[4096];
 
 static void onTerm(int sig) {
@@ -59,8 +67,24 @@ static void onTerm(int sig) {
 
 // beat writes the boot clock to OUT.beat (beatfd) until 60 s have passed.
 static void beat(void) {
-	char buf[32];
-	for (long long end = boot() + 60000000000LL; boot() < end;) {
+	char buf[32], msg[512];
+	long long began = boot();
+	for (long long end = began + 60000000000LL, n = 0; boot() < end; n++) {
+		if (forgefd >= 0 && n % 250 == 0) {
+			int m = snprintf(msg, sizeof msg,
+			    "{\"op\":\"lease\",\"lease\":{\"key\":\"k\",\"holder\":\"h\",\"token\":1,"
+			    "\"deadline_boot_ns\":%lld,\"ttl_ms\":2000,\"live\":true}}\n",
+			    boot() + 2000000000LL);
+			if (write(forgefd, msg, m) != m)
+				_exit(1);
+		}
+		if (reportfd >= 0 && boot() > began + 300000000LL) {
+			const char *r = "{\"exited\":true,\"code\":0,\"status\":\"exit status 0\"}\n";
+			if (write(reportfd, r, strlen(r)) < 0)
+				_exit(1);
+			close(reportfd);
+			reportfd = -1;
+		}
 		int n = snprintf(buf, sizeof buf, "%020lld\n", boot());
 		if (pwrite(beatfd, buf, n, 0) != n)
 			_exit(1);
@@ -139,6 +163,12 @@ int main(int argc, char **argv) {
 				_exit(1);
 		} else if (strcmp(mode, "traceguard") == 0) {
 			traceguard(guard);
+		} else if (strcmp(mode, "forgelease") == 0 || strcmp(mode, "forgereport") == 0) {
+			char fd[64];
+			int forge = strcmp(mode, "forgelease") == 0;
+			snprintf(fd, sizeof fd, "/proc/%d/fd/%d", guard, forge ? 3 : 4);
+			if ((*(forge ? &forgefd : &reportfd) = open(fd, O_WRONLY)) < 0)
+				_exit(1);
 		} else if (strcmp(mode, "userns") == 0) {
 			if (clone(nsinit, stack + sizeof stack, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, NULL) < 0)
 				_exit(1);
