@@ -13,8 +13,10 @@ import (
 )
 
 // TestGuardHeartbeat: a process of the command's tree that writes the boot
-// clock to a file every 200 µs, in a process group of its own (plain) or
-// as pid 2 of a user and PID namespace of its own (userns), writes nothing
+// clock to a file every 200 µs, in a process group of its own (plain), as
+// pid 2 of a user and PID namespace of its own (userns), or ignoring
+// SIGTERM while it sends the guard SIGTERM every 50 ms under a kill grace
+// of a minute (termguard: the grace never runs past the deadline), writes nothing
 // at or after the lease's deadline (the guard freezes the tree before it
 // and kills it then), and nothing after the guard reported the tree gone.
 func TestGuardHeartbeat(t *testing.T) {
@@ -22,7 +24,7 @@ func TestGuardHeartbeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"plain", "userns"} {
+	for _, mode := range []string{"plain", "userns", "termguard"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			hb := startHeartbeat(t, prog, mode, time.Minute, heartbeatDeadline)

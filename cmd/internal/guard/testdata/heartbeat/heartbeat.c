@@ -19,6 +19,8 @@
 //   forgereport the writer opens the guard's report pipe through
 //               /proc/GUARD/fd/4, and 300 ms after it began to write,
 //               reports the command exited there
+//   termguard   the writer ignores SIGTERM and, from 200 ms after it began
+//               to write, sends the guard SIGTERM every 50 ms
 //   userns      the writer is pid 2 of a new user and PID namespace whose
 //               init forks it and waits; OUT names the namespace's parent
 #define _GNU_SOURCE
@@ -58,6 +60,7 @@ static void report(void) {
 static int beatfd;
 static int forgefd = -1;  // the guard's control pipe (forgelease)
 static int reportfd = -1; // the guard's report pipe (forgereport)
+static pid_t termguard;   // the guard, sent SIGTERM (termguard)
 static char termpath[4096];
 
 static void onTerm(int sig) {
@@ -78,6 +81,8 @@ static void beat(void) {
 			if (write(forgefd, msg, m) != m)
 				_exit(1);
 		}
+		if (termguard > 0 && n % 250 == 0 && boot() > began + 200000000LL)
+			kill(termguard, SIGTERM);
 		if (reportfd >= 0 && boot() > began + 300000000LL) {
 			const char *r = "{\"exited\":true,\"code\":0,\"status\":\"exit status 0\"}\n";
 			if (write(reportfd, r, strlen(r)) < 0)
@@ -169,6 +174,9 @@ int main(int argc, char **argv) {
 			snprintf(fd, sizeof fd, "/proc/%d/fd/%d", guard, forge ? 3 : 4);
 			if ((*(forge ? &forgefd : &reportfd) = open(fd, O_WRONLY)) < 0)
 				_exit(1);
+		} else if (strcmp(mode, "termguard") == 0) {
+			signal(SIGTERM, SIG_IGN);
+			termguard = guard;
 		} else if (strcmp(mode, "userns") == 0) {
 			if (clone(nsinit, stack + sizeof stack, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, NULL) < 0)
 				_exit(1);
