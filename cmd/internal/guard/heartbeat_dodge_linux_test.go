@@ -1,0 +1,121 @@
+//go:build linux && openfinding
+
+// Open findings, red on purpose: run them with
+//
+//	cd cmd && go test -tags openfinding -count=1 -run 'TestGuardFreezeDodged|TestGuardForged|TestGuardTermDodged|TestGuardStoppedByCommand' ./internal/guard/
+//
+// Each shows a process of the command's tree writing to a file after the
+// lease's deadline.
+
+package guard_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// TestGuardFreezeDodged: a process of the command's tree that the freeze
+// before the deadline (one SIGSTOP) does not hold goes on writing until
+// the SIGKILL that comes once the deadline has passed, so it writes after
+// the deadline (the guard does report only once it is gone):
+//   - contimer: its own POSIX timer (timer_create, SIGEV_SIGNAL) sends it
+//     SIGCONT every millisecond;
+//   - guardgroup: it joined the guard's process group (setpgid; the command
+//     runs in the guard's session), and the guard sends signals but SIGKILL
+//     to no process of its own group (signalAll skips every process whose
+//     group is in done, and the guard's is): no SIGSTOP reaches it, nor the
+//     SIGTERM that ends the term, nor Ctrl-Z.
+func TestGuardFreezeDodged(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"contimer", "guardgroup"} {
+		t.Run(mode, func(t *testing.T) {
+			hb := startHeartbeat(t, prog, mode, time.Minute, heartbeatDeadline)
+			r, ok := hb.g.report(reportWithin)
+			reported := boottime.Now()
+			if !ok {
+				t.Fatalf("no report within %s of the deadline; alive: %s", reportWithin, describe(hb.held.alive()))
+			}
+			hb.checkBeats(t, r, reported)
+		})
+	}
+}
+
+// TestGuardForged: a process of the command's tree opens the guard's own
+// pipes through /proc/GUARD/fd (open to a process of the same user while
+// the guard is dumpable; the guard's descriptors 3 and 4 being
+// close-on-exec does not stop it), and writes on them:
+//   - forgelease: renewals of its own, on the control pipe, every 50 ms:
+//     the guard moves its deadline on and the tree writes past the
+//     lease's deadline;
+//   - forgereport: a report that the command exited, on the report pipe:
+//     tenure (here, the test) reads the tree gone while it runs.
+func TestGuardForged(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"forgelease", "forgereport"} {
+		t.Run(mode, func(t *testing.T) {
+			hb := startHeartbeat(t, prog, mode, time.Minute, heartbeatDeadline)
+			r, ok := hb.g.report(heartbeatDeadline + 2*time.Second)
+			reported := boottime.Now()
+			if !ok {
+				last := hb.lastBeat()
+				if last >= hb.deadline {
+					t.Errorf("no report %s after the lease's deadline; the writer wrote %s after it", reported.Sub(hb.deadline).Round(time.Millisecond), last.Sub(hb.deadline).Round(time.Millisecond))
+				}
+				return
+			}
+			hb.checkBeats(t, r, reported)
+		})
+	}
+}
+
+// TestGuardTermDodged: a process that joined the guard's process group
+// never gets the SIGTERM that ends the term (see TestGuardFreezeDodged),
+// just the SIGKILL after the kill grace.
+func TestGuardTermDodged(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHeartbeatTerm(t, prog, "guardgroup")
+}
+
+// TestGuardStoppedByCommand: a process of the command's tree stops the
+// guard, its ancestor and a process of the same user, with SIGSTOP or with
+// ptrace (every thread seized and interrupted, which SIGCONT does not
+// undo): the guard neither freezes nor kills the tree at the deadline, and
+// the process writes on after it. The package doc's "Out of reach" names
+// someone stopping the guard; this is the command itself doing it.
+func TestGuardStoppedByCommand(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"stopguard", "traceguard"} {
+		t.Run(mode, func(t *testing.T) {
+			hb := startHeartbeat(t, prog, mode, time.Minute, heartbeatDeadline)
+			time.Sleep(heartbeatDeadline + time.Second)
+			last := hb.lastBeat()
+			if last >= hb.deadline {
+				t.Errorf("the writer wrote %s after the lease's deadline, the guard %s by the command's tree",
+					last.Sub(hb.deadline).Round(time.Millisecond), map[string]string{"stopguard": "SIGSTOPped", "traceguard": "ptrace-stopped"}[mode])
+			}
+			// Let the guard go: the writer dies (a tracer that dies lets its
+			// tracees run), the guard gets SIGCONT, and kills what is left.
+			hb.held.kill()
+			_ = syscall.Kill(hb.g.cmd.Process.Pid, syscall.SIGCONT)
+			if _, ok := hb.g.report(reportWithin); !ok {
+				t.Errorf("no report within %s once the guard was let go", reportWithin)
+			}
+		})
+	}
+}

@@ -1,0 +1,136 @@
+package guard_test
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/guard"
+	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// TestGuardHeartbeat: a process of the command's tree that writes the boot
+// clock to a file every 200 µs, in a process group of its own (plain), as
+// pid 2 of a user and PID namespace of its own (userns), or ignoring
+// SIGTERM while it sends the guard SIGTERM every 50 ms under a kill grace
+// of a minute (termguard: the grace never runs past the deadline), writes nothing
+// at or after the lease's deadline (the guard freezes the tree before it
+// and kills it then), and nothing after the guard reported the tree gone.
+func TestGuardHeartbeat(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"plain", "userns", "termguard"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			hb := startHeartbeat(t, prog, mode, time.Minute, heartbeatDeadline)
+			r, ok := hb.g.report(reportWithin)
+			reported := boottime.Now()
+			if !ok {
+				t.Fatalf("no report within %s of the deadline; alive: %s", reportWithin, describe(hb.held.alive()))
+			}
+			hb.checkBeats(t, r, reported)
+		})
+	}
+}
+
+// TestGuardHeartbeatTerm: the term ended with SIGTERM and a kill grace
+// (tenure's stop, or a SIGTERM to the guard) gives the writer, in a
+// process group of its own, its SIGTERM: it exits on it, before the guard
+// reports.
+func TestGuardHeartbeatTerm(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testHeartbeatTerm(t, prog, "plain")
+}
+
+// testHeartbeatTerm ends the term of heartbeat MODE with SIGTERM and a
+// kill grace of 2 s, and checks the writer got the SIGTERM.
+func testHeartbeatTerm(t *testing.T, prog, mode string) {
+	hb := startHeartbeat(t, prog, mode, 2*time.Second, time.Minute)
+	hb.g.send(t, guard.Message{Op: guard.OpEnd, Signal: syscall.SIGTERM})
+	r, ok := hb.g.report(reportWithin)
+	if !ok {
+		t.Fatalf("no report within %s of the SIGTERM; alive: %s", reportWithin, describe(hb.held.alive()))
+	}
+	if _, err := os.Stat(hb.out + ".term"); err != nil {
+		t.Errorf("the guard reported %+v, but the writer never got the SIGTERM that ends the term: %v", r, err)
+	}
+	if left := hb.held.alive(); len(left) > 0 {
+		t.Errorf("the guard reported %+v while %s of the tree lived", r, describe(left))
+	}
+}
+
+// heartbeat is heartbeat.c's writer under a guard.
+type heartbeat struct {
+	g        *guardProc
+	out      string
+	deadline boottime.Instant // the lease's
+	held     pidfds           // the tree's processes, as the test saw them
+}
+
+// heartbeatDeadline is how long after the writer's first beat the lease's
+// deadline is: the guard freezes the tree 100 ms before it (a TTL of 2 s).
+const heartbeatDeadline = 500 * time.Millisecond
+
+// startHeartbeat runs heartbeat MODE under a guard with kill grace grace,
+// waits for the writer's first beat, and gives the guard a lease whose
+// deadline is d away.
+func startHeartbeat(t *testing.T, prog, mode string, grace, d time.Duration) *heartbeat {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	g := startGuard(t, grace, nil, nil, prog, "heartbeat", mode, out)
+	g.lease(t, time.Minute)
+	started, ok := g.report(reportWithin)
+	if !ok || started.Pid == 0 {
+		t.Fatalf("the guard did not start the command: %+v", started)
+	}
+	hb := &heartbeat{g: g, out: out, held: pidfds{}}
+	t.Cleanup(hb.held.kill)
+	hb.held.hold(t, []guard.Proc{{Pid: started.Pid}})
+	hb.held.hold(t, []guard.Proc{{Pid: awaitInt(t, out)}})
+	awaitInt(t, out+".beat")
+	procs, err := guard.Descendants("/proc", g.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb.held.hold(t, procs)
+	hb.deadline = boottime.Now().Add(d)
+	l := guard.Lease{Key: "k", Holder: "h", Token: 1, Deadline: hb.deadline, TTLMs: 2000, Live: true}
+	g.send(t, guard.Message{Op: guard.OpLease, Lease: &l})
+	return hb
+}
+
+// lastBeat is the boot clock instant the writer wrote last.
+func (hb *heartbeat) lastBeat() boottime.Instant {
+	return boottime.Instant(readInt(hb.out + ".beat"))
+}
+
+// checkBeats checks, once the guard has reported r at reported, that the
+// writer wrote nothing at or after the deadline, nor after the report (it
+// looks again 300 ms later), and that nothing of the tree lives.
+func (hb *heartbeat) checkBeats(t *testing.T, r guard.Report, reported boottime.Instant) {
+	t.Helper()
+	last := hb.lastBeat()
+	t.Logf("reported %s after the deadline; last beat at the deadline %+v", reported.Sub(hb.deadline).Round(time.Millisecond), last.Sub(hb.deadline).Round(time.Millisecond))
+	if left := hb.held.alive(); len(left) > 0 {
+		t.Errorf("the guard reported %+v while %s of the tree lived", r, describe(left))
+	}
+	if last >= hb.deadline {
+		t.Errorf("the writer wrote %s after the lease's deadline (the guard reported %+v %s after it)",
+			last.Sub(hb.deadline).Round(time.Microsecond), r, reported.Sub(hb.deadline).Round(time.Millisecond))
+	}
+	time.Sleep(300 * time.Millisecond)
+	if later := hb.lastBeat(); later > last {
+		t.Errorf("the writer wrote %s after the guard reported %+v", later.Sub(reported).Round(time.Microsecond), r)
+	}
+	if !r.Killed || !r.Expired {
+		t.Errorf("report %+v; want killed, expired", r)
+	}
+}

@@ -1,0 +1,194 @@
+// heartbeat MODE OUT: the command starts a writer, in a process group of
+// its own, that writes the CLOCK_BOOTTIME instant (in ns, as 20 digits) at
+// the start of OUT.beat every 200 µs, writes its pid to OUT once it is in
+// place, and goes on until killed (or for 60 s, should nobody kill it).
+// At SIGTERM, the writer creates OUT.term and exits.
+//   plain       the writer just writes
+//   contimer    a POSIX timer of the writer's sends it SIGCONT every
+//               millisecond: no SIGSTOP holds it for longer
+//   guardgroup  the writer joins the guard's process group (the command
+//               runs in the guard's session) instead of one of its own
+//   stopguard   the writer first stops the guard (the command's parent)
+//               with SIGSTOP
+//   traceguard  the writer first stops every thread of the guard with
+//               ptrace (PTRACE_SEIZE, PTRACE_INTERRUPT): SIGCONT does not
+//               resume a thread in a ptrace stop
+//   forgelease  the writer opens the guard's control pipe through
+//               /proc/GUARD/fd/3 for writing, and sends the guard, every
+//               50 ms, a lease whose deadline is 2 s away
+//   forgereport the writer opens the guard's report pipe through
+//               /proc/GUARD/fd/4, and 300 ms after it began to write,
+//               reports the command exited there
+//   termguard   the writer ignores SIGTERM and, from 200 ms after it began
+//               to write, sends the guard SIGTERM every 50 ms
+//   userns      the writer is pid 2 of a new user and PID namespace whose
+//               init forks it and waits; OUT names the namespace's parent
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *out;
+
+static long long boot(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+// report writes this process's pid, as /proc (the guard's) shows it, to out.
+static void report(void) {
+	char self[64] = {0}, tmp[4096];
+	if (readlink("/proc/self", self, sizeof self - 1) < 0)
+		_exit(1);
+	snprintf(tmp, sizeof tmp, "%s.tmp", out);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, self, strlen(self)) < 0)
+		_exit(1);
+	close(fd);
+	rename(tmp, out);
+}
+
+static int beatfd;
+static int forgefd = -1;  // the guard's control pipe (forgelease)
+static int reportfd = -1; // the guard's report pipe (forgereport)
+static pid_t termguard;   // the guard, sent SIGTERM (termguard)
+static char termpath[4096];
+
+static void onTerm(int sig) {
+	close(open(termpath, O_WRONLY | O_CREAT, 0644));
+	_exit(0);
+}
+
+// beat writes the boot clock to OUT.beat (beatfd) until 60 s have passed.
+static void beat(void) {
+	char buf[32], msg[512];
+	long long began = boot();
+	for (long long end = began + 60000000000LL, n = 0; boot() < end; n++) {
+		if (forgefd >= 0 && n % 250 == 0) {
+			int m = snprintf(msg, sizeof msg,
+			    "{\"op\":\"lease\",\"lease\":{\"key\":\"k\",\"holder\":\"h\",\"token\":1,"
+			    "\"deadline_boot_ns\":%lld,\"ttl_ms\":2000,\"live\":true}}\n",
+			    boot() + 2000000000LL);
+			if (write(forgefd, msg, m) != m)
+				_exit(1);
+		}
+		if (termguard > 0 && n % 250 == 0 && boot() > began + 200000000LL)
+			kill(termguard, SIGTERM);
+		if (reportfd >= 0 && boot() > began + 300000000LL) {
+			const char *r = "{\"exited\":true,\"code\":0,\"status\":\"exit status 0\"}\n";
+			if (write(reportfd, r, strlen(r)) < 0)
+				_exit(1);
+			close(reportfd);
+			reportfd = -1;
+		}
+		int n = snprintf(buf, sizeof buf, "%020lld\n", boot());
+		if (pwrite(beatfd, buf, n, 0) != n)
+			_exit(1);
+		usleep(200);
+	}
+	_exit(0);
+}
+
+static void onCont(int sig) {}
+
+// contimer arms a timer that sends this process SIGCONT every millisecond.
+// SIGCONT gets a handler: the kernel parks a timer whose signal is ignored
+// (SIGCONT's default) after its first expiry.
+static void contimer(void) {
+	struct sigaction sa = {.sa_handler = onCont, .sa_flags = SA_RESTART};
+	if (sigaction(SIGCONT, &sa, NULL) != 0)
+		_exit(1);
+	struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGCONT};
+	timer_t t;
+	struct itimerspec every = {{0, 1000000}, {0, 1000000}};
+	if (timer_create(CLOCK_MONOTONIC, &ev, &t) != 0 || timer_settime(t, 0, &every, NULL) != 0)
+		_exit(1);
+}
+
+// traceguard stops every thread of process g with ptrace; it goes over
+// them twice, for threads started meanwhile.
+static void traceguard(pid_t g) {
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/task", g);
+	for (int pass = 0; pass < 2; pass++) {
+		DIR *d = opendir(dir);
+		if (d == NULL)
+			_exit(1);
+		for (struct dirent *e; (e = readdir(d)) != NULL;) {
+			pid_t tid = atoi(e->d_name);
+			if (tid > 0 && ptrace(PTRACE_SEIZE, tid, 0, 0) == 0)
+				ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+		}
+		closedir(d);
+	}
+}
+
+static char stack[1 << 16];
+
+static int nsinit(void *arg) {
+	if (fork() == 0)
+		beat();
+	for (;;)
+		wait(NULL);
+	return 0;
+}
+
+int main(int argc, char **argv) {
+	if (argc != 3)
+		return 2;
+	const char *mode = argv[1];
+	out = argv[2];
+	pid_t guard = getppid();
+	char path[4096];
+	snprintf(path, sizeof path, "%s.beat", out);
+	if ((beatfd = open(path, O_WRONLY | O_CREAT, 0644)) < 0)
+		return 1;
+	snprintf(termpath, sizeof termpath, "%s.term", out);
+	if (fork() == 0) {
+		struct sigaction sa = {.sa_handler = onTerm};
+		if (sigaction(SIGTERM, &sa, NULL) != 0)
+			_exit(1);
+		if (setpgid(0, strcmp(mode, "guardgroup") == 0 ? getpgid(guard) : 0) != 0)
+			_exit(1);
+		if (strcmp(mode, "plain") == 0) {
+		} else if (strcmp(mode, "guardgroup") == 0) {
+		} else if (strcmp(mode, "contimer") == 0) {
+			contimer();
+		} else if (strcmp(mode, "stopguard") == 0) {
+			if (kill(guard, SIGSTOP) != 0)
+				_exit(1);
+		} else if (strcmp(mode, "traceguard") == 0) {
+			traceguard(guard);
+		} else if (strcmp(mode, "forgelease") == 0 || strcmp(mode, "forgereport") == 0) {
+			char fd[64];
+			int forge = strcmp(mode, "forgelease") == 0;
+			snprintf(fd, sizeof fd, "/proc/%d/fd/%d", guard, forge ? 3 : 4);
+			if ((*(forge ? &forgefd : &reportfd) = open(fd, O_WRONLY)) < 0)
+				_exit(1);
+		} else if (strcmp(mode, "termguard") == 0) {
+			signal(SIGTERM, SIG_IGN);
+			termguard = guard;
+		} else if (strcmp(mode, "userns") == 0) {
+			if (clone(nsinit, stack + sizeof stack, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, NULL) < 0)
+				_exit(1);
+			report(); // the namespace's parent: its pid is the guard's to see
+			for (;;)
+				pause();
+		} else {
+			_exit(2);
+		}
+		report();
+		beat();
+	}
+	for (;;)
+		pause();
+}
