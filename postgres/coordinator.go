@@ -67,7 +67,7 @@ type statements struct {
 	acquire, lookup, insert, renew, release, leader, observe string
 	grant, announce                                          string // parts of acquire
 	grantPartition                                           string // grant, above the partition row's token too
-	acquireNamed, retract                                    string // see acquireOnce
+	retract                                                  string // see acquireOnce
 	// acquirePartition is acquirePartitionSQL; empty when the table's name
 	// leaves no room for the group tables' names.
 	acquirePartition string
@@ -102,15 +102,6 @@ func newStatements(t string, notify Notify) statements {
 		// between two resources' writes would hand out a token twice).
 		acquire: `WITH g AS (
 	UPDATE ` + t + grant + `
-	RETURNING resource, fencing_token
-)
-SELECT fencing_token, ` + announce + ` FROM g`,
-		// acquireNamed is the acquisition of a key that may name a
-		// partition, of a row a single-key grant wrote last (see
-		// acquireOnce).
-		acquireNamed: `WITH g AS (
-	UPDATE ` + t + grant + `
-	  AND holder_id IS NOT NULL
 	RETURNING resource, fencing_token
 )
 SELECT fencing_token, ` + announce + ` FROM g`,
@@ -313,10 +304,9 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 	// Each pass either grants, finds a live holder, or saw the key free
 	// (inserted, released or expired) between two statements; the last is a
 	// race with another node and is retried a few times.
-	marked := false // the key's row was last written by a claim, or is new: see acquireOnce
 	for attempt := 0; attempt < 8; attempt++ {
 		sent := tenure.Now()
-		token, err := c.acquireOnce(ctx, key, holder, us, marked)
+		token, err := c.acquireOnce(ctx, key, holder, us)
 		if err == nil {
 			return tenure.Grant{Key: key, Holder: holder, Token: uint64(token), TTL: granted, Sent: sent}, nil
 		}
@@ -338,7 +328,6 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			if _, err := c.pool.Exec(ctx, c.sql.insert, key); err != nil {
 				return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: insert its row: %w", key, err)
 			}
-			marked = true
 			continue
 		case err != nil:
 			return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: read its holder: %w", key, err)
@@ -347,7 +336,6 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		case live: // not a grant: see ListForeign
 			return tenure.Grant{}, &tenure.HeldError{Key: key, Token: uint64(curToken)}
 		}
-		marked = !cur.Valid
 	}
 	return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: the key changed hands during every attempt; try again", key)
 }

@@ -17,30 +17,18 @@ import (
 // acquireOnce runs the acquisition statement. A key that cannot name a
 // partition (no '/', or a part that is no group or partition name) needs
 // nothing more. One that can ("group/name") is kept off a live partition
-// by its leadership row: every claim writes the leadership row of each key
-// it claims with holder_id NULL (see claimKeys), and so does the insertion
-// of a key's first row; only a single-key grant writes a holder_id. So:
+// so:
 //
-//   - A row whose holder_id is set was last written by a single-key grant
-//     (and its renewals and release): no claim of the key since then, so no
-//     partition owns it, and acquireNamed, the acquisition with that one
-//     condition more, grants it with one statement and nothing else. A
-//     claim that writes the row meanwhile is waited for, and then the
-//     condition, tested again on the row's new version (READ COMMITTED),
-//     fails; a claim that comes after the grant meets the grant (see
-//     claimKeys). The row's token is then the key's greatest: every claim
-//     wrote its own into it, and a grant is above the row's.
 //   - Once the group tables are known to exist, acquirePartition: one
 //     statement that writes the partition's row and grants the key only if
 //     no live member owns the partition.
-//   - A row with no holder_id (marked: Acquire read it so) while the group
-//     tables are not known to exist: the acquisition, then a lookup of the
+//   - While the group tables are not known to exist: the acquisition, then a lookup of the
 //     tables in the catalog after the grant committed. A group made after
 //     the lookup began claims its partitions after the grant committed, and
 //     so sees it and leaves the partition alone. When the lookup finds
 //     them (once per Coordinator), the grant is retracted (released, and
 //     the row marked again), never returned, and the key acquired as above.
-func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64, marked bool) (int64, error) {
+func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64) (int64, error) {
 	i := strings.LastIndexByte(key, '/')
 	partition := i >= 0 && tenure.ValidateKey(key[:i]) == nil && inputs.PartitionName(key[i+1:]) == nil
 	t, err := c.groupTables()
@@ -53,10 +41,6 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 		return token, err
 	}
 	var token int64
-	if partition && c.sql.acquirePartition != "" && !marked {
-		err = c.pool.QueryRow(ctx, c.sql.acquireNamed, key, holder, us, c.o.channel).Scan(&token, nil)
-		return token, err
-	}
 	err = c.pool.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
 	if err != nil || !partition || c.sql.acquirePartition == "" {
 		return token, err

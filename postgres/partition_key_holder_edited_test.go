@@ -1,25 +1,14 @@
-//go:build openfinding
+// A holder name left in a partition's key's leadership row by an admin
+// edit while a member owns the partition (a row restored from a backup
+// taken before the claim, or a holder written by hand to keep the key for
+// maintenance, left to lapse) never lets a new Coordinator grant the key
+// over the member's live partition: every Acquire of a key that can name a
+// partition checks the partition. (A one-statement re-acquisition that
+// trusted the row's holder failed this test: "after UPDATE
+// public.cluster_leadership SET holder_id = 'restored' ..., a new
+// Coordinator's Acquire(g/0) = g/0@... by \"single\" ... while member m
+// holds partition 0".)
 
-// Open finding: the one-statement acquisition of a partition's key
-// (acquireNamed: "AND holder_id IS NOT NULL") trusts the key's leadership
-// row to say that no claim took the key since the last single-key grant.
-// An admin edit that leaves a holder in that row while a member owns the
-// partition (a row restored from a backup taken before the claim, or a
-// holder written by hand to keep the key for maintenance, left to lapse)
-// makes a new Coordinator grant the key over the member's live partition:
-// both hold it at once, the member's rows untouched (its CheckPartitions
-// still says it holds). A Coordinator that has seen the group tables
-// (acquirePartition) refuses the same Acquire, as did every Coordinator
-// before the one-statement path.
-//
-// Run it with:
-//
-//	go test -race -count=1 -tags openfinding -run TestFastPathHolderEditedByHand ./postgres/
-//
-// Seen (both red, deterministic): "after UPDATE public.cluster_leadership
-// SET holder_id = 'restored' WHERE resource = 'g/0', a new Coordinator's
-// Acquire(g/0) = g/0@... while member m holds partition 0 with ...: want a
-// *tenure.HeldError naming m".
 package postgres_test
 
 import (

@@ -1,27 +1,11 @@
-//go:build openfinding
+// Two Acquires of one holder at once, on new Coordinators or on one, of a
+// partition's key that a member owns: the first grants with the plain
+// acquisition, finds the group tables and retracts its grant; the second
+// must never be granted meanwhile on the strength of the first's grant.
+// (A one-statement re-acquisition of a row that names a holder failed this
+// test within 6 iterations: "call 2 of holder S was granted g/0@... while
+// member m holds partition 0".)
 
-// Open finding: a new Coordinator's Acquire of a partition's key whose
-// leadership row was last written by a claim grants the key with the plain
-// acquisition, looks the group tables up, finds them, and retracts the
-// grant (acquireOnce). Between the grant and the retraction the row names
-// the holder, live; a second process of the same holder ID, on a new
-// Coordinator, that acquires the key in that window takes the
-// one-statement path ("AND holder_id IS NOT NULL", and the row is the
-// holder's own) and is granted the key, without reading the partition
-// row, while the member that owns the partition still holds it; the first
-// process's retraction then finds a different token and leaves the grant.
-// Two processes of one identity are a case the package already races
-// (TestAdversary3ReclaimRace, b=a,x=a); two concurrent calls of one
-// Coordinator for one holder do the same.
-//
-// Run it with:
-//
-//	go test -race -count=1 -tags openfinding -run TestRetractedGrantReacquiredOverPartition ./postgres/
-//
-// Seen (both cases red within the first 10 iterations, 3 of 3 runs):
-// "iteration 1: call 2 of holder S was granted g/0@1796549717260073 by "S" (ttl 1m0s)
-// while member m holds partition 0 with 1796549717149203 (CheckPartitions
-// lost [], <nil>)".
 package postgres_test
 
 import (
