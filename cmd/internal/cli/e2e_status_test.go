@@ -126,10 +126,11 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 		if len(evs) != 3 || evs[0].Event != "no_leader" || evs[1].Event != "leader" || evs[1].Holder != "brief" || evs[1].Instance == "" || evs[1].Token == 0 || evs[2].Event != "no_leader" {
 			t.Fatalf("watch saw %+v; want free, held by brief, free", evs)
 		}
-		// PostgreSQL keeps when a lease ends, not its TTL: what it gives
-		// is the time left, and watch says so.
-		if pg := slices.Contains(coord, "--postgres"); pg != (evs[1].TTLMS == nil) || pg != (evs[1].TTLLeftMS != nil) {
-			t.Errorf("watch's leader line on %v: ttl_ms %v, ttl_left_ms %v; want ttl_left_ms on PostgreSQL, ttl_ms elsewhere", coord, evs[1].TTLMS, evs[1].TTLLeftMS)
+		// PostgreSQL and Kubernetes keep when a lease ends, not its TTL:
+		// what they give is the time left, and watch says so.
+		left := slices.Contains(coord, "--postgres") || slices.Contains(coord, "--kubeconfig")
+		if left != (evs[1].TTLMS == nil) || left != (evs[1].TTLLeftMS != nil) {
+			t.Errorf("watch's leader line on %v: ttl_ms %v, ttl_left_ms %v; want ttl_left_ms on PostgreSQL and Kubernetes, ttl_ms elsewhere", coord, evs[1].TTLMS, evs[1].TTLLeftMS)
 		}
 	})
 	a.signal(t, syscall.SIGTERM)

@@ -50,7 +50,13 @@
 //
 // Out of reach: someone stopping or killing the guard itself (the command
 // then gets SIGKILL from the kernel when the guard dies, by the parent-death
-// signal, but its descendants do not); a process group that empties and
+// signal, but its descendants do not), the command's own tree included: a
+// process of it may signal the guard (same user), and, running as root,
+// ptrace it or write on its pipes through /proc/GUARD/fd (the guard is not
+// dumpable, which keeps both from a process of the same user that is not
+// root); a process that undoes the freeze before the deadline with SIGCONT
+// of its own (a timer of its own, say) runs until the SIGKILL at the
+// deadline lands, a few milliseconds past it; a process group that empties and
 // whose id is reused in the instant between the guard reading that a process
 // of the tree leads it (or that a live child of the guard is in it) and
 // signalling it; processes that multiply faster than the guard kills them

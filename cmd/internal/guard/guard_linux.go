@@ -82,6 +82,12 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, lease, path string, argv
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err)
 	}
+	// Not dumpable: a process of the command's tree running as the same
+	// user (not root) can neither open the guard's pipes through
+	// /proc/GUARD/fd, to forge renewals or a report, nor ptrace it.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
+	}
 	if err := checkProcVisible(); err != nil {
 		return err
 	}

@@ -208,6 +208,8 @@ func (t *procTree) children() []int {
 // signalAll sends sig to every process group one of procs leads (the
 // command's among them) but those in done, which it adds them to, and to
 // each of procs outside the groups in done (to all of them for SIGKILL).
+// A process of the tree in the guard's own group, which no group signal
+// reaches, gets every signal on its own.
 func (t *procTree) signalAll(procs []Proc, sig syscall.Signal, done map[int]bool) {
 	ours := map[int]bool{}
 	if t.main != 0 {
@@ -224,7 +226,7 @@ func (t *procTree) signalAll(procs []Proc, sig syscall.Signal, done map[int]bool
 		}
 	}
 	for _, p := range procs {
-		if !done[p.Pgid] || sig == syscall.SIGKILL {
+		if !done[p.Pgid] || sig == syscall.SIGKILL || p.Pgid == t.selfPgid {
 			signalProc(p, ours, t.self, sig)
 		}
 	}
