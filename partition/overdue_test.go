@@ -63,3 +63,39 @@ func TestRenewalOverdueWarnsAtOnce(t *testing.T) {
 		c.coord.HealAll()
 	})
 }
+
+// TestJoinOutageLogsOnce: a member that cannot reach the coordinator for
+// 50 s warns that its join failed once, and once more after 30 s with the
+// count (outage.Log), not at every retry; once it joins, one line says the
+// join works again.
+func TestJoinOutageLogsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 2)
+		defer c.close()
+		var logs lockedBuffer
+		c.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		c.coord.Partition("a")
+		c.start("a")
+		time.Sleep(50 * time.Second)
+		count := func(msg string) int {
+			n := 0
+			for _, w := range logs.warnings() {
+				if strings.Contains(w, `msg="`+msg+`"`) {
+					n++
+				}
+			}
+			return n
+		}
+		if n, s := count("join failed; retrying"), count("join failed; retrying (still failing)"); n != 1 || s != 1 {
+			t.Errorf("50 s cut off: %d warnings that the join failed and %d summaries; want 1 and 1:\n%q", n, s, logs.warnings())
+		}
+		c.coord.HealAll()
+		c.await("a owns the partitions", 10*time.Second, c.settled)
+		logs.mu.Lock()
+		again := strings.Contains(logs.b.String(), `msg="join failed; retrying: works again"`)
+		logs.mu.Unlock()
+		if !again {
+			t.Error("a joined, but nothing says the join works again")
+		}
+	})
+}

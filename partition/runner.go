@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/outage"
 	"github.com/tenure-dev/tenure/internal/timing"
 
 	"github.com/tenure-dev/tenure"
@@ -43,18 +44,21 @@ type runner struct {
 	live   map[string]liveTerm // partitions run and not found lost: what a check asks about
 	ended  error               // the membership lost, found by the renewer
 
-	latest, effective []string                // member IDs: as last read; debounced
-	changedAt         time.Time               // when latest last changed
-	settledAt         time.Time               // when effective last settled
-	target, settled   map[string]string       // Rebalance over latest, effective
-	mine              []string                // names target gives this member
-	nextRead          time.Time               // when to read the table again
-	lastRead          time.Time               // when it was last read
-	readFails         int                     // reads failed in a row
-	heldSince         time.Time               // first claim refused since the last read
-	listed            map[string]tenure.Grant // this member's grants, as last read; see freeOrphans
-	watch             <-chan struct{}         // membership changes; nil: poll only
-	nextWatch         time.Time               // when to try watching again
+	latest, effective []string          // member IDs: as last read; debounced
+	changedAt         time.Time         // when latest last changed
+	settledAt         time.Time         // when effective last settled
+	target, settled   map[string]string // Rebalance over latest, effective
+	mine              []string          // names target gives this member
+	nextRead          time.Time         // when to read the table again
+	lastRead          time.Time         // when it was last read
+	readFails         int               // reads failed in a row
+	// An outage is logged once, then summed up (outage.Log): the join,
+	// the members' read and the partition table's read, each retried.
+	joinDown, membersDown, tableDown outage.Log
+	heldSince                        time.Time               // first claim refused since the last read
+	listed                           map[string]tenure.Grant // this member's grants, as last read; see freeOrphans
+	watch                            <-chan struct{}         // membership changes; nil: poll only
+	nextWatch                        time.Time               // when to try watching again
 
 	refused   error             // the first call the coordinator refused for good: Run returns it
 	disagree  map[string]uint64 // members that announced another P: ID → epoch logged
@@ -85,6 +89,10 @@ func newRunner(ctx context.Context, g *Group, fn Func) *runner {
 		disagree: make(map[string]uint64),
 		doubtful: make(map[string]bool),
 		live:     make(map[string]liveTerm),
+
+		joinDown:    outage.Log{Msg: "join failed; retrying"},
+		membersDown: outage.Log{Msg: "reading members failed"},
+		tableDown:   outage.Log{Msg: "reading the partition table failed"},
 	}
 }
 
@@ -188,10 +196,11 @@ func (r *runner) join() error {
 	})
 	switch {
 	case err == nil:
+		r.joinDown.Succeeded(r.g.log)
 	case permanent(err) || errors.Is(err, tenure.ErrInvalidConfig):
 		return fmt.Errorf("partition: join %q: %w", r.cfg.Key, err)
 	default:
-		r.g.log.Warn("join failed; retrying", "err", err)
+		r.joinDown.Failed(r.g.log, err)
 		return nil
 	}
 	cfg := r.cfg.Config

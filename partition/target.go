@@ -194,9 +194,10 @@ func (r *runner) members() ([]Member, bool) {
 		return err
 	})
 	if err != nil {
-		r.g.log.Warn("reading members failed", "err", err)
+		r.membersDown.Failed(r.g.log, err)
 		return nil, false
 	}
+	r.membersDown.Succeeded(r.g.log)
 	return ms, true
 }
 
@@ -221,9 +222,10 @@ func (r *runner) owners() (map[string]string, bool) {
 		return err
 	})
 	if err != nil {
-		r.g.log.Warn("reading the partition table failed", "err", err)
+		r.tableDown.Failed(r.g.log, err)
 		return nil, false
 	}
+	r.tableDown.Succeeded(r.g.log)
 	r.listed = listed
 	return out, true
 }
