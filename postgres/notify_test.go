@@ -109,7 +109,8 @@ func TestNotifyWatchedAfterWatchEnds(t *testing.T) {
 	}
 	defer conn.Close(context.Background())
 	var held int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'`).Scan(&held); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&held); err != nil {
 		t.Fatal(err)
 	}
 	if held != 0 {
