@@ -158,3 +158,31 @@ func ExampleObserver() {
 	// nobody leads
 	// run: context canceled
 }
+
+// A Lease keeps the local deadline of one grant: every term started on it
+// ends there unless the lease is renewed (Keep). An Elector does all of
+// this for one key; use a Lease directly to ride several terms on one
+// grant.
+func ExampleLease() {
+	ctx := context.Background()
+	c := memory.New()
+	defer c.Close()
+	cfg := tenure.DefaultConfig()
+	cfg.Key, cfg.Holder = "jobs", "web-1"
+	g, err := c.Acquire(ctx, cfg.Key, "web-1#1", cfg.TTL)
+	if err != nil {
+		panic(err)
+	}
+	lease, err := tenure.NewLease(cfg, g.TTL, g.Sent)
+	if err != nil {
+		panic(err)
+	}
+	defer lease.Stop()
+	t := lease.Start(ctx, g)
+	fmt.Println("acting:", t.Check() == nil)
+	lease.End(t, tenure.ErrNotLeader)
+	fmt.Println("after End:", t.Check() == nil)
+	// Output:
+	// acting: true
+	// after End: false
+}
