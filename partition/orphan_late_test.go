@@ -191,7 +191,7 @@ func (o *termOracle) report(t *testing.T) {
 	}
 }
 
-// TestAdversaryOrphanLateCallsAndTwin tries to make the release of
+// TestOrphanLateCallsAndTwin tries to make the release of
 // orphans (partitions the table lists as a member's, that it does not run)
 // free a partition that some process runs, or make a token run twice:
 // members a and b share 6 partitions; a's claims and releases are applied
@@ -203,7 +203,7 @@ func (o *termOracle) report(t *testing.T) {
 // for up to 300ms after their context ends. Every act is judged by
 // termOracle. Once the faults stop, every partition must be run again and
 // orphans must have been released.
-func TestAdversaryOrphanLateCallsAndTwin(t *testing.T) {
+func TestOrphanLateCallsAndTwin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, 6)
 		defer c.close()

@@ -15,7 +15,7 @@ import (
 	"github.com/tenure-dev/tenure/partition"
 )
 
-// TestAdversaryOrphanReleaseFreesNoRunningPartition tries to make a member
+// TestOrphanReleaseFreesNoRunningPartition tries to make a member
 // release, as an orphan, a partition it runs: three members share 6
 // partitions while late claims (claims applied after their call returned
 // an error, as etcd can apply them) are made for a random member's live
@@ -26,7 +26,7 @@ import (
 // under it (two holders once claimed). Once the late claims stop, every
 // partition must be run again (the orphans freed) and the members must
 // have released orphans (the path was taken).
-func TestAdversaryOrphanReleaseFreesNoRunningPartition(t *testing.T) {
+func TestOrphanReleaseFreesNoRunningPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, 6)
 		defer c.close()

@@ -23,12 +23,12 @@ import (
 	"github.com/tenure-dev/tenure/partition"
 )
 
-// TestAdversarySameIdentityMembers: two Groups of one process, given the
+// TestSameIdentityMembers: two Groups of one process, given the
 // same Holder and the same Instance, run one group on one coordinator. The
 // second's Run must be refused, naming the group and the identity; no act
 // of either may be unbacked by the coordinator; once the first has left,
 // the second runs every partition.
-func TestAdversarySameIdentityMembers(t *testing.T) {
+func TestSameIdentityMembers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, 4)
 		defer c.close()

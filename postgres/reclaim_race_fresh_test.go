@@ -10,7 +10,7 @@ import (
 	"github.com/tenure-dev/tenure/postgres"
 )
 
-// TestReclaimRaceFreshCoordinators is TestAdversary3ReclaimRace with every
+// TestReclaimRaceFreshCoordinators is TestReclaimRace with every
 // single-key Acquire of the partition's key ("race/g/0": a group with a '/')
 // made by a new Coordinator, which has not seen the group tables: its
 // Acquire of a row a single-key grant wrote last is the one statement that
