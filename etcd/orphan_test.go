@@ -2,13 +2,13 @@ package etcd_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/termcheck"
 	"github.com/tenure-dev/tenure/partition"
 )
 
@@ -30,16 +30,12 @@ func TestGroupLateClaimFreed(t *testing.T) {
 	eps := startEtcd(t)
 	var mu sync.Mutex
 	running := map[string]string{} // partition → who runs it now
-	byToken := map[uint64]string{} // token → who ran it
-	var clash []string
+	l := termcheck.New()
 	fn := func(who string) partition.Func {
 		return func(ctx context.Context, p partition.Partition, term *tenure.Term) error {
+			defer l.Run(p.Key, who, term)()
 			mu.Lock()
 			running[p.Name] = who
-			if w, ok := byToken[term.Token()]; ok && w != who {
-				clash = append(clash, fmt.Sprintf("partition %s: token %d run by %s and by %s", p.Name, term.Token(), w, who))
-			}
-			byToken[term.Token()] = who
 			mu.Unlock()
 			<-ctx.Done()
 			mu.Lock()
@@ -100,9 +96,7 @@ func TestGroupLateClaimFreed(t *testing.T) {
 
 	member("b")
 	await("b runs a partition", 15*time.Second, func() bool { return runs("b", "0")() || runs("b", "1")() })
-	mu.Lock()
-	defer mu.Unlock()
-	for _, s := range clash {
-		t.Error(s)
+	for _, v := range l.Violations() {
+		t.Error(v)
 	}
 }

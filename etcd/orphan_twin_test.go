@@ -2,14 +2,13 @@ package etcd_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/internal/termcheck"
 	"github.com/tenure-dev/tenure/partition"
 )
 
@@ -21,56 +20,32 @@ import (
 // are applied late, by a third client, for random live memberships on
 // random partitions (tokens their members never saw); b leaves and joins
 // again, so partitions are handed over while their functions, slow to
-// stop, act for up to 300ms past their context. Every act checks that no
-// other term of its partition passes its Check (whichever process runs
-// it), and no token is run twice. Once the late claims stop and the twin
-// has left, every partition must be run again.
+// stop, act for up to 300ms past their context. termcheck judges every
+// act: no other term of its partition may pass its Check (whichever
+// process runs it), and no token may be run twice. Once the late claims
+// stop and the twin has left, every partition must be run again.
 func TestGroupOrphanReleaseTwin(t *testing.T) {
 	t.Parallel()
 	eps := startEtcd(t)
-	var mu sync.Mutex
-	live := map[string]map[*tenure.Term]string{} // partition → running terms → who
-	seen := map[string]map[uint64]string{}       // partition → token → who ran it
-	var bad []string
-	acts := 0
+	l := termcheck.New()
 	fn := func(who string) partition.Func {
 		return func(ctx context.Context, p partition.Partition, term *tenure.Term) error {
-			mu.Lock()
-			if live[p.Name] == nil {
-				live[p.Name], seen[p.Name] = map[*tenure.Term]string{}, map[uint64]string{}
-			}
-			if w, ok := seen[p.Name][term.Token()]; ok {
-				bad = append(bad, fmt.Sprintf("partition %s: token %d run by %s and by %s", p.Name, term.Token(), w, who))
-			}
-			seen[p.Name][term.Token()] = who
-			live[p.Name][term] = who
-			mu.Unlock()
-			defer func() {
-				mu.Lock()
-				delete(live[p.Name], term)
-				mu.Unlock()
-			}()
+			defer l.Run(p.Key, who, term)()
 			var stopAt time.Time
-			for term.Check() == nil {
+			for {
 				if ctx.Err() != nil {
 					if stopAt.IsZero() {
 						stopAt = time.Now().Add(time.Duration(rand.IntN(300)) * time.Millisecond)
 					}
 					if time.Now().After(stopAt) {
-						break
+						return nil
 					}
 				}
-				mu.Lock()
-				acts++
-				for other, ow := range live[p.Name] {
-					if other != term && other.Check() == nil {
-						bad = append(bad, fmt.Sprintf("partition %s: %s's term (token %d) and %s's (token %d) both live", p.Name, who, term.Token(), ow, other.Token()))
-					}
+				if !l.Act(p.Key, who, term) {
+					return nil
 				}
-				mu.Unlock()
 				time.Sleep(10 * time.Millisecond)
 			}
-			return nil
 		}
 	}
 	type member struct {
@@ -95,15 +70,10 @@ func TestGroupOrphanReleaseTwin(t *testing.T) {
 	}
 	stop := func(m *member) { m.stop(); <-m.done }
 	running := func() int {
-		mu.Lock()
-		defer mu.Unlock()
 		n := 0
-		for _, ts := range live {
-			for term := range ts {
-				if term.Check() == nil {
-					n++
-					break
-				}
+		for _, name := range partition.Names(4) {
+			if l.Live("jobs/" + name) {
+				n++
 			}
 		}
 		return n
@@ -142,17 +112,6 @@ func TestGroupOrphanReleaseTwin(t *testing.T) {
 	}
 	stop(twin)
 	await("every partition run again after the late claims", 20*time.Second, func() bool { return running() == 4 })
-	mu.Lock()
-	defer mu.Unlock()
-	if acts == 0 {
-		t.Fatal("no partition function acted")
-	}
-	for i, s := range bad {
-		if i == 5 {
-			t.Errorf("… and %d more", len(bad)-5)
-			break
-		}
-		t.Error(s)
-	}
-	t.Logf("%d acts checked", acts)
+	l.Verify(t)
+	t.Logf("%d acts checked", l.Acts())
 }

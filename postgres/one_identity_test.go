@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/termcheck"
 	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/tenure-dev/tenure"
@@ -16,28 +17,20 @@ import (
 // both of one identity (Holder and Instance, as identity.ProcessInstance
 // gives every Elector and Group of a process, and which Run accepts: the
 // rule against one identity twice is per key for Electors and per group
-// for Groups). It records every successful Term.Check of each side and
-// fails when one side's term passes Check after the other side's term
-// with a greater token did: both acting at once. The Elector's Acquire
+// for Groups). Every act of either side (a Term.Check that
+// passed) is judged by termcheck: no term may pass Check after a term
+// with a greater token did, nor while another's function runs and passes
+// it (both acting at once). The Elector's Acquire
 // must be refused while the member lives. It passed when written: kept as
 // a regression test (etcd fails it: see etcd/one_identity_test.go).
 func TestElectorAndGroupOfOneProcess(t *testing.T) {
 	t.Parallel()
 	c := open(t, newDB(t))
-	type check struct {
-		who   string
-		token uint64
-		at    time.Time
-	}
-	var mu sync.Mutex
-	var checks []check
+	l := termcheck.New()
 	work := func(who string, ctx context.Context, term *tenure.Term) error {
+		defer l.Run("jobs/0", who, term)()
 		for ctx.Err() == nil {
-			if term.Check() == nil {
-				mu.Lock()
-				checks = append(checks, check{who, term.Token(), time.Now()})
-				mu.Unlock()
-			}
+			l.Act("jobs/0", who, term)
 			time.Sleep(10 * time.Millisecond)
 		}
 		return nil
@@ -68,21 +61,6 @@ func TestElectorAndGroupOfOneProcess(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	stop()
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	newest := map[string]check{} // each side's newest check so far
-	overlaps := 0
-	for _, ch := range checks {
-		for who, o := range newest {
-			if who != ch.who && o.token > ch.token {
-				if overlaps == 0 {
-					t.Errorf("%s's term (token %d) passed Check at %s, after %s's term with token %d had at %s: both act at once",
-						ch.who, ch.token, ch.at.Format("15:04:05.000"), who, o.token, o.at.Format("15:04:05.000"))
-				}
-				overlaps++
-			}
-		}
-		newest[ch.who] = ch
-	}
-	t.Logf("%d checks, %d of them by a term older than the other side's newest", len(checks), overlaps)
+	l.Verify(t)
+	t.Logf("%d acts of %d terms (the Elector's: %d)", l.Acts(), l.Terms(""), l.Terms("elector"))
 }

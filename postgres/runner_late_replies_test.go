@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/tcpproxy"
+	"github.com/tenure-dev/tenure/internal/termcheck"
 	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/tenure-dev/tenure"
@@ -37,21 +37,12 @@ func TestRunnerLateRepliesAndRequests(t *testing.T) {
 	t.Parallel()
 	dsn := newDB(t)
 	proxy, viaProxy := proxied(t, dsn)
-	type check struct {
-		who   string
-		token uint64
-		at    time.Time
-	}
-	var mu sync.Mutex
-	checks := map[string][]check{} // by partition
+	l := termcheck.New()
 	fn := func(who string) partition.Func {
 		return func(ctx context.Context, p partition.Partition, term *tenure.Term) error {
+			defer l.Run(p.Key, who, term)()
 			for ctx.Err() == nil {
-				if term.Check() == nil {
-					mu.Lock()
-					checks[p.Name] = append(checks[p.Name], check{who, term.Token(), time.Now()})
-					mu.Unlock()
-				}
+				l.Act(p.Key, who, term)
 				time.Sleep(5 * time.Millisecond)
 			}
 			return nil
@@ -85,12 +76,9 @@ func TestRunnerLateRepliesAndRequests(t *testing.T) {
 	wg.Go(func() {
 		for run.Err() == nil {
 			_ = e.Run(run, func(ctx context.Context, term *tenure.Term) error {
+				defer l.Run("jobs/0", "x", term)()
 				for end := time.Now().Add(300 * time.Millisecond); ctx.Err() == nil && time.Now().Before(end); {
-					if term.Check() == nil {
-						mu.Lock()
-						checks["0"] = append(checks["0"], check{"x", term.Token(), time.Now()})
-						mu.Unlock()
-					}
+					l.Act("jobs/0", "x", term)
 					time.Sleep(5 * time.Millisecond)
 				}
 				return nil
@@ -141,40 +129,12 @@ func TestRunnerLateRepliesAndRequests(t *testing.T) {
 	time.Sleep(3 * time.Second) // healed: let the group settle
 	stop()
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	total, terms := 0, 0
-	for name, cs := range checks {
-		total += len(cs)
-		slices.SortStableFunc(cs, func(x, y check) int { return x.at.Compare(y.at) })
-		var newest check
-		owner := map[uint64]string{}
-		for _, c := range cs {
-			if w, ok := owner[c.token]; ok && w != c.who {
-				t.Errorf("partition %s: token %d held by %s and by %s", name, c.token, w, c.who)
-			}
-			if _, ok := owner[c.token]; !ok {
-				terms++
-			}
-			owner[c.token] = c.who
-			if c.token < newest.token {
-				t.Errorf("partition %s: %s's term (token %d) passed Check at %s, after %s's term with token %d had at %s: two holders at once",
-					name, c.who, c.token, c.at.Format("15:04:05.000"), newest.who, newest.token, newest.at.Format("15:04:05.000"))
-				break
-			}
-			newest = c
-		}
-	}
+	l.Verify(t)
+	terms, total := l.Terms(""), l.Acts()
 	logs.mu.Lock()
 	doubtful := strings.Count(logs.b.String(), "claiming these partitions again")
 	logs.mu.Unlock()
-	xTerms := map[uint64]bool{}
-	for _, c := range checks["0"] {
-		if c.who == "x" {
-			xTerms[c.token] = true
-		}
-	}
-	t.Logf("%d terms (x's: %d), %d checks over 4 partitions, %d claims with an outcome unknown (claimed again); faults on a's link: %v", terms, len(xTerms), total, doubtful, faults)
+	t.Logf("%d terms (x's: %d), %d acts over 4 partitions, %d claims with an outcome unknown (claimed again); faults on a's link: %v", terms, l.Terms("x"), total, doubtful, faults)
 	if terms <= 4 {
 		t.Errorf("only %d terms: the faults moved no partition, the test tested little", terms)
 	}

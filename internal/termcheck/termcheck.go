@@ -15,6 +15,7 @@ package termcheck
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -125,19 +126,29 @@ func (l *Log) Act(key, who string, term *tenure.Term) bool {
 	return true
 }
 
+// Live reports whether a term of key whose function runs (see Run) passes
+// Check now.
+func (l *Log) Live(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for term := range l.key(key).running {
+		if term.Check() == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // at formats d, a time of the Log, as seconds.
 func at(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
 
-// Violations lists the violations found as terms ran and acted (at most
-// maxKept of them), then every pair of terms of a key of which the older
-// acted after the newer had.
+// Violations lists every pair of terms of a key of which the older acted
+// after the newer had, then the violations found as terms ran and acted
+// (at most maxKept of them, and how many more).
 func (l *Log) Violations() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := append([]string(nil), l.bad...)
-	if l.nbad > len(l.bad) {
-		out = append(out, fmt.Sprintf("… and %d more", l.nbad-len(l.bad)))
-	}
+	var out []string
 	for key, k := range l.keys {
 		for ot, o := range k.spans {
 			for nt, n := range k.spans {
@@ -147,6 +158,11 @@ func (l *Log) Violations() []string {
 				}
 			}
 		}
+	}
+	slices.Sort(out)
+	out = append(out, l.bad...)
+	if l.nbad > len(l.bad) {
+		out = append(out, fmt.Sprintf("… and %d more", l.nbad-len(l.bad)))
 	}
 	return out
 }
@@ -159,7 +175,7 @@ func (l *Log) Verify(t testing.TB) {
 		if len(v) > maxKept {
 			v = append(v[:maxKept], fmt.Sprintf("… and %d more", len(v)-maxKept))
 		}
-		t.Errorf("%d violations:\n  %s", len(v), strings.Join(v, "\n  "))
+		t.Errorf("violations:\n  %s", strings.Join(v, "\n  "))
 	}
 	if l.Acts() == 0 {
 		t.Error("no term acted")

@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/termcheck"
 	"github.com/tenure-dev/tenure/partition"
 
 	"k8s.io/client-go/kubernetes"
@@ -45,21 +45,12 @@ func TestRunnerStaleReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type check struct {
-		who   string
-		token uint64
-		at    time.Time
-	}
-	var mu sync.Mutex
-	checks := map[string][]check{} // by partition
+	l := termcheck.New()
 	fn := func(who string) partition.Func {
 		return func(ctx context.Context, p partition.Partition, term *tenure.Term) error {
+			defer l.Run(p.Key, who, term)()
 			for ctx.Err() == nil {
-				if term.Check() == nil {
-					mu.Lock()
-					checks[p.Name] = append(checks[p.Name], check{who, term.Token(), time.Now()})
-					mu.Unlock()
-				}
+				l.Act(p.Key, who, term)
 				time.Sleep(5 * time.Millisecond)
 			}
 			return nil
@@ -93,34 +84,12 @@ func TestRunnerStaleReads(t *testing.T) {
 	time.Sleep(3 * time.Second) // healed: let the group settle
 	stop()
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	total, terms := 0, 0
-	for name, cs := range checks {
-		total += len(cs)
-		slices.SortStableFunc(cs, func(x, y check) int { return x.at.Compare(y.at) })
-		var newest check
-		owner := map[uint64]string{}
-		for _, c := range cs {
-			if w, ok := owner[c.token]; ok && w != c.who {
-				t.Errorf("partition %s: token %d held by %s and by %s", name, c.token, w, c.who)
-			}
-			if _, ok := owner[c.token]; !ok {
-				terms++
-			}
-			owner[c.token] = c.who
-			if c.token < newest.token {
-				t.Errorf("partition %s: %s's term (token %d) passed Check at %s, after %s's term with token %d had at %s: two holders at once",
-					name, c.who, c.token, c.at.Format("15:04:05.000"), newest.who, newest.token, newest.at.Format("15:04:05.000"))
-				break
-			}
-			newest = c
-		}
-	}
+	l.Verify(t)
+	terms, total := l.Terms(""), l.Acts()
 	logs.mu.Lock()
 	doubtful := strings.Count(logs.b.String(), "claiming these partitions again")
 	logs.mu.Unlock()
-	t.Logf("%d terms, %d checks over 4 partitions, %d claims with an outcome unknown (claimed again); %d reads served stale", terms, total, doubtful, tr.served())
+	t.Logf("%d terms, %d acts over 4 partitions, %d claims with an outcome unknown (claimed again); %d reads served stale", terms, total, doubtful, tr.served())
 	if terms <= 4 {
 		t.Errorf("only %d terms: the faults moved no partition, the test tested little", terms)
 	}
