@@ -42,15 +42,14 @@ func TestAcquireByOwnersIDTakesPartition(t *testing.T) {
 	}
 }
 
-// TestElectorAndGroupOfOneProcess runs, in one process on one
-// Coordinator, a partition Group "jobs" and an Elector for key "jobs/0",
-// both of one identity (Holder and Instance, as identity.ProcessInstance
-// gives every Elector and Group of a process, and which Run accepts: the
-// rule against one identity twice is per key for Electors and per group
-// for Groups). Every act of either side (a Term.Check that
-// passed) is judged by termcheck: no term may pass Check after a term
-// with a greater token did, nor while another's function runs and passes
-// it (both acting at once).
+// TestElectorAndGroupOfOneProcess runs, in one process on one Coordinator,
+// a partition Group "jobs" and an Elector for key "jobs/0", both of one
+// identity (Holder and Instance, as identity.ProcessInstance gives every
+// Elector and Group of a process, and which Run accepts: the rule against
+// one identity twice is per key for Electors and per group for Groups).
+// termcheck judges every act of either side (a Term.Check that passed): no
+// term may pass Check after a term with a greater token did, nor while the
+// other side's term passes it (both acting at once).
 func TestElectorAndGroupOfOneProcess(t *testing.T) {
 	t.Parallel()
 	c := newCoordinator(t, newClient(t, startEtcd(t)))
