@@ -20,20 +20,21 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// TestRunnerLostClaimReplies runs two members of a 4-partition
-// group, and an Elector x for partition 0's key that leads 300ms whenever
-// it finds the key free (single-key Acquires racing the claims): a on a
-// client whose Txn replies are dropped after etcd applied
-// them (half of them, while the fault is on), b on a plain one. Eight
-// times, b joins, takes its share and leaves, and a claims b's partitions
-// with the fault on: claims applied whose outcome a cannot know (doubtful
-// partitions, claimed again: each re-claim rewrites the key on a's lease,
-// superseding a's grant, and etcd's CheckPartitions judges by the lease,
-// not the token), and releases a retries. Each partition function records
-// every successful Term.Check; the test fails when a term passes Check
-// after another term of its partition with a greater token did (two
-// holders acting at once), or when two members get one token. It passed
-// when written: kept as a regression test.
+// TestRunnerLostClaimReplies runs two members of a 4-partition group, and
+// an Elector x for partition 0's key that leads 300ms whenever it finds
+// the key free (single-key Acquires racing the claims): a on a client
+// whose Txn replies are dropped after etcd applied them (half of them,
+// while the fault is on), b on a plain one. Eight times, b joins, takes
+// its share and leaves, and a claims b's partitions with the fault on:
+// claims applied whose outcome a cannot know (doubtful partitions, claimed
+// again: each re-claim rewrites the key on a's lease, superseding a's
+// grant, and etcd's CheckPartitions judges by the lease, not the token),
+// and releases a retries. termcheck judges every act (a Term.Check that
+// passed) of every term: the test fails when a term passes Check after
+// another term of its partition with a greater token did, or while another
+// running term of it passes Check (two holders acting at once), or when a
+// token is run twice or by two members. It passed when written: kept as a
+// regression test.
 func TestRunnerLostClaimReplies(t *testing.T) {
 	t.Parallel()
 	eps := startEtcd(t)

@@ -18,21 +18,21 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// TestRunnerLateRepliesAndRequests runs two members of a
-// 4-partition group, a through a fault proxy, b directly, and an Elector x
-// for partition 0's key that leads 300ms whenever it finds the key free
-// (single-key Acquires racing the claims). Eight times, b
-// joins, takes its share and leaves, and as a claims b's partitions a's
-// replies are delayed about as long as a claim may take (claims applied
-// whose outcome a cannot know: doubtful partitions, claimed again and so
-// superseded); then a's link has its replies held, its requests held
-// (releases and claims that arrive late), or latency beyond the request
-// timeout, for up to 2.5 s of a 2 s TTL, so that a's membership expires
-// now and then and a joins again. Each partition function records every
-// successful Term.Check; the test fails when a term passes Check after
-// another term of its partition with a greater token did (two holders
-// acting at once), or when two members get one token. It passed when
-// written: kept as a regression test.
+// TestRunnerLateRepliesAndRequests runs two members of a 4-partition
+// group, a through a fault proxy, b directly, and an Elector x for
+// partition 0's key that leads 300ms whenever it finds the key free
+// (single-key Acquires racing the claims). Eight times, b joins, takes its
+// share and leaves, and as a claims b's partitions a's replies are delayed
+// about as long as a claim may take (claims applied whose outcome a cannot
+// know: doubtful partitions, claimed again and so superseded); then a's
+// link has its replies held, its requests held (releases and claims that
+// arrive late), or latency beyond the request timeout, for up to 2.5 s of
+// a 2 s TTL, so that a's membership expires now and then and a joins
+// again. termcheck judges every act (a Term.Check that passed) of every
+// term: the test fails when a term passes Check after another term of its
+// partition with a greater token did, or while another running term of it
+// passes Check (two holders acting at once), or when a token is run twice
+// or by two members. It passed when written: kept as a regression test.
 func TestRunnerLateRepliesAndRequests(t *testing.T) {
 	t.Parallel()
 	dsn := newDB(t)

@@ -22,17 +22,18 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// TestRunnerStaleReads runs two members of a 4-partition group:
-// a on a client whose transport answers 30% of its reads with an older
-// reply (staleReads: a cache behind the API server), b on a plain one.
-// Eight times, b joins, takes its share and leaves, and a claims b's
-// partitions: decided on listings that may be stale, where a partition
-// may read as a's own (claimed again, with a new token, without asking
-// whether its owner lives) or as b's, b's membership as live or gone. Each
-// partition function records every successful Term.Check; the test fails
-// when a term passes Check after another term of its partition with a
-// greater token did (two holders acting at once), or when two members get
-// one token. It passed when written: kept as a regression test.
+// TestRunnerStaleReads runs two members of a 4-partition group: a on a
+// client whose transport answers 30% of its reads with an older reply
+// (staleReads: a cache behind the API server), b on a plain one. Eight
+// times, b joins, takes its share and leaves, and a claims b's partitions:
+// decided on listings that may be stale, where a partition may read as a's
+// own (claimed again, with a new token, without asking whether its owner
+// lives) or as b's, b's membership as live or gone. termcheck judges every
+// act (a Term.Check that passed) of every term: the test fails when a term
+// passes Check after another term of its partition with a greater token
+// did, or while another running term of it passes Check (two holders
+// acting at once), or when a token is run twice or by two members. It
+// passed when written: kept as a regression test.
 func TestRunnerStaleReads(t *testing.T) {
 	t.Parallel()
 	s, cs := server(t)
