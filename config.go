@@ -106,79 +106,112 @@ func DefaultConfig() Config {
 }
 
 // Identity joins a display name and an instance id into the identity a
-// coordinator compares: "name#instance" (what Elector.Identity returns), for users who call a
-// Coordinator's Acquire themselves (as ExampleObserver does).
+// coordinator compares, "name#instance", as Elector.Identity returns it: the
+// holder to give a Coordinator's Acquire when calling it directly.
 func Identity(name, instance string) string { return name + "#" + instance }
 
 // Validate reports every impossible setting, one error per field, each
 // wrapping ErrInvalidConfig and naming the field and its value. It never
 // replaces a bad value with a default.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	var p problems
+	c.validateIdentity(&p)
+	ttlErr := ValidateTTL(c.TTL)
+	if ttlErr != nil {
+		p.add("Config.TTL: %w", ttlErr)
 	}
+	ttlOK := ttlErr == nil
+	driftOK := c.MaxDrift >= 0 && c.MaxDrift < 0.5 // also rejects NaN
+	if !driftOK {
+		p.add("Config.MaxDrift (%v) must be in [0, 0.5)", c.MaxDrift)
+	}
+	marginOK := c.validateMargin(&p, ttlOK, driftOK)
+	renewOK := c.validateRenewInterval(&p, ttlOK && driftOK && marginOK)
+	c.validateRetryPeriod(&p, ttlOK && renewOK)
+	if c.RequestTimeout < 0 {
+		p.add("Config.RequestTimeout (%s) must not be negative", c.RequestTimeout)
+	}
+	return errors.Join(p...)
+}
+
+// problems collects what Validate finds wrong, each wrapping
+// ErrInvalidConfig.
+type problems []error
+
+func (p *problems) add(format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+}
+
+// validateIdentity checks Key, Holder and Instance.
+func (c Config) validateIdentity(p *problems) {
 	if err := ValidateKey(c.Key); err != nil {
-		bad("Config.Key: %w", err)
+		p.add("Config.Key: %w", err)
 	}
 	if err := ValidateHolder(c.Holder); err != nil {
-		bad("Config.Holder: %w", err)
+		p.add("Config.Holder: %w", err)
 	} else if err := ValidateHolder(Identity(c.Holder, cmp.Or(c.Instance, "00000000"))); err != nil {
-		bad("Config.Holder and Config.Instance: %w", err)
+		p.add("Config.Holder and Config.Instance: %w", err)
 	}
 	if strings.Contains(c.Instance, "#") {
-		bad("Config.Instance %q must not contain '#'", c.Instance)
+		p.add("Config.Instance %q must not contain '#'", c.Instance)
 	}
-	ttlOK := true
-	if err := ValidateTTL(c.TTL); err != nil {
-		bad("Config.TTL: %w", err)
-		ttlOK = false
-	}
-	driftOK := true
-	if !(c.MaxDrift >= 0 && c.MaxDrift < 0.5) { // also rejects NaN
-		bad("Config.MaxDrift (%v) must be in [0, 0.5)", c.MaxDrift)
-		driftOK = false
-	}
-	marginOK := false
+}
+
+// validateMargin checks Margin, against TTL and MaxDrift when those are
+// valid, and reports whether it is.
+func (c Config) validateMargin(p *problems, ttlOK, driftOK bool) bool {
 	switch {
 	case c.Margin < 0:
-		bad("Config.Margin (%s) must not be negative", c.Margin)
+		p.add("Config.Margin (%s) must not be negative", c.Margin)
 	case c.Margin < timing.MinMargin:
-		bad("Config.Margin (%s) must be at least %s, the longest host suspend a term does not count: "+
+		p.add("Config.Margin (%s) must be at least %s, the longest host suspend a term does not count: "+
 			"a suspend of %s just before the deadline would let the term act %s − %s = %s past its lease",
 			c.Margin, timing.MinMargin, timing.MinMargin, timing.MinMargin, c.Margin, timing.MinMargin-c.Margin)
 	case ttlOK && c.Margin >= c.TTL:
-		bad("Config.Margin (%s) must be less than Config.TTL (%s)", c.Margin, c.TTL)
+		p.add("Config.Margin (%s) must be less than Config.TTL (%s)", c.Margin, c.TTL)
 	case ttlOK && driftOK && timing.SafeLease(c.TTL, c.MaxDrift, c.Margin) <= 0:
-		bad("Config.Margin (%s) leaves no safe lease: TTL·(1−MaxDrift) = %s", c.Margin, timing.SafeLease(c.TTL, c.MaxDrift, 0))
+		p.add("Config.Margin (%s) leaves no safe lease: TTL·(1−MaxDrift) = %s", c.Margin, timing.SafeLease(c.TTL, c.MaxDrift, 0))
 	default:
-		marginOK = true
+		return true
 	}
-	renewOK := true
+	return false
+}
+
+// validateRenewInterval checks RenewInterval, against the safe lease when
+// TTL, MaxDrift and Margin are valid (leaseOK), and reports whether it is.
+func (c Config) validateRenewInterval(p *problems, leaseOK bool) bool {
 	if c.RenewInterval < 0 {
-		bad("Config.RenewInterval (%s) must not be negative", c.RenewInterval)
-		renewOK = false
-	} else if ttlOK && driftOK && marginOK {
-		safe := timing.SafeLease(c.TTL, c.MaxDrift, c.Margin)
-		if ri := timing.RenewInterval(c.TTL, c.RenewInterval); ri <= 0 {
-			bad("Config.RenewInterval (%s) must be positive", ri)
-			renewOK = false
-		} else if ri >= safe {
-			bad("Config.RenewInterval (%s) must be less than the safe lease TTL·(1−MaxDrift)−Margin (%s)", ri, safe)
-			renewOK = false
-		}
+		p.add("Config.RenewInterval (%s) must not be negative", c.RenewInterval)
+		return false
 	}
+	if !leaseOK {
+		return true
+	}
+	safe := timing.SafeLease(c.TTL, c.MaxDrift, c.Margin)
+	if ri := timing.RenewInterval(c.TTL, c.RenewInterval); ri <= 0 {
+		p.add("Config.RenewInterval (%s) must be positive", ri)
+		return false
+	} else if ri >= safe {
+		p.add("Config.RenewInterval (%s) must be less than the safe lease TTL·(1−MaxDrift)−Margin (%s)", ri, safe)
+		return false
+	}
+	return true
+}
+
+// validateRetryPeriod checks RetryPeriod, against the renew interval when
+// TTL and RenewInterval are valid (renewOK).
+func (c Config) validateRetryPeriod(p *problems, renewOK bool) {
 	if c.RetryPeriod < 0 {
-		bad("Config.RetryPeriod (%s) must not be negative", c.RetryPeriod)
-	} else if ttlOK && renewOK {
-		if rp := timing.RetryPeriod(c.TTL, c.RetryPeriod); rp <= 0 {
-			bad("Config.RetryPeriod (%s) must be positive", rp)
-		} else if rp >= timing.RenewInterval(c.TTL, c.RenewInterval) {
-			bad("Config.RetryPeriod (%s) must be less than the renew interval (%s)", rp, timing.RenewInterval(c.TTL, c.RenewInterval))
-		}
+		p.add("Config.RetryPeriod (%s) must not be negative", c.RetryPeriod)
+		return
 	}
-	if c.RequestTimeout < 0 {
-		bad("Config.RequestTimeout (%s) must not be negative", c.RequestTimeout)
+	if !renewOK {
+		return
 	}
-	return errors.Join(errs...)
+	ri := timing.RenewInterval(c.TTL, c.RenewInterval)
+	if rp := timing.RetryPeriod(c.TTL, c.RetryPeriod); rp <= 0 {
+		p.add("Config.RetryPeriod (%s) must be positive", rp)
+	} else if rp >= ri {
+		p.add("Config.RetryPeriod (%s) must be less than the renew interval (%s)", rp, ri)
+	}
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // A Grant is one leadership tenure of one holder over one key, as the
-// coordinator granted or last renewed it. Users read it from Term.Grant and
-// from a Coordinator's calls; the backends return it.
+// coordinator granted or last renewed it (Term.Grant, and a Coordinator's
+// calls).
 type Grant struct {
 	// Key is the name of what is led.
 	Key string

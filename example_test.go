@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tenure-dev/tenure/internal/display"
-
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/memory"
@@ -138,8 +136,7 @@ func ExampleObserver() {
 			fmt.Println("nobody leads")
 			return
 		}
-		name, _ := display.SplitIdentity(ev.Grant.Holder)
-		fmt.Printf("%s leads with token %d\n", name, ev.Grant.Token)
+		fmt.Printf("%s leads with token %d\n", ev.Grant.Holder, ev.Grant.Token)
 	}
 	show(<-changes)
 	g, _ := coord.Acquire(ctx, "scheduler", tenure.Identity("node-b", "1"), 10*time.Second)
@@ -153,8 +150,8 @@ func ExampleObserver() {
 	fmt.Println("run:", <-done)
 	// Output:
 	// nobody leads
-	// node-b leads with token 1
-	// node-b leads with token 1
+	// node-b#1 leads with token 1
+	// node-b#1 leads with token 1
 	// nobody leads
 	// run: context canceled
 }

@@ -71,6 +71,14 @@ func (i Instant) past() time.Duration {
 	return over + suspended
 }
 
+// Boot is i on the boot clock, in nanoseconds. On Linux that is
+// CLOCK_BOOTTIME, nanoseconds since the host booted counting suspended
+// time, which every process on the host reads the same: hand it to another
+// process there (with clock_gettime(CLOCK_BOOTTIME)) to enforce a deadline
+// outside this one. On other systems it counts from this process's start
+// and means nothing elsewhere.
+func (i Instant) Boot() int64 { return int64(i.boot) }
+
 // Time is i on Go's clock: a time.Time with a monotonic reading, to compare
 // with time.Now() in this process only.
 func (i Instant) Time() time.Time { return i.mono }

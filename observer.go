@@ -30,8 +30,8 @@ type Observer struct {
 
 // NewObserver returns an Observer of key on c. It polls every
 // second while its watch is down. A malformed key is rejected
-// with an error wrapping ErrInvalidKey. Users call it for each key they
-// follow (see the Observer example).
+// with an error wrapping ErrInvalidKey. One Observer follows one key (see
+// the Observer example).
 func NewObserver(c Coordinator, key string) (*Observer, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: coordinator is nil", ErrInvalidConfig)

@@ -9,16 +9,9 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
-	"github.com/tenure-dev/tenure/internal/termhook"
 	"github.com/tenure-dev/tenure/internal/timerwait"
 	"github.com/tenure-dev/tenure/internal/timing"
 )
-
-func init() {
-	termhook.BootDeadline = (*Term).bootDeadlineNow
-	termhook.InstantBoot = func(i Instant) int64 { return int64(i.boot) }
-	termhook.Renewed = (*Term).renewedChan
-}
 
 // errSteppedDown marks a term ended by Term.StepDown.
 var errSteppedDown = errors.New("stepped down")
@@ -52,7 +45,7 @@ type Term struct {
 	bootDeadline boottime.Instant
 	lease        *Lease // the lease the term rides, whose timer ends it
 	ended        bool
-	renewed      chan struct{} // closed by the next extend; nil until renewedChan asks
+	renewed      chan struct{} // closed by the next extend; nil until Renewed asks
 }
 
 // newTerm starts a term for g on a lease of its own whose local deadline
@@ -93,12 +86,12 @@ func (t *Term) Deadline() time.Time {
 	return t.deadline
 }
 
-// bootDeadlineNow is the local deadline on the boot clock (CLOCK_BOOTTIME on
-// Linux: nanoseconds since the host booted, counting suspended time). It is
-// the same instant as Deadline, measured from the same send time; unlike
-// Deadline it can be handed to another process on the same host, as
-// `tenure run` does to the guard that enforces it on the command.
-func (t *Term) bootDeadlineNow() int64 {
+// BootDeadline is the local deadline on the boot clock, as Instant.Boot
+// reads it: the same instant as Deadline, measured from the same send time,
+// but one that can be handed to another process on the same Linux host (a
+// watchdog that stops the work when the deadline passes, even if this
+// process is stuck). Read it again after each renewal (see Renewed).
+func (t *Term) BootDeadline() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return int64(t.bootDeadline)
@@ -120,14 +113,14 @@ func (t *Term) Remaining() time.Duration {
 // when those were the reason).
 func (t *Term) Context() context.Context { return t.ctx }
 
-// renewedChan returns a channel that is closed when a renewal next moves the
-// local deadline: then read Deadline or the boot deadline again, and call
-// it again for the renewal after. Call it before reading the
+// Renewed returns a channel that is closed when a renewal next moves the
+// local deadline: then read Deadline or BootDeadline again, and call
+// Renewed again for the renewal after. Call it before reading the
 // deadline, so that no renewal can fall between the two unseen. Once the
-// term has ended the channel is never closed: wait on Done too. It lets a
-// caller that hands the deadline on (tenure run, to its guard) wait for
-// news instead of polling.
-func (t *Term) renewedChan() <-chan struct{} {
+// term has ended the channel is never closed: wait on Context().Done() too.
+// It is for code that hands the deadline on (to a watchdog, another
+// process, a timer of its own) and waits for news instead of polling.
+func (t *Term) Renewed() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.renewed == nil {

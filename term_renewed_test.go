@@ -13,8 +13,8 @@ import (
 func TestTermRenewed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		term := newTerm(context.Background(), Grant{Key: "k", Holder: "h", Token: 3, TTL: 10 * time.Second}, dlAt(time.Now().Add(8*time.Second)))
-		first := term.renewedChan()
-		if again := term.renewedChan(); again != first {
+		first := term.Renewed()
+		if again := term.Renewed(); again != first {
 			t.Fatal("Renewed() twice without a renewal returned two channels; want the same")
 		}
 		time.Sleep(3 * time.Second)
@@ -32,7 +32,7 @@ func TestTermRenewed(t *testing.T) {
 		if !term.Deadline().Equal(moved) {
 			t.Fatalf("Deadline() after the renewal = %v; want %v", term.Deadline(), moved)
 		}
-		second := term.renewedChan()
+		second := term.Renewed()
 		if closed(second) {
 			t.Fatal("Renewed() after a renewal is closed already; want it open until the next")
 		}

@@ -34,8 +34,7 @@ const (
 	DefaultSingleElectionTimeout   = 250 * time.Millisecond
 )
 
-// Cluster states for Config.ClusterState. Users set one (`tenure server
-// --initial-cluster-state` does).
+// Cluster states for Config.ClusterState.
 const (
 	// ClusterStateNew bootstraps a new cluster from Config.InitialCluster.
 	ClusterStateNew = "new"
@@ -44,8 +43,8 @@ const (
 	ClusterStateExisting = "existing"
 )
 
-// ErrInvalidConfig is wrapped by every error Config.Validate reports. Callers
-// match it with errors.Is (so does `tenure server`, to tell a flag error).
+// ErrInvalidConfig is wrapped by every error Config.Validate reports, to
+// match with errors.Is. It wraps tenure.ErrInvalidConfig.
 var ErrInvalidConfig = errs.Kind("embedded: invalid config", tenure.ErrInvalidConfig)
 
 // Config configures one embedded etcd member. Only Dir is required; the
@@ -53,8 +52,7 @@ var ErrInvalidConfig = errs.Kind("embedded: invalid config", tenure.ErrInvalidCo
 //
 // A member restarted on a data directory it has used before rejoins its
 // cluster from the directory: Name, InitialCluster, ClusterState and
-// ClusterToken are then ignored by etcd. Users fill it in for Start, as
-// `tenure server` does from its flags.
+// ClusterToken are then ignored by etcd. Start takes one.
 type Config struct {
 	// Dir is the data directory. Required. Created if missing.
 	Dir string

@@ -18,8 +18,8 @@ import (
 	"github.com/tenure-dev/tenure/internal/zapslog"
 )
 
-// Server is one running etcd member. Its methods are safe for concurrent use.
-// Users get one from Start.
+// Server is one running etcd member, as Start returns it. Its methods are
+// safe for concurrent use.
 type Server struct {
 	etcd      *embed.Etcd
 	cfg       Config

@@ -23,15 +23,13 @@ const DefaultPrefix = "/tenure/leader/"
 // Compile-time checks that Coordinator has every capability.
 var (
 	_ tenure.Coordinator       = (*Coordinator)(nil)
-	_ tenure.Coordinator       = (*Coordinator)(nil)
-	_ tenure.Coordinator       = (*Coordinator)(nil)
 	_ partition.Coordinator    = (*Coordinator)(nil)
 	_ partition.MembersWatcher = (*Coordinator)(nil)
 )
 
 // Coordinator is a tenure.Coordinator on etcd. It also implements
-// tenure.Coordinator, tenure.Coordinator, partition.Coordinator and
-// partition.MembersWatcher. It is safe for concurrent use.
+// partition.Coordinator and partition.MembersWatcher. It is safe for
+// concurrent use.
 type Coordinator struct {
 	client     client // refusals marked: see refusal
 	ownsClient bool
@@ -49,19 +47,19 @@ type Coordinator struct {
 	leases map[string]granted // key → the last grant made on it here, and its lease (grant.go)
 }
 
-// An Option configures a Coordinator. Users pass options to New.
+// An Option configures a Coordinator that New makes.
 type Option func(*Coordinator)
 
 // WithPrefix sets the etcd key prefix under which tenure keys live. Default
-// DefaultPrefix. A prefix normally ends with "/". Users pass it to New to
-// keep several applications' keys apart in one cluster.
+// DefaultPrefix. A prefix normally ends with "/". Distinct prefixes keep
+// several applications' keys apart in one cluster.
 func WithPrefix(prefix string) Option {
 	return func(c *Coordinator) { c.prefix = prefix }
 }
 
 // WithLogger sets where the coordinator logs (at debug level: grants and
-// watch failures). Nil, the default, discards. Users pass it to New; Dial
-// takes Config.Logger.
+// watch failures). Nil, the default, discards. Config.Logger is Dial's
+// equivalent.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Coordinator) { c.log = l }
 }

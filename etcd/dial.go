@@ -23,7 +23,7 @@ import (
 // DefaultDialTimeout bounds Dial when Config.DialTimeout is zero.
 const DefaultDialTimeout = 5 * time.Second
 
-// Config says how to reach an etcd cluster. Users fill it in for Dial.
+// Config says how to reach an etcd cluster, for Dial.
 type Config struct {
 	// Endpoints are the cluster's client URLs ("http://10.0.0.1:2379",
 	// "https://etcd.example:2379") or host:port pairs. Required.

@@ -77,8 +77,8 @@ type Register struct {
 
 // NewRegister returns a Register that keeps its highest token in etcd key
 // key (any etcd key; it is created by the first write). The token is stored
-// as 20 zero-padded decimal digits. Users call it once per fenced resource
-// (see the Register example).
+// as 20 zero-padded decimal digits. One Register guards one resource (see
+// the Register example).
 func NewRegister(client *clientv3.Client, key string) *Register {
 	return &Register{client: client, key: key}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/etcd"
-	"github.com/tenure-dev/tenure/internal/termctl"
 )
 
 // Adversarial tests of the token path (grant.go, lease.go): faults below
@@ -34,7 +33,7 @@ func checkGrantLease(t *testing.T, leases *leaseLog, g tenure.Grant) {
 		return
 	}
 	whole := tenure.Config{} // no drift, no margin: the lease itself
-	if err := leases.checkDeadline(whole, id, g.Sent.Time().Add(g.TTL), termctl.Boot(g.Sent)+int64(g.TTL)); err != nil {
+	if err := leases.checkDeadline(whole, id, g.Sent.Time().Add(g.TTL), g.Sent.Boot()+int64(g.TTL)); err != nil {
 		t.Errorf("%v reports more lease than etcd gives it: %v", g, err)
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure/internal/termctl"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
@@ -148,7 +146,7 @@ func (l *termLog) checkDeadline(holder string, cfg tenure.Config, term *tenure.T
 		}
 		id = clientv3.LeaseID(resp.Kvs[0].Lease)
 	}
-	if err := l.leases.checkDeadline(cfg, id, term.Deadline(), termctl.BootDeadline(term)); err != nil {
+	if err := l.leases.checkDeadline(cfg, id, term.Deadline(), term.BootDeadline()); err != nil {
 		l.violation("%s's term with token %d: %v", holder, term.Token(), err)
 		return false
 	}

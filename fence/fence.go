@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// Stats counts the decisions a Fence or Register has made. Users read it
-// with Fence.Stats or Register.Stats, for their metrics.
+// Stats counts the decisions a Fence or Register has made (Fence.Stats,
+// Register.Stats).
 type Stats struct {
 	// Accepted is the number of tokens admitted.
 	Accepted uint64
@@ -38,8 +38,7 @@ type Event struct {
 	Err error
 }
 
-// Option configures a Fence or a Register. Users pass options to New and
-// NewRegister.
+// Option configures a Fence (New) or a Register (NewRegister).
 type Option func(*options)
 
 type options struct {
@@ -50,8 +49,8 @@ type options struct {
 // order, synchronously while the fence's lock is held: the sequence fn sees
 // is the exact order in which tokens were admitted and rejected, which is
 // what a history checker needs. fn must be fast, must not block and must not
-// call back into the fence. Users pass it to New or NewRegister (prom's
-// Metrics.FenceObserver makes an fn that counts).
+// call back into the fence. prom's Metrics.FenceObserver makes an fn that
+// counts.
 func WithObserver(fn func(Event)) Option {
 	return func(o *options) { o.observe = fn }
 }
@@ -76,8 +75,8 @@ type Fence struct {
 	idle chan struct{}
 }
 
-// New returns a Fence that has accepted no token yet. Users call it once per
-// guarded resource (see the Fence example).
+// New returns a Fence that has accepted no token yet. One Fence guards one
+// resource (see the Fence example).
 func New(opts ...Option) *Fence {
 	var o options
 	for _, opt := range opts {

@@ -6,17 +6,16 @@ import (
 	"net/http"
 )
 
-// MiddlewareOption configures Middleware. Users pass one of Drain, Unordered
-// or Serialize to it.
+// MiddlewareOption configures Middleware: one of Drain, Unordered or
+// Serialize.
 type MiddlewareOption func(*middleware)
 
-// Drain is Middleware's default, kept so that callers can say so: requests
+// Drain is Middleware's default, to say so explicitly: requests
 // are admitted with Fence.Enter, so a request with a newer token waits until
 // the handlers of requests with older tokens have returned before its own
 // handler starts. Handlers of two different terms then never overlap.
 // Handlers of the same token still run concurrently. A request that ends
-// while it waits is answered 503. Users pass it to Middleware to make the
-// default explicit.
+// while it waits is answered 503.
 func Drain() MiddlewareOption {
 	return func(m *middleware) { m.drain = true }
 }
@@ -26,8 +25,7 @@ func Drain() MiddlewareOption {
 // after one with token 6 has written, and overwrite it. Use it only when the
 // handler itself stores the token with the data it protects and rejects
 // lower ones (fence.Register, postgres.FenceUpdate, etcd.FencedTxn), so that
-// the middleware is an early filter, not the guard. Users pass it to
-// Middleware.
+// the middleware is an early filter, not the guard.
 func Unordered() MiddlewareOption {
 	return func(m *middleware) { m.drain = false }
 }
@@ -36,9 +34,8 @@ func Unordered() MiddlewareOption {
 // its turn, and only then is its token checked and recorded, so no handler
 // ever runs concurrently with another, and none with an older token runs
 // after one with a newer token. The order of turns among waiting requests is
-// unspecified. A request that ends while it waits is answered 503. Users
-// pass it to Middleware for a resource that takes one writer at a time, as
-// `tenure verify`'s fenced service does.
+// unspecified. A request that ends while it waits is answered 503. It is
+// for a resource that takes one writer at a time.
 func Serialize() MiddlewareOption {
 	return func(m *middleware) { m.turn = make(chan struct{}, 1) }
 }

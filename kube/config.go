@@ -16,9 +16,8 @@ import (
 // DefaultMaxDrift is Config.MaxDrift's default, tenure.Config's default.
 const DefaultMaxDrift = 0.01
 
-// Config configures a Coordinator. Start from DefaultConfig and set
-// Namespace. Users pass it to New or NewForConfig, as the tenure command
-// does from its flags.
+// Config configures a Coordinator made by New or NewForConfig. Start from
+// DefaultConfig and set Namespace.
 type Config struct {
 	// Namespace holds the Leases, one per key. Required: a DNS-1123 label
 	// ("default", "my-app").
@@ -37,7 +36,7 @@ type Config struct {
 }
 
 // DefaultConfig returns a Config with every default filled in except
-// Namespace. Users start every Config from it.
+// Namespace: the Config to start from.
 func DefaultConfig() Config {
 	return Config{MaxDrift: DefaultMaxDrift}
 }

@@ -16,18 +16,13 @@ import (
 )
 
 // Compile-time checks that Coordinator has every capability.
-var (
-	_ tenure.Coordinator = (*Coordinator)(nil)
-	_ tenure.Coordinator = (*Coordinator)(nil)
-	_ tenure.Coordinator = (*Coordinator)(nil)
-)
+var _ tenure.Coordinator = (*Coordinator)(nil)
 
 // Coordinator is a tenure.Coordinator on Kubernetes Leases
 // (coordination.k8s.io/v1), one Lease per key in one namespace. It also
-// implements tenure.Coordinator and tenure.Coordinator. It is safe for concurrent
-// use. See the package documentation for how it decides that a Lease has
-// expired. Users get one from New or NewForConfig and pass it to
-// tenure.NewElector or partition.New.
+// implements partition.Coordinator. It is safe for concurrent use. See the
+// package documentation for how it decides that a Lease has expired. New
+// and NewForConfig make one.
 type Coordinator struct {
 	client kubernetes.Interface
 	leases coordclient.LeaseInterface

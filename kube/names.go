@@ -47,8 +47,8 @@ const hashLen = 16
 // "Scheduler") maps to its lower-cased letters and digits followed by 16
 // hex digits of its SHA-256 ("orders-17-5d0c…"), and the Lease carries the
 // key in the AnnotationKey annotation: a Lease whose annotation names
-// another key is refused with ErrNameClash. Users call it to find a key's
-// Lease with kubectl; `tenure bench` does to follow one.
+// another key is refused with ErrNameClash. It names a key's Lease for
+// kubectl.
 func LeaseName(key string) string {
 	if exactName(key) {
 		return key

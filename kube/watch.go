@@ -143,28 +143,19 @@ const (
 // the server ends the watch, it opens it again from a fresh read, retrying
 // with backoff while the server is unreachable.
 func (w *watcher) run(ctx context.Context, s state, stream watch.Interface, out chan<- tenure.LeaderEvent) {
-	defer func() {
-		if stream != nil {
-			stream.Stop()
-		}
-	}()
+	f := &follow{s: s, stream: stream, reopen: time.NewTimer(0), backoff: minReopen}
+	f.reopen.Stop()
+	defer f.stop()
 	last, pending := w.event(s), true
-	expiry, reopen := time.NewTimer(0), time.NewTimer(0)
+	expiry := time.NewTimer(0)
 	defer expiry.Stop()
-	defer reopen.Stop()
-	reopen.Stop()
-	backoff := minReopen
 	for {
-		if s.found && s.r.live(w.c.cfg.MaxDrift) {
-			expiry.Reset(s.r.left(w.c.cfg.MaxDrift))
+		if f.s.found && f.s.r.live(w.c.cfg.MaxDrift) {
+			expiry.Reset(f.s.r.left(w.c.cfg.MaxDrift))
 		}
 		var send chan<- tenure.LeaderEvent
 		if pending {
 			send = out
-		}
-		var results <-chan watch.Event
-		if stream != nil {
-			results = stream.ResultChan()
 		}
 		select {
 		case <-ctx.Done():
@@ -173,35 +164,78 @@ func (w *watcher) run(ctx context.Context, s state, stream watch.Interface, out 
 			pending = false
 			continue
 		case <-expiry.C: // the lease may have expired: re-evaluate below
-		case <-reopen.C:
-			ns, st, err := w.open(ctx)
-			if err != nil {
-				w.c.log.Debug("watch: open again", "key", w.key, "err", err, "retry in", backoff)
-				reopen.Reset(backoff)
-				backoff = min(2*backoff, maxReopen)
+		case <-f.reopen.C:
+			if !w.reopen(ctx, f) {
 				continue
 			}
-			s, stream, backoff = ns, st, minReopen
-		case ev, open := <-results:
+		case ev, open := <-f.results():
 			if !open || ev.Type == watch.Error {
-				if open {
-					w.c.log.Debug("watch: error event", "key", w.key, "err", apierrors.FromObject(ev.Object))
-				}
-				stream.Stop()
-				stream = nil
-				reopen.Reset(0)
+				w.drop(f, ev, open)
 				continue
 			}
 			var err error
-			if s, err = w.apply(s, ev); err != nil {
+			if f.s, err = w.apply(f.s, ev); err != nil {
 				w.c.log.Info("watch stopped", "key", w.key, "err", err)
 				return
 			}
 		}
-		if e := w.event(s); !same(e, last) {
+		if e := w.event(f.s); !same(e, last) {
 			last, pending = e, true
 		}
 	}
+}
+
+// A follow is what watcher.run keeps between events: the Lease as last
+// seen, the watch stream that moves it (nil while it is opened again), and
+// the timer and backoff of the next attempt to open it.
+type follow struct {
+	s       state
+	stream  watch.Interface
+	reopen  *time.Timer
+	backoff time.Duration
+}
+
+// results is the stream's channel of events, or nil while there is no
+// stream.
+func (f *follow) results() <-chan watch.Event {
+	if f.stream == nil {
+		return nil
+	}
+	return f.stream.ResultChan()
+}
+
+// stop stops the stream and the reopen timer.
+func (f *follow) stop() {
+	if f.stream != nil {
+		f.stream.Stop()
+	}
+	f.reopen.Stop()
+}
+
+// drop stops f's stream, which the server ended (open false) or which sent
+// an error event ev, and opens it again at once.
+func (w *watcher) drop(f *follow, ev watch.Event, open bool) {
+	if open {
+		w.c.log.Debug("watch: error event", "key", w.key, "err", apierrors.FromObject(ev.Object))
+	}
+	f.stream.Stop()
+	f.stream = nil
+	f.reopen.Reset(0)
+}
+
+// reopen opens the watch again from a fresh read and reports whether it
+// did; when it did not, it tries again after a backoff that doubles up to
+// maxReopen.
+func (w *watcher) reopen(ctx context.Context, f *follow) bool {
+	s, stream, err := w.open(ctx)
+	if err != nil {
+		w.c.log.Debug("watch: open again", "key", w.key, "err", err, "retry in", f.backoff)
+		f.reopen.Reset(f.backoff)
+		f.backoff = min(2*f.backoff, maxReopen)
+		return false
+	}
+	f.s, f.stream, f.backoff = s, stream, minReopen
+	return true
 }
 
 // apply applies one watch event to s and returns the new state.

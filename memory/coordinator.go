@@ -26,12 +26,9 @@ var (
 	ErrRestarted = errors.New("memory: coordinator restarted")
 )
 
-var (
-	_ tenure.Coordinator = (*Coordinator)(nil)
-	_ tenure.Coordinator = (*Coordinator)(nil)
-)
+var _ tenure.Coordinator = (*Coordinator)(nil)
 
-// An Option configures a Coordinator. Users pass options to New.
+// An Option configures a Coordinator that New makes.
 type Option func(*Coordinator)
 
 // WithMinTTL makes the coordinator grant at least min: a shorter TTL asked
@@ -43,7 +40,7 @@ func WithMinTTL(min time.Duration) Option {
 }
 
 // A Coordinator is an in-process tenure.Coordinator. It also implements
-// tenure.Coordinator and partition.Coordinator, and offers fault hooks (Partition,
+// partition.Coordinator, and offers fault hooks (Partition,
 // Block, SetLatency, DropReplies, Heal, HealAll), clock controls
 // (SetClockRate, JumpClock) and Restart. Create one with New (the zero value
 // is not usable); it is safe for concurrent use. Close stops its goroutine.

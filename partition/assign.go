@@ -31,11 +31,9 @@ import (
 // owners (nil), it is where a group that owns nothing yet puts every
 // partition.
 //
-// Users call it to place work
-// ahead of the group (warm a cache, start a standby on the member a
-// partition will go to after a join or leave), and for tools that check
-// that a table is settled: a fixed point of Rebalance (`tenure bench
-// partitions`).
+// It places work ahead of the group (warm a cache, start a standby on the
+// member a partition will go to after a join or leave), and tells whether
+// a table is settled: a settled table is a fixed point of Rebalance.
 func Rebalance(names, members []string, owners map[string]string) map[string]string {
 	out := make(map[string]string, len(names))
 	if len(members) == 0 || len(names) == 0 {

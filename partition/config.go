@@ -13,9 +13,8 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// Config configures a Group. Start from DefaultConfig, set Key (the group)
-// and Partitions. Users fill one for New, as `tenure run --partitions`
-// does.
+// Config configures a Group made by New. Start from DefaultConfig, set Key
+// (the group) and Partitions.
 type Config struct {
 	// Config holds the member's lease settings, as for an Elector: Key is
 	// the group's key (partition keys are Key(Key, name)),
@@ -58,8 +57,7 @@ type Config struct {
 }
 
 // DefaultConfig returns a Config with tenure.DefaultConfig's lease
-// settings; set Key and Partitions. Users start every Config from it, as
-// `tenure run --partitions` does.
+// settings; set Key and Partitions. It is the Config to start from.
 func DefaultConfig() Config {
 	return Config{Config: tenure.DefaultConfig()}
 }

@@ -145,6 +145,6 @@ type MembersWatcher interface {
 	WatchMembers(ctx context.Context, group string) (<-chan struct{}, error)
 }
 
-// Key is the key of partition name in group: "group/name", which
-// Coordinator.Leader and `tenure status` take.
+// Key is the key of partition name in group: "group/name", the key of
+// its leadership for Coordinator.Leader.
 func Key(group, name string) string { return group + "/" + name }

@@ -61,7 +61,7 @@
 // # Status and metrics
 //
 // Group.Snapshot tells what one member runs; ReadTable reads the whole
-// table (owner, token and lease left per partition, members, balance) for
-// `tenure status`. Config.Metrics receives owned partitions, moves by
+// table (owner, token and lease left per partition, members, balance).
+// Config.Metrics receives owned partitions, moves by
 // reason and group-wide stats; package prom implements it.
 package partition

@@ -17,8 +17,8 @@ import (
 	"github.com/tenure-dev/tenure/internal/campaign"
 )
 
-// A Partition is one partition of a group. Users get one with each call of
-// their Func, and all of them from Group.Partitions.
+// A Partition is one partition of a group: a Func is called with one, and
+// Group.Partitions lists them all.
 type Partition struct {
 	// Index is the partition's position in Config.PartitionNames().
 	Index int
@@ -35,8 +35,7 @@ type Partition struct {
 // tenure.ErrStaleToken steps the partition down at once ("fenced"); that,
 // or any other return while the term is live, releases the partition,
 // which this member claims again, with a new token, after RetryPeriod.
-// Users pass one to Group.Run; `tenure run --partitions` passes one that
-// runs the command for the partition.
+// Group.Run runs one for each partition the member owns.
 type Func func(ctx context.Context, p Partition, t *tenure.Term) error
 
 // A Group runs one member of a partition group: it joins the group, claims

@@ -10,10 +10,9 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// Snapshot is what one member knows of itself, without a round trip. Users
-// read it with Group.Snapshot for a member's own status display or health
-// endpoint (the /leader of `tenure run --partitions --http` answers from
-// it), and tests that must know who runs what do too.
+// Snapshot is what one member knows of itself, without a round trip
+// (Group.Snapshot): for a member's own status display or health endpoint,
+// and for tests that must know who runs what.
 type Snapshot struct {
 	// Member is the current membership; zero before joining and after
 	// leaving.

@@ -7,7 +7,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenure-dev/tenure/internal/termctl"
 	"github.com/tenure-dev/tenure/internal/timing"
 
 	"github.com/tenure-dev/tenure/partition"
@@ -111,10 +110,10 @@ func suspendRun(t *testing.T, inClaim bool) {
 	across := 0
 	for _, s := range c.rec.spans("a#1") {
 		g := s.term.Grant()
-		dl := termctl.Boot(g.Sent.Add(timing.SafeLease(g.TTL, c.cfg.MaxDrift, c.cfg.Margin)))
+		dl := g.Sent.Add(timing.SafeLease(g.TTL, c.cfg.MaxDrift, c.cfg.Margin)).Boot()
 		if int64(s.end) > dl {
 			t.Errorf("a's term %d ended at %s on the boot clock; want by %s, its last send %s plus the safe lease %s",
-				g.Token, time.Duration(s.end), time.Duration(dl), time.Duration(termctl.Boot(g.Sent)), timing.SafeLease(g.TTL, c.cfg.MaxDrift, c.cfg.Margin))
+				g.Token, time.Duration(s.end), time.Duration(dl), time.Duration(g.Sent.Boot()), timing.SafeLease(g.TTL, c.cfg.MaxDrift, c.cfg.Margin))
 		}
 		if s.end > resumed && (inClaim == (s.start >= resumed)) {
 			across++

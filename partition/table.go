@@ -13,9 +13,8 @@ import (
 
 // Table is a group's partition table as the coordinator holds it: who owns
 // each partition, with which token and how much lease, and each member's
-// share. ReadTable and ReadGroupTable read it; `tenure status` and the page
-// of `tenure server --http` show it; users read it in their own
-// dashboards and health checks (alert on Stats.Unowned, say).
+// share, as ReadTable and ReadGroupTable read it: for dashboards and
+// health checks (alert on Stats.Unowned, say).
 type Table struct {
 	// Group is the group's key.
 	Group string
@@ -66,7 +65,7 @@ type MemberRow struct {
 
 // ReadTable reads group's partition table and members from c, which must
 // implement Coordinator, for the partitions named names (see
-// Names). It is what `tenure status --partitions` shows for a group.
+// Names).
 func ReadTable(ctx context.Context, c tenure.Coordinator, group string, names []string) (Table, error) {
 	gc, err := groupOf(c)
 	if err != nil {
@@ -76,7 +75,7 @@ func ReadTable(ctx context.Context, c tenure.Coordinator, group string, names []
 }
 
 // ReadGroupTable reads group's partition table for a reader that does not
-// know its partitions (`tenure status --key` without --partitions): every
+// know its partitions: every
 // partition "0" to "P−1" of the partition count P its live members
 // announce, owned or not. The names are not known when owned partitions are
 // not among those (a group named with Config.Names), or when no member

@@ -17,14 +17,11 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-var (
-	_ tenure.Coordinator = (*Coordinator)(nil)
-	_ tenure.Coordinator = (*Coordinator)(nil)
-)
+var _ tenure.Coordinator = (*Coordinator)(nil)
 
 // Execer is what the fence helpers and the coordinator need of a database
 // handle. *pgxpool.Pool, *pgxpool.Conn, *pgx.Conn and pgx.Tx satisfy it.
-// Users pass theirs to FenceUpdate, FenceGuard.Update and AddFencingColumn.
+// FenceUpdate, FenceGuard.Update and AddFencingColumn take one.
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -39,9 +36,8 @@ var (
 )
 
 // A Coordinator is a tenure.Coordinator on a PostgreSQL leadership table. It
-// also implements tenure.Coordinator and partition.Coordinator. It is safe for
-// concurrent use. Users get one from Open or New and pass it to
-// tenure.NewElector or partition.New.
+// also implements partition.Coordinator and partition.MembersWatcher. It is
+// safe for concurrent use. Open and New make one.
 type Coordinator struct {
 	pool    markedPool // refusals marked: see refusal
 	ownPool bool
@@ -176,8 +172,8 @@ func microsInterval(param string) string {
 // creates the leadership table if it does not exist (CREATE TABLE needs the
 // CREATE privilege on the schema; an existing table needs only SELECT,
 // INSERT and UPDATE) and checks the shape of an existing one. Close does not
-// close pool. Users who share a pool with their own queries call it, as
-// `tenure demo` does; Open makes the pool.
+// close pool. It lets the coordinator share a pool with other queries;
+// Open makes a pool of its own.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator, error) {
 	if pool == nil {
 		return nil, errors.New("postgres: New: pool is nil")
@@ -285,7 +281,7 @@ func micros(ttl time.Duration) (int64, time.Duration) {
 // partition of a group (partition.Key: the group, '/', the name)
 // owned by a live member is held: the error names the partition and the
 // group and wraps a *tenure.HeldError naming the member. The check costs
-// a key that has been acquired before no statement (see acquireOnce).
+// a key that has been acquired before no statement.
 // See tenure.Coordinator.Acquire.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	if err := tenure.ValidateKey(key); err != nil {

@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/tenure-dev/tenure/internal/identity"
-
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenure-dev/tenure"
@@ -34,7 +32,7 @@ func ExampleOpen() {
 	}
 	defer c.Close()
 
-	g, err := c.Acquire(ctx, "scheduler", identity.DefaultHolder(), 10*time.Second)
+	g, err := c.Acquire(ctx, "scheduler", tenure.DefaultConfig().Holder, 10*time.Second)
 	var held *tenure.HeldError
 	if errors.As(err, &held) {
 		fmt.Printf("%s leads with token %d\n", held.Holder, held.Token)

@@ -171,7 +171,7 @@ func (f FenceGuard) build(set map[string]any) (fenceSQL, error) {
 // FenceUpdate. Existing rows get token 0, so any real token is accepted by
 // them once. If the table already has a fencing_token column of another
 // type, the error wraps ErrTableShape and names the table and the column.
-// Users call it once per fenced table, at deployment or start-up.
+// Call it once per fenced table, at deployment or start-up.
 func AddFencingColumn(ctx context.Context, db Execer, table string) error {
 	t := SplitIdentifier(table).Sanitize()
 	col := pgx.Identifier{DefaultTokenColumn}.Sanitize()

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// Defaults of the options. Users read them to find tenure's table and
-// channel with psql, or to set a value relative to the default.
+// Defaults of the options: tenure's table and channel, to find with psql,
+// and values to set others relative to.
 const (
 	// DefaultTable is the leadership table's default name.
 	DefaultTable = "cluster_leadership"
@@ -28,7 +28,7 @@ const (
 // truncated silently.
 const maxIdentLen = 63
 
-// An Option configures a Coordinator. Users pass options to Open or New.
+// An Option configures a Coordinator that Open or New makes.
 type Option func(*options)
 
 type options struct {
@@ -58,8 +58,7 @@ const (
 	NotifyWatched Notify = iota
 	// NotifyAll announces every acquisition and every release, watched or
 	// not (tenure's behaviour before NotifyWatched): every one of them
-	// serializes on the notification lock. Compare with `tenure bench
-	// throughput --postgres`.
+	// serializes on the notification lock.
 	NotifyAll
 )
 
@@ -78,11 +77,10 @@ func (n Notify) String() string {
 // DefaultSchema. The table is always named with its schema, never found
 // through the search_path: two roles (or two connections) with different
 // search_paths would otherwise find two different tables, and hand out the
-// same key, with the same tokens, twice. Users pass it to Open or New.
+// same key, with the same tokens, twice.
 func WithSchema(schema string) Option { return func(o *options) { o.schema = schema } }
 
-// WithTable names the leadership table. Default DefaultTable. Users pass it
-// to Open or New.
+// WithTable names the leadership table. Default DefaultTable.
 func WithTable(table string) Option { return func(o *options) { o.table = table } }
 
 // WithChannel names the LISTEN/NOTIFY channel. Default DefaultChannel. Users
@@ -91,17 +89,15 @@ func WithChannel(channel string) Option { return func(o *options) { o.channel = 
 
 // WithPollInterval sets how often each watcher re-reads its key besides
 // reacting to notifications and to its lease's expiry. Default
-// DefaultPollInterval. Users pass it to Open or New.
+// DefaultPollInterval.
 func WithPollInterval(d time.Duration) Option { return func(o *options) { o.pollInterval = d } }
 
 // WithNotify sets which changes are announced to watchers. Default
-// NotifyWatched. Users pass it to Open or New; `tenure bench throughput`
-// compares the two.
+// NotifyWatched.
 func WithNotify(n Notify) Option { return func(o *options) { o.notify = n } }
 
 // WithLogger sets where the coordinator logs (listener reconnections).
-// Default: nowhere. Users pass it to Open or New, as the tenure command
-// does.
+// Default: nowhere.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 func newOptions(opts []Option) (options, error) {

@@ -26,10 +26,10 @@ const clockMicros = `(extract(epoch FROM pg_catalog.clock_timestamp()) OPERATOR(
 
 // ClaimPartitions claims the named partitions for m: it deletes the group's
 // expired membership rows (row locks order this against their renewals),
-// then, in one REPEATABLE READ transaction (see claim), checks that m's row
-// is live, takes every named partition that is free or whose owner's row is
-// gone with one INSERT … ON CONFLICT (the token is GREATEST(fencing_token +
-// 1, clockMicros), and clockMicros for a new row), and reads the owners of
+// then, in one REPEATABLE READ transaction, checks that m's row is live,
+// takes every named partition that is free or whose owner's row is gone
+// with one INSERT … ON CONFLICT (the token is GREATEST(fencing_token + 1,
+// the database clock in µs), and that clock for a new row), and reads the owners of
 // the rest. See partition.Coordinator.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	op := fmt.Sprintf("postgres: claim %d partitions for %s", len(names), m)

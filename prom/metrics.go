@@ -85,8 +85,7 @@ var _ tenure.Metrics = (*Metrics)(nil)
 // registry's error, such as prometheus.AlreadyRegisteredError when another
 // collector already uses the name (errors.As finds it). On error nothing
 // stays registered, so New may be called again, for example with another
-// namespace. Users call it once per registry, as `tenure run --http` and
-// `tenure server --http` do, and set the result as tenure.Config.Metrics.
+// namespace. One Metrics serves a registry; set it as tenure.Config.Metrics.
 func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: prom: registerer is nil", tenure.ErrInvalidConfig)
@@ -177,7 +176,8 @@ func (m *Metrics) TermBegan(t *tenure.Term) {
 }
 
 // Transition counts a transition of key in tenure_transitions_total under
-// termctl.Reason(kind) (acquired, released, deadline, lost, fenced). The end of a
+// the reason label (acquired, released, deadline, lost, fenced: kind's
+// String, with SteppedDown counted as released). The end of a
 // term is observed in tenure_leadership_duration_seconds, and the key
 // counts as leaderless from then until a holder is seen again.
 func (m *Metrics) Transition(key string, kind tenure.TransitionKind) {
@@ -215,7 +215,7 @@ func (m *Metrics) ObserveRenew(key string, took time.Duration, err error) {
 
 // ObserveLeader records who holds key, as seen by a status poller or a
 // watch: it sets tenure_leader_info{key,holder} (holder is the display name
-// of g.Holder, see display.SplitIdentity) or removes it when the key is
+// of g.Holder, before its last '#') or removes it when the key is
 // free (held false), and observes in tenure_leaderless_seconds how long the
 // key was seen free before a holder appeared. Repeated observations of the
 // same state change nothing.

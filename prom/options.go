@@ -13,11 +13,10 @@ import (
 )
 
 // DefaultNamespace is the prefix of every metric name unless WithNamespace
-// sets another. Users read it to build metric names in their own queries or
-// tests.
+// sets another.
 const DefaultNamespace = "tenure"
 
-// An Option configures New and NewPartition. Users pass options to them.
+// An Option configures New and NewPartition.
 type Option func(*options)
 
 type options struct {
@@ -28,8 +27,8 @@ type options struct {
 // WithNamespace sets the prefix of every metric name, "tenure" by default:
 // WithNamespace("app") gives app_leader, app_fencing_token, and so on. It
 // must be a valid Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*); New
-// reports an empty or malformed namespace. Users pass it to New for metrics
-// that must not mix with another tenure's in one registry.
+// reports an empty or malformed namespace. It keeps two sets of tenure
+// metrics apart in one registry.
 func WithNamespace(namespace string) Option {
 	return func(o *options) { o.namespace = namespace }
 }
@@ -39,7 +38,7 @@ func WithNamespace(namespace string) Option {
 // names, must not start with "__" and must not be one the metrics use
 // themselves (key, reason, result, holder, resource, op, group); values
 // must be valid UTF-8. New reports any that are not. Repeated calls add to
-// the set; a later value for the same name wins. Users pass it to New.
+// the set; a later value for the same name wins.
 func WithConstLabels(labels prometheus.Labels) Option {
 	return func(o *options) {
 		if o.constLabels == nil {

@@ -23,8 +23,7 @@ var _ partition.Metrics = (*PartitionMetrics)(nil)
 
 // NewPartition creates the partition collectors and registers them on reg,
 // with the options and error reporting of New (nothing stays registered on
-// error). Users call it once per registry, as `tenure run --partitions
-// --http` does, and set the result as partition.Config.Metrics.
+// error). Set the result as partition.Config.Metrics.
 func NewPartition(reg prometheus.Registerer, opts ...Option) (*PartitionMetrics, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: prom: registerer is nil", tenure.ErrInvalidConfig)

@@ -38,14 +38,13 @@ func (f SourceFunc[T]) Fetch(ctx context.Context, max int) ([]T, error) { return
 // returns the error. Users write it and pass it to New.
 type Processor[T any] func(ctx context.Context, token uint64, item T) error
 
-// Defaults of the options. Users read them to set a value relative to the
-// default.
+// Defaults of the options.
 const (
 	DefaultPollInterval = time.Second
 	DefaultBatchSize    = 16
 )
 
-// Option configures a Worker. Users pass options to New.
+// Option configures a Worker that New makes.
 type Option func(*config)
 
 type config struct {
@@ -57,8 +56,7 @@ type config struct {
 	errs         []error
 }
 
-// WithLogger sets the logger. Nil (the default) discards logs. Users pass
-// it to New.
+// WithLogger sets the logger. Nil (the default) discards logs.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
@@ -67,7 +65,7 @@ func WithLogger(l *slog.Logger) Option {
 // after the Source had no work or failed, or after a batch in which an item
 // failed (so that an item that keeps failing is not retried in a hot loop),
 // and between checks of the remaining lease (WithMinRemaining). It must be
-// positive. Default 1s. Users pass it to New.
+// positive. Default 1s.
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -78,7 +76,7 @@ func WithPollInterval(d time.Duration) Option {
 }
 
 // WithBatchSize sets the largest number of items asked of the Source in one
-// fetch. It must be positive. Default 16. Users pass it to New.
+// fetch. It must be positive. Default 16.
 func WithBatchSize(n int) Option {
 	return func(c *config) {
 		if n <= 0 {
@@ -95,7 +93,7 @@ func WithBatchSize(n int) Option {
 // interval at a time, for a renewal to extend the term or for the term to
 // end. It must not be negative, and should be well below the elector's safe
 // lease minus its renew interval, or the worker will mostly wait. Default 0.
-// Users pass it to New when items take a noticeable part of the lease.
+// It is for items that take a noticeable part of the lease.
 func WithMinRemaining(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {
@@ -110,8 +108,8 @@ func WithMinRemaining(d time.Duration) Option {
 // the error (wrapped with "worker: fetch: " or "worker: process: "); if it
 // returns nil the worker goes on (after the poll interval, for a fetch), and
 // if it returns an error Run returns that error. The default logs the error
-// and goes on. fn is called from Run's goroutine. Users pass it to New to
-// count, alert on, or stop at failures.
+// and goes on. fn is called from Run's goroutine. It counts, alerts on, or
+// stops at failures.
 func WithErrorHandler(fn func(error) error) Option {
 	return func(c *config) {
 		if fn == nil {
@@ -129,8 +127,7 @@ func (e invalid) Error() string { return "worker: " + string(e) }
 
 func (e invalid) Unwrap() error { return tenure.ErrInvalidConfig }
 
-// Stats counts what a Worker has done, over all its runs. Users read it with
-// Worker.Stats, for their own metrics or health checks.
+// Stats counts what a Worker has done, over all its runs (Worker.Stats).
 type Stats struct {
 	// Fetches is the number of calls to Source.Fetch.
 	Fetches uint64
@@ -154,7 +151,7 @@ type Worker[T any] struct {
 
 // New returns a Worker that fetches from src and processes with proc. It
 // reports every bad argument, each error wrapping tenure.ErrInvalidConfig.
-// Users call it once, before the elector runs (see the package example).
+// Make it once, before the elector runs (see the package example).
 func New[T any](src Source[T], proc Processor[T], opts ...Option) (*Worker[T], error) {
 	cfg := config{pollInterval: DefaultPollInterval, batchSize: DefaultBatchSize}
 	for _, opt := range opts {

@@ -74,46 +74,16 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Report, error) {
 		return nil, err
 	}
 	defer closeAll()
-	type cell struct {
-		cycles  int64
-		elapsed time.Duration
-	}
-	cells := map[string]*cell{}
-	slice := o.Duration / time.Duration(o.Rounds)
-	for r := range o.Rounds {
-		for _, n := range o.Clients {
-			for _, im := range impls {
-				// Each implementation connects and warms up before its
-				// slice is timed, and disconnects after it: connecting (a
-				// backend or a lease per client) is not an operation, and
-				// only one implementation's connections are open at a time
-				// (50 clients of three would pass PostgreSQL's default
-				// limit of 100).
-				c, err := startClients(ctx, im, n)
-				if err != nil {
-					return nil, fmt.Errorf("%s, %d clients: %w", im.name, n, err)
-				}
-				cycles, el, err := c.run(ctx, slice)
-				c.close()
-				if err != nil {
-					return nil, fmt.Errorf("%s, %d clients: %w", im.name, n, err)
-				}
-				k := fmt.Sprintf("%s/%d", im.name, n)
-				if cells[k] == nil {
-					cells[k] = &cell{}
-				}
-				cells[k].cycles += cycles
-				cells[k].elapsed += el
-			}
-			o.progress("throughput: round %d/%d, %d clients done", r+1, o.Rounds, n)
-		}
+	cells, err := throughputRounds(ctx, o, impls)
+	if err != nil {
+		return nil, err
 	}
 	rep := &Report{Benchmark: "throughput", Backend: o.Backend(), Settings: map[string]any{
 		"duration_ms": ms(o.Duration), "rounds": o.Rounds, "clients": o.Clients,
 	}, Failures: []string{}}
 	for _, n := range o.Clients {
 		for _, im := range impls {
-			c := cells[fmt.Sprintf("%s/%d", im.name, n)]
+			c := cells[cellKey(im, n)]
 			row := Row{Impl: im.name, Case: fmt.Sprintf("clients=%d", n), OpsPerSec: float64(3*c.cycles) / c.elapsed.Seconds()}
 			rep.Rows = append(rep.Rows, row)
 		}
@@ -123,6 +93,56 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Report, error) {
 	rep.Notes = throughputNotes(o)
 	rep.Elapsed = ms(time.Since(began))
 	return rep, nil
+}
+
+// A cell is what one implementation did with one number of clients,
+// summed over the rounds.
+type cell struct {
+	cycles  int64
+	elapsed time.Duration
+}
+
+// cellKey names the cell of implementation im with n clients.
+func cellKey(im *cycler, n int) string { return fmt.Sprintf("%s/%d", im.name, n) }
+
+// throughputRounds runs o.Rounds rounds, each giving every implementation
+// a slice of o.Duration with each number of clients in turn, and returns
+// the cells.
+func throughputRounds(ctx context.Context, o ThroughputOptions, impls []*cycler) (map[string]*cell, error) {
+	cells := map[string]*cell{}
+	slice := o.Duration / time.Duration(o.Rounds)
+	for r := range o.Rounds {
+		for _, n := range o.Clients {
+			for _, im := range impls {
+				cycles, el, err := throughputSlice(ctx, im, n, slice)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %d clients: %w", im.name, n, err)
+				}
+				k := cellKey(im, n)
+				if cells[k] == nil {
+					cells[k] = &cell{}
+				}
+				cells[k].cycles += cycles
+				cells[k].elapsed += el
+			}
+			o.progress("throughput: round %d/%d, %d clients done", r+1, o.Rounds, n)
+		}
+	}
+	return cells, nil
+}
+
+// throughputSlice times n clients of im cycling for slice. They connect
+// and warm up before the slice is timed, and disconnect after it:
+// connecting (a backend or a lease per client) is not an operation, and
+// only one implementation's connections are open at a time (50 clients of
+// three would pass PostgreSQL's default limit of 100).
+func throughputSlice(ctx context.Context, im *cycler, n int, slice time.Duration) (int64, time.Duration, error) {
+	c, err := startClients(ctx, im, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.close()
+	return c.run(ctx, slice)
 }
 
 func throughputNotes(o ThroughputOptions) []string {

@@ -48,59 +48,77 @@ func Run(ctx context.Context, o Options) (*History, error) {
 	o = o.withDefaults()
 	r := &runner{o: o, kills: map[string]int64{}, pauses: map[string][][2]int64{}, leading: map[int]map[string]uint64{}}
 	defer r.closeAll()
-
-	targets, err := r.startCoordinator(ctx)
+	start, err := r.start(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.startProxies(targets); err != nil {
-		return nil, err
+	finish := r.strike(ctx, start)
+	r.stopNodes()
+	r.readers.Wait()
+	h := r.history(finish)
+	if o.Progress != nil {
+		fmt.Fprint(o.Progress, "\r\033[K")
 	}
-	r.gens = make([]int, o.Nodes)
-	r.procs = make([]*nodeProc, o.Nodes)
+	return h, ctx.Err()
+}
 
+// start starts the coordinator, a proxy per node and the nodes, and
+// returns when the run began.
+func (r *runner) start(ctx context.Context) (time.Time, error) {
+	targets, err := r.startCoordinator(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := r.startProxies(targets); err != nil {
+		return time.Time{}, err
+	}
+	r.gens = make([]int, r.o.Nodes)
+	r.procs = make([]*nodeProc, r.o.Nodes)
 	r.origin = Mono()
 	start := time.Now()
-	for i := range o.Nodes {
+	for i := range r.o.Nodes {
 		if err := r.startNode(i); err != nil {
 			r.stopNodes()
-			return nil, err
+			return time.Time{}, err
 		}
 	}
+	return start, nil
+}
 
+// strike applies the fault schedule from start, reading the nodes'
+// events, until the run's duration is over or ctx is cancelled, and
+// returns when it ended on the run's clock (Mono).
+func (r *runner) strike(ctx context.Context, start time.Time) int64 {
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
 	bg.Add(1)
 	go func() { defer bg.Done(); r.readLoop(stop) }()
-	if o.Progress != nil {
+	if r.o.Progress != nil {
 		bg.Add(1)
 		go func() { defer bg.Done(); r.progressLoop(stop, start) }()
 	}
-
-	for _, f := range o.schedule() {
+	for _, f := range r.o.schedule() {
 		if !sleepCtx(ctx, time.Until(start.Add(f.At))) {
 			break
 		}
 		r.apply(ctx, f)
 	}
-	sleepCtx(ctx, time.Until(start.Add(o.Duration)))
+	sleepCtx(ctx, time.Until(start.Add(r.o.Duration)))
 	finish := Mono()
 	close(stop)
 	bg.Wait()
-	r.stopNodes()
-	r.readers.Wait()
+	return finish
+}
 
+// history is what the run recorded, up to finish.
+func (r *runner) history(finish int64) *History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := &History{Options: o, Faults: r.faults, History: history.History{
+	return &History{Options: r.o, Faults: r.faults, History: history.History{
 		Origin: r.origin, Finish: finish,
 		Events: r.events, Decisions: r.reg.Decisions(), Reads: r.reads,
 		Kills: r.kills, Pauses: r.pauses, NodeErrors: r.nodeErrs,
 	}}
-	if o.Progress != nil {
-		fmt.Fprint(o.Progress, "\r\033[K")
-	}
-	return h, ctx.Err()
 }
 
 // startProxies starts the register service and, for each node, a proxy to

@@ -175,12 +175,33 @@ func (g *globalFlags) level() (slog.Level, error) {
 	return level, nil
 }
 
+// newRootCommand builds the tenure command and its subcommands.
 func newRootCommand() *cobra.Command {
 	var g globalFlags
 	root := &cobra.Command{
-		Use:   "tenure",
-		Short: "Leader election that stays safe when a leader goes stale",
-		Long: `tenure elects one leader per key through a consensus-backed coordinator
+		Use:               "tenure",
+		Short:             "Leader election that stays safe when a leader goes stale",
+		Long:              rootLong,
+		Example:           rootExample,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: g.preRun,
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("%w%s (see '%s --help')", err, didYouMean(cmd, err), cmd.CommandPath())}
+	})
+	g.coord.register(root.PersistentFlags())
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "least severe log messages written to stderr: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log records on stderr as text (key=value) or json (one object per line)")
+	addCommands(root, &g)
+	root.Version = readVersion().String()
+	root.SetVersionTemplate("tenure {{.Version}}\n")
+	root.SetHelpFunc(helpWithSections(root.HelpFunc()))
+	return root
+}
+
+// rootLong is the help text of the tenure command.
+const rootLong = `tenure elects one leader per key through a consensus-backed coordinator
 (etcd, PostgreSQL or Kubernetes). Every grant carries a fencing token that strictly
 increases; protected resources reject older tokens; a leader that cannot
 prove its lease is still safely held stops acting by itself.
@@ -206,52 +227,48 @@ Exit codes:
   ` + exitCodesTenure + `
   126  tenure run: the command could not be started
   127  tenure run: the command was not found
-  N    tenure run: the command's own exit code (128+S when signal S ended it)`,
-		Example: `  # one terminal: a single-member etcd, data in ./tenure-data
+  N    tenure run: the command's own exit code (128+S when signal S ended it)`
+
+// rootExample is the example section of the tenure command's help.
+const rootExample = `  # one terminal: a single-member etcd, data in ./tenure-data
   tenure server
 
   # two more terminals: only one worker runs at a time
   tenure run --key jobs -- ./worker.sh
 
   tenure status --key jobs
-  tenure watch --key jobs`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFlagScope(cmd); err != nil {
-				return err
-			}
-			if err := bindEnv(cmd, os.Getenv); err != nil {
-				return err
-			}
-			if g.logFormat != "text" && g.logFormat != "json" {
-				return usageError("%s %q: want text or json", flagRef(cmd, "log-format"), g.logFormat)
-			}
-			return nil
-		},
+  tenure watch --key jobs`
+
+// preRun checks the flags of cmd, whichever subcommand it is, and sets
+// those not given from their environment twins.
+func (g *globalFlags) preRun(cmd *cobra.Command, _ []string) error {
+	if err := checkFlagScope(cmd); err != nil {
+		return err
 	}
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &exitError{code: ExitUsage, err: fmt.Errorf("%w%s (see '%s --help')", err, didYouMean(cmd, err), cmd.CommandPath())}
-	})
-	g.coord.register(root.PersistentFlags())
-	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "least severe log messages written to stderr: debug, info, warn or error")
-	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log records on stderr as text (key=value) or json (one object per line)")
-	root.AddCommand(exitCodes(uses(newServerCommand(&g)), exitCodesServer))
-	root.AddCommand(newRunCommand(&g))
-	root.AddCommand(exitCodes(newStatusCommand(&g), exitCodesStatus))
-	root.AddCommand(exitCodes(newWatchCommand(&g), exitCodesPlain))
-	root.AddCommand(newReleaseCommand(&g))
-	root.AddCommand(exitCodes(uses(newDemoCommand(&g), "postgres", "dial-timeout"), exitCodesDemo))
-	root.AddCommand(exitCodes(uses(newVerifyCommand(&g), "endpoints", "postgres", "kubeconfig", "namespace", "dial-timeout"), exitCodesVerify))
+	if err := bindEnv(cmd, os.Getenv); err != nil {
+		return err
+	}
+	if g.logFormat != "text" && g.logFormat != "json" {
+		return usageError("%s %q: want text or json", flagRef(cmd, "log-format"), g.logFormat)
+	}
+	return nil
+}
+
+// addCommands adds tenure's subcommands to root, each with the global
+// flags it uses and its exit codes.
+func addCommands(root *cobra.Command, g *globalFlags) {
+	root.AddCommand(exitCodes(uses(newServerCommand(g)), exitCodesServer))
+	root.AddCommand(newRunCommand(g))
+	root.AddCommand(exitCodes(newStatusCommand(g), exitCodesStatus))
+	root.AddCommand(exitCodes(newWatchCommand(g), exitCodesPlain))
+	root.AddCommand(newReleaseCommand(g))
+	root.AddCommand(exitCodes(uses(newDemoCommand(g), "postgres", "dial-timeout"), exitCodesDemo))
+	root.AddCommand(exitCodes(uses(newVerifyCommand(g), "endpoints", "postgres", "kubeconfig", "namespace", "dial-timeout"), exitCodesVerify))
 	root.AddCommand(uses(newVerifyNodeCommand()))
 	root.AddCommand(usesNoneDeep(newLeaseCommand()))
-	root.AddCommand(exitCodes(newBenchCommand(&g), exitCodesBench))
+	root.AddCommand(exitCodes(newBenchCommand(g), exitCodesBench))
 	root.AddCommand(newVersionCommand())
 	root.AddCommand(usesNoneDeep(newCertsCommand()))
-	root.Version = readVersion().String()
-	root.SetVersionTemplate("tenure {{.Version}}\n")
-	root.SetHelpFunc(helpWithSections(root.HelpFunc()))
-	return root
 }
 
 // noArgs rejects positional arguments as a usage error.

@@ -8,13 +8,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tenure-dev/tenure/internal/termctl"
-
-	"github.com/tenure-dev/tenure/internal/display"
-
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/cmd/internal/guard"
 	"github.com/tenure-dev/tenure/internal/boottime"
+	"github.com/tenure-dev/tenure/internal/display"
 )
 
 // A commandEnd is how one run of the command ended.
@@ -122,7 +119,7 @@ func (s *supervisor) keepTold(t *tenure.Term, c *child, attrs []any) {
 		return
 	}
 	t.StepDown(why) // stop renewing, if still leading
-	until := max(c.toldUntil(), boottime.Instant(termctl.BootDeadline(t)))
+	until := max(c.toldUntil(), boottime.Instant(t.BootDeadline()))
 	s.log.Warn("keeping the key, neither renewed nor released, until the last deadline told to the command",
 		append(attrs, "token", t.Token(), "for", max(boottime.Until(until), 0).Round(time.Millisecond), "why", why)...)
 	for d := boottime.Until(until); d > 0; d = boottime.Until(until) {
@@ -289,7 +286,7 @@ func (s *supervisor) feed(ctx context.Context, c *child, t *tenure.Term, stop <-
 	overdue.Stop()
 	defer overdue.Stop()
 	for {
-		renewed := termctl.Renewed(t) // before the deadline is read: no renewal is missed
+		renewed := t.Renewed() // before the deadline is read: no renewal is missed
 		if t.Context().Err() == nil {
 			m := s.leaseMessage(t)
 			c.send(m)
@@ -329,7 +326,7 @@ func (s *supervisor) leaseMessage(t *tenure.Term) guard.Message {
 	now := boottime.Now()
 	// The term's deadline on the boot clock, measured from the send time of
 	// the request that produced the grant, as the term's own.
-	deadline := boottime.Instant(termctl.BootDeadline(t))
+	deadline := boottime.Instant(t.BootDeadline())
 	name, instance := display.SplitIdentity(t.Grant().Holder)
 	return guard.Message{Op: guard.OpLease, TermAt: s.stall.termAt(now, deadline, t.Grant().TTL), Lease: &guard.Lease{
 		Key: t.Grant().Key, Holder: name, Instance: instance, Token: t.Token(),

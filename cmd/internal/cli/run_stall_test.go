@@ -12,7 +12,6 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/boottime"
-	"github.com/tenure-dev/tenure/internal/termctl"
 	"github.com/tenure-dev/tenure/internal/timing"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
@@ -134,7 +133,7 @@ func TestStallGroupTermAtFollowsRenewals(t *testing.T) {
 		go func() {
 			done <- g.Run(ctx, func(ctx context.Context, _ partition.Partition, term *tenure.Term) error {
 				for {
-					renewed := termctl.Renewed(term)
+					renewed := term.Renewed()
 					m := s.leaseMessage(term)
 					mu.Lock()
 					p := plan{made: time.Now()}

@@ -35,12 +35,29 @@ type verifyFlags struct {
 	kubeAPIServer string
 }
 
+// newVerifyCommand builds tenure verify.
 func newVerifyCommand(g *globalFlags) *cobra.Command {
 	var f verifyFlags
 	cmd := &cobra.Command{
-		Use:   "verify",
-		Short: "Run real nodes under real faults and check that no stale leader gets a write through",
-		Long: `verify starts --nodes node processes (this binary, re-executed), each a tenure
+		Use:     "verify",
+		Short:   "Run real nodes under real faults and check that no stale leader gets a write through",
+		Long:    verifyLong,
+		Example: verifyExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := f.options(cmd, g)
+			if err != nil {
+				return err
+			}
+			return runVerify(cmd, f, o, g)
+		},
+	}
+	f.bind(cmd)
+	return cmd
+}
+
+// verifyLong is the help text of tenure verify.
+var verifyLong = `verify starts --nodes node processes (this binary, re-executed), each a tenure
 elector against a real coordinator reached through its own TCP proxy; while
 a node leads it writes to a fenced register service as fast as it
 reasonably can. Faults strike on a schedule drawn from --seed: partitions,
@@ -98,27 +115,17 @@ partition of a member shares.
 
 What it cannot check: a lease cannot stop a paused process from finishing
 a write it had already sent — only the resource's fencing can, and the
-stale-write checker shows it did.`,
-		Example: `  tenure verify --duration 60s --json out.json
+stale-write checker shows it did.`
+
+// verifyExample is the example section of tenure verify's help.
+const verifyExample = `  tenure verify --duration 60s --json out.json
   tenure verify --duration 2m --html report.html
   tenure verify --members 3 --faults partition,member
   tenure verify --plant reply-deadline --duration 20s
   tenure verify --faults clock --duration 60s
   tenure verify --partitions 16 --duration 30s
   tenure verify --kubeconfig ~/.kube/config --namespace verify --duration 60s
-  tenure verify --kube-apiserver tools/kube-apiserver/bin/kube-apiserver --duration 60s`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := f.options(cmd, g)
-			if err != nil {
-				return err
-			}
-			return runVerify(cmd, f, o, g)
-		},
-	}
-	f.bind(cmd)
-	return cmd
-}
+  tenure verify --kube-apiserver tools/kube-apiserver/bin/kube-apiserver --duration 60s`
 
 // bind defines verify's flags on cmd, bound to f.
 func (f *verifyFlags) bind(cmd *cobra.Command) {
