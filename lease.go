@@ -193,6 +193,20 @@ func (l *Lease) endAll(cause error) {
 	}
 }
 
+// lose stops l and ends every live term with cause, in one step: a term
+// started once l is lost is started ended, never left live on a lease the
+// coordinator has given away.
+func (l *Lease) lose(cause error) {
+	l.mu.Lock()
+	l.stopped = true
+	l.timer.Stop()
+	terms := l.snapshotLocked()
+	l.mu.Unlock()
+	for _, t := range terms {
+		t.end(cause)
+	}
+}
+
 // Stop stops l's timer: its terms no longer end at its deadline on their
 // own, but the terms still live are not ended either: their owner ends
 // them (Check fails once their deadline has passed, whatever).

@@ -53,8 +53,7 @@ func (l *Lease) Keep(ctx context.Context, renew func(ctx context.Context, next t
 		}
 		next, err := l.settle(ctx, rn)
 		if err != nil {
-			l.endAll(fmt.Errorf("%w: %w", ErrNotLeader, err))
-			l.Stop()
+			l.lose(fmt.Errorf("%w: %w", ErrNotLeader, err))
 			return err
 		}
 		if l.single && l.over() {
