@@ -52,12 +52,14 @@ func newLeaseTiming(ttl, renew, retry, timeout time.Duration, maxDrift float64, 
 
 // deadline is the one deadline rule: the local deadline of a lease granted
 // for ttl by a request sent at sent is sent + ttl·(1 − MaxDrift) − Margin,
-// on both clocks. A zero sent has none (errNoSent).
+// on both clocks. A zero sent has none (errNoSent). A TTL of zero or less
+// grants nothing: the deadline is Margin before sent, never a negative TTL
+// whose arithmetic overflows into the future.
 func (tm leaseTiming) deadline(ttl time.Duration, sent Instant) (Instant, error) {
 	if sent.IsZero() {
 		return Instant{}, errNoSent
 	}
-	return sent.Add(timing.SafeLease(ttl, tm.maxDrift, tm.margin)), nil
+	return sent.Add(timing.SafeLease(max(ttl, 0), tm.maxDrift, tm.margin)), nil
 }
 
 // next is the renewal schedule: how long after a renewal (or the grant) of
