@@ -185,9 +185,12 @@ func (l *Lease) extend(g Grant, dl Instant) bool {
 	return ok
 }
 
-// endAll ends every live term of l with cause.
-func (l *Lease) endAll(cause error) {
+// void ends every live term of l with cause and moves l's deadline to
+// now: a renewal answered without a send time leaves no safe deadline, so
+// a term started on l is over at once until a renewal gives it one again.
+func (l *Lease) void(cause error) {
 	l.mu.Lock()
+	l.dl = Now()
 	terms := l.snapshotLocked()
 	l.mu.Unlock()
 	for _, t := range terms {
