@@ -155,12 +155,15 @@ func (l *Lease) Start(parent context.Context, g Grant) *Term {
 
 // End ends term t of l now with cause, which should wrap ErrNotLeader (and
 // ErrLost or ErrStaleToken when those are the reason); a nil cause records
-// a plain end. Ending an ended term does nothing.
+// a plain end. Ending an ended term does nothing. Once End returns, t's
+// context is cancelled and Check fails, even while another goroutine's End
+// of t is under way.
 func (l *Lease) End(t *Term, cause error) {
 	if cause == nil {
 		cause = ErrNotLeader
 	}
 	t.end(cause)
+	<-t.ctx.Done() // an end under way elsewhere has marked t ended, and cancels it next
 }
 
 // extend moves l's deadline to dl, the one renewal that granted g.TTL and
