@@ -133,7 +133,8 @@ func newLeaseAt(tm leaseTiming, ttl time.Duration, sent, dl Instant, single bool
 
 // Start starts a term for grant g on l, with l's deadline; its context
 // derives from parent's values, not its cancellation. End ends it alone.
-// Past the deadline, or after Stop, Start returns a term already ended.
+// Past the deadline, after Stop, or once Keep has found l lost, Start
+// returns a term already ended.
 func (l *Lease) Start(parent context.Context, g Grant) *Term {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	l.mu.Lock()
