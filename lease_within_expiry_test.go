@@ -60,119 +60,144 @@ func (m *expiryModel) over() (time.Duration, bool) {
 	return boottime.Now().Sub(m.expiry), m.lost
 }
 
-// modelTerm is a term and the model of the lease it rides.
+// modelTerm is a term, the lease it rides and the model of that lease.
 type modelTerm struct {
 	term  *tenure.Term
+	lease *tenure.Lease
 	model *expiryModel
 }
 
-// withinExpiry runs one schedule for 30s: a member that joins again
-// (a new lease) each time its lease is lost.
+// expirySchedule is one random schedule: a member that joins again (a
+// new lease) each time its lease is lost, its renewals' fates, and the
+// host's suspends.
+type expirySchedule struct {
+	cfg  tenure.Config
+	hold sync.Mutex // held by a suspend, and across a Check and its judgement
+
+	mu      sync.Mutex
+	rng     *rand.Rand
+	lease   *tenure.Lease
+	model   *expiryModel
+	leases  int
+	renewed int
+}
+
+// pick returns a random duration in [0, d).
+func (s *expirySchedule) pick(d time.Duration) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Duration(s.rng.Int64N(int64(d)))
+}
+
+// renew is the coordinator's side of the renewals of the lease m models:
+// half of them slow, one in ten lost on the way, one in ten whose reply is
+// lost, one in ten answered without a send time.
+func (s *expirySchedule) renew(m *expiryModel) func(context.Context, time.Time) (tenure.Grant, time.Time, error) {
+	return func(context.Context, time.Time) (tenure.Grant, time.Time, error) {
+		sent, sentBoot := tenure.Now(), boottime.Now()
+		slowest := 100 * time.Millisecond
+		if s.pick(2) == 0 {
+			slowest = 1500 * time.Millisecond
+		}
+		request, reply, fate := s.pick(slowest), s.pick(slowest), s.pick(10)
+		time.Sleep(request)
+		applied := fate != 0 && m.apply(sentBoot.Add(request), s.cfg.TTL)
+		time.Sleep(reply)
+		switch {
+		case !applied && fate != 0:
+			return tenure.Grant{}, time.Time{}, fmt.Errorf("renew: %w", tenure.ErrLost)
+		case !applied, fate == 1:
+			return tenure.Grant{}, time.Time{}, errors.New("connection reset")
+		case fate == 2:
+			return tenure.Grant{TTL: s.cfg.TTL}, time.Time{}, nil
+		}
+		s.mu.Lock()
+		s.renewed++
+		s.mu.Unlock()
+		return tenure.Grant{TTL: s.cfg.TTL, Sent: sent}, time.Time{}, nil
+	}
+}
+
+// member keeps a lease until ctx ends, joining again when one is lost.
+func (s *expirySchedule) member(ctx context.Context) {
+	for ctx.Err() == nil {
+		m := &expiryModel{expiry: boottime.Now().Add(s.cfg.TTL)}
+		l, err := tenure.NewLease(s.cfg, s.cfg.TTL, tenure.Now())
+		if err != nil {
+			panic(err)
+		}
+		s.mu.Lock()
+		s.lease, s.model = l, m
+		s.leases++
+		s.mu.Unlock()
+		_ = l.Keep(ctx, s.renew(m))
+		l.Stop()
+	}
+}
+
+// suspender suspends the host, 10ms to 4s every 2 to 12s, until ctx ends.
+func (s *expirySchedule) suspender(ctx context.Context, suspend func(time.Duration)) {
+	for ctx.Err() == nil {
+		time.Sleep(2*time.Second + s.pick(10*time.Second))
+		s.hold.Lock()
+		suspend(10*time.Millisecond + s.pick(4*time.Second))
+		s.hold.Unlock()
+	}
+}
+
+// withinExpiry runs one schedule for 30s, starting a term every 100ms and
+// ending one every 150ms, and judges every term every 5ms.
 func withinExpiry(t *testing.T, seed uint64) {
 	suspend, restore := tenure.SimulateSuspend()
 	defer restore()
-	rng := rand.New(rand.NewPCG(seed, 35))
-	var rngMu sync.Mutex
-	pick := func(d time.Duration) time.Duration { // in [0, d)
-		rngMu.Lock()
-		defer rngMu.Unlock()
-		return time.Duration(rng.Int64N(int64(d)))
-	}
-	cfg := limitsConfig()
+	s := &expirySchedule{cfg: limitsConfig(), rng: rand.New(rand.NewPCG(seed, 35))}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	var (
-		bg      sync.WaitGroup
-		hold    sync.Mutex // held by a suspend, and across a Check and its judgement
-		curMu   sync.Mutex
-		cur     *tenure.Lease
-		curM    *expiryModel
-		leases  = 0
-		renewed = 0
-	)
+	var bg sync.WaitGroup
 	defer func() { cancel(); bg.Wait() }()
-	renew := func(m *expiryModel) func(context.Context, time.Time) (tenure.Grant, time.Time, error) {
-		return func(context.Context, time.Time) (tenure.Grant, time.Time, error) {
-			sent, sentBoot := tenure.Now(), boottime.Now()
-			slowest := 100 * time.Millisecond
-			if pick(2) == 0 { // half the renewals are slow
-				slowest = 1500 * time.Millisecond
-			}
-			request, reply, fate := pick(slowest), pick(slowest), pick(10)
-			time.Sleep(request)
-			applied := fate != 0 && m.apply(sentBoot.Add(request), cfg.TTL)
-			time.Sleep(reply)
-			switch {
-			case !applied && fate != 0:
-				return tenure.Grant{}, time.Time{}, fmt.Errorf("renew: %w", tenure.ErrLost)
-			case !applied, fate == 1:
-				return tenure.Grant{}, time.Time{}, errors.New("connection reset")
-			case fate == 2:
-				return tenure.Grant{TTL: cfg.TTL}, time.Time{}, nil
-			}
-			curMu.Lock()
-			renewed++
-			curMu.Unlock()
-			return tenure.Grant{TTL: cfg.TTL, Sent: sent}, time.Time{}, nil
-		}
-	}
-	bg.Go(func() {
-		for ctx.Err() == nil {
-			m := &expiryModel{expiry: boottime.Now().Add(cfg.TTL)}
-			l, err := tenure.NewLease(cfg, cfg.TTL, tenure.Now())
-			if err != nil {
-				panic(err)
-			}
-			curMu.Lock()
-			cur, curM = l, m
-			leases++
-			curMu.Unlock()
-			_ = l.Keep(ctx, renew(m))
-			l.Stop()
-		}
-	})
-	bg.Go(func() {
-		for ctx.Err() == nil {
-			time.Sleep(2*time.Second + pick(10*time.Second))
-			hold.Lock()
-			suspend(10*time.Millisecond + pick(4*time.Second))
-			hold.Unlock()
-		}
-	})
+	bg.Go(func() { s.member(ctx) })
+	bg.Go(func() { s.suspender(ctx, suspend) })
 	var terms []modelTerm
 	passed := 0
 	for tick := 0; ctx.Err() == nil; tick++ {
 		time.Sleep(5 * time.Millisecond)
-		curMu.Lock()
-		l, m := cur, curM
-		curMu.Unlock()
+		s.mu.Lock()
+		l, m := s.lease, s.model
+		s.mu.Unlock()
 		if tick%20 == 0 && l != nil {
-			terms = append(terms, modelTerm{startTerms(l, tick+1, 1)[0], m})
+			terms = append(terms, modelTerm{startTerms(l, tick+1, 1)[0], l, m})
 		}
 		if tick%30 == 0 && len(terms) > 0 {
-			i := int(pick(time.Duration(len(terms))))
-			l.End(terms[i].term, nil)
-			if terms[i].term.Check() == nil {
+			i := int(s.pick(time.Duration(len(terms))))
+			if terms[i].lease.End(terms[i].term, nil); terms[i].term.Check() == nil {
 				t.Fatalf("term %d passes Check after End returned", terms[i].term.Token())
 			}
 			terms = append(terms[:i], terms[i+1:]...)
 		}
-		hold.Lock()
-		for _, mt := range terms {
-			if mt.term.Check() != nil {
-				continue
-			}
-			passed++
-			if over, lost := mt.model.over(); over >= 0 || lost {
-				hold.Unlock()
-				t.Fatalf("term %d passes Check %s after the coordinator's lease expired (lost %v)", mt.term.Token(), over, lost)
-			}
+		passed += judge(t, &s.hold, terms)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.Logf("%d checks passed; %d leases, %d renewals answered", passed, s.leases, s.renewed)
+	if passed == 0 || s.leases < 2 {
+		t.Fatalf("%d checks passed on %d leases: the schedule tests nothing", passed, s.leases)
+	}
+}
+
+// judge checks every term, holding hold, and fails the test if one passes
+// Check once its lease has expired at the coordinator. It returns how many
+// passed.
+func judge(t *testing.T, hold *sync.Mutex, terms []modelTerm) (passed int) {
+	t.Helper()
+	hold.Lock()
+	defer hold.Unlock()
+	for _, mt := range terms {
+		if mt.term.Check() != nil {
+			continue
 		}
-		hold.Unlock()
+		passed++
+		if over, lost := mt.model.over(); over >= 0 || lost {
+			t.Fatalf("term %d passes Check %s after the coordinator's lease expired (lost %v)", mt.term.Token(), over, lost)
+		}
 	}
-	curMu.Lock()
-	defer curMu.Unlock()
-	t.Logf("%d checks passed; %d leases, %d renewals answered", passed, leases, renewed)
-	if passed == 0 || leases < 2 {
-		t.Fatalf("%d checks passed on %d leases: the schedule tests nothing", passed, leases)
-	}
+	return passed
 }
