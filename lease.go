@@ -52,12 +52,14 @@ func newLeaseTiming(ttl, renew, retry, timeout time.Duration, maxDrift float64, 
 
 // deadline is the one deadline rule: the local deadline of a lease granted
 // for ttl by a request sent at sent is sent + ttl·(1 − MaxDrift) − Margin,
-// on both clocks. A zero sent has none (errNoSent).
+// on both clocks. A zero sent has none (errNoSent). A TTL of zero or less
+// grants nothing: the deadline is Margin before sent, never a negative TTL
+// whose arithmetic overflows into the future.
 func (tm leaseTiming) deadline(ttl time.Duration, sent Instant) (Instant, error) {
 	if sent.IsZero() {
 		return Instant{}, errNoSent
 	}
-	return sent.Add(timing.SafeLease(ttl, tm.maxDrift, tm.margin)), nil
+	return sent.Add(timing.SafeLease(max(ttl, 0), tm.maxDrift, tm.margin)), nil
 }
 
 // next is the renewal schedule: how long after a renewal (or the grant) of
@@ -131,7 +133,8 @@ func newLeaseAt(tm leaseTiming, ttl time.Duration, sent, dl Instant, single bool
 
 // Start starts a term for grant g on l, with l's deadline; its context
 // derives from parent's values, not its cancellation. End ends it alone.
-// Past the deadline, or after Stop, Start returns a term already ended.
+// Past the deadline, after Stop, or once Keep has found l lost, Start
+// returns a term already ended.
 func (l *Lease) Start(parent context.Context, g Grant) *Term {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	l.mu.Lock()
@@ -153,12 +156,15 @@ func (l *Lease) Start(parent context.Context, g Grant) *Term {
 
 // End ends term t of l now with cause, which should wrap ErrNotLeader (and
 // ErrLost or ErrStaleToken when those are the reason); a nil cause records
-// a plain end. Ending an ended term does nothing.
+// a plain end. Ending an ended term does nothing. Once End returns, t's
+// context is cancelled and Check fails, even while another goroutine's End
+// of t is under way.
 func (l *Lease) End(t *Term, cause error) {
 	if cause == nil {
 		cause = ErrNotLeader
 	}
 	t.end(cause)
+	<-t.ctx.Done() // an end under way elsewhere has marked t ended, and cancels it next
 }
 
 // extend moves l's deadline to dl, the one renewal that granted g.TTL and
@@ -183,9 +189,26 @@ func (l *Lease) extend(g Grant, dl Instant) bool {
 	return ok
 }
 
-// endAll ends every live term of l with cause.
-func (l *Lease) endAll(cause error) {
+// void ends every live term of l with cause and moves l's deadline to
+// now: a renewal answered without a send time leaves no safe deadline, so
+// a term started on l is over at once until a renewal gives it one again.
+func (l *Lease) void(cause error) {
 	l.mu.Lock()
+	l.dl = Now()
+	terms := l.snapshotLocked()
+	l.mu.Unlock()
+	for _, t := range terms {
+		t.end(cause)
+	}
+}
+
+// lose stops l and ends every live term with cause, in one step: a term
+// started once l is lost is started ended, never left live on a lease the
+// coordinator has given away.
+func (l *Lease) lose(cause error) {
+	l.mu.Lock()
+	l.stopped = true
+	l.timer.Stop()
 	terms := l.snapshotLocked()
 	l.mu.Unlock()
 	for _, t := range terms {

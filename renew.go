@@ -34,7 +34,8 @@ type renewal struct {
 // never more than a third of the TTL granted nor half the time left. One
 // that answers extends every term to the deadline it gives (and ends those
 // already past theirs: an ended term is never revived); a renewal without a
-// send time ends every term. A renewal still unanswered a retry period
+// send time ends every term, and a term started before the next renewal
+// that has one is over at once. A renewal still unanswered a retry period
 // after it was sent is logged as overdue then; a failed one is retried every
 // Config.RetryPeriod until the local deadline (and after it: a lease can
 // outlive its terms).
@@ -53,8 +54,7 @@ func (l *Lease) Keep(ctx context.Context, renew func(ctx context.Context, next t
 		}
 		next, err := l.settle(ctx, rn)
 		if err != nil {
-			l.endAll(fmt.Errorf("%w: %w", ErrNotLeader, err))
-			l.Stop()
+			l.lose(fmt.Errorf("%w: %w", ErrNotLeader, err))
 			return err
 		}
 		if l.single && l.over() {
@@ -110,7 +110,7 @@ func (l *Lease) settle(ctx context.Context, rn renewal) (next time.Duration, los
 	}
 	switch err := rn.err; {
 	case errors.Is(err, errNoSent):
-		l.endAll(fmt.Errorf("%w: the coordinator renewed with %w", ErrNotLeader, err))
+		l.void(fmt.Errorf("%w: the coordinator renewed with %w", ErrNotLeader, err))
 		return retry, nil
 	case err == nil:
 		dl, _ := l.tm.deadline(rn.ttl, rn.sent)
