@@ -175,6 +175,9 @@ func (t *Term) end(cause error) {
 	t.mu.Lock()
 	if t.ended {
 		t.mu.Unlock()
+		// Another end is under way: return once it has cancelled the
+		// context, which Check reads, so Check fails once end returns.
+		<-t.ctx.Done()
 		return
 	}
 	t.ended = true

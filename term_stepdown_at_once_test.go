@@ -1,14 +1,7 @@
-//go:build openfinding
-
-// Open finding: Term.StepDown can return with the term still passing
-// Check while another goroutine is ending the same term (Lease.End, the
-// lease's timer, a loss): Term.end marks the term ended, unlocks, and only
-// then cancels its context, and Check reads the context, not the mark; a
-// StepDown in between sees the mark and returns at once. Lease.End waits
-// for the cancel; StepDown (term.go) does not yet. The fix is for
-// Term.end's early return to wait for t.ctx.Done() too.
-//
-// Run: go test -race -tags openfinding -run TestTermStepDownAtOnceFailsCheckOnReturn .
+// Term.StepDown while another goroutine ends the same term (Lease.End, the
+// lease's timer, a loss): Term.end marks the term ended, unlocks, then
+// cancels its context, which Check reads; a StepDown in between must not
+// return before that cancel.
 
 package tenure_test
 
