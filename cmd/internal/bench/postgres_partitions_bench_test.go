@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/pgtest"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/postgres"
 )
 
@@ -24,7 +24,7 @@ func BenchmarkPartitionsPostgres(b *testing.B) {
 	for range b.N {
 		res, err := Partitions(context.Background(), PartitionsOptions{
 			Partitions: 10000, Members: 10, TTL: 10 * time.Second, Reference: 100, Progress: os.Stdout,
-			NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
+			NewCoordinator: func(ctx context.Context) (partition.Coordinator, error) {
 				return postgres.Open(ctx, dsn)
 			},
 			Writes:    func(ctx context.Context) (int64, error) { return PostgresGroupWrites(ctx, dsn) },

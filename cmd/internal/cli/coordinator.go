@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/etcd"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/postgres"
 )
 
@@ -146,7 +146,7 @@ func (f *coordinatorFlags) tlsConfig() (*tls.Config, error) {
 // openCoordinator connects to the coordinator the flags name, within
 // --dial-timeout. It is the only place that knows the backends of run,
 // status and watch.
-func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger) (tenure.Coordinator, error) {
+func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger) (partition.Coordinator, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.dialTimeout)
 	defer cancel()
 	if f.kube() {

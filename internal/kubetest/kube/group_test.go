@@ -26,7 +26,7 @@ func TestGroupConformance(t *testing.T) {
 	t.Parallel()
 	_, cs := server(t)
 	ns := newNamespace(t, cs)
-	partitiontest.Run(t, func(t *testing.T) tenure.Coordinator {
+	partitiontest.Run(t, func(t *testing.T) partition.Coordinator {
 		cfg := kube.DefaultConfig()
 		cfg.Namespace = ns
 		c, err := kube.New(cs, cfg)
