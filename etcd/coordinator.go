@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultPrefix is the etcd key prefix under which tenure keys live, unless
-// changed with WithPrefix or Config.Prefix. Users who read tenure's keys with
+// changed with WithPrefix. Users who read tenure's keys with
 // etcdctl find them there.
 const DefaultPrefix = "/tenure/leader/"
 
@@ -49,19 +49,19 @@ type Coordinator struct {
 	leases map[string]granted // key → the last grant made on it here, and its lease (grant.go)
 }
 
-// An Option configures a Coordinator. Users pass options to New.
+// An Option configures a Coordinator, for New or Dial.
 type Option func(*Coordinator)
 
 // WithPrefix sets the etcd key prefix under which tenure keys live. Default
-// DefaultPrefix. A prefix normally ends with "/". Users pass it to New to
-// keep several applications' keys apart in one cluster.
+// DefaultPrefix. A prefix normally ends with "/". One prefix per
+// application keeps several applications' keys apart in one cluster.
 func WithPrefix(prefix string) Option {
 	return func(c *Coordinator) { c.prefix = prefix }
 }
 
 // WithLogger sets where the coordinator logs (at debug level: grants and
-// watch failures). Nil, the default, discards. Users pass it to New; Dial
-// takes Config.Logger.
+// watch failures); with Dial, the etcd client's warnings and errors too.
+// Nil, the default, discards.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Coordinator) { c.log = l }
 }

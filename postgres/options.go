@@ -20,7 +20,7 @@ const (
 	// notification arrives.
 	DefaultPollInterval = time.Second
 	// DefaultConnectTimeout bounds connecting to the server when the DSN
-	// given to Open has no connect_timeout.
+	// given to Dial has no connect_timeout.
 	DefaultConnectTimeout = 10 * time.Second
 )
 
@@ -28,7 +28,7 @@ const (
 // truncated silently.
 const maxIdentLen = 63
 
-// An Option configures a Coordinator. Users pass options to Open or New.
+// An Option configures a Coordinator. Users pass options to Dial or New.
 type Option func(*options)
 
 type options struct {
@@ -78,29 +78,29 @@ func (n Notify) String() string {
 // DefaultSchema. The table is always named with its schema, never found
 // through the search_path: two roles (or two connections) with different
 // search_paths would otherwise find two different tables, and hand out the
-// same key, with the same tokens, twice. Users pass it to Open or New.
+// same key, with the same tokens, twice. Users pass it to Dial or New.
 func WithSchema(schema string) Option { return func(o *options) { o.schema = schema } }
 
 // WithTable names the leadership table. Default DefaultTable. Users pass it
-// to Open or New.
+// to Dial or New.
 func WithTable(table string) Option { return func(o *options) { o.table = table } }
 
 // WithChannel names the LISTEN/NOTIFY channel. Default DefaultChannel. Users
-// pass it to Open or New.
+// pass it to Dial or New.
 func WithChannel(channel string) Option { return func(o *options) { o.channel = channel } }
 
 // WithPollInterval sets how often each watcher re-reads its key besides
 // reacting to notifications and to its lease's expiry. Default
-// DefaultPollInterval. Users pass it to Open or New.
+// DefaultPollInterval. Users pass it to Dial or New.
 func WithPollInterval(d time.Duration) Option { return func(o *options) { o.pollInterval = d } }
 
 // WithNotify sets which changes are announced to watchers. Default
-// NotifyWatched. Users pass it to Open or New; `tenure bench throughput`
+// NotifyWatched. Users pass it to Dial or New; `tenure bench throughput`
 // compares the two.
 func WithNotify(n Notify) Option { return func(o *options) { o.notify = n } }
 
 // WithLogger sets where the coordinator logs (listener reconnections).
-// Default: nowhere. Users pass it to Open or New, as the tenure command
+// Default: nowhere. Users pass it to Dial or New, as the tenure command
 // does.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 

@@ -25,7 +25,7 @@ func BenchmarkPartitionsPostgres(b *testing.B) {
 		res, err := Partitions(context.Background(), PartitionsOptions{
 			Partitions: 10000, Members: 10, TTL: 10 * time.Second, Reference: 100, Progress: os.Stdout,
 			NewCoordinator: func(ctx context.Context) (partition.Coordinator, error) {
-				return postgres.Open(ctx, dsn)
+				return postgres.Dial(ctx, dsn)
 			},
 			Writes:    func(ctx context.Context) (int64, error) { return PostgresGroupWrites(ctx, dsn) },
 			WritesLag: PostgresGroupWritesLag,

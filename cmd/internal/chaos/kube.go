@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/tenure-dev/tenure/cmd/internal/kubeconfig"
@@ -154,9 +155,11 @@ func dialKube(spec NodeSpec) (partition.Coordinator, error) {
 	if err := proxied(rc, spec.KubeProxy); err != nil {
 		return nil, fmt.Errorf("chaos: kubeconfig %s: %w", spec.Kubeconfig, err)
 	}
-	cfg := kube.DefaultConfig()
-	cfg.Namespace, cfg.MaxDrift = spec.Namespace, spec.MaxDrift
-	return kube.NewForConfig(rc, cfg)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: kubeconfig %s: %w", spec.Kubeconfig, err)
+	}
+	return kube.New(cs, spec.Namespace, kube.WithMaxDrift(spec.MaxDrift))
 }
 
 // proxied points rc at the proxy addr instead of its server, keeping the

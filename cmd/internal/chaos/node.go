@@ -167,7 +167,7 @@ func dial(ctx context.Context, spec NodeSpec, ew *eventWriter) (partition.Coordi
 		var err error
 		dctx, cancel := context.WithTimeout(ctx, 2*spec.TTL)
 		if spec.Postgres != "" {
-			base, err = postgres.Open(dctx, spec.Postgres)
+			base, err = postgres.Dial(dctx, spec.Postgres)
 		} else {
 			base, err = etcd.Dial(dctx, etcd.Config{Endpoints: spec.Endpoints, DialTimeout: 2 * spec.TTL})
 		}

@@ -157,7 +157,7 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 		if _, err := pgxpool.ParseConfig(f.postgres); err == nil {
 			f.announce(ctx, log, "PostgreSQL at "+postgres.RedactDSN(f.postgres))
 		}
-		c, err := postgres.Open(ctx, f.postgres, postgres.WithLogger(log))
+		c, err := postgres.Dial(ctx, f.postgres, postgres.WithLogger(log))
 		if err != nil {
 			if errors.Is(err, postgres.ErrInvalidDSN) {
 				return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--postgres: %w", err)}
@@ -185,13 +185,12 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 		Username:    f.user,
 		Password:    f.password,
 		TLS:         tlsCfg,
-		Logger:      clientLog,
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}
 	}
 	f.announce(ctx, log, "etcd at "+strings.Join(f.endpoints, ","))
-	c, err := etcd.Dial(ctx, cfg)
+	c, err := etcd.Dial(ctx, cfg, etcd.WithLogger(clientLog))
 	if err != nil {
 		if errors.Is(err, etcd.ErrInvalidConfig) {
 			return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}

@@ -108,9 +108,7 @@ func openKube(ctx context.Context, f *coordinatorFlags, log *slog.Logger) (parti
 	if err := checkKubeVersion(ctx, cs, rc.Host, f); err != nil {
 		return nil, err
 	}
-	cfg := kube.DefaultConfig()
-	cfg.Namespace, cfg.Logger = ns, log
-	c, err := kube.New(cs, cfg)
+	c, err := kube.New(cs, ns, kube.WithLogger(log))
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}

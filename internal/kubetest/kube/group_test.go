@@ -27,9 +27,7 @@ func TestGroupConformance(t *testing.T) {
 	_, cs := server(t)
 	ns := newNamespace(t, cs)
 	partitiontest.Run(t, func(t *testing.T) partition.Coordinator {
-		cfg := kube.DefaultConfig()
-		cfg.Namespace = ns
-		c, err := kube.New(cs, cfg)
+		c, err := kube.New(cs, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
