@@ -14,7 +14,7 @@ import (
 // Run campaigns for a key, calls the function while this node leads, and
 // releases the key when the function returns.
 func ExampleElector_Run() {
-	coord := memory.New() // or etcd.Dial, postgres.Open
+	coord := memory.New() // or etcd.Dial, postgres.Dial
 	defer coord.Close()
 
 	cfg := tenure.DefaultConfig()

@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultPrefix is the etcd key prefix under which tenure keys live, unless
-// changed with WithPrefix or Config.Prefix. Users who read tenure's keys with
+// changed with WithPrefix. Users who read tenure's keys with
 // etcdctl find them there.
 const DefaultPrefix = "/tenure/leader/"
 
@@ -47,28 +47,26 @@ type Coordinator struct {
 	leases map[string]granted // key → the last grant made on it here, and its lease (grant.go)
 }
 
-// An Option configures a Coordinator that New makes.
+// An Option configures a Coordinator, for New or Dial.
 type Option func(*Coordinator)
 
 // WithPrefix sets the etcd key prefix under which tenure keys live. Default
-// DefaultPrefix. A prefix normally ends with "/". Distinct prefixes keep
-// several applications' keys apart in one cluster.
+// DefaultPrefix. A prefix normally ends with "/". One prefix per
+// application keeps several applications' keys apart in one cluster.
 func WithPrefix(prefix string) Option {
 	return func(c *Coordinator) { c.prefix = prefix }
 }
 
 // WithLogger sets where the coordinator logs (at debug level: grants and
-// watch failures). Nil, the default, discards. Config.Logger is Dial's
-// equivalent.
+// watch failures); with Dial, the etcd client's warnings and errors too.
+// Nil, the default, discards.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Coordinator) { c.log = l }
 }
 
 // New returns a Coordinator that talks to etcd through client. The caller
 // keeps ownership of client: Close does not close it, and the caller must not
-// close it before closing the Coordinator. Users with an etcd client of their
-// own call it (and the tenure command, for the etcd it embeds); Dial makes
-// the client.
+// close it before closing the Coordinator. Dial makes a client of its own.
 func New(client *clientv3.Client, opts ...Option) (*Coordinator, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: nil etcd client", ErrInvalidConfig)

@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -40,14 +39,6 @@ type Config struct {
 	// TLS secures the connections; required for https:// endpoints (RootCAs
 	// verifies the servers, Certificates authenticates the client).
 	TLS *tls.Config
-
-	// Prefix is the etcd key prefix under which tenure keys live. Empty
-	// means DefaultPrefix ("/tenure/leader/").
-	Prefix string
-
-	// Logger receives the etcd client's warnings and errors, and the
-	// coordinator's debug records. Nil discards them.
-	Logger *slog.Logger
 }
 
 // Validate reports every problem with cfg, each wrapping ErrInvalidConfig
@@ -120,14 +111,30 @@ func checkEndpoint(ep string) error {
 // Dial connects to the etcd cluster cfg names and checks, within
 // cfg.DialTimeout and what ctx allows, that it answers a linearizable read
 // (which needs a quorum) with the credentials given. The Coordinator owns
-// the connection: its Close closes it. The error wraps ErrUnreachable when no
-// endpoint answered in time, ErrAuth when the credentials were refused or are
-// required, and ErrInvalidConfig for a malformed Config. Users call it to
-// reach their cluster; New serves those who have a client already.
-func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
+// the connection: its Close closes it. opts are New's; WithLogger's logger
+// also receives the etcd client's warnings and errors. The error wraps
+// ErrUnreachable when no endpoint answered in time, ErrAuth when the
+// credentials were refused or are required, and ErrInvalidConfig for a
+// malformed Config or option.
+func Dial(ctx context.Context, cfg Config, opts ...Option) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	c, err := newCoordinator(nil, true, opts)
+	if err != nil {
+		return nil, err
+	}
+	client, err := dialClient(ctx, c, cfg)
+	if err != nil {
+		c.cancel()
+		return nil, err
+	}
+	c.client.Client = client
+	return c, nil
+}
+
+// dialClient makes c's client for cfg and checks that the cluster answers.
+func dialClient(ctx context.Context, c *Coordinator, cfg Config) (*clientv3.Client, error) {
 	timeout := cfg.DialTimeout
 	if timeout == 0 {
 		timeout = DefaultDialTimeout
@@ -146,27 +153,23 @@ func Dial(ctx context.Context, cfg Config) (*Coordinator, error) {
 		Username:             cfg.Username,
 		Password:             cfg.Password,
 		TLS:                  cfg.TLS,
-		Logger:               zapslog.New(cfg.Logger, slog.LevelWarn),
+		Logger:               zapslog.New(c.log, slog.LevelWarn),
 	})
 	if err != nil {
 		return nil, dialError(eps, cfg.Username, timeout, err)
 	}
-	c, err := newCoordinator(client, true, []Option{WithLogger(cfg.Logger), WithPrefix(cmp.Or(cfg.Prefix, DefaultPrefix))})
-	if err == nil {
-		err = answers(ctx, c, cfg, timeout)
-	}
-	if err != nil {
+	if err := answers(ctx, client, c.prefix, cfg, timeout); err != nil {
 		client.Close()
 		return nil, err
 	}
-	return c, nil
+	return client, nil
 }
 
-// answers checks that the cluster c talks to answers a linearizable read
+// answers checks that the cluster cl talks to answers a linearizable read
 // (clientv3.New does not fail on unreachable endpoints; the read does). If
 // it has not answered by half the timeout, it finds out in the meantime
 // why, for the error message.
-func answers(ctx context.Context, c *Coordinator, cfg Config, timeout time.Duration) error {
+func answers(ctx context.Context, cl *clientv3.Client, prefix string, cfg Config, timeout time.Duration) error {
 	whyc := make(chan string, 1)
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	go func() {
@@ -177,7 +180,7 @@ func answers(ctx context.Context, c *Coordinator, cfg Config, timeout time.Durat
 			whyc <- ""
 		}
 	}()
-	_, err := c.client.Get(ctx, c.prefix, clientv3.WithKeysOnly(), clientv3.WithLimit(1))
+	_, err := client{cl}.Get(ctx, prefix, clientv3.WithKeysOnly(), clientv3.WithLimit(1)) // refusals marked, as every call of the Coordinator
 	stopProbe()
 	why := <-whyc
 	if err == nil {

@@ -199,3 +199,25 @@ func TestDialAuth(t *testing.T) {
 }
 
 var _ tenure.Coordinator = (*etcd.Coordinator)(nil)
+
+// Dial takes New's options: the coordinator it returns keeps its keys under
+// WithPrefix's prefix, and an empty prefix is refused before any connection.
+func TestDialOptions(t *testing.T) {
+	eps := startEtcd(t)
+	c, err := etcd.Dial(ctx(t), etcd.Config{Endpoints: eps, DialTimeout: 20 * time.Second}, etcd.WithPrefix("/dialed/"))
+	if err != nil {
+		t.Fatalf("Dial(WithPrefix) error = %v", err)
+	}
+	defer c.Close()
+	g := mustAcquire(t, c, "k", "alice", 10*time.Second)
+	resp, err := newClient(t, eps).Get(ctx(t), "/dialed/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || resp.Kvs[0].ModRevision != int64(g.Token) {
+		t.Errorf("etcd key /dialed/k = %v; want the grant of token %d written there", resp.Kvs, g.Token)
+	}
+	if _, err := etcd.Dial(ctx(t), etcd.Config{Endpoints: eps}, etcd.WithPrefix("")); !errors.Is(err, etcd.ErrInvalidConfig) {
+		t.Errorf("Dial(WithPrefix(\"\")) error = %v; want ErrInvalidConfig", err)
+	}
+}

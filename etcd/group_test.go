@@ -18,7 +18,7 @@ import (
 func TestGroupConformanceEtcdBinary(t *testing.T) {
 	t.Parallel()
 	b := etcdbin.New(t)
-	partitiontest.Run(t, func(t *testing.T) tenure.Coordinator {
+	partitiontest.Run(t, func(t *testing.T) partition.Coordinator {
 		return newCoordinator(t, newClient(t, []string{b.URL}))
 	}, partitiontest.WithTTL(2*time.Second), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
 		c := newCoordinator(t, newClient(t, []string{b.URL}))

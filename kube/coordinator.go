@@ -22,11 +22,11 @@ var _ tenure.Coordinator = (*Coordinator)(nil)
 // (coordination.k8s.io/v1), one Lease per key in one namespace. It also
 // implements partition.Coordinator. It is safe for concurrent use. See the
 // package documentation for how it decides that a Lease has expired. New
-// and NewForConfig make one.
+// and Dial make one.
 type Coordinator struct {
 	client kubernetes.Interface
 	leases coordclient.LeaseInterface
-	cfg    Config
+	cfg    config
 	log    *slog.Logger
 
 	// ctx is cancelled by Close; watch goroutines end with it.
@@ -39,16 +39,18 @@ type Coordinator struct {
 	seen   map[string]record // Lease name → the newest version seen, and when first (sight.go)
 }
 
-// New returns a Coordinator that keeps its Leases in cfg.Namespace through
-// client. It makes no request: a server it cannot reach, or whose
-// resourceVersions are not comparable, fails the first call. Users with a
-// client-go clientset call it, as the tenure command does.
-func New(client kubernetes.Interface, cfg Config) (*Coordinator, error) {
+// New returns a Coordinator that keeps its Leases in namespace through
+// client, which the caller keeps (Close does not touch it). It makes no
+// request: a server it cannot reach, or whose resourceVersions are not
+// comparable, fails the first call. Errors wrap tenure.ErrInvalidConfig
+// and name every unusable argument and option.
+func New(client kubernetes.Interface, namespace string, opts ...Option) (*Coordinator, error) {
+	cfg := newConfig(namespace, opts)
 	var errs []error
 	if client == nil {
 		errs = append(errs, fmt.Errorf("%w: kube: nil Kubernetes client", tenure.ErrInvalidConfig))
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -68,21 +70,28 @@ func New(client kubernetes.Interface, cfg Config) (*Coordinator, error) {
 	return c, nil
 }
 
-// NewForConfig returns a Coordinator with a client of its own made from
-// rc (a kubeconfig's, or rest.InClusterConfig's). See New. Users in a pod
-// call it with rest.InClusterConfig.
-func NewForConfig(rc *rest.Config, cfg Config) (*Coordinator, error) {
+// Dial makes a Kubernetes client of its own from rc (a kubeconfig's, or
+// rest.InClusterConfig's), checks within ctx that the API server answers
+// (it asks its /version), and returns New's Coordinator on it, keeping its
+// Leases in namespace.
+func Dial(ctx context.Context, rc *rest.Config, namespace string, opts ...Option) (*Coordinator, error) {
 	if rc == nil {
 		return nil, fmt.Errorf("%w: kube: nil rest.Config", tenure.ErrInvalidConfig)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := newConfig(namespace, opts).validate(); err != nil {
 		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kube: client for %s: %w", tenure.ErrInvalidConfig, rc.Host, err)
 	}
-	return New(client, cfg)
+	if _, err := client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", err, ctx.Err())
+		}
+		return nil, fmt.Errorf("kube: Kubernetes API server at %s: %w", rc.Host, refusal(err))
+	}
+	return New(client, namespace, opts...)
 }
 
 // Namespace returns the namespace that holds the Leases.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/tenure-dev/tenure"
@@ -20,9 +21,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg := kube.DefaultConfig()
-	cfg.Namespace = "jobs"
-	coord, err := kube.NewForConfig(rc, cfg) // or kube.New(clientset, cfg)
+	coord, err := kube.Dial(ctx, rc, "jobs") // or kube.New(clientset, "jobs")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -52,12 +51,18 @@ func ExampleLeaseName() {
 	// orders-17-0d2162c13cf8cad7
 }
 
-// Validate names every field that cannot work; Namespace has no default.
-func ExampleConfig_Validate() {
-	err := kube.DefaultConfig().Validate()
+// New names every argument and option that cannot work; the namespace has
+// no default.
+func ExampleNew_invalid() {
+	clientset, err := kubernetes.NewForConfig(&rest.Config{Host: "https://127.0.0.1:6443"}) // no request yet
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = kube.New(clientset, "", kube.WithMaxDrift(0.5))
 	fmt.Println(errors.Is(err, tenure.ErrInvalidConfig))
 	fmt.Println(err)
 	// Output:
 	// true
-	// tenure: invalid config: kube: Config.Namespace is empty: name the namespace that holds the Leases
+	// tenure: invalid config: kube: the namespace is empty: name the namespace that holds the Leases
+	// tenure: invalid config: kube: WithMaxDrift (0.5) must be in [0, 0.5)
 }

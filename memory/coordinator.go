@@ -88,8 +88,7 @@ func (l *lease) grant(key string) tenure.Grant {
 // New returns a running Coordinator whose clock runs at the real rate. It
 // starts one goroutine, which expires leases as they run out; Close stops
 // it (inside a testing/synctest bubble, Close before the bubble ends).
-// Users call it for tests, demos and simulations, as tenure's own tests and
-// `tenure demo` do.
+// It is for tests, demos and simulations: its state lives in one process.
 func New(opts ...Option) *Coordinator {
 	c := &Coordinator{
 		clock:    clock{baseReal: time.Now(), rate: 1},

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tenure-dev/tenure/partition"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/timerwait"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -57,7 +56,7 @@ func TestClaimsSizedToTheCoordinatorsPace(t *testing.T) {
 				c := newCluster(t, 3000)
 				defer c.close()
 				link := &pacedLink{Coordinator: c.coord, perPartition: pace}
-				c.wrap = map[string]tenure.Coordinator{"a": link}
+				c.wrap = map[string]partition.Coordinator{"a": link}
 				c.start("a")
 				took := c.await("a runs every partition", 5*c.cfg.TTL, c.settled)
 				c.close()

@@ -9,8 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/plant"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 var chaosSeeds = flag.Int("partition.seeds", 50, "seeds of TestGroupChaos (CI: -partition.seeds 300)")
@@ -112,7 +112,7 @@ func TestGroupChaosCatchesPlantedBug(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c := newCluster(t, 8)
 				if planted {
-					c.wrap = map[string]tenure.Coordinator{"a": plant.WrapGroup(c.coord, plant.RenewAfterExpiry, c.cfg.Config)}
+					c.wrap = map[string]partition.Coordinator{"a": plant.WrapGroup(c.coord, plant.RenewAfterExpiry, c.cfg.Config)}
 				}
 				c.start("a")
 				c.start("b")

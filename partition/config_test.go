@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
 )
 
@@ -54,16 +53,3 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
-
-func TestNewRejectsCoordinatorWithoutGroups(t *testing.T) {
-	cfg := partition.DefaultConfig()
-	cfg.Key, cfg.Partitions = "jobs", 2
-	c := memory.New()
-	defer c.Close()
-	if _, err := partition.New(plainCoordinator{c}, cfg); !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), "partition.Coordinator") {
-		t.Errorf("New(coordinator without groups) error = %v; want ErrInvalidConfig naming partition.Coordinator", err)
-	}
-}
-
-// plainCoordinator hides every capability but tenure.Coordinator.
-type plainCoordinator struct{ tenure.Coordinator }

@@ -143,7 +143,7 @@ func TestPartitionDeadlines(t *testing.T) {
 				o := &partitionOracle{c: c, acts: map[string]int{}}
 				c.fn = o.fn
 				if tc.cut {
-					c.wrap = map[string]tenure.Coordinator{"a": &cutAfterRenewal{Coordinator: c.coord, holder: "a"}}
+					c.wrap = map[string]partition.Coordinator{"a": &cutAfterRenewal{Coordinator: c.coord, holder: "a"}}
 				}
 				c.start("a")
 				c.start("b")

@@ -59,7 +59,7 @@ func TestClaimWithLostReply(t *testing.T) {
 		c := newCluster(t, 8)
 		defer c.close()
 		link := &replyLosingLink{Coordinator: c.coord}
-		c.wrap = map[string]tenure.Coordinator{"a": link}
+		c.wrap = map[string]partition.Coordinator{"a": link}
 		c.start("a")
 		c.start("b")
 		c.await("the members settle", 10*time.Second, c.settled)
@@ -99,7 +99,7 @@ func TestClaimWithLostReplyReadsNoTable(t *testing.T) {
 		c := newCluster(t, 8)
 		defer c.close()
 		link := &replyLosingLink{Coordinator: c.coord}
-		c.wrap = map[string]tenure.Coordinator{"a": link}
+		c.wrap = map[string]partition.Coordinator{"a": link}
 		c.start("a")
 		c.start("b")
 		c.await("the members settle", 10*time.Second, c.settled)

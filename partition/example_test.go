@@ -17,7 +17,7 @@ import (
 // function once per owned partition, each with its own term and token.
 // Here one member owns all four; with N members each owns at most ⌈4/N⌉.
 func ExampleGroup_Run() {
-	coord := memory.New() // or etcd.Dial, postgres.Open
+	coord := memory.New() // or etcd.Dial, postgres.Dial
 	defer coord.Close()
 
 	cfg := partition.DefaultConfig()

@@ -38,7 +38,7 @@ func TestFailedCheckExtendsNoTerm(t *testing.T) {
 		c := newCluster(t, 2) // TTL 3s, Margin 300ms: a safe lease under 2.7s
 		defer c.close()
 		link := &failingCheck{Coordinator: c.coord}
-		c.wrap = map[string]tenure.Coordinator{"a": link}
+		c.wrap = map[string]partition.Coordinator{"a": link}
 		var mu sync.Mutex
 		var terms []*tenure.Term
 		c.fn = func(ctx context.Context, _ partition.Partition, term *tenure.Term) error {

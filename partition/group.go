@@ -59,18 +59,13 @@ type Group struct {
 	terms []*tenure.Term // of snap.Owned, in order
 }
 
-// New returns a Group member for cfg on c, which must implement Coordinator
-// (memory, etcd and postgres coordinators do). It validates cfg and reports
-// every bad field.
-func New(c tenure.Coordinator, cfg Config) (*Group, error) {
-	gc, ok := c.(Coordinator)
-	if !ok {
-		return nil, fmt.Errorf("%w: coordinator %T cannot run partition groups (it is not a partition.Coordinator)", tenure.ErrInvalidConfig, c)
-	}
+// New returns a Group member for cfg on c (an etcd, postgres, kube or
+// memory coordinator). It validates cfg and reports every bad field.
+func New(c Coordinator, cfg Config) (*Group, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Group{c: gc, cfg: cfg, names: cfg.PartitionNames(), log: cfg.Logger, metrics: cfg.Metrics}
+	g := &Group{c: c, cfg: cfg, names: cfg.PartitionNames(), log: cfg.Logger, metrics: cfg.Metrics}
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -73,7 +73,7 @@ func TestGroupStopsWhenJoinRefused(t *testing.T) {
 		c.cfg.Logger = nil
 		rc := &refusingGroup{Coordinator: c.coord}
 		rc.Set(refusaltest.Transient)
-		c.wrap = map[string]tenure.Coordinator{"a": rc}
+		c.wrap = map[string]partition.Coordinator{"a": rc}
 		c.start("a")
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -96,7 +96,7 @@ func TestGroupStopsWhenRenewalRefused(t *testing.T) {
 		c := newCluster(t, 4)
 		defer c.close()
 		rc := &refusingGroup{Coordinator: c.coord}
-		c.wrap = map[string]tenure.Coordinator{"a": rc}
+		c.wrap = map[string]partition.Coordinator{"a": rc}
 		var running atomic.Int32
 		c.fn = func(ctx context.Context, p partition.Partition, term *tenure.Term) error {
 			running.Add(1)

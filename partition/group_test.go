@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 func TestGroupBalancesAndHandsOver(t *testing.T) {
@@ -127,7 +128,7 @@ func TestGroupMemberThatCannotReadTheTable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, 20)
 		defer c.close()
-		c.wrap = map[string]tenure.Coordinator{"a": noTable{c.coord}}
+		c.wrap = map[string]partition.Coordinator{"a": noTable{c.coord}}
 		c.start("a")
 		c.start("b")
 		c.await("a and b settle", 5*time.Second, func() bool {

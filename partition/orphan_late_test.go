@@ -195,7 +195,7 @@ func TestOrphanLateCallsAndTwin(t *testing.T) {
 		o := newTermOracle(c.coord, c.cfg.Key)
 		c.fn = o.fn
 		la := newLateLink(c.coord, 1)
-		c.wrap = map[string]tenure.Coordinator{"a": la}
+		c.wrap = map[string]partition.Coordinator{"a": la}
 		c.start("a")
 		c.start("b")
 		c.await("a and b settle", 10*time.Second, c.settled)

@@ -86,7 +86,7 @@ func TestRenewalsDoNotWaitForPartitionWork(t *testing.T) {
 		c.cfg.RequestTimeout = 4 * time.Second // each claim, release or read hangs 4s
 		defer c.close()
 		link := &hangingLink{Coordinator: c.coord}
-		c.wrap = map[string]tenure.Coordinator{"a": link}
+		c.wrap = map[string]partition.Coordinator{"a": link}
 		c.start("a")
 		c.start("b")
 		c.await("the members settle", 10*time.Second, c.settled)
@@ -156,7 +156,7 @@ func TestRenewalsDoNotWaitForChecks(t *testing.T) {
 		c := newCluster(t, 8) // TTL 3s: renew every 1s, request timeout 1s
 		defer c.close()
 		link := checkHangingLink{&hangingLink{Coordinator: c.coord}}
-		c.wrap = map[string]tenure.Coordinator{"a": link}
+		c.wrap = map[string]partition.Coordinator{"a": link}
 		c.start("a")
 		c.await("a runs every partition", 10*time.Second, c.settled)
 		link.hang.Store(true)

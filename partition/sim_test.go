@@ -119,8 +119,8 @@ type cluster struct {
 	cfg   partition.Config
 	rec   *recorder
 	nodes map[string]*node
-	wrap  map[string]tenure.Coordinator // a member's coordinator, when not coord
-	fn    partition.Func                // the members' function, when not rec.fn
+	wrap  map[string]partition.Coordinator // a member's coordinator, when not coord
+	fn    partition.Func                   // the members' function, when not rec.fn
 }
 
 type node struct {
@@ -146,7 +146,7 @@ func newCluster(t *testing.T, p int) *cluster {
 func (c *cluster) start(name string) {
 	cfg := c.cfg
 	cfg.Holder = name
-	var coord tenure.Coordinator = c.coord
+	var coord partition.Coordinator = c.coord
 	if w, ok := c.wrap[name]; ok {
 		coord = w
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tenure-dev/tenure/partition"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/boottime"
 	"github.com/tenure-dev/tenure/memory"
 )
@@ -87,7 +86,7 @@ func suspendRun(t *testing.T, inClaim bool) {
 	c := newCluster(t, 12)
 	c.cfg.TTL, c.cfg.Margin = 10*time.Second, time.Second
 	link := &suspendingLink{Coordinator: c.coord, suspend: suspend, holder: "a", inClaim: inClaim, d: 5 * time.Second}
-	c.wrap = map[string]tenure.Coordinator{"a": link}
+	c.wrap = map[string]partition.Coordinator{"a": link}
 	members := []string{"a", "b"}
 	if inClaim {
 		members = append(members, "c")

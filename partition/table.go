@@ -63,15 +63,10 @@ type MemberRow struct {
 	Partitions int
 }
 
-// ReadTable reads group's partition table and members from c, which must
-// implement Coordinator, for the partitions named names (see
-// Names).
-func ReadTable(ctx context.Context, c tenure.Coordinator, group string, names []string) (Table, error) {
-	gc, err := groupOf(c)
-	if err != nil {
-		return Table{}, err
-	}
-	return readTable(ctx, gc, group, names)
+// ReadTable reads group's partition table and members from c, for the
+// partitions named names (see Names).
+func ReadTable(ctx context.Context, c Coordinator, group string, names []string) (Table, error) {
+	return readTable(ctx, c, group, names)
 }
 
 // ReadGroupTable reads group's partition table for a reader that does not
@@ -84,12 +79,8 @@ func ReadTable(ctx context.Context, c tenure.Coordinator, group string, names []
 // partition numbers, every number up to the highest owned), each with its
 // number as Index, or −1 for a name of its own; Stats count the announced P
 // when there is one.
-func ReadGroupTable(ctx context.Context, c tenure.Coordinator, group string) (Table, error) {
-	gc, err := groupOf(c)
-	if err != nil {
-		return Table{}, err
-	}
-	ms, gs, err := readGroup(ctx, gc, group)
+func ReadGroupTable(ctx context.Context, c Coordinator, group string) (Table, error) {
+	ms, gs, err := readGroup(ctx, c, group)
 	if err != nil {
 		return Table{}, err
 	}
@@ -168,14 +159,6 @@ func announced(ms []Member) int {
 		p = max(p, m.Partitions)
 	}
 	return p
-}
-
-func groupOf(c tenure.Coordinator) (Coordinator, error) {
-	gc, ok := c.(Coordinator)
-	if !ok {
-		return nil, fmt.Errorf("%w: coordinator %T cannot run partition groups", tenure.ErrInvalidConfig, c)
-	}
-	return gc, nil
 }
 
 func readTable(ctx context.Context, gc Coordinator, group string, names []string) (Table, error) {

@@ -5,7 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // TestFailedTableReadsSpendTheBudget: a member reads the whole partition
@@ -22,7 +22,7 @@ func TestFailedTableReadsSpendTheBudget(t *testing.T) {
 		c := newCluster(t, 2000)
 		defer c.close()
 		link := &replyLosingLink{Coordinator: c.coord}
-		c.wrap = map[string]tenure.Coordinator{"a": link}
+		c.wrap = map[string]partition.Coordinator{"a": link}
 		c.start("a")
 		c.start("b")
 		c.await("the members settle", 10*time.Second, c.settled)

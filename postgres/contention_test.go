@@ -59,7 +59,7 @@ func contend(ctx context.Context, c tenure.Coordinator, key string, round int, h
 // makes one attempt per goroutine and writes the attempts as JSON lines.
 func runChild() int {
 	ctx := context.Background()
-	c, err := postgres.Open(ctx, os.Getenv("TENURE_TEST_CHILD_DSN"))
+	c, err := postgres.Dial(ctx, os.Getenv("TENURE_TEST_CHILD_DSN"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -233,7 +233,7 @@ func TestConcurrentCreate(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			c, err := postgres.Open(ctx, dsn, postgres.WithSchema("public"))
+			c, err := postgres.Dial(ctx, dsn, postgres.WithSchema("public"))
 			if err == nil {
 				_, err = c.Acquire(ctx, "k", fmt.Sprintf("h%d", i), time.Second)
 				var he *tenure.HeldError

@@ -37,7 +37,7 @@ var (
 
 // A Coordinator is a tenure.Coordinator on a PostgreSQL leadership table. It
 // also implements partition.Coordinator and partition.MembersWatcher. It is
-// safe for concurrent use. Open and New make one.
+// safe for concurrent use. Dial and New make one.
 type Coordinator struct {
 	pool    markedPool // refusals marked: see refusal
 	ownPool bool
@@ -173,7 +173,7 @@ func microsInterval(param string) string {
 // CREATE privilege on the schema; an existing table needs only SELECT,
 // INSERT and UPDATE) and checks the shape of an existing one. Close does not
 // close pool. It lets the coordinator share a pool with other queries;
-// Open makes a pool of its own.
+// Dial makes a pool of its own.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator, error) {
 	if pool == nil {
 		return nil, errors.New("postgres: New: pool is nil")
@@ -198,13 +198,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 	return c, nil
 }
 
-// Open connects to the server named by dsn (a URL, "postgres://user:pw@host/db",
+// Dial connects to the server named by dsn (a URL, "postgres://user:pw@host/db",
 // or keyword/value, "host=h dbname=db") with a pool of its own, checks that
 // it answers, and returns New's Coordinator on it; Close closes the pool.
 // Connecting is bounded by the DSN's connect_timeout, or
 // DefaultConnectTimeout, and by ctx. Errors name the DSN with its password
-// redacted. Users call it with their DSN, as the tenure command does.
-func Open(ctx context.Context, dsn string, opts ...Option) (*Coordinator, error) {
+// redacted.
+func Dial(ctx context.Context, dsn string, opts ...Option) (*Coordinator, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		detail, ok := scrub(err.Error(), dsn)
@@ -241,7 +241,7 @@ func (c *Coordinator) Table() string { return c.table }
 func (c *Coordinator) Pool() *pgxpool.Pool { return c.pool.Pool }
 
 // Close stops watchers (their channels close) and the listener, and closes
-// the pool if Open made it. It does not release grants. Close is idempotent;
+// the pool if Dial made it. It does not release grants. Close is idempotent;
 // the coordinator's methods return tenure.ErrClosed afterwards.
 func (c *Coordinator) Close() error {
 	c.mu.Lock()

@@ -10,7 +10,7 @@ import (
 // Sentinel errors. Callers match them with errors.Is (the tenure command
 // tells a bad --postgres by ErrInvalidDSN).
 var (
-	// ErrInvalidDSN is wrapped by Open's error for a DSN it cannot parse.
+	// ErrInvalidDSN is wrapped by Dial's error for a DSN it cannot parse.
 	ErrInvalidDSN = errors.New("postgres: invalid DSN")
 
 	// ErrInvalidOption is wrapped by errors about an option value.

@@ -26,7 +26,7 @@ func ExampleRedactDSN() {
 // Leading a key on PostgreSQL: acquire, act with the token, release.
 func ExampleOpen() {
 	ctx := context.Background()
-	c, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"))
+	c, err := postgres.Dial(ctx, os.Getenv("DATABASE_URL"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func ExampleFenceGuard() {
 // (other tools LISTENing on the channel) hear of every change, at the cost
 // of serializing those commits on PostgreSQL's notification lock.
 func ExampleWithNotify() {
-	c, err := postgres.Open(context.Background(), os.Getenv("DATABASE_URL"),
+	c, err := postgres.Dial(context.Background(), os.Getenv("DATABASE_URL"),
 		postgres.WithNotify(postgres.NotifyAll))
 	if err != nil {
 		log.Fatal(err)

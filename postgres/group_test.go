@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/partition/partitiontest"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestGroupConformance(t *testing.T) {
 	t.Parallel()
 	dsn := newDB(t)
-	partitiontest.Run(t, func(t *testing.T) tenure.Coordinator {
+	partitiontest.Run(t, func(t *testing.T) partition.Coordinator {
 		return open(t, dsn)
 	}, partitiontest.WithTTL(2*time.Second), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
 		conn, err := pgx.Connect(ctxFor(t, 10*time.Second), dsn)

@@ -14,7 +14,7 @@ import (
 // partition.Group hands partitions over without polling.
 func ExampleCoordinator_WatchMembers() {
 	ctx := context.Background()
-	c, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"))
+	c, err := postgres.Dial(ctx, os.Getenv("DATABASE_URL"))
 	if err != nil {
 		log.Fatal(err)
 	}

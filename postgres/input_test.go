@@ -29,19 +29,19 @@ func TestOpenMalformedDSN(t *testing.T) {
 		{"bad sslmode", "host=db.example sslmode=sometimes password=" + secret, "sslmode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := postgres.Open(context.Background(), tc.dsn)
+			c, err := postgres.Dial(context.Background(), tc.dsn)
 			if err == nil {
 				c.Close()
-				t.Fatalf("Open(%q) error = nil; want ErrInvalidDSN", tc.dsn)
+				t.Fatalf("Dial(%q) error = nil; want ErrInvalidDSN", tc.dsn)
 			}
 			if !errors.Is(err, postgres.ErrInvalidDSN) {
-				t.Errorf("Open() error = %v; want it to wrap ErrInvalidDSN", err)
+				t.Errorf("Dial() error = %v; want it to wrap ErrInvalidDSN", err)
 			}
 			if strings.Contains(err.Error(), secret) {
-				t.Errorf("Open() error = %v; it shows the password", err)
+				t.Errorf("Dial() error = %v; it shows the password", err)
 			}
 			if !strings.Contains(err.Error(), tc.mention) {
-				t.Errorf("Open() error = %v; want it to mention %q", err, tc.mention)
+				t.Errorf("Dial() error = %v; want it to mention %q", err, tc.mention)
 			}
 		})
 	}
@@ -94,21 +94,21 @@ func TestOpenUnreachable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			c, err := postgres.Open(context.Background(), tc.dsn)
+			c, err := postgres.Dial(context.Background(), tc.dsn)
 			took := time.Since(start)
 			if err == nil {
 				c.Close()
-				t.Fatalf("Open() error = nil; want a connection error")
+				t.Fatalf("Dial() error = nil; want a connection error")
 			}
-			t.Logf("Open() error after %s: %v", took, err)
+			t.Logf("Dial() error after %s: %v", took, err)
 			if took > tc.within {
-				t.Errorf("Open() took %s; want an error within %s (the connect timeout)", took, tc.within)
+				t.Errorf("Dial() took %s; want an error within %s (the connect timeout)", took, tc.within)
 			}
 			if errors.Is(err, postgres.ErrInvalidDSN) {
-				t.Errorf("Open() error = %v; want a connection error, not ErrInvalidDSN", err)
+				t.Errorf("Dial() error = %v; want a connection error, not ErrInvalidDSN", err)
 			}
 			if msg := err.Error(); strings.Contains(msg, secret) || !strings.Contains(msg, "127.0.0.1") || !strings.Contains(msg, tc.mention) {
-				t.Errorf("Open() error = %v; want it to name 127.0.0.1 and %s, without the password", err, tc.mention)
+				t.Errorf("Dial() error = %v; want it to name 127.0.0.1 and %s, without the password", err, tc.mention)
 			}
 		})
 	}
@@ -124,9 +124,9 @@ func TestMissingPrivileges(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	srv.Exec(t, dsn, "REVOKE CREATE ON SCHEMA public FROM PUBLIC")
 	userDSN, _ := srv.NewRole(t, dsn)
-	_, err := postgres.Open(ctx, userDSN)
+	_, err := postgres.Dial(ctx, userDSN)
 	if err == nil || !strings.Contains(err.Error(), `"cluster_leadership"`) || !strings.Contains(err.Error(), "permission denied") {
-		t.Fatalf("Open() as a role without CREATE = %v; want a permission error naming the table", err)
+		t.Fatalf("Dial() as a role without CREATE = %v; want a permission error naming the table", err)
 	}
 
 	admin := open(t, dsn) // creates the table
@@ -170,21 +170,21 @@ func TestTableShape(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			table := strings.ReplaceAll(strings.ToLower(tc.name), " ", "_")
 			srv.Exec(t, dsn, "CREATE TABLE "+table+" "+tc.ddl)
-			c, err := postgres.Open(ctx, dsn, postgres.WithTable(table))
+			c, err := postgres.Dial(ctx, dsn, postgres.WithTable(table))
 			if err == nil {
 				c.Close()
-				t.Fatalf("Open(WithTable(%q)) error = nil; want ErrTableShape", table)
+				t.Fatalf("Dial(WithTable(%q)) error = nil; want ErrTableShape", table)
 			}
 			if !errors.Is(err, postgres.ErrTableShape) || !strings.Contains(err.Error(), `"`+table+`"`) || !strings.Contains(err.Error(), tc.column) {
-				t.Fatalf("Open() error = %v; want ErrTableShape naming %q and %s", err, table, tc.column)
+				t.Fatalf("Dial() error = %v; want ErrTableShape naming %q and %s", err, table, tc.column)
 			}
 		})
 	}
 	t.Run("view", func(t *testing.T) {
 		srv.Exec(t, dsn, "CREATE VIEW leadership_view AS SELECT 1 AS x")
-		_, err := postgres.Open(ctx, dsn, postgres.WithTable("leadership_view"))
+		_, err := postgres.Dial(ctx, dsn, postgres.WithTable("leadership_view"))
 		if !errors.Is(err, postgres.ErrTableShape) || !strings.Contains(err.Error(), "is not a table") {
-			t.Fatalf("Open() on a view error = %v; want ErrTableShape, not a table", err)
+			t.Fatalf("Dial() on a view error = %v; want ErrTableShape, not a table", err)
 		}
 	})
 	t.Run("seed shape is accepted", func(t *testing.T) {
@@ -296,11 +296,11 @@ func TestInjection(t *testing.T) {
 func TestInvalidOptions(t *testing.T) {
 	t.Parallel()
 	dsn := newDB(t)
-	_, err := postgres.Open(ctxFor(t, time.Minute), dsn,
+	_, err := postgres.Dial(ctxFor(t, time.Minute), dsn,
 		postgres.WithTable(""), postgres.WithChannel(strings.Repeat("c", 64)), postgres.WithPollInterval(0))
 	for _, want := range []string{"WithTable is empty", "WithChannel", "WithPollInterval (0s) must be positive"} {
 		if !errors.Is(err, postgres.ErrInvalidOption) || !errors.Is(err, tenure.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
-			t.Errorf("Open() error = %v; want ErrInvalidOption mentioning %q", err, want)
+			t.Errorf("Dial() error = %v; want ErrInvalidOption mentioning %q", err, want)
 		}
 	}
 	if _, err := postgres.New(context.Background(), nil); err == nil {

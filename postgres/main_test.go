@@ -63,9 +63,9 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 // open opens a Coordinator on dsn, closed when t ends.
 func open(t testing.TB, dsn string, opts ...postgres.Option) *postgres.Coordinator {
 	t.Helper()
-	c, err := postgres.Open(ctxFor(t, 30*time.Second), dsn, opts...)
+	c, err := postgres.Dial(ctxFor(t, 30*time.Second), dsn, opts...)
 	if err != nil {
-		t.Fatalf("Open() error = %v", err)
+		t.Fatalf("Dial() error = %v", err)
 	}
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {

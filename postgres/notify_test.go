@@ -122,8 +122,8 @@ func TestNotifyWatchedAfterWatchEnds(t *testing.T) {
 // option.
 func TestNotifyInvalid(t *testing.T) {
 	t.Parallel()
-	_, err := postgres.Open(ctxFor(t, 10*time.Second), newDB(t), postgres.WithNotify(postgres.Notify(7)))
+	_, err := postgres.Dial(ctxFor(t, 10*time.Second), newDB(t), postgres.WithNotify(postgres.Notify(7)))
 	if !errors.Is(err, postgres.ErrInvalidOption) {
-		t.Fatalf("Open(WithNotify(7)) error = %v; want ErrInvalidOption", err)
+		t.Fatalf("Dial(WithNotify(7)) error = %v; want ErrInvalidOption", err)
 	}
 }

@@ -20,7 +20,7 @@ const (
 	// notification arrives.
 	DefaultPollInterval = time.Second
 	// DefaultConnectTimeout bounds connecting to the server when the DSN
-	// given to Open has no connect_timeout.
+	// given to Dial has no connect_timeout.
 	DefaultConnectTimeout = 10 * time.Second
 )
 
@@ -28,7 +28,7 @@ const (
 // truncated silently.
 const maxIdentLen = 63
 
-// An Option configures a Coordinator that Open or New makes.
+// An Option configures a Coordinator that Dial or New makes.
 type Option func(*options)
 
 type options struct {
@@ -84,7 +84,7 @@ func WithSchema(schema string) Option { return func(o *options) { o.schema = sch
 func WithTable(table string) Option { return func(o *options) { o.table = table } }
 
 // WithChannel names the LISTEN/NOTIFY channel. Default DefaultChannel. Users
-// pass it to Open or New.
+// pass it to Dial or New.
 func WithChannel(channel string) Option { return func(o *options) { o.channel = channel } }
 
 // WithPollInterval sets how often each watcher re-reads its key besides

@@ -40,7 +40,7 @@ func TestRefusalStopsRun(t *testing.T) {
 
 // TestRefusedConnection: a login PostgreSQL refuses (no such role,
 // SQLSTATE 28000) and a connection parameter it does not know (42704)
-// make Open's error match tenure.ErrRefused; a server that does not
+// make Dial's error match tenure.ErrRefused; a server that does not
 // answer does not.
 func TestRefusedConnection(t *testing.T) {
 	dsn := newDB(t)
@@ -54,14 +54,14 @@ func TestRefusedConnection(t *testing.T) {
 		{"no server", pgtest.WithParams(dsn, map[string]string{"host": "127.0.0.1", "port": "1", "connect_timeout": "2"}), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := postgres.Open(ctxFor(t, 30*time.Second), tc.dsn)
+			c, err := postgres.Dial(ctxFor(t, 30*time.Second), tc.dsn)
 			if err == nil {
 				c.Close()
-				t.Fatal("Open() succeeded")
+				t.Fatal("Dial() succeeded")
 			}
 			var pgErr *pgconn.PgError
 			if errors.Is(err, tenure.ErrRefused) != tc.want || tc.want && !errors.As(err, &pgErr) {
-				t.Errorf("Open() = %v; want matching tenure.ErrRefused: %t (with the PgError beneath)", err, tc.want)
+				t.Errorf("Dial() = %v; want matching tenure.ErrRefused: %t (with the PgError beneath)", err, tc.want)
 			}
 		})
 	}

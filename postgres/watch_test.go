@@ -200,7 +200,7 @@ func TestWatchShared(t *testing.T) {
 func TestWatchEnds(t *testing.T) {
 	t.Parallel()
 	dsn := newDB(t)
-	c, err := postgres.Open(ctxFor(t, time.Minute), dsn)
+	c, err := postgres.Dial(ctxFor(t, time.Minute), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,25 +23,28 @@ const (
 // Instrument returns c with every failed call counted in
 // tenure_coordinator_errors_total{op}. A key held by another node
 // (tenure.ErrHeld), a lost grant (tenure.ErrLost) and a call cancelled by
-// its caller are outcomes, not errors, and are not counted.
-//
-// When c is a partition.Coordinator, so is
-// the result (and a partition.MembersWatcher when c is one), and the failed
-// calls of partition groups are counted too
-// (under join_group, renew_member, leave_group, group_members,
-// claim_partitions, release_partitions, check_partitions,
-// group_partitions and watch_members), so a
-// partition.Group can run on it.
+// its caller are outcomes, not errors, and are not counted. For a
+// coordinator that runs partition groups, InstrumentGroup returns one a
+// partition.Group can run on.
 func (m *Metrics) Instrument(c tenure.Coordinator) tenure.Coordinator {
-	i := &instrumented{c: c, m: m}
 	if gc, ok := c.(partition.Coordinator); ok {
-		g := &instrumentedGroup{instrumented: i, gc: gc}
-		if w, ok := c.(partition.MembersWatcher); ok {
-			return &instrumentedWatchingGroup{instrumentedGroup: g, w: w}
-		}
-		return g
+		return m.InstrumentGroup(gc)
 	}
-	return i
+	return &instrumented{c: c, m: m}
+}
+
+// InstrumentGroup is Instrument for a coordinator that runs partition
+// groups: the failed calls of partition groups are counted too (under
+// join_group, renew_member, leave_group, group_members, claim_partitions,
+// release_partitions, check_partitions, group_partitions and
+// watch_members), and the result is a partition.MembersWatcher when c is
+// one.
+func (m *Metrics) InstrumentGroup(c partition.Coordinator) partition.Coordinator {
+	g := &instrumentedGroup{instrumented: &instrumented{c: c, m: m}, gc: c}
+	if w, ok := c.(partition.MembersWatcher); ok {
+		return &instrumentedWatchingGroup{instrumentedGroup: g, w: w}
+	}
+	return g
 }
 
 type instrumented struct {

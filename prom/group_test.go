@@ -19,8 +19,8 @@ import (
 	"github.com/tenure-dev/tenure/prom"
 )
 
-// An instrumented group coordinator is still a partition.Coordinator: a
-// partition group runs on it, a partition held by another member is not
+// An instrumented group coordinator (InstrumentGroup, or Instrument of one)
+// is still a partition.Coordinator: a partition group runs on it, a partition held by another member is not
 // an error, and the failed calls of a member cut off from the coordinator
 // are counted under their operations.
 func TestInstrumentKeepsGroupCoordinator(t *testing.T) {
@@ -32,14 +32,13 @@ func TestInstrumentKeepsGroupCoordinator(t *testing.T) {
 		}
 		mem := memory.New()
 		defer mem.Close()
-		c := m.Instrument(mem)
-		gc, ok := c.(partition.Coordinator)
-		if !ok {
+		if c, ok := m.Instrument(mem).(partition.Coordinator); !ok {
 			t.Fatalf("Instrument(%T) = %T; want a partition.Coordinator", mem, c)
 		}
+		gc := m.InstrumentGroup(mem)
 		cfg := partition.DefaultConfig()
 		cfg.Key, cfg.Partitions, cfg.Holder = "jobs", 4, "a"
-		g, stop := partitiontest.RunMember(t, c, cfg)
+		g, stop := partitiontest.RunMember(t, gc, cfg)
 		ctx := t.Context()
 		time.Sleep(cfg.TTL)
 		if n := len(g.Snapshot().Owned); n != 4 {

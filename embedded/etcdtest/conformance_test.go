@@ -42,7 +42,7 @@ func conformanceEmbedded(t *testing.T, n int) {
 // --force` frees a key: the live grant read with Leader, then Release.
 func TestGroupConformanceEmbedded(t *testing.T) {
 	c := startCluster(t, 1)
-	partitiontest.Run(t, func(t *testing.T) tenure.Coordinator {
+	partitiontest.Run(t, func(t *testing.T) partition.Coordinator {
 		return newCoordinator(t, newClient(t, c.endpoints()))
 	}, partitiontest.WithTTL(2*time.Second), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
 		forceRelease(t, newCoordinator(t, newClient(t, c.endpoints())), partition.Key(group, name))

@@ -14,10 +14,7 @@ import (
 
 // Group is a coordinator that can run partition groups: what package
 // partition needs below a Group member.
-type Group interface {
-	tenure.Coordinator
-	partition.Coordinator
-}
+type Group = partition.Coordinator
 
 // GroupPassthrough is a base for group coordinator wrappers: it forwards
 // every call to the Group it embeds.

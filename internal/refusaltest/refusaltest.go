@@ -24,7 +24,7 @@ const Bound = 30 * time.Second
 // that each Run returns within Bound an error that matches
 // tenure.ErrRefused and that own accepts (the backend's own error, found
 // with errors.As).
-func Stops(t *testing.T, c tenure.Coordinator, key string, own func(error) bool) {
+func Stops(t *testing.T, c partition.Coordinator, key string, own func(error) bool) {
 	t.Helper()
 	cfg := tenure.DefaultConfig()
 	cfg.Key, cfg.Holder, cfg.TTL = key, "reader", 5*time.Second

@@ -20,7 +20,7 @@ import (
 // Factory returns a new coordinator on the backend under test, as a new
 // process would have (its own client or pool). The suite closes it.
 // Callers of Run (each backend's conformance test) write one.
-type Factory func(t *testing.T) tenure.Coordinator
+type Factory func(t *testing.T) partition.Coordinator
 
 // Option configures the suite. Callers of Run (each backend's conformance
 // test) pass the ones their backend needs.
@@ -82,16 +82,11 @@ type suite struct {
 	o              options
 }
 
-// group returns a coordinator from the factory as a partition.Coordinator,
-// closed when the test ends.
+// group returns a coordinator from the factory, closed when the test ends.
 func (s suite) group(t *testing.T) partition.Coordinator {
 	c := s.newCoordinator(t)
 	t.Cleanup(func() { _ = c.Close() })
-	gc, ok := c.(partition.Coordinator)
-	if !ok {
-		t.Fatalf("%T is not a partition.Coordinator", c)
-	}
-	return gc
+	return c
 }
 
 func ctx(t *testing.T) context.Context {

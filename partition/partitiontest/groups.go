@@ -13,7 +13,7 @@ import (
 
 // member is one partition.Group running on its own coordinator.
 type member struct {
-	coord  tenure.Coordinator
+	coord  partition.Coordinator
 	g      *partition.Group
 	cancel context.CancelFunc
 	done   chan error

@@ -12,7 +12,7 @@ import (
 // RunMember runs a member of the group cfg configures on c, each of whose
 // partitions runs until its term ends, until stop is called or the test
 // ends. It fails the test when partition.New refuses cfg.
-func RunMember(t testing.TB, c tenure.Coordinator, cfg partition.Config) (g *partition.Group, stop func()) {
+func RunMember(t testing.TB, c partition.Coordinator, cfg partition.Config) (g *partition.Group, stop func()) {
 	t.Helper()
 	g, err := partition.New(c, cfg)
 	if err != nil {

@@ -16,11 +16,8 @@ import (
 // and each of also; a claim of a partition whose key a single-key grant
 // holds is refused, naming that grant; once the owner is gone, the other
 // API takes the key with a greater token. The group's name has a '/' of its
-// own. Call it with a coordinator that implements both contracts.
-func OneOwnerPerKey(t *testing.T, c interface {
-	tenure.Coordinator
-	partition.Coordinator
-}, also ...string) {
+// own.
+func OneOwnerPerKey(t *testing.T, c partition.Coordinator, also ...string) {
 	t.Helper()
 	ctx := t.Context()
 	const group, key = "team/jobs", "team/jobs/0"

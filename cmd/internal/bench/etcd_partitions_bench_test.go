@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/etcd"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // BenchmarkPartitionsEtcd measures partition groups at P = 100 and P = 10,000
@@ -28,7 +28,7 @@ func BenchmarkPartitionsEtcd(b *testing.B) {
 	for range b.N {
 		res, err := Partitions(context.Background(), PartitionsOptions{
 			Partitions: 10000, Members: 10, TTL: 10 * time.Second, Reference: 100, Progress: os.Stdout,
-			NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
+			NewCoordinator: func(ctx context.Context) (partition.Coordinator, error) {
 				return etcd.Dial(ctx, etcd.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
 			},
 			Writes: EtcdWrites,

@@ -250,9 +250,7 @@ func runMember(ctx context.Context, o FollowersOptions, impl, name, id string, c
 // runTenureMember runs a tenure Elector for key name as id, on a
 // coordinator of its own on cs, until ctx ends.
 func runTenureMember(ctx context.Context, cs kubernetes.Interface, ns, name, id string, ttl time.Duration, lead func(context.Context)) (<-chan struct{}, error) {
-	kc := kube.DefaultConfig()
-	kc.Namespace = ns
-	c, err := kube.New(cs, kc)
+	c, err := kube.New(cs, ns)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,5 @@ func (t Target) kubeCoordinator() (*kube.Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := kube.DefaultConfig()
-	cfg.Namespace = ns
-	return kube.New(cs, cfg)
+	return kube.New(cs, ns)
 }

@@ -35,7 +35,7 @@ type PartitionsOptions struct {
 	Reference int
 	// NewCoordinator returns a coordinator for one member, as a separate
 	// process would have (its own client or pool). The benchmark closes it.
-	NewCoordinator func(ctx context.Context) (tenure.Coordinator, error)
+	NewCoordinator func(ctx context.Context) (partition.Coordinator, error)
 	// Writes, if set, returns the coordinator's count of writes so far,
 	// counted at the server (etcd's metrics, pg_stat_user_tables).
 	Writes func(ctx context.Context) (int64, error)

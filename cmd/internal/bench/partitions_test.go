@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/memory"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // shared is the memory coordinator every member of a test group uses: the
@@ -32,7 +32,7 @@ func TestPartitionsExplainsAFailedPhase(t *testing.T) {
 	}
 	_, err := Partitions(context.Background(), PartitionsOptions{
 		Partitions: 20, Members: members, TTL: 2 * time.Second, Limit: 3 * time.Second,
-		NewCoordinator: func(context.Context) (tenure.Coordinator, error) { return shared{coord}, nil },
+		NewCoordinator: func(context.Context) (partition.Coordinator, error) { return shared{coord}, nil },
 	})
 	var pe *PhaseError
 	if !errors.As(err, &pe) {

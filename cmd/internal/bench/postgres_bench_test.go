@@ -218,7 +218,7 @@ func handover(b *testing.B, lead func() (func(), error), got <-chan time.Time, r
 // openPostgres opens a Coordinator on dsn, closed when b ends.
 func openPostgres(b *testing.B, dsn string) *postgres.Coordinator {
 	b.Helper()
-	c, err := postgres.Open(b.Context(), dsn)
+	c, err := postgres.Dial(b.Context(), dsn)
 	if err != nil {
 		b.Fatalf("Open() error = %v", err)
 	}

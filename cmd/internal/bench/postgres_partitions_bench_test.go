@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/pgtest"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/postgres"
 )
 
@@ -24,8 +24,8 @@ func BenchmarkPartitionsPostgres(b *testing.B) {
 	for range b.N {
 		res, err := Partitions(context.Background(), PartitionsOptions{
 			Partitions: 10000, Members: 10, TTL: 10 * time.Second, Reference: 100, Progress: os.Stdout,
-			NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
-				return postgres.Open(ctx, dsn)
+			NewCoordinator: func(ctx context.Context) (partition.Coordinator, error) {
+				return postgres.Dial(ctx, dsn)
 			},
 			Writes:    func(ctx context.Context) (int64, error) { return PostgresGroupWrites(ctx, dsn) },
 			WritesLag: PostgresGroupWritesLag,

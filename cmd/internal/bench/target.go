@@ -61,12 +61,12 @@ func (t Target) validate() error {
 // connections. pgOpts apply on PostgreSQL only.
 func (t Target) coordinator(ctx context.Context, pgOpts ...postgres.Option) (tenure.Coordinator, error) {
 	if t.Postgres != "" {
-		return postgres.Open(ctx, t.Postgres, pgOpts...)
+		return postgres.Dial(ctx, t.Postgres, pgOpts...)
 	}
 	if t.Kubeconfig != "" {
 		return t.kubeCoordinator()
 	}
-	return etcd.Dial(ctx, etcd.Config{Endpoints: t.Endpoints, Prefix: "/tenure-bench/"})
+	return etcd.Dial(ctx, etcd.Config{Endpoints: t.Endpoints}, etcd.WithPrefix("/tenure-bench/"))
 }
 
 // etcdClient opens a client of its own on the etcd target.

@@ -11,12 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/cmd/internal/kubeconfig"
 	"github.com/tenure-dev/tenure/internal/kubetest/apiserver"
 	"github.com/tenure-dev/tenure/kube"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // kubeRun is what a run on Kubernetes knows of its API server.
@@ -146,7 +147,7 @@ func apiURL(host string) (*url.URL, error) {
 // still verifying its certificate, and no client-side rate limit (a few
 // requests a TTL; a limit would only delay a takeover after a burst).
 // Contenders wait out a Lease with the spec's drift allowance.
-func dialKube(spec NodeSpec) (tenure.Coordinator, error) {
+func dialKube(spec NodeSpec) (partition.Coordinator, error) {
 	rc, _, err := kubeconfig.Load(spec.Kubeconfig, spec.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: kubeconfig %s: %w", spec.Kubeconfig, err)
@@ -154,9 +155,11 @@ func dialKube(spec NodeSpec) (tenure.Coordinator, error) {
 	if err := proxied(rc, spec.KubeProxy); err != nil {
 		return nil, fmt.Errorf("chaos: kubeconfig %s: %w", spec.Kubeconfig, err)
 	}
-	cfg := kube.DefaultConfig()
-	cfg.Namespace, cfg.MaxDrift = spec.Namespace, spec.MaxDrift
-	return kube.NewForConfig(rc, cfg)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: kubeconfig %s: %w", spec.Kubeconfig, err)
+	}
+	return kube.New(cs, spec.Namespace, kube.WithMaxDrift(spec.MaxDrift))
 }
 
 // proxied points rc at the proxy addr instead of its server, keeping the

@@ -25,14 +25,10 @@ func (s NodeSpec) groupConfig() partition.Config {
 // runMember runs one member of the spec's partition group on base, on the
 // node's clock, until ctx ends, writing to each owned partition's resource
 // of the register.
-func runMember(ctx context.Context, spec NodeSpec, base tenure.Coordinator, clock *nodeClock, w *writer) error {
-	g, ok := base.(plant.Group)
-	if !ok {
-		return fmt.Errorf("chaos: coordinator %T cannot run partition groups", base)
-	}
+func runMember(ctx context.Context, spec NodeSpec, base partition.Coordinator, clock *nodeClock, w *writer) error {
 	cfg := spec.groupConfig()
 	cfg.OnTransition = w.transition
-	c := plant.WrapGroup(groupRecorder{plant.GroupPassthrough{Group: g}, w.out}, spec.Plant, cfg.Config)
+	c := plant.WrapGroup(groupRecorder{plant.GroupPassthrough{Group: base}, w.out}, spec.Plant, cfg.Config)
 	grp, err := partition.New(clockedGroup{plant.GroupPassthrough{Group: c}, newNodeTime(clock, cfg.Config, spec.Plant)}, cfg)
 	if err != nil {
 		return err

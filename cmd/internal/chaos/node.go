@@ -18,6 +18,7 @@ import (
 	"github.com/tenure-dev/tenure/fence"
 	"github.com/tenure-dev/tenure/internal/history"
 	"github.com/tenure-dev/tenure/internal/plant"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/postgres"
 )
 
@@ -157,16 +158,16 @@ func followControls(ctl *os.File, clock *nodeClock, ew *eventWriter) (stop func(
 // dial connects to the spec's coordinator, retrying until it succeeds; it
 // returns nil when ctx ends first. A coordinator on Kubernetes makes no
 // request until it is used: only a configuration it cannot use fails it.
-func dial(ctx context.Context, spec NodeSpec, ew *eventWriter) (tenure.Coordinator, error) {
+func dial(ctx context.Context, spec NodeSpec, ew *eventWriter) (partition.Coordinator, error) {
 	if spec.Kubeconfig != "" {
 		return dialKube(spec)
 	}
 	for ctx.Err() == nil {
-		var base tenure.Coordinator
+		var base partition.Coordinator
 		var err error
 		dctx, cancel := context.WithTimeout(ctx, 2*spec.TTL)
 		if spec.Postgres != "" {
-			base, err = postgres.Open(dctx, spec.Postgres)
+			base, err = postgres.Dial(dctx, spec.Postgres)
 		} else {
 			base, err = etcd.Dial(dctx, etcd.Config{Endpoints: spec.Endpoints, DialTimeout: 2 * spec.TTL})
 		}

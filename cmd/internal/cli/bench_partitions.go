@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/cmd/internal/bench"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // benchPartitionsFlags are the flags of tenure bench partitions.
@@ -150,7 +150,7 @@ func (o *benchPartitionsFlags) options(g *globalFlags, t bench.Target, local boo
 	mc := bench.PartitionsOptions{
 		Partitions: o.partitions, Members: o.members, TTL: o.ttl, Steady: o.steady,
 		Reference: o.reference, Progress: t.Progress,
-		NewCoordinator: func(ctx context.Context) (tenure.Coordinator, error) {
+		NewCoordinator: func(ctx context.Context) (partition.Coordinator, error) {
 			return openCoordinator(ctx, &cf, quiet)
 		},
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/cmd/internal/guard"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // Exit codes of the tenure command (docs/exit-codes.md). tenure run also
@@ -113,7 +113,7 @@ type globalFlags struct {
 
 // connect checks the coordinator flags of cmd, makes a text logger on cmd's
 // stderr and opens the coordinator they name. The caller closes it.
-func (g *globalFlags) connect(cmd *cobra.Command) (tenure.Coordinator, *slog.Logger, error) {
+func (g *globalFlags) connect(cmd *cobra.Command) (partition.Coordinator, *slog.Logger, error) {
 	if err := g.coord.check(cmd.Flags()); err != nil {
 		return nil, nil, err
 	}

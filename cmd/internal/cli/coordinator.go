@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/etcd"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/postgres"
 )
 
@@ -146,7 +146,7 @@ func (f *coordinatorFlags) tlsConfig() (*tls.Config, error) {
 // openCoordinator connects to the coordinator the flags name, within
 // --dial-timeout. It is the only place that knows the backends of run,
 // status and watch.
-func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger) (tenure.Coordinator, error) {
+func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger) (partition.Coordinator, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.dialTimeout)
 	defer cancel()
 	if f.kube() {
@@ -157,7 +157,7 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 		if _, err := pgxpool.ParseConfig(f.postgres); err == nil {
 			f.announce(ctx, log, "PostgreSQL at "+postgres.RedactDSN(f.postgres))
 		}
-		c, err := postgres.Open(ctx, f.postgres, postgres.WithLogger(log))
+		c, err := postgres.Dial(ctx, f.postgres, postgres.WithLogger(log))
 		if err != nil {
 			if errors.Is(err, postgres.ErrInvalidDSN) {
 				return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--postgres: %w", err)}
@@ -185,13 +185,12 @@ func openCoordinator(ctx context.Context, f *coordinatorFlags, log *slog.Logger)
 		Username:    f.user,
 		Password:    f.password,
 		TLS:         tlsCfg,
-		Logger:      clientLog,
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}
 	}
 	f.announce(ctx, log, "etcd at "+strings.Join(f.endpoints, ","))
-	c, err := etcd.Dial(ctx, cfg)
+	c, err := etcd.Dial(ctx, cfg, etcd.WithLogger(clientLog))
 	if err != nil {
 		if errors.Is(err, etcd.ErrInvalidConfig) {
 			return nil, &exitError{code: ExitUsage, err: etcdFieldNames(err)}

@@ -164,7 +164,7 @@ func TestForeignRecordsEtcd(t *testing.T) {
 func TestForeignRecordsPostgres(t *testing.T) {
 	t.Parallel()
 	coord := postgresCoord(t)
-	c, err := postgres.Open(t.Context(), coord[1])
+	c, err := postgres.Dial(t.Context(), coord[1])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,9 +185,7 @@ func coordinatorCalls(t *testing.T, cfg *rest.Config, ns string) error {
 	if err != nil {
 		return err
 	}
-	kc := kube.DefaultConfig()
-	kc.Namespace = ns
-	c, err := kube.New(cs, kc)
+	c, err := kube.New(cs, ns)
 	if err != nil {
 		return err
 	}

@@ -31,9 +31,7 @@ func TestKubeStatusVerbs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := nsObj.Name
-	cfg := kube.DefaultConfig()
-	cfg.Namespace = ns
-	c, err := kube.New(admin, cfg)
+	c, err := kube.New(admin, ns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -37,12 +36,8 @@ type groupFinder struct {
 
 // list reads the table of every group under prefix from c, sorted by
 // group.
-func (f *groupFinder) list(ctx context.Context, c tenure.Coordinator, prefix string) ([]partition.Table, error) {
-	l, canList := c, true
-	if _, ok := c.(partition.Coordinator); !ok || !canList {
-		return nil, fmt.Errorf("the coordinator %T cannot list partition groups", c)
-	}
-	gs, err := l.List(ctx, prefix)
+func (f *groupFinder) list(ctx context.Context, c partition.Coordinator, prefix string) ([]partition.Table, error) {
+	gs, err := c.List(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +47,7 @@ func (f *groupFinder) list(ctx context.Context, c tenure.Coordinator, prefix str
 // tables reads from c the table of every group that a key of gs, the live
 // grants under a prefix, is a partition of, and of every group found
 // before, sorted by group.
-func (f *groupFinder) tables(ctx context.Context, c tenure.Coordinator, gs []tenure.Grant) ([]partition.Table, error) {
+func (f *groupFinder) tables(ctx context.Context, c partition.Coordinator, gs []tenure.Grant) ([]partition.Table, error) {
 	f.mu.Lock()
 	if f.seen == nil {
 		f.seen = make(map[string]map[string]bool)
@@ -84,7 +79,7 @@ func (f *groupFinder) tables(ctx context.Context, c tenure.Coordinator, gs []ten
 // table reads group's table: for f.names, or every partition its members
 // announce (with those shown before, if the members no longer say them
 // all).
-func (f *groupFinder) table(ctx context.Context, c tenure.Coordinator, group string) (partition.Table, error) {
+func (f *groupFinder) table(ctx context.Context, c partition.Coordinator, group string) (partition.Table, error) {
 	if f.names != nil {
 		return partition.ReadTable(ctx, c, group, f.names)
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -88,10 +87,4 @@ func TestGroupFinder(t *testing.T) {
 	}
 	check(seen, "jobs (0 members): 0=- 1=- 2=- 3=-", "old (1 members): 0=- 1=b#1 2=- 3=b#1")
 	check(fixed, "jobs (0 members): 0=- 1=- 2=-", "old (1 members): 0=- 1=b#1 2=-")
-	if _, err := (&groupFinder{}).list(context.Background(), keysOnly{c}, ""); err == nil {
-		t.Error("tables() on a coordinator that cannot run groups: error = nil; want one")
-	}
 }
-
-// keysOnly hides every capability of a coordinator but tenure.Coordinator.
-type keysOnly struct{ tenure.Coordinator }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tenure-dev/tenure/internal/display"
+	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -17,7 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/cmd/internal/kubeconfig"
 	"github.com/tenure-dev/tenure/kube"
 )
@@ -90,7 +90,7 @@ func (f *coordinatorFlags) restConfig() (*rest.Config, string, error) {
 // openKube connects to the Kubernetes API server the flags name, checks
 // that its resourceVersions are comparable (1.35 or newer), and returns a
 // coordinator on its Leases. ctx bounds the check (--dial-timeout).
-func openKube(ctx context.Context, f *coordinatorFlags, log *slog.Logger) (tenure.Coordinator, error) {
+func openKube(ctx context.Context, f *coordinatorFlags, log *slog.Logger) (partition.Coordinator, error) {
 	rc, ns, err := f.restConfig()
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
@@ -108,9 +108,7 @@ func openKube(ctx context.Context, f *coordinatorFlags, log *slog.Logger) (tenur
 	if err := checkKubeVersion(ctx, cs, rc.Host, f); err != nil {
 		return nil, err
 	}
-	cfg := kube.DefaultConfig()
-	cfg.Namespace, cfg.Logger = ns, log
-	c, err := kube.New(cs, cfg)
+	c, err := kube.New(cs, ns, kube.WithLogger(log))
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}

@@ -80,7 +80,7 @@ func serveServerMonitor(ln net.Listener, webConfig string, srv *embedded.Server,
 		return nil, nil, err
 	}
 	health := func(ctx context.Context) error { return memberHealth(ctx, srv) }
-	ic, groups := m.Instrument(c), &groupFinder{}
+	ic, groups := m.InstrumentGroup(c), &groupFinder{}
 	mon, err := monitor.New(monitor.Config{
 		Coordinator: ic, Prefix: prefix, Metrics: m, Health: health, Leading: srv.IsLeader, Logger: log,
 		Partitions: func(ctx context.Context, listed []tenure.Grant) ([]partition.Table, error) {

@@ -24,7 +24,7 @@ const groupPoll = time.Second
 // own transitions to the page's timeline through pc.OnTransition, and
 // replaces *coord with one whose failed calls are counted. Call it before
 // creating the group; stop ends the serving and waits for it.
-func serveGroupMonitor(web webFlags, pc *partition.Config, coord *tenure.Coordinator, grp *atomic.Pointer[partition.Group], log *slog.Logger) (stop func(), err error) {
+func serveGroupMonitor(web webFlags, pc *partition.Config, coord *partition.Coordinator, grp *atomic.Pointer[partition.Group], log *slog.Logger) (stop func(), err error) {
 	reg, m, err := runMetrics()
 	if err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func serveGroupMonitor(web webFlags, pc *partition.Config, coord *tenure.Coordin
 	if pc.Metrics, err = prom.NewPartition(reg); err != nil {
 		return nil, err
 	}
-	c := m.Instrument(*coord)
+	c := m.InstrumentGroup(*coord)
 	*coord = c
 	names := pc.PartitionNames()
 	mon, err := monitor.New(monitor.Config{

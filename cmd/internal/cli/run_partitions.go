@@ -109,9 +109,6 @@ func runGroup(cmd *cobra.Command, g *globalFlags, f *runFlags, args []string) er
 		return err
 	}
 	defer stop()
-	if _, ok := coord.(partition.Coordinator); !ok {
-		return usageError("--partitions: the %s coordinator cannot run partition groups", g.coord.backend())
-	}
 	warnGroupTTLDisagreement(ctx, s.log, coord, f.key, f.ttl, g.coord.dialTimeout)
 	if pc.Logger, err = s.libraryLogger(ctx, cmd, g); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenure-dev/tenure/internal/display"
 	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/spf13/cobra"
 
@@ -105,7 +106,7 @@ func (f *statusFlags) run(cmd *cobra.Command, g *globalFlags) error {
 }
 
 // keyStatus prints who leads --key, or the table of the group it names.
-func (f *statusFlags) keyStatus(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator) error {
+func (f *statusFlags) keyStatus(ctx context.Context, cmd *cobra.Command, c partition.Coordinator) error {
 	if grouped, err := f.groupStatus(ctx, cmd, c); grouped {
 		return err
 	}
@@ -150,7 +151,7 @@ func (f *statusFlags) suggestKeys(ctx context.Context, cmd *cobra.Command, c ten
 
 // prefixStatus prints every key led under --prefix, and the tables of the
 // groups there.
-func (f *statusFlags) prefixStatus(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator) error {
+func (f *statusFlags) prefixStatus(ctx context.Context, cmd *cobra.Command, c partition.Coordinator) error {
 	if printed, found, err := f.prefixGroups(ctx, cmd, c); printed {
 		if err != nil {
 			return err

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -131,11 +130,11 @@ func (f *statusGroupFlags) groupNames(cmd *cobra.Command) ([]string, error) {
 	return partition.Names(f.partitions), nil
 }
 
-// readGroupTable reads group key's table when c can run groups and key
+// readGroupTable reads group key's table when key can name a group and
 // has live members, for the partitions they announce; ok is false
 // otherwise.
-func readGroupTable(ctx context.Context, c tenure.Coordinator, key string) (t partition.Table, ok bool, err error) {
-	if _, ok := c.(partition.Coordinator); !ok || inputs.Group(key, 1) != nil {
+func readGroupTable(ctx context.Context, c partition.Coordinator, key string) (t partition.Table, ok bool, err error) {
+	if inputs.Group(key, 1) != nil {
 		return t, false, nil
 	}
 	t, err = partition.ReadGroupTable(ctx, c, key)
@@ -243,13 +242,10 @@ func notesOf(t partition.Table) []string {
 // prefixGroups prints the partition table of every group under --prefix,
 // each of --partitions partitions (or --names); it reports whether it
 // printed (or failed to), and whether any group was found.
-func (f *statusFlags) prefixGroups(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator) (printed, found bool, err error) {
+func (f *statusFlags) prefixGroups(ctx context.Context, cmd *cobra.Command, c partition.Coordinator) (printed, found bool, err error) {
 	names, err := f.group.groupNames(cmd)
 	if err != nil || names == nil {
 		return err != nil, false, err
-	}
-	if _, ok := c.(partition.Coordinator); !ok {
-		return true, false, errors.New("--partitions: this coordinator cannot run partition groups")
 	}
 	tables, err := (&groupFinder{names: names}).list(ctx, c, f.prefix)
 	if err != nil {
@@ -309,7 +305,7 @@ func groupStatusOf(t partition.Table, foreign map[string]tenure.ForeignRecord) p
 // groupStatus prints --key's partition table when --partitions or --names
 // is given, or when nobody leads --key and it names a group with live
 // members. It reports whether it printed (or failed to).
-func (f *statusFlags) groupStatus(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator) (bool, error) {
+func (f *statusFlags) groupStatus(ctx context.Context, cmd *cobra.Command, c partition.Coordinator) (bool, error) {
 	names, err := f.group.groupNames(cmd)
 	if err != nil {
 		return true, err
@@ -323,9 +319,6 @@ func (f *statusFlags) groupStatus(ctx context.Context, cmd *cobra.Command, c ten
 			return false, nil
 		}
 		return true, f.printGroup(ctx, cmd, c, t)
-	}
-	if _, ok := c.(partition.Coordinator); !ok {
-		return true, fmt.Errorf("--partitions: this coordinator cannot run partition groups")
 	}
 	t, err := partition.ReadTable(ctx, c, f.key, names)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/cmd/internal/guard"
 	"github.com/tenure-dev/tenure/internal/termctl"
+	"github.com/tenure-dev/tenure/partition"
 )
 
 // supervisor is the one engine of tenure run, for one key (keyRun) and for
@@ -301,7 +302,7 @@ func (s *supervisor) libraryLogger(ctx context.Context, cmd *cobra.Command, g *g
 // means; see catchSignals) and opens the coordinator. When that fails, it
 // returns how tenure exits: 69 (or the signal that came meanwhile). stop
 // closes the coordinator and stops catching signals.
-func (s *supervisor) connect(ctx context.Context, cmd *cobra.Command, g *globalFlags) (tenure.Coordinator, func(), error) {
+func (s *supervisor) connect(ctx context.Context, cmd *cobra.Command, g *globalFlags) (partition.Coordinator, func(), error) {
 	stopSignals := s.catchSignals(ctx, cmd.Context())
 	coord, err := openCoordinator(ctx, &g.coord, s.log)
 	if err != nil {

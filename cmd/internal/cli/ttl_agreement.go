@@ -55,14 +55,10 @@ func warnTTLDisagreement(ctx context.Context, log *slog.Logger, c tenure.Coordin
 // rounded up to whole seconds by etcd and Kubernetes), naming both and
 // counting the others; within timeout, and silently when the members
 // cannot be read.
-func warnGroupTTLDisagreement(ctx context.Context, log *slog.Logger, c tenure.Coordinator, group string, own, timeout time.Duration) {
-	pc, ok := c.(partition.Coordinator)
-	if !ok {
-		return
-	}
+func warnGroupTTLDisagreement(ctx context.Context, log *slog.Logger, c partition.Coordinator, group string, own, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	members, err := pc.GroupMembers(ctx, group)
+	members, err := c.GroupMembers(ctx, group)
 	if err != nil {
 		return
 	}

@@ -22,7 +22,7 @@ import (
 
 // member runs a member name#name of group "jobs" with 4 partitions on c
 // until the returned stop is called.
-func member(t *testing.T, c tenure.Coordinator, name string) (g *partition.Group, stop func()) {
+func member(t *testing.T, c partition.Coordinator, name string) (g *partition.Group, stop func()) {
 	t.Helper()
 	cfg := partition.DefaultConfig()
 	cfg.Key, cfg.Partitions, cfg.Holder, cfg.Instance = "jobs", 4, name, name

@@ -108,7 +108,7 @@ func exported(t *testing.T) map[string]*dto.MetricFamily {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := m.Instrument(mem)
+		c := m.InstrumentGroup(mem)
 		cfg := tenure.DefaultConfig()
 		cfg.Key, cfg.Holder, cfg.Instance = "jobs", "node", "1"
 		mon, err := monitor.New(monitor.Config{Coordinator: c, Keys: []string{cfg.Key}, Identity: tenure.Identity(cfg.Holder, cfg.Instance), Metrics: m, Gatherer: reg})

@@ -26,10 +26,8 @@ func TestGroupConformance(t *testing.T) {
 	t.Parallel()
 	_, cs := server(t)
 	ns := newNamespace(t, cs)
-	partitiontest.Run(t, func(t *testing.T) tenure.Coordinator {
-		cfg := kube.DefaultConfig()
-		cfg.Namespace = ns
-		c, err := kube.New(cs, cfg)
+	partitiontest.Run(t, func(t *testing.T) partition.Coordinator {
+		c, err := kube.New(cs, ns)
 		if err != nil {
 			t.Fatal(err)
 		}

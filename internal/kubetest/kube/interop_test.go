@@ -137,9 +137,7 @@ func startClientGoWith(t *testing.T, cfg *rest.Config, ns, name, id string, tl *
 
 // startTenure runs a tenure Elector for key name as holder id.
 func startTenure(t *testing.T, cfg *rest.Config, ns, name, id string, tl *timeline) *contender {
-	kc := kube.DefaultConfig()
-	kc.Namespace = ns
-	c, err := kube.NewForConfig(cfg, kc)
+	c, err := kube.Dial(t.Context(), cfg, ns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,9 +32,7 @@ func newNamespace(t testing.TB, cs kubernetes.Interface) string {
 // cleanup.
 func newCoordinator(t testing.TB, cs kubernetes.Interface, ns string) *kube.Coordinator {
 	t.Helper()
-	cfg := kube.DefaultConfig()
-	cfg.Namespace = ns
-	c, err := kube.New(cs, cfg)
+	c, err := kube.New(cs, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
