@@ -218,9 +218,48 @@ func TestForeignPartitionsKube(t *testing.T) {
 			return rv
 		}
 	}
+	// A member that joined and claimed partition 3, whose membership
+	// Lease someone then made last two days.
+	stuck := func(t *testing.T) uint64 {
+		cfg := kube.DefaultConfig()
+		cfg.Namespace = ns
+		c, err := kube.New(s.Client(t), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		m, err := c.JoinGroup(t.Context(), "fg", "mallory#00000000", 10*time.Second, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.ClaimPartitions(t.Context(), m, []string{"3"})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("ClaimPartitions(3) = %+v, %v", res, err)
+		}
+		ls, err := leases.List(t.Context(), metav1.ListOptions{LabelSelector: kube.LabelRole + "=member"})
+		if err != nil || len(ls.Items) != 1 {
+			t.Fatalf("membership Leases: %v, %v; want mallory's", ls, err)
+		}
+		l := ls.Items[0]
+		l.Spec.LeaseDurationSeconds = new(int32)
+		*l.Spec.LeaseDurationSeconds = 2 * 86400
+		if _, err := leases.Update(t.Context(), &l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := leases.Get(t.Context(), kube.LeaseName("fg/3"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rv, err := strconv.ParseUint(p.ResourceVersion, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rv // the partition Lease's: the foreign record's token
+	}
 	checkForeignPartitions(t, coord, []foreignPartition{
 		{"fg/0", "malformed", "not a holder identity", "malformed", false, lease("fg/0", "bad\x01value", 600)},
 		{"fg/1", "foreign", "longer than tenure grants", "foreign", false, lease("fg/1", "mallory", 200000)},
 		{"fg/2", "foreign", "no member's", "", false, lease("fg/2", "mallory", 600)},
+		{"fg/3", "foreign", "membership", "foreign", false, stuck},
 	}, nil)
 }
