@@ -160,6 +160,7 @@ func (r *runner) step() (more bool, err error) {
 	if r.joined {
 		more = r.claim()
 	}
+	r.reportStrangers(time.Now())
 	r.publish()
 	r.stats()
 	return more, r.refused

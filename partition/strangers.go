@@ -63,6 +63,6 @@ func (r *runner) reportStrangers(now time.Time) {
 	}
 	s, key := r.strangers[first], r.g.byName[first].Key
 	r.strangerLog.Failed(r.g.log, &tenure.HeldError{Key: key, Holder: s.holder, Token: s.token},
-		"partition", key, "holder", s.holder, "token", s.token, "waiting", waiting,
+		"partition", key, "held_by", s.holder, "token", s.token, "waiting", waiting,
 		"remedy", "tenure release --force --key "+key)
 }

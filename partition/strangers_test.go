@@ -40,7 +40,7 @@ func TestStrangerLogsOnce(t *testing.T) {
 		if len(first) != 1 || len(summaries) != 1 {
 			t.Fatalf("50 s waiting for jobs/0: %d warnings and %d summaries that it waits for a record no member holds; want 1 and 1:\n%q", len(first), len(summaries), logs.warnings())
 		}
-		for _, want := range []string{"partition=jobs/0", "holder=mallory#00000000", "token=" + strconv.FormatUint(g.Token, 10), `remedy="tenure release --force --key jobs/0"`} {
+		for _, want := range []string{"partition=jobs/0", "held_by=mallory#00000000", "token=" + strconv.FormatUint(g.Token, 10), `remedy="tenure release --force --key jobs/0"`} {
 			if !strings.Contains(first[0], want) {
 				t.Errorf("the warning %q does not say %s", first[0], want)
 			}

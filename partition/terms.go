@@ -123,7 +123,6 @@ func (r *runner) claimed(names []string, res []ClaimResult, now time.Time) (clai
 			r.heldBy(n, cr.Err, now)
 		}
 	}
-	r.reportStrangers(now)
 	if unknown > 0 {
 		r.g.log.Warn("claims failed; claiming these partitions again", "partitions", unknown, "err", firstErr)
 	}

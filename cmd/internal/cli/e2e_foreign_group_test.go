@@ -31,17 +31,27 @@ type foreignPartition struct {
 // checkForeignPartitions plants parts (on some of the 5 partitions of
 // group "fg"), starts two members, and checks that no member takes a
 // planted record over, that status --partitions shows each as held by a
-// foreign or malformed record (JSON and text, with the remedy), and that
-// once release --force removes each, a member claims it with a greater
-// token. after runs once the members run, before the checks.
-func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartition, after func(t *testing.T)) {
+// foreign or malformed record (JSON and text, with the remedy), that the
+// members say once why a partition waits and what removes the record, and
+// that once release --force removes each, a member claims it with a
+// greater token. (That the wait is over is logged at info level, which
+// tenure run shows only with debug logging: see TestStrangerLogsOnce.)
+func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartition) {
 	tokens := map[string]uint64{}
 	for _, p := range parts {
 		tokens[p.key] = p.plant(t)
 	}
+	var members []*proc
 	for _, h := range []string{"a", "b"} {
-		startProc(t, h, nil, append(append([]string{}, coord...), "run", "--key", "fg", "--partitions", "5",
-			"--ttl", "2s", "--holder", h, "--", "sleep", "1000")...)
+		members = append(members, startProc(t, h, nil, append(append([]string{}, coord...), "run", "--key", "fg", "--partitions", "5",
+			"--ttl", "2s", "--holder", h, "--", "sleep", "1000")...))
+	}
+	// logged counts the members' log lines that say s.
+	logged := func(s string) (n int) {
+		for _, m := range members {
+			n += strings.Count(m.err.String(), s)
+		}
+		return n
 	}
 	status := func() partitionStatus {
 		res := runTenure(t, nil, append(append([]string{}, coord...), "status", "--key", "fg", "--partitions", "5", "--json")...)
@@ -56,9 +66,6 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 		st = status()
 		return len(st.Members) >= 2 && st.Partitions[4].Held && st.Partitions[4].Record == ""
 	})
-	if after != nil {
-		after(t)
-	}
 	// Several TTLs of claims later, no member has taken a planted record over.
 	time.Sleep(3 * time.Second)
 	st = status()
@@ -80,6 +87,14 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 		if !strings.Contains(res.stdout, p.kind+" record") || !strings.Contains(res.stdout, "tenure release --force --key "+p.key) {
 			t.Errorf("status --partitions text does not name %s's %s record and its remedy:\n%s", p.key, p.kind, res.stdout)
 		}
+	}
+	// The members say why the partitions wait: once, naming a record and
+	// the command that removes it.
+	waitFor(t, 15*time.Second, "a member to say why a partition waits", func() bool {
+		return logged(`ends or is removed" group=fg `) > 0
+	})
+	if n := logged(`ends or is removed" group=fg `); n > 2 || logged(`remedy="tenure release --force --key fg/`) != n {
+		t.Errorf("the members said %d times why a partition waits, %d times with the remedy; want at most once each, with it", n, logged(`remedy="tenure release --force --key fg/`))
 	}
 	if t.Failed() {
 		t.FailNow()
@@ -140,7 +155,7 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 		{"fg/0", "foreign", "no lease", "foreign", true, put("fg/0", "mallory#00000000", 0)},
 		{"fg/1", "malformed", "not a holder identity", "malformed", false, put("fg/1", "bad\x01value", 600)},
 		{"fg/2", "foreign", "no member's", "", false, put("fg/2", "mallory#00000000", 600)},
-	}, nil)
+	})
 }
 
 // TestForeignPartitionsPostgres: leadership rows of partition keys that
@@ -189,7 +204,7 @@ VALUES ($1, $2, $3, now(), `+expires+`)`, key, holder, token)
 		{"fg/1", "foreign", "infinity", "foreign", true, row("fg/1", "mallory#00000000", 8, "'infinity'")},
 		{"fg/2", "foreign", "no member's", "", false, row("fg/2", "mallory#00000000", 9, "now() + interval '10 minutes'")},
 		{"fg/3", "foreign", "membership", "foreign", true, stuck},
-	}, nil)
+	})
 }
 
 // TestForeignPartitionsKube: Leases of partition keys that no member
@@ -261,5 +276,5 @@ func TestForeignPartitionsKube(t *testing.T) {
 		{"fg/1", "foreign", "longer than tenure grants", "foreign", false, lease("fg/1", "mallory", 200000)},
 		{"fg/2", "foreign", "no member's", "", false, lease("fg/2", "mallory", 600)},
 		{"fg/3", "foreign", "membership", "foreign", false, stuck},
-	}, nil)
+	})
 }
