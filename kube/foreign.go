@@ -20,9 +20,10 @@ import (
 // Acquire refuses but that no tenure or client-go grant wrote as they
 // stand: a holderIdentity that is not a holder identity, no holder without
 // tenure's release mark, a leaseDurationSeconds longer than a day, or an
-// AnnotationKey that names another key than the Lease's name. Their tokens
-// are the Leases' resourceVersions. Users free such a Lease with
-// RemoveForeign. It is one request.
+// AnnotationKey that names another key than the Lease's name; and the
+// partitions owned by a membership Lease that no member wrote as it stands
+// (see foreignOwner). Their tokens are the Leases' resourceVersions. Users
+// free such a record with RemoveForeign. It is one request.
 func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
 	op := fmt.Sprintf("kube: list foreign Leases under %q", prefix)
 	if err := inputs.Prefix(prefix); err != nil {
@@ -36,6 +37,10 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 		return nil, fail(ctx, op, err)
 	}
 	at := tenure.Now()
+	members, err := c.memberRecords(list.Items, at)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
 	var out []tenure.ForeignRecord
 	for i := range list.Items {
 		l := &list.Items[i]
@@ -53,6 +58,8 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 			return nil, fmt.Errorf("%s: Lease %s: %w", op, l.Name, err)
 		}
 		if f, ok := foreignOf(key, l, r, clash, c.cfg.MaxDrift); ok {
+			out = append(out, f)
+		} else if f, ok := foreignOwner(key, r, members, c.cfg.MaxDrift); ok {
 			out = append(out, f)
 		}
 	}
@@ -89,8 +96,10 @@ func foreignOf(key string, l *coordv1.Lease, r record, clash bool, maxDrift floa
 // RemoveForeign deletes r's Lease if it is still at the resourceVersion
 // r was read at (a delete preconditioned on it), and reports whether it
 // did. The next Acquire creates the Lease anew, at a greater
-// resourceVersion, so tokens still increase. r is a record ListForeign
-// returned.
+// resourceVersion, so tokens still increase. For a partition owned by a
+// membership Lease that no member wrote, it deletes that membership Lease
+// instead (see removeForeignOwner), which frees every partition it owns. r
+// is a record ListForeign returned.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	op := fmt.Sprintf("kube: remove foreign Lease of %q at resourceVersion %d", r.Key, r.Token)
 	if err := tenure.ValidateKey(r.Key); err != nil {
@@ -110,6 +119,12 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 	rv, err := parseVersion(l.ResourceVersion)
 	if err != nil || rv.n != r.Token {
 		return false, nil // another write since: not the record r read
+	}
+	if handled, removed, err := c.removeForeignOwner(ctx, l, r); handled || err != nil {
+		if err != nil {
+			return false, fail(ctx, op, err)
+		}
+		return removed, nil
 	}
 	pre := metav1.Preconditions{ResourceVersion: &l.ResourceVersion, UID: &l.UID}
 	err = c.leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &pre})

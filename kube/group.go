@@ -235,8 +235,8 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 	}
 	var out []partition.Member
 	for _, r := range members {
-		if !r.live(c.cfg.MaxDrift) {
-			continue
+		if why, _ := foreignMembership(r); why != "" || !r.live(c.cfg.MaxDrift) {
+			continue // a foreign membership is no member: see foreignOwner
 		}
 		p, _ := strconv.Atoi(r.lease.Annotations[AnnotationPartitions])
 		out = append(out, partition.Member{Group: group, ID: r.holder, Epoch: epochOf(r.lease.Name), TTL: r.ttl, Partitions: p})

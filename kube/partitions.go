@@ -450,8 +450,8 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 	var out []tenure.Grant
 	for key, p := range parts {
 		owner, ok := members[p.lease.Annotations[AnnotationMember]]
-		if p.holder == "" || !ok || owner.holder != p.holder || !owner.live(c.cfg.MaxDrift) {
-			continue
+		if why, _ := foreignMembership(owner); p.holder == "" || !ok || owner.holder != p.holder || !owner.live(c.cfg.MaxDrift) || why != "" {
+			continue // a foreign membership's: see foreignOwner
 		}
 		out = append(out, tenure.Grant{Key: key, Holder: p.holder, Token: p.token, TTL: owner.grant(key, c.cfg.MaxDrift).TTL})
 	}

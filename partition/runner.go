@@ -55,6 +55,8 @@ type runner struct {
 	// An outage is logged once, then summed up (outage.Log): the join,
 	// the members' read and the partition table's read, each retried.
 	joinDown, membersDown, tableDown outage.Log
+	strangerLog                      outage.Log              // partitions held by strangers: see reportStrangers
+	strangers                        map[string]stranger     // by partition name
 	heldSince                        time.Time               // first claim refused since the last read
 	listed                           map[string]tenure.Grant // this member's grants, as last read; see freeOrphans
 	watch                            <-chan struct{}         // membership changes; nil: poll only
@@ -93,6 +95,8 @@ func newRunner(ctx context.Context, g *Group, fn Func) *runner {
 		joinDown:    outage.Log{Msg: "join failed; retrying"},
 		membersDown: outage.Log{Msg: "reading members failed"},
 		tableDown:   outage.Log{Msg: "reading the partition table failed"},
+		strangerLog: outage.Log{Msg: strangerMsg},
+		strangers:   make(map[string]stranger),
 	}
 }
 
@@ -156,6 +160,7 @@ func (r *runner) step() (more bool, err error) {
 	if r.joined {
 		more = r.claim()
 	}
+	r.reportStrangers(time.Now())
 	r.publish()
 	r.stats()
 	return more, r.refused

@@ -119,6 +119,9 @@ func (r *runner) claimed(names []string, res []ClaimResult, now time.Time) (clai
 		case mine && r.heldSince.IsZero(): // held by another member: see readMembers
 			r.heldSince = now
 		}
+		if mine && errors.Is(cr.Err, tenure.ErrHeld) {
+			r.heldBy(n, cr.Err, now)
+		}
 	}
 	if unknown > 0 {
 		r.g.log.Warn("claims failed; claiming these partitions again", "partitions", unknown, "err", firstErr)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,8 +19,10 @@ import (
 // that Acquire refuses but that no tenure grant wrote as they stand: no
 // holder_id, a holder_id that is not a holder identity, a fencing_token
 // that is not positive, or an expires_at more than a day ahead (infinity
-// included). Their tokens are the rows' fencing_tokens. Users free such a
-// row with RemoveForeign. It is one statement.
+// included). Their tokens are the rows' fencing_tokens. It lists too the
+// partitions owned by a membership row that no member wrote as it stands
+// (see foreignPartitions), with the partition rows' tokens. Users free such
+// a record with RemoveForeign. It is two statements.
 func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
 	if err := inputs.Prefix(prefix); err != nil {
 		return nil, fmt.Errorf("postgres: list foreign rows: %w", err)
@@ -52,6 +55,12 @@ ORDER BY resource COLLATE pg_catalog."C"`, prefix)
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: list foreign rows under %q: %w", prefix, err)
 	}
+	parts, err := c.foreignPartitions(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list foreign partition owners under %q: %w", prefix, err)
+	}
+	out = append(out, parts...)
+	slices.SortStableFunc(out, func(a, b tenure.ForeignRecord) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
 
@@ -102,8 +111,10 @@ func foreignRow(key string, holder pgtype.Text, token int64, finite bool, leftUS
 // again, which RemoveForeign leaves alone): it sets expires_at to
 // -infinity, as Release does, and keeps the row and its token, so that the
 // next Acquire's token, GREATEST(fencing_token + 1, the clock in µs), is
-// greater than r's. It reports whether it did, and notifies watchers. r is
-// a record ListForeign returned.
+// greater than r's. It reports whether it did, and notifies watchers. For
+// a partition owned by a membership row no member wrote, it deletes that
+// row (see removeForeignMember) instead: every partition the row owns is
+// freed. r is a record ListForeign returned.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	if err := tenure.ValidateKey(r.Key); err != nil {
 		return false, fmt.Errorf("postgres: remove foreign row: %w", err)
@@ -124,7 +135,14 @@ SELECT pg_catalog.pg_notify($4, resource)::pg_catalog.text FROM r`, r.Key, r.Hol
 		return false, fmt.Errorf("postgres: remove foreign row of %q: %w", r.Key, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return false, nil
+		removed, err := c.removeForeignMember(ctx, r)
+		if err != nil {
+			return false, fmt.Errorf("postgres: remove the foreign membership row owning %q: %w", r.Key, err)
+		}
+		if removed {
+			c.o.logger.Info("foreign membership row removed", "key", r.Key, "member", r.Holder, "token", int64(r.Token), "reason", r.Reason)
+		}
+		return removed, nil
 	}
 	c.o.logger.Info("foreign row removed", "key", r.Key, "holder", r.Holder, "token", int64(r.Token), "reason", r.Reason)
 	return true, nil

@@ -170,7 +170,8 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 	// extended, but no member of this version may have joined yet) reads as
 	// "nothing announced" instead of failing.
 	rows, err := c.pool.Query(ctx, `SELECT member, epoch, ttl_us,
-       coalesce((pg_catalog.to_jsonb(m) OPERATOR(pg_catalog.->>) 'partitions')::integer, 0)
+       coalesce((pg_catalog.to_jsonb(m) OPERATOR(pg_catalog.->>) 'partitions')::integer, 0),
+       pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
 FROM `+t.members+` m WHERE grp OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
 ORDER BY member, epoch`, group)
 	if isUndefinedTable(err) {
@@ -179,12 +180,16 @@ ORDER BY member, epoch`, group)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (partition.Member, error) {
-		var m partition.Member
-		var epoch, us int64
-		err := r.Scan(&m.ID, &epoch, &us, &m.Partitions)
-		m.Group, m.Epoch, m.TTL = group, uint64(epoch), time.Duration(us)*time.Microsecond
-		return m, err
+	var out []partition.Member
+	var m partition.Member
+	var epoch, us, leftUS int64
+	var finite bool
+	_, err = pgx.ForEachRow(rows, []any{&m.ID, &epoch, &us, &m.Partitions, &finite, &leftUS}, func() error {
+		if why, _ := foreignMember(m.ID, finite, leftUS); why == "" { // else no member: see foreignPartitions
+			m.Group, m.Epoch, m.TTL = group, uint64(epoch), time.Duration(us)*time.Microsecond
+			out = append(out, m)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -214,8 +219,7 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.pool.Query(ctx, `SELECT p.name, m.member, p.fencing_token,
-       (extract(epoch FROM m.expires_at OPERATOR(pg_catalog.-) CURRENT_TIMESTAMP) OPERATOR(pg_catalog.*) 1000000)::bigint
+	rows, err := c.pool.Query(ctx, `SELECT p.name, m.member, p.fencing_token, pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
 FROM `+t.partitions+` p JOIN `+t.members+` m ON m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
 WHERE p.grp OPERATOR(pg_catalog.=) $1 AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, group)
 	if isUndefinedTable(err) {
@@ -224,13 +228,17 @@ WHERE p.grp OPERATOR(pg_catalog.=) $1 AND m.expires_at OPERATOR(pg_catalog.>) CU
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (tenure.Grant, error) {
-		var g tenure.Grant
-		var name string
-		var token, us int64
-		err := r.Scan(&name, &g.Holder, &token, &us)
-		g.Key, g.Token, g.TTL = partition.Key(group, name), uint64(token), time.Duration(us)*time.Microsecond
-		return g, err
+	var out []tenure.Grant
+	var g tenure.Grant
+	var name string
+	var token, us int64
+	var finite bool
+	_, err = pgx.ForEachRow(rows, []any{&name, &g.Holder, &token, &finite, &us}, func() error {
+		if why, _ := foreignMember(g.Holder, finite, us); why == "" { // else a foreign record: see foreignPartitions
+			g.Key, g.Token, g.TTL = partition.Key(group, name), uint64(token), time.Duration(us)*time.Microsecond
+			out = append(out, g)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)

@@ -2,20 +2,129 @@ package cli
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenure-dev/tenure/kube"
+	"github.com/tenure-dev/tenure/postgres"
 )
 
-// TestForeignPartitionsEtcd: partition keys of a running group of two
-// members that no member wrote (no lease, a value that is not a holder
-// identity, a lease that is no membership's) are never taken over by a
-// member, are shown by status --partitions as held by a foreign or
-// malformed record (JSON and text, with the remedy), and once release
-// --force removes each, a member claims it with a greater token. A
-// membership key that does not parse changes nothing.
+// A foreignPartition is a record planted on a partition's key of group
+// "fg" that no member wrote.
+type foreignPartition struct {
+	key    string
+	kind   string // "foreign" or "malformed", as status names it
+	reason string // a part of the reason status gives
+	// released is the record release --force names: none for a grant
+	// that is valid as a single key's, which it releases as one.
+	released string
+	never    bool // it never expires: no ttl_left_ms
+	plant    func(t *testing.T) uint64
+}
+
+// checkForeignPartitions plants parts (on some of the 5 partitions of
+// group "fg"), starts two members, and checks that no member takes a
+// planted record over, that status --partitions shows each as held by a
+// foreign or malformed record (JSON and text, with the remedy), that the
+// members say once why a partition waits and what removes the record, and
+// that once release --force removes each, a member claims it with a
+// greater token. (That the wait is over is logged at info level, which
+// tenure run shows only with debug logging: see TestStrangerLogsOnce.)
+func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartition) {
+	tokens := map[string]uint64{}
+	for _, p := range parts {
+		tokens[p.key] = p.plant(t)
+	}
+	var members []*proc
+	for _, h := range []string{"a", "b"} {
+		members = append(members, startProc(t, h, nil, append(append([]string{}, coord...), "run", "--key", "fg", "--partitions", "5",
+			"--ttl", "2s", "--holder", h, "--", "sleep", "1000")...))
+	}
+	// logged counts the members' log lines that say s.
+	logged := func(s string) (n int) {
+		for _, m := range members {
+			n += strings.Count(m.err.String(), s)
+		}
+		return n
+	}
+	status := func() partitionStatus {
+		res := runTenure(t, nil, append(append([]string{}, coord...), "status", "--key", "fg", "--partitions", "5", "--json")...)
+		var st partitionStatus
+		if res.code != 0 || json.Unmarshal([]byte(res.stdout), &st) != nil {
+			t.Fatalf("%s: exit %d, output %q\n%s", res.description, res.code, res.stdout, res.stderr)
+		}
+		return st
+	}
+	var st partitionStatus
+	waitFor(t, 30*time.Second, "two members, partition 4 owned", func() bool {
+		st = status()
+		return len(st.Members) >= 2 && st.Partitions[4].Held && st.Partitions[4].Record == ""
+	})
+	// Several TTLs of claims later, no member has taken a planted record over.
+	time.Sleep(3 * time.Second)
+	st = status()
+	byKey := map[string]partitionRowOut{}
+	for _, r := range st.Partitions {
+		byKey[r.Key] = r
+	}
+	for _, p := range parts {
+		r := byKey[p.key]
+		if !r.Held || r.Record != p.kind || !strings.Contains(r.Reason, p.reason) || r.Token != tokens[p.key] || (r.TTLLeftMS == nil) != p.never {
+			t.Errorf("status --partitions: %s = %+v; want held by a %s record (%q) with token %d, ttl_left_ms absent = %v", p.key, r, p.kind, p.reason, tokens[p.key], p.never)
+		}
+	}
+	if len(st.Members) != 2 {
+		t.Errorf("status --partitions members = %+v; want a and b only", st.Members)
+	}
+	res := runTenure(t, nil, append(append([]string{}, coord...), "status", "--key", "fg", "--partitions", "5")...)
+	for _, p := range parts {
+		if !strings.Contains(res.stdout, p.kind+" record") || !strings.Contains(res.stdout, "tenure release --force --key "+p.key) {
+			t.Errorf("status --partitions text does not name %s's %s record and its remedy:\n%s", p.key, p.kind, res.stdout)
+		}
+	}
+	// The members say why the partitions wait: once, naming a record and
+	// the command that removes it.
+	waitFor(t, 15*time.Second, "a member to say why a partition waits", func() bool {
+		return logged(`ends or is removed" group=fg `) > 0
+	})
+	if n := logged(`ends or is removed" group=fg `); n > 2 || logged(`remedy="tenure release --force --key fg/`) != n {
+		t.Errorf("the members said %d times why a partition waits, %d times with the remedy; want at most once each, with it", n, logged(`remedy="tenure release --force --key fg/`))
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, p := range parts {
+		res := runTenure(t, nil, append(append([]string{}, coord...), "release", "--key", p.key, "--force", "--json")...)
+		var rel releaseResult
+		if err := json.Unmarshal([]byte(res.stdout), &rel); err != nil || res.code != 0 || !rel.Released || rel.Token != tokens[p.key] {
+			t.Fatalf("release --force --key %s --json: exit %d, %q (%v); want released with token %d\n%s", p.key, res.code, res.stdout, err, tokens[p.key], res.stderr)
+		}
+		if rel.Record != p.released {
+			t.Errorf("release --force --key %s: record %q; want %q", p.key, rel.Record, p.released)
+		}
+	}
+	waitFor(t, 30*time.Second, "members to own every partition", func() bool {
+		st = status()
+		return st.Unowned == 0 && len(st.Members) == 2
+	})
+	for _, r := range st.Partitions {
+		if tok, ok := tokens[r.Key]; ok && (r.Record != "" || r.Token <= tok) {
+			t.Errorf("after release --force, %s = %+v; want a member's with a token greater than %d", r.Key, r, tok)
+		}
+	}
+}
+
+// TestForeignPartitionsEtcd: partition keys that no member wrote (no
+// lease, a value that is not a holder identity, a lease that is no
+// membership's) hold their partitions until release --force removes
+// them (see checkForeignPartitions). A membership key that does not parse
+// changes nothing.
 func TestForeignPartitionsEtcd(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, t.TempDir())
@@ -24,89 +133,148 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	put := func(key, value string, leaseSecs int64) int64 {
-		var opts []clientv3.OpOption
-		if leaseSecs > 0 {
-			l, err := cli.Grant(t.Context(), leaseSecs)
+	put := func(key, value string, leaseSecs int64) func(t *testing.T) uint64 {
+		return func(t *testing.T) uint64 {
+			var opts []clientv3.OpOption
+			if leaseSecs > 0 {
+				l, err := cli.Grant(t.Context(), leaseSecs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts = append(opts, clientv3.WithLease(l.ID))
+			}
+			resp, err := cli.Put(t.Context(), "/tenure/leader/"+key, value, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts = append(opts, clientv3.WithLease(l.ID))
+			return uint64(resp.Header.Revision)
 		}
-		resp, err := cli.Put(t.Context(), "/tenure/leader/"+key, value, opts...)
+	}
+	put("#members/fg#nolease", "garbage", 0)(t)
+	checkForeignPartitions(t, s.coord, []foreignPartition{
+		{"fg/0", "foreign", "no lease", "foreign", true, put("fg/0", "mallory#00000000", 0)},
+		{"fg/1", "malformed", "not a holder identity", "malformed", false, put("fg/1", "bad\x01value", 600)},
+		{"fg/2", "foreign", "no member's", "", false, put("fg/2", "mallory#00000000", 600)},
+	})
+}
+
+// TestForeignPartitionsPostgres: leadership rows of partition keys that
+// no member wrote (no holder_id, an expires_at of infinity, a grant that
+// is no member's), and a partition row owned by a membership row that no
+// member wrote as it stands (its expires_at pushed to infinity), hold
+// their partitions until release --force removes them (see
+// checkForeignPartitions); the planted membership is no member.
+func TestForeignPartitionsPostgres(t *testing.T) {
+	t.Parallel()
+	coord := postgresCoord(t)
+	c, err := postgres.Open(t.Context(), coord[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	exec := func(t *testing.T, sql string, args ...any) {
+		t.Helper()
+		if _, err := c.Pool().Exec(t.Context(), sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row := func(key string, holder any, token int64, expires string) func(t *testing.T) uint64 {
+		return func(t *testing.T) uint64 {
+			exec(t, `INSERT INTO `+c.Table()+` (resource, holder_id, fencing_token, acquired_at, expires_at)
+VALUES ($1, $2, $3, now(), `+expires+`)`, key, holder, token)
+			return uint64(token)
+		}
+	}
+	// A member that joined and claimed partition 3, whose membership row
+	// someone then made never expire.
+	stuck := func(t *testing.T) uint64 {
+		m, err := c.JoinGroup(t.Context(), "fg", "mallory#00000000", 10*time.Second, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return resp.Header.Revision
-	}
-	// released is the record release --force names: none for a grant
-	// that is valid as a single key's, which it releases as one.
-	type shape struct{ kind, reason, released string }
-	want := map[string]shape{
-		"fg/0": {"foreign", "no lease", "foreign"},
-		"fg/1": {"malformed", "not a holder identity", "malformed"},
-		"fg/2": {"foreign", "no member's", ""},
-	}
-	tokens := map[string]uint64{
-		"fg/0": uint64(put("fg/0", "mallory#00000000", 0)),
-		"fg/1": uint64(put("fg/1", "bad\x01value", 600)),
-		"fg/2": uint64(put("fg/2", "mallory#00000000", 600)),
-	}
-	put("#members/fg#nolease", "garbage", 0)
-
-	for _, h := range []string{"a", "b"} {
-		startProc(t, h, nil, append(append([]string{}, s.coord...), "run", "--key", "fg", "--partitions", "4",
-			"--ttl", "2s", "--holder", h, "--", "sleep", "1000")...)
-	}
-	status := func() partitionStatus {
-		res := runTenure(t, nil, append(append([]string{}, s.coord...), "status", "--key", "fg", "--partitions", "4", "--json")...)
-		var st partitionStatus
-		if res.code != 0 || json.Unmarshal([]byte(res.stdout), &st) != nil {
-			t.Fatalf("%s: exit %d, output %q\n%s", res.description, res.code, res.stdout, res.stderr)
+		res, err := c.ClaimPartitions(t.Context(), m, []string{"3"})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("ClaimPartitions(3) = %+v, %v", res, err)
 		}
-		return st
+		exec(t, `UPDATE cluster_leadership_members SET expires_at = 'infinity' WHERE epoch = $1`, int64(m.Epoch))
+		return res[0].Grant.Token
 	}
-	var st partitionStatus
-	waitFor(t, 30*time.Second, "two members, partition 3 owned", func() bool {
-		st = status()
-		return len(st.Members) == 2 && st.Partitions[3].Held && st.Partitions[3].Record == ""
+	checkForeignPartitions(t, coord, []foreignPartition{
+		{"fg/0", "malformed", "no holder_id", "malformed", false, row("fg/0", nil, 7, "now() + interval '1 hour'")},
+		{"fg/1", "foreign", "infinity", "foreign", true, row("fg/1", "mallory#00000000", 8, "'infinity'")},
+		{"fg/2", "foreign", "no member's", "", false, row("fg/2", "mallory#00000000", 9, "now() + interval '10 minutes'")},
+		{"fg/3", "foreign", "membership", "foreign", true, stuck},
 	})
-	// Several TTLs of claims later, no member has taken a planted key over.
-	time.Sleep(3 * time.Second)
-	st = status()
-	for _, r := range st.Partitions[:3] {
-		w := want[r.Key]
-		if !r.Held || r.Record != w.kind || !strings.Contains(r.Reason, w.reason) || r.Token != tokens[r.Key] || (r.TTLLeftMS == nil) != (r.Key == "fg/0") {
-			t.Errorf("status --partitions: %s = %+v; want held by a %s record (%q) with token %d", r.Key, r, w.kind, w.reason, tokens[r.Key])
-		}
-	}
-	if len(st.Members) != 2 {
-		t.Errorf("status --partitions members = %+v; want a and b only", st.Members)
-	}
-	res := runTenure(t, nil, append(append([]string{}, s.coord...), "status", "--key", "fg", "--partitions", "4")...)
-	for key, w := range want {
-		if !strings.Contains(res.stdout, w.kind+" record") || !strings.Contains(res.stdout, "tenure release --force --key "+key) {
-			t.Errorf("status --partitions text does not name %s's %s record and its remedy:\n%s", key, w.kind, res.stdout)
-		}
-	}
+}
 
-	for key, w := range want {
-		res := runTenure(t, nil, append(append([]string{}, s.coord...), "release", "--key", key, "--force", "--json")...)
-		var rel releaseResult
-		if err := json.Unmarshal([]byte(res.stdout), &rel); err != nil || res.code != 0 || !rel.Released || rel.Token != tokens[key] {
-			t.Fatalf("release --force --key %s --json: exit %d, %q (%v); want released with token %d\n%s", key, res.code, res.stdout, err, tokens[key], res.stderr)
-		}
-		if rel.Record != w.released {
-			t.Errorf("release --force --key %s: record %q; want %q", key, rel.Record, w.released)
+// TestForeignPartitionsKube: Leases of partition keys that no member
+// wrote (a holder that is not a holder identity, a leaseDurationSeconds
+// longer than a day, a single key's grant that is no member's) hold
+// their partitions until release --force removes them (see
+// checkForeignPartitions).
+func TestForeignPartitionsKube(t *testing.T) {
+	t.Parallel()
+	s, ns, coord := kubeCoord(t)
+	leases := s.Client(t).CoordinationV1().Leases(ns)
+	lease := func(key, holder string, secs int32) func(t *testing.T) uint64 {
+		return func(t *testing.T) uint64 {
+			now := metav1.NewMicroTime(time.Now())
+			l, err := leases.Create(t.Context(), &coordv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName(key), Annotations: map[string]string{kube.AnnotationKey: key}},
+				Spec:       coordv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rv, err := strconv.ParseUint(l.ResourceVersion, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rv
 		}
 	}
-	waitFor(t, 30*time.Second, "members to own every partition", func() bool {
-		st = status()
-		return st.Unowned == 0
+	// A member that joined and claimed partition 3, whose membership
+	// Lease someone then made last two days.
+	stuck := func(t *testing.T) uint64 {
+		cfg := kube.DefaultConfig()
+		cfg.Namespace = ns
+		c, err := kube.New(s.Client(t), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		m, err := c.JoinGroup(t.Context(), "fg", "mallory#00000000", 10*time.Second, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.ClaimPartitions(t.Context(), m, []string{"3"})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("ClaimPartitions(3) = %+v, %v", res, err)
+		}
+		ls, err := leases.List(t.Context(), metav1.ListOptions{LabelSelector: kube.LabelRole + "=member"})
+		if err != nil || len(ls.Items) != 1 {
+			t.Fatalf("membership Leases: %v, %v; want mallory's", ls, err)
+		}
+		l := ls.Items[0]
+		l.Spec.LeaseDurationSeconds = new(int32)
+		*l.Spec.LeaseDurationSeconds = 2 * 86400
+		if _, err := leases.Update(t.Context(), &l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := leases.Get(t.Context(), kube.LeaseName("fg/3"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rv, err := strconv.ParseUint(p.ResourceVersion, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rv // the partition Lease's: the foreign record's token
+	}
+	checkForeignPartitions(t, coord, []foreignPartition{
+		{"fg/0", "malformed", "not a holder identity", "malformed", false, lease("fg/0", "bad\x01value", 600)},
+		{"fg/1", "foreign", "longer than tenure grants", "foreign", false, lease("fg/1", "mallory", 200000)},
+		{"fg/2", "foreign", "no member's", "", false, lease("fg/2", "mallory", 600)},
+		{"fg/3", "foreign", "membership", "foreign", false, stuck},
 	})
-	for _, r := range st.Partitions[:3] {
-		if r.Record != "" || r.Token <= tokens[r.Key] {
-			t.Errorf("after release --force, %s = %+v; want a member's with a token greater than %d", r.Key, r, tokens[r.Key])
-		}
-	}
 }

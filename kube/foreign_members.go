@@ -1,0 +1,108 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tenure-dev/tenure/internal/limits"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// A membership Lease that no member wrote as it stands (a
+// leaseDurationSeconds longer than a day, which no join or renewal writes,
+// or a holder that is not a holder identity) is no member: GroupMembers
+// and GroupPartitions leave it and its partitions out. It may never expire,
+// and claims do not take the partitions it owns while it is live, so
+// ListForeign lists each such partition as a foreign record, and
+// RemoveForeign of one deletes the membership Lease, which frees every
+// partition it owns.
+
+// foreignMembership says why membership record r is no member's as it
+// stands; "" when a member wrote it.
+func foreignMembership(r record) (why string, malformed bool) {
+	var out []string
+	if tenure.ValidateHolder(r.holder) != nil {
+		out, malformed = append(out, "a holderIdentity that is not a holder identity"), true
+	}
+	if r.ttl > limits.MaxTTL {
+		out = append(out, fmt.Sprintf("a leaseDurationSeconds of %d, longer than tenure grants", int64(r.ttl.Seconds())))
+	}
+	return strings.Join(out, ", "), malformed
+}
+
+// foreignOwner describes partition Lease l of key, read as p, when the
+// live membership Lease that owns it (among members, by name) is no
+// member's as it stands. Its token is l's resourceVersion.
+func foreignOwner(key string, p record, members map[string]record, maxDrift float64) (tenure.ForeignRecord, bool) {
+	name := p.lease.Annotations[AnnotationMember]
+	owner, ok := members[name]
+	if p.lease.Labels[LabelRole] != "partition" || !ok || owner.holder != p.holder || !owner.live(maxDrift) {
+		return tenure.ForeignRecord{}, false
+	}
+	why, malformed := foreignMembership(owner)
+	if why == "" {
+		return tenure.ForeignRecord{}, false
+	}
+	return tenure.ForeignRecord{Key: key, Holder: p.holder, Token: p.rv.n, TTL: owner.grant(key, maxDrift).TTL, Malformed: malformed,
+		Reason: fmt.Sprintf("owned by a membership Lease that no member wrote as it stands (%s: %s)", name, why)}, true
+}
+
+// memberRecords reads the membership Leases among ls, by name.
+func (c *Coordinator) memberRecords(ls []coordv1.Lease, at tenure.Instant) (map[string]record, error) {
+	out := map[string]record{}
+	for i := range ls {
+		if l := &ls[i]; l.Labels[LabelRole] == "member" {
+			r, err := c.sight(l, at)
+			if err != nil {
+				return nil, fmt.Errorf("Lease %s: %w", l.Name, err)
+			}
+			out[l.Name] = r
+		}
+	}
+	return out, nil
+}
+
+// removeForeignOwner deletes the membership Lease that owns partition
+// Lease l, read for r, if it is still no member's as it stands (see
+// foreignMembership), with a delete preconditioned on the version checked;
+// it reports whether it did. handled is false when l is owned by no such
+// membership.
+func (c *Coordinator) removeForeignOwner(ctx context.Context, l *coordv1.Lease, r tenure.ForeignRecord) (handled, removed bool, err error) {
+	name := l.Annotations[AnnotationMember]
+	if l.Labels[LabelRole] != "partition" || name == "" {
+		return false, false, nil
+	}
+	m, err := c.leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, false, nil
+	}
+	if err != nil {
+		return true, false, err
+	}
+	owner, err := c.sight(m, tenure.Now())
+	if err != nil {
+		return true, false, err
+	}
+	p, err := c.sight(l, tenure.Now())
+	if err != nil {
+		return true, false, err
+	}
+	if _, ok := foreignOwner(r.Key, p, map[string]record{name: owner}, c.cfg.MaxDrift); !ok || owner.holder != r.Holder {
+		return false, false, nil
+	}
+	err = c.deleteAt(ctx, owner)
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		return true, false, nil
+	case err != nil:
+		return true, false, err
+	}
+	c.log.Info("foreign membership Lease removed", "key", r.Key, "lease", name, "holder", r.Holder, "reason", r.Reason)
+	return true, true, nil
+}

@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tenure-dev/tenure/internal/limits"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// A membership row that no member wrote as it stands (an expires_at of
+// infinity or more than a day ahead, which no renewal writes, or a member
+// that is not a holder identity) is no member: GroupMembers and
+// GroupPartitions leave it and its partitions out. It never expires by
+// itself, and claims do not take the partitions it owns, so ListForeign
+// lists each such partition as a foreign record, and RemoveForeign of one
+// deletes the membership row, which frees every partition it owns.
+
+// foreignMemberSQL is true for membership row m that no member wrote as
+// it stands; the holder identity of m.member is checked in Go
+// (foreignMember).
+var foreignMemberSQL = `(NOT pg_catalog.isfinite(m.expires_at)
+     OR m.expires_at OPERATOR(pg_catalog.>) (CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => ` + maxTTLSecs + `)))`
+
+// maxTTLSecs is limits.MaxTTL in seconds, as SQL.
+var maxTTLSecs = fmt.Sprint(int64(limits.MaxTTL / time.Second))
+
+// memberLeftMicros is leftMicros for membership row m.
+const memberLeftMicros = `LEAST(CASE WHEN pg_catalog.isfinite(m.expires_at)
+       THEN extract(epoch FROM m.expires_at OPERATOR(pg_catalog.-) CURRENT_TIMESTAMP) OPERATOR(pg_catalog.*) 1000000
+       ELSE 9e15 END, 9e15)::bigint`
+
+// foreignMember says why a live membership row of member, whose expires_at
+// is finite or not and leftUS ahead, is no member's as it stands; "" when
+// a member wrote it.
+func foreignMember(member string, finite bool, leftUS int64) (why string, malformed bool) {
+	var out []string
+	if tenure.ValidateHolder(member) != nil {
+		out, malformed = append(out, "a member that is not a holder identity"), true
+	}
+	switch {
+	case !finite:
+		out = append(out, "an expires_at of infinity")
+	case time.Duration(leftUS)*time.Microsecond > limits.MaxTTL:
+		out = append(out, "an expires_at more than a day ahead")
+	}
+	return strings.Join(out, ", "), malformed
+}
+
+// foreignPartitions returns the partitions of keys under prefix owned by a
+// live membership row that no member wrote as it stands (see above).
+func (c *Coordinator) foreignPartitions(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
+	t, err := c.groupTables()
+	if err != nil {
+		return nil, nil // no group tables can exist
+	}
+	rows, err := c.pool.Query(ctx, `SELECT p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) p.name, m.member, m.epoch, p.fencing_token,
+       pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
+FROM `+t.partitions+` p JOIN `+t.members+` m ON m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
+WHERE pg_catalog.starts_with(p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) p.name, $1)
+  AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, prefix)
+	if isUndefinedTable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []tenure.ForeignRecord
+	var r tenure.ForeignRecord
+	var epoch, token, leftUS int64
+	var finite bool
+	_, err = pgx.ForEachRow(rows, []any{&r.Key, &r.Holder, &epoch, &token, &finite, &leftUS}, func() error {
+		why, malformed := foreignMember(r.Holder, finite, leftUS)
+		if why == "" || tenure.ValidateKey(r.Key) != nil {
+			return nil
+		}
+		f := tenure.ForeignRecord{Key: r.Key, Holder: r.Holder, Token: uint64(token), TTL: -1, Malformed: malformed,
+			Reason: fmt.Sprintf("owned by a membership row that no member wrote as it stands (epoch %d: %s)", epoch, why)}
+		if finite {
+			f.TTL = time.Duration(leftUS) * time.Microsecond
+		}
+		out = append(out, f)
+		return nil
+	})
+	return out, err
+}
+
+// removeForeignMember deletes the membership row that owns r's partition
+// with r's token, if it is still r's member and, unless r is malformed,
+// still ends more than a day ahead; it reports whether it did. Every
+// partition the row owns is then free: the next claim's token is greater
+// than the partition row's.
+func (c *Coordinator) removeForeignMember(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
+	i := strings.LastIndexByte(r.Key, '/')
+	t, err := c.groupTables()
+	if i < 0 || err != nil {
+		return false, nil
+	}
+	tag, err := c.pool.Exec(ctx, `DELETE FROM `+t.members+` m USING `+t.partitions+` p
+WHERE p.grp OPERATOR(pg_catalog.=) $1 AND p.name OPERATOR(pg_catalog.=) $2 AND p.fencing_token OPERATOR(pg_catalog.=) $3
+  AND m.epoch OPERATOR(pg_catalog.=) p.owner_epoch AND m.member OPERATOR(pg_catalog.=) $4
+  AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP AND ($5 OR `+foreignMemberSQL+`)`,
+		r.Key[:i], r.Key[i+1:], int64(r.Token), r.Holder, r.Malformed)
+	if isUndefinedTable(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() > 0, nil
+}
