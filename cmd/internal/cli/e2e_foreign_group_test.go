@@ -167,7 +167,7 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 func TestForeignPartitionsPostgres(t *testing.T) {
 	t.Parallel()
 	coord := postgresCoord(t)
-	c, err := postgres.Open(t.Context(), coord[1])
+	c, err := postgres.Dial(t.Context(), coord[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,9 +236,7 @@ func TestForeignPartitionsKube(t *testing.T) {
 	// A member that joined and claimed partition 3, whose membership
 	// Lease someone then made last two days.
 	stuck := func(t *testing.T) uint64 {
-		cfg := kube.DefaultConfig()
-		cfg.Namespace = ns
-		c, err := kube.New(s.Client(t), cfg)
+		c, err := kube.New(s.Client(t), ns)
 		if err != nil {
 			t.Fatal(err)
 		}
