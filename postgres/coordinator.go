@@ -67,10 +67,10 @@ type statements struct {
 	acquire, lookup, insert, renew, release, leader, observe string
 	grant, announce                                          string // parts of acquire
 	grantPartition                                           string // grant, above the partition row's token too
-	retract                                                  string // see acquireOnce
-	// acquirePartition is acquirePartitionSQL; empty when the table's name
-	// leaves no room for the group tables' names.
-	acquirePartition string
+	// acquirePartition and acquireUnlessGroups are acquirePartitionSQL and
+	// acquireUnlessGroupsSQL; empty when the table's name leaves no room
+	// for the group tables' names.
+	acquirePartition, acquireUnlessGroups string
 }
 
 func newStatements(t string, notify Notify) statements {
@@ -105,15 +105,6 @@ func newStatements(t string, notify Notify) statements {
 	RETURNING resource, fencing_token
 )
 SELECT fencing_token, ` + announce + ` FROM g`,
-		// retract is the release of a grant never returned, that gives the
-		// row back to claims (see acquireOnce).
-		retract: `WITH r AS (
-	UPDATE ` + t + ` SET expires_at = '-infinity', holder_id = NULL
-	WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
-	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
-	RETURNING resource
-)
-SELECT ` + announce + ` FROM r`,
 		announce: announce,
 		lookup:   `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 		insert: `INSERT INTO ` + t + ` (resource, holder_id, fencing_token, acquired_at, expires_at)
@@ -194,6 +185,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 	c.sql = newStatements(c.table, o.notify)
 	if t, err := c.groupTables(); err == nil {
 		c.sql.acquirePartition = acquirePartitionSQL(c.table, t, c.sql)
+		c.sql.acquireUnlessGroups = acquireUnlessGroupsSQL(c.table, c.sql)
 	}
 	if err := c.ensureTable(ctx); err != nil {
 		return nil, err
