@@ -21,7 +21,6 @@ var pendingSizes = []string{
 	"config.go: Config.Validate",
 	"cmd/internal/cli/cli.go: newRootCommand",
 	"cmd/internal/cli/verify.go: newVerifyCommand",
-	"postgres/coordinator.go: newStatements",
 	"cmd/internal/bench/throughput.go: Throughput",
 	"cmd/internal/chaos/run.go: Run",
 	"kube/watch.go: watcher.run",
