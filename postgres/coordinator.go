@@ -81,8 +81,9 @@ func newStatements(t string, notify Notify) statements {
 	grant := grantSQL("")
 	return statements{
 		grant: grant,
-		grantPartition: grantSQL(`,
-	                         (SELECT fencing_token FROM p) OPERATOR(pg_catalog.+) 1`),
+		// At least the partition row's token, which acquirePartitionSQL
+		// made the grant's.
+		grantPartition: grantSQL(`, (SELECT fencing_token FROM p)`),
 		// The acquisition, plus a notification for watchers. The new token is the old one
 		// plus one, and never less than the database clock in microseconds
 		// since 1970: a row deleted to "unstick" a key, a truncated or

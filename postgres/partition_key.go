@@ -98,18 +98,18 @@ var errRetry = errors.New("postgres: run the acquisition again")
 // acquirePartition acquires key, which names partition name of group, with
 // acquirePartitionSQL: it writes the partition's row (inserting it,
 // ownerless, if there is none), which locks it, and grants the key only if
-// the row has no owner or its owner's membership has expired.
+// the row has no owner.
 //
 // A claim whose snapshot predates this write either committed first, when
 // the write returns its owner's epoch, or meets the row's new version,
 // which REPEATABLE READ refuses (SQLSTATE 40001), and its next run sees the
-// grant. The owner's membership row is locked FOR SHARE, so that a renewal
+// grant. The owner's membership row is read FOR SHARE, so that a renewal
 // in flight commits first (and is seen) or finds the lease ended. A
 // membership row the statement's snapshot does not see was deleted, or
 // inserted after the snapshot was taken (a member that joined and claimed
-// meanwhile): nothing is granted, and it is read again; a row still
-// missing was deleted, so the partition's owner is cleared and the key
-// acquired again.
+// meanwhile): it is read again. An owner whose membership is gone or has
+// expired (for good: a renewal never revives it) is cleared from the row,
+// and the key acquired again, as a partition without owner.
 func (c *Coordinator) acquirePartition(ctx context.Context, t groupTables, key, holder string, us int64, group, name string) (int64, error) {
 	var token, epoch, ptok pgtype.Int8
 	var member pgtype.Text
@@ -119,22 +119,21 @@ func (c *Coordinator) acquirePartition(ctx context.Context, t groupTables, key, 
 	switch {
 	case err != nil || token.Valid:
 		return token.Int64, err
-	case epoch.Valid && !member.Valid:
+	case !epoch.Valid:
+		return 0, pgx.ErrNoRows // held by a single key, or no row yet: see Acquire
+	case !member.Valid:
 		err := c.pool.QueryRow(ctx, `SELECT member, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM `+t.members+`
 WHERE epoch OPERATOR(pg_catalog.=) $1 FOR SHARE`, epoch.Int64).Scan(&member, &live)
-		if errors.Is(err, pgx.ErrNoRows) {
-			_, err = c.pool.Exec(ctx, `UPDATE `+t.partitions+` SET owner_epoch = NULL
-WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2 AND owner_epoch OPERATOR(pg_catalog.=) $3`, group, name, epoch.Int64)
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return 0, fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
 		}
-		if !live {
-			return 0, errRetry
-		}
 	}
-	if live && member.Valid {
+	if live {
 		return 0, fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member.String, &tenure.HeldError{Key: key, Holder: member.String, Token: uint64(ptok.Int64)})
 	}
-	return 0, pgx.ErrNoRows // held by a single key, or no row yet: see Acquire
+	if _, err := c.pool.Exec(ctx, `UPDATE `+t.partitions+` SET owner_epoch = NULL
+WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2 AND owner_epoch OPERATOR(pg_catalog.=) $3`, group, name, epoch.Int64); err != nil {
+		return 0, fmt.Errorf("clear the ended owner of partition %q of group %q: %w", name, group, err)
+	}
+	return 0, errRetry
 }
