@@ -63,32 +63,23 @@ type statements struct {
 	acquire, lookup, insert, renew, release, leader, observe string
 	grant, announce                                          string // parts of acquire
 	grantPartition                                           string // grant, above the partition row's token too
-	retract                                                  string // see acquireOnce
-	// acquirePartition is acquirePartitionSQL; empty when the table's name
-	// leaves no room for the group tables' names.
-	acquirePartition string
+	// acquirePartition and acquireUnlessGroups are acquirePartitionSQL and
+	// acquireUnlessGroupsSQL; empty when the table's name leaves no room
+	// for the group tables' names.
+	acquirePartition, acquireUnlessGroups string
 }
 
 func newStatements(t string, notify Notify) statements {
-	// Acquisitions and releases notify watchers (at commit, only when a row
-	// was updated). With NotifyWatched, only while some coordinator watches
-	// the key, which it announces with a shared advisory lock (see
-	// presence): each notifying commit serializes on PostgreSQL's global
-	// notification queue lock, and nobody needs a notification that nobody
-	// watches for.
-	//
 	// Every function, operator, type and collation is named with its schema,
 	// pg_catalog (see the package doc, "Names"): "OPERATOR(pg_catalog.=)"
 	// is "=", found in pg_catalog whatever the search_path.
-	announce := "pg_catalog.pg_notify($4, resource)::pg_catalog.text"
-	if notify == NotifyWatched {
-		announce = "CASE WHEN pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext($4), pg_catalog.hashtext(resource)) THEN NULL ELSE " + announce + " END"
-	}
+	announce := announceSQL(notify)
 	grant := grantSQL("")
 	return statements{
 		grant: grant,
-		grantPartition: grantSQL(`,
-	                         (SELECT fencing_token FROM p) OPERATOR(pg_catalog.+) 1`),
+		// At least the partition row's token, which acquirePartitionSQL
+		// made the grant's.
+		grantPartition: grantSQL(`, (SELECT fencing_token FROM p)`),
 		// The acquisition, plus a notification for watchers. The new token is the old one
 		// plus one, and never less than the database clock in microseconds
 		// since 1970: a row deleted to "unstick" a key, a truncated or
@@ -101,38 +92,11 @@ func newStatements(t string, notify Notify) statements {
 	RETURNING resource, fencing_token
 )
 SELECT fencing_token, ` + announce + ` FROM g`,
-		// retract is the release of a grant never returned, that gives the
-		// row back to claims (see acquireOnce).
-		retract: `WITH r AS (
-	UPDATE ` + t + ` SET expires_at = '-infinity', holder_id = NULL
-	WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
-	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
-	RETURNING resource
-)
-SELECT ` + announce + ` FROM r`,
 		announce: announce,
 		lookup:   `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 		insert: `INSERT INTO ` + t + ` (resource, holder_id, fencing_token, acquired_at, expires_at)
 VALUES ($1, NULL, 0, NULL, '-infinity') ON CONFLICT (resource) DO NOTHING`,
-		// A renewal extends from the statement's start (no later than the
-		// request was sent, as the holder's deadline assumes), but tests
-		// liveness again after it holds the row's lock, against
-		// clock_timestamp(): a renewal that waited on the lock past the
-		// lease's expiry must not revive it. It takes the row lock an
-		// UPDATE of non-key columns takes (FOR NO KEY UPDATE conflicts with
-		// every writer of the row, and costs about half of FOR UPDATE
-		// followed by the update).
-		renew: `WITH locked AS MATERIALIZED (
-	SELECT resource, expires_at FROM ` + t + `
-	WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
-	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
-	FOR NO KEY UPDATE
-)
-UPDATE ` + t + ` AS l
-SET expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$4") + `)
-FROM locked AS k
-WHERE l.resource OPERATOR(pg_catalog.=) k.resource AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
-RETURNING 1`,
+		renew: renewSQL(t),
 		release: `WITH r AS (
 	UPDATE ` + t + ` SET expires_at = '-infinity'
 	WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
@@ -146,6 +110,41 @@ FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(
        CASE WHEN expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP THEN ` + leftMicros + ` END
 FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 	}
+}
+
+// announceSQL is the notification of an acquisition or a release, for
+// watchers (at commit, only when a row was updated). With NotifyWatched,
+// only while some coordinator watches the key, which it announces with a
+// shared advisory lock (see presence): each notifying commit serializes on
+// PostgreSQL's global notification queue lock, and nobody needs a
+// notification that nobody watches for.
+func announceSQL(notify Notify) string {
+	announce := "pg_catalog.pg_notify($4, resource)::pg_catalog.text"
+	if notify == NotifyWatched {
+		announce = "CASE WHEN pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext($4), pg_catalog.hashtext(resource)) THEN NULL ELSE " + announce + " END"
+	}
+	return announce
+}
+
+// renewSQL is the renewal on table t. It extends from the statement's
+// start (no later than the request was sent, as the holder's deadline
+// assumes), but tests liveness again after it holds the row's lock, against
+// clock_timestamp(): a renewal that waited on the lock past the lease's
+// expiry must not revive it. It takes the row lock an UPDATE of non-key
+// columns takes (FOR NO KEY UPDATE conflicts with every writer of the row,
+// and costs about half of FOR UPDATE followed by the update).
+func renewSQL(t string) string {
+	return `WITH locked AS MATERIALIZED (
+	SELECT resource, expires_at FROM ` + t + `
+	WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
+	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
+	FOR NO KEY UPDATE
+)
+UPDATE ` + t + ` AS l
+SET expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$4") + `)
+FROM locked AS k
+WHERE l.resource OPERATOR(pg_catalog.=) k.resource AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+RETURNING 1`
 }
 
 // grantSQL is the SET and WHERE of a grant: the key's row ($1) is free,
@@ -190,6 +189,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 	c.sql = newStatements(c.table, o.notify)
 	if t, err := c.groupTables(); err == nil {
 		c.sql.acquirePartition = acquirePartitionSQL(c.table, t, c.sql)
+		c.sql.acquireUnlessGroups = acquireUnlessGroupsSQL(c.table, c.sql)
 	}
 	if err := c.ensureTable(ctx); err != nil {
 		return nil, err

@@ -108,16 +108,20 @@ const foreignGroupTablesSQL = `EXISTS (SELECT 1 FROM pg_catalog.pg_class g, pg_c
 
 // acquirePartitionSQL acquires a key that names a partition ($5, $6: the
 // group and the name) as the acquisition does ($1 to $4), if the
-// partition's row has no owner or its owner's membership has expired. It
-// writes the partition's row first (see Coordinator.acquirePartition), and
-// returns the new token (NULL when not granted), the notification, the
+// partition's row has no owner. It writes the partition's row first (see
+// Coordinator.acquirePartition); a row without owner gets the grant's
+// token (greater than its own and the key's row's, and never less than the
+// clock), so that either row alone still carries the key's last token when
+// the other is deleted. It returns the new token (NULL when not granted), the notification, the
 // row's owner epoch and token, and the owner's member and whether its
 // membership is live (NULL and false when the snapshot has no row for it).
 func acquirePartitionSQL(table string, t groupTables, s statements) string {
 	return `WITH p AS MATERIALIZED (
 	INSERT INTO ` + t.partitions + ` AS p (grp, name, owner_epoch, fencing_token)
-	VALUES ($5, $6, NULL, ` + clockMicros + `)
-	ON CONFLICT (grp, name) DO UPDATE SET fencing_token = p.fencing_token
+	VALUES ($5, $6, NULL, GREATEST(` + clockMicros + `,
+	        coalesce((SELECT k.fencing_token FROM ` + table + ` AS k WHERE k.resource OPERATOR(pg_catalog.=) $1), 0) OPERATOR(pg_catalog.+) 1))
+	ON CONFLICT (grp, name) DO UPDATE SET fencing_token = CASE WHEN p.owner_epoch IS NULL
+	    THEN GREATEST(p.fencing_token OPERATOR(pg_catalog.+) 1, EXCLUDED.fencing_token) ELSE p.fencing_token END
 	RETURNING p.owner_epoch, p.fencing_token
 ), o AS MATERIALIZED (
 	SELECT m.member, m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP AS live
@@ -125,7 +129,7 @@ func acquirePartitionSQL(table string, t groupTables, s statements) string {
 	FOR SHARE OF m
 ), g AS (
 	UPDATE ` + table + s.grantPartition + `
-	  AND ((SELECT owner_epoch FROM p) IS NULL OR EXISTS (SELECT 1 FROM o WHERE NOT o.live))
+	  AND (SELECT owner_epoch FROM p) IS NULL
 	RETURNING resource, fencing_token
 )
 SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g),

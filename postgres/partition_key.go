@@ -22,17 +22,24 @@ import (
 //   - Once the group tables are known to exist, acquirePartition: one
 //     statement that writes the partition's row and grants the key only if
 //     no live member owns the partition.
-//   - While the group tables are not known to exist: the acquisition, then a lookup of the
-//     tables in the catalog after the grant committed. A group made after
-//     the lookup began claims its partitions after the grant committed, and
-//     so sees it and leaves the partition alone. When the lookup finds
-//     them (once per Coordinator), the grant is retracted (released, and
-//     the row marked again), never returned, and the key acquired as above.
+//   - While the group tables are not known to exist, acquireUnlessGroups:
+//     one statement that grants the key only if the group tables do not
+//     exist, and only on the row version its snapshot read (see
+//     acquireUnlessGroupsSQL). When it finds them (once per Coordinator),
+//     nothing is granted, and the key is acquired as above.
 func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64) (int64, error) {
 	i := strings.LastIndexByte(key, '/')
 	partition := i >= 0 && tenure.ValidateKey(key[:i]) == nil && inputs.PartitionName(key[i+1:]) == nil
+	if !partition || c.sql.acquirePartition == "" {
+		var token int64
+		err := c.pool.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
+		return token, err
+	}
 	t, err := c.groupTables()
-	if partition && err == nil && c.groupsExist.Load() {
+	if err != nil {
+		return 0, err
+	}
+	if c.groupsExist.Load() {
 		token, err := c.acquirePartition(ctx, t, key, holder, us, key[:i], key[i+1:])
 		if isUndefinedTable(err) { // dropped since; nothing was granted
 			c.groupsExist.Store(false)
@@ -40,27 +47,49 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 		}
 		return token, err
 	}
-	var token int64
-	err = c.pool.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
-	if err != nil || !partition || c.sql.acquirePartition == "" {
-		return token, err
+	var token pgtype.Int8
+	var groups bool
+	err = c.pool.QueryRow(ctx, c.sql.acquireUnlessGroups, key, holder, us, c.o.channel, t.partitions, t.members, c.table).
+		Scan(&token, nil, &groups)
+	switch {
+	case err != nil:
+		return 0, err
+	case groups:
+		c.groupsExist.Store(true)
+		return 0, errRetry
+	case !token.Valid:
+		return 0, pgx.ErrNoRows // held, no row yet, or written since the snapshot: see Acquire
 	}
-	// Group tables another role owns are not the coordinator's: JoinGroup
-	// refuses them, so no member of them exists, and they are never written.
-	var ok bool
-	err = c.pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL AND pg_catalog.to_regclass($2) IS NOT NULL
-       AND NOT `+foreignGroupTablesSQL, t.partitions, t.members, c.table).Scan(&ok)
-	if err == nil && !ok {
-		return token, nil
-	}
-	c.groupsExist.Store(ok)
-	if _, rerr := c.pool.Exec(ctx, c.sql.retract, key, holder, token, c.o.channel); rerr != nil {
-		return 0, fmt.Errorf("release the grant of a partition's key after looking up the group tables (it expires on its own): %w", rerr)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("look up group tables: %w", err)
-	}
-	return 0, errRetry
+	return token.Int64, nil
+}
+
+// acquireUnlessGroupsSQL is the acquisition ($1 to $4) of a key that can
+// name a partition while the group tables ($5, $6; the leadership table
+// $7) are not known to exist. It grants nothing when they exist (and are
+// the coordinator's: see foreignGroupTablesSQL), and returns the new token
+// (NULL when not granted), the notification, and whether they exist.
+//
+// The tables are looked up when the statement starts, so a group made
+// after that could claim the key's partition and commit before the UPDATE
+// reaches the key's row, which it would then re-read (READ COMMITTED) and
+// find free: a claim writes the key's leadership row (see claimKeys). So
+// the UPDATE grants only the row version the statement's snapshot read
+// (its xmin): a row written since, by a claim or anyone, is not granted,
+// and Acquire runs again; its next statement finds the tables. A claim
+// that has not committed when the grant locks the row meets the grant (see
+// claimKeys).
+func acquireUnlessGroupsSQL(table string, s statements) string {
+	foreign := strings.NewReplacer("$1", "$5", "$2", "$6", "$3", "$7").Replace(foreignGroupTablesSQL)
+	return `WITH s AS MATERIALIZED (
+	SELECT pg_catalog.to_regclass($5) IS NOT NULL AND pg_catalog.to_regclass($6) IS NOT NULL
+	       AND NOT ` + foreign + ` AS groups
+), g AS (
+	UPDATE ` + table + ` AS l` + s.grant + `
+	  AND NOT (SELECT groups FROM s)
+	  AND l.xmin OPERATOR(pg_catalog.=) (SELECT r.xmin FROM ` + table + ` AS r WHERE r.resource OPERATOR(pg_catalog.=) $1)
+	RETURNING resource, fencing_token
+)
+SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT groups FROM s)`
 }
 
 // errRetry asks Acquire to run acquireOnce again: nothing is granted.
@@ -69,18 +98,18 @@ var errRetry = errors.New("postgres: run the acquisition again")
 // acquirePartition acquires key, which names partition name of group, with
 // acquirePartitionSQL: it writes the partition's row (inserting it,
 // ownerless, if there is none), which locks it, and grants the key only if
-// the row has no owner or its owner's membership has expired.
+// the row has no owner.
 //
 // A claim whose snapshot predates this write either committed first, when
 // the write returns its owner's epoch, or meets the row's new version,
 // which REPEATABLE READ refuses (SQLSTATE 40001), and its next run sees the
-// grant. The owner's membership row is locked FOR SHARE, so that a renewal
+// grant. The owner's membership row is read FOR SHARE, so that a renewal
 // in flight commits first (and is seen) or finds the lease ended. A
 // membership row the statement's snapshot does not see was deleted, or
 // inserted after the snapshot was taken (a member that joined and claimed
-// meanwhile): nothing is granted, and it is read again; a row still
-// missing was deleted, so the partition's owner is cleared and the key
-// acquired again.
+// meanwhile): it is read again. An owner whose membership is gone or has
+// expired (for good: a renewal never revives it) is cleared from the row,
+// and the key acquired again, as a partition without owner.
 func (c *Coordinator) acquirePartition(ctx context.Context, t groupTables, key, holder string, us int64, group, name string) (int64, error) {
 	var token, epoch, ptok pgtype.Int8
 	var member pgtype.Text
@@ -90,22 +119,21 @@ func (c *Coordinator) acquirePartition(ctx context.Context, t groupTables, key, 
 	switch {
 	case err != nil || token.Valid:
 		return token.Int64, err
-	case epoch.Valid && !member.Valid:
+	case !epoch.Valid:
+		return 0, pgx.ErrNoRows // held by a single key, or no row yet: see Acquire
+	case !member.Valid:
 		err := c.pool.QueryRow(ctx, `SELECT member, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM `+t.members+`
 WHERE epoch OPERATOR(pg_catalog.=) $1 FOR SHARE`, epoch.Int64).Scan(&member, &live)
-		if errors.Is(err, pgx.ErrNoRows) {
-			_, err = c.pool.Exec(ctx, `UPDATE `+t.partitions+` SET owner_epoch = NULL
-WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2 AND owner_epoch OPERATOR(pg_catalog.=) $3`, group, name, epoch.Int64)
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return 0, fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
 		}
-		if !live {
-			return 0, errRetry
-		}
 	}
-	if live && member.Valid {
+	if live {
 		return 0, fmt.Errorf("partition %q of group %q is owned by member %q: %w", name, group, member.String, &tenure.HeldError{Key: key, Holder: member.String, Token: uint64(ptok.Int64)})
 	}
-	return 0, pgx.ErrNoRows // held by a single key, or no row yet: see Acquire
+	if _, err := c.pool.Exec(ctx, `UPDATE `+t.partitions+` SET owner_epoch = NULL
+WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2 AND owner_epoch OPERATOR(pg_catalog.=) $3`, group, name, epoch.Int64); err != nil {
+		return 0, fmt.Errorf("clear the ended owner of partition %q of group %q: %w", name, group, err)
+	}
+	return 0, errRetry
 }

@@ -1,7 +1,7 @@
 // Two Acquires of one holder at once, on new Coordinators or on one, of a
-// partition's key that a member owns: the first grants with the plain
-// acquisition, finds the group tables and retracts its grant; the second
-// must never be granted meanwhile on the strength of the first's grant.
+// partition's key that a member owns: each finds the group tables (a new
+// Coordinator has not seen them yet) and must be refused; neither may be
+// granted on the strength of the other's attempt.
 // (A one-statement re-acquisition of a row that names a holder failed this
 // test within 6 iterations: "call 2 of holder S was granted g/0@... while
 // member m holds partition 0".)

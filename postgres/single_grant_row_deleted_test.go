@@ -1,28 +1,3 @@
-//go:build openfinding
-
-// Open finding: a single-key grant of a partition's key writes its token
-// into the key's leadership row only, never into the partition's row
-// (acquirePartitionSQL leaves the partition row's token as it is). So
-// deleting that one leadership row while the single-key holder still holds
-// the key loses the holder's token: the next grant of the key, a claim or
-// another single-key grant, draws from the partition row and the clock, and
-// its token is not above the live holder's when that token was ahead of the
-// clock. docs/safety.md says otherwise ("a leadership row deleted ... for a
-// partition's key, its partition row still carries the key's last token";
-// a later token is smaller only when "a partition's key's leadership row and
-// partition row both" are gone). In the two "partition row ahead" cases the
-// only row written by hand is the partition row, which is never deleted.
-//
-// Run it with:
-//
-//	go test -race -count=1 -tags openfinding -run TestSingleGrantTokenAfterLeadershipRowDeleted ./postgres/
-//
-// Seen (all four red, deterministic): "after DELETE FROM
-// public.cluster_leadership WHERE resource = 'g/0', a partition grant got
-// token 1796635789310134 while single still holds g/0 with
-// 1796635789310135: want a greater token" (partition row ahead, then a
-// claim); with the leadership row ahead, the next token is the clock's, a
-// day below the live holder's.
 package postgres_test
 
 import (
@@ -35,18 +10,23 @@ import (
 // written by hand, or restored from a host whose clock ran ahead); an admin
 // deletes the key's leadership row; until its next renewal the holder still
 // acts, so the next grant of the key, a claim or a single-key Acquire, must
-// have a greater token.
+// have a greater token: the single-key grant wrote its token into the
+// partition's row too. The partition was never claimed, or claimed by a
+// member that left, or by one whose membership expired (its row still
+// there).
 func TestSingleGrantTokenAfterLeadershipRowDeleted(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		ahead  string // the row written by hand, ahead of the clock
 		claim  bool   // whether a claim of g/0 precedes the single-key grant
 		second string // "partition" or "single"
+		expire bool   // the claimer's membership expires rather than leaves
 	}{
-		{"leadership row ahead, then a claim", `INSERT INTO public.cluster_leadership (resource, fencing_token) VALUES ('g/0', ` + aheadOfClock + `)`, false, "partition"},
-		{"leadership row ahead, then a single key", `INSERT INTO public.cluster_leadership (resource, fencing_token) VALUES ('g/0', ` + aheadOfClock + `)`, false, "single"},
-		{"partition row ahead, then a claim", `INSERT INTO public.cluster_leadership_partitions (grp, name, fencing_token) VALUES ('g', '0', ` + aheadOfClock + `)`, true, "partition"},
-		{"partition row ahead, then a single key", `INSERT INTO public.cluster_leadership_partitions (grp, name, fencing_token) VALUES ('g', '0', ` + aheadOfClock + `)`, true, "single"},
+		{"leadership row ahead, then a claim", `INSERT INTO public.cluster_leadership (resource, fencing_token) VALUES ('g/0', ` + aheadOfClock + `)`, false, "partition", false},
+		{"leadership row ahead, then a single key", `INSERT INTO public.cluster_leadership (resource, fencing_token) VALUES ('g/0', ` + aheadOfClock + `)`, false, "single", false},
+		{"partition row ahead, then a claim", `INSERT INTO public.cluster_leadership_partitions (grp, name, fencing_token) VALUES ('g', '0', ` + aheadOfClock + `)`, true, "partition", false},
+		{"partition row ahead, then a single key", `INSERT INTO public.cluster_leadership_partitions (grp, name, fencing_token) VALUES ('g', '0', ` + aheadOfClock + `)`, true, "single", false},
+		{"partition row ahead, owner expired, then a claim", `INSERT INTO public.cluster_leadership_partitions (grp, name, fencing_token) VALUES ('g', '0', ` + aheadOfClock + `)`, true, "partition", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := open(t, newDB(t))
@@ -65,7 +45,9 @@ func TestSingleGrantTokenAfterLeadershipRowDeleted(t *testing.T) {
 			if tc.claim {
 				t.Logf("first claim of g/0: token %d", claim(t, c, m))
 			}
-			if err := c.LeaveGroup(ctx, m); err != nil {
+			if tc.expire {
+				exec(`UPDATE public.cluster_leadership_members SET expires_at = now() - interval '1 second'`)
+			} else if err := c.LeaveGroup(ctx, m); err != nil {
 				t.Fatal(err)
 			}
 			g, err := c.Acquire(ctx, "g/0", "single", time.Minute)

@@ -17,9 +17,7 @@ const root = "../.."
 // pendingSizes are the files and functions over the limits in code that
 // other work in progress was changing when this test landed; as for
 // pendingNames, the list only shrinks.
-var pendingSizes = []string{
-	"postgres/coordinator.go: newStatements",
-}
+var pendingSizes = []string{}
 
 // checkPending reports each finding unless its subject (what key returns
 // for it) is pending, and each pending subject no longer found.
