@@ -23,7 +23,7 @@ import (
 // CheckPartitions confirms both just before and just after the grant. Two
 // holders of one key at once. (JoinGroup
 // refuses such tables for this Coordinator, but that says nothing of the
-// members of the role that owns them.)
+// members of the role that owns them.) Red on f08cce4 and on e0075d7^ alike.
 func TestAcquireBesideGroupTablesOfAnotherRole(t *testing.T) {
 	srv := server(t)
 	db := newDB(t)
