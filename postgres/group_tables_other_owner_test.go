@@ -1,5 +1,3 @@
-//go:build openfinding
-
 package postgres_test
 
 import (
@@ -9,21 +7,14 @@ import (
 	"time"
 )
 
-// Open finding (run: go test -tags openfinding -race -count=1 -run
-// TestAcquireBesideGroupTablesOfAnotherRole ./postgres/).
-//
 // TestAcquireBesideGroupTablesOfAnotherRole: the leadership table is the
 // superuser's; role alice, which may create tables in the schema and
 // write the leadership table, joins group g (making the group tables, so
 // alice owns them) and claims partition 0. For a Coordinator connected as
-// the superuser, alice's tables are another role's (foreignGroupTablesSQL:
-// owned by neither the leadership table's owner nor the session's role),
-// and acquireUnlessGroupsSQL counts them as no group tables at all: its
-// Acquire of g/0 is granted while alice's member owns partition 0, which
-// CheckPartitions confirms both just before and just after the grant. Two
-// holders of one key at once. (JoinGroup
-// refuses such tables for this Coordinator, but that says nothing of the
-// members of the role that owns them.) Red on f08cce4 and on e0075d7^ alike.
+// the superuser, alice's tables are another role's (foreignGroupTablesSQL),
+// whose members may own any partition: its Acquire of g/0 must not be
+// granted (it was, while CheckPartitions confirmed alice's member both
+// just before and just after: two holders of one key at once).
 func TestAcquireBesideGroupTablesOfAnotherRole(t *testing.T) {
 	srv := server(t)
 	db := newDB(t)

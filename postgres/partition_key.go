@@ -48,12 +48,15 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 		return token, err
 	}
 	var token pgtype.Int8
-	var groups bool
+	var groups, foreign bool
 	err = c.pool.QueryRow(ctx, c.sql.acquireUnlessGroups, key, holder, us, c.o.channel, t.partitions, t.members, c.table).
-		Scan(&token, nil, &groups)
+		Scan(&token, nil, &groups, &foreign)
 	switch {
 	case err != nil:
 		return 0, err
+	case foreign:
+		return 0, fmt.Errorf("%w: key %q can name partition %q of group %q, and group table %s or %s is owned by a role that is neither this one nor the owner of the leadership table %s: its members may own the partition, so tenure grants no such key here",
+			ErrTableShape, key, key[i+1:], key[:i], t.members, t.partitions, c.table)
 	case groups:
 		c.groupsExist.Store(true)
 		return 0, errRetry
@@ -65,9 +68,11 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 
 // acquireUnlessGroupsSQL is the acquisition ($1 to $4) of a key that can
 // name a partition while the group tables ($5, $6; the leadership table
-// $7) are not known to exist. It grants nothing when they exist (and are
-// the coordinator's: see foreignGroupTablesSQL), and returns the new token
-// (NULL when not granted), the notification, and whether they exist.
+// $7) are not known to exist. It grants nothing when they exist, or when
+// either is another role's (see foreignGroupTablesSQL: that role's members
+// may own the key's partition), and returns the new token (NULL when not
+// granted), the notification, whether they exist and are the
+// coordinator's, and whether either is another role's.
 //
 // The tables are looked up when the statement starts, so a group made
 // after that could claim the key's partition and commit before the UPDATE
@@ -81,15 +86,15 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 func acquireUnlessGroupsSQL(table string, s statements) string {
 	foreign := strings.NewReplacer("$1", "$5", "$2", "$6", "$3", "$7").Replace(foreignGroupTablesSQL)
 	return `WITH s AS MATERIALIZED (
-	SELECT pg_catalog.to_regclass($5) IS NOT NULL AND pg_catalog.to_regclass($6) IS NOT NULL
-	       AND NOT ` + foreign + ` AS groups
+	SELECT pg_catalog.to_regclass($5) IS NOT NULL AND pg_catalog.to_regclass($6) IS NOT NULL AS groups,
+	       ` + foreign + ` AS other_role
 ), g AS (
 	UPDATE ` + table + ` AS l` + s.grant + `
-	  AND NOT (SELECT groups FROM s)
+	  AND NOT (SELECT groups OR other_role FROM s)
 	  AND l.xmin OPERATOR(pg_catalog.=) (SELECT r.xmin FROM ` + table + ` AS r WHERE r.resource OPERATOR(pg_catalog.=) $1)
 	RETURNING resource, fencing_token
 )
-SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT groups FROM s)`
+SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT groups AND NOT other_role FROM s), (SELECT other_role FROM s)`
 }
 
 // errRetry asks Acquire to run acquireOnce again: nothing is granted.
