@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 )
 
@@ -15,10 +16,10 @@ import (
 // which used to call it "coordinator unreachable" and wait for ever.
 func TestExitByCausePostgres(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Need(t, pgServer, pgErr)
+	srv := pgtest.Need(t, e2e.PgServer, e2e.PgErr)
 	db := srv.NewDatabase(t)
-	if res := runTenure(t, nil, "--postgres", db, "run", "--key", "k", "--", "true"); res.code != 0 {
-		t.Fatalf("%s: exit %d (making the table)\n%s", res.description, res.code, res.stderr)
+	if res := e2e.RunTenure(t, nil, "--postgres", db, "run", "--key", "k", "--", "true"); res.Code != 0 {
+		t.Fatalf("%s: exit %d (making the table)\n%s", res.Description, res.Code, res.Stderr)
 	}
 	noPriv, _ := srv.NewRole(t, db)
 	commands := map[string][]string{
@@ -38,12 +39,12 @@ func TestExitByCausePostgres(t *testing.T) {
 		for cmd, args := range commands {
 			t.Run(tc.name+"/"+cmd, func(t *testing.T) {
 				t.Parallel()
-				res := runTenure(t, nil, append([]string{"--dial-timeout", "5s", "--postgres", tc.dsn}, args...)...)
-				if res.code != tc.code || !strings.Contains(res.stderr, tc.says) {
-					t.Errorf("%s: exit %d; want %d, saying %q\n%s", res.description, res.code, tc.code, tc.says, res.stderr)
+				res := e2e.RunTenure(t, nil, append([]string{"--dial-timeout", "5s", "--postgres", tc.dsn}, args...)...)
+				if res.Code != tc.code || !strings.Contains(res.Stderr, tc.says) {
+					t.Errorf("%s: exit %d; want %d, saying %q\n%s", res.Description, res.Code, tc.code, tc.says, res.Stderr)
 				}
-				if strings.Contains(res.stderr, "unreachable") {
-					t.Errorf("%s calls the coordinator unreachable:\n%s", res.description, res.stderr)
+				if strings.Contains(res.Stderr, "unreachable") {
+					t.Errorf("%s calls the coordinator unreachable:\n%s", res.Description, res.Stderr)
 				}
 			})
 		}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // TestForeignPartitionsEtcd: partition keys of a running group of two
@@ -18,8 +20,8 @@ import (
 // membership key that does not parse changes nothing.
 func TestForeignPartitionsEtcd(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second})
+	s := e2e.StartServer(t, t.TempDir())
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,14 +57,14 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 	put("#members/fg#nolease", "garbage", 0)
 
 	for _, h := range []string{"a", "b"} {
-		startProc(t, h, nil, append(append([]string{}, s.coord...), "run", "--key", "fg", "--partitions", "4",
+		e2e.StartProc(t, h, nil, append(append([]string{}, s.Coord...), "run", "--key", "fg", "--partitions", "4",
 			"--ttl", "2s", "--holder", h, "--", "sleep", "1000")...)
 	}
 	status := func() partitionStatus {
-		res := runTenure(t, nil, append(append([]string{}, s.coord...), "status", "--key", "fg", "--partitions", "4", "--json")...)
+		res := e2e.RunTenure(t, nil, append(append([]string{}, s.Coord...), "status", "--key", "fg", "--partitions", "4", "--json")...)
 		var st partitionStatus
-		if res.code != 0 || json.Unmarshal([]byte(res.stdout), &st) != nil {
-			t.Fatalf("%s: exit %d, output %q\n%s", res.description, res.code, res.stdout, res.stderr)
+		if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &st) != nil {
+			t.Fatalf("%s: exit %d, output %q\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 		}
 		return st
 	}
@@ -83,18 +85,18 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 	if len(st.Members) != 2 {
 		t.Errorf("status --partitions members = %+v; want a and b only", st.Members)
 	}
-	res := runTenure(t, nil, append(append([]string{}, s.coord...), "status", "--key", "fg", "--partitions", "4")...)
+	res := e2e.RunTenure(t, nil, append(append([]string{}, s.Coord...), "status", "--key", "fg", "--partitions", "4")...)
 	for key, w := range want {
-		if !strings.Contains(res.stdout, w.kind+" record") || !strings.Contains(res.stdout, "tenure release --force --key "+key) {
-			t.Errorf("status --partitions text does not name %s's %s record and its remedy:\n%s", key, w.kind, res.stdout)
+		if !strings.Contains(res.Stdout, w.kind+" record") || !strings.Contains(res.Stdout, "tenure release --force --key "+key) {
+			t.Errorf("status --partitions text does not name %s's %s record and its remedy:\n%s", key, w.kind, res.Stdout)
 		}
 	}
 
 	for key, w := range want {
-		res := runTenure(t, nil, append(append([]string{}, s.coord...), "release", "--key", key, "--force", "--json")...)
+		res := e2e.RunTenure(t, nil, append(append([]string{}, s.Coord...), "release", "--key", key, "--force", "--json")...)
 		var rel releaseResult
-		if err := json.Unmarshal([]byte(res.stdout), &rel); err != nil || res.code != 0 || !rel.Released || rel.Token != tokens[key] {
-			t.Fatalf("release --force --key %s --json: exit %d, %q (%v); want released with token %d\n%s", key, res.code, res.stdout, err, tokens[key], res.stderr)
+		if err := json.Unmarshal([]byte(res.Stdout), &rel); err != nil || res.Code != 0 || !rel.Released || rel.Token != tokens[key] {
+			t.Fatalf("release --force --key %s --json: exit %d, %q (%v); want released with token %d\n%s", key, res.Code, res.Stdout, err, tokens[key], res.Stderr)
 		}
 		if rel.Record != w.released {
 			t.Errorf("release --force --key %s: record %q; want %q", key, rel.Record, w.released)
