@@ -56,11 +56,11 @@ func restartableServer(t *testing.T, dir, clientURL string) *e2e.Server {
 }
 
 // watchLines decodes the JSON lines a watch printed so far.
-func watchLines(t *testing.T, p *e2e.Proc) []watchLine {
+func watchLines(t *testing.T, p *e2e.Proc) []WatchLine {
 	t.Helper()
-	var out []watchLine
+	var out []WatchLine
 	for _, l := range e2e.Lines(p.Out.String()) {
-		var w watchLine
+		var w WatchLine
 		if err := json.Unmarshal([]byte(l), &w); err != nil {
 			t.Fatalf("watch line %q is not JSON: %v", l, err)
 		}
@@ -73,7 +73,7 @@ func watchLines(t *testing.T, p *e2e.Proc) []watchLine {
 func waitEvent(t *testing.T, p *e2e.Proc, d time.Duration, ev string, from int) int {
 	t.Helper()
 	at := -1
-	waitFor(t, d, "watch event "+ev, func() bool {
+	e2e.WaitFor(t, d, "watch event "+ev, func() bool {
 		for i, w := range watchLines(t, p)[from:] {
 			if w.Event == ev {
 				at = from + i
@@ -101,7 +101,7 @@ func TestWatchCoordinatorDown(t *testing.T) {
 	js := e2e.StartProc(t, "watch json", nil, append(coord, "watch", "--key", "down/k", "--json")...)
 	text := e2e.StartProc(t, "watch text", nil, append(coord, "watch", "--key", "down/k")...)
 	waitEvent(t, js, 15*time.Second, "no_leader", 0)
-	waitFor(t, 15*time.Second, "the text watch's first line", func() bool { return strings.Contains(text.Out.String(), "down/k  no leader") })
+	e2e.WaitFor(t, 15*time.Second, "the text watch's first line", func() bool { return strings.Contains(text.Out.String(), "down/k  no leader") })
 
 	s.Stop(t)
 	down := waitEvent(t, js, 30*time.Second, "unreachable", 0)
@@ -115,7 +115,7 @@ func TestWatchCoordinatorDown(t *testing.T) {
 	if ls[up].DownMS == nil || *ls[up].DownMS <= 0 || after != up+1 {
 		t.Errorf("watch after the restart = %+v; want reachable with down_ms, then the state now", ls[up:])
 	}
-	waitFor(t, 15*time.Second, "the text watch to see the restart", func() bool {
+	e2e.WaitFor(t, 15*time.Second, "the text watch to see the restart", func() bool {
 		out := text.Out.String()
 		return strings.Contains(out, "down/k  coordinator unreachable: ") && strings.Contains(out, "down/k  coordinator reachable again after ")
 	})
@@ -138,7 +138,7 @@ func TestWatchPrefixStatusExitCodeRelease(t *testing.T) {
 	holdKey(t, coord, "wp/a", "holder-a")
 	holdKey(t, coord, "wp/b", "holder-b")
 	holdKey(t, coord, "other", "holder-o")
-	waitFor(t, 15*time.Second, "watch --prefix to see wp/a and wp/b", func() bool { return len(watchLines(t, w)) >= 2 })
+	e2e.WaitFor(t, 15*time.Second, "watch --prefix to see wp/a and wp/b", func() bool { return len(watchLines(t, w)) >= 2 })
 
 	for _, tc := range []struct {
 		args []string
@@ -156,7 +156,7 @@ func TestWatchPrefixStatusExitCodeRelease(t *testing.T) {
 		}
 	}
 
-	st := statusJSON(t, nil, append(coord, "--key", "wp/a")...)
+	st := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--key", "wp/a")...)
 	if len(st) != 1 || st[0].Holder != "holder-a" || st[0].Instance == "" {
 		t.Fatalf("status --key wp/a = %+v; want holder-a with its instance", st)
 	}
@@ -174,7 +174,7 @@ func TestWatchPrefixStatusExitCodeRelease(t *testing.T) {
 		}
 	}
 	res := e2e.RunTenure(t, nil, append(coord, "release", "--key", "wp/a", "--token", strconv.FormatUint(live, 10), "--json")...)
-	var rel releaseResult
+	var rel ReleaseResult
 	if err := json.Unmarshal([]byte(res.Stdout), &rel); res.Code != 0 || err != nil {
 		t.Fatalf("%s: exit %d, stdout %q (%v)\n%s", res.Description, res.Code, res.Stdout, err, res.Stderr)
 	}
@@ -186,7 +186,7 @@ func TestWatchPrefixStatusExitCodeRelease(t *testing.T) {
 		t.Errorf("release stderr %q; want one warning naming holder-a, saying that it campaigns again", res.Stderr)
 	}
 	// The released grant is gone: either nobody leads or a new term does.
-	if now := statusJSON(t, nil, append(coord, "--key", "wp/a")...); len(now) == 1 && now[0].Held && now[0].Token == live {
+	if now := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--key", "wp/a")...); len(now) == 1 && now[0].Held && now[0].Token == live {
 		t.Errorf("status after release = %+v; want token %d gone", now, live)
 	}
 	res = e2e.RunTenure(t, nil, append(coord, "release", "--key", "wp/none", "--force")...)

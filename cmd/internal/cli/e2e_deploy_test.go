@@ -280,7 +280,7 @@ func (r *recipe) await(d time.Duration, what string, cond func() bool, res *e2e.
 		t.Fatalf("tenure-run-jobs.service: Restart=%q RestartSec=%q; want always and a duration", s["Restart"], s["RestartSec"])
 	}
 	prevent := strings.Fields(strings.Join(s["RestartPreventExitStatus"], " "))
-	waitFor(t, d, what, func() bool {
+	e2e.WaitFor(t, d, what, func() bool {
 		for _, h := range r.hosts {
 			if h.down || !h.worker.Exited() || slices.Contains(prevent, strconv.Itoa(h.worker.Code)) {
 				continue
@@ -303,7 +303,7 @@ func (r *recipe) await(d time.Duration, what string, cond func() bool, res *e2e.
 // --start-timeout, on a loaded machine).
 func (r *recipe) awaitMembers() {
 	r.t.Helper()
-	waitFor(r.t, 3*time.Minute, "every member ready", func() bool {
+	e2e.WaitFor(r.t, 3*time.Minute, "every member ready", func() bool {
 		ready := 0
 		for _, h := range r.hosts {
 			switch {
@@ -437,7 +437,7 @@ func TestDeployRecipe(t *testing.T) {
 
 	r.startServerUnit(leader)
 	e2e.AwaitServer(t, leader.server, "")
-	waitFor(t, 30*time.Second, fmt.Sprintf("host%d's member to rejoin (/health 200)", leader.n), func() bool { return r.healthy(leader) })
+	e2e.WaitFor(t, 30*time.Second, fmt.Sprintf("host%d's member to rejoin (/health 200)", leader.n), func() bool { return r.healthy(leader) })
 	leader.down = false
 	r.startWorkerUnit(leader, res)
 	nextHost := r.hosts[next.Holder[len("host")]-'1']

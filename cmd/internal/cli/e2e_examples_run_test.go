@@ -177,7 +177,7 @@ func serviceProc(t *testing.T, name string, s composeService, host func(string) 
 func awaitHealthy(t *testing.T, s composeService, host func(string) string) {
 	t.Helper()
 	var res e2e.Result
-	waitFor(t, 30*time.Second, "the healthcheck to pass", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "the healthcheck to pass", func() bool {
 		res = e2e.RunTenure(t, nil, mapArgs(s.Healthcheck.Test[2:], host)...)
 		return res.Code == 0
 	})
@@ -201,7 +201,7 @@ func leadingWorker(t *testing.T, workers map[string]*e2e.Proc, not string, above
 	t.Helper()
 	var name string
 	var token uint64
-	waitFor(t, d, fmt.Sprintf("a worker's command to print the key held with a token above %d", above), func() bool {
+	e2e.WaitFor(t, d, fmt.Sprintf("a worker's command to print the key held with a token above %d", above), func() bool {
 		for n, w := range workers {
 			for _, m := range grantLine.FindAllStringSubmatch(w.Out.String(), -1) {
 				tok, _ := strconv.ParseUint(m[1], 10, 64)

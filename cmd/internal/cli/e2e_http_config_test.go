@@ -109,10 +109,10 @@ func TestPrometheusScrapesOverTLSWithBasicAuth(t *testing.T) {
     tls_config: {ca_file: %q}
     static_configs: [{targets: [%q]}]
 `, pki.CAFile, addr, pki.CAFile, addr))
-	waitFor(t, 30*time.Second, "Prometheus to scrape over TLS with basic auth", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "Prometheus to scrape over TLS with basic auth", func() bool {
 		return prom.scalar(t, `up{job="tenure-auth"}`) == 1 && prom.scalar(t, `tenure_is_leader{job="tenure-auth",key="tls"}`) == 1
 	})
-	waitFor(t, 10*time.Second, "Prometheus's scrape without the password to fail", func() bool {
+	e2e.WaitFor(t, 10*time.Second, "Prometheus's scrape without the password to fail", func() bool {
 		return prom.scalar(t, `up{job="tenure-noauth"}`) == 0
 	})
 	if got := prom.scalar(t, `tenure_is_leader{job="tenure-noauth"}`); got != -1 {

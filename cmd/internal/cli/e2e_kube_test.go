@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -23,26 +21,11 @@ import (
 	"github.com/tenure-dev/tenure/kube"
 )
 
-// kubeCoord starts a kube-apiserver for t and returns it with the flags
-// that name it: a kubeconfig for the admin whose context's namespace is a
-// fresh one.
-func kubeCoord(t *testing.T) (*kubetest.Server, string, []string) {
-	t.Helper()
-	s := kubetest.Start(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	ns, err := s.Client(t).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenure-e2e-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, ns.Name, []string{"--kubeconfig", s.Kubeconfig(t, kubetest.Admin, ns.Name)}
-}
-
 // TestKube: tenure run, status, watch and release with --kubeconfig work
 // like the etcd versions, and write Leases client-go can read.
 func TestKube(t *testing.T) {
 	t.Parallel()
-	s, ns, coord := kubeCoord(t)
+	s, ns, coord := e2e.KubeCoord(t)
 
 	t.Run("run", func(t *testing.T) {
 		var last uint64
@@ -88,7 +71,7 @@ func TestKube(t *testing.T) {
 		if res.Code == 0 && !strings.HasPrefix(res.Stdout, "coordinator: etcd at ") {
 			t.Errorf("%s with KUBECONFIG: output %q does not name etcd", res.Description, res.Stdout)
 		}
-		st := statusJSON(t, []string{"TENURE_KUBECONFIG=" + coord[1]}, "--key", "kc/held")
+		st := e2e.StatusJSON[KeyStatus](t, []string{"TENURE_KUBECONFIG=" + coord[1]}, "--key", "kc/held")
 		if len(st) != 1 || !st[0].Held || e2e.NameOf(st[0].Holder) != "holder-kc" ||
 			!strings.HasPrefix(st[0].Coordinator, "Kubernetes at https://") || !strings.HasSuffix(st[0].Coordinator, "namespace "+ns) {
 			t.Errorf("status --json with TENURE_KUBECONFIG = %+v; want held by holder-kc, on Kubernetes, namespace %s", st, ns)

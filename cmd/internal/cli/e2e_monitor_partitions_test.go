@@ -36,7 +36,7 @@ func TestMonitorRunPartitions(t *testing.T) {
 	coord := []string{"--endpoints", etcdbin.Start(t)}
 	_, addr := partMonitored(t, coord, "solo")
 	var st monitor.Status
-	waitFor(t, 15*time.Second, "4 partitions owned in /status", func() bool {
+	e2e.WaitFor(t, 15*time.Second, "4 partitions owned in /status", func() bool {
 		_, body := get(t, addr, "/status")
 		st = monitor.Status{}
 		if json.Unmarshal([]byte(body), &st) != nil || len(st.Partitions) != 4 {
@@ -64,18 +64,18 @@ func TestMonitorRunPartitions(t *testing.T) {
 	}
 	// The member's partitions share its lease: on a loaded machine they
 	// may all end at its deadline, briefly, and be claimed again.
-	waitFor(t, 10*time.Second, "/leader 200 while owning partitions", func() bool { code, _ := get(t, addr, "/leader"); return code == 200 })
+	e2e.WaitFor(t, 10*time.Second, "/leader 200 while owning partitions", func() bool { code, _ := get(t, addr, "/leader"); return code == 200 })
 	names := []string{"tenure_partitions_owned{group=\"jobs\"} 4", "tenure_partitions_unowned{group=\"jobs\"} 0",
 		"tenure_partition_members{group=\"jobs\"} 1", "tenure_partition_imbalance_ratio{group=\"jobs\"} 1",
 		"tenure_partition_oldest_unowned_seconds", "tenure_partition_moves_total{group=\"jobs\",reason=\"claimed\"}"}
 	var body string
-	waitFor(t, 10*time.Second, "the partition metrics", func() bool {
+	e2e.WaitFor(t, 10*time.Second, "the partition metrics", func() bool {
 		_, body = get(t, addr, "/metrics")
 		return !slices.ContainsFunc(names, func(n string) bool { return !strings.Contains(body, n) })
 	})
 
 	res := e2e.RunTenure(t, nil, append(append([]string{}, coord...), "status", "--prefix", "jo", "--partitions", "4", "--json")...)
-	var ps partitionStatus
+	var ps PartitionStatus
 	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &ps) != nil || ps.Key != "jobs" || len(ps.Partitions) != 4 || len(ps.Members) != 1 || ps.Members[0].Holder != "solo" {
 		t.Errorf("%s: exit %d, output %q; want the table of group jobs, 4 partitions, member solo", res.Description, res.Code, res.Stdout)
 	}
@@ -140,7 +140,7 @@ func TestMonitorPartitionPage(t *testing.T) {
 		return n
 	}
 	var before map[string]row
-	waitFor(t, 30*time.Second, "the page to show 2 partitions each for alpha and beta", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "the page to show 2 partitions each for alpha and beta", func() bool {
 		before = shown()
 		return maps.Equal(owners(before), map[string]int{"alpha": 2, "beta": 2})
 	})
@@ -153,7 +153,7 @@ func TestMonitorPartitionPage(t *testing.T) {
 	killed := time.Now()
 	beta.Cmd.Process.Kill()
 	var after map[string]row
-	waitFor(t, e2e.TTL+20*time.Second, "the page to show alpha owning all 4", func() bool {
+	e2e.WaitFor(t, e2e.TTL+20*time.Second, "the page to show alpha owning all 4", func() bool {
 		after = shown()
 		return maps.Equal(owners(after), map[string]int{"alpha": 4})
 	})

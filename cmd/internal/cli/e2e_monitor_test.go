@@ -34,7 +34,7 @@ func monitoredTTL(t *testing.T, s *e2e.Server, key, holder string, ttl time.Dura
 func httpAddr(t *testing.T, p *e2e.Proc) string {
 	t.Helper()
 	var addr string
-	waitFor(t, 15*time.Second, p.Name+"'s http address", func() bool {
+	e2e.WaitFor(t, 15*time.Second, p.Name+"'s http address", func() bool {
 		for _, f := range strings.Fields(p.Err.String()) {
 			if v, ok := strings.CutPrefix(f, "http="); ok {
 				addr = v
@@ -54,11 +54,11 @@ func TestMonitorRunEndpoints(t *testing.T) {
 	t.Parallel()
 	s := e2e.StartServer(t, t.TempDir())
 	a, addrA := monitored(t, s, "endpoints", "alpha")
-	waitFor(t, 15*time.Second, "alpha to lead", func() bool { code, _ := get(t, addrA, "/leader"); return code == 200 })
+	e2e.WaitFor(t, 15*time.Second, "alpha to lead", func() bool { code, _ := get(t, addrA, "/leader"); return code == 200 })
 	b := e2e.StartProc(t, "beta", nil, append(append([]string{}, s.Coord...), "--log-format", "json", "run", "--key", "endpoints",
 		"--holder", "beta", "--ttl", e2e.TTL.String(), "--http", "127.0.0.1:0", "--", "sleep", "600")...)
 	var addrB string
-	waitFor(t, 15*time.Second, "beta's status", func() bool {
+	e2e.WaitFor(t, 15*time.Second, "beta's status", func() bool {
 		for _, l := range e2e.Lines(b.Err.String()) {
 			var rec struct{ HTTP string }
 			if json.Unmarshal([]byte(l), &rec) == nil && rec.HTTP != "" {
@@ -81,7 +81,7 @@ func TestMonitorRunEndpoints(t *testing.T) {
 			TTLLeftMs   *int64 `json:"ttl_left_ms"`
 		}
 	}
-	waitFor(t, 10*time.Second, "beta's /status to show alpha", func() bool {
+	e2e.WaitFor(t, 10*time.Second, "beta's /status to show alpha", func() bool {
 		_, body := get(t, addrB, "/status")
 		return json.Unmarshal([]byte(body), &st) == nil && len(st.Keys) == 1 && st.Keys[0].Holder == "alpha"
 	})
@@ -90,11 +90,11 @@ func TestMonitorRunEndpoints(t *testing.T) {
 	}
 
 	a.Signal(t, 15) // SIGTERM: alpha resigns, beta takes over
-	waitFor(t, 15*time.Second, "beta to lead", func() bool { code, _ := get(t, addrB, "/leader"); return code == 200 })
+	e2e.WaitFor(t, 15*time.Second, "beta to lead", func() bool { code, _ := get(t, addrB, "/leader"); return code == 200 })
 	// /leader answers 200 from the term's start; the record of the
 	// transition is written just after it.
 	var got []string
-	waitFor(t, 5*time.Second, "beta's transition record", func() bool {
+	e2e.WaitFor(t, 5*time.Second, "beta's transition record", func() bool {
 		got = nil
 		for _, l := range e2e.Lines(b.Err.String()) {
 			var rec struct {
@@ -126,7 +126,7 @@ func TestMonitorStatusPage(t *testing.T) {
 	chromium := headless.Need(t)
 	s := e2e.StartServer(t, t.TempDir())
 	a, addrA := monitoredTTL(t, s, "page", "alpha", pageTTL)
-	waitFor(t, 15*time.Second, "alpha to lead", func() bool { code, _ := get(t, addrA, "/leader"); return code == 200 })
+	e2e.WaitFor(t, 15*time.Second, "alpha to lead", func() bool { code, _ := get(t, addrA, "/leader"); return code == 200 })
 	_, addrB := monitoredTTL(t, s, "page", "beta", pageTTL)
 
 	ctx := e2e.CtxFor(t, 2*time.Minute)
@@ -150,13 +150,13 @@ func TestMonitorStatusPage(t *testing.T) {
 		return r
 	}
 	var first row
-	waitFor(t, 30*time.Second, "the page to show alpha", func() bool { first = shown(); return first.Holder == "alpha" })
+	e2e.WaitFor(t, 30*time.Second, "the page to show alpha", func() bool { first = shown(); return first.Holder == "alpha" })
 	screenshot(t, ctx, b, "page-alpha.png")
 
 	killed := time.Now()
 	a.Cmd.Process.Kill()
 	var next row
-	waitFor(t, pageTTL+10*time.Second, "the page to show beta", func() bool { next = shown(); return next.Holder == "beta" })
+	e2e.WaitFor(t, pageTTL+10*time.Second, "the page to show beta", func() bool { next = shown(); return next.Holder == "beta" })
 	took := time.Since(killed)
 	t.Logf("the page showed beta (token %d) %s after alpha (token %d) was killed; TTL %s", next.Token, took.Round(10*time.Millisecond), first.Token, pageTTL)
 	if next.Token <= first.Token {
@@ -187,7 +187,7 @@ func TestMonitorStatusPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var own string
-	waitFor(t, 30*time.Second, "beta's own page to show it leads", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "beta's own page to show it leads", func() bool {
 		err := b.Eval(ctx, `(() => { const r = document.querySelector('#keys tr[data-key="page"]');
 			return location.host + " " + document.getElementById("role").textContent + " " + (r && r.querySelector(".you") ? r.dataset.holder : ""); })()`, &own)
 		return err == nil && own == addrB+" leader beta"

@@ -69,7 +69,7 @@ func TestStatusShowsUnownedPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := e2e.RunTenure(t, nil, "--endpoints", ep, "status", "--key", "pj", "--json")
-	var st partitionStatus
+	var st PartitionStatus
 	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &st) != nil {
 		t.Fatalf("%s: exit %d, output %q\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 	}

@@ -49,11 +49,11 @@ func (g *partGroup) member(t *testing.T, holder string) *e2e.Proc {
 }
 
 // status reads the group's table with tenure status --partitions --json.
-func (g *partGroup) status(t *testing.T) partitionStatus {
+func (g *partGroup) status(t *testing.T) PartitionStatus {
 	t.Helper()
 	res := e2e.RunTenure(t, nil, append(append([]string{}, g.coord...), "status", "--key", "jobs",
 		"--partitions", fmt.Sprint(groupParts), "--json")...)
-	var st partitionStatus
+	var st PartitionStatus
 	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &st) != nil {
 		t.Fatalf("%s: exit %d, output %q\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 	}
@@ -62,10 +62,10 @@ func (g *partGroup) status(t *testing.T) partitionStatus {
 
 // awaitOwned waits until the table gives each holder of want its count of
 // partitions and no partition is unowned, and returns the table.
-func (g *partGroup) awaitOwned(t *testing.T, d time.Duration, want map[string]int) partitionStatus {
+func (g *partGroup) awaitOwned(t *testing.T, d time.Duration, want map[string]int) PartitionStatus {
 	t.Helper()
-	var st partitionStatus
-	waitFor(t, d, fmt.Sprintf("partitions owned %v", want), func() bool {
+	var st PartitionStatus
+	e2e.WaitFor(t, d, fmt.Sprintf("partitions owned %v", want), func() bool {
 		st = g.status(t)
 		got := map[string]int{}
 		for _, m := range st.Members {
@@ -87,7 +87,7 @@ const startSlack = 3 * e2e.Slack
 // holder st gives it, with st's token or a later one of the same holder (a
 // loaded machine may end a term at its deadline, and the partition is
 // claimed again), and returns the writing pid of each partition.
-func (g *partGroup) awaitRunning(t *testing.T, d time.Duration, st partitionStatus) []int {
+func (g *partGroup) awaitRunning(t *testing.T, d time.Duration, st PartitionStatus) []int {
 	t.Helper()
 	pids := make([]int, groupParts)
 	for _, row := range st.Partitions {
@@ -238,9 +238,9 @@ func TestRunPartitionsCommandExits(t *testing.T) {
 		"--partitions", "2", "--names", "x,y", "--ttl", e2e.TTL.String(), "--margin", "300ms", "--",
 		"sh", "-c", `echo "$TENURE_PARTITION $TENURE_PARTITION_NAME $TENURE_KEY $TENURE_FENCING_TOKEN" >> "$OUT"`)
 	runs := map[string][]string{}
-	waitFor(t, 3*e2e.TTL+e2e.Slack, "each partition's command run three times", func() bool {
+	e2e.WaitFor(t, 3*e2e.TTL+e2e.Slack, "each partition's command run three times", func() bool {
 		runs = map[string][]string{}
-		for _, l := range e2e.Lines(readFile(out)) {
+		for _, l := range e2e.Lines(e2e.ReadFile(out)) {
 			f := strings.Fields(l)
 			if len(f) == 4 {
 				runs[f[0]+" "+f[1]+" "+f[2]] = append(runs[f[0]+" "+f[1]+" "+f[2]], f[3])

@@ -68,7 +68,7 @@ scrape_configs:` + jobs
 		}
 	})
 	p := &promServer{addr: addr}
-	waitFor(t, 30*time.Second, "prometheus to be ready", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "prometheus to be ready", func() bool {
 		code, _ := get(t, addr, "/-/ready")
 		return code == http.StatusOK
 	})
@@ -143,7 +143,7 @@ func TestPrometheusScrapesContenders(t *testing.T) {
 		maxLeaders = max(maxLeaders, v)
 		return v
 	}
-	waitFor(t, 30*time.Second, "both targets up and one leader", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "both targets up and one leader", func() bool {
 		return p.scalar(t, `count(up{job="tenure"} == 1)`) == 2 && leaders() == 1
 	})
 	lead := p.query(t, `tenure_is_leader{key="prom"} == 1`)
@@ -157,7 +157,7 @@ func TestPrometheusScrapesContenders(t *testing.T) {
 	procs[first].Cmd.Process.Kill()
 	killed := time.Now()
 	var second string
-	waitFor(t, e2e.TTL+20*time.Second, "Prometheus to see the other contender lead", func() bool {
+	e2e.WaitFor(t, e2e.TTL+20*time.Second, "Prometheus to see the other contender lead", func() bool {
 		if leaders() != 1 {
 			return false
 		}

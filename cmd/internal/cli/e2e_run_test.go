@@ -97,7 +97,7 @@ while :; do sleep 0.05; done`
 	start := func(t *testing.T, out string) *e2e.Proc {
 		p := e2e.StartProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.Endpoint, "--key", "sig",
 			"--ttl", "5s", "--", "sh", "-c", script)
-		waitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(readFile(out), "started") })
+		e2e.WaitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(e2e.ReadFile(out), "started") })
 		return p
 	}
 
@@ -105,7 +105,7 @@ while :; do sleep 0.05; done`
 		out := filepath.Join(dir, "term")
 		p := start(t, out)
 		p.Signal(t, syscall.SIGHUP)
-		waitFor(t, 5*time.Second, "the command to get SIGHUP", func() bool { return strings.Contains(readFile(out), "got-hup") })
+		e2e.WaitFor(t, 5*time.Second, "the command to get SIGHUP", func() bool { return strings.Contains(e2e.ReadFile(out), "got-hup") })
 		if p.Exited() {
 			t.Fatalf("tenure exited (%d) on a SIGHUP the command handled; want it to carry on", p.Code)
 		}
@@ -113,8 +113,8 @@ while :; do sleep 0.05; done`
 		if code := p.Wait(t, 10*time.Second); code != 0 {
 			t.Errorf("exit %d; want 0, the command's code after its SIGTERM trap", code)
 		}
-		if !strings.Contains(readFile(out), "got-term") {
-			t.Errorf("command output %q; want got-term", readFile(out))
+		if !strings.Contains(e2e.ReadFile(out), "got-term") {
+			t.Errorf("command output %q; want got-term", e2e.ReadFile(out))
 		}
 		if got := keyStatusText(t, s, "sig"); got != "sig: no leader" {
 			t.Errorf("status after exit = %q; want released", got)
@@ -135,7 +135,7 @@ while :; do sleep 0.05; done`
 		out := filepath.Join(dir, "stubborn")
 		p := e2e.StartProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.Endpoint, "--key", "sig",
 			"--ttl", e2e.TTL.String(), "--kill-grace", "30s", "--", "sh", "-c", `trap "" TERM; echo started >> "$OUT"; while :; do sleep 0.05; done`)
-		waitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(readFile(out), "started") })
+		e2e.WaitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(e2e.ReadFile(out), "started") })
 		began := time.Now()
 		p.Signal(t, syscall.SIGTERM)
 		if code := p.Wait(t, 10*time.Second); code != 128+int(syscall.SIGKILL) {
@@ -148,7 +148,7 @@ while :; do sleep 0.05; done`
 	t.Run("SIGTERM while waiting", func(t *testing.T) {
 		holder := start(t, filepath.Join(dir, "holder"))
 		waiter := e2e.StartProc(t, "waiter", nil, "run", "--endpoints", s.Endpoint, "--key", "sig", "--", "true")
-		waitFor(t, 10*time.Second, "the waiter to campaign", func() bool { return strings.Contains(waiter.Err.String(), "waiting") })
+		e2e.WaitFor(t, 10*time.Second, "the waiter to campaign", func() bool { return strings.Contains(waiter.Err.String(), "waiting") })
 		waiter.Signal(t, syscall.SIGTERM)
 		if code := waiter.Wait(t, 5*time.Second); code != 128+int(syscall.SIGTERM) {
 			t.Errorf("waiter exit %d; want %d", code, 128+int(syscall.SIGTERM))
@@ -168,15 +168,15 @@ func TestRunRestart(t *testing.T) {
 	p := e2e.StartProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.Endpoint, "--key", "restart",
 		"--restart", "--", "sh", "-c", `echo "$TENURE_FENCING_TOKEN" >> "$OUT"`)
 	began := time.Now()
-	waitFor(t, 15*time.Second, "three runs", func() bool { return len(e2e.Lines(readFile(out))) >= 3 })
+	e2e.WaitFor(t, 15*time.Second, "three runs", func() bool { return len(e2e.Lines(e2e.ReadFile(out))) >= 3 })
 	if took := time.Since(began); took < 2*restartBackoff {
 		t.Errorf("three quick runs took %s; want at least %s (restart backoff)", took, 2*restartBackoff)
 	}
 	var last uint64
-	for _, l := range e2e.Lines(readFile(out)) {
+	for _, l := range e2e.Lines(e2e.ReadFile(out)) {
 		tok, err := strconv.ParseUint(l, 10, 64)
 		if err != nil || tok <= last {
-			t.Fatalf("tokens %q: want strictly increasing integers", e2e.Lines(readFile(out)))
+			t.Fatalf("tokens %q: want strictly increasing integers", e2e.Lines(e2e.ReadFile(out)))
 		}
 		last = tok
 	}
@@ -192,7 +192,7 @@ func TestRunWaitTimeout(t *testing.T) {
 	t.Parallel()
 	s := e2e.StartServer(t, t.TempDir())
 	holder := e2e.StartProc(t, "holder", nil, "run", "--endpoints", s.Endpoint, "--key", "wait", "--holder", "the-holder", "--", "sleep", "60")
-	waitFor(t, 10*time.Second, "the holder to lead", func() bool { return strings.Contains(holder.Err.String(), "command started") })
+	e2e.WaitFor(t, 10*time.Second, "the holder to lead", func() bool { return strings.Contains(holder.Err.String(), "command started") })
 
 	marker := filepath.Join(t.TempDir(), "ran")
 	res := e2e.RunTenure(t, nil, "run", "--endpoints", s.Endpoint, "--key", "wait", "--wait-timeout", "1s", "--", "touch", marker)
@@ -214,30 +214,13 @@ func TestRunWaitTimeout(t *testing.T) {
 	}
 }
 
-func readFile(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
-}
-
-// waitFor polls cond every 10ms for up to d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestRunMetrics: --http serves the elector's Prometheus metrics and a
 // health endpoint that says whether the node leads.
 func TestRunMetrics(t *testing.T) {
 	t.Parallel()
 	s := e2e.StartServer(t, t.TempDir())
 	p := e2e.StartProc(t, "run", nil, "run", "--endpoints", s.Endpoint, "--key", "metered", "--http", "127.0.0.1:0", "--", "sleep", "60")
-	waitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(p.Err.String(), "command started") })
+	e2e.WaitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(p.Err.String(), "command started") })
 	var addr string
 	for _, f := range strings.Fields(p.Err.String()) {
 		if v, ok := strings.CutPrefix(f, "http="); ok {
@@ -286,9 +269,9 @@ func TestRunLeftovers(t *testing.T) {
 			if res.Code != tc.wantCode {
 				t.Fatalf("%s: exit %d; want %d\n%s", res.Description, res.Code, tc.wantCode, res.Stderr)
 			}
-			pid, err := strconv.Atoi(strings.TrimSpace(readFile(pidfile)))
+			pid, err := strconv.Atoi(strings.TrimSpace(e2e.ReadFile(pidfile)))
 			if err != nil {
-				t.Fatalf("pid file: %q", readFile(pidfile))
+				t.Fatalf("pid file: %q", e2e.ReadFile(pidfile))
 			}
 			if e2e.Alive(pid) {
 				syscall.Kill(pid, syscall.SIGKILL)

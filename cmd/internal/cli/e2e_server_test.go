@@ -120,7 +120,7 @@ func TestServerCluster(t *testing.T) {
 	}
 
 	holder := holdKey(t, all, "cluster", "h")
-	got := statusJSON(t, nil, "--endpoints", members[2].Endpoint, "--key", "cluster")
+	got := e2e.StatusJSON[KeyStatus](t, nil, "--endpoints", members[2].Endpoint, "--key", "cluster")
 	if len(got) != 1 || e2e.NameOf(got[0].Holder) != "h" {
 		t.Fatalf("status through m3 = %+v; want held by h", got)
 	}
@@ -134,7 +134,7 @@ func TestServerCluster(t *testing.T) {
 	}
 	members[1].Signal(t, syscall.SIGSTOP)
 	members[2].Signal(t, syscall.SIGSTOP)
-	waitFor(t, 15*time.Second, "m1 to report 503 without a majority", func() bool {
+	e2e.WaitFor(t, 15*time.Second, "m1 to report 503 without a majority", func() bool {
 		code, _ := get(t, members[0].HTTP, "/healthz")
 		return code == http.StatusServiceUnavailable
 	})
@@ -142,7 +142,7 @@ func TestServerCluster(t *testing.T) {
 	t.Logf("m1 without a majority: /healthz says %q", strings.TrimSpace(body))
 	members[1].Signal(t, syscall.SIGCONT)
 	members[2].Signal(t, syscall.SIGCONT)
-	waitFor(t, 15*time.Second, "m1 to report 200 again", func() bool {
+	e2e.WaitFor(t, 15*time.Second, "m1 to report 200 again", func() bool {
 		code, _ := get(t, members[0].HTTP, "/healthz")
 		return code == http.StatusOK
 	})

@@ -11,30 +11,12 @@ import (
 	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
-// statusJSON runs "tenure status --json" with args and decodes its lines.
-func statusJSON(t *testing.T, env []string, args ...string) []keyStatus {
-	t.Helper()
-	res := e2e.RunTenure(t, env, append([]string{"status", "--json"}, args...)...)
-	if res.Code != 0 {
-		t.Fatalf("%s: exit %d\n%s", res.Description, res.Code, res.Stderr)
-	}
-	var out []keyStatus
-	for _, l := range e2e.Lines(res.Stdout) {
-		var ks keyStatus
-		if err := json.Unmarshal([]byte(l), &ks); err != nil {
-			t.Fatalf("%s: line %q is not JSON: %v", res.Description, l, err)
-		}
-		out = append(out, ks)
-	}
-	return out
-}
-
 // holdKey starts "tenure run --key key --holder holder -- sleep 60" and
 // waits until it leads.
 func holdKey(t *testing.T, coord []string, key, holder string) *e2e.Proc {
 	t.Helper()
 	p := e2e.StartProc(t, holder, nil, append(coord, "run", "--key", key, "--holder", holder, "--ttl", "10s", "--", "sleep", "60")...)
-	waitFor(t, 10*time.Second, holder+" to lead "+key, func() bool { return strings.Contains(p.Err.String(), "command started") })
+	e2e.WaitFor(t, 10*time.Second, holder+" to lead "+key, func() bool { return strings.Contains(p.Err.String(), "command started") })
 	return p
 }
 
@@ -45,7 +27,7 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 	holdKey(t, coord, "st/b", "holder-b")
 
 	t.Run("status --key", func(t *testing.T) {
-		got := statusJSON(t, nil, append(coord, "--key", "st/a")...)
+		got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--key", "st/a")...)
 		if len(got) != 1 {
 			t.Fatalf("status --key printed %d lines; want 1", len(got))
 		}
@@ -58,7 +40,7 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 		}
 	})
 	t.Run("status --key free", func(t *testing.T) {
-		got := statusJSON(t, nil, append(coord, "--key", "st/none")...)
+		got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--key", "st/none")...)
 		if len(got) != 1 || got[0].Held || got[0].Key != "st/none" {
 			t.Fatalf("status --key st/none = %+v; want one line, not held", got)
 		}
@@ -73,14 +55,14 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 		}
 	})
 	t.Run("status --prefix", func(t *testing.T) {
-		got := statusJSON(t, nil, append(coord, "--prefix", "st/")...)
+		got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--prefix", "st/")...)
 		if len(got) != 2 || got[0].Key != "st/a" || got[1].Key != "st/b" || e2e.NameOf(got[1].Holder) != "holder-b" {
 			t.Fatalf("status --prefix st/ = %+v; want st/a and st/b, in order", got)
 		}
-		if got := statusJSON(t, nil, append(coord, "--prefix", "st/b")...); len(got) != 1 || got[0].Key != "st/b" {
+		if got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--prefix", "st/b")...); len(got) != 1 || got[0].Key != "st/b" {
 			t.Errorf("status --prefix st/b = %+v; want st/b alone", got)
 		}
-		if got := statusJSON(t, nil, append(coord, "--prefix", "nothing/")...); len(got) != 0 {
+		if got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--prefix", "nothing/")...); len(got) != 0 {
 			t.Errorf("status --prefix nothing/ = %+v; want no lines", got)
 		}
 	})
@@ -101,19 +83,19 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 
 	t.Run("watch", func(t *testing.T) {
 		w := e2e.StartProc(t, "watch", nil, append(coord, "watch", "--key", "st/w", "--json")...)
-		waitFor(t, 10*time.Second, "watch's first line", func() bool { return len(e2e.Lines(w.Out.String())) >= 1 })
+		e2e.WaitFor(t, 10*time.Second, "watch's first line", func() bool { return len(e2e.Lines(w.Out.String())) >= 1 })
 		res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "st/w", "--holder", "brief", "--", "sleep", "0.3")...)
 		if res.Code != 0 {
 			t.Fatalf("%s: exit %d\n%s", res.Description, res.Code, res.Stderr)
 		}
-		waitFor(t, 10*time.Second, "watch to see the release", func() bool { return len(e2e.Lines(w.Out.String())) >= 3 })
+		e2e.WaitFor(t, 10*time.Second, "watch to see the release", func() bool { return len(e2e.Lines(w.Out.String())) >= 3 })
 		w.Signal(t, syscall.SIGINT)
 		if code := w.Wait(t, 5*time.Second); code != 0 {
 			t.Errorf("watch exit %d after SIGINT; want 0", code)
 		}
-		var evs []watchLine
+		var evs []WatchLine
 		for _, l := range e2e.Lines(w.Out.String()) {
-			var ev watchLine
+			var ev WatchLine
 			if err := json.Unmarshal([]byte(l), &ev); err != nil {
 				t.Fatalf("watch line %q is not JSON: %v", l, err)
 			}
@@ -137,7 +119,7 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 	})
 	a.Signal(t, syscall.SIGTERM)
 	a.Wait(t, 10*time.Second)
-	if got := statusJSON(t, nil, append(coord, "--key", "st/a")...); len(got) != 1 || got[0].Held {
+	if got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--key", "st/a")...); len(got) != 1 || got[0].Held {
 		t.Errorf("status of st/a after its holder stopped = %+v; want released", got)
 	}
 }

@@ -53,9 +53,9 @@ func TestGroupTTLDisagreementWarned(t *testing.T) {
 			"--holder", holder, "--ttl", ttl, "--", "sleep", "600")...)
 	}
 	a := member("member-10s", "10s")
-	waitFor(t, 15*time.Second, "the first member to run a partition", func() bool { return strings.Contains(a.Err.String(), "command started") })
+	e2e.WaitFor(t, 15*time.Second, "the first member to run a partition", func() bool { return strings.Contains(a.Err.String(), "command started") })
 	b := member("member-3s", "3s")
-	waitFor(t, 15*time.Second, "the second member to join", func() bool { return strings.Contains(b.Err.String(), "joining the group") })
+	e2e.WaitFor(t, 15*time.Second, "the second member to join", func() bool { return strings.Contains(b.Err.String(), "joining the group") })
 	if got := b.Err.String(); strings.Count(got, "another TTL than --ttl") != 1 || !strings.Contains(got, "member_ttl=10s ttl=3s") {
 		t.Errorf("member with --ttl 3s beside one with 10s: stderr does not warn once with member_ttl=10s ttl=3s:\n%s", got)
 	}

@@ -20,7 +20,7 @@ const noAPIServerFaults = "no apiserver faults: verify restarts only an API serv
 // it cannot be restarted.
 func TestVerifyKube(t *testing.T) {
 	t.Parallel()
-	_, ns, coord := kubeCoord(t)
+	_, ns, coord := e2e.KubeCoord(t)
 	report := filepath.Join(t.TempDir(), "report.json")
 	args := append(coord, "verify", "--duration", "10s", "--seed", "5", "--faults", "partition,crash", "--json", report)
 	res := e2e.RunTenure(t, e2e.CleanEnv(), args...)

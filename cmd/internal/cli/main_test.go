@@ -8,5 +8,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(e2e.Main(m, toldChildMain))
+	os.Exit(e2e.Main(m))
 }

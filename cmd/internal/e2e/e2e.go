@@ -422,3 +422,21 @@ func Lines(s string) []string {
 	}
 	return out
 }
+
+// ReadFile is the text of the file at path, or "" if it cannot be read.
+func ReadFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// WaitFor polls cond every 10ms for up to d.
+func WaitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tenure-dev/tenure/internal/pgtest"
 )
 
 // LossTTL and the flags of LossFlags leave the command two seconds between
@@ -60,11 +58,4 @@ func AwaitStarts(t *testing.T, p *Proc, out string, n int, d time.Duration) []ui
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// PostgresCoord returns the flags that name a fresh PostgreSQL database.
-func PostgresCoord(t *testing.T) []string {
-	t.Helper()
-	srv := pgtest.Need(t, PgServer, PgErr)
-	return []string{"--postgres", srv.NewDatabase(t)}
 }

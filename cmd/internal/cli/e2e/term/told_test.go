@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/cli"
 	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
@@ -68,7 +69,7 @@ func toldCheckLoop(log, how string) int {
 		var out bytes.Buffer
 		code := 0
 		if how == "main" {
-			code = Main(context.Background(), []string{"lease", "check"}, nil, &out, io.Discard)
+			code = cli.Main(context.Background(), []string{"lease", "check"}, nil, &out, io.Discard)
 		} else {
 			cmd := exec.Command(os.Getenv("TENURE"), "lease", "check")
 			cmd.Stdout = &out
@@ -238,8 +239,8 @@ func TestToldNeverOutlivesGrant(t *testing.T) {
 	}
 	cases := []toldCase{
 		{name: "guard killed", survives: true, fault: kill(syscall.SIGKILL), check: func(t *testing.T, a *e2e.Proc) {
-			if code := a.Wait(t, e2e.LossTTL+e2e.Slack); code != ExitSoftware || !strings.Contains(a.Err.String(), "the guard") {
-				t.Errorf("tenure run whose guard was SIGKILLed: exit %d; want %d, naming the guard's death\n%s", code, ExitSoftware, a.Err)
+			if code := a.Wait(t, e2e.LossTTL+e2e.Slack); code != cli.ExitSoftware || !strings.Contains(a.Err.String(), "the guard") {
+				t.Errorf("tenure run whose guard was SIGKILLed: exit %d; want %d, naming the guard's death\n%s", code, cli.ExitSoftware, a.Err)
 			}
 		}},
 		{name: "guard killed with partitions", partitions: true, survives: true, fault: kill(syscall.SIGKILL)},
@@ -294,7 +295,7 @@ func testTold(t *testing.T, coord []string, key string, c toldCase) {
 	}
 	if !c.partitions {
 		b := e2e.StartProc(t, "b", env, args("b")...)
-		waitFor(t, 4*e2e.LossTTL+e2e.Slack, "the second tenure run campaigning", func() bool { return strings.Contains(b.Err.String(), "campaigning") })
+		e2e.WaitFor(t, 4*e2e.LossTTL+e2e.Slack, "the second tenure run campaigning", func() bool { return strings.Contains(b.Err.String(), "campaigning") })
 	}
 	c.fault(t, a, guardPid)
 	l := awaitTold(t, ttl, log, nil, "the next grant's command", func(l toldLog) bool { _, ok := l.after(first.token); return ok })

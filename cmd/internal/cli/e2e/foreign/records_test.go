@@ -1,4 +1,4 @@
-package cli
+package foreign
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tenure-dev/tenure/cmd/internal/cli"
 	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/kube"
 	"github.com/tenure-dev/tenure/postgres"
@@ -37,7 +38,7 @@ func checkForeign(t *testing.T, coord []string, shape foreignShape) {
 	key := shape.key
 	remedy := "tenure release --force --key " + key
 
-	st := statusJSON(t, nil, append(coord, "--key", key)...)
+	st := e2e.StatusJSON[cli.KeyStatus](t, nil, append(coord, "--key", key)...)
 	if len(st) != 1 || !st[0].Held || st[0].Record != shape.kind || st[0].Reason == "" || (st[0].TTLLeftMS == nil) != shape.never {
 		t.Fatalf("status --key %s --json = %+v; want held by a %s record with a reason, ttl_left_ms absent = %v", key, st, shape.kind, shape.never)
 	}
@@ -50,23 +51,23 @@ func checkForeign(t *testing.T, coord []string, shape foreignShape) {
 	}
 
 	w := e2e.StartProc(t, "watch", nil, append(coord, "watch", "--key", key, "--json")...)
-	waitFor(t, 10*time.Second, "watch's first line", func() bool { return len(e2e.Lines(w.Out.String())) >= 1 })
+	e2e.WaitFor(t, 10*time.Second, "watch's first line", func() bool { return len(e2e.Lines(w.Out.String())) >= 1 })
 	w.Signal(t, syscall.SIGINT)
 	w.Wait(t, 5*time.Second)
-	var ev watchLine
+	var ev cli.WatchLine
 	if err := json.Unmarshal([]byte(e2e.Lines(w.Out.String())[0]), &ev); err != nil || ev.Event != "leader" || ev.Record != shape.kind || ev.Token != token {
 		t.Errorf("watch --key %s first line %q (%v); want a leader event naming the %s record with token %d", key, e2e.Lines(w.Out.String())[0], err, shape.kind, token)
 	}
 
 	run := e2e.StartProc(t, "run", nil, append(coord, "run", "--key", key, "--ttl", "2s", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
-	waitFor(t, 15*time.Second, "tenure run to name the record", func() bool { return strings.Contains(run.Err.String(), remedy) })
+	e2e.WaitFor(t, 15*time.Second, "tenure run to name the record", func() bool { return strings.Contains(run.Err.String(), remedy) })
 
 	res = e2e.RunTenure(t, nil, append(coord, "release", "--key", key)...)
-	if res.Code != ExitError || !strings.Contains(res.Stderr, shape.kind+" record") {
-		t.Errorf("release --key %s without --force: exit %d, stderr:\n%s\nwant %d naming the %s record", key, res.Code, res.Stderr, ExitError, shape.kind)
+	if res.Code != cli.ExitError || !strings.Contains(res.Stderr, shape.kind+" record") {
+		t.Errorf("release --key %s without --force: exit %d, stderr:\n%s\nwant %d naming the %s record", key, res.Code, res.Stderr, cli.ExitError, shape.kind)
 	}
 	res = e2e.RunTenure(t, nil, append(coord, "release", "--key", key, "--force", "--json")...)
-	var rel releaseResult
+	var rel cli.ReleaseResult
 	if err := json.Unmarshal([]byte(res.Stdout), &rel); err != nil || res.Code != 0 || !rel.Released || rel.Record != shape.kind || rel.Token != token {
 		t.Fatalf("release --force --key %s --json: exit %d, %q (%v); want released, record %s, token %d\n%s", key, res.Code, res.Stdout, err, shape.kind, token, res.Stderr)
 	}
@@ -90,11 +91,11 @@ func checkForeignPrefix(t *testing.T, coord []string, prefix string, shapes []fo
 	for _, s := range shapes {
 		s.plant(t)
 	}
-	got := statusJSON(t, nil, append(coord, "--prefix", prefix)...)
+	got := e2e.StatusJSON[cli.KeyStatus](t, nil, append(coord, "--prefix", prefix)...)
 	if len(got) != len(shapes) {
 		t.Fatalf("status --prefix %s = %+v; want %d records", prefix, got, len(shapes))
 	}
-	byKey := map[string]keyStatus{}
+	byKey := map[string]cli.KeyStatus{}
 	for _, s := range got {
 		byKey[s.Key] = s
 	}
@@ -105,11 +106,11 @@ func checkForeignPrefix(t *testing.T, coord []string, prefix string, shapes []fo
 	}
 
 	w := e2e.StartProc(t, "watch", nil, append(coord, "watch", "--prefix", prefix, "--json")...)
-	waitFor(t, 10*time.Second, "a watch line per record", func() bool { return len(e2e.Lines(w.Out.String())) >= len(shapes) })
+	e2e.WaitFor(t, 10*time.Second, "a watch line per record", func() bool { return len(e2e.Lines(w.Out.String())) >= len(shapes) })
 	w.Signal(t, syscall.SIGINT)
 	w.Wait(t, 5*time.Second)
 	for _, l := range e2e.Lines(w.Out.String())[:len(shapes)] {
-		var ev watchLine
+		var ev cli.WatchLine
 		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.Event != "leader" || ev.Record != byKey[ev.Key].Record {
 			t.Errorf("watch --prefix %s line %q (%v); want a leader event naming the key's %s record", prefix, l, err, byKey[ev.Key].Record)
 		}
@@ -123,22 +124,22 @@ func checkForeignPrefix(t *testing.T, coord []string, prefix string, shapes []fo
 func TestForeignRecordsEtcd(t *testing.T) {
 	t.Parallel()
 	s := e2e.StartServer(t, t.TempDir())
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second})
+	etcdc, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	defer etcdc.Close()
 	put := func(key, value string, leaseSecs int64) func(t *testing.T) {
 		return func(t *testing.T) {
 			var opts []clientv3.OpOption
 			if leaseSecs > 0 {
-				l, err := cli.Grant(t.Context(), leaseSecs)
+				l, err := etcdc.Grant(t.Context(), leaseSecs)
 				if err != nil {
 					t.Fatal(err)
 				}
 				opts = append(opts, clientv3.WithLease(l.ID))
 			}
-			if _, err := cli.Put(t.Context(), "/tenure/leader/"+key, value, opts...); err != nil {
+			if _, err := etcdc.Put(t.Context(), "/tenure/leader/"+key, value, opts...); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -204,7 +205,7 @@ ON CONFLICT (resource) DO UPDATE SET holder_id = EXCLUDED.holder_id, fencing_tok
 // ignores (no acquireTime, a renewTime in the future) change nothing.
 func TestForeignRecordsKube(t *testing.T) {
 	t.Parallel()
-	s, ns, coord := kubeCoord(t)
+	s, ns, coord := e2e.KubeCoord(t)
 	leases := s.Client(t).CoordinationV1().Leases(ns)
 	lease := func(key string, holder *string, secs int32, annotations map[string]string) func(t *testing.T) {
 		return func(t *testing.T) {

@@ -1,9 +1,10 @@
-package cli
+package term
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/tenure-dev/tenure/cmd/internal/cli"
 	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 )
@@ -32,9 +33,9 @@ func TestExitByCausePostgres(t *testing.T) {
 		code      int
 		says      string
 	}{
-		{"no database", pgtest.WithParams(db, map[string]string{"dbname": "tenure_no_such_db"}), ExitConfig, "create the database"},
-		{"sslmode=require without TLS", pgtest.WithParams(db, map[string]string{"sslmode": "require"}), ExitConfig, "does not accept TLS, which its sslmode requires"},
-		{"no privilege", noPriv, ExitNoPerm, "permission denied"},
+		{"no database", pgtest.WithParams(db, map[string]string{"dbname": "tenure_no_such_db"}), cli.ExitConfig, "create the database"},
+		{"sslmode=require without TLS", pgtest.WithParams(db, map[string]string{"sslmode": "require"}), cli.ExitConfig, "does not accept TLS, which its sslmode requires"},
+		{"no privilege", noPriv, cli.ExitNoPerm, "permission denied"},
 	} {
 		for cmd, args := range commands {
 			t.Run(tc.name+"/"+cmd, func(t *testing.T) {

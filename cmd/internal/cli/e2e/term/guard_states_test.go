@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"os"
@@ -66,7 +66,7 @@ func testGuardZombieLeader(t *testing.T, run func(name string) *e2e.Proc, dir st
 		unix.Close(fd)
 	})
 	second := run("second")
-	waitFor(t, 20*time.Second, "the second to campaign", func() bool {
+	e2e.WaitFor(t, 20*time.Second, "the second to campaign", func() bool {
 		return strings.Contains(second.Err.String(), "campaigning") || strings.Contains(second.Err.String(), "joining the group")
 	})
 	time.Sleep(time.Second) // it reads the key held (or the group's partition owned)
@@ -84,7 +84,7 @@ func testGuardZombieLeader(t *testing.T, run func(name string) *e2e.Proc, dir st
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Logf("the first's command gone %s after kill -9 of its tenure run (TTL %s)", time.Since(killed).Round(time.Millisecond), zleaderTTL)
-	waitFor(t, 2*zleaderTTL+e2e.Slack+20*time.Second, "the second's command to start", func() bool { return commandStarted(second, filepath.Join(dir, "second")) })
+	e2e.WaitFor(t, 2*zleaderTTL+e2e.Slack+20*time.Second, "the second's command to start", func() bool { return commandStarted(second, filepath.Join(dir, "second")) })
 	second.Signal(t, syscall.SIGTERM)
 	second.Wait(t, 20*time.Second)
 }
@@ -98,8 +98,8 @@ const zleaderTTL = 6 * time.Second
 func zombieLeaderOf(t *testing.T, p *e2e.Proc, out string) int {
 	t.Helper()
 	var pid int
-	waitFor(t, 20*time.Second, "the command to be a zombie leader", func() bool {
-		pid, _ = strconv.Atoi(strings.TrimSpace(readFile(out)))
+	e2e.WaitFor(t, 20*time.Second, "the command to be a zombie leader", func() bool {
+		pid, _ = strconv.Atoi(strings.TrimSpace(e2e.ReadFile(out)))
 		return pid != 0 && e2e.ProcState(pid) == 'Z' && threadCount(pid) == 3
 	})
 	return pid

@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"os"
@@ -35,7 +35,7 @@ func TestRunGroupSIGTERMGivesKillGrace(t *testing.T) {
 	}
 	pgid := cmd.Process.Pid
 	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-	waitFor(t, 20*time.Second, "the command to start", func() bool {
+	e2e.WaitFor(t, 20*time.Second, "the command to start", func() bool {
 		_, err := os.Stat(started)
 		return err == nil
 	})

@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"path/filepath"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/cli"
 	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
 )
@@ -46,7 +47,7 @@ func TestRunStaysCandidate(t *testing.T) {
 }
 
 // TestRunExitOnLoss: with --exit-on-loss, tenure run whose etcd server is
-// stopped stops its command and exits 75 (ExitLost), not the command's
+// stopped stops its command and exits 75 (cli.ExitLost), not the command's
 // 143 nor anything a signal gives.
 func TestRunExitOnLoss(t *testing.T) {
 	t.Parallel()
@@ -58,8 +59,8 @@ func TestRunExitOnLoss(t *testing.T) {
 	e2e.AwaitStarts(t, p, out, 1, 15*time.Second)
 
 	etcd.Kill()
-	if code := p.Wait(t, e2e.LossTTL+e2e.Slack); code != ExitLost {
-		t.Errorf("exit code = %d; want %d (leadership lost)\n%s", code, ExitLost, p.Err)
+	if code := p.Wait(t, e2e.LossTTL+e2e.Slack); code != cli.ExitLost {
+		t.Errorf("exit code = %d; want %d (leadership lost)\n%s", code, cli.ExitLost, p.Err)
 	}
 	if n := len(e2e.Starts(t, out)); n != 1 {
 		t.Errorf("command started %d times; want 1", n)
@@ -86,8 +87,8 @@ func TestRunPartitionsStayCandidate(t *testing.T) {
 	e2e.AwaitStarts(t, exits, out+"-exits", 2, 15*time.Second)
 
 	etcd.Kill()
-	if code := exits.Wait(t, e2e.LossTTL+e2e.Slack); code != ExitLost {
-		t.Errorf("member with --exit-on-loss: exit %d; want %d\n%s", code, ExitLost, exits.Err)
+	if code := exits.Wait(t, e2e.LossTTL+e2e.Slack); code != cli.ExitLost {
+		t.Errorf("member with --exit-on-loss: exit %d; want %d\n%s", code, cli.ExitLost, exits.Err)
 	}
 	time.Sleep(2 * e2e.LossTTL)
 	if stays.Exited() {

@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"strconv"
@@ -35,7 +35,7 @@ while :; do sleep 0.05; done`
 			t.Errorf("tenure's log does not say %q at start", want)
 		}
 	}
-	term := e2e.Lines(readFile(s.Out + ".sig"))
+	term := e2e.Lines(e2e.ReadFile(s.Out + ".sig"))
 	if len(term) != 1 {
 		t.Fatalf("the command's trap saw SIGTERM %d times before it died; want once", len(term))
 	}

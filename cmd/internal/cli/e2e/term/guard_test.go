@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/cli"
 	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/cmd/internal/guard"
 	"github.com/tenure-dev/tenure/internal/boottime"
@@ -56,7 +57,11 @@ func testGuardStopped(t *testing.T, c e2e.GuardCoord) {
 		t.Fatalf("lease check during the term: exit %d, %q; want 0 and token %d\n%s", check.Code, check.Stdout, first.Token, check.Stderr)
 	}
 	js := e2e.RunTenure(t, nil, "lease", "check", "--json", "--lease-file", leaseFile)
-	var held leaseCheckResult
+	var held struct { // tenure lease check --json
+		Held      bool   `json:"held"`
+		Token     uint64 `json:"token"`
+		TTLLeftMs int64  `json:"ttl_left_ms"`
+	}
 	if err := json.Unmarshal([]byte(js.Stdout), &held); err != nil || js.Code != 0 || !held.Held || held.Token != first.Token || held.TTLLeftMs <= 0 {
 		t.Fatalf("lease check --json during the term: exit %d, %q (%v); want held, token %d, time left", js.Code, js.Stdout, err, first.Token)
 	}
@@ -72,7 +77,7 @@ func testGuardStopped(t *testing.T, c e2e.GuardCoord) {
 		t.Errorf("lease file %+v; want live false, deadline between the stop and the death", l)
 	}
 	after := e2e.RunTenure(t, nil, "lease", "check", "--lease-file", leaseFile)
-	if after.Code != ExitError || !strings.Contains(after.Stderr, "lease not held") {
+	if after.Code != cli.ExitError || !strings.Contains(after.Stderr, "lease not held") {
 		t.Errorf("lease check after the kill: exit %d, %q; want 1, lease not held", after.Code, after.Stderr)
 	}
 	var last boottime.Instant
@@ -99,8 +104,8 @@ func testGuardSuspendPast(t *testing.T, c e2e.GuardCoord) {
 	pid, leaseFile := s.Started(t)
 	first := res.First(t, 20*time.Second, "from the command", func(w e2e.Write) bool { return w.PID == pid })
 	s.Signal(t, syscall.SIGTSTP)
-	waitFor(t, 5*time.Second, "the command stopped", func() bool { return e2e.ProcState(pid) == 'T' || !e2e.Alive(pid) })
-	waitFor(t, 5*time.Second, "tenure stopped", func() bool { return e2e.ProcState(s.PID()) == 'T' })
+	e2e.WaitFor(t, 5*time.Second, "the command stopped", func() bool { return e2e.ProcState(pid) == 'T' || !e2e.Alive(pid) })
+	e2e.WaitFor(t, 5*time.Second, "tenure stopped", func() bool { return e2e.ProcState(s.PID()) == 'T' })
 	time.Sleep(200 * time.Millisecond) // in-flight writes land
 	n := len(res.WritesBy(pid))
 	e2e.WaitDead(t, pid, e2e.TTL+5*time.Second, "the stopped command")
@@ -127,7 +132,7 @@ func testGuardSuspendWithin(t *testing.T, c e2e.GuardCoord) {
 	pid, leaseFile := s.Started(t)
 	first := res.First(t, 20*time.Second, "from the command", func(w e2e.Write) bool { return w.PID == pid })
 	s.Signal(t, syscall.SIGTSTP)
-	waitFor(t, 5*time.Second, "the command stopped", func() bool { return e2e.ProcState(pid) == 'T' })
+	e2e.WaitFor(t, 5*time.Second, "the command stopped", func() bool { return e2e.ProcState(pid) == 'T' })
 	l, err := guard.ReadLease(leaseFile)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +161,7 @@ wait`
 func treeOf(t *testing.T, tenurePid, n int) []guard.Proc {
 	t.Helper()
 	var procs []guard.Proc
-	waitFor(t, 10*time.Second, fmt.Sprintf("a tree of %d processes", n), func() bool {
+	e2e.WaitFor(t, 10*time.Second, fmt.Sprintf("a tree of %d processes", n), func() bool {
 		var err error
 		procs, err = guard.Descendants("/proc", tenurePid)
 		return err == nil && len(procs) >= n
@@ -207,7 +212,7 @@ func testGuardTermEnds(t *testing.T, c e2e.GuardCoord) {
 // lease check` inside prints the token; a nested tenure run does not take
 // the term's TENURE_KEY as its --key.
 func testGuardEnv(t *testing.T, c e2e.GuardCoord) {
-	env := []string{envName(strings.TrimPrefix(c.Flags[0], "--")) + "=" + c.Flags[1],
+	env := []string{"TENURE_" + strings.ToUpper(strings.TrimPrefix(c.Flags[0], "--")) + "=" + c.Flags[1],
 		"TENURE_DIAL_TIMEOUT=5s", "TENURE_LOG_LEVEL=info", "TENURE_HOLDER=env-holder", "TENURE_E2E_KEEP=1"}
 	script := `env > "$OUT.env"; "$TENURE" lease check > "$OUT.check"; echo $? >> "$OUT.check"
 "$TENURE" run -- true 2> "$OUT.nested"; echo $? >> "$OUT.nested"`
@@ -216,7 +221,7 @@ func testGuardEnv(t *testing.T, c e2e.GuardCoord) {
 		t.Fatalf("tenure run: exit %d\n%s", code, s.Err)
 	}
 	vars := map[string]string{}
-	for _, kv := range e2e.Lines(readFile(s.Out + ".env")) {
+	for _, kv := range e2e.Lines(e2e.ReadFile(s.Out + ".env")) {
 		k, v, _ := strings.Cut(kv, "=")
 		vars[k] = v
 	}
@@ -233,10 +238,10 @@ func testGuardEnv(t *testing.T, c e2e.GuardCoord) {
 	if vars["TENURE_KEY"] != "env" || vars["TENURE_HOLDER"] != "env-holder" || vars["TENURE_LEASE_TTL"] != "2s" {
 		t.Errorf("TENURE_KEY, _HOLDER, _LEASE_TTL = %q, %q, %q; want env, env-holder, 2s", vars["TENURE_KEY"], vars["TENURE_HOLDER"], vars["TENURE_LEASE_TTL"])
 	}
-	if got := e2e.Lines(readFile(s.Out + ".check")); !slices.Equal(got, []string{vars["TENURE_FENCING_TOKEN"], "0"}) {
+	if got := e2e.Lines(e2e.ReadFile(s.Out + ".check")); !slices.Equal(got, []string{vars["TENURE_FENCING_TOKEN"], "0"}) {
 		t.Errorf("tenure lease check inside the command: %q; want the token %s and exit 0", got, vars["TENURE_FENCING_TOKEN"])
 	}
-	nested := readFile(s.Out + ".nested")
+	nested := e2e.ReadFile(s.Out + ".nested")
 	if !strings.Contains(nested, "--key is required") || !strings.HasSuffix(strings.TrimSpace(nested), "2") {
 		t.Errorf("nested tenure run without --key: %q; want exit 2, --key is required", nested)
 	}
@@ -258,7 +263,7 @@ while :; do sleep 0.05; done`
 	proxy.Cut()
 	cut := time.Now()
 	e2e.WaitDead(t, pid, 5*time.Second+5*time.Second, "the command after the coordinator was cut off")
-	if got := e2e.Lines(readFile(s.Out + ".sig")); !slices.Equal(got, []string{"term"}) {
+	if got := e2e.Lines(e2e.ReadFile(s.Out + ".sig")); !slices.Equal(got, []string{"term"}) {
 		t.Errorf("the command's trap saw %q before it died; want one SIGTERM", got)
 	}
 	t.Logf("%s: command killed %s after the cut, SIGTERM first", c.Name, time.Since(cut).Round(time.Millisecond))

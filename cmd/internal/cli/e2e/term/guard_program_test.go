@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"bufio"
@@ -34,7 +34,7 @@ func TestGuardProgram(t *testing.T) {
 	if code := p.Wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("tenure run exited %d; want 0", code)
 	}
-	lines := strings.Split(strings.TrimSpace(readFile(out)), "\n")
+	lines := strings.Split(strings.TrimSpace(e2e.ReadFile(out)), "\n")
 	if !strings.HasPrefix(lines[0], "/memfd:"+guard.Name) {
 		t.Errorf("the guard runs %q; want the memfd %s", lines[0], guard.Name)
 	}
@@ -77,7 +77,7 @@ func TestGuardFallback(t *testing.T) {
 	if !strings.Contains(string(log), "embeds no guard program") {
 		t.Errorf("no debug line about the missing guard program:\n%s", log)
 	}
-	if guardExe := strings.SplitN(readFile(out), "\n", 2)[0]; guardExe != plain {
+	if guardExe := strings.SplitN(e2e.ReadFile(out), "\n", 2)[0]; guardExe != plain {
 		t.Errorf("the guard runs %q; want the tenure binary %s", guardExe, plain)
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package foreign
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tenure-dev/tenure/cmd/internal/cli"
 	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
@@ -21,21 +22,21 @@ import (
 func TestForeignPartitionsEtcd(t *testing.T) {
 	t.Parallel()
 	s := e2e.StartServer(t, t.TempDir())
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second})
+	etcdc, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	defer etcdc.Close()
 	put := func(key, value string, leaseSecs int64) int64 {
 		var opts []clientv3.OpOption
 		if leaseSecs > 0 {
-			l, err := cli.Grant(t.Context(), leaseSecs)
+			l, err := etcdc.Grant(t.Context(), leaseSecs)
 			if err != nil {
 				t.Fatal(err)
 			}
 			opts = append(opts, clientv3.WithLease(l.ID))
 		}
-		resp, err := cli.Put(t.Context(), "/tenure/leader/"+key, value, opts...)
+		resp, err := etcdc.Put(t.Context(), "/tenure/leader/"+key, value, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,16 +61,16 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 		e2e.StartProc(t, h, nil, append(append([]string{}, s.Coord...), "run", "--key", "fg", "--partitions", "4",
 			"--ttl", "2s", "--holder", h, "--", "sleep", "1000")...)
 	}
-	status := func() partitionStatus {
+	status := func() cli.PartitionStatus {
 		res := e2e.RunTenure(t, nil, append(append([]string{}, s.Coord...), "status", "--key", "fg", "--partitions", "4", "--json")...)
-		var st partitionStatus
+		var st cli.PartitionStatus
 		if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &st) != nil {
 			t.Fatalf("%s: exit %d, output %q\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 		}
 		return st
 	}
-	var st partitionStatus
-	waitFor(t, 30*time.Second, "two members, partition 3 owned", func() bool {
+	var st cli.PartitionStatus
+	e2e.WaitFor(t, 30*time.Second, "two members, partition 3 owned", func() bool {
 		st = status()
 		return len(st.Members) == 2 && st.Partitions[3].Held && st.Partitions[3].Record == ""
 	})
@@ -94,7 +95,7 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 
 	for key, w := range want {
 		res := e2e.RunTenure(t, nil, append(append([]string{}, s.Coord...), "release", "--key", key, "--force", "--json")...)
-		var rel releaseResult
+		var rel cli.ReleaseResult
 		if err := json.Unmarshal([]byte(res.Stdout), &rel); err != nil || res.Code != 0 || !rel.Released || rel.Token != tokens[key] {
 			t.Fatalf("release --force --key %s --json: exit %d, %q (%v); want released with token %d\n%s", key, res.Code, res.Stdout, err, tokens[key], res.Stderr)
 		}
@@ -102,7 +103,7 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 			t.Errorf("release --force --key %s: record %q; want %q", key, rel.Record, w.released)
 		}
 	}
-	waitFor(t, 30*time.Second, "members to own every partition", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "members to own every partition", func() bool {
 		st = status()
 		return st.Unowned == 0
 	})

@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ func commandPid(t *testing.T, p *e2e.Proc) int {
 	t.Helper()
 	re := regexp.MustCompile(`command started.* pid=(\d+)`)
 	var pid int
-	waitFor(t, 20*time.Second, "the command to start", func() bool {
+	e2e.WaitFor(t, 20*time.Second, "the command to start", func() bool {
 		m := re.FindStringSubmatch(p.Err.String())
 		if m != nil {
 			pid, _ = strconv.Atoi(m[1])
@@ -41,10 +41,10 @@ func TestGuardName(t *testing.T) {
 	s := e2e.StartServer(t, t.TempDir())
 	p := e2e.StartProc(t, "run", nil, "run", "--endpoints", s.Endpoint, "--key", "named", "--", "sleep", "60")
 	g := e2e.ParentOf(t, commandPid(t, p))
-	if comm := strings.TrimSpace(readFile("/proc/" + strconv.Itoa(g) + "/comm")); comm != guard.Name {
+	if comm := strings.TrimSpace(e2e.ReadFile("/proc/" + strconv.Itoa(g) + "/comm")); comm != guard.Name {
 		t.Errorf("the guard's process name (/proc/%d/comm, as ps -o comm= shows it) = %q; want %q", g, comm, guard.Name)
 	}
-	if argv := strings.Split(readFile("/proc/"+strconv.Itoa(g)+"/cmdline"), "\x00"); argv[0] != guard.Name {
+	if argv := strings.Split(e2e.ReadFile("/proc/"+strconv.Itoa(g)+"/cmdline"), "\x00"); argv[0] != guard.Name {
 		t.Errorf("the guard's argv = %q; want argv[0] %q", argv, guard.Name)
 	}
 	p.Signal(t, syscall.SIGTERM)
@@ -114,10 +114,10 @@ exit 0`
 	began := time.Now()
 	p := e2e.StartNoKill(t, "run", []string{"OUT=" + out, "SELF=" + e2e.SelfBin}, "run", "--endpoints", s.Endpoint,
 		"--key", "survivor", "--ttl", "5s", "--kill-grace", "100ms", "--", "sh", "-c", script)
-	waitFor(t, 20*time.Second, "the survivor's pid", func() bool { return strings.TrimSpace(readFile(out)) != "" })
-	pid, err := strconv.Atoi(strings.TrimSpace(readFile(out)))
+	e2e.WaitFor(t, 20*time.Second, "the survivor's pid", func() bool { return strings.TrimSpace(e2e.ReadFile(out)) != "" })
+	pid, err := strconv.Atoi(strings.TrimSpace(e2e.ReadFile(out)))
 	if err != nil {
-		t.Fatalf("survivor pid %q: %v", readFile(out), err)
+		t.Fatalf("survivor pid %q: %v", e2e.ReadFile(out), err)
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	if code := p.Wait(t, e2e.SurvivorFor+e2e.Slack+10*time.Second); code != 0 {
