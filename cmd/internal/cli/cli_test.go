@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 func TestEnvName(t *testing.T) {
@@ -133,19 +135,19 @@ func TestWaitLimit(t *testing.T) {
 // so that the leak check of TestMain covers their goroutines (etcd client,
 // watch) after they return.
 func TestMainInProcess(t *testing.T) {
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	var out, errb bytes.Buffer
-	if code := Main(t.Context(), []string{"--endpoints", s.endpoint, "status", "--key", "inproc"}, nil, &out, &errb); code != 0 {
+	if code := Main(t.Context(), []string{"--endpoints", s.Endpoint, "status", "--key", "inproc"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("status: exit %d\n%s", code, errb.String())
 	}
-	if got, want := strings.TrimSpace(out.String()), "coordinator: etcd at "+s.endpoint+"\ninproc: no leader"; got != want {
+	if got, want := strings.TrimSpace(out.String()), "coordinator: etcd at "+s.Endpoint+"\ninproc: no leader"; got != want {
 		t.Errorf("status output %q; want %q", got, want)
 	}
 
 	out.Reset()
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
-	if code := Main(ctx, []string{"--endpoints", s.endpoint, "watch", "--key", "inproc"}, nil, &out, &errb); code != 0 {
+	if code := Main(ctx, []string{"--endpoints", s.Endpoint, "watch", "--key", "inproc"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("watch: exit %d when its context ended; want 0\n%s", code, errb.String())
 	}
 	if !strings.Contains(out.String(), "inproc  no leader") {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tenure-dev/tenure/cmd/internal/bench"
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/require"
 )
 
@@ -21,13 +22,13 @@ func TestBenchFootprint(t *testing.T) {
 	if err != nil {
 		require.Etcdctl.Missing(t, err)
 	}
-	res := runTenure(t, cleanEnv(), "bench", "footprint", "--etcdctl", etcdctl, "--runs", "3", "--idle", "3s", "--json")
-	if res.code != 0 {
-		t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+	res := e2e.RunTenure(t, e2e.CleanEnv(), "bench", "footprint", "--etcdctl", etcdctl, "--runs", "3", "--idle", "3s", "--json")
+	if res.Code != 0 {
+		t.Fatalf("%s: exit %d\n%s", res.Description, res.Code, res.Stderr)
 	}
 	var r bench.Report
-	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
-		t.Fatalf("JSON does not parse: %v\n%s", err, res.stdout)
+	if err := json.Unmarshal([]byte(res.Stdout), &r); err != nil {
+		t.Fatalf("JSON does not parse: %v\n%s", err, res.Stdout)
 	}
 	rows := map[string]bench.Row{}
 	for _, row := range r.Rows {
@@ -72,8 +73,8 @@ func TestBenchFootprint(t *testing.T) {
 	if guard >= own {
 		t.Errorf("guard resident %.2f MiB, tenure %.2f MiB; want the guard program from memory, smaller", guard, own)
 	}
-	if !hasNote(r.Notes, "tenure's guard: the program embedded in tenure") || !hasNote(r.Notes, "tenure: "+tenureBin) {
-		t.Errorf("notes %q; want the binary measured (%s) and its guard from memory", r.Notes, tenureBin)
+	if !hasNote(r.Notes, "tenure's guard: the program embedded in tenure") || !hasNote(r.Notes, "tenure: "+e2e.TenureBin) {
+		t.Errorf("notes %q; want the binary measured (%s) and its guard from memory", r.Notes, e2e.TenureBin)
 	}
 	if len(r.Goals) != 2 {
 		t.Fatalf("goals %+v; want memory and wall time", r.Goals)
@@ -83,8 +84,8 @@ func TestBenchFootprint(t *testing.T) {
 			t.Errorf("goal %+v; want a ratio to etcdctl-lock, met when at most 1.5", g)
 		}
 	}
-	if !strings.Contains(res.stderr, "footprint: both lead") {
-		t.Errorf("no progress on stderr:\n%s", res.stderr)
+	if !strings.Contains(res.Stderr, "footprint: both lead") {
+		t.Errorf("no progress on stderr:\n%s", res.Stderr)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // TestBenchPartitions runs tenure bench partitions with a tiny group on the
@@ -22,15 +24,15 @@ func TestBenchPartitions(t *testing.T) {
 			page := filepath.Join(t.TempDir(), "partitions.html")
 			args := []string{"bench", "partitions", "--partitions", "20", "--members", "2", "--ttl", "2s", "--reference", "4", "--steady", "1s", "--json", "--html", page}
 			if backend == "postgres" {
-				args = append(postgresCoord(t), args...)
+				args = append(e2e.PostgresCoord(t), args...)
 			}
-			res := runTenure(t, cleanEnv(), args...)
-			if res.code != 0 {
-				t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+			res := e2e.RunTenure(t, e2e.CleanEnv(), args...)
+			if res.Code != 0 {
+				t.Fatalf("%s: exit %d\n%s", res.Description, res.Code, res.Stderr)
 			}
 			var r partitionsReport
-			if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
-				t.Fatalf("%s: JSON does not parse: %v\n%s", res.description, err, res.stdout)
+			if err := json.Unmarshal([]byte(res.Stdout), &r); err != nil {
+				t.Fatalf("%s: JSON does not parse: %v\n%s", res.Description, err, res.Stdout)
 			}
 			if r.Backend != backend || r.Partitions != 20 || r.Members != 2 || r.Cap != 10 {
 				t.Errorf("report backend %q, P=%d, N=%d, cap %d; want %s, 20, 2, 10", r.Backend, r.Partitions, r.Members, r.Cap, backend)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/cmd/internal/bench"
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 
 	"github.com/tenure-dev/tenure/cmd/internal/headless"
 )
@@ -37,16 +38,16 @@ func TestBench(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			args := tc.args
 			if strings.HasSuffix(tc.name, "-postgres") {
-				args = append(postgresCoord(t), args...)
+				args = append(e2e.PostgresCoord(t), args...)
 			}
 			page := filepath.Join(t.TempDir(), "report.html")
-			res := runTenure(t, cleanEnv(), append(args, "--json", "--html", page)...)
-			if res.code != 0 {
-				t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+			res := e2e.RunTenure(t, e2e.CleanEnv(), append(args, "--json", "--html", page)...)
+			if res.Code != 0 {
+				t.Fatalf("%s: exit %d\n%s", res.Description, res.Code, res.Stderr)
 			}
 			var r bench.Report
-			if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
-				t.Fatalf("%s: JSON does not parse: %v\n%s", res.description, err, res.stdout)
+			if err := json.Unmarshal([]byte(res.Stdout), &r); err != nil {
+				t.Fatalf("%s: JSON does not parse: %v\n%s", res.Description, err, res.Stdout)
 			}
 			impls := map[string]bool{}
 			for _, row := range r.Rows {
@@ -58,8 +59,8 @@ func TestBench(t *testing.T) {
 			if len(r.Failures) != 0 {
 				t.Errorf("failures %q; want none", r.Failures)
 			}
-			if !strings.Contains(res.stderr, "bench:") && !strings.Contains(res.stderr, r.Benchmark+":") {
-				t.Errorf("no progress on stderr:\n%s", res.stderr)
+			if !strings.Contains(res.Stderr, "bench:") && !strings.Contains(res.Stderr, r.Benchmark+":") {
+				t.Errorf("no progress on stderr:\n%s", res.Stderr)
 			}
 			if tc.cdfs > 0 {
 				checkRendered(t, page, len(r.Rows), tc.cdfs)
@@ -106,9 +107,9 @@ func TestBenchBadInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
-			res := runTenure(t, cleanEnv(), tc.args...)
-			if res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {
-				t.Errorf("%s: exit %d, stderr %q; want exit %d naming %q", res.description, res.code, res.stderr, ExitUsage, tc.want)
+			res := e2e.RunTenure(t, e2e.CleanEnv(), tc.args...)
+			if res.Code != ExitUsage || !strings.Contains(res.Stderr, tc.want) {
+				t.Errorf("%s: exit %d, stderr %q; want exit %d naming %q", res.Description, res.Code, res.Stderr, ExitUsage, tc.want)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/timing"
 )
 
@@ -48,20 +49,20 @@ func TestExitCodesBinary(t *testing.T) {
 		{"watch without --key or --prefix", []string{"--endpoints", nowhere, "watch"}, ExitUsage, "exactly one of --key and --prefix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := runTenure(t, nil, tc.args...)
-			if res.code != tc.code {
-				t.Fatalf("%s: exit %d; want %d\nstdout: %s\nstderr: %s", res.description, res.code, tc.code, res.stdout, res.stderr)
+			res := e2e.RunTenure(t, nil, tc.args...)
+			if res.Code != tc.code {
+				t.Fatalf("%s: exit %d; want %d\nstdout: %s\nstderr: %s", res.Description, res.Code, tc.code, res.Stdout, res.Stderr)
 			}
-			if !strings.Contains(res.stdout+res.stderr, tc.want) {
-				t.Errorf("%s: output %q; want it to mention %q", res.description, res.stdout+res.stderr, tc.want)
+			if !strings.Contains(res.Stdout+res.Stderr, tc.want) {
+				t.Errorf("%s: output %q; want it to mention %q", res.Description, res.Stdout+res.Stderr, tc.want)
 			}
 		})
 	}
 	// An environment twin of a flag a command does not use is not an
 	// error: one environment often serves several commands.
-	res := runTenure(t, []string{"TENURE_ENDPOINTS=" + nowhere, "TENURE_POSTGRES=mysql://x"}, "version")
-	if res.code != 0 {
-		t.Errorf("TENURE_ENDPOINTS, TENURE_POSTGRES tenure version: exit %d; want 0\n%s", res.code, res.stderr)
+	res := e2e.RunTenure(t, []string{"TENURE_ENDPOINTS=" + nowhere, "TENURE_POSTGRES=mysql://x"}, "version")
+	if res.Code != 0 {
+		t.Errorf("TENURE_ENDPOINTS, TENURE_POSTGRES tenure version: exit %d; want 0\n%s", res.Code, res.Stderr)
 	}
 }
 
@@ -88,35 +89,35 @@ func TestHelpSections(t *testing.T) {
 	} {
 		name := strings.Join(tc.cmd, " ")
 		t.Run(name, func(t *testing.T) {
-			res := runTenure(t, nil, append(tc.cmd, "--help")...)
-			if res.code != 0 {
-				t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+			res := e2e.RunTenure(t, nil, append(tc.cmd, "--help")...)
+			if res.Code != 0 {
+				t.Fatalf("%s: exit %d\n%s", res.Description, res.Code, res.Stderr)
 			}
-			out := res.stdout
+			out := res.Stdout
 			if len(tc.cmd) > 0 && !strings.Contains(out, "\nEnvironment") {
-				t.Errorf("%s has no Environment section:\n%s", res.description, out)
+				t.Errorf("%s has no Environment section:\n%s", res.Description, out)
 			}
 			codes := out[strings.LastIndex(out, "Exit codes:")+1:]
 			if !strings.Contains(out, "Exit codes:") {
-				t.Errorf("%s has no Exit codes section:\n%s", res.description, out)
+				t.Errorf("%s has no Exit codes section:\n%s", res.Description, out)
 			}
 			for _, c := range tc.codes {
 				if !strings.Contains(codes, "  "+c) {
-					t.Errorf("%s: exit codes do not list %q:\n%s", res.description, c, codes)
+					t.Errorf("%s: exit codes do not list %q:\n%s", res.Description, c, codes)
 				}
 			}
 			for _, f := range tc.shows {
 				if !strings.Contains(out, envName(f)+" ") || !strings.Contains(out, "--"+f) {
-					t.Errorf("%s does not show --%s with its twin %s", res.description, f, envName(f))
+					t.Errorf("%s does not show --%s with its twin %s", res.Description, f, envName(f))
 				}
 			}
 			for _, f := range tc.hidden {
 				if regexp.MustCompile(`(?m)^\s+--`+f+`\s`).MatchString(out) || strings.Contains(out, envName(f)) {
-					t.Errorf("%s shows --%s, which the command does not use", res.description, f)
+					t.Errorf("%s shows --%s, which the command does not use", res.Description, f)
 				}
 			}
 			if strings.Contains(out, "[=true|false]") {
-				t.Errorf("%s writes a boolean flag as --flag[=true|false]", res.description)
+				t.Errorf("%s writes a boolean flag as --flag[=true|false]", res.Description)
 			}
 		})
 	}
@@ -127,21 +128,21 @@ func TestHelpSections(t *testing.T) {
 // same fields.
 func TestVersionBinary(t *testing.T) {
 	t.Parallel()
-	text := runTenure(t, nil, "version")
-	flag := runTenure(t, nil, "--version")
-	if text.stdout != flag.stdout || !strings.HasPrefix(text.stdout, "tenure ") || !strings.Contains(text.stdout, runtime.Version()) {
-		t.Errorf("tenure version = %q, --version = %q; want the same line, naming %s", text.stdout, flag.stdout, runtime.Version())
+	text := e2e.RunTenure(t, nil, "version")
+	flag := e2e.RunTenure(t, nil, "--version")
+	if text.Stdout != flag.Stdout || !strings.HasPrefix(text.Stdout, "tenure ") || !strings.Contains(text.Stdout, runtime.Version()) {
+		t.Errorf("tenure version = %q, --version = %q; want the same line, naming %s", text.Stdout, flag.Stdout, runtime.Version())
 	}
-	res := runTenure(t, nil, "version", "--json")
+	res := e2e.RunTenure(t, nil, "version", "--json")
 	var v versionInfo
-	if err := json.Unmarshal([]byte(res.stdout), &v); err != nil {
-		t.Fatalf("version --json = %q: %v", res.stdout, err)
+	if err := json.Unmarshal([]byte(res.Stdout), &v); err != nil {
+		t.Fatalf("version --json = %q: %v", res.Stdout, err)
 	}
 	if v.Version == "" || v.Go != runtime.Version() || v.Platform != runtime.GOOS+"/"+runtime.GOARCH {
 		t.Errorf("version --json = %+v; want a version, Go %s on %s/%s", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	}
-	if want := fmt.Sprintf("tenure %s\n", v); text.stdout != want {
-		t.Errorf("tenure version = %q; want %q, the text form of --json", text.stdout, want)
+	if want := fmt.Sprintf("tenure %s\n", v); text.Stdout != want {
+		t.Errorf("tenure version = %q; want %q, the text form of --json", text.Stdout, want)
 	}
 }
 
@@ -179,25 +180,25 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 			if args[0] == "run" || args[0] == "status" {
 				args = append(append([]string{}, nowhere...), args...)
 			}
-			res := runTenure(t, nil, args...)
-			if res.code != ExitUsage {
-				t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, ExitUsage, res.stderr)
+			res := e2e.RunTenure(t, nil, args...)
+			if res.Code != ExitUsage {
+				t.Fatalf("%s: exit %d; want %d\n%s", res.Description, res.Code, ExitUsage, res.Stderr)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(res.stderr, w) {
-					t.Errorf("%s:\nstderr %q\nwant it to say %q", shorten(res.description), res.stderr, w)
+				if !strings.Contains(res.Stderr, w) {
+					t.Errorf("%s:\nstderr %q\nwant it to say %q", shorten(res.Description), res.Stderr, w)
 				}
 			}
-			if n := strings.Count(res.stderr, "tenure:"); n != 1 || !strings.HasPrefix(res.stderr, "tenure: ") {
-				t.Errorf("stderr %q has %d \"tenure:\" prefixes; want one, first", res.stderr, n)
+			if n := strings.Count(res.Stderr, "tenure:"); n != 1 || !strings.HasPrefix(res.Stderr, "tenure: ") {
+				t.Errorf("stderr %q has %d \"tenure:\" prefixes; want one, first", res.Stderr, n)
 			}
 			for _, bad := range []string{"Config.", "hunter2", "TTL·"} {
-				if strings.Contains(res.stderr, bad) {
-					t.Errorf("stderr %q shows %q", res.stderr, bad)
+				if strings.Contains(res.Stderr, bad) {
+					t.Errorf("stderr %q shows %q", res.Stderr, bad)
 				}
 			}
-			if len(res.stderr) > 400 {
-				t.Errorf("stderr is %d bytes long; want long inputs cut", len(res.stderr))
+			if len(res.Stderr) > 400 {
+				t.Errorf("stderr is %d bytes long; want long inputs cut", len(res.Stderr))
 			}
 		})
 	}
@@ -267,14 +268,14 @@ func TestServerHint(t *testing.T) {
 // http://, not just "EOF".
 func TestHTTPSToPlainServer(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	https := strings.Replace(s.endpoint, "http://", "https://", 1)
-	res := runTenure(t, nil, "--endpoints", https, "--dial-timeout", "2s", "status", "--key", "k")
-	if want := "use --endpoints " + s.endpoint; res.code != ExitUnavailable || !strings.Contains(res.stderr, want) {
-		t.Errorf("%s: exit %d, stderr %q; want %d and %q", res.description, res.code, res.stderr, ExitUnavailable, want)
+	s := e2e.StartServer(t, t.TempDir())
+	https := strings.Replace(s.Endpoint, "http://", "https://", 1)
+	res := e2e.RunTenure(t, nil, "--endpoints", https, "--dial-timeout", "2s", "status", "--key", "k")
+	if want := "use --endpoints " + s.Endpoint; res.Code != ExitUnavailable || !strings.Contains(res.Stderr, want) {
+		t.Errorf("%s: exit %d, stderr %q; want %d and %q", res.Description, res.Code, res.Stderr, ExitUnavailable, want)
 	}
-	res = runTenure(t, nil, "--endpoints", s.endpoint, "status", "--key", "k")
-	if res.code != 0 {
-		t.Errorf("%s: exit %d; want 0 (the advice works)\n%s", res.description, res.code, res.stderr)
+	res = e2e.RunTenure(t, nil, "--endpoints", s.Endpoint, "status", "--key", "k")
+	if res.Code != 0 {
+		t.Errorf("%s: exit %d; want 0 (the advice works)\n%s", res.Description, res.Code, res.Stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/internal/freeport"
 )
@@ -19,47 +20,47 @@ import (
 func TestServerDataDirInUse(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	first := startServer(t, dir)
-	res := runTenure(t, nil, "server", "--data-dir", dir, "--listen-client", "http://127.0.0.1:0",
+	first := e2e.StartServer(t, dir)
+	res := e2e.RunTenure(t, nil, "server", "--data-dir", dir, "--listen-client", "http://127.0.0.1:0",
 		"--listen-peer", "http://127.0.0.1:0", "--http", "")
-	if res.code != ExitSoftware {
-		t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, ExitSoftware, res.stderr)
+	if res.Code != ExitSoftware {
+		t.Fatalf("%s: exit %d; want %d\n%s", res.Description, res.Code, ExitSoftware, res.Stderr)
 	}
-	if want := fmt.Sprintf("data dir %s is in use by process %d", dir, first.pid()); !strings.Contains(res.stderr, want) {
-		t.Errorf("second server: stderr %q; want %q", res.stderr, want)
+	if want := fmt.Sprintf("data dir %s is in use by process %d", dir, first.PID()); !strings.Contains(res.Stderr, want) {
+		t.Errorf("second server: stderr %q; want %q", res.Stderr, want)
 	}
 	// Liveness bound with slack for a loaded machine: it must not wait for
 	// the lock (the reported hang lasted 11 minutes).
-	if res.took > 10*time.Second {
-		t.Errorf("second server took %s to fail; want it not to wait for the lock", res.took)
+	if res.Took > 10*time.Second {
+		t.Errorf("second server took %s to fail; want it not to wait for the lock", res.Took)
 	}
 
-	first.signal(t, syscall.SIGINT)
-	if code := first.wait(t, 10*time.Second); code != 0 {
+	first.Signal(t, syscall.SIGINT)
+	if code := first.Wait(t, 10*time.Second); code != 0 {
 		t.Errorf("server exit %d after SIGINT; want 0", code)
 	}
-	again := startServer(t, dir)
-	again.stop(t) // SIGTERM, exit 0
+	again := e2e.StartServer(t, dir)
+	again.Stop(t) // SIGTERM, exit 0
 }
 
 // restartableServer starts a server on a fixed client URL, so that a
 // restart on the same data dir is reachable where clients expect it.
-func restartableServer(t *testing.T, dir, clientURL string) *server {
+func restartableServer(t *testing.T, dir, clientURL string) *e2e.Server {
 	t.Helper()
 	peer, err := embedded.FreeLocalURLs(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return awaitServer(t, startProc(t, "server", nil, "server", "--data-dir", dir,
+	return e2e.AwaitServer(t, e2e.StartProc(t, "server", nil, "server", "--data-dir", dir,
 		"--listen-client", clientURL, "--listen-peer", peer[0], "--http", ""), dir)
 }
 
 // watchLines decodes the JSON lines a watch printed so far.
-func watchLines(t *testing.T, p *proc) []watchLine {
+func watchLines(t *testing.T, p *e2e.Proc) []WatchLine {
 	t.Helper()
-	var out []watchLine
-	for _, l := range lines(p.out.String()) {
-		var w watchLine
+	var out []WatchLine
+	for _, l := range e2e.Lines(p.Out.String()) {
+		var w WatchLine
 		if err := json.Unmarshal([]byte(l), &w); err != nil {
 			t.Fatalf("watch line %q is not JSON: %v", l, err)
 		}
@@ -69,10 +70,10 @@ func watchLines(t *testing.T, p *proc) []watchLine {
 }
 
 // waitEvent waits for a watch line with event ev and returns its index.
-func waitEvent(t *testing.T, p *proc, d time.Duration, ev string, from int) int {
+func waitEvent(t *testing.T, p *e2e.Proc, d time.Duration, ev string, from int) int {
 	t.Helper()
 	at := -1
-	waitFor(t, d, "watch event "+ev, func() bool {
+	e2e.WaitFor(t, d, "watch event "+ev, func() bool {
 		for i, w := range watchLines(t, p)[from:] {
 			if w.Event == ev {
 				at = from + i
@@ -97,12 +98,12 @@ func TestWatchCoordinatorDown(t *testing.T) {
 	dir := t.TempDir()
 	s := restartableServer(t, dir, url)
 	coord := []string{"--endpoints", url, "--dial-timeout", "10s"}
-	js := startProc(t, "watch json", nil, append(coord, "watch", "--key", "down/k", "--json")...)
-	text := startProc(t, "watch text", nil, append(coord, "watch", "--key", "down/k")...)
+	js := e2e.StartProc(t, "watch json", nil, append(coord, "watch", "--key", "down/k", "--json")...)
+	text := e2e.StartProc(t, "watch text", nil, append(coord, "watch", "--key", "down/k")...)
 	waitEvent(t, js, 15*time.Second, "no_leader", 0)
-	waitFor(t, 15*time.Second, "the text watch's first line", func() bool { return strings.Contains(text.out.String(), "down/k  no leader") })
+	e2e.WaitFor(t, 15*time.Second, "the text watch's first line", func() bool { return strings.Contains(text.Out.String(), "down/k  no leader") })
 
-	s.stop(t)
+	s.Stop(t)
 	down := waitEvent(t, js, 30*time.Second, "unreachable", 0)
 	if w := watchLines(t, js)[down]; w.Key != "down/k" || w.Error == "" || w.Held != nil {
 		t.Errorf("unreachable line = %+v; want the key and the error, no held", w)
@@ -114,14 +115,14 @@ func TestWatchCoordinatorDown(t *testing.T) {
 	if ls[up].DownMS == nil || *ls[up].DownMS <= 0 || after != up+1 {
 		t.Errorf("watch after the restart = %+v; want reachable with down_ms, then the state now", ls[up:])
 	}
-	waitFor(t, 15*time.Second, "the text watch to see the restart", func() bool {
-		out := text.out.String()
+	e2e.WaitFor(t, 15*time.Second, "the text watch to see the restart", func() bool {
+		out := text.Out.String()
 		return strings.Contains(out, "down/k  coordinator unreachable: ") && strings.Contains(out, "down/k  coordinator reachable again after ")
 	})
-	for _, p := range []*proc{js, text} {
-		p.signal(t, syscall.SIGTERM)
-		if code := p.wait(t, 10*time.Second); code != 0 {
-			t.Errorf("%s exit %d after SIGTERM; want 0", p.name, code)
+	for _, p := range []*e2e.Proc{js, text} {
+		p.Signal(t, syscall.SIGTERM)
+		if code := p.Wait(t, 10*time.Second); code != 0 {
+			t.Errorf("%s exit %d after SIGTERM; want 0", p.Name, code)
 		}
 	}
 }
@@ -131,13 +132,13 @@ func TestWatchCoordinatorDown(t *testing.T) {
 // refuses without the live token, then releases and says whom.
 func TestWatchPrefixStatusExitCodeRelease(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	coord := s.coord
-	w := startProc(t, "watch prefix", nil, append(coord, "watch", "--prefix", "wp/", "--json")...)
+	s := e2e.StartServer(t, t.TempDir())
+	coord := s.Coord
+	w := e2e.StartProc(t, "watch prefix", nil, append(coord, "watch", "--prefix", "wp/", "--json")...)
 	holdKey(t, coord, "wp/a", "holder-a")
 	holdKey(t, coord, "wp/b", "holder-b")
 	holdKey(t, coord, "other", "holder-o")
-	waitFor(t, 15*time.Second, "watch --prefix to see wp/a and wp/b", func() bool { return len(watchLines(t, w)) >= 2 })
+	e2e.WaitFor(t, 15*time.Second, "watch --prefix to see wp/a and wp/b", func() bool { return len(watchLines(t, w)) >= 2 })
 
 	for _, tc := range []struct {
 		args []string
@@ -149,13 +150,13 @@ func TestWatchPrefixStatusExitCodeRelease(t *testing.T) {
 		{[]string{"--prefix", "wp/", "--exit-code"}, 0},
 		{[]string{"--prefix", "nothing/", "--exit-code", "--json"}, ExitNoLeader},
 	} {
-		res := runTenure(t, nil, append(append(coord, "status"), tc.args...)...)
-		if res.code != tc.code {
-			t.Errorf("%s: exit %d; want %d\n%s", res.description, res.code, tc.code, res.stderr)
+		res := e2e.RunTenure(t, nil, append(append(coord, "status"), tc.args...)...)
+		if res.Code != tc.code {
+			t.Errorf("%s: exit %d; want %d\n%s", res.Description, res.Code, tc.code, res.Stderr)
 		}
 	}
 
-	st := statusJSON(t, nil, append(coord, "--key", "wp/a")...)
+	st := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--key", "wp/a")...)
 	if len(st) != 1 || st[0].Holder != "holder-a" || st[0].Instance == "" {
 		t.Fatalf("status --key wp/a = %+v; want holder-a with its instance", st)
 	}
@@ -167,35 +168,35 @@ func TestWatchPrefixStatusExitCodeRelease(t *testing.T) {
 		{nil, fmt.Sprintf("tenure release --key wp/a --token %d", live)},
 		{[]string{"--token", strconv.FormatUint(live+1000, 10)}, fmt.Sprintf("--token %d is not the live grant", live+1000)},
 	} {
-		res := runTenure(t, nil, append(append(coord, "release", "--key", "wp/a"), tc.args...)...)
-		if res.code != ExitError || !strings.Contains(res.stderr, tc.want) || !strings.Contains(res.stderr, "holder-a") {
-			t.Errorf("%s: exit %d, stderr %q; want %d, naming holder-a and %q", res.description, res.code, res.stderr, ExitError, tc.want)
+		res := e2e.RunTenure(t, nil, append(append(coord, "release", "--key", "wp/a"), tc.args...)...)
+		if res.Code != ExitError || !strings.Contains(res.Stderr, tc.want) || !strings.Contains(res.Stderr, "holder-a") {
+			t.Errorf("%s: exit %d, stderr %q; want %d, naming holder-a and %q", res.Description, res.Code, res.Stderr, ExitError, tc.want)
 		}
 	}
-	res := runTenure(t, nil, append(coord, "release", "--key", "wp/a", "--token", strconv.FormatUint(live, 10), "--json")...)
-	var rel releaseResult
-	if err := json.Unmarshal([]byte(res.stdout), &rel); res.code != 0 || err != nil {
-		t.Fatalf("%s: exit %d, stdout %q (%v)\n%s", res.description, res.code, res.stdout, err, res.stderr)
+	res := e2e.RunTenure(t, nil, append(coord, "release", "--key", "wp/a", "--token", strconv.FormatUint(live, 10), "--json")...)
+	var rel ReleaseResult
+	if err := json.Unmarshal([]byte(res.Stdout), &rel); res.Code != 0 || err != nil {
+		t.Fatalf("%s: exit %d, stdout %q (%v)\n%s", res.Description, res.Code, res.Stdout, err, res.Stderr)
 	}
 	if !rel.Released || rel.Holder != "holder-a" || rel.Instance != st[0].Instance || rel.Token != live {
 		t.Errorf("release --json = %+v; want holder-a, its instance, token %d", rel, live)
 	}
-	if !strings.Contains(res.stderr, "released a live lease") || !strings.Contains(res.stderr, "holder=holder-a") ||
-		!strings.Contains(res.stderr, "campaigns again") || strings.Count(res.stderr, "released") != 1 {
-		t.Errorf("release stderr %q; want one warning naming holder-a, saying that it campaigns again", res.stderr)
+	if !strings.Contains(res.Stderr, "released a live lease") || !strings.Contains(res.Stderr, "holder=holder-a") ||
+		!strings.Contains(res.Stderr, "campaigns again") || strings.Count(res.Stderr, "released") != 1 {
+		t.Errorf("release stderr %q; want one warning naming holder-a, saying that it campaigns again", res.Stderr)
 	}
 	// The released grant is gone: either nobody leads or a new term does.
-	if now := statusJSON(t, nil, append(coord, "--key", "wp/a")...); len(now) == 1 && now[0].Held && now[0].Token == live {
+	if now := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--key", "wp/a")...); len(now) == 1 && now[0].Held && now[0].Token == live {
 		t.Errorf("status after release = %+v; want token %d gone", now, live)
 	}
-	res = runTenure(t, nil, append(coord, "release", "--key", "wp/none", "--force")...)
-	if res.code != 0 || !strings.Contains(res.stdout, "no leader, nothing released") {
-		t.Errorf("%s: exit %d, stdout %q; want 0, nothing released", res.description, res.code, res.stdout)
+	res = e2e.RunTenure(t, nil, append(coord, "release", "--key", "wp/none", "--force")...)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "no leader, nothing released") {
+		t.Errorf("%s: exit %d, stdout %q; want 0, nothing released", res.Description, res.Code, res.Stdout)
 	}
 
 	waitEvent(t, w, 15*time.Second, "no_leader", 0) // wp/a released
-	w.signal(t, syscall.SIGINT)
-	w.wait(t, 10*time.Second)
+	w.Signal(t, syscall.SIGINT)
+	w.Wait(t, 10*time.Second)
 	seen := map[string]bool{}
 	for _, l := range watchLines(t, w) {
 		if l.Event == "leader" {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/embedded"
 )
 
@@ -20,7 +21,7 @@ func afterCoordinatorLine(t *testing.T, stdout string) string {
 
 // coordinatorLine returns the "using coordinator" record of stderr, or "".
 func coordinatorLine(stderr string) string {
-	for _, l := range lines(stderr) {
+	for _, l := range e2e.Lines(stderr) {
 		if strings.Contains(l, `msg="using coordinator"`) {
 			return l
 		}
@@ -62,24 +63,24 @@ func TestCoordinatorChoiceSaid(t *testing.T) {
 			[]string{`coordinator="` + def + `"`, "this is a Kubernetes pod", "give --namespace NAMESPACE"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := runTenure(t, tc.env, tc.args...)
-			line := coordinatorLine(res.stderr)
+			res := e2e.RunTenure(t, tc.env, tc.args...)
+			line := coordinatorLine(res.Stderr)
 			if line == "" {
-				t.Fatalf("%s: no coordinator line on stderr:\n%s", res.description, res.stderr)
+				t.Fatalf("%s: no coordinator line on stderr:\n%s", res.Description, res.Stderr)
 			}
-			if n := strings.Count(res.stderr, `msg="using coordinator"`); n != 1 {
-				t.Errorf("%s: %d coordinator lines; want one", res.description, n)
+			if n := strings.Count(res.Stderr, `msg="using coordinator"`); n != 1 {
+				t.Errorf("%s: %d coordinator lines; want one", res.Description, n)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(line, w) {
-					t.Errorf("%s: coordinator line %q lacks %q", res.description, line, w)
+					t.Errorf("%s: coordinator line %q lacks %q", res.Description, line, w)
 				}
 			}
 			if warn := strings.Contains(line, "level=WARN"); warn != tc.warn {
-				t.Errorf("%s: coordinator line %q: a warning %v; want %v", res.description, line, warn, tc.warn)
+				t.Errorf("%s: coordinator line %q: a warning %v; want %v", res.Description, line, warn, tc.warn)
 			}
-			if strings.Contains(res.stderr, "secret") {
-				t.Errorf("%s: stderr shows the password:\n%s", res.description, res.stderr)
+			if strings.Contains(res.Stderr, "secret") {
+				t.Errorf("%s: stderr shows the password:\n%s", res.Description, res.Stderr)
 			}
 		})
 	}
@@ -94,9 +95,9 @@ func TestCoordinatorChoiceAfterUsageErrors(t *testing.T) {
 		{"--endpoints", "ftp://x:1", "status", "--key", "k"},
 		{"--postgres", "host=127.0.0.1 port=notaport dbname=x", "status", "--key", "k"},
 	} {
-		res := runTenure(t, nil, args...)
-		if res.code != ExitUsage || !strings.HasPrefix(res.stderr, "tenure: ") || coordinatorLine(res.stderr) != "" {
-			t.Errorf("%s: exit %d, stderr %q; want %d, the error alone", res.description, res.code, res.stderr, ExitUsage)
+		res := e2e.RunTenure(t, nil, args...)
+		if res.Code != ExitUsage || !strings.HasPrefix(res.Stderr, "tenure: ") || coordinatorLine(res.Stderr) != "" {
+			t.Errorf("%s: exit %d, stderr %q; want %d, the error alone", res.Description, res.Code, res.Stderr, ExitUsage)
 		}
 	}
 }
@@ -124,9 +125,9 @@ func TestKubeEnvNote(t *testing.T) {
 // lines, names the coordinator it was given and what chose it.
 func TestBenchSaysItsCoordinator(t *testing.T) {
 	t.Parallel()
-	res := runTenure(t, []string{"TENURE_ENDPOINTS=http://127.0.0.1:1"}, "--dial-timeout", "1s",
+	res := e2e.RunTenure(t, []string{"TENURE_ENDPOINTS=http://127.0.0.1:1"}, "--dial-timeout", "1s",
 		"bench", "throughput", "--clients", "1", "--duration", "100ms", "--rounds", "1")
-	if want := "bench: using etcd at http://127.0.0.1:1 (chosen by TENURE_ENDPOINTS (--endpoints))"; !strings.Contains(res.stderr, want) {
-		t.Errorf("%s: stderr does not say %q:\n%s", res.description, want, res.stderr)
+	if want := "bench: using etcd at http://127.0.0.1:1 (chosen by TENURE_ENDPOINTS (--endpoints))"; !strings.Contains(res.Stderr, want) {
+		t.Errorf("%s: stderr does not say %q:\n%s", res.Description, want, res.Stderr)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // TestDemo: the demo tells its story on every backend and exits 0 within a
@@ -17,24 +19,24 @@ func TestDemo(t *testing.T) {
 		{"etcd", func(*testing.T) []string { return []string{"demo", "--ttl", "2s"} }},
 		{"memory", func(*testing.T) []string { return []string{"demo", "--backend", "memory", "--ttl", "1s"} }},
 		{"postgres", func(t *testing.T) []string {
-			return append(postgresCoord(t), "demo", "--ttl", "2s") // --postgres alone selects it
+			return append(e2e.PostgresCoord(t), "demo", "--ttl", "2s") // --postgres alone selects it
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := runTenure(t, nil, tc.args(t)...)
-			if res.code != 0 {
-				t.Fatalf("%s: exit %d; want 0\n%s\n%s", res.description, res.code, res.stdout, res.stderr)
+			res := e2e.RunTenure(t, nil, tc.args(t)...)
+			if res.Code != 0 {
+				t.Fatalf("%s: exit %d; want 0\n%s\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 			}
 			for _, w := range []string{"leads", "cut off", "takes over", "rejected", "Done in"} {
-				if !strings.Contains(res.stdout, w) {
-					t.Errorf("%s: output does not say %q:\n%s", res.description, w, res.stdout)
+				if !strings.Contains(res.Stdout, w) {
+					t.Errorf("%s: output does not say %q:\n%s", res.Description, w, res.Stdout)
 				}
 			}
-			if tc.name == "postgres" && !strings.Contains(res.stdout, "PostgreSQL") {
-				t.Errorf("%s: output does not say it runs on PostgreSQL:\n%s", res.description, res.stdout)
+			if tc.name == "postgres" && !strings.Contains(res.Stdout, "PostgreSQL") {
+				t.Errorf("%s: output does not say it runs on PostgreSQL:\n%s", res.Description, res.Stdout)
 			}
-			if res.took > time.Minute {
-				t.Errorf("%s took %s; want under a minute", res.description, res.took)
+			if res.Took > time.Minute {
+				t.Errorf("%s took %s; want under a minute", res.Description, res.Took)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/kubetest"
 )
 
@@ -66,8 +67,8 @@ func kubeWriteForbidden(t *testing.T, s *kubetest.Server) {
 	t.Helper()
 	s.GrantLeaseReader(t, "default", "reader")
 	admin := []string{"--kubeconfig", s.Kubeconfig(t, kubetest.Admin, "default")}
-	if res := runTenure(t, nil, append(admin, "run", "--key", "existing", "--", "true")...); res.code != 0 {
-		t.Fatalf("%s as admin: exit %d\n%s", res.description, res.code, res.stderr)
+	if res := e2e.RunTenure(t, nil, append(admin, "run", "--key", "existing", "--", "true")...); res.Code != 0 {
+		t.Fatalf("%s as admin: exit %d\n%s", res.Description, res.Code, res.Stderr)
 	}
 	reader := []string{"--kubeconfig", s.Kubeconfig(t, "reader", "default")}
 	for _, tc := range []struct {
@@ -78,10 +79,10 @@ func kubeWriteForbidden(t *testing.T, s *kubetest.Server) {
 		{[]string{"run", "--key", "existing", "--wait-timeout", "20s", "--", "true"}, "update"},
 		{[]string{"run", "--key", "group", "--partitions", "2", "--", "true"}, "create"},
 	} {
-		res := runTenure(t, nil, append(append([]string{}, reader...), tc.args...)...)
+		res := e2e.RunTenure(t, nil, append(append([]string{}, reader...), tc.args...)...)
 		want := fmt.Sprintf(`User "reader" cannot %s resource "leases" in API group "coordination.k8s.io" in the namespace "default"`, tc.verb)
-		if res.code != ExitNoPerm || !strings.Contains(res.stderr, "tenure: permission denied") || !strings.Contains(res.stderr, want) {
-			t.Errorf("%s: exit %d; want %d, the last line saying permission denied and %s\n%s", res.description, res.code, ExitNoPerm, want, res.stderr)
+		if res.Code != ExitNoPerm || !strings.Contains(res.Stderr, "tenure: permission denied") || !strings.Contains(res.Stderr, want) {
+			t.Errorf("%s: exit %d; want %d, the last line saying permission denied and %s\n%s", res.Description, res.Code, ExitNoPerm, want, res.Stderr)
 		}
 	}
 }
@@ -105,9 +106,9 @@ func TestRunEtcdWriteDenied(t *testing.T) {
 		_, err := c.UserGrantRole(ctx, "reader", "reader")
 		return err
 	})
-	res := runTenure(t, nil, "--endpoints", s.endpoint, "--user", "reader", "--password", "sesame",
+	res := e2e.RunTenure(t, nil, "--endpoints", s.Endpoint, "--user", "reader", "--password", "sesame",
 		"run", "--key", "jobs", "--wait-timeout", "20s", "--", "true")
-	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "tenure: permission denied") {
-		t.Errorf("%s: exit %d; want %d saying permission denied\n%s", res.description, res.code, ExitNoPerm, res.stderr)
+	if res.Code != ExitNoPerm || !strings.Contains(res.Stderr, "tenure: permission denied") {
+		t.Errorf("%s: exit %d; want %d saying permission denied\n%s", res.Description, res.Code, ExitNoPerm, res.Stderr)
 	}
 }

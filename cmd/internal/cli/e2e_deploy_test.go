@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/freeport"
 )
 
@@ -74,7 +75,7 @@ type recipe struct {
 type deployHost struct {
 	n              int
 	dir            string
-	server, worker *proc
+	server, worker *e2e.Proc
 	down           bool      // the test stopped or killed the worker: no restart
 	exitedAt       time.Time // when the worker was first seen exited
 }
@@ -132,7 +133,7 @@ func (r *recipe) makeCerts() {
 			// from. On real hosts each leaves from its own address.
 			args = append(args, "--host", "127.0.0.1")
 		}
-		cmd := exec.Command(tenureBin, args...)
+		cmd := exec.Command(e2e.TenureBin, args...)
 		cmd.Dir = r.admin
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", l, err, out)
@@ -252,25 +253,25 @@ func (r *recipe) unitCommand(file string, n int) ([]string, []string) {
 // startServerUnit starts host h's tenure-server.service.
 func (r *recipe) startServerUnit(h *deployHost) {
 	args, env := r.unitCommand("tenure-server.service", h.n)
-	h.server = startProc(r.t, fmt.Sprintf("host%d server", h.n), env, args...)
+	h.server = e2e.StartProc(r.t, fmt.Sprintf("host%d server", h.n), env, args...)
 }
 
 // startWorkerUnit starts host h's tenure-run-jobs.service, its worker.sh
 // the test's fencing writer to res.
-func (r *recipe) startWorkerUnit(h *deployHost, res *resource) {
+func (r *recipe) startWorkerUnit(h *deployHost, res *e2e.Resource) {
 	args, env := r.unitCommand("tenure-run-jobs.service", h.n)
 	if args[len(args)-1] != "/usr/local/bin/worker.sh" {
 		r.t.Fatalf("tenure-run-jobs.service runs %q; want /usr/local/bin/worker.sh", args)
 	}
-	args[len(args)-1] = selfBin
-	h.worker = startProc(r.t, fmt.Sprintf("host%d worker", h.n), append(env, res.env()...), args...)
+	args[len(args)-1] = e2e.SelfBin
+	h.worker = e2e.StartProc(r.t, fmt.Sprintf("host%d worker", h.n), append(env, res.Env()...), args...)
 }
 
 // await waits up to d for cond, restarting meanwhile, as the worker unit's
 // Restart=always and RestartSec= say, every worker that exited on its own
 // (69 when the coordinator did not answer in time), unless its exit status
 // is in RestartPreventExitStatus=.
-func (r *recipe) await(d time.Duration, what string, cond func() bool, res *resource) {
+func (r *recipe) await(d time.Duration, what string, cond func() bool, res *e2e.Resource) {
 	t := r.t
 	t.Helper()
 	s := parseUnit(t, filepath.Join(examplesDir, "systemd", "tenure-run-jobs.service"))["Service"]
@@ -279,15 +280,15 @@ func (r *recipe) await(d time.Duration, what string, cond func() bool, res *reso
 		t.Fatalf("tenure-run-jobs.service: Restart=%q RestartSec=%q; want always and a duration", s["Restart"], s["RestartSec"])
 	}
 	prevent := strings.Fields(strings.Join(s["RestartPreventExitStatus"], " "))
-	waitFor(t, d, what, func() bool {
+	e2e.WaitFor(t, d, what, func() bool {
 		for _, h := range r.hosts {
-			if h.down || !h.worker.exited() || slices.Contains(prevent, strconv.Itoa(h.worker.code)) {
+			if h.down || !h.worker.Exited() || slices.Contains(prevent, strconv.Itoa(h.worker.Code)) {
 				continue
 			}
 			if h.exitedAt.IsZero() {
 				h.exitedAt = time.Now()
 			} else if time.Since(h.exitedAt) >= delay {
-				t.Logf("host%d's worker exited %d; restarted (Restart=always)", h.n, h.worker.code)
+				t.Logf("host%d's worker exited %d; restarted (Restart=always)", h.n, h.worker.Code)
 				h.exitedAt = time.Time{}
 				r.startWorkerUnit(h, res)
 			}
@@ -302,14 +303,14 @@ func (r *recipe) await(d time.Duration, what string, cond func() bool, res *reso
 // --start-timeout, on a loaded machine).
 func (r *recipe) awaitMembers() {
 	r.t.Helper()
-	waitFor(r.t, 3*time.Minute, "every member ready", func() bool {
+	e2e.WaitFor(r.t, 3*time.Minute, "every member ready", func() bool {
 		ready := 0
 		for _, h := range r.hosts {
 			switch {
-			case strings.Contains(h.server.out.String(), "tenure server ready: "):
+			case strings.Contains(h.server.Out.String(), "tenure server ready: "):
 				ready++
-			case h.server.exited() && h.server.code != 0:
-				r.t.Logf("host%d's member exited %d; restarted (Restart=on-failure)", h.n, h.server.code)
+			case h.server.Exited() && h.server.Code != 0:
+				r.t.Logf("host%d's member exited %d; restarted (Restart=on-failure)", h.n, h.server.Code)
 				r.startServerUnit(h)
 			}
 		}
@@ -333,14 +334,14 @@ func (r *recipe) healthy(h *deployHost) bool {
 // tenure run and everything that descends from it (the guard, the worker).
 func killHost(t *testing.T, h *deployHost) {
 	t.Helper()
-	pids := append([]int{h.server.pid()}, descendants(h.worker.pid())...)
+	pids := append([]int{h.server.PID()}, descendants(h.worker.PID())...)
 	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	h.server.wait(t, 10*time.Second)
-	h.worker.wait(t, 10*time.Second)
+	h.server.Wait(t, 10*time.Second)
+	h.worker.Wait(t, 10*time.Second)
 	for _, pid := range pids {
-		waitDead(t, pid, 10*time.Second, fmt.Sprintf("host%d process", h.n))
+		e2e.WaitDead(t, pid, 10*time.Second, fmt.Sprintf("host%d process", h.n))
 	}
 }
 
@@ -401,22 +402,22 @@ func TestDeployRecipe(t *testing.T) {
 		r.hosts[i] = &deployHost{n: i + 1, dir: t.TempDir()}
 	}
 	r.makeCerts()
-	res := startResource(t)
+	res := e2e.StartResource(t)
 	for _, h := range r.hosts {
 		r.install(h)
 		r.startServerUnit(h)
 	}
 	r.awaitMembers()
 	for _, h := range r.hosts {
-		if s := awaitServer(t, h.server, ""); !strings.HasPrefix(s.endpoint, fmt.Sprintf("https://127.0.0.%d:", h.n)) {
-			t.Fatalf("host%d's member serves %s; want https:// on 127.0.0.%d", h.n, s.endpoint, h.n)
+		if s := e2e.AwaitServer(t, h.server, ""); !strings.HasPrefix(s.Endpoint, fmt.Sprintf("https://127.0.0.%d:", h.n)) {
+			t.Fatalf("host%d's member serves %s; want https:// on 127.0.0.%d", h.n, s.Endpoint, h.n)
 		}
 		r.startWorkerUnit(h, res)
 	}
-	r.await(time.Minute, "a write by any host", func() bool { return len(res.accepted()) > 0 }, res)
-	first := res.accepted()[0]
-	leader := r.hosts[first.holder[len("host")]-'1']
-	var procs []*proc
+	r.await(time.Minute, "a write by any host", func() bool { return len(res.Accepted()) > 0 }, res)
+	first := res.Accepted()[0]
+	leader := r.hosts[first.Holder[len("host")]-'1']
+	var procs []*e2e.Proc
 	for _, h := range r.hosts {
 		procs = append(procs, h.server, h.worker)
 	}
@@ -425,37 +426,37 @@ func TestDeployRecipe(t *testing.T) {
 	leader.down = true
 	killHost(t, leader)
 	killed := time.Now()
-	r.await(deployFailover+slack, "a write by another host with a greater token", func() bool {
-		return slices.ContainsFunc(res.accepted(), func(w write) bool { return w.holder != first.holder && w.token > first.token })
+	r.await(deployFailover+e2e.Slack, "a write by another host with a greater token", func() bool {
+		return slices.ContainsFunc(res.Accepted(), func(w e2e.Write) bool { return w.Holder != first.Holder && w.Token > first.Token })
 	}, res)
-	next := res.first(t, 0, "by another host with a greater token", func(w write) bool {
-		return w.holder != first.holder && w.token > first.token
+	next := res.First(t, 0, "by another host with a greater token", func(w e2e.Write) bool {
+		return w.Holder != first.Holder && w.Token > first.Token
 	})
 	t.Logf("%s led with token %d; killed whole, %s ran with token %d after %s (documented: within %s)",
-		first.holder, first.token, next.holder, next.token, next.at.Sub(killed).Round(time.Millisecond), deployFailover)
+		first.Holder, first.Token, next.Holder, next.Token, next.At.Sub(killed).Round(time.Millisecond), deployFailover)
 
 	r.startServerUnit(leader)
-	awaitServer(t, leader.server, "")
-	waitFor(t, 30*time.Second, fmt.Sprintf("host%d's member to rejoin (/health 200)", leader.n), func() bool { return r.healthy(leader) })
+	e2e.AwaitServer(t, leader.server, "")
+	e2e.WaitFor(t, 30*time.Second, fmt.Sprintf("host%d's member to rejoin (/health 200)", leader.n), func() bool { return r.healthy(leader) })
 	leader.down = false
 	r.startWorkerUnit(leader, res)
-	nextHost := r.hosts[next.holder[len("host")]-'1']
+	nextHost := r.hosts[next.Holder[len("host")]-'1']
 	for _, h := range r.hosts {
 		if h != leader && h != nextHost {
 			h.down = true
-			h.worker.signal(t, syscall.SIGTERM)
-			h.worker.wait(t, 30*time.Second)
+			h.worker.Signal(t, syscall.SIGTERM)
+			h.worker.Wait(t, 30*time.Second)
 		}
 	}
 	nextHost.down = true
-	nextHost.worker.signal(t, syscall.SIGTERM)
-	r.await(10*time.Second+2*slack, "a write by the host that came back", func() bool {
-		return slices.ContainsFunc(res.accepted(), func(w write) bool { return w.holder == first.holder && w.token > next.token })
+	nextHost.worker.Signal(t, syscall.SIGTERM)
+	r.await(10*time.Second+2*e2e.Slack, "a write by the host that came back", func() bool {
+		return slices.ContainsFunc(res.Accepted(), func(w e2e.Write) bool { return w.Holder == first.Holder && w.Token > next.Token })
 	}, res)
-	back := res.first(t, 0, "by the host that came back", func(w write) bool {
-		return w.holder == first.holder && w.token > next.token
+	back := res.First(t, 0, "by the host that came back", func(w e2e.Write) bool {
+		return w.Holder == first.Holder && w.Token > next.Token
 	})
-	t.Logf("host%d came back: its member rejoined, its worker leads with token %d", leader.n, back.token)
+	t.Logf("host%d came back: its member rejoined, its worker leads with token %d", leader.n, back.Token)
 }
 
 // TestCertsFiles: tenure certs writes keys with mode 0600, refuses to
@@ -464,11 +465,11 @@ func TestDeployRecipe(t *testing.T) {
 func TestCertsFiles(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "certs")
-	if res := runTenure(t, nil, "certs", "client", "--name", "w", "--dir", dir); res.code != ExitUsage || !strings.Contains(res.stderr, "tenure certs ca") {
-		t.Errorf("%s without a CA: exit %d; want %d naming tenure certs ca\n%s", res.description, res.code, ExitUsage, res.stderr)
+	if res := e2e.RunTenure(t, nil, "certs", "client", "--name", "w", "--dir", dir); res.Code != ExitUsage || !strings.Contains(res.Stderr, "tenure certs ca") {
+		t.Errorf("%s without a CA: exit %d; want %d naming tenure certs ca\n%s", res.Description, res.Code, ExitUsage, res.Stderr)
 	}
-	if res := runTenure(t, nil, "certs", "ca", "--dir", dir); res.code != 0 {
-		t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+	if res := e2e.RunTenure(t, nil, "certs", "ca", "--dir", dir); res.Code != 0 {
+		t.Fatalf("%s: exit %d\n%s", res.Description, res.Code, res.Stderr)
 	}
 	before, err := os.ReadFile(filepath.Join(dir, "ca-key.pem"))
 	if err != nil {
@@ -477,12 +478,12 @@ func TestCertsFiles(t *testing.T) {
 	if st, _ := os.Stat(filepath.Join(dir, "ca-key.pem")); st.Mode().Perm() != 0o600 {
 		t.Errorf("ca-key.pem mode %v; want 0600", st.Mode().Perm())
 	}
-	res := runTenure(t, nil, "certs", "ca", "--dir", dir)
+	res := e2e.RunTenure(t, nil, "certs", "ca", "--dir", dir)
 	after, _ := os.ReadFile(filepath.Join(dir, "ca-key.pem"))
-	if res.code != ExitUsage || !strings.Contains(res.stderr, "exists") || string(after) != string(before) {
-		t.Errorf("%s again: exit %d, key unchanged %v; want %d, the key unchanged\n%s", res.description, res.code, string(after) == string(before), ExitUsage, res.stderr)
+	if res.Code != ExitUsage || !strings.Contains(res.Stderr, "exists") || string(after) != string(before) {
+		t.Errorf("%s again: exit %d, key unchanged %v; want %d, the key unchanged\n%s", res.Description, res.Code, string(after) == string(before), ExitUsage, res.Stderr)
 	}
-	if res := runTenure(t, nil, "certs", "member", "--name", "m1", "--dir", dir); res.code != ExitUsage || !strings.Contains(res.stderr, "host") {
-		t.Errorf("%s: exit %d; want %d naming --host\n%s", res.description, res.code, ExitUsage, res.stderr)
+	if res := e2e.RunTenure(t, nil, "certs", "member", "--name", "m1", "--dir", dir); res.Code != ExitUsage || !strings.Contains(res.Stderr, "host") {
+		t.Errorf("%s: exit %d; want %d naming --host\n%s", res.Description, res.Code, ExitUsage, res.Stderr)
 	}
 }

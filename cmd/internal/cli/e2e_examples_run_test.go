@@ -17,6 +17,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/freeport"
 )
 
@@ -158,9 +159,9 @@ func composeHost(t *testing.T, services map[string]composeService) func(string) 
 // serviceProc is a compose service run as a process: its command with the
 // tenure binary, its environment, and tenure first on PATH (the image's
 // tenure, which a worker's command names).
-func serviceProc(t *testing.T, name string, s composeService, host func(string) string) *proc {
+func serviceProc(t *testing.T, name string, s composeService, host func(string) string) *e2e.Proc {
 	t.Helper()
-	env := []string{"PATH=" + filepath.Dir(tenureBin) + ":" + os.Getenv("PATH")}
+	env := []string{"PATH=" + filepath.Dir(e2e.TenureBin) + ":" + os.Getenv("PATH")}
 	for k, v := range s.Environment {
 		env = append(env, k+"="+host(v))
 	}
@@ -168,17 +169,17 @@ func serviceProc(t *testing.T, name string, s composeService, host func(string) 
 	for _, a := range s.Command {
 		args = append(args, host(a))
 	}
-	return startProc(t, name, env, args...)
+	return e2e.StartProc(t, name, env, args...)
 }
 
 // awaitHealthy runs the server's healthcheck, as compose does, until it
 // passes.
 func awaitHealthy(t *testing.T, s composeService, host func(string) string) {
 	t.Helper()
-	var res result
-	waitFor(t, 30*time.Second, "the healthcheck to pass", func() bool {
-		res = runTenure(t, nil, mapArgs(s.Healthcheck.Test[2:], host)...)
-		return res.code == 0
+	var res e2e.Result
+	e2e.WaitFor(t, 30*time.Second, "the healthcheck to pass", func() bool {
+		res = e2e.RunTenure(t, nil, mapArgs(s.Healthcheck.Test[2:], host)...)
+		return res.Code == 0
 	})
 }
 
@@ -196,13 +197,13 @@ var grantLine = regexp.MustCompile(`holder \S+ .*token (\d+)`)
 // leadingWorker waits up to d for a worker other than not whose command (a
 // tenure watch) prints the key held with a token above above, and returns
 // that worker and the token.
-func leadingWorker(t *testing.T, workers map[string]*proc, not string, above uint64, d time.Duration) (string, uint64) {
+func leadingWorker(t *testing.T, workers map[string]*e2e.Proc, not string, above uint64, d time.Duration) (string, uint64) {
 	t.Helper()
 	var name string
 	var token uint64
-	waitFor(t, d, fmt.Sprintf("a worker's command to print the key held with a token above %d", above), func() bool {
+	e2e.WaitFor(t, d, fmt.Sprintf("a worker's command to print the key held with a token above %d", above), func() bool {
 		for n, w := range workers {
-			for _, m := range grantLine.FindAllStringSubmatch(w.out.String(), -1) {
+			for _, m := range grantLine.FindAllStringSubmatch(w.Out.String(), -1) {
 				tok, _ := strconv.ParseUint(m[1], 10, 64)
 				if n != not && tok > above {
 					name, token = n, tok
@@ -218,12 +219,12 @@ func leadingWorker(t *testing.T, workers map[string]*proc, not string, above uin
 // noWarnings fails t if a process logged a warning at start: before
 // tenure run campaigns, or tenure server reports its member ready (what
 // they warn about later is the run's, not the configuration's).
-func noWarnings(t *testing.T, procs ...*proc) {
+func noWarnings(t *testing.T, procs ...*e2e.Proc) {
 	t.Helper()
 	for _, p := range procs {
-		for _, l := range lines(p.err.String()) {
+		for _, l := range e2e.Lines(p.Err.String()) {
 			if strings.Contains(l, "level=WARN") || strings.Contains(l, `"level":"WARN"`) {
-				t.Errorf("%s warned at start: %s", p.name, l)
+				t.Errorf("%s warned at start: %s", p.Name, l)
 			}
 			if strings.Contains(l, "campaigning") || strings.Contains(l, "member ready") {
 				break
@@ -248,17 +249,17 @@ func TestComposeRuns(t *testing.T) {
 	server := services[serverName]
 	hc := server.Healthcheck != nil && len(server.Healthcheck.Test) > 2
 	if hc {
-		if res := runTenure(t, nil, mapArgs(server.Healthcheck.Test[2:], host)...); res.code == 0 {
-			t.Fatalf("the healthcheck %s passes with no server running; want it to fail", res.description)
+		if res := e2e.RunTenure(t, nil, mapArgs(server.Healthcheck.Test[2:], host)...); res.Code == 0 {
+			t.Fatalf("the healthcheck %s passes with no server running; want it to fail", res.Description)
 		}
 	}
 	srv := serviceProc(t, serverName, server, host)
 	if hc {
 		awaitHealthy(t, server, host)
 	} else { // checkCompose has failed the test; run the rest anyway
-		awaitServer(t, srv, "")
+		e2e.AwaitServer(t, srv, "")
 	}
-	workers := map[string]*proc{}
+	workers := map[string]*e2e.Proc{}
 	for name, s := range services {
 		if s.Command[0] == "run" {
 			workers[name] = serviceProc(t, name, s, host)
@@ -267,19 +268,19 @@ func TestComposeRuns(t *testing.T) {
 	leader, token := leadingWorker(t, workers, "", 0, 30*time.Second)
 	time.Sleep(3 * time.Second)
 	for name, w := range workers {
-		if w.exited() {
-			t.Fatalf("worker %s exited %d; want it to run (lead or campaign)", name, w.code)
+		if w.Exited() {
+			t.Fatalf("worker %s exited %d; want it to run (lead or campaign)", name, w.Code)
 		}
 	}
 	for name, w := range workers {
-		for _, l := range lines(w.err.String()) {
+		for _, l := range e2e.Lines(w.Err.String()) {
 			if strings.Contains(l, `"msg":"command exited`) || strings.Contains(l, `msg="command exited`) {
 				t.Fatalf("worker %s: %s; want the leader's command (token %d, %s) to keep running", name, l, token, leader)
 			}
 		}
 	}
 	noWarnings(t, append(slices.Collect(maps.Values(workers)), srv)...)
-	workers[leader].signal(t, syscall.SIGKILL)
-	next, tok := leadingWorker(t, workers, leader, token, 10*time.Second+slack)
+	workers[leader].Signal(t, syscall.SIGKILL)
+	next, tok := leadingWorker(t, workers, leader, token, 10*time.Second+e2e.Slack)
 	t.Logf("%s led with token %d; killed, %s leads with token %d", leader, token, next, tok)
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // examplesDir is the repository's examples/ directory.
@@ -70,12 +72,12 @@ func (h helpCache) of(t *testing.T, sub string) string {
 	if out, ok := h[sub]; ok {
 		return out
 	}
-	res := runTenure(t, nil, sub, "--help")
-	if res.code != 0 {
-		t.Fatalf("tenure %s --help: exit %d\n%s", sub, res.code, res.stderr)
+	res := e2e.RunTenure(t, nil, sub, "--help")
+	if res.Code != 0 {
+		t.Fatalf("tenure %s --help: exit %d\n%s", sub, res.Code, res.Stderr)
 	}
-	h[sub] = res.stdout
-	return res.stdout
+	h[sub] = res.Stdout
+	return res.Stdout
 }
 
 // checkInvocation checks that args (after the tenure binary) name a

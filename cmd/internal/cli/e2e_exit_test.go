@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
 	"github.com/tenure-dev/tenure/internal/kubetest"
@@ -21,17 +22,17 @@ import (
 // reached exits 69 (EX_UNAVAILABLE), never 1.
 func TestExitCodesRun(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	res := runTenure(t, nil, "run", "--endpoints", s.endpoint, "--key", "exit-false", "--", "false")
-	if res.code != 1 {
-		t.Errorf("%s: exit %d; want 1, the command's own code\n%s", res.description, res.code, res.stderr)
+	s := e2e.StartServer(t, t.TempDir())
+	res := e2e.RunTenure(t, nil, "run", "--endpoints", s.Endpoint, "--key", "exit-false", "--", "false")
+	if res.Code != 1 {
+		t.Errorf("%s: exit %d; want 1, the command's own code\n%s", res.Description, res.Code, res.Stderr)
 	}
-	res = runTenure(t, nil, "--dial-timeout", "1s", "--endpoints", "http://"+closedPort(t), "run", "--key", "exit-down", "--", "true")
-	if res.code != ExitUnavailable || res.code == 1 {
+	res = e2e.RunTenure(t, nil, "--dial-timeout", "1s", "--endpoints", "http://"+closedPort(t), "run", "--key", "exit-down", "--", "true")
+	if res.Code != ExitUnavailable || res.Code == 1 {
 		t.Errorf("%s: exit %d; want %d (the coordinator is unavailable), a code no command's failure is mistaken for\n%s",
-			res.description, res.code, ExitUnavailable, res.stderr)
+			res.Description, res.Code, ExitUnavailable, res.Stderr)
 	}
-	help := runTenure(t, nil, "run", "--help").stdout
+	help := e2e.RunTenure(t, nil, "run", "--help").Stdout
 	for _, want := range []string{"  69   the coordinator could not be reached", "  70   tenure itself failed"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("tenure run --help does not list %q", want)
@@ -40,12 +41,12 @@ func TestExitCodesRun(t *testing.T) {
 }
 
 // awaitOutput waits up to d for p's stdout or stderr to contain want.
-func awaitOutput(t *testing.T, p *proc, want string, d time.Duration) {
+func awaitOutput(t *testing.T, p *e2e.Proc, want string, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
-	for !strings.Contains(p.out.String()+p.err.String(), want) {
-		if p.exited() || time.Now().After(deadline) {
-			t.Fatalf("%s never printed %q (exit %d)\nstdout:\n%s\nstderr:\n%s", p.name, want, p.code, p.out, p.err)
+	for !strings.Contains(p.Out.String()+p.Err.String(), want) {
+		if p.Exited() || time.Now().After(deadline) {
+			t.Fatalf("%s never printed %q (exit %d)\nstdout:\n%s\nstderr:\n%s", p.Name, want, p.Code, p.Out, p.Err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -55,9 +56,9 @@ func awaitOutput(t *testing.T, p *proc, want string, d time.Duration) {
 // named, found before anything is dialled.
 func TestExitCodeBadFlag(t *testing.T) {
 	t.Parallel()
-	res := runTenure(t, nil, "--endpoints", "http://"+closedPort(t), "run", "--key", "k", "--ttl", "ten", "--", "true")
-	if res.code != ExitUsage || !strings.Contains(res.stderr, "--ttl") {
-		t.Errorf("%s: exit %d; want %d naming --ttl\n%s", res.description, res.code, ExitUsage, res.stderr)
+	res := e2e.RunTenure(t, nil, "--endpoints", "http://"+closedPort(t), "run", "--key", "k", "--ttl", "ten", "--", "true")
+	if res.Code != ExitUsage || !strings.Contains(res.Stderr, "--ttl") {
+		t.Errorf("%s: exit %d; want %d naming --ttl\n%s", res.Description, res.Code, ExitUsage, res.Stderr)
 	}
 }
 
@@ -66,11 +67,11 @@ func TestExitCodeBadFlag(t *testing.T) {
 // not "unavailable, try again" (69).
 func TestExitCodePostgresUnknownParameter(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Need(t, pgServer, pgErr)
+	srv := pgtest.Need(t, e2e.PgServer, e2e.PgErr)
 	dsn := pgtest.WithParams(srv.NewDatabase(t), map[string]string{"sslmod": "disable"})
-	res := runTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
-	if res.code != ExitConfig || !strings.Contains(res.stderr, `"sslmod"`) || !strings.Contains(res.stderr, "check its spelling") {
-		t.Errorf("%s: exit %d; want %d naming sslmod\n%s", res.description, res.code, ExitConfig, res.stderr)
+	res := e2e.RunTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
+	if res.Code != ExitConfig || !strings.Contains(res.Stderr, `"sslmod"`) || !strings.Contains(res.Stderr, "check its spelling") {
+		t.Errorf("%s: exit %d; want %d naming sslmod\n%s", res.Description, res.Code, ExitConfig, res.Stderr)
 	}
 }
 
@@ -79,14 +80,14 @@ func TestExitCodePostgresUnknownParameter(t *testing.T) {
 // permission error (77, EX_NOPERM).
 func TestExitCodePostgresRefusedRole(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Need(t, pgServer, pgErr)
+	srv := pgtest.Need(t, e2e.PgServer, e2e.PgErr)
 	dsn := pgtest.WithParams(srv.DSN(), map[string]string{"user": "tenure_no_such_role"})
-	res := runTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
-	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "SQLSTATE 28000") {
-		t.Errorf("%s: exit %d; want %d (SQLSTATE 28000)\n%s", res.description, res.code, ExitNoPerm, res.stderr)
+	res := e2e.RunTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
+	if res.Code != ExitNoPerm || !strings.Contains(res.Stderr, "SQLSTATE 28000") {
+		t.Errorf("%s: exit %d; want %d (SQLSTATE 28000)\n%s", res.Description, res.Code, ExitNoPerm, res.Stderr)
 	}
-	if !strings.Contains(res.stderr, "create the role") || strings.Contains(res.stderr, "pg_hba") {
-		t.Errorf("%s: the advice for a missing role is not to create it (or it blames pg_hba.conf):\n%s", res.description, res.stderr)
+	if !strings.Contains(res.Stderr, "create the role") || strings.Contains(res.Stderr, "pg_hba") {
+		t.Errorf("%s: the advice for a missing role is not to create it (or it blames pg_hba.conf):\n%s", res.Description, res.Stderr)
 	}
 }
 
@@ -94,11 +95,11 @@ func TestExitCodePostgresRefusedRole(t *testing.T) {
 // needs is a permission error (77, EX_NOPERM).
 func TestExitCodePostgresNoPrivilege(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Need(t, pgServer, pgErr)
+	srv := pgtest.Need(t, e2e.PgServer, e2e.PgErr)
 	dsn, _ := srv.NewRole(t, srv.NewDatabase(t))
-	res := runTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
-	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "SQLSTATE 42501") {
-		t.Errorf("%s: exit %d; want %d (SQLSTATE 42501)\n%s", res.description, res.code, ExitNoPerm, res.stderr)
+	res := e2e.RunTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
+	if res.Code != ExitNoPerm || !strings.Contains(res.Stderr, "SQLSTATE 42501") {
+		t.Errorf("%s: exit %d; want %d (SQLSTATE 42501)\n%s", res.Description, res.Code, ExitNoPerm, res.Stderr)
 	}
 }
 
@@ -107,7 +108,7 @@ func TestExitCodePostgresNoPrivilege(t *testing.T) {
 func TestExitCodePartitionsMismatch(t *testing.T) {
 	t.Parallel()
 	ep := etcdbin.Start(t)
-	ctx := ctxFor(t, time.Minute)
+	ctx := e2e.CtxFor(t, time.Minute)
 	c, err := etcd.Dial(ctx, etcd.Config{Endpoints: []string{ep}})
 	if err != nil {
 		t.Fatal(err)
@@ -116,9 +117,9 @@ func TestExitCodePartitionsMismatch(t *testing.T) {
 	if _, err := c.JoinGroup(ctx, "pm", "m1#1", time.Minute, 8); err != nil {
 		t.Fatal(err)
 	}
-	res := runTenure(t, nil, "--endpoints", ep, "run", "--key", "pm", "--partitions", "4", "--ttl", e2eTTL.String(), "--", "true")
-	if res.code != ExitConfig || !strings.Contains(res.stderr, "runs it with 8") {
-		t.Errorf("%s: exit %d; want %d naming the group's 8 partitions\n%s", res.description, res.code, ExitConfig, res.stderr)
+	res := e2e.RunTenure(t, nil, "--endpoints", ep, "run", "--key", "pm", "--partitions", "4", "--ttl", e2e.TTL.String(), "--", "true")
+	if res.Code != ExitConfig || !strings.Contains(res.Stderr, "runs it with 8") {
+		t.Errorf("%s: exit %d; want %d naming the group's 8 partitions\n%s", res.Description, res.Code, ExitConfig, res.Stderr)
 	}
 }
 
@@ -132,11 +133,11 @@ func TestExitCodeRunInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	p := startProc(t, "run", nil, "--dial-timeout", "1m", "--endpoints", "http://"+l.Addr().String(), "run", "--key", "k", "--", "true")
+	p := e2e.StartProc(t, "run", nil, "--dial-timeout", "1m", "--endpoints", "http://"+l.Addr().String(), "run", "--key", "k", "--", "true")
 	time.Sleep(time.Second)
-	p.signal(t, syscall.SIGINT)
-	if code := p.wait(t, slack); code != exitSignalBase+int(syscall.SIGINT) {
-		t.Errorf("exit %d after SIGINT; want 130\n%s", code, p.err)
+	p.Signal(t, syscall.SIGINT)
+	if code := p.Wait(t, e2e.Slack); code != exitSignalBase+int(syscall.SIGINT) {
+		t.Errorf("exit %d after SIGINT; want 130\n%s", code, p.Err)
 	}
 }
 
@@ -144,14 +145,14 @@ func TestExitCodeRunInterrupt(t *testing.T) {
 // without claiming the demo timed out.
 func TestExitCodeDemoInterrupt(t *testing.T) {
 	t.Parallel()
-	p := startProc(t, "demo", nil, "demo", "--backend", "memory")
+	p := e2e.StartProc(t, "demo", nil, "demo", "--backend", "memory")
 	awaitOutput(t, p, "1. Election", 30*time.Second)
-	p.signal(t, syscall.SIGINT)
-	if code := p.wait(t, slack); code != exitSignalBase+int(syscall.SIGINT) {
-		t.Errorf("exit %d after SIGINT; want 130\n%s", code, p.err)
+	p.Signal(t, syscall.SIGINT)
+	if code := p.Wait(t, e2e.Slack); code != exitSignalBase+int(syscall.SIGINT) {
+		t.Errorf("exit %d after SIGINT; want 130\n%s", code, p.Err)
 	}
-	if strings.Contains(p.err.String(), "timed out") {
-		t.Errorf("stderr %q says the demo timed out; it was interrupted", p.err)
+	if strings.Contains(p.Err.String(), "timed out") {
+		t.Errorf("stderr %q says the demo timed out; it was interrupted", p.Err)
 	}
 }
 
@@ -160,11 +161,11 @@ func TestExitCodeDemoInterrupt(t *testing.T) {
 // is free).
 func TestExitCodePortInUse(t *testing.T) {
 	t.Parallel()
-	first := startServer(t, t.TempDir())
-	res := runTenure(t, nil, "server", "--data-dir", t.TempDir(), "--listen-client", first.endpoint,
+	first := e2e.StartServer(t, t.TempDir())
+	res := e2e.RunTenure(t, nil, "server", "--data-dir", t.TempDir(), "--listen-client", first.Endpoint,
 		"--listen-peer", "http://"+closedPort(t), "--http", "")
-	if res.code != ExitUnavailable || !strings.Contains(res.stderr, "--listen-client "+first.endpoint) {
-		t.Errorf("%s: exit %d; want %d naming --listen-client %s\n%s", res.description, res.code, ExitUnavailable, first.endpoint, res.stderr)
+	if res.Code != ExitUnavailable || !strings.Contains(res.Stderr, "--listen-client "+first.Endpoint) {
+		t.Errorf("%s: exit %d; want %d naming --listen-client %s\n%s", res.Description, res.Code, ExitUnavailable, first.Endpoint, res.Stderr)
 	}
 }
 
@@ -177,9 +178,9 @@ func TestExitCodeKubeForbidden(t *testing.T) {
 	s := kubetest.Start(t, kubetest.WithRBAC(), kubetest.WithUser("nobody"), kubetest.WithUser("reader"))
 	coord := []string{"--kubeconfig", s.Kubeconfig(t, "nobody", "default")}
 	for _, args := range [][]string{{"status", "--key", "jobs"}, {"run", "--key", "jobs", "--wait-timeout", "20s", "--", "true"}} {
-		res := runTenure(t, nil, append(append([]string{}, coord...), args...)...)
-		if res.code != ExitNoPerm || !strings.Contains(res.stderr, "forbidden") {
-			t.Errorf("%s: exit %d; want %d saying forbidden\n%s", res.description, res.code, ExitNoPerm, res.stderr)
+		res := e2e.RunTenure(t, nil, append(append([]string{}, coord...), args...)...)
+		if res.Code != ExitNoPerm || !strings.Contains(res.Stderr, "forbidden") {
+			t.Errorf("%s: exit %d; want %d saying forbidden\n%s", res.Description, res.Code, ExitNoPerm, res.Stderr)
 		}
 	}
 	kubeWriteForbidden(t, s)
@@ -200,9 +201,9 @@ func TestExitCodeEtcdNoPermission(t *testing.T) {
 		_, err := c.UserGrantRole(ctx, "nobody", "none")
 		return err
 	})
-	res := runTenure(t, nil, "--endpoints", s.endpoint, "--dial-timeout", (2*time.Second + slack).String(),
+	res := e2e.RunTenure(t, nil, "--endpoints", s.Endpoint, "--dial-timeout", (2*time.Second + e2e.Slack).String(),
 		"--user", "nobody", "--password", "sesame", "run", "--key", "jobs", "--wait-timeout", "20s", "--", "true")
-	if res.code != ExitNoPerm || !strings.Contains(res.stderr, "permission denied") {
-		t.Errorf("%s: exit %d; want %d saying permission denied\n%s", res.description, res.code, ExitNoPerm, res.stderr)
+	if res.Code != ExitNoPerm || !strings.Contains(res.Stderr, "permission denied") {
+		t.Errorf("%s: exit %d; want %d saying permission denied\n%s", res.Description, res.Code, ExitNoPerm, res.Stderr)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/testpki"
 )
 
@@ -76,9 +77,9 @@ func checkAuthenticated(t *testing.T, pki *testpki.PKI, addr, path, user, passwo
 func TestServerHTTPConfig(t *testing.T) {
 	t.Parallel()
 	pki := testpki.New(t)
-	s := startServer(t, t.TempDir(), "--http-config", webConfig(t, pki, "ops", "pa55"))
-	checkAuthenticated(t, pki, s.http, "/health", "ops", "pa55")
-	checkAuthenticated(t, pki, s.http, "/metrics", "ops", "pa55")
+	s := e2e.StartServer(t, t.TempDir(), "--http-config", webConfig(t, pki, "ops", "pa55"))
+	checkAuthenticated(t, pki, s.HTTP, "/health", "ops", "pa55")
+	checkAuthenticated(t, pki, s.HTTP, "/metrics", "ops", "pa55")
 }
 
 // TestPrometheusScrapesOverTLSWithBasicAuth: "tenure run --http
@@ -90,8 +91,8 @@ func TestPrometheusScrapesOverTLSWithBasicAuth(t *testing.T) {
 	t.Parallel()
 	pki := testpki.New(t)
 	cfg := webConfig(t, pki, "prom", "s3cret")
-	s := startServer(t, t.TempDir())
-	p := startProc(t, "tls-run", nil, append(append([]string{}, s.coord...), "run", "--key", "tls",
+	s := e2e.StartServer(t, t.TempDir())
+	p := e2e.StartProc(t, "tls-run", nil, append(append([]string{}, s.Coord...), "run", "--key", "tls",
 		"--holder", "tls-run", "--http", "127.0.0.1:0", "--http-config", cfg, "--", "sleep", "600")...)
 	addr := httpAddr(t, p)
 
@@ -108,10 +109,10 @@ func TestPrometheusScrapesOverTLSWithBasicAuth(t *testing.T) {
     tls_config: {ca_file: %q}
     static_configs: [{targets: [%q]}]
 `, pki.CAFile, addr, pki.CAFile, addr))
-	waitFor(t, 30*time.Second, "Prometheus to scrape over TLS with basic auth", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "Prometheus to scrape over TLS with basic auth", func() bool {
 		return prom.scalar(t, `up{job="tenure-auth"}`) == 1 && prom.scalar(t, `tenure_is_leader{job="tenure-auth",key="tls"}`) == 1
 	})
-	waitFor(t, 10*time.Second, "Prometheus's scrape without the password to fail", func() bool {
+	e2e.WaitFor(t, 10*time.Second, "Prometheus's scrape without the password to fail", func() bool {
 		return prom.scalar(t, `up{job="tenure-noauth"}`) == 0
 	})
 	if got := prom.scalar(t, `tenure_is_leader{job="tenure-noauth"}`); got != -1 {
@@ -119,7 +120,7 @@ func TestPrometheusScrapesOverTLSWithBasicAuth(t *testing.T) {
 	}
 	// The failed TLS handshake of the plain request is logged, in the
 	// log's own format.
-	for _, l := range lines(p.err.String()) {
+	for _, l := range e2e.Lines(p.Err.String()) {
 		if !strings.HasPrefix(l, "time=") {
 			t.Errorf("stderr line %q is not a log record", l)
 		}
@@ -143,9 +144,9 @@ func TestHTTPConfigChecked(t *testing.T) {
 		{[]string{"run", "--key", "k", "--http", "127.0.0.1:0", "--http-config", bad, "--", "true"}, "--http-config " + bad},
 		{[]string{"run", "--key", "k", "--http", "127.0.0.1:0", "--http-config", bad + ".missing", "--", "true"}, "no such file"},
 	} {
-		res := runTenure(t, nil, append(append([]string{}, closed...), c.args...)...)
-		if res.code != ExitUsage || !strings.Contains(res.stderr, c.want) {
-			t.Errorf("%s: exit %d, stderr %q; want %d naming %q", res.description, res.code, res.stderr, ExitUsage, c.want)
+		res := e2e.RunTenure(t, nil, append(append([]string{}, closed...), c.args...)...)
+		if res.Code != ExitUsage || !strings.Contains(res.Stderr, c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %d naming %q", res.Description, res.Code, res.Stderr, ExitUsage, c.want)
 		}
 	}
 }

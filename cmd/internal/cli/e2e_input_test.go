@@ -12,6 +12,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // closedPort returns a loopback address nothing listens on.
@@ -85,20 +87,20 @@ func TestUnreachableCoordinator(t *testing.T) {
 			} {
 				wait := cmp.Or(tc.wait, dialTimeout)
 				args := append(append([]string{"--dial-timeout", wait.String()}, tc.args...), cmd...)
-				res := runTenure(t, nil, args...)
-				if res.code != ExitUnavailable {
-					t.Errorf("%s: exit %d; want %d\n%s", res.description, res.code, ExitUnavailable, res.stderr)
+				res := e2e.RunTenure(t, nil, args...)
+				if res.Code != ExitUnavailable {
+					t.Errorf("%s: exit %d; want %d\n%s", res.Description, res.Code, ExitUnavailable, res.Stderr)
 				}
-				if res.took > dialTimeout+slack {
-					t.Errorf("%s took %s; want within %s plus start-up", res.description, res.took.Round(time.Millisecond), dialTimeout)
+				if res.Took > dialTimeout+e2e.Slack {
+					t.Errorf("%s took %s; want within %s plus start-up", res.Description, res.Took.Round(time.Millisecond), dialTimeout)
 				}
 				for _, w := range tc.want {
-					if !strings.Contains(res.stderr, w) {
-						t.Errorf("%s: stderr %q does not mention %q", res.description, res.stderr, w)
+					if !strings.Contains(res.Stderr, w) {
+						t.Errorf("%s: stderr %q does not mention %q", res.Description, res.Stderr, w)
 					}
 				}
-				if strings.Contains(res.stderr, "secret") {
-					t.Errorf("%s: stderr %q shows the password", res.description, res.stderr)
+				if strings.Contains(res.Stderr, "secret") {
+					t.Errorf("%s: stderr %q shows the password", res.Description, res.Stderr)
 				}
 			}
 			if _, err := os.Stat(marker); err == nil {
@@ -111,11 +113,11 @@ func TestUnreachableCoordinator(t *testing.T) {
 // startAuthServer starts a tenure server with etcd's authentication
 // enabled: user root (password "sesame", role root), then the users and
 // roles each of steps adds with the client it is given.
-func startAuthServer(t *testing.T, steps ...func(ctx context.Context, c *clientv3.Client) error) *server {
+func startAuthServer(t *testing.T, steps ...func(ctx context.Context, c *clientv3.Client) error) *e2e.Server {
 	t.Helper()
-	s := startServer(t, t.TempDir())
-	ctx := ctxFor(t, 30*time.Second)
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	s := e2e.StartServer(t, t.TempDir())
+	ctx := e2e.CtxFor(t, 30*time.Second)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +150,7 @@ func TestCredentials(t *testing.T) {
 
 	// Authentication (bcrypt) is slow on a loaded machine: the dial timeout
 	// is a liveness bound, with slack.
-	ep := []string{"--endpoints", s.endpoint, "--dial-timeout", (2*time.Second + slack).String()}
+	ep := []string{"--endpoints", s.Endpoint, "--dial-timeout", (2*time.Second + e2e.Slack).String()}
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -163,23 +165,23 @@ func TestCredentials(t *testing.T) {
 		{"password from TENURE_PASSWORD", []string{"TENURE_PASSWORD=sesame", "TENURE_USER=root"}, nil, 0, "no leader"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := runTenure(t, tc.env, append(append(ep, tc.args...), "status", "--key", "jobs")...)
-			if res.code != tc.code {
-				t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, tc.code, res.stderr)
+			res := e2e.RunTenure(t, tc.env, append(append(ep, tc.args...), "status", "--key", "jobs")...)
+			if res.Code != tc.code {
+				t.Fatalf("%s: exit %d; want %d\n%s", res.Description, res.Code, tc.code, res.Stderr)
 			}
-			if !strings.Contains(res.stdout+res.stderr, tc.want) {
-				t.Errorf("%s: output %q; want it to say %q", res.description, res.stdout+res.stderr, tc.want)
+			if !strings.Contains(res.Stdout+res.Stderr, tc.want) {
+				t.Errorf("%s: output %q; want it to say %q", res.Description, res.Stdout+res.Stderr, tc.want)
 			}
 			for _, pw := range []string{"sesame", "open-barley"} {
-				if strings.Contains(res.stderr, pw) {
-					t.Errorf("%s: stderr %q shows the password", res.description, res.stderr)
+				if strings.Contains(res.Stderr, pw) {
+					t.Errorf("%s: stderr %q shows the password", res.Description, res.Stderr)
 				}
 			}
 		})
 	}
-	res := runTenure(t, []string{"TENURE_PASSWORD=sesame"}, append(ep, "--user", "root", "run", "--key", "jobs", "--", "sh", "-c", "echo $TENURE_FENCING_TOKEN")...)
-	if res.code != 0 || strings.TrimSpace(res.stdout) == "" {
-		t.Errorf("%s with the right credentials: exit %d, stdout %q; want 0 and a token\n%s", res.description, res.code, res.stdout, res.stderr)
+	res := e2e.RunTenure(t, []string{"TENURE_PASSWORD=sesame"}, append(ep, "--user", "root", "run", "--key", "jobs", "--", "sh", "-c", "echo $TENURE_FENCING_TOKEN")...)
+	if res.Code != 0 || strings.TrimSpace(res.Stdout) == "" {
+		t.Errorf("%s with the right credentials: exit %d, stdout %q; want 0 and a token\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 	}
 }
 
@@ -249,20 +251,20 @@ func TestBadInput(t *testing.T) {
 			} else if tc.name != "postgres and endpoints" && tc.name != "bad endpoint" && !strings.HasPrefix(tc.name, "TENURE_ENDPOINTS") && !strings.HasPrefix(tc.name, "TENURE_POSTGRES") && tc.args[0] != "server" && tc.args[0] != "demo" {
 				args = append(append([]string{}, nowhere...), args...)
 			}
-			res := runTenure(t, tc.env, args...)
-			if res.code != ExitUsage {
-				t.Fatalf("%s: exit %d; want %d\nstderr: %s", res.description, res.code, ExitUsage, res.stderr)
+			res := e2e.RunTenure(t, tc.env, args...)
+			if res.Code != ExitUsage {
+				t.Fatalf("%s: exit %d; want %d\nstderr: %s", res.Description, res.Code, ExitUsage, res.Stderr)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(res.stderr, w) {
-					t.Errorf("%s: stderr %q does not mention %q", res.description, res.stderr, w)
+				if !strings.Contains(res.Stderr, w) {
+					t.Errorf("%s: stderr %q does not mention %q", res.Description, res.Stderr, w)
 				}
 			}
-			if res.took > slack {
-				t.Errorf("%s took %s; want a usage error at once, before dialling", res.description, res.took.Round(time.Millisecond))
+			if res.Took > e2e.Slack {
+				t.Errorf("%s took %s; want a usage error at once, before dialling", res.Description, res.Took.Round(time.Millisecond))
 			}
-			if strings.Contains(res.stderr, "secret") {
-				t.Errorf("%s: stderr shows the password: %s", res.description, res.stderr)
+			if strings.Contains(res.Stderr, "secret") {
+				t.Errorf("%s: stderr shows the password: %s", res.Description, res.Stderr)
 			}
 		})
 	}
@@ -287,12 +289,12 @@ func TestHelp(t *testing.T) {
 		if tc.cmd != "" {
 			args = []string{tc.cmd, "--help"}
 		}
-		res := runTenure(t, nil, args...)
-		if res.code != 0 {
-			t.Errorf("tenure %s --help: exit %d; want 0", tc.cmd, res.code)
+		res := e2e.RunTenure(t, nil, args...)
+		if res.Code != 0 {
+			t.Errorf("tenure %s --help: exit %d; want 0", tc.cmd, res.Code)
 		}
 		for _, w := range tc.want {
-			if !strings.Contains(res.stdout, w) {
+			if !strings.Contains(res.Stdout, w) {
 				t.Errorf("tenure %s --help does not mention %q", tc.cmd, w)
 			}
 		}
@@ -305,15 +307,15 @@ func TestHelp(t *testing.T) {
 // variable, the line says nothing of it.
 func TestVerifySaysWhenTheEnvironmentPicksItsCoordinator(t *testing.T) {
 	t.Parallel()
-	res := runTenure(t, []string{"TENURE_ENDPOINTS=http://127.0.0.1:1"}, "verify", "--duration", "5s", "--seed", "1")
-	first, _, _ := strings.Cut(res.stderr, "\n")
+	res := e2e.RunTenure(t, []string{"TENURE_ENDPOINTS=http://127.0.0.1:1"}, "verify", "--duration", "5s", "--seed", "1")
+	first, _, _ := strings.Cut(res.Stderr, "\n")
 	if !strings.Contains(first, "from the environment: TENURE_ENDPOINTS (--endpoints)") {
-		t.Errorf("%s: first line %q does not name TENURE_ENDPOINTS\nstderr: %s", res.description, first, res.stderr)
+		t.Errorf("%s: first line %q does not name TENURE_ENDPOINTS\nstderr: %s", res.Description, first, res.Stderr)
 	}
-	if !strings.Contains(res.stdout+res.stderr, "external etcd") {
-		t.Errorf("%s: the summary does not say it ran against an external etcd:\n%s%s", res.description, res.stdout, res.stderr)
+	if !strings.Contains(res.Stdout+res.Stderr, "external etcd") {
+		t.Errorf("%s: the summary does not say it ran against an external etcd:\n%s%s", res.Description, res.Stdout, res.Stderr)
 	}
-	if res.code != ExitInconclusive {
-		t.Errorf("%s: exit %d; want %d (nothing listens there)", res.description, res.code, ExitInconclusive)
+	if res.Code != ExitInconclusive {
+		t.Errorf("%s: exit %d; want %d (nothing listens there)", res.Description, res.Code, ExitInconclusive)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/kubetest"
 )
 
@@ -23,7 +24,7 @@ import (
 type pod struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *e2e.SyncBuffer
 	done chan struct{}
 }
 
@@ -71,7 +72,7 @@ func runDeployment(t *testing.T, s *kubetest.Server, ex kubeExamples, ns, tok st
 		args[i] = ref.ReplaceAllStringFunc(a, func(m string) string { return env[m[2:len(m)-1]] })
 	}
 	bin, sa := t.TempDir(), serviceAccountDir(t, s, ns, tok)
-	if err := os.Symlink(tenureBin, filepath.Join(bin, "tenure")); err != nil {
+	if err := os.Symlink(e2e.TenureBin, filepath.Join(bin, "tenure")); err != nil {
 		t.Fatal(err)
 	}
 	u, err := url.Parse(s.URL)
@@ -79,7 +80,7 @@ func runDeployment(t *testing.T, s *kubetest.Server, ex kubeExamples, ns, tok st
 		t.Fatal(err)
 	}
 	host, port, _ := net.SplitHostPort(u.Host)
-	podEnv := append(cleanEnv(), "PATH="+bin+":"+os.Getenv("PATH"), "KUBERNETES_SERVICE_HOST="+host, "KUBERNETES_SERVICE_PORT="+port)
+	podEnv := append(e2e.CleanEnv(), "PATH="+bin+":"+os.Getenv("PATH"), "KUBERNETES_SERVICE_HOST="+host, "KUBERNETES_SERVICE_PORT="+port)
 	for k, v := range env {
 		podEnv = append(podEnv, k+"="+v)
 	}
@@ -87,7 +88,7 @@ func runDeployment(t *testing.T, s *kubetest.Server, ex kubeExamples, ns, tok st
 	script := `mount -t tmpfs tmpfs /run && mkdir -p ` + secrets + ` && cp "$SA"/* ` + secrets + `/ && exec tenure "$@"`
 	var pods []*pod
 	for i := range 3 {
-		p := &pod{name: fmt.Sprintf("my-worker-%d", i), out: &syncBuffer{}, done: make(chan struct{})}
+		p := &pod{name: fmt.Sprintf("my-worker-%d", i), out: &e2e.SyncBuffer{}, done: make(chan struct{})}
 		p.cmd = exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script, "sh"}, args...)...)
 		p.cmd.Env = append(podEnv, "SA="+sa, "HOSTNAME="+p.name)
 		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/kubetest"
 	"github.com/tenure-dev/tenure/kube"
 )
@@ -106,8 +107,8 @@ func TestKubeExamples(t *testing.T) {
 	awaitVerbs(t, account, ns.Name, "")
 	kc := s.TokenKubeconfig(t, tok.Status.Token, ns.Name)
 	for _, args := range [][]string{{"run", "--key", "my-worker", "--", "true"}, {"status", "--prefix", ""}} {
-		if res := runTenure(t, nil, append([]string{"--kubeconfig", kc}, args...)...); res.code != 0 {
-			t.Fatalf("%s as the example's service account: exit %d\n%s", res.description, res.code, res.stderr)
+		if res := e2e.RunTenure(t, nil, append([]string{"--kubeconfig", kc}, args...)...); res.Code != 0 {
+			t.Fatalf("%s as the example's service account: exit %d\n%s", res.Description, res.Code, res.Stderr)
 		}
 	}
 	full := ex.role.Rules[0].Verbs

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/kubetest"
 	"github.com/tenure-dev/tenure/kube"
 )
@@ -48,14 +49,14 @@ func TestKubeStatusVerbs(t *testing.T) {
 
 	setLeaseVerbs(t, admin, ns, "list")
 	awaitListAllowed(t, looker, ns, true)
-	if res := runTenure(t, nil, status...); res.code != ExitOK || !strings.Contains(res.stdout, "alice") {
-		t.Errorf("%s with list alone: exit %d, stdout %q; want 0 naming the holder alice\n%s", res.description, res.code, res.stdout, res.stderr)
+	if res := e2e.RunTenure(t, nil, status...); res.Code != ExitOK || !strings.Contains(res.Stdout, "alice") {
+		t.Errorf("%s with list alone: exit %d, stdout %q; want 0 naming the holder alice\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 	}
 
 	setLeaseVerbs(t, admin, ns, "get", "watch")
 	awaitListAllowed(t, looker, ns, false)
-	if res := runTenure(t, nil, status...); res.code != ExitNoPerm {
-		t.Errorf("%s with get and watch but not list: exit %d; want %d\n%s", res.description, res.code, ExitNoPerm, res.stderr)
+	if res := e2e.RunTenure(t, nil, status...); res.Code != ExitNoPerm {
+		t.Errorf("%s with get and watch but not list: exit %d; want %d\n%s", res.Description, res.Code, ExitNoPerm, res.Stderr)
 	}
 }
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -13,46 +12,31 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/internal/kubetest"
 	"github.com/tenure-dev/tenure/kube"
 )
 
-// kubeCoord starts a kube-apiserver for t and returns it with the flags
-// that name it: a kubeconfig for the admin whose context's namespace is a
-// fresh one.
-func kubeCoord(t *testing.T) (*kubetest.Server, string, []string) {
-	t.Helper()
-	s := kubetest.Start(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	ns, err := s.Client(t).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenure-e2e-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, ns.Name, []string{"--kubeconfig", s.Kubeconfig(t, kubetest.Admin, ns.Name)}
-}
-
 // TestKube: tenure run, status, watch and release with --kubeconfig work
 // like the etcd versions, and write Leases client-go can read.
 func TestKube(t *testing.T) {
 	t.Parallel()
-	s, ns, coord := kubeCoord(t)
+	s, ns, coord := e2e.KubeCoord(t)
 
 	t.Run("run", func(t *testing.T) {
 		var last uint64
 		for i := range 2 {
-			res := runTenure(t, nil, append(coord, "run", "--key", "jobs", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
-			if res.code != 0 || !strings.Contains(res.stderr, "backend=kubernetes") {
-				t.Fatalf("%s: exit %d; want 0 on kubernetes\n%s", res.description, res.code, res.stderr)
+			res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "jobs", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
+			if res.Code != 0 || !strings.Contains(res.Stderr, "backend=kubernetes") {
+				t.Fatalf("%s: exit %d; want 0 on kubernetes\n%s", res.Description, res.Code, res.Stderr)
 			}
-			tok, err := strconv.ParseUint(res.stdout, 10, 64)
+			tok, err := strconv.ParseUint(res.Stdout, 10, 64)
 			if err != nil || tok <= last {
-				t.Fatalf("run %d: token %q; want an integer > %d", i+1, res.stdout, last)
+				t.Fatalf("run %d: token %q; want an integer > %d", i+1, res.Stdout, last)
 			}
 			last = tok
 		}
@@ -63,10 +47,10 @@ func TestKube(t *testing.T) {
 	})
 	t.Run("TENURE_KUBECONFIG and TENURE_NAMESPACE", func(t *testing.T) {
 		other := "default"
-		res := runTenure(t, []string{"TENURE_KUBECONFIG=" + coord[1], "TENURE_NAMESPACE=" + other},
+		res := e2e.RunTenure(t, []string{"TENURE_KUBECONFIG=" + coord[1], "TENURE_NAMESPACE=" + other},
 			"run", "--key", "Env/Key", "--", "true")
-		if res.code != 0 || !strings.Contains(res.stderr, "backend=kubernetes") {
-			t.Fatalf("%s with TENURE_KUBECONFIG: exit %d; want 0 on kubernetes\n%s", res.description, res.code, res.stderr)
+		if res.Code != 0 || !strings.Contains(res.Stderr, "backend=kubernetes") {
+			t.Fatalf("%s with TENURE_KUBECONFIG: exit %d; want 0 on kubernetes\n%s", res.Description, res.Code, res.Stderr)
 		}
 		if _, err := s.Client(t).CoordinationV1().Leases(other).Get(t.Context(), kube.LeaseName("Env/Key"), metav1.GetOptions{}); err != nil {
 			t.Fatalf("the Lease in TENURE_NAMESPACE %s: %v", other, err)
@@ -76,47 +60,47 @@ func TestKube(t *testing.T) {
 		// KUBECONFIG alone does not choose Kubernetes: status asks the
 		// default etcd, and says so plainly, with how to ask Kubernetes.
 		holder := holdKey(t, coord, "kc/held", "holder-kc")
-		defer func() { holder.signal(t, syscall.SIGTERM); holder.wait(t, 10*time.Second) }()
-		res := runTenure(t, []string{"KUBECONFIG=" + coord[1]}, "--dial-timeout", "2s", "status", "--key", "kc/held")
-		line := coordinatorLine(res.stderr)
+		defer func() { holder.Signal(t, syscall.SIGTERM); holder.Wait(t, 10*time.Second) }()
+		res := e2e.RunTenure(t, []string{"KUBECONFIG=" + coord[1]}, "--dial-timeout", "2s", "status", "--key", "kc/held")
+		line := coordinatorLine(res.Stderr)
 		for _, w := range []string{"level=WARN", `coordinator="etcd at ` + embedded.DefaultClientURL + `"`, "--kubeconfig " + coord[1]} {
 			if !strings.Contains(line, w) {
-				t.Errorf("%s with KUBECONFIG: coordinator line %q lacks %q\n%s", res.description, line, w, res.stderr)
+				t.Errorf("%s with KUBECONFIG: coordinator line %q lacks %q\n%s", res.Description, line, w, res.Stderr)
 			}
 		}
-		if res.code == 0 && !strings.HasPrefix(res.stdout, "coordinator: etcd at ") {
-			t.Errorf("%s with KUBECONFIG: output %q does not name etcd", res.description, res.stdout)
+		if res.Code == 0 && !strings.HasPrefix(res.Stdout, "coordinator: etcd at ") {
+			t.Errorf("%s with KUBECONFIG: output %q does not name etcd", res.Description, res.Stdout)
 		}
-		st := statusJSON(t, []string{"TENURE_KUBECONFIG=" + coord[1]}, "--key", "kc/held")
-		if len(st) != 1 || !st[0].Held || nameOf(st[0].Holder) != "holder-kc" ||
+		st := e2e.StatusJSON[KeyStatus](t, []string{"TENURE_KUBECONFIG=" + coord[1]}, "--key", "kc/held")
+		if len(st) != 1 || !st[0].Held || e2e.NameOf(st[0].Holder) != "holder-kc" ||
 			!strings.HasPrefix(st[0].Coordinator, "Kubernetes at https://") || !strings.HasSuffix(st[0].Coordinator, "namespace "+ns) {
 			t.Errorf("status --json with TENURE_KUBECONFIG = %+v; want held by holder-kc, on Kubernetes, namespace %s", st, ns)
 		}
 	})
 	t.Run("TTL disagreement", func(t *testing.T) {
 		holder := holdKey(t, coord, "ttl", "holder-ttl")
-		defer func() { holder.signal(t, syscall.SIGTERM); holder.wait(t, 10*time.Second) }()
+		defer func() { holder.Signal(t, syscall.SIGTERM); holder.Wait(t, 10*time.Second) }()
 		checkTTLWarning(t, coord, "ttl", "3s", true)
 		checkTTLWarning(t, coord, "ttl", "10s", false)
 	})
 	t.Run("mutual exclusion", func(t *testing.T) {
 		holder := holdKey(t, coord, "excl", "first")
-		res := runTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "1500ms", "--", "true")...)
-		if res.code != ExitNotReady || !strings.Contains(res.stderr, "first") {
-			t.Errorf("%s: exit %d; want %d naming the holder\n%s", res.description, res.code, ExitNotReady, res.stderr)
+		res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "1500ms", "--", "true")...)
+		if res.Code != ExitNotReady || !strings.Contains(res.Stderr, "first") {
+			t.Errorf("%s: exit %d; want %d naming the holder\n%s", res.Description, res.Code, ExitNotReady, res.Stderr)
 		}
-		holder.signal(t, syscall.SIGTERM)
-		holder.wait(t, 10*time.Second)
-		res = runTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "3s", "--", "true")...)
-		if res.code != 0 {
-			t.Errorf("%s after the holder stopped: exit %d; want 0\n%s", res.description, res.code, res.stderr)
+		holder.Signal(t, syscall.SIGTERM)
+		holder.Wait(t, 10*time.Second)
+		res = e2e.RunTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "3s", "--", "true")...)
+		if res.Code != 0 {
+			t.Errorf("%s after the holder stopped: exit %d; want 0\n%s", res.Description, res.Code, res.Stderr)
 		}
 	})
 	t.Run("release", func(t *testing.T) {
 		holdKey(t, coord, "stuck", "stuck-holder")
-		res := runTenure(t, nil, append(coord, "release", "--key", "stuck", "--force", "--json")...)
-		if res.code != 0 || !strings.Contains(res.stdout, `"released":true`) {
-			t.Fatalf("%s: exit %d; want the grant released\n%s%s", res.description, res.code, res.stdout, res.stderr)
+		res := e2e.RunTenure(t, nil, append(coord, "release", "--key", "stuck", "--force", "--json")...)
+		if res.Code != 0 || !strings.Contains(res.Stdout, `"released":true`) {
+			t.Fatalf("%s: exit %d; want the grant released\n%s%s", res.Description, res.Code, res.Stdout, res.Stderr)
 		}
 	})
 	t.Run("status and watch", func(t *testing.T) { testStatusAndWatch(t, coord) })
@@ -140,9 +124,9 @@ func TestKubeFlags(t *testing.T) {
 		{[]string{"--kubeconfig", "/nonexistent", "server"}, "does not use --kubeconfig"},
 	}
 	for _, tc := range cases {
-		res := runTenure(t, nil, tc.args...)
-		if res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {
-			t.Errorf("%s: exit %d, stderr %q; want %d and %q", res.description, res.code, res.stderr, ExitUsage, tc.want)
+		res := e2e.RunTenure(t, nil, tc.args...)
+		if res.Code != ExitUsage || !strings.Contains(res.Stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", res.Description, res.Code, res.Stderr, ExitUsage, tc.want)
 		}
 	}
 }

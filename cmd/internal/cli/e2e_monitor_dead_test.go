@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/cmd/internal/headless"
 )
 
@@ -44,13 +45,13 @@ func TestMonitorDeadLeaderPage(t *testing.T) {
 	t.Parallel()
 	chromium := headless.Need(t)
 	const ttl = 10 * time.Second
-	s := startServer(t, t.TempDir())
-	run := func(holder string) *proc {
-		return startProc(t, holder, nil, append(append([]string{}, s.coord...), "run", "--key", "dead", "--holder", holder,
+	s := e2e.StartServer(t, t.TempDir())
+	run := func(holder string) *e2e.Proc {
+		return e2e.StartProc(t, holder, nil, append(append([]string{}, s.Coord...), "run", "--key", "dead", "--holder", holder,
 			"--ttl", ttl.String(), "--", "sleep", "600")...)
 	}
 	alpha := run("alpha")
-	waitFor(t, 30*time.Second, "the server to see alpha renewing", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "the server to see alpha renewing", func() bool {
 		var st struct {
 			Keys []struct {
 				Holder   string
@@ -58,12 +59,12 @@ func TestMonitorDeadLeaderPage(t *testing.T) {
 				Renewing bool
 			}
 		}
-		_, body := get(t, s.http, "/status")
+		_, body := get(t, s.HTTP, "/status")
 		return json.Unmarshal([]byte(body), &st) == nil && len(st.Keys) == 1 && st.Keys[0].Holder == "alpha" &&
 			st.Keys[0].TTLMs == ttl.Milliseconds() && st.Keys[0].Renewing
 	})
-	ctx := ctxFor(t, 2*time.Minute)
-	b, err := headless.Open(ctx, chromium, "http://"+s.http+"/", 1200, 760)
+	ctx := e2e.CtxFor(t, 2*time.Minute)
+	b, err := headless.Open(ctx, chromium, "http://"+s.HTTP+"/", 1200, 760)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +75,12 @@ func TestMonitorDeadLeaderPage(t *testing.T) {
 		}
 		return l
 	}
-	waitFor(t, 30*time.Second, "the page to show alpha", func() bool { return shown().Holder == "alpha" })
+	e2e.WaitFor(t, 30*time.Second, "the page to show alpha", func() bool { return shown().Holder == "alpha" })
 
 	killed := time.Now()
-	alpha.cmd.Process.Kill()
+	alpha.Cmd.Process.Kill()
 	var l shownLease
-	waitFor(t, ttl+slack, "the page to say alpha is not renewing", func() bool { l = shown(); return l.Stale || l.Holder != "alpha" })
+	e2e.WaitFor(t, ttl+e2e.Slack, "the page to say alpha is not renewing", func() bool { l = shown(); return l.Stale || l.Holder != "alpha" })
 	t.Logf("not renewing shown %s after the kill: %+v", time.Since(killed).Round(10*time.Millisecond), l)
 	if l.LeftMs <= 0 {
 		t.Errorf("the open page said not renewing only once the lease had run out: %+v", l)
@@ -93,14 +94,14 @@ func TestMonitorDeadLeaderPage(t *testing.T) {
 	if err := b.Eval(ctx, `location.reload(), true`, &reloaded); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the reloaded page's first draw", func() bool { l = shown(); return l.Redraws > 0 })
+	e2e.WaitFor(t, 20*time.Second, "the reloaded page's first draw", func() bool { l = shown(); return l.Redraws > 0 })
 	t.Logf("first draw of a page opened %s after the kill: %+v", time.Since(killed).Round(10*time.Millisecond), l)
 	if l.Holder != "" { // on a loaded machine, the reload may come after etcd has collected the lease: the key is shown free
 		checkDrained(t, "a page opened after the kill", l, ttl)
 	}
 
 	run("beta")
-	waitFor(t, ttl+slack, "the page to show beta", func() bool { return shown().Holder == "beta" })
+	e2e.WaitFor(t, ttl+e2e.Slack, "the page to show beta", func() bool { return shown().Holder == "beta" })
 	checkGap(t, b, killed, ttl)
 	screenshot(t, ctx, b, "dead-leader-gap.png")
 }

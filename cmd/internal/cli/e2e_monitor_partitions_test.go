@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/cmd/internal/headless"
 	"github.com/tenure-dev/tenure/cmd/internal/monitor"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
@@ -17,11 +18,11 @@ import (
 // partMonitored starts "tenure run --partitions 4 --http" on coord as
 // holder, each partition's command a long sleep, and returns it with the
 // address of its endpoints.
-func partMonitored(t *testing.T, coord []string, holder string) (*proc, string) {
+func partMonitored(t *testing.T, coord []string, holder string) (*e2e.Proc, string) {
 	t.Helper()
 	args := append(append([]string{}, coord...), "run", "--key", "jobs", "--partitions", "4", "--holder", holder,
-		"--ttl", e2eTTL.String(), "--margin", "300ms", "--http", "127.0.0.1:0", "--", "sleep", "600")
-	p := startProc(t, holder, nil, args...)
+		"--ttl", e2e.TTL.String(), "--margin", "300ms", "--http", "127.0.0.1:0", "--", "sleep", "600")
+	p := e2e.StartProc(t, holder, nil, args...)
 	return p, httpAddr(t, p)
 }
 
@@ -35,7 +36,7 @@ func TestMonitorRunPartitions(t *testing.T) {
 	coord := []string{"--endpoints", etcdbin.Start(t)}
 	_, addr := partMonitored(t, coord, "solo")
 	var st monitor.Status
-	waitFor(t, 15*time.Second, "4 partitions owned in /status", func() bool {
+	e2e.WaitFor(t, 15*time.Second, "4 partitions owned in /status", func() bool {
 		_, body := get(t, addr, "/status")
 		st = monitor.Status{}
 		if json.Unmarshal([]byte(body), &st) != nil || len(st.Partitions) != 4 {
@@ -63,20 +64,20 @@ func TestMonitorRunPartitions(t *testing.T) {
 	}
 	// The member's partitions share its lease: on a loaded machine they
 	// may all end at its deadline, briefly, and be claimed again.
-	waitFor(t, 10*time.Second, "/leader 200 while owning partitions", func() bool { code, _ := get(t, addr, "/leader"); return code == 200 })
+	e2e.WaitFor(t, 10*time.Second, "/leader 200 while owning partitions", func() bool { code, _ := get(t, addr, "/leader"); return code == 200 })
 	names := []string{"tenure_partitions_owned{group=\"jobs\"} 4", "tenure_partitions_unowned{group=\"jobs\"} 0",
 		"tenure_partition_members{group=\"jobs\"} 1", "tenure_partition_imbalance_ratio{group=\"jobs\"} 1",
 		"tenure_partition_oldest_unowned_seconds", "tenure_partition_moves_total{group=\"jobs\",reason=\"claimed\"}"}
 	var body string
-	waitFor(t, 10*time.Second, "the partition metrics", func() bool {
+	e2e.WaitFor(t, 10*time.Second, "the partition metrics", func() bool {
 		_, body = get(t, addr, "/metrics")
 		return !slices.ContainsFunc(names, func(n string) bool { return !strings.Contains(body, n) })
 	})
 
-	res := runTenure(t, nil, append(append([]string{}, coord...), "status", "--prefix", "jo", "--partitions", "4", "--json")...)
-	var ps partitionStatus
-	if res.code != 0 || json.Unmarshal([]byte(res.stdout), &ps) != nil || ps.Key != "jobs" || len(ps.Partitions) != 4 || len(ps.Members) != 1 || ps.Members[0].Holder != "solo" {
-		t.Errorf("%s: exit %d, output %q; want the table of group jobs, 4 partitions, member solo", res.description, res.code, res.stdout)
+	res := e2e.RunTenure(t, nil, append(append([]string{}, coord...), "status", "--prefix", "jo", "--partitions", "4", "--json")...)
+	var ps PartitionStatus
+	if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &ps) != nil || ps.Key != "jobs" || len(ps.Partitions) != 4 || len(ps.Members) != 1 || ps.Members[0].Holder != "solo" {
+		t.Errorf("%s: exit %d, output %q; want the table of group jobs, 4 partitions, member solo", res.Description, res.Code, res.Stdout)
 	}
 	for _, tc := range []struct {
 		args []string
@@ -87,9 +88,9 @@ func TestMonitorRunPartitions(t *testing.T) {
 		{[]string{"--prefix", "other/", "--partitions", "4", "--exit-code"}, ExitNoLeader, `no partition group with live members under prefix "other/"`},
 		{[]string{"--prefix", "", "--partitions", "0"}, ExitUsage, "--partitions (0) must be at least 1"},
 	} {
-		res := runTenure(t, nil, append(append(append([]string{}, coord...), "status"), tc.args...)...)
-		if res.code != tc.code || !strings.Contains(res.stdout+res.stderr, tc.want) {
-			t.Errorf("%s: exit %d, output %q %q; want %d and %q", res.description, res.code, res.stdout, res.stderr, tc.code, tc.want)
+		res := e2e.RunTenure(t, nil, append(append(append([]string{}, coord...), "status"), tc.args...)...)
+		if res.Code != tc.code || !strings.Contains(res.Stdout+res.Stderr, tc.want) {
+			t.Errorf("%s: exit %d, output %q %q; want %d and %q", res.Description, res.Code, res.Stdout, res.Stderr, tc.code, tc.want)
 		}
 	}
 }
@@ -103,12 +104,12 @@ func TestMonitorRunPartitions(t *testing.T) {
 func TestMonitorPartitionPage(t *testing.T) {
 	t.Parallel()
 	chromium := headless.Need(t)
-	s := startServer(t, t.TempDir())
-	partMonitored(t, s.coord, "alpha")
-	beta, _ := partMonitored(t, s.coord, "beta")
+	s := e2e.StartServer(t, t.TempDir())
+	partMonitored(t, s.Coord, "alpha")
+	beta, _ := partMonitored(t, s.Coord, "beta")
 
-	ctx := ctxFor(t, 2*time.Minute)
-	b, err := headless.Open(ctx, chromium, "http://"+s.http+"/", 1200, 900)
+	ctx := e2e.CtxFor(t, 2*time.Minute)
+	b, err := headless.Open(ctx, chromium, "http://"+s.HTTP+"/", 1200, 900)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestMonitorPartitionPage(t *testing.T) {
 		return n
 	}
 	var before map[string]row
-	waitFor(t, 30*time.Second, "the page to show 2 partitions each for alpha and beta", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "the page to show 2 partitions each for alpha and beta", func() bool {
 		before = shown()
 		return maps.Equal(owners(before), map[string]int{"alpha": 2, "beta": 2})
 	})
@@ -150,13 +151,13 @@ func TestMonitorPartitionPage(t *testing.T) {
 	}
 
 	killed := time.Now()
-	beta.cmd.Process.Kill()
+	beta.Cmd.Process.Kill()
 	var after map[string]row
-	waitFor(t, e2eTTL+20*time.Second, "the page to show alpha owning all 4", func() bool {
+	e2e.WaitFor(t, e2e.TTL+20*time.Second, "the page to show alpha owning all 4", func() bool {
 		after = shown()
 		return maps.Equal(owners(after), map[string]int{"alpha": 4})
 	})
-	t.Logf("the page showed alpha owning every partition %s after beta was killed; TTL %s", time.Since(killed).Round(10*time.Millisecond), e2eTTL)
+	t.Logf("the page showed alpha owning every partition %s after beta was killed; TTL %s", time.Since(killed).Round(10*time.Millisecond), e2e.TTL)
 	for k, r := range before {
 		if r.Holder == "beta" && after[k].Token <= r.Token {
 			t.Errorf("partition %s: token shown for alpha = %d; want > beta's %d", k, after[k].Token, r.Token)

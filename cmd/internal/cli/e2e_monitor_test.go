@@ -9,32 +9,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/cmd/internal/headless"
 )
 
 // monitored starts "tenure run --http" on s for key as holder, running a
 // long sleep, and returns it with the address of its endpoints.
-func monitored(t *testing.T, s *server, key, holder string) (*proc, string) {
+func monitored(t *testing.T, s *e2e.Server, key, holder string) (*e2e.Proc, string) {
 	t.Helper()
-	return monitoredTTL(t, s, key, holder, e2eTTL)
+	return monitoredTTL(t, s, key, holder, e2e.TTL)
 }
 
 // monitoredTTL is monitored with --ttl ttl.
-func monitoredTTL(t *testing.T, s *server, key, holder string, ttl time.Duration) (*proc, string) {
+func monitoredTTL(t *testing.T, s *e2e.Server, key, holder string, ttl time.Duration) (*e2e.Proc, string) {
 	t.Helper()
-	args := append(append([]string{}, s.coord...), "run", "--key", key, "--holder", holder,
+	args := append(append([]string{}, s.Coord...), "run", "--key", key, "--holder", holder,
 		"--ttl", ttl.String(), "--http", "127.0.0.1:0", "--", "sleep", "600")
-	p := startProc(t, holder, nil, args...)
+	p := e2e.StartProc(t, holder, nil, args...)
 	return p, httpAddr(t, p)
 }
 
 // httpAddr waits for the address that p, started with --http and text
 // logs, says it serves on.
-func httpAddr(t *testing.T, p *proc) string {
+func httpAddr(t *testing.T, p *e2e.Proc) string {
 	t.Helper()
 	var addr string
-	waitFor(t, 15*time.Second, p.name+"'s http address", func() bool {
-		for _, f := range strings.Fields(p.err.String()) {
+	e2e.WaitFor(t, 15*time.Second, p.Name+"'s http address", func() bool {
+		for _, f := range strings.Fields(p.Err.String()) {
 			if v, ok := strings.CutPrefix(f, "http="); ok {
 				addr = v
 				return true
@@ -51,14 +52,14 @@ func httpAddr(t *testing.T, p *proc) string {
 // one object with key, holder, token and reason.
 func TestMonitorRunEndpoints(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	a, addrA := monitored(t, s, "endpoints", "alpha")
-	waitFor(t, 15*time.Second, "alpha to lead", func() bool { code, _ := get(t, addrA, "/leader"); return code == 200 })
-	b := startProc(t, "beta", nil, append(append([]string{}, s.coord...), "--log-format", "json", "run", "--key", "endpoints",
-		"--holder", "beta", "--ttl", e2eTTL.String(), "--http", "127.0.0.1:0", "--", "sleep", "600")...)
+	e2e.WaitFor(t, 15*time.Second, "alpha to lead", func() bool { code, _ := get(t, addrA, "/leader"); return code == 200 })
+	b := e2e.StartProc(t, "beta", nil, append(append([]string{}, s.Coord...), "--log-format", "json", "run", "--key", "endpoints",
+		"--holder", "beta", "--ttl", e2e.TTL.String(), "--http", "127.0.0.1:0", "--", "sleep", "600")...)
 	var addrB string
-	waitFor(t, 15*time.Second, "beta's status", func() bool {
-		for _, l := range lines(b.err.String()) {
+	e2e.WaitFor(t, 15*time.Second, "beta's status", func() bool {
+		for _, l := range e2e.Lines(b.Err.String()) {
 			var rec struct{ HTTP string }
 			if json.Unmarshal([]byte(l), &rec) == nil && rec.HTTP != "" {
 				addrB = rec.HTTP
@@ -80,22 +81,22 @@ func TestMonitorRunEndpoints(t *testing.T) {
 			TTLLeftMs   *int64 `json:"ttl_left_ms"`
 		}
 	}
-	waitFor(t, 10*time.Second, "beta's /status to show alpha", func() bool {
+	e2e.WaitFor(t, 10*time.Second, "beta's /status to show alpha", func() bool {
 		_, body := get(t, addrB, "/status")
 		return json.Unmarshal([]byte(body), &st) == nil && len(st.Keys) == 1 && st.Keys[0].Holder == "alpha"
 	})
-	if k := st.Keys[0]; st.Role != "follower" || k.Token == 0 || k.TTLLeftMs == nil || *k.TTLLeftMs > e2eTTL.Milliseconds() {
-		t.Errorf("beta's /status = %+v; want a follower seeing alpha with a token and at most %d ms left", st, e2eTTL.Milliseconds())
+	if k := st.Keys[0]; st.Role != "follower" || k.Token == 0 || k.TTLLeftMs == nil || *k.TTLLeftMs > e2e.TTL.Milliseconds() {
+		t.Errorf("beta's /status = %+v; want a follower seeing alpha with a token and at most %d ms left", st, e2e.TTL.Milliseconds())
 	}
 
-	a.signal(t, 15) // SIGTERM: alpha resigns, beta takes over
-	waitFor(t, 15*time.Second, "beta to lead", func() bool { code, _ := get(t, addrB, "/leader"); return code == 200 })
+	a.Signal(t, 15) // SIGTERM: alpha resigns, beta takes over
+	e2e.WaitFor(t, 15*time.Second, "beta to lead", func() bool { code, _ := get(t, addrB, "/leader"); return code == 200 })
 	// /leader answers 200 from the term's start; the record of the
 	// transition is written just after it.
 	var got []string
-	waitFor(t, 5*time.Second, "beta's transition record", func() bool {
+	e2e.WaitFor(t, 5*time.Second, "beta's transition record", func() bool {
 		got = nil
-		for _, l := range lines(b.err.String()) {
+		for _, l := range e2e.Lines(b.Err.String()) {
 			var rec struct {
 				Msg, Key, Holder, Reason string
 				Token                    uint64
@@ -123,13 +124,13 @@ const pageTTL = 5 * time.Second
 func TestMonitorStatusPage(t *testing.T) {
 	t.Parallel()
 	chromium := headless.Need(t)
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	a, addrA := monitoredTTL(t, s, "page", "alpha", pageTTL)
-	waitFor(t, 15*time.Second, "alpha to lead", func() bool { code, _ := get(t, addrA, "/leader"); return code == 200 })
+	e2e.WaitFor(t, 15*time.Second, "alpha to lead", func() bool { code, _ := get(t, addrA, "/leader"); return code == 200 })
 	_, addrB := monitoredTTL(t, s, "page", "beta", pageTTL)
 
-	ctx := ctxFor(t, 2*time.Minute)
-	b, err := headless.Open(ctx, chromium, "http://"+s.http+"/", 1200, 760)
+	ctx := e2e.CtxFor(t, 2*time.Minute)
+	b, err := headless.Open(ctx, chromium, "http://"+s.HTTP+"/", 1200, 760)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +150,13 @@ func TestMonitorStatusPage(t *testing.T) {
 		return r
 	}
 	var first row
-	waitFor(t, 30*time.Second, "the page to show alpha", func() bool { first = shown(); return first.Holder == "alpha" })
+	e2e.WaitFor(t, 30*time.Second, "the page to show alpha", func() bool { first = shown(); return first.Holder == "alpha" })
 	screenshot(t, ctx, b, "page-alpha.png")
 
 	killed := time.Now()
-	a.cmd.Process.Kill()
+	a.Cmd.Process.Kill()
 	var next row
-	waitFor(t, pageTTL+10*time.Second, "the page to show beta", func() bool { next = shown(); return next.Holder == "beta" })
+	e2e.WaitFor(t, pageTTL+10*time.Second, "the page to show beta", func() bool { next = shown(); return next.Holder == "beta" })
 	took := time.Since(killed)
 	t.Logf("the page showed beta (token %d) %s after alpha (token %d) was killed; TTL %s", next.Token, took.Round(10*time.Millisecond), first.Token, pageTTL)
 	if next.Token <= first.Token {
@@ -186,7 +187,7 @@ func TestMonitorStatusPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var own string
-	waitFor(t, 30*time.Second, "beta's own page to show it leads", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "beta's own page to show it leads", func() bool {
 		err := b.Eval(ctx, `(() => { const r = document.querySelector('#keys tr[data-key="page"]');
 			return location.host + " " + document.getElementById("role").textContent + " " + (r && r.querySelector(".you") ? r.dataset.holder : ""); })()`, &own)
 		return err == nil && own == addrB+" leader beta"
@@ -222,9 +223,9 @@ func TestLogFormat(t *testing.T) {
 		{nil, []string{"server", "--log-format", "JSON", "--http", ""}, `--log-format "JSON"`},
 		{[]string{"TENURE_LOG_FORMAT=logfmt"}, []string{"run", "--key", "x", "--", "true"}, `TENURE_LOG_FORMAT (--log-format) "logfmt"`},
 	} {
-		res := runTenure(t, tc.env, tc.args...)
-		if res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {
-			t.Errorf("tenure %s = exit %d, stderr %q; want exit 2 naming %s", strings.Join(tc.args, " "), res.code, res.stderr, tc.want)
+		res := e2e.RunTenure(t, tc.env, tc.args...)
+		if res.Code != ExitUsage || !strings.Contains(res.Stderr, tc.want) {
+			t.Errorf("tenure %s = exit %d, stderr %q; want exit 2 naming %s", strings.Join(tc.args, " "), res.Code, res.Stderr, tc.want)
 		}
 	}
 }
@@ -234,7 +235,7 @@ func TestLogFormat(t *testing.T) {
 // JSON and the status page.
 func TestMonitorServerEndpoints(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir(), "--log-format", "json")
+	s := e2e.StartServer(t, t.TempDir(), "--log-format", "json")
 	for _, tc := range []struct {
 		path string
 		code int
@@ -247,14 +248,14 @@ func TestMonitorServerEndpoints(t *testing.T) {
 		{"/", 200, "<title>tenure"},
 		{"/metrics", 200, "etcd_server_has_leader 1"},
 	} {
-		if code, body := get(t, s.http, tc.path); code != tc.code || !strings.Contains(body, tc.want) {
+		if code, body := get(t, s.HTTP, tc.path); code != tc.code || !strings.Contains(body, tc.want) {
 			t.Errorf("GET %s = %d; want %d with %q:\n%.500s", tc.path, code, tc.code, tc.want, body)
 		}
 	}
 	// Every line is JSON (etcd's own records too, such as a benign storage
 	// version error on a fresh member), and one says the member is ready.
 	ready := false
-	l := lines(s.err.String())
+	l := e2e.Lines(s.Err.String())
 	for _, line := range l {
 		var rec map[string]any
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {

@@ -7,53 +7,47 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 )
-
-// postgresCoord returns the flags that name a fresh PostgreSQL database.
-func postgresCoord(t *testing.T) []string {
-	t.Helper()
-	srv := pgtest.Need(t, pgServer, pgErr)
-	return []string{"--postgres", srv.NewDatabase(t)}
-}
 
 // TestPostgres: tenure run, status and watch with --postgres work like the
 // etcd versions.
 func TestPostgres(t *testing.T) {
 	t.Parallel()
-	coord := postgresCoord(t)
+	coord := e2e.PostgresCoord(t)
 
 	t.Run("run", func(t *testing.T) {
 		var last uint64
 		for i := range 2 {
-			res := runTenure(t, nil, append(coord, "run", "--key", "jobs", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
-			if res.code != 0 {
-				t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+			res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "jobs", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
+			if res.Code != 0 {
+				t.Fatalf("%s: exit %d\n%s", res.Description, res.Code, res.Stderr)
 			}
-			tok, err := strconv.ParseUint(res.stdout, 10, 64)
+			tok, err := strconv.ParseUint(res.Stdout, 10, 64)
 			if err != nil || tok <= last {
-				t.Fatalf("run %d: token %q; want an integer > %d", i+1, res.stdout, last)
+				t.Fatalf("run %d: token %q; want an integer > %d", i+1, res.Stdout, last)
 			}
 			last = tok
 		}
 	})
 	t.Run("TENURE_POSTGRES", func(t *testing.T) {
-		res := runTenure(t, []string{"TENURE_POSTGRES=" + coord[1]}, "run", "--key", "jobs", "--", "true")
-		if res.code != 0 || !strings.Contains(res.stderr, "backend=postgres") {
-			t.Fatalf("%s with TENURE_POSTGRES: exit %d; want 0 on postgres\n%s", res.description, res.code, res.stderr)
+		res := e2e.RunTenure(t, []string{"TENURE_POSTGRES=" + coord[1]}, "run", "--key", "jobs", "--", "true")
+		if res.Code != 0 || !strings.Contains(res.Stderr, "backend=postgres") {
+			t.Fatalf("%s with TENURE_POSTGRES: exit %d; want 0 on postgres\n%s", res.Description, res.Code, res.Stderr)
 		}
 	})
 	t.Run("mutual exclusion", func(t *testing.T) {
 		holder := holdKey(t, coord, "excl", "first")
-		res := runTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "1500ms", "--", "true")...)
-		if res.code != ExitNotReady || !strings.Contains(res.stderr, "first") {
-			t.Errorf("%s: exit %d; want %d naming the holder\n%s", res.description, res.code, ExitNotReady, res.stderr)
+		res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "1500ms", "--", "true")...)
+		if res.Code != ExitNotReady || !strings.Contains(res.Stderr, "first") {
+			t.Errorf("%s: exit %d; want %d naming the holder\n%s", res.Description, res.Code, ExitNotReady, res.Stderr)
 		}
-		holder.signal(t, syscall.SIGTERM)
-		holder.wait(t, 10*time.Second)
-		res = runTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "3s", "--", "true")...)
-		if res.code != 0 {
-			t.Errorf("%s after the holder stopped: exit %d; want 0\n%s", res.description, res.code, res.stderr)
+		holder.Signal(t, syscall.SIGTERM)
+		holder.Wait(t, 10*time.Second)
+		res = e2e.RunTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "3s", "--", "true")...)
+		if res.Code != 0 {
+			t.Errorf("%s after the holder stopped: exit %d; want 0\n%s", res.Description, res.Code, res.Stderr)
 		}
 	})
 	t.Run("status and watch", func(t *testing.T) { testStatusAndWatch(t, coord) })
@@ -66,21 +60,21 @@ func TestPostgres(t *testing.T) {
 // fix (78), not an outage to wait out (69).
 func TestPostgresCauseFirst(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Need(t, pgServer, pgErr)
+	srv := pgtest.Need(t, e2e.PgServer, e2e.PgErr)
 	dsn := pgtest.WithParams(srv.NewDatabase(t), map[string]string{"dbname": "tenure_no_such_db", "sslmode": "prefer"})
-	res := runTenure(t, nil, "--postgres", dsn, "status", "--key", "k")
-	if res.code != ExitConfig {
-		t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, ExitConfig, res.stderr)
+	res := e2e.RunTenure(t, nil, "--postgres", dsn, "status", "--key", "k")
+	if res.Code != ExitConfig {
+		t.Fatalf("%s: exit %d; want %d\n%s", res.Description, res.Code, ExitConfig, res.Stderr)
 	}
 	// The error's first line; the line before it names the coordinator.
-	_, msg, _ := strings.Cut(res.stderr, "tenure: ")
+	_, msg, _ := strings.Cut(res.Stderr, "tenure: ")
 	first := strings.SplitN(msg, "\n", 2)[0]
 	for _, w := range []string{`refused the connection: database "tenure_no_such_db" does not exist (SQLSTATE 3D000)`, "create the database"} {
 		if !strings.Contains(first, w) {
 			t.Errorf("first line %q; want %q", first, w)
 		}
 	}
-	if strings.Contains(res.stderr, "TLS") {
-		t.Errorf("stderr %q mentions the TLS attempt; want the server's answer alone", res.stderr)
+	if strings.Contains(res.Stderr, "TLS") {
+		t.Errorf("stderr %q mentions the TLS attempt; want the server's answer alone", res.Stderr)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/freeport"
 	"github.com/tenure-dev/tenure/internal/require"
 )
@@ -54,7 +55,7 @@ scrape_configs:` + jobs
 	ls[0].Close()
 	cmd := exec.Command(bin, "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn")
-	logs := &syncBuffer{}
+	logs := &e2e.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ scrape_configs:` + jobs
 		}
 	})
 	p := &promServer{addr: addr}
-	waitFor(t, 30*time.Second, "prometheus to be ready", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "prometheus to be ready", func() bool {
 		code, _ := get(t, addr, "/-/ready")
 		return code == http.StatusOK
 	})
@@ -130,11 +131,11 @@ func (p *promServer) scalar(t *testing.T, q string) float64 {
 // the number of instances that claim to lead never exceeds one.
 func TestPrometheusScrapesContenders(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	a, addrA := monitored(t, s, "prom", "alpha")
 	b, addrB := monitored(t, s, "prom", "beta")
 	p := startPrometheus(t, addrA, addrB)
-	procs := map[string]*proc{addrA: a, addrB: b}
+	procs := map[string]*e2e.Proc{addrA: a, addrB: b}
 
 	maxLeaders := 0.0
 	leaders := func() float64 {
@@ -142,7 +143,7 @@ func TestPrometheusScrapesContenders(t *testing.T) {
 		maxLeaders = max(maxLeaders, v)
 		return v
 	}
-	waitFor(t, 30*time.Second, "both targets up and one leader", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "both targets up and one leader", func() bool {
 		return p.scalar(t, `count(up{job="tenure"} == 1)`) == 2 && leaders() == 1
 	})
 	lead := p.query(t, `tenure_is_leader{key="prom"} == 1`)
@@ -153,10 +154,10 @@ func TestPrometheusScrapesContenders(t *testing.T) {
 	token := p.scalar(t, `max(tenure_fencing_token{key="prom"})`)
 	t.Logf("Prometheus: %s leads with token %v", first, token)
 
-	procs[first].cmd.Process.Kill()
+	procs[first].Cmd.Process.Kill()
 	killed := time.Now()
 	var second string
-	waitFor(t, e2eTTL+20*time.Second, "Prometheus to see the other contender lead", func() bool {
+	e2e.WaitFor(t, e2e.TTL+20*time.Second, "Prometheus to see the other contender lead", func() bool {
 		if leaders() != 1 {
 			return false
 		}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // releaseScript is the release build (docs/build.md, "Releasing").
@@ -82,9 +84,9 @@ func TestReleaseBuild(t *testing.T) {
 		t.Errorf("tenure version = %q; want v0.0.0-test on linux/amd64 with the guard embedded", v)
 	}
 
-	srv := startServer(t, filepath.Join(t.TempDir(), "data"))
-	defer srv.stop(t)
-	run := exec.Command(bin, append(append([]string{}, srv.coord...), "run", "--key", "release/"+t.Name(), "--", "true")...)
+	srv := e2e.StartServer(t, filepath.Join(t.TempDir(), "data"))
+	defer srv.Stop(t)
+	run := exec.Command(bin, append(append([]string{}, srv.Coord...), "run", "--key", "release/"+t.Name(), "--", "true")...)
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Errorf("released tenure run -- true: %v; want exit 0\n%s", err, out)
 	}

@@ -8,38 +8,40 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // status returns "tenure status --key key" as text.
-func keyStatusText(t *testing.T, s *server, key string) string {
+func keyStatusText(t *testing.T, s *e2e.Server, key string) string {
 	t.Helper()
-	res := runTenure(t, nil, "status", "--endpoints", s.endpoint, "--key", key)
-	if res.code != 0 {
-		t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+	res := e2e.RunTenure(t, nil, "status", "--endpoints", s.Endpoint, "--key", key)
+	if res.Code != 0 {
+		t.Fatalf("%s: exit %d\n%s", res.Description, res.Code, res.Stderr)
 	}
-	return afterCoordinatorLine(t, res.stdout)
+	return afterCoordinatorLine(t, res.Stdout)
 }
 
 // TestRunCommand: the command's environment, its exit code as tenure's,
 // and the key released as soon as it exits.
 func TestRunCommand(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	ep := []string{"--endpoints", s.endpoint}
-	run := func(t *testing.T, key string, command ...string) result {
+	s := e2e.StartServer(t, t.TempDir())
+	ep := []string{"--endpoints", s.Endpoint}
+	run := func(t *testing.T, key string, command ...string) e2e.Result {
 		t.Helper()
 		args := append(append([]string{"run"}, ep...), "--key", key, "--holder", "h1", "--ttl", "5s", "--")
-		return runTenure(t, nil, append(args, command...)...)
+		return e2e.RunTenure(t, nil, append(args, command...)...)
 	}
 
 	t.Run("environment", func(t *testing.T) {
 		res := run(t, "env/a", "sh", "-c", `printf '%s|%s|%s|%s' "$TENURE_KEY" "$TENURE_HOLDER" "$TENURE_FENCING_TOKEN" "$TENURE_LEASE_TTL"`)
-		if res.code != 0 {
-			t.Fatalf("exit %d; want 0\n%s", res.code, res.stderr)
+		if res.Code != 0 {
+			t.Fatalf("exit %d; want 0\n%s", res.Code, res.Stderr)
 		}
-		f := strings.Split(res.stdout, "|")
-		if len(f) != 4 || f[0] != "env/a" || nameOf(f[1]) != "h1" || f[3] != "5s" {
-			t.Fatalf("command saw TENURE_KEY|HOLDER|FENCING_TOKEN|LEASE_TTL = %q; want env/a|h1|<token>|5s", res.stdout)
+		f := strings.Split(res.Stdout, "|")
+		if len(f) != 4 || f[0] != "env/a" || e2e.NameOf(f[1]) != "h1" || f[3] != "5s" {
+			t.Fatalf("command saw TENURE_KEY|HOLDER|FENCING_TOKEN|LEASE_TTL = %q; want env/a|h1|<token>|5s", res.Stdout)
 		}
 		first, err := strconv.ParseUint(f[2], 10, 64)
 		if err != nil || first == 0 {
@@ -48,12 +50,12 @@ func TestRunCommand(t *testing.T) {
 		// Released on exit: the next run gets the key at once, with a
 		// greater token.
 		res = run(t, "env/a", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)
-		second, _ := strconv.ParseUint(res.stdout, 10, 64)
+		second, _ := strconv.ParseUint(res.Stdout, 10, 64)
 		if second <= first {
 			t.Errorf("second run's token = %d; want > %d", second, first)
 		}
-		if res.took > 5*time.Second+slack {
-			t.Errorf("second run took %s; want the key released by the first (within the 5s TTL + slack)", res.took)
+		if res.Took > 5*time.Second+e2e.Slack {
+			t.Errorf("second run took %s; want the key released by the first (within the 5s TTL + slack)", res.Took)
 		}
 	})
 
@@ -70,8 +72,8 @@ func TestRunCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := run(t, "codes", tc.command...)
-			if res.code != tc.want {
-				t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, tc.want, res.stderr)
+			if res.Code != tc.want {
+				t.Fatalf("%s: exit %d; want %d\n%s", res.Description, res.Code, tc.want, res.Stderr)
 			}
 			if got := keyStatusText(t, s, "codes"); got != "codes: no leader" {
 				t.Errorf("status after the command exited = %q; want %q (released at once)", got, "codes: no leader")
@@ -85,34 +87,34 @@ func TestRunCommand(t *testing.T) {
 // carries on.
 func TestRunSignals(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	dir := t.TempDir()
 	script := `trap 'echo got-hup >> "$OUT"' HUP
 trap 'echo got-term >> "$OUT"; exit 0' TERM
 trap 'echo got-int >> "$OUT"; exit 5' INT
 echo started >> "$OUT"
 while :; do sleep 0.05; done`
-	start := func(t *testing.T, out string) *proc {
-		p := startProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.endpoint, "--key", "sig",
+	start := func(t *testing.T, out string) *e2e.Proc {
+		p := e2e.StartProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.Endpoint, "--key", "sig",
 			"--ttl", "5s", "--", "sh", "-c", script)
-		waitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(readFile(out), "started") })
+		e2e.WaitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(e2e.ReadFile(out), "started") })
 		return p
 	}
 
 	t.Run("SIGTERM", func(t *testing.T) {
 		out := filepath.Join(dir, "term")
 		p := start(t, out)
-		p.signal(t, syscall.SIGHUP)
-		waitFor(t, 5*time.Second, "the command to get SIGHUP", func() bool { return strings.Contains(readFile(out), "got-hup") })
-		if p.exited() {
-			t.Fatalf("tenure exited (%d) on a SIGHUP the command handled; want it to carry on", p.code)
+		p.Signal(t, syscall.SIGHUP)
+		e2e.WaitFor(t, 5*time.Second, "the command to get SIGHUP", func() bool { return strings.Contains(e2e.ReadFile(out), "got-hup") })
+		if p.Exited() {
+			t.Fatalf("tenure exited (%d) on a SIGHUP the command handled; want it to carry on", p.Code)
 		}
-		p.signal(t, syscall.SIGTERM)
-		if code := p.wait(t, 10*time.Second); code != 0 {
+		p.Signal(t, syscall.SIGTERM)
+		if code := p.Wait(t, 10*time.Second); code != 0 {
 			t.Errorf("exit %d; want 0, the command's code after its SIGTERM trap", code)
 		}
-		if !strings.Contains(readFile(out), "got-term") {
-			t.Errorf("command output %q; want got-term", readFile(out))
+		if !strings.Contains(e2e.ReadFile(out), "got-term") {
+			t.Errorf("command output %q; want got-term", e2e.ReadFile(out))
 		}
 		if got := keyStatusText(t, s, "sig"); got != "sig: no leader" {
 			t.Errorf("status after exit = %q; want released", got)
@@ -121,8 +123,8 @@ while :; do sleep 0.05; done`
 	t.Run("SIGINT", func(t *testing.T) {
 		out := filepath.Join(dir, "int")
 		p := start(t, out)
-		p.signal(t, syscall.SIGINT)
-		if code := p.wait(t, 10*time.Second); code != 5 {
+		p.Signal(t, syscall.SIGINT)
+		if code := p.Wait(t, 10*time.Second); code != 5 {
 			t.Errorf("exit %d; want 5, the command's code after its SIGINT trap", code)
 		}
 	})
@@ -131,28 +133,28 @@ while :; do sleep 0.05; done`
 		// signal is SIGKILLed at the local deadline, long before
 		// --kill-grace.
 		out := filepath.Join(dir, "stubborn")
-		p := startProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.endpoint, "--key", "sig",
-			"--ttl", e2eTTL.String(), "--kill-grace", "30s", "--", "sh", "-c", `trap "" TERM; echo started >> "$OUT"; while :; do sleep 0.05; done`)
-		waitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(readFile(out), "started") })
+		p := e2e.StartProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.Endpoint, "--key", "sig",
+			"--ttl", e2e.TTL.String(), "--kill-grace", "30s", "--", "sh", "-c", `trap "" TERM; echo started >> "$OUT"; while :; do sleep 0.05; done`)
+		e2e.WaitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(e2e.ReadFile(out), "started") })
 		began := time.Now()
-		p.signal(t, syscall.SIGTERM)
-		if code := p.wait(t, 10*time.Second); code != 128+int(syscall.SIGKILL) {
+		p.Signal(t, syscall.SIGTERM)
+		if code := p.Wait(t, 10*time.Second); code != 128+int(syscall.SIGKILL) {
 			t.Errorf("exit %d; want %d (the command's death by SIGKILL)", code, 128+int(syscall.SIGKILL))
 		}
-		if took := time.Since(began); took >= e2eTTL+slack {
-			t.Errorf("tenure exited %s after SIGTERM; want the command killed by the local deadline, within the TTL + slack (%s), long before the 30s grace", took.Round(time.Millisecond), e2eTTL+slack)
+		if took := time.Since(began); took >= e2e.TTL+e2e.Slack {
+			t.Errorf("tenure exited %s after SIGTERM; want the command killed by the local deadline, within the TTL + slack (%s), long before the 30s grace", took.Round(time.Millisecond), e2e.TTL+e2e.Slack)
 		}
 	})
 	t.Run("SIGTERM while waiting", func(t *testing.T) {
 		holder := start(t, filepath.Join(dir, "holder"))
-		waiter := startProc(t, "waiter", nil, "run", "--endpoints", s.endpoint, "--key", "sig", "--", "true")
-		waitFor(t, 10*time.Second, "the waiter to campaign", func() bool { return strings.Contains(waiter.err.String(), "waiting") })
-		waiter.signal(t, syscall.SIGTERM)
-		if code := waiter.wait(t, 5*time.Second); code != 128+int(syscall.SIGTERM) {
+		waiter := e2e.StartProc(t, "waiter", nil, "run", "--endpoints", s.Endpoint, "--key", "sig", "--", "true")
+		e2e.WaitFor(t, 10*time.Second, "the waiter to campaign", func() bool { return strings.Contains(waiter.Err.String(), "waiting") })
+		waiter.Signal(t, syscall.SIGTERM)
+		if code := waiter.Wait(t, 5*time.Second); code != 128+int(syscall.SIGTERM) {
 			t.Errorf("waiter exit %d; want %d", code, 128+int(syscall.SIGTERM))
 		}
-		holder.signal(t, syscall.SIGTERM)
-		holder.wait(t, 10*time.Second)
+		holder.Signal(t, syscall.SIGTERM)
+		holder.Wait(t, 10*time.Second)
 	})
 }
 
@@ -161,25 +163,25 @@ while :; do sleep 0.05; done`
 // start.
 func TestRunRestart(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	out := filepath.Join(t.TempDir(), "tokens")
-	p := startProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.endpoint, "--key", "restart",
+	p := e2e.StartProc(t, "run", []string{"OUT=" + out}, "run", "--endpoints", s.Endpoint, "--key", "restart",
 		"--restart", "--", "sh", "-c", `echo "$TENURE_FENCING_TOKEN" >> "$OUT"`)
 	began := time.Now()
-	waitFor(t, 15*time.Second, "three runs", func() bool { return len(lines(readFile(out))) >= 3 })
+	e2e.WaitFor(t, 15*time.Second, "three runs", func() bool { return len(e2e.Lines(e2e.ReadFile(out))) >= 3 })
 	if took := time.Since(began); took < 2*restartBackoff {
 		t.Errorf("three quick runs took %s; want at least %s (restart backoff)", took, 2*restartBackoff)
 	}
 	var last uint64
-	for _, l := range lines(readFile(out)) {
+	for _, l := range e2e.Lines(e2e.ReadFile(out)) {
 		tok, err := strconv.ParseUint(l, 10, 64)
 		if err != nil || tok <= last {
-			t.Fatalf("tokens %q: want strictly increasing integers", lines(readFile(out)))
+			t.Fatalf("tokens %q: want strictly increasing integers", e2e.Lines(e2e.ReadFile(out)))
 		}
 		last = tok
 	}
-	p.signal(t, syscall.SIGTERM)
-	if code := p.wait(t, 10*time.Second); code != 128+int(syscall.SIGTERM) && code != 0 {
+	p.Signal(t, syscall.SIGTERM)
+	if code := p.Wait(t, 10*time.Second); code != 128+int(syscall.SIGTERM) && code != 0 {
 		t.Errorf("exit after SIGTERM = %d; want %d", code, 128+int(syscall.SIGTERM))
 	}
 }
@@ -188,44 +190,27 @@ func TestRunRestart(t *testing.T) {
 // holder, in about that time.
 func TestRunWaitTimeout(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	holder := startProc(t, "holder", nil, "run", "--endpoints", s.endpoint, "--key", "wait", "--holder", "the-holder", "--", "sleep", "60")
-	waitFor(t, 10*time.Second, "the holder to lead", func() bool { return strings.Contains(holder.err.String(), "command started") })
+	s := e2e.StartServer(t, t.TempDir())
+	holder := e2e.StartProc(t, "holder", nil, "run", "--endpoints", s.Endpoint, "--key", "wait", "--holder", "the-holder", "--", "sleep", "60")
+	e2e.WaitFor(t, 10*time.Second, "the holder to lead", func() bool { return strings.Contains(holder.Err.String(), "command started") })
 
 	marker := filepath.Join(t.TempDir(), "ran")
-	res := runTenure(t, nil, "run", "--endpoints", s.endpoint, "--key", "wait", "--wait-timeout", "1s", "--", "touch", marker)
-	if res.code != ExitNotReady {
-		t.Fatalf("exit %d; want %d\n%s", res.code, ExitNotReady, res.stderr)
+	res := e2e.RunTenure(t, nil, "run", "--endpoints", s.Endpoint, "--key", "wait", "--wait-timeout", "1s", "--", "touch", marker)
+	if res.Code != ExitNotReady {
+		t.Fatalf("exit %d; want %d\n%s", res.Code, ExitNotReady, res.Stderr)
 	}
-	if !strings.Contains(res.stderr, "--wait-timeout") || !strings.Contains(res.stderr, "the-holder") {
-		t.Errorf("stderr %q; want it to name --wait-timeout and the holder", res.stderr)
+	if !strings.Contains(res.Stderr, "--wait-timeout") || !strings.Contains(res.Stderr, "the-holder") {
+		t.Errorf("stderr %q; want it to name --wait-timeout and the holder", res.Stderr)
 	}
-	if res.took < time.Second || res.took > time.Second+slack {
-		t.Errorf("took %s; want 1s (the --wait-timeout) or a little more", res.took)
+	if res.Took < time.Second || res.Took > time.Second+e2e.Slack {
+		t.Errorf("took %s; want 1s (the --wait-timeout) or a little more", res.Took)
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the command ran without leading")
 	}
-	holder.signal(t, syscall.SIGTERM)
-	if code := holder.wait(t, 10*time.Second); code != 128+int(syscall.SIGTERM) {
+	holder.Signal(t, syscall.SIGTERM)
+	if code := holder.Wait(t, 10*time.Second); code != 128+int(syscall.SIGTERM) {
 		t.Errorf("holder exit %d after SIGTERM; want %d (sleep's death by SIGTERM)", code, 128+int(syscall.SIGTERM))
-	}
-}
-
-func readFile(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
-}
-
-// waitFor polls cond every 10ms for up to d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -233,17 +218,17 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // health endpoint that says whether the node leads.
 func TestRunMetrics(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	p := startProc(t, "run", nil, "run", "--endpoints", s.endpoint, "--key", "metered", "--http", "127.0.0.1:0", "--", "sleep", "60")
-	waitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(p.err.String(), "command started") })
+	s := e2e.StartServer(t, t.TempDir())
+	p := e2e.StartProc(t, "run", nil, "run", "--endpoints", s.Endpoint, "--key", "metered", "--http", "127.0.0.1:0", "--", "sleep", "60")
+	e2e.WaitFor(t, 10*time.Second, "the command to start", func() bool { return strings.Contains(p.Err.String(), "command started") })
 	var addr string
-	for _, f := range strings.Fields(p.err.String()) {
+	for _, f := range strings.Fields(p.Err.String()) {
 		if v, ok := strings.CutPrefix(f, "http="); ok {
 			addr = v
 		}
 	}
 	if addr == "" {
-		t.Fatalf("no http= address in the log:\n%s", p.err)
+		t.Fatalf("no http= address in the log:\n%s", p.Err)
 	}
 	code, body := get(t, addr, "/metrics")
 	for _, w := range []string{`tenure_is_leader{key="metered"} 1`, `tenure_fencing_token{key="metered"}`, `tenure_transitions_total{key="metered",reason="acquired"} 1`, "go_goroutines"} {
@@ -254,8 +239,8 @@ func TestRunMetrics(t *testing.T) {
 	if code, body := get(t, addr, "/leader"); code != 200 || strings.TrimSpace(body) != "leader" {
 		t.Errorf("/leader = %d %q; want 200 leader", code, body)
 	}
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t, 10*time.Second)
+	p.Signal(t, syscall.SIGTERM)
+	p.Wait(t, 10*time.Second)
 }
 
 // TestRunLeftovers: processes the command leaves behind in its group are
@@ -263,7 +248,7 @@ func TestRunMetrics(t *testing.T) {
 // --kill-grace for those that ignore it.
 func TestRunLeftovers(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	for _, tc := range []struct {
 		name     string
 		script   string
@@ -274,26 +259,26 @@ func TestRunLeftovers(t *testing.T) {
 	}{
 		// Killed by SIGTERM, the leftover may stay a zombie: tenure must not
 		// wait for the (30s) grace to end because of it.
-		{"SIGTERM suffices", `sleep 30 & echo $! > "$PIDFILE"; exit 3`, "30s", 0, slack, 3},
-		{"SIGTERM ignored", `(trap "" TERM; exec sleep 30) & echo $! > "$PIDFILE"; exit 0`, "400ms", 400 * time.Millisecond, 400*time.Millisecond + slack, 0},
+		{"SIGTERM suffices", `sleep 30 & echo $! > "$PIDFILE"; exit 3`, "30s", 0, e2e.Slack, 3},
+		{"SIGTERM ignored", `(trap "" TERM; exec sleep 30) & echo $! > "$PIDFILE"; exit 0`, "400ms", 400 * time.Millisecond, 400*time.Millisecond + e2e.Slack, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pidfile := filepath.Join(t.TempDir(), "pid")
-			res := runTenure(t, []string{"PIDFILE=" + pidfile}, "run", "--endpoints", s.endpoint, "--key", "leftovers",
+			res := e2e.RunTenure(t, []string{"PIDFILE=" + pidfile}, "run", "--endpoints", s.Endpoint, "--key", "leftovers",
 				"--kill-grace", tc.grace, "--", "sh", "-c", tc.script)
-			if res.code != tc.wantCode {
-				t.Fatalf("%s: exit %d; want %d\n%s", res.description, res.code, tc.wantCode, res.stderr)
+			if res.Code != tc.wantCode {
+				t.Fatalf("%s: exit %d; want %d\n%s", res.Description, res.Code, tc.wantCode, res.Stderr)
 			}
-			pid, err := strconv.Atoi(strings.TrimSpace(readFile(pidfile)))
+			pid, err := strconv.Atoi(strings.TrimSpace(e2e.ReadFile(pidfile)))
 			if err != nil {
-				t.Fatalf("pid file: %q", readFile(pidfile))
+				t.Fatalf("pid file: %q", e2e.ReadFile(pidfile))
 			}
-			if alive(pid) {
+			if e2e.Alive(pid) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("the command's background process (pid %d) outlived tenure", pid)
 			}
-			if res.took < tc.atLeast || res.took > tc.atMost {
-				t.Errorf("took %s; want between %s and %s", res.took.Round(time.Millisecond), tc.atLeast, tc.atMost)
+			if res.Took < tc.atLeast || res.Took > tc.atMost {
+				t.Errorf("took %s; want between %s and %s", res.Took.Round(time.Millisecond), tc.atLeast, tc.atMost)
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/embedded"
 )
 
@@ -37,10 +38,10 @@ func get(t *testing.T, addr, path string) (int, string) {
 // token runs a command under tenure run and returns the token it saw.
 func token(t *testing.T, coord []string, key string) uint64 {
 	t.Helper()
-	res := runTenure(t, nil, append(coord, "run", "--key", key, "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
-	tok, err := strconv.ParseUint(res.stdout, 10, 64)
-	if res.code != 0 || err != nil {
-		t.Fatalf("%s: exit %d, stdout %q\n%s", res.description, res.code, res.stdout, res.stderr)
+	res := e2e.RunTenure(t, nil, append(coord, "run", "--key", key, "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
+	tok, err := strconv.ParseUint(res.Stdout, 10, 64)
+	if res.Code != 0 || err != nil {
+		t.Fatalf("%s: exit %d, stdout %q\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 	}
 	return tok
 }
@@ -50,35 +51,35 @@ func token(t *testing.T, coord []string, key string) uint64 {
 func TestServer(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, dir)
-	if code, body := get(t, s.http, "/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
+	s := e2e.StartServer(t, dir)
+	if code, body := get(t, s.HTTP, "/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
 		t.Errorf("/healthz = %d %q; want 200 ok", code, body)
 	}
-	code, body := get(t, s.http, "/metrics")
+	code, body := get(t, s.HTTP, "/metrics")
 	if code != http.StatusOK || !strings.Contains(body, "etcd_server_has_leader 1") {
 		t.Errorf("/metrics = %d, %d bytes; want 200 with etcd_server_has_leader 1", code, len(body))
 	}
-	if code, _ := get(t, s.http, "/nothing"); code != http.StatusNotFound {
+	if code, _ := get(t, s.HTTP, "/nothing"); code != http.StatusNotFound {
 		t.Errorf("/nothing = %d; want 404", code)
 	}
-	before := token(t, s.coord, "durable")
+	before := token(t, s.Coord, "durable")
 
 	began := time.Now()
-	s.stop(t)
-	if took := time.Since(began); took > slack {
-		t.Errorf("server took %s to stop after SIGTERM; want under %s", took, slack)
+	s.Stop(t)
+	if took := time.Since(began); took > e2e.Slack {
+		t.Errorf("server took %s to stop after SIGTERM; want under %s", took, e2e.Slack)
 	}
-	s = startServer(t, dir)
-	if after := token(t, s.coord, "durable"); after <= before {
+	s = e2e.StartServer(t, dir)
+	if after := token(t, s.Coord, "durable"); after <= before {
 		t.Errorf("token after a restart on the same data = %d; want > %d", after, before)
 	}
-	s.stop(t)
+	s.Stop(t)
 
 	// A port in use is reported before the member starts.
-	other := startServer(t, t.TempDir())
-	res := runTenure(t, nil, "server", "--data-dir", t.TempDir(), "--http", other.http)
-	if res.code != ExitUnavailable || !strings.Contains(res.stderr, other.http) {
-		t.Errorf("%s: exit %d; want %d naming the address in use\n%s", res.description, res.code, ExitUnavailable, res.stderr)
+	other := e2e.StartServer(t, t.TempDir())
+	res := e2e.RunTenure(t, nil, "server", "--data-dir", t.TempDir(), "--http", other.HTTP)
+	if res.Code != ExitUnavailable || !strings.Contains(res.Stderr, other.HTTP) {
+		t.Errorf("%s: exit %d; want %d naming the address in use\n%s", res.Description, res.Code, ExitUnavailable, res.Stderr)
 	}
 }
 
@@ -95,20 +96,20 @@ func TestServerCluster(t *testing.T) {
 	for i := range 3 {
 		initial = append(initial, fmt.Sprintf("m%d=%s", i+1, urls[2*i+1]))
 	}
-	procs := make([]*proc, 3)
+	procs := make([]*e2e.Proc, 3)
 	for i := range 3 {
-		procs[i] = startProc(t, fmt.Sprintf("m%d", i+1), nil, "server", "--name", fmt.Sprintf("m%d", i+1),
+		procs[i] = e2e.StartProc(t, fmt.Sprintf("m%d", i+1), nil, "server", "--name", fmt.Sprintf("m%d", i+1),
 			"--data-dir", t.TempDir(), "--listen-client", urls[2*i], "--listen-peer", urls[2*i+1],
 			"--http", "127.0.0.1:0", "--initial-cluster", strings.Join(initial, ","))
 	}
-	members := make([]*server, 3)
+	members := make([]*e2e.Server, 3)
 	for i, p := range procs {
-		members[i] = awaitServer(t, p, "")
+		members[i] = e2e.AwaitServer(t, p, "")
 	}
-	all := []string{"--endpoints", strings.Join([]string{members[0].endpoint, members[1].endpoint, members[2].endpoint}, ",")}
+	all := []string{"--endpoints", strings.Join([]string{members[0].Endpoint, members[1].Endpoint, members[2].Endpoint}, ",")}
 
-	ctx := ctxFor(t, 10*time.Second)
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{members[0].endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	ctx := e2e.CtxFor(t, 10*time.Second)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{members[0].Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,34 +120,34 @@ func TestServerCluster(t *testing.T) {
 	}
 
 	holder := holdKey(t, all, "cluster", "h")
-	got := statusJSON(t, nil, "--endpoints", members[2].endpoint, "--key", "cluster")
-	if len(got) != 1 || nameOf(got[0].Holder) != "h" {
+	got := e2e.StatusJSON[KeyStatus](t, nil, "--endpoints", members[2].Endpoint, "--key", "cluster")
+	if len(got) != 1 || e2e.NameOf(got[0].Holder) != "h" {
 		t.Fatalf("status through m3 = %+v; want held by h", got)
 	}
-	holder.signal(t, syscall.SIGTERM)
-	holder.wait(t, 10*time.Second)
+	holder.Signal(t, syscall.SIGTERM)
+	holder.Wait(t, 10*time.Second)
 
 	for _, m := range members {
-		if code, body := get(t, m.http, "/healthz"); code != http.StatusOK {
-			t.Errorf("%s /healthz = %d %q; want 200", m.name, code, body)
+		if code, body := get(t, m.HTTP, "/healthz"); code != http.StatusOK {
+			t.Errorf("%s /healthz = %d %q; want 200", m.Name, code, body)
 		}
 	}
-	members[1].signal(t, syscall.SIGSTOP)
-	members[2].signal(t, syscall.SIGSTOP)
-	waitFor(t, 15*time.Second, "m1 to report 503 without a majority", func() bool {
-		code, _ := get(t, members[0].http, "/healthz")
+	members[1].Signal(t, syscall.SIGSTOP)
+	members[2].Signal(t, syscall.SIGSTOP)
+	e2e.WaitFor(t, 15*time.Second, "m1 to report 503 without a majority", func() bool {
+		code, _ := get(t, members[0].HTTP, "/healthz")
 		return code == http.StatusServiceUnavailable
 	})
-	_, body := get(t, members[0].http, "/healthz")
+	_, body := get(t, members[0].HTTP, "/healthz")
 	t.Logf("m1 without a majority: /healthz says %q", strings.TrimSpace(body))
-	members[1].signal(t, syscall.SIGCONT)
-	members[2].signal(t, syscall.SIGCONT)
-	waitFor(t, 15*time.Second, "m1 to report 200 again", func() bool {
-		code, _ := get(t, members[0].http, "/healthz")
+	members[1].Signal(t, syscall.SIGCONT)
+	members[2].Signal(t, syscall.SIGCONT)
+	e2e.WaitFor(t, 15*time.Second, "m1 to report 200 again", func() bool {
+		code, _ := get(t, members[0].HTTP, "/healthz")
 		return code == http.StatusOK
 	})
 	for _, m := range members {
-		m.stop(t)
+		m.Stop(t)
 	}
 }
 
@@ -172,12 +173,12 @@ func TestServerPortInUse(t *testing.T) {
 		{"--listen-peer", free[1], url},
 	} {
 		dir := filepath.Join(t.TempDir(), "tenure-data")
-		res := runTenure(t, nil, "server", "--data-dir", dir, "--listen-client", tc.client, "--listen-peer", tc.peer, "--http", "")
-		if res.code != ExitUnavailable || !strings.Contains(res.stderr, tc.flag+" "+url) || !strings.Contains(res.stderr, "address already in use") {
-			t.Errorf("%s: exit %d, stderr %q; want %d naming %s %s and the port in use", res.description, res.code, res.stderr, ExitUnavailable, tc.flag, url)
+		res := e2e.RunTenure(t, nil, "server", "--data-dir", dir, "--listen-client", tc.client, "--listen-peer", tc.peer, "--http", "")
+		if res.Code != ExitUnavailable || !strings.Contains(res.Stderr, tc.flag+" "+url) || !strings.Contains(res.Stderr, "address already in use") {
+			t.Errorf("%s: exit %d, stderr %q; want %d naming %s %s and the port in use", res.Description, res.Code, res.Stderr, ExitUnavailable, tc.flag, url)
 		}
 		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("%s left %s behind (stat: %v); want no data directory after a failed start", res.description, dir, err)
+			t.Errorf("%s left %s behind (stat: %v); want no data directory after a failed start", res.Description, dir, err)
 		}
 	}
 }
@@ -188,18 +189,18 @@ func TestServerPortInUse(t *testing.T) {
 func TestServerInsecureListen(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "tenure-data")
-	res := runTenure(t, nil, "server", "--data-dir", dir, "--listen-client", "http://0.0.0.0:0", "--http", "")
-	if res.code != ExitUsage || !strings.Contains(res.stderr, "--listen-client http://0.0.0.0:0") || !strings.Contains(res.stderr, "--insecure-listen") {
-		t.Errorf("%s: exit %d, stderr %q; want %d naming the URL and --insecure-listen", res.description, res.code, res.stderr, ExitUsage)
+	res := e2e.RunTenure(t, nil, "server", "--data-dir", dir, "--listen-client", "http://0.0.0.0:0", "--http", "")
+	if res.Code != ExitUsage || !strings.Contains(res.Stderr, "--listen-client http://0.0.0.0:0") || !strings.Contains(res.Stderr, "--insecure-listen") {
+		t.Errorf("%s: exit %d, stderr %q; want %d naming the URL and --insecure-listen", res.Description, res.Code, res.Stderr, ExitUsage)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("%s left %s behind (stat: %v); want no data directory", res.description, dir, err)
+		t.Errorf("%s left %s behind (stat: %v); want no data directory", res.Description, dir, err)
 	}
 	peer, err := embedded.FreeLocalURLs(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := awaitServer(t, startProc(t, "server", nil, "server", "--data-dir", dir, "--listen-client", "http://0.0.0.0:0",
+	s := e2e.AwaitServer(t, e2e.StartProc(t, "server", nil, "server", "--data-dir", dir, "--listen-client", "http://0.0.0.0:0",
 		"--listen-peer", peer[0], "--http", "", "--insecure-listen"), dir)
-	s.stop(t)
+	s.Stop(t)
 }

@@ -7,32 +7,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// statusJSON runs "tenure status --json" with args and decodes its lines.
-func statusJSON(t *testing.T, env []string, args ...string) []keyStatus {
-	t.Helper()
-	res := runTenure(t, env, append([]string{"status", "--json"}, args...)...)
-	if res.code != 0 {
-		t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
-	}
-	var out []keyStatus
-	for _, l := range lines(res.stdout) {
-		var ks keyStatus
-		if err := json.Unmarshal([]byte(l), &ks); err != nil {
-			t.Fatalf("%s: line %q is not JSON: %v", res.description, l, err)
-		}
-		out = append(out, ks)
-	}
-	return out
-}
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
+)
 
 // holdKey starts "tenure run --key key --holder holder -- sleep 60" and
 // waits until it leads.
-func holdKey(t *testing.T, coord []string, key, holder string) *proc {
+func holdKey(t *testing.T, coord []string, key, holder string) *e2e.Proc {
 	t.Helper()
-	p := startProc(t, holder, nil, append(coord, "run", "--key", key, "--holder", holder, "--ttl", "10s", "--", "sleep", "60")...)
-	waitFor(t, 10*time.Second, holder+" to lead "+key, func() bool { return strings.Contains(p.err.String(), "command started") })
+	p := e2e.StartProc(t, holder, nil, append(coord, "run", "--key", key, "--holder", holder, "--ttl", "10s", "--", "sleep", "60")...)
+	e2e.WaitFor(t, 10*time.Second, holder+" to lead "+key, func() bool { return strings.Contains(p.Err.String(), "command started") })
 	return p
 }
 
@@ -43,12 +27,12 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 	holdKey(t, coord, "st/b", "holder-b")
 
 	t.Run("status --key", func(t *testing.T) {
-		got := statusJSON(t, nil, append(coord, "--key", "st/a")...)
+		got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--key", "st/a")...)
 		if len(got) != 1 {
 			t.Fatalf("status --key printed %d lines; want 1", len(got))
 		}
 		s := got[0]
-		if !s.Held || s.Key != "st/a" || nameOf(s.Holder) != "holder-a" || s.Token == 0 || s.TTLLeftMS == nil || s.Coordinator == "" {
+		if !s.Held || s.Key != "st/a" || e2e.NameOf(s.Holder) != "holder-a" || s.Token == 0 || s.TTLLeftMS == nil || s.Coordinator == "" {
 			t.Fatalf("status --key st/a = %+v; want held by holder-a with a token, ttl_left_ms and the coordinator", s)
 		}
 		if left := time.Duration(*s.TTLLeftMS) * time.Millisecond; left < 0 || left > 10*time.Second {
@@ -56,37 +40,37 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 		}
 	})
 	t.Run("status --key free", func(t *testing.T) {
-		got := statusJSON(t, nil, append(coord, "--key", "st/none")...)
+		got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--key", "st/none")...)
 		if len(got) != 1 || got[0].Held || got[0].Key != "st/none" {
 			t.Fatalf("status --key st/none = %+v; want one line, not held", got)
 		}
 	})
 	t.Run("status --key near a led key", func(t *testing.T) {
-		res := runTenure(t, nil, append(coord, "status", "--key", "st")...)
-		if res.code != 0 || !strings.Contains(res.stdout, "st: no leader") {
-			t.Fatalf("status --key st: exit %d, output:\n%s", res.code, res.stdout)
+		res := e2e.RunTenure(t, nil, append(coord, "status", "--key", "st")...)
+		if res.Code != 0 || !strings.Contains(res.Stdout, "st: no leader") {
+			t.Fatalf("status --key st: exit %d, output:\n%s", res.Code, res.Stdout)
 		}
-		if !strings.Contains(res.stderr, "led keys that start with it: st/a, st/b") {
-			t.Errorf("status --key st (st/a and st/b led): stderr\n%s\nwant it to name st/a and st/b", res.stderr)
+		if !strings.Contains(res.Stderr, "led keys that start with it: st/a, st/b") {
+			t.Errorf("status --key st (st/a and st/b led): stderr\n%s\nwant it to name st/a and st/b", res.Stderr)
 		}
 	})
 	t.Run("status --prefix", func(t *testing.T) {
-		got := statusJSON(t, nil, append(coord, "--prefix", "st/")...)
-		if len(got) != 2 || got[0].Key != "st/a" || got[1].Key != "st/b" || nameOf(got[1].Holder) != "holder-b" {
+		got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--prefix", "st/")...)
+		if len(got) != 2 || got[0].Key != "st/a" || got[1].Key != "st/b" || e2e.NameOf(got[1].Holder) != "holder-b" {
 			t.Fatalf("status --prefix st/ = %+v; want st/a and st/b, in order", got)
 		}
-		if got := statusJSON(t, nil, append(coord, "--prefix", "st/b")...); len(got) != 1 || got[0].Key != "st/b" {
+		if got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--prefix", "st/b")...); len(got) != 1 || got[0].Key != "st/b" {
 			t.Errorf("status --prefix st/b = %+v; want st/b alone", got)
 		}
-		if got := statusJSON(t, nil, append(coord, "--prefix", "nothing/")...); len(got) != 0 {
+		if got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--prefix", "nothing/")...); len(got) != 0 {
 			t.Errorf("status --prefix nothing/ = %+v; want no lines", got)
 		}
 	})
 	t.Run("status table", func(t *testing.T) {
-		res := runTenure(t, nil, append(coord, "status", "--prefix", "")...)
-		ls := lines(afterCoordinatorLine(t, res.stdout))
-		if res.code != 0 || len(ls) < 3 || !strings.HasPrefix(ls[0], "KEY") {
-			t.Fatalf("status --prefix \"\": exit %d, output:\n%s", res.code, res.stdout)
+		res := e2e.RunTenure(t, nil, append(coord, "status", "--prefix", "")...)
+		ls := e2e.Lines(afterCoordinatorLine(t, res.Stdout))
+		if res.Code != 0 || len(ls) < 3 || !strings.HasPrefix(ls[0], "KEY") {
+			t.Fatalf("status --prefix \"\": exit %d, output:\n%s", res.Code, res.Stdout)
 		}
 		// Columns are aligned: HOLDER starts at the same offset on every line.
 		col := strings.Index(ls[0], "HOLDER")
@@ -98,20 +82,20 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 	})
 
 	t.Run("watch", func(t *testing.T) {
-		w := startProc(t, "watch", nil, append(coord, "watch", "--key", "st/w", "--json")...)
-		waitFor(t, 10*time.Second, "watch's first line", func() bool { return len(lines(w.out.String())) >= 1 })
-		res := runTenure(t, nil, append(coord, "run", "--key", "st/w", "--holder", "brief", "--", "sleep", "0.3")...)
-		if res.code != 0 {
-			t.Fatalf("%s: exit %d\n%s", res.description, res.code, res.stderr)
+		w := e2e.StartProc(t, "watch", nil, append(coord, "watch", "--key", "st/w", "--json")...)
+		e2e.WaitFor(t, 10*time.Second, "watch's first line", func() bool { return len(e2e.Lines(w.Out.String())) >= 1 })
+		res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "st/w", "--holder", "brief", "--", "sleep", "0.3")...)
+		if res.Code != 0 {
+			t.Fatalf("%s: exit %d\n%s", res.Description, res.Code, res.Stderr)
 		}
-		waitFor(t, 10*time.Second, "watch to see the release", func() bool { return len(lines(w.out.String())) >= 3 })
-		w.signal(t, syscall.SIGINT)
-		if code := w.wait(t, 5*time.Second); code != 0 {
+		e2e.WaitFor(t, 10*time.Second, "watch to see the release", func() bool { return len(e2e.Lines(w.Out.String())) >= 3 })
+		w.Signal(t, syscall.SIGINT)
+		if code := w.Wait(t, 5*time.Second); code != 0 {
 			t.Errorf("watch exit %d after SIGINT; want 0", code)
 		}
-		var evs []watchLine
-		for _, l := range lines(w.out.String()) {
-			var ev watchLine
+		var evs []WatchLine
+		for _, l := range e2e.Lines(w.Out.String()) {
+			var ev WatchLine
 			if err := json.Unmarshal([]byte(l), &ev); err != nil {
 				t.Fatalf("watch line %q is not JSON: %v", l, err)
 			}
@@ -133,15 +117,15 @@ func testStatusAndWatch(t *testing.T, coord []string) {
 			t.Errorf("watch's leader line on %v: ttl_ms %v, ttl_left_ms %v; want ttl_left_ms on PostgreSQL and Kubernetes, ttl_ms elsewhere", coord, evs[1].TTLMS, evs[1].TTLLeftMS)
 		}
 	})
-	a.signal(t, syscall.SIGTERM)
-	a.wait(t, 10*time.Second)
-	if got := statusJSON(t, nil, append(coord, "--key", "st/a")...); len(got) != 1 || got[0].Held {
+	a.Signal(t, syscall.SIGTERM)
+	a.Wait(t, 10*time.Second)
+	if got := e2e.StatusJSON[KeyStatus](t, nil, append(coord, "--key", "st/a")...); len(got) != 1 || got[0].Held {
 		t.Errorf("status of st/a after its holder stopped = %+v; want released", got)
 	}
 }
 
 func TestStatusAndWatchEtcd(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	testStatusAndWatch(t, s.coord)
+	s := e2e.StartServer(t, t.TempDir())
+	testStatusAndWatch(t, s.Coord)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/internal/testpki"
 )
@@ -23,18 +24,18 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := strings.Replace(urls[0], "http://", "https://", 1)
-	srv := awaitServer(t, startProc(t, "server", nil, "server", "--data-dir", filepath.Join(dir, "data"),
+	srv := e2e.AwaitServer(t, e2e.StartProc(t, "server", nil, "server", "--data-dir", filepath.Join(dir, "data"),
 		"--listen-client", client, "--listen-peer", urls[1], "--http", "",
 		"--server-tls-cert", p.ServerCertFile, "--server-tls-key", p.ServerKeyFile, "--server-tls-ca", p.CAFile), dir)
-	if !strings.HasPrefix(srv.endpoint, "https://") {
-		t.Fatalf("server endpoint %q; want https://", srv.endpoint)
+	if !strings.HasPrefix(srv.Endpoint, "https://") {
+		t.Fatalf("server endpoint %q; want https://", srv.Endpoint)
 	}
-	base := []string{"--endpoints", srv.endpoint, "--dial-timeout", "2s"}
+	base := []string{"--endpoints", srv.Endpoint, "--dial-timeout", "2s"}
 
-	res := runTenure(t, nil, append(base, "--tls-ca", p.CAFile, "--tls-cert", p.ClientCertFile, "--tls-key", p.ClientKeyFile,
+	res := e2e.RunTenure(t, nil, append(base, "--tls-ca", p.CAFile, "--tls-cert", p.ClientCertFile, "--tls-key", p.ClientKeyFile,
 		"run", "--key", "tls", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
-	if res.code != 0 || res.stdout == "" {
-		t.Fatalf("%s: exit %d, stdout %q; want 0 and a token\n%s", res.description, res.code, res.stdout, res.stderr)
+	if res.Code != 0 || res.Stdout == "" {
+		t.Fatalf("%s: exit %d, stdout %q; want 0 and a token\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 	}
 	for _, tc := range []struct {
 		name string
@@ -45,12 +46,12 @@ func TestTLS(t *testing.T) {
 		{"wrong CA", []string{"--tls-ca", otherCA, "--tls-cert", p.ClientCertFile, "--tls-key", p.ClientKeyFile}, "certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := runTenure(t, nil, append(append(base, tc.args...), "status", "--key", "tls")...)
-			if res.code != ExitUnavailable || !strings.Contains(res.stderr, tc.want) {
-				t.Errorf("%s: exit %d; want %d mentioning %q\n%s", res.description, res.code, ExitUnavailable, tc.want, res.stderr)
+			res := e2e.RunTenure(t, nil, append(append(base, tc.args...), "status", "--key", "tls")...)
+			if res.Code != ExitUnavailable || !strings.Contains(res.Stderr, tc.want) {
+				t.Errorf("%s: exit %d; want %d mentioning %q\n%s", res.Description, res.Code, ExitUnavailable, tc.want, res.Stderr)
 			}
-			if res.took > 2*time.Second+slack {
-				t.Errorf("%s took %s; want within the 2s dial timeout + slack", res.description, res.took)
+			if res.Took > 2*time.Second+e2e.Slack {
+				t.Errorf("%s took %s; want within the 2s dial timeout + slack", res.Description, res.Took)
 			}
 		})
 	}

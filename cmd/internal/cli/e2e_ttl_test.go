@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // ttlWarning is the start of the warning of a member whose --ttl differs
@@ -16,16 +18,16 @@ const ttlWarning = "the leader's lease TTL differs from --ttl"
 // and not otherwise.
 func checkTTLWarning(t *testing.T, coord []string, key, ttl string, warn bool) {
 	t.Helper()
-	res := runTenure(t, nil, append(append([]string{}, coord...), "run", "--key", key, "--ttl", ttl, "--wait-timeout", "1500ms", "--", "true")...)
-	if res.code != ExitNotReady {
-		t.Errorf("%s: exit %d; want %d (the key is held)\n%s", res.description, res.code, ExitNotReady, res.stderr)
+	res := e2e.RunTenure(t, nil, append(append([]string{}, coord...), "run", "--key", key, "--ttl", ttl, "--wait-timeout", "1500ms", "--", "true")...)
+	if res.Code != ExitNotReady {
+		t.Errorf("%s: exit %d; want %d (the key is held)\n%s", res.Description, res.Code, ExitNotReady, res.Stderr)
 	}
-	n := strings.Count(res.stderr, ttlWarning)
+	n := strings.Count(res.Stderr, ttlWarning)
 	switch {
-	case warn && (n != 1 || !strings.Contains(res.stderr, "leader_ttl=10s ttl="+ttl)):
-		t.Errorf("%s: %d TTL warnings; want one naming leader_ttl=10s ttl=%s\n%s", res.description, n, ttl, res.stderr)
+	case warn && (n != 1 || !strings.Contains(res.Stderr, "leader_ttl=10s ttl="+ttl)):
+		t.Errorf("%s: %d TTL warnings; want one naming leader_ttl=10s ttl=%s\n%s", res.Description, n, ttl, res.Stderr)
 	case !warn && n != 0:
-		t.Errorf("%s: a TTL warning for a TTL that agrees with the leader's\n%s", res.description, res.stderr)
+		t.Errorf("%s: a TTL warning for a TTL that agrees with the leader's\n%s", res.Description, res.Stderr)
 	}
 }
 
@@ -34,30 +36,30 @@ func checkTTLWarning(t *testing.T, coord []string, key, ttl string, warn bool) {
 // etcd's rounding up to whole seconds) does not.
 func TestTTLDisagreementWarned(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	holdKey(t, s.coord, "ttl", "holder-10s")
-	checkTTLWarning(t, s.coord, "ttl", "3s", true)
-	checkTTLWarning(t, s.coord, "ttl", "10s", false)
-	checkTTLWarning(t, s.coord, "ttl", "9500ms", false)
+	s := e2e.StartServer(t, t.TempDir())
+	holdKey(t, s.Coord, "ttl", "holder-10s")
+	checkTTLWarning(t, s.Coord, "ttl", "3s", true)
+	checkTTLWarning(t, s.Coord, "ttl", "10s", false)
+	checkTTLWarning(t, s.Coord, "ttl", "9500ms", false)
 }
 
 // TestGroupTTLDisagreementWarned: a member that joins a partition group
 // whose live member runs with another --ttl warns once, naming both.
 func TestGroupTTLDisagreementWarned(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	member := func(holder, ttl string) *proc {
-		return startProc(t, holder, nil, append(append([]string{}, s.coord...), "run", "--key", "grp", "--partitions", "2",
+	s := e2e.StartServer(t, t.TempDir())
+	member := func(holder, ttl string) *e2e.Proc {
+		return e2e.StartProc(t, holder, nil, append(append([]string{}, s.Coord...), "run", "--key", "grp", "--partitions", "2",
 			"--holder", holder, "--ttl", ttl, "--", "sleep", "600")...)
 	}
 	a := member("member-10s", "10s")
-	waitFor(t, 15*time.Second, "the first member to run a partition", func() bool { return strings.Contains(a.err.String(), "command started") })
+	e2e.WaitFor(t, 15*time.Second, "the first member to run a partition", func() bool { return strings.Contains(a.Err.String(), "command started") })
 	b := member("member-3s", "3s")
-	waitFor(t, 15*time.Second, "the second member to join", func() bool { return strings.Contains(b.err.String(), "joining the group") })
-	if got := b.err.String(); strings.Count(got, "another TTL than --ttl") != 1 || !strings.Contains(got, "member_ttl=10s ttl=3s") {
+	e2e.WaitFor(t, 15*time.Second, "the second member to join", func() bool { return strings.Contains(b.Err.String(), "joining the group") })
+	if got := b.Err.String(); strings.Count(got, "another TTL than --ttl") != 1 || !strings.Contains(got, "member_ttl=10s ttl=3s") {
 		t.Errorf("member with --ttl 3s beside one with 10s: stderr does not warn once with member_ttl=10s ttl=3s:\n%s", got)
 	}
-	if strings.Contains(a.err.String(), "another TTL than --ttl") {
-		t.Errorf("the first member warned, with no other member live when it joined:\n%s", a.err.String())
+	if strings.Contains(a.Err.String(), "another TTL than --ttl") {
+		t.Errorf("the first member warned, with no other member live when it joined:\n%s", a.Err.String())
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // The note every verify run on an API server it did not start prints on
@@ -18,17 +20,17 @@ const noAPIServerFaults = "no apiserver faults: verify restarts only an API serv
 // it cannot be restarted.
 func TestVerifyKube(t *testing.T) {
 	t.Parallel()
-	_, ns, coord := kubeCoord(t)
+	_, ns, coord := e2e.KubeCoord(t)
 	report := filepath.Join(t.TempDir(), "report.json")
 	args := append(coord, "verify", "--duration", "10s", "--seed", "5", "--faults", "partition,crash", "--json", report)
-	res := runTenure(t, cleanEnv(), args...)
-	if res.code != 0 {
-		t.Fatalf("%s: exit %d; want 0\nstdout:\n%s\nstderr:\n%s", res.description, res.code, res.stdout, res.stderr)
+	res := e2e.RunTenure(t, e2e.CleanEnv(), args...)
+	if res.Code != 0 {
+		t.Fatalf("%s: exit %d; want 0\nstdout:\n%s\nstderr:\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 	}
 	if r := readVerifyReport(t, report); r.Violations != 0 || r.WritesAccepted == 0 {
 		t.Fatalf("report = %+v; want no violation, some writes accepted", r)
 	}
-	first, _, _ := strings.Cut(res.stderr, "\n")
+	first, _, _ := strings.Cut(res.Stderr, "\n")
 	for _, want := range []string{"faults partition,crash (" + noAPIServerFaults + ")", "namespace " + ns} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first line %q lacks %q", first, want)
@@ -52,13 +54,13 @@ current-context: x
 	if err := os.WriteFile(kc, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res := runTenure(t, cleanEnv(), "--kubeconfig", kc, "--dial-timeout", "3s", "verify", "--duration", "5s")
-	if res.code != ExitInconclusive || res.took > 30*time.Second {
-		t.Fatalf("%s: exit %d after %s; want %d at once\nstderr:\n%s", res.description, res.code, res.took, ExitInconclusive, res.stderr)
+	res := e2e.RunTenure(t, e2e.CleanEnv(), "--kubeconfig", kc, "--dial-timeout", "3s", "verify", "--duration", "5s")
+	if res.Code != ExitInconclusive || res.Took > 30*time.Second {
+		t.Fatalf("%s: exit %d after %s; want %d at once\nstderr:\n%s", res.Description, res.Code, res.Took, ExitInconclusive, res.Stderr)
 	}
 	for _, want := range []string{"could not run", nowhere, noAPIServerFaults} {
-		if !strings.Contains(res.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		if !strings.Contains(res.Stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.Stderr)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // partitionedReport is the part of a verify --partitions --json report the
@@ -33,9 +35,9 @@ type partitionedReport struct {
 func TestVerifyPartitions(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "partitions.json")
-	res := runTenure(t, cleanEnv(), "verify", "--partitions", "16", "--duration", "15s", "--seed", "5", "--json", path)
-	if res.code != 0 {
-		t.Fatalf("%s: exit %d; want 0\nstdout:\n%s\nstderr:\n%s", res.description, res.code, res.stdout, res.stderr)
+	res := e2e.RunTenure(t, e2e.CleanEnv(), "verify", "--partitions", "16", "--duration", "15s", "--seed", "5", "--json", path)
+	if res.Code != 0 {
+		t.Fatalf("%s: exit %d; want 0\nstdout:\n%s\nstderr:\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -46,7 +48,7 @@ func TestVerifyPartitions(t *testing.T) {
 		t.Fatalf("parse --json report: %v", err)
 	}
 	if r.Violations != 0 || r.Overlap.Count != 0 || r.Partitions != 16 || len(r.PerPartition) != 16 {
-		t.Fatalf("report: %d violations, %d overlaps, %d partitions, %d with figures; want 0, 0, 16, 16\n%s", r.Violations, r.Overlap.Count, r.Partitions, len(r.PerPartition), res.stdout)
+		t.Fatalf("report: %d violations, %d overlaps, %d partitions, %d with figures; want 0, 0, 16, 16\n%s", r.Violations, r.Overlap.Count, r.Partitions, len(r.PerPartition), res.Stdout)
 	}
 	written := 0
 	for _, p := range r.PerPartition {
@@ -60,17 +62,17 @@ func TestVerifyPartitions(t *testing.T) {
 	// Liveness on a loaded machine is noted, not asserted per partition:
 	// the run must have owned and written some partition to mean anything.
 	if written == 0 {
-		t.Fatalf("no partition was owned and written in the run:\n%s", res.stdout)
+		t.Fatalf("no partition was owned and written in the run:\n%s", res.Stdout)
 	}
 	if written < len(r.PerPartition) {
-		t.Logf("%d of %d partitions owned and written:\n%s", written, len(r.PerPartition), res.stdout)
+		t.Logf("%d of %d partitions owned and written:\n%s", written, len(r.PerPartition), res.Stdout)
 	}
 	for _, want := range []string{"partitions: 16; owned", "partition  owned  terms  writes  overlaps  violations  max re-own", "verdict: no safety violation"} {
-		if !strings.Contains(res.stdout, want) {
-			t.Errorf("summary lacks %q:\n%s", want, res.stdout)
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, res.Stdout)
 		}
 	}
-	if !strings.Contains(res.stderr, "3 nodes sharing 16 partitions") {
-		t.Errorf("stderr does not describe the partitioned run:\n%s", res.stderr)
+	if !strings.Contains(res.Stderr, "3 nodes sharing 16 partitions") {
+		t.Errorf("stderr does not describe the partitioned run:\n%s", res.Stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tenure-dev/tenure/cmd/internal/chaos"
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // verifyReport is the part of verify's --json report the tests read.
@@ -40,15 +41,15 @@ func readVerifyReport(t *testing.T, path string) verifyReport {
 func TestVerifyExitCodes(t *testing.T) {
 	t.Parallel()
 	clean := filepath.Join(t.TempDir(), "clean.json")
-	res := runTenure(t, cleanEnv(), "verify", "--duration", "15s", "--seed", "3", "--faults", "pause,partition", "--json", clean)
-	if res.code != 0 {
-		t.Fatalf("%s: exit %d; want 0\nstdout:\n%s\nstderr:\n%s", res.description, res.code, res.stdout, res.stderr)
+	res := e2e.RunTenure(t, e2e.CleanEnv(), "verify", "--duration", "15s", "--seed", "3", "--faults", "pause,partition", "--json", clean)
+	if res.Code != 0 {
+		t.Fatalf("%s: exit %d; want 0\nstdout:\n%s\nstderr:\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 	}
 	if r := readVerifyReport(t, clean); r.Violations != 0 || r.WritesAccepted == 0 || r.Seed != 3 {
 		t.Fatalf("clean report = %+v; want seed 3, no violation, some writes accepted", r)
 	}
-	if !strings.Contains(res.stdout, "verdict: no safety violation") {
-		t.Errorf("summary lacks the verdict:\n%s", res.stdout)
+	if !strings.Contains(res.Stdout, "verdict: no safety violation") {
+		t.Errorf("summary lacks the verdict:\n%s", res.Stdout)
 	}
 
 	for _, args := range [][]string{
@@ -56,12 +57,12 @@ func TestVerifyExitCodes(t *testing.T) {
 		{"verify", "--faults", "earthquake"},
 		{"verify", "--duration", "soon"},
 	} {
-		res := runTenure(t, cleanEnv(), args...)
-		if res.code != ExitUsage {
-			t.Errorf("%s: exit %d; want %d\nstderr:\n%s", res.description, res.code, ExitUsage, res.stderr)
+		res := e2e.RunTenure(t, e2e.CleanEnv(), args...)
+		if res.Code != ExitUsage {
+			t.Errorf("%s: exit %d; want %d\nstderr:\n%s", res.Description, res.Code, ExitUsage, res.Stderr)
 		}
-		if bad := args[len(args)-1]; !strings.Contains(res.stderr, bad) {
-			t.Errorf("%s: the error does not name %q:\n%s", res.description, bad, res.stderr)
+		if bad := args[len(args)-1]; !strings.Contains(res.Stderr, bad) {
+			t.Errorf("%s: the error does not name %q:\n%s", res.Description, bad, res.Stderr)
 		}
 	}
 }
@@ -76,25 +77,25 @@ func TestVerifyUnreachableIsInconclusive(t *testing.T) {
 	dir := t.TempDir()
 	report, page := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
 	nowhere := "http://" + closedPort(t)
-	res := runTenure(t, cleanEnv(), "verify", "--duration", "5s", "--endpoints", nowhere, "--json", report, "--html", page)
-	if res.code != ExitInconclusive {
-		t.Fatalf("%s: exit %d; want %d\nstdout:\n%s\nstderr:\n%s", res.description, res.code, ExitInconclusive, res.stdout, res.stderr)
+	res := e2e.RunTenure(t, e2e.CleanEnv(), "verify", "--duration", "5s", "--endpoints", nowhere, "--json", report, "--html", page)
+	if res.Code != ExitInconclusive {
+		t.Fatalf("%s: exit %d; want %d\nstdout:\n%s\nstderr:\n%s", res.Description, res.Code, ExitInconclusive, res.Stdout, res.Stderr)
 	}
-	if strings.Contains(res.stdout, "no safety violation") {
-		t.Errorf("an inconclusive run says it found no safety violation:\n%s", res.stdout)
+	if strings.Contains(res.Stdout, "no safety violation") {
+		t.Errorf("an inconclusive run says it found no safety violation:\n%s", res.Stdout)
 	}
 	for _, want := range []string{"verdict: inconclusive: no node was ever elected", "JSON report: " + report, "HTML report: " + page} {
-		if !strings.Contains(res.stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, res.stdout)
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, res.Stdout)
 		}
 	}
 	for _, want := range []string{"the run proved nothing", nowhere, "faults partition,"} {
-		if !strings.Contains(res.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		if !strings.Contains(res.Stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.Stderr)
 		}
 	}
-	if strings.Contains(res.stderr, "member") {
-		t.Errorf("the header lists the member family with one member:\n%s", res.stderr)
+	if strings.Contains(res.Stderr, "member") {
+		t.Errorf("the header lists the member family with one member:\n%s", res.Stderr)
 	}
 	if r := readVerifyReport(t, report); !strings.Contains(r.Inconclusive, "no node was ever elected") || r.Violations != 0 {
 		t.Errorf("JSON report = %+v; want inconclusive (no node elected), no violation", r)
@@ -118,15 +119,15 @@ func TestVerifyPlantedBugs(t *testing.T) {
 			const attempts = 3
 			for i := 1; ; i++ {
 				report := filepath.Join(t.TempDir(), "report.json")
-				res := runTenure(t, cleanEnv(), "verify", "--duration", "20s", "--plant", p, "--json", report)
-				if res.code == ExitError {
+				res := e2e.RunTenure(t, e2e.CleanEnv(), "verify", "--duration", "20s", "--plant", p, "--json", report)
+				if res.Code == ExitError {
 					checkPlantedReport(t, p, res, report)
 					return
 				}
-				if res.code != 0 || i == attempts {
-					t.Fatalf("%s (run %d of %d): exit %d; want %d (a violation)\nstdout:\n%s\nstderr:\n%s", res.description, i, attempts, res.code, ExitError, res.stdout, res.stderr)
+				if res.Code != 0 || i == attempts {
+					t.Fatalf("%s (run %d of %d): exit %d; want %d (a violation)\nstdout:\n%s\nstderr:\n%s", res.Description, i, attempts, res.Code, ExitError, res.Stdout, res.Stderr)
 				}
-				t.Logf("run %d of %d of --plant %s reported no violation; trying again:\n%s", i, attempts, p, res.stdout)
+				t.Logf("run %d of %d of --plant %s reported no violation; trying again:\n%s", i, attempts, p, res.Stdout)
 			}
 		})
 	}
@@ -134,16 +135,16 @@ func TestVerifyPlantedBugs(t *testing.T) {
 
 // checkPlantedReport checks the report and stderr of a verify run with
 // --plant p that exited 1.
-func checkPlantedReport(t *testing.T, p string, res result, report string) {
+func checkPlantedReport(t *testing.T, p string, res e2e.Result, report string) {
 	t.Helper()
 	r := readVerifyReport(t, report)
 	if r.Violations == 0 {
-		t.Fatalf("%s: exit 1, report = %+v; want violations counted", res.description, r)
+		t.Fatalf("%s: exit 1, report = %+v; want violations counted", res.Description, r)
 	}
-	if want := fmt.Sprintf("replay with --seed %d", r.Seed); !strings.Contains(res.stderr, want) {
-		t.Errorf("stderr does not say %q:\n%s", want, res.stderr)
+	if want := fmt.Sprintf("replay with --seed %d", r.Seed); !strings.Contains(res.Stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, res.Stderr)
 	}
-	if want := "faults " + strings.Join(chaos.PlantFamilies(p), ","); !strings.Contains(res.stderr, want) {
-		t.Errorf("stderr does not say %q (the families that expose %s):\n%s", want, p, res.stderr)
+	if want := "faults " + strings.Join(chaos.PlantFamilies(p), ","); !strings.Contains(res.Stderr, want) {
+		t.Errorf("stderr does not say %q (the families that expose %s):\n%s", want, p, res.Stderr)
 	}
 }

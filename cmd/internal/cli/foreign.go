@@ -59,15 +59,15 @@ func foreignAdvice(r tenure.ForeignRecord) string {
 // withForeign merges the grants gs and the foreign records rs, by key: a
 // key's foreign record stands for it (a backend may list it as a grant
 // too). The statuses are sorted by key.
-func withForeign(gs []tenure.Grant, rs []tenure.ForeignRecord, coordinator string) []keyStatus {
-	byKey := map[string]keyStatus{}
+func withForeign(gs []tenure.Grant, rs []tenure.ForeignRecord, coordinator string) []KeyStatus {
+	byKey := map[string]KeyStatus{}
 	for _, g := range gs {
-		byKey[g.Key] = keyStatus{Key: g.Key, Held: true, Coordinator: coordinator, grant: g}
+		byKey[g.Key] = KeyStatus{Key: g.Key, Held: true, Coordinator: coordinator, grant: g}
 	}
 	for _, r := range rs {
 		byKey[r.Key] = foreignStatus(r, coordinator)
 	}
-	out := make([]keyStatus, 0, len(byKey))
+	out := make([]KeyStatus, 0, len(byKey))
 	for _, s := range byKey {
 		out = append(out, s)
 	}
@@ -76,9 +76,9 @@ func withForeign(gs []tenure.Grant, rs []tenure.ForeignRecord, coordinator strin
 }
 
 // foreignStatus is the status line of key held by foreign record r.
-func foreignStatus(r tenure.ForeignRecord, coordinator string) keyStatus {
+func foreignStatus(r tenure.ForeignRecord, coordinator string) KeyStatus {
 	rec := r
-	return keyStatus{Key: r.Key, Held: true, Coordinator: coordinator, Record: recordKind(r), Reason: r.Reason,
+	return KeyStatus{Key: r.Key, Held: true, Coordinator: coordinator, Record: recordKind(r), Reason: r.Reason,
 		grant: tenure.Grant{Key: r.Key, Holder: r.Holder, Token: r.Token, TTL: r.TTL}, foreign: &rec}
 }
 

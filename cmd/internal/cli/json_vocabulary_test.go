@@ -18,7 +18,7 @@ import (
 // logs: status, status --partitions, watch, release, version, lease check,
 // /status and /status/partitions.
 var jsonOutputs = []any{
-	keyStatus{}, partitionStatus{}, watchLine{}, releaseResult{}, versionInfo{}, leaseCheckResult{},
+	KeyStatus{}, PartitionStatus{}, WatchLine{}, ReleaseResult{}, versionInfo{}, leaseCheckResult{},
 	monitor.Status{}, monitor.PartitionPage{},
 }
 

@@ -77,8 +77,8 @@ With --json it prints one object:
   `+exitCodesTenure)
 }
 
-// releaseResult is the --json output of tenure release.
-type releaseResult struct {
+// ReleaseResult is the --json output of tenure release.
+type ReleaseResult struct {
 	Key       string `json:"key"`
 	Released  bool   `json:"released"`
 	Holder    string `json:"holder,omitempty"`
@@ -122,7 +122,7 @@ func runRelease(cmd *cobra.Command, g *globalFlags, f *releaseFlags) error {
 	if err != nil {
 		return err
 	}
-	res := releaseResult{Key: f.key}
+	res := ReleaseResult{Key: f.key}
 	if held {
 		res.Holder, res.Instance = display.SplitIdentity(live.Holder)
 		res.Token = live.Token
@@ -153,7 +153,7 @@ func runRelease(cmd *cobra.Command, g *globalFlags, f *releaseFlags) error {
 
 // refuseRelease returns why the live grant must not be released with the
 // flags f, or nil.
-func refuseRelease(f *releaseFlags, tokenSet bool, live tenure.Grant, res releaseResult) error {
+func refuseRelease(f *releaseFlags, tokenSet bool, live tenure.Grant, res ReleaseResult) error {
 	switch {
 	case f.force:
 		return nil
@@ -169,14 +169,14 @@ func refuseRelease(f *releaseFlags, tokenSet bool, live tenure.Grant, res releas
 
 // describe says which grant: "jobs held by web-1 (instance 3f9c2a1b) with
 // token 42".
-func (r releaseResult) describe() string {
+func (r ReleaseResult) describe() string {
 	return fmt.Sprintf("%s held by %s with token %d", r.Key, holderText(r.Holder, r.Instance), r.Token)
 }
 
 // releaseForeign removes r, the foreign record that holds --key, with
 // --force or a --token that is r's, compared on the record as it was read.
 func releaseForeign(ctx context.Context, cmd *cobra.Command, c foreignLister, log *slog.Logger, f *releaseFlags, tokenSet bool, r tenure.ForeignRecord) error {
-	res := releaseResult{Key: f.key, Token: r.Token, Record: recordKind(r), Reason: r.Reason}
+	res := ReleaseResult{Key: f.key, Token: r.Token, Record: recordKind(r), Reason: r.Reason}
 	res.Holder, res.Instance = display.SplitIdentity(r.Holder)
 	what := fmt.Sprintf("%s, a %s record (%s)", res.describe(), res.Record, r.Reason)
 	switch {

@@ -114,7 +114,7 @@ func (f *statusFlags) keyStatus(ctx context.Context, cmd *cobra.Command, c parti
 	if err != nil {
 		return err
 	}
-	st := keyStatus{Key: f.key, Held: ok, Coordinator: f.coordinator, grant: g}
+	st := KeyStatus{Key: f.key, Held: ok, Coordinator: f.coordinator, grant: g}
 	r, foreign, err := foreignOf(ctx, c, f.key)
 	if err != nil {
 		return err
@@ -122,7 +122,7 @@ func (f *statusFlags) keyStatus(ctx context.Context, cmd *cobra.Command, c parti
 	if foreign {
 		st, ok = foreignStatus(r, f.coordinator), true
 	}
-	if err := printStatus(cmd.OutOrStdout(), f.json, []keyStatus{st}, ""); err != nil {
+	if err := printStatus(cmd.OutOrStdout(), f.json, []KeyStatus{st}, ""); err != nil {
 		return err
 	}
 	if !ok {
@@ -196,8 +196,8 @@ func leaderOf(ctx context.Context, c tenure.Coordinator, key string) (tenure.Gra
 	return tenure.Grant{}, false, nil
 }
 
-// keyStatus is one line of status output.
-type keyStatus struct {
+// KeyStatus is one line of status output (tenure status --json).
+type KeyStatus struct {
 	Key       string `json:"key"`
 	Held      bool   `json:"held"`
 	Holder    string `json:"holder,omitempty"`
@@ -215,7 +215,7 @@ type keyStatus struct {
 	foreign *tenure.ForeignRecord
 }
 
-func printStatus(w io.Writer, asJSON bool, st []keyStatus, prefix string) error {
+func printStatus(w io.Writer, asJSON bool, st []KeyStatus, prefix string) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, s := range st {

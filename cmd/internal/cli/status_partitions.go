@@ -72,8 +72,8 @@ func (f *statusGroupFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.names, "names", nil, "the group's partition names, comma-separated, as given to tenure run --names")
 }
 
-// partitionStatus is tenure status --json for a group.
-type partitionStatus struct {
+// PartitionStatus is tenure status --json for a group.
+type PartitionStatus struct {
 	Key        string            `json:"key"`
 	Partitions []partitionRowOut `json:"partitions"`
 	Members    []memberRowOut    `json:"members"`
@@ -276,8 +276,8 @@ func (f *statusFlags) prefixGroups(ctx context.Context, cmd *cobra.Command, c pa
 
 // groupStatusOf is the output form of t: display names and instances, *_ms
 // durations.
-func groupStatusOf(t partition.Table, foreign map[string]tenure.ForeignRecord) partitionStatus {
-	st := partitionStatus{Key: t.Group, Cap: t.Cap, Unowned: t.Stats.Unowned, Imbalance: t.Stats.Imbalance,
+func groupStatusOf(t partition.Table, foreign map[string]tenure.ForeignRecord) PartitionStatus {
+	st := PartitionStatus{Key: t.Group, Cap: t.Cap, Unowned: t.Stats.Unowned, Imbalance: t.Stats.Imbalance,
 		Partitions: []partitionRowOut{}, Members: []memberRowOut{}, Notes: notesOf(t)}
 	for _, r := range t.Partitions {
 		out := partitionRowOut{Partition: r.Partition.Index, Name: r.Partition.Name, Key: r.Partition.Key, Held: r.Owner != ""}

@@ -295,7 +295,7 @@ func (s *watchState) down(err error) error {
 		return nil
 	}
 	s.since = time.Now()
-	return s.p.print(watchLine{Event: "unreachable", Key: s.scope.key, Prefix: s.scope.prefix, Error: errorMessage(err)})
+	return s.p.print(WatchLine{Event: "unreachable", Key: s.scope.key, Prefix: s.scope.prefix, Error: errorMessage(err)})
 }
 
 // up reports the coordinator reachable again after an outage, and forgets
@@ -306,7 +306,7 @@ func (s *watchState) up() error {
 	}
 	down := time.Since(s.since).Milliseconds()
 	s.since, s.last = time.Time{}, nil
-	return s.p.print(watchLine{Event: "reachable", Key: s.scope.key, Prefix: s.scope.prefix, DownMS: &down})
+	return s.p.print(WatchLine{Event: "reachable", Key: s.scope.key, Prefix: s.scope.prefix, DownMS: &down})
 }
 
 // leader prints ev unless it is what was printed last for its key, or
@@ -369,8 +369,8 @@ func (s *watchState) listed(known map[string]tenure.Grant, gs []tenure.Grant, rs
 	return nil
 }
 
-// watchLine is one line of watch output.
-type watchLine struct {
+// WatchLine is one line of watch output (tenure watch --json).
+type WatchLine struct {
 	Time      string  `json:"time"`
 	Event     string  `json:"event"`
 	Key       string  `json:"key,omitempty"`
@@ -405,10 +405,10 @@ func readsTimeLeft(c tenure.Coordinator) bool {
 
 // leaderLine describes a leadership event; left says the grant's TTL is the
 // time left on its lease (a listing), not the TTL granted.
-func leaderLine(rec recorded, left bool) watchLine {
+func leaderLine(rec recorded, left bool) WatchLine {
 	ev := rec.LeaderEvent
 	held := ev.Held
-	l := watchLine{Event: "no_leader", Key: ev.Key, Held: &held}
+	l := WatchLine{Event: "no_leader", Key: ev.Key, Held: &held}
 	if ev.Held {
 		ms := ev.Grant.TTL.Milliseconds()
 		l.Event, l.Token = "leader", ev.Grant.Token
@@ -439,7 +439,7 @@ type watchPrinter struct {
 	coordinator string // put on every JSON line
 }
 
-func (p *watchPrinter) print(l watchLine) error {
+func (p *watchPrinter) print(l WatchLine) error {
 	l.Time = time.Now().Format(watchTimeFormat)
 	if p.asJSON {
 		l.Coordinator = p.coordinator

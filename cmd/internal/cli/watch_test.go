@@ -39,7 +39,7 @@ func TestWatchState(t *testing.T) {
 	}
 	var got []string
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		var w watchLine
+		var w WatchLine
 		if err := json.Unmarshal([]byte(l), &w); err != nil {
 			t.Fatalf("line %q: %v", l, err)
 		}

@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/cli"
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
@@ -67,7 +69,7 @@ func toldCheckLoop(log, how string) int {
 		var out bytes.Buffer
 		code := 0
 		if how == "main" {
-			code = Main(context.Background(), []string{"lease", "check"}, nil, &out, io.Discard)
+			code = cli.Main(context.Background(), []string{"lease", "check"}, nil, &out, io.Discard)
 		} else {
 			cmd := exec.Command(os.Getenv("TENURE"), "lease", "check")
 			cmd.Stdout = &out
@@ -140,7 +142,7 @@ func readToldLog(t *testing.T, path string) toldLog {
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	for _, line := range lines(string(b)) {
+	for _, line := range e2e.Lines(string(b)) {
 		f := strings.Fields(line)
 		want := map[string]int{"start": 5, "check": 5, "checker": 3}[f[min(1, len(f)-1)]]
 		at, err := strconv.ParseInt(f[0], 10, 64)
@@ -217,9 +219,9 @@ type toldCase struct {
 	name       string
 	partitions bool // one member, --partitions 1: the next grant is its own
 	survives   bool // the checker outlives the fault
-	fault      func(t *testing.T, a *proc, guardPid int)
-	after      func(t *testing.T, a *proc, guardPid int)
-	check      func(t *testing.T, a *proc)
+	fault      func(t *testing.T, a *e2e.Proc, guardPid int)
+	after      func(t *testing.T, a *e2e.Proc, guardPid int)
+	check      func(t *testing.T, a *e2e.Proc)
 }
 
 // TestToldNeverOutlivesGrant: whatever way the guard or tenure ends, no
@@ -231,33 +233,33 @@ type toldCase struct {
 // orders the two.
 func TestToldNeverOutlivesGrant(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, t.TempDir())
-	kill := func(sig syscall.Signal) func(*testing.T, *proc, int) {
-		return func(t *testing.T, _ *proc, guardPid int) { toldSignal(t, guardPid, sig) }
+	srv := e2e.StartServer(t, t.TempDir())
+	kill := func(sig syscall.Signal) func(*testing.T, *e2e.Proc, int) {
+		return func(t *testing.T, _ *e2e.Proc, guardPid int) { toldSignal(t, guardPid, sig) }
 	}
 	cases := []toldCase{
-		{name: "guard killed", survives: true, fault: kill(syscall.SIGKILL), check: func(t *testing.T, a *proc) {
-			if code := a.wait(t, lossTTL+slack); code != ExitSoftware || !strings.Contains(a.err.String(), "the guard") {
-				t.Errorf("tenure run whose guard was SIGKILLed: exit %d; want %d, naming the guard's death\n%s", code, ExitSoftware, a.err)
+		{name: "guard killed", survives: true, fault: kill(syscall.SIGKILL), check: func(t *testing.T, a *e2e.Proc) {
+			if code := a.Wait(t, e2e.LossTTL+e2e.Slack); code != cli.ExitSoftware || !strings.Contains(a.Err.String(), "the guard") {
+				t.Errorf("tenure run whose guard was SIGKILLed: exit %d; want %d, naming the guard's death\n%s", code, cli.ExitSoftware, a.Err)
 			}
 		}},
 		{name: "guard killed with partitions", partitions: true, survives: true, fault: kill(syscall.SIGKILL)},
-		{name: "tenure killed", fault: func(t *testing.T, a *proc, _ int) { a.signal(t, syscall.SIGKILL) }},
-		{name: "both killed", survives: true, fault: func(t *testing.T, a *proc, guardPid int) {
+		{name: "tenure killed", fault: func(t *testing.T, a *e2e.Proc, _ int) { a.Signal(t, syscall.SIGKILL) }},
+		{name: "both killed", survives: true, fault: func(t *testing.T, a *e2e.Proc, guardPid int) {
 			toldSignal(t, guardPid, syscall.SIGKILL)
-			a.signal(t, syscall.SIGKILL)
+			a.Signal(t, syscall.SIGKILL)
 		}},
-		{name: "tenure stopped", fault: func(t *testing.T, a *proc, _ int) { a.signal(t, syscall.SIGSTOP) },
-			after: func(t *testing.T, a *proc, _ int) { a.signal(t, syscall.SIGCONT) }},
-		{name: "guard stopped", survives: true, fault: func(t *testing.T, a *proc, guardPid int) {
+		{name: "tenure stopped", fault: func(t *testing.T, a *e2e.Proc, _ int) { a.Signal(t, syscall.SIGSTOP) },
+			after: func(t *testing.T, a *e2e.Proc, _ int) { a.Signal(t, syscall.SIGCONT) }},
+		{name: "guard stopped", survives: true, fault: func(t *testing.T, a *e2e.Proc, guardPid int) {
 			toldSignal(t, guardPid, syscall.SIGSTOP)
-			a.signal(t, syscall.SIGTERM) // it stops renewing: the next grant comes at the lease's expiry
+			a.Signal(t, syscall.SIGTERM) // it stops renewing: the next grant comes at the lease's expiry
 		}, after: kill(syscall.SIGCONT)},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			testTold(t, srv.coord, fmt.Sprintf("told-%d", i), c)
+			testTold(t, srv.Coord, fmt.Sprintf("told-%d", i), c)
 		})
 	}
 }
@@ -266,8 +268,8 @@ func TestToldNeverOutlivesGrant(t *testing.T) {
 func testTold(t *testing.T, coord []string, key string, c toldCase) {
 	log := filepath.Join(t.TempDir(), "log")
 	t.Cleanup(func() { toldStop(t, log) })
-	env := []string{"LOG=" + log, "SELF=" + selfBin, "TENURE=" + tenureBin}
-	ttl := lossTTL
+	env := []string{"LOG=" + log, "SELF=" + e2e.SelfBin, "TENURE=" + e2e.TenureBin}
+	ttl := e2e.LossTTL
 	if c.partitions {
 		// A longer lease: the member's next grant, a retry period after a
 		// release, and its command's start, which a loaded machine delays
@@ -276,24 +278,24 @@ func testTold(t *testing.T, coord []string, key string, c toldCase) {
 	}
 	args := func(holder string) []string {
 		a := append(append([]string{}, coord...), "run", "--key", key, "--holder", holder)
-		a = append(a, lossFlags...)
+		a = append(a, e2e.LossFlags...)
 		if c.partitions {
 			a = append(a, "--partitions", "1", "--ttl", ttl.String())
 		}
 		return append(a, "--", "sh", "-c", toldScript)
 	}
-	a := startProc(t, "a", env, args("a")...)
+	a := e2e.StartProc(t, "a", env, args("a")...)
 	first := awaitTold(t, ttl, log, a, "the first command's start", func(l toldLog) bool { return len(l.starts) > 0 }).starts[0]
 	awaitTold(t, ttl, log, a, "a lease check answering held", func(l toldLog) bool {
 		return len(l.checks) > 0 && l.checks[len(l.checks)-1].code == 0
 	})
-	guardPid := parentOf(t, first.pid)
-	if parentOf(t, guardPid) != a.pid() {
-		t.Fatalf("the command's parent %d is not a child of tenure run (pid %d)", guardPid, a.pid())
+	guardPid := e2e.ParentOf(t, first.pid)
+	if e2e.ParentOf(t, guardPid) != a.PID() {
+		t.Fatalf("the command's parent %d is not a child of tenure run (pid %d)", guardPid, a.PID())
 	}
 	if !c.partitions {
-		b := startProc(t, "b", env, args("b")...)
-		waitFor(t, 4*lossTTL+slack, "the second tenure run campaigning", func() bool { return strings.Contains(b.err.String(), "campaigning") })
+		b := e2e.StartProc(t, "b", env, args("b")...)
+		e2e.WaitFor(t, 4*e2e.LossTTL+e2e.Slack, "the second tenure run campaigning", func() bool { return strings.Contains(b.Err.String(), "campaigning") })
 	}
 	c.fault(t, a, guardPid)
 	l := awaitTold(t, ttl, log, nil, "the next grant's command", func(l toldLog) bool { _, ok := l.after(first.token); return ok })
@@ -309,10 +311,10 @@ func testTold(t *testing.T, coord []string, key string, c toldCase) {
 			return n >= 5
 		})
 	}
-	outside := runTenure(t, nil, "lease", "check", "--lease-file", first.file)
-	if outside.code == 0 {
+	outside := e2e.RunTenure(t, nil, "lease", "check", "--lease-file", first.file)
+	if outside.Code == 0 {
 		t.Errorf("lease check of the first command's lease file, after the command of token %d started: exit 0, %q; want 1",
-			next.token, outside.stdout)
+			next.token, outside.Stdout)
 	}
 	if c.after != nil {
 		c.after(t, a, guardPid)
@@ -344,16 +346,16 @@ func testTold(t *testing.T, coord []string, key string, c toldCase) {
 
 // awaitTold waits, up to 6 TTLs (ttl) and the slack, for the log to satisfy ok,
 // and returns it. p, when not nil, must not exit meanwhile.
-func awaitTold(t *testing.T, ttl time.Duration, log string, p *proc, what string, ok func(toldLog) bool) toldLog {
+func awaitTold(t *testing.T, ttl time.Duration, log string, p *e2e.Proc, what string, ok func(toldLog) bool) toldLog {
 	t.Helper()
-	d := 6*ttl + slack
+	d := 6*ttl + e2e.Slack
 	for began := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		l := readToldLog(t, log)
 		if ok(l) {
 			return l
 		}
-		if p != nil && p.exited() {
-			t.Fatalf("%s exited %d before %s\n%s", p.name, p.code, what, p.err)
+		if p != nil && p.Exited() {
+			t.Fatalf("%s exited %d before %s\n%s", p.Name, p.Code, what, p.Err)
 		}
 		if time.Since(began) > d {
 			t.Fatalf("no %s within %s", what, d)
@@ -372,10 +374,10 @@ func toldStop(t *testing.T, log string) {
 	if pid == 0 {
 		return
 	}
-	for began := time.Now(); alive(pid) && time.Since(began) < 5*time.Second; {
+	for began := time.Now(); e2e.Alive(pid) && time.Since(began) < 5*time.Second; {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if alive(pid) {
+	if e2e.Alive(pid) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

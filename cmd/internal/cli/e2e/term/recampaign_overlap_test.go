@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"fmt"
@@ -11,24 +11,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
 	"github.com/tenure-dev/tenure/internal/tcpproxy"
 )
 
-// Adversarial end-to-end tests of tenure run staying a candidate after a
-// lost lease: each tries to make two copies of the command act at once (the
+// End-to-end tests of tenure run staying a candidate after a lost lease:
+// each tries to make two copies of the command act at once (the
 // old term's tree, or a process it left in its own session, still alive
 // when the next term's command starts, in the same tenure process or in
 // another), or a write with an older token accepted after a newer one.
 
-// advScript is the adversarial command. Its scope S is its partition ("key"
-// for one key). At start it records, in $PIDS.overlap, any process an
+// recampaignScript is the command of these tests. Its scope S is its
+// partition ("key" for one key). At start it records, in $PIDS.overlap, any process an
 // earlier start of S recorded that is still alive; it then leaves the
 // fenced-register writer ($SELF in "fence" mode, which ignores SIGTERM) in
 // a session of its own, records both pids in $PIDS ("S TOKEN PID"), and
 // exits 0 at the first SIGTERM (the guard's for an overdue renewal), after
 // writing "term S TOKEN" to $PIDS.ev.
-const advScript = `S=${TENURE_PARTITION:-key}
+const recampaignScript = `S=${TENURE_PARTITION:-key}
 if [ -f "$PIDS" ]; then while read s tok p; do
   if [ "$s" = "$S" ] && [ -r /proc/$p/stat ] && ! grep -q ') Z' /proc/$p/stat 2>/dev/null; then
     echo "$S: token $tok pid $p alive as token $TENURE_FENCING_TOKEN starts" >>"$PIDS.overlap"
@@ -40,9 +41,9 @@ echo "start $TENURE_FENCING_TOKEN" >>"$OUT"
 trap 'echo "term $S $TENURE_FENCING_TOKEN" >>"$PIDS.ev"; exit 0' TERM
 while :; do sleep 0.05; done`
 
-// advFlags: a 5s TTL, SIGTERM for an overdue renewal 2s before the local
+// recampaignFlags: a 5s TTL, SIGTERM for an overdue renewal 2s before the local
 // deadline.
-var advFlags = lossFlags
+var recampaignFlags = e2e.LossFlags
 
 // overlapWatch polls a $PIDS file every 5ms and records each moment at which
 // live processes of one scope carry two different tokens.
@@ -86,13 +87,13 @@ func (w *overlapWatch) poll() {
 		return
 	}
 	live := map[string]map[string][]string{} // scope → token → pids
-	for _, l := range lines(string(b)) {
+	for _, l := range e2e.Lines(string(b)) {
 		f := strings.Fields(l)
 		if len(f) != 3 {
 			continue
 		}
 		var pid int
-		if _, err := fmt.Sscan(f[2], &pid); err != nil || !alive(pid) {
+		if _, err := fmt.Sscan(f[2], &pid); err != nil || !e2e.Alive(pid) {
 			continue
 		}
 		if live[f[0]] == nil {
@@ -123,7 +124,7 @@ func (w *overlapWatch) check(t *testing.T) {
 	}
 	b, _ := os.ReadFile(w.pids)
 	terms := map[string]bool{}
-	for _, l := range lines(string(b)) {
+	for _, l := range e2e.Lines(string(b)) {
 		if f := strings.Fields(l); len(f) == 3 {
 			terms[f[0]+" "+f[1]] = true
 		}
@@ -137,9 +138,9 @@ func (w *overlapWatch) check(t *testing.T) {
 }
 
 // rejected is the register's rejected writes, as "token N (value)".
-func rejected(r *resource) []string {
+func rejected(r *e2e.Resource) []string {
 	var out []string
-	for _, d := range r.reg.Decisions() {
+	for _, d := range r.Reg.Decisions() {
 		if !d.Accepted {
 			out = append(out, fmt.Sprintf("token %d (%s)", d.Token, d.Value))
 		}
@@ -162,11 +163,11 @@ func awaitFile(t *testing.T, file, want string, d time.Duration) {
 func proxiedEtcd(t *testing.T) (direct, proxied []string, p *tcpproxy.Proxy) {
 	etcd := etcdbin.New(t)
 	u, _ := url.Parse(etcd.URL)
-	p = newProxy(t, u.Host)
+	p = e2e.NewProxy(t, u.Host)
 	return []string{"--endpoints", etcd.URL}, []string{"--endpoints", "http://" + p.Addr()}, p
 }
 
-// TestAdvRecampaignHealAtOverdue: the coordinator's link is cut under a
+// TestRecampaignHealAtOverdue: the coordinator's link is cut under a
 // leader whose command leaves a SIGTERM-ignoring writer in its own session
 // and exits 0 at the overdue SIGTERM; the link comes back at that SIGTERM,
 // or 1.5s later (0.5s before the local deadline), so the re-campaign wins
@@ -174,7 +175,7 @@ func proxiedEtcd(t *testing.T) (direct, proxied []string, p *tcpproxy.Proxy) {
 // --restart. The next command must not start while the writer lives, and
 // no write of the old token may be rejected (it never writes after the new
 // one did).
-func TestAdvRecampaignHealAtOverdue(t *testing.T) {
+func TestRecampaignHealAtOverdue(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		heal  time.Duration
@@ -186,26 +187,26 @@ func TestAdvRecampaignHealAtOverdue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, proxied, p := proxiedEtcd(t)
-			r := startResource(t)
+			r := e2e.StartResource(t)
 			pids := filepath.Join(t.TempDir(), "pids")
 			w := watchOverlap(t, pids)
-			s := startSupervised(t, proxied, "adv", append(r.env(), "PIDS="+pids), advScript,
-				append(append([]string{}, advFlags...), tc.extra...)...)
-			first := awaitStarts(t, s.proc, s.out, 1, 20*time.Second)[0]
-			r.first(t, 10*time.Second, "by the first term", func(wr write) bool { return wr.token == first })
+			s := e2e.StartSupervised(t, proxied, "recampaign", append(r.Env(), "PIDS="+pids), recampaignScript,
+				append(append([]string{}, recampaignFlags...), tc.extra...)...)
+			first := e2e.AwaitStarts(t, s.Proc, s.Out, 1, 20*time.Second)[0]
+			r.First(t, 10*time.Second, "by the first term", func(wr e2e.Write) bool { return wr.Token == first })
 
 			p.Cut()
-			awaitFile(t, pids+".ev", fmt.Sprintf("term key %d", first), lossTTL+slack)
+			awaitFile(t, pids+".ev", fmt.Sprintf("term key %d", first), e2e.LossTTL+e2e.Slack)
 			time.Sleep(tc.heal)
 			p.Heal()
-			tokens := awaitStarts(t, s.proc, s.out, 2, 3*lossTTL+slack)
-			r.first(t, 10*time.Second, "by the second term", func(wr write) bool { return wr.token == tokens[1] })
+			tokens := e2e.AwaitStarts(t, s.Proc, s.Out, 2, 3*e2e.LossTTL+e2e.Slack)
+			r.First(t, 10*time.Second, "by the second term", func(wr e2e.Write) bool { return wr.Token == tokens[1] })
 			time.Sleep(time.Second)
 			if tokens[1] <= first {
 				t.Errorf("second token %d; want > %d", tokens[1], first)
 			}
-			if s.exited() {
-				t.Errorf("tenure exited %d; want it to stay a candidate", s.code)
+			if s.Exited() {
+				t.Errorf("tenure exited %d; want it to stay a candidate", s.Code)
 			}
 			w.check(t)
 			if rj := rejected(r); len(rj) > 0 {
@@ -216,19 +217,19 @@ func TestAdvRecampaignHealAtOverdue(t *testing.T) {
 	}
 }
 
-// TestAdvRecampaignTwoProcesses: A leads through a proxy, B waits on the
+// TestRecampaignTwoProcesses: A leads through a proxy, B waits on the
 // same key directly. A's link is cut: B takes over; A's link heals, A
 // campaigns again behind B; B's tenure is then SIGKILLed (its guard alone
 // kills its tree) and A leads again. At no moment may two terms' processes
 // (commands or the writers they left in their own sessions) live at once,
 // and no write may be rejected. Also with a --kill-grace longer than the
 // TTL.
-func TestAdvRecampaignTwoProcesses(t *testing.T) {
+func TestRecampaignTwoProcesses(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		flags []string
 	}{
-		{"ttl 5s grace 2s", advFlags},
+		{"ttl 5s grace 2s", recampaignFlags},
 		{"ttl 3s grace 10s", []string{"--ttl", "3s", "--kill-grace", "10s"}}, // the grace does not fit the TTL
 	} {
 		t.Run(tc.name, func(t *testing.T) { twoProcesses(t, tc.flags) })
@@ -237,24 +238,24 @@ func TestAdvRecampaignTwoProcesses(t *testing.T) {
 
 func twoProcesses(t *testing.T, flags []string) {
 	direct, proxied, p := proxiedEtcd(t)
-	r := startResource(t)
+	r := e2e.StartResource(t)
 	pids := filepath.Join(t.TempDir(), "pids")
 	w := watchOverlap(t, pids)
-	env := append(r.env(), "PIDS="+pids)
-	a := startSupervised(t, proxied, "adv2", env, advScript, append(append([]string{}, flags...), "--holder", "a")...)
-	first := awaitStarts(t, a.proc, a.out, 1, 20*time.Second)[0]
-	b := startSupervised(t, direct, "adv2", env, advScript, append(append([]string{}, flags...), "--holder", "b")...)
+	env := append(r.Env(), "PIDS="+pids)
+	a := e2e.StartSupervised(t, proxied, "recampaign2", env, recampaignScript, append(append([]string{}, flags...), "--holder", "a")...)
+	first := e2e.AwaitStarts(t, a.Proc, a.Out, 1, 20*time.Second)[0]
+	b := e2e.StartSupervised(t, direct, "recampaign2", env, recampaignScript, append(append([]string{}, flags...), "--holder", "b")...)
 
 	p.Cut()
-	bTok := awaitStarts(t, b.proc, b.out, 1, 3*lossTTL+slack)[0]
+	bTok := e2e.AwaitStarts(t, b.Proc, b.Out, 1, 3*e2e.LossTTL+e2e.Slack)[0]
 	p.Heal()
 	time.Sleep(2 * time.Second)
-	if a.exited() {
-		t.Fatalf("A exited %d after losing; want it to campaign again", a.code)
+	if a.Exited() {
+		t.Fatalf("A exited %d after losing; want it to campaign again", a.Code)
 	}
-	b.signal(t, syscall.SIGKILL)
-	tokens := awaitStarts(t, a.proc, a.out, 2, 3*lossTTL+slack)
-	r.first(t, 10*time.Second, "by A's second term", func(wr write) bool { return wr.token == tokens[1] })
+	b.Signal(t, syscall.SIGKILL)
+	tokens := e2e.AwaitStarts(t, a.Proc, a.Out, 2, 3*e2e.LossTTL+e2e.Slack)
+	r.First(t, 10*time.Second, "by A's second term", func(wr e2e.Write) bool { return wr.Token == tokens[1] })
 	time.Sleep(time.Second)
 	if !(first < bTok && bTok < tokens[1]) {
 		t.Errorf("tokens A %d, B %d, A %d; want increasing", first, bTok, tokens[1])
@@ -265,32 +266,32 @@ func twoProcesses(t *testing.T, flags []string) {
 	}
 }
 
-// TestAdvRecampaignStoppedTenure: A's tenure process (not its guard) is
+// TestRecampaignStoppedTenure: A's tenure process (not its guard) is
 // SIGSTOPped across its local deadline while B waits on the same key; B
 // takes over; A is continued and campaigns again behind B; B is stopped
 // with SIGTERM (it releases) and A leads again. No two terms' processes at
 // once, no rejected write.
-func TestAdvRecampaignStoppedTenure(t *testing.T) {
+func TestRecampaignStoppedTenure(t *testing.T) {
 	direct, _, _ := proxiedEtcd(t)
-	r := startResource(t)
+	r := e2e.StartResource(t)
 	pids := filepath.Join(t.TempDir(), "pids")
 	w := watchOverlap(t, pids)
-	env := append(r.env(), "PIDS="+pids)
-	a := startSupervised(t, direct, "adv3", env, advScript, append(append([]string{}, advFlags...), "--holder", "a")...)
-	first := awaitStarts(t, a.proc, a.out, 1, 20*time.Second)[0]
-	b := startSupervised(t, direct, "adv3", env, advScript, append(append([]string{}, advFlags...), "--holder", "b")...)
+	env := append(r.Env(), "PIDS="+pids)
+	a := e2e.StartSupervised(t, direct, "recampaign3", env, recampaignScript, append(append([]string{}, recampaignFlags...), "--holder", "a")...)
+	first := e2e.AwaitStarts(t, a.Proc, a.Out, 1, 20*time.Second)[0]
+	b := e2e.StartSupervised(t, direct, "recampaign3", env, recampaignScript, append(append([]string{}, recampaignFlags...), "--holder", "b")...)
 
-	a.signal(t, syscall.SIGSTOP)
-	bTok := awaitStarts(t, b.proc, b.out, 1, 3*lossTTL+slack)[0]
+	a.Signal(t, syscall.SIGSTOP)
+	bTok := e2e.AwaitStarts(t, b.Proc, b.Out, 1, 3*e2e.LossTTL+e2e.Slack)[0]
 	time.Sleep(time.Second)
-	a.signal(t, syscall.SIGCONT)
+	a.Signal(t, syscall.SIGCONT)
 	time.Sleep(2 * time.Second)
-	if a.exited() {
-		t.Fatalf("A exited %d after being continued; want it to campaign again", a.code)
+	if a.Exited() {
+		t.Fatalf("A exited %d after being continued; want it to campaign again", a.Code)
 	}
-	b.signal(t, syscall.SIGTERM)
-	tokens := awaitStarts(t, a.proc, a.out, 2, 3*lossTTL+slack)
-	r.first(t, 10*time.Second, "by A's second term", func(wr write) bool { return wr.token == tokens[1] })
+	b.Signal(t, syscall.SIGTERM)
+	tokens := e2e.AwaitStarts(t, a.Proc, a.Out, 2, 3*e2e.LossTTL+e2e.Slack)
+	r.First(t, 10*time.Second, "by A's second term", func(wr e2e.Write) bool { return wr.Token == tokens[1] })
 	time.Sleep(time.Second)
 	if !(first < bTok && bTok < tokens[1]) {
 		t.Errorf("tokens A %d, B %d, A %d; want increasing", first, bTok, tokens[1])
@@ -301,59 +302,59 @@ func TestAdvRecampaignStoppedTenure(t *testing.T) {
 	}
 }
 
-// TestAdvRecampaignPartitions: two members of a 2-partition group, one
+// TestRecampaignPartitions: two members of a 2-partition group, one
 // through a proxy. Its link is cut until its command's overdue SIGTERM
 // and healed at once: the member steps down and campaigns again while the
 // other member may claim the partition. Per partition, no two terms'
 // processes may live at once.
-func TestAdvRecampaignPartitions(t *testing.T) {
+func TestRecampaignPartitions(t *testing.T) {
 	direct, proxied, p := proxiedEtcd(t)
-	r := startResource(t) // writes of the two partitions share it: rejections are not checked
+	r := e2e.StartResource(t) // writes of the two partitions share it: rejections are not checked
 	pids := filepath.Join(t.TempDir(), "pids")
 	w := watchOverlap(t, pids)
-	env := append(r.env(), "PIDS="+pids)
-	flags := append(append([]string{}, advFlags...), "--partitions", "2")
-	m1 := startSupervised(t, proxied, "advp", env, advScript, append(flags, "--holder", "m1")...)
-	awaitStarts(t, m1.proc, m1.out, 2, 20*time.Second) // alone, it claims both
-	m2 := startSupervised(t, direct, "advp", env, advScript, append(flags, "--holder", "m2")...)
-	awaitStarts(t, m2.proc, m2.out, 1, 20*time.Second) // m2 takes one partition over (m1's command gets SIGTERM: a "term" line)
+	env := append(r.Env(), "PIDS="+pids)
+	flags := append(append([]string{}, recampaignFlags...), "--partitions", "2")
+	m1 := e2e.StartSupervised(t, proxied, "recampaignp", env, recampaignScript, append(flags, "--holder", "m1")...)
+	e2e.AwaitStarts(t, m1.Proc, m1.Out, 2, 20*time.Second) // alone, it claims both
+	m2 := e2e.StartSupervised(t, direct, "recampaignp", env, recampaignScript, append(flags, "--holder", "m2")...)
+	e2e.AwaitStarts(t, m2.Proc, m2.Out, 1, 20*time.Second) // m2 takes one partition over (m1's command gets SIGTERM: a "term" line)
 	time.Sleep(time.Second)
 
-	before := len(starts(t, m1.out)) + len(starts(t, m2.out))
-	ev := func() int { b, _ := os.ReadFile(pids + ".ev"); return len(lines(string(b))) }
+	before := len(e2e.Starts(t, m1.Out)) + len(e2e.Starts(t, m2.Out))
+	ev := func() int { b, _ := os.ReadFile(pids + ".ev"); return len(e2e.Lines(string(b))) }
 	handed := ev()
 	p.Cut()
 	for began := time.Now(); ev() == handed; time.Sleep(5 * time.Millisecond) {
-		if time.Since(began) > lossTTL+slack {
-			t.Fatalf("no overdue SIGTERM within %s of the cut", lossTTL+slack)
+		if time.Since(began) > e2e.LossTTL+e2e.Slack {
+			t.Fatalf("no overdue SIGTERM within %s of the cut", e2e.LossTTL+e2e.Slack)
 		}
 	}
 	p.Heal()
-	total := func() int { return len(starts(t, m1.out)) + len(starts(t, m2.out)) }
-	for began := time.Now(); total() <= before && time.Since(began) < 3*lossTTL+slack; time.Sleep(20 * time.Millisecond) {
+	total := func() int { return len(e2e.Starts(t, m1.Out)) + len(e2e.Starts(t, m2.Out)) }
+	for began := time.Now(); total() <= before && time.Since(began) < 3*e2e.LossTTL+e2e.Slack; time.Sleep(20 * time.Millisecond) {
 	}
 	time.Sleep(2 * time.Second)
-	if m1.exited() || m2.exited() {
-		t.Errorf("a member exited (m1 %v %d, m2 %v %d); want both candidates", m1.exited(), m1.code, m2.exited(), m2.code)
+	if m1.Exited() || m2.Exited() {
+		t.Errorf("a member exited (m1 %v %d, m2 %v %d); want both candidates", m1.Exited(), m1.Code, m2.Exited(), m2.Code)
 	}
 	// The term ends at the overdue SIGTERM's exit, or (the writer left in
 	// its own session ignores SIGTERM) when the guard kills it all at the
 	// local deadline.
-	if log := m1.err.String(); !strings.Contains(log, "the command ended after the SIGTERM for an overdue renewal") &&
+	if log := m1.Err.String(); !strings.Contains(log, "the command ended after the SIGTERM for an overdue renewal") &&
 		!strings.Contains(log, "the guard killed the command at the local deadline") {
-		t.Errorf("m1 did not lose its partition at the overdue SIGTERM (nothing was tested):\n%s", m1.err)
+		t.Errorf("m1 did not lose its partition at the overdue SIGTERM (nothing was tested):\n%s", m1.Err)
 	}
 	if total() <= before {
-		t.Errorf("no partition command started again after the loss (starts m1 %v, m2 %v)", starts(t, m1.out), starts(t, m2.out))
+		t.Errorf("no partition command started again after the loss (starts m1 %v, m2 %v)", e2e.Starts(t, m1.Out), e2e.Starts(t, m2.Out))
 	}
-	t.Logf("starts m1 %v m2 %v", starts(t, m1.out), starts(t, m2.out))
+	t.Logf("starts m1 %v m2 %v", e2e.Starts(t, m1.Out), e2e.Starts(t, m2.Out))
 	w.check(t)
 }
 
-// TestAdvOverlapWatchSees: the overlap watch of these tests can fail: two
+// TestOverlapWatchSees: the overlap watch of these tests can fail: two
 // live processes (this test and its parent) recorded under two tokens of
 // one scope are seen.
-func TestAdvOverlapWatchSees(t *testing.T) {
+func TestOverlapWatchSees(t *testing.T) {
 	pids := filepath.Join(t.TempDir(), "pids")
 	body := fmt.Sprintf("key 1 %d\nkey 2 %d\nother 3 %d\n", os.Getpid(), os.Getppid(), os.Getpid())
 	if err := os.WriteFile(pids, []byte(body), 0o644); err != nil {
@@ -366,36 +367,36 @@ func TestAdvOverlapWatchSees(t *testing.T) {
 	}
 }
 
-// TestAdvRecampaignPartitionsStopped: the member holding a partition is
+// TestRecampaignPartitionsStopped: the member holding a partition is
 // SIGSTOPped (tenure only, not its guards) for twice the TTL while the other
 // member claims what it held, then continued: it campaigns again. Per
 // partition, no two terms' processes alive at once; both members stay.
-func TestAdvRecampaignPartitionsStopped(t *testing.T) {
+func TestRecampaignPartitionsStopped(t *testing.T) {
 	direct, _, _ := proxiedEtcd(t)
-	r := startResource(t) // shared by both partitions: rejections are not checked
+	r := e2e.StartResource(t) // shared by both partitions: rejections are not checked
 	pids := filepath.Join(t.TempDir(), "pids")
 	w := watchOverlap(t, pids)
-	env := append(r.env(), "PIDS="+pids)
-	flags := append(append([]string{}, advFlags...), "--partitions", "2")
-	m1 := startSupervised(t, direct, "advps", env, advScript, append(flags, "--holder", "m1")...)
-	awaitStarts(t, m1.proc, m1.out, 2, 20*time.Second)
-	m2 := startSupervised(t, direct, "advps", env, advScript, append(flags, "--holder", "m2")...)
+	env := append(r.Env(), "PIDS="+pids)
+	flags := append(append([]string{}, recampaignFlags...), "--partitions", "2")
+	m1 := e2e.StartSupervised(t, direct, "recampaignps", env, recampaignScript, append(flags, "--holder", "m1")...)
+	e2e.AwaitStarts(t, m1.Proc, m1.Out, 2, 20*time.Second)
+	m2 := e2e.StartSupervised(t, direct, "recampaignps", env, recampaignScript, append(flags, "--holder", "m2")...)
 	time.Sleep(3 * time.Second)
 
-	before := len(starts(t, m2.out))
-	m1.signal(t, syscall.SIGSTOP)
-	for began := time.Now(); len(starts(t, m2.out)) == before; time.Sleep(20 * time.Millisecond) {
-		if time.Since(began) > 3*lossTTL+slack {
-			m1.signal(t, syscall.SIGCONT)
-			t.Fatalf("m2 claimed nothing of stopped m1 within %s", 3*lossTTL+slack)
+	before := len(e2e.Starts(t, m2.Out))
+	m1.Signal(t, syscall.SIGSTOP)
+	for began := time.Now(); len(e2e.Starts(t, m2.Out)) == before; time.Sleep(20 * time.Millisecond) {
+		if time.Since(began) > 3*e2e.LossTTL+e2e.Slack {
+			m1.Signal(t, syscall.SIGCONT)
+			t.Fatalf("m2 claimed nothing of stopped m1 within %s", 3*e2e.LossTTL+e2e.Slack)
 		}
 	}
 	time.Sleep(time.Second)
-	m1.signal(t, syscall.SIGCONT)
-	time.Sleep(2 * lossTTL)
-	if m1.exited() || m2.exited() {
-		t.Errorf("a member exited (m1 %v %d, m2 %v %d); want both candidates", m1.exited(), m1.code, m2.exited(), m2.code)
+	m1.Signal(t, syscall.SIGCONT)
+	time.Sleep(2 * e2e.LossTTL)
+	if m1.Exited() || m2.Exited() {
+		t.Errorf("a member exited (m1 %v %d, m2 %v %d); want both candidates", m1.Exited(), m1.Code, m2.Exited(), m2.Code)
 	}
-	t.Logf("starts m1 %v m2 %v", starts(t, m1.out), starts(t, m2.out))
+	t.Logf("starts m1 %v m2 %v", e2e.Starts(t, m1.Out), e2e.Starts(t, m2.Out))
 	w.check(t)
 }

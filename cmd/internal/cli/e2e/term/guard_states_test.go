@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"os"
@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
 )
 
@@ -31,7 +32,7 @@ func TestGuardZombieLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	for _, tc := range []struct {
 		name  string
 		extra []string
@@ -42,9 +43,9 @@ func TestGuardZombieLeader(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			run := func(name string) *proc {
-				args := append([]string{"run", "--endpoints", s.endpoint, "--key", "zleader-" + tc.name, "--ttl", zleaderTTL.String()}, tc.extra...)
-				return startProc(t, name, nil, append(args, "--", prog, "zleader", filepath.Join(dir, name))...)
+			run := func(name string) *e2e.Proc {
+				args := append([]string{"run", "--endpoints", s.Endpoint, "--key", "zleader-" + tc.name, "--ttl", zleaderTTL.String()}, tc.extra...)
+				return e2e.StartProc(t, name, nil, append(args, "--", prog, "zleader", filepath.Join(dir, name))...)
 			}
 			testGuardZombieLeader(t, run, dir)
 		})
@@ -53,7 +54,7 @@ func TestGuardZombieLeader(t *testing.T) {
 
 // testGuardZombieLeader runs TestGuardZombieLeader with tenure runs that
 // run starts, their commands writing into dir.
-func testGuardZombieLeader(t *testing.T, run func(name string) *proc, dir string) {
+func testGuardZombieLeader(t *testing.T, run func(name string) *e2e.Proc, dir string) {
 	first := run("first")
 	pid := zombieLeaderOf(t, first, filepath.Join(dir, "first"))
 	fd, err := unix.PidfdOpen(pid, 0)
@@ -65,27 +66,27 @@ func testGuardZombieLeader(t *testing.T, run func(name string) *proc, dir string
 		unix.Close(fd)
 	})
 	second := run("second")
-	waitFor(t, 20*time.Second, "the second to campaign", func() bool {
-		return strings.Contains(second.err.String(), "campaigning") || strings.Contains(second.err.String(), "joining the group")
+	e2e.WaitFor(t, 20*time.Second, "the second to campaign", func() bool {
+		return strings.Contains(second.Err.String(), "campaigning") || strings.Contains(second.Err.String(), "joining the group")
 	})
 	time.Sleep(time.Second) // it reads the key held (or the group's partition owned)
-	first.signal(t, syscall.SIGKILL)
+	first.Signal(t, syscall.SIGKILL)
 	killed := time.Now()
 	for !pidfdExited(fd) {
 		if commandStarted(second, filepath.Join(dir, "second")) && !pidfdExited(fd) {
 			t.Fatalf("the second tenure run started its command while the first's (pid %d, state %c) lived, %s after the first tenure was killed",
-				pid, procState(pid), time.Since(killed).Round(time.Millisecond))
+				pid, e2e.ProcState(pid), time.Since(killed).Round(time.Millisecond))
 		}
-		if time.Since(killed) > zleaderTTL+slack {
+		if time.Since(killed) > zleaderTTL+e2e.Slack {
 			t.Fatalf("the first's command (pid %d, state %c, %d thread(s)) still alive %s after its tenure run was killed (TTL %s)",
-				pid, procState(pid), threadCount(pid), zleaderTTL+slack, zleaderTTL)
+				pid, e2e.ProcState(pid), threadCount(pid), zleaderTTL+e2e.Slack, zleaderTTL)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Logf("the first's command gone %s after kill -9 of its tenure run (TTL %s)", time.Since(killed).Round(time.Millisecond), zleaderTTL)
-	waitFor(t, 2*zleaderTTL+slack+20*time.Second, "the second's command to start", func() bool { return commandStarted(second, filepath.Join(dir, "second")) })
-	second.signal(t, syscall.SIGTERM)
-	second.wait(t, 20*time.Second)
+	e2e.WaitFor(t, 2*zleaderTTL+e2e.Slack+20*time.Second, "the second's command to start", func() bool { return commandStarted(second, filepath.Join(dir, "second")) })
+	second.Signal(t, syscall.SIGTERM)
+	second.Wait(t, 20*time.Second)
 }
 
 // zleaderTTL is TestGuardZombieLeader's TTL.
@@ -94,21 +95,21 @@ const zleaderTTL = 6 * time.Second
 // zombieLeaderOf waits for tenure run p's command (states zleader) to be a
 // zombie leader whose threads run (it writes its pid to out then), and
 // returns its pid.
-func zombieLeaderOf(t *testing.T, p *proc, out string) int {
+func zombieLeaderOf(t *testing.T, p *e2e.Proc, out string) int {
 	t.Helper()
 	var pid int
-	waitFor(t, 20*time.Second, "the command to be a zombie leader", func() bool {
-		pid, _ = strconv.Atoi(strings.TrimSpace(readFile(out)))
-		return pid != 0 && procState(pid) == 'Z' && threadCount(pid) == 3
+	e2e.WaitFor(t, 20*time.Second, "the command to be a zombie leader", func() bool {
+		pid, _ = strconv.Atoi(strings.TrimSpace(e2e.ReadFile(out)))
+		return pid != 0 && e2e.ProcState(pid) == 'Z' && threadCount(pid) == 3
 	})
 	return pid
 }
 
 // commandStarted reports whether tenure run p has started its command, which
 // writes out.
-func commandStarted(p *proc, out string) bool {
+func commandStarted(p *e2e.Proc, out string) bool {
 	_, err := os.Stat(out)
-	return err == nil || strings.Contains(p.err.String(), "command started")
+	return err == nil || strings.Contains(p.Err.String(), "command started")
 }
 
 // pidfdExited reports whether the process of pidfd fd has exited, every thread

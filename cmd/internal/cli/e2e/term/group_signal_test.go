@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"os"
@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
 
 // TestRunGroupSIGTERMGivesKillGrace: a SIGTERM sent to tenure's whole
@@ -18,13 +20,13 @@ import (
 // to tenure alone.
 func TestRunGroupSIGTERMGivesKillGrace(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	dir := t.TempDir()
 	started, clean := filepath.Join(dir, "started"), filepath.Join(dir, "clean")
 	script := `trap 'sleep 1; echo done > ` + clean + `; exit 0' TERM; echo up > ` + started + `; while :; do sleep 0.1; done`
-	cmd := exec.Command(tenureBin, "run", "--endpoints", s.endpoint, "--key", "group-term", "--kill-grace", "4s", "--", "sh", "-c", script)
-	cmd.Env = cleanEnv()
-	var out syncBuffer
+	cmd := exec.Command(e2e.TenureBin, "run", "--endpoints", s.Endpoint, "--key", "group-term", "--kill-grace", "4s", "--", "sh", "-c", script)
+	cmd.Env = e2e.CleanEnv()
+	var out e2e.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 10 * time.Second
@@ -33,7 +35,7 @@ func TestRunGroupSIGTERMGivesKillGrace(t *testing.T) {
 	}
 	pgid := cmd.Process.Pid
 	t.Cleanup(func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-	waitFor(t, 20*time.Second, "the command to start", func() bool {
+	e2e.WaitFor(t, 20*time.Second, "the command to start", func() bool {
 		_, err := os.Stat(started)
 		return err == nil
 	})
@@ -41,7 +43,7 @@ func TestRunGroupSIGTERMGivesKillGrace(t *testing.T) {
 		t.Fatalf("kill -TERM -%d: %v", pgid, err)
 	}
 	_ = cmd.Wait()
-	code := exitCodeOf(cmd.ProcessState)
+	code := e2e.ExitCodeOf(cmd.ProcessState)
 	if b, err := os.ReadFile(clean); err != nil || strings.TrimSpace(string(b)) != "done" {
 		t.Errorf("the command never finished its SIGTERM handler (%v): it was killed within its 4s --kill-grace\n%s", err, &out)
 	}

@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"strconv"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/tcpproxy"
 )
 
@@ -16,25 +17,25 @@ import (
 // says so at start, with the arithmetic; it warns "renewal overdue", naming
 // the cause, before the command dies; and the command gets SIGTERM before
 // SIGKILL (it used to get SIGKILL alone, the first warning 0.3s before it).
-func testGuardStallVisible(t *testing.T, c guardCoord) {
-	coord, proxy := c.proxied(t)
+func testGuardStallVisible(t *testing.T, c e2e.GuardCoord) {
+	coord, proxy := c.Proxied(t)
 	script := `trap 'date +%s.%N >> "$OUT.sig"' TERM
 echo "$$ $TENURE_LEASE_FILE" > "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
 while :; do sleep 0.05; done`
-	s := startSupervised(t, coord, "stall", nil, script, "--ttl", "3s", "--kill-grace", "1s")
-	pid, _ := s.started(t)
+	s := e2e.StartSupervised(t, coord, "stall", nil, script, "--ttl", "3s", "--kill-grace", "1s")
+	pid, _ := s.Started(t)
 	time.Sleep(time.Second) // a renewal or two go through
 	proxy.Hold(tcpproxy.Up)
 	proxy.Hold(tcpproxy.Down)
-	waitDead(t, pid, 3*time.Second+slack, "the command after the coordinator went silent")
+	e2e.WaitDead(t, pid, 3*time.Second+e2e.Slack, "the command after the coordinator went silent")
 	died := time.Now()
-	log := s.err.String()
+	log := s.Err.String()
 	for _, want := range []string{"--kill-grace 1s does not fit", "only 685ms before SIGKILL", "use --kill-grace 685ms or less, or --ttl 4s or more"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("tenure's log does not say %q at start", want)
 		}
 	}
-	term := lines(readFile(s.out + ".sig"))
+	term := e2e.Lines(e2e.ReadFile(s.Out + ".sig"))
 	if len(term) != 1 {
 		t.Fatalf("the command's trap saw SIGTERM %d times before it died; want once", len(term))
 	}
@@ -50,7 +51,7 @@ while :; do sleep 0.05; done`
 	if !warnAt.Before(died) {
 		t.Errorf("renewal overdue logged at %s, after the command died (seen %s)", warnAt.Format(time.StampMilli), died.Format(time.StampMilli))
 	}
-	t.Logf("%s: renewal overdue %s before the command's death was seen, SIGTERM %s before it", c.name,
+	t.Logf("%s: renewal overdue %s before the command's death was seen, SIGTERM %s before it", c.Name,
 		died.Sub(warnAt).Round(time.Millisecond), died.Sub(termAt).Round(time.Millisecond))
 }
 
@@ -58,7 +59,7 @@ while :; do sleep 0.05; done`
 // contains every one of words.
 func firstLogTime(log string, words ...string) (time.Time, bool) {
 next:
-	for _, l := range lines(log) {
+	for _, l := range e2e.Lines(log) {
 		for _, w := range words {
 			if !strings.Contains(l, w) {
 				continue next
@@ -77,12 +78,12 @@ next:
 // testGuardDefaultGrace: "tenure run --ttl 3s", --kill-grace left at its
 // default (2s), which does not fit: tenure says so at INFO, not as a
 // warning about a flag the user never set.
-func testGuardDefaultGrace(t *testing.T, c guardCoord) {
-	coord, _ := c.proxied(t)
-	s := startSupervised(t, coord, "grace", nil, `echo "$$ $TENURE_LEASE_FILE" > "$OUT.tmp" && mv "$OUT.tmp" "$OUT"; sleep 30`, "--ttl", "3s")
-	s.started(t)
+func testGuardDefaultGrace(t *testing.T, c e2e.GuardCoord) {
+	coord, _ := c.Proxied(t)
+	s := e2e.StartSupervised(t, coord, "grace", nil, `echo "$$ $TENURE_LEASE_FILE" > "$OUT.tmp" && mv "$OUT.tmp" "$OUT"; sleep 30`, "--ttl", "3s")
+	s.Started(t)
 	var note string
-	for _, l := range lines(s.err.String()) {
+	for _, l := range e2e.Lines(s.Err.String()) {
 		if strings.Contains(l, "--kill-grace 2s") {
 			note = l
 		}

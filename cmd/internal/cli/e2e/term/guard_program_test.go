@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/cmd/internal/guard"
 )
 
@@ -26,23 +27,23 @@ const guardProbe = `readlink /proc/$PPID/exe /proc/$$/fd/3 /proc/$$/fd/4 /proc/$
 // pipes.
 func TestGuardProgram(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	out := filepath.Join(t.TempDir(), "out")
-	p := startProc(t, "run", []string{"OUT=" + out, "GODEBUG=inittrace=1"},
-		"run", "--endpoints", s.endpoint, "--key", "program", "--", "sh", "-c", guardProbe)
-	if code := p.wait(t, 30*time.Second); code != 0 {
+	p := e2e.StartProc(t, "run", []string{"OUT=" + out, "GODEBUG=inittrace=1"},
+		"run", "--endpoints", s.Endpoint, "--key", "program", "--", "sh", "-c", guardProbe)
+	if code := p.Wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("tenure run exited %d; want 0", code)
 	}
-	lines := strings.Split(strings.TrimSpace(readFile(out)), "\n")
+	lines := strings.Split(strings.TrimSpace(e2e.ReadFile(out)), "\n")
 	if !strings.HasPrefix(lines[0], "/memfd:"+guard.Name) {
 		t.Errorf("the guard runs %q; want the memfd %s", lines[0], guard.Name)
 	}
 	if len(lines) > 1 {
 		t.Errorf("the command inherited %q from its guard as file descriptors 3-5; want none", lines[1:])
 	}
-	inits := initTraces(p.err.String())
+	inits := initTraces(p.Err.String())
 	if len(inits) != 2 {
-		t.Fatalf("%d processes traced their package initialisation; want 2 (tenure, its guard):\n%s", len(inits), p.err)
+		t.Fatalf("%d processes traced their package initialisation; want 2 (tenure, its guard):\n%s", len(inits), p.Err)
 	}
 	deps := goList(t, "-deps", "github.com/tenure-dev/tenure/cmd/tenure-guard")
 	for _, pkg := range inits[1] {
@@ -61,22 +62,22 @@ func TestGuardProgram(t *testing.T) {
 func TestGuardFallback(t *testing.T) {
 	t.Parallel()
 	plain := filepath.Join(t.TempDir(), "tenure-plain")
-	if err := buildTenure(plain, false); err != nil {
+	if err := e2e.BuildTenure(plain, false); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	out := filepath.Join(t.TempDir(), "out")
-	cmd := exec.Command(plain, "run", "--log-level", "debug", "--endpoints", s.endpoint, "--key", "fallback", "--",
+	cmd := exec.Command(plain, "run", "--log-level", "debug", "--endpoints", s.Endpoint, "--key", "fallback", "--",
 		"sh", "-c", guardProbe+"; exit 3")
-	cmd.Env = append(cleanEnv(), "OUT="+out)
+	cmd.Env = append(e2e.CleanEnv(), "OUT="+out)
 	log, err := cmd.CombinedOutput()
-	if code := exitCodeOf(cmd.ProcessState); code != 3 {
+	if code := e2e.ExitCodeOf(cmd.ProcessState); code != 3 {
 		t.Fatalf("tenure run exited %d (%v); want 3, the command's:\n%s", code, err, log)
 	}
 	if !strings.Contains(string(log), "embeds no guard program") {
 		t.Errorf("no debug line about the missing guard program:\n%s", log)
 	}
-	if guardExe := strings.SplitN(readFile(out), "\n", 2)[0]; guardExe != plain {
+	if guardExe := strings.SplitN(e2e.ReadFile(out), "\n", 2)[0]; guardExe != plain {
 		t.Errorf("the guard runs %q; want the tenure binary %s", guardExe, plain)
 	}
 }
@@ -105,7 +106,7 @@ func initTraces(stderr string) [][]string {
 // and returns its lines.
 func goList(t *testing.T, args ...string) []string {
 	t.Helper()
-	if raceEnabled {
+	if e2e.RaceEnabled {
 		args = append([]string{"-race"}, args...)
 	}
 	b, err := exec.Command("go", append([]string{"list"}, args...)...).Output()

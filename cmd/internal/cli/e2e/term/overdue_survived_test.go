@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"os"
@@ -7,28 +7,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/internal/tcpproxy"
 )
 
-// Red adversarial test, kept out of the normal suite (build tag
-// adversary): go test -tags adversary -run TestAdvSurvivedOverdueThenExits ./cmd/internal/cli/
-
-// advSurvivor is a command that outlives the overdue SIGTERM (it notes it
+// overdueSurvivor is a command that outlives the overdue SIGTERM (it notes it
 // in $OUT.ev and goes on), then ends on its own, with $CODE (default 0),
 // once $OUT.done exists.
-const advSurvivor = `echo "start $TENURE_FENCING_TOKEN" >>"$OUT"
+const overdueSurvivor = `echo "start $TENURE_FENCING_TOKEN" >>"$OUT"
 trap 'echo term >>"$OUT.ev"' TERM
 while [ ! -f "$OUT.done" ]; do sleep 0.05; done
 exit ${CODE:-0}`
 
-// TestAdvSurvivedOverdueThenExits: the requests to the coordinator are held
+// TestSurvivedOverdueThenExits: the requests to the coordinator are held
 // until the command's overdue SIGTERM, which it survives, and let through
 // at once (no reconnection to wait for): a renewal comes before the local
 // deadline and the term goes on. When the command later ends on its own
 // with 0 (or 3), that is its own end: tenure (no --restart, with or without
 // --exit-on-loss) must exit with that code and not run it again (the
 // guard's Overdue flag is about a SIGTERM long past).
-func TestAdvSurvivedOverdueThenExits(t *testing.T) {
+func TestSurvivedOverdueThenExits(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		code  int
@@ -48,25 +46,25 @@ func survivedOverdue(t *testing.T, want int, extra []string) {
 	const attempts = 3
 	for i := 1; ; i++ {
 		_, proxied, p := proxiedEtcd(t)
-		s := startSupervised(t, proxied, "adv5-"+strconv.Itoa(i), []string{"CODE=" + strconv.Itoa(want)}, advSurvivor, append(append([]string{}, advFlags...), extra...)...)
-		awaitStarts(t, s.proc, s.out, 1, 20*time.Second)
+		s := e2e.StartSupervised(t, proxied, "survived-"+strconv.Itoa(i), []string{"CODE=" + strconv.Itoa(want)}, overdueSurvivor, append(append([]string{}, recampaignFlags...), extra...)...)
+		e2e.AwaitStarts(t, s.Proc, s.Out, 1, 20*time.Second)
 		p.Hold(tcpproxy.Up)
-		awaitFile(t, s.out+".ev", "term", lossTTL+slack)
+		awaitFile(t, s.Out+".ev", "term", e2e.LossTTL+e2e.Slack)
 		p.Release(tcpproxy.Up)
 		time.Sleep(3 * time.Second) // past the local deadline the SIGTERM was for
-		if n := len(starts(t, s.out)); n != 1 || s.exited() {
+		if n := len(e2e.Starts(t, s.Out)); n != 1 || s.Exited() {
 			if i == attempts {
-				t.Fatalf("in %d runs the renewal never came before the local deadline (last: starts %d, exited %v)\n%s", attempts, n, s.exited(), s.err)
+				t.Fatalf("in %d runs the renewal never came before the local deadline (last: starts %d, exited %v)\n%s", attempts, n, s.Exited(), s.Err)
 			}
-			t.Logf("run %d: the renewal did not come in time (starts %d, exited %v); running again", i, n, s.exited())
+			t.Logf("run %d: the renewal did not come in time (starts %d, exited %v); running again", i, n, s.Exited())
 			continue
 		}
-		if err := os.WriteFile(s.out+".done", nil, 0o644); err != nil {
+		if err := os.WriteFile(s.Out+".done", nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		code := s.wait(t, 3*lossTTL+slack)
-		n := len(starts(t, s.out))
-		if ev, _ := os.ReadFile(s.out + ".ev"); (code != want || n != 1) && strings.Count(string(ev), "term") > 1 && i < attempts {
+		code := s.Wait(t, 3*e2e.LossTTL+e2e.Slack)
+		n := len(e2e.Starts(t, s.Out))
+		if ev, _ := os.ReadFile(s.Out + ".ev"); (code != want || n != 1) && strings.Count(string(ev), "term") > 1 && i < attempts {
 			// A later renewal was overdue too (a loaded machine): the
 			// command then ended after a SIGTERM of its term's, which
 			// is not the case under test.

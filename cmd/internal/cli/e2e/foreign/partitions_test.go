@@ -1,4 +1,4 @@
-package cli
+package foreign
 
 import (
 	"encoding/json"
@@ -11,6 +11,8 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tenure-dev/tenure/cmd/internal/cli"
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/kube"
 	"github.com/tenure-dev/tenure/postgres"
 )
@@ -41,40 +43,40 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 	for _, p := range parts {
 		tokens[p.key] = p.plant(t)
 	}
-	var members []*proc
+	var members []*e2e.Proc
 	for _, h := range []string{"a", "b"} {
-		members = append(members, startProc(t, h, nil, append(append([]string{}, coord...), "run", "--key", "fg", "--partitions", "5",
+		members = append(members, e2e.StartProc(t, h, nil, append(append([]string{}, coord...), "run", "--key", "fg", "--partitions", "5",
 			"--ttl", "2s", "--holder", h, "--", "sleep", "1000")...))
 	}
 	// logged counts the members' log lines that say s.
 	logged := func(s string) (n int) {
 		for _, m := range members {
-			n += strings.Count(m.err.String(), s)
+			n += strings.Count(m.Err.String(), s)
 		}
 		return n
 	}
-	status := func() partitionStatus {
-		res := runTenure(t, nil, append(append([]string{}, coord...), "status", "--key", "fg", "--partitions", "5", "--json")...)
-		var st partitionStatus
-		if res.code != 0 || json.Unmarshal([]byte(res.stdout), &st) != nil {
-			t.Fatalf("%s: exit %d, output %q\n%s", res.description, res.code, res.stdout, res.stderr)
+	status := func() cli.PartitionStatus {
+		res := e2e.RunTenure(t, nil, append(append([]string{}, coord...), "status", "--key", "fg", "--partitions", "5", "--json")...)
+		var st cli.PartitionStatus
+		if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &st) != nil {
+			t.Fatalf("%s: exit %d, output %q\n%s", res.Description, res.Code, res.Stdout, res.Stderr)
 		}
 		return st
 	}
-	var st partitionStatus
-	waitFor(t, 30*time.Second, "two members, partition 4 owned", func() bool {
+	var st cli.PartitionStatus
+	e2e.WaitFor(t, 30*time.Second, "two members, partition 4 owned", func() bool {
 		st = status()
 		return len(st.Members) >= 2 && st.Partitions[4].Held && st.Partitions[4].Record == ""
 	})
 	// Several TTLs of claims later, no member has taken a planted record over.
 	time.Sleep(3 * time.Second)
 	st = status()
-	byKey := map[string]partitionRowOut{}
-	for _, r := range st.Partitions {
-		byKey[r.Key] = r
+	byKey := map[string]int{}
+	for i, r := range st.Partitions {
+		byKey[r.Key] = i
 	}
 	for _, p := range parts {
-		r := byKey[p.key]
+		r := st.Partitions[byKey[p.key]]
 		if !r.Held || r.Record != p.kind || !strings.Contains(r.Reason, p.reason) || r.Token != tokens[p.key] || (r.TTLLeftMS == nil) != p.never {
 			t.Errorf("status --partitions: %s = %+v; want held by a %s record (%q) with token %d, ttl_left_ms absent = %v", p.key, r, p.kind, p.reason, tokens[p.key], p.never)
 		}
@@ -82,15 +84,15 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 	if len(st.Members) != 2 {
 		t.Errorf("status --partitions members = %+v; want a and b only", st.Members)
 	}
-	res := runTenure(t, nil, append(append([]string{}, coord...), "status", "--key", "fg", "--partitions", "5")...)
+	res := e2e.RunTenure(t, nil, append(append([]string{}, coord...), "status", "--key", "fg", "--partitions", "5")...)
 	for _, p := range parts {
-		if !strings.Contains(res.stdout, p.kind+" record") || !strings.Contains(res.stdout, "tenure release --force --key "+p.key) {
-			t.Errorf("status --partitions text does not name %s's %s record and its remedy:\n%s", p.key, p.kind, res.stdout)
+		if !strings.Contains(res.Stdout, p.kind+" record") || !strings.Contains(res.Stdout, "tenure release --force --key "+p.key) {
+			t.Errorf("status --partitions text does not name %s's %s record and its remedy:\n%s", p.key, p.kind, res.Stdout)
 		}
 	}
 	// The members say why the partitions wait: once, naming a record and
 	// the command that removes it.
-	waitFor(t, 15*time.Second, "a member to say why a partition waits", func() bool {
+	e2e.WaitFor(t, 15*time.Second, "a member to say why a partition waits", func() bool {
 		return logged(`ends or is removed" group=fg `) > 0
 	})
 	if n := logged(`ends or is removed" group=fg `); n > 2 || logged(`remedy="tenure release --force --key fg/`) != n {
@@ -100,16 +102,16 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 		t.FailNow()
 	}
 	for _, p := range parts {
-		res := runTenure(t, nil, append(append([]string{}, coord...), "release", "--key", p.key, "--force", "--json")...)
-		var rel releaseResult
-		if err := json.Unmarshal([]byte(res.stdout), &rel); err != nil || res.code != 0 || !rel.Released || rel.Token != tokens[p.key] {
-			t.Fatalf("release --force --key %s --json: exit %d, %q (%v); want released with token %d\n%s", p.key, res.code, res.stdout, err, tokens[p.key], res.stderr)
+		res := e2e.RunTenure(t, nil, append(append([]string{}, coord...), "release", "--key", p.key, "--force", "--json")...)
+		var rel cli.ReleaseResult
+		if err := json.Unmarshal([]byte(res.Stdout), &rel); err != nil || res.Code != 0 || !rel.Released || rel.Token != tokens[p.key] {
+			t.Fatalf("release --force --key %s --json: exit %d, %q (%v); want released with token %d\n%s", p.key, res.Code, res.Stdout, err, tokens[p.key], res.Stderr)
 		}
 		if rel.Record != p.released {
 			t.Errorf("release --force --key %s: record %q; want %q", p.key, rel.Record, p.released)
 		}
 	}
-	waitFor(t, 30*time.Second, "members to own every partition", func() bool {
+	e2e.WaitFor(t, 30*time.Second, "members to own every partition", func() bool {
 		st = status()
 		return st.Unowned == 0 && len(st.Members) == 2
 	})
@@ -127,23 +129,23 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 // changes nothing.
 func TestForeignPartitionsEtcd(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second})
+	s := e2e.StartServer(t, t.TempDir())
+	etcdc, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	defer etcdc.Close()
 	put := func(key, value string, leaseSecs int64) func(t *testing.T) uint64 {
 		return func(t *testing.T) uint64 {
 			var opts []clientv3.OpOption
 			if leaseSecs > 0 {
-				l, err := cli.Grant(t.Context(), leaseSecs)
+				l, err := etcdc.Grant(t.Context(), leaseSecs)
 				if err != nil {
 					t.Fatal(err)
 				}
 				opts = append(opts, clientv3.WithLease(l.ID))
 			}
-			resp, err := cli.Put(t.Context(), "/tenure/leader/"+key, value, opts...)
+			resp, err := etcdc.Put(t.Context(), "/tenure/leader/"+key, value, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +153,7 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 		}
 	}
 	put("#members/fg#nolease", "garbage", 0)(t)
-	checkForeignPartitions(t, s.coord, []foreignPartition{
+	checkForeignPartitions(t, s.Coord, []foreignPartition{
 		{"fg/0", "foreign", "no lease", "foreign", true, put("fg/0", "mallory#00000000", 0)},
 		{"fg/1", "malformed", "not a holder identity", "malformed", false, put("fg/1", "bad\x01value", 600)},
 		{"fg/2", "foreign", "no member's", "", false, put("fg/2", "mallory#00000000", 600)},
@@ -166,7 +168,7 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 // checkForeignPartitions); the planted membership is no member.
 func TestForeignPartitionsPostgres(t *testing.T) {
 	t.Parallel()
-	coord := postgresCoord(t)
+	coord := e2e.PostgresCoord(t)
 	c, err := postgres.Dial(t.Context(), coord[1])
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +216,7 @@ VALUES ($1, $2, $3, now(), `+expires+`)`, key, holder, token)
 // checkForeignPartitions).
 func TestForeignPartitionsKube(t *testing.T) {
 	t.Parallel()
-	s, ns, coord := kubeCoord(t)
+	s, ns, coord := e2e.KubeCoord(t)
 	leases := s.Client(t).CoordinationV1().Leases(ns)
 	lease := func(key, holder string, secs int32) func(t *testing.T) uint64 {
 		return func(t *testing.T) uint64 {

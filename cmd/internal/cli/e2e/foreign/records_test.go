@@ -1,4 +1,4 @@
-package cli
+package foreign
 
 import (
 	"encoding/json"
@@ -13,6 +13,8 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tenure-dev/tenure/cmd/internal/cli"
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/kube"
 	"github.com/tenure-dev/tenure/postgres"
 )
@@ -36,49 +38,49 @@ func checkForeign(t *testing.T, coord []string, shape foreignShape) {
 	key := shape.key
 	remedy := "tenure release --force --key " + key
 
-	st := statusJSON(t, nil, append(coord, "--key", key)...)
+	st := e2e.StatusJSON[cli.KeyStatus](t, nil, append(coord, "--key", key)...)
 	if len(st) != 1 || !st[0].Held || st[0].Record != shape.kind || st[0].Reason == "" || (st[0].TTLLeftMS == nil) != shape.never {
 		t.Fatalf("status --key %s --json = %+v; want held by a %s record with a reason, ttl_left_ms absent = %v", key, st, shape.kind, shape.never)
 	}
 	token := st[0].Token
 	t.Logf("status: %+v", st[0])
 
-	res := runTenure(t, nil, append(coord, "status", "--key", key)...)
-	if res.code != 0 || !strings.Contains(res.stdout, shape.kind+" record") || !strings.Contains(res.stdout, remedy) {
-		t.Errorf("status --key %s: exit %d, output:\n%s\nwant it to name the %s record and %q", key, res.code, res.stdout, shape.kind, remedy)
+	res := e2e.RunTenure(t, nil, append(coord, "status", "--key", key)...)
+	if res.Code != 0 || !strings.Contains(res.Stdout, shape.kind+" record") || !strings.Contains(res.Stdout, remedy) {
+		t.Errorf("status --key %s: exit %d, output:\n%s\nwant it to name the %s record and %q", key, res.Code, res.Stdout, shape.kind, remedy)
 	}
 
-	w := startProc(t, "watch", nil, append(coord, "watch", "--key", key, "--json")...)
-	waitFor(t, 10*time.Second, "watch's first line", func() bool { return len(lines(w.out.String())) >= 1 })
-	w.signal(t, syscall.SIGINT)
-	w.wait(t, 5*time.Second)
-	var ev watchLine
-	if err := json.Unmarshal([]byte(lines(w.out.String())[0]), &ev); err != nil || ev.Event != "leader" || ev.Record != shape.kind || ev.Token != token {
-		t.Errorf("watch --key %s first line %q (%v); want a leader event naming the %s record with token %d", key, lines(w.out.String())[0], err, shape.kind, token)
+	w := e2e.StartProc(t, "watch", nil, append(coord, "watch", "--key", key, "--json")...)
+	e2e.WaitFor(t, 10*time.Second, "watch's first line", func() bool { return len(e2e.Lines(w.Out.String())) >= 1 })
+	w.Signal(t, syscall.SIGINT)
+	w.Wait(t, 5*time.Second)
+	var ev cli.WatchLine
+	if err := json.Unmarshal([]byte(e2e.Lines(w.Out.String())[0]), &ev); err != nil || ev.Event != "leader" || ev.Record != shape.kind || ev.Token != token {
+		t.Errorf("watch --key %s first line %q (%v); want a leader event naming the %s record with token %d", key, e2e.Lines(w.Out.String())[0], err, shape.kind, token)
 	}
 
-	run := startProc(t, "run", nil, append(coord, "run", "--key", key, "--ttl", "2s", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
-	waitFor(t, 15*time.Second, "tenure run to name the record", func() bool { return strings.Contains(run.err.String(), remedy) })
+	run := e2e.StartProc(t, "run", nil, append(coord, "run", "--key", key, "--ttl", "2s", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
+	e2e.WaitFor(t, 15*time.Second, "tenure run to name the record", func() bool { return strings.Contains(run.Err.String(), remedy) })
 
-	res = runTenure(t, nil, append(coord, "release", "--key", key)...)
-	if res.code != ExitError || !strings.Contains(res.stderr, shape.kind+" record") {
-		t.Errorf("release --key %s without --force: exit %d, stderr:\n%s\nwant %d naming the %s record", key, res.code, res.stderr, ExitError, shape.kind)
+	res = e2e.RunTenure(t, nil, append(coord, "release", "--key", key)...)
+	if res.Code != cli.ExitError || !strings.Contains(res.Stderr, shape.kind+" record") {
+		t.Errorf("release --key %s without --force: exit %d, stderr:\n%s\nwant %d naming the %s record", key, res.Code, res.Stderr, cli.ExitError, shape.kind)
 	}
-	res = runTenure(t, nil, append(coord, "release", "--key", key, "--force", "--json")...)
-	var rel releaseResult
-	if err := json.Unmarshal([]byte(res.stdout), &rel); err != nil || res.code != 0 || !rel.Released || rel.Record != shape.kind || rel.Token != token {
-		t.Fatalf("release --force --key %s --json: exit %d, %q (%v); want released, record %s, token %d\n%s", key, res.code, res.stdout, err, shape.kind, token, res.stderr)
+	res = e2e.RunTenure(t, nil, append(coord, "release", "--key", key, "--force", "--json")...)
+	var rel cli.ReleaseResult
+	if err := json.Unmarshal([]byte(res.Stdout), &rel); err != nil || res.Code != 0 || !rel.Released || rel.Record != shape.kind || rel.Token != token {
+		t.Fatalf("release --force --key %s --json: exit %d, %q (%v); want released, record %s, token %d\n%s", key, res.Code, res.Stdout, err, shape.kind, token, res.Stderr)
 	}
 
-	if code := run.wait(t, 30*time.Second); code != 0 {
+	if code := run.Wait(t, 30*time.Second); code != 0 {
 		t.Fatalf("tenure run --key %s after the release: exit %d; want 0", key, code)
 	}
-	got, err := strconv.ParseUint(run.out.String(), 10, 64)
+	got, err := strconv.ParseUint(run.Out.String(), 10, 64)
 	if err != nil || (token <= math.MaxInt64 && got <= token) {
-		t.Errorf("tenure run's token %q; want greater than the record's %d", run.out.String(), token)
+		t.Errorf("tenure run's token %q; want greater than the record's %d", run.Out.String(), token)
 	}
-	if n := strings.Count(run.err.String(), remedy); n != 1 {
-		t.Errorf("tenure run named the remedy %d times; want once\n%s", n, run.err.String())
+	if n := strings.Count(run.Err.String(), remedy); n != 1 {
+		t.Errorf("tenure run named the remedy %d times; want once\n%s", n, run.Err.String())
 	}
 }
 
@@ -89,11 +91,11 @@ func checkForeignPrefix(t *testing.T, coord []string, prefix string, shapes []fo
 	for _, s := range shapes {
 		s.plant(t)
 	}
-	got := statusJSON(t, nil, append(coord, "--prefix", prefix)...)
+	got := e2e.StatusJSON[cli.KeyStatus](t, nil, append(coord, "--prefix", prefix)...)
 	if len(got) != len(shapes) {
 		t.Fatalf("status --prefix %s = %+v; want %d records", prefix, got, len(shapes))
 	}
-	byKey := map[string]keyStatus{}
+	byKey := map[string]cli.KeyStatus{}
 	for _, s := range got {
 		byKey[s.Key] = s
 	}
@@ -103,12 +105,12 @@ func checkForeignPrefix(t *testing.T, coord []string, prefix string, shapes []fo
 		}
 	}
 
-	w := startProc(t, "watch", nil, append(coord, "watch", "--prefix", prefix, "--json")...)
-	waitFor(t, 10*time.Second, "a watch line per record", func() bool { return len(lines(w.out.String())) >= len(shapes) })
-	w.signal(t, syscall.SIGINT)
-	w.wait(t, 5*time.Second)
-	for _, l := range lines(w.out.String())[:len(shapes)] {
-		var ev watchLine
+	w := e2e.StartProc(t, "watch", nil, append(coord, "watch", "--prefix", prefix, "--json")...)
+	e2e.WaitFor(t, 10*time.Second, "a watch line per record", func() bool { return len(e2e.Lines(w.Out.String())) >= len(shapes) })
+	w.Signal(t, syscall.SIGINT)
+	w.Wait(t, 5*time.Second)
+	for _, l := range e2e.Lines(w.Out.String())[:len(shapes)] {
+		var ev cli.WatchLine
 		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.Event != "leader" || ev.Record != byKey[ev.Key].Record {
 			t.Errorf("watch --prefix %s line %q (%v); want a leader event naming the key's %s record", prefix, l, err, byKey[ev.Key].Record)
 		}
@@ -121,23 +123,23 @@ func checkForeignPrefix(t *testing.T, coord []string, prefix string, shapes []fo
 // watch, named by tenure run, and freed by release --force.
 func TestForeignRecordsEtcd(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: 5 * time.Second})
+	s := e2e.StartServer(t, t.TempDir())
+	etcdc, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	defer etcdc.Close()
 	put := func(key, value string, leaseSecs int64) func(t *testing.T) {
 		return func(t *testing.T) {
 			var opts []clientv3.OpOption
 			if leaseSecs > 0 {
-				l, err := cli.Grant(t.Context(), leaseSecs)
+				l, err := etcdc.Grant(t.Context(), leaseSecs)
 				if err != nil {
 					t.Fatal(err)
 				}
 				opts = append(opts, clientv3.WithLease(l.ID))
 			}
-			if _, err := cli.Put(t.Context(), "/tenure/leader/"+key, value, opts...); err != nil {
+			if _, err := etcdc.Put(t.Context(), "/tenure/leader/"+key, value, opts...); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -148,9 +150,9 @@ func TestForeignRecordsEtcd(t *testing.T) {
 		{"a lease longer than a day", "fr/long", "foreign", false, put("fr/long", "mallory#00000000", 200000)},
 		{"a control character on a lease", "fr/ctl", "malformed", false, put("fr/ctl", "bad\x01value", 600)},
 	}
-	checkForeignPrefix(t, s.coord, "fr/", shapes)
+	checkForeignPrefix(t, s.Coord, "fr/", shapes)
 	for _, shape := range shapes {
-		t.Run(shape.name, func(t *testing.T) { checkForeign(t, s.coord, shape) })
+		t.Run(shape.name, func(t *testing.T) { checkForeign(t, s.Coord, shape) })
 	}
 }
 
@@ -163,7 +165,7 @@ func TestForeignRecordsEtcd(t *testing.T) {
 // infinity row's token is above the clock in µs).
 func TestForeignRecordsPostgres(t *testing.T) {
 	t.Parallel()
-	coord := postgresCoord(t)
+	coord := e2e.PostgresCoord(t)
 	c, err := postgres.Dial(t.Context(), coord[1])
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +205,7 @@ ON CONFLICT (resource) DO UPDATE SET holder_id = EXCLUDED.holder_id, fencing_tok
 // ignores (no acquireTime, a renewTime in the future) change nothing.
 func TestForeignRecordsKube(t *testing.T) {
 	t.Parallel()
-	s, ns, coord := kubeCoord(t)
+	s, ns, coord := e2e.KubeCoord(t)
 	leases := s.Client(t).CoordinationV1().Leases(ns)
 	lease := func(key string, holder *string, secs int32, annotations map[string]string) func(t *testing.T) {
 		return func(t *testing.T) {

@@ -1,4 +1,4 @@
-package cli
+package term
 
 import (
 	"encoding/json"
@@ -12,18 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 	"github.com/tenure-dev/tenure/cmd/internal/guard"
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
 // commandPid is the pid of the command in tenure run's log line "command
 // started … pid=N", once there is one.
-func commandPid(t *testing.T, p *proc) int {
+func commandPid(t *testing.T, p *e2e.Proc) int {
 	t.Helper()
 	re := regexp.MustCompile(`command started.* pid=(\d+)`)
 	var pid int
-	waitFor(t, 20*time.Second, "the command to start", func() bool {
-		m := re.FindStringSubmatch(p.err.String())
+	e2e.WaitFor(t, 20*time.Second, "the command to start", func() bool {
+		m := re.FindStringSubmatch(p.Err.String())
 		if m != nil {
 			pid, _ = strconv.Atoi(m[1])
 		}
@@ -37,17 +38,17 @@ func commandPid(t *testing.T, p *proc) int {
 // args=").
 func TestGuardName(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
-	p := startProc(t, "run", nil, "run", "--endpoints", s.endpoint, "--key", "named", "--", "sleep", "60")
-	g := parentOf(t, commandPid(t, p))
-	if comm := strings.TrimSpace(readFile("/proc/" + strconv.Itoa(g) + "/comm")); comm != guard.Name {
+	s := e2e.StartServer(t, t.TempDir())
+	p := e2e.StartProc(t, "run", nil, "run", "--endpoints", s.Endpoint, "--key", "named", "--", "sleep", "60")
+	g := e2e.ParentOf(t, commandPid(t, p))
+	if comm := strings.TrimSpace(e2e.ReadFile("/proc/" + strconv.Itoa(g) + "/comm")); comm != guard.Name {
 		t.Errorf("the guard's process name (/proc/%d/comm, as ps -o comm= shows it) = %q; want %q", g, comm, guard.Name)
 	}
-	if argv := strings.Split(readFile("/proc/"+strconv.Itoa(g)+"/cmdline"), "\x00"); argv[0] != guard.Name {
+	if argv := strings.Split(e2e.ReadFile("/proc/"+strconv.Itoa(g)+"/cmdline"), "\x00"); argv[0] != guard.Name {
 		t.Errorf("the guard's argv = %q; want argv[0] %q", argv, guard.Name)
 	}
-	p.signal(t, syscall.SIGTERM)
-	p.wait(t, 10*time.Second)
+	p.Signal(t, syscall.SIGTERM)
+	p.Wait(t, 10*time.Second)
 }
 
 // TestGuardStartTooLate: a guard whose first lease's deadline has already
@@ -63,9 +64,9 @@ func TestGuardStartTooLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
-	cmd := exec.Command(tenureBin, guard.Command, "--", "/bin/sh", "sh", "-c", `touch "$0"`, marker)
+	cmd := exec.Command(e2e.TenureBin, guard.Command, "--", "/bin/sh", "sh", "-c", `touch "$0"`, marker)
 	cmd.ExtraFiles = []*os.File{ctlR, repW}
-	var stderr syncBuffer
+	var stderr e2e.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -105,28 +106,28 @@ func TestGuardStartTooLate(t *testing.T) {
 // tenure then exits with the command's code.
 func TestGuardSurvivor(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir())
+	s := e2e.StartServer(t, t.TempDir())
 	out := filepath.Join(t.TempDir(), "survivor")
 	script := `TENURE_E2E_CHILD=survivor "$SELF" &
 while [ ! -s "$OUT" ]; do sleep 0.05; done
 exit 0`
 	began := time.Now()
-	p := startNoKill(t, "run", []string{"OUT=" + out, "SELF=" + selfBin}, "run", "--endpoints", s.endpoint,
+	p := e2e.StartNoKill(t, "run", []string{"OUT=" + out, "SELF=" + e2e.SelfBin}, "run", "--endpoints", s.Endpoint,
 		"--key", "survivor", "--ttl", "5s", "--kill-grace", "100ms", "--", "sh", "-c", script)
-	waitFor(t, 20*time.Second, "the survivor's pid", func() bool { return strings.TrimSpace(readFile(out)) != "" })
-	pid, err := strconv.Atoi(strings.TrimSpace(readFile(out)))
+	e2e.WaitFor(t, 20*time.Second, "the survivor's pid", func() bool { return strings.TrimSpace(e2e.ReadFile(out)) != "" })
+	pid, err := strconv.Atoi(strings.TrimSpace(e2e.ReadFile(out)))
 	if err != nil {
-		t.Fatalf("survivor pid %q: %v", readFile(out), err)
+		t.Fatalf("survivor pid %q: %v", e2e.ReadFile(out), err)
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-	if code := p.wait(t, survivorFor+slack+10*time.Second); code != 0 {
+	if code := p.Wait(t, e2e.SurvivorFor+e2e.Slack+10*time.Second); code != 0 {
 		t.Errorf("tenure exit %d; want 0, the command's code", code)
 	}
-	if took := time.Since(began); took < survivorFor-time.Second {
-		t.Errorf("tenure exited %s after it started; want after the survivor could be signalled (%s): the test did not make a survivor", took, survivorFor)
+	if took := time.Since(began); took < e2e.SurvivorFor-time.Second {
+		t.Errorf("tenure exited %s after it started; want after the survivor could be signalled (%s): the test did not make a survivor", took, e2e.SurvivorFor)
 	}
-	waitDead(t, pid, 5*time.Second, "the survivor")
-	if log := p.err.String(); !strings.Contains(log, "still alive") || !strings.Contains(log, "pid "+strconv.Itoa(pid)) ||
+	e2e.WaitDead(t, pid, 5*time.Second, "the survivor")
+	if log := p.Err.String(); !strings.Contains(log, "still alive") || !strings.Contains(log, "pid "+strconv.Itoa(pid)) ||
 		!strings.Contains(log, "operation not permitted") {
 		t.Errorf("tenure's log does not name the survivor (pid %d) and why it lives (operation not permitted):\n%s", pid, log)
 	}

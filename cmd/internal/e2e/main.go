@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
+	"github.com/tenure-dev/tenure/internal/pgtest"
+)
+
+// TenureBin is the tenure binary built for the end-to-end tests.
+var TenureBin string
+
+// PgServer is the PostgreSQL server of the tests that need one, or PgErr
+// says why there is none (see pgtest.Need).
+var (
+	PgServer *pgtest.Server
+	PgErr    error
+)
+
+// SelfBin is this test binary: re-executed in a helper mode, it is the
+// command that "tenure run" runs in the end-to-end tests.
+var SelfBin string
+
+// Main is the TestMain of a package of end-to-end tests: run as a
+// helper command (ChildMain, with the package's own modes in more) when
+// the test binary is one, else build tenure and run the tests (BuildThen).
+func Main(m *testing.M, more ...func(mode string) (code int, ok bool)) int {
+	if mode := os.Getenv(ChildModeEnv); mode != "" {
+		return ChildMain(mode, more...)
+	}
+	return BuildThen(m)
+}
+
+// BuildThen builds the tenure binary, runs the tests with a goroutine-leak
+// check, and removes the binary.
+func BuildThen(m *testing.M) int {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "tenure-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	TenureBin = filepath.Join(dir, "tenure")
+	began := time.Now()
+	if err := BuildTenure(TenureBin, true); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "built %s in %s\n", TenureBin, time.Since(began).Round(time.Millisecond))
+	}
+	if SelfBin, err = os.Executable(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := pgtest.Main(m, func(s *pgtest.Server, err error) { PgServer, PgErr = s, err })
+	if code == 0 {
+		// As goleak.VerifyTestMain, which would exit before the binary is
+		// removed.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// BuildTenure builds the tenure binary into out: as a release is built,
+// with the guard's own program embedded (guardtest), when guarded; as a
+// plain go build of a fresh clone, whose guard re-executes tenure,
+// otherwise (even when go generate has left a program in the source tree).
+// With the race detector on, both tenure and its guard run under it.
+func BuildTenure(out string, guarded bool) error {
+	var flags []string
+	if RaceEnabled {
+		flags = append(flags, "-race") // the signal and child-process code runs under the race detector too
+	}
+	args := append([]string{"build", "-o", out}, flags...)
+	overlay, err := guardtest.Absent(filepath.Dir(out))
+	if guarded {
+		var prog string
+		if prog, err = guardtest.Build(filepath.Dir(out), flags...); err == nil {
+			overlay, err = guardtest.Overlay(filepath.Dir(out), prog)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	args = append(args, "-overlay", overlay)
+	build := exec.Command("go", append(args, "github.com/tenure-dev/tenure/cmd/tenure")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build tenure: %w", err)
+	}
+	return nil
+}
