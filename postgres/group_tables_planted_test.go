@@ -18,9 +18,9 @@ import (
 // leadership table creates, before any member joined, tables named as the
 // group tables tenure would make for it, of the right shape, open to
 // PUBLIC, with a trigger and a column default that record who ran them.
-// Neither a single-key Acquire of a key that could name a partition nor a
-// JoinGroup and a claim may run them: tenure must not use group tables that
-// another role owns (their owner's triggers, defaults, rules and policies
+// Neither a single-key Acquire of a key that could name a partition (it is
+// refused) nor a JoinGroup and a claim may run them: tenure must not use
+// group tables that another role owns (their owner's triggers, defaults, rules and policies
 // would run as tenure's role, and their owner could rewrite owners and
 // tokens at will).
 func TestPlantedGroupTablesNeverUsed(t *testing.T) {
@@ -70,15 +70,21 @@ BEGIN INSERT INTO ` + spy + `.calls VALUES ('default', current_user); RETURN NUL
 		}
 	}
 
-	// A user of single keys only (keys with a '/' in them) is not
-	// hindered: the planted tables are not its group tables.
+	// A key that cannot name a partition is not hindered. One that can is
+	// refused, naming the tables: tenure cannot tell planted tables from
+	// the group tables of another role's members, which may own the
+	// partition (TestAcquireBesideGroupTablesOfAnotherRole).
+	g, err := c.Acquire(ctx, "jobs", "a", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire(jobs) = %v", err)
+	}
+	if err := c.Release(ctx, g); err != nil {
+		t.Fatalf("Release(jobs) = %v", err)
+	}
 	for i := range 3 {
 		g, err := c.Acquire(ctx, partition.Key("jobs", fmt.Sprint(i)), "a", time.Minute)
-		if err != nil {
-			t.Fatalf("Acquire(jobs/%d) = %v", i, err)
-		}
-		if err := c.Release(ctx, g); err != nil {
-			t.Fatalf("Release(jobs/%d) = %v", i, err)
+		if !errors.Is(err, postgres.ErrTableShape) {
+			t.Errorf("Acquire(jobs/%d) = %v, %v; want ErrTableShape", i, g, err)
 		}
 	}
 	// A user of groups is refused, naming the tables.
