@@ -183,3 +183,34 @@ func ExampleLease() {
 	// acting: true
 	// after End: false
 }
+
+// Renewed tells code that hands the deadline on (a watchdog, another
+// process) when a renewal has moved it: read BootDeadline again then.
+func ExampleTerm_Renewed() {
+	coord := memory.New()
+	defer coord.Close()
+	cfg := tenure.DefaultConfig()
+	cfg.Key, cfg.Holder, cfg.Instance = "watchdog", "node-a", "1"
+	cfg.TTL = 3 * time.Second // renewed about every second
+	elector, err := tenure.NewElector(coord, cfg)
+	if err != nil {
+		panic(err)
+	}
+	err = elector.Run(context.Background(), func(ctx context.Context, term *tenure.Term) error {
+		renewed := term.Renewed() // before reading the deadline, so no renewal falls between
+		before := term.BootDeadline()
+		select {
+		case <-renewed:
+			fmt.Println("deadline moved later:", term.BootDeadline() > before)
+		case <-time.After(10 * time.Second):
+			fmt.Println("no renewal within 10s")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	})
+	fmt.Println("run:", err)
+	// Output:
+	// deadline moved later: true
+	// run: <nil>
+}
