@@ -90,8 +90,7 @@ func TestMonitorDeadLeaderPage(t *testing.T) {
 
 	// A page opened now, as in #21 (opened 5.5 s after the kill), says so
 	// at its first draw.
-	var reloaded bool
-	if err := b.Eval(ctx, `location.reload(), true`, &reloaded); err != nil {
+	if err := b.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	e2e.WaitFor(t, 20*time.Second, "the reloaded page's first draw", func() bool { l = shown(); return l.Redraws > 0 })

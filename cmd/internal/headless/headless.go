@@ -112,6 +112,15 @@ func (b *Browser) Eval(ctx context.Context, expr string, out any) error {
 	return nil
 }
 
+// Reload reloads the page and returns once the reloaded page has loaded,
+// so that an Eval after it runs in the new page, not the one going away.
+func (b *Browser) Reload(ctx context.Context) error {
+	if err := b.run(ctx, chromedp.Reload()); err != nil {
+		return fmt.Errorf("headless: reload: %w", err)
+	}
+	return nil
+}
+
 // Screenshot returns a PNG of the page as it is now.
 func (b *Browser) Screenshot(ctx context.Context) ([]byte, error) {
 	var png []byte

@@ -23,6 +23,7 @@ func TestEvalSeesLiveChanges(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(`<!doctype html><p id="n">0</p><script>
 			window.loaded = (window.loaded || 0) + 1;
+			sessionStorage.setItem("loads", Number(sessionStorage.getItem("loads")) + 1);
 			let n = 0; setInterval(() => { document.getElementById("n").textContent = ++n; }, 50);
 		</script>`))
 	}))
@@ -56,6 +57,19 @@ func TestEvalSeesLiveChanges(t *testing.T) {
 	}
 	if err := b.Eval(ctx, `nosuchvariable`, &loads); err == nil {
 		t.Error("Eval(nosuchvariable) error = nil; want the page's ReferenceError")
+	}
+	// Reload returns once the new page has loaded: an Eval right after it
+	// runs in the new page (its script has run) and does not fail on the
+	// page going away.
+	if err := b.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Eval(ctx, `window.loaded`, &loads); err != nil || loads != 1 {
+		t.Errorf("window.loaded right after Reload = %d, %v; want 1, set by the reloaded page's script", loads, err)
+	}
+	var stored int
+	if err := b.Eval(ctx, `Number(sessionStorage.getItem("loads"))`, &stored); err != nil || stored != 2 {
+		t.Errorf("loads counted in sessionStorage right after Reload = %d, %v; want 2", stored, err)
 	}
 	png, err := b.Screenshot(ctx)
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
