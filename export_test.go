@@ -32,3 +32,13 @@ func (c TermControl) Extend(g Grant, deadline Instant) bool { return c.t.lease.e
 
 // End ends the term: see Lease.End.
 func (c TermControl) End(cause error) { c.t.lease.End(c.t, cause) }
+
+// newTerm starts a term for g on a lease of its own whose local deadline
+// is dl (the lease's timing is Config's defaults for g.TTL; only renewals,
+// which this package's tests do not start, read it). The term's context is
+// cancelled at the deadline unless the lease is extended.
+func newTerm(parent context.Context, g Grant, dl Instant) *Term {
+	l := newLeaseAt(newLeaseTiming(g.TTL, 0, 0, 0, 0, 0), g.TTL, g.Sent, dl, true, nil, "renewal")
+	t := l.Start(parent, g)
+	return t
+}

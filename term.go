@@ -48,16 +48,6 @@ type Term struct {
 	renewed      chan struct{} // closed by the next extend; nil until Renewed asks
 }
 
-// newTerm starts a term for g on a lease of its own whose local deadline
-// is dl (the lease's timing is Config's defaults for g.TTL; only renewals,
-// which this package's tests do not start, read it). The term's context is
-// cancelled at the deadline unless the lease is extended.
-func newTerm(parent context.Context, g Grant, dl Instant) *Term {
-	l := newLeaseAt(newLeaseTiming(g.TTL, 0, 0, 0, 0, 0), g.TTL, g.Sent, dl, true, nil, "renewal")
-	t := l.Start(parent, g)
-	return t
-}
-
 // overLocked reports how far past its local deadline the term is:
 // negative while it is not (see Instant.past).
 func (t *Term) overLocked() time.Duration {
