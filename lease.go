@@ -118,17 +118,12 @@ func newLease(tm leaseTiming, ttl time.Duration, sent Instant, single bool, log 
 	if err != nil {
 		return nil, err
 	}
-	return newLeaseAt(tm, ttl, sent, dl, single, log, name, attrs...), nil
-}
-
-// newLeaseAt is newLease with its deadline given.
-func newLeaseAt(tm leaseTiming, ttl time.Duration, sent, dl Instant, single bool, log *slog.Logger, name string, attrs ...any) *Lease {
 	l := &Lease{tm: tm, single: single, log: log, name: name, attrs: attrs,
 		ttl: ttl, sent: sent, dl: dl, terms: make(map[*Term]struct{})}
 	l.mu.Lock() // expire, which locks, may run before l.timer is set
 	l.timer = time.AfterFunc(l.sleepLocked(), l.expire)
 	l.mu.Unlock()
-	return l
+	return l, nil
 }
 
 // Start starts a term for grant g on l, with l's deadline; its context
@@ -187,6 +182,28 @@ func (l *Lease) extend(g Grant, dl Instant) bool {
 		}
 	}
 	return ok
+}
+
+// extend replaces term t's deadline with dl, the one renewal g produced
+// (Lease.extend calls it for each live term), and records g's TTL and send
+// instant. The new deadline replaces the old even when it is earlier: a
+// renewal sets the lease's expiry at the coordinator, so only the latest
+// renewal bounds it (a coordinator that granted a shorter TTL this time has
+// shortened the lease). It reports false when the term has already ended:
+// an ended term is never revived.
+func (t *Term) extend(g Grant, dl Instant) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended || t.overLocked() >= 0 {
+		return false
+	}
+	t.ttl, t.sent = g.TTL, g.Sent
+	t.deadline, t.bootDeadline = dl.mono, dl.boot
+	if t.renewed != nil {
+		close(t.renewed)
+		t.renewed = nil
+	}
+	return true
 }
 
 // void ends every live term of l with cause and moves l's deadline to
