@@ -169,6 +169,11 @@ func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term)
 	}
 }
 
+// The rest of this file is what the campaign (in term.go) and Run lean on:
+// the backoff after a fenced term (fencedBackoff, sleepCtx, jitter), the
+// timing a term's lease is kept by (timing), the key's watch (openWatch,
+// watch), and the errors that end a campaign (permanent).
+
 // fencedBackoff is how long to wait before campaigning after n fenced terms
 // in a row: the retry period, doubling with each, at most the TTL.
 func (e *Elector) fencedBackoff(n int) time.Duration {
