@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/identity"
-	"github.com/tenure-dev/tenure/internal/outage"
 	"github.com/tenure-dev/tenure/internal/timing"
 
 	"github.com/tenure-dev/tenure/internal/display"
@@ -170,6 +169,11 @@ func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, t *Term)
 	}
 }
 
+// The rest of this file is what the campaign (in term.go) and Run lean on:
+// the backoff after a fenced term (fencedBackoff, sleepCtx, jitter), the
+// timing a term's lease is kept by (timing), the key's watch (openWatch,
+// watch), and the errors that end a campaign (permanent).
+
 // fencedBackoff is how long to wait before campaigning after n fenced terms
 // in a row: the retry period, doubling with each, at most the TTL.
 func (e *Elector) fencedBackoff(n int) time.Duration {
@@ -178,6 +182,11 @@ func (e *Elector) fencedBackoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, e.cfg.TTL)
+}
+
+// timing is how this Elector keeps a lease granted for ttl.
+func (e *Elector) timing() leaseTiming {
+	return newLeaseTiming(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RetryPeriod, e.cfg.RequestTimeout, e.cfg.MaxDrift, e.cfg.Margin)
 }
 
 // sleepCtx waits for d or until ctx ends, and returns ctx's error if it
@@ -190,68 +199,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-timer.C:
 		return nil
-	}
-}
-
-// campaign acquires the key, waiting for it to be free when it is held. It
-// returns a live term, or ctx's error, or a permanent error.
-func (e *Elector) campaign(ctx context.Context) (*Term, error) {
-	retry := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
-	backoff := retry
-
-	// A watch, when the coordinator offers one, wakes the campaign the
-	// moment the key is released or expires. It is opened lazily, the first
-	// time the key is found held, and closed when the campaign ends.
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	var events <-chan LeaderEvent
-	canWatch := true // until a watch fails
-	down := outage.Log{Msg: "acquire failed"}
-
-	for {
-		g, err := e.acquire(ctx)
-		var held *HeldError
-		if err == nil || errors.As(err, &held) {
-			down.Succeeded(e.log)
-		}
-		if err == nil {
-			t, err := e.begin(ctx, g)
-			if err != nil {
-				return nil, err
-			}
-			if t != nil {
-				return t, nil
-			}
-			// The reply came too late to act on; try again.
-		} else {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if permanent(err) {
-				return nil, fmt.Errorf("campaign for %q: %w", e.cfg.Key, err)
-			}
-			if held != nil {
-				e.log.Debug("key held", "leader", held.Holder, "token", held.Token)
-				if canWatch && events == nil {
-					events = e.openWatch(watchCtx)
-					canWatch = events != nil
-				}
-			} else {
-				down.Failed(e.log, err)
-			}
-		}
-
-		watching := events != nil
-		var freed bool
-		if events, freed, err = waitKey(ctx, jitter(backoff), events); err != nil {
-			return nil, err
-		}
-		if watching && events == nil {
-			canWatch = false // the watch failed: poll from now on
-		}
-		if backoff = min(2*backoff, 4*retry); freed {
-			backoff = retry
-		}
 	}
 }
 
@@ -269,37 +216,6 @@ func (e *Elector) openWatch(ctx context.Context) <-chan LeaderEvent {
 	}
 	e.log.Log(ctx, level, "watch failed; polling the key every retry period instead", "err", err)
 	return nil
-}
-
-// waitKey waits for d, until ctx ends, or until events says the key was
-// released or expired (freed). It returns events, or nil once the watch
-// has failed.
-func waitKey(ctx context.Context, d time.Duration, events <-chan LeaderEvent) (_ <-chan LeaderEvent, freed bool, err error) {
-	timer := time.NewTimer(timerwait.Delay(d))
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return events, false, ctx.Err()
-		case <-timer.C:
-			return events, false, nil
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
-			}
-			if !ev.Held { // released or expired: acquire now
-				return events, true, nil
-			}
-		}
-	}
-}
-
-// acquire asks for the key once, bounded by the request timeout.
-func (e *Elector) acquire(ctx context.Context) (Grant, error) {
-	ctx, cancel := context.WithTimeout(ctx, timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
-	defer cancel()
-	return e.c.Acquire(ctx, e.cfg.Key, e.id, e.cfg.TTL)
 }
 
 // permanent reports whether err is one that retrying an Acquire cannot

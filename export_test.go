@@ -2,6 +2,7 @@ package tenure
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
@@ -32,3 +33,27 @@ func (c TermControl) Extend(g Grant, deadline Instant) bool { return c.t.lease.e
 
 // End ends the term: see Lease.End.
 func (c TermControl) End(cause error) { c.t.lease.End(c.t, cause) }
+
+// newTerm starts a term for g on a lease of its own whose local deadline
+// is dl (the lease's timing is Config's defaults for g.TTL; only renewals,
+// which this package's tests do not start, read it). The term's context is
+// cancelled at the deadline unless the lease is extended.
+func newTerm(parent context.Context, g Grant, dl Instant) *Term {
+	l := newLeaseAt(newLeaseTiming(g.TTL, 0, 0, 0, 0, 0), g.TTL, g.Sent, dl, true, nil, "renewal")
+	t := l.Start(parent, g)
+	return t
+}
+
+// newLeaseAt is newLease with its deadline given: a lease granted for no
+// time by a request sent at dl (its deadline is dl), then given tm, ttl and
+// sent, which only renewals read.
+func newLeaseAt(tm leaseTiming, ttl time.Duration, sent, dl Instant, single bool, log *slog.Logger, name string) *Lease {
+	l, err := newLease(leaseTiming{}, 0, dl, single, log, name)
+	if err != nil {
+		panic(err) // a zero dl
+	}
+	l.mu.Lock()
+	l.tm, l.ttl, l.sent = tm, ttl, sent
+	l.mu.Unlock()
+	return l
+}

@@ -1,7 +1,7 @@
 package tenure_test
 
 // Regression test of an adversary's finding: a Term does not count a host
-// suspend of up to 50ms (term.go suspendNoise), while Config.Validate
+// suspend of up to 50ms (lease.go suspendNoise), while Config.Validate
 // accepted a 10ms Margin: a 40ms suspend 20ms before the deadline let a's
 // term act for 20ms after the coordinator had granted the key to b.
 // Validate now requires Margin ≥ MinMargin; if it accepts a smaller one

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
+	"github.com/tenure-dev/tenure/internal/outage"
 	"github.com/tenure-dev/tenure/internal/timerwait"
 	"github.com/tenure-dev/tenure/internal/timing"
 )
@@ -46,16 +47,6 @@ type Term struct {
 	lease        *Lease // the lease the term rides, whose timer ends it
 	ended        bool
 	renewed      chan struct{} // closed by the next extend; nil until Renewed asks
-}
-
-// newTerm starts a term for g on a lease of its own whose local deadline
-// is dl (the lease's timing is Config's defaults for g.TTL; only renewals,
-// which this package's tests do not start, read it). The term's context is
-// cancelled at the deadline unless the lease is extended.
-func newTerm(parent context.Context, g Grant, dl Instant) *Term {
-	l := newLeaseAt(newLeaseTiming(g.TTL, 0, 0, 0, 0, 0), g.TTL, g.Sent, dl, true, nil, "renewal")
-	t := l.Start(parent, g)
-	return t
 }
 
 // overLocked reports how far past its local deadline the term is:
@@ -186,28 +177,6 @@ func (t *Term) end(cause error) {
 	t.lease.forget(t)
 }
 
-// extend replaces the deadline with dl, the one renewal g produced (its
-// lease calls it for each live term), and
-// records g's TTL and send instant. The new deadline replaces the old even when it is earlier:
-// a renewal sets the lease's expiry at the coordinator, so only the latest
-// renewal bounds it (a coordinator that granted a shorter TTL this time has
-// shortened the lease). It reports false when the term has already ended:
-// an ended term is never revived.
-func (t *Term) extend(g Grant, dl Instant) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.ended || t.overLocked() >= 0 {
-		return false
-	}
-	t.ttl, t.sent = g.TTL, g.Sent
-	t.deadline, t.bootDeadline = dl.mono, dl.boot
-	if t.renewed != nil {
-		close(t.renewed)
-		t.renewed = nil
-	}
-	return true
-}
-
 // isEnded reports whether the term has ended.
 func (t *Term) isEnded() bool {
 	t.mu.Lock()
@@ -215,10 +184,105 @@ func (t *Term) isEnded() bool {
 	return t.ended
 }
 
-// The rest of this file is how an Elector leads one term: it begins on a
-// lease of the term's own (begin), runs the user's function while the
-// lease is kept (lead, renew), and ends by reporting why and releasing the
-// key (ended, reportEnd, resign, release).
+// The rest of this file is one term of an Elector, from campaign to
+// release: the Elector acquires the key, waiting while another holds it
+// (campaign, acquire, waitKey), begins a term on a lease of the term's own
+// (begin), runs the user's function while the lease is kept (lead, renew),
+// and ends by reporting why and releasing the key (ended, reportEnd,
+// resign, release).
+
+// campaign acquires the key, waiting for it to be free when it is held. It
+// returns a live term, or ctx's error, or a permanent error.
+func (e *Elector) campaign(ctx context.Context) (*Term, error) {
+	retry := timing.RetryPeriod(e.cfg.TTL, e.cfg.RetryPeriod)
+	backoff := retry
+
+	// A watch, when the coordinator offers one, wakes the campaign the
+	// moment the key is released or expires. It is opened lazily, the first
+	// time the key is found held, and closed when the campaign ends.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var events <-chan LeaderEvent
+	canWatch := true // until a watch fails
+	down := outage.Log{Msg: "acquire failed"}
+
+	for {
+		g, err := e.acquire(ctx)
+		var held *HeldError
+		if err == nil || errors.As(err, &held) {
+			down.Succeeded(e.log)
+		}
+		if err == nil {
+			t, err := e.begin(ctx, g)
+			if err != nil {
+				return nil, err
+			}
+			if t != nil {
+				return t, nil
+			}
+			// The reply came too late to act on; try again.
+		} else {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if permanent(err) {
+				return nil, fmt.Errorf("campaign for %q: %w", e.cfg.Key, err)
+			}
+			if held != nil {
+				e.log.Debug("key held", "leader", held.Holder, "token", held.Token)
+				if canWatch && events == nil {
+					events = e.openWatch(watchCtx)
+					canWatch = events != nil
+				}
+			} else {
+				down.Failed(e.log, err)
+			}
+		}
+
+		watching := events != nil
+		var freed bool
+		if events, freed, err = waitKey(ctx, jitter(backoff), events); err != nil {
+			return nil, err
+		}
+		if watching && events == nil {
+			canWatch = false // the watch failed: poll from now on
+		}
+		if backoff = min(2*backoff, 4*retry); freed {
+			backoff = retry
+		}
+	}
+}
+
+// waitKey waits for d, until ctx ends, or until events says the key was
+// released or expired (freed). It returns events, or nil once the watch
+// has failed.
+func waitKey(ctx context.Context, d time.Duration, events <-chan LeaderEvent) (_ <-chan LeaderEvent, freed bool, err error) {
+	timer := time.NewTimer(timerwait.Delay(d))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return events, false, ctx.Err()
+		case <-timer.C:
+			return events, false, nil
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if !ev.Held { // released or expired: acquire now
+				return events, true, nil
+			}
+		}
+	}
+}
+
+// acquire asks for the key once, bounded by the request timeout.
+func (e *Elector) acquire(ctx context.Context) (Grant, error) {
+	ctx, cancel := context.WithTimeout(ctx, timing.RequestTimeout(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RequestTimeout))
+	defer cancel()
+	return e.c.Acquire(ctx, e.cfg.Key, e.id, e.cfg.TTL)
+}
 
 // begin turns grant g into a term on a lease of its own, or returns nil
 // (after releasing the grant) when its local deadline has already passed.
@@ -422,9 +486,4 @@ func (e *Elector) renew(t *Term) (stop func()) {
 		})
 	}()
 	return func() { cancel(); <-done }
-}
-
-// timing is how this Elector keeps a lease granted for ttl.
-func (e *Elector) timing() leaseTiming {
-	return newLeaseTiming(e.cfg.TTL, e.cfg.RenewInterval, e.cfg.RetryPeriod, e.cfg.RequestTimeout, e.cfg.MaxDrift, e.cfg.Margin)
 }

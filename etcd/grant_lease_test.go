@@ -16,7 +16,7 @@ import (
 	"github.com/tenure-dev/tenure/etcd"
 )
 
-// Adversarial tests of the token path (grant.go, lease.go): faults below
+// Adversarial tests of the token path (grant.go): faults below
 // the client at the worst moment between its steps, keys and leases changed
 // by hand, concurrent calls. Each asserts what must hold: at most one live
 // grant, a token never given twice, a grant never revived, and a grant never

@@ -13,7 +13,6 @@ import (
 	"github.com/tenure-dev/tenure/internal/inputs"
 	"github.com/tenure-dev/tenure/partition"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
@@ -156,13 +155,6 @@ func (c *Coordinator) claimChunk(ctx context.Context, m partition.Member, names 
 		}
 	}
 	return out, nil
-}
-
-func firstKV(kvs []*mvccpb.KeyValue) *mvccpb.KeyValue {
-	if len(kvs) == 0 {
-		return nil
-	}
-	return kvs[0]
 }
 
 // ReleasePartitions deletes the partition keys of gs that m still owns with
