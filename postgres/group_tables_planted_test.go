@@ -37,38 +37,7 @@ func TestPlantedGroupTablesNeverUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	for _, s := range []string{
-		`CREATE TABLE ` + spy + `.calls (what text, who text)`,
-		`GRANT USAGE ON SCHEMA ` + spy + ` TO PUBLIC`,
-		`GRANT INSERT ON ` + spy + `.calls TO PUBLIC`,
-		`CREATE FUNCTION ` + spy + `.rec() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN INSERT INTO ` + spy + `.calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, current_user); RETURN NEW; END $$`,
-		`CREATE FUNCTION ` + spy + `.def() RETURNS integer LANGUAGE plpgsql AS $$
-BEGIN INSERT INTO ` + spy + `.calls VALUES ('default', current_user); RETURN NULL; END $$`,
-		`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ` + spy + ` TO PUBLIC`,
-		`CREATE TABLE public.cluster_leadership_members (
-	epoch      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-	grp        text NOT NULL,
-	member     text NOT NULL,
-	ttl_us     bigint NOT NULL,
-	expires_at timestamptz NOT NULL,
-	partitions integer DEFAULT ` + spy + `.def()
-)`,
-		`CREATE TABLE public.cluster_leadership_partitions (
-	grp           text NOT NULL,
-	name          text NOT NULL,
-	owner_epoch   bigint,
-	fencing_token bigint NOT NULL,
-	PRIMARY KEY (grp, name)
-)`,
-		`CREATE TRIGGER planted BEFORE INSERT OR UPDATE ON public.cluster_leadership_partitions FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`,
-		`CREATE TRIGGER planted BEFORE INSERT OR UPDATE OR DELETE ON public.cluster_leadership_members FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`,
-		`GRANT ALL ON public.cluster_leadership_members, public.cluster_leadership_partitions TO PUBLIC`,
-	} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	plantGroupTables(t, conn, spy)
 
 	// A key that cannot name a partition is not hindered. One that can is
 	// refused, naming the tables: tenure cannot tell planted tables from
@@ -97,13 +66,119 @@ BEGIN INSERT INTO ` + spy + `.calls VALUES ('default', current_user); RETURN NUL
 		}
 	}
 
-	var calls []string
-	if err := conn.QueryRow(ctx, `SELECT ARRAY(SELECT what || ' as ' || who FROM `+spy+`.calls)`).Scan(&calls); err != nil {
-		t.Fatal(err)
-	}
-	if len(calls) > 0 {
+	if calls := spyCalls(t, conn, spy); len(calls) > 0 {
 		t.Errorf("tenure used group tables another role made, and ran its code %d times: %q", len(calls), calls)
 	}
+}
+
+// TestGroupTablesReplacedUnderACoordinator: a Coordinator acquired a key
+// that can name a partition beside its own group tables; an admin then
+// drops them, and a role that may create tables in public plants its own
+// before any member joins again. The Coordinator's next Acquire of such a
+// key must look at the tables again, not trust what it saw: refused
+// (ErrTableShape), with none of the planted code run; a key without '/' is
+// not hindered.
+func TestGroupTablesReplacedUnderACoordinator(t *testing.T) {
+	srv := server(t)
+	db := srv.NewDatabase(t)
+	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
+	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
+	spy := pgx.Identifier{hostile}.Sanitize()
+	ctx := ctxFor(t, 3*time.Minute)
+
+	c := open(t, victimDSN)
+	m, err := c.JoinGroup(ctx, "jobs", "m", time.Minute, 0) // the victim's group tables
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Acquire(ctx, "jobs/0", "a", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire(jobs/0) beside the victim's own group tables = %v", err)
+	}
+	if err := c.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LeaveGroup(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newPool(t, db).Exec(ctx, `DROP TABLE public.cluster_leadership_members, public.cluster_leadership_partitions`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, hostileDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	plantGroupTables(t, conn, spy)
+
+	for _, key := range []string{"jobs/0", "jobs/1", "other/0"} {
+		g, err := c.Acquire(ctx, key, "a", time.Minute)
+		if !errors.Is(err, postgres.ErrTableShape) {
+			t.Errorf("Acquire(%s) beside planted group tables, by a Coordinator that saw its own there before = %v, %v; want ErrTableShape", key, g, err)
+		}
+	}
+	if _, err := c.Acquire(ctx, "jobs", "a", time.Minute); err != nil {
+		t.Errorf("Acquire(jobs) = %v", err)
+	}
+	if calls := spyCalls(t, conn, spy); len(calls) > 0 {
+		t.Errorf("a Coordinator that saw its own group tables used the ones another role planted in their place, and ran its code %d times: %q", len(calls), calls)
+	}
+}
+
+// plantGroupTables makes, as the role of conn, whose schema spy is, tables
+// named as tenure's group tables in public, of the right shape, open to
+// PUBLIC, with triggers and a column default that record in spy.calls who
+// ran them.
+func plantGroupTables(t *testing.T, conn *pgx.Conn, spy string) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	for _, s := range []string{
+		`CREATE TABLE ` + spy + `.calls (what text, who text)`,
+		`GRANT USAGE ON SCHEMA ` + spy + ` TO PUBLIC`,
+		`GRANT INSERT ON ` + spy + `.calls TO PUBLIC`,
+		`CREATE FUNCTION ` + spy + `.rec() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO ` + spy + `.calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, current_user); RETURN NEW; END $$`,
+		`CREATE FUNCTION ` + spy + `.def() RETURNS integer LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO ` + spy + `.calls VALUES ('default', current_user); RETURN NULL; END $$`,
+		`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ` + spy + ` TO PUBLIC`,
+		`CREATE TABLE public.cluster_leadership_members (
+	epoch      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	grp        text NOT NULL,
+	member     text NOT NULL,
+	ttl_us     bigint NOT NULL,
+	expires_at timestamptz NOT NULL,
+	partitions integer DEFAULT ` + spy + `.def()
+)`,
+		`CREATE TABLE public.cluster_leadership_partitions (
+	grp           text NOT NULL,
+	name          text NOT NULL,
+	owner_epoch   bigint,
+	fencing_token bigint NOT NULL,
+	PRIMARY KEY (grp, name)
+)`,
+		`CREATE TRIGGER planted BEFORE INSERT OR UPDATE ON public.cluster_leadership_partitions FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`,
+		`CREATE TRIGGER planted BEFORE INSERT OR UPDATE OR DELETE ON public.cluster_leadership_members FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`,
+		// Statement triggers run even when a statement writes no row.
+		`CREATE TRIGGER planted_statement BEFORE INSERT OR UPDATE OR DELETE ON public.cluster_leadership_partitions FOR EACH STATEMENT EXECUTE FUNCTION ` + spy + `.rec()`,
+		`CREATE TRIGGER planted_statement BEFORE INSERT OR UPDATE OR DELETE ON public.cluster_leadership_members FOR EACH STATEMENT EXECUTE FUNCTION ` + spy + `.rec()`,
+		`GRANT ALL ON public.cluster_leadership_members, public.cluster_leadership_partitions TO PUBLIC`,
+	} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+
+}
+
+// spyCalls returns what plantGroupTables's code recorded: what ran, and as
+// whom.
+func spyCalls(t *testing.T, conn *pgx.Conn, spy string) []string {
+	t.Helper()
+	var calls []string
+	if err := conn.QueryRow(ctxFor(t, time.Minute), `SELECT ARRAY(SELECT what || ' as ' || who FROM `+spy+`.calls)`).Scan(&calls); err != nil {
+		t.Fatal(err)
+	}
+	return calls
 }
 
 // TestPlantedGroupTablesDuringJoin: the hostile role holds the advisory
@@ -171,11 +246,7 @@ BEGIN INSERT INTO ` + spy + `.calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, curre
 	if err := <-joined; err == nil {
 		t.Errorf("JoinGroup() and a claim in the planted tables = nil; want an error")
 	}
-	var calls []string
-	if err := conn.QueryRow(ctx, `SELECT ARRAY(SELECT what || ' as ' || who FROM `+spy+`.calls)`).Scan(&calls); err != nil {
-		t.Fatal(err)
-	}
-	if len(calls) > 0 {
+	if calls := spyCalls(t, conn, spy); len(calls) > 0 {
 		t.Errorf("tenure used group tables another role made while it created them, and ran its code %d times: %q", len(calls), calls)
 	}
 }

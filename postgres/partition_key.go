@@ -19,15 +19,19 @@ import (
 // nothing more. One that can ("group/name") is kept off a live partition
 // so:
 //
-//   - Once the group tables are known to exist, acquirePartition: one
-//     statement that writes the partition's row and grants the key only if
-//     no live member owns the partition.
-//   - While the group tables are not known to exist, acquireUnlessGroups:
-//     one statement that grants the key only if neither group table
-//     exists, and only on the row version its snapshot read (see
-//     acquireUnlessGroupsSQL). When it finds them (once per Coordinator),
-//     nothing is granted, and the key is acquired as above; when it finds
-//     one without the other, the key is refused (halfGroupTables).
+//   - First acquireUnlessGroups: one statement that grants the key only if
+//     neither group table exists, and only on the row version its snapshot
+//     read (see acquireUnlessGroupsSQL). It also tells whether the group
+//     tables exist and whose they are: one without the other, or either
+//     another role's, and the key is refused (halfGroupTables, ErrTableShape).
+//   - When both exist and are the coordinator's, acquirePartition: one
+//     statement more, that writes the partition's row and grants the key
+//     only if no live member owns the partition.
+//
+// What acquireUnlessGroups saw is not kept for the next Acquire: the group
+// tables can be dropped and made again by another role (one that may
+// create tables in their schema) at any time, and a statement that writes
+// that role's tables runs its triggers as this coordinator's role.
 func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64) (int64, error) {
 	i := strings.LastIndexByte(key, '/')
 	partition := i >= 0 && tenure.ValidateKey(key[:i]) == nil && inputs.PartitionName(key[i+1:]) == nil
@@ -40,14 +44,6 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 	if err != nil {
 		return 0, err
 	}
-	if c.groupsExist.Load() {
-		token, err := c.acquirePartition(ctx, t, key, holder, us, key[:i], key[i+1:])
-		if isUndefinedTable(err) { // dropped since; nothing was granted
-			c.groupsExist.Store(false)
-			return 0, errRetry
-		}
-		return token, err
-	}
 	var token pgtype.Int8
 	var partitions, members, foreign bool
 	err = c.pool.QueryRow(ctx, c.sql.acquireUnlessGroups, key, holder, us, c.o.channel, t.partitions, t.members, c.table).
@@ -59,8 +55,11 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 		return 0, fmt.Errorf("%w: key %q can name partition %q of group %q, and group table %s or %s is owned by a role that is neither this one nor the owner of the leadership table %s: its members may own the partition, so tenure grants no such key here",
 			ErrTableShape, key, key[i+1:], key[:i], t.members, t.partitions, c.table)
 	case partitions && members:
-		c.groupsExist.Store(true)
-		return 0, errRetry
+		token, err := c.acquirePartition(ctx, t, key, holder, us, key[:i], key[i+1:])
+		if isUndefinedTable(err) { // dropped since; nothing was granted
+			return 0, errRetry
+		}
+		return token, err
 	case partitions || members:
 		return 0, halfGroupTables(key, key[:i], key[i+1:], t, partitions)
 	case !token.Valid:
@@ -86,8 +85,8 @@ func halfGroupTables(key, group, name string, t groupTables, partitions bool) er
 }
 
 // acquireUnlessGroupsSQL is the acquisition ($1 to $4) of a key that can
-// name a partition while the group tables ($5, $6; the leadership table
-// $7) are not known to exist. It grants nothing when either exists (both:
+// name a partition, given the group tables' names ($5, $6; the leadership
+// table $7). It grants nothing when either exists (both:
 // the key is acquired with acquirePartitionSQL; one: see halfGroupTables),
 // or when either is another role's (see foreignGroupTablesSQL: that role's
 // members may own the key's partition), and returns the new token (NULL
