@@ -21,14 +21,8 @@ import (
 // (ErrTableShape), with none of the planted code run; a key without '/' is
 // not hindered.
 func TestGroupTablesReplacedUnderACoordinator(t *testing.T) {
-	srv := server(t)
-	db := srv.NewDatabase(t)
-	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
-	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
-	spy := pgx.Identifier{hostile}.Sanitize()
-	ctx := ctxFor(t, 3*time.Minute)
-
-	c := open(t, victimDSN)
+	r := newReplacement(t)
+	c, ctx := r.c, ctxFor(t, 3*time.Minute)
 	m, err := c.JoinGroup(ctx, "jobs", "m", time.Minute, 0) // the victim's group tables
 	if err != nil {
 		t.Fatal(err)
@@ -43,15 +37,7 @@ func TestGroupTablesReplacedUnderACoordinator(t *testing.T) {
 	if err := c.LeaveGroup(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newPool(t, db).Exec(ctx, `DROP TABLE public.cluster_leadership_members, public.cluster_leadership_partitions`); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, hostileDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	plantGroupTables(t, conn, spy)
+	conn, spy := r.replace(t)
 
 	for _, key := range []string{"jobs/0", "jobs/1", "other/0"} {
 		g, err := c.Acquire(ctx, key, "a", time.Minute)
@@ -78,14 +64,8 @@ func TestGroupTablesReplacedUnderACoordinator(t *testing.T) {
 // reads with ErrTableShape (ListForeign lists nothing of them), and none of
 // the planted code runs.
 func TestGroupTablesReplacedUnderAMember(t *testing.T) {
-	srv := server(t)
-	db := srv.NewDatabase(t)
-	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
-	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
-	spy := pgx.Identifier{hostile}.Sanitize()
-	ctx := ctxFor(t, 3*time.Minute)
-
-	c := open(t, victimDSN)
+	r := newReplacement(t)
+	c, ctx := r.c, ctxFor(t, 3*time.Minute)
 	m, err := c.JoinGroup(ctx, "jobs", "m", time.Minute, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -94,15 +74,7 @@ func TestGroupTablesReplacedUnderAMember(t *testing.T) {
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("ClaimPartitions(%s, 0) = %v, %v", m, res, err)
 	}
-	if _, err := newPool(t, db).Exec(ctx, `DROP TABLE public.cluster_leadership_members, public.cluster_leadership_partitions`); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, hostileDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	plantGroupTables(t, conn, spy)
+	conn, spy := r.replace(t)
 
 	ops := []struct {
 		name string
@@ -146,4 +118,37 @@ func TestGroupTablesReplacedUnderAMember(t *testing.T) {
 		}
 		seen = len(calls)
 	}
+}
+
+// replacement is a Coordinator of a victim role, which may create tables in
+// public, and a hostile role, which may too and has a schema of its own.
+type replacement struct {
+	c                   *postgres.Coordinator
+	db, hostileDSN, spy string
+}
+
+func newReplacement(t *testing.T) replacement {
+	srv := server(t)
+	db := srv.NewDatabase(t)
+	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
+	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
+	return replacement{c: open(t, victimDSN), db: db, hostileDSN: hostileDSN, spy: pgx.Identifier{hostile}.Sanitize()}
+}
+
+// replace drops the group tables as the superuser, and makes the hostile
+// role plant its own (plantGroupTables). It returns the hostile role's
+// connection, closed when t ends, and its schema.
+func (r replacement) replace(t *testing.T) (*pgx.Conn, string) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	if _, err := newPool(t, r.db).Exec(ctx, `DROP TABLE public.cluster_leadership_members, public.cluster_leadership_partitions`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, r.hostileDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	plantGroupTables(t, conn, r.spy)
+	return conn, r.spy
 }
