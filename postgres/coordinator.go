@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,9 +52,6 @@ type Coordinator struct {
 	closed   bool
 	listener *listener // started by the first Watch
 	presence presence  // the keys this coordinator watches, announced to releasers
-
-	// groupsExist is set once the group tables were seen (see acquireOnce).
-	groupsExist atomic.Bool
 }
 
 // statements are the SQL texts, built once with the quoted table name.
@@ -281,7 +277,8 @@ func micros(ttl time.Duration) (int64, time.Duration) {
 // partition of a group (partition.Key: the group, '/', the name)
 // owned by a live member is held: the error names the partition and the
 // group and wraps a *tenure.HeldError naming the member. The check costs
-// a key that has been acquired before no statement.
+// a key without '/' no statement, and one that can name a partition one
+// statement more while the group tables exist.
 // See tenure.Coordinator.Acquire.
 func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (tenure.Grant, error) {
 	if err := tenure.ValidateKey(key); err != nil {

@@ -37,38 +37,7 @@ func TestPlantedGroupTablesNeverUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	for _, s := range []string{
-		`CREATE TABLE ` + spy + `.calls (what text, who text)`,
-		`GRANT USAGE ON SCHEMA ` + spy + ` TO PUBLIC`,
-		`GRANT INSERT ON ` + spy + `.calls TO PUBLIC`,
-		`CREATE FUNCTION ` + spy + `.rec() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN INSERT INTO ` + spy + `.calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, current_user); RETURN NEW; END $$`,
-		`CREATE FUNCTION ` + spy + `.def() RETURNS integer LANGUAGE plpgsql AS $$
-BEGIN INSERT INTO ` + spy + `.calls VALUES ('default', current_user); RETURN NULL; END $$`,
-		`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ` + spy + ` TO PUBLIC`,
-		`CREATE TABLE public.cluster_leadership_members (
-	epoch      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-	grp        text NOT NULL,
-	member     text NOT NULL,
-	ttl_us     bigint NOT NULL,
-	expires_at timestamptz NOT NULL,
-	partitions integer DEFAULT ` + spy + `.def()
-)`,
-		`CREATE TABLE public.cluster_leadership_partitions (
-	grp           text NOT NULL,
-	name          text NOT NULL,
-	owner_epoch   bigint,
-	fencing_token bigint NOT NULL,
-	PRIMARY KEY (grp, name)
-)`,
-		`CREATE TRIGGER planted BEFORE INSERT OR UPDATE ON public.cluster_leadership_partitions FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`,
-		`CREATE TRIGGER planted BEFORE INSERT OR UPDATE OR DELETE ON public.cluster_leadership_members FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`,
-		`GRANT ALL ON public.cluster_leadership_members, public.cluster_leadership_partitions TO PUBLIC`,
-	} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
+	plantGroupTables(t, conn, spy)
 
 	// A key that cannot name a partition is not hindered. One that can is
 	// refused, naming the tables: tenure cannot tell planted tables from
@@ -97,13 +66,76 @@ BEGIN INSERT INTO ` + spy + `.calls VALUES ('default', current_user); RETURN NUL
 		}
 	}
 
-	var calls []string
-	if err := conn.QueryRow(ctx, `SELECT ARRAY(SELECT what || ' as ' || who FROM `+spy+`.calls)`).Scan(&calls); err != nil {
-		t.Fatal(err)
-	}
-	if len(calls) > 0 {
+	if calls := spyCalls(t, conn, spy); len(calls) > 0 {
 		t.Errorf("tenure used group tables another role made, and ran its code %d times: %q", len(calls), calls)
 	}
+}
+
+// plantGroupTables makes, as the role of conn, whose schema spy is, tables
+// named as tenure's group tables in public, of the right shape, open to
+// PUBLIC, holding a member of group jobs that owns partition 9, with
+// triggers, a column default and row security policies that record in
+// spy.calls who ran them.
+func plantGroupTables(t *testing.T, conn *pgx.Conn, spy string) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	for _, s := range []string{
+		`CREATE TABLE ` + spy + `.calls (what text, who text)`,
+		`GRANT USAGE ON SCHEMA ` + spy + ` TO PUBLIC`,
+		`GRANT INSERT ON ` + spy + `.calls TO PUBLIC`,
+		`CREATE FUNCTION ` + spy + `.rec() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO ` + spy + `.calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, current_user); RETURN NEW; END $$`,
+		`CREATE FUNCTION ` + spy + `.def() RETURNS integer LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO ` + spy + `.calls VALUES ('default', current_user); RETURN NULL; END $$`,
+		`CREATE FUNCTION ` + spy + `.seen() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO ` + spy + `.calls VALUES ('policy', current_user); RETURN true; END $$`,
+		`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ` + spy + ` TO PUBLIC`,
+		`CREATE TABLE public.cluster_leadership_members (
+	epoch      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	grp        text NOT NULL,
+	member     text NOT NULL,
+	ttl_us     bigint NOT NULL,
+	expires_at timestamptz NOT NULL,
+	partitions integer DEFAULT ` + spy + `.def()
+)`,
+		`CREATE TABLE public.cluster_leadership_partitions (
+	grp           text NOT NULL,
+	name          text NOT NULL,
+	owner_epoch   bigint,
+	fencing_token bigint NOT NULL,
+	PRIMARY KEY (grp, name)
+)`,
+		// A member of group jobs owning partition 9, so that reads meet rows.
+		`INSERT INTO public.cluster_leadership_members (grp, member, ttl_us, expires_at, partitions) VALUES ('jobs', 'planted', 60000000, now() + interval '1 hour', 0)`,
+		`INSERT INTO public.cluster_leadership_partitions VALUES ('jobs', '9', 1, 1)`,
+		// Row security policies run for the rows another role reads.
+		`ALTER TABLE public.cluster_leadership_members ENABLE ROW LEVEL SECURITY`,
+		`ALTER TABLE public.cluster_leadership_partitions ENABLE ROW LEVEL SECURITY`,
+		`CREATE POLICY planted ON public.cluster_leadership_members USING (` + spy + `.seen()) WITH CHECK (true)`,
+		`CREATE POLICY planted ON public.cluster_leadership_partitions USING (` + spy + `.seen()) WITH CHECK (true)`,
+		`CREATE TRIGGER planted BEFORE INSERT OR UPDATE ON public.cluster_leadership_partitions FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`,
+		`CREATE TRIGGER planted BEFORE INSERT OR UPDATE OR DELETE ON public.cluster_leadership_members FOR EACH ROW EXECUTE FUNCTION ` + spy + `.rec()`,
+		// Statement triggers run even when a statement writes no row.
+		`CREATE TRIGGER planted_statement BEFORE INSERT OR UPDATE OR DELETE ON public.cluster_leadership_partitions FOR EACH STATEMENT EXECUTE FUNCTION ` + spy + `.rec()`,
+		`CREATE TRIGGER planted_statement BEFORE INSERT OR UPDATE OR DELETE ON public.cluster_leadership_members FOR EACH STATEMENT EXECUTE FUNCTION ` + spy + `.rec()`,
+		`GRANT ALL ON public.cluster_leadership_members, public.cluster_leadership_partitions TO PUBLIC`,
+	} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+
+}
+
+// spyCalls returns what plantGroupTables's code recorded: what ran, and as
+// whom.
+func spyCalls(t *testing.T, conn *pgx.Conn, spy string) []string {
+	t.Helper()
+	var calls []string
+	if err := conn.QueryRow(ctxFor(t, time.Minute), `SELECT ARRAY(SELECT what || ' as ' || who FROM `+spy+`.calls)`).Scan(&calls); err != nil {
+		t.Fatal(err)
+	}
+	return calls
 }
 
 // TestPlantedGroupTablesDuringJoin: the hostile role holds the advisory
@@ -171,11 +203,7 @@ BEGIN INSERT INTO ` + spy + `.calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, curre
 	if err := <-joined; err == nil {
 		t.Errorf("JoinGroup() and a claim in the planted tables = nil; want an error")
 	}
-	var calls []string
-	if err := conn.QueryRow(ctx, `SELECT ARRAY(SELECT what || ' as ' || who FROM `+spy+`.calls)`).Scan(&calls); err != nil {
-		t.Fatal(err)
-	}
-	if len(calls) > 0 {
+	if calls := spyCalls(t, conn, spy); len(calls) > 0 {
 		t.Errorf("tenure used group tables another role made while it created them, and ran its code %d times: %q", len(calls), calls)
 	}
 }

@@ -19,14 +19,19 @@ import (
 // nothing more. One that can ("group/name") is kept off a live partition
 // so:
 //
-//   - Once the group tables are known to exist, acquirePartition: one
-//     statement that writes the partition's row and grants the key only if
-//     no live member owns the partition.
-//   - While the group tables are not known to exist, acquireUnlessGroups:
-//     one statement that grants the key only if the group tables do not
-//     exist, and only on the row version its snapshot read (see
-//     acquireUnlessGroupsSQL). When it finds them (once per Coordinator),
-//     nothing is granted, and the key is acquired as above.
+//   - First acquireUnlessGroups: one statement that grants the key only if
+//     neither group table exists, and only on the row version its snapshot
+//     read (see acquireUnlessGroupsSQL). It also tells whether the group
+//     tables exist and whose they are: one without the other, or either
+//     another role's, and the key is refused (halfGroupTables, ErrTableShape).
+//   - When both exist and are the coordinator's, acquirePartition: one
+//     statement more, that writes the partition's row and grants the key
+//     only if no live member owns the partition.
+//
+// What acquireUnlessGroups saw is not kept for the next Acquire: the group
+// tables can be dropped and made again by another role (one that may
+// create tables in their schema) at any time, and a statement that writes
+// that role's tables runs its triggers as this coordinator's role.
 func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64) (int64, error) {
 	i := strings.LastIndexByte(key, '/')
 	partition := i >= 0 && tenure.ValidateKey(key[:i]) == nil && inputs.PartitionName(key[i+1:]) == nil
@@ -39,40 +44,54 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 	if err != nil {
 		return 0, err
 	}
-	if c.groupsExist.Load() {
-		token, err := c.acquirePartition(ctx, t, key, holder, us, key[:i], key[i+1:])
-		if isUndefinedTable(err) { // dropped since; nothing was granted
-			c.groupsExist.Store(false)
-			return 0, errRetry
-		}
-		return token, err
-	}
 	var token pgtype.Int8
-	var groups, foreign bool
+	var partitions, members, foreign bool
 	err = c.pool.QueryRow(ctx, c.sql.acquireUnlessGroups, key, holder, us, c.o.channel, t.partitions, t.members, c.table).
-		Scan(&token, nil, &groups, &foreign)
+		Scan(&token, nil, &partitions, &members, &foreign)
 	switch {
 	case err != nil:
 		return 0, err
 	case foreign:
 		return 0, fmt.Errorf("%w: key %q can name partition %q of group %q, and group table %s or %s is owned by a role that is neither this one nor the owner of the leadership table %s: its members may own the partition, so tenure grants no such key here",
 			ErrTableShape, key, key[i+1:], key[:i], t.members, t.partitions, c.table)
-	case groups:
-		c.groupsExist.Store(true)
-		return 0, errRetry
+	case partitions && members:
+		token, err := c.acquirePartition(ctx, t, key, holder, us, key[:i], key[i+1:])
+		if isUndefinedTable(err) { // dropped since; nothing was granted
+			return 0, errRetry
+		}
+		return token, err
+	case partitions || members:
+		return 0, halfGroupTables(key, key[:i], key[i+1:], t, partitions)
 	case !token.Valid:
 		return 0, pgx.ErrNoRows // held, no row yet, or written since the snapshot: see Acquire
 	}
 	return token.Int64, nil
 }
 
+// halfGroupTables is the error for a key that can name a partition
+// while one group table exists without the other (an admin dropped one).
+// The key is granted only where its token is kept: in the partition's row
+// too once that row's table exists (acquirePartition), which needs the
+// members table to see whether the partition has an owner. Granted on its
+// leadership row alone, its token could be lost with that row while the
+// partition's row kept a smaller one, and the next grant repeat it.
+func halfGroupTables(key, group, name string, t groupTables, partitions bool) error {
+	there, gone := t.partitions, t.members
+	if !partitions {
+		there, gone = gone, there
+	}
+	return fmt.Errorf("%w: key %q can name partition %q of group %q, and group table %s exists without %s: tenure grants such a key only when both group tables exist or neither does; a member joining any group makes %s again, or drop %s too",
+		ErrTableShape, key, name, group, there, gone, gone, there)
+}
+
 // acquireUnlessGroupsSQL is the acquisition ($1 to $4) of a key that can
-// name a partition while the group tables ($5, $6; the leadership table
-// $7) are not known to exist. It grants nothing when they exist, or when
-// either is another role's (see foreignGroupTablesSQL: that role's members
-// may own the key's partition), and returns the new token (NULL when not
-// granted), the notification, whether they exist and are the
-// coordinator's, and whether either is another role's.
+// name a partition, given the group tables' names ($5, $6; the leadership
+// table $7). It grants nothing when either exists (both:
+// the key is acquired with acquirePartitionSQL; one: see halfGroupTables),
+// or when either is another role's (see foreignGroupTablesSQL: that role's
+// members may own the key's partition), and returns the new token (NULL
+// when not granted), the notification, whether the partitions table and
+// the members table exist, and whether either is another role's.
 //
 // The tables are looked up when the statement starts, so a group made
 // after that could claim the key's partition and commit before the UPDATE
@@ -86,15 +105,15 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 func acquireUnlessGroupsSQL(table string, s statements) string {
 	foreign := strings.NewReplacer("$1", "$5", "$2", "$6", "$3", "$7").Replace(foreignGroupTablesSQL)
 	return `WITH s AS MATERIALIZED (
-	SELECT pg_catalog.to_regclass($5) IS NOT NULL AND pg_catalog.to_regclass($6) IS NOT NULL AS groups,
+	SELECT pg_catalog.to_regclass($5) IS NOT NULL AS partitions, pg_catalog.to_regclass($6) IS NOT NULL AS members,
 	       ` + foreign + ` AS other_role
 ), g AS (
 	UPDATE ` + table + ` AS l` + s.grant + `
-	  AND NOT (SELECT groups OR other_role FROM s)
+	  AND NOT (SELECT partitions OR members OR other_role FROM s)
 	  AND l.xmin OPERATOR(pg_catalog.=) (SELECT r.xmin FROM ` + table + ` AS r WHERE r.resource OPERATOR(pg_catalog.=) $1)
 	RETURNING resource, fencing_token
 )
-SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT groups AND NOT other_role FROM s), (SELECT other_role FROM s)`
+SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT partitions FROM s), (SELECT members FROM s), (SELECT other_role FROM s)`
 }
 
 // errRetry asks Acquire to run acquireOnce again: nothing is granted.
