@@ -3,6 +3,7 @@ package partitiontest
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 
 // lookalikeIDs are member IDs that a mapping would confuse if it folded
 // case or Unicode normalisation, trimmed spaces, or split at the
-// characters coordinators use in their own keys, rows and Lease names:
-// each is a member of its own.
+// characters coordinators use in their own keys, rows and Lease names, or
+// cut long IDs short: each is a member of its own.
 var lookalikeIDs = []string{
 	"m#1", "M#1", "m#1 ", " m#1",
 	"\u00e9#1",  // é, precomposed (NFC)
@@ -23,6 +24,8 @@ var lookalikeIDs = []string{
 	"m#1#1", "m/1#1", "m/../0#1",
 	"0000000000000001#m#1", // an etcd membership key's lease, '#', then an ID
 	`m"';--\#1`,
+	strings.Repeat("\u00e9", 127) + "#1",   // 256 bytes, the most an ID may have, of 2-byte runes
+	strings.Repeat("\u00e9", 126) + "ab#1", // 256 bytes: the same first 252, so a truncation or short hash would fold them
 }
 
 // lookalikes checks members of one group whose IDs differ only in case,
