@@ -86,6 +86,16 @@
 // connection's search_path, whatever it is, changes nothing. The package
 // doc's SQL below omits the qualification for reading.
 //
+// Tables are another matter: the group tables (the leadership table's name
+// with "_members" and "_partitions") can be made by such a role before
+// tenure makes them, or again after an admin dropped tenure's, and their
+// triggers, column defaults, rules and row security policies would run as
+// tenure's role. So every group operation, and every Acquire of a key that
+// can name a partition, first looks at their owner, with a statement of its
+// own: tables owned by a role that is neither the connecting one nor the
+// leadership table's owner are never read or written, and the operation
+// fails with ErrTableShape naming them.
+//
 // # Refusals
 //
 // An error that PostgreSQL refused for good also matches tenure.ErrRefused,

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -59,6 +60,11 @@ func (c *Coordinator) foreignPartitions(ctx context.Context, prefix string) ([]t
 	if err != nil {
 		return nil, nil // no group tables can exist
 	}
+	if err := c.checkGroupTables(ctx, t); errors.Is(err, ErrTableShape) {
+		return nil, nil // not tenure's: never used, and JoinGroup and Acquire say so
+	} else if err != nil {
+		return nil, err
+	}
 	rows, err := c.pool.Query(ctx, `SELECT p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) p.name, m.member, m.epoch, p.fencing_token,
        pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
 FROM `+t.partitions+` p JOIN `+t.members+` m ON m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
@@ -100,6 +106,11 @@ func (c *Coordinator) removeForeignMember(ctx context.Context, r tenure.ForeignR
 	t, err := c.groupTables()
 	if i < 0 || err != nil {
 		return false, nil
+	}
+	if err := c.checkGroupTables(ctx, t); errors.Is(err, ErrTableShape) {
+		return false, nil // not tenure's: see foreignPartitions
+	} else if err != nil {
+		return false, err
 	}
 	tag, err := c.pool.Exec(ctx, `DELETE FROM `+t.members+` m USING `+t.partitions+` p
 WHERE p.grp OPERATOR(pg_catalog.=) $1 AND p.name OPERATOR(pg_catalog.=) $2 AND p.fencing_token OPERATOR(pg_catalog.=) $3

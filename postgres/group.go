@@ -84,8 +84,10 @@ func isUniqueViolation(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-// begin validates m and returns the group tables.
-func (c *Coordinator) beginGroup(op string, m partition.Member) (groupTables, error) {
+// beginGroup validates m and returns the group tables, checked with
+// checkGroupTables. Group tables of another role cannot hold m (JoinGroup
+// refuses them), so the error wraps tenure.ErrLost too.
+func (c *Coordinator) beginGroup(ctx context.Context, op string, m partition.Member) (groupTables, error) {
 	if err := inputs.Join(m.Group, m.ID, time.Second, 0); err != nil {
 		return groupTables{}, fmt.Errorf("%s: %w", op, err)
 	}
@@ -99,11 +101,18 @@ func (c *Coordinator) beginGroup(op string, m partition.Member) (groupTables, er
 	if err := c.checkOpen(); err != nil {
 		return groupTables{}, fmt.Errorf("%s: %w", op, err)
 	}
+	if err := c.checkGroupTables(ctx, t); err != nil {
+		if errors.Is(err, ErrTableShape) {
+			return groupTables{}, fmt.Errorf("%s: %w: %w", op, tenure.ErrLost, err)
+		}
+		return groupTables{}, fmt.Errorf("%s: %w", op, err)
+	}
 	return t, nil
 }
 
 // RenewMember extends m's lease, and so all its partitions, with one UPDATE
-// of its row. A row that expired or is gone is reported with an error
+// of its row, after a look at the group tables' owner (group tables
+// another role made again are refused as lost). A row that expired or is gone is reported with an error
 // wrapping tenure.ErrLost and never revived: as a single key's renewal, it
 // extends from the statement's start but tests liveness again, against
 // clock_timestamp(), once it holds the row's lock, so a renewal that waited
@@ -111,7 +120,7 @@ func (c *Coordinator) beginGroup(op string, m partition.Member) (groupTables, er
 // another holder took a partition's key.
 func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	op := fmt.Sprintf("postgres: renew member %s", m)
-	t, err := c.beginGroup(op, m)
+	t, err := c.beginGroup(ctx, op, m)
 	if err != nil {
 		return partition.Member{}, err
 	}
@@ -141,7 +150,7 @@ RETURNING ttl_us`, int64(m.Epoch), m.ID).Scan(&us)
 // notifies members' watchers (WatchMembers).
 func (c *Coordinator) LeaveGroup(ctx context.Context, m partition.Member) error {
 	op := fmt.Sprintf("postgres: leave %s", m)
-	t, err := c.beginGroup(op, m)
+	t, err := c.beginGroup(ctx, op, m)
 	if err != nil {
 		return err
 	}
@@ -158,10 +167,11 @@ func isUndefinedTable(err error) bool {
 }
 
 // GroupMembers returns group's live members with one query, each with the
-// TTL it was granted.
+// TTL it was granted, after a look at the group tables' owner (another
+// role's are refused with ErrTableShape).
 func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	op := fmt.Sprintf("postgres: members of %q", group)
-	t, err := c.beginObserve(op, group)
+	t, err := c.beginObserve(ctx, op, group)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +207,9 @@ ORDER BY member, epoch`, group)
 	return out, nil
 }
 
-func (c *Coordinator) beginObserve(op, group string) (groupTables, error) {
+// beginObserve validates group and returns the group tables, checked with
+// checkGroupTables.
+func (c *Coordinator) beginObserve(ctx context.Context, op, group string) (groupTables, error) {
 	if err := tenure.ValidateKey(group); err != nil {
 		return groupTables{}, fmt.Errorf("%s: %w", op, err)
 	}
@@ -208,14 +220,18 @@ func (c *Coordinator) beginObserve(op, group string) (groupTables, error) {
 	if err := c.checkOpen(); err != nil {
 		return groupTables{}, fmt.Errorf("%s: %w", op, err)
 	}
+	if err := c.checkGroupTables(ctx, t); err != nil {
+		return groupTables{}, fmt.Errorf("%s: %w", op, err)
+	}
 	return t, nil
 }
 
 // GroupPartitions returns the live grants on group's partitions with one
-// query, each with the time left on its owner's lease.
+// query, each with the time left on its owner's lease, after a look at the
+// group tables' owner (another role's are refused with ErrTableShape).
 func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("postgres: partitions of %q", group)
-	t, err := c.beginObserve(op, group)
+	t, err := c.beginObserve(ctx, op, group)
 	if err != nil {
 		return nil, err
 	}

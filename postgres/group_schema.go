@@ -74,7 +74,7 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
                  AND attname OPERATOR(pg_catalog.=) 'partitions' AND NOT attisdropped),
        `+foreignGroupTablesSQL, t.partitions, t.members, c.table).Scan(&exists, &current, &foreign)
 	if err == nil && foreign {
-		return fmt.Errorf("%w: group table %s or %s is owned by a role that is neither this one nor the owner of the leadership table %s; tenure does not use it (its owner's triggers, defaults and policies would run as this role)", ErrTableShape, t.members, t.partitions, c.table)
+		return c.foreignGroupTablesError(t)
 	}
 	if err != nil || (exists && current) {
 		return err
@@ -90,6 +90,30 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
 		return fmt.Errorf("group table %s has no column partitions (made by an older tenure), and adding it failed: %w; run as its owner: %s", t.members, err, addPartitionsColumnSQL(t))
 	}
 	return err
+}
+
+// checkGroupTables returns foreignGroupTablesError when a group table
+// exists and is another role's. Every group operation runs it before its
+// statements that read or write the group tables: they may have been
+// dropped and made again by another role (one that may create tables in
+// their schema) since this coordinator last used them, and a statement
+// that reads or writes that role's tables runs its triggers, column
+// defaults, rules and row security policies as this coordinator's role.
+// Tables that do not exist pass: the statements find them missing.
+func (c *Coordinator) checkGroupTables(ctx context.Context, t groupTables) error {
+	var foreign bool
+	if err := c.pool.QueryRow(ctx, `SELECT `+foreignGroupTablesSQL, t.partitions, t.members, c.table).Scan(&foreign); err != nil {
+		return fmt.Errorf("look up the owners of group tables %s and %s: %w", t.members, t.partitions, err)
+	}
+	if foreign {
+		return c.foreignGroupTablesError(t)
+	}
+	return nil
+}
+
+// foreignGroupTablesError is the error for group tables of another role.
+func (c *Coordinator) foreignGroupTablesError(t groupTables) error {
+	return fmt.Errorf("%w: group table %s or %s is owned by a role that is neither this one nor the owner of the leadership table %s; tenure does not use it (its owner's triggers, defaults and policies would run as this role)", ErrTableShape, t.members, t.partitions, c.table)
 }
 
 // foreignGroupTablesSQL is true when a group table ($1, $2) exists but is

@@ -79,27 +79,34 @@ func TestSingleGrantTokenWithMembersTableDropped(t *testing.T) {
 			}
 			const deletion = `DELETE FROM public.cluster_leadership WHERE resource = 'g/0'`
 			exec(deletion) // single still acts until its next renewal
-			var next uint64
-			if second == "single" {
-				g2, err := open(t, dsn).Acquire(ctx, "g/0", "single-2", time.Minute)
-				if err != nil {
-					t.Fatal(err)
-				}
-				next = g2.Token
-			} else {
-				c2 := open(t, dsn)
-				m2, err := c2.JoinGroup(ctx, "g", "second", time.Minute, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				next = claim(t, c2, m2)
-			}
+			next := nextGrant(t, dsn, second)
 			t.Logf("single holds g/0 with %d; after %s, the %s grant's token is %d", g.Token, deletion, second, next)
 			if next <= g.Token {
 				t.Errorf("after %s: a %s grant got token %d while single still holds g/0 with %d: want a greater token", deletion, second, next, g.Token)
 			}
 		})
 	}
+}
+
+// nextGrant grants g/0 from a fresh Coordinator, as a single key or as a
+// partition claimed by a member that joins ("single" or "partition"), and
+// returns its token.
+func nextGrant(t *testing.T, dsn, how string) uint64 {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	c := open(t, dsn)
+	if how == "single" {
+		g, err := c.Acquire(ctx, "g/0", "single-2", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Token
+	}
+	m, err := c.JoinGroup(ctx, "g", "second", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claim(t, c, m)
 }
 
 // TestPartitionKeyRefusedWithPartitionsTableDropped: the other half. An

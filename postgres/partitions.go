@@ -33,7 +33,7 @@ const clockMicros = `(extract(epoch FROM pg_catalog.clock_timestamp()) OPERATOR(
 // the rest. See partition.Coordinator.
 func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, names []string) ([]partition.ClaimResult, error) {
 	op := fmt.Sprintf("postgres: claim %d partitions for %s", len(names), m)
-	t, err := c.beginGroup(op, m)
+	t, err := c.beginGroup(ctx, op, m)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +339,7 @@ LEFT JOIN LATERAL (SELECT CASE WHEN expires_at OPERATOR(pg_catalog.>) CURRENT_TI
 // as claims do (see claim).
 func (c *Coordinator) ReleasePartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) error {
 	op := fmt.Sprintf("postgres: release %d partitions of %s", len(gs), m)
-	t, err := c.beginGroup(op, m)
+	t, err := c.beginGroup(ctx, op, m)
 	if err != nil {
 		return err
 	}
@@ -376,7 +376,7 @@ WHERE p.grp OPERATOR(pg_catalog.=) $1 AND p.name OPERATOR(pg_catalog.=) ANY(ARRA
 // by primary key, so the work grows with len(gs), not with the group.
 func (c *Coordinator) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("postgres: check %d partitions of %s", len(gs), m)
-	t, err := c.beginGroup(op, m)
+	t, err := c.beginGroup(ctx, op, m)
 	if err != nil {
 		return nil, err
 	}
