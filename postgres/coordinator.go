@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,6 +53,12 @@ type Coordinator struct {
 	closed   bool
 	listener *listener // started by the first Watch
 	presence presence  // the keys this coordinator watches, announced to releasers
+
+	groups groupTables // the group tables' names, when sql.acquirePartition is set
+	// groupsSeen is whether the last look at the group tables found one: a
+	// hint that picks the statement an Acquire of a key that can name a
+	// partition tries first (see acquireOnce), never a reason to grant.
+	groupsSeen atomic.Bool
 }
 
 // statements are the SQL texts, built once with the quoted table name.
@@ -59,10 +66,11 @@ type statements struct {
 	acquire, lookup, insert, renew, release, leader, observe string
 	grant, announce                                          string // parts of acquire
 	grantPartition                                           string // grant, above the partition row's token too
-	// acquirePartition and acquireUnlessGroups are acquirePartitionSQL and
-	// acquireUnlessGroupsSQL; empty when the table's name leaves no room
-	// for the group tables' names.
-	acquirePartition, acquireUnlessGroups string
+	// acquirePartition, acquireUnlessGroups and acquireNoGroups are
+	// acquirePartitionSQL, acquireUnlessGroupsSQL and acquireNoGroupsSQL;
+	// empty when the table's name leaves no room for the group tables'
+	// names.
+	acquirePartition, acquireUnlessGroups, acquireNoGroups string
 }
 
 func newStatements(t string, notify Notify) statements {
@@ -76,30 +84,25 @@ func newStatements(t string, notify Notify) statements {
 		// At least the partition row's token, which acquirePartitionSQL
 		// made the grant's.
 		grantPartition: grantSQL(`, (SELECT fencing_token FROM p)`),
-		// The acquisition, plus a notification for watchers. The new token is the old one
+		// The acquisition, plus a notification for watchers (RETURNING
+		// runs for the updated row only). The new token is the old one
 		// plus one, and never less than the database clock in microseconds
 		// since 1970: a row deleted to "unstick" a key, a truncated or
 		// re-created table, or a point-in-time restore would otherwise
 		// restart tokens at 1, and a resource that has seen higher tokens
 		// would reject every new leader (or, worse, a table re-created
 		// between two resources' writes would hand out a token twice).
-		acquire: `WITH g AS (
-	UPDATE ` + t + grant + `
-	RETURNING resource, fencing_token
-)
-SELECT fencing_token, ` + announce + ` FROM g`,
+		acquire: `UPDATE ` + t + grant + `
+RETURNING fencing_token, ` + announce,
 		announce: announce,
 		lookup:   `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 		insert: `INSERT INTO ` + t + ` (resource, holder_id, fencing_token, acquired_at, expires_at)
 VALUES ($1, NULL, 0, NULL, '-infinity') ON CONFLICT (resource) DO NOTHING`,
 		renew: renewSQL(t),
-		release: `WITH r AS (
-	UPDATE ` + t + ` SET expires_at = '-infinity'
-	WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
-	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
-	RETURNING resource
-)
-SELECT ` + announce + ` FROM r`,
+		release: `UPDATE ` + t + ` SET expires_at = '-infinity'
+WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
+  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
+RETURNING ` + announce,
 		leader: `SELECT holder_id, fencing_token, ` + leftMicros + `
 FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`,
 		observe: `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP,
@@ -128,10 +131,13 @@ func announceSQL(notify Notify) string {
 // clock_timestamp(): a renewal that waited on the lock past the lease's
 // expiry must not revive it. It takes the row lock an UPDATE of non-key
 // columns takes (FOR NO KEY UPDATE conflicts with every writer of the row,
-// and costs about half of FOR UPDATE followed by the update).
+// and costs about half of FOR UPDATE followed by the update), and updates
+// the row version it locked, found by its ctid (which the lock keeps: no
+// one else can write that version until the renewal commits), without a
+// second index lookup.
 func renewSQL(t string) string {
 	return `WITH locked AS MATERIALIZED (
-	SELECT resource, expires_at FROM ` + t + `
+	SELECT ctid, expires_at FROM ` + t + `
 	WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
 	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
 	FOR NO KEY UPDATE
@@ -139,7 +145,7 @@ func renewSQL(t string) string {
 UPDATE ` + t + ` AS l
 SET expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$4") + `)
 FROM locked AS k
-WHERE l.resource OPERATOR(pg_catalog.=) k.resource AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+WHERE l.ctid OPERATOR(pg_catalog.=) k.ctid AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
 RETURNING 1`
 }
 
@@ -184,8 +190,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 	c := &Coordinator{pool: markedPool{pool}, o: o, table: ident.Sanitize(), presence: presence{keys: map[string]int{}}}
 	c.sql = newStatements(c.table, o.notify)
 	if t, err := c.groupTables(); err == nil {
+		c.groups = t
 		c.sql.acquirePartition = acquirePartitionSQL(c.table, t, c.sql)
 		c.sql.acquireUnlessGroups = acquireUnlessGroupsSQL(c.table, c.sql)
+		c.sql.acquireNoGroups = acquireNoGroupsSQL(c.table, c.sql)
 	}
 	if err := c.ensureTable(ctx); err != nil {
 		return nil, err
@@ -299,7 +307,7 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 	// race with another node and is retried a few times.
 	for attempt := 0; attempt < 8; attempt++ {
 		sent := tenure.Now()
-		token, err := c.acquireOnce(ctx, key, holder, us)
+		token, err := c.acquireOnce(ctx, key, holder, us, attempt == 0)
 		if err == nil {
 			return tenure.Grant{Key: key, Holder: holder, Token: uint64(token), TTL: granted, Sent: sent}, nil
 		}

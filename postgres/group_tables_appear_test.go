@@ -117,7 +117,7 @@ func TestAcquireWhileGroupTablesAppear(t *testing.T) {
 	}()
 	waitUntil(t, 20*time.Second, "the Acquire waits on the row lock", func() bool {
 		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH s AS%'`).Scan(&n)
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%pg_catalog.to_regclass($5) IS%'`).Scan(&n)
 		return err == nil && n == 1
 	})
 	m, err := member.JoinGroup(ctx, "jobs", "member#1", time.Minute, 0)

@@ -19,7 +19,13 @@ import (
 // nothing more. One that can ("group/name") is kept off a live partition
 // so:
 //
-//   - First acquireUnlessGroups: one statement that grants the key only if
+//   - While the group tables were not seen, the first attempt runs
+//     acquireNoGroups: the acquisition, granted only if neither group
+//     table exists, and only on the row version its snapshot read (see
+//     acquireNoGroupsSQL). It says nothing of the tables: when it grants
+//     nothing, Acquire reads the key's row, as for any acquisition that
+//     grants nothing, and a row it finds free is tried again as below.
+//   - Otherwise acquireUnlessGroups: one statement that grants the key only if
 //     neither group table exists, and only on the row version its snapshot
 //     read (see acquireUnlessGroupsSQL). It also tells whether the group
 //     tables exist and whose they are: one without the other, or either
@@ -31,8 +37,10 @@ import (
 // What acquireUnlessGroups saw is not kept for the next Acquire: the group
 // tables can be dropped and made again by another role (one that may
 // create tables in their schema) at any time, and a statement that writes
-// that role's tables runs its triggers as this coordinator's role.
-func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64) (int64, error) {
+// that role's tables runs its triggers as this coordinator's role. It only
+// picks the next Acquire's first statement (groupsSeen): both look at the
+// tables themselves.
+func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64, first bool) (int64, error) {
 	i := strings.LastIndexByte(key, '/')
 	partition := i >= 0 && tenure.ValidateKey(key[:i]) == nil && inputs.PartitionName(key[i+1:]) == nil
 	if !partition || c.sql.acquirePartition == "" {
@@ -40,14 +48,19 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 		err := c.pool.QueryRow(ctx, c.sql.acquire, key, holder, us, c.o.channel).Scan(&token, nil)
 		return token, err
 	}
-	t, err := c.groupTables()
-	if err != nil {
-		return 0, err
+	t := c.groups
+	if first && !c.groupsSeen.Load() {
+		var token int64
+		err := c.pool.QueryRow(ctx, c.sql.acquireNoGroups, key, holder, us, c.o.channel, t.partitions, t.members).Scan(&token, nil)
+		return token, err
 	}
 	var token pgtype.Int8
 	var partitions, members, foreign bool
-	err = c.pool.QueryRow(ctx, c.sql.acquireUnlessGroups, key, holder, us, c.o.channel, t.partitions, t.members, c.table).
+	err := c.pool.QueryRow(ctx, c.sql.acquireUnlessGroups, key, holder, us, c.o.channel, t.partitions, t.members, c.table).
 		Scan(&token, nil, &partitions, &members, &foreign)
+	if err == nil {
+		c.groupsSeen.Store(partitions || members)
+	}
 	switch {
 	case err != nil:
 		return 0, err
@@ -114,6 +127,23 @@ func acquireUnlessGroupsSQL(table string, s statements) string {
 	RETURNING resource, fencing_token
 )
 SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT partitions FROM s), (SELECT members FROM s), (SELECT other_role FROM s)`
+}
+
+// acquireNoGroupsSQL is the acquisition ($1 to $4) of a key that can name
+// a partition, granted only if neither group table ($5, $6) exists, and
+// only on the row version the statement's snapshot read, as
+// acquireUnlessGroupsSQL grants it (whose argument holds here too: the
+// tables are looked up before the UPDATE reads the key's row). It returns
+// no row when it grants nothing, as the acquisition does, and does not say
+// why. It looks at no owner: with neither table there, there is none to
+// look at, and a plan that reads no catalog table is much cheaper
+// (PostgreSQL locks and sets up every table a plan names each time it runs
+// it, even one that a CASE never reaches).
+func acquireNoGroupsSQL(table string, s statements) string {
+	return `UPDATE ` + table + ` AS l` + s.grant + `
+	  AND pg_catalog.to_regclass($5) IS NULL AND pg_catalog.to_regclass($6) IS NULL
+	  AND l.xmin OPERATOR(pg_catalog.=) (SELECT r.xmin FROM ` + table + ` AS r WHERE r.resource OPERATOR(pg_catalog.=) $1)
+RETURNING fencing_token, ` + s.announce
 }
 
 // errRetry asks Acquire to run acquireOnce again: nothing is granted.
