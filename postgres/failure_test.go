@@ -205,7 +205,9 @@ func TestRestartDuringTenure(t *testing.T) {
 	ctx := ctxFor(t, 2*time.Minute)
 	a, b := open(t, dsn), open(t, dsn)
 	const key = "restart/me"
-	const ttl = 3 * time.Second
+	// Long enough for a restart on a loaded machine (seen taking 3.9 s):
+	// the test is about the grant surviving the restart, not about time.
+	const ttl = 20 * time.Second
 	var tokens []uint64
 	for range 3 {
 		g, err := a.Acquire(ctx, key, "A", ttl)
