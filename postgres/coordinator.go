@@ -166,7 +166,9 @@ func microsInterval(param string) string {
 // New returns a Coordinator that keeps its leases in pool's database. It
 // creates the leadership table if it does not exist (CREATE TABLE needs the
 // CREATE privilege on the schema; an existing table needs only SELECT,
-// INSERT and UPDATE) and checks the shape of an existing one. Close does not
+// INSERT and UPDATE) and checks the shape of an existing one, and its
+// owner: this role, the schema's owner, the database's owner or a
+// superuser (another's triggers would run as this role). Close does not
 // close pool. It lets the coordinator share a pool with other queries;
 // Dial makes a pool of its own.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator, error) {

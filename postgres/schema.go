@@ -61,7 +61,42 @@ func (c *Coordinator) ensureTable(ctx context.Context) error {
 			return fmt.Errorf("postgres: create table %s: %w", c.table, err)
 		}
 	}
+	if err := checkLeadershipOwner(ctx, c.pool, c.table); err != nil {
+		return err
+	}
 	return checkLeadershipShape(ctx, c.pool, c.table)
+}
+
+// checkLeadershipOwner refuses a leadership table whose owner is not a
+// role that could drop and replace it anyway: this session's role (an
+// exact match: before PostgreSQL 16 any role may grant itself to another,
+// so membership proves nothing), the schema's owner, the database's owner
+// or a superuser. Another role that may create tables in the schema (every
+// role, in public, before PostgreSQL 15) could make the table before
+// tenure's first run, and its triggers, column defaults, rules and row
+// security policies would run as the role of every coordinator that reads
+// or writes it. The group tables trust the leadership table's owner (see
+// foreignGroupTablesSQL).
+func checkLeadershipOwner(ctx context.Context, db Execer, table string) error {
+	var owner string
+	var trusted bool
+	err := db.QueryRow(ctx, `SELECT pg_catalog.pg_get_userbyid(c.relowner)::pg_catalog.text,
+       c.relowner OPERATOR(pg_catalog.=) ANY (ARRAY[
+           (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER), n.nspowner,
+           (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())])
+       OR coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) c.relowner), false)
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)`, table).Scan(&owner, &trusted)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: table %s does not exist", ErrTableShape, table)
+	case err != nil:
+		return fmt.Errorf("postgres: look up the owner of table %s: %w", table, err)
+	case !trusted:
+		return fmt.Errorf("%w: table %s is owned by role %q, which is neither this role, the schema's owner, the database's owner nor a superuser; tenure does not use it (its owner's triggers, defaults, rules and policies would run as this role): drop it, or give it to the schema's owner (ALTER TABLE %s OWNER TO …)",
+			ErrTableShape, table, owner, table)
+	}
+	return nil
 }
 
 // tableExists reports whether the quoted, possibly qualified name resolves
