@@ -54,6 +54,10 @@ func TestLeadershipTableWithTwoRowsForAKeyRefused(t *testing.T) {
 				}
 			}
 			ctx := ctxFor(t, time.Minute)
+			var uniques int
+			if err := newPool(t, dsn).QueryRow(ctx, `SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass AND indisunique`, table).Scan(&uniques); err != nil || uniques == 0 {
+				t.Fatalf("unique indexes on %s: %d, %v; want one (the test's premise)", table, uniques, err)
+			}
 			a, err := postgres.Dial(ctx, dsn, postgres.WithTable(table))
 			if errors.Is(err, postgres.ErrTableShape) {
 				t.Logf("Dial() = %v", err)

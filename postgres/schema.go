@@ -64,7 +64,41 @@ func (c *Coordinator) ensureTable(ctx context.Context) error {
 	if err := checkLeadershipOwner(ctx, c.pool, c.table); err != nil {
 		return err
 	}
-	return checkLeadershipShape(ctx, c.pool, c.table)
+	if err := checkLeadershipShape(ctx, c.pool, c.table); err != nil {
+		return err
+	}
+	return checkOneRowPerKey(ctx, c.pool, c.table)
+}
+
+// checkOneRowPerKey refuses a leadership table of the right shape where a
+// key can still have two rows: its resource column's unique index is
+// invalid (what a CREATE UNIQUE INDEX CONCURRENTLY that failed leaves: it
+// is not enforced) or deferrable, or the table has child tables
+// (INHERITS), whose rows every statement on the table reads and writes
+// too, each table enforcing its own uniqueness. A grant writes every row
+// of its key and a release ends one, so two holders could each hold a row
+// of one key.
+func checkOneRowPerKey(ctx context.Context, db Execer, table string) error {
+	var unique, children bool
+	err := db.QueryRow(ctx, `SELECT
+  EXISTS (SELECT 1 FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a
+            ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid AND a.attnum OPERATOR(pg_catalog.=) i.indkey[0]
+          WHERE i.indrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) 'resource'
+            AND i.indisunique AND i.indisvalid AND i.indimmediate AND i.indpred IS NULL
+            AND i.indnkeyatts OPERATOR(pg_catalog.=) 1),
+  c.relkind OPERATOR(pg_catalog.=) 'r' AND EXISTS (SELECT 1 FROM pg_catalog.pg_inherits h WHERE h.inhparent OPERATOR(pg_catalog.=) c.oid)
+FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)`, table).Scan(&unique, &children)
+	if err != nil {
+		return fmt.Errorf("postgres: inspect table %s: %w", table, err)
+	}
+	var errs []error
+	if !unique {
+		errs = append(errs, fmt.Errorf("%w: table %s: column %q has no valid, immediate unique index, so a key can have two rows (an index CREATE INDEX CONCURRENTLY left invalid is not enforced: REINDEX it once the column is unique; ON CONFLICT cannot use a deferrable one)", ErrTableShape, table, "resource"))
+	}
+	if children {
+		errs = append(errs, fmt.Errorf("%w: table %s has child tables (INHERITS), whose rows tenure's statements would read and write as the table's, so a key can have two rows: detach them (ALTER TABLE … NO INHERIT %s)", ErrTableShape, table, table))
+	}
+	return errors.Join(errs...)
 }
 
 // checkLeadershipOwner refuses a leadership table whose owner is not a
