@@ -23,8 +23,9 @@
 // because their meaning would depend on each session's time zone setting,
 // and so is a table where a key could have two rows (its resource column's
 // unique index invalid or deferrable, or child tables that inherit from
-// it), or whose owner is a role other than this one, the schema's owner,
-// the database's owner or a superuser.
+// it), where two holders could compare equal (a nondeterministic collation
+// on holder_id), or whose owner is a role other than this one, the schema's
+// owner, the database's owner or a superuser.
 //
 // # The statements
 //

@@ -67,7 +67,30 @@ func (c *Coordinator) ensureTable(ctx context.Context) error {
 	if err := checkLeadershipShape(ctx, c.pool, c.table); err != nil {
 		return err
 	}
-	return checkOneRowPerKey(ctx, c.pool, c.table)
+	if err := checkOneRowPerKey(ctx, c.pool, c.table); err != nil {
+		return err
+	}
+	return checkHolderCollation(ctx, c.pool, c.table)
+}
+
+// checkHolderCollation refuses a leadership table whose holder_id column
+// has a nondeterministic collation (ICU, case-insensitive, say): a grant
+// lets a holder acquire its own key again by comparing holder_id with the
+// acquiring holder, and under such a collation two holders ("Node-1" and
+// "node-1") are one, so the second would be granted the first's live key.
+func checkHolderCollation(ctx context.Context, db Execer, table string) error {
+	var deterministic bool
+	err := db.QueryRow(ctx, `SELECT coalesce((SELECT co.collisdeterministic
+  FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_collation co ON co.oid OPERATOR(pg_catalog.=) a.attcollation
+  WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'holder_id'), true)`,
+		table).Scan(&deterministic)
+	if err != nil {
+		return fmt.Errorf("postgres: inspect table %s: %w", table, err)
+	}
+	if !deterministic {
+		return fmt.Errorf("%w: table %s: column %q has a nondeterministic collation, under which different holders (that differ in case, say) are one, and one would be granted the other's live key; want the database's default collation", ErrTableShape, table, "holder_id")
+	}
+	return nil
 }
 
 // checkOneRowPerKey refuses a leadership table of the right shape where a
