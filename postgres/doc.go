@@ -24,7 +24,8 @@
 // and so is a table where a key could have two rows (its resource column's
 // unique index invalid or deferrable, or child tables that inherit from
 // it), where two holders could compare equal (a nondeterministic collation
-// on holder_id), or whose owner is a role other than this one, the schema's
+// on holder_id), whose expires_at rounds (timestamptz(0) ends a lease up to
+// half a second early), or whose owner is a role other than this one, the schema's
 // owner, the database's owner or a superuser.
 //
 // # The statements

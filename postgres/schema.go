@@ -70,27 +70,38 @@ func (c *Coordinator) ensureTable(ctx context.Context) error {
 	if err := checkOneRowPerKey(ctx, c.pool, c.table); err != nil {
 		return err
 	}
-	return checkHolderCollation(ctx, c.pool, c.table)
+	return checkExactColumns(ctx, c.pool, c.table)
 }
 
-// checkHolderCollation refuses a leadership table whose holder_id column
-// has a nondeterministic collation (ICU, case-insensitive, say): a grant
-// lets a holder acquire its own key again by comparing holder_id with the
-// acquiring holder, and under such a collation two holders ("Node-1" and
-// "node-1") are one, so the second would be granted the first's live key.
-func checkHolderCollation(ctx context.Context, db Execer, table string) error {
+// checkExactColumns refuses a leadership table whose holder_id compares
+// inexactly or whose expires_at stores inexactly. Under a nondeterministic
+// collation of holder_id (ICU, case-insensitive, say) two holders
+// ("Node-1" and "node-1") are one, and a grant, which lets a holder acquire
+// its own key again, would give the second the first's live key. An
+// expires_at of less than microsecond precision (timestamptz(0)) rounds
+// each lease's end to the nearest unit, which ends it up to half a unit
+// before the holder's deadline, counted from its request's send time.
+func checkExactColumns(ctx context.Context, db Execer, table string) error {
 	var deterministic bool
-	err := db.QueryRow(ctx, `SELECT coalesce((SELECT co.collisdeterministic
-  FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_collation co ON co.oid OPERATOR(pg_catalog.=) a.attcollation
-  WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'holder_id'), true)`,
-		table).Scan(&deterministic)
+	var precision int32
+	err := db.QueryRow(ctx, `SELECT
+  coalesce((SELECT co.collisdeterministic
+            FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_collation co ON co.oid OPERATOR(pg_catalog.=) a.attcollation
+            WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'holder_id'), true),
+  coalesce((SELECT a.atttypmod FROM pg_catalog.pg_attribute a
+            WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'expires_at'), -1)`,
+		table).Scan(&deterministic, &precision)
 	if err != nil {
 		return fmt.Errorf("postgres: inspect table %s: %w", table, err)
 	}
+	var errs []error
 	if !deterministic {
-		return fmt.Errorf("%w: table %s: column %q has a nondeterministic collation, under which different holders (that differ in case, say) are one, and one would be granted the other's live key; want the database's default collation", ErrTableShape, table, "holder_id")
+		errs = append(errs, fmt.Errorf("%w: table %s: column %q has a nondeterministic collation, under which different holders (that differ in case, say) are one, and one would be granted the other's live key; want the database's default collation", ErrTableShape, table, "holder_id"))
 	}
-	return nil
+	if precision >= 0 && precision < 6 {
+		errs = append(errs, fmt.Errorf("%w: table %s: column %q is timestamptz(%d), which rounds each lease's end, up to half a unit early; want timestamptz (microseconds)", ErrTableShape, table, "expires_at", precision))
+	}
+	return errors.Join(errs...)
 }
 
 // checkOneRowPerKey refuses a leadership table of the right shape where a
