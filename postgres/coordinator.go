@@ -7,6 +7,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -43,6 +44,10 @@ type Coordinator struct {
 	o       options
 	table   string // quoted, possibly schema-qualified
 	sql     statements
+	// holderChars is the length of the table's holder_id when it is a
+	// varchar(n), which would cut a longer holder's trailing spaces and
+	// store another holder; 0 when it has none.
+	holderChars int
 
 	ctx    context.Context // cancelled by Close: ends watchers and the listener
 	cancel context.CancelFunc
@@ -288,6 +293,9 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 	}
 	if err := tenure.ValidateHolder(holder); err != nil {
 		return tenure.Grant{}, err
+	}
+	if n := utf8.RuneCountInString(holder); c.holderChars > 0 && n > c.holderChars {
+		return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: %w %q: %d characters long; column holder_id of table %s is varchar(%d)", key, tenure.ErrInvalidHolder, holder, n, c.table, c.holderChars)
 	}
 	if err := tenure.ValidateTTL(ttl); err != nil {
 		return tenure.Grant{}, err

@@ -70,7 +70,8 @@ func (c *Coordinator) ensureTable(ctx context.Context) error {
 	if err := checkOneRowPerKey(ctx, c.pool, c.table); err != nil {
 		return err
 	}
-	return checkExactColumns(ctx, c.pool, c.table)
+	c.holderChars, err = checkExactColumns(ctx, c.pool, c.table)
+	return err
 }
 
 // checkExactColumns refuses a leadership table whose holder_id compares
@@ -80,19 +81,24 @@ func (c *Coordinator) ensureTable(ctx context.Context) error {
 // its own key again, would give the second the first's live key. An
 // expires_at of less than microsecond precision (timestamptz(0)) rounds
 // each lease's end to the nearest unit, which ends it up to half a unit
-// before the holder's deadline, counted from its request's send time.
-func checkExactColumns(ctx context.Context, db Execer, table string) error {
+// before the holder's deadline, counted from its request's send time. It
+// returns holder_id's length when it is a varchar(n) (0 when it has none):
+// a longer holder is cut when its excess is spaces, and stored as another.
+func checkExactColumns(ctx context.Context, db Execer, table string) (holderChars int, err error) {
 	var deterministic bool
-	var precision int32
-	err := db.QueryRow(ctx, `SELECT
+	var precision, chars int32
+	err = db.QueryRow(ctx, `SELECT
   coalesce((SELECT co.collisdeterministic
             FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_collation co ON co.oid OPERATOR(pg_catalog.=) a.attcollation
             WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'holder_id'), true),
   coalesce((SELECT a.atttypmod FROM pg_catalog.pg_attribute a
-            WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'expires_at'), -1)`,
-		table).Scan(&deterministic, &precision)
+            WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'expires_at'), -1),
+  coalesce((SELECT a.atttypmod OPERATOR(pg_catalog.-) 4 FROM pg_catalog.pg_attribute a
+            WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'holder_id'
+              AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.varchar'::pg_catalog.regtype AND a.atttypmod OPERATOR(pg_catalog.>) 4), 0)`,
+		table).Scan(&deterministic, &precision, &chars)
 	if err != nil {
-		return fmt.Errorf("postgres: inspect table %s: %w", table, err)
+		return 0, fmt.Errorf("postgres: inspect table %s: %w", table, err)
 	}
 	var errs []error
 	if !deterministic {
@@ -101,7 +107,7 @@ func checkExactColumns(ctx context.Context, db Execer, table string) error {
 	if precision >= 0 && precision < 6 {
 		errs = append(errs, fmt.Errorf("%w: table %s: column %q is timestamptz(%d), which rounds each lease's end, up to half a unit early; want timestamptz (microseconds)", ErrTableShape, table, "expires_at", precision))
 	}
-	return errors.Join(errs...)
+	return int(chars), errors.Join(errs...)
 }
 
 // checkOneRowPerKey refuses a leadership table of the right shape where a
