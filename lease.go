@@ -90,7 +90,6 @@ type Lease struct {
 
 	mu      sync.Mutex
 	ttl     time.Duration // as last granted
-	sent    Instant       // as last granted
 	dl      Instant
 	terms   map[*Term]struct{}
 	timer   *time.Timer
@@ -119,7 +118,7 @@ func newLease(tm leaseTiming, ttl time.Duration, sent Instant, single bool, log 
 		return nil, err
 	}
 	l := &Lease{tm: tm, single: single, log: log, name: name, attrs: attrs,
-		ttl: ttl, sent: sent, dl: dl, terms: make(map[*Term]struct{})}
+		ttl: ttl, dl: dl, terms: make(map[*Term]struct{})}
 	l.mu.Lock() // expire, which locks, may run before l.timer is set
 	l.timer = time.AfterFunc(l.sleepLocked(), l.expire)
 	l.mu.Unlock()
@@ -168,7 +167,7 @@ func (l *Lease) End(t *Term, cause error) {
 // term was extended (false for a single lease whose term has ended).
 func (l *Lease) extend(g Grant, dl Instant) bool {
 	l.mu.Lock()
-	l.ttl, l.sent, l.dl = g.TTL, g.Sent, dl
+	l.ttl, l.dl = g.TTL, dl
 	terms := l.snapshotLocked()
 	if !l.stopped {
 		l.timer.Reset(l.sleepLocked())

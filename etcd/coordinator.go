@@ -53,7 +53,9 @@ type Option func(*Coordinator)
 
 // WithPrefix sets the etcd key prefix under which tenure keys live. Default
 // DefaultPrefix. A prefix normally ends with "/". One prefix per
-// application keeps several applications' keys apart in one cluster.
+// application keeps several applications' keys apart in one cluster, as
+// long as no application's prefix begins another's: under "/app/" and
+// "/app/x/", key "x/jobs" of the first is key "jobs" of the second.
 func WithPrefix(prefix string) Option {
 	return func(c *Coordinator) { c.prefix = prefix }
 }

@@ -26,7 +26,8 @@ const (
 
 // Stats describe the whole group as one member last read it.
 type Stats struct {
-	// Members is how many live members the group has.
+	// Members is how many live members the group has: memberships of one
+	// member ID count once.
 	Members int
 	// Unowned is how many partitions have no live owner.
 	Unowned int

@@ -20,7 +20,8 @@ type Table struct {
 	Group string
 	// Partitions has one row per partition, by index.
 	Partitions []Row
-	// Members has one row per live member, sorted by ID.
+	// Members has one row per live member ID, sorted by ID: two
+	// memberships of one ID are one member, as the assignment counts them.
 	Members []MemberRow
 	// Cap is the most partitions the assignment gives one member: ⌈P/N⌉.
 	Cap int
@@ -199,14 +200,33 @@ func buildTable(group string, names []string, p int, ms []Member, gs []tenure.Gr
 			owned[gr.Holder]++
 		}
 	}
-	t.Stats = summarize(p, len(ms), owned)
-	for _, m := range ms {
-		t.Members = append(t.Members, MemberRow{ID: m.ID, TTL: m.TTL, Owned: owned[m.ID], Partitions: m.Partitions})
-	}
-	if len(ms) > 0 {
-		t.Cap = (p + len(ms) - 1) / len(ms)
+	t.Members = memberRows(ms, owned)
+	n := len(t.Members)
+	t.Stats = summarize(p, n, owned)
+	if n > 0 {
+		t.Cap = (p + n - 1) / n
 	}
 	return t
+}
+
+// memberRows is one row per member ID of ms, sorted by ID, with the
+// partitions owned under it: memberships of one ID (a process restarted
+// under its identity while its old membership lives) are one member, as
+// the assignment counts them, shown with the longest TTL and the largest
+// count announced among them.
+func memberRows(ms []Member, owned map[string]int) []MemberRow {
+	var out []MemberRow
+	at := make(map[string]int, len(ms))
+	for _, m := range ms {
+		if i, ok := at[m.ID]; ok {
+			out[i].TTL, out[i].Partitions = max(out[i].TTL, m.TTL), max(out[i].Partitions, m.Partitions)
+			continue
+		}
+		at[m.ID] = len(out)
+		out = append(out, MemberRow{ID: m.ID, TTL: m.TTL, Owned: owned[m.ID], Partitions: m.Partitions})
+	}
+	slices.SortFunc(out, func(a, b MemberRow) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // summarize computes Stats for p partitions over n members owning owned.

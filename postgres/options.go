@@ -80,7 +80,11 @@ func (n Notify) String() string {
 // same key, with the same tokens, twice.
 func WithSchema(schema string) Option { return func(o *options) { o.schema = schema } }
 
-// WithTable names the leadership table. Default DefaultTable.
+// WithTable names the leadership table. Default DefaultTable. A table
+// that exists already must have the seed's columns, a unique index on
+// resource alone, and no nondeterministic collation on resource or its
+// unique indexes (under a case-insensitive one, keys that differ in case
+// would be one key): Dial refuses another with ErrTableShape.
 func WithTable(table string) Option { return func(o *options) { o.table = table } }
 
 // WithChannel names the LISTEN/NOTIFY channel. Default DefaultChannel. Users

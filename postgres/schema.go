@@ -189,6 +189,7 @@ type column struct {
 	notNull, hasDef  bool
 	uniqueSingleCol  bool // a unique, non-partial index on this column alone
 	identity, genrtd bool
+	deterministic    bool // its collation, and that of every unique index it leads, tells every two different strings apart
 }
 
 // columns describes the columns of the table with the quoted name.
@@ -207,7 +208,14 @@ SELECT a.attname, pg_catalog.format_type(a.atttypid, NULL),
        a.attidentity OPERATOR(pg_catalog.<>) '' OR a.attgenerated OPERATOR(pg_catalog.<>) '',
        EXISTS (SELECT 1 FROM pg_catalog.pg_index i
                WHERE i.indrelid OPERATOR(pg_catalog.=) a.attrelid AND i.indisunique AND i.indpred IS NULL
-                 AND i.indnkeyatts OPERATOR(pg_catalog.=) 1 AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum)
+                 AND i.indnkeyatts OPERATOR(pg_catalog.=) 1 AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum),
+       NOT EXISTS (SELECT 1 FROM pg_catalog.pg_collation co
+                   WHERE NOT co.collisdeterministic
+                     AND (co.oid OPERATOR(pg_catalog.=) a.attcollation
+                          OR EXISTS (SELECT 1 FROM pg_catalog.pg_index i
+                                     WHERE i.indrelid OPERATOR(pg_catalog.=) a.attrelid AND i.indisunique
+                                       AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum
+                                       AND i.indcollation[0] OPERATOR(pg_catalog.=) co.oid)))
 FROM pg_catalog.pg_attribute a
 WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped`, table)
 	if err != nil {
@@ -218,7 +226,7 @@ WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attnum 
 		var c column
 		var auto bool
 		var schema string
-		if err := rows.Scan(&c.name, &c.typ, &schema, &c.notNull, &c.hasDef, &auto, &c.uniqueSingleCol); err != nil {
+		if err := rows.Scan(&c.name, &c.typ, &schema, &c.notNull, &c.hasDef, &auto, &c.uniqueSingleCol, &c.deterministic); err != nil {
 			rows.Close()
 			return "", nil, err
 		}
@@ -283,6 +291,9 @@ func checkLeadershipShape(ctx context.Context, db Execer, table string) error {
 	}
 	if col, ok := cols["resource"]; ok && !col.uniqueSingleCol {
 		bad("column %q has no unique index (want PRIMARY KEY or UNIQUE on it alone)", "resource")
+	}
+	if col, ok := cols["resource"]; ok && !col.deterministic {
+		bad("column %q or a unique index on it has a nondeterministic collation, under which keys that differ (in case, say) are one row; want the database's default collation", "resource")
 	}
 	for name, col := range cols {
 		if !known[name] && col.notNull && !col.hasDef && !col.identity {

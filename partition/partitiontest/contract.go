@@ -65,6 +65,8 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("NestedGroups", s.nestedGroups)
 	t.Run("Twins", s.twins)
 	t.Run("TwinLeaves", s.twinLeaves)
+	t.Run("TwinGroups", s.twinGroups)
+	t.Run("LookalikeIDs", s.lookalikes)
 	t.Run("LongNames", s.longNames)
 	if o.free != nil {
 		t.Run("FreedByHand", s.freedByHand)

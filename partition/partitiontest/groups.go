@@ -49,9 +49,14 @@ func (f *fleet) run(ctx context.Context, p partition.Partition, t *tenure.Term) 
 	return nil
 }
 
-func (f *fleet) start(name string) {
+func (f *fleet) start(name string) { f.startAs(name, name) }
+
+// startAs starts member name with identity holder#1 on a coordinator of its
+// own: members given one holder are one member ID, as processes given one
+// Holder and Instance are.
+func (f *fleet) startAs(name, holder string) {
 	cfg := f.cfg
-	cfg.Holder, cfg.Instance = name, "1"
+	cfg.Holder, cfg.Instance = holder, "1"
 	c := f.s.newCoordinator(f.t)
 	g, err := partition.New(c, cfg)
 	if err != nil {

@@ -25,14 +25,15 @@ func nameGroups(base string) []string {
 }
 
 // nameTTL is the memberships' TTL in the Names check: it joins 18 and
-// claims 44 partitions, which takes seconds on a loaded machine, and
+// claims 45 partitions, which takes seconds on a loaded machine, and
 // renews none.
 const nameTTL = time.Minute
 
 // nameParts are the partition names the Names check claims: x, named like
-// the group g/x below g (and y, like g/x/y below g/x), and names with every
+// the group g/x below g (and y, like g/x/y below g/x), X, which differs from
+// x only in case (each owned by another member), and names with every
 // character a key may contain.
-var nameParts = []string{"x", "y", "0", "y.z", "Y_Z-9", "-", "_", "a.b-c_D"}
+var nameParts = []string{"x", "y", "0", "y.z", "X", "Y_Z-9", "-", "_", "a.b-c_D"}
 
 // names checks that groups whose names nest in, extend or resemble one
 // another, and single keys named like their partitions and like groups,
@@ -56,7 +57,7 @@ func (s suite) names(t *testing.T) {
 	}
 	single := s.group(t)
 	var singles []tenure.Grant
-	for _, key := range []string{base + "/g/single", base + "/g-x", base + "/g/x/y/z", base + "/g/x/members"} {
+	for _, key := range []string{base + "/g", base + "/g/single", base + "/g-x", base + "/g/x/y/z", base + "/g/x/members"} {
 		g, err := single.Acquire(ctx(t), key, "m#1", time.Minute)
 		if err != nil {
 			t.Fatalf("Acquire(%q), a single key named like a group or its partitions: %v; want a grant", key, err)
