@@ -67,78 +67,55 @@ func (c *Coordinator) ensureTable(ctx context.Context) error {
 	if err := checkLeadershipShape(ctx, c.pool, c.table); err != nil {
 		return err
 	}
-	if err := checkOneRowPerKey(ctx, c.pool, c.table); err != nil {
+	if err := checkNoChildTables(ctx, c.pool, c.table); err != nil {
 		return err
 	}
 	c.holderChars, err = checkExactColumns(ctx, c.pool, c.table)
 	return err
 }
 
-// checkExactColumns refuses a leadership table whose holder_id compares
-// inexactly or whose expires_at stores inexactly. Under a nondeterministic
-// collation of holder_id (ICU, case-insensitive, say) two holders
-// ("Node-1" and "node-1") are one, and a grant, which lets a holder acquire
-// its own key again, would give the second the first's live key. An
-// expires_at of less than microsecond precision (timestamptz(0)) rounds
-// each lease's end to the nearest unit, which ends it up to half a unit
-// before the holder's deadline, counted from its request's send time. It
-// returns holder_id's length when it is a varchar(n) (0 when it has none):
-// a longer holder is cut when its excess is spaces, and stored as another.
+// checkExactColumns refuses a leadership table whose expires_at stores
+// inexactly: less than microsecond precision (timestamptz(0)) rounds each
+// lease's end to the nearest unit, which ends it up to half a unit before
+// the holder's deadline, counted from its request's send time. It returns
+// holder_id's length when it is a varchar(n) (0 when it has none): a
+// longer holder is cut when its excess is spaces, and stored as another.
 func checkExactColumns(ctx context.Context, db Execer, table string) (holderChars int, err error) {
-	var deterministic bool
 	var precision, chars int32
 	err = db.QueryRow(ctx, `SELECT
-  coalesce((SELECT co.collisdeterministic
-            FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_collation co ON co.oid OPERATOR(pg_catalog.=) a.attcollation
-            WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'holder_id'), true),
   coalesce((SELECT a.atttypmod FROM pg_catalog.pg_attribute a
             WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'expires_at'), -1),
   coalesce((SELECT a.atttypmod OPERATOR(pg_catalog.-) 4 FROM pg_catalog.pg_attribute a
             WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'holder_id'
               AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.varchar'::pg_catalog.regtype AND a.atttypmod OPERATOR(pg_catalog.>) 4), 0)`,
-		table).Scan(&deterministic, &precision, &chars)
+		table).Scan(&precision, &chars)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: inspect table %s: %w", table, err)
 	}
-	var errs []error
-	if !deterministic {
-		errs = append(errs, fmt.Errorf("%w: table %s: column %q has a nondeterministic collation, under which different holders (that differ in case, say) are one, and one would be granted the other's live key; want the database's default collation", ErrTableShape, table, "holder_id"))
-	}
 	if precision >= 0 && precision < 6 {
-		errs = append(errs, fmt.Errorf("%w: table %s: column %q is timestamptz(%d), which rounds each lease's end, up to half a unit early; want timestamptz (microseconds)", ErrTableShape, table, "expires_at", precision))
+		return 0, fmt.Errorf("%w: table %s: column %q is timestamptz(%d), which rounds each lease's end, up to half a unit early; want timestamptz (microseconds)", ErrTableShape, table, "expires_at", precision)
 	}
-	return int(chars), errors.Join(errs...)
+	return int(chars), nil
 }
 
-// checkOneRowPerKey refuses a leadership table of the right shape where a
-// key can still have two rows: its resource column's unique index is
-// invalid (what a CREATE UNIQUE INDEX CONCURRENTLY that failed leaves: it
-// is not enforced) or deferrable, or the table has child tables
+// checkNoChildTables refuses a leadership table with child tables
 // (INHERITS), whose rows every statement on the table reads and writes
-// too, each table enforcing its own uniqueness. A grant writes every row
-// of its key and a release ends one, so two holders could each hold a row
-// of one key.
-func checkOneRowPerKey(ctx context.Context, db Execer, table string) error {
-	var unique, children bool
-	err := db.QueryRow(ctx, `SELECT
-  EXISTS (SELECT 1 FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a
-            ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid AND a.attnum OPERATOR(pg_catalog.=) i.indkey[0]
-          WHERE i.indrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) 'resource'
-            AND i.indisunique AND i.indisvalid AND i.indimmediate AND i.indpred IS NULL
-            AND i.indnkeyatts OPERATOR(pg_catalog.=) 1),
-  c.relkind OPERATOR(pg_catalog.=) 'r' AND EXISTS (SELECT 1 FROM pg_catalog.pg_inherits h WHERE h.inhparent OPERATOR(pg_catalog.=) c.oid)
-FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)`, table).Scan(&unique, &children)
+// too, each table enforcing its own uniqueness: a key can have two rows. A
+// grant writes every row of its key and a release ends one, so two holders
+// could each hold a row of one key. (A partitioned table's unique index
+// covers its partitions.)
+func checkNoChildTables(ctx context.Context, db Execer, table string) error {
+	var children bool
+	err := db.QueryRow(ctx, `SELECT c.relkind OPERATOR(pg_catalog.=) 'r'
+  AND EXISTS (SELECT 1 FROM pg_catalog.pg_inherits h WHERE h.inhparent OPERATOR(pg_catalog.=) c.oid)
+FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)`, table).Scan(&children)
 	if err != nil {
 		return fmt.Errorf("postgres: inspect table %s: %w", table, err)
 	}
-	var errs []error
-	if !unique {
-		errs = append(errs, fmt.Errorf("%w: table %s: column %q has no valid, immediate unique index, so a key can have two rows (an index CREATE INDEX CONCURRENTLY left invalid is not enforced: REINDEX it once the column is unique; ON CONFLICT cannot use a deferrable one)", ErrTableShape, table, "resource"))
-	}
 	if children {
-		errs = append(errs, fmt.Errorf("%w: table %s has child tables (INHERITS), whose rows tenure's statements would read and write as the table's, so a key can have two rows: detach them (ALTER TABLE … NO INHERIT %s)", ErrTableShape, table, table))
+		return fmt.Errorf("%w: table %s has child tables (INHERITS), whose rows tenure's statements would read and write as the table's, so a key can have two rows: detach them (ALTER TABLE … NO INHERIT %s)", ErrTableShape, table, table)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // checkLeadershipOwner refuses a leadership table whose owner is not a
@@ -187,7 +164,7 @@ func tableExists(ctx context.Context, db Execer, table string) (bool, error) {
 type column struct {
 	name, typ        string
 	notNull, hasDef  bool
-	uniqueSingleCol  bool // a unique, non-partial index on this column alone
+	uniqueSingleCol  bool // a valid, immediate, unique, non-partial index on this column alone
 	identity, genrtd bool
 	deterministic    bool // its collation, and that of every unique index it leads, tells every two different strings apart
 }
@@ -208,7 +185,7 @@ SELECT a.attname, pg_catalog.format_type(a.atttypid, NULL),
        a.attidentity OPERATOR(pg_catalog.<>) '' OR a.attgenerated OPERATOR(pg_catalog.<>) '',
        EXISTS (SELECT 1 FROM pg_catalog.pg_index i
                WHERE i.indrelid OPERATOR(pg_catalog.=) a.attrelid AND i.indisunique AND i.indpred IS NULL
-                 AND i.indnkeyatts OPERATOR(pg_catalog.=) 1 AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum),
+                 AND i.indisvalid AND i.indimmediate AND i.indnkeyatts OPERATOR(pg_catalog.=) 1 AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum),
        NOT EXISTS (SELECT 1 FROM pg_catalog.pg_collation co
                    WHERE NOT co.collisdeterministic
                      AND (co.oid OPERATOR(pg_catalog.=) a.attcollation
@@ -290,10 +267,16 @@ func checkLeadershipShape(ctx context.Context, db Execer, table string) error {
 		}
 	}
 	if col, ok := cols["resource"]; ok && !col.uniqueSingleCol {
-		bad("column %q has no unique index (want PRIMARY KEY or UNIQUE on it alone)", "resource")
+		bad("column %q has no unique index (want PRIMARY KEY or UNIQUE on it alone, valid and not deferrable: an index CREATE INDEX CONCURRENTLY left invalid is not enforced, so a key could have two rows; REINDEX it once the column is unique)", "resource")
 	}
 	if col, ok := cols["resource"]; ok && !col.deterministic {
 		bad("column %q or a unique index on it has a nondeterministic collation, under which keys that differ (in case, say) are one row; want the database's default collation", "resource")
+	}
+	// A holder may acquire its own key again: under such a collation two
+	// holders ("Node-1" and "node-1") are one, and the second would be
+	// granted the first's live key.
+	if col, ok := cols["holder_id"]; ok && !col.deterministic {
+		bad("column %q has a nondeterministic collation, under which different holders (that differ in case, say) are one, and one would be granted the other's live key; want the database's default collation", "holder_id")
 	}
 	for name, col := range cols {
 		if !known[name] && col.notNull && !col.hasDef && !col.identity {
