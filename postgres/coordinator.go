@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -44,6 +45,10 @@ type Coordinator struct {
 	o       options
 	table   string // quoted, possibly schema-qualified
 	sql     statements
+	// holderChars is the length of the table's holder_id when it is a
+	// varchar(n), which would cut a longer holder's trailing spaces and
+	// store another holder; 0 when it has none.
+	holderChars int
 
 	ctx    context.Context // cancelled by Close: ends watchers and the listener
 	cancel context.CancelFunc
@@ -172,7 +177,9 @@ func microsInterval(param string) string {
 // New returns a Coordinator that keeps its leases in pool's database. It
 // creates the leadership table if it does not exist (CREATE TABLE needs the
 // CREATE privilege on the schema; an existing table needs only SELECT,
-// INSERT and UPDATE) and checks the shape of an existing one. Close does not
+// INSERT and UPDATE) and checks the shape of an existing one, and its
+// owner: this role, the schema's owner, the database's owner or a
+// superuser (another's triggers would run as this role). Close does not
 // close pool. It lets the coordinator share a pool with other queries;
 // Dial makes a pool of its own.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator, error) {
@@ -294,6 +301,9 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 	}
 	if err := tenure.ValidateHolder(holder); err != nil {
 		return tenure.Grant{}, err
+	}
+	if n := utf8.RuneCountInString(holder); c.holderChars > 0 && n > c.holderChars {
+		return tenure.Grant{}, fmt.Errorf("postgres: acquire %q: %w %q: %d characters long; column holder_id of table %s is varchar(%d)", key, tenure.ErrInvalidHolder, holder, n, c.table, c.holderChars)
 	}
 	if err := tenure.ValidateTTL(ttl); err != nil {
 		return tenure.Grant{}, err

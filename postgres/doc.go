@@ -20,7 +20,13 @@
 // key's fencing_token only grows, across server restarts too. An existing
 // table of another shape is refused with an error naming the table and the
 // column (ErrTableShape); timestamp columns without a time zone are refused
-// because their meaning would depend on each session's time zone setting.
+// because their meaning would depend on each session's time zone setting,
+// and so is a table where a key could have two rows (its resource column's
+// unique index invalid or deferrable, or child tables that inherit from
+// it), where two holders could compare equal (a nondeterministic collation
+// on holder_id), whose expires_at rounds (timestamptz(0) ends a lease up to
+// half a second early), or whose owner is a role other than this one, the schema's
+// owner, the database's owner or a superuser.
 //
 // # The statements
 //

@@ -61,7 +61,93 @@ func (c *Coordinator) ensureTable(ctx context.Context) error {
 			return fmt.Errorf("postgres: create table %s: %w", c.table, err)
 		}
 	}
-	return checkLeadershipShape(ctx, c.pool, c.table)
+	if err := checkLeadershipOwner(ctx, c.pool, c.table); err != nil {
+		return err
+	}
+	if err := checkLeadershipShape(ctx, c.pool, c.table); err != nil {
+		return err
+	}
+	if err := checkNoChildTables(ctx, c.pool, c.table); err != nil {
+		return err
+	}
+	c.holderChars, err = checkExactColumns(ctx, c.pool, c.table)
+	return err
+}
+
+// checkExactColumns refuses a leadership table whose expires_at stores
+// inexactly: less than microsecond precision (timestamptz(0)) rounds each
+// lease's end to the nearest unit, which ends it up to half a unit before
+// the holder's deadline, counted from its request's send time. It returns
+// holder_id's length when it is a varchar(n) (0 when it has none): a
+// longer holder is cut when its excess is spaces, and stored as another.
+func checkExactColumns(ctx context.Context, db Execer, table string) (holderChars int, err error) {
+	var precision, chars int32
+	err = db.QueryRow(ctx, `SELECT
+  coalesce((SELECT a.atttypmod FROM pg_catalog.pg_attribute a
+            WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'expires_at'), -1),
+  coalesce((SELECT a.atttypmod OPERATOR(pg_catalog.-) 4 FROM pg_catalog.pg_attribute a
+            WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attname OPERATOR(pg_catalog.=) 'holder_id'
+              AND a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.varchar'::pg_catalog.regtype AND a.atttypmod OPERATOR(pg_catalog.>) 4), 0)`,
+		table).Scan(&precision, &chars)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: inspect table %s: %w", table, err)
+	}
+	if precision >= 0 && precision < 6 {
+		return 0, fmt.Errorf("%w: table %s: column %q is timestamptz(%d), which rounds each lease's end, up to half a unit early; want timestamptz (microseconds)", ErrTableShape, table, "expires_at", precision)
+	}
+	return int(chars), nil
+}
+
+// checkNoChildTables refuses a leadership table with child tables
+// (INHERITS), whose rows every statement on the table reads and writes
+// too, each table enforcing its own uniqueness: a key can have two rows. A
+// grant writes every row of its key and a release ends one, so two holders
+// could each hold a row of one key. (A partitioned table's unique index
+// covers its partitions.)
+func checkNoChildTables(ctx context.Context, db Execer, table string) error {
+	var children bool
+	err := db.QueryRow(ctx, `SELECT c.relkind OPERATOR(pg_catalog.=) 'r'
+  AND EXISTS (SELECT 1 FROM pg_catalog.pg_inherits h WHERE h.inhparent OPERATOR(pg_catalog.=) c.oid)
+FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)`, table).Scan(&children)
+	if err != nil {
+		return fmt.Errorf("postgres: inspect table %s: %w", table, err)
+	}
+	if children {
+		return fmt.Errorf("%w: table %s has child tables (INHERITS), whose rows tenure's statements would read and write as the table's, so a key can have two rows: detach them (ALTER TABLE … NO INHERIT %s)", ErrTableShape, table, table)
+	}
+	return nil
+}
+
+// checkLeadershipOwner refuses a leadership table whose owner is not a
+// role that could drop and replace it anyway: this session's role (an
+// exact match: before PostgreSQL 16 any role may grant itself to another,
+// so membership proves nothing), the schema's owner, the database's owner
+// or a superuser. Another role that may create tables in the schema (every
+// role, in public, before PostgreSQL 15) could make the table before
+// tenure's first run, and its triggers, column defaults, rules and row
+// security policies would run as the role of every coordinator that reads
+// or writes it. The group tables trust the leadership table's owner (see
+// foreignGroupTablesSQL).
+func checkLeadershipOwner(ctx context.Context, db Execer, table string) error {
+	var owner string
+	var trusted bool
+	err := db.QueryRow(ctx, `SELECT pg_catalog.pg_get_userbyid(c.relowner)::pg_catalog.text,
+       c.relowner OPERATOR(pg_catalog.=) ANY (ARRAY[
+           (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER), n.nspowner,
+           (SELECT d.datdba FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())])
+       OR coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) c.relowner), false)
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)`, table).Scan(&owner, &trusted)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: table %s does not exist", ErrTableShape, table)
+	case err != nil:
+		return fmt.Errorf("postgres: look up the owner of table %s: %w", table, err)
+	case !trusted:
+		return fmt.Errorf("%w: table %s is owned by role %q, which is neither this role, the schema's owner, the database's owner nor a superuser; tenure does not use it (its owner's triggers, defaults, rules and policies would run as this role): drop it, or give it to the schema's owner (ALTER TABLE %s OWNER TO …)",
+			ErrTableShape, table, owner, table)
+	}
+	return nil
 }
 
 // tableExists reports whether the quoted, possibly qualified name resolves
@@ -78,7 +164,7 @@ func tableExists(ctx context.Context, db Execer, table string) (bool, error) {
 type column struct {
 	name, typ        string
 	notNull, hasDef  bool
-	uniqueSingleCol  bool // a unique, non-partial index on this column alone
+	uniqueSingleCol  bool // a valid, immediate, unique, non-partial index on this column alone
 	identity, genrtd bool
 	deterministic    bool // its collation, and that of every unique index it leads, tells every two different strings apart
 }
@@ -99,7 +185,7 @@ SELECT a.attname, pg_catalog.format_type(a.atttypid, NULL),
        a.attidentity OPERATOR(pg_catalog.<>) '' OR a.attgenerated OPERATOR(pg_catalog.<>) '',
        EXISTS (SELECT 1 FROM pg_catalog.pg_index i
                WHERE i.indrelid OPERATOR(pg_catalog.=) a.attrelid AND i.indisunique AND i.indpred IS NULL
-                 AND i.indnkeyatts OPERATOR(pg_catalog.=) 1 AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum),
+                 AND i.indisvalid AND i.indimmediate AND i.indnkeyatts OPERATOR(pg_catalog.=) 1 AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum),
        NOT EXISTS (SELECT 1 FROM pg_catalog.pg_collation co
                    WHERE NOT co.collisdeterministic
                      AND (co.oid OPERATOR(pg_catalog.=) a.attcollation
@@ -181,10 +267,16 @@ func checkLeadershipShape(ctx context.Context, db Execer, table string) error {
 		}
 	}
 	if col, ok := cols["resource"]; ok && !col.uniqueSingleCol {
-		bad("column %q has no unique index (want PRIMARY KEY or UNIQUE on it alone)", "resource")
+		bad("column %q has no unique index (want PRIMARY KEY or UNIQUE on it alone, valid and not deferrable: an index CREATE INDEX CONCURRENTLY left invalid is not enforced, so a key could have two rows; REINDEX it once the column is unique)", "resource")
 	}
 	if col, ok := cols["resource"]; ok && !col.deterministic {
 		bad("column %q or a unique index on it has a nondeterministic collation, under which keys that differ (in case, say) are one row; want the database's default collation", "resource")
+	}
+	// A holder may acquire its own key again: under such a collation two
+	// holders ("Node-1" and "node-1") are one, and the second would be
+	// granted the first's live key.
+	if col, ok := cols["holder_id"]; ok && !col.deterministic {
+		bad("column %q has a nondeterministic collation, under which different holders (that differ in case, say) are one, and one would be granted the other's live key; want the database's default collation", "holder_id")
 	}
 	for name, col := range cols {
 		if !known[name] && col.notNull && !col.hasDef && !col.identity {
