@@ -12,8 +12,14 @@ import "time"
 // coordinators list such records with ListForeign and remove one with
 // RemoveForeign, for status displays and operators' tools.
 type ForeignRecord struct {
-	// Key is the key the record holds.
+	// Key is the key the record holds, or, for a membership record, the
+	// key of its group.
 	Key string
+	// Member is set when the record is a membership record of group Key
+	// (not a grant of Key), that no member wrote as it stands: it names
+	// the member as the record does. Such a record is no member: no
+	// partition is assigned to it, and removing it frees nothing else.
+	Member string
 	// Holder is the holder as the record names it, which need not be a
 	// valid holder identity ("" when it names none).
 	Holder string
