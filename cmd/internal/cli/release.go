@@ -27,12 +27,8 @@ type releaseFlags struct {
 // --force, or a --token that is not the live grant's.
 var errReleaseRefused = errors.New("release refused")
 
-func newReleaseCommand(g *globalFlags) *cobra.Command {
-	var f releaseFlags
-	cmd := &cobra.Command{
-		Use:   "release --key KEY [--member ID] (--token N | --force) [--json]",
-		Short: "End the live grant on a key now, so that another holder can take over",
-		Long: `release ends the live grant on --key at the coordinator, for a key whose
+// releaseLong is tenure release's help.
+const releaseLong = `release ends the live grant on --key at the coordinator, for a key whose
 holder is stuck or gone and whose lease you do not want to wait out.
 
 It refuses unless you name the grant: --token N must be the fencing token
@@ -68,7 +64,14 @@ leave the group by stopping it.
 With --json it prints one object:
 
   {"key":"jobs","released":true,"holder":"web-1","instance":"3f9c2a1b","token":42,"ttl_left_ms":8000}
-  {"key":"jobs","released":false}`,
+  {"key":"jobs","released":false}`
+
+func newReleaseCommand(g *globalFlags) *cobra.Command {
+	var f releaseFlags
+	cmd := &cobra.Command{
+		Use:   "release --key KEY [--member ID] (--token N | --force) [--json]",
+		Short: "End the live grant on a key now, so that another holder can take over",
+		Long:  releaseLong,
 		Example: `  tenure status --key jobs
   tenure release --key jobs --token 42
   tenure release --key jobs --force --json
@@ -106,7 +109,8 @@ type ReleaseResult struct {
 	Member string `json:"member,omitempty"`
 }
 
-func runRelease(cmd *cobra.Command, g *globalFlags, f *releaseFlags) error {
+// checkReleaseFlags checks release's flags before it connects.
+func checkReleaseFlags(cmd *cobra.Command, f *releaseFlags) error {
 	if f.key == "" {
 		return usageError("--key is required (see 'tenure release --help')")
 	}
@@ -123,6 +127,14 @@ func runRelease(cmd *cobra.Command, g *globalFlags, f *releaseFlags) error {
 	if cmd.Flags().Changed("member") && f.member == "" {
 		return usageError("%s: give the member ID that tenure status names", flagRef(cmd, "member"))
 	}
+	return nil
+}
+
+func runRelease(cmd *cobra.Command, g *globalFlags, f *releaseFlags) error {
+	if err := checkReleaseFlags(cmd, f); err != nil {
+		return err
+	}
+	tokenSet := cmd.Flags().Changed("token")
 	c, log, err := g.connect(cmd)
 	if err != nil {
 		return err
@@ -165,15 +177,22 @@ func runRelease(cmd *cobra.Command, g *globalFlags, f *releaseFlags) error {
 		return json.NewEncoder(out).Encode(res)
 	}
 	if !held {
-		if rs, err := foreignUnder(ctx, c, f.key); err == nil && len(foreignMembersOf(rs, f.key)) > 0 {
-			fmt.Fprintf(cmd.ErrOrStderr(), "tenure: group %s has membership records that no member wrote: tenure status --key %s names them, and tenure release --key %s --member ID --force removes them\n",
-				f.key, f.key, f.key)
-		}
+		hintMembers(ctx, cmd, c, f.key)
 		_, err = fmt.Fprintf(out, "%s: no leader, nothing released\n", f.key)
 		return err
 	}
 	_, err = fmt.Fprintf(out, "released %s\n", res.describe())
 	return err
+}
+
+// hintMembers says, on stderr, how to remove group key's membership
+// records that no member wrote, when it has some: release without
+// --member leaves them.
+func hintMembers(ctx context.Context, cmd *cobra.Command, c tenure.Coordinator, key string) {
+	if rs, err := foreignUnder(ctx, c, key); err == nil && len(foreignMembersOf(rs, key)) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "tenure: group %s has membership records that no member wrote: tenure status --key %s names them, and tenure release --key %s --member ID --force removes them\n",
+			key, key, key)
+	}
 }
 
 // refuseRelease returns why the live grant must not be released with the
