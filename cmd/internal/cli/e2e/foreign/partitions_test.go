@@ -35,7 +35,10 @@ type foreignPartition struct {
 type foreignMember struct {
 	member string
 	kind   string // "foreign" or "malformed"
-	token  uint64
+	token  *uint64
+	// freedBy is the partition key whose release --force removes the
+	// record (the membership owns it); "" for release --force --member.
+	freedBy string
 }
 
 // checkForeignPartitions plants parts (on some of the 5 partitions of
@@ -46,9 +49,10 @@ type foreignMember struct {
 // that once release --force removes each, a member claims it with a
 // greater token. (That the wait is over is logged at info level, which
 // tenure run shows only with debug logging: see TestStrangerLogsOnce.)
-// The membership records strays, planted already, must be no members:
-// status lists them apart from the members, with the remedy, and release
-// --force --member removes each.
+// The membership records strays, planted already or by parts, must be
+// no members: status lists them apart from the members, with the remedy,
+// and release --force --member removes each (or the release of the
+// partition it owns).
 func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartition, strays []foreignMember) {
 	tokens := map[string]uint64{}
 	for _, p := range parts {
@@ -103,6 +107,9 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 		}
 	}
 	for _, m := range strays {
+		if m.freedBy != "" {
+			continue // the note names the partition's release
+		}
 		if !strings.Contains(res.Stdout, m.kind+" membership record of member \""+m.member+"\"") || !strings.Contains(res.Stdout, "--key fg --member="+m.member) {
 			t.Errorf("status --partitions text does not name %s's %s membership record and its remedy:\n%s", m.member, m.kind, res.Stdout)
 		}
@@ -129,10 +136,13 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 		}
 	}
 	for _, m := range strays {
+		if m.freedBy != "" {
+			continue
+		}
 		res := e2e.RunTenure(t, nil, append(append([]string{}, coord...), "release", "--key", "fg", "--member", m.member, "--force", "--json")...)
 		var rel cli.ReleaseResult
-		if err := json.Unmarshal([]byte(res.Stdout), &rel); err != nil || res.Code != 0 || !rel.Released || rel.Member != m.member || rel.Token != m.token || rel.Record != m.kind {
-			t.Fatalf("release --force --key fg --member %s --json: exit %d, %q (%v); want released, token %d, a %s record\n%s", m.member, res.Code, res.Stdout, err, m.token, m.kind, res.Stderr)
+		if err := json.Unmarshal([]byte(res.Stdout), &rel); err != nil || res.Code != 0 || !rel.Released || rel.Member != m.member || rel.Token != *m.token || rel.Record != m.kind {
+			t.Fatalf("release --force --key fg --member %s --json: exit %d, %q (%v); want released, token %d, a %s record\n%s", m.member, res.Code, res.Stdout, err, *m.token, m.kind, res.Stderr)
 		}
 	}
 	e2e.WaitFor(t, 30*time.Second, "members to own every partition", func() bool {
@@ -183,10 +193,8 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 	// Membership keys no member wrote: one that does not parse, and one
 	// without a lease (as etcdctl put makes it) that would otherwise be a
 	// third member, given partitions that nobody runs.
-	strays := []foreignMember{
-		{"nolease", "malformed", put("#members/fg#nolease", "garbage", 0)(t)},
-		{"ghost#00000000", "foreign", put("#members/fg#0000000000000000#ghost#00000000", "2 5", 0)(t)},
-	}
+	nolease, ghost := put("#members/fg#nolease", "garbage", 0)(t), put("#members/fg#0000000000000000#ghost#00000000", "2 5", 0)(t)
+	strays := []foreignMember{{"nolease", "malformed", &nolease, ""}, {"ghost#00000000", "foreign", &ghost, ""}}
 	checkForeignPartitions(t, s.Coord, []foreignPartition{
 		{"fg/0", "foreign", "no lease", "foreign", true, put("fg/0", "mallory#00000000", 0)},
 		{"fg/1", "malformed", "not a holder identity", "malformed", false, put("fg/1", "bad\x01value", 600)},
@@ -270,7 +278,9 @@ func TestForeignPartitionsKube(t *testing.T) {
 		}
 	}
 	// A member that joined and claimed partition 3, whose membership
-	// Lease someone then made last two days.
+	// Lease someone then made last two days: a foreign membership record
+	// too, removed with the partition.
+	var membership uint64
 	stuck := func(t *testing.T) uint64 {
 		c, err := kube.New(s.Client(t), ns)
 		if err != nil {
@@ -292,7 +302,11 @@ func TestForeignPartitionsKube(t *testing.T) {
 		l := ls.Items[0]
 		l.Spec.LeaseDurationSeconds = new(int32)
 		*l.Spec.LeaseDurationSeconds = 2 * 86400
-		if _, err := leases.Update(t.Context(), &l, metav1.UpdateOptions{}); err != nil {
+		u, err := leases.Update(t.Context(), &l, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if membership, err = strconv.ParseUint(u.ResourceVersion, 10, 64); err != nil {
 			t.Fatal(err)
 		}
 		p, err := leases.Get(t.Context(), kube.LeaseName("fg/3"), metav1.GetOptions{})
@@ -310,7 +324,7 @@ func TestForeignPartitionsKube(t *testing.T) {
 		{"fg/1", "foreign", "longer than tenure grants", "foreign", false, lease("fg/1", "mallory", 200000)},
 		{"fg/2", "foreign", "no member's", "", false, lease("fg/2", "mallory", 600)},
 		{"fg/3", "foreign", "membership", "foreign", false, stuck},
-	}, nil)
+	}, []foreignMember{{"mallory#00000000", "foreign", &membership, "fg/3"}})
 }
 
 // checkStrayStatus checks that status --partitions (st) lists each of
@@ -324,10 +338,10 @@ func checkStrayStatus(t *testing.T, st cli.PartitionStatus, strays []foreignMemb
 	for _, m := range strays {
 		found := false
 		for _, r := range st.ForeignMembers {
-			found = found || r.Member == m.member && r.Token == m.token && r.Record == m.kind && r.Reason != ""
+			found = found || r.Member == m.member && r.Token == *m.token && r.Record == m.kind && r.Reason != ""
 		}
 		if !found {
-			t.Errorf("status --partitions foreign_members = %+v; want %s, a %s record with token %d", st.ForeignMembers, m.member, m.kind, m.token)
+			t.Errorf("status --partitions foreign_members = %+v; want %s, a %s record with token %d", st.ForeignMembers, m.member, m.kind, *m.token)
 		}
 	}
 }
