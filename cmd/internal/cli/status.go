@@ -60,6 +60,13 @@ with the reason (in --json, "record" and "reason"; no "ttl_left_ms" when it
 never expires): tenure run waits for it, possibly for ever, and
 "tenure release --force --key KEY" removes it.
 
+A partition group's membership record that no member wrote as it stands
+(an etcd membership key without a lease, a Lease held for longer than a
+day...) is no member and holds no key: it is listed after the keys, never
+as the group key's holder, naming the member (in --json, a line with
+"member" and "held":false), and "tenure release --key GROUP --member ID
+--force" removes it.
+
 It exits 0 whether or not the key is held; with --exit-code it exits 4
 when nobody leads --key (or no key under --prefix is led), for scripts:
 

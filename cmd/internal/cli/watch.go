@@ -62,7 +62,10 @@ Every JSON line also carries "coordinator" (as "etcd at http://…").
 ttl_ms is the lease granted. Under --prefix, and on PostgreSQL and
 Kubernetes (whose records keep when a lease ends, not its TTL), lines carry
 ttl_left_ms (the time left on the lease, as status shows it) instead; under --prefix the coordinator
-events carry "prefix" instead of "key".`,
+events carry "prefix" instead of "key". A membership record of group KEY
+(or of a group under --prefix) that no member wrote, which status lists,
+is printed as event foreign_member when it appears, with "member", and
+foreign_member_gone when it is gone.`,
 		Example: `  tenure watch --key jobs
   tenure watch --prefix orders/ --json | jq .holder`,
 		Args: noArgs,
