@@ -207,7 +207,8 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 // is no member's), and a partition row owned by a membership row that no
 // member wrote as it stands (its expires_at pushed to infinity), hold
 // their partitions until release --force removes them (see
-// checkForeignPartitions); the planted membership is no member.
+// checkForeignPartitions); the planted membership is no member, and is
+// listed as a foreign membership record.
 func TestForeignPartitionsPostgres(t *testing.T) {
 	t.Parallel()
 	coord := e2e.PostgresCoord(t)
@@ -230,12 +231,15 @@ VALUES ($1, $2, $3, now(), `+expires+`)`, key, holder, token)
 		}
 	}
 	// A member that joined and claimed partition 3, whose membership row
-	// someone then made never expire.
+	// someone then made never expire: a foreign membership record too,
+	// removed with the partition.
+	var epoch uint64
 	stuck := func(t *testing.T) uint64 {
 		m, err := c.JoinGroup(t.Context(), "fg", "mallory#00000000", 10*time.Second, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
+		epoch = m.Epoch
 		res, err := c.ClaimPartitions(t.Context(), m, []string{"3"})
 		if err != nil || res[0].Err != nil {
 			t.Fatalf("ClaimPartitions(3) = %+v, %v", res, err)
@@ -248,7 +252,7 @@ VALUES ($1, $2, $3, now(), `+expires+`)`, key, holder, token)
 		{"fg/1", "foreign", "infinity", "foreign", true, row("fg/1", "mallory#00000000", 8, "'infinity'")},
 		{"fg/2", "foreign", "no member's", "", false, row("fg/2", "mallory#00000000", 9, "now() + interval '10 minutes'")},
 		{"fg/3", "foreign", "membership", "foreign", true, stuck},
-	}, nil)
+	}, []foreignMember{{"mallory#00000000", "foreign", &epoch, "fg/3"}})
 }
 
 // TestForeignPartitionsKube: Leases of partition keys that no member
