@@ -62,10 +62,10 @@ Every JSON line also carries "coordinator" (as "etcd at http://…").
 ttl_ms is the lease granted. Under --prefix, and on PostgreSQL and
 Kubernetes (whose records keep when a lease ends, not its TTL), lines carry
 ttl_left_ms (the time left on the lease, as status shows it) instead; under --prefix the coordinator
-events carry "prefix" instead of "key". A membership record of group KEY
-(or of a group under --prefix) that no member wrote, which status lists,
-is printed as event foreign_member when it appears, with "member", and
-foreign_member_gone when it is gone.`,
+events carry "prefix" instead of "key". Under --prefix, a membership
+record that no member wrote of a group under the prefix, which status
+lists, is printed as event foreign_member when it appears, with
+"member", and foreign_member_gone when it is gone.`,
 		Example: `  tenure watch --key jobs
   tenure watch --prefix orders/ --json | jq .holder`,
 		Args: noArgs,
@@ -144,9 +144,6 @@ func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPri
 				return nil
 			}
 			if err := st.probed(err, ev); err != nil {
-				return err
-			}
-			if err := st.probeMembers(ctx, c, key); err != nil {
 				return err
 			}
 			tick.Reset(watchProbeEvery)

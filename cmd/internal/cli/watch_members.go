@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/tenure-dev/tenure"
@@ -49,19 +48,6 @@ func (s *watchState) memberRecords(rs []tenure.ForeignRecord) error {
 		}
 	}
 	return nil
-}
-
-// probeMembers shows the membership records of group key (see
-// memberRecords); a failed lookup shows nothing (the leadership probe
-// reports the coordinator unreachable).
-func (s *watchState) probeMembers(ctx context.Context, c tenure.Coordinator, key string) error {
-	pctx, cancel := context.WithTimeout(ctx, watchProbeTimeout)
-	defer cancel()
-	rs, err := foreignUnder(pctx, c, key)
-	if err != nil {
-		return nil
-	}
-	return s.memberRecords(foreignMembersOf(rs, key))
 }
 
 // memberText is the text of a foreign_member or foreign_member_gone line.
