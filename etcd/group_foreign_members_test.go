@@ -1,9 +1,11 @@
 package etcd_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,4 +156,51 @@ func TestForeignMembershipsListedAndRemoved(t *testing.T) {
 			t.Errorf("GroupMembers(%s) after RemoveForeign = %s, %v; want w1", g, memberSet(ms), err)
 		}
 	}
+}
+
+// TestGroupMembersLooksLeasesUpOnce: GroupMembers asks etcd about each
+// membership's lease once (one LeaseTimeToLive per membership on the first
+// read), not on every read: every member calls it often. A membership
+// that joins later is looked up on the next read, and one on a lease
+// longer than a day is still no member on every read.
+func TestGroupMembersLooksLeasesUpOnce(t *testing.T) {
+	eps := startEtcd(t)
+	var lookups atomic.Int64
+	client := hookedClient(t, eps, rpcHooks{call: func(_ context.Context, method string, _ any) error {
+		if method == "/etcdserverpb.Lease/LeaseTimeToLive" {
+			lookups.Add(1)
+		}
+		return nil
+	}})
+	c := newCoordinator(t, client)
+	for _, id := range []string{"w1", "w2", "w3"} {
+		if _, err := c.JoinGroup(ctx(t), "g", id, 5*time.Second, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long, err := client.Grant(ctx(t), 2*86400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Put(ctx(t), c.EtcdKey(fmt.Sprintf("#members/g#%016x#longer", long.ID)), "10 2", clientv3.WithLease(long.ID)); err != nil {
+		t.Fatal(err)
+	}
+	read := func(want int, lookedUp int64) {
+		t.Helper()
+		before := lookups.Load()
+		ms, err := c.GroupMembers(ctx(t), "g")
+		if err != nil || len(ms) != want {
+			t.Fatalf("GroupMembers = %s, %v; want %d members", memberSet(ms), err, want)
+		}
+		if n := lookups.Load() - before; n != lookedUp {
+			t.Errorf("GroupMembers of %d members looked leases up %d times; want %d", want, n, lookedUp)
+		}
+	}
+	read(3, 4)
+	read(3, 0)
+	if _, err := c.JoinGroup(ctx(t), "g", "w4", 5*time.Second, 2); err != nil {
+		t.Fatal(err)
+	}
+	read(4, 1)
+	read(4, 0)
 }
