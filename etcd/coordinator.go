@@ -46,6 +46,8 @@ type Coordinator struct {
 	closed bool
 	spares map[spareKey]lease // leases granted ahead, one per key and holder (grant.go)
 	leases map[string]granted // key → the last grant made on it here, and its lease (grant.go)
+
+	memberTTLs grantedTTLs // membership leases' granted TTLs (group_foreign.go)
 }
 
 // An Option configures a Coordinator, for New or Dial.

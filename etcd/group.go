@@ -34,21 +34,6 @@ func (c *Coordinator) memberKey(group string, l clientv3.LeaseID, id string) str
 	return fmt.Sprintf("%s%016x#%s", c.membersKey(group), uint64(l), id)
 }
 
-// parseMemberKey returns the ID of the membership under group's prefix
-// whose key and lease kv holds; ok is false for a key memberKey did not
-// make for kv's lease.
-func (c *Coordinator) parseMemberKey(group string, kv *mvccpb.KeyValue) (id string, ok bool) {
-	rest, ok := strings.CutPrefix(string(kv.Key), c.membersKey(group))
-	if !ok || len(rest) < 18 || rest[16] != '#' {
-		return "", false
-	}
-	l, err := strconv.ParseUint(rest[:16], 16, 64)
-	if err != nil || l != uint64(kv.Lease) {
-		return "", false
-	}
-	return rest[17:], true
-}
-
 // JoinGroup makes id a member of group: one etcd lease of ttl (rounded up to
 // whole seconds, raised to etcd's minimum) and a membership key on it, named
 // by the group, the lease and id, whose value records the TTL and the
@@ -138,7 +123,10 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, m partition.Member) error 
 }
 
 // GroupMembers returns group's live members with one range read, sorted by
-// ID and epoch. A member's TTL is the TTL its lease was granted.
+// ID and epoch, plus one lease lookup per membership the coordinator has
+// not seen before (see grantedTTLs). A member's TTL is the TTL its lease
+// was granted. A membership key that no member wrote as it stands is no
+// member (see ListForeign).
 func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	op := fmt.Sprintf("etcd: members of %q", group)
 	if err := c.begin(ctx, op, tenure.ValidateKey(group)); err != nil {
@@ -148,20 +136,26 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	return c.members(group, resp.Kvs), nil
+	ms, err := c.members(ctx, group, resp.Kvs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return ms, nil
 }
 
 // members reads the memberships of group among kvs, read under its prefix,
-// sorted by ID and epoch.
-func (c *Coordinator) members(group string, kvs []*mvccpb.KeyValue) []partition.Member {
+// sorted by ID and epoch: the keys that members wrote (see membership).
+func (c *Coordinator) members(ctx context.Context, group string, kvs []*mvccpb.KeyValue) ([]partition.Member, error) {
 	out := make([]partition.Member, 0, len(kvs))
+	lookup := c.memberTTLs.lookup(c)
 	for _, kv := range kvs {
-		id, ok := c.parseMemberKey(group, kv)
-		if !ok {
-			continue
+		m, _, ok, err := c.membership(ctx, group, kv, lookup)
+		if err != nil {
+			return nil, err
 		}
-		ttl, partitions := parseMemberValue(string(kv.Value))
-		out = append(out, partition.Member{Group: group, ID: id, Epoch: uint64(kv.Lease), TTL: ttl, Partitions: partitions})
+		if ok {
+			out = append(out, m)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].ID != out[j].ID {
@@ -169,5 +163,5 @@ func (c *Coordinator) members(group string, kvs []*mvccpb.KeyValue) []partition.
 		}
 		return out[i].Epoch < out[j].Epoch
 	})
-	return out
+	return out, nil
 }

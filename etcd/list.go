@@ -37,8 +37,11 @@ func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, 
 // refuses but that no tenure grant wrote as they stand: a key without a
 // lease (put by hand or by another program: it never expires), a key on a
 // lease longer than a day, and a key whose value is not a holder identity.
-// Their tokens are the keys' mod revisions. Users free such a key with
-// RemoveForeign. It costs what List costs.
+// Their tokens are the keys' mod revisions. It lists too, with Member set,
+// the membership keys of the groups under prefix that no member wrote as
+// they stand, which are no members (see GroupMembers). Users free such a
+// key with RemoveForeign. It costs what List costs, plus a range read of
+// the memberships.
 func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
 	op := fmt.Sprintf("etcd: list foreign keys under %q", prefix)
 	var out []tenure.ForeignRecord
@@ -47,17 +50,38 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 			out = append(out, r)
 		}
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	ms, err := c.foreignMembers(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	out = append(out, ms...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
 }
 
 // RemoveForeign deletes r's key if it is still the write r was read from
 // (the same mod revision), and reports whether it did. Deleting the key
 // frees it: the next Acquire puts it anew, at a greater revision, so tokens
-// still increase. r is a record ListForeign returned.
+// still increase. For a membership record (r.Member set), it deletes the
+// membership key of group r.Key that r was read from, if it is still no
+// member's. r is a record ListForeign returned.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	op := fmt.Sprintf("etcd: remove foreign key %q at revision %d", r.Key, r.Token)
+	if r.Member != "" {
+		op = fmt.Sprintf("etcd: remove foreign membership %q of %q at revision %d", r.Member, r.Key, r.Token)
+	}
 	if err := c.begin(ctx, op, tenure.ValidateKey(r.Key)); err != nil {
 		return false, err
+	}
+	if r.Member != "" {
+		ok, err := c.removeForeignMember(ctx, r)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
+		}
+		return ok, nil
 	}
 	ek := c.EtcdKey(r.Key)
 	resp, err := c.client.Txn(ctx).

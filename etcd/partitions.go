@@ -206,8 +206,12 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
+	ms, err := c.members(ctx, group, resp.Responses[1].GetResponseRange().Kvs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
 	owners := make(map[int64]string) // lease → the ID of its membership
-	for _, m := range c.members(group, resp.Responses[1].GetResponseRange().Kvs) {
+	for _, m := range ms {
 		owners[int64(m.Epoch)] = m.ID
 	}
 	left := make(map[int64]time.Duration)

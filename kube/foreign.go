@@ -22,8 +22,10 @@ import (
 // tenure's release mark, a leaseDurationSeconds longer than a day, or an
 // AnnotationKey that names another key than the Lease's name; and the
 // partitions owned by a membership Lease that no member wrote as it stands
-// (see foreignOwner). Their tokens are the Leases' resourceVersions. Users
-// free such a record with RemoveForeign. It is one request.
+// (see foreignOwner), and, with Member set, those membership Leases
+// themselves, as records of their groups' keys. Their tokens are the
+// Leases' resourceVersions. Users free such a record with RemoveForeign.
+// It is one request.
 func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
 	op := fmt.Sprintf("kube: list foreign Leases under %q", prefix)
 	if err := inputs.Prefix(prefix); err != nil {
@@ -63,7 +65,10 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 			out = append(out, f)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	out = append(out, foreignMemberships(members, prefix, c.cfg.MaxDrift)...)
+	sort.SliceStable(out, func(i, j int) bool {
+		return out[i].Key < out[j].Key || out[i].Key == out[j].Key && out[i].Member < out[j].Member
+	})
 	return out, nil
 }
 
@@ -98,8 +103,10 @@ func foreignOf(key string, l *coordv1.Lease, r record, clash bool, maxDrift floa
 // did. The next Acquire creates the Lease anew, at a greater
 // resourceVersion, so tokens still increase. For a partition owned by a
 // membership Lease that no member wrote, it deletes that membership Lease
-// instead (see removeForeignOwner), which frees every partition it owns. r
-// is a record ListForeign returned.
+// instead (see removeForeignOwner), which frees every partition it owns;
+// for a membership record (Member set), it deletes that membership Lease,
+// preconditioned on its resourceVersion. r is a record ListForeign
+// returned.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	op := fmt.Sprintf("kube: remove foreign Lease of %q at resourceVersion %d", r.Key, r.Token)
 	if err := tenure.ValidateKey(r.Key); err != nil {
@@ -107,6 +114,13 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 	}
 	if err := c.begin(ctx, op); err != nil {
 		return false, err
+	}
+	if r.Member != "" {
+		removed, err := c.removeForeignMembership(ctx, r)
+		if err != nil {
+			return false, fail(ctx, op, err)
+		}
+		return removed, nil
 	}
 	name := LeaseName(r.Key)
 	l, err := c.leases.Get(ctx, name, metav1.GetOptions{})

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -105,4 +106,57 @@ func (c *Coordinator) removeForeignOwner(ctx context.Context, l *coordv1.Lease, 
 	}
 	c.log.Info("foreign membership Lease removed", "key", r.Key, "lease", name, "holder", r.Holder, "reason", r.Reason)
 	return true, true, nil
+}
+
+// foreignMemberships returns, as records of their groups' keys with
+// Member set, the live membership Leases among members (by name) of the
+// groups under prefix that no member wrote as they stand.
+func foreignMemberships(members map[string]record, prefix string, maxDrift float64) []tenure.ForeignRecord {
+	var out []tenure.ForeignRecord
+	for name, r := range members {
+		if f, ok := foreignMember(name, r, maxDrift); ok && strings.HasPrefix(f.Key, prefix) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// foreignMember describes membership Lease name, read as r, when it is
+// live and no member wrote it as it stands: a record of its group's key
+// naming the member (the Lease's name when it has no holder).
+func foreignMember(name string, r record, maxDrift float64) (tenure.ForeignRecord, bool) {
+	group := r.lease.Annotations[AnnotationGroup]
+	why, malformed := foreignMembership(r)
+	if why == "" || !r.live(maxDrift) || tenure.ValidateKey(group) != nil {
+		return tenure.ForeignRecord{}, false
+	}
+	return tenure.ForeignRecord{Key: group, Member: cmp.Or(r.holder, name), Holder: r.holder, Token: r.rv.n,
+		TTL: r.grant(group, maxDrift).TTL, Malformed: malformed,
+		Reason: fmt.Sprintf("a membership Lease that no member wrote as it stands (%s: %s)", name, why)}, true
+}
+
+// removeForeignMembership deletes the membership Lease of group r.Key that
+// r names, if it is still at the resourceVersion r was read at (a delete
+// preconditioned on it) and no member's, and reports whether it did.
+func (c *Coordinator) removeForeignMembership(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
+	members, _, err := c.listGroup(ctx, r.Key, "member")
+	if err != nil {
+		return false, err
+	}
+	for name, m := range members {
+		f, ok := foreignMember(name, m, c.cfg.MaxDrift)
+		if !ok || f.Key != r.Key || f.Member != r.Member || f.Token != r.Token {
+			continue
+		}
+		err := c.deleteAt(ctx, m)
+		switch {
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		c.log.Info("foreign membership Lease removed", "group", r.Key, "lease", name, "member", r.Member, "reason", f.Reason)
+		return true, nil
+	}
+	return false, nil
 }

@@ -21,8 +21,10 @@ import (
 // that is not positive, or an expires_at more than a day ahead (infinity
 // included). Their tokens are the rows' fencing_tokens. It lists too the
 // partitions owned by a membership row that no member wrote as it stands
-// (see foreignPartitions), with the partition rows' tokens. Users free such
-// a record with RemoveForeign. It is two statements.
+// (see foreignPartitions), with the partition rows' tokens, and, with
+// Member set, those membership rows themselves, as records of their groups'
+// keys whose tokens are the rows' epochs. Users free such a record with
+// RemoveForeign. It is three statements.
 func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
 	if err := inputs.Prefix(prefix); err != nil {
 		return nil, fmt.Errorf("postgres: list foreign rows: %w", err)
@@ -60,6 +62,11 @@ ORDER BY resource COLLATE pg_catalog."C"`, prefix)
 		return nil, fmt.Errorf("postgres: list foreign partition owners under %q: %w", prefix, err)
 	}
 	out = append(out, parts...)
+	members, err := c.foreignMemberRows(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list foreign membership rows under %q: %w", prefix, err)
+	}
+	out = append(out, members...)
 	slices.SortStableFunc(out, func(a, b tenure.ForeignRecord) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
@@ -114,13 +121,22 @@ func foreignRow(key string, holder pgtype.Text, token int64, finite bool, leftUS
 // greater than r's. It reports whether it did, and notifies watchers. For
 // a partition owned by a membership row no member wrote, it deletes that
 // row (see removeForeignMember) instead: every partition the row owns is
-// freed. r is a record ListForeign returned.
+// freed; for a membership record (Member set), it deletes that row if it
+// still has r's epoch and member and is still no member's. r is a record
+// ListForeign returned.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	if err := tenure.ValidateKey(r.Key); err != nil {
 		return false, fmt.Errorf("postgres: remove foreign row: %w", err)
 	}
 	if err := c.checkOpen(); err != nil {
 		return false, err
+	}
+	if r.Member != "" {
+		removed, err := c.removeForeignMemberRow(ctx, r)
+		if err != nil {
+			return false, fmt.Errorf("postgres: remove the foreign membership row %q of %q: %w", r.Member, r.Key, err)
+		}
+		return removed, nil
 	}
 	tag, err := c.pool.Exec(ctx, `WITH r AS (
 	UPDATE `+c.table+` SET expires_at = '-infinity'

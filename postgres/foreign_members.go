@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,6 +123,78 @@ WHERE p.grp OPERATOR(pg_catalog.=) $1 AND p.name OPERATOR(pg_catalog.=) $2 AND p
 	}
 	if err != nil {
 		return false, err
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// foreignMemberRows returns, as records of their groups' keys with Member
+// set, the live membership rows of the groups under prefix that no member
+// wrote as they stand. A record's token is its row's epoch; its Member is
+// the row's member ("#EPOCH" when that is empty).
+func (c *Coordinator) foreignMemberRows(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
+	t, err := c.groupTables()
+	if err != nil {
+		return nil, nil // no group tables can exist
+	}
+	rows, err := c.pool.Query(ctx, `SELECT m.grp, m.member, m.epoch, pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
+FROM `+t.members+` m
+WHERE pg_catalog.starts_with(m.grp, $1) AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, prefix)
+	if isUndefinedTable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []tenure.ForeignRecord
+	var group, member string
+	var epoch, leftUS int64
+	var finite bool
+	_, err = pgx.ForEachRow(rows, []any{&group, &member, &epoch, &finite, &leftUS}, func() error {
+		if r, ok := foreignMemberRow(group, member, epoch, finite, leftUS); ok {
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// foreignMemberRow describes the live membership row of member in group
+// with epoch, whose expires_at is finite or not and leftUS ahead, when no
+// member wrote it as it stands.
+func foreignMemberRow(group, member string, epoch int64, finite bool, leftUS int64) (tenure.ForeignRecord, bool) {
+	why, malformed := foreignMember(member, finite, leftUS)
+	if why == "" || tenure.ValidateKey(group) != nil {
+		return tenure.ForeignRecord{}, false
+	}
+	r := tenure.ForeignRecord{Key: group, Member: cmp.Or(member, fmt.Sprintf("#%d", epoch)), Holder: member, Token: uint64(epoch), TTL: -1,
+		Malformed: malformed, Reason: fmt.Sprintf("a membership row that no member wrote as it stands (epoch %d: %s)", epoch, why)}
+	if finite {
+		r.TTL = time.Duration(leftUS) * time.Microsecond
+	}
+	return r, true
+}
+
+// removeForeignMemberRow deletes the membership row of group r.Key whose
+// epoch is r's token, if it still names r's member and, unless r is
+// malformed, still ends more than a day ahead; it reports whether it did.
+// Every partition the row owns is then free.
+func (c *Coordinator) removeForeignMemberRow(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
+	t, err := c.groupTables()
+	if err != nil || r.Member != cmp.Or(r.Holder, fmt.Sprintf("#%d", r.Token)) {
+		return false, nil
+	}
+	tag, err := c.pool.Exec(ctx, `DELETE FROM `+t.members+` m
+WHERE m.grp OPERATOR(pg_catalog.=) $1 AND m.epoch OPERATOR(pg_catalog.=) $2 AND m.member OPERATOR(pg_catalog.=) $3
+  AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP AND ($4 OR `+foreignMemberSQL+`)`,
+		r.Key, int64(r.Token), r.Holder, r.Malformed)
+	if isUndefinedTable(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if tag.RowsAffected() > 0 {
+		c.o.logger.Info("foreign membership row removed", "group", r.Key, "member", r.Member, "epoch", int64(r.Token), "reason", r.Reason)
 	}
 	return tag.RowsAffected() > 0, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -58,6 +59,13 @@ longer than a day...) is shown too, as a "foreign" or "malformed" record
 with the reason (in --json, "record" and "reason"; no "ttl_left_ms" when it
 never expires): tenure run waits for it, possibly for ever, and
 "tenure release --force --key KEY" removes it.
+
+A partition group's membership record that no member wrote as it stands
+(an etcd membership key without a lease, a Lease held for longer than a
+day...) is no member and holds no key: it is listed after the keys, never
+as the group key's holder, naming the member (in --json, a line with
+"member" and "held":false), and "tenure release --key GROUP --member ID
+--force" removes it.
 
 It exits 0 whether or not the key is held; with --exit-code it exits 4
 when nobody leads --key (or no key under --prefix is led), for scripts:
@@ -115,14 +123,20 @@ func (f *statusFlags) keyStatus(ctx context.Context, cmd *cobra.Command, c parti
 		return err
 	}
 	st := KeyStatus{Key: f.key, Held: ok, Coordinator: f.coordinator, grant: g}
-	r, foreign, err := foreignOf(ctx, c, f.key)
+	rs, err := foreignUnder(ctx, c, f.key)
 	if err != nil {
 		return err
 	}
-	if foreign {
-		st, ok = foreignStatus(r, f.coordinator), true
+	for _, r := range rs {
+		if r.Key == f.key && r.Member == "" {
+			st, ok = foreignStatus(r, f.coordinator), true
+		}
 	}
-	if err := printStatus(cmd.OutOrStdout(), f.json, []KeyStatus{st}, ""); err != nil {
+	all := []KeyStatus{st}
+	for _, r := range foreignMembersOf(rs, f.key) {
+		all = append(all, foreignStatus(r, f.coordinator))
+	}
+	if err := printStatus(cmd.OutOrStdout(), f.json, all, ""); err != nil {
 		return err
 	}
 	if !ok {
@@ -170,7 +184,7 @@ func (f *statusFlags) prefixStatus(ctx context.Context, cmd *cobra.Command, c pa
 	if err := printStatus(cmd.OutOrStdout(), f.json, st, f.prefix); err != nil {
 		return err
 	}
-	return f.noLeader(len(st) > 0)
+	return f.noLeader(slices.ContainsFunc(st, func(s KeyStatus) bool { return s.Held }))
 }
 
 // noLeader is the exit error of --exit-code when nobody leads.
@@ -210,17 +224,26 @@ type KeyStatus struct {
 	// tenure did not write (see tenure.ForeignRecord), and Reason says why.
 	Record string `json:"record,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Member is set on a line that is no key's status but a membership
+	// record of group Key that no member wrote (a "foreign" or "malformed"
+	// record, see tenure.ForeignRecord): it names the member, and the line
+	// is not "held", for the record holds no key.
+	Member string `json:"member,omitempty"`
 
 	grant   tenure.Grant
 	foreign *tenure.ForeignRecord
 }
 
+// printStatus prints st: key statuses, then membership records (as
+// withForeign orders them).
 func printStatus(w io.Writer, asJSON bool, st []KeyStatus, prefix string) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, s := range st {
-			if s.Held {
-				s.Holder, s.Instance = display.SplitIdentity(s.grant.Holder)
+			if s.Held || s.Member != "" {
+				if s.Member == "" {
+					s.Holder, s.Instance = display.SplitIdentity(s.grant.Holder)
+				}
 				s.Token = s.grant.Token
 				if ms := s.grant.TTL.Milliseconds(); s.grant.TTL >= 0 {
 					s.TTLLeftMS = &ms
@@ -232,6 +255,22 @@ func printStatus(w io.Writer, asJSON bool, st []KeyStatus, prefix string) error 
 		}
 		return nil
 	}
+	keys := slices.DeleteFunc(slices.Clone(st), func(s KeyStatus) bool { return s.Member != "" })
+	if err := printKeys(w, keys, prefix); err != nil {
+		return err
+	}
+	for _, s := range st {
+		if s.Member != "" {
+			if _, err := fmt.Fprintf(w, "%s: %s\n", s.Key, foreignAdvice(*s.foreign)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// printKeys prints the key statuses st as text.
+func printKeys(w io.Writer, st []KeyStatus, prefix string) error {
 	if len(st) == 1 && !st[0].Held {
 		_, err := fmt.Fprintf(w, "%s: no leader\n", st[0].Key)
 		return err

@@ -81,6 +81,10 @@ type PartitionStatus struct {
 	Unowned    int               `json:"unowned"`
 	Imbalance  float64           `json:"imbalance"`
 	Notes      []string          `json:"notes,omitempty"`
+	// ForeignMembers are the membership records of the group that no
+	// member wrote as they stand (see tenure.ForeignRecord.Member): they
+	// are no members, and nothing is assigned to them.
+	ForeignMembers []foreignMemberOut `json:"foreign_members,omitempty"`
 	// Coordinator names the coordinator asked: "etcd at URL".
 	Coordinator string `json:"coordinator,omitempty"`
 }
@@ -100,6 +104,16 @@ type partitionRowOut struct {
 	// until it is removed (tenure release --force --key KEY).
 	Record string `json:"record,omitempty"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// foreignMemberOut is a membership record that no member wrote as it
+// stands.
+type foreignMemberOut struct {
+	Member    string `json:"member"`
+	Token     uint64 `json:"token"`
+	TTLLeftMS *int64 `json:"ttl_left_ms,omitempty"`
+	Record    string `json:"record"`
+	Reason    string `json:"reason"`
 }
 
 type memberRowOut struct {
@@ -158,7 +172,7 @@ func checkCount(cmd *cobra.Command, t partition.Table) error {
 
 // printTable prints a group's partition table: one JSON object with
 // asJSON, else the partitions, the members and a summary line.
-func printTable(w io.Writer, t partition.Table, foreign map[string]tenure.ForeignRecord, asJSON bool, coordinator string) error {
+func printTable(w io.Writer, t partition.Table, foreign groupForeign, asJSON bool, coordinator string) error {
 	st := groupStatusOf(t, foreign)
 	st.Coordinator = coordinator
 	if asJSON {
@@ -276,7 +290,7 @@ func (f *statusFlags) prefixGroups(ctx context.Context, cmd *cobra.Command, c pa
 
 // groupStatusOf is the output form of t: display names and instances, *_ms
 // durations.
-func groupStatusOf(t partition.Table, foreign map[string]tenure.ForeignRecord) PartitionStatus {
+func groupStatusOf(t partition.Table, foreign groupForeign) PartitionStatus {
 	st := PartitionStatus{Key: t.Group, Cap: t.Cap, Unowned: t.Stats.Unowned, Imbalance: t.Stats.Imbalance,
 		Partitions: []partitionRowOut{}, Members: []memberRowOut{}, Notes: notesOf(t)}
 	for _, r := range t.Partitions {
@@ -285,7 +299,7 @@ func groupStatusOf(t partition.Table, foreign map[string]tenure.ForeignRecord) P
 			out.Holder, out.Instance = display.SplitIdentity(r.Owner)
 			ms := r.LeaseLeft.Milliseconds()
 			out.Token, out.TTLLeftMS = r.Token, &ms
-		} else if fr, ok := foreign[out.Key]; ok {
+		} else if fr, ok := foreign.partitions[out.Key]; ok {
 			out.Held, out.Record, out.Reason, out.Token = true, recordKind(fr), fr.Reason, fr.Token
 			out.Holder, out.Instance = display.SplitIdentity(fr.Holder)
 			if ms := fr.TTL.Milliseconds(); fr.TTL >= 0 {
@@ -298,6 +312,14 @@ func groupStatusOf(t partition.Table, foreign map[string]tenure.ForeignRecord) P
 	for _, m := range t.Members {
 		name, instance := display.SplitIdentity(m.ID)
 		st.Members = append(st.Members, memberRowOut{Holder: name, Instance: instance, Owned: m.Owned, TTLMS: m.TTL.Milliseconds(), Partitions: m.Partitions})
+	}
+	for _, r := range foreign.members {
+		out := foreignMemberOut{Member: r.Member, Token: r.Token, Record: recordKind(r), Reason: r.Reason}
+		if ms := r.TTL.Milliseconds(); r.TTL >= 0 {
+			out.TTLLeftMS = &ms
+		}
+		st.ForeignMembers = append(st.ForeignMembers, out)
+		st.Notes = append(st.Notes, fmt.Sprintf("%s: a %s", t.Group, foreignAdvice(r)))
 	}
 	return st
 }
@@ -339,13 +361,27 @@ func (f *statusFlags) printGroup(ctx context.Context, cmd *cobra.Command, c tenu
 	return printTable(cmd.OutOrStdout(), t, foreign, f.json, f.coordinator)
 }
 
+// groupForeign is what holds a group's records beside its members: by
+// key, the records that hold partitions no member owns (see strangers),
+// and the group's membership records that no member wrote.
+type groupForeign struct {
+	partitions map[string]tenure.ForeignRecord
+	members    []tenure.ForeignRecord
+}
+
 // strangers returns, by key, the records that hold partitions of t that no
 // member owns: a key tenure did not write as it stands (see
 // tenure.ForeignRecord), or a grant that is no member's (a key put on a
 // lease that is not a membership's of the group, or taken by tenure run
 // --key on the partition's key alone). No member takes such a key over:
-// the partition waits until it is removed (tenure release --force).
-func strangers(ctx context.Context, c tenure.Coordinator, t partition.Table) (map[string]tenure.ForeignRecord, error) {
+// the partition waits until it is removed (tenure release --force). It
+// returns too the group's membership records that no member wrote.
+func strangers(ctx context.Context, c tenure.Coordinator, t partition.Table) (groupForeign, error) {
+	rs, err := foreignUnder(ctx, c, t.Group)
+	if err != nil {
+		return groupForeign{}, err
+	}
+	out := groupForeign{partitions: map[string]tenure.ForeignRecord{}, members: foreignMembersOf(rs, t.Group)}
 	unowned := map[string]bool{}
 	for _, r := range t.Partitions {
 		if r.Owner == "" {
@@ -353,31 +389,25 @@ func strangers(ctx context.Context, c tenure.Coordinator, t partition.Table) (ma
 		}
 	}
 	if len(unowned) == 0 {
-		return nil, nil
+		return out, nil
 	}
-	prefix := t.Group + "/"
-	rs, err := foreignUnder(ctx, c, prefix)
+	gs, err := c.List(ctx, t.Group+"/")
 	if err != nil {
-		return nil, err
-	}
-	gs, err := c.List(ctx, prefix)
-	if err != nil {
-		return nil, err
+		return groupForeign{}, err
 	}
 	members := map[string]bool{}
 	for _, m := range t.Members {
 		members[m.ID] = true
 	}
-	out := map[string]tenure.ForeignRecord{}
 	for _, g := range gs {
 		if unowned[g.Key] && !members[g.Holder] {
-			out[g.Key] = tenure.ForeignRecord{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: g.TTL,
+			out.partitions[g.Key] = tenure.ForeignRecord{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: g.TTL,
 				Reason: "a grant that is no member's of the group"}
 		}
 	}
 	for _, r := range rs {
-		if unowned[r.Key] {
-			out[r.Key] = r
+		if unowned[r.Key] && r.Member == "" {
+			out.partitions[r.Key] = r
 		}
 	}
 	return out, nil

@@ -62,7 +62,10 @@ Every JSON line also carries "coordinator" (as "etcd at http://…").
 ttl_ms is the lease granted. Under --prefix, and on PostgreSQL and
 Kubernetes (whose records keep when a lease ends, not its TTL), lines carry
 ttl_left_ms (the time left on the lease, as status shows it) instead; under --prefix the coordinator
-events carry "prefix" instead of "key".`,
+events carry "prefix" instead of "key". Under --prefix, a membership
+record that no member wrote of a group under the prefix, which status
+lists, is printed as event foreign_member when it appears, with
+"member", and foreign_member_gone when it is gone.`,
 		Example: `  tenure watch --key jobs
   tenure watch --prefix orders/ --json | jq .holder`,
 		Args: noArgs,
@@ -223,6 +226,8 @@ type watchState struct {
 	// maxToken is the greatest token seen per key, kept across outages.
 	maxToken map[string]uint64
 	since    time.Time // when the coordinator became unreachable; zero while reachable
+	// members are the membership records shown (see memberRecords).
+	members map[memberRecordID]bool
 }
 
 // recorded is a leadership event and, when a record tenure did not write
@@ -305,7 +310,7 @@ func (s *watchState) up() error {
 		return nil
 	}
 	down := time.Since(s.since).Milliseconds()
-	s.since, s.last = time.Time{}, nil
+	s.since, s.last, s.members = time.Time{}, nil, nil
 	return s.p.print(WatchLine{Event: "reachable", Key: s.scope.key, Prefix: s.scope.prefix, DownMS: &down})
 }
 
@@ -348,6 +353,9 @@ func (s *watchState) listed(known map[string]tenure.Grant, gs []tenure.Grant, rs
 	}
 	now := map[string]bool{}
 	for _, st := range withForeign(gs, rs, "") {
+		if st.Member != "" {
+			continue // see memberRecords
+		}
 		now[st.Key] = true
 		known[st.Key] = st.grant
 		ev := recorded{LeaderEvent: tenure.LeaderEvent{Key: st.Key, Held: true, Grant: st.grant}}
@@ -366,7 +374,7 @@ func (s *watchState) listed(known map[string]tenure.Grant, gs []tenure.Grant, rs
 			}
 		}
 	}
-	return nil
+	return s.memberRecords(rs)
 }
 
 // WatchLine is one line of watch output (tenure watch --json).
@@ -384,9 +392,13 @@ type WatchLine struct {
 	Error     string  `json:"error,omitempty"`
 	DownMS    *int64  `json:"down_ms,omitempty"`
 	// Record and Reason are as in status: a record tenure did not write
-	// holds the key.
+	// holds the key, or, on foreign_member lines, is a membership record
+	// of group Key.
 	Record string `json:"record,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Member names the member of a membership record that no member wrote
+	// (events foreign_member and foreign_member_gone).
+	Member string `json:"member,omitempty"`
 	// Coordinator names the coordinator watched: "etcd at URL".
 	Coordinator string `json:"coordinator,omitempty"`
 }
@@ -472,15 +484,9 @@ func (p *watchPrinter) print(l WatchLine) error {
 		detail = "coordinator unreachable: " + l.Error
 	case "reachable":
 		detail = fmt.Sprintf("coordinator reachable again after %s", roundTTL(time.Duration(*l.DownMS)*time.Millisecond))
+	case "foreign_member", "foreign_member_gone":
+		detail = memberText(l)
 	}
 	_, err := fmt.Fprintf(p.w, "%s  %s  %s\n", l.Time, what, detail)
 	return err
-}
-
-// holderText shows a holder for people: "web-1 (instance 3f9c2a1b)".
-func holderText(name, instance string) string {
-	if instance == "" {
-		return name
-	}
-	return fmt.Sprintf("%s (instance %s)", name, instance)
 }

@@ -30,6 +30,17 @@ type foreignPartition struct {
 	plant    func(t *testing.T) uint64
 }
 
+// A foreignMember is a membership record of group "fg" that no member
+// wrote, planted before the members start.
+type foreignMember struct {
+	member string
+	kind   string // "foreign" or "malformed"
+	token  *uint64
+	// freedBy is the partition key whose release --force removes the
+	// record (the membership owns it); "" for release --force --member.
+	freedBy string
+}
+
 // checkForeignPartitions plants parts (on some of the 5 partitions of
 // group "fg"), starts two members, and checks that no member takes a
 // planted record over, that status --partitions shows each as held by a
@@ -38,7 +49,11 @@ type foreignPartition struct {
 // that once release --force removes each, a member claims it with a
 // greater token. (That the wait is over is logged at info level, which
 // tenure run shows only with debug logging: see TestStrangerLogsOnce.)
-func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartition) {
+// The membership records strays, planted already or by parts, must be
+// no members: status lists them apart from the members, with the remedy,
+// and release --force --member removes each (or the release of the
+// partition it owns).
+func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartition, strays []foreignMember) {
 	tokens := map[string]uint64{}
 	for _, p := range parts {
 		tokens[p.key] = p.plant(t)
@@ -84,10 +99,19 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 	if len(st.Members) != 2 {
 		t.Errorf("status --partitions members = %+v; want a and b only", st.Members)
 	}
+	checkStrayStatus(t, st, strays)
 	res := e2e.RunTenure(t, nil, append(append([]string{}, coord...), "status", "--key", "fg", "--partitions", "5")...)
 	for _, p := range parts {
 		if !strings.Contains(res.Stdout, p.kind+" record") || !strings.Contains(res.Stdout, "tenure release --force --key "+p.key) {
 			t.Errorf("status --partitions text does not name %s's %s record and its remedy:\n%s", p.key, p.kind, res.Stdout)
+		}
+	}
+	for _, m := range strays {
+		if m.freedBy != "" {
+			continue // the note names the partition's release
+		}
+		if !strings.Contains(res.Stdout, m.kind+" membership record of member \""+m.member+"\"") || !strings.Contains(res.Stdout, "--key fg --member="+m.member) {
+			t.Errorf("status --partitions text does not name %s's %s membership record and its remedy:\n%s", m.member, m.kind, res.Stdout)
 		}
 	}
 	// The members say why the partitions wait: once, naming a record and
@@ -111,10 +135,23 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 			t.Errorf("release --force --key %s: record %q; want %q", p.key, rel.Record, p.released)
 		}
 	}
+	for _, m := range strays {
+		if m.freedBy != "" {
+			continue
+		}
+		res := e2e.RunTenure(t, nil, append(append([]string{}, coord...), "release", "--key", "fg", "--member", m.member, "--force", "--json")...)
+		var rel cli.ReleaseResult
+		if err := json.Unmarshal([]byte(res.Stdout), &rel); err != nil || res.Code != 0 || !rel.Released || rel.Member != m.member || rel.Token != *m.token || rel.Record != m.kind {
+			t.Fatalf("release --force --key fg --member %s --json: exit %d, %q (%v); want released, token %d, a %s record\n%s", m.member, res.Code, res.Stdout, err, *m.token, m.kind, res.Stderr)
+		}
+	}
 	e2e.WaitFor(t, 30*time.Second, "members to own every partition", func() bool {
 		st = status()
 		return st.Unowned == 0 && len(st.Members) == 2
 	})
+	if len(st.ForeignMembers) != 0 {
+		t.Errorf("status --partitions after release --member: foreign_members = %+v; want none", st.ForeignMembers)
+	}
 	for _, r := range st.Partitions {
 		if tok, ok := tokens[r.Key]; ok && (r.Record != "" || r.Token <= tok) {
 			t.Errorf("after release --force, %s = %+v; want a member's with a token greater than %d", r.Key, r, tok)
@@ -125,8 +162,9 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 // TestForeignPartitionsEtcd: partition keys that no member wrote (no
 // lease, a value that is not a holder identity, a lease that is no
 // membership's) hold their partitions until release --force removes
-// them (see checkForeignPartitions). A membership key that does not parse
-// changes nothing.
+// them (see checkForeignPartitions). Membership keys that no member wrote
+// (one that does not parse, one without a lease) are no members, and
+// release --force --member removes them.
 func TestForeignPartitionsEtcd(t *testing.T) {
 	t.Parallel()
 	s := e2e.StartServer(t, t.TempDir())
@@ -152,12 +190,16 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 			return uint64(resp.Header.Revision)
 		}
 	}
-	put("#members/fg#nolease", "garbage", 0)(t)
+	// Membership keys no member wrote: one that does not parse, and one
+	// without a lease (as etcdctl put makes it) that would otherwise be a
+	// third member, given partitions that nobody runs.
+	nolease, ghost := put("#members/fg#nolease", "garbage", 0)(t), put("#members/fg#0000000000000000#ghost#00000000", "2 5", 0)(t)
+	strays := []foreignMember{{"nolease", "malformed", &nolease, ""}, {"ghost#00000000", "foreign", &ghost, ""}}
 	checkForeignPartitions(t, s.Coord, []foreignPartition{
 		{"fg/0", "foreign", "no lease", "foreign", true, put("fg/0", "mallory#00000000", 0)},
 		{"fg/1", "malformed", "not a holder identity", "malformed", false, put("fg/1", "bad\x01value", 600)},
 		{"fg/2", "foreign", "no member's", "", false, put("fg/2", "mallory#00000000", 600)},
-	})
+	}, strays)
 }
 
 // TestForeignPartitionsPostgres: leadership rows of partition keys that
@@ -165,7 +207,8 @@ func TestForeignPartitionsEtcd(t *testing.T) {
 // is no member's), and a partition row owned by a membership row that no
 // member wrote as it stands (its expires_at pushed to infinity), hold
 // their partitions until release --force removes them (see
-// checkForeignPartitions); the planted membership is no member.
+// checkForeignPartitions); the planted membership is no member, and is
+// listed as a foreign membership record.
 func TestForeignPartitionsPostgres(t *testing.T) {
 	t.Parallel()
 	coord := e2e.PostgresCoord(t)
@@ -188,12 +231,15 @@ VALUES ($1, $2, $3, now(), `+expires+`)`, key, holder, token)
 		}
 	}
 	// A member that joined and claimed partition 3, whose membership row
-	// someone then made never expire.
+	// someone then made never expire: a foreign membership record too,
+	// removed with the partition.
+	var epoch uint64
 	stuck := func(t *testing.T) uint64 {
 		m, err := c.JoinGroup(t.Context(), "fg", "mallory#00000000", 10*time.Second, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
+		epoch = m.Epoch
 		res, err := c.ClaimPartitions(t.Context(), m, []string{"3"})
 		if err != nil || res[0].Err != nil {
 			t.Fatalf("ClaimPartitions(3) = %+v, %v", res, err)
@@ -206,7 +252,7 @@ VALUES ($1, $2, $3, now(), `+expires+`)`, key, holder, token)
 		{"fg/1", "foreign", "infinity", "foreign", true, row("fg/1", "mallory#00000000", 8, "'infinity'")},
 		{"fg/2", "foreign", "no member's", "", false, row("fg/2", "mallory#00000000", 9, "now() + interval '10 minutes'")},
 		{"fg/3", "foreign", "membership", "foreign", true, stuck},
-	})
+	}, []foreignMember{{"mallory#00000000", "foreign", &epoch, "fg/3"}})
 }
 
 // TestForeignPartitionsKube: Leases of partition keys that no member
@@ -236,7 +282,9 @@ func TestForeignPartitionsKube(t *testing.T) {
 		}
 	}
 	// A member that joined and claimed partition 3, whose membership
-	// Lease someone then made last two days.
+	// Lease someone then made last two days: a foreign membership record
+	// too, removed with the partition.
+	var membership uint64
 	stuck := func(t *testing.T) uint64 {
 		c, err := kube.New(s.Client(t), ns)
 		if err != nil {
@@ -258,7 +306,11 @@ func TestForeignPartitionsKube(t *testing.T) {
 		l := ls.Items[0]
 		l.Spec.LeaseDurationSeconds = new(int32)
 		*l.Spec.LeaseDurationSeconds = 2 * 86400
-		if _, err := leases.Update(t.Context(), &l, metav1.UpdateOptions{}); err != nil {
+		u, err := leases.Update(t.Context(), &l, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if membership, err = strconv.ParseUint(u.ResourceVersion, 10, 64); err != nil {
 			t.Fatal(err)
 		}
 		p, err := leases.Get(t.Context(), kube.LeaseName("fg/3"), metav1.GetOptions{})
@@ -276,5 +328,24 @@ func TestForeignPartitionsKube(t *testing.T) {
 		{"fg/1", "foreign", "longer than tenure grants", "foreign", false, lease("fg/1", "mallory", 200000)},
 		{"fg/2", "foreign", "no member's", "", false, lease("fg/2", "mallory", 600)},
 		{"fg/3", "foreign", "membership", "foreign", false, stuck},
-	})
+	}, []foreignMember{{"mallory#00000000", "foreign", &membership, "fg/3"}})
+}
+
+// checkStrayStatus checks that status --partitions (st) lists each of
+// strays as a membership record of fg that no member wrote, with its
+// token, and nothing else.
+func checkStrayStatus(t *testing.T, st cli.PartitionStatus, strays []foreignMember) {
+	t.Helper()
+	if len(st.ForeignMembers) != len(strays) {
+		t.Errorf("status --partitions foreign_members = %+v; want %d", st.ForeignMembers, len(strays))
+	}
+	for _, m := range strays {
+		found := false
+		for _, r := range st.ForeignMembers {
+			found = found || r.Member == m.member && r.Token == *m.token && r.Record == m.kind && r.Reason != ""
+		}
+		if !found {
+			t.Errorf("status --partitions foreign_members = %+v; want %s, a %s record with token %d", st.ForeignMembers, m.member, m.kind, *m.token)
+		}
+	}
 }
