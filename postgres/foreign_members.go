@@ -136,6 +136,11 @@ func (c *Coordinator) foreignMemberRows(ctx context.Context, prefix string) ([]t
 	if err != nil {
 		return nil, nil // no group tables can exist
 	}
+	if err := c.checkGroupTables(ctx, t); errors.Is(err, ErrTableShape) {
+		return nil, nil // not tenure's: see foreignPartitions
+	} else if err != nil {
+		return nil, err
+	}
 	rows, err := c.pool.Query(ctx, `SELECT m.grp, m.member, m.epoch, pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
 FROM `+t.members+` m
 WHERE pg_catalog.starts_with(m.grp, $1) AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, prefix)
@@ -182,6 +187,11 @@ func (c *Coordinator) removeForeignMemberRow(ctx context.Context, r tenure.Forei
 	t, err := c.groupTables()
 	if err != nil || r.Member != cmp.Or(r.Holder, fmt.Sprintf("#%d", r.Token)) {
 		return false, nil
+	}
+	if err := c.checkGroupTables(ctx, t); errors.Is(err, ErrTableShape) {
+		return false, nil // not tenure's: see foreignPartitions
+	} else if err != nil {
+		return false, err
 	}
 	tag, err := c.pool.Exec(ctx, `DELETE FROM `+t.members+` m
 WHERE m.grp OPERATOR(pg_catalog.=) $1 AND m.epoch OPERATOR(pg_catalog.=) $2 AND m.member OPERATOR(pg_catalog.=) $3
