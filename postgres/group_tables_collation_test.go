@@ -40,7 +40,7 @@ func TestGroupTablesNondeterministicCollation(t *testing.T) {
 		{name: "members_grp", grp: ci, bad: `column grp of t_members_grp_members is under a nondeterministic collation`},
 		{name: "member", member: ci, bad: `column member of t_member_members is under a nondeterministic collation`},
 		{name: "partitions_name", pname: ci, bad: `column name of t_partitions_name_partitions is under a nondeterministic collation`},
-		{name: "primary_key", pkey: "grp COLLATE case_insensitive, name", bad: `column grp of t_primary_key_partitions is under a nondeterministic collation`},
+		{name: "primary_key", pkey: "grp COLLATE case_insensitive, name", bad: `unique index t_primary_key_partitions_grp_name_idx is under a nondeterministic collation`},
 		{name: "citext", grp: "citext", bad: `column grp of t_citext_members is citext`},
 		{name: "name_type", pname: "pg_catalog.name", bad: `column name of t_name_type_partitions is name`},
 	} {
