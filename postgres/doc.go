@@ -96,9 +96,9 @@
 // leadership table's owner are never read or written, and the operation
 // fails with ErrTableShape naming them. The same statement refuses group
 // tables whose columns naming a group, a member or a partition are not
-// text or varchar under a deterministic collation (on the column and on
-// every unique index over it): under a case-insensitive collation, groups
-// "G" and "g" would be one.
+// text or varchar under a deterministic collation, or that have a unique
+// index under a nondeterministic one: under a case-insensitive collation,
+// groups "G" and "g" would be one.
 //
 // # Refusals
 //
