@@ -27,7 +27,8 @@ var groupNamesShapeSQL = `(SELECT pg_catalog.string_agg(bad, '; ') FROM (
 	SELECT pg_catalog.format('unique index %I is under a nondeterministic collation', ic.relname)
 	FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
 	WHERE i.indrelid OPERATOR(pg_catalog.=) ANY (ARRAY[pg_catalog.to_regclass($1), pg_catalog.to_regclass($2)]::pg_catalog.oid[]) AND i.indisunique
-	  AND EXISTS (SELECT 1 FROM pg_catalog.unnest(i.indcollation::pg_catalog.oid[]) u WHERE NOT ` + deterministic("u") + `)
+	  AND EXISTS (SELECT 1 FROM pg_catalog.generate_series(0, i.indnkeyatts OPERATOR(pg_catalog.-) 1) k
+	              WHERE NOT ` + deterministic("i.indcollation[k]") + `)
 ) AS b(bad))`
 
 // deterministic is whether the collation of oid expr tells every two
