@@ -9,8 +9,10 @@
 // A key that is a valid Lease name ("my-controller") is its own Lease's
 // name; any other key ("orders/17") gets a name made from it and a hash,
 // and the Lease carries the key in the tenure.dev/key annotation (see
-// LeaseName). tenure writes the fields client-go's leaderelection writes,
-// with the same meaning, so `kubectl get lease` shows tenure's holders and
+// LeaseName). A key spelled as such a name ("jobs-1-" and 16 hex digits)
+// is refused with tenure.ErrInvalidKey, so that no two keys share a Lease.
+// tenure writes the fields client-go's leaderelection writes, with the
+// same meaning, so `kubectl get lease` shows tenure's holders and
 // the two can share a Lease:
 //
 //	spec.holderIdentity        the holder ("web-1#3f9c2a1b"); "" when released

@@ -19,8 +19,10 @@ import (
 // ListForeign returns the Leases of keys under prefix, sorted by key, that
 // Acquire refuses but that no tenure or client-go grant wrote as they
 // stand: a holderIdentity that is not a holder identity, no holder without
-// tenure's release mark, a leaseDurationSeconds longer than a day, or an
-// AnnotationKey that names another key than the Lease's name; and the
+// tenure's release mark, a leaseDurationSeconds longer than a day, an
+// AnnotationKey that names another key than the Lease's name, or a name
+// spelled as LeaseName makes for a key that is not a Lease name without
+// that annotation (no tenure key has it); and the
 // partitions owned by a membership Lease that no member wrote as it stands
 // (see foreignOwner), and, with Member set, those membership Leases
 // themselves, as records of their groups' keys. Their tokens are the
@@ -74,12 +76,17 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 
 // foreignOf describes Lease l of key, read as r by a coordinator with
 // maxDrift, when Acquire refuses it but no grant wrote it as it stands;
-// clash says its AnnotationKey names another key.
+// clash says its AnnotationKey names another key, or it has a hashed name
+// and no AnnotationKey.
 func foreignOf(key string, l *coordv1.Lease, r record, clash bool, maxDrift float64) (tenure.ForeignRecord, bool) {
 	f := tenure.ForeignRecord{Key: key, Holder: r.holder, Token: r.rv.n, TTL: r.grant(key, maxDrift).TTL}
 	var why []string
 	if clash {
-		why = append(why, fmt.Sprintf("annotation %s names another key", AnnotationKey))
+		format := "annotation %s names another key"
+		if _, has := l.Annotations[AnnotationKey]; !has {
+			format = "a name tenure makes only for a key that is not a Lease name, without annotation %s"
+		}
+		why = append(why, fmt.Sprintf(format, AnnotationKey))
 		f.TTL = -1 // Acquire fails on it until it is removed
 	} else if !r.live(maxDrift) {
 		return f, false

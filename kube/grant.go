@@ -82,7 +82,7 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 }
 
 func validateAcquire(key, holder string, ttl time.Duration) error {
-	if err := tenure.ValidateKey(key); err != nil {
+	if err := validateKey(key); err != nil {
 		return err
 	}
 	if err := tenure.ValidateHolder(holder); err != nil {

@@ -22,7 +22,7 @@ import (
 // the clear (holder "" when none was seen). See tenure.Coordinator.
 func (c *Coordinator) Leader(ctx context.Context, key string) (tenure.Grant, bool, error) {
 	op := fmt.Sprintf("kube: leader of %q", key)
-	if err := tenure.ValidateKey(key); err != nil {
+	if err := validateKey(key); err != nil {
 		return tenure.Grant{}, false, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := c.begin(ctx, op); err != nil {

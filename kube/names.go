@@ -47,8 +47,9 @@ const hashLen = 16
 // "Scheduler") maps to its lower-cased letters and digits followed by 16
 // hex digits of its SHA-256 ("orders-17-5d0c…"), and the Lease carries the
 // key in the AnnotationKey annotation: a Lease whose annotation names
-// another key is refused with ErrNameClash. It names a key's Lease for
-// kubectl.
+// another key is refused with ErrNameClash. A key spelled as such a name
+// ("orders-17-" and 16 hex digits) is refused with tenure.ErrInvalidKey, so
+// that no two keys share a Lease. It names a key's Lease for kubectl.
 func LeaseName(key string) string {
 	if exactName(key) {
 		return key
@@ -76,6 +77,38 @@ func exactName(key string) bool {
 	return len(validation.IsDNS1123Subdomain(key)) == 0
 }
 
+// validateKey is tenure.ValidateKey with one rule more on Kubernetes: a key
+// spelled as a hashed Lease name ("jobs-1-" and 16 hex digits, or 16 hex
+// digits alone) is refused. It would be its own Lease's name, and so share
+// the Lease of the key that name was made from (partition "jobs/1", say):
+// refused while either held it, and the other refused for as long as that
+// Lease exists. With it refused, no two keys have one Lease name.
+func validateKey(key string) error {
+	if err := tenure.ValidateKey(key); err != nil {
+		return err
+	}
+	if exactName(key) && hashedName(key) {
+		return fmt.Errorf("%w %s: spelled as a Lease name tenure makes for another key (letters, digits and '-', then 16 hex digits), whose Lease it would share on Kubernetes; name it otherwise", tenure.ErrInvalidKey, display.Input(key))
+	}
+	return nil
+}
+
+// hashedName reports whether a valid Lease name has the shape of the names
+// LeaseName makes from keys that are not Lease names: no '.', and 16 hex
+// digits alone or after a '-'.
+func hashedName(name string) bool {
+	n := len(name) - hashLen
+	if n < 0 || strings.Contains(name, ".") || (n > 0 && name[n-1] != '-') {
+		return false
+	}
+	for _, c := range name[n:] {
+		if ('0' > c || c > '9') && ('a' > c || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // keyOf returns the tenure key a Lease holds: its AnnotationKey, or its
 // name. ok is false when that is not a valid tenure key.
 func keyOf(l *coordv1.Lease) (key string, ok bool) {
@@ -83,7 +116,7 @@ func keyOf(l *coordv1.Lease) (key string, ok bool) {
 	if a, has := l.Annotations[AnnotationKey]; has {
 		key = a
 	}
-	return key, tenure.ValidateKey(key) == nil && LeaseName(key) == l.Name
+	return key, validateKey(key) == nil && LeaseName(key) == l.Name
 }
 
 // checkKey reports whether Lease l holds key, and if not why not.

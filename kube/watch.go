@@ -34,7 +34,7 @@ import (
 // (ErrNameClash).
 func (c *Coordinator) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent, error) {
 	op := fmt.Sprintf("kube: watch %q", key)
-	if err := tenure.ValidateKey(key); err != nil {
+	if err := validateKey(key); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := c.begin(ctx, op); err != nil {

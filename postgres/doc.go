@@ -100,7 +100,11 @@
 // can name a partition, first looks at their owner, with a statement of its
 // own: tables owned by a role that is neither the connecting one nor the
 // leadership table's owner are never read or written, and the operation
-// fails with ErrTableShape naming them.
+// fails with ErrTableShape naming them. The same statement refuses group
+// tables whose columns naming a group, a member or a partition are not
+// text or varchar under a deterministic collation, or that have a unique
+// index under a nondeterministic one: under a case-insensitive collation,
+// groups "G" and "g" would be one.
 //
 // # Refusals
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // groupTables are the quoted names of the partition group tables, made from
@@ -68,13 +69,17 @@ func addPartitionsColumnSQL(t groupTables) string {
 // serialized on an advisory lock as ensureTable is.
 func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) error {
 	var exists, current, foreign bool
+	var badNames pgtype.Text
 	err := c.pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL,
        EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
                WHERE attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($2)
                  AND attname OPERATOR(pg_catalog.=) 'partitions' AND NOT attisdropped),
-       `+foreignGroupTablesSQL, t.partitions, t.members, c.table).Scan(&exists, &current, &foreign)
+       `+foreignGroupTablesSQL+`, `+groupNamesShapeSQL, t.partitions, t.members, c.table).Scan(&exists, &current, &foreign, &badNames)
 	if err == nil && foreign {
 		return c.foreignGroupTablesError(t)
+	}
+	if err == nil && badNames.Valid {
+		return groupNamesShapeError(t, badNames.String)
 	}
 	if err != nil || (exists && current) {
 		return err
@@ -93,7 +98,8 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
 }
 
 // checkGroupTables returns foreignGroupTablesError when a group table
-// exists and is another role's. Every group operation runs it before its
+// exists and is another role's, and groupNamesShapeError when their name
+// columns could make two names one. Every group operation runs it before its
 // statements that read or write the group tables: they may have been
 // dropped and made again by another role (one that may create tables in
 // their schema) since this coordinator last used them, and a statement
@@ -102,11 +108,15 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
 // Tables that do not exist pass: the statements find them missing.
 func (c *Coordinator) checkGroupTables(ctx context.Context, t groupTables) error {
 	var foreign bool
-	if err := c.pool.QueryRow(ctx, `SELECT `+foreignGroupTablesSQL, t.partitions, t.members, c.table).Scan(&foreign); err != nil {
+	var badNames pgtype.Text
+	if err := c.pool.QueryRow(ctx, `SELECT `+foreignGroupTablesSQL+`, `+groupNamesShapeSQL, t.partitions, t.members, c.table).Scan(&foreign, &badNames); err != nil {
 		return fmt.Errorf("look up the owners of group tables %s and %s: %w", t.members, t.partitions, err)
 	}
 	if foreign {
 		return c.foreignGroupTablesError(t)
+	}
+	if badNames.Valid {
+		return groupNamesShapeError(t, badNames.String)
 	}
 	return nil
 }

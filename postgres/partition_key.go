@@ -56,8 +56,9 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 	}
 	var token pgtype.Int8
 	var partitions, members, foreign bool
+	var badNames pgtype.Text
 	err := c.pool.QueryRow(ctx, c.sql.acquireUnlessGroups, key, holder, us, c.o.channel, t.partitions, t.members, c.table).
-		Scan(&token, nil, &partitions, &members, &foreign)
+		Scan(&token, nil, &partitions, &members, &foreign, &badNames)
 	if err == nil {
 		c.groupsSeen.Store(partitions || members)
 	}
@@ -67,6 +68,8 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 	case foreign:
 		return 0, fmt.Errorf("%w: key %q can name partition %q of group %q, and group table %s or %s is owned by a role that is neither this one nor the owner of the leadership table %s: its members may own the partition, so tenure grants no such key here",
 			ErrTableShape, key, key[i+1:], key[:i], t.members, t.partitions, c.table)
+	case badNames.Valid:
+		return 0, fmt.Errorf("key %q can name partition %q of group %q: %w", key, key[i+1:], key[:i], groupNamesShapeError(t, badNames.String))
 	case partitions && members:
 		token, err := c.acquirePartition(ctx, t, key, holder, us, key[:i], key[i+1:])
 		if isUndefinedTable(err) { // dropped since; nothing was granted
@@ -104,7 +107,8 @@ func halfGroupTables(key, group, name string, t groupTables, partitions bool) er
 // or when either is another role's (see foreignGroupTablesSQL: that role's
 // members may own the key's partition), and returns the new token (NULL
 // when not granted), the notification, whether the partitions table and
-// the members table exist, and whether either is another role's.
+// the members table exist, whether either is another role's, and how their
+// name columns could make two names one (groupNamesShapeSQL; NULL if not).
 //
 // The tables are looked up when the statement starts, so a group made
 // after that could claim the key's partition and commit before the UPDATE
@@ -116,17 +120,17 @@ func halfGroupTables(key, group, name string, t groupTables, partitions bool) er
 // that has not committed when the grant locks the row meets the grant (see
 // claimKeys).
 func acquireUnlessGroupsSQL(table string, s statements) string {
-	foreign := strings.NewReplacer("$1", "$5", "$2", "$6", "$3", "$7").Replace(foreignGroupTablesSQL)
+	params := strings.NewReplacer("$1", "$5", "$2", "$6", "$3", "$7")
 	return `WITH s AS MATERIALIZED (
 	SELECT pg_catalog.to_regclass($5) IS NOT NULL AS partitions, pg_catalog.to_regclass($6) IS NOT NULL AS members,
-	       ` + foreign + ` AS other_role
+	       ` + params.Replace(foreignGroupTablesSQL) + ` AS other_role, ` + params.Replace(groupNamesShapeSQL) + ` AS bad_names
 ), g AS (
 	UPDATE ` + table + ` AS l` + s.grant + `
 	  AND NOT (SELECT partitions OR members OR other_role FROM s)
 	  AND l.xmin OPERATOR(pg_catalog.=) (SELECT r.xmin FROM ` + table + ` AS r WHERE r.resource OPERATOR(pg_catalog.=) $1)
 	RETURNING resource, fencing_token
 )
-SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT partitions FROM s), (SELECT members FROM s), (SELECT other_role FROM s)`
+SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT partitions FROM s), (SELECT members FROM s), (SELECT other_role FROM s), (SELECT bad_names FROM s)`
 }
 
 // acquireNoGroupsSQL is the acquisition ($1 to $4) of a key that can name
