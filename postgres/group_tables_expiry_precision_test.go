@@ -1,35 +1,28 @@
-//go:build openfinding
-
-// Open finding (issue 34, on PostgreSQL; the class of
-// group_tables_collation_test.go: nothing checks the group tables' shape).
 // A members table made beforehand by the coordinator's own role whose
-// expires_at is timestamptz(0) rounds each membership's end to the
-// nearest second, up to half a second early, and the next claim deletes
-// the membership and takes its partitions while the member still acts
-// (its local deadline, with Margin timing.MinMargin, is later). The
-// leadership table's expires_at is checked (checkExactColumns); the
-// members table's is not. Run:
-//
-//	PATH=/usr/lib/postgresql/15/bin:$PATH go test -tags openfinding -race -count=1 -run TestGroupTablesExpiryPrecision ./postgres/
-//
-// Seen: "b's ClaimPartitions(0) = jobs/0@… by \"b\" (ttl 1m0s), 402.092015ms before a's local
-// deadline …: two owners". A fix: check the group tables' shape as the
-// leadership table's is, refusing an expires_at of less than microsecond
-// precision.
+// expires_at is timestamptz(0) would round each membership's end to the
+// nearest second, up to half a second early, and the next claim would
+// delete the membership and take its partitions while the member still
+// acts (its local deadline, with Margin timing.MinMargin, is later): two
+// owners. Such group tables are refused (ErrTableShape), as a leadership
+// table with such an expires_at is.
 
 package postgres_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/timing"
+	"github.com/tenure-dev/tenure/postgres"
 )
 
 // TestGroupTablesExpiryPrecision: group tables made beforehand with a
-// members table whose expires_at is timestamptz(0) are refused, or no
-// claim takes a member's partition before its local deadline with the
-// smallest margin allowed.
+// members table whose expires_at is timestamptz(0) are refused
+// (ErrTableShape naming the column); were they not, no claim may take a
+// member's partition before its local deadline with the smallest margin
+// allowed.
 func TestGroupTablesExpiryPrecision(t *testing.T) {
 	t.Parallel()
 	dsn := newDB(t)
@@ -45,7 +38,9 @@ CREATE TABLE cluster_leadership_partitions (grp text NOT NULL, name text NOT NUL
 	c := open(t, dsn)
 	b, err := c.JoinGroup(ctx, "jobs", "b", time.Minute, 0)
 	if err != nil {
-		t.Logf("JoinGroup() = %v: refused, as a fix would", err)
+		if !errors.Is(err, postgres.ErrTableShape) || !strings.Contains(err.Error(), "expires_at") {
+			t.Fatalf("JoinGroup() beside a members table with expires_at timestamptz(0) = %v; want ErrTableShape naming expires_at", err)
+		}
 		return
 	}
 	// A membership is rounded down when it starts in the first half of a
