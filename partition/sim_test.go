@@ -112,15 +112,17 @@ func (r *recorder) analyze(p int) verdict {
 	return v
 }
 
-// cluster runs members of one group on a memory coordinator.
+// cluster runs members of one group on a memory coordinator, inside a
+// testing/synctest bubble.
 type cluster struct {
-	t     *testing.T
-	coord *memory.Coordinator
-	cfg   partition.Config
-	rec   *recorder
-	nodes map[string]*node
-	wrap  map[string]partition.Coordinator // a member's coordinator, when not coord
-	fn    partition.Func                   // the members' function, when not rec.fn
+	t       *testing.T
+	coord   *memory.Coordinator
+	suspend func(time.Duration) // moves the boot clock alone: a host suspend
+	cfg     partition.Config
+	rec     *recorder
+	nodes   map[string]*node
+	wrap    map[string]partition.Coordinator // a member's coordinator, when not coord
+	fn      partition.Func                   // the members' function, when not rec.fn
 }
 
 type node struct {
@@ -131,7 +133,18 @@ type node struct {
 
 var dbgLogger *slog.Logger
 
+// newCluster returns a cluster of a group of p partitions; call it inside
+// the bubble.
+//
+// The boot clock follows the bubble's time until the test ends (see
+// boottime.NewSuspendable), as it follows Go's clock on a host: read for
+// real, it runs ahead of the bubble by the real time the bubble computes,
+// which a loaded machine stretches beyond a TTL (3000 partitions under
+// -race at load 20), so the members' terms took it for a suspend and ended.
+// c.suspend moves it forward alone.
 func newCluster(t *testing.T, p int) *cluster {
+	clk, suspend := boottime.NewSuspendable()
+	t.Cleanup(boottime.Simulate(clk))
 	cfg := partition.DefaultConfig()
 	cfg.Key = "jobs"
 	cfg.Partitions = p
@@ -139,7 +152,7 @@ func newCluster(t *testing.T, p int) *cluster {
 	cfg.Margin = 300 * time.Millisecond
 	cfg.Instance = "1"
 	cfg.Logger = dbgLogger
-	return &cluster{t: t, coord: memory.New(), cfg: cfg, rec: newRecorder(), nodes: map[string]*node{}}
+	return &cluster{t: t, coord: memory.New(), suspend: suspend, cfg: cfg, rec: newRecorder(), nodes: map[string]*node{}}
 }
 
 // start runs member name.

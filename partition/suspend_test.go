@@ -80,12 +80,9 @@ func TestGroupSuspendBetweenRenewalAndClaim(t *testing.T) {
 }
 
 func suspendRun(t *testing.T, inClaim bool) {
-	clk, suspend := boottime.NewSuspendable()
-	restore := boottime.Simulate(clk)
-	defer restore()
 	c := newCluster(t, 12)
 	c.cfg.TTL, c.cfg.Margin = 10*time.Second, time.Second
-	link := &suspendingLink{Coordinator: c.coord, suspend: suspend, holder: "a", inClaim: inClaim, d: 5 * time.Second}
+	link := &suspendingLink{Coordinator: c.coord, suspend: c.suspend, holder: "a", inClaim: inClaim, d: 5 * time.Second}
 	c.wrap = map[string]partition.Coordinator{"a": link}
 	members := []string{"a", "b"}
 	if inClaim {

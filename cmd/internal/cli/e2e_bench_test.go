@@ -36,6 +36,7 @@ func TestBench(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each benchmark starts its own etcd or gets a database of its own
 			args := tc.args
 			if strings.HasSuffix(tc.name, "-postgres") {
 				args = append(e2e.PostgresCoord(t), args...)

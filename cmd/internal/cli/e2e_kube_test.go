@@ -22,15 +22,18 @@ import (
 )
 
 // TestKube: tenure run, status, watch and release with --kubeconfig work
-// like the etcd versions, and write Leases client-go can read.
+// like the etcd versions, and write Leases client-go can read. Each case
+// has keys of its own, and they run beside each other, after "status and
+// watch", which lists every key held in the namespace.
 func TestKube(t *testing.T) {
 	t.Parallel()
 	s, ns, coord := e2e.KubeCoord(t)
 
 	t.Run("run", func(t *testing.T) {
+		t.Parallel()
 		var last uint64
 		for i := range 2 {
-			res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "jobs", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
+			res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "runs", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
 			if res.Code != 0 || !strings.Contains(res.Stderr, "backend=kubernetes") {
 				t.Fatalf("%s: exit %d; want 0 on kubernetes\n%s", res.Description, res.Code, res.Stderr)
 			}
@@ -40,12 +43,13 @@ func TestKube(t *testing.T) {
 			}
 			last = tok
 		}
-		l, err := s.Client(t).CoordinationV1().Leases(ns).Get(t.Context(), "jobs", metav1.GetOptions{})
+		l, err := s.Client(t).CoordinationV1().Leases(ns).Get(t.Context(), "runs", metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "" {
-			t.Fatalf("Lease jobs after two runs: %v, %v; want it released (holderIdentity \"\")", l, err)
+			t.Fatalf("Lease runs after two runs: %v, %v; want it released (holderIdentity \"\")", l, err)
 		}
 	})
 	t.Run("TENURE_KUBECONFIG and TENURE_NAMESPACE", func(t *testing.T) {
+		t.Parallel()
 		other := "default"
 		res := e2e.RunTenure(t, []string{"TENURE_KUBECONFIG=" + coord[1], "TENURE_NAMESPACE=" + other},
 			"run", "--key", "Env/Key", "--", "true")
@@ -57,6 +61,7 @@ func TestKube(t *testing.T) {
 		}
 	})
 	t.Run("KUBECONFIG", func(t *testing.T) {
+		t.Parallel()
 		// KUBECONFIG alone does not choose Kubernetes: status asks the
 		// default etcd, and says so plainly, with how to ask Kubernetes.
 		holder := holdKey(t, coord, "kc/held", "holder-kc")
@@ -78,12 +83,14 @@ func TestKube(t *testing.T) {
 		}
 	})
 	t.Run("TTL disagreement", func(t *testing.T) {
+		t.Parallel()
 		holder := holdKey(t, coord, "ttl", "holder-ttl")
 		defer func() { holder.Signal(t, syscall.SIGTERM); holder.Wait(t, 10*time.Second) }()
 		checkTTLWarning(t, coord, "ttl", "3s", true)
 		checkTTLWarning(t, coord, "ttl", "10s", false)
 	})
 	t.Run("mutual exclusion", func(t *testing.T) {
+		t.Parallel()
 		holder := holdKey(t, coord, "excl", "first")
 		res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "1500ms", "--", "true")...)
 		if res.Code != ExitNotReady || !strings.Contains(res.Stderr, "first") {
@@ -97,6 +104,7 @@ func TestKube(t *testing.T) {
 		}
 	})
 	t.Run("release", func(t *testing.T) {
+		t.Parallel()
 		holdKey(t, coord, "stuck", "stuck-holder")
 		res := e2e.RunTenure(t, nil, append(coord, "release", "--key", "stuck", "--force", "--json")...)
 		if res.Code != 0 || !strings.Contains(res.Stdout, `"released":true`) {
@@ -104,7 +112,7 @@ func TestKube(t *testing.T) {
 		}
 	})
 	t.Run("status and watch", func(t *testing.T) { testStatusAndWatch(t, coord) })
-	t.Run("SIGKILL failover", func(t *testing.T) { testSIGKILLFailover(t, coord) })
+	t.Run("SIGKILL failover", func(t *testing.T) { t.Parallel(); testSIGKILLFailover(t, coord) })
 }
 
 // TestKubeFlags: flags that cannot work with Kubernetes are usage errors

@@ -136,6 +136,23 @@ func NewBootClock() BootClock { return BootClock{Mono: time.Now(), Boot: boottim
 
 func (c BootClock) At(t time.Time) boottime.Instant { return c.Boot.Add(t.Sub(c.Mono)) }
 
+// Uptime is a reading of /proc/uptime ("12345.67": seconds of
+// CLOCK_BOOTTIME, to the hundredth), as a shell command takes it with
+// `read up _ < /proc/uptime`, on the boot clock, rounded up: the instant
+// read was at or before it, by less than UptimeResolution.
+func Uptime(t *testing.T, s string) boottime.Instant {
+	t.Helper()
+	sec, cs, ok := strings.Cut(strings.TrimSpace(s), ".")
+	n, err := strconv.ParseInt(sec+cs, 10, 64)
+	if !ok || len(cs) != 2 || err != nil {
+		t.Fatalf("uptime %q", s)
+	}
+	return boottime.Instant((n + 1) * int64(UptimeResolution))
+}
+
+// UptimeResolution is the resolution of /proc/uptime.
+const UptimeResolution = 10 * time.Millisecond
+
 // ProcState is the state letter of pid in /proc ('T' stopped, 'Z' zombie),
 // or 0 if it is gone.
 func ProcState(pid int) byte {

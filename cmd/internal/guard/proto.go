@@ -41,8 +41,9 @@ const (
 	OpLease Op = "lease"
 	// OpSignal: send Signal to every process of the tree.
 	OpSignal Op = "signal"
-	// OpEnd: the term is over. Signal (unless 0) now, SIGKILL after the
-	// kill grace but no later than the deadline.
+	// OpEnd: the term is over. Signal now (unless 0, or SIGTERM sent at
+	// TermAt already with no OpLease since), SIGKILL after the kill grace
+	// but no later than the deadline.
 	OpEnd Op = "end"
 	// OpStop: SIGSTOP the tree (tenure got SIGTSTP and stops itself).
 	OpStop Op = "stop"

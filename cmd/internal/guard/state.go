@@ -100,15 +100,19 @@ func (s *state) tooLate() string {
 	return ""
 }
 
-// end ends the term: sig now (unless 0), SIGKILL at at or at the deadline,
-// whichever comes first.
+// end ends the term: sig now (unless 0, or SIGTERM sent already for an
+// overdue renewal with no renewal since: a second one tells many commands
+// to skip their clean-up), SIGKILL at at or at the deadline, whichever
+// comes first.
 func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 	s.endLease()
 	if s.killed {
 		return
 	}
 	if sig != 0 {
-		s.tree.signal(sig)
+		if sig != syscall.SIGTERM || !s.termed {
+			s.tree.signal(sig)
+		}
 		if (s.stopped || s.frozen) && sig != syscall.SIGKILL && s.clock() < s.freezeAt() {
 			s.tree.signal(syscall.SIGCONT) // let it act on sig
 			s.stopped, s.frozen = false, false

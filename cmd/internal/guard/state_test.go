@@ -124,6 +124,42 @@ func TestEnd(t *testing.T) {
 	}
 }
 
+// TestEndAfterOverdueTerm: a term that ends after the guard sent SIGTERM
+// for an overdue renewal, with no renewal since, sends no second SIGTERM
+// (many commands take a second one as "exit now, skip the clean-up"), and
+// SIGKILL comes by the deadline; one renewed since gets SIGTERM again. A
+// tree stopped by Ctrl-Z is still continued, to act on the first.
+func TestEndAfterOverdueTerm(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		msgs map[time.Duration]Message
+		want []string
+	}{
+		{"not renewed", map[time.Duration]Message{
+			1500 * time.Millisecond: {Op: OpEnd, Signal: syscall.SIGTERM},
+		}, []string{"terminated@1s", "stopped (signal)@1.9s", "killed@2s"}},
+		{"stopped by Ctrl-Z", map[time.Duration]Message{
+			1200 * time.Millisecond: {Op: OpStop},
+			1500 * time.Millisecond: {Op: OpEnd, Signal: syscall.SIGTERM},
+		}, []string{"terminated@1s", "stopped (signal)@1.2s", "continued@1.5s", "stopped (signal)@1.9s", "killed@2s"}},
+		{"renewed since", map[time.Duration]Message{
+			1200 * time.Millisecond: leaseMsg(4*time.Second, 3*time.Second),
+			1500 * time.Millisecond: {Op: OpEnd, Signal: syscall.SIGTERM},
+		}, []string{"terminated@1s", "terminated@1.5s", "killed@2.5s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, rec := newState(t, time.Second)
+				s.handle(leaseMsg(2*time.Second, time.Second))
+				drive(s, 5*time.Second, tc.msgs)
+				if !slices.Equal(rec.sent, tc.want) {
+					t.Fatalf("sent %q; want %q", rec.sent, tc.want)
+				}
+			})
+		})
+	}
+}
+
 // TestStopContinue: a tree stopped by Ctrl-Z is continued only before its
 // deadline; after it, it is killed (at the deadline, while stopped) and
 // never continued.

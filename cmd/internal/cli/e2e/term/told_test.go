@@ -156,7 +156,7 @@ func readToldLog(t *testing.T, path string) toldLog {
 		case "start":
 			tok, _ := strconv.ParseUint(f[2], 10, 64)
 			pid, _ := strconv.Atoi(f[3])
-			l.starts = append(l.starts, toldStart{at: uptime(t, f[0]), token: tok, pid: pid, file: f[4]})
+			l.starts = append(l.starts, toldStart{at: e2e.Uptime(t, f[0]), token: tok, pid: pid, file: f[4]})
 		case "check":
 			code, _ := strconv.Atoi(f[2])
 			tok, _ := strconv.ParseUint(f[3], 10, 64)
@@ -166,19 +166,6 @@ func readToldLog(t *testing.T, path string) toldLog {
 		}
 	}
 	return l
-}
-
-// uptime is a reading of /proc/uptime ("12345.67": seconds of
-// CLOCK_BOOTTIME, to the hundredth) on the boot clock, rounded up: the
-// instant read was at or before it.
-func uptime(t *testing.T, s string) boottime.Instant {
-	t.Helper()
-	sec, cs, ok := strings.Cut(s, ".")
-	n, err := strconv.ParseInt(sec+cs, 10, 64)
-	if !ok || len(cs) != 2 || err != nil {
-		t.Fatalf("uptime %q", s)
-	}
-	return boottime.Instant((n + 1) * int64(10*time.Millisecond))
 }
 
 // violations are the answers "held" (exit 0) of lease check that began
