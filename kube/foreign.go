@@ -48,6 +48,9 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 	var out []tenure.ForeignRecord
 	for i := range list.Items {
 		l := &list.Items[i]
+		if _, member := members[l.Name]; member && hashedName(l.Name) {
+			continue // a membership Lease: the Lease of no key (no key is spelled so), listed below when no member wrote it
+		}
 		key, clash := l.Name, false
 		if k, ok := keyOf(l); ok {
 			key = k
