@@ -173,6 +173,7 @@ func TestPartitionPages(t *testing.T) {
 		})
 		h := mon.Handler()
 		time.Sleep(time.Second)
+		synctest.Wait() // the monitor's read at 1 s is over: it sees no instant between the release and the claim
 		gs, err := c.GroupPartitions(t.Context(), "jobs")
 		if err != nil {
 			t.Fatal(err)
