@@ -68,6 +68,7 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("TwinGroups", s.twinGroups)
 	t.Run("LookalikeIDs", s.lookalikes)
 	t.Run("LongNames", s.longNames)
+	t.Run("LiveNotForeign", s.liveNotForeign)
 	if o.free != nil {
 		t.Run("FreedByHand", s.freedByHand)
 	}
