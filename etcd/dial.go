@@ -87,7 +87,7 @@ func checkEndpoint(ep string) error {
 		if u.Path != "" && u.Path != "/" {
 			return fmt.Errorf("unexpected path %q", u.Path)
 		}
-		if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		if u.User != nil || u.RawQuery != "" || u.ForceQuery || strings.Contains(ep, "#") { // "#" alone: an empty fragment, which url.URL does not keep
 			return errors.New("want scheme://host:port, without user, query or fragment (credentials go in Config.Username and Config.Password)")
 		}
 		hostport = u.Host
