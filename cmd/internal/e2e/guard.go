@@ -236,8 +236,8 @@ func GuardChildMain(mode string) (code int, ok bool) {
 }
 
 // SurvivorFor is how long the survivor helper cannot be signalled by a
-// guard without CAP_KILL: longer than the 10s after which the guard used to
-// stop killing.
+// guard without CAP_KILL: longer than 10s, so that a guard that gave up
+// killing after a fixed time would let it live.
 const SurvivorFor = 12 * time.Second
 
 // StartNoKill starts tenure with args, as root without CAP_KILL, and env

@@ -100,9 +100,8 @@ func TestGuardStartTooLate(t *testing.T) {
 
 // TestGuardSurvivor: a process of the command's tree that ignores SIGTERM,
 // is re-parented to the guard when the command exits, and cannot be
-// signalled for longer than the 10s after which the guard used to give up
-// (tenure and the guard run without CAP_KILL; the survivor runs under
-// another real uid) is named in the log and killed as soon as it can be;
+// signalled for longer than 10s (tenure and the guard run without
+// CAP_KILL; the survivor runs under another real uid) is named in the log and killed as soon as it can be;
 // tenure then exits with the command's code.
 func TestGuardSurvivor(t *testing.T) {
 	t.Parallel()
