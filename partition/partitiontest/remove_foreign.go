@@ -72,15 +72,34 @@ func (s suite) removeForeignSparesLive(t *testing.T) {
 }
 
 // liveRecords returns records that name the live grants gs and the live
-// memberships ms of id in group g, each as foreign and as malformed.
+// memberships ms of id in group g, each as foreign and as malformed. A
+// membership record's token is not a Member field on every backend (etcd:
+// the membership key's revision; Kubernetes: the Lease's resourceVersion),
+// so the memberships are named with their epochs and with every token
+// from a little before the first grant to the last, when that span is
+// short (on PostgreSQL, tokens are clock microseconds and epochs are
+// tokens).
 func liveRecords(g, id string, gs []tenure.Grant, ms ...partition.Member) []tenure.ForeignRecord {
+	var tokens []uint64
+	for _, m := range ms {
+		tokens = append(tokens, m.Epoch)
+	}
+	lo, hi := gs[0].Token, gs[0].Token
+	for _, gr := range gs {
+		lo, hi = min(lo, gr.Token), max(hi, gr.Token)
+	}
+	if hi-lo <= 64 {
+		for tok := max(lo, 17) - 16; tok <= hi; tok++ {
+			tokens = append(tokens, tok)
+		}
+	}
 	var out []tenure.ForeignRecord
 	for _, malformed := range []bool{false, true} {
 		for _, gr := range gs {
 			out = append(out, tenure.ForeignRecord{Key: gr.Key, Holder: gr.Holder, Token: gr.Token, TTL: gr.TTL, Malformed: malformed, Reason: "a live grant"})
 		}
-		for _, m := range ms {
-			out = append(out, tenure.ForeignRecord{Key: g, Member: id, Holder: id, Token: m.Epoch, TTL: m.TTL, Malformed: malformed, Reason: "a live membership"})
+		for _, tok := range tokens {
+			out = append(out, tenure.ForeignRecord{Key: g, Member: id, Holder: id, Token: tok, TTL: -1, Malformed: malformed, Reason: "a live membership"})
 		}
 	}
 	return out
