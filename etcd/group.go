@@ -147,9 +147,9 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 // sorted by ID and epoch: the keys that members wrote (see membership).
 func (c *Coordinator) members(ctx context.Context, group string, kvs []*mvccpb.KeyValue) ([]partition.Member, error) {
 	out := make([]partition.Member, 0, len(kvs))
-	lookup := c.memberTTLs.lookup(c)
+	lookup, later := c.memberTTLs.lookup(c), c.laterOnLease(kvs)
 	for _, kv := range kvs {
-		m, _, ok, err := c.membership(ctx, group, kv, lookup)
+		m, _, ok, err := c.membership(ctx, group, kv, later[string(kv.Key)], lookup)
 		if err != nil {
 			return nil, err
 		}

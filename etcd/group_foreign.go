@@ -22,7 +22,10 @@ import (
 // day (JoinGroup puts its key on a lease of the member's TTL, at most a
 // day), one whose ID is not a holder identity or whose value is not what
 // JoinGroup writes, one that names another lease than the one it rides on
-// or that memberKey did not make. GroupMembers and GroupPartitions leave
+// or that memberKey did not make, and one on a lease that carries an
+// earlier membership key of the group (JoinGroup puts one on each lease it
+// grants: a later one, put by hand on a live member's lease, would be a
+// member no process runs for as long as that member renews). GroupMembers and GroupPartitions leave
 // it out, so no partition is assigned to it; ListForeign lists it as a
 // tenure.ForeignRecord with Member set, and RemoveForeign deletes it.
 
@@ -31,8 +34,9 @@ type leaseLookup func(ctx context.Context, kv *mvccpb.KeyValue) (leaseLeft, erro
 
 // membership sorts kv, a key under group's membership prefix, into a
 // member (ok) or a foreign record (why is not empty); a key on a lease
-// that has expired is neither.
-func (c *Coordinator) membership(ctx context.Context, group string, kv *mvccpb.KeyValue, lookup leaseLookup) (m partition.Member, r tenure.ForeignRecord, ok bool, err error) {
+// that has expired is neither. later says kv's lease carries an earlier
+// membership key of group (see laterOnLease).
+func (c *Coordinator) membership(ctx context.Context, group string, kv *mvccpb.KeyValue, later bool, lookup leaseLookup) (m partition.Member, r tenure.ForeignRecord, ok bool, err error) {
 	rest := strings.TrimPrefix(string(kv.Key), c.membersKey(group))
 	id, named, parsed := rest, uint64(0), false
 	if len(rest) >= 18 && rest[16] == '#' {
@@ -47,6 +51,8 @@ func (c *Coordinator) membership(ctx context.Context, group string, kv *mvccpb.K
 		r.Malformed, why = true, append(why, "a key that JoinGroup does not write")
 	case named != uint64(kv.Lease) && kv.Lease != int64(clientv3.NoLease):
 		r.Malformed, why = true, append(why, "a lease that is not the one its key names")
+	case later:
+		why = append(why, "a lease that carries another membership")
 	}
 	if kv.Lease == int64(clientv3.NoLease) {
 		why = append(why, "no lease")
@@ -73,6 +79,36 @@ func (c *Coordinator) membership(ctx context.Context, group string, kv *mvccpb.K
 	return partition.Member{Group: group, ID: id, Epoch: uint64(kv.Lease), TTL: ttl, Partitions: partitions}, r, true, nil
 }
 
+// laterOnLease returns the membership keys among kvs (read under the
+// membership prefix of one group or of the groups under a prefix) whose
+// lease carries an earlier membership key of the same group, by create
+// revision.
+func (c *Coordinator) laterOnLease(kvs []*mvccpb.KeyValue) map[string]bool {
+	type groupLease struct {
+		group string
+		lease int64
+	}
+	first := map[groupLease]int64{}
+	groupOf := func(kv *mvccpb.KeyValue) groupLease {
+		group, _, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), c.prefix+"#members/"), "#")
+		return groupLease{group, kv.Lease}
+	}
+	for _, kv := range kvs {
+		if k := groupOf(kv); kv.Lease != int64(clientv3.NoLease) {
+			if rev, ok := first[k]; !ok || kv.CreateRevision < rev {
+				first[k] = kv.CreateRevision
+			}
+		}
+	}
+	later := map[string]bool{}
+	for _, kv := range kvs {
+		if kv.Lease != int64(clientv3.NoLease) && kv.CreateRevision > first[groupOf(kv)] {
+			later[string(kv.Key)] = true
+		}
+	}
+	return later
+}
+
 // validMemberValue reports whether v can be a value memberValue wrote: a
 // TTL of 1 second to a day, then perhaps a space and a partition count.
 func validMemberValue(v string) bool {
@@ -93,14 +129,14 @@ func (c *Coordinator) foreignMembers(ctx context.Context, prefix string) ([]tenu
 	if err != nil {
 		return nil, err
 	}
-	lookup := c.freshLookup()
+	lookup, later := c.freshLookup(), c.laterOnLease(resp.Kvs)
 	var out []tenure.ForeignRecord
 	for _, kv := range resp.Kvs {
 		group, rest, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), under), "#")
 		if !ok || rest == "" || tenure.ValidateKey(group) != nil {
 			continue // under no group's prefix, or naming no member
 		}
-		_, r, member, err := c.membership(ctx, group, kv, lookup)
+		_, r, member, err := c.membership(ctx, group, kv, later[string(kv.Key)], lookup)
 		if err != nil {
 			return nil, err
 		}
@@ -119,12 +155,12 @@ func (c *Coordinator) removeForeignMember(ctx context.Context, r tenure.ForeignR
 	if err != nil {
 		return false, err
 	}
-	removed, lookup := false, c.freshLookup()
+	removed, lookup, later := false, c.freshLookup(), c.laterOnLease(resp.Kvs)
 	for _, kv := range resp.Kvs {
 		if uint64(kv.ModRevision) != r.Token {
 			continue
 		}
-		_, now, member, err := c.membership(ctx, r.Key, kv, lookup)
+		_, now, member, err := c.membership(ctx, r.Key, kv, later[string(kv.Key)], lookup)
 		if err != nil {
 			return removed, err
 		}

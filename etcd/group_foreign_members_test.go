@@ -204,3 +204,37 @@ func TestGroupMembersLooksLeasesUpOnce(t *testing.T) {
 	read(4, 1)
 	read(4, 0)
 }
+
+// TestMembershipOnAnotherMembersLease: a membership key put by hand on a
+// live member's lease, naming that lease (as JoinGroup names its own), is
+// no member: JoinGroup puts one membership key on each lease it grants,
+// and the member's is the first. Were it a member, partitions would be
+// assigned to it that no process runs, for as long as the live member
+// renews, and release --force could not remove it. ListForeign lists it,
+// RemoveForeign deletes it, and the live member stays.
+func TestMembershipOnAnotherMembersLease(t *testing.T) {
+	client := newClient(t, startEtcd(t))
+	c := newCoordinator(t, client)
+	m, err := c.JoinGroup(ctx(t), "g", "live#1", time.Minute, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := c.EtcdKey(fmt.Sprintf("#members/g#%016x#phantom#1", m.Epoch))
+	if _, err := client.Put(ctx(t), key, "60 4", clientv3.WithLease(clientv3.LeaseID(m.Epoch))); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := c.GroupMembers(ctx(t), "g")
+	if err != nil || len(ms) != 1 || ms[0].ID != "live#1" {
+		t.Errorf("GroupMembers(g) = %v, %v; want live#1 alone", ms, err)
+	}
+	rs, err := c.ListForeign(ctx(t), "g")
+	if err != nil || len(rs) != 1 || rs[0].Member != "phantom#1" || !strings.Contains(rs[0].Reason, "carries another membership") {
+		t.Fatalf("ListForeign(g) = %+v, %v; want phantom#1's membership key, on a lease that carries another membership", rs, err)
+	}
+	if removed, err := c.RemoveForeign(ctx(t), rs[0]); !removed || err != nil {
+		t.Errorf("RemoveForeign(%+v) = %t, %v; want it removed", rs[0], removed, err)
+	}
+	if ms, err := c.GroupMembers(ctx(t), "g"); err != nil || len(ms) != 1 || ms[0].Epoch != m.Epoch {
+		t.Errorf("GroupMembers(g) after RemoveForeign = %v, %v; want live#1 still", ms, err)
+	}
+}

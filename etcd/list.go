@@ -63,11 +63,13 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 }
 
 // RemoveForeign deletes r's key if it is still the write r was read from
-// (the same mod revision), and reports whether it did. Deleting the key
-// frees it: the next Acquire puts it anew, at a greater revision, so tokens
-// still increase. For a membership record (r.Member set), it deletes the
-// membership key of group r.Key that r was read from, if it is still no
-// member's. r is a record ListForeign returned.
+// (the same mod revision) and that write is foreign (see ListForeign), and
+// reports whether it did. Deleting the key frees it: the next Acquire puts
+// it anew, at a greater revision, so tokens still increase. For a
+// membership record (r.Member set), it deletes the membership key of group
+// r.Key that r was read from, if it is still no member's. It judges the
+// key as it reads it, never by r's other fields: a record that names a
+// live grant or membership, however it was made, removes nothing.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	op := fmt.Sprintf("etcd: remove foreign key %q at revision %d", r.Key, r.Token)
 	if r.Member != "" {
@@ -76,23 +78,48 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 	if err := c.begin(ctx, op, tenure.ValidateKey(r.Key)); err != nil {
 		return false, err
 	}
+	remove := c.removeForeignKey
 	if r.Member != "" {
-		ok, err := c.removeForeignMember(ctx, r)
-		if err != nil {
-			return false, fmt.Errorf("%s: %w", op, err)
-		}
-		return ok, nil
+		remove = c.removeForeignMember
 	}
-	ek := c.EtcdKey(r.Key)
-	resp, err := c.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(ek), "=", int64(r.Token))).
-		Then(clientv3.OpDelete(ek)).
-		Commit()
+	ok, err := remove(ctx, r)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
+	return ok, nil
+}
+
+// removeForeignKey deletes r's key if it is still at r's revision and
+// foreign as it stands, with a delete compared on that revision: the write
+// judged is the write deleted (a key's value and lease never change
+// without a new revision, nor does a lease's granted TTL).
+func (c *Coordinator) removeForeignKey(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
+	ek := c.EtcdKey(r.Key)
+	get, err := c.client.Get(ctx, ek)
+	if err != nil {
+		return false, err
+	}
+	if len(get.Kvs) == 0 || uint64(get.Kvs[0].ModRevision) != r.Token {
+		return false, nil // another write since: not the record r read
+	}
+	kv := get.Kvs[0]
+	l := leaseLeft{none: kv.Lease == int64(clientv3.NoLease)}
+	if l.granted, l.left, err = c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+		return false, err
+	}
+	now, foreign := foreignOf(r.Key, kv, l)
+	if !foreign {
+		return false, nil // a grant as tenure writes one
+	}
+	resp, err := c.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(ek), "=", kv.ModRevision)).
+		Then(clientv3.OpDelete(ek)).
+		Commit()
+	if err != nil {
+		return false, err
+	}
 	if resp.Succeeded {
-		c.log.Info("foreign key removed", "key", r.Key, "holder", r.Holder, "revision", r.Token, "reason", r.Reason)
+		c.log.Info("foreign key removed", "key", r.Key, "holder", now.Holder, "revision", r.Token, "reason", now.Reason)
 	}
 	return resp.Succeeded, nil
 }

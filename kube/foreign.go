@@ -51,13 +51,8 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 		if _, member := members[l.Name]; member && hashedName(l.Name) {
 			continue // a membership Lease: the Lease of no key (no key is spelled so), listed below when no member wrote it
 		}
-		key, clash := l.Name, false
-		if k, ok := keyOf(l); ok {
-			key = k
-		} else if clash = tenure.ValidateKey(l.Name) == nil && LeaseName(l.Name) == l.Name; !clash {
-			continue // the Lease of no key
-		}
-		if !strings.HasPrefix(key, prefix) {
+		key, clash, ok := leaseKey(l)
+		if !ok || !strings.HasPrefix(key, prefix) {
 			continue
 		}
 		r, err := c.sight(l, at)
@@ -75,6 +70,17 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 		return out[i].Key < out[j].Key || out[i].Key == out[j].Key && out[i].Member < out[j].Member
 	})
 	return out, nil
+}
+
+// leaseKey returns the key Lease l holds, or (clash) the key it is named
+// for when its AnnotationKey names another key, or it has a hashed name
+// and no AnnotationKey; ok is false when it is the Lease of no key.
+func leaseKey(l *coordv1.Lease) (key string, clash, ok bool) {
+	if k, ok := keyOf(l); ok {
+		return k, false, true
+	}
+	clash = tenure.ValidateKey(l.Name) == nil && LeaseName(l.Name) == l.Name
+	return l.Name, clash, clash
 }
 
 // foreignOf describes Lease l of key, read as r by a coordinator with
@@ -116,7 +122,9 @@ func foreignOf(key string, l *coordv1.Lease, r record, clash bool, maxDrift floa
 // instead (see removeForeignOwner), which frees every partition it owns;
 // for a membership record (Member set), it deletes that membership Lease,
 // preconditioned on its resourceVersion. r is a record ListForeign
-// returned.
+// returned; the Lease deleted is judged as it is read at that
+// resourceVersion, never by r's other fields, so that a record naming a
+// live grant or member, however it was made, removes nothing.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	op := fmt.Sprintf("kube: remove foreign Lease of %q at resourceVersion %d", r.Key, r.Token)
 	if err := tenure.ValidateKey(r.Key); err != nil {
@@ -149,6 +157,15 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 			return false, fail(ctx, op, err)
 		}
 		return removed, nil
+	}
+	seen, err := c.sight(l, tenure.Now())
+	if err != nil {
+		return false, fail(ctx, op, err)
+	}
+	if key, clash, ok := leaseKey(l); !ok || key != r.Key {
+		return false, nil
+	} else if _, foreign := foreignOf(key, l, seen, clash, c.cfg.MaxDrift); !foreign {
+		return false, nil // a grant as tenure or client-go writes one
 	}
 	pre := metav1.Preconditions{ResourceVersion: &l.ResourceVersion, UID: &l.UID}
 	err = c.leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &pre})

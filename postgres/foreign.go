@@ -111,9 +111,16 @@ func foreignRow(key string, holder pgtype.Text, token int64, finite bool, leftUS
 	return r, len(why) > 0
 }
 
+// malformedRow reports whether a row of holder (NULL read as "") and
+// token is one no grant writes whatever its expires_at (see foreignRow).
+func malformedRow(holder string, token int64) bool {
+	return tenure.ValidateHolder(holder) != nil || token <= 0
+}
+
 // RemoveForeign ends r's lease if its row is still as r was read (the same
-// holder_id, NULL read as "", and fencing_token, still live, and, unless r
-// is malformed, still ending more than a day ahead: a holder that renewed
+// holder_id, NULL read as "", and fencing_token, still live, and, unless
+// that holder_id or fencing_token is one no grant writes, still ending
+// more than a day ahead: a holder that renewed
 // its own grant after someone pushed its expires_at out has a tenure grant
 // again, which RemoveForeign leaves alone): it sets expires_at to
 // -infinity, as Release does, and keeps the row and its token, so that the
@@ -123,7 +130,9 @@ func foreignRow(key string, holder pgtype.Text, token int64, finite bool, leftUS
 // row (see removeForeignMember) instead: every partition the row owns is
 // freed; for a membership record (Member set), it deletes that row if it
 // still has r's epoch and member and is still no member's. r is a record
-// ListForeign returned.
+// ListForeign returned; it is judged by what the statements compare, never
+// by r.Malformed, so that a record naming a live grant or member, however
+// it was made, removes nothing.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	if err := tenure.ValidateKey(r.Key); err != nil {
 		return false, fmt.Errorf("postgres: remove foreign row: %w", err)
@@ -146,7 +155,7 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 	RETURNING resource
 )
 SELECT pg_catalog.pg_notify($4, resource)::pg_catalog.text FROM r`, r.Key, r.Holder, int64(r.Token), c.o.channel,
-		r.Malformed, limits.MaxTTL.Microseconds())
+		malformedRow(r.Holder, int64(r.Token)), limits.MaxTTL.Microseconds())
 	if err != nil {
 		return false, fmt.Errorf("postgres: remove foreign row of %q: %w", r.Key, err)
 	}

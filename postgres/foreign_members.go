@@ -98,8 +98,8 @@ WHERE pg_catalog.starts_with(p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catal
 }
 
 // removeForeignMember deletes the membership row that owns r's partition
-// with r's token, if it is still r's member and, unless r is malformed,
-// still ends more than a day ahead; it reports whether it did. Every
+// with r's token, if it is still r's member and, unless that member is
+// not a holder identity, still ends more than a day ahead; it reports whether it did. Every
 // partition the row owns is then free: the next claim's token is greater
 // than the partition row's.
 func (c *Coordinator) removeForeignMember(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
@@ -117,7 +117,7 @@ func (c *Coordinator) removeForeignMember(ctx context.Context, r tenure.ForeignR
 WHERE p.grp OPERATOR(pg_catalog.=) $1 AND p.name OPERATOR(pg_catalog.=) $2 AND p.fencing_token OPERATOR(pg_catalog.=) $3
   AND m.epoch OPERATOR(pg_catalog.=) p.owner_epoch AND m.member OPERATOR(pg_catalog.=) $4
   AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP AND ($5 OR `+foreignMemberSQL+`)`,
-		r.Key[:i], r.Key[i+1:], int64(r.Token), r.Holder, r.Malformed)
+		r.Key[:i], r.Key[i+1:], int64(r.Token), r.Holder, tenure.ValidateHolder(r.Holder) != nil)
 	if isUndefinedTable(err) {
 		return false, nil
 	}
@@ -180,8 +180,8 @@ func foreignMemberRow(group, member string, epoch int64, finite bool, leftUS int
 }
 
 // removeForeignMemberRow deletes the membership row of group r.Key whose
-// epoch is r's token, if it still names r's member and, unless r is
-// malformed, still ends more than a day ahead; it reports whether it did.
+// epoch is r's token, if it still names r's member and, unless that
+// member is not a holder identity, still ends more than a day ahead; it reports whether it did.
 // Every partition the row owns is then free.
 func (c *Coordinator) removeForeignMemberRow(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	t, err := c.groupTables()
@@ -196,7 +196,7 @@ func (c *Coordinator) removeForeignMemberRow(ctx context.Context, r tenure.Forei
 	tag, err := c.pool.Exec(ctx, `DELETE FROM `+t.members+` m
 WHERE m.grp OPERATOR(pg_catalog.=) $1 AND m.epoch OPERATOR(pg_catalog.=) $2 AND m.member OPERATOR(pg_catalog.=) $3
   AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP AND ($4 OR `+foreignMemberSQL+`)`,
-		r.Key, int64(r.Token), r.Holder, r.Malformed)
+		r.Key, int64(r.Token), r.Holder, tenure.ValidateHolder(r.Holder) != nil)
 	if isUndefinedTable(err) {
 		return false, nil
 	}

@@ -69,6 +69,7 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("LookalikeIDs", s.lookalikes)
 	t.Run("LongNames", s.longNames)
 	t.Run("LiveNotForeign", s.liveNotForeign)
+	t.Run("RemoveForeignSparesLive", s.removeForeignSparesLive)
 	if o.free != nil {
 		t.Run("FreedByHand", s.freedByHand)
 	}
