@@ -34,10 +34,12 @@ type checkRecord struct {
 	ok bool
 }
 
-// scriptedLease keeps a lease under limitsConfig (safe lease TTL − 50ms)
-// with the renewals of script; every renewal after the script fails, so
-// that the term ends at the deadline the script left it.
+// scriptedLease keeps a lease with the renewals of script; every renewal
+// after the script fails, so that the term ends at the deadline the script
+// left it. safe is the safe lease of a TTL: TTL·(1 − MaxDrift) − Margin.
 type scriptedLease struct {
+	safe func(ttl time.Duration) time.Duration
+
 	mu      sync.Mutex
 	answers []answered
 	checks  []checkRecord
@@ -58,7 +60,7 @@ func (s *scriptedLease) renew(script []scriptedRenewal) func(context.Context, ti
 		if r.noSent {
 			sent = tenure.Instant{}
 		} else {
-			a.deadline = sent.Time().Add(r.ttl - 50*time.Millisecond)
+			a.deadline = sent.Time().Add(s.safe(r.ttl))
 		}
 		s.mu.Lock()
 		s.answers = append(s.answers, a)
@@ -128,10 +130,13 @@ func (s *scriptedLease) allowed(at, grantDeadline time.Time) bool {
 // Many goroutines call Check on a term while its lease is renewed by a
 // script of renewals answered late (after the deadline, or at its very
 // instant), with a shorter TTL, with a send time from the past, or without
-// one. A Check passes only before the deadline the renewals answered
-// before it left (sent + TTL − Margin of the last one answered before the
-// deadline as it stood), and once a Check has failed no later
-// Check passes: a late renewal never revives the term.
+// one. The script's times are set for a safe lease of 2.95s (MaxDrift 0,
+// Margin 50ms); it runs too at the edges of the settings: the greatest
+// MaxDrift, and a Margin of a third of the TTL. A Check passes only before
+// the deadline the renewals answered before it left (sent + TTL·(1 −
+// MaxDrift) − Margin of the last one answered before the deadline as it
+// stood), and once a Check has failed no later Check passes: a late
+// renewal never revives the term.
 func TestLeaseChecksPassOnlyBeforeTheLastDeadline(t *testing.T) {
 	ttl := 3 * time.Second
 	for _, c := range []struct {
@@ -156,23 +161,39 @@ func TestLeaseChecksPassOnlyBeforeTheLastDeadline(t *testing.T) {
 		{"no send time", []scriptedRenewal{{took: 10 * time.Millisecond, ttl: ttl, noSent: true}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { checkScriptedLease(t, c.script) })
+			for _, e := range []struct {
+				name     string
+				maxDrift float64
+				margin   time.Duration
+			}{
+				{"safe 2.95s", 0, 50 * time.Millisecond},
+				{"MaxDrift 49%: safe 1.48s", 0.49, 50 * time.Millisecond},
+				{"Margin 1s: safe 1.97s", 0.01, time.Second},
+			} {
+				t.Run(e.name, func(t *testing.T) {
+					cfg := limitsConfig()
+					cfg.MaxDrift, cfg.Margin = e.maxDrift, e.margin
+					synctest.Test(t, func(t *testing.T) { checkScriptedLease(t, cfg, c.script) })
+				})
+			}
 		})
 	}
 }
 
 // checkScriptedLease runs one script of TestLeaseChecksPassOnlyBeforeTheLastDeadline.
-func checkScriptedLease(t *testing.T, script []scriptedRenewal) {
-	cfg := limitsConfig()
+func checkScriptedLease(t *testing.T, cfg tenure.Config, script []scriptedRenewal) {
 	sent := tenure.Now()
 	l, err := tenure.NewLease(cfg, cfg.TTL, sent)
 	if err != nil {
 		t.Fatalf("NewLease() = %v", err)
 	}
 	defer l.Stop()
-	grantDeadline := sent.Time().Add(cfg.TTL - cfg.Margin)
+	safe := func(ttl time.Duration) time.Duration {
+		return time.Duration(float64(ttl)*(1-cfg.MaxDrift)) - cfg.Margin
+	}
+	grantDeadline := sent.Time().Add(safe(cfg.TTL))
 	term := l.Start(context.Background(), tenure.Grant{Key: "g/0", Holder: "h", Token: 1, TTL: cfg.TTL, Sent: sent})
-	s := &scriptedLease{}
+	s := &scriptedLease{safe: safe}
 	ctx, cancel := context.WithCancel(context.Background())
 	kept := make(chan error, 1)
 	go func() { kept <- l.Keep(ctx, s.renew(script)) }()
