@@ -30,26 +30,6 @@ func (i Instant) Add(d time.Duration) Instant {
 	return Instant{mono: i.mono.Add(d), boot: i.boot.Add(d)}
 }
 
-// earlier returns whichever of i and j is earlier on each clock: a deadline
-// counted from it is never later than one counted from either. A zero
-// Instant is ignored.
-func (i Instant) earlier(j Instant) Instant {
-	switch {
-	case i.IsZero():
-		return j
-	case j.IsZero():
-		return i
-	}
-	out := i
-	if j.mono.Before(out.mono) {
-		out.mono = j.mono
-	}
-	if j.boot < out.boot {
-		out.boot = j.boot
-	}
-	return out
-}
-
 // Until is how long until i: negative once it has passed, by the one rule
 // a term's Check uses. Go's monotonic clock decides, less the time the host
 // spent suspended since, which only the boot clock counts (a suspend up to
