@@ -4,8 +4,10 @@
 # old old new ...), so load that drifts during the run weighs on both alike.
 # Each run starts its own embedded etcd (bench's default). The load average
 # is recorded beside each run. Prints one line a run (tenure's p50 and p99,
-# and the peer's bench runs beside it), then the median of each binary and
-# the NEW/OLD ratio of the medians.
+# the peer's that bench runs beside it, and tenure's p50 over the peer's,
+# which the machine's load moves less), then each binary's median of those
+# and NEW/OLD, then each binary's samples pooled over its runs (p50, p99)
+# and NEW/OLD.
 #
 #   scripts/bench-compare.sh OLD NEW [RUNS] [BENCHMARK...]
 #
@@ -59,18 +61,45 @@ done
 
 column -t -s $'\t' "$summary"
 echo
-# Medians per benchmark and binary, and NEW/OLD.
-python3 - "$summary" <<'EOF'
-import csv, statistics, sys
+# Medians per benchmark and binary, and NEW/OLD; then every sample of a
+# binary's runs pooled (bench's "series"), its p50 and p99, and NEW/OLD.
+python3 - "$summary" "$out" <<'EOF'
+import csv, glob, json, os, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 cols = ["tenure_p50_ms", "tenure_p99_ms", "peer_p50_ms", "peer_p99_ms",
         "tenure_over_peer_p50"]
-print("%-9s %-20s %10s %10s %7s" % ("bench", "figure", "old", "new", "new/old"))
-for b in dict.fromkeys(r["bench"] for r in rows):
+line = "%-9s %-28s %10s %10s %7s"
+print(line % ("bench", "median of runs", "old", "new", "new/old"))
+benches = list(dict.fromkeys(r["bench"] for r in rows))
+for b in benches:
     for c in cols:
         med = {w: statistics.median(float(r[c]) for r in rows
                                     if r["bench"] == b and r["binary"] == w)
                for w in ("old", "new")}
-        print("%-9s %-20s %10.3f %10.3f %7.3f" % (b, c, med["old"], med["new"],
-                                                  med["new"] / med["old"]))
+        print(line % (b, c, "%.3f" % med["old"], "%.3f" % med["new"],
+                      "%.3f" % (med["new"] / med["old"])))
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    k = (len(xs) - 1) * p
+    f = int(k)
+    c = min(f + 1, len(xs) - 1)
+    return xs[f] + (xs[c] - xs[f]) * (k - f)
+
+
+print()
+print(line % ("bench", "pooled samples", "old", "new", "new/old"))
+for b in benches:
+    pooled = {}
+    for f in glob.glob(os.path.join(sys.argv[2], b + "-*.json")):
+        w = f.rsplit("-", 1)[1].split(".")[0]
+        for s in json.load(open(f))["series"]:
+            pooled.setdefault((s["impl"], w), []).extend(s["samples_ms"])
+    for impl in dict.fromkeys(i for i, _ in sorted(pooled)):
+        for name, p in (("p50", 0.5), ("p99", 0.99)):
+            v = {w: pct(pooled[(impl, w)], p) for w in ("old", "new")}
+            label = "%s %s (n=%d)" % (impl, name, len(pooled[(impl, "new")]))
+            print(line % (b, label, "%.3f" % v["old"], "%.3f" % v["new"],
+                          "%.3f" % (v["new"] / v["old"])))
 EOF
