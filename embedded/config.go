@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -273,8 +274,10 @@ func (c Config) checkTLS(bad func(format string, args ...any)) {
 	}
 }
 
-// parseURL parses an http:// or https:// URL with a host and a port. A URL
-// to listen on must name an IP address or "localhost".
+// parseURL parses an http:// or https:// URL with a host and a port (0 to
+// 65535, in decimal), accepted only in the form the member uses it: the
+// scheme in lower case, nothing after the port but "/", no percent-escapes.
+// A URL to listen on must name an IP address or "localhost".
 func parseURL(s string, listen bool) (*url.URL, error) {
 	// The scheme as written, not as url.Parse reads it (lower-cased): the
 	// checks for TLS files and for plain http beyond loopback look for
@@ -286,8 +289,11 @@ func parseURL(s string, listen bool) (*url.URL, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.User != nil {
-		return nil, errors.New("want scheme://host:port and nothing else")
+	// url.URL does not keep an empty query or fragment ("?", "#"), and
+	// u.Host is percent-decoded: what is used must be what was written.
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.ForceQuery || u.User != nil ||
+		strings.Contains(s, "#") || strings.TrimSuffix(s, "/") != u.Scheme+"://"+u.Host {
+		return nil, errors.New("want scheme://host:port and nothing else, without percent-escapes")
 	}
 	host, port, err := net.SplitHostPort(u.Host)
 	if err != nil {
@@ -295,6 +301,9 @@ func parseURL(s string, listen bool) (*url.URL, error) {
 	}
 	if port == "" {
 		return nil, errors.New("no port")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n > 65535 || strconv.Itoa(n) != port {
+		return nil, fmt.Errorf("port %q: want a number from 0 to 65535, without leading zeros", port)
 	}
 	if listen && host != "localhost" && net.ParseIP(host) == nil {
 		return nil, fmt.Errorf("host %q: can only listen on an IP address or localhost", host)

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,45 +64,6 @@ func (cfg Config) Validate() error {
 		bad("Config.Password is set but Config.Username is empty")
 	}
 	return errors.Join(errs...)
-}
-
-// checkEndpoint accepts scheme://host:port with scheme http or https, and
-// host:port.
-func checkEndpoint(ep string) error {
-	hostport := ep
-	if scheme, _, ok := strings.Cut(ep, "://"); ok {
-		// The scheme as written, not as url.Parse reads it (lower-cased):
-		// "HTTPS://h:1" would otherwise pass for https here while the
-		// check for a TLS config below looks for "https://".
-		if scheme != "http" && scheme != "https" {
-			return fmt.Errorf("scheme %q: want http or https, in lower case", scheme)
-		}
-		u, err := url.Parse(ep)
-		if err != nil {
-			return err
-		}
-		if u.Path != "" && u.Path != "/" {
-			return fmt.Errorf("unexpected path %q", u.Path)
-		}
-		if u.User != nil || u.RawQuery != "" || u.ForceQuery || strings.Contains(ep, "#") { // "#" alone: an empty fragment, which url.URL does not keep
-			return errors.New("want scheme://host:port, without user, query or fragment (credentials go in Config.Username and Config.Password)")
-		}
-		hostport = u.Host
-	}
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return fmt.Errorf("want host:port or scheme://host:port: %w", err)
-	}
-	if host == "" || port == "" {
-		return errors.New("want host:port or scheme://host:port")
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strings.Trim(port, "0123456789") != "" {
-		return fmt.Errorf("port %q: want a number from 1 to 65535", port)
-	}
-	if strings.Contains(host, "/") {
-		return fmt.Errorf("host %q contains '/': want host:port or scheme://host:port", host)
-	}
-	return nil
 }
 
 // Dial connects to the etcd cluster cfg names and checks, within

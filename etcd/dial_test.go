@@ -106,7 +106,7 @@ func TestDialBadConfig(t *testing.T) {
 		{"port not a number", etcd.Config{Endpoints: []string{"http://127.0.0.1:42379x"}}, `invalid port`},
 		{"host:port not a number", etcd.Config{Endpoints: []string{"127.0.0.1:2379x"}}, `port "2379x"`},
 		{"port out of range", etcd.Config{Endpoints: []string{"127.0.0.1:70000"}}, `port "70000"`},
-		{"scheme without ://", etcd.Config{Endpoints: []string{"http//127.0.0.1:2379"}}, `host "http//127.0.0.1" contains '/'`},
+		{"scheme without ://", etcd.Config{Endpoints: []string{"http//127.0.0.1:2379"}}, `host "http//127.0.0.1"`},
 		{"https without TLS", etcd.Config{Endpoints: []string{"https://127.0.0.1:2379"}}, "Config.TLS"},
 		{"negative timeout", etcd.Config{Endpoints: []string{"127.0.0.1:2379"}, DialTimeout: -time.Second}, "Config.DialTimeout (-1s)"},
 		{"password without user", etcd.Config{Endpoints: []string{"127.0.0.1:2379"}, Password: "x"}, "Config.Username"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -57,8 +58,9 @@ func FuzzMemberValue(f *testing.F) {
 }
 
 // FuzzCheckEndpoint: an endpoint checkEndpoint accepts is host:port or
-// http(s)://host:port (with at most a "/" path), with a host and a port
-// from 1 to 65535, and nothing else the client would drop or misread.
+// http(s)://host:port (with at most a "/" path), dialed as written, with
+// a host and a port from 1 to 65535 in decimal without leading zeros, and
+// nothing else the client would drop, decode or misread.
 func FuzzCheckEndpoint(f *testing.F) {
 	for _, s := range []string{"127.0.0.1:2379", "http://127.0.0.1:2379", "https://etcd.internal:2379/", "[::1]:2379", "http://[::1]:2379",
 		"unix:///tmp/etcd.sock", "localhost", "http://h:0", "http://h:65536", "h:0x10", "http://h:2379/v3", "ftp://h:1", ":2379", "a/b:1"} {
@@ -84,8 +86,16 @@ func FuzzCheckEndpoint(f *testing.F) {
 		}
 		host, port, err := net.SplitHostPort(hostport)
 		n, perr := strconv.Atoi(port)
-		if err != nil || host == "" || perr != nil || n < 1 || n > 65535 || strings.Trim(port, "0123456789") != "" {
+		if err != nil || host == "" || perr != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
 			t.Fatalf("checkEndpoint accepted %q: host %q, port %q (%v)", ep, host, port, err)
+		}
+		if !strings.HasPrefix(hostport, "[") && strings.ContainsFunc(host, func(r rune) bool {
+			return r <= ' ' || r >= 0x7f || strings.ContainsRune(`%@?#/\[]`, r)
+		}) {
+			t.Fatalf("checkEndpoint accepted %q: host %q is not dialed as a name or address", ep, host)
+		}
+		if a, err := netip.ParseAddr(host); strings.HasPrefix(hostport, "[") && (err != nil || !a.Is6()) {
+			t.Fatalf("checkEndpoint accepted %q: [%s] is not an IPv6 address", ep, host)
 		}
 	})
 }
