@@ -24,6 +24,7 @@ import (
 // would run as tenure's role, and their owner could rewrite owners and
 // tokens at will).
 func TestPlantedGroupTablesNeverUsed(t *testing.T) {
+	t.Parallel()
 	srv := server(t)
 	db := srv.NewDatabase(t)
 	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
@@ -144,6 +145,7 @@ func spyCalls(t *testing.T, conn *pgx.Conn, spy string) []string {
 // tables with a trigger, and lets go: CREATE TABLE IF NOT EXISTS then
 // skips them, and JoinGroup must still fail instead of joining in them.
 func TestPlantedGroupTablesDuringJoin(t *testing.T) {
+	t.Parallel()
 	srv := server(t)
 	db := srv.NewDatabase(t)
 	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
@@ -181,7 +183,7 @@ BEGIN INSERT INTO ` + spy + `.calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, curre
 	for {
 		var waiting bool
 		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-  AND classid = x'74656e75'::int::oid)`).Scan(&waiting); err != nil {
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND classid = x'74656e75'::int::oid)`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting {

@@ -21,6 +21,7 @@ import (
 // (ErrTableShape), with none of the planted code run; a key without '/' is
 // not hindered.
 func TestGroupTablesReplacedUnderACoordinator(t *testing.T) {
+	t.Parallel()
 	r := newReplacement(t)
 	c, ctx := r.c, ctxFor(t, 3*time.Minute)
 	m, err := c.JoinGroup(ctx, "jobs", "m", time.Minute, 0) // the victim's group tables
@@ -64,6 +65,7 @@ func TestGroupTablesReplacedUnderACoordinator(t *testing.T) {
 // reads with ErrTableShape (ListForeign lists nothing of them), and none of
 // the planted code runs.
 func TestGroupTablesReplacedUnderAMember(t *testing.T) {
+	t.Parallel()
 	r := newReplacement(t)
 	c, ctx := r.c, ctxFor(t, 3*time.Minute)
 	m, err := c.JoinGroup(ctx, "jobs", "m", time.Minute, 0)

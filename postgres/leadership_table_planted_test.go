@@ -20,6 +20,7 @@ import (
 // use it: its owner's code would run as their role (whatever that role may
 // do to the application's own tables). Dial refuses it with ErrTableShape.
 func TestPlantedLeadershipTableNeverUsed(t *testing.T) {
+	t.Parallel()
 	srv := server(t)
 	db := srv.NewDatabase(t)
 	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
