@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -25,19 +24,10 @@ import (
 // tokens at will).
 func TestPlantedGroupTablesNeverUsed(t *testing.T) {
 	t.Parallel()
-	srv := server(t)
-	db := srv.NewDatabase(t)
-	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
-	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
-	spy := pgx.Identifier{hostile}.Sanitize()
-	ctx := ctxFor(t, 3*time.Minute)
-
-	c := open(t, victimDSN) // makes public.cluster_leadership, owned by the victim
-	conn, err := pgx.Connect(ctx, hostileDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	r := newPlantingRoles(t)
+	spy, ctx := r.spy, ctxFor(t, 3*time.Minute)
+	c := open(t, r.victimDSN) // makes public.cluster_leadership, owned by the victim
+	conn := r.hostile(ctx, t)
 	plantGroupTables(t, conn, spy)
 
 	// A key that cannot name a partition is not hindered. One that can is
@@ -146,18 +136,10 @@ func spyCalls(t *testing.T, conn *pgx.Conn, spy string) []string {
 // skips them, and JoinGroup must still fail instead of joining in them.
 func TestPlantedGroupTablesDuringJoin(t *testing.T) {
 	t.Parallel()
-	srv := server(t)
-	db := srv.NewDatabase(t)
-	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
-	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
-	spy := pgx.Identifier{hostile}.Sanitize()
-	ctx := ctxFor(t, 3*time.Minute)
-	c := open(t, victimDSN)
-	conn, err := pgx.Connect(ctx, hostileDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	r := newPlantingRoles(t)
+	spy, ctx := r.spy, ctxFor(t, 3*time.Minute)
+	c := open(t, r.victimDSN)
+	conn := r.hostile(ctx, t)
 	exec := func(s string) {
 		t.Helper()
 		if _, err := conn.Exec(ctx, s); err != nil {
