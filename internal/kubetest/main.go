@@ -21,21 +21,20 @@ import (
 // sees none of its goroutines.
 func Main(m interface{ Run() int }, use func(*Server, error)) int {
 	dir, err := os.MkdirTemp("", "kubetest-")
-	var s *Server
-	stop := func() {}
-	if err == nil {
-		s, stop, err = startShared(dir)
+	if err != nil {
+		use(nil, err)
+		return m.Run()
 	}
+	defer os.RemoveAll(dir)
+	s, stop, err := startShared(dir)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kubetest: no shared kube-apiserver: %v\n", err)
+		use(nil, err)
+		return m.Run()
 	}
-	use(s, err)
-	code := m.Run()
-	stop()
-	if dir != "" {
-		_ = os.RemoveAll(dir)
-	}
-	return code
+	use(s, nil)
+	defer stop()
+	return m.Run()
 }
 
 // Need returns s when there is a server. Otherwise it ends t as
