@@ -21,6 +21,7 @@ import (
 // on the claim's partition row). The operator commits. Exactly one of them
 // holds g/0: never both, and one of them does.
 func TestAcquireAndClaimQueuedBehindAnOperatorLock(t *testing.T) {
+	t.Parallel()
 	for _, acquireFirst := range []bool{true, false} {
 		name := map[bool]string{true: "acquire first", false: "claim first"}[acquireFirst]
 		t.Run(name, func(t *testing.T) {

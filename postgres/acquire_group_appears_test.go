@@ -15,6 +15,7 @@ import (
 // member of a group made afterwards that claimed it; once the member has
 // released it, the Acquire is granted with a greater token.
 func TestAcquireAfterGroupAppears(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	elector, member := open(t, dsn), open(t, dsn)

@@ -32,6 +32,7 @@ type heldSpan struct {
 // hold: no two such spans may overlap, and in the order they began their
 // tokens must increase.
 func TestAcquirePartitionRace(t *testing.T) {
+	t.Parallel()
 	raceAcquirePartition(t, false, `DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`)
 }
 
@@ -40,6 +41,7 @@ func TestAcquirePartitionRace(t *testing.T) {
 // seen the group tables: its Acquire of a key whose row a single-key grant
 // wrote last is the one statement that leaves the partition's row unread.
 func TestAcquirePartitionRaceFreshCoordinators(t *testing.T) {
+	t.Parallel()
 	raceAcquirePartition(t, true, `DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`)
 }
 

@@ -10,6 +10,7 @@ import "testing"
 // rows by hand: no two checked holds of the key overlap and their tokens
 // increase, whichever row the grants and claims lost meanwhile.
 func TestAcquirePartitionRaceFreshRowsDeleted(t *testing.T) {
+	t.Parallel()
 	raceAcquirePartition(t, true,
 		`DELETE FROM public.cluster_leadership WHERE resource = 'g/0'`,
 		`DELETE FROM public.cluster_leadership_partitions WHERE grp = 'g'`,
@@ -21,6 +22,7 @@ func TestAcquirePartitionRaceFreshRowsDeleted(t *testing.T) {
 // group tables appear mid-flight to Coordinators that saw none or saw the
 // old ones) and truncates the leadership table.
 func TestAcquirePartitionRaceFreshTablesDropped(t *testing.T) {
+	t.Parallel()
 	raceAcquirePartition(t, true,
 		`DROP TABLE IF EXISTS public.cluster_leadership_members, public.cluster_leadership_partitions`,
 		`TRUNCATE public.cluster_leadership`,

@@ -16,6 +16,7 @@ import (
 // membership row its snapshot cannot see: it must not take that for a
 // membership that is gone, and refuses the key, naming the member.
 func TestAcquireSeesOwnerThatJoinedDuringItsWait(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	c, other := open(t, dsn), open(t, dsn)

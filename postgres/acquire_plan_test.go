@@ -46,6 +46,7 @@ func (r *statementRecorder) take() []pgx.TraceQueryStartData {
 // it, and the look at the group tables' owners (pg_class, pg_authid) made
 // the acquisition cost a third more than one of a key without '/'.
 func TestAcquirePartitionLikeKeyPlanReadsOnlyItsTable(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {

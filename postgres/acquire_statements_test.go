@@ -31,6 +31,7 @@ func (s *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQu
 // then the partition's row) while they do, since the tables can be
 // replaced by another role's at any time (TestGroupTablesReplacedUnderACoordinator).
 func TestAcquireStatements(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 // RemoveForeign with another epoch, or once it is a member's row again,
 // removes nothing; RemoveForeign deletes it, and the live member stays.
 func TestForeignMembershipRowsListed(t *testing.T) {
+	t.Parallel()
 	c := open(t, newDB(t))
 	ctx := ctxFor(t, 30*time.Second)
 	if _, err := c.JoinGroup(ctx, "g", "alice#00000001", 10*time.Second, 2); err != nil {

@@ -17,6 +17,7 @@ import (
 // again removes nothing; RemoveForeign deletes the row, and the next
 // claim's token is greater.
 func TestForeignMembershipRows(t *testing.T) {
+	t.Parallel()
 	c := open(t, newDB(t))
 	ctx := ctxFor(t, 30*time.Second)
 	join := func(id string, name string) (partition.Member, uint64) {

@@ -10,6 +10,7 @@ import (
 // tenure grant again as it stands, and RemoveForeign of the record read
 // before leaves it live.
 func TestRemoveForeignAfterRenew(t *testing.T) {
+	t.Parallel()
 	c := open(t, newDB(t))
 	ctx := ctxFor(t, 30*time.Second)
 	g, err := c.Acquire(ctx, "p/pinned", "h1", 10*time.Second)

@@ -11,6 +11,7 @@ import (
 // TestAcquireBySameHolderOfForeignRow: Acquire naming the holder_id a
 // foreign row carries does not take the row over.
 func TestAcquireBySameHolderOfForeignRow(t *testing.T) {
+	t.Parallel()
 	c := open(t, newDB(t))
 	ctx := ctxFor(t, 30*time.Second)
 	if _, err := c.Pool().Exec(ctx, `INSERT INTO `+c.Table()+` (resource, holder_id, fencing_token, expires_at) VALUES

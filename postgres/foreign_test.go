@@ -16,6 +16,7 @@ import (
 // lease only as it was read, keeping its token, so the next grant's token
 // is greater even when the planted token is above the clock in µs.
 func TestForeignRows(t *testing.T) {
+	t.Parallel()
 	c := open(t, newDB(t))
 	ctx := ctxFor(t, 30*time.Second)
 	if _, err := c.Pool().Exec(ctx, `INSERT INTO `+c.Table()+` (resource, holder_id, fencing_token, expires_at) VALUES

@@ -18,6 +18,7 @@ import (
 // token that is not greater, and ListForeign keeps the key visible while
 // Acquire cannot take it.
 func TestForeignRowAtMaxToken(t *testing.T) {
+	t.Parallel()
 	c := open(t, newDB(t))
 	ctx := ctxFor(t, 30*time.Second)
 	if _, err := c.Pool().Exec(ctx, `INSERT INTO `+c.Table()+` (resource, holder_id, fencing_token, expires_at) VALUES

@@ -87,6 +87,7 @@ func TestTwoAcquiresWhileGroupTablesAppearDoNotDeadlock(t *testing.T) {
 // key's leadership row); the operator's transaction ends; both go on, and
 // at most one of them holds the key.
 func TestAcquireWhileGroupTablesAppear(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	elector, member := open(t, dsn), open(t, dsn)
@@ -117,7 +118,7 @@ func TestAcquireWhileGroupTablesAppear(t *testing.T) {
 	}()
 	waitUntil(t, 20*time.Second, "the Acquire waits on the row lock", func() bool {
 		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%pg_catalog.to_regclass($5) IS%'`).Scan(&n)
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%pg_catalog.to_regclass($5) IS%'`).Scan(&n)
 		return err == nil && n == 1
 	})
 	m, err := member.JoinGroup(ctx, "jobs", "member#1", time.Minute, 0)
@@ -133,7 +134,7 @@ func TestAcquireWhileGroupTablesAppear(t *testing.T) {
 	}()
 	waitUntil(t, 20*time.Second, "the claim waits on the row lock", func() bool {
 		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO%'`).Scan(&n)
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO%'`).Scan(&n)
 		return err == nil && n == 1
 	})
 	if err := tx.Rollback(ctx); err != nil {

@@ -16,6 +16,7 @@ import (
 // granted (it was, while CheckPartitions confirmed alice's member both
 // just before and just after: two holders of one key at once).
 func TestAcquireBesideGroupTablesOfAnotherRole(t *testing.T) {
+	t.Parallel()
 	srv := server(t)
 	db := newDB(t)
 	admin := open(t, db) // makes the leadership table, the superuser's

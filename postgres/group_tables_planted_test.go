@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -24,19 +23,11 @@ import (
 // would run as tenure's role, and their owner could rewrite owners and
 // tokens at will).
 func TestPlantedGroupTablesNeverUsed(t *testing.T) {
-	srv := server(t)
-	db := srv.NewDatabase(t)
-	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
-	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
-	spy := pgx.Identifier{hostile}.Sanitize()
-	ctx := ctxFor(t, 3*time.Minute)
-
-	c := open(t, victimDSN) // makes public.cluster_leadership, owned by the victim
-	conn, err := pgx.Connect(ctx, hostileDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	t.Parallel()
+	r := newPlantingRoles(t)
+	spy, ctx := r.spy, ctxFor(t, 3*time.Minute)
+	c := open(t, r.victimDSN) // makes public.cluster_leadership, owned by the victim
+	conn := r.hostile(ctx, t)
 	plantGroupTables(t, conn, spy)
 
 	// A key that cannot name a partition is not hindered. One that can is
@@ -144,18 +135,11 @@ func spyCalls(t *testing.T, conn *pgx.Conn, spy string) []string {
 // tables with a trigger, and lets go: CREATE TABLE IF NOT EXISTS then
 // skips them, and JoinGroup must still fail instead of joining in them.
 func TestPlantedGroupTablesDuringJoin(t *testing.T) {
-	srv := server(t)
-	db := srv.NewDatabase(t)
-	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
-	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
-	spy := pgx.Identifier{hostile}.Sanitize()
-	ctx := ctxFor(t, 3*time.Minute)
-	c := open(t, victimDSN)
-	conn, err := pgx.Connect(ctx, hostileDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	t.Parallel()
+	r := newPlantingRoles(t)
+	spy, ctx := r.spy, ctxFor(t, 3*time.Minute)
+	c := open(t, r.victimDSN)
+	conn := r.hostile(ctx, t)
 	exec := func(s string) {
 		t.Helper()
 		if _, err := conn.Exec(ctx, s); err != nil {
@@ -181,7 +165,7 @@ BEGIN INSERT INTO ` + spy + `.calls VALUES (TG_TABLE_NAME || ' ' || TG_OP, curre
 	for {
 		var waiting bool
 		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-  AND classid = x'74656e75'::int::oid)`).Scan(&waiting); err != nil {
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND classid = x'74656e75'::int::oid)`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting {

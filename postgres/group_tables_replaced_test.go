@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -21,6 +20,7 @@ import (
 // (ErrTableShape), with none of the planted code run; a key without '/' is
 // not hindered.
 func TestGroupTablesReplacedUnderACoordinator(t *testing.T) {
+	t.Parallel()
 	r := newReplacement(t)
 	c, ctx := r.c, ctxFor(t, 3*time.Minute)
 	m, err := c.JoinGroup(ctx, "jobs", "m", time.Minute, 0) // the victim's group tables
@@ -64,6 +64,7 @@ func TestGroupTablesReplacedUnderACoordinator(t *testing.T) {
 // reads with ErrTableShape (ListForeign lists nothing of them), and none of
 // the planted code runs.
 func TestGroupTablesReplacedUnderAMember(t *testing.T) {
+	t.Parallel()
 	r := newReplacement(t)
 	c, ctx := r.c, ctxFor(t, 3*time.Minute)
 	m, err := c.JoinGroup(ctx, "jobs", "m", time.Minute, 0)
@@ -120,19 +121,15 @@ func TestGroupTablesReplacedUnderAMember(t *testing.T) {
 	}
 }
 
-// replacement is a Coordinator of a victim role, which may create tables in
-// public, and a hostile role, which may too and has a schema of its own.
+// replacement is a Coordinator of plantingRoles' victim.
 type replacement struct {
-	c                   *postgres.Coordinator
-	db, hostileDSN, spy string
+	plantingRoles
+	c *postgres.Coordinator
 }
 
 func newReplacement(t *testing.T) replacement {
-	srv := server(t)
-	db := srv.NewDatabase(t)
-	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
-	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
-	return replacement{c: open(t, victimDSN), db: db, hostileDSN: hostileDSN, spy: pgx.Identifier{hostile}.Sanitize()}
+	r := newPlantingRoles(t)
+	return replacement{plantingRoles: r, c: open(t, r.victimDSN)}
 }
 
 // replace drops the group tables as the superuser, and makes the hostile
@@ -144,11 +141,7 @@ func (r replacement) replace(t *testing.T) (*pgx.Conn, string) {
 	if _, err := newPool(t, r.db).Exec(ctx, `DROP TABLE public.cluster_leadership_members, public.cluster_leadership_partitions`); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, r.hostileDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	conn := r.hostile(ctx, t)
 	plantGroupTables(t, conn, r.spy)
 	return conn, r.spy
 }

@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -20,21 +19,14 @@ import (
 // use it: its owner's code would run as their role (whatever that role may
 // do to the application's own tables). Dial refuses it with ErrTableShape.
 func TestPlantedLeadershipTableNeverUsed(t *testing.T) {
-	srv := server(t)
-	db := srv.NewDatabase(t)
-	victimDSN, _ := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`)
-	readerDSN, _ := srv.NewRole(t, db)
-	hostileDSN, hostile := srv.NewRole(t, db, `GRANT CREATE ON SCHEMA public TO %s`, `CREATE SCHEMA %s AUTHORIZATION %s`)
-	spy := pgx.Identifier{hostile}.Sanitize()
-	ctx := ctxFor(t, 3*time.Minute)
-	conn, err := pgx.Connect(ctx, hostileDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	t.Parallel()
+	r := newPlantingRoles(t)
+	readerDSN, _ := server(t).NewRole(t, r.db)
+	spy, ctx := r.spy, ctxFor(t, 3*time.Minute)
+	conn := r.hostile(ctx, t)
 	plantLeadershipTable(t, conn, spy)
 
-	for _, who := range []struct{ name, dsn string }{{"campaigner", victimDSN}, {"reader", readerDSN}} {
+	for _, who := range []struct{ name, dsn string }{{"campaigner", r.victimDSN}, {"reader", readerDSN}} {
 		c, err := postgres.Dial(ctx, who.dsn)
 		if err == nil {
 			// Run what a campaigner and a reader run, to show what it costs.

@@ -28,6 +28,7 @@ import (
 // the clock), and after the row's deletion a claim got T again and a
 // single-key Acquire a token from the clock, a day below T.
 func TestSingleGrantTokenWithMembersTableDropped(t *testing.T) {
+	t.Parallel()
 	for _, second := range []string{"partition", "single"} {
 		t.Run(second, func(t *testing.T) {
 			dsn := newDB(t)
@@ -114,6 +115,7 @@ func nextGrant(t *testing.T, dsn, how string) uint64 {
 // is refused (ErrTableShape naming both tables) until the table is made
 // again, and a key without '/' is not hindered.
 func TestPartitionKeyRefusedWithPartitionsTableDropped(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	c := open(t, dsn)
 	ctx := ctxFor(t, time.Minute)

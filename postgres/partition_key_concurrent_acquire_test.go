@@ -25,6 +25,7 @@ import (
 // its own pool), and from two goroutines of one new Coordinator. Neither may
 // be granted it.
 func TestRetractedGrantReacquiredOverPartition(t *testing.T) {
+	t.Parallel()
 	for _, shared := range []bool{false, true} {
 		name := "two processes"
 		if shared {

@@ -24,6 +24,7 @@ import (
 // edits the key's leadership row so that it names a holder, expired; a new
 // Coordinator's Acquire of g/0 must still find the partition held.
 func TestFastPathHolderEditedByHand(t *testing.T) {
+	t.Parallel()
 	for _, edit := range []string{
 		// a leadership table restored from a backup taken while a single-key grant held g/0, before the claim
 		`UPDATE public.cluster_leadership SET holder_id = 'restored' WHERE resource = 'g/0'`,

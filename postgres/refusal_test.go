@@ -19,6 +19,7 @@ import (
 // group's Run return the refusal, matching tenure.ErrRefused with the
 // *pgconn.PgError beneath it, instead of retrying it without end.
 func TestRefusalStopsRun(t *testing.T) {
+	t.Parallel()
 	srv := server(t)
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
@@ -43,6 +44,7 @@ func TestRefusalStopsRun(t *testing.T) {
 // make Dial's error match tenure.ErrRefused; a server that does not
 // answer does not.
 func TestRefusedConnection(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	for _, tc := range []struct {
 		name string
@@ -72,6 +74,7 @@ func TestRefusedConnection(t *testing.T) {
 // beneath; serialization failures, deadlocks, a server shutting down or
 // starting, too many connections and a statement timeout do not.
 func TestRefusalClasses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		code string
 		want bool

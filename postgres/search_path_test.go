@@ -30,6 +30,7 @@ import (
 // result must be right, and no planted object may have run (each records
 // its calls in a table and a sequence, which no rollback undoes).
 func TestPlantedObjectsNeverRun(t *testing.T) {
+	t.Parallel()
 	srv := server(t)
 	db := srv.NewDatabase(t)
 	victimDSN, victim := srv.NewRole(t, db,

@@ -15,6 +15,7 @@ import (
 // member that left, or by one whose membership expired (its row still
 // there).
 func TestSingleGrantTokenAfterLeadershipRowDeleted(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		ahead  string // the row written by hand, ahead of the clock

@@ -14,6 +14,7 @@ import (
 // refused, naming the member; once the member leaves, the Elector gets
 // the key with a token above the partition's.
 func TestLeadershipTableResetUnderALivePartition(t *testing.T) {
+	t.Parallel()
 	for _, reset := range []string{"TRUNCATE", "DROP TABLE"} {
 		t.Run(reset, func(t *testing.T) {
 			dsn := newDB(t)
@@ -56,6 +57,7 @@ func TestLeadershipTableResetUnderALivePartition(t *testing.T) {
 // (re-creating them) and claims partition 0: the claim is refused, naming
 // the Elector, and its other partition is granted.
 func TestGroupTablesResetUnderALiveElector(t *testing.T) {
+	t.Parallel()
 	for name, reset := range map[string]string{
 		"truncate": "TRUNCATE " + membersTable + ", " + partitionsTable,
 		"drop":     "DROP TABLE " + membersTable + ", " + partitionsTable,
@@ -105,6 +107,7 @@ func TestGroupTablesResetUnderALiveElector(t *testing.T) {
 // lost; a member that joins afterwards gets an epoch above member#2's
 // and partition 0 with a greater token.
 func TestRestoredMembersDumpDoesNotReuseEpochs(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	c := open(t, dsn)
@@ -169,6 +172,7 @@ func TestRestoredMembersDumpDoesNotReuseEpochs(t *testing.T) {
 // lease has lapsed or is released, the key's next token is above every
 // token granted before.
 func TestRestoredLeadershipDumpUnderALivePartition(t *testing.T) {
+	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
 	elector, member := open(t, dsn), open(t, dsn)

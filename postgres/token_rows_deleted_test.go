@@ -18,6 +18,7 @@ import (
 // was deleted still meets a single-key grant of the partition's key (on the
 // key's leadership row), so no two holders overlap and tokens increase.
 func TestAcquirePartitionRaceRowDeleted(t *testing.T) {
+	t.Parallel()
 	raceAcquirePartition(t, false, `DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`,
 		`DELETE FROM public.cluster_leadership_members WHERE grp = 'g'`,
 		`DELETE FROM public.cluster_leadership_partitions WHERE grp = 'g'`)
@@ -36,6 +37,7 @@ const aheadOfClock = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint 
 // a token above the last one granted, even when that token is ahead of the
 // database clock.
 func TestTokensAboveDeletedRows(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		first, second string // "single" or "partition"
@@ -121,6 +123,7 @@ func claim(t *testing.T, c *postgres.Coordinator, m partition.Member) uint64 {
 // of it and a single-key Acquire of its key are refused (tenure.ErrRefused)
 // with an error naming the key, and the other partitions are still claimed.
 func TestPartitionTokenAtMax(t *testing.T) {
+	t.Parallel()
 	for name, row := range map[string]string{
 		"partition row":  `INSERT INTO public.cluster_leadership_partitions (grp, name, fencing_token) VALUES ('g', '0', $1)`,
 		"leadership row": `INSERT INTO public.cluster_leadership (resource, fencing_token) VALUES ('g/0', $1)`,

@@ -80,18 +80,28 @@ func startEtcd(t testing.TB, binary bool, dir string) string {
 	if binary {
 		return etcdbin.Start(t)
 	}
-	urls, err := embedded.FreeLocalURLs(2)
+	url, stop, err := startEmbeddedEtcd(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return url
+}
+
+// startEmbeddedEtcd starts an etcd member in this process with its data
+// under dir, and returns its client URL and the func that stops it.
+func startEmbeddedEtcd(dir string) (string, func(), error) {
+	urls, err := embedded.FreeLocalURLs(2)
+	if err != nil {
+		return "", nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), apiserver.DefaultReadyWithin)
 	defer cancel()
 	e, err := embedded.Start(ctx, embedded.Config{Dir: filepath.Join(dir, "etcd"), ClientURLs: urls[:1], PeerURLs: urls[1:]})
 	if err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
-	t.Cleanup(func() { e.Close() })
-	return urls[0]
+	return urls[0], func() { e.Close() }, nil
 }
 
 // Restart starts kube-apiserver again, after Kill, on the same port and

@@ -54,6 +54,7 @@ const violationsJS = `Array.from(document.querySelectorAll('#timeline g.violatio
 // the violation's mark sits at its time on its writer's lane, its title
 // explains it, and the list under the chart has the same entry.
 func TestReportViolationInChromium(t *testing.T) {
+	t.Parallel()
 	chromium := headless.Need(t)
 	rep := Analyze(&planted().History)
 	b, ctx := openReport(t, chromium, rep)
@@ -127,6 +128,7 @@ func TestReportRendersInChromium(t *testing.T) {
 // lane; clicking it brings the glossary's entry into view. The lane name
 // explains itself on hover and links to its entry.
 func TestGlossaryInChromium(t *testing.T) {
+	t.Parallel()
 	chromium := headless.Need(t)
 	b, ctx := openReport(t, chromium, Analyze(&paused().History))
 	var got struct {

@@ -14,7 +14,7 @@ import (
 // contender that restarts starts over.
 func TestFreshContenderWaits(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	const ttl = 2 * time.Second
 	const wait = ttl + ttl/100 // the drift allowance of DefaultConfig

@@ -18,7 +18,7 @@ import (
 // at the resourceVersion it was read at, and the member stays.
 func TestForeignMembershipLeases(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	c := newCoordinator(t, cs, ns)
 	leases := cs.CoordinationV1().Leases(ns)

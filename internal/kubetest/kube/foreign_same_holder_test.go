@@ -18,7 +18,7 @@ import (
 // by hand removes nothing.
 func TestAcquireBySameHolderOfForeignLease(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	c := newCoordinator(t, cs, ns)
 	key, holder, secs := "s/long", "mallory", int32(200000)

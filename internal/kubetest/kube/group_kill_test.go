@@ -17,7 +17,7 @@ import (
 // taken.
 func TestTakeoverEndsMembership(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	a, b := newCoordinator(t, cs, ns), newCoordinator(t, cs, ns)
 	const ttl = 2 * time.Second

@@ -24,7 +24,7 @@ import (
 // cores).
 func TestGroupConformance(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	partitiontest.Run(t, func(t *testing.T) partition.Coordinator {
 		c, err := kube.New(cs, ns)
@@ -56,7 +56,7 @@ func TestGroupConformance(t *testing.T) {
 // single grant holds live is not claimed over it.
 func TestSingleKeyOnGroupLease(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	member, single := newCoordinator(t, cs, ns), newCoordinator(t, cs, ns)
 	const group = "jobs"

@@ -41,7 +41,7 @@ const (
 
 func TestInteropClientGo(t *testing.T) {
 	t.Parallel()
-	s, cs := server(t)
+	s, cs := shared(t)
 	ns := newNamespace(t, cs)
 	for _, tc := range []struct {
 		name        string
@@ -292,7 +292,7 @@ func (tl *timeline) check() {
 // lease: client-go's own behaviour, logged, not judged here.)
 func TestInteropClientGoStaleRelease(t *testing.T) {
 	t.Parallel()
-	s, cs := server(t)
+	s, cs := shared(t)
 	ns := newNamespace(t, cs)
 	const name = "interop-stale-release"
 	proxy := newProxy(t, s)

@@ -14,8 +14,24 @@ import (
 	"github.com/tenure-dev/tenure/kube"
 )
 
+// srv is the test binary's shared server, set once by TestMain before any
+// test runs and read-only afterwards.
+var srv struct {
+	s   *kubetest.Server
+	err error
+}
+
+type testMain struct{ m *testing.M }
+
+func (r testMain) Run() int {
+	return kubetest.Main(r.m, func(s *kubetest.Server, err error) { srv.s, srv.err = s, err })
+}
+
+// TestMain starts one kube-apiserver that most tests share, each in a
+// namespace of its own (shared); a test that crashes its server or needs
+// RBAC starts its own (server).
 func TestMain(m *testing.M) {
-	leakcheck.VerifyTestMain(m)
+	leakcheck.VerifyTestMain(testMain{m})
 }
 
 // newNamespace creates a namespace of its own for t.
@@ -49,6 +65,14 @@ func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	t.Cleanup(cancel)
 	return c
+}
+
+// shared returns the test binary's kube-apiserver, with an admin
+// clientset; it skips (fails, in CI) t when there is none.
+func shared(t testing.TB) (*kubetest.Server, kubernetes.Interface) {
+	t.Helper()
+	s := kubetest.Need(t, srv.s, srv.err)
+	return s, s.Client(t)
 }
 
 // server starts a kube-apiserver for t and returns it with an admin

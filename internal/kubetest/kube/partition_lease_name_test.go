@@ -26,7 +26,7 @@ import (
 // member renews its membership's Lease only).
 func TestSingleKeyNamedAsPartitionLease(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	member, single := newCoordinator(t, cs, ns), newCoordinator(t, cs, ns)
 	const group = "jobs"
@@ -76,7 +76,7 @@ func TestSingleKeyNamedAsPartitionLease(t *testing.T) {
 // and no Lease is made; a key that merely ends in hex digits is not.
 func TestLookalikeKeysRefused(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	c := newCoordinator(t, cs, ns)
 	for _, key := range []string{kube.LeaseName(partition.Key("jobs", "1")), kube.LeaseName("Jobs"), "0123456789abcdef"} {
@@ -113,7 +113,7 @@ func TestLookalikeKeysRefused(t *testing.T) {
 // above the Lease's resourceVersion.
 func TestPartitionAfterForeignLookalike(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	member := newCoordinator(t, cs, ns)
 	key := partition.Key("jobs", "1")

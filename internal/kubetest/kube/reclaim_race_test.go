@@ -25,7 +25,7 @@ import (
 // as a regression test.
 func TestReclaimRace(t *testing.T) {
 	t.Parallel()
-	s, cs := server(t)
+	s, cs := shared(t)
 	for i, tc := range []struct{ b, x string }{{"b", "x"}, {"a", "a"}} {
 		t.Run("b="+tc.b+",x="+tc.x, func(t *testing.T) {
 			ns := newNamespace(t, cs)

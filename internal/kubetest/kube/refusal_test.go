@@ -16,6 +16,7 @@ import (
 // tenure.ErrRefused with the API server's Forbidden beneath it, instead of
 // retrying it without end.
 func TestRefusalStopsRun(t *testing.T) {
+	t.Parallel()
 	s, admin := server(t, kubetest.WithRBAC(), kubetest.WithUser("reader"))
 	ns := newNamespace(t, admin)
 	s.GrantLeaseReader(t, ns, "reader")

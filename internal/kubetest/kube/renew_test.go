@@ -19,7 +19,7 @@ import (
 // the duration stays the TTL.
 func TestRenewSameSecond(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	c := newCoordinator(t, cs, ns)
 	var records []string

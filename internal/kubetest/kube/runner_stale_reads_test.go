@@ -36,7 +36,7 @@ import (
 // passed when written: kept as a regression test.
 func TestRunnerStaleReads(t *testing.T) {
 	t.Parallel()
-	s, cs := server(t)
+	s, cs := shared(t)
 	ns := newNamespace(t, cs)
 	cfg := s.Config(kubetest.Admin)
 	cfg.ContentType = "application/json"

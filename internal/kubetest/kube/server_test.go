@@ -24,7 +24,7 @@ import (
 // because etcd's revisions only grow. A renewal keeps the token.
 func TestTokenAcrossDeleteAndRecreate(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	c := newCoordinator(t, cs, ns)
 	for _, key := range []string{"deleted", "Deleted/Again"} {
@@ -58,7 +58,7 @@ func TestTokenAcrossDeleteAndRecreate(t *testing.T) {
 // the client, as a fault below it.
 func TestIncomparableServer(t *testing.T) {
 	t.Parallel()
-	s, cs := server(t)
+	s, cs := shared(t)
 	ns := newNamespace(t, cs)
 	cfg := s.Config(kubetest.Admin)
 	cfg.ContentType = "application/json"
@@ -102,7 +102,7 @@ func (r rewriteVersions) RoundTrip(req *http.Request) (*http.Response, error) {
 // key is refused, never overwritten.
 func TestNameClash(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	c := newCoordinator(t, cs, ns)
 	key := "Orders/1"
@@ -130,7 +130,7 @@ func TestNameClash(t *testing.T) {
 // as client-go's ReleaseOnCancel does.
 func TestLeaseFields(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	c := newCoordinator(t, cs, ns)
 	read := func() *coordv1.Lease {

@@ -35,7 +35,7 @@ import (
 // back.
 func TestPartitionsStaleReads(t *testing.T) {
 	t.Parallel()
-	s, cs := server(t)
+	s, cs := shared(t)
 	ns := newNamespace(t, cs)
 	const group = "stale"
 	names := []string{"p0", "p1", "p2", "p3"}
@@ -202,7 +202,7 @@ func (s *staleReads) RoundTrip(req *http.Request) (*http.Response, error) {
 // admission policy would.
 func TestGrantTTLAsStored(t *testing.T) {
 	t.Parallel()
-	s, cs := server(t)
+	s, cs := shared(t)
 	ns := newNamespace(t, cs)
 	cfg := s.Config(kubetest.Admin)
 	cfg.ContentType = "application/json"
@@ -268,7 +268,7 @@ func (c capDuration) RoundTrip(req *http.Request) (*http.Response, error) {
 // version that expired; a live one is kept.
 func TestIdleMembershipDeleted(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	live, crashed := newCoordinator(t, cs, ns), newCoordinator(t, cs, ns)
 	const group = "idle"
@@ -309,7 +309,7 @@ func TestIdleMembershipDeleted(t *testing.T) {
 // resourceVersion, and so every other member's wait, stays as it was.
 func TestCheckWritesNothing(t *testing.T) {
 	t.Parallel()
-	_, cs := server(t)
+	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	c := newCoordinator(t, cs, ns)
 	m, err := c.JoinGroup(ctx(t), "quiet", "m#1", 30*time.Second, 1)

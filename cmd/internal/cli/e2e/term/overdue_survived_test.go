@@ -27,6 +27,7 @@ exit ${CODE:-0}`
 // --exit-on-loss) must exit with that code and not run it again (the
 // guard's Overdue flag is about a SIGTERM long past).
 func TestSurvivedOverdueThenExits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		code  int

@@ -176,6 +176,7 @@ func proxiedEtcd(t *testing.T) (direct, proxied []string, p *tcpproxy.Proxy) {
 // no write of the old token may be rejected (it never writes after the new
 // one did).
 func TestRecampaignHealAtOverdue(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		heal  time.Duration
@@ -225,6 +226,7 @@ func TestRecampaignHealAtOverdue(t *testing.T) {
 // and no write may be rejected. Also with a --kill-grace longer than the
 // TTL.
 func TestRecampaignTwoProcesses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		flags []string
