@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"sync"
@@ -22,7 +23,9 @@ const seedTTL = 15 * time.Second
 // the same server in the same run:
 //
 //   - ops: acquire, renew and release cycles on a key per client, at 1 and
-//     10 concurrent clients; reports ops/s (statements: three per cycle).
+//     10 concurrent clients, as tenure bench throughput runs them (see
+//     benchOps); reports each side's ops/s (statements: three per cycle),
+//     their ratio and its spread over the rounds.
 //   - handover: release by the leader → the follower holds the key; the
 //     Coordinator's follower waits on Watch (LISTEN/NOTIFY), the seed's
 //     follower re-runs the acquisition statement every 5ms; reports p50 and
@@ -30,7 +33,7 @@ const seedTTL = 15 * time.Second
 func BenchmarkPostgresCoordinator(b *testing.B) {
 	srv := pgtest.Need(b, pg.srv, pg.err)
 	dsn := srv.NewDatabase(b)
-	poolDSN := pgtest.WithParams(dsn, map[string]string{"pool_max_conns": "12"}) // room for 10 clients
+	poolDSN := pgtest.WithParams(dsn, map[string]string{"pool_max_conns": "12"})
 	ctx := b.Context()
 	c := openPostgres(b, poolDSN)
 	pool, err := pgxpool.New(ctx, poolDSN)
@@ -39,38 +42,13 @@ func BenchmarkPostgresCoordinator(b *testing.B) {
 	}
 	b.Cleanup(pool.Close)
 	seed := Seed{Pool: pool}
-	keys := []string{"handover/seed"}
-	for i := range 10 {
-		keys = append(keys, fmt.Sprintf("bench/%d", i))
-	}
-	if err := seed.Setup(ctx, keys...); err != nil {
+	if err := seed.Setup(ctx, "handover/seed"); err != nil {
 		b.Fatal(err)
 	}
 
 	for _, clients := range []int{1, 10} {
-		b.Run(fmt.Sprintf("ops/clients=%d/tenure", clients), func(b *testing.B) {
-			runClients(b, clients, func(key, holder string) error {
-				g, err := c.Acquire(ctx, key, holder, 15*time.Second)
-				if err != nil {
-					return err
-				}
-				if _, err := c.Renew(ctx, g); err != nil {
-					return err
-				}
-				return c.Release(ctx, g)
-			})
-		})
-		b.Run(fmt.Sprintf("ops/clients=%d/seed", clients), func(b *testing.B) {
-			runClients(b, clients, func(key, holder string) error {
-				token, ok, err := seed.Acquire(ctx, key, holder, seedTTL)
-				if err != nil || !ok {
-					return fmt.Errorf("seed acquire: %v, ok %v", err, ok)
-				}
-				if _, err := seed.Renew(ctx, key, holder, token, seedTTL); err != nil {
-					return err
-				}
-				return seed.Release(ctx, key, holder, token)
-			})
+		b.Run(fmt.Sprintf("ops/clients=%d", clients), func(b *testing.B) {
+			benchOps(b, Target{Postgres: dsn}, clients)
 		})
 	}
 
@@ -157,31 +135,37 @@ func BenchmarkPostgresCoordinator(b *testing.B) {
 	})
 }
 
-// runClients runs b.N cycles split over clients goroutines, each on its own
-// key, and reports statements per second.
-func runClients(b *testing.B, clients int, cycle func(key, holder string) error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	b.ResetTimer()
-	for i := range clients {
-		wg.Go(func() {
-			key, holder := fmt.Sprintf("bench/%d", i), fmt.Sprintf("client-%d", i)
-			for next.Add(1) <= int64(b.N) {
-				if err := cycle(key, holder); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
+// benchOps measures tenure's acquire/renew/release cycles beside the
+// seed's with clients clients, as tenure bench throughput does
+// (throughputRounds): in rounds of a second each, the two in turns, in the
+// reverse order every other round, for -benchtime on each side (at least
+// two rounds, an even number). It runs once, whatever b.N: a run is longer
+// than -benchtime.
+func benchOps(b *testing.B, t Target, clients int) {
+	d := 2 * time.Second
+	if f := flag.Lookup("test.benchtime"); f != nil {
+		if v, err := time.ParseDuration(f.Value.String()); err == nil {
+			d = max(v, d)
+		}
 	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
+	rounds := int(d / time.Second)
+	rounds += rounds % 2
+	tenureOps := tenureCycler("tenure", "bench/ops", t.postgresOpener(postgres.NotifyWatched))
+	seedOps := seedCycler(t, "bench/ops/seed")
+	o := ThroughputOptions{Target: t, Clients: []int{clients}, Duration: time.Duration(rounds) * time.Second, Rounds: rounds}
+	cells, err := throughputRounds(b.Context(), o, []*cycler{tenureOps, seedOps})
+	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(3*b.N)/b.Elapsed().Seconds(), "ops/s")
+	tc, sc := cells[cellKey(tenureOps, clients)], cells[cellKey(seedOps, clients)]
+	tops, sops := float64(3*tc.cycles)/tc.elapsed.Seconds(), float64(3*sc.cycles)/sc.elapsed.Seconds()
+	least, most := roundRatios(tc, sc)
+	b.ReportMetric(tops, "tenure-ops/s")
+	b.ReportMetric(sops, "seed-ops/s")
+	b.ReportMetric(ratio(tops, sops), "ratio")
+	b.ReportMetric(least, "round-ratio-min")
+	b.ReportMetric(most, "round-ratio-max")
+	b.ReportMetric(0, "ns/op")
 }
 
 // handover measures b.N handovers: lead() acquires for the leader and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +24,9 @@ type ThroughputOptions struct {
 	// Duration is how long each implementation runs at each concurrency,
 	// split over Rounds. Default 4s: short runs on a shared machine swing by ±10%.
 	Duration time.Duration
-	// Rounds is how many times the implementations take turns. Default 4.
+	// Rounds is how many times the implementations take turns, in the
+	// reverse order every other round: an even number gives each as many
+	// slices first as last. Default 4.
 	Rounds int
 }
 
@@ -81,25 +84,31 @@ func Throughput(ctx context.Context, o ThroughputOptions) (*Report, error) {
 	rep := &Report{Benchmark: "throughput", Backend: o.Backend(), Settings: map[string]any{
 		"duration_ms": ms(o.Duration), "rounds": o.Rounds, "clients": o.Clients,
 	}, Failures: []string{}}
+	peer := impls[len(impls)-1]
 	for _, n := range o.Clients {
 		for _, im := range impls {
 			c := cells[cellKey(im, n)]
 			row := Row{Impl: im.name, Case: fmt.Sprintf("clients=%d", n), OpsPerSec: float64(3*c.cycles) / c.elapsed.Seconds()}
+			if im != peer {
+				least, most := roundRatios(c, cells[cellKey(peer, n)])
+				row.Extra = map[string]float64{"round_ratio_min": least, "round_ratio_max": most}
+			}
 			rep.Rows = append(rep.Rows, row)
 		}
 	}
-	rep.compare("tenure", impls[len(impls)-1].name)
-	rep.compare("tenure-notify-all", impls[len(impls)-1].name)
+	rep.compare("tenure", peer.name)
+	rep.compare("tenure-notify-all", peer.name)
 	rep.Notes = throughputNotes(o)
 	rep.Elapsed = ms(time.Since(began))
 	return rep, nil
 }
 
 // A cell is what one implementation did with one number of clients,
-// summed over the rounds.
+// summed over the rounds, and its operations per second in each round.
 type cell struct {
 	cycles  int64
 	elapsed time.Duration
+	rounds  []float64
 }
 
 // cellKey names the cell of implementation im with n clients.
@@ -107,13 +116,19 @@ func cellKey(im *cycler, n int) string { return fmt.Sprintf("%s/%d", im.name, n)
 
 // throughputRounds runs o.Rounds rounds, each giving every implementation
 // a slice of o.Duration with each number of clients in turn, and returns
-// the cells.
+// the cells. The order of the implementations alternates from round to
+// round (A B, then B A), so that a drift in the machine's load between
+// slices weighs on each as much, over an even number of rounds.
 func throughputRounds(ctx context.Context, o ThroughputOptions, impls []*cycler) (map[string]*cell, error) {
 	cells := map[string]*cell{}
 	slice := o.Duration / time.Duration(o.Rounds)
 	for r := range o.Rounds {
+		order := slices.Clone(impls)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
 		for _, n := range o.Clients {
-			for _, im := range impls {
+			for _, im := range order {
 				cycles, el, err := throughputSlice(ctx, im, n, slice)
 				if err != nil {
 					return nil, fmt.Errorf("%s, %d clients: %w", im.name, n, err)
@@ -124,11 +139,25 @@ func throughputRounds(ctx context.Context, o ThroughputOptions, impls []*cycler)
 				}
 				cells[k].cycles += cycles
 				cells[k].elapsed += el
+				cells[k].rounds = append(cells[k].rounds, float64(3*cycles)/el.Seconds())
 			}
 			o.progress("throughput: round %d/%d, %d clients done", r+1, o.Rounds, n)
 		}
 	}
 	return cells, nil
+}
+
+// roundRatios returns the least and the greatest of the ratios of a's
+// operations per second over b's in the same round.
+func roundRatios(a, b *cell) (least, most float64) {
+	for i := range min(len(a.rounds), len(b.rounds)) {
+		r := ratio(a.rounds[i], b.rounds[i])
+		if i == 0 {
+			least, most = r, r
+		}
+		least, most = min(least, r), max(most, r)
+	}
+	return least, most
 }
 
 // throughputSlice times n clients of im cycling for slice. They connect
@@ -147,7 +176,8 @@ func throughputSlice(ctx context.Context, im *cycler, n int, slice time.Duration
 
 func throughputNotes(o ThroughputOptions) []string {
 	n := []string{
-		"ops/s: acquire, renew and release, three operations per cycle, each client cycling on a key of its own; the implementations take turns in each round",
+		"ops/s: acquire, renew and release, three operations per cycle, each client cycling on a key of its own; the implementations take turns in each round, in the reverse order every other round, and each one's operations are summed over the rounds",
+		"round_ratio_min, round_ratio_max: the least and the greatest ratio of the row's ops/s over the peer's in the same round (the spread that the machine's load gives the ratio)",
 	}
 	if o.Postgres != "" {
 		n = append(n, "notifications: tenure (postgres.NotifyWatched, the default) announces acquisitions and releases only while some coordinator watches the key (none does here); tenure-notify-all announces every one (the old behaviour)",
@@ -241,25 +271,28 @@ func throughputImpls(ctx context.Context, t Target, id string) ([]*cycler, func(
 			mutexCycler(t, "/tenure-bench/"+id+"/mutex"),
 		}, func() {}, nil
 	}
-	pgOpen := func(notify postgres.Notify) func(context.Context, int) (tenure.Coordinator, error) {
-		return func(ctx context.Context, n int) (tenure.Coordinator, error) {
-			p, err := t.pool(ctx, n+2)
-			if err != nil {
-				return nil, err
-			}
-			c, err := postgres.New(ctx, p, postgres.WithNotify(notify))
-			if err != nil {
-				p.Close()
-				return nil, err
-			}
-			return closing{c, p.Close}, nil
-		}
-	}
 	return []*cycler{
-		tenureCycler("tenure", prefix, pgOpen(postgres.NotifyWatched)),
-		tenureCycler("tenure-notify-all", prefix, pgOpen(postgres.NotifyAll)),
+		tenureCycler("tenure", prefix, t.postgresOpener(postgres.NotifyWatched)),
+		tenureCycler("tenure-notify-all", prefix, t.postgresOpener(postgres.NotifyAll)),
 		seedCycler(t, prefix+"/seed"),
 	}, func() {}, nil
+}
+
+// postgresOpener returns what opens a PostgreSQL coordinator for n
+// clients, announcing as notify says, on a pool of its own.
+func (t Target) postgresOpener(notify postgres.Notify) func(context.Context, int) (tenure.Coordinator, error) {
+	return func(ctx context.Context, n int) (tenure.Coordinator, error) {
+		p, err := t.pool(ctx, n+2)
+		if err != nil {
+			return nil, err
+		}
+		c, err := postgres.New(ctx, p, postgres.WithNotify(notify))
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		return closing{c, p.Close}, nil
+	}
 }
 
 // closing is a coordinator that also closes the pool it was made on.

@@ -232,7 +232,7 @@ the seed SQL, and tenure announcing every acquisition as it used to).`,
 	}
 	cmd.Flags().IntSliceVar(&o.Clients, "clients", []int{1, 10, 50}, "concurrent clients, each on a key of its own")
 	cmd.Flags().DurationVar(&o.Duration, "duration", 0, "time per implementation and concurrency (default 4s)")
-	cmd.Flags().IntVar(&o.Rounds, "rounds", 0, "turns the implementations take (default 4)")
+	cmd.Flags().IntVar(&o.Rounds, "rounds", 0, "turns the implementations take, in the reverse order every other turn (default 4)")
 	return cmd
 }
 
