@@ -13,15 +13,17 @@ import (
 )
 
 // TestPostgres: tenure run, status and watch with --postgres work like the
-// etcd versions.
+// etcd versions. Each case has keys of its own, and they run beside each
+// other, after "status and watch", which lists every key held.
 func TestPostgres(t *testing.T) {
 	t.Parallel()
 	coord := e2e.PostgresCoord(t)
 
 	t.Run("run", func(t *testing.T) {
+		t.Parallel()
 		var last uint64
 		for i := range 2 {
-			res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "jobs", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
+			res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "runs", "--", "sh", "-c", `printf %s "$TENURE_FENCING_TOKEN"`)...)
 			if res.Code != 0 {
 				t.Fatalf("%s: exit %d\n%s", res.Description, res.Code, res.Stderr)
 			}
@@ -33,12 +35,14 @@ func TestPostgres(t *testing.T) {
 		}
 	})
 	t.Run("TENURE_POSTGRES", func(t *testing.T) {
-		res := e2e.RunTenure(t, []string{"TENURE_POSTGRES=" + coord[1]}, "run", "--key", "jobs", "--", "true")
+		t.Parallel()
+		res := e2e.RunTenure(t, []string{"TENURE_POSTGRES=" + coord[1]}, "run", "--key", "env", "--", "true")
 		if res.Code != 0 || !strings.Contains(res.Stderr, "backend=postgres") {
 			t.Fatalf("%s with TENURE_POSTGRES: exit %d; want 0 on postgres\n%s", res.Description, res.Code, res.Stderr)
 		}
 	})
 	t.Run("mutual exclusion", func(t *testing.T) {
+		t.Parallel()
 		holder := e2e.HoldKey(t, coord, "excl", "first")
 		res := e2e.RunTenure(t, nil, append(coord, "run", "--key", "excl", "--wait-timeout", "1500ms", "--", "true")...)
 		if res.Code != cli.ExitNotReady || !strings.Contains(res.Stderr, "first") {
@@ -52,7 +56,7 @@ func TestPostgres(t *testing.T) {
 		}
 	})
 	t.Run("status and watch", func(t *testing.T) { testStatusAndWatch(t, coord) })
-	t.Run("SIGKILL failover", func(t *testing.T) { e2e.SIGKILLFailover(t, coord) })
+	t.Run("SIGKILL failover", func(t *testing.T) { t.Parallel(); e2e.SIGKILLFailover(t, coord) })
 }
 
 // TestPostgresCauseFirst: when PostgreSQL answers a connection with an

@@ -123,6 +123,7 @@ func TestBadInput(t *testing.T) {
 		{"server with arguments", nil, []string{"server", "extra"}, []string{"extra"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			args := tc.args
 			if tc.name == "malformed DSN" {
 				args = append([]string{"--postgres", "postgres://tenure:secret@[::1/db"}, args...)
