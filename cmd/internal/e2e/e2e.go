@@ -158,12 +158,18 @@ func CleanEnv() []string {
 	return env
 }
 
+// SignalExit is the exit code of a process ended by signal sig, as a shell
+// and tenure report it: 128+N (docs/exit-codes.md).
+func SignalExit(sig syscall.Signal) int { return 128 + int(sig) }
+
+// ExitCodeOf is the exit code of a finished process: SignalExit of the
+// signal that ended it, if one did.
 func ExitCodeOf(st *os.ProcessState) int {
 	if st == nil {
 		return -1
 	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+		return SignalExit(ws.Signal())
 	}
 	return st.ExitCode()
 }
