@@ -132,7 +132,11 @@ func malformedRow(holder string, token int64) bool {
 // still has r's epoch and member and is still no member's. r is a record
 // ListForeign returned; it is judged by what the statements compare, never
 // by r.Malformed, so that a record naming a live grant or member, however
-// it was made, removes nothing.
+// it was made, removes nothing. "More than a day ahead" is measured from
+// clock_timestamp(), read again when the statement waited on the row's
+// lock: a renewal it waited on, whose statement started after
+// RemoveForeign's, writes a day after a later moment than the statement's
+// start, and is a tenure grant as it stands.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	if err := tenure.ValidateKey(r.Key); err != nil {
 		return false, fmt.Errorf("postgres: remove foreign row: %w", err)
@@ -151,7 +155,7 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 	UPDATE `+c.table+` SET expires_at = '-infinity'
 	WHERE resource OPERATOR(pg_catalog.=) $1 AND COALESCE(holder_id, '') OPERATOR(pg_catalog.=) $2
 	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
-	  AND ($5 OR expires_at OPERATOR(pg_catalog.>) (CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (`+microsInterval("$6")+`)))
+	  AND ($5 OR expires_at OPERATOR(pg_catalog.>) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) (`+microsInterval("$6")+`)))
 	RETURNING resource
 )
 SELECT pg_catalog.pg_notify($4, resource)::pg_catalog.text FROM r`, r.Key, r.Holder, int64(r.Token), c.o.channel,

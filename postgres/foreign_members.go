@@ -25,9 +25,11 @@ import (
 
 // foreignMemberSQL is true for membership row m that no member wrote as
 // it stands; the holder identity of m.member is checked in Go
-// (foreignMember).
+// (foreignMember). It reads clock_timestamp(), not the statement's start:
+// a DELETE that waited on the row's lock for a renewal that started later
+// judges the renewed row (see RemoveForeign).
 var foreignMemberSQL = `(NOT pg_catalog.isfinite(m.expires_at)
-     OR m.expires_at OPERATOR(pg_catalog.>) (CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => ` + maxTTLSecs + `)))`
+     OR m.expires_at OPERATOR(pg_catalog.>) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => ` + maxTTLSecs + `)))`
 
 // maxTTLSecs is limits.MaxTTL in seconds, as SQL.
 var maxTTLSecs = fmt.Sprint(int64(limits.MaxTTL / time.Second))
