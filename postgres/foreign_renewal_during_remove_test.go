@@ -2,8 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/postgres"
 )
 
 // TestRemoveForeignWaitingOnARenewal: a grant of a day's TTL (the longest
@@ -12,9 +18,7 @@ import (
 // while the holder renews the grant, with a statement that started after
 // RemoveForeign's, so it writes an expires_at a day after a later moment
 // than RemoveForeign's start. The row is then a tenure grant as it stands
-// (less than a day left), and RemoveForeign must leave it live. The renewal is the one renewSQL makes, run by hand in the
-// transaction that holds the lock: the holder's own Renew would queue
-// behind RemoveForeign.
+// (less than a day left), and RemoveForeign must leave it live.
 func TestRemoveForeignWaitingOnARenewal(t *testing.T) {
 	t.Parallel()
 	dsn := newDB(t)
@@ -24,19 +28,67 @@ func TestRemoveForeignWaitingOnARenewal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, `UPDATE `+c.Table()+` SET expires_at = 'infinity' WHERE resource = 'p/day'`); err != nil {
+	where := `resource = 'p/day'`
+	if _, err := pool.Exec(ctx, `UPDATE `+c.Table()+` SET expires_at = 'infinity' WHERE `+where); err != nil {
 		t.Fatal(err)
 	}
 	rs, err := c.ListForeign(ctx, "p/")
 	if err != nil || len(rs) != 1 || rs[0].Token != g.Token {
 		t.Fatalf("ListForeign(p/) = %+v, %v; want p/day at token %d", rs, err, g.Token)
 	}
+	if removed, err := removeWhileRenewed(t, c, pool, c.Table(), where, rs[0]); removed || err != nil {
+		t.Errorf("RemoveForeign(%+v) waiting on its renewal = %v, %v; want false, nil: the renewed row is a live grant", rs[0], removed, err)
+	}
+	if l, held, err := c.Leader(ctx, "p/day"); err != nil || !held || l.Token != g.Token {
+		t.Errorf("Leader(p/day) after the renewal = %v, held %v, %v; want the renewed grant %v", l, held, err, g)
+	}
+}
+
+// TestRemoveForeignMembershipWaitingOnARenewal: the same for the membership
+// row of a member of a day's TTL, listed as a foreign membership record
+// while its expires_at was infinity: RemoveForeign that waited on the
+// member's renewal leaves the renewed row, and the member stays.
+func TestRemoveForeignMembershipWaitingOnARenewal(t *testing.T) {
+	t.Parallel()
+	dsn := newDB(t)
+	c, pool := open(t, dsn), newPool(t, dsn)
+	ctx := ctxFor(t, time.Minute)
+	m, err := c.JoinGroup(ctx, "g", "day#1", 24*time.Hour, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := c.Table()[:len(c.Table())-1] + `_members"`
+	where := fmt.Sprintf("epoch = %d", m.Epoch)
+	if _, err := pool.Exec(ctx, `UPDATE `+members+` SET expires_at = 'infinity' WHERE `+where); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := c.ListForeign(ctx, "g")
+	if err != nil || len(rs) != 1 || rs[0].Member != "day#1" {
+		t.Fatalf("ListForeign(g) = %+v, %v; want day#1's membership row", rs, err)
+	}
+	if removed, err := removeWhileRenewed(t, c, pool, members, where, rs[0]); removed || err != nil {
+		t.Errorf("RemoveForeign(%+v) waiting on its renewal = %v, %v; want false, nil: the renewed row is a member's", rs[0], removed, err)
+	}
+	if ms, err := c.GroupMembers(ctx, "g"); err != nil || len(ms) != 1 || ms[0].Epoch != m.Epoch {
+		t.Errorf("GroupMembers(g) after the renewal = %v, %v; want day#1 still", ms, err)
+	}
+}
+
+// removeWhileRenewed runs RemoveForeign(r) while a transaction holds the
+// lock of the row of table where selects, waits until RemoveForeign waits
+// on it, then renews the row as a renewal of a day's TTL whose statement
+// starts now writes it (expires_at a day after the statement's start; the
+// holder's own renewal would queue behind RemoveForeign), commits, and
+// returns what RemoveForeign returned.
+func removeWhileRenewed(t *testing.T, c *postgres.Coordinator, pool *pgxpool.Pool, table, where string, r tenure.ForeignRecord) (bool, error) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+c.Table()+` WHERE resource = 'p/day' FOR NO KEY UPDATE`); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+table+` WHERE `+where+` FOR NO KEY UPDATE`); err != nil {
 		t.Fatal(err)
 	}
 	type result struct {
@@ -45,27 +97,21 @@ func TestRemoveForeignWaitingOnARenewal(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		removed, err := c.RemoveForeign(ctx, rs[0])
+		removed, err := c.RemoveForeign(ctx, r)
 		done <- result{removed, err}
 	}()
 	waitUntil(t, 20*time.Second, "RemoveForeign waits on the row lock", func() bool {
 		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND query LIKE '%-infinity%'`).Scan(&n)
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND datname = current_database()`).Scan(&n)
 		return err == nil && n == 1
 	})
 	time.Sleep(10 * time.Millisecond) // the renewal's statement starts later than RemoveForeign's
-	if _, err := tx.Exec(ctx, `UPDATE `+c.Table()+` SET expires_at = statement_timestamp() + interval '24 hours'
-WHERE resource = 'p/day' AND holder_id = $1 AND fencing_token = $2`, g.Holder, int64(g.Token)); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE `+table+` SET expires_at = statement_timestamp() + interval '24 hours' WHERE `+where); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := <-done
-	if r.removed || r.err != nil {
-		t.Errorf("RemoveForeign(%v) waiting on its renewal = %v, %v; want false, nil: the renewed row is a live grant", g, r.removed, r.err)
-	}
-	if l, held, err := c.Leader(ctx, "p/day"); err != nil || !held || l.Token != g.Token {
-		t.Errorf("Leader(p/day) after the renewal = %v, held %v, %v; want the renewed grant %v", l, held, err, g)
-	}
+	res := <-done
+	return res.removed, res.err
 }
