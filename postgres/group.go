@@ -113,7 +113,8 @@ func (c *Coordinator) beginGroup(ctx context.Context, op string, m partition.Mem
 // RenewMember extends m's lease, and so all its partitions, with one UPDATE
 // of its row, after a look at the group tables' owner (group tables
 // another role made again are refused as lost). A row that expired or is gone is reported with an error
-// wrapping tenure.ErrLost and never revived: as a single key's renewal, it
+// wrapping tenure.ErrLost and never revived, and so is one no longer of
+// m's group, ID and epoch (a row edited by hand): as a single key's renewal, it
 // extends from the statement's start but tests liveness again, against
 // clock_timestamp(), once it holds the row's lock, so a renewal that waited
 // on a lock past the lease's end finds it ended instead of reviving it after
@@ -128,14 +129,15 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 	sent := tenure.Now()
 	err = c.pool.QueryRow(ctx, `WITH locked AS MATERIALIZED (
 	SELECT epoch, expires_at FROM `+t.members+`
-	WHERE epoch OPERATOR(pg_catalog.=) $1 AND member OPERATOR(pg_catalog.=) $2 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
+	WHERE epoch OPERATOR(pg_catalog.=) $1 AND member OPERATOR(pg_catalog.=) $2 AND grp OPERATOR(pg_catalog.=) $3
+	  AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
 	FOR NO KEY UPDATE
 )
 UPDATE `+t.members+` AS m
 SET expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (`+microsInterval("ttl_us")+`)
 FROM locked AS k
 WHERE m.epoch OPERATOR(pg_catalog.=) k.epoch AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
-RETURNING ttl_us`, int64(m.Epoch), m.ID).Scan(&us)
+RETURNING ttl_us`, int64(m.Epoch), m.ID, m.Group).Scan(&us)
 	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
 		return partition.Member{}, fmt.Errorf("%s: %w: membership expired or left", op, tenure.ErrLost)
 	}
