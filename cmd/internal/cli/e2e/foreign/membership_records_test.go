@@ -28,10 +28,10 @@ func watchEvents(t *testing.T, w *e2e.Proc) []cli.WatchLine {
 	return out
 }
 
-// hasEvent reports whether evs hold event for member of group.
-func hasEvent(evs []cli.WatchLine, group, event, member string) bool {
+// hasEvent reports whether evs hold event for member of group fm.
+func hasEvent(evs []cli.WatchLine, event, member string) bool {
 	for _, ev := range evs {
-		if ev.Event == event && ev.Key == group && ev.Member == member {
+		if ev.Event == event && ev.Key == "fm" && ev.Member == member {
 			return true
 		}
 	}
@@ -77,8 +77,8 @@ func TestForeignMembershipRecordsEtcd(t *testing.T) {
 
 	byKey := e2e.StartProc(t, "watch-key", nil, append(coord, "watch", "--key", "fm", "--json")...)
 	byPrefix := e2e.StartProc(t, "watch-prefix", nil, append(coord, "watch", "--prefix", "f", "--json")...)
-	e2e.WaitFor(t, 10*time.Second, "watch --prefix to show the record", func() bool { return hasEvent(watchEvents(t, byPrefix), "fm", "foreign_member", ghost) })
-	e2e.WaitFor(t, 10*time.Second, "watch --key to show the record", func() bool { return hasEvent(watchEvents(t, byKey), "fm", "foreign_member", ghost) })
+	e2e.WaitFor(t, 10*time.Second, "watch --prefix to show the record", func() bool { return hasEvent(watchEvents(t, byPrefix), "foreign_member", ghost) })
+	e2e.WaitFor(t, 10*time.Second, "watch --key to show the record", func() bool { return hasEvent(watchEvents(t, byKey), "foreign_member", ghost) })
 
 	res = e2e.RunTenure(t, nil, append(coord, "release", "--key", "fm", "--force")...)
 	if res.Code != 0 || !strings.Contains(res.Stdout, "no leader, nothing released") || !strings.Contains(res.Stderr, "--member ID --force") {
@@ -94,8 +94,8 @@ func TestForeignMembershipRecordsEtcd(t *testing.T) {
 		t.Fatalf("release --key fm --member %s --force --json: exit %d, %q (%v); want released with token %d\n%s", ghost, res.Code, res.Stdout, err, token, res.Stderr)
 	}
 
-	e2e.WaitFor(t, 10*time.Second, "watch --prefix to say the record is gone", func() bool { return hasEvent(watchEvents(t, byPrefix), "fm", "foreign_member_gone", ghost) })
-	e2e.WaitFor(t, 10*time.Second, "watch --key to say the record is gone", func() bool { return hasEvent(watchEvents(t, byKey), "fm", "foreign_member_gone", ghost) })
+	e2e.WaitFor(t, 10*time.Second, "watch --prefix to say the record is gone", func() bool { return hasEvent(watchEvents(t, byPrefix), "foreign_member_gone", ghost) })
+	e2e.WaitFor(t, 10*time.Second, "watch --key to say the record is gone", func() bool { return hasEvent(watchEvents(t, byKey), "foreign_member_gone", ghost) })
 	for _, w := range []*e2e.Proc{byKey, byPrefix} {
 		w.Signal(t, syscall.SIGINT)
 		w.Wait(t, 5*time.Second)
