@@ -62,9 +62,9 @@ Every JSON line also carries "coordinator" (as "etcd at http://…").
 ttl_ms is the lease granted. Under --prefix, and on PostgreSQL and
 Kubernetes (whose records keep when a lease ends, not its TTL), lines carry
 ttl_left_ms (the time left on the lease, as status shows it) instead; under --prefix the coordinator
-events carry "prefix" instead of "key". A membership record
-that no member wrote of group --key, or of a group under --prefix, which
-status lists, is printed as event foreign_member when it appears, with
+events carry "prefix" instead of "key". Under --prefix, a membership
+record that no member wrote of a group under the prefix, which status
+lists, is printed as event foreign_member when it appears, with
 "member", and foreign_member_gone when it is gone.`,
 		Example: `  tenure watch --key jobs
   tenure watch --prefix orders/ --json | jq .holder`,
@@ -93,7 +93,7 @@ func (f *watchFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		fmt.Fprintf(p.w, "coordinator: %s\n", p.coordinator)
 	}
 	if byKey {
-		return watchKey(cmd.Context(), c, f.key, p, log, g.coord.backend() == "etcd")
+		return watchKey(cmd.Context(), c, f.key, p, log)
 	}
 	lister, ok := c, true
 	if !ok {
@@ -113,18 +113,18 @@ const (
 // watchKey reports key's leadership to p on every change until ctx ends:
 // through the coordinator's watch when it has one (re-opened when it
 // breaks), and through a lookup every watchProbeEvery that also finds the
-// coordinator unreachable and reachable again. It reports the membership
-// records of group key that no member wrote too (see memberFeed): when
-// everyWrite, at each write under the group's memberships, else at each
-// lookup.
-func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPrinter, log *slog.Logger, everyWrite bool) error {
+// coordinator unreachable and reachable again.
+func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPrinter, log *slog.Logger) error {
 	st := &watchState{p: p, scope: watchScope{key: key, left: readsTimeLeft(c)}}
 	events := make(chan tenure.LeaderEvent)
 	streamDone := make(chan struct{})
 	sctx, stop := context.WithCancel(ctx)
 	defer func() { stop(); <-streamDone }()
-	go func() { defer close(streamDone); streamLeader(sctx, c, key, events, log) }()
-	feed := memberFeed{c: c, group: key, everyWrite: everyWrite}
+	if w, ok := c, true; ok {
+		go func() { defer close(streamDone); streamLeader(sctx, w, key, events, log) }()
+	} else {
+		close(streamDone)
+	}
 	tick := time.NewTimer(0)
 	defer tick.Stop()
 	for {
@@ -138,19 +138,12 @@ func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPri
 			if err := st.leader(asRecorded(ctx, c, ev)); err != nil {
 				return err
 			}
-		case _, open := <-feed.changes:
-			if err := feed.changed(ctx, st, open); err != nil {
-				return err
-			}
 		case <-tick.C:
 			ev, err := probeKey(ctx, c, key)
 			if ctx.Err() != nil {
 				return nil
 			}
 			if err := st.probed(err, ev); err != nil {
-				return err
-			}
-			if err := feed.probed(sctx, st); err != nil {
 				return err
 			}
 			tick.Reset(watchProbeEvery)

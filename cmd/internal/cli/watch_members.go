@@ -1,72 +1,10 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-
-	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/tenure-dev/tenure"
 )
-
-// A memberFeed reads, for watch --key, the membership records of group
-// that no member wrote (see tenure.ForeignRecord.Member). When everyWrite
-// (etcd, whose WatchMembers fires at every write under the group's
-// memberships, one made by hand too), it reads them each time that watch
-// fires, so that the group's partition keys, which ListForeign reads with
-// them, are not read every second; else (PostgreSQL notifies only joins
-// and leaves, Kubernetes has no membership watch) at each lookup.
-type memberFeed struct {
-	c          tenure.Coordinator
-	group      string
-	everyWrite bool
-	changes    <-chan struct{} // nil until the watch is open
-	stale      bool            // the last read failed: read again at the next lookup
-}
-
-// probed is called at each lookup of the key: it reads the records, or
-// opens the watch that says when to (which fires at once).
-func (f *memberFeed) probed(ctx context.Context, st *watchState) error {
-	if !f.everyWrite || f.stale {
-		return f.read(ctx, st)
-	}
-	if f.changes != nil {
-		return nil
-	}
-	w, ok := f.c.(partition.MembersWatcher)
-	if !ok {
-		f.everyWrite = false
-		return f.read(ctx, st)
-	}
-	ch, err := w.WatchMembers(ctx, f.group)
-	if err != nil {
-		return f.read(ctx, st) // and try the watch again at the next lookup
-	}
-	f.changes = ch
-	return nil
-}
-
-// changed is called when the watch fires, or when it is closed (open is
-// false): it is opened again at the next lookup.
-func (f *memberFeed) changed(ctx context.Context, st *watchState, open bool) error {
-	if !open {
-		f.changes = nil
-		return nil
-	}
-	return f.read(ctx, st)
-}
-
-// read prints the membership records of the group that appeared or are
-// gone since the last read.
-func (f *memberFeed) read(ctx context.Context, st *watchState) error {
-	ctx, cancel := context.WithTimeout(ctx, watchProbeTimeout)
-	defer cancel()
-	rs, err := foreignUnder(ctx, f.c, f.group)
-	if f.stale = err != nil; f.stale {
-		return nil // the lookup says when the coordinator is unreachable
-	}
-	return st.memberRecords(foreignMembersOf(rs, f.group))
-}
 
 // A memberRecordID names a membership record that watch has shown.
 type memberRecordID struct {
