@@ -95,11 +95,7 @@ func (f *watchFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if byKey {
 		return watchKey(cmd.Context(), c, f.key, p, log)
 	}
-	lister, ok := c, true
-	if !ok {
-		return fmt.Errorf("--prefix: the %s coordinator cannot list keys", g.coord.backend())
-	}
-	return watchPrefix(cmd.Context(), lister, f.prefix, p)
+	return watchPrefix(cmd.Context(), c, f.prefix, p)
 }
 
 // How often watch asks the coordinator who leads, and how long it waits
@@ -120,11 +116,7 @@ func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPri
 	streamDone := make(chan struct{})
 	sctx, stop := context.WithCancel(ctx)
 	defer func() { stop(); <-streamDone }()
-	if w, ok := c, true; ok {
-		go func() { defer close(streamDone); streamLeader(sctx, w, key, events, log) }()
-	} else {
-		close(streamDone)
-	}
+	go func() { defer close(streamDone); streamLeader(sctx, c, key, events, log) }()
 	tick := time.NewTimer(0)
 	defer tick.Stop()
 	for {
