@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // The packages whose build inputs decide the tenure binary BuildTenure
@@ -56,7 +57,8 @@ const listInputs = `{{if not .Standard}}{{$d := .Dir}}` +
 // of this source tree, built once into a cache directory that every test
 // process shares: the first to need it builds it while the others wait on
 // a file lock, then all reuse it. The directory is named by BuildKey, so
-// a change to anything the build reads builds a new binary.
+// a change to anything the build reads builds a new binary; a build
+// removes the cached binaries unused for cacheUnused.
 func SharedTenure() (string, error) {
 	key, err := BuildKey(buildFlags(), nil)
 	if err != nil {
@@ -76,9 +78,11 @@ func SharedTenure() (string, error) {
 	}
 	defer unlock()
 	bin := filepath.Join(dir, "tenure")
-	if _, err := os.Stat(bin); err == nil {
+	now := time.Now()
+	if err := os.Chtimes(bin, now, now); err == nil { // in use: not pruned
 		return bin, nil
 	}
+	prune(root, dir, cacheUnused)
 	tmp, err := os.MkdirTemp(dir, "build-")
 	if err != nil {
 		return "", err
@@ -91,6 +95,34 @@ func SharedTenure() (string, error) {
 	// Renamed into place only once complete: a process that finds bin
 	// (even one that takes no lock) finds the whole binary.
 	return bin, os.Rename(out, bin)
+}
+
+// cacheUnused is how long a cached binary stays unused before a build of
+// another removes it.
+const cacheUnused = 3 * 24 * time.Hour
+
+// prune removes the cached builds in root other than keep that have not
+// been used (their binary's or, with none, their directory's modification
+// time) for unused, and are not locked by a process building or finding
+// them.
+func prune(root, keep string, unused time.Duration) {
+	dirs, _ := filepath.Glob(filepath.Join(root, "tenure-e2e-*"))
+	for _, dir := range dirs {
+		fi, err := os.Stat(filepath.Join(dir, "tenure"))
+		if err != nil {
+			fi, err = os.Stat(dir)
+		}
+		if dir == keep || err != nil || time.Since(fi.ModTime()) < unused {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, "lock"))
+		if err == nil && syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.RemoveAll(dir)
+		}
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // lockFile takes an exclusive lock on path (created if need be), waiting
