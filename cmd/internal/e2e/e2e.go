@@ -1,6 +1,7 @@
 // Package e2e is what the end-to-end tests of the tenure command share:
-// Main (the TestMain that builds the tenure binary once per test package
-// and makes the test binary a helper command when tenure runs it), tenure
+// Main (the TestMain that builds the tenure binary, once for all the test
+// packages (SharedTenure), and makes the test binary a helper command when
+// tenure runs it), tenure
 // processes (StartProc, RunTenure, StartServer, StartSupervised), the
 // fenced resource their commands write to (StartResource) and waits with
 // honest bounds (Slack).
@@ -30,7 +31,7 @@ import (
 )
 
 // TTL is the lease of the end-to-end tests: they run the tenure binary
-// (built once per test package by Main) against "tenure server"
+// (built by Main) against "tenure server"
 // processes, with real time.
 const TTL = 2 * time.Second
 

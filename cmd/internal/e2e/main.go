@@ -39,24 +39,19 @@ func Main(m *testing.M, more ...func(mode string) (code int, ok bool)) int {
 	return BuildThen(m)
 }
 
-// BuildThen builds the tenure binary, runs the tests with a goroutine-leak
-// check, and removes the binary.
+// BuildThen builds the tenure binary, or finds it already built by another
+// test process (SharedTenure), and runs the tests with a goroutine-leak
+// check.
 func BuildThen(m *testing.M) int {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "tenure-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	TenureBin = filepath.Join(dir, "tenure")
 	began := time.Now()
-	if err := BuildTenure(TenureBin, true); err != nil {
+	var err error
+	if TenureBin, err = SharedTenure(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	if testing.Verbose() {
-		fmt.Fprintf(os.Stderr, "built %s in %s\n", TenureBin, time.Since(began).Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "built or found %s in %s\n", TenureBin, time.Since(began).Round(time.Millisecond))
 	}
 	if SelfBin, err = os.Executable(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -64,8 +59,8 @@ func BuildThen(m *testing.M) int {
 	}
 	code := pgtest.Main(m, func(s *pgtest.Server, err error) { PgServer, PgErr = s, err })
 	if code == 0 {
-		// As goleak.VerifyTestMain, which would exit before the binary is
-		// removed.
+		// As goleak.VerifyTestMain, once pgtest.Main has stopped its
+		// server.
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
 			code = 1
@@ -80,10 +75,7 @@ func BuildThen(m *testing.M) int {
 // otherwise (even when go generate has left a program in the source tree).
 // With the race detector on, both tenure and its guard run under it.
 func BuildTenure(out string, guarded bool) error {
-	var flags []string
-	if RaceEnabled {
-		flags = append(flags, "-race") // the signal and child-process code runs under the race detector too
-	}
+	flags := buildFlags()
 	args := append([]string{"build", "-o", out}, flags...)
 	overlay, err := guardtest.Absent(filepath.Dir(out))
 	if guarded {
