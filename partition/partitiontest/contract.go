@@ -70,6 +70,7 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("LongNames", s.longNames)
 	t.Run("LiveNotForeign", s.liveNotForeign)
 	t.Run("RemoveForeignSparesLive", s.removeForeignSparesLive)
+	t.Run("ElectorAndGroupOfOneProcess", s.electorAndGroupOfOneProcess)
 	if o.free != nil {
 		t.Run("FreedByHand", s.freedByHand)
 	}
