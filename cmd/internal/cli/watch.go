@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"strconv"
 	"time"
 
-	"github.com/tenure-dev/tenure/internal/display"
 	"github.com/tenure-dev/tenure/kube"
 	"github.com/tenure-dev/tenure/postgres"
 
@@ -62,9 +59,9 @@ Every JSON line also carries "coordinator" (as "etcd at http://…").
 ttl_ms is the lease granted. Under --prefix, and on PostgreSQL and
 Kubernetes (whose records keep when a lease ends, not its TTL), lines carry
 ttl_left_ms (the time left on the lease, as status shows it) instead; under --prefix the coordinator
-events carry "prefix" instead of "key". Under --prefix, a membership
-record that no member wrote of a group under the prefix, which status
-lists, is printed as event foreign_member when it appears, with
+events carry "prefix" instead of "key". A membership record
+that no member wrote of group --key, or of a group under --prefix, which
+status lists, is printed as event foreign_member when it appears, with
 "member", and foreign_member_gone when it is gone.`,
 		Example: `  tenure watch --key jobs
   tenure watch --prefix orders/ --json | jq .holder`,
@@ -109,17 +106,22 @@ const (
 // watchKey reports key's leadership to p on every change until ctx ends:
 // through the coordinator's watch when it has one (re-opened when it
 // breaks), and through a lookup every watchProbeEvery that also finds the
-// coordinator unreachable and reachable again.
+// coordinator unreachable and reachable again. It reports the membership
+// records of group key that no member wrote too, as a memberFeed reads
+// them: nothing the loop does waits for that read.
 func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPrinter, log *slog.Logger) error {
 	st := &watchState{p: p, scope: watchScope{key: key, left: readsTimeLeft(c)}}
 	events := make(chan tenure.LeaderEvent)
 	streamDone := make(chan struct{})
 	sctx, stop := context.WithCancel(ctx)
-	defer func() { stop(); <-streamDone }()
+	feed := newMemberFeed(c, key)
+	defer func() { stop(); <-streamDone; <-feed.done }()
 	go func() { defer close(streamDone); streamLeader(sctx, c, key, events, log) }()
+	go feed.run(sctx)
 	tick := time.NewTimer(0)
 	defer tick.Stop()
 	for {
+		wasDown := !st.since.IsZero()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -130,6 +132,13 @@ func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPri
 			if err := st.leader(asRecorded(ctx, c, ev)); err != nil {
 				return err
 			}
+		case rs := <-feed.reads:
+			if wasDown {
+				break // read before the outage: read again once reachable
+			}
+			if err := st.memberRecords(rs); err != nil {
+				return err
+			}
 		case <-tick.C:
 			ev, err := probeKey(ctx, c, key)
 			if ctx.Err() != nil {
@@ -138,7 +147,11 @@ func watchKey(ctx context.Context, c tenure.Coordinator, key string, p *watchPri
 			if err := st.probed(err, ev); err != nil {
 				return err
 			}
+			ask(feed.lookup)
 			tick.Reset(watchProbeEvery)
+		}
+		if wasDown && st.since.IsZero() {
+			ask(feed.resync) // up forgot the records shown
 		}
 	}
 }
@@ -369,32 +382,6 @@ func (s *watchState) listed(known map[string]tenure.Grant, gs []tenure.Grant, rs
 	return s.memberRecords(rs)
 }
 
-// WatchLine is one line of watch output (tenure watch --json).
-type WatchLine struct {
-	Time      string  `json:"time"`
-	Event     string  `json:"event"`
-	Key       string  `json:"key,omitempty"`
-	Prefix    *string `json:"prefix,omitempty"`
-	Held      *bool   `json:"held,omitempty"`
-	Holder    string  `json:"holder,omitempty"`
-	Instance  string  `json:"instance,omitempty"`
-	Token     uint64  `json:"token,omitempty"`
-	TTLMS     *int64  `json:"ttl_ms,omitempty"`
-	TTLLeftMS *int64  `json:"ttl_left_ms,omitempty"`
-	Error     string  `json:"error,omitempty"`
-	DownMS    *int64  `json:"down_ms,omitempty"`
-	// Record and Reason are as in status: a record tenure did not write
-	// holds the key, or, on foreign_member lines, is a membership record
-	// of group Key.
-	Record string `json:"record,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// Member names the member of a membership record that no member wrote
-	// (events foreign_member and foreign_member_gone).
-	Member string `json:"member,omitempty"`
-	// Coordinator names the coordinator watched: "etcd at URL".
-	Coordinator string `json:"coordinator,omitempty"`
-}
-
 // readsTimeLeft reports whether c's leadership reads carry the time left
 // on a lease rather than the TTL granted: a PostgreSQL row keeps when the
 // lease ends, and a Kubernetes Lease's time left is counted from its renew
@@ -405,80 +392,4 @@ func readsTimeLeft(c tenure.Coordinator) bool {
 		return true
 	}
 	return false
-}
-
-// leaderLine describes a leadership event; left says the grant's TTL is the
-// time left on its lease (a listing), not the TTL granted.
-func leaderLine(rec recorded, left bool) WatchLine {
-	ev := rec.LeaderEvent
-	held := ev.Held
-	l := WatchLine{Event: "no_leader", Key: ev.Key, Held: &held}
-	if ev.Held {
-		ms := ev.Grant.TTL.Milliseconds()
-		l.Event, l.Token = "leader", ev.Grant.Token
-		l.Holder, l.Instance = display.SplitIdentity(ev.Grant.Holder)
-		if rec.foreign != nil {
-			l.Record, l.Reason = recordKind(*rec.foreign), rec.foreign.Reason
-			if rec.foreign.TTL >= 0 {
-				l.TTLLeftMS = &ms
-			}
-			return l
-		}
-		if left {
-			l.TTLLeftMS = &ms
-		} else {
-			l.TTLMS = &ms
-		}
-	}
-	return l
-}
-
-const watchTimeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-// watchPrinter writes watch lines as text or JSON.
-type watchPrinter struct {
-	w           io.Writer
-	asJSON      bool
-	enc         *json.Encoder
-	coordinator string // put on every JSON line
-}
-
-func (p *watchPrinter) print(l WatchLine) error {
-	l.Time = time.Now().Format(watchTimeFormat)
-	if p.asJSON {
-		l.Coordinator = p.coordinator
-		return p.enc.Encode(l)
-	}
-	what := l.Key
-	if l.Prefix != nil {
-		what = fmt.Sprintf("prefix %q", *l.Prefix)
-	}
-	var detail string
-	switch l.Event {
-	case "leader":
-		ttl := "ttl"
-		ms := l.TTLMS
-		if ms == nil {
-			ttl, ms = "ttl left", l.TTLLeftMS
-		}
-		lease := "never ends"
-		if ms != nil {
-			lease = fmt.Sprintf("%s %s", ttl, roundTTL(time.Duration(*ms)*time.Millisecond))
-		}
-		detail = fmt.Sprintf("holder %s  token %d  %s", holderText(l.Holder, l.Instance), l.Token, lease)
-		if l.Record != "" {
-			detail = fmt.Sprintf("holder %s  token %d  %s  %s record (%s): free it with tenure release --force --key %s",
-				holderText(strconv.Quote(l.Holder), l.Instance), l.Token, lease, l.Record, l.Reason, l.Key)
-		}
-	case "no_leader":
-		detail = "no leader"
-	case "unreachable":
-		detail = "coordinator unreachable: " + l.Error
-	case "reachable":
-		detail = fmt.Sprintf("coordinator reachable again after %s", roundTTL(time.Duration(*l.DownMS)*time.Millisecond))
-	case "foreign_member", "foreign_member_gone":
-		detail = memberText(l)
-	}
-	_, err := fmt.Fprintf(p.w, "%s  %s  %s\n", l.Time, what, detail)
-	return err
 }

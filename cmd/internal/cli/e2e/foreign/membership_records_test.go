@@ -28,10 +28,10 @@ func watchEvents(t *testing.T, w *e2e.Proc) []cli.WatchLine {
 	return out
 }
 
-// hasEvent reports whether evs hold event for member of group fm.
-func hasEvent(evs []cli.WatchLine, event, member string) bool {
+// hasEvent reports whether evs hold event for member of group.
+func hasEvent(evs []cli.WatchLine, group, event, member string) bool {
 	for _, ev := range evs {
-		if ev.Event == event && ev.Key == "fm" && ev.Member == member {
+		if ev.Event == event && ev.Key == group && ev.Member == member {
 			return true
 		}
 	}
@@ -42,9 +42,9 @@ func hasEvent(evs []cli.WatchLine, event, member string) bool {
 // without a lease (as etcdctl put makes it), with no live member, is a
 // foreign membership record, never the group key's holder: status --key
 // fm says "no leader" (exit 4 with --exit-code) and lists the record after
-// it with "member", the reason and the remedy; watch --prefix prints
-// foreign_member, then foreign_member_gone once it is removed, and neither
-// watch --prefix nor watch --key a leader event;
+// it with "member", the reason and the remedy; watch --prefix and watch
+// --key fm print foreign_member, then foreign_member_gone once it is
+// removed, and neither prints a leader event;
 // release --force without --member leaves it (and says how to remove it),
 // --member without --force refuses with the command, and --member --force
 // removes it.
@@ -77,8 +77,8 @@ func TestForeignMembershipRecordsEtcd(t *testing.T) {
 
 	byKey := e2e.StartProc(t, "watch-key", nil, append(coord, "watch", "--key", "fm", "--json")...)
 	byPrefix := e2e.StartProc(t, "watch-prefix", nil, append(coord, "watch", "--prefix", "f", "--json")...)
-	e2e.WaitFor(t, 10*time.Second, "watch --prefix to show the record", func() bool { return hasEvent(watchEvents(t, byPrefix), "foreign_member", ghost) })
-	e2e.WaitFor(t, 10*time.Second, "watch --key to show fm", func() bool { return len(watchEvents(t, byKey)) > 0 })
+	e2e.WaitFor(t, 10*time.Second, "watch --prefix to show the record", func() bool { return hasEvent(watchEvents(t, byPrefix), "fm", "foreign_member", ghost) })
+	e2e.WaitFor(t, 10*time.Second, "watch --key to show the record", func() bool { return hasEvent(watchEvents(t, byKey), "fm", "foreign_member", ghost) })
 
 	res = e2e.RunTenure(t, nil, append(coord, "release", "--key", "fm", "--force")...)
 	if res.Code != 0 || !strings.Contains(res.Stdout, "no leader, nothing released") || !strings.Contains(res.Stderr, "--member ID --force") {
@@ -94,7 +94,8 @@ func TestForeignMembershipRecordsEtcd(t *testing.T) {
 		t.Fatalf("release --key fm --member %s --force --json: exit %d, %q (%v); want released with token %d\n%s", ghost, res.Code, res.Stdout, err, token, res.Stderr)
 	}
 
-	e2e.WaitFor(t, 10*time.Second, "watch --prefix to say the record is gone", func() bool { return hasEvent(watchEvents(t, byPrefix), "foreign_member_gone", ghost) })
+	e2e.WaitFor(t, 10*time.Second, "watch --prefix to say the record is gone", func() bool { return hasEvent(watchEvents(t, byPrefix), "fm", "foreign_member_gone", ghost) })
+	e2e.WaitFor(t, 10*time.Second, "watch --key to say the record is gone", func() bool { return hasEvent(watchEvents(t, byKey), "fm", "foreign_member_gone", ghost) })
 	for _, w := range []*e2e.Proc{byKey, byPrefix} {
 		w.Signal(t, syscall.SIGINT)
 		w.Wait(t, 5*time.Second)

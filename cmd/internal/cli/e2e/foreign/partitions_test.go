@@ -51,6 +51,7 @@ type foreignMember struct {
 // tenure run shows only with debug logging: see TestStrangerLogsOnce.)
 // The membership records strays, planted already or by parts, must be
 // no members: status lists them apart from the members, with the remedy,
+// watch --key fg prints each as foreign_member, then foreign_member_gone,
 // and release --force --member removes each (or the release of the
 // partition it owns).
 func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartition, strays []foreignMember) {
@@ -58,6 +59,7 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 	for _, p := range parts {
 		tokens[p.key] = p.plant(t)
 	}
+	watch := e2e.StartProc(t, "watch-key", nil, append(append([]string{}, coord...), "watch", "--key", "fg", "--json")...)
 	var members []*e2e.Proc
 	for _, h := range []string{"a", "b"} {
 		members = append(members, e2e.StartProc(t, h, nil, append(append([]string{}, coord...), "run", "--key", "fg", "--partitions", "5",
@@ -100,6 +102,11 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 		t.Errorf("status --partitions members = %+v; want a and b only", st.Members)
 	}
 	checkStrayStatus(t, st, strays)
+	for _, m := range strays {
+		e2e.WaitFor(t, 10*time.Second, "watch --key fg to show "+m.member+"'s membership record", func() bool {
+			return hasEvent(watchEvents(t, watch), "fg", "foreign_member", m.member)
+		})
+	}
 	res := e2e.RunTenure(t, nil, append(append([]string{}, coord...), "status", "--key", "fg", "--partitions", "5")...)
 	for _, p := range parts {
 		if !strings.Contains(res.Stdout, p.kind+" record") || !strings.Contains(res.Stdout, "tenure release --force --key "+p.key) {
@@ -151,6 +158,11 @@ func checkForeignPartitions(t *testing.T, coord []string, parts []foreignPartiti
 	})
 	if len(st.ForeignMembers) != 0 {
 		t.Errorf("status --partitions after release --member: foreign_members = %+v; want none", st.ForeignMembers)
+	}
+	for _, m := range strays {
+		e2e.WaitFor(t, 10*time.Second, "watch --key fg to say "+m.member+"'s membership record is gone", func() bool {
+			return hasEvent(watchEvents(t, watch), "fg", "foreign_member_gone", m.member)
+		})
 	}
 	for _, r := range st.Partitions {
 		if tok, ok := tokens[r.Key]; ok && (r.Record != "" || r.Token <= tok) {
