@@ -229,7 +229,9 @@ func (c *Coordinator) beginObserve(ctx context.Context, op, group string) (group
 }
 
 // GroupPartitions returns the live grants on group's partitions with one
-// query, each with the time left on its owner's lease, after a look at the
+// query, each with the time left on its owner's lease (a partition whose
+// owner_epoch names a membership row of another group is left out: see
+// foreignPartitions), after a look at the
 // group tables' owner (another role's are refused with ErrTableShape).
 func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("postgres: partitions of %q", group)
@@ -239,7 +241,7 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 	}
 	rows, err := c.pool.Query(ctx, `SELECT p.name, m.member, p.fencing_token, pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
 FROM `+t.partitions+` p JOIN `+t.members+` m ON m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
-WHERE p.grp OPERATOR(pg_catalog.=) $1 AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, group)
+WHERE p.grp OPERATOR(pg_catalog.=) $1 AND m.grp OPERATOR(pg_catalog.=) $1 AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, group)
 	if isUndefinedTable(err) {
 		return nil, nil
 	}
