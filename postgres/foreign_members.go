@@ -17,8 +17,9 @@ import (
 )
 
 // A membership row that no member wrote as it stands (an expires_at of
-// infinity or more than a day ahead, which no renewal writes, or a member
-// that is not a holder identity) is no member: GroupMembers and
+// infinity or more than a day ahead, which no renewal writes, a member
+// that is not a holder identity, or a grp other than the group its member
+// joined: see movedSQL) is no member: GroupMembers and
 // GroupPartitions leave it and its partitions out. It never expires by
 // itself, and claims do not take the partitions it owns, so ListForeign
 // lists each such partition as a foreign record, and RemoveForeign of one
@@ -38,7 +39,18 @@ import (
 // a DELETE that waited on the row's lock for a renewal that started later
 // judges the renewed row (see RemoveForeign).
 var foreignMemberSQL = `(NOT pg_catalog.isfinite(m.expires_at)
-     OR m.expires_at OPERATOR(pg_catalog.>) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => ` + maxTTLSecs + `)))`
+     OR m.expires_at OPERATOR(pg_catalog.>) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => ` + maxTTLSecs + `))
+     OR ` + movedSQL + `)`
+
+// movedSQL is true for membership row m whose grp is not the group its
+// member joined (joined_grp, which JoinGroup writes and nothing updates):
+// a row moved to another group by hand. Such a row is no member of either
+// group: its member's renewals are lost, and it is a foreign record of the
+// group it was moved to. A row without joined_grp (written by an older
+// tenure, or by hand) is read as of its grp; the column is read through the
+// row's JSON form, so that a table made by an older tenure reads too, and
+// compared byte for byte.
+const movedSQL = `coalesce((pg_catalog.to_jsonb(m) OPERATOR(pg_catalog.->>) 'joined_grp') OPERATOR(pg_catalog.<>) (m.grp COLLATE pg_catalog."C"), false)`
 
 // maxTTLSecs is limits.MaxTTL in seconds, as SQL.
 var maxTTLSecs = fmt.Sprint(int64(limits.MaxTTL / time.Second))
@@ -49,10 +61,14 @@ const memberLeftMicros = `LEAST(CASE WHEN pg_catalog.isfinite(m.expires_at)
        ELSE 9e15 END, 9e15)::bigint`
 
 // foreignMember says why a live membership row of member, whose expires_at
-// is finite or not and leftUS ahead, is no member's as it stands; "" when
-// a member wrote it.
-func foreignMember(member string, finite bool, leftUS int64) (why string, malformed bool) {
+// is finite or not and leftUS ahead, and that was moved from the group it
+// joined or not (movedSQL), is no member's as it stands; "" when a member
+// wrote it.
+func foreignMember(member string, finite bool, leftUS int64, moved bool) (why string, malformed bool) {
 	var out []string
+	if moved {
+		out = append(out, "moved by hand from the group its member joined")
+	}
 	if tenure.ValidateHolder(member) != nil {
 		out, malformed = append(out, "a member that is not a holder identity"), true
 	}
@@ -78,7 +94,7 @@ func (c *Coordinator) foreignPartitions(ctx context.Context, prefix string) ([]t
 		return nil, err
 	}
 	rows, err := c.pool.Query(ctx, `SELECT p.grp, p.name, m.grp, m.member, m.epoch, p.fencing_token,
-       pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
+       pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`, `+movedSQL+`
 FROM `+t.partitions+` p JOIN `+t.members+` m ON m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
 WHERE pg_catalog.starts_with(p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) p.name, $1)
   AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, prefix)
@@ -91,9 +107,9 @@ WHERE pg_catalog.starts_with(p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catal
 	var out []tenure.ForeignRecord
 	var group, name, ownerGroup, member string
 	var epoch, token, leftUS int64
-	var finite bool
-	_, err = pgx.ForEachRow(rows, []any{&group, &name, &ownerGroup, &member, &epoch, &token, &finite, &leftUS}, func() error {
-		if f, ok := foreignPartition(partition.Key(group, name), ownerGroup != group, ownerGroup, member, epoch, token, finite, leftUS); ok {
+	var finite, moved bool
+	_, err = pgx.ForEachRow(rows, []any{&group, &name, &ownerGroup, &member, &epoch, &token, &finite, &leftUS, &moved}, func() error {
+		if f, ok := foreignPartition(group, name, ownerGroup, member, epoch, token, finite, leftUS, moved); ok {
 			out = append(out, f)
 		}
 		return nil
@@ -101,18 +117,20 @@ WHERE pg_catalog.starts_with(p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catal
 	return out, err
 }
 
-// foreignPartition describes the partition of key, at token, whose owner
-// is the live membership row of member in ownerGroup (another group than
-// the partition's when moved) with epoch, whose expires_at is finite or
-// not and leftUS ahead, when no member owns it as it stands.
-func foreignPartition(key string, moved bool, ownerGroup, member string, epoch, token int64, finite bool, leftUS int64) (tenure.ForeignRecord, bool) {
-	why, malformed := foreignMember(member, finite, leftUS)
-	if (why == "" && !moved) || tenure.ValidateKey(key) != nil {
+// foreignPartition describes partition name of group, at token, whose
+// owner is the live membership row of member in ownerGroup with epoch,
+// whose expires_at is finite or not and leftUS ahead, and that was moved
+// from the group it joined or not, when no member owns it as it stands
+// (the row is no member's, or of another group).
+func foreignPartition(group, name, ownerGroup, member string, epoch, token int64, finite bool, leftUS int64, moved bool) (tenure.ForeignRecord, bool) {
+	key, other := partition.Key(group, name), ownerGroup != group
+	why, malformed := foreignMember(member, finite, leftUS, moved)
+	if (why == "" && !other) || tenure.ValidateKey(key) != nil {
 		return tenure.ForeignRecord{}, false
 	}
 	f := tenure.ForeignRecord{Key: key, Holder: member, Token: uint64(token), TTL: -1, Malformed: malformed,
 		Reason: fmt.Sprintf("owned by a membership row that no member wrote as it stands (epoch %d: %s)", epoch, why)}
-	if moved {
+	if other {
 		f.Reason = fmt.Sprintf("owned by a membership row of another group (%q, epoch %d)", ownerGroup, epoch)
 	}
 	if finite {
@@ -185,7 +203,7 @@ func (c *Coordinator) foreignMemberRows(ctx context.Context, prefix string) ([]t
 	} else if err != nil {
 		return nil, err
 	}
-	rows, err := c.pool.Query(ctx, `SELECT m.grp, m.member, m.epoch, pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
+	rows, err := c.pool.Query(ctx, `SELECT m.grp, m.member, m.epoch, pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`, `+movedSQL+`
 FROM `+t.members+` m
 WHERE pg_catalog.starts_with(m.grp, $1) AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, prefix)
 	if isUndefinedTable(err) {
@@ -197,9 +215,9 @@ WHERE pg_catalog.starts_with(m.grp, $1) AND m.expires_at OPERATOR(pg_catalog.>) 
 	var out []tenure.ForeignRecord
 	var group, member string
 	var epoch, leftUS int64
-	var finite bool
-	_, err = pgx.ForEachRow(rows, []any{&group, &member, &epoch, &finite, &leftUS}, func() error {
-		if r, ok := foreignMemberRow(group, member, epoch, finite, leftUS); ok {
+	var finite, moved bool
+	_, err = pgx.ForEachRow(rows, []any{&group, &member, &epoch, &finite, &leftUS, &moved}, func() error {
+		if r, ok := foreignMemberRow(group, member, epoch, finite, leftUS, moved); ok {
 			out = append(out, r)
 		}
 		return nil
@@ -208,10 +226,11 @@ WHERE pg_catalog.starts_with(m.grp, $1) AND m.expires_at OPERATOR(pg_catalog.>) 
 }
 
 // foreignMemberRow describes the live membership row of member in group
-// with epoch, whose expires_at is finite or not and leftUS ahead, when no
-// member wrote it as it stands.
-func foreignMemberRow(group, member string, epoch int64, finite bool, leftUS int64) (tenure.ForeignRecord, bool) {
-	why, malformed := foreignMember(member, finite, leftUS)
+// with epoch, whose expires_at is finite or not and leftUS ahead, and that
+// was moved from the group it joined or not, when no member wrote it as it
+// stands.
+func foreignMemberRow(group, member string, epoch int64, finite bool, leftUS int64, moved bool) (tenure.ForeignRecord, bool) {
+	why, malformed := foreignMember(member, finite, leftUS, moved)
 	if why == "" || tenure.ValidateKey(group) != nil {
 		return tenure.ForeignRecord{}, false
 	}

@@ -13,7 +13,8 @@ import (
 // TestGroupConformance runs the partition group suite on PostgreSQL, each
 // group member with its own pool, as separate processes would have. A
 // partition is freed by hand as an operator would with SQL: an UPDATE that
-// clears its owner.
+// clears its owner; a membership row is moved to another group by an
+// UPDATE of its grp, and its member is told (its renewal is lost).
 func TestGroupConformance(t *testing.T) {
 	t.Parallel()
 	dsn := newDB(t)
@@ -29,5 +30,12 @@ func TestGroupConformance(t *testing.T) {
 		if err != nil || tag.RowsAffected() != 1 {
 			t.Fatalf("free partition %s/%s by hand = %v, %v; want one row updated", group, name, tag, err)
 		}
-	}))
+	}), partitiontest.WithMovedMembership(func(t *testing.T, m partition.Member, to string) {
+		c := open(t, dsn)
+		members := c.Table()[:len(c.Table())-1] + `_members"`
+		tag, err := c.Pool().Exec(ctxFor(t, 10*time.Second), `UPDATE `+members+` SET grp = $1 WHERE epoch = $2`, to, int64(m.Epoch))
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("move membership %s to %q by hand = %v, %v; want one row updated", m, to, tag, err)
+		}
+	}, false))
 }

@@ -30,6 +30,8 @@ type options struct {
 	ttl   time.Duration
 	slack time.Duration
 	free  func(t *testing.T, group, name string)
+	move  func(t *testing.T, m partition.Member, to string)
+	kept  bool
 }
 
 // WithTTL sets the membership TTL of the expiry checks. Default 2s.
@@ -46,7 +48,8 @@ func WithFreeByHand(free func(t *testing.T, group, name string)) Option {
 
 // Run runs every check, each in its own subtest with fresh coordinators;
 // WatchMembers only for a coordinator that is a partition.MembersWatcher,
-// and FreedByHand only WithFreeByHand.
+// FreedByHand only WithFreeByHand, and MovedMembership only
+// WithMovedMembership.
 func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	o := options{ttl: 2 * time.Second, slack: 5 * time.Second}
 	for _, opt := range opts {
@@ -72,6 +75,9 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("RemoveForeignSparesLive", s.removeForeignSparesLive)
 	if o.free != nil {
 		t.Run("FreedByHand", s.freedByHand)
+	}
+	if o.move != nil {
+		t.Run("MovedMembership", s.movedMembership)
 	}
 	probe := newCoordinator(t)
 	_, watches := probe.(partition.MembersWatcher)

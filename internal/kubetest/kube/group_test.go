@@ -1,7 +1,10 @@
 package kube_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/tenure-dev/tenure/partition"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/kube"
@@ -43,7 +47,34 @@ func TestGroupConformance(t *testing.T) {
 		if _, err := leases.Update(ctx(t), l, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("free partition %s/%s by hand: %v", group, name, err)
 		}
-	}))
+	}), partitiontest.WithMovedMembership(func(t *testing.T, m partition.Member, to string) {
+		moveMembership(t, cs, ns, m, to)
+	}, false))
+}
+
+// moveMembership moves m's membership Lease to group to by hand, as an
+// operator would with kubectl: an update of its group label (to's hash,
+// as tenure writes it) and group annotation.
+func moveMembership(t *testing.T, cs kubernetes.Interface, ns string, m partition.Member, to string) {
+	t.Helper()
+	leases := cs.CoordinationV1().Leases(ns)
+	list, err := leases.List(ctx(t), metav1.ListOptions{LabelSelector: kube.LabelRole + "=member"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(to))
+	for _, l := range list.Items {
+		if l.Annotations[kube.AnnotationGroup] != m.Group || !strings.HasSuffix(l.Name, fmt.Sprintf("-%016x", m.Epoch)) {
+			continue
+		}
+		l.Labels[kube.LabelGroup] = hex.EncodeToString(sum[:])[:16]
+		l.Annotations[kube.AnnotationGroup] = to
+		if _, err := leases.Update(ctx(t), &l, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("move membership %s to %q by hand: %v", m, to, err)
+		}
+		return
+	}
+	t.Fatalf("no membership Lease of %s among %d", m, len(list.Items))
 }
 
 // TestSingleKeyOnGroupLease: one owner per key across the two APIs. An
