@@ -30,8 +30,8 @@ import (
 // stands; "" when a member wrote it.
 func foreignMembership(r record) (why string, malformed bool) {
 	var out []string
-	if group := r.lease.Annotations[AnnotationGroup]; !ofGroup(r.lease, group) {
-		out = append(out, fmt.Sprintf("a name or %s label that is not group %q's", LabelGroup, group))
+	if l := r.lease; l != nil && !ofGroup(l, l.Annotations[AnnotationGroup]) { // nil: no record (see GroupPartitions)
+		out = append(out, fmt.Sprintf("a name or %s label that is not group %q's", LabelGroup, l.Annotations[AnnotationGroup]))
 	}
 	if tenure.ValidateHolder(r.holder) != nil {
 		out, malformed = append(out, "a holderIdentity that is not a holder identity"), true

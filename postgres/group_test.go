@@ -14,7 +14,9 @@ import (
 // group member with its own pool, as separate processes would have. A
 // partition is freed by hand as an operator would with SQL: an UPDATE that
 // clears its owner; a membership row is moved to another group by an
-// UPDATE of its grp, and its member is told (its renewal is lost).
+// UPDATE of its grp, and its member is told (its renewal is lost); a
+// partition is given to another group's member by an UPDATE of its
+// owner_epoch.
 func TestGroupConformance(t *testing.T) {
 	t.Parallel()
 	dsn := newDB(t)
@@ -37,5 +39,12 @@ func TestGroupConformance(t *testing.T) {
 		if err != nil || tag.RowsAffected() != 1 {
 			t.Fatalf("move membership %s to %q by hand = %v, %v; want one row updated", m, to, tag, err)
 		}
-	}, false))
+	}, false), partitiontest.WithOwnerByHand(func(t *testing.T, group, name string, owner partition.Member) {
+		c := open(t, dsn)
+		partitions := c.Table()[:len(c.Table())-1] + `_partitions"`
+		tag, err := c.Pool().Exec(ctxFor(t, 10*time.Second), `UPDATE `+partitions+` SET owner_epoch = $1 WHERE grp = $2 AND name = $3`, int64(owner.Epoch), group, name)
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("give partition %s/%s to %s by hand = %v, %v; want one row updated", group, name, owner, tag, err)
+		}
+	}))
 }
