@@ -17,7 +17,9 @@ import (
 
 // A membership Lease that no member wrote as it stands (a
 // leaseDurationSeconds longer than a day, which no join or renewal writes,
-// or a holder that is not a holder identity) is no member: GroupMembers
+// a holder that is not a holder identity, or a name or group label that is
+// not its group's, as when it was moved to another group by hand or
+// copied under another name) is no member: GroupMembers
 // and GroupPartitions leave it and its partitions out. It may never expire,
 // and claims do not take the partitions it owns while it is live, so
 // ListForeign lists each such partition as a foreign record, and
@@ -28,6 +30,9 @@ import (
 // stands; "" when a member wrote it.
 func foreignMembership(r record) (why string, malformed bool) {
 	var out []string
+	if l := r.lease; l != nil && !ofGroup(l, l.Annotations[AnnotationGroup]) { // nil: no record (see GroupPartitions)
+		out = append(out, fmt.Sprintf("a name or %s label that is not group %q's", LabelGroup, l.Annotations[AnnotationGroup]))
+	}
 	if tenure.ValidateHolder(r.holder) != nil {
 		out, malformed = append(out, "a holderIdentity that is not a holder identity"), true
 	}
@@ -52,6 +57,12 @@ func foreignOwner(key string, p record, members map[string]record, maxDrift floa
 	}
 	return tenure.ForeignRecord{Key: key, Holder: p.holder, Token: p.rv.n, TTL: owner.grant(key, maxDrift).TTL, Malformed: malformed,
 		Reason: fmt.Sprintf("owned by a membership Lease that no member wrote as it stands (%s: %s)", name, why)}, true
+}
+
+// ofGroup reports whether membership Lease l is named and labelled as
+// JoinGroup names and labels one of group.
+func ofGroup(l *coordv1.Lease, group string) bool {
+	return l.Name == memberName(group, epochOf(l.Name)) && l.Labels[LabelGroup] == groupHash(group)
 }
 
 // memberRecords reads the membership Leases among ls, by name.
@@ -137,9 +148,15 @@ func foreignMember(name string, r record, maxDrift float64) (tenure.ForeignRecor
 
 // removeForeignMembership deletes the membership Lease of group r.Key that
 // r names, if it is still at the resourceVersion r was read at (a delete
-// preconditioned on it) and no member's, and reports whether it did.
+// preconditioned on it) and no member's, and reports whether it did. It
+// lists every membership Lease (one request): one whose group label is
+// not its group's is not among the group's.
 func (c *Coordinator) removeForeignMembership(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
-	members, _, err := c.listGroup(ctx, r.Key, "member")
+	list, err := c.leases.List(ctx, metav1.ListOptions{LabelSelector: LabelRole + "=member"})
+	if err != nil {
+		return false, err
+	}
+	members, err := c.memberRecords(list.Items, tenure.Now())
 	if err != nil {
 		return false, err
 	}

@@ -129,11 +129,13 @@ func (c *Coordinator) member(ctx context.Context, m partition.Member) (record, e
 }
 
 // memberLive reports, as an error wrapping tenure.ErrLost, why membership
-// record r is not m live; nil when it is.
+// record r is not m live (its holder, group annotation or group label is
+// not m's: edited by hand; or it expired); nil when it is.
 func (c *Coordinator) memberLive(r record, m partition.Member) error {
 	switch {
-	case r.holder != m.ID || r.lease.Annotations[AnnotationGroup] != m.Group:
-		return fmt.Errorf("%w: membership Lease %s holds %s of %q", tenure.ErrLost, r.lease.Name, display.Holder(r.holder), r.lease.Annotations[AnnotationGroup])
+	case r.holder != m.ID || r.lease.Annotations[AnnotationGroup] != m.Group || !ofGroup(r.lease, m.Group):
+		return fmt.Errorf("%w: membership Lease %s holds %s of %q (label %s=%s)", tenure.ErrLost, r.lease.Name, display.Holder(r.holder),
+			r.lease.Annotations[AnnotationGroup], LabelGroup, r.lease.Labels[LabelGroup])
 	case !r.live(c.cfg.MaxDrift):
 		return fmt.Errorf("%w: membership expired: resourceVersion %s unchanged for %s", tenure.ErrLost, r.rv.s, wait(r.ttl, c.cfg.MaxDrift))
 	}

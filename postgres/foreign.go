@@ -128,7 +128,8 @@ func malformedRow(holder string, token int64) bool {
 // greater than r's. It reports whether it did, and notifies watchers. For
 // a partition owned by a membership row no member wrote, it deletes that
 // row (see removeForeignMember) instead: every partition the row owns is
-// freed; for a membership record (Member set), it deletes that row if it
+// freed; for a partition owned by a membership row of another group, it
+// frees that partition alone; for a membership record (Member set), it deletes that row if it
 // still has r's epoch and member and is still no member's. r is a record
 // ListForeign returned; it is judged by what the statements compare, never
 // by r.Malformed, so that a record naming a live grant or member, however
@@ -167,9 +168,6 @@ SELECT pg_catalog.pg_notify($4, resource)::pg_catalog.text FROM r`, r.Key, r.Hol
 		removed, err := c.removeForeignMember(ctx, r)
 		if err != nil {
 			return false, fmt.Errorf("postgres: remove the foreign membership row owning %q: %w", r.Key, err)
-		}
-		if removed {
-			c.o.logger.Info("foreign membership row removed", "key", r.Key, "member", r.Holder, "token", int64(r.Token), "reason", r.Reason)
 		}
 		return removed, nil
 	}

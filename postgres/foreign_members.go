@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/limits"
+	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,12 +17,21 @@ import (
 )
 
 // A membership row that no member wrote as it stands (an expires_at of
-// infinity or more than a day ahead, which no renewal writes, or a member
-// that is not a holder identity) is no member: GroupMembers and
+// infinity or more than a day ahead, which no renewal writes, a member
+// that is not a holder identity, or a grp other than the group its member
+// joined: see movedSQL) is no member: GroupMembers and
 // GroupPartitions leave it and its partitions out. It never expires by
 // itself, and claims do not take the partitions it owns, so ListForeign
 // lists each such partition as a foreign record, and RemoveForeign of one
 // deletes the membership row, which frees every partition it owns.
+//
+// A partition row whose owner_epoch names a live membership row of another
+// group (edited by hand, or left by a membership row moved to another group)
+// is no partition of that member's either: GroupPartitions leaves it out,
+// claims are refused it while that row lives (a member moved by hand may
+// still run it until its deadline) and take it once the row has expired,
+// ListForeign lists it, and RemoveForeign of it frees that partition alone
+// (its owner_epoch cleared), leaving the other group's member be.
 
 // foreignMemberSQL is true for membership row m that no member wrote as
 // it stands; the holder identity of m.member is checked in Go
@@ -29,7 +39,18 @@ import (
 // a DELETE that waited on the row's lock for a renewal that started later
 // judges the renewed row (see RemoveForeign).
 var foreignMemberSQL = `(NOT pg_catalog.isfinite(m.expires_at)
-     OR m.expires_at OPERATOR(pg_catalog.>) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => ` + maxTTLSecs + `)))`
+     OR m.expires_at OPERATOR(pg_catalog.>) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => ` + maxTTLSecs + `))
+     OR ` + movedSQL + `)`
+
+// movedSQL is true for membership row m whose grp is not the group its
+// member joined (joined_grp, which JoinGroup writes and nothing updates):
+// a row moved to another group by hand. Such a row is no member of either
+// group: its member's renewals are lost, and it is a foreign record of the
+// group it was moved to. A row without joined_grp (written by an older
+// tenure, or by hand) is read as of its grp; the column is read through the
+// row's JSON form, so that a table made by an older tenure reads too, and
+// compared byte for byte.
+const movedSQL = `coalesce((pg_catalog.to_jsonb(m) OPERATOR(pg_catalog.->>) 'joined_grp') OPERATOR(pg_catalog.<>) (m.grp COLLATE pg_catalog."C"), false)`
 
 // maxTTLSecs is limits.MaxTTL in seconds, as SQL.
 var maxTTLSecs = fmt.Sprint(int64(limits.MaxTTL / time.Second))
@@ -40,10 +61,14 @@ const memberLeftMicros = `LEAST(CASE WHEN pg_catalog.isfinite(m.expires_at)
        ELSE 9e15 END, 9e15)::bigint`
 
 // foreignMember says why a live membership row of member, whose expires_at
-// is finite or not and leftUS ahead, is no member's as it stands; "" when
-// a member wrote it.
-func foreignMember(member string, finite bool, leftUS int64) (why string, malformed bool) {
+// is finite or not and leftUS ahead, and that was moved from the group it
+// joined or not (movedSQL), is no member's as it stands; "" when a member
+// wrote it.
+func foreignMember(member string, finite bool, leftUS int64, moved bool) (why string, malformed bool) {
 	var out []string
+	if moved {
+		out = append(out, "moved by hand from the group its member joined")
+	}
 	if tenure.ValidateHolder(member) != nil {
 		out, malformed = append(out, "a member that is not a holder identity"), true
 	}
@@ -68,8 +93,8 @@ func (c *Coordinator) foreignPartitions(ctx context.Context, prefix string) ([]t
 	} else if err != nil {
 		return nil, err
 	}
-	rows, err := c.pool.Query(ctx, `SELECT p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) p.name, m.member, m.epoch, p.fencing_token,
-       pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
+	rows, err := c.pool.Query(ctx, `SELECT p.grp, p.name, m.grp, m.member, m.epoch, p.fencing_token,
+       pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`, `+movedSQL+`
 FROM `+t.partitions+` p JOIN `+t.members+` m ON m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
 WHERE pg_catalog.starts_with(p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) p.name, $1)
   AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, prefix)
@@ -80,30 +105,47 @@ WHERE pg_catalog.starts_with(p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catal
 		return nil, err
 	}
 	var out []tenure.ForeignRecord
-	var r tenure.ForeignRecord
+	var group, name, ownerGroup, member string
 	var epoch, token, leftUS int64
-	var finite bool
-	_, err = pgx.ForEachRow(rows, []any{&r.Key, &r.Holder, &epoch, &token, &finite, &leftUS}, func() error {
-		why, malformed := foreignMember(r.Holder, finite, leftUS)
-		if why == "" || tenure.ValidateKey(r.Key) != nil {
-			return nil
+	var finite, moved bool
+	_, err = pgx.ForEachRow(rows, []any{&group, &name, &ownerGroup, &member, &epoch, &token, &finite, &leftUS, &moved}, func() error {
+		if f, ok := foreignPartition(group, name, ownerGroup, member, epoch, token, finite, leftUS, moved); ok {
+			out = append(out, f)
 		}
-		f := tenure.ForeignRecord{Key: r.Key, Holder: r.Holder, Token: uint64(token), TTL: -1, Malformed: malformed,
-			Reason: fmt.Sprintf("owned by a membership row that no member wrote as it stands (epoch %d: %s)", epoch, why)}
-		if finite {
-			f.TTL = time.Duration(leftUS) * time.Microsecond
-		}
-		out = append(out, f)
 		return nil
 	})
 	return out, err
 }
 
-// removeForeignMember deletes the membership row that owns r's partition
-// with r's token, if it is still r's member and, unless that member is
-// not a holder identity, still ends more than a day ahead; it reports whether it did. Every
-// partition the row owns is then free: the next claim's token is greater
-// than the partition row's.
+// foreignPartition describes partition name of group, at token, whose
+// owner is the live membership row of member in ownerGroup with epoch,
+// whose expires_at is finite or not and leftUS ahead, and that was moved
+// from the group it joined or not, when no member owns it as it stands
+// (the row is no member's, or of another group).
+func foreignPartition(group, name, ownerGroup, member string, epoch, token int64, finite bool, leftUS int64, moved bool) (tenure.ForeignRecord, bool) {
+	key, other := partition.Key(group, name), ownerGroup != group
+	why, malformed := foreignMember(member, finite, leftUS, moved)
+	if (why == "" && !other) || tenure.ValidateKey(key) != nil {
+		return tenure.ForeignRecord{}, false
+	}
+	f := tenure.ForeignRecord{Key: key, Holder: member, Token: uint64(token), TTL: -1, Malformed: malformed,
+		Reason: fmt.Sprintf("owned by a membership row that no member wrote as it stands (epoch %d: %s)", epoch, why)}
+	if other {
+		f.Reason = fmt.Sprintf("owned by a membership row of another group (%q, epoch %d)", ownerGroup, epoch)
+	}
+	if finite {
+		f.TTL = time.Duration(leftUS) * time.Microsecond
+	}
+	return f, true
+}
+
+// removeForeignMember frees r's partition, at r's token, when its owner is
+// a membership row of r's member in another group (its owner_epoch
+// cleared: that partition alone). Otherwise it deletes the membership row
+// that owns the partition, if it is still r's member and, unless that
+// member is not a holder identity, still ends more than a day ahead. It
+// reports whether it did either. Every partition the row owned is then
+// free: the next claim's token is greater than the partition row's.
 func (c *Coordinator) removeForeignMember(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	i := strings.LastIndexByte(r.Key, '/')
 	t, err := c.groupTables()
@@ -115,7 +157,22 @@ func (c *Coordinator) removeForeignMember(ctx context.Context, r tenure.ForeignR
 	} else if err != nil {
 		return false, err
 	}
-	tag, err := c.pool.Exec(ctx, `DELETE FROM `+t.members+` m USING `+t.partitions+` p
+	tag, err := c.pool.Exec(ctx, `UPDATE `+t.partitions+` p SET owner_epoch = NULL
+WHERE p.grp OPERATOR(pg_catalog.=) $1 AND p.name OPERATOR(pg_catalog.=) $2 AND p.fencing_token OPERATOR(pg_catalog.=) $3
+  AND EXISTS (SELECT 1 FROM `+t.members+` m WHERE m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
+              AND m.member OPERATOR(pg_catalog.=) $4 AND m.grp OPERATOR(pg_catalog.<>) p.grp)`,
+		r.Key[:i], r.Key[i+1:], int64(r.Token), r.Holder)
+	if isUndefinedTable(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if tag.RowsAffected() > 0 {
+		c.o.logger.Info("partition owned by another group's member freed", "key", r.Key, "member", r.Holder, "token", int64(r.Token), "reason", r.Reason)
+		return true, nil
+	}
+	tag, err = c.pool.Exec(ctx, `DELETE FROM `+t.members+` m USING `+t.partitions+` p
 WHERE p.grp OPERATOR(pg_catalog.=) $1 AND p.name OPERATOR(pg_catalog.=) $2 AND p.fencing_token OPERATOR(pg_catalog.=) $3
   AND m.epoch OPERATOR(pg_catalog.=) p.owner_epoch AND m.member OPERATOR(pg_catalog.=) $4
   AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP AND ($5 OR `+foreignMemberSQL+`)`,
@@ -125,6 +182,9 @@ WHERE p.grp OPERATOR(pg_catalog.=) $1 AND p.name OPERATOR(pg_catalog.=) $2 AND p
 	}
 	if err != nil {
 		return false, err
+	}
+	if tag.RowsAffected() > 0 {
+		c.o.logger.Info("foreign membership row removed", "key", r.Key, "member", r.Holder, "token", int64(r.Token), "reason", r.Reason)
 	}
 	return tag.RowsAffected() > 0, nil
 }
@@ -143,7 +203,7 @@ func (c *Coordinator) foreignMemberRows(ctx context.Context, prefix string) ([]t
 	} else if err != nil {
 		return nil, err
 	}
-	rows, err := c.pool.Query(ctx, `SELECT m.grp, m.member, m.epoch, pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
+	rows, err := c.pool.Query(ctx, `SELECT m.grp, m.member, m.epoch, pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`, `+movedSQL+`
 FROM `+t.members+` m
 WHERE pg_catalog.starts_with(m.grp, $1) AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, prefix)
 	if isUndefinedTable(err) {
@@ -155,9 +215,9 @@ WHERE pg_catalog.starts_with(m.grp, $1) AND m.expires_at OPERATOR(pg_catalog.>) 
 	var out []tenure.ForeignRecord
 	var group, member string
 	var epoch, leftUS int64
-	var finite bool
-	_, err = pgx.ForEachRow(rows, []any{&group, &member, &epoch, &finite, &leftUS}, func() error {
-		if r, ok := foreignMemberRow(group, member, epoch, finite, leftUS); ok {
+	var finite, moved bool
+	_, err = pgx.ForEachRow(rows, []any{&group, &member, &epoch, &finite, &leftUS, &moved}, func() error {
+		if r, ok := foreignMemberRow(group, member, epoch, finite, leftUS, moved); ok {
 			out = append(out, r)
 		}
 		return nil
@@ -166,10 +226,11 @@ WHERE pg_catalog.starts_with(m.grp, $1) AND m.expires_at OPERATOR(pg_catalog.>) 
 }
 
 // foreignMemberRow describes the live membership row of member in group
-// with epoch, whose expires_at is finite or not and leftUS ahead, when no
-// member wrote it as it stands.
-func foreignMemberRow(group, member string, epoch int64, finite bool, leftUS int64) (tenure.ForeignRecord, bool) {
-	why, malformed := foreignMember(member, finite, leftUS)
+// with epoch, whose expires_at is finite or not and leftUS ahead, and that
+// was moved from the group it joined or not, when no member wrote it as it
+// stands.
+func foreignMemberRow(group, member string, epoch int64, finite bool, leftUS int64, moved bool) (tenure.ForeignRecord, bool) {
+	why, malformed := foreignMember(member, finite, leftUS, moved)
 	if why == "" || tenure.ValidateKey(group) != nil {
 		return tenure.ForeignRecord{}, false
 	}

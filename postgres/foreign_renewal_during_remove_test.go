@@ -74,6 +74,44 @@ func TestRemoveForeignMembershipWaitingOnARenewal(t *testing.T) {
 	}
 }
 
+// TestRemoveForeignPartitionOwnerWaitingOnARenewal: the same for a
+// partition record whose owner is that membership row (RemoveForeign of
+// the partition deletes its owner's row): RemoveForeign that waited on the
+// member's renewal leaves the renewed row, the member stays and still owns
+// its partition.
+func TestRemoveForeignPartitionOwnerWaitingOnARenewal(t *testing.T) {
+	t.Parallel()
+	dsn := newDB(t)
+	c, pool := open(t, dsn), newPool(t, dsn)
+	ctx := ctxFor(t, time.Minute)
+	m, err := c.JoinGroup(ctx, "g", "day#1", 24*time.Hour, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.ClaimPartitions(ctx, m, []string{"0"})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("ClaimPartitions(0) = %+v, %v", res, err)
+	}
+	members := c.Table()[:len(c.Table())-1] + `_members"`
+	where := fmt.Sprintf("epoch = %d", m.Epoch)
+	if _, err := pool.Exec(ctx, `UPDATE `+members+` SET expires_at = 'infinity' WHERE `+where); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := c.ListForeign(ctx, "g/")
+	if err != nil || len(rs) != 1 || rs[0].Key != "g/0" || rs[0].Member != "" || rs[0].Token != res[0].Grant.Token {
+		t.Fatalf("ListForeign(g/) = %+v, %v; want partition g/0 at token %d", rs, err, res[0].Grant.Token)
+	}
+	if removed, err := removeWhileRenewed(t, c, pool, members, where, rs[0]); removed || err != nil {
+		t.Errorf("RemoveForeign(%+v) waiting on its owner's renewal = %v, %v; want false, nil: the renewed row is a member's", rs[0], removed, err)
+	}
+	if ms, err := c.GroupMembers(ctx, "g"); err != nil || len(ms) != 1 || ms[0].Epoch != m.Epoch {
+		t.Errorf("GroupMembers(g) after the renewal = %v, %v; want day#1 still", ms, err)
+	}
+	if lost, err := c.CheckPartitions(ctx, m, []tenure.Grant{res[0].Grant}); err != nil || len(lost) != 0 {
+		t.Errorf("CheckPartitions(g/0) after the renewal = %v, %v; want it still day#1's", lost, err)
+	}
+}
+
 // removeWhileRenewed runs RemoveForeign(r) while a transaction holds the
 // lock of the row of table where selects, waits until RemoveForeign waits
 // on it, then renews the row as a renewal of a day's TTL whose statement

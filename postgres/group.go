@@ -69,12 +69,12 @@ const joinAttempts = 4
 // primary key; the loser draws again.
 func joinSQL(t groupTables) string {
 	return `WITH joined AS (
-	INSERT INTO ` + t.members + ` (epoch, grp, member, ttl_us, expires_at, partitions) OVERRIDING SYSTEM VALUE
+	INSERT INTO ` + t.members + ` (epoch, grp, member, ttl_us, expires_at, partitions, joined_grp) OVERRIDING SYSTEM VALUE
 	SELECT GREATEST(` + clockMicros + `,
 	                (SELECT coalesce(pg_catalog.max(epoch), 0) OPERATOR(pg_catalog.+) 1 FROM ` + t.members + `),
 	                (SELECT coalesce(pg_catalog.max(owner_epoch), 0) OPERATOR(pg_catalog.+) 1 FROM ` + t.partitions + `)),
 	       $1, $2, $3::bigint, CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `),
-	       CASE WHEN $6::integer OPERATOR(pg_catalog.<>) 0 THEN $6::integer END
+	       CASE WHEN $6::integer OPERATOR(pg_catalog.<>) 0 THEN $6::integer END, $1
 	RETURNING epoch)
 SELECT epoch, pg_catalog.pg_notify($4, $5)::pg_catalog.text FROM joined`
 }
@@ -114,7 +114,8 @@ func (c *Coordinator) beginGroup(ctx context.Context, op string, m partition.Mem
 // of its row, after a look at the group tables' owner (group tables
 // another role made again are refused as lost). A row that expired or is gone is reported with an error
 // wrapping tenure.ErrLost and never revived, and so is one no longer of
-// m's group, ID and epoch (a row edited by hand): as a single key's renewal, it
+// m's group, ID and epoch, or moved from the group it joined (a row edited
+// by hand: see movedSQL): as a single key's renewal, it
 // extends from the statement's start but tests liveness again, against
 // clock_timestamp(), once it holds the row's lock, so a renewal that waited
 // on a lock past the lease's end finds it ended instead of reviving it after
@@ -128,10 +129,10 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 	var us int64
 	sent := tenure.Now()
 	err = c.pool.QueryRow(ctx, `WITH locked AS MATERIALIZED (
-	SELECT epoch, expires_at FROM `+t.members+`
+	SELECT epoch, expires_at FROM `+t.members+` m
 	WHERE epoch OPERATOR(pg_catalog.=) $1 AND member OPERATOR(pg_catalog.=) $2 AND grp OPERATOR(pg_catalog.=) $3
-	  AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
-	FOR NO KEY UPDATE
+	  AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP AND NOT `+movedSQL+`
+	FOR NO KEY UPDATE OF m
 )
 UPDATE `+t.members+` AS m
 SET expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (`+microsInterval("ttl_us")+`)
@@ -183,7 +184,7 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 	// "nothing announced" instead of failing.
 	rows, err := c.pool.Query(ctx, `SELECT member, epoch, ttl_us,
        coalesce((pg_catalog.to_jsonb(m) OPERATOR(pg_catalog.->>) 'partitions')::integer, 0),
-       pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
+       pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`, `+movedSQL+`
 FROM `+t.members+` m WHERE grp OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
 ORDER BY member, epoch`, group)
 	if isUndefinedTable(err) {
@@ -195,9 +196,9 @@ ORDER BY member, epoch`, group)
 	var out []partition.Member
 	var m partition.Member
 	var epoch, us, leftUS int64
-	var finite bool
-	_, err = pgx.ForEachRow(rows, []any{&m.ID, &epoch, &us, &m.Partitions, &finite, &leftUS}, func() error {
-		if why, _ := foreignMember(m.ID, finite, leftUS); why == "" { // else no member: see foreignPartitions
+	var finite, moved bool
+	_, err = pgx.ForEachRow(rows, []any{&m.ID, &epoch, &us, &m.Partitions, &finite, &leftUS, &moved}, func() error {
+		if why, _ := foreignMember(m.ID, finite, leftUS, moved); why == "" { // else no member: see foreignPartitions
 			m.Group, m.Epoch, m.TTL = group, uint64(epoch), time.Duration(us)*time.Microsecond
 			out = append(out, m)
 		}
@@ -229,7 +230,9 @@ func (c *Coordinator) beginObserve(ctx context.Context, op, group string) (group
 }
 
 // GroupPartitions returns the live grants on group's partitions with one
-// query, each with the time left on its owner's lease, after a look at the
+// query, each with the time left on its owner's lease (a partition whose
+// owner_epoch names a membership row of another group is left out: see
+// foreignPartitions), after a look at the
 // group tables' owner (another role's are refused with ErrTableShape).
 func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("postgres: partitions of %q", group)
@@ -237,9 +240,9 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.pool.Query(ctx, `SELECT p.name, m.member, p.fencing_token, pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`
+	rows, err := c.pool.Query(ctx, `SELECT p.name, m.member, p.fencing_token, pg_catalog.isfinite(m.expires_at), `+memberLeftMicros+`, `+movedSQL+`
 FROM `+t.partitions+` p JOIN `+t.members+` m ON m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
-WHERE p.grp OPERATOR(pg_catalog.=) $1 AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, group)
+WHERE p.grp OPERATOR(pg_catalog.=) $1 AND m.grp OPERATOR(pg_catalog.=) $1 AND m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, group)
 	if isUndefinedTable(err) {
 		return nil, nil
 	}
@@ -250,9 +253,9 @@ WHERE p.grp OPERATOR(pg_catalog.=) $1 AND m.expires_at OPERATOR(pg_catalog.>) CU
 	var g tenure.Grant
 	var name string
 	var token, us int64
-	var finite bool
-	_, err = pgx.ForEachRow(rows, []any{&name, &g.Holder, &token, &finite, &us}, func() error {
-		if why, _ := foreignMember(g.Holder, finite, us); why == "" { // else a foreign record: see foreignPartitions
+	var finite, moved bool
+	_, err = pgx.ForEachRow(rows, []any{&name, &g.Holder, &token, &finite, &us, &moved}, func() error {
+		if why, _ := foreignMember(g.Holder, finite, us, moved); why == "" { // else a foreign record: see foreignPartitions
 			g.Key, g.Token, g.TTL = partition.Key(group, name), uint64(token), time.Duration(us)*time.Microsecond
 			out = append(out, g)
 		}

@@ -46,7 +46,8 @@ func createGroupTablesSQL(t groupTables) string {
 	member     pg_catalog.text NOT NULL,
 	ttl_us     bigint NOT NULL,
 	expires_at pg_catalog.timestamptz NOT NULL,
-	partitions integer
+	partitions integer,
+	joined_grp pg_catalog.text
 );
 CREATE INDEX IF NOT EXISTS ` + t.index + ` ON ` + t.members + ` (grp);
 CREATE TABLE IF NOT EXISTS ` + t.partitions + ` (
@@ -58,22 +59,24 @@ CREATE TABLE IF NOT EXISTS ` + t.partitions + ` (
 )`
 }
 
-// addPartitionsColumnSQL adds the column where members record the partition
-// count they announce to a members table made before it existed.
-func addPartitionsColumnSQL(t groupTables) string {
-	return `ALTER TABLE ` + t.members + ` ADD COLUMN IF NOT EXISTS partitions integer`
+// addMemberColumnsSQL adds to a members table made before they existed the
+// columns where members record the partition count they announce and the
+// group they joined (a row whose grp differs was moved by hand: see
+// movedSQL).
+func addMemberColumnsSQL(t groupTables) string {
+	return `ALTER TABLE ` + t.members + ` ADD COLUMN IF NOT EXISTS partitions integer, ADD COLUMN IF NOT EXISTS joined_grp pg_catalog.text`
 }
 
 // ensureGroupTables creates the group tables if they do not exist, and adds
-// the members' partitions column to tables made before it existed,
-// serialized on an advisory lock as ensureTable is.
+// the members' partitions and joined_grp columns to tables made before they
+// existed, serialized on an advisory lock as ensureTable is.
 func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) error {
 	var exists, current, foreign bool
 	var badNames pgtype.Text
 	err := c.pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL,
-       EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
-               WHERE attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($2)
-                 AND attname OPERATOR(pg_catalog.=) 'partitions' AND NOT attisdropped),
+       (SELECT pg_catalog.count(*) FROM pg_catalog.pg_attribute
+        WHERE attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($2)
+          AND attname OPERATOR(pg_catalog.=) ANY('{partitions,joined_grp}'::pg_catalog.name[]) AND NOT attisdropped) OPERATOR(pg_catalog.=) 2,
        `+foreignGroupTablesSQL+`, `+groupNamesShapeSQL, t.partitions, t.members, c.table).Scan(&exists, &current, &foreign, &badNames)
 	if err == nil && foreign {
 		return c.foreignGroupTablesError(t)
@@ -88,11 +91,11 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
 		if _, err := tx.Exec(ctx, `SELECT pg_catalog.pg_advisory_xact_lock($1, pg_catalog.hashtext($2))`, advisoryLockClass, t.partitions); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, createGroupTablesSQL(t)+";\n"+addPartitionsColumnSQL(t))
+		_, err := tx.Exec(ctx, createGroupTablesSQL(t)+";\n"+addMemberColumnsSQL(t))
 		return err
 	})
 	if err != nil && exists {
-		return fmt.Errorf("group table %s has no column partitions (made by an older tenure), and adding it failed: %w; run as its owner: %s", t.members, err, addPartitionsColumnSQL(t))
+		return fmt.Errorf("group table %s lacks column partitions or joined_grp (made by an older tenure), and adding them failed: %w; run as its owner: %s", t.members, err, addMemberColumnsSQL(t))
 	}
 	return err
 }

@@ -106,7 +106,10 @@ const claimAttempts = 4
 // owner is gone. A refused transaction is run again with a new snapshot,
 // up to claimAttempts times: the change that caused it has committed, so
 // the next run sees it (and reports the row held, or claims it if it was
-// released). The expired memberships are deleted before the transaction,
+// released). The expired memberships deleted are the group's and those of
+// any group that the named partitions' rows name (a row edited by hand, or
+// a membership row moved to another group): an expired row is never
+// renewed again, whatever its group. They are deleted before the transaction,
 // in a statement of their own, so that two members reaping the same row at
 // once do not refuse each other's claims; it locks them in epoch order.
 //
@@ -148,10 +151,15 @@ const claimAttempts = 4
 func (c *Coordinator) claim(ctx context.Context, t groupTables, m partition.Member, names []string) (claimed map[string]int64, others map[string]owner, err error) {
 	if _, err := c.pool.Exec(ctx, `WITH gone AS MATERIALIZED (
 	SELECT epoch FROM `+t.members+`
-	WHERE grp OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP
+	WHERE (grp OPERATOR(pg_catalog.=) $1
+	       OR epoch OPERATOR(pg_catalog.=) ANY(ARRAY(
+	          SELECT p.owner_epoch FROM pg_catalog.unnest($2::pg_catalog.text[]) AS n
+	          CROSS JOIN LATERAL (SELECT owner_epoch FROM `+t.partitions+`
+	                              WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) n LIMIT 1) p)))
+	  AND expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP
 	ORDER BY epoch FOR UPDATE
 )
-DELETE FROM `+t.members+` m USING gone WHERE m.epoch OPERATOR(pg_catalog.=) gone.epoch`, m.Group); err != nil {
+DELETE FROM `+t.members+` m USING gone WHERE m.epoch OPERATOR(pg_catalog.=) gone.epoch`, m.Group, names); err != nil {
 		return nil, nil, fmt.Errorf("delete expired memberships: %w", err)
 	}
 	for attempt := 1; ; attempt++ {
@@ -193,7 +201,7 @@ func isDeadlock(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "40P01"
 }
 
-// claimTx checks m's membership and claims the partitions among names that
+// claimTx checks m's membership (its row, of m's group) and claims the partitions among names that
 // are free or m's own (granted again: see partition.Coordinator);
 // it returns their new tokens.
 //
@@ -208,7 +216,8 @@ func isDeadlock(err error) bool {
 func (c *Coordinator) claimTx(ctx context.Context, tx pgx.Tx, t groupTables, m partition.Member, names []string) (map[string]int64, error) {
 	var live bool
 	err := tx.QueryRow(ctx, `SELECT true FROM `+t.members+`
-WHERE epoch OPERATOR(pg_catalog.=) $1 AND member OPERATOR(pg_catalog.=) $2 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, int64(m.Epoch), m.ID).Scan(&live)
+WHERE epoch OPERATOR(pg_catalog.=) $1 AND member OPERATOR(pg_catalog.=) $2 AND grp OPERATOR(pg_catalog.=) $3
+  AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`, int64(m.Epoch), m.ID, m.Group).Scan(&live)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: membership expired or left", tenure.ErrLost)
 	}
@@ -372,7 +381,9 @@ WHERE p.grp OPERATOR(pg_catalog.=) $1 AND p.name OPERATOR(pg_catalog.=) ANY(ARRA
 // CheckPartitions returns the grants of gs that m no longer owns with their
 // tokens, with one query: m's row must be live, and each partition's row
 // must still name m's epoch and the grant's token (an UPDATE or DELETE by
-// hand, or another member's claim after one, changes that). The lookups go
+// hand, or another member's claim after one, changes that), and so must
+// m's row's group (a row moved to another group by hand is lost, as for
+// RenewMember). The lookups go
 // by primary key, so the work grows with len(gs), not with the group.
 func (c *Coordinator) CheckPartitions(ctx context.Context, m partition.Member, gs []tenure.Grant) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("postgres: check %d partitions of %s", len(gs), m)
@@ -391,7 +402,7 @@ func (c *Coordinator) CheckPartitions(ctx context.Context, m partition.Member, g
 	var gone []int32 // 1-based positions in gs
 	err = c.pool.QueryRow(ctx, `SELECT
   EXISTS (SELECT 1 FROM `+t.members+` WHERE epoch OPERATOR(pg_catalog.=) $2 AND member OPERATOR(pg_catalog.=) $3
-          AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP),
+          AND grp OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP),
   ARRAY(SELECT r.i::integer
         FROM ROWS FROM (pg_catalog.unnest($4::pg_catalog.text[]), pg_catalog.unnest($5::bigint[])) WITH ORDINALITY AS r(name, tok, i)
         LEFT JOIN LATERAL (SELECT owner_epoch, fencing_token FROM `+t.partitions+`

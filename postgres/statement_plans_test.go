@@ -256,8 +256,8 @@ func TestPartitionStatementsLookUpPerName(t *testing.T) {
 		tracer.mu.Lock()
 		got := tracer.got
 		tracer.mu.Unlock()
-		if len(got) != 16 {
-			t.Fatalf("%s: %d statements explained, want 8 for each list: two checks, two claims each with its write of the keys' leadership rows, one read of owners, a release", phase, len(got))
+		if len(got) != 20 {
+			t.Fatalf("%s: %d statements explained, want 10 for each list: two checks, two claims each with its deletion of expired owners and its write of the keys' leadership rows, one read of owners, a release", phase, len(got))
 		}
 		for _, e := range got {
 			first, _, _ := strings.Cut(strings.TrimSpace(e.sql), "\n")

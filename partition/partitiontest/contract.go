@@ -30,6 +30,9 @@ type options struct {
 	ttl   time.Duration
 	slack time.Duration
 	free  func(t *testing.T, group, name string)
+	move  func(t *testing.T, m partition.Member, to string)
+	kept  bool
+	own   func(t *testing.T, group, name string, owner partition.Member)
 }
 
 // WithTTL sets the membership TTL of the expiry checks. Default 2s.
@@ -46,7 +49,8 @@ func WithFreeByHand(free func(t *testing.T, group, name string)) Option {
 
 // Run runs every check, each in its own subtest with fresh coordinators;
 // WatchMembers only for a coordinator that is a partition.MembersWatcher,
-// and FreedByHand only WithFreeByHand.
+// FreedByHand only WithFreeByHand, MovedMembership only
+// WithMovedMembership, and OtherGroupsOwner only WithOwnerByHand.
 func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	o := options{ttl: 2 * time.Second, slack: 5 * time.Second}
 	for _, opt := range opts {
@@ -73,6 +77,12 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("ElectorAndGroupOfOneProcess", s.electorAndGroupOfOneProcess)
 	if o.free != nil {
 		t.Run("FreedByHand", s.freedByHand)
+	}
+	if o.move != nil {
+		t.Run("MovedMembership", s.movedMembership)
+	}
+	if o.own != nil {
+		t.Run("OtherGroupsOwner", s.otherGroupsOwner)
 	}
 	probe := newCoordinator(t)
 	_, watches := probe.(partition.MembersWatcher)

@@ -1,14 +1,19 @@
 package kube_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tenure-dev/tenure/partition"
 
+	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/kube"
@@ -18,7 +23,11 @@ import (
 // TestGroupConformance runs the partition group suite on a real API
 // server, each member with a coordinator of its own, as separate processes
 // would have. A partition is freed by hand as an operator would with
-// kubectl: an update that clears its Lease's holder. The memberships last
+// kubectl: an update that clears its Lease's holder; a membership is moved
+// to another group by an edit of its Lease's group label and annotation,
+// and its member is told (its renewal is lost); a partition is given to
+// another group's member by an edit of its Lease's holder and member
+// annotation. The memberships last
 // 10s: the suite claims 200 partitions without renewing, a write each on
 // Kubernetes, which took over 4s on a loaded machine (load average 20 on 2
 // cores).
@@ -43,7 +52,44 @@ func TestGroupConformance(t *testing.T) {
 		if _, err := leases.Update(ctx(t), l, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("free partition %s/%s by hand: %v", group, name, err)
 		}
+	}), partitiontest.WithMovedMembership(func(t *testing.T, m partition.Member, to string) {
+		l := membershipLease(t, cs, ns, m)
+		sum := sha256.Sum256([]byte(to))
+		l.Labels[kube.LabelGroup] = hex.EncodeToString(sum[:])[:16] // to's, as tenure writes it
+		l.Annotations[kube.AnnotationGroup] = to
+		if _, err := cs.CoordinationV1().Leases(ns).Update(ctx(t), l, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("move membership %s to %q by hand: %v", m, to, err)
+		}
+	}, false), partitiontest.WithOwnerByHand(func(t *testing.T, group, name string, owner partition.Member) {
+		leases := cs.CoordinationV1().Leases(ns)
+		l, err := leases.Get(ctx(t), kube.LeaseName(partition.Key(group, name)), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Spec.HolderIdentity = &owner.ID
+		l.Annotations[kube.AnnotationMember] = membershipLease(t, cs, ns, owner).Name
+		if _, err := leases.Update(ctx(t), l, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("give partition %s/%s to %s by hand: %v", group, name, owner, err)
+		}
 	}))
+}
+
+// membershipLease returns m's membership Lease, found as an operator would
+// with kubectl: among the membership Leases, the one of m's group whose
+// name ends in m's epoch.
+func membershipLease(t *testing.T, cs kubernetes.Interface, ns string, m partition.Member) *coordv1.Lease {
+	t.Helper()
+	list, err := cs.CoordinationV1().Leases(ns).List(ctx(t), metav1.ListOptions{LabelSelector: kube.LabelRole + "=member"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range list.Items {
+		if l.Annotations[kube.AnnotationGroup] == m.Group && strings.HasSuffix(l.Name, fmt.Sprintf("-%016x", m.Epoch)) {
+			return &list.Items[i]
+		}
+	}
+	t.Fatalf("no membership Lease of %s among %d", m, len(list.Items))
+	return nil
 }
 
 // TestSingleKeyOnGroupLease: one owner per key across the two APIs. An
