@@ -150,8 +150,7 @@ func renewSQL(t string) string {
 UPDATE ` + t + ` AS l
 SET expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$4") + `)
 FROM locked AS k
-WHERE l.ctid OPERATOR(pg_catalog.=) k.ctid AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
-RETURNING 1`
+WHERE l.ctid OPERATOR(pg_catalog.=) k.ctid AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()`
 }
 
 // grantSQL is the SET and WHERE of a grant: the key's row ($1) is free,

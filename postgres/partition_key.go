@@ -115,10 +115,10 @@ func halfGroupTables(key, group, name string, t groupTables, partitions bool) er
 // reaches the key's row, which it would then re-read (READ COMMITTED) and
 // find free: a claim writes the key's leadership row (see claimKeys). So
 // the UPDATE grants only the row version the statement's snapshot read
-// (its xmin): a row written since, by a claim or anyone, is not granted,
-// and Acquire runs again; its next statement finds the tables. A claim
-// that has not committed when the grant locks the row meets the grant (see
-// claimKeys).
+// (snapshotVersion): a row written since, by a claim or anyone, is not
+// granted, and Acquire runs again; its next statement finds the tables. A
+// claim that has not committed when the grant locks the row meets the
+// grant (see claimKeys).
 func acquireUnlessGroupsSQL(table string, s statements) string {
 	params := strings.NewReplacer("$1", "$5", "$2", "$6", "$3", "$7")
 	return `WITH s AS MATERIALIZED (
@@ -127,7 +127,7 @@ func acquireUnlessGroupsSQL(table string, s statements) string {
 ), g AS (
 	UPDATE ` + table + ` AS l` + s.grant + `
 	  AND NOT (SELECT partitions OR members OR other_role FROM s)
-	  AND l.xmin OPERATOR(pg_catalog.=) (SELECT r.xmin FROM ` + table + ` AS r WHERE r.resource OPERATOR(pg_catalog.=) $1)
+	  AND ` + snapshotVersion(table) + `
 	RETURNING resource, fencing_token
 )
 SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT partitions FROM s), (SELECT members FROM s), (SELECT other_role FROM s), (SELECT bad_names FROM s)`
@@ -146,8 +146,21 @@ SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELEC
 func acquireNoGroupsSQL(table string, s statements) string {
 	return `UPDATE ` + table + ` AS l` + s.grant + `
 	  AND pg_catalog.to_regclass($5) IS NULL AND pg_catalog.to_regclass($6) IS NULL
-	  AND l.xmin OPERATOR(pg_catalog.=) (SELECT r.xmin FROM ` + table + ` AS r WHERE r.resource OPERATOR(pg_catalog.=) $1)
+	  AND ` + snapshotVersion(table) + `
 RETURNING fencing_token, ` + s.announce
+}
+
+// snapshotVersion is the condition, on the row version l that an UPDATE
+// of table is about to write, that it is the version the statement's
+// snapshot sees. A version that another transaction committed after the
+// snapshot was taken, which READ COMMITTED re-reads after waiting for
+// that transaction (or finds when it reaches the row), lies at another
+// place (ctid) in the table than the one the snapshot read, and the
+// snapshot does not see it there: the subquery, run again on that
+// version, finds no row. Unlike a second lookup of the key, it costs one
+// fetch by ctid, not an index scan.
+func snapshotVersion(table string) string {
+	return `l.xmin OPERATOR(pg_catalog.=) (SELECT r.xmin FROM ` + table + ` AS r WHERE r.ctid OPERATOR(pg_catalog.=) l.ctid)`
 }
 
 // errRetry asks Acquire to run acquireOnce again: nothing is granted.
