@@ -208,8 +208,8 @@ func (c *Coordinator) foreignMembers(ctx context.Context, prefix string) ([]tenu
 	return out, nil
 }
 
-// removeForeignMember deletes the membership keys of group r.Key that r
-// names, if each is still the write r was read from (the same mod
+// removeForeignMember deletes the membership keys and marks of group r.Key
+// that r names, if each is still the write r was read from (the same mod
 // revision) and no member's, and reports whether it deleted any.
 func (c *Coordinator) removeForeignMember(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	resp, err := c.client.Get(ctx, c.membersKey(r.Key), clientv3.WithPrefix())
