@@ -1,12 +1,14 @@
 package etcd_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
@@ -175,5 +177,41 @@ func removeAll(t *testing.T, c *etcd.Coordinator, rs []tenure.ForeignRecord) {
 		if removed, err := c.RemoveForeign(ctx(t), r); !removed || err != nil {
 			t.Errorf("RemoveForeign(%+v) = %t, %v; want it removed", r, removed, err)
 		}
+	}
+}
+
+// TestJoinGroupOverAMarkPutAhead: a mark put by hand, without a lease, at
+// the name of the lease JoinGroup is then granted is neither overwritten
+// nor taken for the joining member's: JoinGroup writes its membership
+// only while its lease has no mark, so it fails, writes no membership key,
+// revokes the lease, and the group has no member.
+func TestJoinGroupOverAMarkPutAhead(t *testing.T) {
+	const id = clientv3.LeaseID(0x7e57)
+	eps := startEtcd(t)
+	client := hookedClient(t, eps, rpcHooks{call: func(_ context.Context, method string, req any) error {
+		if g, ok := req.(*pb.LeaseGrantRequest); ok && method == rpcGrant {
+			g.ID = int64(id) // etcd grants the lease under this ID
+		}
+		return nil
+	}})
+	c := newCoordinator(t, client)
+	mark := c.EtcdKey(fmt.Sprintf("#members/g#%016x", uint64(id)))
+	if _, err := client.Put(ctx(t), mark, "phantom#1"); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.JoinGroup(ctx(t), "g", "w1", time.Minute, 2); err == nil {
+		t.Errorf("JoinGroup() over a mark put ahead = %s; want an error", m)
+	}
+	if get, err := client.Get(ctx(t), mark); err != nil || len(get.Kvs) != 1 || string(get.Kvs[0].Value) != "phantom#1" || get.Kvs[0].Lease != 0 {
+		t.Errorf("Get(mark) after JoinGroup = %v, %v; want phantom#1's, without a lease", get, err)
+	}
+	if get, err := client.Get(ctx(t), c.EtcdKey(fmt.Sprintf("#members/g#%016x#w1", uint64(id)))); err != nil || len(get.Kvs) != 0 {
+		t.Errorf("Get(w1's membership key) = %v, %v; want none", get, err)
+	}
+	if ttl, err := client.TimeToLive(ctx(t), id); err != nil || ttl.TTL != -1 {
+		t.Errorf("TimeToLive(the lease granted) = %v, %v; want it revoked (TTL -1)", ttl, err)
+	}
+	if ms, err := c.GroupMembers(ctx(t), "g"); err != nil || len(ms) != 0 {
+		t.Errorf("GroupMembers(g) = %s, %v; want none", memberSet(ms), err)
 	}
 }
