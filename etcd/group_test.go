@@ -2,8 +2,11 @@ package etcd_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure/partition"
 
@@ -14,7 +17,12 @@ import (
 
 // TestGroupConformanceEtcdBinary runs the suite on the Debian etcd binary
 // (3.4), whose nested transactions the claims rely on. A partition is
-// freed by hand as etcdctl del would: a delete of its key.
+// freed by hand as etcdctl del would: a delete of its key. A membership is
+// moved to another group by hand as etcdctl put would: a copy of its
+// membership key under the other group, put on its lease. Its member stays
+// a member of its own group (kept): the copy has no mark of that group on
+// the lease, so it is no member of the other group, and a foreign record
+// there.
 func TestGroupConformanceEtcdBinary(t *testing.T) {
 	t.Parallel()
 	b := etcdbin.New(t)
@@ -28,7 +36,18 @@ func TestGroupConformanceEtcdBinary(t *testing.T) {
 		if err != nil || resp.Deleted != 1 {
 			t.Fatalf("delete partition %s/%s by hand = %v, %v; want one key deleted", group, name, resp, err)
 		}
-	}))
+	}), partitiontest.WithMovedMembership(func(t *testing.T, m partition.Member, to string) {
+		c, client := newCoordinator(t, newClient(t, []string{b.URL})), newClient(t, []string{b.URL})
+		own := c.EtcdKey(fmt.Sprintf("#members/%s#%016x#%s", m.Group, m.Epoch, m.ID))
+		get, err := client.Get(ctx(t), own)
+		if err != nil || len(get.Kvs) != 1 {
+			t.Fatalf("Get(%s) = %v, %v; want the membership key", own, get, err)
+		}
+		moved := c.EtcdKey(fmt.Sprintf("#members/%s#%016x#%s", to, m.Epoch, m.ID))
+		if _, err := client.Put(ctx(t), moved, string(get.Kvs[0].Value), clientv3.WithLease(clientv3.LeaseID(m.Epoch))); err != nil {
+			t.Fatalf("put %s on the lease of %s by hand: %v", moved, m, err)
+		}
+	}, true))
 }
 
 // forceRelease releases the live grant on key, whoever holds it, as
