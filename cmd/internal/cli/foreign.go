@@ -69,7 +69,7 @@ func recordKind(r tenure.ForeignRecord) string {
 // foreignAdvice says what r is and how to free its key, for people.
 func foreignAdvice(r tenure.ForeignRecord) string {
 	if r.Member != "" {
-		return fmt.Sprintf("%s membership record of member %q (%s): tenure did not write it, it is no member, and nothing renews it: remove it with tenure release --force --key %s --member=%s",
+		return fmt.Sprintf("%s membership record of member %q (%s): tenure did not write it as it stands, and it is no member (no partition is assigned to it): remove it with tenure release --force --key %s --member=%s",
 			recordKind(r), r.Member, r.Reason, r.Key, shellQuote(r.Member))
 	}
 	return fmt.Sprintf("%s record (%s): tenure did not write it, nothing renews it, and it holds the key until it is removed: tenure release --force --key %s",
