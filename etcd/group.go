@@ -34,14 +34,23 @@ func (c *Coordinator) memberKey(group string, l clientv3.LeaseID, id string) str
 	return fmt.Sprintf("%s%016x#%s", c.membersKey(group), uint64(l), id)
 }
 
+// markKey is the etcd key of the mark of lease l in group: the group's
+// prefix and l in 16 hex digits. JoinGroup puts it on l with the member's
+// ID as its value, beside the membership key, so that the membership key
+// of that ID on l, and no other, is a member (see membership). It sits in
+// the group's range, so the one range read of the memberships reads it.
+func (c *Coordinator) markKey(group string, l clientv3.LeaseID) string {
+	return fmt.Sprintf("%s%016x", c.membersKey(group), uint64(l))
+}
+
 // JoinGroup makes id a member of group: one etcd lease of ttl (rounded up to
-// whole seconds, raised to etcd's minimum) and a membership key on it, named
-// by the group, the lease and id, whose value records the TTL and the
-// partition count announced: a membership of id that is still live keeps
-// its own key and lease. Every partition
-// the member claims is put on that lease, so one keepalive per renewal
-// interval keeps them all, and etcd deletes them all when it expires. See
-// partition.Coordinator.
+// whole seconds, raised to etcd's minimum) and, in one transaction, two
+// keys on it: the membership key, named by the group, the lease and id,
+// whose value records the TTL and the partition count announced, and the
+// lease's mark, whose value is id. A membership of id that is still live
+// keeps its own keys and lease. Every partition the member claims is put
+// on that lease, so one keepalive per renewal interval keeps them all, and
+// etcd deletes them all when it expires. See partition.Coordinator.
 func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
 	op := fmt.Sprintf("etcd: join group %q as %q", group, id)
 	if err := c.begin(ctx, op, inputs.Join(group, id, ttl, partitions)); err != nil {
@@ -52,7 +61,17 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
 	m := partition.Member{Group: group, ID: id, Epoch: uint64(l.id), TTL: l.ttl, Sent: l.sent, Partitions: partitions}
-	if _, err := c.client.Put(ctx, c.memberKey(group, l.id, id), memberValue(m), clientv3.WithLease(l.id)); err != nil {
+	mark := c.markKey(group, l.id)
+	resp, err := c.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(mark), "=", 0)).
+		Then(clientv3.OpPut(c.memberKey(group, l.id, id), memberValue(m), clientv3.WithLease(l.id)),
+			clientv3.OpPut(mark, id, clientv3.WithLease(l.id))).
+		Commit()
+	if err == nil && !resp.Succeeded {
+		_, _ = c.client.Revoke(ctx, l.id) // nothing of ours rides on it
+		err = fmt.Errorf("the mark %q exists already, put by another program", strings.TrimPrefix(mark, c.prefix))
+	}
+	if err != nil {
 		return partition.Member{}, fmt.Errorf("%s: put membership on lease %x: %w", op, int64(l.id), err)
 	}
 	return m, nil
@@ -147,9 +166,9 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 // sorted by ID and epoch: the keys that members wrote (see membership).
 func (c *Coordinator) members(ctx context.Context, group string, kvs []*mvccpb.KeyValue) ([]partition.Member, error) {
 	out := make([]partition.Member, 0, len(kvs))
-	lookup, later := c.memberTTLs.lookup(c), c.laterOnLease(kvs)
+	lookup, read := c.memberTTLs.lookup(c), byKey(kvs)
 	for _, kv := range kvs {
-		m, _, ok, err := c.membership(ctx, group, kv, later[string(kv.Key)], lookup)
+		m, _, ok, err := c.membership(ctx, group, kv, read, lookup)
 		if err != nil {
 			return nil, err
 		}

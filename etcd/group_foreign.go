@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -17,53 +18,75 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// A key under a group's membership prefix that no member wrote as it
-// stands is no member: one without a lease or on a lease longer than a
-// day (JoinGroup puts its key on a lease of the member's TTL, at most a
-// day), one whose ID is not a holder identity or whose value is not what
-// JoinGroup writes, one that names another lease than the one it rides on
-// or that memberKey did not make, and one on a lease that carries an
-// earlier membership key of the group (JoinGroup puts one on each lease it
-// grants: a later one, put by hand on a live member's lease, would be a
-// member no process runs for as long as that member renews). GroupMembers and GroupPartitions leave
-// it out, so no partition is assigned to it; ListForeign lists it as a
-// tenure.ForeignRecord with Member set, and RemoveForeign deletes it.
+// A key under a group's membership prefix is a membership key ("<lease in
+// 16 hex digits>#<ID>") or a lease's mark ("<lease in 16 hex digits>",
+// whose value is an ID): JoinGroup puts one of each on every lease it
+// grants, in one transaction. A membership key is a member when JoinGroup
+// could have written it as it stands and the mark of its group and lease
+// exists, rides on that lease and names the key's ID: so a key put by hand
+// on a member's lease, or on a lease of another group's member or of a
+// grant, is no member, and neither is a membership whose mark was
+// deleted. The other membership keys are foreign: one without a lease or
+// on a lease longer than a day (JoinGroup puts its keys on a lease of the
+// member's TTL, at most a day), one whose ID is not a holder identity or
+// whose value is not what JoinGroup writes, one that names another lease
+// than the one it rides on or that memberKey did not make, and one whose
+// lease's mark is missing, rides on another lease or names another ID. A
+// mark is foreign unless it rides on the lease it names and the
+// membership key of its ID on that lease is a member. GroupMembers and
+// GroupPartitions leave foreign records out, so no partition is assigned
+// to them; ListForeign lists each as a tenure.ForeignRecord with Member
+// set (for a mark, the ID it names), and RemoveForeign deletes it.
 
 // leaseLookup returns what etcd says of the lease kv rides on.
 type leaseLookup func(ctx context.Context, kv *mvccpb.KeyValue) (leaseLeft, error)
 
-// membership sorts kv, a key under group's membership prefix, into a
-// member (ok) or a foreign record (why is not empty); a key on a lease
-// that has expired is neither. later says kv's lease carries an earlier
-// membership key of group (see laterOnLease).
-func (c *Coordinator) membership(ctx context.Context, group string, kv *mvccpb.KeyValue, later bool, lookup leaseLookup) (m partition.Member, r tenure.ForeignRecord, ok bool, err error) {
-	rest := strings.TrimPrefix(string(kv.Key), c.membersKey(group))
-	id, named, parsed := rest, uint64(0), false
-	if len(rest) >= 18 && rest[16] == '#' {
-		if l, err := strconv.ParseUint(rest[:16], 16, 64); err == nil {
-			id, named, parsed = rest[17:], l, true
-		}
+// byKey indexes kvs, read under the membership prefix of one group or of
+// the groups under a prefix, by etcd key.
+func byKey(kvs []*mvccpb.KeyValue) map[string]*mvccpb.KeyValue {
+	out := make(map[string]*mvccpb.KeyValue, len(kvs))
+	for _, kv := range kvs {
+		out[string(kv.Key)] = kv
 	}
-	r = tenure.ForeignRecord{Key: group, Member: id, Holder: id, Token: uint64(kv.ModRevision), TTL: -1}
-	var why []string
+	return out
+}
+
+// leaseName reads s as memberKey and markKey write a lease: 16 lower-case
+// hex digits.
+func leaseName(s string) (uint64, bool) {
+	if len(s) != 16 || strings.Trim(s, "0123456789abcdef") != "" {
+		return 0, false
+	}
+	l, err := strconv.ParseUint(s, 16, 64)
+	return l, err == nil
+}
+
+// membership sorts kv, a key under group's membership prefix, into a
+// member (ok) or a foreign record (its Reason is not empty); a key on a
+// lease that has expired is neither, nor is the mark of a member. read
+// holds the keys read with kv, by etcd key.
+func (c *Coordinator) membership(ctx context.Context, group string, kv *mvccpb.KeyValue, read map[string]*mvccpb.KeyValue, lookup leaseLookup) (m partition.Member, r tenure.ForeignRecord, ok bool, err error) {
+	rest := strings.TrimPrefix(string(kv.Key), c.membersKey(group))
+	if named, isMark := leaseName(rest); isMark {
+		r, err := c.mark(ctx, group, kv, rest, named, read, lookup)
+		return m, r, false, err
+	}
+	id, named, parsed := rest, uint64(0), false
+	if l, ok := leaseName(rest[:min(16, len(rest))]); ok && len(rest) >= 18 && rest[16] == '#' {
+		id, named, parsed = rest[17:], l, true
+	}
+	r = tenure.ForeignRecord{Key: group, Member: id, Holder: id, Token: uint64(kv.ModRevision)}
+	why, live, err := leaseOf(ctx, kv, lookup, &r)
+	if err != nil || !live {
+		return m, r, false, err // expired: etcd deletes it
+	}
 	switch {
 	case !parsed:
 		r.Malformed, why = true, append(why, "a key that JoinGroup does not write")
 	case named != uint64(kv.Lease) && kv.Lease != int64(clientv3.NoLease):
 		r.Malformed, why = true, append(why, "a lease that is not the one its key names")
-	case later:
-		why = append(why, "a lease that carries another membership")
-	}
-	if kv.Lease == int64(clientv3.NoLease) {
-		why = append(why, "no lease")
-	} else {
-		l, err := lookup(ctx, kv)
-		if err != nil || l.left < 0 {
-			return m, r, false, err // expired: etcd deletes it
-		}
-		if r.TTL = l.left; l.granted > limits.MaxTTL {
-			why = append(why, fmt.Sprintf("a lease of %s, longer than tenure grants", l.granted))
-		}
+	case kv.Lease != int64(clientv3.NoLease):
+		why = append(why, c.markWhy(group, kv, id, read)...)
 	}
 	if tenure.ValidateHolder(id) != nil {
 		r.Malformed, why = true, append(why, "an ID that is not a holder identity")
@@ -79,34 +102,72 @@ func (c *Coordinator) membership(ctx context.Context, group string, kv *mvccpb.K
 	return partition.Member{Group: group, ID: id, Epoch: uint64(kv.Lease), TTL: ttl, Partitions: partitions}, r, true, nil
 }
 
-// laterOnLease returns the membership keys among kvs (read under the
-// membership prefix of one group or of the groups under a prefix) whose
-// lease carries an earlier membership key of the same group, by create
-// revision.
-func (c *Coordinator) laterOnLease(kvs []*mvccpb.KeyValue) map[string]bool {
-	type groupLease struct {
-		group string
-		lease int64
+// markWhy says what is wrong with the mark of the lease that kv, the
+// membership key of id in group, rides on, among read: nothing when it
+// rides on that lease and names id.
+func (c *Coordinator) markWhy(group string, kv *mvccpb.KeyValue, id string, read map[string]*mvccpb.KeyValue) []string {
+	mark := read[c.markKey(group, clientv3.LeaseID(kv.Lease))]
+	switch {
+	case mark == nil:
+		return []string{"no mark of its lease"}
+	case mark.Lease != kv.Lease:
+		return []string{"a mark of its lease that rides on another lease"}
+	case string(mark.Value) != id:
+		return []string{fmt.Sprintf("a lease whose mark names another member (%q)", mark.Value)}
 	}
-	first := map[groupLease]int64{}
-	groupOf := func(kv *mvccpb.KeyValue) groupLease {
-		group, _, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), c.prefix+"#members/"), "#")
-		return groupLease{group, kv.Lease}
+	return nil
+}
+
+// mark judges kv, the mark of lease named in group (rest, its key under
+// the group's prefix): no record (an empty Reason) when it rides on that
+// lease and names the ID of a membership key on it that is a member, a
+// foreign record otherwise. Its Member is the ID it names, or rest when
+// it names none.
+func (c *Coordinator) mark(ctx context.Context, group string, kv *mvccpb.KeyValue, rest string, named uint64, read map[string]*mvccpb.KeyValue, lookup leaseLookup) (tenure.ForeignRecord, error) {
+	id := string(kv.Value)
+	r := tenure.ForeignRecord{Key: group, Member: cmp.Or(id, rest), Holder: id, Token: uint64(kv.ModRevision)}
+	why, live, err := leaseOf(ctx, kv, lookup, &r)
+	if err != nil || !live {
+		return tenure.ForeignRecord{}, err // expired: etcd deletes it
 	}
-	for _, kv := range kvs {
-		if k := groupOf(kv); kv.Lease != int64(clientv3.NoLease) {
-			if rev, ok := first[k]; !ok || kv.CreateRevision < rev {
-				first[k] = kv.CreateRevision
-			}
+	if named != uint64(kv.Lease) && kv.Lease != int64(clientv3.NoLease) {
+		r.Malformed, why = true, append(why, "a lease that is not the one its key names")
+	}
+	if tenure.ValidateHolder(id) != nil {
+		r.Malformed, why = true, append(why, "a value that is not a holder identity")
+	}
+	if len(why) == 0 {
+		key := read[c.memberKey(group, clientv3.LeaseID(named), id)]
+		if key == nil || key.Lease != kv.Lease {
+			why = append(why, "no membership key of its ID on its lease")
+		} else if _, _, member, err := c.membership(ctx, group, key, read, lookup); err != nil {
+			return tenure.ForeignRecord{}, err
+		} else if !member {
+			why = append(why, "the membership key of its ID is no member")
 		}
 	}
-	later := map[string]bool{}
-	for _, kv := range kvs {
-		if kv.Lease != int64(clientv3.NoLease) && kv.CreateRevision > first[groupOf(kv)] {
-			later[string(kv.Key)] = true
-		}
+	if len(why) > 0 {
+		r.Reason = "a membership mark that no member wrote as it stands: " + strings.Join(why, ", ")
 	}
-	return later
+	return r, nil
+}
+
+// leaseOf sets r.TTL to the time left on the lease kv rides on (-1 for
+// none) and says what makes that lease one JoinGroup never grants: none,
+// or longer than a day. live is false when the lease has expired.
+func leaseOf(ctx context.Context, kv *mvccpb.KeyValue, lookup leaseLookup, r *tenure.ForeignRecord) (why []string, live bool, err error) {
+	if kv.Lease == int64(clientv3.NoLease) {
+		r.TTL = -1
+		return []string{"no lease"}, true, nil
+	}
+	l, err := lookup(ctx, kv)
+	if err != nil || l.left < 0 {
+		return nil, false, err
+	}
+	if r.TTL = l.left; l.granted > limits.MaxTTL {
+		why = append(why, fmt.Sprintf("a lease of %s, longer than tenure grants", l.granted))
+	}
+	return why, true, nil
 }
 
 // validMemberValue reports whether v can be a value memberValue wrote: a
@@ -129,14 +190,14 @@ func (c *Coordinator) foreignMembers(ctx context.Context, prefix string) ([]tenu
 	if err != nil {
 		return nil, err
 	}
-	lookup, later := c.freshLookup(), c.laterOnLease(resp.Kvs)
+	lookup, read := c.freshLookup(), byKey(resp.Kvs)
 	var out []tenure.ForeignRecord
 	for _, kv := range resp.Kvs {
 		group, rest, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), under), "#")
 		if !ok || rest == "" || tenure.ValidateKey(group) != nil {
 			continue // under no group's prefix, or naming no member
 		}
-		_, r, member, err := c.membership(ctx, group, kv, later[string(kv.Key)], lookup)
+		_, r, member, err := c.membership(ctx, group, kv, read, lookup)
 		if err != nil {
 			return nil, err
 		}
@@ -147,20 +208,20 @@ func (c *Coordinator) foreignMembers(ctx context.Context, prefix string) ([]tenu
 	return out, nil
 }
 
-// removeForeignMember deletes the membership keys of group r.Key that r
-// names, if each is still the write r was read from (the same mod
+// removeForeignMember deletes the membership keys and marks of group r.Key
+// that r names, if each is still the write r was read from (the same mod
 // revision) and no member's, and reports whether it deleted any.
 func (c *Coordinator) removeForeignMember(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	resp, err := c.client.Get(ctx, c.membersKey(r.Key), clientv3.WithPrefix())
 	if err != nil {
 		return false, err
 	}
-	removed, lookup, later := false, c.freshLookup(), c.laterOnLease(resp.Kvs)
+	removed, lookup, read := false, c.freshLookup(), byKey(resp.Kvs)
 	for _, kv := range resp.Kvs {
 		if uint64(kv.ModRevision) != r.Token {
 			continue
 		}
-		_, now, member, err := c.membership(ctx, r.Key, kv, later[string(kv.Key)], lookup)
+		_, now, member, err := c.membership(ctx, r.Key, kv, read, lookup)
 		if err != nil {
 			return removed, err
 		}

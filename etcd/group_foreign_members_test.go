@@ -207,10 +207,10 @@ func TestGroupMembersLooksLeasesUpOnce(t *testing.T) {
 
 // TestMembershipOnAnotherMembersLease: a membership key put by hand on a
 // live member's lease, naming that lease (as JoinGroup names its own), is
-// no member: JoinGroup puts one membership key on each lease it grants,
-// and the member's is the first. Were it a member, partitions would be
-// assigned to it that no process runs, for as long as the live member
-// renews, and release --force could not remove it. ListForeign lists it,
+// no member: the mark JoinGroup put on that lease names the live member.
+// Were it a member, partitions would be assigned to it that no process
+// runs, for as long as the live member renews, and release --force could
+// not remove it. ListForeign lists it,
 // RemoveForeign deletes it, and the live member stays.
 func TestMembershipOnAnotherMembersLease(t *testing.T) {
 	client := newClient(t, startEtcd(t))
@@ -228,8 +228,8 @@ func TestMembershipOnAnotherMembersLease(t *testing.T) {
 		t.Errorf("GroupMembers(g) = %v, %v; want live#1 alone", ms, err)
 	}
 	rs, err := c.ListForeign(ctx(t), "g")
-	if err != nil || len(rs) != 1 || rs[0].Member != "phantom#1" || !strings.Contains(rs[0].Reason, "carries another membership") {
-		t.Fatalf("ListForeign(g) = %+v, %v; want phantom#1's membership key, on a lease that carries another membership", rs, err)
+	if err != nil || len(rs) != 1 || rs[0].Member != "phantom#1" || !strings.Contains(rs[0].Reason, `mark names another member ("live#1")`) {
+		t.Fatalf("ListForeign(g) = %+v, %v; want phantom#1's membership key, on a lease whose mark names live#1", rs, err)
 	}
 	if removed, err := c.RemoveForeign(ctx(t), rs[0]); !removed || err != nil {
 		t.Errorf("RemoveForeign(%+v) = %t, %v; want it removed", rs[0], removed, err)

@@ -38,10 +38,10 @@ func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, 
 // lease (put by hand or by another program: it never expires), a key on a
 // lease longer than a day, and a key whose value is not a holder identity.
 // Their tokens are the keys' mod revisions. It lists too, with Member set,
-// the membership keys of the groups under prefix that no member wrote as
-// they stand, which are no members (see GroupMembers). Users free such a
-// key with RemoveForeign. It costs what List costs, plus a range read of
-// the memberships.
+// the membership keys and marks of the groups under prefix that no member
+// wrote as they stand, which are no members (see GroupMembers). Users free
+// such a key with RemoveForeign. It costs what List costs, plus a range
+// read of the memberships.
 func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
 	op := fmt.Sprintf("etcd: list foreign keys under %q", prefix)
 	var out []tenure.ForeignRecord
@@ -66,8 +66,8 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 // (the same mod revision) and that write is foreign (see ListForeign), and
 // reports whether it did. Deleting the key frees it: the next Acquire puts
 // it anew, at a greater revision, so tokens still increase. For a
-// membership record (r.Member set), it deletes the membership key of group
-// r.Key that r was read from, if it is still no member's. It judges the
+// membership record (r.Member set), it deletes the membership key or mark
+// of group r.Key that r was read from, if it is still no member's. It judges the
 // key as it reads it, never by r's other fields: a record that names a
 // live grant or membership, however it was made, removes nothing.
 func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
