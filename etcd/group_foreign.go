@@ -23,17 +23,19 @@ import (
 // whose value is an ID): JoinGroup puts one of each on every lease it
 // grants, in one transaction. A membership key is a member when JoinGroup
 // could have written it as it stands and the mark of its group and lease
-// exists, rides on that lease and names the key's ID: so a key put by hand
-// on a member's lease, or on a lease of another group's member or of a
-// grant, is no member, and neither is a membership whose mark was
-// deleted. The other membership keys are foreign: one without a lease or
+// exists, rides on that lease, names the key's ID and was the first write
+// on the lease (see firstOnLease): so a key put by hand on a member's
+// lease, or on a lease of another group's member or of a grant, with or
+// without a mark beside it, is no member, and neither is a membership
+// whose mark was deleted. The other membership keys are foreign: one without a lease or
 // on a lease longer than a day (JoinGroup puts its keys on a lease of the
 // member's TTL, at most a day), one whose ID is not a holder identity or
 // whose value is not what JoinGroup writes, one that names another lease
 // than the one it rides on or that memberKey did not make, and one whose
-// lease's mark is missing, rides on another lease or names another ID. A
-// mark is foreign unless it rides on the lease it names and the
-// membership key of its ID on that lease is a member. GroupMembers and
+// lease's mark is missing, rides on another lease, names another ID or
+// came after another key on the lease. A mark is foreign unless it rides
+// on the lease it names, came first on it, and the membership key of its
+// ID on that lease is a member. GroupMembers and
 // GroupPartitions leave foreign records out, so no partition is assigned
 // to them; ListForeign lists each as a tenure.ForeignRecord with Member
 // set (for a mark, the ID it names), and RemoveForeign deletes it.
