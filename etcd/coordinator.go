@@ -48,6 +48,7 @@ type Coordinator struct {
 	leases map[string]granted // key → the last grant made on it here, and its lease (grant.go)
 
 	memberTTLs grantedTTLs // membership leases' granted TTLs (group_foreign.go)
+	firstMarks firstMarks  // marks found first on their lease (group_mark_first.go)
 }
 
 // An Option configures a Coordinator, for New or Dial.

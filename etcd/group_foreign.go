@@ -23,17 +23,19 @@ import (
 // whose value is an ID): JoinGroup puts one of each on every lease it
 // grants, in one transaction. A membership key is a member when JoinGroup
 // could have written it as it stands and the mark of its group and lease
-// exists, rides on that lease and names the key's ID: so a key put by hand
-// on a member's lease, or on a lease of another group's member or of a
-// grant, is no member, and neither is a membership whose mark was
-// deleted. The other membership keys are foreign: one without a lease or
+// exists, rides on that lease, names the key's ID and was the first write
+// on the lease (see firstOnLease): so a key put by hand on a member's
+// lease, or on a lease of another group's member or of a grant, with or
+// without a mark beside it, is no member, and neither is a membership
+// whose mark was deleted. The other membership keys are foreign: one without a lease or
 // on a lease longer than a day (JoinGroup puts its keys on a lease of the
 // member's TTL, at most a day), one whose ID is not a holder identity or
 // whose value is not what JoinGroup writes, one that names another lease
 // than the one it rides on or that memberKey did not make, and one whose
-// lease's mark is missing, rides on another lease or names another ID. A
-// mark is foreign unless it rides on the lease it names and the
-// membership key of its ID on that lease is a member. GroupMembers and
+// lease's mark is missing, rides on another lease, names another ID or
+// came after another key on the lease. A mark is foreign unless it rides
+// on the lease it names, came first on it, and the membership key of its
+// ID on that lease is a member. GroupMembers and
 // GroupPartitions leave foreign records out, so no partition is assigned
 // to them; ListForeign lists each as a tenure.ForeignRecord with Member
 // set (for a mark, the ID it names), and RemoveForeign deletes it.
@@ -76,7 +78,7 @@ func (c *Coordinator) membership(ctx context.Context, group string, kv *mvccpb.K
 		id, named, parsed = rest[17:], l, true
 	}
 	r = tenure.ForeignRecord{Key: group, Member: id, Holder: id, Token: uint64(kv.ModRevision)}
-	why, live, err := leaseOf(ctx, kv, lookup, &r)
+	why, keys, live, err := leaseOf(ctx, kv, lookup, &r)
 	if err != nil || !live {
 		return m, r, false, err // expired: etcd deletes it
 	}
@@ -86,7 +88,11 @@ func (c *Coordinator) membership(ctx context.Context, group string, kv *mvccpb.K
 	case named != uint64(kv.Lease) && kv.Lease != int64(clientv3.NoLease):
 		r.Malformed, why = true, append(why, "a lease that is not the one its key names")
 	case kv.Lease != int64(clientv3.NoLease):
-		why = append(why, c.markWhy(group, kv, id, read)...)
+		w, err := c.markWhy(ctx, group, kv, id, read, keys)
+		if err != nil {
+			return m, r, false, err
+		}
+		why = append(why, w...)
 	}
 	if tenure.ValidateHolder(id) != nil {
 		r.Malformed, why = true, append(why, "an ID that is not a holder identity")
@@ -104,29 +110,35 @@ func (c *Coordinator) membership(ctx context.Context, group string, kv *mvccpb.K
 
 // markWhy says what is wrong with the mark of the lease that kv, the
 // membership key of id in group, rides on, among read: nothing when it
-// rides on that lease and names id.
-func (c *Coordinator) markWhy(group string, kv *mvccpb.KeyValue, id string, read map[string]*mvccpb.KeyValue) []string {
+// rides on that lease, names id and was the first write on that lease
+// (see firstOnLease, which is given keys, the keys on kv's lease when the
+// lookup listed them).
+func (c *Coordinator) markWhy(ctx context.Context, group string, kv *mvccpb.KeyValue, id string, read map[string]*mvccpb.KeyValue, keys [][]byte) ([]string, error) {
 	mark := read[c.markKey(group, clientv3.LeaseID(kv.Lease))]
 	switch {
 	case mark == nil:
-		return []string{"no mark of its lease"}
+		return []string{"no mark of its lease"}, nil
 	case mark.Lease != kv.Lease:
-		return []string{"a mark of its lease that rides on another lease"}
+		return []string{"a mark of its lease that rides on another lease"}, nil
 	case string(mark.Value) != id:
-		return []string{fmt.Sprintf("a lease whose mark names another member (%q)", mark.Value)}
+		return []string{fmt.Sprintf("a lease whose mark names another member (%q)", mark.Value)}, nil
 	}
-	return nil
+	why, err := c.firstOnLease(ctx, group, mark, keys)
+	if why == "" || err != nil {
+		return nil, err
+	}
+	return []string{why}, nil
 }
 
 // mark judges kv, the mark of lease named in group (rest, its key under
 // the group's prefix): no record (an empty Reason) when it rides on that
-// lease and names the ID of a membership key on it that is a member, a
-// foreign record otherwise. Its Member is the ID it names, or rest when
+// lease, was the first write on it (see firstOnLease) and names the ID of
+// a membership key on it that is a member, a foreign record otherwise. Its Member is the ID it names, or rest when
 // it names none.
 func (c *Coordinator) mark(ctx context.Context, group string, kv *mvccpb.KeyValue, rest string, named uint64, read map[string]*mvccpb.KeyValue, lookup leaseLookup) (tenure.ForeignRecord, error) {
 	id := string(kv.Value)
 	r := tenure.ForeignRecord{Key: group, Member: cmp.Or(id, rest), Holder: id, Token: uint64(kv.ModRevision)}
-	why, live, err := leaseOf(ctx, kv, lookup, &r)
+	why, keys, live, err := leaseOf(ctx, kv, lookup, &r)
 	if err != nil || !live {
 		return tenure.ForeignRecord{}, err // expired: etcd deletes it
 	}
@@ -135,6 +147,15 @@ func (c *Coordinator) mark(ctx context.Context, group string, kv *mvccpb.KeyValu
 	}
 	if tenure.ValidateHolder(id) != nil {
 		r.Malformed, why = true, append(why, "a value that is not a holder identity")
+	}
+	if len(why) == 0 {
+		first, err := c.firstOnLease(ctx, group, kv, keys)
+		if err != nil {
+			return tenure.ForeignRecord{}, err
+		}
+		if first != "" {
+			why = append(why, first)
+		}
 	}
 	if len(why) == 0 {
 		key := read[c.memberKey(group, clientv3.LeaseID(named), id)]
@@ -154,20 +175,21 @@ func (c *Coordinator) mark(ctx context.Context, group string, kv *mvccpb.KeyValu
 
 // leaseOf sets r.TTL to the time left on the lease kv rides on (-1 for
 // none) and says what makes that lease one JoinGroup never grants: none,
-// or longer than a day. live is false when the lease has expired.
-func leaseOf(ctx context.Context, kv *mvccpb.KeyValue, lookup leaseLookup, r *tenure.ForeignRecord) (why []string, live bool, err error) {
+// or longer than a day. live is false when the lease has expired. keys
+// are the keys on the lease, when lookup listed them.
+func leaseOf(ctx context.Context, kv *mvccpb.KeyValue, lookup leaseLookup, r *tenure.ForeignRecord) (why []string, keys [][]byte, live bool, err error) {
 	if kv.Lease == int64(clientv3.NoLease) {
 		r.TTL = -1
-		return []string{"no lease"}, true, nil
+		return []string{"no lease"}, nil, true, nil
 	}
 	l, err := lookup(ctx, kv)
 	if err != nil || l.left < 0 {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	if r.TTL = l.left; l.granted > limits.MaxTTL {
 		why = append(why, fmt.Sprintf("a lease of %s, longer than tenure grants", l.granted))
 	}
-	return why, true, nil
+	return why, l.keys, true, nil
 }
 
 // validMemberValue reports whether v can be a value memberValue wrote: a
@@ -251,9 +273,8 @@ func (c *Coordinator) freshLookup() leaseLookup {
 		if l, ok := seen[kv.Lease]; ok {
 			return l, nil
 		}
-		var l leaseLeft
-		var err error
-		if l.granted, l.left, err = c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+		l, err := c.leaseKeys(ctx, clientv3.LeaseID(kv.Lease))
+		if err != nil {
 			return l, err
 		}
 		seen[kv.Lease] = l
@@ -288,16 +309,16 @@ func (g *grantedTTLs) lookup(c *Coordinator) leaseLookup {
 		if ok {
 			return leaseLeft{granted: ttl, left: ttl}, nil
 		}
-		granted, left, err := c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease))
-		if err != nil || left < 0 {
-			return leaseLeft{granted: granted, left: left}, err
+		l, err := c.leaseKeys(ctx, clientv3.LeaseID(kv.Lease))
+		if err != nil || l.left < 0 {
+			return l, err
 		}
 		g.mu.Lock()
 		if g.ttl == nil || len(g.ttl) >= maxGrantedTTLs {
 			g.ttl = make(map[[2]int64]time.Duration)
 		}
-		g.ttl[k] = granted
+		g.ttl[k] = l.granted
 		g.mu.Unlock()
-		return leaseLeft{granted: granted, left: left}, nil
+		return l, nil
 	}
 }

@@ -129,7 +129,8 @@ func (c *Coordinator) removeForeignKey(ctx context.Context, r tenure.ForeignReco
 // has none (see Coordinator.leaseTTL).
 type leaseLeft struct {
 	granted, left time.Duration
-	none          bool // the key has no lease
+	none          bool     // the key has no lease
+	keys          [][]byte // the keys on the lease, when looked up with them (leaseKeys)
 }
 
 // each calls f, in key order, for every tenure key under prefix with the

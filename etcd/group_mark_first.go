@@ -1,0 +1,100 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// firstOnLease says what makes mark, the mark of a membership of group
+// that rides on its lease, no mark of JoinGroup's: empty when it is. JoinGroup
+// puts its membership key and mark on a lease it has just granted, in one
+// transaction, before anything else rides on it, so every key on that
+// lease was last written at or after the mark's creation. A key on the
+// lease last written before (another group's membership, a grant's key)
+// shows the lease was someone else's first: the mark was put by hand on a
+// lease that a live process renews, and the membership it marks is no
+// member that any process runs. It asks etcd for the keys on the lease
+// once per mark it finds to be first (that never changes: a key put on
+// the lease later is written later), and reads only the keys outside
+// group's memberships and partitions, which a member's lease does not
+// carry. keys are the keys on the lease when the caller has them (nil:
+// it asks etcd).
+func (c *Coordinator) firstOnLease(ctx context.Context, group string, mark *mvccpb.KeyValue, keys [][]byte) (string, error) {
+	k := [2]int64{mark.Lease, mark.CreateRevision}
+	if c.firstMarks.has(k) {
+		return "", nil
+	}
+	if keys == nil {
+		l, err := c.leaseKeys(ctx, clientv3.LeaseID(mark.Lease))
+		if err != nil || l.left < 0 {
+			return "", err // expired: its keys are judged so
+		}
+		keys = l.keys
+	}
+	members, partitions := c.membersKey(group), c.EtcdKey(group+"/")
+	for _, key := range keys {
+		if s := string(key); strings.HasPrefix(s, members) || strings.HasPrefix(s, partitions) {
+			continue
+		}
+		get, err := c.client.Get(ctx, string(key))
+		if err != nil {
+			return "", err
+		}
+		if kv := firstKV(get.Kvs); kv != nil && kv.Lease == mark.Lease && kv.ModRevision < mark.CreateRevision {
+			return fmt.Sprintf("a lease that carried %q before its mark", strings.TrimPrefix(string(key), c.prefix)), nil
+		}
+	}
+	c.firstMarks.add(k)
+	return "", nil
+}
+
+// firstMarks remembers the marks that firstOnLease found first on their
+// lease, by lease and create revision.
+type firstMarks struct {
+	mu    sync.Mutex
+	known map[[2]int64]bool
+}
+
+func (f *firstMarks) has(k [2]int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.known[k]
+}
+
+// add remembers k; past maxGrantedTTLs marks, it starts again.
+func (f *firstMarks) add(k [2]int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.known == nil || len(f.known) >= maxGrantedTTLs {
+		f.known = make(map[[2]int64]bool)
+	}
+	f.known[k] = true
+}
+
+// leaseKeys is leaseTTL, with the keys on the lease.
+func (c *Coordinator) leaseKeys(ctx context.Context, id clientv3.LeaseID) (leaseLeft, error) {
+	l := leaseLeft{left: -1, none: id == clientv3.NoLease}
+	if l.none {
+		return l, nil
+	}
+	r, err := c.client.TimeToLive(ctx, id, clientv3.WithAttachedKeys())
+	switch {
+	case isLeaseNotFound(err):
+		return l, nil
+	case err != nil:
+		return l, fmt.Errorf("lease %x: %w", int64(id), err)
+	case r.TTL < 0: // -1: expired (remaining TTLs are rounded down: 0 is live)
+		return l, nil
+	}
+	l.granted, l.left, l.keys = time.Duration(r.GrantedTTL)*time.Second, time.Duration(r.TTL)*time.Second, r.Keys
+	if l.keys == nil {
+		l.keys = [][]byte{}
+	}
+	return l, nil
+}
