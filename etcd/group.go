@@ -109,20 +109,38 @@ func validMember(m partition.Member) error {
 }
 
 // RenewMember extends m's lease, and so all its partitions, with one
-// KeepAliveOnce. A lease that has expired is reported with an error
-// wrapping tenure.ErrLost.
+// KeepAliveOnce, then checks, in one transaction, that m's membership key
+// and its lease's mark naming m still ride on that lease. A lease that has
+// expired is reported with an error wrapping tenure.ErrLost, and so is a
+// membership whose key or mark was deleted or changed by hand: the others
+// no longer count it as a member (see membership), so it must not go on
+// as one, and its runner joins again.
 func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	op := fmt.Sprintf("etcd: renew member %s", m)
 	if err := c.begin(ctx, op, validMember(m)); err != nil {
 		return partition.Member{}, err
 	}
 	sent := tenure.Now()
-	resp, err := c.client.KeepAliveOnce(ctx, clientv3.LeaseID(m.Epoch))
+	l := clientv3.LeaseID(m.Epoch)
+	resp, err := c.client.KeepAliveOnce(ctx, l)
 	if isLeaseNotFound(err) {
 		return partition.Member{}, fmt.Errorf("%s: %w: lease %x expired or was revoked", op, tenure.ErrLost, m.Epoch)
 	}
 	if err != nil {
 		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
+	mark, key := c.markKey(m.Group, l), c.memberKey(m.Group, l, m.ID)
+	own, err := c.client.Txn(ctx).If(
+		clientv3.Compare(clientv3.Value(mark), "=", m.ID),
+		clientv3.Compare(clientv3.LeaseValue(mark), "=", l),
+		clientv3.Compare(clientv3.LeaseValue(key), "=", l),
+	).Commit()
+	if err != nil {
+		return partition.Member{}, fmt.Errorf("%s: read its membership key and mark: %w", op, err)
+	}
+	if !own.Succeeded {
+		return partition.Member{}, fmt.Errorf("%s: %w: its membership key %q or its lease's mark %q was deleted or changed by hand", op, tenure.ErrLost,
+			strings.TrimPrefix(key, c.prefix), strings.TrimPrefix(mark, c.prefix))
 	}
 	m.TTL, m.Sent = time.Duration(resp.TTL)*time.Second, sent
 	return m, nil

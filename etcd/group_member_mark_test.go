@@ -35,8 +35,8 @@ func TestMembershipWithoutItsMark(t *testing.T) {
 	if _, err := client.Delete(ctx(t), c.EtcdKey(fmt.Sprintf("#members/g#%016x", m.Epoch))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.RenewMember(ctx(t), m); err != nil {
-		t.Errorf("RenewMember() without its mark = %v; want the lease renewed", err)
+	if _, err := c.RenewMember(ctx(t), m); !errors.Is(err, tenure.ErrLost) {
+		t.Errorf("RenewMember() without its mark = %v; want an error wrapping ErrLost: others no longer count it as a member", err)
 	}
 	if ms, err := c.GroupMembers(ctx(t), "g"); err != nil || len(ms) != 0 {
 		t.Errorf("GroupMembers(g) = %s, %v; want none", memberSet(ms), err)
