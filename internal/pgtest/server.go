@@ -10,7 +10,8 @@
 //
 // and each test that needs it calls pgtest.Need(t, srv, srvErr), which skips
 // the test when no server could be had, or fails it when
-// TENURE_REQUIRE_POSTGRES=1 (CI).
+// TENURE_REQUIRE_POSTGRES=1 (CI). A test binary whose tests mostly need no
+// server uses a Lazy instead: the first test that calls its Need starts it.
 //
 // Starting a server takes about a second:
 //

@@ -9,14 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tenure-dev/tenure/internal/kubetest"
-	"github.com/tenure-dev/tenure/internal/pgtest"
 )
 
 // PostgresCoord returns the flags that name a fresh PostgreSQL database.
 func PostgresCoord(t *testing.T) []string {
 	t.Helper()
-	srv := pgtest.Need(t, PgServer, PgErr)
-	return []string{"--postgres", srv.NewDatabase(t)}
+	return []string{"--postgres", Postgres(t).NewDatabase(t)}
 }
 
 // KubeCoord starts a kube-apiserver for t and returns it with the flags

@@ -18,12 +18,16 @@ import (
 // TenureBin is the tenure binary built for the end-to-end tests.
 var TenureBin string
 
-// PgServer is the PostgreSQL server of the tests that need one, or PgErr
-// says why there is none (see pgtest.Need).
-var (
-	PgServer *pgtest.Server
-	PgErr    error
-)
+// pg is the PostgreSQL server of the tests that need one, started by the
+// first of them (most packages of end-to-end tests need none).
+var pg pgtest.Lazy
+
+// Postgres returns the package's PostgreSQL server, started by the first
+// test that needs it, or ends t as pgtest.Need does when there is none.
+func Postgres(t testing.TB) *pgtest.Server {
+	t.Helper()
+	return pg.Need(t)
+}
 
 // SelfBin is this test binary: re-executed in a helper mode, it is the
 // command that "tenure run" runs in the end-to-end tests.
@@ -57,10 +61,12 @@ func BuildThen(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	code := pgtest.Main(m, func(s *pgtest.Server, err error) { PgServer, PgErr = s, err })
+	code := m.Run()
+	if err := pg.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: stop: %v\n", err)
+	}
 	if code == 0 {
-		// As goleak.VerifyTestMain, once pgtest.Main has stopped its
-		// server.
+		// As goleak.VerifyTestMain, once the server is stopped.
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
 			code = 1

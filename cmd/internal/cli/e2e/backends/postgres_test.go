@@ -65,7 +65,7 @@ func TestPostgres(t *testing.T) {
 // fix (78), not an outage to wait out (69).
 func TestPostgresCauseFirst(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Need(t, e2e.PgServer, e2e.PgErr)
+	srv := e2e.Postgres(t)
 	dsn := pgtest.WithParams(srv.NewDatabase(t), map[string]string{"dbname": "tenure_no_such_db", "sslmode": "prefer"})
 	res := e2e.RunTenure(t, nil, "--postgres", dsn, "status", "--key", "k")
 	if res.Code != cli.ExitConfig {

@@ -64,7 +64,7 @@ func TestExitCodeBadFlag(t *testing.T) {
 // not "unavailable, try again" (69).
 func TestExitCodePostgresUnknownParameter(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Need(t, e2e.PgServer, e2e.PgErr)
+	srv := e2e.Postgres(t)
 	dsn := pgtest.WithParams(srv.NewDatabase(t), map[string]string{"sslmod": "disable"})
 	res := e2e.RunTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
 	if res.Code != cli.ExitConfig || !strings.Contains(res.Stderr, `"sslmod"`) || !strings.Contains(res.Stderr, "check its spelling") {
@@ -77,7 +77,7 @@ func TestExitCodePostgresUnknownParameter(t *testing.T) {
 // permission error (77, EX_NOPERM).
 func TestExitCodePostgresRefusedRole(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Need(t, e2e.PgServer, e2e.PgErr)
+	srv := e2e.Postgres(t)
 	dsn := pgtest.WithParams(srv.DSN(), map[string]string{"user": "tenure_no_such_role"})
 	res := e2e.RunTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
 	if res.Code != cli.ExitNoPerm || !strings.Contains(res.Stderr, "SQLSTATE 28000") {
@@ -92,7 +92,7 @@ func TestExitCodePostgresRefusedRole(t *testing.T) {
 // needs is a permission error (77, EX_NOPERM).
 func TestExitCodePostgresNoPrivilege(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Need(t, e2e.PgServer, e2e.PgErr)
+	srv := e2e.Postgres(t)
 	dsn, _ := srv.NewRole(t, srv.NewDatabase(t))
 	res := e2e.RunTenure(t, nil, "--postgres", dsn, "run", "--key", "k", "--", "true")
 	if res.Code != cli.ExitNoPerm || !strings.Contains(res.Stderr, "SQLSTATE 42501") {

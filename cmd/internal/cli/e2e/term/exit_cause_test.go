@@ -17,7 +17,7 @@ import (
 // which used to call it "coordinator unreachable" and wait for ever.
 func TestExitByCausePostgres(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Need(t, e2e.PgServer, e2e.PgErr)
+	srv := e2e.Postgres(t)
 	db := srv.NewDatabase(t)
 	if res := e2e.RunTenure(t, nil, "--postgres", db, "run", "--key", "k", "--", "true"); res.Code != 0 {
 		t.Fatalf("%s: exit %d (making the table)\n%s", res.Description, res.Code, res.Stderr)
