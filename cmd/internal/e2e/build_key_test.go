@@ -15,7 +15,7 @@ func TestBuildKeyStable(t *testing.T) {
 		t.Fatalf("two keys of the same tree differ: %s, %s", a, b)
 	}
 	other := []string{"-race"}
-	if RaceEnabled {
+	if TenureRace() {
 		other = nil
 	}
 	if b := mustKey(t, other, nil); a == b {

@@ -145,10 +145,22 @@ func lockFile(path string) (unlock func(), err error) {
 	return func() { f.Close() }, nil // closing the file releases the lock
 }
 
+// RaceTenure says whether the tenure binary that a package's tests start
+// is built with -race when the tests are: set it in TestMain, before Main.
+// A race-built tenure costs about three times the CPU of a plain one to
+// start, and the end-to-end tests start thousands, so only the packages
+// whose tests drive the concurrent code of tenure run and its guard
+// hardest (e2e/run, e2e/term) set it; the race detector runs on the rest of
+// that code in the in-process tests of cmd/internal/cli and the guard.
+var RaceTenure bool
+
+// TenureRace reports whether the tenure binary under test is race-built.
+func TenureRace() bool { return RaceEnabled && RaceTenure }
+
 // buildFlags are the go build flags BuildTenure passes.
 func buildFlags() []string {
-	if RaceEnabled {
-		return []string{"-race"} // the signal and child-process code runs under the race detector too
+	if TenureRace() {
+		return []string{"-race"}
 	}
 	return nil
 }

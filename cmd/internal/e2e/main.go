@@ -79,7 +79,7 @@ func BuildThen(m *testing.M) int {
 // with the guard's own program embedded (guardtest), when guarded; as a
 // plain go build of a fresh clone, whose guard re-executes tenure,
 // otherwise (even when go generate has left a program in the source tree).
-// With the race detector on, both tenure and its guard run under it.
+// When TenureRace, both tenure and its guard run under the race detector.
 func BuildTenure(out string, guarded bool) error {
 	flags := buildFlags()
 	args := append([]string{"build", "-o", out}, flags...)

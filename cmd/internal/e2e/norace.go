@@ -2,6 +2,6 @@
 
 package e2e
 
-// RaceEnabled reports whether the tests were built with -race; the tenure
-// binary under test is then built with -race too.
+// RaceEnabled reports whether the tests were built with -race (see
+// RaceTenure for the tenure binary under test).
 const RaceEnabled = false

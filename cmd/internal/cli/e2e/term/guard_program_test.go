@@ -102,11 +102,11 @@ func initTraces(stderr string) [][]string {
 	return procs
 }
 
-// goList runs go list with args (and -race when the tests run under it),
-// and returns its lines.
+// goList runs go list with args (and -race when the tenure under test is
+// race-built), and returns its lines.
 func goList(t *testing.T, args ...string) []string {
 	t.Helper()
-	if e2e.RaceEnabled {
+	if e2e.TenureRace() {
 		args = append([]string{"-race"}, args...)
 	}
 	b, err := exec.Command("go", append([]string{"list"}, args...)...).Output()

@@ -8,5 +8,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	e2e.RaceTenure = true // see e2e.RaceTenure
 	os.Exit(e2e.Main(m, toldChildMain))
 }
