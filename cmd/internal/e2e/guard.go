@@ -126,6 +126,28 @@ func (s *Supervised) Started(t *testing.T) (pid int, leaseFile string) {
 	return 0, ""
 }
 
+// Writing waits for a command of s to have a write accepted by res, and
+// returns that command's pid and lease file and its first accepted write.
+// A command that ends before it writes (on a loaded machine, a renewal
+// overdue before the command got going ends its term) is passed over for
+// the next one tenure starts, whose line replaces it in $OUT.
+func (s *Supervised) Writing(t *testing.T, res *Resource) (pid int, leaseFile string, first Write) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pid, leaseFile = s.Started(t)
+		for _, w := range res.Accepted() {
+			if w.PID == pid {
+				return pid, leaseFile, w
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no accepted write from the command (pid %d) within 20s:\n%s", pid, s.Err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // BootClock converts the test's time.Now readings to the boot clock.
 type BootClock struct {
 	Mono time.Time
