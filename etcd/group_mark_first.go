@@ -47,7 +47,7 @@ func (c *Coordinator) firstOnLease(ctx context.Context, group string, mark *mvcc
 		batch := others[lo:min(lo+maxTxnOps, len(others))]
 		gets := make([]clientv3.Op, len(batch))
 		for i, key := range batch {
-			gets[i] = clientv3.OpGet(key, clientv3.WithKeysOnly())
+			gets[i] = clientv3.OpGet(key) // not keys only: etcd 3.7 leaves the lease out then
 		}
 		r, err := c.client.Txn(ctx).Then(gets...).Commit()
 		if err != nil {
