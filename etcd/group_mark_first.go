@@ -21,10 +21,10 @@ import (
 // lease that a live process renews, and the membership it marks is no
 // member that any process runs. It asks etcd for the keys on the lease
 // once per mark it finds to be first (that never changes: a key put on
-// the lease later is written later), and reads only the keys outside
-// group's memberships and partitions, which a member's lease does not
-// carry. keys are the keys on the lease when the caller has them (nil:
-// it asks etcd).
+// the lease later is written later). It reads the keys outside group's
+// memberships (a member's partitions among them) in transactions of at
+// most maxTxnOps reads each. keys are the keys on the lease when the
+// caller has them (nil: it asks etcd).
 func (c *Coordinator) firstOnLease(ctx context.Context, group string, mark *mvccpb.KeyValue, keys [][]byte) (string, error) {
 	k := [2]int64{mark.Lease, mark.CreateRevision}
 	if c.firstMarks.has(k) {
@@ -37,17 +37,29 @@ func (c *Coordinator) firstOnLease(ctx context.Context, group string, mark *mvcc
 		}
 		keys = l.keys
 	}
-	members, partitions := c.membersKey(group), c.EtcdKey(group+"/")
+	var others []string // the keys on the lease outside group's memberships
 	for _, key := range keys {
-		if s := string(key); strings.HasPrefix(s, members) || strings.HasPrefix(s, partitions) {
-			continue
+		if s := string(key); !strings.HasPrefix(s, c.membersKey(group)) {
+			others = append(others, s)
 		}
-		get, err := c.client.Get(ctx, string(key))
+	}
+	for lo := 0; lo < len(others); lo += maxTxnOps {
+		batch := others[lo:min(lo+maxTxnOps, len(others))]
+		gets := make([]clientv3.Op, len(batch))
+		for i, key := range batch {
+			gets[i] = clientv3.OpGet(key) // not keys only: etcd 3.7 leaves the lease out then
+		}
+		r, err := c.client.Txn(ctx).Then(gets...).Commit()
 		if err != nil {
 			return "", err
 		}
-		if kv := firstKV(get.Kvs); kv != nil && kv.Lease == mark.Lease && kv.ModRevision < mark.CreateRevision {
-			return fmt.Sprintf("a lease that carried %q before its mark", strings.TrimPrefix(string(key), c.prefix)), nil
+		for i, get := range r.Responses {
+			// A key gone since the lease listed it (a partition handed
+			// over) or now on another lease says nothing of this lease.
+			kv := firstKV(get.GetResponseRange().GetKvs())
+			if kv != nil && kv.Lease == mark.Lease && kv.ModRevision < mark.CreateRevision {
+				return fmt.Sprintf("a lease that carried %q before its mark", strings.TrimPrefix(batch[i], c.prefix)), nil
+			}
 		}
 	}
 	c.firstMarks.add(k)
