@@ -15,20 +15,21 @@ import (
 	"github.com/tenure-dev/tenure/kube"
 )
 
-// TestKeyLeaseWithMemberLabel: a key's Lease written by hand with the
-// membership role label but none of a membership's annotations (and so of
-// no group) makes Acquire of the key fail; ListForeign lists a record for
-// it, and RemoveForeign of that record lets Acquire take the key.
+// TestKeyLeaseWithMemberLabel: a key's Lease written by hand with a group
+// role label (member or partition) but none of the group's annotations,
+// expired, makes Acquire of the key fail; ListForeign lists a record for
+// it, and RemoveForeign of the records it lists lets Acquire take the key.
 func TestKeyLeaseWithMemberLabel(t *testing.T) {
 	t.Parallel()
 	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	c := newCoordinator(t, cs, ns)
 	leases := cs.CoordinationV1().Leases(ns)
-	for _, key := range []string{"s/x", "job"} {
+	roles := map[string]string{"s/x": "member", "job": "member", "s/y": "partition", "job2": "partition"}
+	for key, role := range roles {
 		now := metav1.NewMicroTime(time.Now())
 		l := &coordv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName(key), Labels: map[string]string{kube.LabelRole: "member"}},
+			ObjectMeta: metav1.ObjectMeta{Name: kube.LeaseName(key), Labels: map[string]string{kube.LabelRole: role}},
 			Spec: coordv1.LeaseSpec{HolderIdentity: ptr.To("ghost#00000009"), LeaseDurationSeconds: ptr.To[int32](1),
 				AcquireTime: &now, RenewTime: &now},
 		}
@@ -37,17 +38,19 @@ func TestKeyLeaseWithMemberLabel(t *testing.T) {
 		}
 	}
 	time.Sleep(3 * time.Second) // past the hand-written Lease's one second and the drift allowance
-	for _, key := range []string{"s/x", "job"} {
-		_, err := c.Acquire(ctx(t), key, "alice#00000001", 10*time.Second)
-		if err == nil {
-			continue
+	rs, err := c.ListForeign(ctx(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if _, err := c.RemoveForeign(ctx(t), r); err != nil {
+			t.Fatalf("RemoveForeign(%+v) = %v", r, err)
 		}
-		rs, lerr := c.ListForeign(ctx(t), "")
-		if lerr != nil {
-			t.Fatal(lerr)
-		}
-		if len(rs) == 0 {
-			t.Errorf("Acquire(%s) = %v (ErrInvalidKey %v), but ListForeign(\"\") = []", key, err, errors.Is(err, tenure.ErrInvalidKey))
+	}
+	for key, role := range roles {
+		if _, err := c.Acquire(ctx(t), key, "alice#00000001", 10*time.Second); err != nil {
+			t.Errorf("Acquire(%s) of a Lease labelled %s = %v (ErrInvalidKey %v), after RemoveForeign of all ListForeign(\"\") listed: %+v",
+				key, role, err, errors.Is(err, tenure.ErrInvalidKey), rs)
 		}
 	}
 }
