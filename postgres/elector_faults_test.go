@@ -1,13 +1,17 @@
 package postgres_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 	"github.com/tenure-dev/tenure/internal/tcpproxy"
+	"github.com/tenure-dev/tenure/postgres"
 )
 
 // TestElectorFaultsOnPostgres runs a (through a proxy) and b (direct)
@@ -64,7 +68,7 @@ func TestElectorFaultsOnPostgres(t *testing.T) {
 			env := &faultEnv{t: t, proxy: p, db: newPool(t, dsn)}
 			env.oracle = &pgOracle{db: env.db, ttl: oracleConfig("").TTL}
 			cb := open(t, dsn) // first: creates the table, which a's statement_timeout might not allow
-			ca := open(t, viaProxy)
+			ca := openPatiently(t, viaProxy)
 			faultDone := make(chan struct{})
 			var renewed int // a's renewals answered during the fault
 			during := func(term *tenure.Term) {
@@ -98,5 +102,30 @@ func TestElectorFaultsOnPostgres(t *testing.T) {
 				t.Fatalf("no term after a's first; terms:\n%s", env.oracle.describe())
 			}
 		})
+	}
+}
+
+// openPatiently is open, trying again while Dial's own statements are
+// cancelled by a short statement_timeout the DSN sets (SQLSTATE 57014), as
+// they can be on a loaded machine: the tests that set one are about the
+// elector's statements, not Dial's.
+func openPatiently(t *testing.T, dsn string) *postgres.Coordinator {
+	t.Helper()
+	for try := 1; ; try++ {
+		c, err := postgres.Dial(ctxFor(t, 30*time.Second), dsn)
+		var pgErr *pgconn.PgError
+		if err != nil && errors.As(err, &pgErr) && pgErr.Code == "57014" && try < 10 {
+			t.Logf("Dial() try %d: %v; trying again", try, err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Dial() error = %v", err)
+		}
+		t.Cleanup(func() {
+			if err := c.Close(); err != nil {
+				t.Errorf("Close() error = %v", err)
+			}
+		})
+		return c
 	}
 }
