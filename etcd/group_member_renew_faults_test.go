@@ -89,7 +89,12 @@ func TestRenewMemberCheckFaults(t *testing.T) {
 		fault   func(t *testing.T, e env)
 		wantErr error // nil: any error
 		healed  bool  // the membership is intact: renewed once healed
+		renewed bool  // the fault delays the check, within the call's deadline
 	}{
+		{name: "request delayed", renewed: true, fault: func(_ *testing.T, e env) {
+			e.p.Hold(tcpproxy.Up)
+			time.AfterFunc(time.Second, func() { e.p.Release(tcpproxy.Up) })
+		}},
 		{name: "request held", fault: func(_ *testing.T, e env) { e.p.Hold(tcpproxy.Up) }, healed: true},
 		{name: "reply held", fault: func(_ *testing.T, e env) { e.p.Hold(tcpproxy.Down) }, healed: true},
 		{name: "link cut", fault: func(_ *testing.T, e env) { e.p.Cut() }, healed: true},
@@ -105,7 +110,8 @@ func TestRenewMemberCheckFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var armed atomic.Bool
 			var e env
-			cl, p := proxiedClient(t, eps, afterKeepAlive(&armed, func() { tc.fault(t, e) }))
+			var fired time.Time // when the keepalive's reply came, on this goroutine
+			cl, p := proxiedClient(t, eps, afterKeepAlive(&armed, func() { fired = time.Now(); tc.fault(t, e) }))
 			c := newCoordinator(t, cl)
 			m := mustJoin(t, c, "renewfaults", "n1", 5*time.Second)
 			e.p, e.handClient = p, plain
@@ -116,6 +122,15 @@ func TestRenewMemberCheckFaults(t *testing.T) {
 			cancel()
 			if armed.Load() {
 				t.Fatal("the fault never fired: no keepalive reply came")
+			}
+			if tc.renewed {
+				// The lease was extended when etcd got the keepalive, not
+				// when the check came back: Sent is before the keepalive's
+				// reply came.
+				if err != nil || !r.Sent.Time().Before(fired) {
+					t.Errorf("RenewMember(%s) with the check's %s = sent %s after the keepalive's reply, %v; want renewed, sent before it", m, tc.name, r.Sent.Time().Sub(fired), err)
+				}
+				return
 			}
 			if err == nil || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
 				t.Errorf("RenewMember(%s) with the check's %s = %v, %v; want an error (%v)", m, tc.name, r, err, tc.wantErr)
@@ -132,10 +147,11 @@ func TestRenewMemberCheckFaults(t *testing.T) {
 }
 
 // TestRunnerRenewCheckFaults runs two members of a 4-partition group, a
-// through the proxy and b on a plain client. Four times, as a's keepalive
+// through the proxy and b on a plain client. Five times, as a's keepalive
 // is answered, a's link misbehaves for longer than a's TTL: the check's
-// request held, its reply held, the link cut, or the request held while
-// a's mark is deleted by hand; then it heals. a's lease expires at etcd
+// request held, its reply held, the link cut, the request held while a's
+// mark is deleted by hand, or the request held 900ms (within a's
+// deadline) and the link cut once its reply is in; then it heals. a's lease expires at etcd
 // meanwhile (its next keepalives are held too) and b claims its
 // partitions. termcheck judges every act: no partition has two owners
 // acting at once, no token runs twice; and no partition function of
@@ -146,7 +162,17 @@ func TestRunnerRenewCheckFaults(t *testing.T) {
 	eps := startEtcd(t)
 	var armed atomic.Bool
 	var fault atomic.Value // func()
-	lossy, p := proxiedClient(t, eps, afterKeepAlive(&armed, func() { fault.Load().(func())() }))
+	var cutAfterTxn atomic.Bool
+	var p *tcpproxy.Proxy
+	var lossy *clientv3.Client
+	lossy, p = proxiedClient(t, eps, afterKeepAlive(&armed, func() { fault.Load().(func())() }), rpcHooks{
+		reply: func(method string, _ stamp, _, _ any, err error) error {
+			if method == rpcTxn && cutAfterTxn.CompareAndSwap(true, false) {
+				p.Cut() // the reply is in: the client sees it, then the link goes
+			}
+			return err
+		},
+	})
 	plain := newClient(t, eps)
 	// actSlack bounds how late a partition's context may be cancelled after
 	// its deadline: the deadline timer's scheduling on a loaded machine,
@@ -222,6 +248,15 @@ func TestRunnerRenewCheckFaults(t *testing.T) {
 		{"reply held", func() { p.Hold(tcpproxy.Down) }},
 		{"link cut", p.Cut},
 		{"request held while the mark is deleted", func() { p.Hold(tcpproxy.Up); go deleteMark() }},
+		// The check answers late but within a's deadline, then the link
+		// goes: a's terms must end by the deadline counted from the
+		// keepalive's send, before etcd expires the lease, not from the
+		// check's reply.
+		{"check delayed, then link cut", func() {
+			p.Hold(tcpproxy.Up)
+			cutAfterTxn.Store(true)
+			time.AfterFunc(900*time.Millisecond, func() { p.Release(tcpproxy.Up) })
+		}},
 	} {
 		waitFor(t, 60*time.Second, "a#1 and b#1 to share the 4 partitions before "+f.name, shared)
 		fault.Store(f.fault)
@@ -241,7 +276,7 @@ func TestRunnerRenewCheckFaults(t *testing.T) {
 		t.Error(s)
 	}
 	t.Logf("%d terms (a's: %d), %d acts", l.Terms(""), l.Terms("a"), l.Acts())
-	if l.Terms("a") < 5 {
-		t.Errorf("a ran %d terms; want at least 5 (its share again after each of 4 faults): the faults moved nothing", l.Terms("a"))
+	if l.Terms("a") < 6 {
+		t.Errorf("a ran %d terms; want at least 6 (its share again after each of 5 faults): the faults moved nothing", l.Terms("a"))
 	}
 }
