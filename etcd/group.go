@@ -123,7 +123,9 @@ func validMember(m partition.Member) error {
 
 // RenewMember extends m's lease, and so all its partitions, with one
 // KeepAliveOnce, then checks, in one transaction, that m's membership key
-// and its lease's mark naming m still ride on that lease. A lease that has
+// and its lease's mark naming m still ride on that lease, and that the mark
+// is still the first write on it (see firstOnLease: asked of etcd only for
+// a mark it has not judged before). A lease that has
 // expired is reported with an error wrapping tenure.ErrLost, and so is a
 // membership whose key or mark was deleted or changed by hand: the others
 // no longer count it as a member (see membership), so it must not go on
@@ -147,11 +149,17 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 		clientv3.Compare(clientv3.Value(mark), "=", m.ID),
 		clientv3.Compare(clientv3.LeaseValue(mark), "=", l),
 		clientv3.Compare(clientv3.LeaseValue(key), "=", l),
-	).Commit()
+	).Then(clientv3.OpGet(mark)).Commit()
 	if err != nil {
 		return partition.Member{}, fmt.Errorf("%s: read its membership key and mark: %w", op, err)
 	}
-	if !own.Succeeded {
+	why := ""
+	if own.Succeeded { // a mark put again after the member's partitions is not first
+		if why, err = c.firstOnLease(ctx, m.Group, firstKV(own.Responses[0].GetResponseRange().GetKvs()), nil); err != nil {
+			return partition.Member{}, fmt.Errorf("%s: read the keys on its lease: %w", op, err)
+		}
+	}
+	if !own.Succeeded || why != "" {
 		return partition.Member{}, fmt.Errorf("%s: %w: its membership key %q or its lease's mark %q was deleted or changed by hand", op, tenure.ErrLost,
 			strings.TrimPrefix(key, c.prefix), strings.TrimPrefix(mark, c.prefix))
 	}

@@ -215,3 +215,36 @@ func TestJoinGroupOverAMarkPutAhead(t *testing.T) {
 		t.Errorf("GroupMembers(g) = %s, %v; want none", memberSet(ms), err)
 	}
 }
+
+// TestMarkPutAgainAfterItsPartitions: a live member's mark is deleted and
+// put back by hand with the same value on the same lease, after the member
+// claimed partitions. The mark is then no longer the first write on its
+// lease (the partition keys came before it), so GroupMembers no longer
+// counts the member; RenewMember must agree, and report the membership
+// lost, so that its runner joins again rather than renew a membership no
+// member counts while its partitions wait.
+func TestMarkPutAgainAfterItsPartitions(t *testing.T) {
+	client := newClient(t, startEtcd(t))
+	c := newCoordinator(t, client)
+	m := mustJoin(t, c, "g", "a#1", time.Minute)
+	mustClaim(t, c, m, "0", "1")
+	if _, err := c.RenewMember(ctx(t), m); err != nil {
+		t.Fatalf("RenewMember(%s) = %v", m, err)
+	}
+	_, mark := memberEtcdKeys(c, m)
+	if _, err := client.Delete(ctx(t), mark); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Put(ctx(t), mark, m.ID, clientv3.WithLease(clientv3.LeaseID(m.Epoch))); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := c.GroupMembers(ctx(t), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := len(ms) == 1 && ms[0].Epoch == m.Epoch
+	_, rerr := c.RenewMember(ctx(t), m)
+	if listed != (rerr == nil) || (rerr != nil && !errors.Is(rerr, tenure.ErrLost)) {
+		t.Errorf("RenewMember(%s) with its mark put back = %v while GroupMembers(g) = %s; want renewed exactly when listed, ErrLost otherwise", m, rerr, memberSet(ms))
+	}
+}
