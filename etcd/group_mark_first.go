@@ -14,14 +14,15 @@ import (
 // firstOnLease says what makes mark, the mark of a membership of group
 // that rides on its lease, no mark of JoinGroup's: empty when it is. JoinGroup
 // puts its membership key and mark on a lease it has just granted, in one
-// transaction, before anything else rides on it, so every key on that
-// lease was last written at or after the mark's creation. A key on the
-// lease last written before (another group's membership, a grant's key)
-// shows the lease was someone else's first: the mark was put by hand on a
-// lease that a live process renews, and the membership it marks is no
-// member that any process runs. It asks etcd for the keys on the lease
-// once per mark it finds to be first (that never changes: a key put on
-// the lease later is written later). It reads the keys outside group's
+// transaction that writes nothing outside group's memberships, before
+// anything else rides on it, so every other key on that lease was created
+// after the mark. A key on the lease created before the mark or with it
+// (another group's membership, a grant's key, even when written again
+// since) shows the lease was someone else's first: the mark was put by
+// hand on a lease that a live process renews, and the membership it
+// marks is no member that any process runs. It asks etcd for the keys on
+// the lease once per mark it finds to be first (tenure creates a key on a
+// lease only after the lease's mark). It reads the keys outside group's
 // memberships (a member's partitions among them) in transactions of at
 // most maxTxnOps reads each. keys are the keys on the lease when the
 // caller has them (nil: it asks etcd).
@@ -57,7 +58,7 @@ func (c *Coordinator) firstOnLease(ctx context.Context, group string, mark *mvcc
 			// A key gone since the lease listed it (a partition handed
 			// over) or now on another lease says nothing of this lease.
 			kv := firstKV(get.GetResponseRange().GetKvs())
-			if kv != nil && kv.Lease == mark.Lease && kv.ModRevision < mark.CreateRevision {
+			if kv != nil && kv.Lease == mark.Lease && kv.CreateRevision <= mark.CreateRevision {
 				return fmt.Sprintf("a lease that carried %q before its mark", strings.TrimPrefix(batch[i], c.prefix)), nil
 			}
 		}
