@@ -27,17 +27,7 @@ func TestMemberWhoseMarkIsDeletedHandsItsPartitionsOver(t *testing.T) {
 	run("a")
 	run("b")
 	c := newCoordinator(t, client)
-	owners := func() map[string]int {
-		gs, err := c.GroupPartitions(ctx(t), "g")
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]int{}
-		for _, g := range gs {
-			out[g.Holder]++
-		}
-		return out
-	}
+	owners := func() map[string]int { return partitionOwners(t, c, "g") }
 	waitFor(t, 60*time.Second, "a#1 and b#1 to share the 4 partitions", func() bool {
 		o := owners()
 		return o["a#1"] > 0 && o["a#1"]+o["b#1"] == 4

@@ -213,17 +213,7 @@ func TestRunnerRenewCheckFaults(t *testing.T) {
 	member("a", lossy)
 	member("b", plain)
 	c := newCoordinator(t, plain)
-	owners := func() map[string]int {
-		gs, err := c.GroupPartitions(ctx(t), "jobs")
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]int{}
-		for _, g := range gs {
-			out[g.Holder]++
-		}
-		return out
-	}
+	owners := func() map[string]int { return partitionOwners(t, c, "jobs") }
 	shared := func() bool { o := owners(); return o["a#1"] > 0 && o["a#1"]+o["b#1"] == 4 }
 	deleteMark := func() {
 		ms, err := c.GroupMembers(ctx(t), "jobs")

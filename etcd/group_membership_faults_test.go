@@ -43,6 +43,21 @@ func mustClaim(t *testing.T, c partition.Coordinator, m partition.Member, names 
 	return gs
 }
 
+// partitionOwners counts the partitions of group that GroupPartitions
+// lists, by holder.
+func partitionOwners(t *testing.T, c partition.Coordinator, group string) map[string]int {
+	t.Helper()
+	gs, err := c.GroupPartitions(ctx(t), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, g := range gs {
+		out[g.Holder]++
+	}
+	return out
+}
+
 // wantHeld fails the test unless claiming name for m is refused with a
 // HeldError naming token.
 func wantHeld(t *testing.T, c partition.Coordinator, m partition.Member, name string, token uint64) {
