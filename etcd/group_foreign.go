@@ -23,8 +23,8 @@ import (
 // whose value is an ID): JoinGroup puts one of each on every lease it
 // grants, in one transaction. A membership key is a member when JoinGroup
 // could have written it as it stands and the mark of its group and lease
-// exists, rides on that lease, names the key's ID and was the first write
-// on the lease (see firstOnLease): so a key put by hand on a member's
+// exists, rides on that lease, names the key's ID and was created before
+// every key on the lease outside the group's memberships (see firstOnLease): so a key put by hand on a member's
 // lease, or on a lease of another group's member or of a grant, with or
 // without a mark beside it, is no member, and neither is a membership
 // whose mark was deleted. The other membership keys are foreign: one without a lease or
@@ -33,8 +33,8 @@ import (
 // whose value is not what JoinGroup writes, one that names another lease
 // than the one it rides on or that memberKey did not make, and one whose
 // lease's mark is missing, rides on another lease, names another ID or
-// came after another key on the lease. A mark is foreign unless it rides
-// on the lease it names, came first on it, and the membership key of its
+// was not created before the lease's other keys. A mark is foreign unless it rides
+// on the lease it names, was created first on it, and the membership key of its
 // ID on that lease is a member. GroupMembers and
 // GroupPartitions leave foreign records out, so no partition is assigned
 // to them; ListForeign lists each as a tenure.ForeignRecord with Member
@@ -110,7 +110,7 @@ func (c *Coordinator) membership(ctx context.Context, group string, kv *mvccpb.K
 
 // markWhy says what is wrong with the mark of the lease that kv, the
 // membership key of id in group, rides on, among read: nothing when it
-// rides on that lease, names id and was the first write on that lease
+// rides on that lease, names id and was created first on that lease
 // (see firstOnLease, which is given keys, the keys on kv's lease when the
 // lookup listed them).
 func (c *Coordinator) markWhy(ctx context.Context, group string, kv *mvccpb.KeyValue, id string, read map[string]*mvccpb.KeyValue, keys [][]byte) ([]string, error) {
@@ -132,7 +132,7 @@ func (c *Coordinator) markWhy(ctx context.Context, group string, kv *mvccpb.KeyV
 
 // mark judges kv, the mark of lease named in group (rest, its key under
 // the group's prefix): no record (an empty Reason) when it rides on that
-// lease, was the first write on it (see firstOnLease) and names the ID of
+// lease, was created first on it (see firstOnLease) and names the ID of
 // a membership key on it that is a member, a foreign record otherwise. Its Member is the ID it names, or rest when
 // it names none.
 func (c *Coordinator) mark(ctx context.Context, group string, kv *mvccpb.KeyValue, rest string, named uint64, read map[string]*mvccpb.KeyValue, lookup leaseLookup) (tenure.ForeignRecord, error) {
