@@ -36,6 +36,13 @@ import (
 //	partition g/0: ClaimPartitions(bob) = HeldError by "ghost#1", and ListForeign(g) lists nothing of it
 //	single key k: Acquire(k) = HeldError by "ghost#1", and ListForeign(k) lists nothing of it
 //	key k2 on a grant's lease: Acquire(k2) = HeldError by "ghost#2", and ListForeign(k2) lists nothing of it
+//
+// A fix (for the lead): tenure puts a key on a lease that carries others
+// only as a member's partition (GROUP/NAME holding the ID of a membership
+// of GROUP on that lease that is a member); ListForeign, RemoveForeign and
+// Acquire's refusal could judge every other key on a lease carrying more
+// than one key as foreign, reading the lease's keys (TimeToLive with its
+// attached keys, the call List makes already, with keys) and the marks.
 func TestKeyPutByHandOnALiveLease(t *testing.T) {
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
