@@ -1,11 +1,16 @@
 package etcd_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/termcheck"
 	"github.com/tenure-dev/tenure/partition"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -162,4 +167,112 @@ func TestRejoinedMemberDoesNotInheritPartitions(t *testing.T) {
 		t.Errorf("claim after the old membership left: token %d; want > %d", ng.Token, g.Token)
 	}
 	checkGrantLease(t, leases, ng)
+}
+
+// TestRunnersUnderMembershipTampering runs three members of an 8-partition
+// group while an adversary, every 200ms for 15s, tampers with their
+// membership records by hand: it deletes a member's mark, writes it again
+// unchanged, deletes it and puts it back, points it at another ID, writes
+// a member's key again unchanged, or puts a membership of a phantom ID on
+// a lease of its own that nothing renews. Ownership of a partition is its
+// key on its owner's lease, which the adversary never touches, so no
+// partition may have two owners acting at once and no token may run twice
+// (termcheck judges every act); once the adversary stops and the foreign
+// records it left are removed, the three members share the partitions
+// again. It passed when written.
+func TestRunnersUnderMembershipTampering(t *testing.T) {
+	t.Parallel()
+	eps := startEtcd(t)
+	plain := newClient(t, eps)
+	l := termcheck.New()
+	fn := func(who string) partition.Func {
+		return func(ctx context.Context, pt partition.Partition, term *tenure.Term) error {
+			defer l.Run(pt.Key, who, term)()
+			for ctx.Err() == nil {
+				l.Act(pt.Key, who, term)
+				time.Sleep(5 * time.Millisecond)
+			}
+			return nil
+		}
+	}
+	run, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, who := range []string{"a", "b", "c"} {
+		cfg := partition.DefaultConfig()
+		cfg.Key, cfg.Partitions, cfg.Holder, cfg.Instance = "jobs", 8, who, "1"
+		cfg.TTL, cfg.Margin = 2*time.Second, 200*time.Millisecond
+		g, err := partition.New(newCoordinator(t, newClient(t, eps)), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _ = g.Run(run, fn(who)) })
+	}
+	c := newCoordinator(t, plain)
+	shared := func() bool {
+		o := partitionOwners(t, c, "jobs")
+		return o["a#1"] > 0 && o["b#1"] > 0 && o["c#1"] > 0 && o["a#1"]+o["b#1"]+o["c#1"] == 8
+	}
+	waitFor(t, 60*time.Second, "a, b and c to share the 8 partitions", shared)
+	var acts [6]int
+	for i, end := 0, time.Now().Add(15*time.Second); time.Now().Before(end); i++ {
+		time.Sleep(200 * time.Millisecond)
+		ms, err := c.GroupMembers(ctx(t), "jobs")
+		if err != nil || len(ms) == 0 {
+			continue
+		}
+		m := ms[rand.IntN(len(ms))]
+		key, mark := memberEtcdKeys(c, m)
+		on := clientv3.WithLease(clientv3.LeaseID(m.Epoch))
+		var ops [][]clientv3.Op
+		k := rand.IntN(len(acts))
+		acts[k]++
+		switch k {
+		case 0:
+			ops = [][]clientv3.Op{{clientv3.OpDelete(mark)}}
+		case 1:
+			ops = [][]clientv3.Op{{clientv3.OpPut(mark, m.ID, on)}}
+		case 2:
+			ops = [][]clientv3.Op{{clientv3.OpDelete(mark)}, {clientv3.OpPut(mark, m.ID, on)}}
+		case 3:
+			ops = [][]clientv3.Op{{clientv3.OpPut(mark, fmt.Sprintf("phantom#%d", i), on)}}
+		case 4:
+			got, err := plain.Get(ctx(t), key)
+			if err != nil || len(got.Kvs) == 0 {
+				continue
+			}
+			ops = [][]clientv3.Op{{clientv3.OpPut(key, string(got.Kvs[0].Value), on)}}
+		case 5:
+			lease, err := plain.Grant(ctx(t), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm := c.EtcdKey(fmt.Sprintf("#members/jobs#%016x", uint64(lease.ID)))
+			id := fmt.Sprintf("phantom#%d", i)
+			ops = [][]clientv3.Op{{clientv3.OpPut(pm+"#"+id, "2 8", clientv3.WithLease(lease.ID)), clientv3.OpPut(pm, id, clientv3.WithLease(lease.ID))}}
+		}
+		for _, o := range ops {
+			txn(t, plain, o...)
+		}
+	}
+	// The adversary stops: remove what it left, until the members share
+	// the partitions again.
+	waitFor(t, 60*time.Second, "a, b and c to share the 8 partitions once the foreign records are removed", func() bool {
+		rs, err := c.ListForeign(ctx(t), "jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if _, err := c.RemoveForeign(ctx(t), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return len(rs) == 0 && shared()
+	})
+	stop()
+	wg.Wait()
+	l.Verify(t)
+	t.Logf("%d terms over 8 partitions, %d acts; tampering by kind (mark deleted, rewritten, put back, pointed elsewhere, key rewritten, phantom on its own lease): %v", l.Terms(""), l.Acts(), acts)
+	if l.Terms("") <= 8 {
+		t.Errorf("only %d terms: the tampering moved no partition, the test tested little", l.Terms(""))
+	}
 }
