@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,7 +45,7 @@ func TestForeignPartitionOfLiveMember(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			parts := c.Table()[:len(c.Table())-1] + `_partitions"`
+			parts := groupTable(c, "partitions")
 			if _, err := c.Pool().Exec(ctx, `INSERT INTO `+parts+` (grp, name, owner_epoch, fencing_token) VALUES ('g', '0', $1, 7)`, int64(alice.Epoch)); err != nil {
 				t.Fatal(err)
 			}
@@ -88,11 +90,6 @@ func TestUnrunPartitionOfLiveMemberFreed(t *testing.T) {
 	const ttl = 2 * time.Second
 	dsn := newDB(t)
 	l := termcheck.New()
-	type run struct {
-		who   string
-		token uint64
-		at    time.Time
-	}
 	var mu sync.Mutex
 	started := map[string][]run{} // by key
 	fn := func(who string) partition.Func {
@@ -164,8 +161,8 @@ func TestUnrunPartitionOfLiveMemberFreed(t *testing.T) {
 	if len(orphans) == 0 {
 		t.Fatalf("the balance of the table with b's partitions %v given to a is %v: a adopts them all, and no orphan is left to check", bs, target)
 	}
-	members := c.Table()[:len(c.Table())-1] + `_members"`
-	parts := c.Table()[:len(c.Table())-1] + `_partitions"`
+	members := groupTable(c, "members")
+	parts := groupTable(c, "partitions")
 	tag, err := c.Pool().Exec(qctx, `UPDATE `+parts+` SET owner_epoch = (SELECT epoch FROM `+members+` WHERE member = $1), fencing_token = 7
 WHERE grp = 'jobs' AND name = ANY($2)`, ids["a"], bs)
 	if err != nil || tag.RowsAffected() != int64(len(bs)) {
@@ -191,7 +188,8 @@ WHERE grp = 'jobs' AND name = ANY($2)`, ids["a"], bs)
 	defer mu.Unlock()
 	if len(waiting) > 0 {
 		t.Errorf("partitions %v of b, given to a by hand at token 7 (orphans of a: %v; balance %v), not run again with a greater token within %s (%d TTLs and slack); runs: %v\nlogs:\n%s",
-			waiting, orphans, target, bound, bound/ttl, fmt.Sprint(started), logText(logs))
+			waiting, orphans, target, bound, bound/ttl, runs(started, edited), logText(logs))
+		return
 	}
 	for _, n := range bs {
 		for _, r := range started[partition.Key("jobs", n)] {
@@ -201,6 +199,24 @@ WHERE grp = 'jobs' AND name = ANY($2)`, ids["a"], bs)
 		}
 	}
 	t.Logf("b's partitions %v given to a by hand (orphans %v): all run again after %s (TTL %s)", bs, orphans, took.Round(time.Millisecond), ttl)
+}
+
+// A run is a term a member started: who, its token, and when.
+type run struct {
+	who   string
+	token uint64
+	at    time.Time
+}
+
+// runs formats the terms started, by key, with their times from since.
+func runs(started map[string][]run, since time.Time) string {
+	var out []string
+	for _, key := range slices.Sorted(maps.Keys(started)) {
+		for _, r := range started[key] {
+			out = append(out, fmt.Sprintf("%s by %s at token %d, %s", key, r.who, r.token, r.at.Sub(since).Round(time.Millisecond)))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // logText is what logs holds.
