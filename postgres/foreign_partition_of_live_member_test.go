@@ -124,30 +124,34 @@ func TestUnrunPartitionOfLiveMemberFreed(t *testing.T) {
 	}
 	c := open(t, dsn)
 	qctx := ctxFor(t, 2*time.Minute)
-	// Wait for the group to settle: two partitions each.
+	// Wait for the group to settle: two partitions each, each running
+	// with the token the table lists.
 	var owners map[string]string
+	before := map[string]uint64{} // the token each partition runs with, by key
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		gs, err := c.GroupPartitions(qctx, "jobs")
-		owners = map[string]string{}
-		count := map[string]int{}
+		owners, before = map[string]string{}, map[string]uint64{}
+		count, running := map[string]int{}, 0
+		mu.Lock()
 		for _, g := range gs {
-			n := g.Key[len("jobs/"):]
-			owners[n] = g.Holder
+			owners[g.Key[len("jobs/"):]] = g.Holder
+			before[g.Key] = g.Token
 			count[g.Holder]++
+			if rs := started[g.Key]; len(rs) > 0 && rs[len(rs)-1].token == g.Token && ids[rs[len(rs)-1].who] == g.Holder {
+				running++
+			}
 		}
-		if err == nil && count[ids["a"]] == 2 && count[ids["b"]] == 2 {
+		mu.Unlock()
+		if err == nil && count[ids["a"]] == 2 && count[ids["b"]] == 2 && running == 4 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the group did not settle in a minute: GroupPartitions(jobs) = %+v, %v", gs, err)
+			mu.Lock()
+			ran := runs(started, time.Now())
+			mu.Unlock()
+			t.Fatalf("the group did not settle in a minute: GroupPartitions(jobs) = %+v, %v; runs: %s", gs, err, ran)
 		}
 	}
-	mu.Lock()
-	before := map[string]uint64{}
-	for key, rs := range started {
-		before[key] = rs[len(rs)-1].token
-	}
-	mu.Unlock()
 	var bs []string
 	for n, who := range owners {
 		if who == ids["b"] {
@@ -163,7 +167,7 @@ func TestUnrunPartitionOfLiveMemberFreed(t *testing.T) {
 	}
 	members := groupTable(c, "members")
 	parts := groupTable(c, "partitions")
-	tag, err := c.Pool().Exec(qctx, `UPDATE `+parts+` SET owner_epoch = (SELECT epoch FROM `+members+` WHERE member = $1), fencing_token = 7
+	tag, err := c.Pool().Exec(qctx, `UPDATE `+parts+` SET owner_epoch = (SELECT epoch FROM `+members+` WHERE member = $1 AND expires_at > now() ORDER BY epoch DESC LIMIT 1), fencing_token = 7
 WHERE grp = 'jobs' AND name = ANY($2)`, ids["a"], bs)
 	if err != nil || tag.RowsAffected() != int64(len(bs)) {
 		t.Fatalf("giving b's partitions %v to a by hand: %v, %v", bs, tag, err)
@@ -187,8 +191,8 @@ WHERE grp = 'jobs' AND name = ANY($2)`, ids["a"], bs)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(waiting) > 0 {
-		t.Errorf("partitions %v of b, given to a by hand at token 7 (orphans of a: %v; balance %v), not run again with a greater token within %s (%d TTLs and slack); runs: %v\nlogs:\n%s",
-			waiting, orphans, target, bound, bound/ttl, runs(started, edited), logText(logs))
+		t.Errorf("partitions %v of b, given to a by hand at token 7 (orphans of a: %v; balance %v), not run again with a greater token within %s (5 TTLs and 10s of slack); runs: %v\nlogs:\n%s",
+			waiting, orphans, target, bound, runs(started, edited), logText(logs))
 		return
 	}
 	for _, n := range bs {
