@@ -35,16 +35,7 @@ func TestForeignPartitionOfLiveMember(t *testing.T) {
 	for _, adopt := range []bool{false, true} {
 		t.Run(map[bool]string{false: "released", true: "adopted"}[adopt], func(t *testing.T) {
 			t.Parallel()
-			c := open(t, newDB(t))
-			ctx := ctxFor(t, 30*time.Second)
-			alice, err := c.JoinGroup(ctx, "g", "alice#00000001", 10*time.Second, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bob, err := c.JoinGroup(ctx, "g", "bob#00000002", 10*time.Second, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, ctx, alice, bob := aliceAndBob(t)
 			parts := groupTable(c, "partitions")
 			if _, err := c.Pool().Exec(ctx, `INSERT INTO `+parts+` (grp, name, owner_epoch, fencing_token) VALUES ('g', '0', $1, 7)`, int64(alice.Epoch)); err != nil {
 				t.Fatal(err)

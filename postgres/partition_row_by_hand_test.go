@@ -58,16 +58,7 @@ func TestPartitionRowWrittenByHand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := open(t, newDB(t))
-			ctx := ctxFor(t, 30*time.Second)
-			alice, err := c.JoinGroup(ctx, "g", "alice#00000001", 10*time.Second, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bob, err := c.JoinGroup(ctx, "g", "bob#00000002", 10*time.Second, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, ctx, alice, bob := aliceAndBob(t)
 			if _, err := c.Pool().Exec(ctx, `INSERT INTO `+groupTable(c, "partitions")+` (grp, name, owner_epoch, fencing_token) VALUES ('g', '0', $1, $2)`, tc.owner(t, ctx, c, alice), tc.token); err != nil {
 				t.Fatal(err)
 			}
@@ -100,4 +91,21 @@ func TestPartitionRowWrittenByHand(t *testing.T) {
 // "partitions".
 func groupTable(c *postgres.Coordinator, which string) string {
 	return c.Table()[:len(c.Table())-1] + "_" + which + `"`
+}
+
+// aliceAndBob opens a coordinator on a new database, and joins alice and
+// bob to its group "g" with 10s leases; the context bounds a test's calls.
+func aliceAndBob(t *testing.T) (*postgres.Coordinator, context.Context, partition.Member, partition.Member) {
+	t.Helper()
+	c := open(t, newDB(t))
+	ctx := ctxFor(t, 30*time.Second)
+	alice, err := c.JoinGroup(ctx, "g", "alice#00000001", 10*time.Second, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := c.JoinGroup(ctx, "g", "bob#00000002", 10*time.Second, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ctx, alice, bob
 }
