@@ -126,11 +126,12 @@ WHERE pg_catalog.starts_with(p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catal
 // A partition row naming a live member of its own group is that member's,
 // whether the member claimed it or not, and is never listed: nothing in
 // the database tells a row a claim wrote from one written for the member
-// by hand. A release that never reached the database leaves a row a claim
-// did write, token and all; the key's leadership row, where a claim writes
-// its token too, may have been deleted by hand since (the next claim's
-// token is still greater); and the member's own record of what it runs is
-// in its process, not in the database. A listing would offer to free a
+// by hand. A claim applied after its call failed leaves a row a claim did
+// write, token and all, that its member does not run; the key's leadership
+// row, where a claim writes its token too, may have been deleted by hand
+// since (the next claim's token is still greater); and the member's own
+// record of what it runs is in its process, not in the database. A
+// listing would offer to free a
 // partition a live member may run. The member frees it instead: at each
 // read of the partition table (GroupPartitions lists the row as its, at
 // the row's token), a partition.Group releases the partitions listed as

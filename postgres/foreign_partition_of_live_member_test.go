@@ -18,11 +18,11 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// TestForeignPartitionOfLiveMember: a partition row written by hand (or
-// left behind by a release that never reached the database) whose
+// TestForeignPartitionOfLiveMember: a partition row written by hand whose
 // owner_epoch names a live member of its own group that never claimed it
 // is that member's partition as the database stands: nothing in the row
-// tells it from one the member claimed. So bob's claim is refused naming
+// tells it from one the member claimed (a claim applied after its call
+// failed leaves such a row too, which its member does not run). So bob's claim is refused naming
 // alice and the row's token, and ListForeign does not list it (a listing
 // would offer to free a partition a live member may run); GroupPartitions
 // lists it as alice's, at the row's token, which is what alice's runner
