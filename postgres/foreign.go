@@ -21,7 +21,10 @@ import (
 // that is not positive, or an expires_at more than a day ahead (infinity
 // included). Their tokens are the rows' fencing_tokens. It lists too the
 // partitions owned by a membership row that no member wrote as it stands
-// (see foreignPartitions), with the partition rows' tokens, and, with
+// or by a member of another group (see foreignPartitions), with the
+// partition rows' tokens (a partition row naming a live member of its
+// group is that member's, claimed or not: its partition.Group releases or
+// claims it at its next read of the partition table), and, with
 // Member set, those membership rows themselves, as records of their groups'
 // keys whose tokens are the rows' epochs. Users free such a record with
 // RemoveForeign. It is three statements.

@@ -122,6 +122,27 @@ WHERE pg_catalog.starts_with(p.grp OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catal
 // whose expires_at is finite or not and leftUS ahead, and that was moved
 // from the group it joined or not, when no member owns it as it stands
 // (the row is no member's, or of another group).
+//
+// A partition row naming a live member of its own group is that member's,
+// whether the member claimed it or not, and is never listed: nothing in
+// the database tells a row a claim wrote from one written for the member
+// by hand. A claim applied after its call failed leaves a row a claim did
+// write, token and all, that its member does not run; the key's leadership
+// row, where a claim writes its token too, may have been deleted by hand
+// since (the next claim's token is still greater); and the member's own
+// record of what it runs is in its process, not in the database. A
+// listing would offer to free a
+// partition a live member may run. The member frees it instead: at each
+// read of the partition table (GroupPartitions lists the row as its, at
+// the row's token), a partition.Group releases the partitions listed as
+// its own that it neither runs nor is to run, by that token and on its
+// own membership, so never a grant it runs, and claims those its
+// assignment gives it, with a token above the row's. Such a row holds its
+// partition from other members until that read: at most 15 renewal
+// intervals (5 TTLs with the default interval), or 1.5·P/1,000 seconds
+// when that is longer. A program that calls the group methods
+// itself has the same duty: ReleasePartitions of the grant GroupPartitions
+// lists frees the partition.
 func foreignPartition(group, name, ownerGroup, member string, epoch, token int64, finite bool, leftUS int64, moved bool) (tenure.ForeignRecord, bool) {
 	key, other := partition.Key(group, name), ownerGroup != group
 	why, malformed := foreignMember(member, finite, leftUS, moved)
