@@ -25,6 +25,9 @@ import (
 // on its lease, unless a key was put by hand on a spare lease before the
 // holder's next Acquire put its key there; then the grant is judged
 // foreign, and removing it frees the lease, which nothing renews then.
+// The partitions of a membership that is no member (its mark deleted by
+// hand, say) are foreign too, as they are on the other backends: no
+// member's claim takes them.
 
 // leaseUse is what a listing learned of a lease that carries more than
 // one key: the member whose lease it is, or, when it is no member's, the
@@ -62,6 +65,8 @@ func (c *Coordinator) strangerOn(ctx context.Context, key string, kv *mvccpb.Key
 			return "", nil
 		}
 		return fmt.Sprintf("a key put on the lease of member %q of group %q, which is none of its partitions", u.member, u.group), nil
+	case onLease(l, c.memberKeyOf(key, kv)):
+		return "a partition of a membership that is no member", nil
 	case u.first == string(kv.Key):
 		return "", nil
 	case u.first != "":
@@ -139,4 +144,25 @@ func (c *Coordinator) createdFirst(ctx context.Context, id int64, keys [][]byte)
 		return "", nil
 	}
 	return first, nil
+}
+
+// memberKeyOf is the etcd key of the membership whose partition kv, the
+// etcd key of key, would be: the membership of kv's value, in the group
+// key names, on kv's lease; empty when key names no partition.
+func (c *Coordinator) memberKeyOf(key string, kv *mvccpb.KeyValue) string {
+	group, name, ok := cutLast(key)
+	if !ok || inputs.PartitionName(name) != nil {
+		return ""
+	}
+	return c.memberKey(group, clientv3.LeaseID(kv.Lease), string(kv.Value))
+}
+
+// onLease reports whether etcd key ek is among the keys on lease l.
+func onLease(l leaseLeft, ek string) bool {
+	for _, k := range l.keys {
+		if string(k) == ek {
+			return ek != ""
+		}
+	}
+	return false
 }
