@@ -116,32 +116,21 @@ func (c *Coordinator) leaseUseOf(ctx context.Context, id int64, l leaseLeft) (le
 
 // createdFirst returns the key among keys, the keys on lease id, that was
 // created before every other key still on it; empty when two were created
-// together first. It reads them in transactions of at most maxTxnOps reads.
+// together first.
 func (c *Coordinator) createdFirst(ctx context.Context, id int64, keys [][]byte) (string, error) {
 	first, rev, tied := "", int64(0), false
-	for lo := 0; lo < len(keys); lo += maxTxnOps {
-		batch := keys[lo:min(lo+maxTxnOps, len(keys))]
-		gets := make([]clientv3.Op, len(batch))
-		for i, key := range batch {
-			gets[i] = clientv3.OpGet(string(key)) // not keys only: etcd 3.7 leaves the lease out then
+	err := c.readKeys(ctx, keys, func(kv *mvccpb.KeyValue) bool {
+		switch {
+		case kv.Lease != id: // moved since the lease listed it
+		case first == "" || kv.CreateRevision < rev:
+			first, rev, tied = string(kv.Key), kv.CreateRevision, false
+		case kv.CreateRevision == rev:
+			tied = true
 		}
-		r, err := c.client.Txn(ctx).Then(gets...).Commit()
-		if err != nil {
-			return "", err
-		}
-		for _, get := range r.Responses {
-			kv := firstKV(get.GetResponseRange().GetKvs())
-			switch {
-			case kv == nil || kv.Lease != id: // gone or moved since the lease listed it
-			case first == "" || kv.CreateRevision < rev:
-				first, rev, tied = string(kv.Key), kv.CreateRevision, false
-			case kv.CreateRevision == rev:
-				tied = true
-			}
-		}
-	}
-	if tied {
-		return "", nil
+		return true
+	})
+	if tied || err != nil {
+		return "", err
 	}
 	return first, nil
 }
