@@ -1,5 +1,3 @@
-//go:build openfinding
-
 package etcd_test
 
 import (
@@ -12,15 +10,13 @@ import (
 	"github.com/tenure-dev/tenure"
 )
 
-// Open finding (go test -tags openfinding -run TestKeyPutByHandOnALiveLease ./etcd/):
-// a key put by hand on the lease of a live group member, with a holder
-// identity as its value, is refused to everyone for as long as that member
-// renews, and ListForeign does not list it, so RemoveForeign cannot free
-// it. Acquire never puts a grant's key on a lease that carries anything
-// else (each grant rides a lease of its own), and a member's partition
-// keys hold its own ID, so such a key is no grant and no partition that
-// tenure wrote; but foreignOf judges a key by its lease's TTL and its
-// value alone. Two shapes of it:
+// TestKeyPutByHandOnALiveLease: a key put by hand on the lease of a live
+// group member, with a holder identity as its value, is refused to
+// everyone for as long as that member renews; ListForeign lists it, so
+// RemoveForeign can free it. Acquire never puts a grant's key on a lease
+// that carries anything else (each grant rides a lease of its own), and a
+// member's partition keys hold its own ID, so such a key is no grant and
+// no partition that tenure wrote (see strangerOn). Two shapes of it:
 //
 //   - "g/0", a partition of the member's own group, holding another ID:
 //     GroupPartitions leaves it out (it is not the member's), so the
@@ -31,18 +27,14 @@ import (
 // And the same for a key "k2" put by hand on the lease of a grant of "k1",
 // for as long as k1's holder renews.
 //
-// Red when written:
+// Red when foreignOf judged a key by its lease's TTL and its value alone:
 //
 //	partition g/0: ClaimPartitions(bob) = HeldError by "ghost#1", and ListForeign(g) lists nothing of it
 //	single key k: Acquire(k) = HeldError by "ghost#1", and ListForeign(k) lists nothing of it
 //	key k2 on a grant's lease: Acquire(k2) = HeldError by "ghost#2", and ListForeign(k2) lists nothing of it
 //
-// A fix (for the lead): tenure puts a key on a lease that carries others
-// only as a member's partition (GROUP/NAME holding the ID of a membership
-// of GROUP on that lease that is a member); ListForeign, RemoveForeign and
-// Acquire's refusal could judge every other key on a lease carrying more
-// than one key as foreign, reading the lease's keys (TimeToLive with its
-// attached keys, the call List makes already, with keys) and the marks.
+// Its neighbours and controls are in
+// foreign_key_on_live_lease_neighbours_test.go.
 func TestKeyPutByHandOnALiveLease(t *testing.T) {
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)

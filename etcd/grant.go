@@ -84,7 +84,7 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		}
 		held := string(kv.Value) != holder
 		if !held { // a key naming holder that no grant wrote is held
-			if held, err = c.foreignWrite(ctx, kv); err != nil {
+			if held, err = c.foreignWrite(ctx, key, kv); err != nil {
 				return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 			}
 		}

@@ -38,33 +38,47 @@ func (c *Coordinator) firstOnLease(ctx context.Context, group string, mark *mvcc
 		}
 		keys = l.keys
 	}
-	var others []string // the keys on the lease outside group's memberships
+	var others [][]byte // the keys on the lease outside group's memberships
 	for _, key := range keys {
-		if s := string(key); !strings.HasPrefix(s, c.membersKey(group)) {
-			others = append(others, s)
+		if !strings.HasPrefix(string(key), c.membersKey(group)) {
+			others = append(others, key)
 		}
 	}
-	for lo := 0; lo < len(others); lo += maxTxnOps {
-		batch := others[lo:min(lo+maxTxnOps, len(others))]
+	why := ""
+	err := c.readKeys(ctx, others, func(kv *mvccpb.KeyValue) bool {
+		// A key gone since the lease listed it (a partition handed over)
+		// or now on another lease says nothing of this lease.
+		if kv.Lease == mark.Lease && kv.CreateRevision <= mark.CreateRevision {
+			why = fmt.Sprintf("a lease that carried %q before its mark", strings.TrimPrefix(string(kv.Key), c.prefix))
+		}
+		return why == ""
+	})
+	if why == "" && err == nil {
+		c.firstMarks.add(k)
+	}
+	return why, err
+}
+
+// readKeys reads the etcd keys keys, in transactions of at most maxTxnOps
+// reads each, and calls f with each that exists, until f returns false.
+func (c *Coordinator) readKeys(ctx context.Context, keys [][]byte, f func(*mvccpb.KeyValue) bool) error {
+	for lo := 0; lo < len(keys); lo += maxTxnOps {
+		batch := keys[lo:min(lo+maxTxnOps, len(keys))]
 		gets := make([]clientv3.Op, len(batch))
 		for i, key := range batch {
-			gets[i] = clientv3.OpGet(key) // not keys only: etcd 3.7 leaves the lease out then
+			gets[i] = clientv3.OpGet(string(key)) // not keys only: etcd 3.7 leaves the lease out then
 		}
 		r, err := c.client.Txn(ctx).Then(gets...).Commit()
 		if err != nil {
-			return "", err
+			return err
 		}
-		for i, get := range r.Responses {
-			// A key gone since the lease listed it (a partition handed
-			// over) or now on another lease says nothing of this lease.
-			kv := firstKV(get.GetResponseRange().GetKvs())
-			if kv != nil && kv.Lease == mark.Lease && kv.CreateRevision <= mark.CreateRevision {
-				return fmt.Sprintf("a lease that carried %q before its mark", strings.TrimPrefix(batch[i], c.prefix)), nil
+		for _, get := range r.Responses {
+			if kv := firstKV(get.GetResponseRange().GetKvs()); kv != nil && !f(kv) {
+				return nil
 			}
 		}
 	}
-	c.firstMarks.add(k)
-	return "", nil
+	return nil
 }
 
 // firstMarks remembers the marks that firstOnLease found first on their

@@ -18,9 +18,11 @@ import (
 // TestMembershipWithoutItsMark: a live member whose lease's mark was
 // deleted by hand is no member, though its process still renews the
 // lease: GroupMembers leaves it out, and GroupPartitions its partition;
-// ListForeign lists its membership key (no mark of its lease), and
-// RemoveForeign deletes it. Its partition key stays on its lease, refused
-// to other members' claims, until the lease ends; then it is claimed anew.
+// ListForeign lists its membership key (no mark of its lease), and its
+// partition key, which no member owns, and RemoveForeign deletes the
+// membership key. Its partition key stays on its lease, refused to other
+// members' claims, until the lease ends (or it is removed); then it is
+// claimed anew.
 func TestMembershipWithoutItsMark(t *testing.T) {
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
@@ -53,8 +55,9 @@ func TestMembershipWithoutItsMark(t *testing.T) {
 		t.Errorf("w2's claim of g/0 = %+v, %v; want a *HeldError with token %d", res, err, owned[0].Grant.Token)
 	}
 	rs, err := c.ListForeign(ctx(t), "g")
-	if err != nil || len(rs) != 1 || rs[0].Member != "live#1" || !strings.Contains(rs[0].Reason, "no mark of its lease") {
-		t.Fatalf("ListForeign(g) = %+v, %v; want live#1's membership key, with no mark of its lease", rs, err)
+	if err != nil || len(rs) != 2 || rs[0].Member != "live#1" || !strings.Contains(rs[0].Reason, "no mark of its lease") ||
+		rs[1].Key != "g/0" || rs[1].Member != "" || !strings.Contains(rs[1].Reason, "a partition of a membership that is no member") {
+		t.Fatalf("ListForeign(g) = %+v, %v; want live#1's membership key, with no mark of its lease, and its partition g/0", rs, err)
 	}
 	if removed, err := c.RemoveForeign(ctx(t), rs[0]); !removed || err != nil {
 		t.Errorf("RemoveForeign(%+v) = %t, %v; want it removed", rs[0], removed, err)

@@ -25,10 +25,11 @@ import (
 func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: list %q", prefix)
 	var out []tenure.Grant
-	err := c.each(ctx, op, prefix, func(key string, kv *mvccpb.KeyValue, l leaseLeft) {
+	err := c.each(ctx, op, prefix, false, func(key string, kv *mvccpb.KeyValue, l leaseLeft) error {
 		if l.left >= 0 {
 			out = append(out, tenure.Grant{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: l.left})
 		}
+		return nil
 	})
 	return out, err
 }
@@ -36,19 +37,28 @@ func (c *Coordinator) List(ctx context.Context, prefix string) ([]tenure.Grant, 
 // ListForeign returns the keys under prefix, sorted by key, that Acquire
 // refuses but that no tenure grant wrote as they stand: a key without a
 // lease (put by hand or by another program: it never expires), a key on a
-// lease longer than a day, and a key whose value is not a holder identity.
-// Their tokens are the keys' mod revisions. It lists too, with Member set,
+// lease longer than a day, a key whose value is not a holder identity, and
+// a key put on a live lease that tenure did not put there: on the lease of
+// a group's member, any key but that member's partitions; on another lease
+// that carries more than one key, any key but the one created first on it
+// (each grant rides on a lease of its own). Their tokens are the keys' mod
+// revisions. It lists too, with Member set,
 // the membership keys and marks of the groups under prefix that no member
 // wrote as they stand, which are no members (see GroupMembers). Users free
 // such a key with RemoveForeign. It costs what List costs, plus a range
-// read of the memberships.
+// read of the memberships, plus, for each lease that carries more than one
+// key (a member's), a read of its membership, or of its keys when it is no
+// member's.
 func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
 	op := fmt.Sprintf("etcd: list foreign keys under %q", prefix)
 	var out []tenure.ForeignRecord
-	err := c.each(ctx, op, prefix, func(key string, kv *mvccpb.KeyValue, l leaseLeft) {
-		if r, ok := foreignOf(key, kv, l); ok {
+	uses := leaseUses{}
+	err := c.each(ctx, op, prefix, true, func(key string, kv *mvccpb.KeyValue, l leaseLeft) error {
+		r, ok, err := c.foreignOf(ctx, key, kv, l, uses)
+		if ok {
 			out = append(out, r)
 		}
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -92,7 +102,9 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 // removeForeignKey deletes r's key if it is still at r's revision and
 // foreign as it stands, with a delete compared on that revision: the write
 // judged is the write deleted (a key's value and lease never change
-// without a new revision, nor does a lease's granted TTL).
+// without a new revision, nor does a lease's granted TTL; a key on a
+// member's lease that is none of its partitions stays none, and a key on
+// another lease that was not created first on it stays so).
 func (c *Coordinator) removeForeignKey(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
 	ek := c.EtcdKey(r.Key)
 	get, err := c.client.Get(ctx, ek)
@@ -103,11 +115,14 @@ func (c *Coordinator) removeForeignKey(ctx context.Context, r tenure.ForeignReco
 		return false, nil // another write since: not the record r read
 	}
 	kv := get.Kvs[0]
-	l := leaseLeft{none: kv.Lease == int64(clientv3.NoLease)}
-	if l.granted, l.left, err = c.leaseTTL(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+	l, err := c.leaseKeys(ctx, clientv3.LeaseID(kv.Lease))
+	if err != nil {
 		return false, err
 	}
-	now, foreign := foreignOf(r.Key, kv, l)
+	now, foreign, err := c.foreignOf(ctx, r.Key, kv, l, leaseUses{})
+	if err != nil {
+		return false, err
+	}
 	if !foreign {
 		return false, nil // a grant as tenure writes one
 	}
@@ -134,9 +149,10 @@ type leaseLeft struct {
 }
 
 // each calls f, in key order, for every tenure key under prefix with the
-// lease it rides on: one range read plus one lease lookup per distinct
-// lease.
-func (c *Coordinator) each(ctx context.Context, op, prefix string, f func(string, *mvccpb.KeyValue, leaseLeft)) error {
+// lease it rides on, and the keys on that lease when withKeys is set: one
+// range read plus one lease lookup per distinct lease. It stops at f's
+// first error.
+func (c *Coordinator) each(ctx context.Context, op, prefix string, withKeys bool, f func(string, *mvccpb.KeyValue, leaseLeft) error) error {
 	if err := c.begin(ctx, op, inputs.Prefix(prefix)); err != nil {
 		return err
 	}
@@ -155,27 +171,35 @@ func (c *Coordinator) each(ctx context.Context, op, prefix string, f func(string
 		id := clientv3.LeaseID(kv.Lease)
 		l, seen := leases[id]
 		if !seen {
-			if l.granted, l.left, err = c.leaseTTL(ctx, id); err != nil {
+			if withKeys {
+				l, err = c.leaseKeys(ctx, id)
+			} else {
+				l.granted, l.left, err = c.leaseTTL(ctx, id)
+			}
+			if err != nil {
 				return fmt.Errorf("%s: %w", op, err)
 			}
 			l.none = id == clientv3.NoLease
 			leases[id] = l
 		}
-		f(key, kv, l)
+		if err := f(key, kv, l); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
 	}
 	return nil
 }
 
-// foreignOf describes kv, the etcd key of key on lease l, when Acquire
-// refuses it but tenure did not write it as it stands.
-func foreignOf(key string, kv *mvccpb.KeyValue, l leaseLeft) (tenure.ForeignRecord, bool) {
+// foreignOf describes kv, the etcd key of key on lease l (looked up with
+// its keys), when Acquire refuses it but tenure did not write it as it
+// stands (see ListForeign); uses remembers what it read of shared leases.
+func (c *Coordinator) foreignOf(ctx context.Context, key string, kv *mvccpb.KeyValue, l leaseLeft, uses leaseUses) (tenure.ForeignRecord, bool, error) {
 	r := tenure.ForeignRecord{Key: key, Holder: string(kv.Value), Token: uint64(kv.ModRevision), TTL: l.left}
 	var why []string
 	switch {
 	case l.none:
 		why, r.TTL = append(why, "no lease"), -1
 	case l.left < 0:
-		return r, false // expired: etcd deletes it
+		return r, false, nil // expired: etcd deletes it
 	case l.granted > limits.MaxTTL:
 		why = append(why, fmt.Sprintf("a lease of %s, longer than tenure grants", l.granted))
 	}
@@ -183,18 +207,34 @@ func foreignOf(key string, kv *mvccpb.KeyValue, l leaseLeft) (tenure.ForeignReco
 		r.Malformed = true
 		why = append(why, "a value that is not a holder identity")
 	}
+	stranger, err := c.strangerOn(ctx, key, kv, l, uses)
+	if err != nil {
+		return r, false, err
+	}
+	if stranger != "" {
+		why = append(why, stranger)
+	}
 	r.Reason = strings.Join(why, ", ")
-	return r, len(why) > 0
+	return r, len(why) > 0, nil
 }
 
-// foreignWrite reports whether kv rides on no lease or on a lease longer
-// than tenure grants: a write no grant made, which Acquire does not take
-// over even for the holder its value names (see ListForeign).
-func (c *Coordinator) foreignWrite(ctx context.Context, kv *mvccpb.KeyValue) (bool, error) {
+// foreignWrite reports whether kv, the etcd key of key, rides on no lease,
+// on a lease longer than tenure grants, or on a lease that tenure did not
+// put it on (see ListForeign): a write no grant made, which Acquire does
+// not take over even for the holder its value names. It costs one lease
+// lookup, plus a read for a lease that carries more than one key.
+func (c *Coordinator) foreignWrite(ctx context.Context, key string, kv *mvccpb.KeyValue) (bool, error) {
 	id := clientv3.LeaseID(kv.Lease)
 	if id == clientv3.NoLease {
 		return true, nil
 	}
-	granted, _, err := c.leaseTTL(ctx, id)
-	return granted > limits.MaxTTL, err
+	l, err := c.leaseKeys(ctx, id)
+	if err != nil || l.left < 0 {
+		return false, err
+	}
+	if l.granted > limits.MaxTTL {
+		return true, nil
+	}
+	why, err := c.strangerOn(ctx, key, kv, l, leaseUses{})
+	return why != "", err
 }
