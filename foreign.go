@@ -6,8 +6,10 @@ import "time"
 // refuses to take over, that is not a grant as tenure writes one: a key
 // written by another program or by hand (an etcd key without a lease, a
 // lease longer than any TTL tenure grants), or one tenure cannot read as a
-// grant (its holder or token is not one tenure writes). Nothing renews it,
-// and it may never expire: it holds the key until an operator removes it
+// grant (its holder or token is not one tenure writes). No tenure process
+// renews it as a grant, and it may never expire (an etcd key put on a live
+// lease lives as long as that lease's owner renews the lease): it holds the
+// key until an operator removes it
 // ("tenure release --force"). The etcd, PostgreSQL and Kubernetes
 // coordinators list such records with ListForeign and remove one with
 // RemoveForeign, for status displays and operators' tools.

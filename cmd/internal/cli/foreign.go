@@ -72,7 +72,7 @@ func foreignAdvice(r tenure.ForeignRecord) string {
 		return fmt.Sprintf("%s membership record of member %q (%s): tenure did not write it as it stands, and it is no member (no partition is assigned to it): remove it with tenure release --force --key %s --member=%s",
 			recordKind(r), r.Member, r.Reason, r.Key, shellQuote(r.Member))
 	}
-	return fmt.Sprintf("%s record (%s): tenure did not write it, nothing renews it, and it holds the key until it is removed: tenure release --force --key %s",
+	return fmt.Sprintf("%s record (%s): tenure did not write it, it may never expire, and it holds the key until it is removed: tenure release --force --key %s",
 		recordKind(r), r.Reason, r.Key)
 }
 

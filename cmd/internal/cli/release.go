@@ -238,7 +238,7 @@ func releaseForeign(ctx context.Context, cmd *cobra.Command, c foreignLister, lo
 	}
 	switch {
 	case !f.force && !tokenSet:
-		return &exitError{code: ExitError, err: fmt.Errorf("%w: %s; tenure did not write it and nothing renews it: to remove it, run: tenure release --key %s%s --force",
+		return &exitError{code: ExitError, err: fmt.Errorf("%w: %s; tenure did not write it and it may never expire: to remove it, run: tenure release --key %s%s --force",
 			errReleaseRefused, what, f.key, again)}
 	case tokenSet && f.token != r.Token:
 		return &exitError{code: ExitError, err: fmt.Errorf("%w: --token %d is not the record's: %s; nothing released", errReleaseRefused, f.token, what)}
