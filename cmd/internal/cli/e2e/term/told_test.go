@@ -258,13 +258,12 @@ func testTold(t *testing.T, coord []string, key string, c toldCase) {
 	env := []string{"LOG=" + log, "SELF=" + e2e.SelfBin, "TENURE=" + e2e.TenureBin}
 	ttl := e2e.LossTTL
 	if c.partitions {
-		// A longer lease: were the partition released when the guard
-		// died (tenure keeps it until the last deadline the guard was
-		// told), the member's next grant, a retry period later, and its
-		// command's start, which a loaded machine delays by seconds, would
-		// come well within the old deadline, where a lease check that
-		// trusts the lease file's deadline answers held. The next grant
-		// waits for that deadline, so the case lasts about a TTL.
+		// A longer lease than the other cases: were the partition
+		// claimed again a retry period after the guard died, the old
+		// deadline would still lie seconds ahead of the next command's
+		// start, which a loaded machine delays by seconds. tenure keeps
+		// the partition until the last deadline the guard was told, so
+		// the case lasts about a TTL.
 		ttl = 10 * time.Second
 	}
 	args := func(holder string) []string {
