@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	flag.Parse()
-	if err := testparallel.Set(4); err != nil { // the runs of real processes mostly wait on real time
+	if err := testparallel.Set(3); err != nil { // the runs of real processes mostly wait on real time
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
