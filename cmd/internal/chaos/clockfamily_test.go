@@ -11,9 +11,7 @@ import (
 // A run of drawn clock faults within the bound (--max-drift 1%) at the
 // shipped TTL and margin is clean, and the faults reached the nodes: each
 // struck node reported its clock set, and the leases its elector counted
-// while its clock was off were counted at the fault's rate. It runs alone,
-// before the package's parallel runs: on a loaded machine, beside them, a
-// leader of a drawn clock fault renewed nothing at the fault's rate.
+// while its clock was off were counted at the fault's rate.
 func TestClockFaultsWithinTheBoundAreClean(t *testing.T) {
 	h, err := Run(context.Background(), testOptions(func(o *Options) {
 		o.Seed, o.Duration, o.Families = 2, 20*time.Second, []string{FamilyClock}

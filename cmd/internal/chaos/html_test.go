@@ -85,7 +85,6 @@ func TestReportViolationInChromium(t *testing.T) {
 // report and checks in headless Chromium that the timeline rendered: one lane
 // per node, leadership intervals labelled with tokens, fault windows.
 func TestReportRendersInChromium(t *testing.T) {
-	t.Parallel()
 	chromium := headless.Need(t)
 	h, err := Run(context.Background(), testOptions(func(o *Options) {
 		o.Seed, o.Duration, o.Families, o.LeaderOnly = 5, 8*time.Second, []string{FamilyPartition, FamilyCrash}, true

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +10,6 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/tenure-dev/tenure/cmd/internal/testparallel"
 )
 
 // nodeModeEnv makes the test binary run as a node process.
@@ -31,11 +28,6 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
-	}
-	flag.Parse()
-	if err := testparallel.Set(3); err != nil { // the runs of real processes mostly wait on real time
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
 	}
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/pkg/v3/logutil.(*MergeLogger).outputLoop"),

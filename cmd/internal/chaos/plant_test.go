@@ -98,7 +98,6 @@ func describe(r *Report) string {
 // same schedule (the control run). The catch rate on drawn schedules is
 // measured by BenchmarkPlantCatchRate.
 func TestPlantedBugsAreCaught(t *testing.T) {
-	t.Parallel()
 	testPlants(t, Plants(), 1, runSchedule, caughtBy)
 }
 
