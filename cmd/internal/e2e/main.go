@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
+	"github.com/tenure-dev/tenure/cmd/internal/testparallel"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 )
 
@@ -43,11 +44,23 @@ func Main(m *testing.M, more ...func(mode string) (code int, ok bool)) int {
 	return BuildThen(m)
 }
 
+// Parallel, when set in TestMain before Main, is how many tests of the
+// package run at once (those that call t.Parallel) unless go test is given
+// -parallel; 0 leaves go test's default, GOMAXPROCS. The end-to-end tests
+// spend most of their time waiting on real TTLs and on the processes they
+// start, not on the CPU, so a package of them can run more tests at once
+// than the machine has cores.
+var Parallel int
+
 // BuildThen builds the tenure binary, or finds it already built by another
 // test process (SharedTenure), and runs the tests with a goroutine-leak
 // check.
 func BuildThen(m *testing.M) int {
 	flag.Parse()
+	if err := testparallel.Set(Parallel); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	began := time.Now()
 	var err error
 	if TenureBin, err = SharedTenure(); err != nil {

@@ -23,11 +23,12 @@ import (
 const margin = time.Second
 
 // TestGuard: what tenure run's guard guarantees, on the built binary,
-// against Debian's etcd and against PostgreSQL.
+// against Debian's etcd and against PostgreSQL (the two at once).
 func TestGuard(t *testing.T) {
 	t.Parallel()
 	for _, c := range e2e.GuardCoords(t) {
 		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel() // the coordinators are apart; each one's cases run one after another
 			t.Run("stopped tenure", func(t *testing.T) { testGuardStopped(t, c) })
 			t.Run("ctrl-z past the deadline", func(t *testing.T) { testGuardSuspendPast(t, c) })
 			t.Run("ctrl-z within the deadline", func(t *testing.T) { testGuardSuspendWithin(t, c) })

@@ -9,5 +9,6 @@ import (
 
 func TestMain(m *testing.M) {
 	e2e.RaceTenure = true // see e2e.RaceTenure
+	e2e.Parallel = 4      // see e2e.Parallel
 	os.Exit(e2e.Main(m, toldChildMain))
 }

@@ -8,5 +8,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	e2e.Parallel = 4 // see e2e.Parallel
 	os.Exit(e2e.Main(m))
 }
