@@ -65,7 +65,7 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
-	members, parts, err := c.listGroup(ctx, m.Group, "")
+	members, parts, err := c.listGroup(ctx, m.Group)
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
@@ -89,7 +89,7 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 func (c *Coordinator) deleteIdle(ctx context.Context, members, parts map[string]record) {
 	owning := map[string]bool{}
 	for _, p := range parts {
-		if name := p.lease.Annotations[AnnotationMember]; p.holder != "" && members[name].holder == p.holder {
+		if name := ownerOf(p.lease); name != "" && p.holder != "" && members[name].holder == p.holder {
 			owning[name] = true
 		}
 	}
@@ -136,8 +136,9 @@ func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, 
 			}
 			return g, err
 		}
-		if p.lease.Labels[LabelRole] != "partition" && p.live(c.cfg.MaxDrift) {
-			// A single key's Lease (tenure.Elector's, client-go's): its
+		if _, part := partitionOf(p.lease); !part && p.live(c.cfg.MaxDrift) {
+			// A single key's Lease (tenure.Elector's, client-go's), or a
+			// partition's whose member annotation was edited away: its
 			// holder keeps it until it expires.
 			return tenure.Grant{}, p.heldError(key)
 		}
@@ -150,7 +151,7 @@ func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, 
 			// listing of the group, where the partition and the
 			// memberships are of one moment.
 			var parts map[string]record
-			if members, parts, err = c.listGroup(ctx, m.Group, ""); err != nil {
+			if members, parts, err = c.listGroup(ctx, m.Group); err != nil {
 				return tenure.Grant{}, err
 			}
 			p, found = parts[key]
@@ -214,12 +215,12 @@ var errUnsure = errors.New("kube: membership read as gone")
 // it gone. members are the group's memberships as listed (nil: read the
 // owner's).
 func (c *Coordinator) freeOwner(ctx context.Context, p record, members map[string]record) error {
-	if p.holder == "" {
-		return nil
+	name := ownerOf(p.lease)
+	if p.holder == "" || name == "" {
+		return nil // free, an expired key's Lease, or owned by no member of the group
 	}
-	name := p.lease.Annotations[AnnotationMember]
 	owner, ok := members[name]
-	if members == nil && name != "" {
+	if members == nil {
 		l, err := c.leases.Get(ctx, name, metav1.GetOptions{})
 		at := tenure.Now()
 		switch {
@@ -443,13 +444,13 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	members, parts, err := c.listGroup(ctx, group, "")
+	members, parts, err := c.listGroup(ctx, group)
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
 	var out []tenure.Grant
 	for key, p := range parts {
-		owner, ok := members[p.lease.Annotations[AnnotationMember]]
+		owner, ok := members[ownerOf(p.lease)]
 		if why, _ := foreignMembership(owner); p.holder == "" || !ok || owner.holder != p.holder || !owner.live(c.cfg.MaxDrift) || why != "" {
 			continue // a foreign membership's: see foreignOwner
 		}
