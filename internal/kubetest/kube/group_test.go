@@ -27,7 +27,8 @@ import (
 // to another group by an edit of its Lease's group label and annotation,
 // and its member is told (its renewal is lost); a partition is given to
 // another group's member by an edit of its Lease's holder and member
-// annotation. The memberships last
+// annotation; the labels of a membership's and a partition's Leases are
+// edited, which tenure never reads. The memberships last
 // 10s: the suite claims 200 partitions without renewing, a write each on
 // Kubernetes, which took over 4s on a loaded machine (load average 20 on 2
 // cores).
@@ -71,6 +72,14 @@ func TestGroupConformance(t *testing.T) {
 		if _, err := leases.Update(ctx(t), l, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("give partition %s/%s to %s by hand: %v", group, name, owner, err)
 		}
+	}), partitiontest.WithIgnoredEdit(func(t *testing.T, m partition.Member, owned tenure.Grant) {
+		editLease(t, cs, ns, memberLeaseName(m), func(l *coordv1.Lease) {
+			l.Labels[kube.LabelRole], l.Labels[kube.LabelGroup] = "partition", hash16("another group")
+		})
+		editLease(t, cs, ns, kube.LeaseName(owned.Key), func(l *coordv1.Lease) {
+			l.Labels[kube.LabelRole] = "member"
+			delete(l.Labels, kube.LabelGroup)
+		})
 	}))
 }
 
