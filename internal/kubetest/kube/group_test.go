@@ -1,8 +1,6 @@
 package kube_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,8 +53,7 @@ func TestGroupConformance(t *testing.T) {
 		}
 	}), partitiontest.WithMovedMembership(func(t *testing.T, m partition.Member, to string) {
 		l := membershipLease(t, cs, ns, m)
-		sum := sha256.Sum256([]byte(to))
-		l.Labels[kube.LabelGroup] = hex.EncodeToString(sum[:])[:16] // to's, as tenure writes it
+		l.Labels[kube.LabelGroup] = hash16(to) // to's, as tenure writes it
 		l.Annotations[kube.AnnotationGroup] = to
 		if _, err := cs.CoordinationV1().Leases(ns).Update(ctx(t), l, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("move membership %s to %q by hand: %v", m, to, err)
