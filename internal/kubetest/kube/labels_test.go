@@ -213,7 +213,7 @@ func TestPartitionLeaseLabelsEdited(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t, cs)
 			a, b, single := newCoordinator(t, cs, ns), newCoordinator(t, cs, ns), newCoordinator(t, cs, ns)
-			m, err := a.JoinGroup(ctx(t), "g", "owner#00000001", 2*time.Second, 2)
+			m, err := a.JoinGroup(ctx(t), "g", "owner#00000001", 3*time.Second, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,10 +235,10 @@ func TestPartitionLeaseLabelsEdited(t *testing.T) {
 				if m, err = a.RenewMember(ctx(t), m); err != nil {
 					t.Fatalf("RenewMember(owner) = %v", err)
 				}
-				if time.Since(start) > 3*time.Second { // past the partition Lease's 2s and the drift allowance
+				if time.Since(start) > 4*time.Second { // past the partition Lease's 3s and the drift allowance
 					break
 				}
-				time.Sleep(500 * time.Millisecond)
+				time.Sleep(300 * time.Millisecond)
 			}
 			if lost, err := a.CheckPartitions(ctx(t), m, []tenure.Grant{held}); err != nil || len(lost) != 0 {
 				t.Errorf("CheckPartitions(owner) = %v, %v; want g/0 still held", lost, err)
@@ -307,7 +307,7 @@ func TestMembershipAnnotationsRemoved(t *testing.T) {
 	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	a, b := newCoordinator(t, cs, ns), newCoordinator(t, cs, ns)
-	m, err := a.JoinGroup(ctx(t), "g", "owner#00000001", 2*time.Second, 2)
+	m, err := a.JoinGroup(ctx(t), "g", "owner#00000001", 3*time.Second, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestMembershipAnnotationsRemoved(t *testing.T) {
 	if res, err := b.ClaimPartitions(ctx(t), o, []string{"0"}); err != nil || !errors.As(res[0].Err, &he) || he.Holder != m.ID {
 		t.Fatalf("ClaimPartitions(other, g/0) while owner's membership Lease lives = %+v, %v; want a *tenure.HeldError naming %s", res, err, m.ID)
 	}
-	time.Sleep(2100 * time.Millisecond) // the membership's 2s and the drift allowance, unrenewed
+	time.Sleep(3100 * time.Millisecond) // the membership's 3s and the drift allowance, unrenewed
 	if res, err := b.ClaimPartitions(ctx(t), o, []string{"0"}); err != nil || res[0].Err != nil || res[0].Grant.Token <= held.Token {
 		t.Errorf("ClaimPartitions(other, g/0) after owner's membership Lease expired = %+v, %v; want a grant with a token > %d", res, err, held.Token)
 	}
