@@ -25,8 +25,8 @@ const attempts = 5
 // resourceVersion it decided on as a precondition. The token is the
 // resourceVersion of that write. A Lease another holder holds live is
 // refused with a *tenure.HeldError; a partition's Lease of a partition
-// group, while a member of the group owns it (its tenure.dev/member
-// annotation names the member's membership Lease), with an error wrapping
+// group (its tenure.dev/member annotation names a membership Lease),
+// whether or not its owner lives, with an error wrapping
 // tenure.ErrInvalidKey that names the group (the group owns that key).
 // See tenure.Coordinator.
 //
@@ -174,9 +174,8 @@ func after(now time.Time, prev *metav1.MicroTime) time.Time {
 }
 
 // groupLease reports, as an error wrapping tenure.ErrInvalidKey, that Lease
-// l is a partition's Lease (its member annotation names a membership
-// Lease: see partitionOf), which only the group writes; nil
-// when it is not. Its labels are not read.
+// l is a partition's Lease (see partitionOf), which only the group
+// writes; nil when it is not. Its labels are not read.
 func groupLease(l *coordv1.Lease) error {
 	if _, ok := partitionOf(l); !ok {
 		return nil
