@@ -32,6 +32,10 @@ func (s suite) ignoredEdit(t *testing.T) {
 	m := s.joinWith(t, a, g, "edited#1", 2)
 	owned := claimAll(t, a, m, "0")[0]
 	o := joinFor(t, b, g, "other#1", 2, time.Minute)
+	// As a running member does at every renewal.
+	if lost, err := a.CheckPartitions(ctx(t), m, []tenure.Grant{owned}); err != nil || len(lost) != 0 {
+		t.Fatalf("CheckPartitions(%s) = %v, %v; want %s its own", m, lost, err, owned.Key)
+	}
 	s.o.ignored(t, m, owned)
 	if _, err := b.Acquire(ctx(t), owned.Key, "single#1", s.o.ttl); err == nil {
 		t.Errorf("Acquire(%q) of %s's partition after an edit the backend ignores = nil error; want refused", owned.Key, m.ID)

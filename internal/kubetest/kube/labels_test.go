@@ -99,6 +99,9 @@ func TestKeyLeaseWithMemberLabel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := c.List(ctx(t), ""); err != nil { // c sees the Leases now: its wait counts from before the sleep
+		t.Fatal(err)
+	}
 	time.Sleep(3 * time.Second) // past the hand-written Lease's one second and the drift allowance
 	rs, err := c.ListForeign(ctx(t), "")
 	if err != nil {
@@ -226,6 +229,12 @@ func TestPartitionLeaseLabelsEdited(t *testing.T) {
 				t.Fatalf("ClaimPartitions(owner, g/0) = %+v, %v", res, err)
 			}
 			held := res[0].Grant
+			// A member checks its partitions at every renewal, which binds
+			// the token to the Lease (an edit before that changes the
+			// token read: see TestLabelEditBeforeFirstRenewal).
+			if lost, err := a.CheckPartitions(ctx(t), m, []tenure.Grant{held}); err != nil || len(lost) != 0 {
+				t.Fatalf("CheckPartitions(owner) = %v, %v", lost, err)
+			}
 			editLease(t, cs, ns, kube.LeaseName(held.Key), func(l *coordv1.Lease) { tc.edit(l.Labels) })
 			start := time.Now()
 			for round := 0; ; round++ {
@@ -270,6 +279,11 @@ func TestKeyLeaseWithGroupLabelsHeld(t *testing.T) {
 			a, b := newCoordinator(t, cs, ns), newCoordinator(t, cs, ns)
 			g, err := a.Acquire(ctx(t), "jobs/0", "single#00000001", 30*time.Second)
 			if err != nil {
+				t.Fatal(err)
+			}
+			// A renewal binds the token to the Lease (an edit before it
+			// changes the token read: see TestLabelEditBeforeFirstRenewal).
+			if g, err = a.Renew(ctx(t), g); err != nil {
 				t.Fatal(err)
 			}
 			editLease(t, cs, ns, kube.LeaseName(g.Key), func(l *coordv1.Lease) {
@@ -363,6 +377,9 @@ func TestForeignLeaseWithGroupLabels(t *testing.T) {
 	}
 	if ms, err := c.GroupMembers(ctx(t), "g"); err != nil || len(ms) != 1 || ms[0].ID != m.ID {
 		t.Errorf("GroupMembers(g) = %+v, %v; want %s alone", ms, err, m.ID)
+	}
+	if _, err := c.List(ctx(t), ""); err != nil { // c sees the Leases now: its wait counts from before the sleep
+		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond) // the foreign Leases' 1s and the drift allowance
 	if res, err := c.ClaimPartitions(ctx(t), m, []string{"0"}); err != nil || res[0].Err != nil {
