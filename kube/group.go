@@ -80,10 +80,10 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		now := metav1.NewMicroTime(time.Now())
 		l := &coordv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: memberName(group, epoch),
-				Labels:      map[string]string{LabelGroup: groupHash(group), LabelRole: "member", LabelManagedBy: "tenure"},
 				Annotations: map[string]string{AnnotationGroup: group, AnnotationPartitions: strconv.Itoa(partitions)}},
 			Spec: coordv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 		}
+		labelAs(l, group, "member")
 		sent := tenure.Now()
 		out, err := c.leases.Create(ctx, l, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
@@ -138,7 +138,8 @@ func (c *Coordinator) memberLive(r record, m partition.Member) error {
 
 // RenewMember extends m's lease, and so every partition m owns: one update
 // of its membership Lease's renewTime, preconditioned on its
-// resourceVersion. See partition.Coordinator.
+// resourceVersion, which also writes back the labels JoinGroup wrote if
+// they were edited. See partition.Coordinator.
 func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	op := fmt.Sprintf("kube: renew %s", m)
 	if err := c.begin(ctx, op); err != nil {
@@ -157,6 +158,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 		l := cur.lease.DeepCopy()
 		now := metav1.NewMicroTime(after(time.Now(), l.Spec.RenewTime))
 		l.Spec.RenewTime = &now
+		labelAs(l, m.Group, "member")
 		sent := tenure.Now()
 		out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -214,9 +216,9 @@ func (c *Coordinator) deleteAt(ctx context.Context, r record) error {
 	return err
 }
 
-// GroupMembers lists the namespace's Leases (one request) and returns the
-// live membership Leases of group, sorted by ID, each with the time left
-// as TTL. See partition.Coordinator.
+// GroupMembers lists group's Leases (one request) and returns the live
+// membership Leases of group, sorted by ID, each with the time left as
+// TTL. See partition.Coordinator.
 func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	op := fmt.Sprintf("kube: members of %q", group)
 	if err := tenure.ValidateKey(group); err != nil {
@@ -225,7 +227,7 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	members, _, err := c.listGroup(ctx, group)
+	members, _, err := c.listGroup(ctx, group, false)
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
@@ -250,13 +252,20 @@ func epochOf(name string) uint64 {
 	return e
 }
 
-// listGroup lists the namespace's Leases in one request, so that the
-// records are of one moment and none is missed for an edited label, and
-// returns group's membership Leases by name (memberOf: named as group's,
-// whatever their annotations say) and the Leases of group's partition keys
-// by key (a partition's, or a single key's on a partition key).
-func (c *Coordinator) listGroup(ctx context.Context, group string) (members map[string]record, parts map[string]record, err error) {
-	list, err := c.leases.List(ctx, metav1.ListOptions{})
+// listGroup lists, in one request, the Leases labelled as group's, or with
+// all every Lease of the namespace, and returns group's membership Leases
+// among them by name (memberOf: named as group's, whatever their
+// annotations say) and the Leases of group's partition keys by key (a
+// partition's, or a single key's on a partition key). The label is a hint
+// that keeps the list short: a Lease whose label was edited by hand is
+// missing from it until its member's next write labels it again (see
+// labelAs), so a claim reads an owner missing from it by name.
+func (c *Coordinator) listGroup(ctx context.Context, group string, all bool) (members map[string]record, parts map[string]record, err error) {
+	opts := metav1.ListOptions{LabelSelector: LabelGroup + "=" + groupHash(group)}
+	if all {
+		opts = metav1.ListOptions{}
+	}
+	list, err := c.leases.List(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -65,7 +65,7 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
-	members, parts, err := c.listGroup(ctx, m.Group)
+	members, parts, err := c.listGroup(ctx, m.Group, false)
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
@@ -119,7 +119,7 @@ func validPartition(group, name string) error {
 // expired membership. A partition already m's is taken again, with a new
 // token, as a free one is.
 func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, key string, p record, found bool, members map[string]record) (tenure.Grant, error) {
-	reread := false
+	reread, complete := false, false // complete: members lists every membership (not by label)
 	for range attempts {
 		if reread {
 			var err error
@@ -144,18 +144,22 @@ func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, 
 		}
 		var err error
 		if p.holder != m.ID || p.lease.Annotations[AnnotationMember] != me.lease.Name {
-			err = c.freeOwner(ctx, p, members)
+			listed := members
+			if _, ok := members[ownerOf(p.lease)]; !ok && !complete {
+				listed = nil // not among those labelled as the group's: read it by name
+			}
+			err = c.freeOwner(ctx, p, listed)
 		} // else m's, as read: taken again with a new token (see partition.Coordinator)
 		if errors.Is(err, errUnsure) {
 			// The owner's membership read as gone: decide on one
-			// listing of the group, where the partition and the
-			// memberships are of one moment.
+			// listing of every Lease, where the partition and the
+			// memberships are of one moment, whatever their labels.
 			var parts map[string]record
-			if members, parts, err = c.listGroup(ctx, m.Group); err != nil {
+			if members, parts, err = c.listGroup(ctx, m.Group, true); err != nil {
 				return tenure.Grant{}, err
 			}
 			p, found = parts[key]
-			reread = false
+			reread, complete = false, true
 			continue
 		}
 		if err != nil {
@@ -188,6 +192,10 @@ func (c *Coordinator) confirm(ctx context.Context, r record, mine bool) (record,
 			l.Annotations = map[string]string{}
 		}
 		l.Annotations[AnnotationToken] = tokenAnnotation(r.token, l.Spec.AcquireTime.Time, r.holder)
+		if key, _ := keyOf(l); key != "" {
+			group, _ := groupOfKey(key)
+			labelAs(l, group, "partition")
+		}
 	}
 	out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
 	if err != nil {
@@ -261,7 +269,6 @@ func (c *Coordinator) partitionGrant(key string, token uint64, m partition.Membe
 // createPartition creates partition key's Lease, owned by m.
 func (c *Coordinator) createPartition(ctx context.Context, m partition.Member, me record, key string) (tenure.Grant, error) {
 	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName(key),
-		Labels:      map[string]string{LabelGroup: groupHash(m.Group), LabelRole: "partition", LabelManagedBy: "tenure"},
 		Annotations: map[string]string{AnnotationKey: key}}}
 	ownBy(l, m, me, time.Now())
 	out, err := c.leases.Create(ctx, l, metav1.CreateOptions{})
@@ -301,10 +308,7 @@ func ownBy(l *coordv1.Lease, m partition.Member, me record, now time.Time) {
 	secs := ttlSeconds(m.TTL)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &m.ID, &secs
 	l.Spec.AcquireTime, l.Spec.RenewTime = &t, &t
-	if l.Labels == nil { // a single key's Lease, taken as expired
-		l.Labels = map[string]string{}
-	}
-	l.Labels[LabelGroup], l.Labels[LabelRole], l.Labels[LabelManagedBy] = groupHash(m.Group), "partition", "tenure"
+	labelAs(l, m.Group, "partition")
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
@@ -444,7 +448,7 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	members, parts, err := c.listGroup(ctx, group)
+	members, parts, err := c.listGroup(ctx, group, false)
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}

@@ -10,9 +10,11 @@ import (
 // its name and its annotations, never by its labels: tenure writes
 // LabelGroup, LabelRole and LabelManagedBy for people's selectors, and
 // anyone may remove or change a label, so a label edited changes no
-// answer. Where tenure lists Leases to decide (a group's members and
-// partitions, foreign records), it lists every Lease of the namespace and
-// reads each by these facts.
+// answer. A group's operations list by LabelGroup to keep the list short,
+// and read each Lease listed by these facts; a claim reads by name an owner
+// missing from that list, and decides on a list of every Lease when it
+// reads as gone. tenure's own writes label its Leases again (labelAs): a
+// member's renewal its membership Lease, its check its partitions'.
 //
 //   - A membership Lease of group g is named memberName(g, epoch) and holds
 //     no key (it has no AnnotationKey, and its name is refused as a key).
@@ -90,4 +92,14 @@ func partitionOf(l *coordv1.Lease) (owner string, ok bool) {
 func ownerOf(l *coordv1.Lease) string {
 	owner, _ := partitionOf(l)
 	return owner
+}
+
+// labelAs writes on l the labels tenure writes on the Leases of group in
+// role ("member" or "partition"), for people's selectors and the short
+// list of listGroup.
+func labelAs(l *coordv1.Lease, group, role string) {
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[LabelGroup], l.Labels[LabelRole], l.Labels[LabelManagedBy] = groupHash(group), role, "tenure"
 }

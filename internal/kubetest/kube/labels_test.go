@@ -166,16 +166,20 @@ func TestMembershipLabelsEdited(t *testing.T) {
 					}
 					edit(l.Labels)
 				})
-				if m, err = b.RenewMember(ctx(t), m); err != nil {
-					t.Fatalf("edit %d: RenewMember(mallory) = %v; want renewed", i, err)
-				}
-				if lost, err := b.CheckPartitions(ctx(t), m, []tenure.Grant{held}); err != nil || len(lost) != 0 {
-					t.Fatalf("edit %d: CheckPartitions(mallory) = %v, %v; want g/0 still held", i, lost, err)
-				}
 				res, err := a.ClaimPartitions(ctx(t), alice, []string{"0"})
 				var he *tenure.HeldError
 				if err != nil || !errors.As(res[0].Err, &he) || he.Holder != m.ID {
 					t.Fatalf("edit %d: ClaimPartitions(alice, g/0) = %+v, %v; want a *tenure.HeldError naming %s, who holds it at token %d", i, res, err, m.ID, held.Token)
+				}
+				if m, err = b.RenewMember(ctx(t), m); err != nil {
+					t.Fatalf("edit %d: RenewMember(mallory) = %v; want renewed", i, err)
+				}
+				if l, err := cs.CoordinationV1().Leases(ns).Get(ctx(t), memberLeaseName(m), metav1.GetOptions{}); err != nil ||
+					l.Labels[kube.LabelRole] != "member" || l.Labels[kube.LabelGroup] != hash16("g") {
+					t.Errorf("edit %d: membership Lease after RenewMember: labels %v, %v; want tenure's written back", i, l.Labels, err)
+				}
+				if lost, err := b.CheckPartitions(ctx(t), m, []tenure.Grant{held}); err != nil || len(lost) != 0 {
+					t.Fatalf("edit %d: CheckPartitions(mallory) = %v, %v; want g/0 still held", i, lost, err)
 				}
 				ms, err := a.GroupMembers(ctx(t), "g")
 				if err != nil || len(ms) != 2 || ms[0].ID != alice.ID || ms[1].ID != m.ID {
