@@ -20,12 +20,12 @@ func WithIgnoredEdit(edit func(t *testing.T, m partition.Member, owned tenure.Gr
 }
 
 // ignoredEdit checks that after the edit of member m, which owns a
-// partition, nothing changed: m renews and still owns it, also after the
-// partition's record has gone unwritten for longer than m's TTL; another
-// member's claim of it is refused with a *tenure.HeldError naming m, and a
-// single-key Acquire of its key is refused; the group lists both members
-// and the partition as m's with its token; ListForeign lists nothing of
-// m's.
+// partition, nothing changed: another member's claim of it is refused
+// with a *tenure.HeldError naming m, at once and after m renewed, and a
+// single-key Acquire of its key is refused, also after the partition's
+// record has gone unwritten for longer than m's TTL; m renews and still
+// owns it; the group lists both members and the partition as m's with its
+// token; ListForeign lists nothing of m's.
 func (s suite) ignoredEdit(t *testing.T) {
 	a, b := s.group(t), s.group(t)
 	g := groupName(t)
@@ -37,6 +37,10 @@ func (s suite) ignoredEdit(t *testing.T) {
 		t.Fatalf("CheckPartitions(%s) = %v, %v; want %s its own", m, lost, err, owned.Key)
 	}
 	s.o.ignored(t, m, owned)
+	var held *tenure.HeldError
+	if r := claim(t, b, o, "0")[0]; !errors.As(r.Err, &held) || held.Holder != m.ID {
+		t.Errorf("claim of %s, %s's, right after an edit the backend ignores = %+v, %v; want a *tenure.HeldError naming it", owned.Key, m.ID, r.Grant, r.Err)
+	}
 	if _, err := b.Acquire(ctx(t), owned.Key, "single#1", s.o.ttl); err == nil {
 		t.Errorf("Acquire(%q) of %s's partition after an edit the backend ignores = nil error; want refused", owned.Key, m.ID)
 	}
@@ -49,7 +53,6 @@ func (s suite) ignoredEdit(t *testing.T) {
 		t.Errorf("CheckPartitions(%s) after an edit the backend ignores = %v, %v; want %s still its own", m, lost, err, owned.Key)
 	}
 	m = renew(t, a, m)
-	var held *tenure.HeldError
 	if r := claim(t, b, o, "0")[0]; !errors.As(r.Err, &held) || held.Holder != m.ID {
 		t.Errorf("claim of %s, %s's, after an edit the backend ignores = %+v, %v; want a *tenure.HeldError naming it", owned.Key, m.ID, r.Grant, r.Err)
 	}
