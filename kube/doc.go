@@ -147,7 +147,19 @@
 // a coordinator that never saw it expire. Claims, releases and checks of
 // several partitions are a request each (the API server writes and reads
 // named objects one at a time), at most 32 at once; GroupMembers and
-// GroupPartitions list the group in one request.
+// GroupPartitions list the group's Leases in one request.
+//
+// What a Lease is, a membership, a partition's or a key's, follows from its
+// name and annotations alone: a membership Lease is named as one of its
+// group, and a partition's names its owner's membership Lease in
+// tenure.dev/member. The labels tenure writes (tenure.dev/group,
+// tenure.dev/role, app.kubernetes.io/managed-by) are for people's
+// selectors and to keep a group's list short; a label removed or changed
+// by hand changes nothing tenure decides. A Lease whose label was edited is
+// missing from its group's list until its member's next write labels it
+// again (a renewal, a check of its partitions), so a claim reads a
+// partition's owner missing from the list by name, and decides on a list
+// of every Lease of the namespace when it reads as gone.
 //
 // A claim or check is decided by a write, never by a read alone: a
 // partition already the member's is confirmed by an update preconditioned
@@ -156,6 +168,6 @@
 // the Lease changed; a new owner's write and the delete of an expired
 // membership are preconditioned likewise. A read out of date (a cache
 // behind the server) costs a retry, never a second owner or an older
-// token. The Leases of a partition group (partitions and memberships) are
-// refused to Acquire.
+// token. A partition's Lease is refused to Acquire, and no key names a
+// membership Lease.
 package kube

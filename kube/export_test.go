@@ -51,3 +51,10 @@ var Refusal = refusal
 func (r Record) Foreign(key string, clash bool) (tenure.ForeignRecord, bool) {
 	return foreignOf(key, r.r.lease, r.r, clash, r.maxDrift)
 }
+
+// PartitionOf is partitionOf: whether Lease l is a partition's, and the
+// membership Lease that owns it.
+var PartitionOf = partitionOf
+
+// MemberOf is memberOf: whether Lease l is a membership Lease of group.
+var MemberOf = memberOf

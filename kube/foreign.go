@@ -48,7 +48,7 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 	var out []tenure.ForeignRecord
 	for i := range list.Items {
 		l := &list.Items[i]
-		if _, member := members[l.Name]; member && hashedName(l.Name) {
+		if _, member := members[l.Name]; member {
 			continue // a membership Lease: the Lease of no key (no key is spelled so), listed below when no member wrote it
 		}
 		key, clash, ok := leaseKey(l)

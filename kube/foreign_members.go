@@ -17,9 +17,10 @@ import (
 
 // A membership Lease that no member wrote as it stands (a
 // leaseDurationSeconds longer than a day, which no join or renewal writes,
-// a holder that is not a holder identity, or a name or group label that is
-// not its group's, as when it was moved to another group by hand or
-// copied under another name) is no member: GroupMembers
+// a holder that is not a holder identity, or a name that is not the group's
+// its group annotation names, as when it was moved to another group by
+// hand, copied under another name, or its annotations removed) is no
+// member: GroupMembers
 // and GroupPartitions leave it and its partitions out. It may never expire,
 // and claims do not take the partitions it owns while it is live, so
 // ListForeign lists each such partition as a foreign record, and
@@ -30,8 +31,13 @@ import (
 // stands; "" when a member wrote it.
 func foreignMembership(r record) (why string, malformed bool) {
 	var out []string
-	if l := r.lease; l != nil && !ofGroup(l, l.Annotations[AnnotationGroup]) { // nil: no record (see GroupPartitions)
-		out = append(out, fmt.Sprintf("a name or %s label that is not group %q's", LabelGroup, l.Annotations[AnnotationGroup]))
+	if l := r.lease; l != nil { // nil: no record (see GroupPartitions)
+		switch group, ok := l.Annotations[AnnotationGroup]; {
+		case !ok:
+			out = append(out, fmt.Sprintf("no %s annotation", AnnotationGroup))
+		case !memberOf(l, group):
+			out = append(out, fmt.Sprintf("a name that is not group %q's", group))
+		}
 	}
 	if tenure.ValidateHolder(r.holder) != nil {
 		out, malformed = append(out, "a holderIdentity that is not a holder identity"), true
@@ -46,9 +52,9 @@ func foreignMembership(r record) (why string, malformed bool) {
 // live membership Lease that owns it (among members, by name) is no
 // member's as it stands. Its token is l's resourceVersion.
 func foreignOwner(key string, p record, members map[string]record, maxDrift float64) (tenure.ForeignRecord, bool) {
-	name := p.lease.Annotations[AnnotationMember]
+	name := ownerOf(p.lease)
 	owner, ok := members[name]
-	if p.lease.Labels[LabelRole] != "partition" || !ok || owner.holder != p.holder || !owner.live(maxDrift) {
+	if name == "" || !ok || owner.holder != p.holder || !owner.live(maxDrift) {
 		return tenure.ForeignRecord{}, false
 	}
 	why, malformed := foreignMembership(owner)
@@ -59,17 +65,12 @@ func foreignOwner(key string, p record, members map[string]record, maxDrift floa
 		Reason: fmt.Sprintf("owned by a membership Lease that no member wrote as it stands (%s: %s)", name, why)}, true
 }
 
-// ofGroup reports whether membership Lease l is named and labelled as
-// JoinGroup names and labels one of group.
-func ofGroup(l *coordv1.Lease, group string) bool {
-	return l.Name == memberName(group, epochOf(l.Name)) && l.Labels[LabelGroup] == groupHash(group)
-}
-
-// memberRecords reads the membership Leases among ls, by name.
+// memberRecords reads the membership Leases among ls (see membership), by
+// name.
 func (c *Coordinator) memberRecords(ls []coordv1.Lease, at tenure.Instant) (map[string]record, error) {
 	out := map[string]record{}
 	for i := range ls {
-		if l := &ls[i]; l.Labels[LabelRole] == "member" {
+		if l := &ls[i]; membership(l) {
 			r, err := c.sight(l, at)
 			if err != nil {
 				return nil, fmt.Errorf("Lease %s: %w", l.Name, err)
@@ -86,8 +87,8 @@ func (c *Coordinator) memberRecords(ls []coordv1.Lease, at tenure.Instant) (map[
 // it reports whether it did. handled is false when l is owned by no such
 // membership.
 func (c *Coordinator) removeForeignOwner(ctx context.Context, l *coordv1.Lease, r tenure.ForeignRecord) (handled, removed bool, err error) {
-	name := l.Annotations[AnnotationMember]
-	if l.Labels[LabelRole] != "partition" || name == "" {
+	name := ownerOf(l)
+	if name == "" {
 		return false, false, nil
 	}
 	m, err := c.leases.Get(ctx, name, metav1.GetOptions{})
@@ -149,10 +150,10 @@ func foreignMember(name string, r record, maxDrift float64) (tenure.ForeignRecor
 // removeForeignMembership deletes the membership Lease of group r.Key that
 // r names, if it is still at the resourceVersion r was read at (a delete
 // preconditioned on it) and no member's, and reports whether it did. It
-// lists every membership Lease (one request): one whose group label is
-// not its group's is not among the group's.
+// lists every Lease of the namespace (one request): a membership Lease
+// moved to another group by hand is not among its name's group's.
 func (c *Coordinator) removeForeignMembership(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
-	list, err := c.leases.List(ctx, metav1.ListOptions{LabelSelector: LabelRole + "=member"})
+	list, err := c.leases.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, err
 	}

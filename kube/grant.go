@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
@@ -25,9 +24,11 @@ const attempts = 5
 // documentation): it creates the Lease, or updates it with the
 // resourceVersion it decided on as a precondition. The token is the
 // resourceVersion of that write. A Lease another holder holds live is
-// refused with a *tenure.HeldError; a partition's or a membership's Lease
-// of a partition group with an error wrapping tenure.ErrInvalidKey that
-// names the group (the group owns that key). See tenure.Coordinator.
+// refused with a *tenure.HeldError; a partition's Lease of a partition
+// group (its tenure.dev/member annotation names a membership Lease),
+// whether or not its owner lives, with an error wrapping
+// tenure.ErrInvalidKey that names the group (the group owns that key).
+// See tenure.Coordinator.
 //
 // When the newest version of the Lease this coordinator has seen (read,
 // written or watched) already allows the grant, Acquire writes at once,
@@ -173,19 +174,13 @@ func after(now time.Time, prev *metav1.MicroTime) time.Time {
 }
 
 // groupLease reports, as an error wrapping tenure.ErrInvalidKey, that Lease
-// l belongs to a partition group (a partition's or a membership's Lease),
-// which only the group writes; nil when it does not.
+// l is a partition's Lease (see partitionOf), which only the group
+// writes; nil when it is not. Its labels are not read.
 func groupLease(l *coordv1.Lease) error {
-	switch l.Labels[LabelRole] {
-	case "partition":
-		key := l.Annotations[AnnotationKey]
-		group, name := key, ""
-		if i := strings.LastIndexByte(key, '/'); i >= 0 {
-			group, name = key[:i], key[i+1:]
-		}
-		return fmt.Errorf("%w: key %s is partition %s of group %s: only the group's members hold it", tenure.ErrInvalidKey, display.Input(key), display.Input(name), display.Input(group))
-	case "member":
-		return fmt.Errorf("%w: Lease %s is a membership of group %s: only its member holds it", tenure.ErrInvalidKey, l.Name, display.Input(l.Annotations[AnnotationGroup]))
+	if _, ok := partitionOf(l); !ok {
+		return nil
 	}
-	return nil
+	key, _ := keyOf(l)
+	group, _ := groupOfKey(key)
+	return fmt.Errorf("%w: key %s is partition %s of group %s: only the group's members hold it", tenure.ErrInvalidKey, display.Input(key), display.Input(key[len(group)+1:]), display.Input(group))
 }

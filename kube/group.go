@@ -25,11 +25,14 @@ import (
 var _ partition.Coordinator = (*Coordinator)(nil)
 
 // Labels and annotations of partition groups' Leases. Users name them in
-// kubectl selectors and their own tools that list a group's Leases.
+// kubectl selectors and their own tools that list a group's Leases. The
+// labels are for people only: tenure decides what a Lease is (a key's, a
+// partition's, a membership's) by its name and annotations, so a label
+// removed or changed by hand changes nothing tenure does.
 const (
 	// LabelGroup is a hash of the group's key on its membership and
-	// partition Leases (a label value cannot hold every key), so that one
-	// request lists a group.
+	// partition Leases (a label value cannot hold every key), so that
+	// `kubectl get lease -l tenure.dev/group=HASH` lists a group.
 	LabelGroup = "tenure.dev/group"
 	// LabelRole is "member" on a membership Lease, "partition" on a
 	// partition's.
@@ -56,15 +59,6 @@ func memberName(group string, epoch uint64) string {
 	return fmt.Sprintf("tm-%s-%016x", groupHash(group), epoch)
 }
 
-// groupSelector selects group's Leases of role ("" for both).
-func groupSelector(group, role string) string {
-	s := LabelGroup + "=" + groupHash(group)
-	if role != "" {
-		s += "," + LabelRole + "=" + role
-	}
-	return s
-}
-
 // JoinGroup creates a membership Lease of its own for id in group: a
 // Lease held by id for ttl (whole seconds), with a random epoch in its
 // name, the group's hash as a label and the partition count announced as
@@ -86,10 +80,10 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		now := metav1.NewMicroTime(time.Now())
 		l := &coordv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: memberName(group, epoch),
-				Labels:      map[string]string{LabelGroup: groupHash(group), LabelRole: "member", LabelManagedBy: "tenure"},
 				Annotations: map[string]string{AnnotationGroup: group, AnnotationPartitions: strconv.Itoa(partitions)}},
 			Spec: coordv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 		}
+		labelAs(l, group, "member")
 		sent := tenure.Now()
 		out, err := c.leases.Create(ctx, l, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
@@ -129,13 +123,13 @@ func (c *Coordinator) member(ctx context.Context, m partition.Member) (record, e
 }
 
 // memberLive reports, as an error wrapping tenure.ErrLost, why membership
-// record r is not m live (its holder, group annotation or group label is
-// not m's: edited by hand; or it expired); nil when it is.
+// record r is not m live (its holder or group annotation is not m's, or it
+// holds a key: edited by hand; or it expired); nil when it is. Its labels
+// are not read (see roles.go).
 func (c *Coordinator) memberLive(r record, m partition.Member) error {
 	switch {
-	case r.holder != m.ID || r.lease.Annotations[AnnotationGroup] != m.Group || !ofGroup(r.lease, m.Group):
-		return fmt.Errorf("%w: membership Lease %s holds %s of %q (label %s=%s)", tenure.ErrLost, r.lease.Name, display.Holder(r.holder),
-			r.lease.Annotations[AnnotationGroup], LabelGroup, r.lease.Labels[LabelGroup])
+	case r.holder != m.ID || r.lease.Annotations[AnnotationGroup] != m.Group || r.lease.Name != memberName(m.Group, m.Epoch) || holdsKey(r.lease):
+		return fmt.Errorf("%w: membership Lease %s holds %s of %q", tenure.ErrLost, r.lease.Name, display.Holder(r.holder), r.lease.Annotations[AnnotationGroup])
 	case !r.live(c.cfg.MaxDrift):
 		return fmt.Errorf("%w: membership expired: resourceVersion %s unchanged for %s", tenure.ErrLost, r.rv.s, wait(r.ttl, c.cfg.MaxDrift))
 	}
@@ -144,7 +138,8 @@ func (c *Coordinator) memberLive(r record, m partition.Member) error {
 
 // RenewMember extends m's lease, and so every partition m owns: one update
 // of its membership Lease's renewTime, preconditioned on its
-// resourceVersion. See partition.Coordinator.
+// resourceVersion, which also writes back the labels JoinGroup wrote if
+// they were edited. See partition.Coordinator.
 func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	op := fmt.Sprintf("kube: renew %s", m)
 	if err := c.begin(ctx, op); err != nil {
@@ -163,6 +158,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 		l := cur.lease.DeepCopy()
 		now := metav1.NewMicroTime(after(time.Now(), l.Spec.RenewTime))
 		l.Spec.RenewTime = &now
+		labelAs(l, m.Group, "member")
 		sent := tenure.Now()
 		out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -220,9 +216,9 @@ func (c *Coordinator) deleteAt(ctx context.Context, r record) error {
 	return err
 }
 
-// GroupMembers lists group's membership Leases (one request) and returns
-// the live ones, sorted by ID, each with the time left as TTL. See
-// partition.Coordinator.
+// GroupMembers lists group's Leases (one request) and returns the live
+// membership Leases of group, sorted by ID, each with the time left as
+// TTL. See partition.Coordinator.
 func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partition.Member, error) {
 	op := fmt.Sprintf("kube: members of %q", group)
 	if err := tenure.ValidateKey(group); err != nil {
@@ -231,7 +227,7 @@ func (c *Coordinator) GroupMembers(ctx context.Context, group string) ([]partiti
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	members, _, err := c.listGroup(ctx, group, "member")
+	members, _, err := c.listGroup(ctx, group, false)
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
@@ -256,11 +252,20 @@ func epochOf(name string) uint64 {
 	return e
 }
 
-// listGroup lists group's Leases of role ("" for both) in one request and
-// returns the membership records by Lease name and the partition records
-// by partition key.
-func (c *Coordinator) listGroup(ctx context.Context, group, role string) (members map[string]record, parts map[string]record, err error) {
-	list, err := c.leases.List(ctx, metav1.ListOptions{LabelSelector: groupSelector(group, role)})
+// listGroup lists, in one request, the Leases labelled as group's, or with
+// all every Lease of the namespace, and returns group's membership Leases
+// among them by name (memberOf: named as group's, whatever their
+// annotations say) and the Leases of group's partition keys by key (a
+// partition's, or a single key's on a partition key). The label is a hint
+// that keeps the list short: a Lease whose label was edited by hand is
+// missing from it until its member's next write labels it again (see
+// labelAs), so a claim reads an owner missing from it by name.
+func (c *Coordinator) listGroup(ctx context.Context, group string, all bool) (members map[string]record, parts map[string]record, err error) {
+	opts := metav1.ListOptions{LabelSelector: LabelGroup + "=" + groupHash(group)}
+	if all {
+		opts = metav1.ListOptions{}
+	}
+	list, err := c.leases.List(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -268,19 +273,20 @@ func (c *Coordinator) listGroup(ctx context.Context, group, role string) (member
 	members, parts = map[string]record{}, map[string]record{}
 	for i := range list.Items {
 		l := &list.Items[i]
+		key, isKey := keyOf(l)
+		of, isPart := groupOfKey(key)
+		mine := memberOf(l, group)
+		if !mine && (!isKey || !isPart || of != group) {
+			continue
+		}
 		r, err := c.sight(l, at)
 		if err != nil {
 			return nil, nil, err
 		}
-		switch l.Labels[LabelRole] {
-		case "member":
-			if l.Annotations[AnnotationGroup] == group {
-				members[l.Name] = r
-			}
-		case "partition":
-			if key, ok := keyOf(l); ok {
-				parts[key] = r
-			}
+		if mine {
+			members[l.Name] = r
+		} else {
+			parts[key] = r
 		}
 	}
 	return members, parts, nil

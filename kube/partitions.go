@@ -65,7 +65,7 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
-	members, parts, err := c.listGroup(ctx, m.Group, "")
+	members, parts, err := c.listGroup(ctx, m.Group, false)
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
@@ -89,7 +89,7 @@ func (c *Coordinator) ClaimPartitions(ctx context.Context, m partition.Member, n
 func (c *Coordinator) deleteIdle(ctx context.Context, members, parts map[string]record) {
 	owning := map[string]bool{}
 	for _, p := range parts {
-		if name := p.lease.Annotations[AnnotationMember]; p.holder != "" && members[name].holder == p.holder {
+		if name := ownerOf(p.lease); name != "" && p.holder != "" && members[name].holder == p.holder {
 			owning[name] = true
 		}
 	}
@@ -119,7 +119,7 @@ func validPartition(group, name string) error {
 // expired membership. A partition already m's is taken again, with a new
 // token, as a free one is.
 func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, key string, p record, found bool, members map[string]record) (tenure.Grant, error) {
-	reread := false
+	reread, complete := false, false // complete: members lists every membership (not by label)
 	for range attempts {
 		if reread {
 			var err error
@@ -136,25 +136,30 @@ func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, 
 			}
 			return g, err
 		}
-		if p.lease.Labels[LabelRole] != "partition" && p.live(c.cfg.MaxDrift) {
-			// A single key's Lease (tenure.Elector's, client-go's): its
+		if _, part := partitionOf(p.lease); !part && p.live(c.cfg.MaxDrift) {
+			// A single key's Lease (tenure.Elector's, client-go's), or a
+			// partition's whose member annotation was edited away: its
 			// holder keeps it until it expires.
 			return tenure.Grant{}, p.heldError(key)
 		}
 		var err error
 		if p.holder != m.ID || p.lease.Annotations[AnnotationMember] != me.lease.Name {
-			err = c.freeOwner(ctx, p, members)
+			listed := members
+			if _, ok := members[ownerOf(p.lease)]; !ok && !complete {
+				listed = nil // not among those labelled as the group's: read it by name
+			}
+			err = c.freeOwner(ctx, p, listed)
 		} // else m's, as read: taken again with a new token (see partition.Coordinator)
 		if errors.Is(err, errUnsure) {
 			// The owner's membership read as gone: decide on one
-			// listing of the group, where the partition and the
-			// memberships are of one moment.
+			// listing of every Lease, where the partition and the
+			// memberships are of one moment, whatever their labels.
 			var parts map[string]record
-			if members, parts, err = c.listGroup(ctx, m.Group, ""); err != nil {
+			if members, parts, err = c.listGroup(ctx, m.Group, true); err != nil {
 				return tenure.Grant{}, err
 			}
 			p, found = parts[key]
-			reread = false
+			reread, complete = false, true
 			continue
 		}
 		if err != nil {
@@ -187,6 +192,10 @@ func (c *Coordinator) confirm(ctx context.Context, r record, mine bool) (record,
 			l.Annotations = map[string]string{}
 		}
 		l.Annotations[AnnotationToken] = tokenAnnotation(r.token, l.Spec.AcquireTime.Time, r.holder)
+		if key, _ := keyOf(l); key != "" {
+			group, _ := groupOfKey(key)
+			labelAs(l, group, "partition")
+		}
 	}
 	out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
 	if err != nil {
@@ -214,12 +223,12 @@ var errUnsure = errors.New("kube: membership read as gone")
 // it gone. members are the group's memberships as listed (nil: read the
 // owner's).
 func (c *Coordinator) freeOwner(ctx context.Context, p record, members map[string]record) error {
-	if p.holder == "" {
-		return nil
+	name := ownerOf(p.lease)
+	if p.holder == "" || name == "" {
+		return nil // free, an expired key's Lease, or owned by no member of the group
 	}
-	name := p.lease.Annotations[AnnotationMember]
 	owner, ok := members[name]
-	if members == nil && name != "" {
+	if members == nil {
 		l, err := c.leases.Get(ctx, name, metav1.GetOptions{})
 		at := tenure.Now()
 		switch {
@@ -260,7 +269,6 @@ func (c *Coordinator) partitionGrant(key string, token uint64, m partition.Membe
 // createPartition creates partition key's Lease, owned by m.
 func (c *Coordinator) createPartition(ctx context.Context, m partition.Member, me record, key string) (tenure.Grant, error) {
 	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName(key),
-		Labels:      map[string]string{LabelGroup: groupHash(m.Group), LabelRole: "partition", LabelManagedBy: "tenure"},
 		Annotations: map[string]string{AnnotationKey: key}}}
 	ownBy(l, m, me, time.Now())
 	out, err := c.leases.Create(ctx, l, metav1.CreateOptions{})
@@ -300,10 +308,7 @@ func ownBy(l *coordv1.Lease, m partition.Member, me record, now time.Time) {
 	secs := ttlSeconds(m.TTL)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &m.ID, &secs
 	l.Spec.AcquireTime, l.Spec.RenewTime = &t, &t
-	if l.Labels == nil { // a single key's Lease, taken as expired
-		l.Labels = map[string]string{}
-	}
-	l.Labels[LabelGroup], l.Labels[LabelRole], l.Labels[LabelManagedBy] = groupHash(m.Group), "partition", "tenure"
+	labelAs(l, m.Group, "partition")
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
@@ -443,13 +448,13 @@ func (c *Coordinator) GroupPartitions(ctx context.Context, group string) ([]tenu
 	if err := c.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	members, parts, err := c.listGroup(ctx, group, "")
+	members, parts, err := c.listGroup(ctx, group, false)
 	if err != nil {
 		return nil, fail(ctx, op, err)
 	}
 	var out []tenure.Grant
 	for key, p := range parts {
-		owner, ok := members[p.lease.Annotations[AnnotationMember]]
+		owner, ok := members[ownerOf(p.lease)]
 		if why, _ := foreignMembership(owner); p.holder == "" || !ok || owner.holder != p.holder || !owner.live(c.cfg.MaxDrift) || why != "" {
 			continue // a foreign membership's: see foreignOwner
 		}

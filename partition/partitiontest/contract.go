@@ -33,6 +33,8 @@ type options struct {
 	move  func(t *testing.T, m partition.Member, to string)
 	kept  bool
 	own   func(t *testing.T, group, name string, owner partition.Member)
+
+	ignored func(t *testing.T, m partition.Member, owned tenure.Grant)
 }
 
 // WithTTL sets the membership TTL of the expiry checks. Default 2s.
@@ -50,7 +52,8 @@ func WithFreeByHand(free func(t *testing.T, group, name string)) Option {
 // Run runs every check, each in its own subtest with fresh coordinators;
 // WatchMembers only for a coordinator that is a partition.MembersWatcher,
 // FreedByHand only WithFreeByHand, MovedMembership only
-// WithMovedMembership, and OtherGroupsOwner only WithOwnerByHand.
+// WithMovedMembership, OtherGroupsOwner only WithOwnerByHand, and
+// IgnoredEdit only WithIgnoredEdit.
 func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	o := options{ttl: 2 * time.Second, slack: 5 * time.Second}
 	for _, opt := range opts {
@@ -83,6 +86,9 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	}
 	if o.own != nil {
 		t.Run("OtherGroupsOwner", s.otherGroupsOwner)
+	}
+	if o.ignored != nil {
+		t.Run("IgnoredEdit", s.ignoredEdit)
 	}
 	probe := newCoordinator(t)
 	_, watches := probe.(partition.MembersWatcher)

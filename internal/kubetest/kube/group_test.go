@@ -1,8 +1,6 @@
 package kube_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,7 +25,8 @@ import (
 // to another group by an edit of its Lease's group label and annotation,
 // and its member is told (its renewal is lost); a partition is given to
 // another group's member by an edit of its Lease's holder and member
-// annotation. The memberships last
+// annotation; the labels of a membership's and a partition's Leases are
+// edited, which tenure never reads. The memberships last
 // 10s: the suite claims 200 partitions without renewing, a write each on
 // Kubernetes, which took over 4s on a loaded machine (load average 20 on 2
 // cores).
@@ -54,8 +53,7 @@ func TestGroupConformance(t *testing.T) {
 		}
 	}), partitiontest.WithMovedMembership(func(t *testing.T, m partition.Member, to string) {
 		l := membershipLease(t, cs, ns, m)
-		sum := sha256.Sum256([]byte(to))
-		l.Labels[kube.LabelGroup] = hex.EncodeToString(sum[:])[:16] // to's, as tenure writes it
+		l.Labels[kube.LabelGroup] = hash16(to) // to's, as tenure writes it
 		l.Annotations[kube.AnnotationGroup] = to
 		if _, err := cs.CoordinationV1().Leases(ns).Update(ctx(t), l, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("move membership %s to %q by hand: %v", m, to, err)
@@ -71,6 +69,11 @@ func TestGroupConformance(t *testing.T) {
 		if _, err := leases.Update(ctx(t), l, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("give partition %s/%s to %s by hand: %v", group, name, owner, err)
 		}
+	}), partitiontest.WithIgnoredEdit(func(t *testing.T, m partition.Member, owned tenure.Grant) {
+		editLease(t, cs, ns, memberLeaseName(m), func(l *coordv1.Lease) {
+			l.Labels[kube.LabelRole], l.Labels[kube.LabelGroup] = "partition", hash16("another group")
+		})
+		editLease(t, cs, ns, kube.LeaseName(owned.Key), func(l *coordv1.Lease) { l.Labels[kube.LabelRole] = "member" })
 	}))
 }
 
