@@ -12,6 +12,9 @@ import (
 type signaller interface {
 	signal(sig syscall.Signal) // sig to every process of the tree
 	kill()                     // SIGKILL to every process of the tree (the guard repeats it while any is left)
+	// scout learns which processes the tree holds, so that the next
+	// SIGSTOP or SIGKILL reaches them before the tree is looked for again.
+	scout()
 }
 
 // state is the guard's deadline logic: what to do to the tree, and when,
@@ -33,6 +36,7 @@ type state struct {
 	renewedSince bool
 	killAt       boottime.Instant // set once the term ends or the command exits
 	stopped      bool             // by Ctrl-Z (OpStop)
+	scouted      bool             // the tree scouted for the freeze (see scoutAt)
 	frozen       bool             // SIGSTOPped freezeLead before the deadline
 	killed       bool             // SIGKILL sent: the tree is gone for good
 	expired      bool             // killed because the deadline passed (or tenure went away)
@@ -51,6 +55,7 @@ func (s *state) handle(m Message) {
 		s.lease.Live = true
 		s.renewedSince = s.overdue
 		s.termAt, s.termed = m.TermAt, false
+		s.scouted = false // scouted for another deadline: the tree may have changed since
 		s.save()
 		if s.frozen && now < s.freezeAt() {
 			s.frozen = false // renewed after all
@@ -124,13 +129,17 @@ func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 	}
 }
 
-// tick acts on the boot clock: SIGTERM at termAt, SIGKILL at the deadline
-// or at killAt.
+// tick acts on the boot clock: the tree scouted at scoutAt, SIGTERM at
+// termAt, SIGSTOP at freezeAt, SIGKILL at the deadline or at killAt.
 func (s *state) tick() {
 	if s.killed || !s.leased {
 		return
 	}
-	now := s.clock()
+	if !s.frozen && !s.scouted && s.clock() >= s.scoutAt() {
+		s.scouted = true
+		s.tree.scout()
+	}
+	now := s.clock() // after the scout, which may have taken long
 	if now >= s.lease.Deadline {
 		s.expire()
 		return
@@ -165,8 +174,24 @@ const freezeLead = 100 * time.Millisecond
 
 // freezeAt is when the tree is frozen unless a renewal comes first.
 func (s *state) freezeAt() boottime.Instant {
-	lead := max(min(freezeLead, time.Duration(s.lease.TTLMs)*time.Millisecond/20), 0)
-	return s.lease.Deadline.Add(-lead)
+	return s.lease.Deadline.Add(-s.lead())
+}
+
+// lead is how long before the deadline the tree is frozen: freezeLead,
+// at most a twentieth of the TTL.
+func (s *state) lead() time.Duration {
+	return max(min(freezeLead, time.Duration(s.lease.TTLMs)*time.Millisecond/20), 0)
+}
+
+// scoutAt is when the guard scouts the tree for the freeze, unless a
+// renewal comes first: twice lead before the freeze. Finding the tree
+// means reading the stat file of every process of the host in /proc,
+// which can take a guard starved of CPU on a loaded host longer than the
+// lead (up to 150 ms measured, on two cores under a load average of 20);
+// scouted, the freeze reaches the processes found at once, by the pidfds
+// the scout holds, before it looks for others.
+func (s *state) scoutAt() boottime.Instant {
+	return s.freezeAt().Add(-2 * s.lead())
 }
 
 // expire kills the whole tree because the deadline passed, or because
@@ -200,6 +225,9 @@ func (s *state) wake(most time.Duration) time.Duration {
 	}
 	if !s.frozen {
 		d = min(d, s.freezeAt().Sub(now))
+	}
+	if !s.frozen && !s.scouted {
+		d = min(d, s.scoutAt().Sub(now))
 	}
 	return max(d, 0)
 }

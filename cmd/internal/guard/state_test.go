@@ -16,14 +16,18 @@ import (
 // recorder is the tree of a state under test: it records what was sent,
 // and when (as time since the bubble began).
 type recorder struct {
-	began time.Time
-	sent  []string
+	began  time.Time
+	sent   []string
+	scouts []time.Duration // when the tree was scouted
 }
 
 func (r *recorder) signal(sig syscall.Signal) {
 	r.sent = append(r.sent, fmt.Sprintf("%s@%s", sig, time.Since(r.began)))
 }
 func (r *recorder) kill() { r.signal(syscall.SIGKILL) }
+func (r *recorder) scout() {
+	r.scouts = append(r.scouts, time.Since(r.began))
+}
 
 // newState returns a state whose boot clock is the bubble's clock
 // (0 when the bubble began), with a lease file in dir.
