@@ -98,6 +98,26 @@ func TestDeadlines(t *testing.T) {
 	})
 }
 
+// TestScout: the tree is scouted twice the freeze's lead before the
+// freeze (three times it before the deadline), once per deadline: again
+// for the deadline a renewal that came after the scout moved.
+func TestScout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, rec := newState(t, time.Second)
+		s.handle(leaseMsg(time.Second, 0))
+		drive(s, 3*time.Second, map[time.Duration]Message{
+			800 * time.Millisecond: leaseMsg(1500*time.Millisecond, 0),
+		})
+		want := []time.Duration{700 * time.Millisecond, 1200 * time.Millisecond}
+		if !slices.Equal(rec.scouts, want) {
+			t.Errorf("scouted at %v; want %v (300 ms before each deadline)", rec.scouts, want)
+		}
+		if want := []string{"stopped (signal)@1.4s", "killed@1.5s"}; !slices.Equal(rec.sent, want) {
+			t.Errorf("sent %q; want %q", rec.sent, want)
+		}
+	})
+}
+
 // TestEnd: a term that ends gets the signal now and SIGKILL after the
 // grace, or at the deadline if that comes first.
 func TestEnd(t *testing.T) {
