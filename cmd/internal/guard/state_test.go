@@ -104,15 +104,15 @@ func TestDeadlines(t *testing.T) {
 func TestScout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, rec := newState(t, time.Second)
-		s.handle(leaseMsg(time.Second, 0))
+		s.handle(leaseMsg(1050*time.Millisecond, 0))
 		drive(s, 3*time.Second, map[time.Duration]Message{
-			800 * time.Millisecond: leaseMsg(1500*time.Millisecond, 0),
+			800 * time.Millisecond: leaseMsg(1550*time.Millisecond, 0),
 		})
-		want := []time.Duration{700 * time.Millisecond, 1200 * time.Millisecond}
+		want := []time.Duration{750 * time.Millisecond, 1250 * time.Millisecond}
 		if !slices.Equal(rec.scouts, want) {
 			t.Errorf("scouted at %v; want %v (300 ms before each deadline)", rec.scouts, want)
 		}
-		if want := []string{"stopped (signal)@1.4s", "killed@1.5s"}; !slices.Equal(rec.sent, want) {
+		if want := []string{"stopped (signal)@1.45s", "killed@1.55s"}; !slices.Equal(rec.sent, want) {
 			t.Errorf("sent %q; want %q", rec.sent, want)
 		}
 	})
