@@ -135,11 +135,7 @@ func (s *state) tick() {
 	if s.killed || !s.leased {
 		return
 	}
-	if !s.frozen && !s.scouted && s.clock() >= s.scoutAt() {
-		s.scouted = true
-		s.tree.scout()
-	}
-	now := s.clock() // after the scout, which may have taken long
+	now := s.clock()
 	if now >= s.lease.Deadline {
 		s.expire()
 		return
@@ -155,6 +151,12 @@ func (s *state) tick() {
 	if !s.frozen && now >= s.freezeAt() {
 		s.frozen = true
 		s.tree.signal(syscall.SIGSTOP)
+	}
+	// Last, after whatever was due: the scout takes long. Frozen (the
+	// freeze due now included), the tree needs no scout.
+	if !s.frozen && !s.scouted && now >= s.scoutAt() {
+		s.scouted = true
+		s.tree.scout()
 	}
 }
 
