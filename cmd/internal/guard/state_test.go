@@ -98,19 +98,19 @@ func TestDeadlines(t *testing.T) {
 	})
 }
 
-// TestScout: the tree is scouted twice the freeze's lead before the
-// freeze (three times it before the deadline), once per deadline: again
-// for the deadline a renewal that came after the scout moved.
+// TestScout: the tree is scouted on each lease that comes before its
+// freeze is due, and never while one is.
 func TestScout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, rec := newState(t, time.Second)
 		s.handle(leaseMsg(1050*time.Millisecond, 0))
 		drive(s, 3*time.Second, map[time.Duration]Message{
-			800 * time.Millisecond: leaseMsg(1550*time.Millisecond, 0),
+			800 * time.Millisecond:  leaseMsg(1550*time.Millisecond, 0),
+			1470 * time.Millisecond: leaseMsg(1550*time.Millisecond, 0), // the freeze is due since 1.45s
 		})
-		want := []time.Duration{750 * time.Millisecond, 1250 * time.Millisecond}
+		want := []time.Duration{0, 800 * time.Millisecond}
 		if !slices.Equal(rec.scouts, want) {
-			t.Errorf("scouted at %v; want %v (300 ms before each deadline)", rec.scouts, want)
+			t.Errorf("scouted at %v; want %v (each lease but the one that came once its freeze was due)", rec.scouts, want)
 		}
 		if want := []string{"stopped (signal)@1.45s", "killed@1.55s"}; !slices.Equal(rec.sent, want) {
 			t.Errorf("sent %q; want %q", rec.sent, want)
