@@ -184,7 +184,7 @@ func (t *procTree) gone() bool {
 // groups. The guard's own group is never signalled.
 func (t *procTree) signal(sig syscall.Signal) {
 	if sig == syscall.SIGSTOP || sig == syscall.SIGKILL {
-		t.signalScouted(sig) // before the walk: see state.scoutAt
+		t.signalScouted(sig) // before the walk: see signaller.scout
 	}
 	procs, ok := t.walk()
 	if !ok {
@@ -321,7 +321,7 @@ func openOurs(p Proc, ours map[int]bool, self int) (int, error) {
 // caller's to kill again. A process with SIGKILL pending cannot fork: a
 // fork under way fails, so each process killed adds none.
 func (t *procTree) kill() {
-	t.signalScouted(syscall.SIGKILL) // before the walk: see state.scoutAt
+	t.signalScouted(syscall.SIGKILL) // before the walk: see signaller.scout
 	began := time.Now()
 	for {
 		if procs, ok := t.walk(); ok {
