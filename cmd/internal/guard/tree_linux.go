@@ -34,13 +34,16 @@ type procTree struct {
 }
 
 // scout walks the tree and holds a pidfd for each of its live processes
-// (see scouted), in place of those the last scout held. Without pidfds
-// (Linux < 5.3) it holds none.
+// (see scouted), in place of those the last scout held. Before the command
+// starts, and without pidfds (Linux < 5.3), it holds none.
 func (t *procTree) scout() {
 	for _, fd := range t.scouted {
 		_ = unix.Close(fd)
 	}
 	t.scouted = t.scouted[:0]
+	if t.main == 0 {
+		return
+	}
 	procs, ok := t.walk()
 	if !ok {
 		return

@@ -119,7 +119,7 @@ func TestScoutedSignalledFirst(t *testing.T) {
 	if err := sh.Start(); err != nil {
 		t.Fatal(err)
 	}
-	tree := &procTree{self: sh.Process.Pid, selfPgid: syscall.Getpgrp()}
+	tree := &procTree{self: sh.Process.Pid, selfPgid: syscall.Getpgrp(), main: sh.Process.Pid}
 	var sleep []Proc
 	for began := time.Now(); len(sleep) != 1 || sleep[0].State != 'S'; time.Sleep(10 * time.Millisecond) {
 		if time.Since(began) > 10*time.Second {
