@@ -17,8 +17,8 @@ type signaller interface {
 	// for again. The guard scouts on each lease that comes before its
 	// freeze is due: finding the tree means reading every process of the
 	// host in /proc, which can take a guard starved of CPU on a loaded
-	// host longer than the freeze's lead (up to 760 ms measured, on two
-	// cores under a load average of 33). Scouted on the renewal, the
+	// host longer than the freeze's lead (up to 950 ms measured, on two
+	// cores under a load average of 37). Scouted on the renewal, the
 	// freeze and the kill reach the processes found then at once, and no
 	// walk of /proc is under way when the freeze is due; the processes
 	// started since are found by reading /proc after that.
