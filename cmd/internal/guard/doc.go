@@ -37,6 +37,17 @@
 // names what survives every 10 s. Ctrl-Z, the freeze before the deadline
 // and SIGTERM reach the same processes and groups.
 //
+// The freeze (SIGSTOP) comes 100 ms before the deadline (a twentieth of the
+// TTL at most), so that nothing of the tree runs at it. Reading /proc to
+// find the tree means reading every process of the host, which a guard
+// starved of CPU on a loaded host can take longer than that to do; so, on
+// each renewal, the guard scouts the tree and holds a pidfd for each of its
+// processes, and the freeze and the kill at the deadline signal those at
+// once, before they read /proc for processes started since. A process
+// started after the last renewal is stopped only once the guard has read
+// /proc; a guard that gets no CPU between the freeze and the deadline
+// freezes nothing in time, and kills the tree when it next runs.
+//
 // The guard finds the tree's processes in /proc, so it refuses to start
 // the command when /proc may hide processes from it: mounted with hidepid,
 // the guard having neither CAP_SYS_PTRACE nor the mount's gid= group.

@@ -120,6 +120,8 @@ func (l *sigLog) kill() {
 	l.killed = true
 }
 
+func (l *sigLog) scout() {}
+
 // FuzzGuardState: whatever messages tenure's side sends, and whenever, the
 // guard never continues the tree at or after its deadline, sends nothing
 // after SIGKILL, has killed the tree by the deadline (or the end of the

@@ -16,14 +16,18 @@ import (
 // recorder is the tree of a state under test: it records what was sent,
 // and when (as time since the bubble began).
 type recorder struct {
-	began time.Time
-	sent  []string
+	began  time.Time
+	sent   []string
+	scouts []time.Duration // when the tree was scouted
 }
 
 func (r *recorder) signal(sig syscall.Signal) {
 	r.sent = append(r.sent, fmt.Sprintf("%s@%s", sig, time.Since(r.began)))
 }
 func (r *recorder) kill() { r.signal(syscall.SIGKILL) }
+func (r *recorder) scout() {
+	r.scouts = append(r.scouts, time.Since(r.began))
+}
 
 // newState returns a state whose boot clock is the bubble's clock
 // (0 when the bubble began), with a lease file in dir.
@@ -90,6 +94,26 @@ func TestDeadlines(t *testing.T) {
 		}
 		if l.Live || !errors.Is(l.Check(s.clock()), ErrEnded) {
 			t.Errorf("lease file after the kill: %+v; want live false (ErrEnded)", l)
+		}
+	})
+}
+
+// TestScout: the tree is scouted on each lease that comes before its
+// freeze is due, and never while one is.
+func TestScout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, rec := newState(t, time.Second)
+		s.handle(leaseMsg(1050*time.Millisecond, 0))
+		drive(s, 3*time.Second, map[time.Duration]Message{
+			800 * time.Millisecond:  leaseMsg(1550*time.Millisecond, 0),
+			1470 * time.Millisecond: leaseMsg(1550*time.Millisecond, 0), // the freeze is due since 1.45s
+		})
+		want := []time.Duration{0, 800 * time.Millisecond}
+		if !slices.Equal(rec.scouts, want) {
+			t.Errorf("scouted at %v; want %v (each lease but the one that came once its freeze was due)", rec.scouts, want)
+		}
+		if want := []string{"stopped (signal)@1.45s", "killed@1.55s"}; !slices.Equal(rec.sent, want) {
+			t.Errorf("sent %q; want %q", rec.sent, want)
 		}
 	})
 }

@@ -27,6 +27,43 @@ type procTree struct {
 	// has no child at all, exited or not (see gone).
 	childless bool
 	reaped    int // how many children reap has reaped
+	// scouted holds a pidfd for each process of the tree the last scout
+	// found: a process of the tree stays in it, and a pidfd names its
+	// process whatever pids are reused.
+	scouted []int
+}
+
+// scout walks the tree and holds a pidfd for each of its live processes
+// (see scouted), in place of those the last scout held. Before the command
+// starts, and without pidfds (Linux < 5.3), it holds none.
+func (t *procTree) scout() {
+	for _, fd := range t.scouted {
+		_ = unix.Close(fd)
+	}
+	t.scouted = t.scouted[:0]
+	if t.main == 0 {
+		return
+	}
+	procs, ok := t.walk()
+	if !ok {
+		return
+	}
+	procs = alive(procs)
+	ours := t.ours(procs)
+	for _, p := range procs {
+		if fd, err := openOurs(p, ours, t.self); err == nil {
+			t.scouted = append(t.scouted, fd)
+		}
+	}
+}
+
+// signalScouted sends sig to each process the last scout found, at once:
+// no walk of /proc comes first. Only SIGSTOP and SIGKILL go there, which a
+// process may get twice without harm.
+func (t *procTree) signalScouted(sig syscall.Signal) {
+	for _, fd := range t.scouted {
+		_ = unix.PidfdSendSignal(fd, sig, nil, 0)
+	}
 }
 
 // killRound bounds how long one call of kill keeps finding new processes
@@ -149,6 +186,9 @@ func (t *procTree) gone() bool {
 // guard (see signalHeld), and to each process of the tree outside those
 // groups. The guard's own group is never signalled.
 func (t *procTree) signal(sig syscall.Signal) {
+	if sig == syscall.SIGSTOP || sig == syscall.SIGKILL {
+		t.signalScouted(sig) // before the walk: see signaller.scout
+	}
 	procs, ok := t.walk()
 	if !ok {
 		return // blind: nothing the guard could name
@@ -211,14 +251,8 @@ func (t *procTree) children() []int {
 // A process of the tree in the guard's own group, which no group signal
 // reaches, gets every signal on its own.
 func (t *procTree) signalAll(procs []Proc, sig syscall.Signal, done map[int]bool) {
-	ours := map[int]bool{}
-	if t.main != 0 {
-		ours[t.main] = true
-	}
 	procs = slices.DeleteFunc(slices.Clone(procs), func(p Proc) bool { return p == blind })
-	for _, p := range procs {
-		ours[p.Pid] = true
-	}
+	ours := t.ours(procs)
 	for _, p := range procs {
 		if p.Pgid != t.selfPgid && ours[p.Pgid] && !done[p.Pgid] {
 			done[p.Pgid] = true
@@ -232,29 +266,55 @@ func (t *procTree) signalAll(procs []Proc, sig syscall.Signal, done map[int]bool
 	}
 }
 
-// signalProc sends sig to p, through a pidfd, once it has checked that the
-// process the pidfd holds is still in the tree (its parent is the guard or
-// one of ours): a process that exited since /proc was read may have had its
-// id reused by an unrelated process. Without pidfds (Linux < 5.3) it falls
-// back to kill(2).
+// ours is the set of the pids of procs, processes of the tree as a walk
+// found them, and the command's.
+func (t *procTree) ours(procs []Proc) map[int]bool {
+	ours := map[int]bool{}
+	if t.main != 0 {
+		ours[t.main] = true
+	}
+	for _, p := range procs {
+		ours[p.Pid] = true
+	}
+	return ours
+}
+
+// signalProc sends sig to p through a pidfd (see openOurs). Without pidfds
+// (Linux < 5.3) it falls back to kill(2).
 func signalProc(p Proc, ours map[int]bool, self int, sig syscall.Signal) {
-	fd, err := unix.PidfdOpen(p.Pid, 0)
+	fd, err := openOurs(p, ours, self)
 	if errors.Is(err, unix.ENOSYS) {
 		_ = syscall.Kill(p.Pid, sig)
 		return
 	}
-	if err != nil {
-		return // gone
+	if err == nil {
+		_ = unix.PidfdSendSignal(fd, sig, nil, 0)
+		_ = unix.Close(fd)
 	}
-	defer unix.Close(fd)
+}
+
+// errNotOurs: the process a pidfd holds is not in the tree (any more).
+var errNotOurs = errors.New("not in the tree")
+
+// openOurs opens a pidfd for p once it has checked that the process the
+// pidfd holds is still in the tree (its parent is the guard, self, or one
+// of ours): a process that exited since /proc was read may have had its id
+// reused by an unrelated process.
+func openOurs(p Proc, ours map[int]bool, self int) (int, error) {
+	fd, err := unix.PidfdOpen(p.Pid, 0)
+	if err != nil {
+		return -1, err // gone, or no pidfds
+	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/stat")
 	if err != nil {
-		return
+		_ = unix.Close(fd)
+		return -1, err
 	}
 	if q, err := ParseStat(b); err != nil || q.PPid != self && !ours[q.PPid] {
-		return // not ours (any more)
+		_ = unix.Close(fd)
+		return -1, errNotOurs
 	}
-	_ = unix.PidfdSendSignal(fd, sig, nil, 0)
+	return fd, nil
 }
 
 // kill sends SIGKILL to every process of the tree, again and again,
@@ -264,6 +324,7 @@ func signalProc(p Proc, ours map[int]bool, self int, sig syscall.Signal) {
 // caller's to kill again. A process with SIGKILL pending cannot fork: a
 // fork under way fails, so each process killed adds none.
 func (t *procTree) kill() {
+	t.signalScouted(syscall.SIGKILL) // before the walk: see signaller.scout
 	began := time.Now()
 	for {
 		if procs, ok := t.walk(); ok {

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -103,5 +104,65 @@ wait`
 	}
 	if r := tree.report(true, false); r.Code != 128+9 || !r.Killed {
 		t.Errorf("report %+v; want code 137, killed", r)
+	}
+}
+
+// TestScoutedSignalledFirst: a process the scout found gets the freeze's
+// SIGSTOP and the deadline's SIGKILL (kill) through the pidfd the scout holds,
+// before (here: without) any walk of /proc. The walk is made blind: the
+// tree's root (the guard's place here, a shell) is gone once its child,
+// sleep, was scouted, so no walk finds sleep again.
+func TestScoutedSignalledFirst(t *testing.T) {
+	dir := t.TempDir()
+	sh := exec.Command("/bin/sh", "-c", "sleep 60 & echo $! >"+filepath.Join(dir, "pid")+"; wait")
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tree := &procTree{self: sh.Process.Pid, selfPgid: syscall.Getpgrp(), main: sh.Process.Pid}
+	var sleep []Proc
+	for began := time.Now(); len(sleep) != 1 || sleep[0].State != 'S'; time.Sleep(10 * time.Millisecond) {
+		if time.Since(began) > 10*time.Second {
+			sh.Process.Kill()
+			sh.Wait()
+			t.Fatalf("the shell's tree is %+v; want one sleep, sleeping", sleep)
+		}
+		sleep = tree.live()
+	}
+	tree.scout()
+	held, err := unix.PidfdOpen(sleep[0].Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(held)
+	t.Cleanup(func() {
+		unix.PidfdSendSignal(held, syscall.SIGKILL, nil, 0)
+		// Reparented to this process if an earlier test made it a subreaper.
+		syscall.Wait4(sleep[0].Pid, nil, syscall.WNOHANG, nil)
+	})
+	sh.Process.Kill()
+	sh.Wait()
+	if procs, ok := tree.walk(); ok {
+		t.Fatalf("the walk still finds %+v after the root was reaped; want it blind", procs)
+	}
+
+	tree.signal(syscall.SIGSTOP)
+	state := func() byte {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(sleep[0].Pid) + "/stat")
+		if err != nil {
+			return 0
+		}
+		p, _ := ParseStat(b)
+		return p.State
+	}
+	for began := time.Now(); state() != 'T'; time.Sleep(time.Millisecond) {
+		if time.Since(began) > 5*time.Second {
+			t.Fatalf("sleep (pid %d) in state %c 5 s after the freeze; want T (stopped) by the scout's pidfd", sleep[0].Pid, state())
+		}
+	}
+	tree.kill() // the deadline's; its reaping finds no child of this process but, maybe, sleep
+	fds := []unix.PollFd{{Fd: int32(held), Events: unix.POLLIN}}
+	if n, err := unix.Poll(fds, 5000); err != nil || n == 0 {
+		t.Errorf("sleep (pid %d, state %c) alive 5 s after SIGKILL; want killed by the scout's pidfd", sleep[0].Pid, state())
 	}
 }
