@@ -146,19 +146,9 @@ func TestMembershipLabelsEdited(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t, cs)
 			a, b := newCoordinator(t, cs, ns), newCoordinator(t, cs, ns)
-			alice, err := a.JoinGroup(ctx(t), "g", "alice#00000001", 30*time.Second, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := b.JoinGroup(ctx(t), "g", "mallory#00000000", 30*time.Second, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := b.ClaimPartitions(ctx(t), m, []string{"0"})
-			if err != nil || res[0].Err != nil {
-				t.Fatalf("ClaimPartitions(mallory, g/0) = %+v, %v", res, err)
-			}
-			held := res[0].Grant
+			alice := join(t, a, "alice#00000001", 30*time.Second)
+			m := join(t, b, "mallory#00000000", 30*time.Second)
+			held := claimOne(t, b, m, "0")
 			for i, edit := range tc.edits {
 				editLease(t, cs, ns, memberLeaseName(m), func(l *coordv1.Lease) {
 					if l.Labels == nil {
@@ -220,19 +210,9 @@ func TestPartitionLeaseLabelsEdited(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t, cs)
 			a, b, single := newCoordinator(t, cs, ns), newCoordinator(t, cs, ns), newCoordinator(t, cs, ns)
-			m, err := a.JoinGroup(ctx(t), "g", "owner#00000001", 3*time.Second, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o, err := b.JoinGroup(ctx(t), "g", "other#00000002", 30*time.Second, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := a.ClaimPartitions(ctx(t), m, []string{"0"})
-			if err != nil || res[0].Err != nil {
-				t.Fatalf("ClaimPartitions(owner, g/0) = %+v, %v", res, err)
-			}
-			held := res[0].Grant
+			m := join(t, a, "owner#00000001", 3*time.Second)
+			o := join(t, b, "other#00000002", 30*time.Second)
+			held := claimOne(t, a, m, "0")
 			// A member checks its partitions at every renewal, which binds
 			// the token to the Lease (an edit before that changes the
 			// token read: see TestLabelEditBeforeFirstRenewal).
@@ -245,9 +225,7 @@ func TestPartitionLeaseLabelsEdited(t *testing.T) {
 				if _, err := single.Acquire(ctx(t), held.Key, "single#00000003", time.Second); !errors.Is(err, tenure.ErrInvalidKey) {
 					t.Fatalf("round %d (%s after the edit): Acquire(%s) = %v; want an error wrapping tenure.ErrInvalidKey: owner's partition", round, time.Since(start), held.Key, err)
 				}
-				if m, err = a.RenewMember(ctx(t), m); err != nil {
-					t.Fatalf("RenewMember(owner) = %v", err)
-				}
+				m = renewMember(t, a, m)
 				if time.Since(start) > 4*time.Second { // past the partition Lease's 3s and the drift allowance
 					break
 				}
@@ -325,19 +303,9 @@ func TestMembershipAnnotationsRemoved(t *testing.T) {
 	_, cs := shared(t)
 	ns := newNamespace(t, cs)
 	a, b := newCoordinator(t, cs, ns), newCoordinator(t, cs, ns)
-	m, err := a.JoinGroup(ctx(t), "g", "owner#00000001", 3*time.Second, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.ClaimPartitions(ctx(t), m, []string{"0"})
-	if err != nil || res[0].Err != nil {
-		t.Fatalf("ClaimPartitions(owner, g/0) = %+v, %v", res, err)
-	}
-	held := res[0].Grant
-	o, err := b.JoinGroup(ctx(t), "g", "other#00000002", 30*time.Second, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := join(t, a, "owner#00000001", 3*time.Second)
+	held := claimOne(t, a, m, "0")
+	o := join(t, b, "other#00000002", 30*time.Second)
 	editLease(t, cs, ns, memberLeaseName(m), func(l *coordv1.Lease) { clear(l.Annotations) })
 	if _, err := a.RenewMember(ctx(t), m); !errors.Is(err, tenure.ErrLost) {
 		t.Errorf("RenewMember(owner) after its annotations were removed = %v; want tenure.ErrLost", err)
@@ -445,4 +413,25 @@ func listForeign(t *testing.T, c *kube.Coordinator, prefix string) []tenure.Fore
 		t.Fatalf("ListForeign(%q) = %v", prefix, err)
 	}
 	return rs
+}
+
+// join makes id a member of group g on c, with a membership of ttl.
+func join(t *testing.T, c *kube.Coordinator, id string, ttl time.Duration) partition.Member {
+	t.Helper()
+	m, err := c.JoinGroup(ctx(t), "g", id, ttl, 2)
+	if err != nil {
+		t.Fatalf("JoinGroup(g, %s) = %v", id, err)
+	}
+	return m
+}
+
+// claimOne claims partition name of group g for m on c, and fails the test
+// unless it is granted.
+func claimOne(t *testing.T, c *kube.Coordinator, m partition.Member, name string) tenure.Grant {
+	t.Helper()
+	res, err := c.ClaimPartitions(ctx(t), m, []string{name})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("ClaimPartitions(%s, g/%s) = %+v, %v", m.ID, name, res, err)
+	}
+	return res[0].Grant
 }
