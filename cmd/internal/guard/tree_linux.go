@@ -29,6 +29,8 @@ type procTree struct {
 	// found: a process of the tree stays in it, and a pidfd names its
 	// process whatever pids are reused.
 	scouted []int
+	// noLists: the kernel keeps no children lists, and walk sweeps.
+	noLists bool
 }
 
 // scout walks the tree and holds a pidfd for each of its live processes
@@ -90,6 +92,7 @@ func (t *procTree) live() []Proc {
 func (t *procTree) walk() (procs []Proc, ok bool) {
 	procs, err := Family("/proc", t.self)
 	if errors.Is(err, ErrNoChildrenLists) {
+		t.noLists = true
 		return t.sweep()
 	}
 	if err != nil || !seen(t.self) {
@@ -211,7 +214,9 @@ func (t *procTree) gone() bool {
 func (t *procTree) signal(sig syscall.Signal) {
 	if sig == syscall.SIGSTOP || sig == syscall.SIGKILL {
 		t.signalScouted(sig) // before the walk: see signaller.scout
-		t.signalFound(t.walk, sig)
+		if t.signalFound(t.walk, sig); t.noLists {
+			return // walk swept
+		}
 	}
 	t.signalFound(t.sweep, sig)
 }
@@ -348,7 +353,7 @@ func (t *procTree) kill() {
 	began := time.Now()
 	for first := true; ; first = false {
 		t.signalFound(t.walk, syscall.SIGKILL)
-		if first {
+		if first && !t.noLists {
 			t.signalFound(t.sweep, syscall.SIGKILL) // what walk may skip
 		}
 		reaped := t.reaped
