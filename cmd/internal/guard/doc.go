@@ -37,10 +37,17 @@
 // names what survives every 10 s. Ctrl-Z, the freeze before the deadline
 // and SIGTERM reach the same processes and groups.
 //
+// The guard finds the tree by following, down from itself, the children
+// lists the kernel keeps for each thread (/proc/PID/task/TID/children),
+// reading only the tree's processes. A list read while a process leaves it
+// (it exits, or is reparented) may skip another; so the freeze and the
+// kill then also read the stat line of every process of the host, and
+// other signals go by that reading alone. Without the lists
+// (CONFIG_PROC_CHILDREN unset) the guard reads every process each time.
+//
 // The freeze (SIGSTOP) comes 100 ms before the deadline (a twentieth of the
-// TTL at most), so that nothing of the tree runs at it. Reading /proc to
-// find the tree means reading every process of the host, which a guard
-// starved of CPU on a loaded host can take longer than that to do; so, on
+// TTL at most), so that nothing of the tree runs at it. A guard starved of
+// CPU on a loaded host can take longer than that to read /proc; so, on
 // each renewal, the guard scouts the tree and holds a pidfd for each of its
 // processes, and the freeze and the kill at the deadline signal those at
 // once, before they read /proc for processes started since. A process

@@ -19,6 +19,11 @@ import (
 // of a minute (termguard: the grace never runs past the deadline), writes nothing
 // at or after the lease's deadline (the guard freezes the tree before it
 // and kills it then), and nothing after the guard reported the tree gone.
+// The termguard writer sends its SIGTERMs only once the guard has applied
+// the lease whose deadline the test watches (the lease file says so): a
+// SIGTERM before that ends the term under the minute-long lease the
+// command started with, and the guard rightly ignores the renewal after
+// it (a lease that ended is never revived), keeping that deadline.
 func TestGuardHeartbeat(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
@@ -35,6 +40,9 @@ func TestGuardHeartbeat(t *testing.T) {
 				t.Fatalf("no report within %s of the deadline; alive: %s", reportWithin, describe(hb.held.alive()))
 			}
 			hb.checkBeats(t, r, reported)
+			if _, err := os.Stat(hb.out + ".sigterm"); mode == "termguard" && err != nil {
+				t.Errorf("the writer never sent the guard SIGTERM before the deadline: %v", err)
+			}
 		})
 	}
 }

@@ -15,10 +15,11 @@ type signaller interface {
 	// scout learns which processes the tree holds, so that the next
 	// SIGSTOP or SIGKILL reaches them at once, before the tree is looked
 	// for again. The guard scouts on each lease that comes before its
-	// freeze is due: finding the tree means reading every process of the
-	// host in /proc, which can take a guard starved of CPU on a loaded
-	// host longer than the freeze's lead (up to 950 ms measured, on two
-	// cores under a load average of 37). Scouted on the renewal, the
+	// freeze is due: finding the tree means reading /proc (its processes'
+	// children lists, then, as a backstop, every process of the host),
+	// which can take a guard starved of CPU on a loaded host longer than
+	// the freeze's lead (reading every process: up to 950 ms measured, on
+	// two cores under a load average of 37). Scouted on the renewal, the
 	// freeze and the kill reach the processes found then at once, and no
 	// walk of /proc is under way when the freeze is due; the processes
 	// started since are found by reading /proc after that.

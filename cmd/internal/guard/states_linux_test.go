@@ -81,6 +81,14 @@ var stateCases = []stateCase{
 		}
 		return ""
 	}},
+	{mode: "threadkids", made: func(key, main, g int) string {
+		f, m := statFields(key), statFields(main)
+		kids, _ := guard.Descendants("/proc", main)
+		if f == nil || m == nil || f[1] != strconv.Itoa(main) || m[0] != "Z" || threads(main) != 2 || len(kids) != 2 {
+			return "two children of the command, a zombie leader, on the list of its other thread"
+		}
+		return ""
+	}},
 }
 
 // stateIs: the process is in state s.
@@ -181,6 +189,7 @@ func testGuardState(t *testing.T, prog string, c stateCase, tr stateTrigger) {
 		t.Fatal(err)
 	}
 	held.hold(t, append(procs, guard.Proc{Pid: key}))
+	checkFamily(t, g.cmd.Process.Pid)
 	tr.do(t, g, out)
 	told := time.Now()
 	r, ok := g.report(reportWithin)
@@ -196,6 +205,37 @@ func testGuardState(t *testing.T, prog string, c stateCase, tr stateTrigger) {
 	if !r.Exited || tr.expired && (!r.Killed || !r.Expired) {
 		t.Errorf("report %+v; want exited (and killed, expired: %v)", r, tr.expired)
 	}
+}
+
+// checkFamily checks that guard.Family, which the guard's walk uses, finds
+// under the guard (pid g) the processes guard.Descendants finds, no more
+// and no fewer, once two readings of Descendants on either side of it
+// agree (the tree is at rest).
+func checkFamily(t *testing.T, g int) {
+	t.Helper()
+	pids := func(procs []guard.Proc, err error) []int {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int
+		for _, p := range procs {
+			out = append(out, p.Pid)
+		}
+		slices.Sort(out)
+		return out
+	}
+	var fast, before []int
+	for range 10 {
+		before = pids(guard.Descendants("/proc", g))
+		fast = pids(guard.Family("/proc", g))
+		if slices.Equal(before, pids(guard.Descendants("/proc", g))) {
+			if !slices.Equal(fast, before) {
+				t.Errorf("the children lists show the tree as %v; every process's stat line, as %v", fast, before)
+			}
+			return
+		}
+	}
+	t.Errorf("the tree never at rest across two readings of /proc in 10 tries; last %v", before)
 }
 
 // awaitState waits for states.c to write the pid of the process in its

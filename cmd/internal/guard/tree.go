@@ -2,9 +2,11 @@ package guard
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // A Proc is one process found in /proc.
@@ -27,6 +29,86 @@ func Descendants(procDir string, root int) ([]Proc, error) {
 		return nil, err
 	}
 	return descendantsOf(all, root), nil
+}
+
+// ErrNoChildrenLists: the kernel keeps no children lists in procDir
+// (CONFIG_PROC_CHILDREN unset), or procDir is not a proc file system.
+var ErrNoChildrenLists = errors.New("no children lists in /proc/PID/task/TID/children")
+
+// Family returns what Descendants does, found by following down from root
+// the children lists the kernel keeps, one per thread, in
+// procDir/PID/task/TID/children: it reads the stat lines of the tree's
+// processes only, where Descendants reads every process's on the host.
+// Each list names the processes whose parent is that thread, zombies
+// among them; an orphan shows in the list of a live thread of its parent
+// (a thread-group leader's orphans pass to another of its threads) or of
+// the subreaper (or init) it passed to. A list is exact unless a process
+// leaves it while it is read (it exits and is reaped, or is reparented):
+// the kernel may then skip others in it, and Family miss them (and their
+// descendants) until it is called again. It returns the error of reading
+// root's thread list, or ErrNoChildrenLists.
+func Family(procDir string, root int) ([]Proc, error) {
+	kids, listed, err := childrenOf(procDir, root)
+	if err != nil {
+		return nil, err
+	}
+	if !listed {
+		return nil, ErrNoChildrenLists
+	}
+	var out []Proc
+	seen := map[int]bool{root: true}
+	for i := -1; i < len(out); i++ {
+		parent := root
+		if i >= 0 {
+			parent = out[i].Pid
+			kids, _, _ = childrenOf(procDir, parent)
+		}
+		for _, pid := range kids {
+			if seen[pid] {
+				continue
+			}
+			b, err := os.ReadFile(procDir + "/" + strconv.Itoa(pid) + "/stat")
+			if err != nil {
+				continue // gone
+			}
+			// Its parent is the one whose list named it, or, reparented
+			// since, the subreaper root: not, its pid reused, a stranger.
+			if p, err := ParseStat(b); err == nil && (p.PPid == parent || seen[p.PPid]) {
+				seen[pid] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// childrenOf returns the children of process pid, as the children lists of
+// its threads name them; listed is false if no list could be read. err is
+// the error of reading its thread list (pid gone, or never there).
+func childrenOf(procDir string, pid int) (kids []int, listed bool, err error) {
+	dir := procDir + "/" + strconv.Itoa(pid) + "/task/"
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	tids, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, false, err
+	}
+	for _, tid := range tids {
+		b, err := os.ReadFile(dir + tid + "/children")
+		if err != nil {
+			continue // the thread exited, or there are no lists
+		}
+		listed = true
+		for _, f := range strings.Fields(string(b)) {
+			if k, err := strconv.Atoi(f); err == nil && k > 0 {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids, listed, nil
 }
 
 // descendantsOf walks the parent links of all from root, breadth first.

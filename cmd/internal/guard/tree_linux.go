@@ -5,10 +5,8 @@ package guard
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +29,8 @@ type procTree struct {
 	// found: a process of the tree stays in it, and a pidfd names its
 	// process whatever pids are reused.
 	scouted []int
+	// noLists: the kernel keeps no children lists, and walk sweeps.
+	noLists bool
 }
 
 // scout walks the tree and holds a pidfd for each of its live processes
@@ -75,16 +75,36 @@ const killRound = 100 * time.Millisecond
 // mounted over it after the guard started), the guard cannot tell which
 // processes are left: live then returns just blind.
 func (t *procTree) live() []Proc {
-	procs, ok := t.walk()
+	procs, ok := t.sweep()
 	if !ok {
 		return []Proc{blind}
 	}
 	return alive(procs)
 }
 
-// walk returns every descendant /proc shows, zombies among them; ok is
-// false when /proc does not show the guard itself.
+// walk returns every descendant the kernel's children lists show, zombies
+// among them (see Family: reading only the tree's processes, it takes a
+// fraction of sweep's time on a host with many processes); ok is false
+// when /proc does not show the guard itself. A list read while a process
+// leaves it may have skipped a process: what must reach every process
+// (the freeze, the kill) walks again by sweep after it. Without the lists
+// (CONFIG_PROC_CHILDREN unset), it sweeps.
 func (t *procTree) walk() (procs []Proc, ok bool) {
+	procs, err := Family("/proc", t.self)
+	if errors.Is(err, ErrNoChildrenLists) {
+		t.noLists = true
+		return t.sweep()
+	}
+	if err != nil || !seen(t.self) {
+		return nil, false
+	}
+	return procs, true
+}
+
+// sweep returns every descendant /proc shows, zombies among them, from the
+// stat line of every process on the host, where no list can skip one; ok
+// is false when /proc does not show the guard itself.
+func (t *procTree) sweep() (procs []Proc, ok bool) {
 	procs, err := Descendants("/proc", t.self)
 	if err != nil || !seen(t.self) {
 		return nil, false
@@ -185,15 +205,29 @@ func (t *procTree) gone() bool {
 // processes leads (the command's among them) or that holds a child of the
 // guard (see signalHeld), and to each process of the tree outside those
 // groups. The guard's own group is never signalled.
+//
+// SIGSTOP and SIGKILL, which a process may get twice without harm, reach
+// the processes the last scout found first, then those walk finds, and
+// only then those sweep finds (which walk may have skipped): the freeze
+// lands before the guard reads every process of the host. Other signals
+// go once, to the processes sweep finds.
 func (t *procTree) signal(sig syscall.Signal) {
 	if sig == syscall.SIGSTOP || sig == syscall.SIGKILL {
 		t.signalScouted(sig) // before the walk: see signaller.scout
+		if t.signalFound(t.walk, sig); t.noLists {
+			return // walk swept
+		}
 	}
-	procs, ok := t.walk()
-	if !ok {
-		return // blind: nothing the guard could name
+	t.signalFound(t.sweep, sig)
+}
+
+// signalFound sends sig to the tree's processes and groups that find
+// returns (see signalAll, signalHeld); nothing when find is blind.
+func (t *procTree) signalFound(find func() ([]Proc, bool), sig syscall.Signal) {
+	if procs, ok := find(); ok {
+		// Before reaping: reaped, a child no longer holds its group.
+		t.signalAll(alive(procs), sig, t.signalHeld(procs, sig))
 	}
-	t.signalAll(alive(procs), sig, t.signalHeld(procs, sig))
 }
 
 // signalHeld sends sig to the process group of each child of the guard
@@ -228,20 +262,11 @@ func (t *procTree) signalHeld(procs []Proc, sig syscall.Signal) (done map[int]bo
 	return done
 }
 
-// children returns the guard's children, exited or not, as
-// /proc/PID/task/TID/children lists them (none on a kernel without
+// children returns the guard's children, exited or not, as its threads'
+// children lists name them (see childrenOf; none on a kernel without
 // CONFIG_PROC_CHILDREN).
 func (t *procTree) children() []int {
-	lists, _ := filepath.Glob("/proc/" + strconv.Itoa(t.self) + "/task/*/children")
-	var pids []int
-	for _, list := range lists {
-		b, _ := os.ReadFile(list)
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
-				pids = append(pids, pid)
-			}
-		}
-	}
+	pids, _, _ := childrenOf("/proc", t.self)
 	return pids
 }
 
@@ -326,10 +351,10 @@ func openOurs(p Proc, ours map[int]bool, self int) (int, error) {
 func (t *procTree) kill() {
 	t.signalScouted(syscall.SIGKILL) // before the walk: see signaller.scout
 	began := time.Now()
-	for {
-		if procs, ok := t.walk(); ok {
-			// Before reaping: reaped, a child no longer holds its group.
-			t.signalAll(alive(procs), syscall.SIGKILL, t.signalHeld(procs, syscall.SIGKILL))
+	for first := true; ; first = false {
+		t.signalFound(t.walk, syscall.SIGKILL)
+		if first && !t.noLists {
+			t.signalFound(t.sweep, syscall.SIGKILL) // what walk may skip
 		}
 		reaped := t.reaped
 		if t.gone() || time.Since(began) > killRound {

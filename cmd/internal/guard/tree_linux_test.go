@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +43,62 @@ func TestDescendantsOf(t *testing.T) {
 	slices.Sort(got)
 	if want := []int{11, 12, 13}; !slices.Equal(got, want) {
 		t.Fatalf("descendants of 10 = %v; want %v", got, want)
+	}
+}
+
+// TestFamily: Family follows the children list of every thread of each
+// process down from the root (a child on the list of a thread other than
+// the leader included), leaves out a listed pid whose stat line names a
+// parent outside the tree (the pid reused by a stranger), keeps one
+// reparented to the root since its list was read, and says when there are
+// no lists at all.
+func TestFamily(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 10 (the root, two threads) → 11, 12 (on thread 13's list), 14 (a
+	// stranger now: parent 99), 15 (reparented to 10 since 11 listed it);
+	// 12 → 16 (zombie).
+	write("10/task/10/children", "11 14 ")
+	write("10/task/13/children", "12 ")
+	write("11/stat", "11 (a) S 10 11 11")
+	write("11/task/11/children", "15 ")
+	write("12/stat", "12 (b c) S 10 10 10")
+	write("12/task/12/children", "16")
+	write("12/task/17/children", "")
+	write("14/stat", "14 (x) S 99 14 14")
+	write("14/task/14/children", "")
+	write("15/stat", "15 (d) S 10 15 15")
+	write("15/task/15/children", "")
+	write("16/stat", "16 (e) Z 12 10 10")
+	write("16/task/16/children", "")
+	procs, err := Family(dir, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, p := range procs {
+		if p.PPid != 10 && !slices.Contains(got, p.PPid) {
+			t.Errorf("Family = %+v: %d before its parent", procs, p.Pid)
+		}
+		got = append(got, p.Pid)
+	}
+	slices.Sort(got)
+	if want := []int{11, 12, 15, 16}; !slices.Equal(got, want) {
+		t.Errorf("Family = %v; want %v", got, want)
+	}
+	write("20/task/20/stat", "20 (f) S 1 20 20")
+	if _, err := Family(dir, 20); !errors.Is(err, ErrNoChildrenLists) {
+		t.Errorf("Family with no children lists: %v; want ErrNoChildrenLists", err)
+	}
+	if _, err := Family(dir, 21); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Family of a process that is not there: %v; want not exist", err)
 	}
 }
 

@@ -103,6 +103,13 @@ static int tracer(pid_t target) {
 	return 0;
 }
 
+/* fork_thread forks a child that blocks, then blocks. */
+static void *fork_thread(void *arg) {
+	if (fork() == 0)
+		block();
+	return sleep_thread(arg);
+}
+
 static void threads(int n) {
 	pthread_t t;
 	for (int i = 0; i < n; i++)
@@ -206,6 +213,17 @@ int main(int argc, char **argv) {
 		block();
 	} else if (!strcmp(mode, "threads")) {
 		threads(64);
+	} else if (!strcmp(mode, "threadkids")) {
+		/* The command's children hang off a thread other than its
+		 * leader: one the thread forked, and one the leader forked
+		 * before it ended with pthread_exit (passed to the thread). */
+		pthread_t t;
+		if ((c = fork()) == 0)
+			block();
+		report(c);
+		if (pthread_create(&t, NULL, fork_thread, NULL) != 0)
+			_exit(4);
+		pthread_exit(NULL);
 	}
 	return 2;
 }
