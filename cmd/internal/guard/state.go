@@ -115,10 +115,11 @@ func (s *state) tooLate() string {
 	return ""
 }
 
-// end ends the term: sig now (unless 0, or SIGTERM sent already for an
-// overdue renewal with no renewal since: a second one tells many commands
-// to skip their clean-up), SIGKILL at at or at the deadline, whichever
-// comes first.
+// end ends the term: sig now (unless 0, or SIGTERM sent already, for an
+// overdue renewal with no renewal since or by an earlier end: a second one
+// tells many commands to skip their clean-up, and a guard sent SIGTERM
+// again and again would spend its time reading /proc for it), SIGKILL at
+// at or at the deadline, whichever comes first.
 func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 	s.endLease()
 	if s.killed {
@@ -127,6 +128,9 @@ func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 	if sig != 0 {
 		if sig != syscall.SIGTERM || !s.termed {
 			s.tree.signal(sig)
+		}
+		if sig == syscall.SIGTERM {
+			s.termed = true // the lease has ended: no renewal resets it
 		}
 		if (s.stopped || s.frozen) && sig != syscall.SIGKILL && s.clock() < s.freezeAt() {
 			s.tree.signal(syscall.SIGCONT) // let it act on sig

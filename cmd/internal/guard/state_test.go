@@ -148,6 +148,25 @@ func TestEnd(t *testing.T) {
 	}
 }
 
+// TestEndRepeated: SIGTERM after SIGTERM to the guard (a process of the
+// tree, or a supervisor, sending it again and again) ends the term once:
+// the tree gets one SIGTERM, and the freeze and SIGKILL come on time.
+func TestEndRepeated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, rec := newState(t, 10*time.Second)
+		s.handle(leaseMsg(2*time.Second, 0))
+		msgs := map[time.Duration]Message{}
+		for at := time.Second; at < 3*time.Second; at += 50 * time.Millisecond {
+			msgs[at] = Message{Op: OpEnd, Signal: syscall.SIGTERM}
+		}
+		drive(s, 4*time.Second, msgs)
+		want := []string{"terminated@1s", "stopped (signal)@1.9s", "killed@2s"}
+		if !slices.Equal(rec.sent, want) {
+			t.Fatalf("sent %q; want %q", rec.sent, want)
+		}
+	})
+}
+
 // TestEndAfterOverdueTerm: a term that ends after the guard sent SIGTERM
 // for an overdue renewal, with no renewal since, sends no second SIGTERM
 // (many commands take a second one as "exit now, skip the clean-up"), and
