@@ -63,7 +63,12 @@ func TestAnnotationEditBeforeFirstRenewal(t *testing.T) {
 	ns := newNamespace(t, cs)
 	c := newCoordinator(t, cs, ns)
 	note := func(v string) func(*coordv1.Lease) {
-		return func(l *coordv1.Lease) { l.Annotations["example.com/note"] = v }
+		return func(l *coordv1.Lease) {
+			if l.Annotations == nil {
+				l.Annotations = map[string]string{}
+			}
+			l.Annotations["example.com/note"] = v
+		}
 	}
 	g, err := c.Acquire(ctx(t), "job", "alice#00000001", 30*time.Second)
 	if err != nil {
