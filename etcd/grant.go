@@ -179,8 +179,8 @@ func (c *Coordinator) deleteIf(ctx context.Context, ek string, rev int64, holder
 // and reads the key to check that it is still g: a key released or deleted
 // may leave its lease alive. Both are sent at once (see keepAliveAndRead). A
 // grant made by another coordinator takes one more read first, to find its
-// lease. A grant whose key or lease is gone is
-// lost: the error wraps tenure.ErrLost. See tenure.Coordinator.
+// lease. A grant whose key or lease is gone is lost: the error wraps
+// tenure.ErrLost. See tenure.Coordinator.
 func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: renew %s", g)
 	if err := c.begin(ctx, op, g.Validate()); err != nil {
@@ -195,7 +195,7 @@ func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, 
 		}
 	}
 	sent := tenure.Now()
-	ka, err, read := c.keepAliveAndRead(ctx, g, id, known)
+	ka, read, err := c.keepAliveAndRead(ctx, g, id, known)
 	if isLeaseNotFound(err) {
 		c.forget(g)
 		return tenure.Grant{}, fmt.Errorf("%s: %w: lease %x expired", op, tenure.ErrLost, int64(id))
