@@ -1,0 +1,73 @@
+//go:build openfinding
+
+package etcd_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tenure-dev/tenure"
+)
+
+// TestOldKeyPutAgainOnAMembersLease: a key created long before member a
+// joined, on no lease, is put again by another program on a's lease; it
+// keeps its old create revision though it was attached after a's mark.
+// Every coordinator must then judge a alike: a fresh coordinator (cB,
+// which has judged no mark yet) and a's own (cA, which judged a's mark at
+// its join) list the same members, a is never left out of a listing while
+// its own RenewMember still renews it, and while a still owns g/0 by its
+// CheckPartitions, no other member claims g/0.
+func TestOldKeyPutAgainOnAMembersLease(t *testing.T) {
+	eps := startEtcd(t)
+	client := newClient(t, eps)
+	cA := newCoordinator(t, client)
+	stranger := cA.EtcdKey("stranger/x")
+	if _, err := client.Put(ctx(t), stranger, "v"); err != nil {
+		t.Fatal(err)
+	}
+	a := mustJoin(t, cA, "g", "a#1", time.Minute)
+	ga := mustClaim(t, cA, a, "0")
+	if _, err := client.Put(ctx(t), stranger, "v", clientv3.WithLease(clientv3.LeaseID(a.Epoch))); err != nil {
+		t.Fatal(err)
+	}
+
+	cB := newCoordinator(t, newClient(t, eps))
+	b := mustJoin(t, cB, "g", "b#1", time.Minute)
+	msB, err := cB.GroupMembers(ctx(t), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msA, err := cA.GroupMembers(ctx(t), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if memberSet(msA) != memberSet(msB) {
+		t.Errorf("GroupMembers(g) through a's coordinator = %s, through a fresh one = %s; want the same", memberSet(msA), memberSet(msB))
+	}
+	listed := false
+	for _, m := range msB {
+		listed = listed || m.Epoch == a.Epoch
+	}
+	_, rerr := cA.RenewMember(ctx(t), a)
+	if rerr != nil && !errors.Is(rerr, tenure.ErrLost) {
+		t.Fatalf("RenewMember(%s) = %v", a, rerr)
+	}
+	if !listed && rerr == nil {
+		t.Errorf("a fresh coordinator's GroupMembers(g) = %s leaves out %s, which its RenewMember still renews", memberSet(msB), a)
+	}
+
+	res, err := cB.ClaimPartitions(ctx(t), b, []string{"0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, cerr := cA.CheckPartitions(ctx(t), a, ga)
+	if res[0].Err == nil && cerr == nil && len(lost) == 0 {
+		t.Errorf("b claimed g/0 (%+v) while a still owns it by CheckPartitions: two owners", res[0].Grant)
+	}
+	if rerr == nil && (cerr != nil || len(lost) != 0) {
+		t.Errorf("CheckPartitions(%s) = lost %v, %v while it renews; want g/0 still owned", a, lost, cerr)
+	}
+}
