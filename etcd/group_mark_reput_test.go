@@ -18,8 +18,8 @@ import (
 // membership that others leave out: its RenewMember through its own
 // coordinator (cA, which judged a's mark at its join) reports ErrLost
 // unless cB lists a, and after that renewal cA and cB list the same
-// members. While a still owns g/0 by its CheckPartitions, no other member
-// claims g/0.
+// members. g/0 has one owner: b's claim of it is refused while a's lease
+// lives, and a, while it renews, still owns it by CheckPartitions.
 func TestOldKeyPutAgainOnAMembersLease(t *testing.T) {
 	eps := startEtcd(t)
 	client := newClient(t, eps)
@@ -63,10 +63,11 @@ func TestOldKeyPutAgainOnAMembersLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lost, cerr := cA.CheckPartitions(ctx(t), a, ga)
-	if res[0].Err == nil && cerr == nil && len(lost) == 0 {
-		t.Errorf("b claimed g/0 (%+v) while a still owns it by CheckPartitions: two owners", res[0].Grant)
+	var held *tenure.HeldError
+	if !errors.As(res[0].Err, &held) || held.Holder != a.ID {
+		t.Errorf("ClaimPartitions(%s, g/0) while a's lease lives = %+v, %v; want a *tenure.HeldError naming %s", b, res[0].Grant, res[0].Err, a.ID)
 	}
+	lost, cerr := cA.CheckPartitions(ctx(t), a, ga)
 	if rerr == nil && (cerr != nil || len(lost) != 0) {
 		t.Errorf("CheckPartitions(%s) = lost %v, %v while it renews; want g/0 still owned", a, lost, cerr)
 	}
