@@ -55,3 +55,36 @@ func TestForeignRowWithNullExpiry(t *testing.T) {
 		t.Fatalf("Acquire(n/null) after RemoveForeign = %v, %v; want a grant above token 5", g, err)
 	}
 }
+
+// TestForeignRowWithNullToken: the same for a leadership table made
+// beforehand whose fencing_token may be NULL, and a live row written there
+// with holder "mallory", no token, ending in an hour: ListForeign of its
+// prefix must still answer (a status of every key under it reads through
+// it), and Acquire by another holder must be refused as held.
+func TestForeignRowWithNullToken(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, 30*time.Second)
+	a, _, ok := dialTableMadeBeforehand(ctx, t, newDB(t), "nullable_token",
+		`CREATE TABLE public.nullable_token (
+	resource      text PRIMARY KEY,
+	holder_id     text,
+	fencing_token bigint,
+	acquired_at   timestamptz,
+	expires_at    timestamptz NOT NULL DEFAULT '-infinity'
+)`,
+		`INSERT INTO public.nullable_token (resource, holder_id, fencing_token, expires_at) VALUES ('n/tok', 'mallory', NULL, now() + interval '1 hour')`)
+	if !ok {
+		return // refused as a shape tenure cannot use: fine
+	}
+	if _, err := a.Acquire(ctx, "n/other", "h1", time.Second); err != nil {
+		t.Fatalf("Acquire(n/other) = %v; want a grant of a key beside the row", err)
+	}
+	rs, err := a.ListForeign(ctx, "n/")
+	if err != nil {
+		t.Errorf("ListForeign(n/) = %v; want an answer: one row without a token hides every record under n/", err)
+	}
+	t.Logf("ListForeign(n/) = %+v, %v", rs, err)
+	if g, err := a.Acquire(ctx, "n/tok", "h1", time.Second); !errors.Is(err, tenure.ErrHeld) {
+		t.Errorf("Acquire(n/tok) beside a live row without a token = %v, %v; want ErrHeld", g, err)
+	}
+}
