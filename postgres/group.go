@@ -76,10 +76,11 @@ const joinAttempts = 4
 // that maximum: no join draws one (a draw exceeds the clock only by the
 // joins drawn faster than one a microsecond), and one row written by hand
 // at bigint's maximum would otherwise make every join of every group
-// overflow. The draw stays below them (below the clock plus a day: it
-// inserts nothing, and JoinGroup draws again a moment later, when the one
-// epoch that would reach that bound is the clock plus a day minus one), so
-// it never equals one either.
+// overflow. A draw is inserted only when it is below the clock plus a
+// day, so it never equals an epoch left out either; when it would reach
+// that bound (a row at exactly the clock plus a day minus one), nothing is
+// inserted and JoinGroup draws again a moment later, past a bound that
+// has moved on.
 func joinSQL(t groupTables) string {
 	return `WITH e AS MATERIALIZED (
 	SELECT GREATEST(w.now_us,
