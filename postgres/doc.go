@@ -21,7 +21,8 @@
 // table of another shape is refused with an error naming the table and the
 // column (ErrTableShape); timestamp columns without a time zone are refused
 // because their meaning would depend on each session's time zone setting,
-// and so is a table where a key could have two rows (its resource column's
+// and so is a table whose fencing_token or expires_at may be NULL (a row
+// without an expiry is neither live nor free), one where a key could have two rows (its resource column's
 // unique index invalid or deferrable, or child tables that inherit from
 // it), where two holders could compare equal (a nondeterministic collation
 // on holder_id), whose expires_at rounds (timestamptz(0) ends a lease up to
@@ -103,8 +104,10 @@
 // fails with ErrTableShape naming them. The same statement refuses group
 // tables whose columns naming a group, a member or a partition are not
 // text or varchar under a deterministic collation, or that have a unique
-// index under a nondeterministic one: under a case-insensitive collation,
-// groups "G" and "g" would be one.
+// index under a nondeterministic one (under a case-insensitive collation,
+// groups "G" and "g" would be one), whose members' epoch has no unique
+// index of its own, or whose other columns are missing, of another type,
+// or may be NULL where tenure never writes NULL.
 //
 // # Refusals
 //

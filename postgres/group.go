@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/inputs"
+	"github.com/tenure-dev/tenure/internal/limits"
 	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/jackc/pgx/v5"
@@ -43,9 +44,12 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 	for attempt := 1; ; attempt++ {
 		sent = tenure.Now()
 		err = c.pool.QueryRow(ctx, joinSQL(t), group, id, us, c.o.channel, membersTopic(group), partitions).Scan(&epoch, nil)
-		if err == nil || !isUniqueViolation(err) || attempt == joinAttempts {
+		if err == nil || !(isUniqueViolation(err) || errors.Is(err, pgx.ErrNoRows)) || attempt == joinAttempts {
 			break
 		}
+	}
+	if errors.Is(err, pgx.ErrNoRows) { // see joinSQL
+		return partition.Member{}, fmt.Errorf("%s: %d draws of an epoch each met a row one below the clock plus a day (written by hand?); try again", op, joinAttempts)
 	}
 	if err != nil {
 		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
@@ -67,17 +71,36 @@ const joinAttempts = 4
 // TRUNCATE … RESTART IDENTITY or a re-created table would restart at 1, is
 // not used.) Two joins that draw the same epoch at once collide on the
 // primary key; the loser draws again.
+//
+// Epochs more than a day ahead of the clock (epochHorizon) are left out of
+// that maximum: no join draws one (a draw exceeds the clock only by the
+// joins drawn faster than one a microsecond), and one row written by hand
+// at bigint's maximum would otherwise make every join of every group
+// overflow. A draw is inserted only when it is below the clock plus a
+// day, so it never equals an epoch left out either; when it would reach
+// that bound (a row at exactly the clock plus a day minus one), nothing is
+// inserted and JoinGroup draws again a moment later, past a bound that
+// has moved on.
 func joinSQL(t groupTables) string {
-	return `WITH joined AS (
+	return `WITH e AS MATERIALIZED (
+	SELECT GREATEST(w.now_us,
+	                (SELECT coalesce(pg_catalog.max(epoch), 0) OPERATOR(pg_catalog.+) 1 FROM ` + t.members + `
+	                 WHERE epoch OPERATOR(pg_catalog.<) w.bound),
+	                (SELECT coalesce(pg_catalog.max(owner_epoch), 0) OPERATOR(pg_catalog.+) 1 FROM ` + t.partitions + `
+	                 WHERE owner_epoch OPERATOR(pg_catalog.<) w.bound)) AS epoch, w.bound
+	FROM (SELECT c.now_us, c.now_us OPERATOR(pg_catalog.+) ` + epochHorizon + ` AS bound FROM (SELECT ` + clockMicros + ` AS now_us) c) w
+), joined AS (
 	INSERT INTO ` + t.members + ` (epoch, grp, member, ttl_us, expires_at, partitions, joined_grp) OVERRIDING SYSTEM VALUE
-	SELECT GREATEST(` + clockMicros + `,
-	                (SELECT coalesce(pg_catalog.max(epoch), 0) OPERATOR(pg_catalog.+) 1 FROM ` + t.members + `),
-	                (SELECT coalesce(pg_catalog.max(owner_epoch), 0) OPERATOR(pg_catalog.+) 1 FROM ` + t.partitions + `)),
-	       $1, $2, $3::bigint, CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `),
+	SELECT e.epoch, $1, $2, $3::bigint, CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$3") + `),
 	       CASE WHEN $6::integer OPERATOR(pg_catalog.<>) 0 THEN $6::integer END, $1
+	FROM e WHERE e.epoch OPERATOR(pg_catalog.<) e.bound
 	RETURNING epoch)
 SELECT epoch, pg_catalog.pg_notify($4, $5)::pg_catalog.text FROM joined`
 }
+
+// epochHorizon is how far ahead of the database clock, in µs, an epoch
+// may be and still be one a join drew (limits.MaxTTL, a day): see joinSQL.
+var epochHorizon = fmt.Sprint(limits.MaxTTL.Microseconds())
 
 func isUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
@@ -110,9 +133,14 @@ func (c *Coordinator) beginGroup(ctx context.Context, op string, m partition.Mem
 	return t, nil
 }
 
-// RenewMember extends m's lease, and so all its partitions, with one UPDATE
-// of its row, after a look at the group tables' owner (group tables
-// another role made again are refused as lost). A row that expired or is gone is reported with an error
+// RenewMember extends m's lease, and so all its partitions, by m.TTL (the
+// TTL JoinGroup granted it, which it writes into the row's ttl_us again),
+// with one UPDATE of its row, after a look at the group tables' owner (group tables
+// another role made again are refused as lost). The extension, and the
+// TTL it returns, come from m, never from the row: a ttl_us edited by hand
+// would otherwise give the member a deadline its row does not keep, or a
+// row more than a day ahead, which is no member's (see foreignMember). A
+// row that expired or is gone is reported with an error
 // wrapping tenure.ErrLost and never revived, and so is one no longer of
 // m's group, ID and epoch, or moved from the group it joined (a row edited
 // by hand: see movedSQL): as a single key's renewal, it
@@ -126,7 +154,10 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 	if err != nil {
 		return partition.Member{}, err
 	}
-	var us int64
+	if err := tenure.ValidateTTL(m.TTL); err != nil {
+		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
+	us, granted := micros(m.TTL)
 	sent := tenure.Now()
 	err = c.pool.QueryRow(ctx, `WITH locked AS MATERIALIZED (
 	SELECT epoch, expires_at FROM `+t.members+` m
@@ -135,17 +166,17 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 	FOR NO KEY UPDATE OF m
 )
 UPDATE `+t.members+` AS m
-SET expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (`+microsInterval("ttl_us")+`)
+SET expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (`+microsInterval("$4")+`), ttl_us = $4
 FROM locked AS k
 WHERE m.epoch OPERATOR(pg_catalog.=) k.epoch AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
-RETURNING ttl_us`, int64(m.Epoch), m.ID, m.Group).Scan(&us)
+RETURNING m.epoch`, int64(m.Epoch), m.ID, m.Group, us).Scan(nil)
 	if errors.Is(err, pgx.ErrNoRows) || isUndefinedTable(err) {
 		return partition.Member{}, fmt.Errorf("%s: %w: membership expired or left", op, tenure.ErrLost)
 	}
 	if err != nil {
 		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 	}
-	m.TTL, m.Sent = time.Duration(us)*time.Microsecond, sent
+	m.TTL, m.Sent = granted, sent
 	return m, nil
 }
 

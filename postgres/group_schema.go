@@ -77,12 +77,12 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
        (SELECT pg_catalog.count(*) FROM pg_catalog.pg_attribute
         WHERE attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($2)
           AND attname OPERATOR(pg_catalog.=) ANY('{partitions,joined_grp}'::pg_catalog.name[]) AND NOT attisdropped) OPERATOR(pg_catalog.=) 2,
-       `+foreignGroupTablesSQL+`, `+groupNamesShapeSQL, t.partitions, t.members, c.table).Scan(&exists, &current, &foreign, &badNames)
+       `+foreignGroupTablesSQL+`, `+groupTablesShapeSQL, t.partitions, t.members, c.table).Scan(&exists, &current, &foreign, &badNames)
 	if err == nil && foreign {
 		return c.foreignGroupTablesError(t)
 	}
 	if err == nil && badNames.Valid {
-		return groupNamesShapeError(t, badNames.String)
+		return groupTablesShapeError(t, badNames.String)
 	}
 	if err != nil || (exists && current) {
 		return err
@@ -101,7 +101,7 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
 }
 
 // checkGroupTables returns foreignGroupTablesError when a group table
-// exists and is another role's, and groupNamesShapeError when their name
+// exists and is another role's, and groupTablesShapeError when their name
 // columns could make two names one. Every group operation runs it before its
 // statements that read or write the group tables: they may have been
 // dropped and made again by another role (one that may create tables in
@@ -112,14 +112,14 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
 func (c *Coordinator) checkGroupTables(ctx context.Context, t groupTables) error {
 	var foreign bool
 	var badNames pgtype.Text
-	if err := c.pool.QueryRow(ctx, `SELECT `+foreignGroupTablesSQL+`, `+groupNamesShapeSQL, t.partitions, t.members, c.table).Scan(&foreign, &badNames); err != nil {
+	if err := c.pool.QueryRow(ctx, `SELECT `+foreignGroupTablesSQL+`, `+groupTablesShapeSQL, t.partitions, t.members, c.table).Scan(&foreign, &badNames); err != nil {
 		return fmt.Errorf("look up the owners of group tables %s and %s: %w", t.members, t.partitions, err)
 	}
 	if foreign {
 		return c.foreignGroupTablesError(t)
 	}
 	if badNames.Valid {
-		return groupNamesShapeError(t, badNames.String)
+		return groupTablesShapeError(t, badNames.String)
 	}
 	return nil
 }

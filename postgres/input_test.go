@@ -165,6 +165,8 @@ func TestTableShape(t *testing.T) {
 		{"timestamp without time zone", `(resource text PRIMARY KEY, holder_id text, fencing_token bigint, acquired_at timestamptz, expires_at timestamp)`, `"expires_at" is timestamp without time zone`},
 		{"integer token", `(resource text PRIMARY KEY, holder_id text, fencing_token integer, acquired_at timestamptz, expires_at timestamptz)`, `"fencing_token" is integer`},
 		{"no unique resource", `(resource text, holder_id text, fencing_token bigint, acquired_at timestamptz, expires_at timestamptz)`, `"resource" has no unique index`},
+		{"nullable expires_at", `(resource text PRIMARY KEY, holder_id text, fencing_token bigint NOT NULL, acquired_at timestamptz, expires_at timestamptz)`, `"expires_at" may be NULL`},
+		{"nullable token", `(resource text PRIMARY KEY, holder_id text, fencing_token bigint, acquired_at timestamptz, expires_at timestamptz NOT NULL)`, `"fencing_token" may be NULL`},
 		{"extra required column", `(resource text PRIMARY KEY, holder_id text, fencing_token bigint, acquired_at timestamptz, expires_at timestamptz, region text NOT NULL)`, `"region" is NOT NULL without a default`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

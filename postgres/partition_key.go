@@ -69,7 +69,7 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 		return 0, fmt.Errorf("%w: key %q can name partition %q of group %q, and group table %s or %s is owned by a role that is neither this one nor the owner of the leadership table %s: its members may own the partition, so tenure grants no such key here",
 			ErrTableShape, key, key[i+1:], key[:i], t.members, t.partitions, c.table)
 	case badNames.Valid:
-		return 0, fmt.Errorf("key %q can name partition %q of group %q: %w", key, key[i+1:], key[:i], groupNamesShapeError(t, badNames.String))
+		return 0, fmt.Errorf("key %q can name partition %q of group %q: %w", key, key[i+1:], key[:i], groupTablesShapeError(t, badNames.String))
 	case partitions && members:
 		token, err := c.acquirePartition(ctx, t, key, holder, us, key[:i], key[i+1:])
 		if isUndefinedTable(err) { // dropped since; nothing was granted
@@ -108,7 +108,7 @@ func halfGroupTables(key, group, name string, t groupTables, partitions bool) er
 // members may own the key's partition), and returns the new token (NULL
 // when not granted), the notification, whether the partitions table and
 // the members table exist, whether either is another role's, and how their
-// name columns could make two names one (groupNamesShapeSQL; NULL if not).
+// name columns could make two names one (groupTablesShapeSQL; NULL if not).
 //
 // The tables are looked up when the statement starts, so a group made
 // after that could claim the key's partition and commit before the UPDATE
@@ -123,7 +123,7 @@ func acquireUnlessGroupsSQL(table string, s statements) string {
 	params := strings.NewReplacer("$1", "$5", "$2", "$6", "$3", "$7")
 	return `WITH s AS MATERIALIZED (
 	SELECT pg_catalog.to_regclass($5) IS NOT NULL AS partitions, pg_catalog.to_regclass($6) IS NOT NULL AS members,
-	       ` + params.Replace(foreignGroupTablesSQL) + ` AS other_role, ` + params.Replace(groupNamesShapeSQL) + ` AS bad_names
+	       ` + params.Replace(foreignGroupTablesSQL) + ` AS other_role, ` + params.Replace(groupTablesShapeSQL) + ` AS bad_names
 ), g AS (
 	UPDATE ` + table + ` AS l` + s.grant + `
 	  AND NOT (SELECT partitions OR members OR other_role FROM s)

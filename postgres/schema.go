@@ -15,16 +15,19 @@ import (
 const advisoryLockClass = 0x74656e75
 
 // leadershipColumns is the shape a leadership table must have: column name →
-// accepted types as format_type spells them.
+// accepted types as format_type spells them, and, for a column that must
+// be NOT NULL, what a NULL there would break. No grant writes a NULL
+// fencing_token or expires_at, and tenure cannot read one.
 var leadershipColumns = []struct {
-	name  string
-	types []string
+	name   string
+	types  []string
+	ifNull string // "" when the column may be NULL
 }{
-	{"resource", []string{"text", "character varying"}},
-	{"holder_id", []string{"text", "character varying"}},
-	{"fencing_token", []string{"bigint"}},
-	{"acquired_at", []string{"timestamp with time zone"}},
-	{"expires_at", []string{"timestamp with time zone"}},
+	{"resource", []string{"text", "character varying"}, ""}, // a NULL names no key: nothing reads it
+	{"holder_id", []string{"text", "character varying"}, ""},
+	{"fencing_token", []string{"bigint"}, "a live row without a token fails every read of its key, and ListForeign of every prefix above it"},
+	{"acquired_at", []string{"timestamp with time zone"}, ""},
+	{"expires_at", []string{"timestamp with time zone"}, "a row without an expiry is neither live nor free: its key is never granted, and ListForeign, which lists live rows, does not see it"},
 }
 
 // createTableSQL creates the leadership table named by the quoted name.
@@ -264,6 +267,9 @@ func checkLeadershipShape(ctx context.Context, db Execer, table string) error {
 				why = ": its meaning would depend on each session's time zone"
 			}
 			bad("column %q is %s; want %s%s", want.name, col.typ, strings.Join(want.types, " or "), why)
+		}
+		if want.ifNull != "" && !col.notNull {
+			bad("column %q may be NULL, which no grant writes (%s); want NOT NULL (ALTER TABLE %s ALTER COLUMN %s SET NOT NULL)", want.name, want.ifNull, table, want.name)
 		}
 	}
 	if col, ok := cols["resource"]; ok && !col.uniqueSingleCol {
