@@ -203,6 +203,7 @@ var _ tenure.Coordinator = (*etcd.Coordinator)(nil)
 // Dial takes New's options: the coordinator it returns keeps its keys under
 // WithPrefix's prefix, and an empty prefix is refused before any connection.
 func TestDialOptions(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	c, err := etcd.Dial(ctx(t), etcd.Config{Endpoints: eps, DialTimeout: 20 * time.Second}, etcd.WithPrefix("/dialed/"))
 	if err != nil {

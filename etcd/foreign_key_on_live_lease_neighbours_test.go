@@ -37,6 +37,7 @@ func foreignKeys(t *testing.T, c *etcd.Coordinator, prefix string) map[string]te
 // by hand, and RemoveForeign of a record naming a live grant or partition
 // removes nothing.
 func TestLiveKeysOnSharedLeasesAreNotForeign(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	alice, err := c.JoinGroup(ctx(t), "g", "alice#1", time.Minute, 4)
@@ -109,6 +110,7 @@ func TestLiveKeysOnSharedLeasesAreNotForeign(t *testing.T) {
 // what is listed frees k2 within a TTL, whichever was listed: the lease is
 // renewed only while dave holds k1 on it.
 func TestKeyPutOnAGrantLeaseBeforeItsKey(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	const ttl = 3 * time.Second
@@ -157,6 +159,7 @@ func TestKeyPutOnAGrantLeaseBeforeItsKey(t *testing.T) {
 // take over a key tenure did not write, whoever it names), and
 // RemoveForeign frees it; alice's partition g/0 stays hers.
 func TestKeyOfAnotherGroupOnAMemberLease(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	alice, err := c.JoinGroup(ctx(t), "g", "alice#1", time.Minute, 2)
@@ -215,6 +218,7 @@ func TestKeyOfAnotherGroupOnAMemberLease(t *testing.T) {
 // no partition of a member either: ListForeign lists the membership
 // records and h/0, and once they are removed, bob of h claims h/0.
 func TestMembershipOfASecondGroupOnAMemberLease(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	alice, err := c.JoinGroup(ctx(t), "g", "alice#1", time.Minute, 2)

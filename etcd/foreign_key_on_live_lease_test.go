@@ -36,6 +36,7 @@ import (
 // Its neighbours and controls are in
 // foreign_key_on_live_lease_neighbours_test.go.
 func TestKeyPutByHandOnALiveLease(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	alice, err := c.JoinGroup(ctx(t), "g", "alice#1", time.Minute, 2)

@@ -12,6 +12,7 @@ import (
 // removed: RemoveForeign reports false and the grant stays live, with a
 // token above the foreign record's.
 func TestRemoveForeignAfterRegrant(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	long, err := client.Grant(ctx(t), 200000)

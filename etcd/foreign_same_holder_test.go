@@ -14,6 +14,7 @@ import (
 // key's value names (a key without a lease, a key on a lease longer than a
 // day) does not take the key over.
 func TestAcquireBySameHolderOfForeignKey(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	long, err := client.Grant(ctx(t), 200000)

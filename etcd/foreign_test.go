@@ -16,6 +16,7 @@ import (
 // and keys that are not tenure keys are not listed. RemoveForeign deletes
 // a record only as it was read, and the next grant's token is greater.
 func TestForeignKeys(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 

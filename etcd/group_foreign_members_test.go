@@ -71,6 +71,7 @@ func plantStrays(t *testing.T, client *clientv3.Client, c *etcd.Coordinator) ([]
 // lists the member that joined alone, and GroupPartitions leaves out the
 // partition on the long lease.
 func TestForeignMembershipsAreNoMembers(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	m, err := c.JoinGroup(ctx(t), "g", "w1", 5*time.Second, 4)
@@ -95,6 +96,7 @@ func TestForeignMembershipsAreNoMembers(t *testing.T) {
 // under another's), never a live member's; RemoveForeign deletes one only
 // at the revision it was read at, and leaves the members alone.
 func TestForeignMembershipsListedAndRemoved(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	for _, g := range []string{"g", "g/x", "gx"} {
@@ -164,6 +166,7 @@ func TestForeignMembershipsListedAndRemoved(t *testing.T) {
 // that joins later is looked up on the next read, and one on a lease
 // longer than a day is still no member on every read.
 func TestGroupMembersLooksLeasesUpOnce(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	var lookups atomic.Int64
 	client := hookedClient(t, eps, rpcHooks{call: func(_ context.Context, method string, _ any) error {
@@ -213,6 +216,7 @@ func TestGroupMembersLooksLeasesUpOnce(t *testing.T) {
 // not remove it. ListForeign lists it,
 // RemoveForeign deletes it, and the live member stays.
 func TestMembershipOnAnotherMembersLease(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	m, err := c.JoinGroup(ctx(t), "g", "live#1", time.Minute, 4)

@@ -15,6 +15,7 @@ import (
 // the next claim's token is greater. Membership keys that do not parse
 // are no members.
 func TestForeignPartitionKeys(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	m, err := c.JoinGroup(ctx(t), "g", "w1", 5*time.Second, 2)

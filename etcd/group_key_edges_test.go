@@ -18,6 +18,7 @@ import (
 // never granted as a live key that List, ListForeign and `tenure release
 // --force` cannot name.
 func TestLongGroupPartitionKeys(t *testing.T) {
+	t.Parallel()
 	c := newCoordinator(t, newClient(t, startEtcd(t)))
 	fits := strings.Repeat("f", 198) // "fff…/0" is 200 bytes
 	m, err := c.JoinGroup(ctx(t), fits, "m", time.Minute, 1)
@@ -66,6 +67,7 @@ func assertListed(t *testing.T, c *etcd.Coordinator, group string, g tenure.Gran
 // prefixes "a" and "a/": each has a single key, a group "g" with a
 // membership and a partition, and neither sees the other's.
 func TestPrefixWithoutSlash(t *testing.T) {
+	t.Parallel()
 	cl := newClient(t, startEtcd(t))
 	cs := []*etcd.Coordinator{newCoordinator(t, cl, etcd.WithPrefix("a")), newCoordinator(t, cl, etcd.WithPrefix("a/"))}
 	var members []partition.Member

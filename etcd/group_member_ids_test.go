@@ -17,6 +17,7 @@ import (
 // its GroupPartitions exactly its own claims, and a leave of one membership
 // frees nothing of the others.
 func TestMemberIDsLikeKeys(t *testing.T) {
+	t.Parallel()
 	c := newCoordinator(t, newClient(t, startEtcd(t)))
 	ids := []string{"a", "a#b", "0000000000000001#a", "#", "a/b", "g/x", "g#", "0", strings.Repeat("z", 256)}
 	groups := []string{"ids/g", "ids/g/x"}

@@ -19,6 +19,7 @@ import (
 // live member's key a foreign record that release --force --member
 // deletes while its process renews the lease.
 func TestMemberKeyPutAgainOnItsLease(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	m, err := c.JoinGroup(ctx(t), "g", "live#1", time.Minute, 4)

@@ -22,6 +22,7 @@ import (
 // it with a token above b's: no token repeats and no partition has two
 // owners at etcd. It passed when written.
 func TestMemberLeaseRevokedAndRegrantedByID(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	a := mustJoin(t, c, "g", "a#1", time.Minute)

@@ -18,6 +18,7 @@ import (
 // claims, and stays one when some of the keys its lease listed are gone
 // by the time they are read (partitions handed over).
 func TestMemberWithMorePartitionsThanATxnHolds(t *testing.T) {
+	t.Parallel()
 	const p = 300
 	client := newClient(t, startEtcd(t))
 	m := joinWithPartitions(t, newCoordinator(t, client), "g", "w1", p)

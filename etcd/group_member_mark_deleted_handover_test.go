@@ -18,6 +18,7 @@ import (
 // membership key: nothing is left for release --force. The bounds are liveness
 // slack for a loaded machine, not a speed.
 func TestMemberWhoseMarkIsDeletedHandsItsPartitionsOver(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	run := func(name string) {
 		cfg := partition.DefaultConfig()

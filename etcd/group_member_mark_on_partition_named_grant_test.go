@@ -16,6 +16,7 @@ import (
 // written before the mark, shows that the lease was the grant's first,
 // though a member's lease carries its partitions under "h/" too.
 func TestMembershipAndMarkOnTheLeaseOfAGrantNamedLikeAPartition(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	if _, err := c.Acquire(ctx(t), "h/x", "h1", time.Minute); err != nil {

@@ -25,6 +25,7 @@ import (
 // first on the lease: both are foreign, and g's member's next renewal
 // says lost, so it joins again and the lease, no longer renewed, ends.
 func TestForgedMarkFirstByRewritingTheLeasesKeys(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// forge writes h's phantom membership (keys hk, hm) and g's

@@ -24,6 +24,7 @@ import (
 // members' claims, until the lease ends (or it is removed); then it is
 // claimed anew.
 func TestMembershipWithoutItsMark(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	m, err := c.JoinGroup(ctx(t), "g", "live#1", time.Minute, 2)
@@ -81,6 +82,7 @@ func TestMembershipWithoutItsMark(t *testing.T) {
 // revision read only. A live member's mark is never listed, and a record
 // forged from it removes nothing.
 func TestStrayMarks(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	live, err := c.JoinGroup(ctx(t), "g", "live#1", time.Minute, 2)
@@ -189,6 +191,7 @@ func removeAll(t *testing.T, c *etcd.Coordinator, rs []tenure.ForeignRecord) {
 // only while its lease has no mark, so it fails, writes no membership key,
 // revokes the lease, and the group has no member.
 func TestJoinGroupOverAMarkPutAhead(t *testing.T) {
+	t.Parallel()
 	const id = clientv3.LeaseID(0x7e57)
 	eps := startEtcd(t)
 	client := hookedClient(t, eps, rpcHooks{call: func(_ context.Context, method string, req any) error {
@@ -227,6 +230,7 @@ func TestJoinGroupOverAMarkPutAhead(t *testing.T) {
 // lost, so that its runner joins again rather than renew a membership no
 // member counts while its partitions wait.
 func TestMarkPutAgainAfterItsPartitions(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	m := mustJoin(t, c, "g", "a#1", time.Minute)

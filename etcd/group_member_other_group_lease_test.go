@@ -17,6 +17,7 @@ import (
 // it and RemoveForeign deletes it; g's member stays. The same for one put
 // on the lease of a plain grant, which carries no membership key at all.
 func TestMembershipOfAnotherGroupOnAMembersLease(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	m, err := c.JoinGroup(ctx(t), "g", "live#1", time.Minute, 4)

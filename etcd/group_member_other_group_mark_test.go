@@ -19,6 +19,7 @@ import (
 // it. ListForeign(h) lists both records, RemoveForeign deletes them, and
 // g's member and the grant stay.
 func TestMembershipAndMarkOfAnotherGroupOnALiveLease(t *testing.T) {
+	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	c := newCoordinator(t, client)
 	m, err := c.JoinGroup(ctx(t), "g", "live#1", time.Minute, 4)

@@ -21,6 +21,7 @@ import (
 // tenure.ErrRefused with etcd's own error beneath it, instead of
 // retrying it without end.
 func TestRefusalStopsRun(t *testing.T) {
+	t.Parallel()
 	eps := startEtcd(t)
 	admin := newClient(t, eps)
 	for _, step := range []func(context.Context) error{

@@ -83,8 +83,12 @@ func TestReportViolationInChromium(t *testing.T) {
 
 // TestReportRendersInChromium runs a short verification, writes its HTML
 // report and checks in headless Chromium that the timeline rendered: one lane
-// per node, leadership intervals labelled with tokens, fault windows.
+// per node, leadership intervals labelled with tokens, fault windows. It runs
+// beside the other parallel tests (Chromium on recorded histories, the
+// Kubernetes runs), within go test's -parallel: what it checks is the
+// drawing, not a bound in time.
 func TestReportRendersInChromium(t *testing.T) {
+	t.Parallel()
 	chromium := headless.Need(t)
 	h, err := Run(context.Background(), testOptions(func(o *Options) {
 		o.Seed, o.Duration, o.Families, o.LeaderOnly = 5, 8*time.Second, []string{FamilyPartition, FamilyCrash}, true
