@@ -56,3 +56,41 @@ func TestRenewedMemberWithDurationEditedByHand(t *testing.T) {
 		t.Errorf("claim of g/0 by b = %+v, %v; want it refused naming a, whose renewal says it holds its membership for %v more: two owners of one partition", res, err, a.TTL)
 	}
 }
+
+// TestRenewedGrantWithDurationEditedByHand: the same for a single key's
+// grant: h1 holds key "edited"; its Lease's leaseDurationSeconds is set by
+// hand to two days; h1 renews. Either the renewal is refused, or h1 is a
+// live, renewing leader and stays one: whatever ListForeign lists and
+// RemoveForeign frees, h1 renews again, and h2's Acquire is refused.
+func TestRenewedGrantWithDurationEditedByHand(t *testing.T) {
+	t.Parallel()
+	_, cs := shared(t)
+	ns := newNamespace(t, cs)
+	c := newCoordinator(t, cs, ns)
+	g, err := c.Acquire(ctx(t), "edited", "h1#1", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	editLease(t, cs, ns, "edited", func(l *coordv1.Lease) {
+		d := int32(2 * 86400)
+		l.Spec.LeaseDurationSeconds = &d
+	})
+	g, err = c.Renew(ctx(t), g)
+	t.Logf("Renew(h1) after its leaseDurationSeconds was set to two days = %v, %v", g, err)
+	if errors.Is(err, tenure.ErrLost) || errors.Is(err, tenure.ErrRefused) {
+		return // h1 finds out and stops: fine
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range listForeign(t, c, "") {
+		ok, err := c.RemoveForeign(ctx(t), r)
+		t.Logf("ListForeign: %+v; RemoveForeign = %v, %v", r, ok, err)
+	}
+	if _, err := c.Renew(ctx(t), g); err != nil {
+		t.Errorf("Renew(h1) = %v; want h1, live and renewing, still the leader (its last renewal told it %v)", err, g.TTL)
+	}
+	if g2, err := c.Acquire(ctx(t), "edited", "h2#1", 10*time.Second); err == nil {
+		t.Errorf("Acquire(edited, h2) = %v; want it refused: h1's last renewal told it it leads for %v more: two leaders at once", g2, g.TTL)
+	}
+}
