@@ -111,7 +111,7 @@ func (c *Coordinator) create(ctx context.Context, key, holder string, secs int32
 	if err != nil {
 		return tenure.Grant{}, err
 	}
-	return c.granted(key, holder, sent, out, tenure.Now(), version{})
+	return c.granted(key, holder, secs, sent, out, tenure.Now(), version{})
 }
 
 // take writes a new grant to holder over cur, preconditioned on cur's
@@ -141,15 +141,16 @@ func (c *Coordinator) take(ctx context.Context, key string, cur record, holder s
 	if err != nil {
 		return tenure.Grant{}, err
 	}
-	return c.granted(key, holder, sent, out, tenure.Now(), cur.rv)
+	return c.granted(key, holder, secs, sent, out, tenure.Now(), cur.rv)
 }
 
 // granted records the Lease an acquiring write returned at `at` and
-// returns the grant it made: its TTL is the leaseDurationSeconds the server
-// stored (an admission policy may have lowered the one asked for), its
-// token the write's resourceVersion, which must be later than prev (the version the write was
+// returns the grant it made: its TTL is secs, the leaseDurationSeconds
+// asked for, or the one the server stored when that is shorter (an
+// admission policy may have lowered it), its token the write's
+// resourceVersion, which must be later than prev (the version the write was
 // preconditioned on; zero for a create).
-func (c *Coordinator) granted(key, holder string, sent tenure.Instant, out *coordv1.Lease, at tenure.Instant, prev version) (tenure.Grant, error) {
+func (c *Coordinator) granted(key, holder string, secs int32, sent tenure.Instant, out *coordv1.Lease, at tenure.Instant, prev version) (tenure.Grant, error) {
 	r, err := c.sight(out, at)
 	if err != nil {
 		return tenure.Grant{}, err
@@ -157,7 +158,7 @@ func (c *Coordinator) granted(key, holder string, sent tenure.Instant, out *coor
 	if prev.s != "" && !r.rv.after(prev) {
 		return tenure.Grant{}, fmt.Errorf("%w: the write that granted the Lease has resourceVersion %s, not later than %s before it", ErrIncomparable, r.rv.s, prev.s)
 	}
-	g := tenure.Grant{Key: key, Holder: holder, Token: r.rv.n, TTL: r.ttl, Sent: sent}
+	g := tenure.Grant{Key: key, Holder: holder, Token: r.rv.n, TTL: grantedTTL(time.Duration(secs)*time.Second, r), Sent: sent}
 	c.log.Debug("leadership granted", "key", key, "lease", out.Name, "holder", holder, "token", g.Token, "ttl", g.TTL)
 	return g, nil
 }
