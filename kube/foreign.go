@@ -59,9 +59,15 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 		if err != nil {
 			return nil, fmt.Errorf("%s: Lease %s: %w", op, l.Name, err)
 		}
-		if f, ok := foreignOf(key, l, r, clash, c.cfg.MaxDrift); ok {
-			out = append(out, f)
-		} else if f, ok := foreignOwner(key, r, members, c.cfg.MaxDrift); ok {
+		if _, part := partitionOf(l); part {
+			// A partition's Lease, which Acquire refuses whoever holds it:
+			// judged by its owner alone, never by its own duration.
+			if f, ok := foreignOwner(key, r, members, c.cfg.MaxDrift); ok {
+				out = append(out, f)
+			} else if f, ok := strayPartition(key, r, members, c.cfg.MaxDrift); ok {
+				out = append(out, f)
+			}
+		} else if f, ok := foreignOf(key, l, r, clash, c.cfg.MaxDrift); ok {
 			out = append(out, f)
 		}
 	}
@@ -153,6 +159,13 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 		return false, nil // another write since: not the record r read
 	}
 	if handled, removed, err := c.removeForeignOwner(ctx, l, r); handled || err != nil {
+		if err != nil {
+			return false, fail(ctx, op, err)
+		}
+		return removed, nil
+	}
+	if _, part := partitionOf(l); part {
+		removed, err := c.removeStrayPartition(ctx, r)
 		if err != nil {
 			return false, fail(ctx, op, err)
 		}
