@@ -175,11 +175,12 @@ func (c *Coordinator) deleteIf(ctx context.Context, ek string, rev int64, holder
 	return resp.Succeeded, nil
 }
 
-// Renew extends g's lease with one KeepAliveOnce (Sent is when it was sent),
-// then reads the key to check that it is still g: a key released or deleted
-// may leave its lease alive. A grant made by another coordinator takes one
-// more read first, to find its lease. A grant whose key or lease is gone is
-// lost: the error wraps tenure.ErrLost. See tenure.Coordinator.
+// Renew extends g's lease with one KeepAliveOnce (Sent is when it was sent)
+// and reads the key to check that it is still g: a key released or deleted
+// may leave its lease alive. Both are sent at once (see keepAliveAndRead). A
+// grant made by another coordinator takes one more read first, to find its
+// lease. A grant whose key or lease is gone is lost: the error wraps
+// tenure.ErrLost. See tenure.Coordinator.
 func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: renew %s", g)
 	if err := c.begin(ctx, op, g.Validate()); err != nil {
@@ -194,19 +195,20 @@ func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, 
 		}
 	}
 	sent := tenure.Now()
-	ka, err := c.client.KeepAliveOnce(ctx, id)
+	ka, read, err := c.keepAliveAndRead(ctx, g, id, known)
 	if isLeaseNotFound(err) {
 		c.forget(g)
 		return tenure.Grant{}, fmt.Errorf("%s: %w: lease %x expired", op, tenure.ErrLost, int64(id))
 	}
+	if errors.Is(read, tenure.ErrLost) {
+		c.forget(g)
+		return tenure.Grant{}, fmt.Errorf("%s: %w", op, read)
+	}
 	if err != nil {
 		return tenure.Grant{}, fmt.Errorf("%s: keepalive of lease %x (outcome unknown): %w", op, int64(id), err)
 	}
-	if _, err := c.readGrant(ctx, g); err != nil {
-		if errors.Is(err, tenure.ErrLost) {
-			c.forget(g)
-		}
-		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+	if read != nil {
+		return tenure.Grant{}, fmt.Errorf("%s: %w", op, read)
 	}
 	g.TTL, g.Sent = time.Duration(ka.TTL)*time.Second, sent
 	if known {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tenure-dev/tenure"
@@ -46,20 +45,29 @@ func wantLost(t *testing.T, c tenure.Coordinator, g tenure.Grant, why string) {
 	}
 }
 
-// TestRenewReadsAfterItsKeepalive: between Renew's keepalive and its read
-// of the key, the grant is released (by another coordinator) and bob takes
-// the key. A Renew that read first and extended after would report the
-// grant live while bob holds it; Renew must report it lost, through the
-// coordinator that granted it and through one that did not.
+// TestRenewReadsAfterItsKeepalive: the grant is released (by another
+// coordinator) and bob takes the key, as Renew's read of the key is about to
+// be sent (after the read that finds the lease of a grant another
+// coordinator made). Renew sends its keepalive and that read at once; the
+// read is what tells it the key was taken: Renew must report the grant
+// lost, through the coordinator that granted it and through one that did
+// not. (A takeover a moment after the read is seen by the next Renew,
+// whatever the order of keepalive and read; the grant's deadline counts
+// from a send before both.)
+//
+// Red when Renew's read (sent with the keepalive) read the grant's own
+// revision, serializably, instead of the key as it is: "Renew(between/gra@2
+// by "alice" (ttl 5s)) after its grant was released and taken by bob =
+// between/gra@2 by "alice" (ttl 5s), <nil>; want ErrLost".
 func TestRenewReadsAfterItsKeepalive(t *testing.T) {
 	t.Parallel()
 	eps := startEtcd(t)
 	other := newCoordinator(t, newClient(t, eps))
-	var armed atomic.Bool
+	var reads atomic.Int32 // the reads of the key to let pass before the takeover, plus one
 	var g tenure.Grant
 	var between error
-	hooks := rpcHooks{recv: func(_ *rpcStream, msg any) error {
-		if _, ok := msg.(*pb.LeaseKeepAliveResponse); ok && armed.CompareAndSwap(true, false) {
+	hooks := rpcHooks{call: func(_ context.Context, method string, _ any) error {
+		if method == rpcRange && reads.Add(-1) == 0 {
 			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			between = other.Release(c, g)
@@ -72,18 +80,19 @@ func TestRenewReadsAfterItsKeepalive(t *testing.T) {
 	cl := hookedClient(t, eps, hooks)
 	granting := newCoordinator(t, cl)
 	for _, tc := range []struct {
-		name  string
-		renew *etcd.Coordinator
+		name   string
+		renew  *etcd.Coordinator
+		lookup int32 // reads that find the grant's lease first
 	}{
-		{"granting coordinator", granting},
-		{"another coordinator", newCoordinator(t, cl)},
+		{"granting coordinator", granting, 0},
+		{"another coordinator", newCoordinator(t, cl), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g = mustAcquire(t, granting, "between/"+tc.name[:3], "alice", 5*time.Second)
-			armed.Store(true)
+			reads.Store(tc.lookup + 1)
 			r, err := tc.renew.Renew(ctx(t), g)
-			if armed.Load() || between != nil {
-				t.Fatalf("the release and bob's Acquire between keepalive and read did not happen: armed %v, %v", armed.Load(), between)
+			if reads.Load() > 0 || between != nil {
+				t.Fatalf("the release and bob's Acquire before Renew's read did not happen: %d reads to go, %v", reads.Load(), between)
 			}
 			if !errors.Is(err, tenure.ErrLost) {
 				t.Errorf("Renew(%v) after its grant was released and taken by bob = %v, %v; want ErrLost", g, r, err)

@@ -47,9 +47,10 @@ func (c *Coordinator) markKey(group string, l clientv3.LeaseID) string {
 // whole seconds, raised to etcd's minimum) and, in one transaction, two
 // keys on it: the membership key, named by the group, the lease and id,
 // whose value records the TTL and the partition count announced, and the
-// lease's mark, whose value is id. If another program put a key on the
-// lease before them, it revokes the lease and returns an error: no member
-// would count that membership. A membership of id that is still live
+// lease's mark, whose value is id. It then reads the keys on the lease: if
+// another program put a key on it, or the check fails, it revokes the lease
+// and returns an error; a membership it returns carried those two keys and
+// no other when it was checked. A membership of id that is still live
 // keeps its own keys and lease. Every partition the member claims is put
 // on that lease, so one keepalive per renewal interval keeps them all, and
 // etcd deletes them all when it expires. See partition.Coordinator.
@@ -76,10 +77,9 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 	if err != nil {
 		return partition.Member{}, fmt.Errorf("%s: put membership on lease %x: %w", op, int64(l.id), err)
 	}
-	// Another program may have put a key on the lease between its grant and
-	// the transaction: then the mark is not first on it, and no member
-	// counts the membership (see firstOnLease).
-	why, err := c.firstOnLease(ctx, group, &mvccpb.KeyValue{Key: []byte(mark), Value: []byte(id), Lease: int64(l.id), CreateRevision: resp.Header.Revision, ModRevision: resp.Header.Revision}, nil)
+	// Another program may have put a key on the lease since its grant: see
+	// joinCheck.
+	why, err := c.joinCheck(ctx, group, id, &mvccpb.KeyValue{Key: []byte(mark), Value: []byte(id), Lease: int64(l.id), CreateRevision: resp.Header.Revision, ModRevision: resp.Header.Revision})
 	if err == nil && why != "" {
 		err = fmt.Errorf("%s, put by another program", why)
 	}

@@ -23,22 +23,29 @@
 //
 // # Tokens
 //
-// The fencing token is the resourceVersion of the write that granted the
-// Lease. resourceVersions of one resource are ordered integers since
-// Kubernetes 1.35 (compared here with resourceversion.CompareResourceVersion);
-// on etcd they are etcd revisions, which only grow and survive restarts,
-// also across a delete and re-create of the Lease. Every grant is a write
-// (a create, or an update preconditioned on the version it replaces), so
-// every grant of a key has a token greater than every grant before it. A
-// server whose resourceVersions are not comparable integers is refused
-// with ErrIncomparable.
+// Every grant is an update of the Lease preconditioned on the
+// resourceVersion it replaces (a key's Lease that does not exist is first
+// created empty, with no holder); the grant's fencing token is one more
+// than that resourceVersion. resourceVersions of one resource are ordered
+// integers since Kubernetes 1.35 (compared here with
+// resourceversion.CompareResourceVersion); on etcd they are etcd
+// revisions, which only grow and survive restarts, also across a delete
+// and re-create of the Lease. So the granting write's own resourceVersion
+// is at least the token, and every grant of a key has a token greater than
+// every grant before it, each at most the resourceVersion of its own
+// write; a resourceVersion is replaced by one write at most, so no token
+// repeats. A server whose resourceVersions are not comparable integers is
+// refused with ErrIncomparable.
 //
-// A write cannot carry its own resourceVersion. The acquiring write
-// removes the tenure.dev/token annotation, so a Lease without one was last
-// written by the write that granted it and its resourceVersion is the
-// token; each renewal writes the token into the annotation, bound to the
-// holder and acquireTime (client-go keeps annotations it finds, so an
-// unbound one is ignored).
+// The token is known before the write, so the granting write itself
+// carries it in the tenure.dev/token annotation, bound to the holder and
+// acquireTime it writes; renewals keep it. A write that tenure did not
+// make (a label, another annotation, client-go keeping the annotations
+// it found) changes no token: only one that changes the holder, the
+// acquireTime or the annotation does, and the grant's holder is then told
+// it lost. A Lease whose holder has no bound annotation (client-go's)
+// reads with its own resourceVersion as token: it names the holder, and
+// changes at every write.
 //
 // # Expiry without a server clock
 //
@@ -108,7 +115,10 @@
 // contender waits (L·(1 + MaxDrift)) from its first sighting, where L is
 // the longer of the duration of the grant it saw before the clear and the
 // TTL it asks for, so that the holder whose grant was cleared, which
-// learns of it at its next renewal, stops first.
+// learns of it at its next renewal, stops first. A Lease that bears no
+// trace of a holder (no holder, times, duration or transitions, no token
+// or release mark), as Acquire and ClaimPartitions create one before they
+// grant it, is free at once, as a Lease that does not exist is.
 //
 // # Refusals
 //
@@ -138,8 +148,8 @@
 // partition has a Lease named as its key (LeaseName), written only when its
 // ownership changes: its holder is the member's ID and its
 // tenure.dev/member annotation names the membership Lease, so it lives
-// exactly as long as that Lease; its token is the resourceVersion of the
-// claiming write. A membership expires by the rule above, on the claimer's
+// exactly as long as that Lease; its token is formed and written as a
+// key's, by the claiming write. A membership expires by the rule above, on the claimer's
 // clock. Before it takes a partition whose owner's membership expired, a
 // claimer deletes that membership Lease, preconditioned on the
 // resourceVersion it saw expire: a renewal since makes the delete fail and

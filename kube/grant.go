@@ -21,9 +21,10 @@ const attempts = 5
 // Acquire grants key to holder for ttl rounded up to whole seconds (the
 // Lease's leaseDurationSeconds), if the Lease is free, held by holder
 // itself, or expired on this coordinator's clock (see the package
-// documentation): it creates the Lease, or updates it with the
-// resourceVersion it decided on as a precondition. The token is the
-// resourceVersion of that write. A Lease another holder holds live is
+// documentation): it updates the Lease with the resourceVersion it decided
+// on as a precondition, after creating it empty when there is none. The
+// token is one more than that resourceVersion, written by the same update
+// in AnnotationToken (see take). A Lease another holder holds live is
 // refused with a *tenure.HeldError; a partition's Lease of a partition
 // group (its tenure.dev/member annotation names a membership Lease),
 // whether or not its owner lives, with an error wrapping
@@ -53,14 +54,13 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 				return tenure.Grant{}, fail(ctx, op, err)
 			}
 			if !found {
-				g, err := c.create(ctx, key, holder, secs)
+				cur, err = c.create(ctx, key)
 				if apierrors.IsAlreadyExists(err) {
 					continue
 				}
 				if err != nil {
 					return tenure.Grant{}, fail(ctx, op, err)
 				}
-				return g, nil
 			}
 		}
 		fresh = false
@@ -92,8 +92,10 @@ func validateAcquire(key, holder string, ttl time.Duration) error {
 	return tenure.ValidateTTL(ttl)
 }
 
-// create creates the Lease of key, granted to holder.
-func (c *Coordinator) create(ctx context.Context, key, holder string, secs int32) (tenure.Grant, error) {
+// create creates the Lease of key empty (see empty): no holder, so that
+// the write that grants it is an update preconditioned on a
+// resourceVersion, whose token is known before it is sent (see take).
+func (c *Coordinator) create(ctx context.Context, key string) (record, error) {
 	name := LeaseName(key)
 	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: c.cfg.Namespace,
@@ -102,38 +104,55 @@ func (c *Coordinator) create(ctx context.Context, key, holder string, secs int32
 	if name != key {
 		l.Annotations = map[string]string{AnnotationKey: key}
 	}
-	now := metav1.NewMicroTime(time.Now())
-	zero := int32(0)
-	l.Spec = coordv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs,
-		AcquireTime: &now, RenewTime: &now, LeaseTransitions: &zero}
-	sent := tenure.Now()
-	out, err := c.leases.Create(ctx, l, metav1.CreateOptions{})
-	if err != nil {
-		return tenure.Grant{}, err
-	}
-	return c.granted(key, holder, secs, sent, out, tenure.Now(), version{})
+	return c.createEmpty(ctx, l)
 }
 
+// createEmpty creates Lease l, which must be empty (see empty), and
+// returns its record.
+func (c *Coordinator) createEmpty(ctx context.Context, l *coordv1.Lease) (record, error) {
+	out, err := c.leases.Create(ctx, l, metav1.CreateOptions{})
+	if err != nil {
+		return record{}, err
+	}
+	return c.sight(out, tenure.Now())
+}
+
+// tokenAfter is the token of a grant written over r, by an update
+// preconditioned on r's resourceVersion: one more than it. The update's
+// own resourceVersion is greater (resourceVersions are integers, and every
+// write has a greater one), so the token is no greater than the
+// resourceVersion of the write that carries it, and greater than every
+// token granted before on the Lease, each no greater than the
+// resourceVersion of its own write. A version is replaced by one write
+// at most, so no two grants have the same token; after a delete the Lease
+// is created anew at a greater resourceVersion.
+func tokenAfter(r record) uint64 { return r.rv.n + 1 }
+
 // take writes a new grant to holder over cur, preconditioned on cur's
-// resourceVersion: holder, duration, a new acquireTime, and one more
-// leaseTransitions (so that the record client-go compares always
-// changes). It removes AnnotationToken: this write's resourceVersion is the
-// token.
+// resourceVersion: holder, duration, a new acquireTime, one more
+// leaseTransitions (so that the record client-go compares always changes;
+// 0 at an empty Lease's first grant, as client-go creates one), and the
+// grant's token (tokenAfter) in AnnotationToken, bound to holder and that
+// acquireTime. The token is in the Lease from the write that grants it:
+// a later write that tenure did not make (a label, another annotation)
+// keeps it, and one that changes the holder, the acquireTime or the
+// annotation ends the grant.
 func (c *Coordinator) take(ctx context.Context, key string, cur record, holder string, secs int32) (tenure.Grant, error) {
 	l := cur.lease.DeepCopy()
 	now := metav1.NewMicroTime(after(time.Now(), l.Spec.AcquireTime))
-	transitions := int32(1)
+	transitions := int32(0)
 	if t := l.Spec.LeaseTransitions; t != nil {
 		transitions = *t + 1
 	}
+	token := tokenAfter(cur)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &holder, &secs
 	l.Spec.AcquireTime, l.Spec.RenewTime, l.Spec.LeaseTransitions = &now, &now, &transitions
-	delete(l.Annotations, AnnotationToken)
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[AnnotationToken] = tokenAnnotation(token, now.Time, holder)
 	delete(l.Annotations, AnnotationReleased)
 	if l.Name != key {
-		if l.Annotations == nil {
-			l.Annotations = map[string]string{}
-		}
 		l.Annotations[AnnotationKey] = key
 	}
 	sent := tenure.Now()
@@ -141,24 +160,27 @@ func (c *Coordinator) take(ctx context.Context, key string, cur record, holder s
 	if err != nil {
 		return tenure.Grant{}, err
 	}
-	return c.granted(key, holder, secs, sent, out, tenure.Now(), cur.rv)
+	return c.granted(key, holder, token, secs, sent, out, tenure.Now(), cur.rv)
 }
 
 // granted records the Lease an acquiring write returned at `at` and
-// returns the grant it made: its TTL is secs, the leaseDurationSeconds
-// asked for, or the one the server stored when that is shorter (an
-// admission policy may have lowered it), its token the write's
-// resourceVersion, which must be later than prev (the version the write was
-// preconditioned on; zero for a create).
-func (c *Coordinator) granted(key, holder string, secs int32, sent tenure.Instant, out *coordv1.Lease, at tenure.Instant, prev version) (tenure.Grant, error) {
+// returns the grant it made with token: its TTL is secs, the
+// leaseDurationSeconds asked for, or the one the server stored when that
+// is shorter (an admission policy may have lowered it). The write's
+// resourceVersion must be later than prev, the version it was
+// preconditioned on, and the Lease must hold token as written.
+func (c *Coordinator) granted(key, holder string, token uint64, secs int32, sent tenure.Instant, out *coordv1.Lease, at tenure.Instant, prev version) (tenure.Grant, error) {
 	r, err := c.sight(out, at)
 	if err != nil {
 		return tenure.Grant{}, err
 	}
-	if prev.s != "" && !r.rv.after(prev) {
+	if !r.rv.after(prev) {
 		return tenure.Grant{}, fmt.Errorf("%w: the write that granted the Lease has resourceVersion %s, not later than %s before it", ErrIncomparable, r.rv.s, prev.s)
 	}
-	g := tenure.Grant{Key: key, Holder: holder, Token: r.rv.n, TTL: grantedTTL(time.Duration(secs)*time.Second, r), Sent: sent}
+	if r.holder != holder || r.token != token {
+		return tenure.Grant{}, fmt.Errorf("%w: the write that granted the Lease with token %d at resourceVersion %s reads as held by %s with token %d", ErrIncomparable, token, r.rv.s, display.Holder(r.holder), r.token)
+	}
+	g := tenure.Grant{Key: key, Holder: holder, Token: token, TTL: grantedTTL(time.Duration(secs)*time.Second, r), Sent: sent}
 	c.log.Debug("leadership granted", "key", key, "lease", out.Name, "holder", holder, "token", g.Token, "ttl", g.TTL)
 	return g, nil
 }

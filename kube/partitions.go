@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/display"
 	"github.com/tenure-dev/tenure/internal/inputs"
 	"github.com/tenure-dev/tenure/partition"
 
@@ -43,9 +44,11 @@ func isLost(err error) bool { return errors.Is(err, tenure.ErrLost) }
 // ClaimPartitions claims the named partitions of m's group: it reads m's
 // membership Lease and lists the group's Leases (two requests), then
 // writes only the partitions whose ownership changes, each in a request of
-// its own (at most 32 at once): a create, or an update preconditioned on
-// the partition's resourceVersion that names m's membership Lease. The
-// token is that write's resourceVersion. A partition whose owner's
+// its own (at most 32 at once): an update preconditioned on the
+// partition's resourceVersion that names m's membership Lease, after a
+// create of the Lease empty when there is none. The token is one more than
+// that resourceVersion, written by the same update in AnnotationToken (see
+// take). A partition whose owner's
 // membership expired on this coordinator's clock is taken only after that
 // membership Lease is deleted, preconditioned on the resourceVersion that
 // expired, so that its member can never renew it again; so is a
@@ -130,11 +133,12 @@ func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, 
 		}
 		reread = true
 		if !found {
-			g, err := c.createPartition(ctx, m, me, key)
-			if apierrors.IsAlreadyExists(err) {
+			var err error
+			if p, err = c.createPartition(ctx, m.Group, key); apierrors.IsAlreadyExists(err) {
 				continue
+			} else if err != nil {
+				return tenure.Grant{}, err
 			}
-			return g, err
 		}
 		if _, part := partitionOf(p.lease); !part && p.live(c.cfg.MaxDrift) {
 			// A single key's Lease (tenure.Elector's, client-go's), or a
@@ -180,10 +184,12 @@ func (c *Coordinator) claim(ctx context.Context, m partition.Member, me record, 
 // confirm checks that Lease record r is the Lease's current version with
 // an update of r preconditioned on its resourceVersion, and returns the
 // record the server replied with. When mine, r holds a grant of this
-// coordinator's member: the update binds r's token to it in
-// AnnotationToken, so that a write keeps the token. The update changes
-// nothing when the annotation is there already: the API server then
-// writes nothing and answers with the current version, or with a conflict
+// coordinator's member: the update writes r's token bound to it in
+// AnnotationToken, which the granting write wrote already (a grant of an
+// older tenure, which wrote it at the first check, gets it here), and
+// the labels tenure writes, which an edit may have changed. The update
+// changes nothing when both are there already: the API server then writes
+// nothing and answers with the current version, or with a conflict
 // (NotFound when the Lease is gone).
 func (c *Coordinator) confirm(ctx context.Context, r record, mine bool) (record, error) {
 	l := r.lease.DeepCopy()
@@ -266,21 +272,18 @@ func (c *Coordinator) partitionGrant(key string, token uint64, m partition.Membe
 	return tenure.Grant{Key: key, Holder: m.ID, Token: token, TTL: m.TTL, Sent: m.Sent}
 }
 
-// createPartition creates partition key's Lease, owned by m.
-func (c *Coordinator) createPartition(ctx context.Context, m partition.Member, me record, key string) (tenure.Grant, error) {
+// createPartition creates partition key's Lease of group empty (see
+// empty), for a claim to take (see takePartition).
+func (c *Coordinator) createPartition(ctx context.Context, group, key string) (record, error) {
 	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName(key),
 		Annotations: map[string]string{AnnotationKey: key}}}
-	ownBy(l, m, me, time.Now())
-	out, err := c.leases.Create(ctx, l, metav1.CreateOptions{})
-	if err != nil {
-		return tenure.Grant{}, err
-	}
-	r, err := c.sight(out, tenure.Now())
-	return c.partitionGrant(key, r.rv.n, m), err
+	labelAs(l, group, "partition")
+	return c.createEmpty(ctx, l)
 }
 
 // takePartition writes m as the owner of partition key over p,
-// preconditioned on p's resourceVersion.
+// preconditioned on p's resourceVersion, with the grant's token
+// (tokenAfter) in AnnotationToken, as take does.
 func (c *Coordinator) takePartition(ctx context.Context, m partition.Member, me record, key string, p record) (tenure.Grant, error) {
 	l := p.lease.DeepCopy()
 	transitions := int32(1)
@@ -288,22 +291,28 @@ func (c *Coordinator) takePartition(ctx context.Context, m partition.Member, me 
 		transitions = *t + 1
 	}
 	l.Spec.LeaseTransitions = &transitions
-	ownBy(l, m, me, after(time.Now(), l.Spec.AcquireTime))
+	token := tokenAfter(p)
+	ownBy(l, m, me, token, after(time.Now(), l.Spec.AcquireTime))
 	out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
 	if err != nil {
 		return tenure.Grant{}, err
 	}
 	r, err := c.sight(out, tenure.Now())
-	if err == nil && !r.rv.after(p.rv) {
+	switch {
+	case err != nil:
+	case !r.rv.after(p.rv):
 		err = fmt.Errorf("%w: the write that granted partition %q has resourceVersion %s, not later than %s", ErrIncomparable, key, r.rv.s, p.rv.s)
+	case r.holder != m.ID || r.token != token:
+		err = fmt.Errorf("%w: the write that granted partition %q with token %d at resourceVersion %s reads as held by %s with token %d", ErrIncomparable, key, token, r.rv.s, display.Holder(r.holder), r.token)
 	}
-	return c.partitionGrant(key, r.rv.n, m), err
+	return c.partitionGrant(key, token, m), err
 }
 
-// ownBy makes partition Lease l m's, whose membership Lease is me's: its
-// holder, duration and times (for people: the partition lives as long as
-// the membership), and the annotation naming the membership.
-func ownBy(l *coordv1.Lease, m partition.Member, me record, now time.Time) {
+// ownBy makes partition Lease l m's with token, whose membership Lease is
+// me's: its holder, duration and times (for people: the partition lives as
+// long as the membership), the annotation naming the membership, and the
+// token bound to the holder and acquireTime.
+func ownBy(l *coordv1.Lease, m partition.Member, me record, token uint64, now time.Time) {
 	t := metav1.NewMicroTime(now)
 	secs := ttlSeconds(m.TTL)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &m.ID, &secs
@@ -313,7 +322,7 @@ func ownBy(l *coordv1.Lease, m partition.Member, me record, now time.Time) {
 		l.Annotations = map[string]string{}
 	}
 	l.Annotations[AnnotationMember] = me.lease.Name
-	delete(l.Annotations, AnnotationToken)
+	l.Annotations[AnnotationToken] = tokenAnnotation(token, now, m.ID)
 	delete(l.Annotations, AnnotationReleased)
 }
 

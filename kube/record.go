@@ -49,9 +49,23 @@ func newRecord(l *coordv1.Lease, rv version, seen tenure.Instant) record {
 	if r.holder != "" {
 		r.token = tokenOf(l, rv, r.holder)
 	} else {
-		r.cleared = !releasedBy(l, rv)
+		r.cleared = !releasedBy(l, rv) && !empty(l)
 	}
 	return r
+}
+
+// empty reports whether Lease l bears no trace of a holder: no holder, no
+// times, duration or transitions, no token or release mark. Acquire and
+// ClaimPartitions create a Lease so before they grant it (see take), and
+// it is free at once, as no Lease is: a clear (client-go's release, an
+// edit of the holder) keeps the times and transitions, and a Lease
+// emptied by hand is no more free than one deleted by hand.
+func empty(l *coordv1.Lease) bool {
+	s := l.Spec
+	_, tok := l.Annotations[AnnotationToken]
+	_, rel := l.Annotations[AnnotationReleased]
+	return (s.HolderIdentity == nil || *s.HolderIdentity == "") && s.AcquireTime == nil && s.RenewTime == nil &&
+		s.LeaseDurationSeconds == nil && s.LeaseTransitions == nil && !tok && !rel
 }
 
 // bound parses v, an annotation "token,time in Unix microseconds,holder",
@@ -90,12 +104,12 @@ func releasedBy(l *coordv1.Lease, rv version) bool {
 
 // tokenOf returns the fencing token of the grant Lease l holds: the one in
 // its AnnotationToken when that is bound to the Lease's holder and
-// acquireTime (every renewal writes it so), and otherwise the Lease's own
-// resourceVersion, because tenure's acquiring write removes the
-// annotation: a Lease without a bound annotation was last written by the
-// write that granted it. (A Lease written by client-go also gets its own
-// resourceVersion, which changes as client-go renews: it only names the
-// holder to tenure's followers, who never present it to a resource.)
+// acquireTime (tenure's granting write writes it so, and every renewal
+// keeps it), and otherwise the Lease's own resourceVersion: a holder
+// client-go wrote, or one an edit changed, which no tenure grant made.
+// That resourceVersion changes at every write: it names the holder to
+// tenure's followers, who never present it to a resource, and a tenure
+// holder whose grant it replaced is told it lost.
 func tokenOf(l *coordv1.Lease, rv version, holder string) uint64 {
 	if holder == "" {
 		return rv.n // a free Lease carries no token; bound would take any holder

@@ -107,6 +107,52 @@ func TestExpiryRuleForeignClear(t *testing.T) {
 	}
 }
 
+// TestExpiryRuleEmpty: a Lease that bears no trace of a holder (Acquire and
+// ClaimPartitions create one so before they grant it) is free at once; a
+// Lease with any one trace of a grant (a time, a duration, transitions, a
+// token or a release mark) and no holder is a clear, which a contender
+// waits out.
+func TestExpiryRuleEmpty(t *testing.T) {
+	at := metav1.NewMicroTime(time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC))
+	secs, zero, none := int32(1), int32(0), ""
+	empty := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "k", ResourceVersion: "9",
+		Labels: map[string]string{kube.LabelManagedBy: "tenure"}, Annotations: map[string]string{kube.AnnotationKey: "k"}}}
+	traces := map[string]func(l *coordv1.Lease){
+		"an empty holder":      func(l *coordv1.Lease) { l.Spec.HolderIdentity = &none },
+		"an acquireTime":       func(l *coordv1.Lease) { l.Spec.AcquireTime = &at },
+		"a renewTime":          func(l *coordv1.Lease) { l.Spec.RenewTime = &at },
+		"a duration":           func(l *coordv1.Lease) { l.Spec.LeaseDurationSeconds = &secs },
+		"transitions":          func(l *coordv1.Lease) { l.Spec.LeaseTransitions = &zero },
+		"a token annotation":   func(l *coordv1.Lease) { l.Annotations[kube.AnnotationToken] = "8,0,alice#1" },
+		"a release annotation": func(l *coordv1.Lease) { l.Annotations[kube.AnnotationReleased] = "8,0,alice#1" },
+	}
+	synctest.Test(t, func(t *testing.T) {
+		r, err := kube.NewRecord(empty, tenure.Now(), 0.01)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.TakeableFor("bob#2", 10*time.Second) {
+			t.Fatal("an empty Lease: Takeable at first sighting = false; want true")
+		}
+	})
+	for name, trace := range traces {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := empty.DeepCopy()
+				trace(l)
+				r, err := kube.NewRecord(l, tenure.Now(), 0.01)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantFree := name == "an empty holder" // a nil and an empty holder are one
+				if got := r.TakeableFor("bob#2", 10*time.Second); got != wantFree {
+					t.Fatalf("Takeable at first sighting = %v; want %v", got, wantFree)
+				}
+			})
+		})
+	}
+}
+
 // TestTokenOf: the token is the bound annotation's, else the Lease's own
 // resourceVersion.
 func TestTokenOf(t *testing.T) {
@@ -117,7 +163,7 @@ func TestTokenOf(t *testing.T) {
 		annotation string
 		want       uint64
 	}{
-		{"no annotation: the acquiring write", "", 90},
+		{"no annotation: client-go's holder, or an edit's", "", 90},
 		{"bound", bound, 77},
 		{"another holder's", kube.TokenAnnotation(77, l.Spec.AcquireTime.Time, "bob#2"), 90},
 		{"another acquireTime's (client-go kept it)", kube.TokenAnnotation(77, l.Spec.AcquireTime.Add(time.Second), "alice#1"), 90},

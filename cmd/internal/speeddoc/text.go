@@ -55,14 +55,14 @@ apart.
 `
 
 const etcdThroughputText = `A cycle of tenure is an Acquire (one transaction, on a lease granted
-ahead), a Renew (a keepalive, then a read of the key to confirm it is still
-the grant's: an operator's ` + "`tenure release --force`" + ` deletes it) and a
-Release (one compare-and-delete). The Mutex's cycle is two writes with its
-session's lease kept alive in the background, and no read of its own. On a
-machine where the server and both clients share few cores, the extra
-keepalive and read per cycle show directly. The read after the keepalive is
-what tells a leader its key was taken away; we do not trade it for
-throughput.
+ahead), a Renew (a keepalive and, sent with it, a read of the key to confirm
+it is still the grant's: an operator's ` + "`tenure release --force`" + ` deletes it) and a
+Release (one compare-and-delete): four requests in three round trips. The
+Mutex's cycle here is three: its Lock's transaction, one keepalive of its
+session's lease and its Unlock's delete, with no read of its own. Where the
+server and both clients share few cores, the server's work per cycle sets
+the pace, and the extra read shows directly. The read is what tells a
+leader its key was taken away; we do not trade it for throughput.
 `
 
 const postgresText = `PostgreSQL runs on the same machine as the benchmark, each benchmark on a

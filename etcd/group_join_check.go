@@ -1,0 +1,41 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// joinCheck says what makes the lease of mark, which JoinGroup has just
+// put with the membership key of id in group on the lease it granted, no
+// lease of that membership alone: empty when the lease carries those two
+// keys and nothing else. Another program may put a key on any lease at any
+// time. One put before the mark would make the membership no member (see
+// firstOnLease); one put after it, before this check, would ride on a
+// member's lease that the member does not own, renewed by it and listed as
+// foreign for as long as it runs. JoinGroup hands out neither: it asks etcd
+// for the keys on the lease, one request, and judges every key it does not
+// own, whenever it was created. A lease that expired before the check is
+// judged too: the membership is gone with it.
+func (c *Coordinator) joinCheck(ctx context.Context, group, id string, mark *mvccpb.KeyValue) (string, error) {
+	l := clientv3.LeaseID(mark.Lease)
+	ls, err := c.leaseKeys(ctx, l)
+	if err != nil {
+		return "", err
+	}
+	if ls.left < 0 {
+		return "a lease that expired before its check", nil
+	}
+	own := map[string]bool{string(mark.Key): true, c.memberKey(group, l, id): true}
+	for _, k := range ls.keys {
+		if !own[string(k)] {
+			return fmt.Sprintf("a lease that carries %q beside its membership", strings.TrimPrefix(string(k), c.prefix)), nil
+		}
+	}
+	// The mark is first on its lease: firstOnLease remembers it, given the
+	// keys, without another request.
+	return c.firstOnLease(ctx, group, mark, ls.keys)
+}
