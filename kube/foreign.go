@@ -22,10 +22,14 @@ import (
 // tenure's release mark, a leaseDurationSeconds longer than a day, an
 // AnnotationKey that names another key than the Lease's name, or a name
 // spelled as LeaseName makes for a key that is not a Lease name without
-// that annotation (no tenure key has it); and the
+// that annotation (no tenure key has it); the
 // partitions owned by a membership Lease that no member wrote as it stands
 // (see foreignOwner), and, with Member set, those membership Leases
-// themselves, as records of their groups' keys. Their tokens are the
+// themselves, as records of their groups' keys; and the partitions' Leases
+// that no live membership owns, of groups with no live member (see
+// strayPartition). A partition's Lease is judged by its owner alone, never
+// by its own duration or holder, so a live member's partition is never
+// listed unless its membership is. Their tokens are the
 // Leases' resourceVersions. Users free such a record with RemoveForeign.
 // It is one request.
 func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.ForeignRecord, error) {
@@ -59,9 +63,15 @@ func (c *Coordinator) ListForeign(ctx context.Context, prefix string) ([]tenure.
 		if err != nil {
 			return nil, fmt.Errorf("%s: Lease %s: %w", op, l.Name, err)
 		}
-		if f, ok := foreignOf(key, l, r, clash, c.cfg.MaxDrift); ok {
-			out = append(out, f)
-		} else if f, ok := foreignOwner(key, r, members, c.cfg.MaxDrift); ok {
+		if _, part := partitionOf(l); part {
+			// A partition's Lease, which Acquire refuses whoever holds it:
+			// judged by its owner alone, never by its own duration.
+			if f, ok := foreignOwner(key, r, members, c.cfg.MaxDrift); ok {
+				out = append(out, f)
+			} else if f, ok := strayPartition(key, r, members, c.cfg.MaxDrift); ok {
+				out = append(out, f)
+			}
+		} else if f, ok := foreignOf(key, l, r, clash, c.cfg.MaxDrift); ok {
 			out = append(out, f)
 		}
 	}
@@ -121,7 +131,9 @@ func foreignOf(key string, l *coordv1.Lease, r record, clash bool, maxDrift floa
 // membership Lease that no member wrote, it deletes that membership Lease
 // instead (see removeForeignOwner), which frees every partition it owns;
 // for a membership record (Member set), it deletes that membership Lease,
-// preconditioned on its resourceVersion. r is a record ListForeign
+// preconditioned on its resourceVersion; for a partition's Lease that no
+// live membership owns, it decides on one list of every Lease (see
+// removeStrayPartition). r is a record ListForeign
 // returned; the Lease deleted is judged as it is read at that
 // resourceVersion, never by r's other fields, so that a record naming a
 // live grant or member, however it was made, removes nothing.
@@ -153,6 +165,13 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 		return false, nil // another write since: not the record r read
 	}
 	if handled, removed, err := c.removeForeignOwner(ctx, l, r); handled || err != nil {
+		if err != nil {
+			return false, fail(ctx, op, err)
+		}
+		return removed, nil
+	}
+	if _, part := partitionOf(l); part {
+		removed, err := c.removeStrayPartition(ctx, r)
 		if err != nil {
 			return false, fail(ctx, op, err)
 		}

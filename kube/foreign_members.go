@@ -3,7 +3,9 @@ package kube
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tenure-dev/tenure/internal/limits"
@@ -177,4 +179,94 @@ func (c *Coordinator) removeForeignMembership(ctx context.Context, r tenure.Fore
 		return true, nil
 	}
 	return false, nil
+}
+
+// strayPartition describes partition Lease p of key (see partitionOf) when
+// no live membership owns it and its group has no live member that could
+// claim it: its tenure.dev/member annotation names a membership Lease of
+// another group (which owns nothing), one that does not exist, one held by
+// another holder, or one expired on this coordinator's clock. A claim of
+// its group would take such a partition (see freeOwner), but with no
+// member to claim it Acquire refuses it for as long as the annotation
+// stands (a key's Lease given the annotation by hand, a partition of a
+// group nobody runs any more), so it is a record of its key, which never
+// expires. members are the membership Leases by name, listed with p.
+func strayPartition(key string, p record, members map[string]record, maxDrift float64) (tenure.ForeignRecord, bool) {
+	group, _ := groupOfKey(key)
+	for _, m := range members {
+		if why, _ := foreignMembership(m); why == "" && memberOf(m.lease, group) && m.live(maxDrift) {
+			return tenure.ForeignRecord{}, false // a member of the group claims it, or owns it
+		}
+	}
+	named := p.lease.Annotations[AnnotationMember]
+	owner, ok := members[named]
+	var why string
+	switch {
+	case ownerOf(p.lease) == "":
+		why = "a membership Lease of another group, which owns nothing"
+	case !ok:
+		why = "a membership Lease that does not exist"
+	case p.holder == "" || owner.holder != p.holder:
+		why = "a membership Lease held by another holder"
+	case !owner.live(maxDrift):
+		why = "a membership Lease that expired"
+	default:
+		return tenure.ForeignRecord{}, false // a live member's partition
+	}
+	return tenure.ForeignRecord{Key: key, Holder: p.holder, Token: p.rv.n, TTL: -1, Malformed: tenure.ValidateHolder(p.holder) != nil,
+		Reason: fmt.Sprintf("annotation %s names %s, %s, and group %q has no live member", AnnotationMember, named, why, group)}, true
+}
+
+// removeStrayPartition deletes the partition Lease of r.Key if, on one
+// list of every Lease of the namespace (the partition and the memberships
+// of one moment), it is still at the resourceVersion r was read at and no
+// live membership owns it (see strayPartition), and reports whether it did.
+// An expired owner is first deleted as a claim deletes it (see freeOwner),
+// preconditioned on the version that expired, so that its member can never
+// renew it and believe the partition its own; then the partition's Lease,
+// preconditioned on its resourceVersion.
+func (c *Coordinator) removeStrayPartition(ctx context.Context, r tenure.ForeignRecord) (bool, error) {
+	list, err := c.leases.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err
+	}
+	at := tenure.Now()
+	members, err := c.memberRecords(list.Items, at)
+	if err != nil {
+		return false, err
+	}
+	name := LeaseName(r.Key)
+	i := slices.IndexFunc(list.Items, func(l coordv1.Lease) bool { return l.Name == name })
+	if i < 0 {
+		return false, nil
+	}
+	l := &list.Items[i]
+	p, err := c.sight(l, at)
+	if err != nil {
+		return false, err
+	}
+	if key, ok := keyOf(l); !ok || key != r.Key || p.rv.n != r.Token {
+		return false, nil // another write since: not the record r read
+	}
+	if _, ok := strayPartition(r.Key, p, members, c.cfg.MaxDrift); !ok {
+		return false, nil
+	}
+	var held *tenure.HeldError
+	switch err := c.freeOwner(ctx, p, members); {
+	case errors.As(err, &held) || errors.Is(err, errConflict):
+		return false, nil // its owner lives, or renewed since
+	case err != nil:
+		return false, err
+	}
+	pre := metav1.Preconditions{ResourceVersion: &l.ResourceVersion, UID: &l.UID}
+	err = c.leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &pre})
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	c.unsee(name)
+	c.log.Info("foreign partition Lease removed", "key", r.Key, "lease", name, "holder", r.Holder, "resource_version", r.Token, "reason", r.Reason)
+	return true, nil
 }

@@ -160,15 +160,16 @@ func (c *Coordinator) take(ctx context.Context, key string, cur record, holder s
 	if err != nil {
 		return tenure.Grant{}, err
 	}
-	return c.granted(key, holder, token, sent, out, tenure.Now(), cur.rv)
+	return c.granted(key, holder, token, secs, sent, out, tenure.Now(), cur.rv)
 }
 
 // granted records the Lease an acquiring write returned at `at` and
-// returns the grant it made with token: its TTL is the leaseDurationSeconds
-// the server stored (an admission policy may have lowered the one asked
-// for). The write's resourceVersion must be later than prev, the version
-// it was preconditioned on, and the Lease must hold token as written.
-func (c *Coordinator) granted(key, holder string, token uint64, sent tenure.Instant, out *coordv1.Lease, at tenure.Instant, prev version) (tenure.Grant, error) {
+// returns the grant it made with token: its TTL is secs, the
+// leaseDurationSeconds asked for, or the one the server stored when that
+// is shorter (an admission policy may have lowered it). The write's
+// resourceVersion must be later than prev, the version it was
+// preconditioned on, and the Lease must hold token as written.
+func (c *Coordinator) granted(key, holder string, token uint64, secs int32, sent tenure.Instant, out *coordv1.Lease, at tenure.Instant, prev version) (tenure.Grant, error) {
 	r, err := c.sight(out, at)
 	if err != nil {
 		return tenure.Grant{}, err
@@ -179,7 +180,7 @@ func (c *Coordinator) granted(key, holder string, token uint64, sent tenure.Inst
 	if r.holder != holder || r.token != token {
 		return tenure.Grant{}, fmt.Errorf("%w: the write that granted the Lease with token %d at resourceVersion %s reads as held by %s with token %d", ErrIncomparable, token, r.rv.s, display.Holder(r.holder), r.token)
 	}
-	g := tenure.Grant{Key: key, Holder: holder, Token: token, TTL: r.ttl, Sent: sent}
+	g := tenure.Grant{Key: key, Holder: holder, Token: token, TTL: grantedTTL(time.Duration(secs)*time.Second, r), Sent: sent}
 	c.log.Debug("leadership granted", "key", key, "lease", out.Name, "holder", holder, "token", g.Token, "ttl", g.TTL)
 	return g, nil
 }

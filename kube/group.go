@@ -62,8 +62,9 @@ func memberName(group string, epoch uint64) string {
 // JoinGroup creates a membership Lease of its own for id in group: a
 // Lease held by id for ttl (whole seconds), with a random epoch in its
 // name, the group's hash as a label and the partition count announced as
-// an annotation. The Member's TTL is the leaseDurationSeconds the server
-// stored. See partition.Coordinator.
+// an annotation. The Member's TTL is ttl rounded up to whole seconds, or
+// the leaseDurationSeconds the server stored when that is shorter (an
+// admission policy). See partition.Coordinator.
 func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.Duration, partitions int) (partition.Member, error) {
 	op := fmt.Sprintf("kube: join %q as %q", group, id)
 	if err := inputs.Join(group, id, ttl, partitions); err != nil {
@@ -96,7 +97,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 		if err != nil {
 			return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 		}
-		return partition.Member{Group: group, ID: id, Epoch: epoch, TTL: r.ttl, Sent: sent, Partitions: partitions}, nil
+		return partition.Member{Group: group, ID: id, Epoch: epoch, TTL: grantedTTL(time.Duration(secs)*time.Second, r), Sent: sent, Partitions: partitions}, nil
 	}
 	return partition.Member{}, fmt.Errorf("%s: no free epoch in %d draws", op, attempts)
 }
@@ -124,24 +125,34 @@ func (c *Coordinator) member(ctx context.Context, m partition.Member) (record, e
 
 // memberLive reports, as an error wrapping tenure.ErrLost, why membership
 // record r is not m live (its holder or group annotation is not m's, or it
-// holds a key: edited by hand; or it expired); nil when it is. Its labels
-// are not read (see roles.go).
+// holds a key: edited by hand; or it expired, judged by m.TTL, never by the
+// Lease's duration: see RenewMember); nil when it is. Its labels are not
+// read (see roles.go).
 func (c *Coordinator) memberLive(r record, m partition.Member) error {
 	switch {
 	case r.holder != m.ID || r.lease.Annotations[AnnotationGroup] != m.Group || r.lease.Name != memberName(m.Group, m.Epoch) || holdsKey(r.lease):
 		return fmt.Errorf("%w: membership Lease %s holds %s of %q", tenure.ErrLost, r.lease.Name, display.Holder(r.holder), r.lease.Annotations[AnnotationGroup])
-	case !r.live(c.cfg.MaxDrift):
-		return fmt.Errorf("%w: membership expired: resourceVersion %s unchanged for %s", tenure.ErrLost, r.rv.s, wait(r.ttl, c.cfg.MaxDrift))
+	case !r.liveFor(m.TTL, c.cfg.MaxDrift):
+		return fmt.Errorf("%w: membership expired: resourceVersion %s unchanged for %s", tenure.ErrLost, r.rv.s, wait(m.TTL, c.cfg.MaxDrift))
 	}
 	return nil
 }
 
 // RenewMember extends m's lease, and so every partition m owns: one update
 // of its membership Lease's renewTime, preconditioned on its
-// resourceVersion, which also writes back the labels JoinGroup wrote if
-// they were edited. See partition.Coordinator.
+// resourceVersion, which also writes back m.TTL (rounded up to whole
+// seconds) as leaseDurationSeconds and the labels JoinGroup wrote, if they
+// were edited. The renewed Member's TTL is m.TTL, or the duration the
+// server stored when that is shorter (an admission policy): never a
+// duration read from the Lease, so that a leaseDurationSeconds edited by
+// hand changes neither the member's deadline nor, after the renewal, the
+// Lease (which would otherwise be listed as foreign, and freed, while its
+// member renews). See partition.Coordinator.
 func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (partition.Member, error) {
 	op := fmt.Sprintf("kube: renew %s", m)
+	if err := tenure.ValidateTTL(m.TTL); err != nil {
+		return partition.Member{}, fmt.Errorf("%s: %w", op, err)
+	}
 	if err := c.begin(ctx, op); err != nil {
 		return partition.Member{}, err
 	}
@@ -157,7 +168,8 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 		fresh = false
 		l := cur.lease.DeepCopy()
 		now := metav1.NewMicroTime(after(time.Now(), l.Spec.RenewTime))
-		l.Spec.RenewTime = &now
+		secs := ttlSeconds(m.TTL)
+		l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &now, &secs
 		labelAs(l, m.Group, "member")
 		sent := tenure.Now()
 		out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
@@ -171,7 +183,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 		if err != nil {
 			return partition.Member{}, fmt.Errorf("%s: %w", op, err)
 		}
-		m.TTL, m.Sent = r.ttl, sent
+		m.TTL, m.Sent = grantedTTL(m.TTL, r), sent
 		return m, nil
 	}
 	return partition.Member{}, fmt.Errorf("%s: the membership Lease changed during each of %d attempts", op, attempts)

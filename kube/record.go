@@ -149,6 +149,22 @@ func (r record) left(maxDrift float64) time.Duration {
 // (see cleared), that has not expired on this coordinator's clock.
 func (r record) live(maxDrift float64) bool { return r.left(maxDrift) > 0 }
 
+// liveFor reports whether a grant of ttl that r holds has not expired on
+// this coordinator's clock: wait(ttl) since r's resourceVersion was first
+// seen. A holder judges its own grant or membership so, by the TTL it was
+// granted, never by the Lease's leaseDurationSeconds, which anyone may
+// edit (see Coordinator.Renew).
+func (r record) liveFor(ttl time.Duration, maxDrift float64) bool {
+	return r.seen.Add(wait(ttl, maxDrift)).Until() > 0
+}
+
+// grantedTTL is the TTL a holder that asked for ttl holds after a write
+// of its own returned r: ttl, or the server's leaseDurationSeconds when
+// that is shorter (an admission policy lowered it, and contenders wait
+// only that long). Never longer than ttl: a duration read from a Lease
+// (edited by hand) never lengthens a holder's deadline.
+func grantedTTL(ttl time.Duration, r record) time.Duration { return min(ttl, r.ttl) }
+
 // takeable reports whether holder, asking for ttl, may write a new grant
 // over r: the Lease was released by tenure, has expired, or is held by
 // holder itself for at most a day (a new grant supersedes its earlier one;

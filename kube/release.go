@@ -39,8 +39,10 @@ func (c *Coordinator) Release(ctx context.Context, g tenure.Grant) error {
 			}
 		}
 		fresh = false
-		if c.holds(cur, g) != nil {
-			return nil // gone already
+		if !cur.owns(g) || !cur.live(c.cfg.MaxDrift) {
+			// Gone already. Judged by the Lease's duration, not g.TTL:
+			// clearing a Lease still g's frees it, whatever its duration.
+			return nil
 		}
 		err := c.clear(ctx, cur, g)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
