@@ -124,8 +124,8 @@ func validMember(m partition.Member) error {
 // RenewMember extends m's lease, and so all its partitions, with one
 // KeepAliveOnce, then checks, in one transaction, that m's membership key
 // and its lease's mark naming m still ride on that lease, and that the mark
-// is still the first write on it (see firstOnLease), asking etcd for the
-// keys on the lease each time. A lease that has
+// is still the first write on it (see firstOnLease: asked of etcd only for
+// a mark it has not judged before). A lease that has
 // expired is reported with an error wrapping tenure.ErrLost, and so is a
 // membership whose key or mark was deleted or changed by hand: the others
 // no longer count it as a member (see membership), so it must not go on
@@ -155,13 +155,7 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 	}
 	why := ""
 	if own.Succeeded { // a mark put again after the member's partitions is not first
-		// Judged again from etcd, not from what this coordinator
-		// remembers: a key created before the mark and put on the lease
-		// since makes it no longer first for every coordinator that has
-		// not judged it yet, so the member must learn so too.
-		mk := firstKV(own.Responses[0].GetResponseRange().GetKvs())
-		c.firstMarks.forget([2]int64{mk.Lease, mk.CreateRevision})
-		if why, err = c.firstOnLease(ctx, m.Group, mk, nil); err != nil {
+		if why, err = c.firstOnLease(ctx, m.Group, firstKV(own.Responses[0].GetResponseRange().GetKvs()), nil); err != nil {
 			return partition.Member{}, fmt.Errorf("%s: read the keys on its lease: %w", op, err)
 		}
 	}

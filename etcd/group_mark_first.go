@@ -22,11 +22,7 @@ import (
 // hand on a lease that a live process renews, and the membership it
 // marks is no member that any process runs. It asks etcd for the keys on
 // the lease once per mark it finds to be first (tenure creates a key on a
-// lease only after the lease's mark), except that RenewMember has the
-// member's own mark judged again each time: another program may put a key
-// created before the mark on the lease at any time, which makes the mark
-// no longer first for a coordinator that judges it afresh, and the member
-// must then learn that it is lost. It reads the keys outside group's
+// lease only after the lease's mark). It reads the keys outside group's
 // memberships (a member's partitions among them) in transactions of at
 // most maxTxnOps reads each. keys are the keys on the lease when the
 // caller has them (nil: it asks etcd).
@@ -96,13 +92,6 @@ func (f *firstMarks) has(k [2]int64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.known[k]
-}
-
-// forget drops k, so that firstOnLease judges its mark again.
-func (f *firstMarks) forget(k [2]int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.known, k)
 }
 
 // add remembers k; past maxGrantedTTLs marks, it starts again.
