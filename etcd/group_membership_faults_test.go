@@ -175,12 +175,17 @@ func TestRejoinedMemberDoesNotInheritPartitions(t *testing.T) {
 // membership records by hand: it deletes a member's mark, writes it again
 // unchanged, deletes it and puts it back, points it at another ID, writes
 // a member's key again unchanged, or puts a membership of a phantom ID on
-// a lease of its own that nothing renews. Ownership of a partition is its
-// key on its owner's lease, which the adversary never touches, so no
-// partition may have two owners acting at once and no token may run twice
-// (termcheck judges every act); once the adversary stops and the foreign
-// records it left are removed, the three members share the partitions
-// again. It passed when written.
+// a lease of its own that nothing renews; last, it deletes the mark of a
+// member that runs partitions. Ownership of a partition is its key on its
+// owner's lease, which the adversary never touches, so no partition may
+// have two owners acting at once and no token may run twice (termcheck
+// judges every act). Once the adversary stops, the foreign records it left
+// are removed, and the three members share the partitions again. Those
+// records include the partition keys of a member whose membership the
+// adversary broke (see TestMembershipWithoutItsMark), which that member
+// runs until its next renewal tells it so: they are removed only once its
+// terms have ended, a TTL after the adversary's last write, as an operator
+// waits before `release --force` of a live member's partition.
 func TestRunnersUnderMembershipTampering(t *testing.T) {
 	t.Parallel()
 	eps := startEtcd(t)
@@ -215,6 +220,7 @@ func TestRunnersUnderMembershipTampering(t *testing.T) {
 	}
 	waitFor(t, 60*time.Second, "a, b and c to share the 8 partitions", shared)
 	var acts [6]int
+	var longest time.Duration // the longest TTL of a membership tampered with
 	for i, end := 0, time.Now().Add(15*time.Second); time.Now().Before(end); i++ {
 		time.Sleep(200 * time.Millisecond)
 		ms, err := c.GroupMembers(ctx(t), "jobs")
@@ -222,6 +228,7 @@ func TestRunnersUnderMembershipTampering(t *testing.T) {
 			continue
 		}
 		m := ms[rand.IntN(len(ms))]
+		longest = max(longest, m.TTL)
 		key, mark := memberEtcdKeys(c, m)
 		on := clientv3.WithLease(clientv3.LeaseID(m.Epoch))
 		var ops [][]clientv3.Op
@@ -259,8 +266,35 @@ func TestRunnersUnderMembershipTampering(t *testing.T) {
 			}
 		}
 	}
-	// The adversary stops: remove what it left, until the members share
-	// the partitions again.
+	// Last, the mark of a member that runs partitions is deleted: it is no
+	// member, and its partitions are foreign records, while it runs them.
+	waitFor(t, 60*time.Second, "the mark of a member that runs partitions to be deleted", func() bool {
+		ms, err := c.GroupMembers(ctx(t), "jobs")
+		if err != nil {
+			return false
+		}
+		o := partitionOwners(t, c, "jobs")
+		for _, m := range ms {
+			if o[m.ID] == 0 {
+				continue
+			}
+			_, mark := memberEtcdKeys(c, m)
+			if _, err := plain.Delete(ctx(t), mark); err != nil {
+				t.Fatal(err)
+			}
+			acts[0]++
+			longest = max(longest, m.TTL)
+			return true
+		}
+		return false
+	})
+	// The adversary stops. A member whose membership it broke runs its
+	// partitions until its next renewal says so, and at the latest until
+	// its local deadline, which comes before the send of its last renewal
+	// that found the membership whole (before the adversary's last write)
+	// plus its TTL: wait that long, then remove what the adversary left,
+	// until the members share the partitions again.
+	time.Sleep(longest)
 	waitFor(t, 60*time.Second, "a, b and c to share the 8 partitions once the foreign records are removed", func() bool {
 		rs, err := c.ListForeign(ctx(t), "jobs")
 		if err != nil {
