@@ -147,10 +147,7 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 	}
 	if r.Member != "" {
 		removed, err := c.removeForeignMembership(ctx, r)
-		if err != nil {
-			return false, fail(ctx, op, err)
-		}
-		return removed, nil
+		return removed, failIf(ctx, op, err)
 	}
 	name := LeaseName(r.Key)
 	l, err := c.leases.Get(ctx, name, metav1.GetOptions{})
@@ -172,10 +169,7 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 	}
 	if _, part := partitionOf(l); part {
 		removed, err := c.removeStrayPartition(ctx, r)
-		if err != nil {
-			return false, fail(ctx, op, err)
-		}
-		return removed, nil
+		return removed, failIf(ctx, op, err)
 	}
 	seen, err := c.sight(l, tenure.Now())
 	if err != nil {
@@ -197,4 +191,12 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 	c.unsee(name)
 	c.log.Info("foreign Lease removed", "key", r.Key, "lease", name, "holder", r.Holder, "resource_version", r.Token, "reason", r.Reason)
 	return true, nil
+}
+
+// failIf is fail(ctx, op, err) when err is not nil, and nil when it is.
+func failIf(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fail(ctx, op, err)
 }
