@@ -1,0 +1,100 @@
+//go:build openfinding
+
+// Open finding (review of names, identities and foreign records): a spare
+// lease (kept by a Release, or granted ahead by a refused Acquire) that
+// another process revoked and granted again under the same ID, with
+// another TTL, carries the holder's next grant with the spare's old TTL
+// and send: a shorter lease lets another holder be granted the key while
+// the first's grant, by its TTL, is live; a longer one moves the holder's
+// deadline past what it asked for.
+
+package etcd_test
+
+import (
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestSpareLeaseRegrantedShorter: holder h releases key k; its coordinator
+// keeps the lease, which now carries nothing, for h's next Acquire of k
+// (a spare). Another local process revokes that empty lease (no grant
+// rides on it: no record is removed) and grants a lease of the same ID
+// (etcd's LeaseGrant takes an ID) with a TTL far below h's. h acquires k
+// again, on the spare: the grant says TTL 30s from the spare's last send,
+// but the lease etcd keeps it on lives a few seconds, so k is deleted and
+// another holder is granted it while h's grant, by its own TTL and Sent,
+// is still live. No holder may be granted k before h's grant ends:
+// h.Sent + h.TTL.
+func TestSpareLeaseRegrantedShorter(t *testing.T) {
+	t.Parallel()
+	client := newClient(t, startEtcd(t))
+	h, other := newCoordinator(t, client), newCoordinator(t, client)
+	first := mustAcquire(t, h, "k", "h#1", 30*time.Second)
+	kv, err := client.Get(ctx(t), h.EtcdKey("k"))
+	if err != nil || len(kv.Kvs) != 1 {
+		t.Fatalf("Get(k) = %v, %v", kv, err)
+	}
+	spare := clientv3.LeaseID(kv.Kvs[0].Lease)
+	if err := h.Release(ctx(t), first); err != nil {
+		t.Fatal(err)
+	}
+	// The spare carries nothing now: revoke it and grant its ID again,
+	// for etcd's minimum TTL.
+	if _, err := client.Revoke(ctx(t), spare); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.NewLeaseClient(client.ActiveConnection()).LeaseGrant(ctx(t), &pb.LeaseGrantRequest{ID: int64(spare), TTL: 1}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire(k) again = %v", err)
+	}
+	ends := g.Sent.Add(g.TTL)
+	for ends.Until() > 0 {
+		if o, err := other.Acquire(ctx(t), "k", "o#1", 30*time.Second); err == nil {
+			t.Fatalf("Acquire(k, o#1) granted %s, %s before h's grant %s ends (h.Sent + TTL): two holders of k at once", o, ends.Until().Round(time.Millisecond), g)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestSpareLeaseRegrantedLonger: as TestSpareLeaseRegrantedShorter, but the
+// lease granted again under the spare's ID lasts an hour. h's grant on it
+// must not outlive what h asked for: a renewal that reports the hour moves
+// h's local deadline an hour out, past every bound the docs give for a
+// holder that no longer reaches etcd.
+func TestSpareLeaseRegrantedLonger(t *testing.T) {
+	t.Parallel()
+	client := newClient(t, startEtcd(t))
+	h := newCoordinator(t, client)
+	first := mustAcquire(t, h, "k", "h#1", 30*time.Second)
+	kv, err := client.Get(ctx(t), h.EtcdKey("k"))
+	if err != nil || len(kv.Kvs) != 1 {
+		t.Fatalf("Get(k) = %v, %v", kv, err)
+	}
+	spare := clientv3.LeaseID(kv.Kvs[0].Lease)
+	if err := h.Release(ctx(t), first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Revoke(ctx(t), spare); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.NewLeaseClient(client.ActiveConnection()).LeaseGrant(ctx(t), &pb.LeaseGrantRequest{ID: int64(spare), TTL: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire(k) again = %v", err)
+	}
+	r, err := h.Renew(ctx(t), g)
+	if err != nil {
+		t.Fatalf("Renew(%s) = %v", g, err)
+	}
+	if r.TTL > 30*time.Second {
+		t.Errorf("Renew(%s) = TTL %s; want at most the 30s asked for (its lease was granted again by another process)", g, r.TTL)
+	}
+}
