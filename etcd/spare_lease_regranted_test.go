@@ -6,7 +6,9 @@
 // another TTL, carries the holder's next grant with the spare's old TTL
 // and send: a shorter lease lets another holder be granted the key while
 // the first's grant, by its TTL, is live; a longer one moves the holder's
-// deadline past what it asked for.
+// deadline past what it asked for. And a key another process put on a
+// spare (no revoke needed) makes the holder's next grant on it a foreign
+// record, which RemoveForeign deletes while the holder renews it.
 
 package etcd_test
 
@@ -96,5 +98,57 @@ func TestSpareLeaseRegrantedLonger(t *testing.T) {
 	}
 	if r.TTL > 30*time.Second {
 		t.Errorf("Renew(%s) = TTL %s; want at most the 30s asked for (its lease was granted again by another process)", g, r.TTL)
+	}
+}
+
+// TestSpareLeaseCarryingAForeignKey: holder h releases key k, and its
+// coordinator keeps the lease, which now carries nothing, for h's next
+// Acquire of k. Another local process puts a key of its own on that lease
+// (any etcd client may put a key on any lease it can name: `etcdctl lease
+// list` names them); h acquires k again, on that lease, and renews it. h's
+// grant is live: ListForeign must not list it as foreign, and
+// RemoveForeign of a record naming it must remove nothing, so that no
+// other holder is granted k while h renews.
+func TestSpareLeaseCarryingAForeignKey(t *testing.T) {
+	t.Parallel()
+	client := newClient(t, startEtcd(t))
+	h, other := newCoordinator(t, client), newCoordinator(t, client)
+	first := mustAcquire(t, h, "k", "h#1", 30*time.Second)
+	kv, err := client.Get(ctx(t), h.EtcdKey("k"))
+	if err != nil || len(kv.Kvs) != 1 {
+		t.Fatalf("Get(k) = %v, %v", kv, err)
+	}
+	spare := clientv3.LeaseID(kv.Kvs[0].Lease)
+	if err := h.Release(ctx(t), first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Put(ctx(t), h.EtcdKey("stray"), "mallory", clientv3.WithLease(spare)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire(k) again = %v", err)
+	}
+	if g, err = h.Renew(ctx(t), g); err != nil {
+		t.Fatalf("Renew(%s) = %v", g, err)
+	}
+	rs, err := other.ListForeign(ctx(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Key != "k" {
+			continue
+		}
+		t.Errorf("ListForeign() lists h's live grant %s as foreign: %+v", g, r)
+		if ok, err := other.RemoveForeign(ctx(t), r); ok || err != nil {
+			t.Errorf("RemoveForeign(%+v) = %v, %v; want nothing removed: h renews the grant", r, ok, err)
+		}
+	}
+	if o, err := other.Acquire(ctx(t), "k", "o#1", 30*time.Second); err == nil {
+		t.Errorf("Acquire(k, o#1) = %s while h renews its grant %s: two holders of k at once", o, g)
+	}
+	if _, err := h.Renew(ctx(t), g); err != nil {
+		t.Errorf("Renew(%s) = %v; want still h's", g, err)
 	}
 }
