@@ -152,3 +152,64 @@ func TestSpareLeaseCarryingAForeignKey(t *testing.T) {
 		t.Errorf("Renew(%s) = %v; want still h's", g, err)
 	}
 }
+
+// TestRefusedAcquireSpareCarryingAForeignKey: as
+// TestSpareLeaseCarryingAForeignKey, on the lease that a refused Acquire
+// granted ahead (a contender waiting for the key, as `tenure run` does):
+// b holds k, h's Acquire is refused and keeps the lease it granted for its
+// next try; another process puts a key on that lease (the one lease that
+// carries nothing, in `etcdctl lease list`); b releases and h acquires k
+// on it. h's grant is live: it must not be listed or removed as foreign.
+func TestRefusedAcquireSpareCarryingAForeignKey(t *testing.T) {
+	t.Parallel()
+	client := newClient(t, startEtcd(t))
+	h, b := newCoordinator(t, client), newCoordinator(t, client)
+	gb := mustAcquire(t, b, "k", "b#1", 30*time.Second)
+	if _, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second); err == nil {
+		t.Fatal("h's Acquire of b's key granted")
+	}
+	leases, err := client.Leases(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := 0
+	for _, l := range leases.Leases {
+		r, err := client.TimeToLive(ctx(t), l.ID, clientv3.WithAttachedKeys())
+		if err != nil || len(r.Keys) > 0 {
+			continue // b's
+		}
+		if _, err := client.Put(ctx(t), h.EtcdKey("stray"), "mallory", clientv3.WithLease(l.ID)); err != nil {
+			t.Fatal(err)
+		}
+		put++
+	}
+	if put != 1 {
+		t.Fatalf("found %d leases that carry nothing; want h's spare alone", put)
+	}
+	if err := b.Release(ctx(t), gb); err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	if err != nil {
+		t.Fatalf("h's Acquire(k) after b released = %v", err)
+	}
+	if g, err = h.Renew(ctx(t), g); err != nil {
+		t.Fatalf("Renew(%s) = %v", g, err)
+	}
+	rs, err := b.ListForeign(ctx(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Key != "k" {
+			continue
+		}
+		t.Errorf("ListForeign() lists h's live grant %s as foreign: %+v", g, r)
+		if ok, err := b.RemoveForeign(ctx(t), r); ok || err != nil {
+			t.Errorf("RemoveForeign(%+v) = %v, %v; want nothing removed: h renews the grant", r, ok, err)
+		}
+	}
+	if o, err := b.Acquire(ctx(t), "k", "b#1", 30*time.Second); err == nil {
+		t.Errorf("Acquire(k, b#1) = %s while h renews its grant %s: two holders of k at once", o, g)
+	}
+}
