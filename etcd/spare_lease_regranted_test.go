@@ -18,6 +18,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tenure-dev/tenure/etcd"
 )
 
 // TestSpareLeaseRegrantedShorter: holder h releases key k; its coordinator
@@ -34,15 +36,7 @@ func TestSpareLeaseRegrantedShorter(t *testing.T) {
 	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	h, other := newCoordinator(t, client), newCoordinator(t, client)
-	first := mustAcquire(t, h, "k", "h#1", 30*time.Second)
-	kv, err := client.Get(ctx(t), h.EtcdKey("k"))
-	if err != nil || len(kv.Kvs) != 1 {
-		t.Fatalf("Get(k) = %v, %v", kv, err)
-	}
-	spare := clientv3.LeaseID(kv.Kvs[0].Lease)
-	if err := h.Release(ctx(t), first); err != nil {
-		t.Fatal(err)
-	}
+	spare := releasedLease(t, client, h)
 	// The spare carries nothing now: revoke it and grant its ID again,
 	// for etcd's minimum TTL.
 	if _, err := client.Revoke(ctx(t), spare); err != nil {
@@ -73,15 +67,7 @@ func TestSpareLeaseRegrantedLonger(t *testing.T) {
 	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	h := newCoordinator(t, client)
-	first := mustAcquire(t, h, "k", "h#1", 30*time.Second)
-	kv, err := client.Get(ctx(t), h.EtcdKey("k"))
-	if err != nil || len(kv.Kvs) != 1 {
-		t.Fatalf("Get(k) = %v, %v", kv, err)
-	}
-	spare := clientv3.LeaseID(kv.Kvs[0].Lease)
-	if err := h.Release(ctx(t), first); err != nil {
-		t.Fatal(err)
-	}
+	spare := releasedLease(t, client, h)
 	if _, err := client.Revoke(ctx(t), spare); err != nil {
 		t.Fatal(err)
 	}
@@ -113,15 +99,7 @@ func TestSpareLeaseCarryingAForeignKey(t *testing.T) {
 	t.Parallel()
 	client := newClient(t, startEtcd(t))
 	h, other := newCoordinator(t, client), newCoordinator(t, client)
-	first := mustAcquire(t, h, "k", "h#1", 30*time.Second)
-	kv, err := client.Get(ctx(t), h.EtcdKey("k"))
-	if err != nil || len(kv.Kvs) != 1 {
-		t.Fatalf("Get(k) = %v, %v", kv, err)
-	}
-	spare := clientv3.LeaseID(kv.Kvs[0].Lease)
-	if err := h.Release(ctx(t), first); err != nil {
-		t.Fatal(err)
-	}
+	spare := releasedLease(t, client, h)
 	if _, err := client.Put(ctx(t), h.EtcdKey("stray"), "mallory", clientv3.WithLease(spare)); err != nil {
 		t.Fatal(err)
 	}
@@ -212,4 +190,20 @@ func TestRefusedAcquireSpareCarryingAForeignKey(t *testing.T) {
 	if o, err := b.Acquire(ctx(t), "k", "b#1", 30*time.Second); err == nil {
 		t.Errorf("Acquire(k, b#1) = %s while h renews its grant %s: two holders of k at once", o, g)
 	}
+}
+
+// releasedLease acquires k for h#1 on h and releases it, and returns the
+// lease the grant rode on, which h keeps, carrying nothing, for h#1's next
+// Acquire of k.
+func releasedLease(t *testing.T, client *clientv3.Client, h *etcd.Coordinator) clientv3.LeaseID {
+	t.Helper()
+	g := mustAcquire(t, h, "k", "h#1", 30*time.Second)
+	kv, err := client.Get(ctx(t), h.EtcdKey("k"))
+	if err != nil || len(kv.Kvs) != 1 {
+		t.Fatalf("Get(k) = %v, %v", kv, err)
+	}
+	if err := h.Release(ctx(t), g); err != nil {
+		t.Fatal(err)
+	}
+	return clientv3.LeaseID(kv.Kvs[0].Lease)
 }
