@@ -63,6 +63,7 @@ type runner struct {
 	nextWatch                        time.Time               // when to try watching again
 
 	refused   error             // the first call the coordinator refused for good: Run returns it
+	twinned   bool              // another membership of this member's ID is listed (see heldBy)
 	disagree  map[string]uint64 // members that announced another P: ID → epoch logged
 	doubtful  map[string]bool   // claimed with an outcome unknown: claim again (see claim)
 	batch     claimBatch        // how many to claim in a step

@@ -23,10 +23,19 @@ type stranger struct {
 const strangerMsg = "a partition this member is to run is held by a record that is no member's (a single key's grant, or a record tenure did not write); it waits until the record ends or is removed"
 
 // heldBy notes that partition n, which this member is to run, was refused
-// with err (a *tenure.HeldError) at now.
+// with err (a *tenure.HeldError) at now. A holder named as this member is
+// a member's only while another membership of its ID lives (a twin, see
+// partition.Coordinator.JoinGroup): this member's own claims are granted
+// over its own partitions, so without a twin the record is no member's
+// (a single key's grant of the partition's key under this identity, or
+// a record another program wrote naming it).
 func (r *runner) heldBy(n string, err error, now time.Time) {
 	var he *tenure.HeldError
-	if !errors.As(err, &he) || slices.Contains(r.latest, he.Holder) {
+	member := false
+	if errors.As(err, &he) {
+		member = slices.Contains(r.latest, he.Holder) && (he.Holder != r.g.id || r.twinned)
+	}
+	if he == nil || member {
 		delete(r.strangers, n) // a member's: the balance hands it over
 		return
 	}

@@ -60,3 +60,36 @@ func TestStrangerLogsOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestStrangerOfOwnIdentityLogs: as TestStrangerLogsOnce, but the single
+// key's grant of jobs/0 is held under the member's own identity (an
+// Elector of the same process on the partition's key, or a record another
+// program wrote naming it). The claim is refused with a HeldError naming
+// that identity, which is also a member's: the member must still say, once
+// it has waited a TTL, that the partition waits for a record that is no
+// member's, and must not run it.
+func TestStrangerOfOwnIdentityLogs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, 2)
+		defer c.close()
+		var logs lockedBuffer
+		c.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		if _, err := c.coord.Acquire(context.Background(), "jobs/0", "a#1", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		c.start("a")
+		time.Sleep(50 * time.Second)
+		warned := 0
+		for _, w := range logs.warnings() {
+			if strings.Contains(w, "record ends or is removed") && strings.Contains(w, "partition=jobs/0") {
+				warned++
+			}
+		}
+		if warned == 0 {
+			t.Errorf("50 s waiting for jobs/0, held by a single key's grant under a's own identity: no warning that it waits for a record no member holds; warnings:\n%q", logs.warnings())
+		}
+		if own := c.owners(); own["jobs/0"] != "" {
+			t.Errorf("owners = %v; want jobs/0 run by no member", own)
+		}
+	})
+}

@@ -49,6 +49,8 @@ func (r *runner) readMembers() error {
 	if err != nil {
 		return err
 	}
+	self, _ := r.lease()
+	r.twinned = slices.ContainsFunc(ms, func(m Member) bool { return m.ID == r.g.id && m.Epoch != self.Epoch })
 	now := time.Now()
 	changed := r.latest == nil || !slices.Equal(ids, r.latest)
 	// A member gone, or a view back to the settled one (a member that was

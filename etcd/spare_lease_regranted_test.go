@@ -1,0 +1,209 @@
+//go:build openfinding
+
+// Open finding (review of names, identities and foreign records): a spare
+// lease (kept by a Release, or granted ahead by a refused Acquire) that
+// another process revoked and granted again under the same ID, with
+// another TTL, carries the holder's next grant with the spare's old TTL
+// and send: a shorter lease lets another holder be granted the key while
+// the first's grant, by its TTL, is live; a longer one moves the holder's
+// deadline past what it asked for. And a key another process put on a
+// spare (no revoke needed) makes the holder's next grant on it a foreign
+// record, which RemoveForeign deletes while the holder renews it.
+
+package etcd_test
+
+import (
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tenure-dev/tenure/etcd"
+)
+
+// TestSpareLeaseRegrantedShorter: holder h releases key k; its coordinator
+// keeps the lease, which now carries nothing, for h's next Acquire of k
+// (a spare). Another local process revokes that empty lease (no grant
+// rides on it: no record is removed) and grants a lease of the same ID
+// (etcd's LeaseGrant takes an ID) with a TTL far below h's. h acquires k
+// again, on the spare: the grant says TTL 30s from the spare's last send,
+// but the lease etcd keeps it on lives a few seconds, so k is deleted and
+// another holder is granted it while h's grant, by its own TTL and Sent,
+// is still live. No holder may be granted k before h's grant ends:
+// h.Sent + h.TTL.
+func TestSpareLeaseRegrantedShorter(t *testing.T) {
+	t.Parallel()
+	client := newClient(t, startEtcd(t))
+	h, other := newCoordinator(t, client), newCoordinator(t, client)
+	spare := releasedLease(t, client, h)
+	// The spare carries nothing now: revoke it and grant its ID again,
+	// for etcd's minimum TTL.
+	if _, err := client.Revoke(ctx(t), spare); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.NewLeaseClient(client.ActiveConnection()).LeaseGrant(ctx(t), &pb.LeaseGrantRequest{ID: int64(spare), TTL: 1}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire(k) again = %v", err)
+	}
+	ends := g.Sent.Add(g.TTL)
+	for ends.Until() > 0 {
+		if o, err := other.Acquire(ctx(t), "k", "o#1", 30*time.Second); err == nil {
+			t.Fatalf("Acquire(k, o#1) granted %s, %s before h's grant %s ends (h.Sent + TTL): two holders of k at once", o, ends.Until().Round(time.Millisecond), g)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestSpareLeaseRegrantedLonger: as TestSpareLeaseRegrantedShorter, but the
+// lease granted again under the spare's ID lasts an hour. h's grant on it
+// must not outlive what h asked for: a renewal that reports the hour moves
+// h's local deadline an hour out, past every bound the docs give for a
+// holder that no longer reaches etcd.
+func TestSpareLeaseRegrantedLonger(t *testing.T) {
+	t.Parallel()
+	client := newClient(t, startEtcd(t))
+	h := newCoordinator(t, client)
+	spare := releasedLease(t, client, h)
+	if _, err := client.Revoke(ctx(t), spare); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.NewLeaseClient(client.ActiveConnection()).LeaseGrant(ctx(t), &pb.LeaseGrantRequest{ID: int64(spare), TTL: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire(k) again = %v", err)
+	}
+	r, err := h.Renew(ctx(t), g)
+	if err != nil {
+		t.Fatalf("Renew(%s) = %v", g, err)
+	}
+	if r.TTL > 30*time.Second {
+		t.Errorf("Renew(%s) = TTL %s; want at most the 30s asked for (its lease was granted again by another process)", g, r.TTL)
+	}
+}
+
+// TestSpareLeaseCarryingAForeignKey: holder h releases key k, and its
+// coordinator keeps the lease, which now carries nothing, for h's next
+// Acquire of k. Another local process puts a key of its own on that lease
+// (any etcd client may put a key on any lease it can name: `etcdctl lease
+// list` names them); h acquires k again, on that lease, and renews it. h's
+// grant is live: ListForeign must not list it as foreign, and
+// RemoveForeign of a record naming it must remove nothing, so that no
+// other holder is granted k while h renews.
+func TestSpareLeaseCarryingAForeignKey(t *testing.T) {
+	t.Parallel()
+	client := newClient(t, startEtcd(t))
+	h, other := newCoordinator(t, client), newCoordinator(t, client)
+	spare := releasedLease(t, client, h)
+	if _, err := client.Put(ctx(t), h.EtcdKey("stray"), "mallory", clientv3.WithLease(spare)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire(k) again = %v", err)
+	}
+	if g, err = h.Renew(ctx(t), g); err != nil {
+		t.Fatalf("Renew(%s) = %v", g, err)
+	}
+	rs, err := other.ListForeign(ctx(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Key != "k" {
+			continue
+		}
+		t.Errorf("ListForeign() lists h's live grant %s as foreign: %+v", g, r)
+		if ok, err := other.RemoveForeign(ctx(t), r); ok || err != nil {
+			t.Errorf("RemoveForeign(%+v) = %v, %v; want nothing removed: h renews the grant", r, ok, err)
+		}
+	}
+	if o, err := other.Acquire(ctx(t), "k", "o#1", 30*time.Second); err == nil {
+		t.Errorf("Acquire(k, o#1) = %s while h renews its grant %s: two holders of k at once", o, g)
+	}
+	if _, err := h.Renew(ctx(t), g); err != nil {
+		t.Errorf("Renew(%s) = %v; want still h's", g, err)
+	}
+}
+
+// TestRefusedAcquireSpareCarryingAForeignKey: as
+// TestSpareLeaseCarryingAForeignKey, on the lease that a refused Acquire
+// granted ahead (a contender waiting for the key, as `tenure run` does):
+// b holds k, h's Acquire is refused and keeps the lease it granted for its
+// next try; another process puts a key on that lease (the one lease that
+// carries nothing, in `etcdctl lease list`); b releases and h acquires k
+// on it. h's grant is live: it must not be listed or removed as foreign.
+func TestRefusedAcquireSpareCarryingAForeignKey(t *testing.T) {
+	t.Parallel()
+	client := newClient(t, startEtcd(t))
+	h, b := newCoordinator(t, client), newCoordinator(t, client)
+	gb := mustAcquire(t, b, "k", "b#1", 30*time.Second)
+	if _, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second); err == nil {
+		t.Fatal("h's Acquire of b's key granted")
+	}
+	leases, err := client.Leases(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := 0
+	for _, l := range leases.Leases {
+		r, err := client.TimeToLive(ctx(t), l.ID, clientv3.WithAttachedKeys())
+		if err != nil || len(r.Keys) > 0 {
+			continue // b's
+		}
+		if _, err := client.Put(ctx(t), h.EtcdKey("stray"), "mallory", clientv3.WithLease(l.ID)); err != nil {
+			t.Fatal(err)
+		}
+		put++
+	}
+	if put != 1 {
+		t.Fatalf("found %d leases that carry nothing; want h's spare alone", put)
+	}
+	if err := b.Release(ctx(t), gb); err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	if err != nil {
+		t.Fatalf("h's Acquire(k) after b released = %v", err)
+	}
+	if g, err = h.Renew(ctx(t), g); err != nil {
+		t.Fatalf("Renew(%s) = %v", g, err)
+	}
+	rs, err := b.ListForeign(ctx(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Key != "k" {
+			continue
+		}
+		t.Errorf("ListForeign() lists h's live grant %s as foreign: %+v", g, r)
+		if ok, err := b.RemoveForeign(ctx(t), r); ok || err != nil {
+			t.Errorf("RemoveForeign(%+v) = %v, %v; want nothing removed: h renews the grant", r, ok, err)
+		}
+	}
+	if o, err := b.Acquire(ctx(t), "k", "b#1", 30*time.Second); err == nil {
+		t.Errorf("Acquire(k, b#1) = %s while h renews its grant %s: two holders of k at once", o, g)
+	}
+}
+
+// releasedLease acquires k for h#1 on h and releases it, and returns the
+// lease the grant rode on, which h keeps, carrying nothing, for h#1's next
+// Acquire of k.
+func releasedLease(t *testing.T, client *clientv3.Client, h *etcd.Coordinator) clientv3.LeaseID {
+	t.Helper()
+	g := mustAcquire(t, h, "k", "h#1", 30*time.Second)
+	kv, err := client.Get(ctx(t), h.EtcdKey("k"))
+	if err != nil || len(kv.Kvs) != 1 {
+		t.Fatalf("Get(k) = %v, %v", kv, err)
+	}
+	if err := h.Release(ctx(t), g); err != nil {
+		t.Fatal(err)
+	}
+	return clientv3.LeaseID(kv.Kvs[0].Lease)
+}
