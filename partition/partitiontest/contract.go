@@ -292,24 +292,36 @@ func (s suite) checkMembers(t *testing.T, c partition.Coordinator, group string,
 }
 
 // expiry checks that a member that stops renewing loses every partition at
-// its lease's expiry, not before, and that renewing keeps them.
+// its lease's expiry, not before, and that renewing keeps them. Only a's
+// lease is timed: b, which claims a's partitions, has a lease of the TTL
+// and the slack, as b is renewed only between claims, and a loaded machine
+// (load 20 on 2 cores, PostgreSQL) has taken over 0.8 s for one claim, which
+// outlived a lease of the TTL renewed at TTL/2 before a sleep of 0.6 TTL
+// and a claim. Each bound on a's lease is judged from the test's clock: a's
+// first lease is over once the TTL has passed since its join answered, and
+// a's renewed lease lasts at least the TTL from when its renewal was sent.
 func (s suite) expiry(t *testing.T) {
 	a, b := s.group(t), s.group(t)
 	g := groupName(t)
-	ma, mb := s.join(t, a, g, "a#1"), s.join(t, b, g, "b#1")
-	sent := time.Now()
+	joining := time.Now()
+	ma := s.join(t, a, g, "a#1")
+	joined := time.Now()
+	mb := joinFor(t, b, g, "b#1", 0, s.o.ttl+s.o.slack)
 	owned := claim(t, a, ma, "0", "1", "2")
-	time.Sleep(s.o.ttl / 2)
+	time.Sleep(time.Until(joining.Add(s.o.ttl / 2)))
+	renewed := time.Now()
 	if _, err := a.RenewMember(ctx(t), ma); err != nil {
-		t.Fatalf("RenewMember() error = %v", err)
+		t.Fatalf("RenewMember() %s after its join was sent error = %v", time.Since(joining), err)
 	}
-	if _, err := b.RenewMember(ctx(t), mb); err != nil {
-		t.Fatalf("RenewMember(b) error = %v", err)
-	}
-	// Renewed at ttl/2: still held after the first lease would have ended.
-	time.Sleep(s.o.ttl/2 + s.o.ttl/10)
-	if r := claim(t, b, mb, "1")[0]; !errors.Is(r.Err, tenure.ErrHeld) {
-		t.Errorf("claim of a renewed member's partition %s after the first TTL = %+v, %v; want ErrHeld", time.Since(sent), r.Grant, r.Err)
+	// a's first lease is over, the renewed one is not: still held.
+	time.Sleep(time.Until(joined.Add(s.o.ttl + s.o.ttl/10)))
+	r := claim(t, b, mb, "1")[0]
+	switch answered := time.Since(renewed); {
+	case errors.Is(r.Err, tenure.ErrHeld):
+	case answered < s.o.ttl:
+		t.Errorf("claim of a renewed member's partition, answered %s after its renewal was sent = %+v, %v; want ErrHeld until the TTL %s", answered, r.Grant, r.Err, s.o.ttl)
+	default:
+		t.Logf("claim of a renewed member's partition answered %s after its renewal was sent, past the TTL %s (a slow machine): not judged", answered, s.o.ttl)
 	}
 	renewBy := time.Now().Add(s.o.ttl + s.o.slack)
 	for {
@@ -317,7 +329,11 @@ func (s suite) expiry(t *testing.T) {
 			t.Fatalf("RenewMember(b) error = %v", err)
 		}
 		r := claim(t, b, mb, "0", "1", "2")
+		answered := time.Since(renewed)
 		if r[0].Err == nil && r[1].Err == nil && r[2].Err == nil {
+			if answered < s.o.ttl {
+				t.Errorf("a's partitions claimed by b, answered %s after a's renewal was sent; want not before the TTL %s", answered, s.o.ttl)
+			}
 			for i := range r {
 				if r[i].Grant.Token <= owned[i].Grant.Token {
 					t.Errorf("partition %d taken over with token %d; want > %d", i, r[i].Grant.Token, owned[i].Grant.Token)
@@ -326,7 +342,7 @@ func (s suite) expiry(t *testing.T) {
 			break
 		}
 		if time.Now().After(renewBy) {
-			t.Fatalf("a's partitions still held %s after its last renewal; want free after TTL %s", time.Since(sent), s.o.ttl)
+			t.Fatalf("a's partitions still held %s after its last renewal was sent; want free after TTL %s", answered, s.o.ttl)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

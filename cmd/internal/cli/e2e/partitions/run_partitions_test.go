@@ -68,13 +68,18 @@ func (g *partGroup) awaitOwned(t *testing.T, d time.Duration, want map[string]in
 	var st cli.PartitionStatus
 	e2e.WaitFor(t, d, fmt.Sprintf("partitions owned %v", want), func() bool {
 		st = g.status(t)
-		got := map[string]int{}
-		for _, m := range st.Members {
-			got[m.Holder] = m.Owned
-		}
-		return st.Unowned == 0 && fmt.Sprint(got) == fmt.Sprint(want)
+		return st.Unowned == 0 && fmt.Sprint(owned(st)) == fmt.Sprint(want)
 	})
 	return st
+}
+
+// owned is the count of partitions st gives each holder.
+func owned(st cli.PartitionStatus) map[string]int {
+	got := map[string]int{}
+	for _, m := range st.Members {
+		got[m.Holder] = m.Owned
+	}
+	return got
 }
 
 // startSlack bounds how long every owned partition's command takes to
@@ -84,24 +89,52 @@ func (g *partGroup) awaitOwned(t *testing.T, d time.Duration, want map[string]in
 // some of them.
 const startSlack = 3 * e2e.Slack
 
-// awaitRunning waits until every partition has an accepted write from the
-// holder st gives it, with st's token or a later one of the same holder (a
-// loaded machine may end a term at its deadline, and the partition is
-// claimed again), and returns the writing pid of each partition.
-func (g *partGroup) awaitRunning(t *testing.T, d time.Duration, st cli.PartitionStatus) []int {
+// awaitRunning waits until one read of the table gives each holder of want
+// its count of partitions, none unowned, and every partition has an
+// accepted write from the holder that read gives it, with that read's token
+// or a later one of the same holder; it returns that read and the writing
+// pid of each partition (its holder's latest command). The table is read
+// again on each try, not taken from awaitOwned: on a loaded machine a
+// member's renewals may miss its deadline before its commands first write
+// (CI at adbafc7: PostgreSQL renewals timed out, and a's race-built
+// commands were not yet running 2.3 s after they started), and then its
+// partitions are claimed again, by it or by another member.
+func (g *partGroup) awaitRunning(t *testing.T, d time.Duration, want map[string]int) (cli.PartitionStatus, []int) {
 	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		st := g.status(t)
+		pids, missing := g.running(st)
+		if got := owned(st); fmt.Sprint(got) != fmt.Sprint(want) || st.Unowned != 0 {
+			missing = fmt.Sprintf("partitions owned %v, %d unowned; want %v", got, st.Unowned, want)
+		}
+		if missing == "" {
+			return st, pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partitions not all running within %s: %s", d, missing)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// running returns the writing pid of each partition of st (the latest
+// accepted write of the holder st gives it, with st's token or later), or
+// which partition has no such write.
+func (g *partGroup) running(st cli.PartitionStatus) ([]int, string) {
 	pids := make([]int, groupParts)
 	for _, row := range st.Partitions {
-		w := g.regs[row.Partition].First(t, d, fmt.Sprintf("to partition %d by %s with token %d or later", row.Partition, row.Holder, row.Token),
-			func(w e2e.Write) bool { return w.Holder == row.Holder && w.Token >= row.Token })
-		for _, later := range g.regs[row.Partition].Accepted() {
-			if later.Holder == row.Holder && later.Token >= w.Token {
-				w = later // its latest command
+		found := false
+		for _, w := range g.regs[row.Partition].Accepted() {
+			if w.Holder == row.Holder && w.Token >= row.Token {
+				pids[row.Partition], found = w.PID, true // its latest command
 			}
 		}
-		pids[row.Partition] = w.PID
+		if !found {
+			return nil, fmt.Sprintf("no accepted write to partition %d by %s with token %d or later", row.Partition, row.Holder, row.Token)
+		}
 	}
-	return pids
+	return pids, ""
 }
 
 // checkOnceAtATime asserts that each partition's commands wrote one after
@@ -143,8 +176,8 @@ func TestRunPartitions(t *testing.T) {
 	t.Parallel()
 	g := newPartGroup(t, []string{"--endpoints", etcdbin.Start(t)})
 	a, _ := g.member(t, "a"), g.member(t, "b")
-	st := g.awaitOwned(t, 10*time.Second+e2e.Slack, map[string]int{"a": 4, "b": 4})
-	pids := g.awaitRunning(t, startSlack, st)
+	g.awaitOwned(t, 10*time.Second+e2e.Slack, map[string]int{"a": 4, "b": 4})
+	st, pids := g.awaitRunning(t, startSlack, map[string]int{"a": 4, "b": 4})
 
 	a.Signal(t, syscall.SIGKILL)
 	killed := time.Now()
@@ -163,8 +196,8 @@ func TestRunPartitions(t *testing.T) {
 	g.awaitOwned(t, e2e.Slack, map[string]int{"b": groupParts})
 
 	c := g.member(t, "c")
-	st = g.awaitOwned(t, 2*e2e.TTL+e2e.Slack, map[string]int{"b": 4, "c": 4})
-	pids = g.awaitRunning(t, startSlack, st)
+	g.awaitOwned(t, 2*e2e.TTL+e2e.Slack, map[string]int{"b": 4, "c": 4})
+	st, pids = g.awaitRunning(t, startSlack, map[string]int{"b": 4, "c": 4})
 
 	c.Signal(t, syscall.SIGTERM)
 	if code := c.Wait(t, e2e.TTL+e2e.Slack); code != e2e.SignalExit(syscall.SIGTERM) {
@@ -175,8 +208,8 @@ func TestRunPartitions(t *testing.T) {
 			t.Errorf("c's command of partition %d (pid %d) outlived c", row.Partition, pids[row.Partition])
 		}
 	}
-	st = g.awaitOwned(t, e2e.TTL+e2e.Slack, map[string]int{"b": groupParts})
-	g.awaitRunning(t, startSlack, st)
+	g.awaitOwned(t, e2e.TTL+e2e.Slack, map[string]int{"b": groupParts})
+	g.awaitRunning(t, startSlack, map[string]int{"b": groupParts})
 	g.checkOnceAtATime(t)
 
 	// Without --partitions, status finds the group: the table of what is owned.
@@ -192,8 +225,8 @@ func TestRunPartitionsPostgres(t *testing.T) {
 	t.Parallel()
 	g := newPartGroup(t, e2e.PostgresCoord(t))
 	a, _ := g.member(t, "a"), g.member(t, "b")
-	st := g.awaitOwned(t, 10*time.Second+e2e.Slack, map[string]int{"a": 4, "b": 4})
-	pids := g.awaitRunning(t, startSlack, st)
+	g.awaitOwned(t, 10*time.Second+e2e.Slack, map[string]int{"a": 4, "b": 4})
+	st, pids := g.awaitRunning(t, startSlack, map[string]int{"a": 4, "b": 4})
 	a.Signal(t, syscall.SIGKILL)
 	killed := time.Now()
 	for _, row := range st.Partitions {
@@ -216,7 +249,7 @@ func TestRunPartitionsPostgres(t *testing.T) {
 			t.Errorf("partition %d: token %d after a's crash; want > %d", row.Partition, now.Token, row.Token)
 		}
 	}
-	g.awaitRunning(t, startSlack, st2)
+	g.awaitRunning(t, startSlack, map[string]int{"b": groupParts})
 	g.checkOnceAtATime(t)
 }
 
