@@ -1,5 +1,3 @@
-//go:build openfinding
-
 package term
 
 import (
