@@ -104,11 +104,12 @@ func TestCommandForgesNoRenewal(t *testing.T) {
 		return strings.Contains(e2e.ReadFile(log+".note"), " stopped ")
 	})
 
+	t.Logf("A's command's notes (a pipe of tenure it wrote a renewal to: \"forged FD\"):\n%s", e2e.ReadFile(log+".note"))
+
 	// A second tenure run: its command starts once A's lease has expired.
-	b := e2e.StartProc(t, "run B", []string{"LOG=" + log}, append(append([]string{}, coord...), "run", "--key", key,
+	e2e.StartProc(t, "run B", []string{"LOG=" + log}, append(append([]string{}, coord...), "run", "--key", key,
 		"--ttl", e2e.TTL.String(), "--", "sh", "-c",
 		`read up _ < /proc/uptime; echo "$up start $TENURE_FENCING_TOKEN $$ $TENURE_LEASE_FILE" >> "$LOG"; exec sleep 3600`)...)
-	_ = b
 	var bStart toldStart
 	e2e.WaitFor(t, 2*e2e.TTL+e2e.Slack, "B's command to start", func() bool {
 		l := readToldLog(t, log)
