@@ -26,8 +26,13 @@ type guardProgram struct {
 }
 
 // load finds the program, and says which it is at debug level (at warning
-// level when an embedded program cannot be used).
+// level when an embedded program cannot be used). First it makes tenure
+// not dumpable (see guard.Undumpable): tenure holds the other ends of
+// every guard's pipes.
 func (p *guardProgram) load() {
+	if p.err = guard.Undumpable(); p.err != nil {
+		return
+	}
 	exe, err := guardbin.Load()
 	switch {
 	case err == nil:
@@ -47,15 +52,15 @@ func (p *guardProgram) load() {
 // guard.ControlFD and guard.ReportFD, shown as guard.Name in ps.
 func (p *guardProgram) command(args []string, ctl, rep *os.File) (*exec.Cmd, error) {
 	p.once.Do(p.load)
+	if p.err != nil {
+		return nil, p.err
+	}
 	if p.exe != nil {
 		return &exec.Cmd{
 			Path:       guardbin.ExecPath,
 			Args:       append([]string{guard.Name}, args...),
 			ExtraFiles: []*os.File{ctl, rep, p.exe}, // guard.ControlFD, ReportFD, ExeFD
 		}, nil
-	}
-	if p.err != nil {
-		return nil, p.err
 	}
 	cmd := exec.Command(p.self, append([]string{guard.Command}, args...)...)
 	cmd.Args[0] = guard.Name

@@ -70,9 +70,11 @@
 // then gets SIGKILL from the kernel when the guard dies, by the parent-death
 // signal, but its descendants do not), the command's own tree included: a
 // process of it may signal the guard (same user), and, running as root,
-// ptrace it or write on its pipes through /proc/GUARD/fd (the guard is not
-// dumpable, which keeps both from a process of the same user that is not
-// root); a process that undoes the freeze before the deadline with SIGCONT
+// ptrace it or tenure, or write on the guard's pipes through /proc/PID/fd
+// of either end (the guard and tenure run are not dumpable, see
+// [Undumpable], which keeps all of these from a process of the same user
+// that is not root, but for the instant between the guard's execve and its
+// call of Undumpable); a process that undoes the freeze before the deadline with SIGCONT
 // of its own (a timer of its own, say) runs until the SIGKILL at the
 // deadline lands, a few milliseconds past it; a process group that empties and
 // whose id is reused in the instant between the guard reading that a process

@@ -82,11 +82,8 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, lease, path string, argv
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err)
 	}
-	// Not dumpable: a process of the command's tree running as the same
-	// user (not root) can neither open the guard's pipes through
-	// /proc/GUARD/fd, to forge renewals or a report, nor ptrace it.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
+	if err := Undumpable(); err != nil {
+		return err
 	}
 	if err := checkProcVisible(); err != nil {
 		return err
@@ -290,6 +287,21 @@ func readMessages(r io.Reader) <-chan Message {
 		}
 	}()
 	return ch
+}
+
+// Undumpable makes the calling process not dumpable (PR_SET_DUMPABLE 0),
+// so that a process of the command's tree running as the same user (not
+// root) can neither open its file descriptors through /proc/PID/fd nor
+// ptrace it. Both ends of a guard's pipes need it: the guard's, and
+// tenure run's, which writes the renewals and reads the report. Through
+// either, the tree could forge renewals (and run past its term, the lease
+// file saying it is held) or a report (and have tenure hand the lease over
+// while it runs).
+func Undumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
+	}
+	return nil
 }
 
 // startCommand starts the command in a process group of its own, with the

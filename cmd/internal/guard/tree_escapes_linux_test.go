@@ -12,14 +12,17 @@ import (
 // TestGuardEscapes: a process of the command's tree that tries to leave
 // the tree (its subreaper ancestor dies; a thread forks after its leader
 // ended with pthread_exit; a new PID namespace; another user; a sibling
-// made by clone(CLONE_PARENT)) is killed at the deadline, and the guard
-// reports the tree gone only once it is. (Needs root: unshare, setuid.)
+// made by clone(CLONE_PARENT); a vfork child that never execs; a process
+// named to look like a zombie child of init in its stat line; a subreaper
+// that lives on and reaps what it inherits) is killed at the deadline, and
+// the guard reports the tree gone only once it is. (Needs root: unshare,
+// setuid.)
 func TestGuardEscapes(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "escapes")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"subreaper", "threadfork", "newpid", "nobody", "cloneparent"} {
+	for _, mode := range []string{"subreaper", "threadfork", "newpid", "nobody", "cloneparent", "vfork", "comm", "keepreaper"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			out := filepath.Join(t.TempDir(), "out")

@@ -7,6 +7,13 @@
 //   newpid      a grandchild in a new PID namespace
 //   nobody      a child that became user nobody
 //   cloneparent a child made by clone(CLONE_PARENT) of a child that exits
+//   vfork       a child made by vfork that never execs (its parent waits in
+//               vfork for as long as it lives)
+//   comm        a child that renames itself ("x) Z 1 1 1", by
+//               PR_SET_NAME, and in its argv) to look, in its stat line, like
+//               a zombie child of init
+//   keepreaper  a subreaper in the tree that lives on and reaps the
+//               children of its orphaned grandchild, which it inherits
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -123,6 +130,44 @@ int main(int argc, char **argv) {
 			if (clone(cloned, stack + sizeof stack, CLONE_PARENT | SIGCHLD, NULL) < 0)
 				_exit(1);
 			_exit(0);
+		}
+	} else if (strcmp(mode, "vfork") == 0) {
+		if (fork() == 0) {
+			if (vfork() == 0) {
+				alone();
+				report();
+				sleepForever();
+			}
+			_exit(0);
+		}
+	} else if (strcmp(mode, "comm") == 0) {
+		if (fork() == 0) {
+			static const char name[] = "x) Z 1 1 1";
+			alone();
+			if (prctl(PR_SET_NAME, name, 0, 0, 0) != 0)
+				_exit(1);
+			strncpy(argv[0], name, strlen(argv[0]));
+			report();
+			sleepForever();
+		}
+	} else if (strcmp(mode, "keepreaper") == 0) {
+		if (fork() == 0) {
+			prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+			if (fork() == 0) {
+				if (fork() == 0) {
+					usleep(100000); // its parent has died by now
+					if (fork() == 0) {
+						alone();
+						report();
+						sleepForever();
+					}
+					_exit(0);
+				}
+				_exit(0);
+			}
+			for (;;) // reaps whatever it inherits, for ever
+				if (wait(NULL) < 0)
+					usleep(10000);
 		}
 	} else {
 		return 2;
