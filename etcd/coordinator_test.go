@@ -125,6 +125,31 @@ func testGrantedTTL(t *testing.T, election, minTTL time.Duration) {
 	}
 }
 
+// TestRenewNeverLengthens: Renew reports the TTL the keepalive gives the
+// lease, but never more than the grant it renews says: a lease that
+// another process revoked and granted again under its ID, for longer (see
+// TestSpareLeaseRegrantedLonger), must not move the holder's deadline past
+// what it was granted. Here the grant handed to Renew says 2s and its
+// lease was granted 5s.
+func TestRenewNeverLengthens(t *testing.T) {
+	t.Parallel()
+	cl := newClient(t, startEtcd(t))
+	c := newCoordinator(t, cl)
+	g := mustAcquire(t, c, "cap/k", "alice", 5*time.Second)
+	short := g
+	short.TTL = 2 * time.Second
+	r, err := c.Renew(ctx(t), short)
+	if err != nil {
+		t.Fatalf("Renew(%v) = %v", short, err)
+	}
+	if r.TTL != short.TTL {
+		t.Errorf("Renew(%v) TTL = %s; want %s, the grant's (its lease reports %s)", short, r.TTL, short.TTL, g.TTL)
+	}
+	if r, err = c.Renew(ctx(t), g); err != nil || r.TTL != g.TTL {
+		t.Errorf("Renew(%v) = %v, %v; want TTL %s, the lease's", g, r, err, g.TTL)
+	}
+}
+
 // TestLeasePerGrant: every grant rides a lease of its own, even two grants
 // of one holder with one TTL; renewing one extends that lease only, and
 // releasing one leaves the other alone.

@@ -179,8 +179,10 @@ func (c *Coordinator) deleteIf(ctx context.Context, ek string, rev int64, holder
 // and reads the key to check that it is still g: a key released or deleted
 // may leave its lease alive. Both are sent at once (see keepAliveAndRead). A
 // grant made by another coordinator takes one more read first, to find its
-// lease. A grant whose key or lease is gone is lost: the error wraps
-// tenure.ErrLost. See tenure.Coordinator.
+// lease. The TTL it reports is the lease's, never more than g's: a lease
+// that another process revoked and granted again under its ID, for longer,
+// does not lengthen the grant. A grant whose key or lease is gone is lost:
+// the error wraps tenure.ErrLost. See tenure.Coordinator.
 func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: renew %s", g)
 	if err := c.begin(ctx, op, g.Validate()); err != nil {
@@ -210,7 +212,9 @@ func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, 
 	if read != nil {
 		return tenure.Grant{}, fmt.Errorf("%s: %w", op, read)
 	}
-	g.TTL, g.Sent = time.Duration(ka.TTL)*time.Second, sent
+	// Never longer than the grant was made with: a lease revoked and
+	// granted again under its ID by another process may report more.
+	g.TTL, g.Sent = min(g.TTL, time.Duration(ka.TTL)*time.Second), sent
 	if known {
 		c.remember(g, r.secs, lease{id: id, ttl: g.TTL, sent: sent})
 	}
