@@ -199,13 +199,15 @@ func TestLeasePerGrant(t *testing.T) {
 // TestRoundTrips counts the calls each operation makes: a fresh Acquire is
 // a lease grant and one transaction; Renew is one keepalive and one read;
 // Release is one transaction; an Acquire on a lease granted ahead (after a
-// refusal) or kept by a Release is one transaction.
+// refusal) or kept by a Release is one transaction and one lease lookup
+// after it: the lookup checks that no other process changed the lease
+// meanwhile (its TTL, the keys on it), which the transaction cannot.
 func TestRoundTrips(t *testing.T) {
 	t.Parallel()
 	eps := startEtcd(t)
 	cl, rc := countingClient(t, eps)
 	c := newCoordinator(t, cl)
-	const grant, ka, txn, get = rpcGrant, rpcKeepAlive, rpcTxn, rpcRange
+	const grant, ka, txn, get, ttl = rpcGrant, rpcKeepAlive, rpcTxn, rpcRange, rpcTimeToLive
 	want := func(what string, calls map[string]int) {
 		t.Helper()
 		got := rc.reset()
@@ -233,7 +235,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 	want("Release", map[string]int{txn: 1})
 	g = mustAcquire(t, c, "rt/k", "alice", 5*time.Second)
-	want("Acquire after the holder's own Release", map[string]int{txn: 1})
+	want("Acquire after the holder's own Release", map[string]int{txn: 1, ttl: 1})
 
 	if _, err := c.Acquire(ctx(t), "rt/k", "bob", 5*time.Second); !errors.Is(err, tenure.ErrHeld) {
 		t.Fatalf("bob's Acquire of a held key = %v; want ErrHeld", err)
@@ -244,7 +246,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 	rc.reset()
 	gb := mustAcquire(t, c, "rt/k", "bob", 5*time.Second)
-	want("Acquire after a refusal", map[string]int{txn: 1})
+	want("Acquire after a refusal", map[string]int{txn: 1, ttl: 1})
 	if gb.Token <= g.Token {
 		t.Errorf("bob's token %d; want > %d", gb.Token, g.Token)
 	}
