@@ -125,6 +125,31 @@ func testGrantedTTL(t *testing.T, election, minTTL time.Duration) {
 	}
 }
 
+// TestRenewNeverLengthens: Renew reports the TTL the keepalive gives the
+// lease, but never more than the grant it renews says: a lease that
+// another process revoked and granted again under its ID, for longer (see
+// TestSpareLeaseRegrantedLonger), must not move the holder's deadline past
+// what it was granted. Here the grant handed to Renew says 2s and its
+// lease was granted 5s.
+func TestRenewNeverLengthens(t *testing.T) {
+	t.Parallel()
+	cl := newClient(t, startEtcd(t))
+	c := newCoordinator(t, cl)
+	g := mustAcquire(t, c, "cap/k", "alice", 5*time.Second)
+	short := g
+	short.TTL = 2 * time.Second
+	r, err := c.Renew(ctx(t), short)
+	if err != nil {
+		t.Fatalf("Renew(%v) = %v", short, err)
+	}
+	if r.TTL != short.TTL {
+		t.Errorf("Renew(%v) TTL = %s; want %s, the grant's (its lease reports %s)", short, r.TTL, short.TTL, g.TTL)
+	}
+	if r, err = c.Renew(ctx(t), g); err != nil || r.TTL != g.TTL {
+		t.Errorf("Renew(%v) = %v, %v; want TTL %s, the lease's", g, r, err, g.TTL)
+	}
+}
+
 // TestLeasePerGrant: every grant rides a lease of its own, even two grants
 // of one holder with one TTL; renewing one extends that lease only, and
 // releasing one leaves the other alone.
@@ -174,13 +199,15 @@ func TestLeasePerGrant(t *testing.T) {
 // TestRoundTrips counts the calls each operation makes: a fresh Acquire is
 // a lease grant and one transaction; Renew is one keepalive and one read;
 // Release is one transaction; an Acquire on a lease granted ahead (after a
-// refusal) or kept by a Release is one transaction.
+// refusal) or kept by a Release is one transaction and one lease lookup
+// after it: the lookup checks that no other process changed the lease
+// meanwhile (its TTL, the keys on it), which the transaction cannot.
 func TestRoundTrips(t *testing.T) {
 	t.Parallel()
 	eps := startEtcd(t)
 	cl, rc := countingClient(t, eps)
 	c := newCoordinator(t, cl)
-	const grant, ka, txn, get = rpcGrant, rpcKeepAlive, rpcTxn, rpcRange
+	const grant, ka, txn, get, ttl = rpcGrant, rpcKeepAlive, rpcTxn, rpcRange, rpcTimeToLive
 	want := func(what string, calls map[string]int) {
 		t.Helper()
 		got := rc.reset()
@@ -208,7 +235,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 	want("Release", map[string]int{txn: 1})
 	g = mustAcquire(t, c, "rt/k", "alice", 5*time.Second)
-	want("Acquire after the holder's own Release", map[string]int{txn: 1})
+	want("Acquire after the holder's own Release", map[string]int{txn: 1, ttl: 1})
 
 	if _, err := c.Acquire(ctx(t), "rt/k", "bob", 5*time.Second); !errors.Is(err, tenure.ErrHeld) {
 		t.Fatalf("bob's Acquire of a held key = %v; want ErrHeld", err)
@@ -219,7 +246,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 	rc.reset()
 	gb := mustAcquire(t, c, "rt/k", "bob", 5*time.Second)
-	want("Acquire after a refusal", map[string]int{txn: 1})
+	want("Acquire after a refusal", map[string]int{txn: 1, ttl: 1})
 	if gb.Token <= g.Token {
 		t.Errorf("bob's token %d; want > %d", gb.Token, g.Token)
 	}

@@ -22,9 +22,8 @@ import (
 // lease that carries a member (see membership), that is every tenure key
 // but the member's own partitions. On a lease that carries none, it is
 // every key but the one created first on it: a grant's key is the first
-// on its lease, unless a key was put by hand on a spare lease before the
-// holder's next Acquire put its key there; then the grant is judged
-// foreign, and removing it frees the lease, which nothing renews then.
+// on its lease (an Acquire that finds another key on the spare lease it
+// put its key on takes its key off it and puts it on a new lease).
 // The partitions of a membership that is no member (its mark deleted by
 // hand, say) are foreign too, as they are on the other backends: no
 // member's claim takes them.

@@ -35,7 +35,11 @@ type lease struct {
 // does not exist, on a lease of its own of at least ttl (whole seconds, at
 // least etcd's minimum); the token is the put's revision. The lease may be
 // older than the call (granted by holder's last refused Acquire of key, or
-// kept by its last Release): Sent is when it was last granted or extended.
+// kept by its last Release): Sent is when it was last granted or extended,
+// and once the key is on it, one more request checks that no other process
+// changed it meanwhile (granted it again under its ID for another TTL, or
+// put a key on it); if one did, the key is taken off it and put on a new
+// lease.
 // A grant holder already has on key is deleted and replaced, unless it is a
 // partition that holder owns as a member of the key's group (a membership
 // of holder rides the key's lease): the key is held then; if another
@@ -50,7 +54,7 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		return tenure.Grant{}, err
 	}
 	secs := ttlSeconds(ttl)
-	l, err := c.leaseFor(ctx, key, holder, secs)
+	l, spare, err := c.leaseFor(ctx, key, holder, secs)
 	if err != nil {
 		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 	}
@@ -66,12 +70,22 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			if l, err = c.grantLease(ctx, secs); err != nil {
 				return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 			}
+			spare = false
 			continue
 		case err != nil:
 			// Outcome unknown. If the put was applied, the key rides on l,
 			// which nothing extends: it expires within the TTL, unless the
 			// holder acquires again and supersedes it first.
 			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+		case resp.Succeeded && spare: // another process may have changed it since it was kept
+			var moved bool
+			if l, moved, err = c.checkSpare(ctx, key, holder, secs, resp.Header.Revision, l); err != nil {
+				return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
+			}
+			if spare = false; moved {
+				continue // the key was deleted: put it on l, a new lease
+			}
+			fallthrough
 		case resp.Succeeded:
 			g := tenure.Grant{Key: key, Holder: holder, Token: uint64(resp.Header.Revision), TTL: l.ttl, Sent: l.sent}
 			c.remember(g, secs, l)
@@ -82,16 +96,9 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		if kv == nil {
 			continue // deleted since: put again
 		}
-		held := string(kv.Value) != holder
-		if !held { // a key naming holder that no grant wrote is held
-			if held, err = c.foreignWrite(ctx, key, kv); err != nil {
-				return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
-			}
-		}
-		if !held { // the holder's own earlier grant: end it, then put anew
-			if held, err = c.supersede(ctx, key, kv, holder); err != nil {
-				return tenure.Grant{}, fmt.Errorf("%s: supersede grant with token %d: %w", op, kv.ModRevision, err)
-			}
+		held, err := c.heldBy(ctx, key, holder, kv)
+		if err != nil {
+			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 		}
 		if held {
 			c.keepSpare(key, holder, secs, l)
@@ -99,6 +106,25 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		}
 	}
 	return tenure.Grant{}, fmt.Errorf("%s: the key changed hands during every attempt; try again", op)
+}
+
+// heldBy reports whether kv, found on key by holder's Acquire, holds the
+// key against holder: it names another holder, or names holder but no
+// grant wrote it (foreignWrite), or is a partition holder owns as a member
+// (supersede). Holder's own earlier grant is deleted instead; neither held
+// nor deleted means the key changed since kv was read.
+func (c *Coordinator) heldBy(ctx context.Context, key, holder string, kv *mvccpb.KeyValue) (bool, error) {
+	if string(kv.Value) != holder {
+		return true, nil
+	}
+	if held, err := c.foreignWrite(ctx, key, kv); held || err != nil {
+		return held, err
+	}
+	held, err := c.supersede(ctx, key, kv, holder) // the holder's own earlier grant: end it, then put anew
+	if err != nil {
+		return false, fmt.Errorf("supersede grant with token %d: %w", kv.ModRevision, err)
+	}
+	return held, nil
 }
 
 // supersede deletes kv, holder's grant on key, if it is still that write
@@ -179,8 +205,10 @@ func (c *Coordinator) deleteIf(ctx context.Context, ek string, rev int64, holder
 // and reads the key to check that it is still g: a key released or deleted
 // may leave its lease alive. Both are sent at once (see keepAliveAndRead). A
 // grant made by another coordinator takes one more read first, to find its
-// lease. A grant whose key or lease is gone is lost: the error wraps
-// tenure.ErrLost. See tenure.Coordinator.
+// lease. The TTL it reports is the lease's, never more than g's: a lease
+// that another process revoked and granted again under its ID, for longer,
+// does not lengthen the grant. A grant whose key or lease is gone is lost:
+// the error wraps tenure.ErrLost. See tenure.Coordinator.
 func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, error) {
 	op := fmt.Sprintf("etcd: renew %s", g)
 	if err := c.begin(ctx, op, g.Validate()); err != nil {
@@ -210,7 +238,9 @@ func (c *Coordinator) Renew(ctx context.Context, g tenure.Grant) (tenure.Grant, 
 	if read != nil {
 		return tenure.Grant{}, fmt.Errorf("%s: %w", op, read)
 	}
-	g.TTL, g.Sent = time.Duration(ka.TTL)*time.Second, sent
+	// Never longer than the grant was made with: a lease revoked and
+	// granted again under its ID by another process may report more.
+	g.TTL, g.Sent = min(g.TTL, time.Duration(ka.TTL)*time.Second), sent
 	if known {
 		c.remember(g, r.secs, lease{id: id, ttl: g.TTL, sent: sent})
 	}
@@ -305,6 +335,46 @@ func (c *Coordinator) grantLease(ctx context.Context, secs int64) (lease, error)
 	return lease{id: resp.ID, ttl: time.Duration(resp.TTL) * time.Second, sent: sent}, nil
 }
 
+// checkSpare checks that spare lease l, on which holder's Acquire has just
+// put key (revision rev), is still the lease that was kept: granted for
+// l.ttl and carrying key alone. Another process may have revoked it
+// and granted its ID again (etcd's LeaseGrant takes an ID) for another
+// TTL, or put a key of its own on it first, which would make the grant
+// look foreign (see ListForeign). If it is, the lease returned is l with
+// Sent as late as etcd's expiry allows: the later of l's own Sent (a lease
+// of that ID was granted or extended for l.ttl then, and since then only
+// extended or granted again for l.ttl) and this check's send less the time
+// l has used, when etcd reports a second or more left (it counts the TTL
+// left from after the send and truncates it toward zero: 1 means at least
+// 1s, but 0 means anything from 1s expired to 1s left). The lease at etcd
+// ends no sooner than Sent + TTL. If it is not, the key is deleted if it is
+// still that put, the lease is left to expire (any key on it is not ours),
+// and a new lease of secs seconds is returned, moved true, to put key on.
+func (c *Coordinator) checkSpare(ctx context.Context, key, holder string, secs, rev int64, l lease) (_ lease, moved bool, err error) {
+	ek := c.EtcdKey(key)
+	sent := tenure.Now()
+	r, err := c.leaseKeys(ctx, l.id) // left -1: revoked since the put, and the key with it
+	switch {
+	case err != nil:
+		// Outcome unknown: the key rides on l, which nothing extends.
+		return l, false, fmt.Errorf("check the lease kept for this grant: %w", err)
+	case r.left >= 0 && r.granted == l.ttl && len(r.keys) == 1 && string(r.keys[0]) == ek:
+		if used := sent.Add(r.left - l.ttl); r.left >= time.Second && used.Time().After(l.sent.Time()) {
+			l.sent = used
+		}
+		return l, false, nil
+	}
+	c.log.Warn("lease kept for the holder's next grant was changed by another process: left to expire, the key put on a new lease",
+		"key", key, "holder", holder, "lease", fmt.Sprintf("%x", int64(l.id)))
+	if _, err := c.deleteIf(ctx, ek, rev, holder); err != nil {
+		return l, false, fmt.Errorf("delete the key put on lease %x, changed by another process (outcome unknown): %w", int64(l.id), err)
+	}
+	if l, err = c.grantLease(ctx, secs); err != nil {
+		return l, false, err
+	}
+	return l, true, nil
+}
+
 // spareKey names a lease granted ahead: for one key, one holder, one TTL.
 type spareKey struct {
 	key, holder string
@@ -315,7 +385,8 @@ type spareKey struct {
 // key in one transaction: l was granted for an Acquire that found key held,
 // or carried holder's grant on key until its Release. No key is attached to
 // a spare lease (the put that tried it failed, or the key was deleted), and
-// nothing extends it: it expires on its own if it is not used.
+// nothing extends it: it expires on its own if it is not used. Another
+// process may still change it: Acquire checks it (checkSpare).
 func (c *Coordinator) keepSpare(key, holder string, secs int64, l lease) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -332,18 +403,20 @@ func (c *Coordinator) keepSpare(key, holder string, secs int64, l lease) {
 func fresh(l lease) bool { return l.sent.Add(l.ttl/3).Until() > 0 }
 
 // leaseFor returns a lease for holder's Acquire of key: the spare kept for
-// it, taken so that no other Acquire uses it, when it is fresh; a new one
-// otherwise.
-func (c *Coordinator) leaseFor(ctx context.Context, key, holder string, secs int64) (lease, error) {
+// it, taken so that no other Acquire uses it, when it is fresh (spare is
+// true: Acquire checks it with checkSpare once its key is on it); a new
+// one otherwise.
+func (c *Coordinator) leaseFor(ctx context.Context, key, holder string, secs int64) (l lease, spare bool, err error) {
 	k := spareKey{key, holder, secs}
 	c.mu.Lock()
 	l, ok := c.spares[k]
 	delete(c.spares, k)
 	c.mu.Unlock()
 	if ok && fresh(l) {
-		return l, nil
+		return l, true, nil
 	}
-	return c.grantLease(ctx, secs)
+	l, err = c.grantLease(ctx, secs)
+	return l, false, err
 }
 
 // leaseTTL returns the TTL lease id was granted with and the time it has

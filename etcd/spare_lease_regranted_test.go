@@ -1,14 +1,13 @@
-//go:build openfinding
-
-// Open finding (review of names, identities and foreign records): a spare
-// lease (kept by a Release, or granted ahead by a refused Acquire) that
-// another process revoked and granted again under the same ID, with
-// another TTL, carries the holder's next grant with the spare's old TTL
-// and send: a shorter lease lets another holder be granted the key while
-// the first's grant, by its TTL, is live; a longer one moves the holder's
-// deadline past what it asked for. And a key another process put on a
-// spare (no revoke needed) makes the holder's next grant on it a foreign
-// record, which RemoveForeign deletes while the holder renews it.
+// A spare lease (kept by a Release, or granted ahead by a refused Acquire)
+// that another process revoked and granted again under the same ID, with
+// another TTL, or on which it put a key of its own, must not carry the
+// holder's next grant as if it were the lease kept: a shorter lease would
+// let another holder be granted the key while the first's grant, by its
+// TTL, is live; a longer one would move the holder's deadline past what it
+// asked for; a key put on it first would make the grant a foreign record,
+// which RemoveForeign deletes while the holder renews it. Acquire checks
+// the spare once its key is on it (review 6 of names, identities and
+// foreign records).
 
 package etcd_test
 

@@ -55,9 +55,10 @@ apart.
 `
 
 const etcdThroughputText = `A cycle of tenure is an Acquire (one transaction, on a lease granted
-ahead), a Renew (a keepalive and, sent with it, a read of the key to confirm
-it is still the grant's: an operator's ` + "`tenure release --force`" + ` deletes it) and a
-Release (one compare-and-delete): four requests in three round trips. The
+ahead, and a lookup of that lease, which another process may have changed),
+a Renew (a keepalive and, sent with it, a read of the key to confirm it is
+still the grant's: an operator's ` + "`tenure release --force`" + ` deletes it) and a
+Release (one compare-and-delete): five requests in four round trips. The
 Mutex's cycle here is three: its Lock's transaction, one keepalive of its
 session's lease and its Unlock's delete, with no read of its own. Where the
 server and both clients share few cores, the server's work per cycle sets
