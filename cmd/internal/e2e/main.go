@@ -12,8 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
-	"github.com/tenure-dev/tenure/cmd/internal/testparallel"
 	"github.com/tenure-dev/tenure/internal/pgtest"
+	"github.com/tenure-dev/tenure/internal/testparallel"
 )
 
 // TenureBin is the tenure binary built for the end-to-end tests.

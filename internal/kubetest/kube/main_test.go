@@ -2,6 +2,9 @@ package kube_test
 
 import (
 	"context"
+	"flag"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/tenure-dev/tenure/internal/kubetest"
 	"github.com/tenure-dev/tenure/internal/leakcheck"
+	"github.com/tenure-dev/tenure/internal/testparallel"
 	"github.com/tenure-dev/tenure/kube"
 )
 
@@ -27,10 +31,20 @@ func (r testMain) Run() int {
 	return kubetest.Main(r.m, func(s *kubetest.Server, err error) { srv.s, srv.err = s, err })
 }
 
+// parallel is how many of the package's tests run at once unless go test
+// is given -parallel: they mostly wait on leases of a few seconds and on
+// the API server, not on the CPU (testparallel).
+const parallel = 4
+
 // TestMain starts one kube-apiserver that most tests share, each in a
 // namespace of its own (shared); a test that crashes its server or needs
 // RBAC starts its own (server).
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if err := testparallel.Set(parallel); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	leakcheck.VerifyTestMain(testMain{m})
 }
 
