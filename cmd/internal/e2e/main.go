@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -56,11 +55,7 @@ var Parallel int
 // test process (SharedTenure), and runs the tests with a goroutine-leak
 // check.
 func BuildThen(m *testing.M) int {
-	flag.Parse()
-	if err := testparallel.Set(Parallel); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	testparallel.Main(Parallel)
 	began := time.Now()
 	var err error
 	if TenureBin, err = SharedTenure(); err != nil {

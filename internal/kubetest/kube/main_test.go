@@ -2,9 +2,6 @@ package kube_test
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -40,11 +37,7 @@ const parallel = 4
 // namespace of its own (shared); a test that crashes its server or needs
 // RBAC starts its own (server).
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if err := testparallel.Set(parallel); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	testparallel.Main(parallel)
 	leakcheck.VerifyTestMain(testMain{m})
 }
 
