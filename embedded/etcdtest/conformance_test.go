@@ -41,10 +41,11 @@ func conformanceEmbedded(t *testing.T, n int) {
 // processes would have. A partition is freed by hand as `tenure release
 // --force` frees a key: the live grant read with Leader, then Release.
 func TestGroupConformanceEmbedded(t *testing.T) {
+	t.Parallel() // it mostly waits for leases to expire
 	c := startCluster(t, 1)
 	partitiontest.Run(t, func(t *testing.T) partition.Coordinator {
 		return newCoordinator(t, newClient(t, c.endpoints()))
-	}, partitiontest.WithTTL(2*time.Second), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
+	}, partitiontest.WithTTL(2*time.Second), partitiontest.WithParallel(), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
 		forceRelease(t, newCoordinator(t, newClient(t, c.endpoints())), partition.Key(group, name))
 	}))
 }
