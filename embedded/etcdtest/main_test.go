@@ -18,15 +18,9 @@ import (
 	"github.com/tenure-dev/tenure/embedded"
 	"github.com/tenure-dev/tenure/etcd"
 	"github.com/tenure-dev/tenure/internal/leakcheck"
-	"github.com/tenure-dev/tenure/internal/testparallel"
 )
 
-// parallel is how many of the package's tests run at once unless go test
-// is given -parallel: they mostly wait on leases of a few seconds and on the members, not on the CPU (testparallel).
-const parallel = 4
-
 func TestMain(m *testing.M) {
-	testparallel.Main(parallel)
 	leakcheck.VerifyTestMain(m)
 }
 

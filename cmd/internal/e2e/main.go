@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
+	"github.com/tenure-dev/tenure/cmd/internal/testparallel"
 	"github.com/tenure-dev/tenure/internal/pgtest"
-	"github.com/tenure-dev/tenure/internal/testparallel"
 )
 
 // TenureBin is the tenure binary built for the end-to-end tests.
@@ -55,7 +56,11 @@ var Parallel int
 // test process (SharedTenure), and runs the tests with a goroutine-leak
 // check.
 func BuildThen(m *testing.M) int {
-	testparallel.Main(Parallel)
+	flag.Parse()
+	if err := testparallel.Set(Parallel); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	began := time.Now()
 	var err error
 	if TenureBin, err = SharedTenure(); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tenure-dev/tenure/internal/kubetest"
 	"github.com/tenure-dev/tenure/internal/leakcheck"
-	"github.com/tenure-dev/tenure/internal/testparallel"
 	"github.com/tenure-dev/tenure/kube"
 )
 
@@ -28,16 +27,10 @@ func (r testMain) Run() int {
 	return kubetest.Main(r.m, func(s *kubetest.Server, err error) { srv.s, srv.err = s, err })
 }
 
-// parallel is how many of the package's tests run at once unless go test
-// is given -parallel: they mostly wait on leases of a few seconds and on
-// the API server, not on the CPU (testparallel).
-const parallel = 4
-
 // TestMain starts one kube-apiserver that most tests share, each in a
 // namespace of its own (shared); a test that crashes its server or needs
 // RBAC starts its own (server).
 func TestMain(m *testing.M) {
-	testparallel.Main(parallel)
 	leakcheck.VerifyTestMain(testMain{m})
 }
 

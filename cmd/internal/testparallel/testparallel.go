@@ -5,8 +5,6 @@ package testparallel
 
 import (
 	"flag"
-	"fmt"
-	"os"
 	"strconv"
 )
 
@@ -25,15 +23,4 @@ func Set(n int) error {
 		return nil
 	}
 	return flag.Set("test.parallel", strconv.Itoa(n))
-}
-
-// Main parses the command line (flag.Parse) and calls Set(n), exiting with
-// status 2 if that fails: the first call of a TestMain that raises
-// -parallel.
-func Main(n int) {
-	flag.Parse()
-	if err := Set(n); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
 }
