@@ -28,7 +28,7 @@ func TestGroupConformanceEtcdBinary(t *testing.T) {
 	b := etcdbin.New(t)
 	partitiontest.Run(t, func(t *testing.T) partition.Coordinator {
 		return newCoordinator(t, newClient(t, []string{b.URL}))
-	}, partitiontest.WithTTL(2*time.Second), partitiontest.WithParallel(), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
+	}, partitiontest.WithTTL(2*time.Second), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
 		c := newCoordinator(t, newClient(t, []string{b.URL}))
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()

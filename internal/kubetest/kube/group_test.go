@@ -40,7 +40,7 @@ func TestGroupConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return c
-	}, partitiontest.WithTTL(10*time.Second), partitiontest.WithParallel(), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
+	}, partitiontest.WithTTL(10*time.Second), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
 		leases := cs.CoordinationV1().Leases(ns)
 		l, err := leases.Get(ctx(t), kube.LeaseName(partition.Key(group, name)), metav1.GetOptions{})
 		if err != nil {
