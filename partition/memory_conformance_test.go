@@ -19,7 +19,7 @@ import (
 func TestConformanceMemory(t *testing.T) {
 	shared := memory.New()
 	t.Cleanup(func() { shared.Close() })
-	partitiontest.Run(t, func(t *testing.T) partition.Coordinator { return &handle{Coordinator: shared} }, partitiontest.WithParallel())
+	partitiontest.Run(t, func(t *testing.T) partition.Coordinator { return &handle{Coordinator: shared} })
 }
 
 // handle is one member's connection to the shared coordinator: closing it

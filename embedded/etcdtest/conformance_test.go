@@ -45,7 +45,7 @@ func TestGroupConformanceEmbedded(t *testing.T) {
 	c := startCluster(t, 1)
 	partitiontest.Run(t, func(t *testing.T) partition.Coordinator {
 		return newCoordinator(t, newClient(t, c.endpoints()))
-	}, partitiontest.WithTTL(2*time.Second), partitiontest.WithParallel(), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
+	}, partitiontest.WithTTL(2*time.Second), partitiontest.WithFreeByHand(func(t *testing.T, group, name string) {
 		forceRelease(t, newCoordinator(t, newClient(t, c.endpoints())), partition.Key(group, name))
 	}))
 }

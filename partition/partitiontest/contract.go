@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,7 +32,6 @@ type options struct {
 	free  func(t *testing.T, group, name string)
 	move  func(t *testing.T, m partition.Member, to string)
 	kept  bool
-	par   bool
 	own   func(t *testing.T, group, name string, owner partition.Member)
 
 	ignored func(t *testing.T, m partition.Member, owned tenure.Grant)
@@ -41,13 +39,6 @@ type options struct {
 
 // WithTTL sets the membership TTL of the expiry checks. Default 2s.
 func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl } }
-
-// WithParallel runs the checks at once (each calls t.Parallel), as many as
-// go test's -parallel allows beside the package's other parallel tests,
-// instead of one after another. Every check works in groups of its own, so
-// the checks are apart on any backend; they mostly wait on leases and
-// their expiry, which one after another add up to minutes.
-func WithParallel() Option { return func(o *options) { o.par = true } }
 
 // WithFreeByHand gives the way an operator frees a partition by hand on the
 // backend, whoever owns it (etcd: `tenure release --force` of its key,
@@ -69,49 +60,41 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 		opt(&o)
 	}
 	s := suite{newCoordinator: newCoordinator, o: o}
-	run := func(name string, check func(t *testing.T)) {
-		t.Run(name, func(t *testing.T) {
-			if o.par {
-				t.Parallel()
-			}
-			check(t)
-		})
-	}
-	run("Contract", s.contract)
-	run("Expiry", s.expiry)
-	run("Balance", s.balance)
-	run("PlannedLeave", s.plannedLeave)
-	run("Crash", s.crash)
-	run("Announce", s.announce)
-	run("Rejoin", s.rejoin)
-	run("Check", s.check)
-	run("Names", s.names)
-	run("NestedGroups", s.nestedGroups)
-	run("Twins", s.twins)
-	run("TwinLeaves", s.twinLeaves)
-	run("TwinGroups", s.twinGroups)
-	run("LookalikeIDs", s.lookalikes)
-	run("LongNames", s.longNames)
-	run("LiveNotForeign", s.liveNotForeign)
-	run("RemoveForeignSparesLive", s.removeForeignSparesLive)
-	run("ElectorAndGroupOfOneProcess", s.electorAndGroupOfOneProcess)
+	t.Run("Contract", s.contract)
+	t.Run("Expiry", s.expiry)
+	t.Run("Balance", s.balance)
+	t.Run("PlannedLeave", s.plannedLeave)
+	t.Run("Crash", s.crash)
+	t.Run("Announce", s.announce)
+	t.Run("Rejoin", s.rejoin)
+	t.Run("Check", s.check)
+	t.Run("Names", s.names)
+	t.Run("NestedGroups", s.nestedGroups)
+	t.Run("Twins", s.twins)
+	t.Run("TwinLeaves", s.twinLeaves)
+	t.Run("TwinGroups", s.twinGroups)
+	t.Run("LookalikeIDs", s.lookalikes)
+	t.Run("LongNames", s.longNames)
+	t.Run("LiveNotForeign", s.liveNotForeign)
+	t.Run("RemoveForeignSparesLive", s.removeForeignSparesLive)
+	t.Run("ElectorAndGroupOfOneProcess", s.electorAndGroupOfOneProcess)
 	if o.free != nil {
-		run("FreedByHand", s.freedByHand)
+		t.Run("FreedByHand", s.freedByHand)
 	}
 	if o.move != nil {
-		run("MovedMembership", s.movedMembership)
+		t.Run("MovedMembership", s.movedMembership)
 	}
 	if o.own != nil {
-		run("OtherGroupsOwner", s.otherGroupsOwner)
+		t.Run("OtherGroupsOwner", s.otherGroupsOwner)
 	}
 	if o.ignored != nil {
-		run("IgnoredEdit", s.ignoredEdit)
+		t.Run("IgnoredEdit", s.ignoredEdit)
 	}
 	probe := newCoordinator(t)
 	_, watches := probe.(partition.MembersWatcher)
 	_ = probe.Close()
 	if watches {
-		run("WatchMembers", s.watchMembers)
+		t.Run("WatchMembers", s.watchMembers)
 	}
 }
 
@@ -134,18 +117,8 @@ func ctx(t *testing.T) context.Context {
 }
 
 func groupName(t *testing.T) string {
-	for {
-		last := lastGroup.Load()
-		n := max(time.Now().UnixNano(), last+1)
-		if lastGroup.CompareAndSwap(last, n) {
-			return fmt.Sprintf("ptest/%d", n)
-		}
-	}
+	return fmt.Sprintf("ptest/%d", time.Now().UnixNano())
 }
-
-// lastGroup is the number in the last group name groupName returned: each
-// is greater, so that checks run at once never share a group.
-var lastGroup atomic.Int64
 
 func (s suite) join(t *testing.T, c partition.Coordinator, group, id string) partition.Member {
 	return s.joinWith(t, c, group, id, 0)
