@@ -28,28 +28,16 @@ func TestGuard(t *testing.T) {
 	t.Parallel()
 	for _, c := range e2e.GuardCoords(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			t.Parallel() // the coordinators are apart
-			// So are the cases: each has a key, a resource and a proxy of
-			// its own.
-			for _, tc := range []struct {
-				name string
-				test func(*testing.T, e2e.GuardCoord)
-			}{
-				{"stopped tenure", testGuardStopped},
-				{"ctrl-z past the deadline", testGuardSuspendPast},
-				{"ctrl-z within the deadline", testGuardSuspendWithin},
-				{"kill -9", testGuardKill9},
-				{"term ends", testGuardTermEnds},
-				{"TERM before KILL", testGuardTermBeforeKill},
-				{"stall visible", testGuardStallVisible},
-				{"default grace", testGuardDefaultGrace},
-				{"environment", testGuardEnv},
-			} {
-				t.Run(tc.name, func(t *testing.T) {
-					t.Parallel()
-					tc.test(t, c)
-				})
-			}
+			t.Parallel() // the coordinators are apart; each one's cases run one after another
+			t.Run("stopped tenure", func(t *testing.T) { testGuardStopped(t, c) })
+			t.Run("ctrl-z past the deadline", func(t *testing.T) { testGuardSuspendPast(t, c) })
+			t.Run("ctrl-z within the deadline", func(t *testing.T) { testGuardSuspendWithin(t, c) })
+			t.Run("kill -9", func(t *testing.T) { testGuardKill9(t, c) })
+			t.Run("term ends", func(t *testing.T) { testGuardTermEnds(t, c) })
+			t.Run("TERM before KILL", func(t *testing.T) { testGuardTermBeforeKill(t, c) })
+			t.Run("stall visible", func(t *testing.T) { testGuardStallVisible(t, c) })
+			t.Run("default grace", func(t *testing.T) { testGuardDefaultGrace(t, c) })
+			t.Run("environment", func(t *testing.T) { testGuardEnv(t, c) })
 		})
 	}
 }
