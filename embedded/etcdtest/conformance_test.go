@@ -41,6 +41,7 @@ func conformanceEmbedded(t *testing.T, n int) {
 // processes would have. A partition is freed by hand as `tenure release
 // --force` frees a key: the live grant read with Leader, then Release.
 func TestGroupConformanceEmbedded(t *testing.T) {
+	t.Parallel() // it mostly waits for leases to expire
 	c := startCluster(t, 1)
 	partitiontest.Run(t, func(t *testing.T) partition.Coordinator {
 		return newCoordinator(t, newClient(t, c.endpoints()))

@@ -13,6 +13,7 @@ import (
 // struck node reported its clock set, and the leases its elector counted
 // while its clock was off were counted at the fault's rate.
 func TestClockFaultsWithinTheBoundAreClean(t *testing.T) {
+	t.Parallel() // a run of processes of its own
 	h, err := Run(context.Background(), testOptions(func(o *Options) {
 		o.Seed, o.Duration, o.Families = 2, 20*time.Second, []string{FamilyClock}
 	}))

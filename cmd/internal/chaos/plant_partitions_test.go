@@ -60,6 +60,7 @@ func runPartitioned(t *testing.T, p string, sched []Fault) *Report {
 // overlaps the old term depends on how soon the coordinator expires the
 // lease, so overlaps are not asserted.
 func TestPartitionPlantedBugsAreCaught(t *testing.T) {
+	t.Parallel() // its runs are apart from the other tests' runs
 	leaseOverrun := func(string) func(*Report) *history.Check {
 		return func(r *Report) *history.Check { return &r.LeaseOverrun }
 	}
@@ -73,6 +74,7 @@ func TestPartitionPlantedBugsAreCaught(t *testing.T) {
 // TestPartitionPlantedBugsAreCaught), and the build as shipped, under the
 // same clock fault, reports nothing.
 func TestPartitionClockPlantsAreCaught(t *testing.T) {
+	t.Parallel() // its runs are apart from the other tests' runs
 	leaseOverrun := func(string) func(*Report) *history.Check {
 		return func(r *Report) *history.Check { return &r.LeaseOverrun }
 	}

@@ -98,6 +98,7 @@ func describe(r *Report) string {
 // same schedule (the control run). The catch rate on drawn schedules is
 // measured by BenchmarkPlantCatchRate.
 func TestPlantedBugsAreCaught(t *testing.T) {
+	t.Parallel() // its runs are apart from the other tests' runs
 	testPlants(t, Plants(), 1, runSchedule, caughtBy)
 }
 
