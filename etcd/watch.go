@@ -102,7 +102,21 @@ func (c *Coordinator) follow(ctx context.Context, ek string, rev int64, each fun
 		defer done()
 		defer stop()
 		defer cancel()
-		for wr := range wch {
+		for {
+			// Not a range over wch: clientv3 closes it only once its
+			// stream goroutine has noticed the cancel, which waits for as
+			// long as a retry of that stream waits for a connection (seen:
+			// minutes, with Close waiting on this goroutine all along).
+			var wr clientv3.WatchResponse
+			var open bool
+			select {
+			case <-wctx.Done():
+				return
+			case wr, open = <-wch:
+			}
+			if !open {
+				return
+			}
 			if wr.Canceled || wr.Err() != nil {
 				if wctx.Err() == nil {
 					c.log.Info("watch failed", "key", ek, "err", wr.Err())
