@@ -18,6 +18,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/etcd"
 )
 
@@ -106,7 +107,16 @@ func TestSpareLeaseCarryingAForeignKey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Acquire(k) again = %v", err)
 	}
-	if g, err = h.Renew(ctx(t), g); err != nil {
+	liveGrantStaysH(t, h, other, g, "o#1")
+}
+
+// liveGrantStaysH renews h's grant g of k, then checks from other that g is
+// neither listed nor removed as foreign and that other, as holder, is
+// refused k; then that h still renews g.
+func liveGrantStaysH(t *testing.T, h, other *etcd.Coordinator, g tenure.Grant, holder string) {
+	t.Helper()
+	g, err := h.Renew(ctx(t), g)
+	if err != nil {
 		t.Fatalf("Renew(%s) = %v", g, err)
 	}
 	rs, err := other.ListForeign(ctx(t), "")
@@ -122,8 +132,8 @@ func TestSpareLeaseCarryingAForeignKey(t *testing.T) {
 			t.Errorf("RemoveForeign(%+v) = %v, %v; want nothing removed: h renews the grant", r, ok, err)
 		}
 	}
-	if o, err := other.Acquire(ctx(t), "k", "o#1", 30*time.Second); err == nil {
-		t.Errorf("Acquire(k, o#1) = %s while h renews its grant %s: two holders of k at once", o, g)
+	if o, err := other.Acquire(ctx(t), "k", holder, 30*time.Second); err == nil {
+		t.Errorf("Acquire(k, %s) = %s while h renews its grant %s: two holders of k at once", holder, o, g)
 	}
 	if _, err := h.Renew(ctx(t), g); err != nil {
 		t.Errorf("Renew(%s) = %v; want still h's", g, err)
@@ -170,25 +180,7 @@ func TestRefusedAcquireSpareCarryingAForeignKey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("h's Acquire(k) after b released = %v", err)
 	}
-	if g, err = h.Renew(ctx(t), g); err != nil {
-		t.Fatalf("Renew(%s) = %v", g, err)
-	}
-	rs, err := b.ListForeign(ctx(t), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rs {
-		if r.Key != "k" {
-			continue
-		}
-		t.Errorf("ListForeign() lists h's live grant %s as foreign: %+v", g, r)
-		if ok, err := b.RemoveForeign(ctx(t), r); ok || err != nil {
-			t.Errorf("RemoveForeign(%+v) = %v, %v; want nothing removed: h renews the grant", r, ok, err)
-		}
-	}
-	if o, err := b.Acquire(ctx(t), "k", "b#1", 30*time.Second); err == nil {
-		t.Errorf("Acquire(k, b#1) = %s while h renews its grant %s: two holders of k at once", o, g)
-	}
+	liveGrantStaysH(t, h, b, g, "b#1")
 }
 
 // releasedLease acquires k for h#1 on h and releases it, and returns the
