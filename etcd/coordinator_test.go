@@ -150,6 +150,23 @@ func TestRenewNeverLengthens(t *testing.T) {
 	}
 }
 
+// TestRenewMemberNeverLengthens: as TestRenewNeverLengthens, for a
+// membership: RenewMember reports at most the TTL of the member it renews.
+func TestRenewMemberNeverLengthens(t *testing.T) {
+	t.Parallel()
+	c := newCoordinator(t, newClient(t, startEtcd(t)))
+	m := mustJoin(t, c, "cap", "m#1", 5*time.Second)
+	short := m
+	short.TTL = 2 * time.Second
+	r, err := c.RenewMember(ctx(t), short)
+	if err != nil || r.TTL != short.TTL {
+		t.Errorf("RenewMember(%v) = %v, %v; want TTL %s, the member's (its lease reports %s)", short, r, err, short.TTL, m.TTL)
+	}
+	if r, err = c.RenewMember(ctx(t), m); err != nil || r.TTL != m.TTL {
+		t.Errorf("RenewMember(%v) = %v, %v; want TTL %s, the lease's", m, r, err, m.TTL)
+	}
+}
+
 // TestLeasePerGrant: every grant rides a lease of its own, even two grants
 // of one holder with one TTL; renewing one extends that lease only, and
 // releasing one leaves the other alone.

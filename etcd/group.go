@@ -163,7 +163,9 @@ func (c *Coordinator) RenewMember(ctx context.Context, m partition.Member) (part
 		return partition.Member{}, fmt.Errorf("%s: %w: its membership key %q or its lease's mark %q was deleted or changed by hand", op, tenure.ErrLost,
 			strings.TrimPrefix(key, c.prefix), strings.TrimPrefix(mark, c.prefix))
 	}
-	m.TTL, m.Sent = time.Duration(resp.TTL)*time.Second, sent
+	// Never more than the membership was granted: a lease granted again
+	// by its ID with a longer TTL must not lengthen what m is told.
+	m.TTL, m.Sent = min(m.TTL, time.Duration(resp.TTL)*time.Second), sent
 	return m, nil
 }
 
