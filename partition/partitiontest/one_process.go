@@ -2,6 +2,8 @@ package partitiontest
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +23,10 @@ import (
 // that passed): no term may pass Check after a term with a greater token
 // did, nor while the other side's term passes it (both acting at once).
 // The Elector's Acquire must be refused while the member lives: it leads
-// no term.
+// no term that began before the member's term of the partition ended. (On
+// a loaded machine the member's 3 s lease can lapse, its term ends at its
+// local deadline, and the Elector may then lead: that is no fault, and the
+// test says so in its log; termcheck still judges every act.)
 func (s suite) electorAndGroupOfOneProcess(t *testing.T) {
 	c := s.group(t)
 	g := groupName(t)
@@ -42,12 +47,15 @@ func (s suite) electorAndGroupOfOneProcess(t *testing.T) {
 	}
 	gcfg := partition.DefaultConfig()
 	gcfg.Key, gcfg.Partitions, gcfg.Holder, gcfg.Instance, gcfg.TTL = g, 1, "node", "1", 3*time.Second
+	var tl timeline
+	gcfg.OnTransition = tl.add("group")
 	grp, err := partition.New(c, gcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ecfg := tenure.DefaultConfig()
 	ecfg.Key, ecfg.Holder, ecfg.Instance, ecfg.TTL = key, "node", "1", 3*time.Second
+	ecfg.OnTransition = tl.add("elector")
 	e, err := tenure.NewElector(c, ecfg)
 	if err != nil {
 		t.Fatal(err)
@@ -73,8 +81,56 @@ func (s suite) electorAndGroupOfOneProcess(t *testing.T) {
 	stop()
 	wg.Wait()
 	l.Verify(t)
-	if n := l.Terms("elector"); n > 0 {
-		t.Errorf("the Elector led %d terms of %q while the member that owns it lived; want its Acquire refused", n, key)
+	switch n, lapsed := l.Terms("elector"), tl.groupEndedFirst(); {
+	case n > 0 && !lapsed:
+		t.Errorf("the Elector led %d terms of %q while the member that owns it lived; want its Acquire refused; transitions:\n%s", n, key, &tl)
+	case n > 0:
+		t.Logf("the member's term ended before the Elector's began (its lease lapsed: a loaded machine), so the Elector led; transitions:\n%s", &tl)
 	}
 	t.Logf("%d acts of %d terms", l.Acts(), l.Terms(""))
+}
+
+// timeline is the transitions of the group's member and the Elector, in
+// the order reported.
+type timeline struct {
+	mu  sync.Mutex
+	all []string
+	ts  []tenure.Transition
+}
+
+// add returns an OnTransition that records who's transitions.
+func (tl *timeline) add(who string) func(tenure.Transition) {
+	return func(tr tenure.Transition) {
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		tl.all = append(tl.all, who)
+		tl.ts = append(tl.ts, tr)
+	}
+}
+
+// groupEndedFirst reports whether the group's term had ended (for any
+// reason but a release) before the Elector's first term began.
+func (tl *timeline) groupEndedFirst() bool {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	ended := false
+	for i, tr := range tl.ts {
+		switch {
+		case tl.all[i] == "group" && tr.Kind != tenure.Elected && tr.Kind != tenure.Resigned:
+			ended = true
+		case tl.all[i] == "elector" && tr.Kind == tenure.Elected:
+			return ended
+		}
+	}
+	return false
+}
+
+func (tl *timeline) String() string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	var b strings.Builder
+	for i, tr := range tl.ts {
+		fmt.Fprintf(&b, "  %s %s %s token %d at %s: %v\n", tl.all[i], tr.Kind, tr.Key, tr.Token, tr.At.Format("15:04:05.000"), tr.Err)
+	}
+	return b.String()
 }
