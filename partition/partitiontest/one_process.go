@@ -81,12 +81,7 @@ func (s suite) electorAndGroupOfOneProcess(t *testing.T) {
 	stop()
 	wg.Wait()
 	l.Verify(t)
-	switch n, lapsed := l.Terms("elector"), tl.groupEndedFirst(); {
-	case n > 0 && !lapsed:
-		t.Errorf("the Elector led %d terms of %q while the member that owns it lived; want its Acquire refused; transitions:\n%s", n, key, &tl)
-	case n > 0:
-		t.Logf("the member's term ended before the Elector's began (its lease lapsed: a loaded machine), so the Elector led; transitions:\n%s", &tl)
-	}
+	tl.judge(t, key, l.Terms("elector"))
 	t.Logf("%d acts of %d terms", l.Acts(), l.Terms(""))
 }
 
@@ -105,6 +100,18 @@ func (tl *timeline) add(who string) func(tenure.Transition) {
 		defer tl.mu.Unlock()
 		tl.all = append(tl.all, who)
 		tl.ts = append(tl.ts, tr)
+	}
+}
+
+// judge fails t when the Elector led any of its n terms of key while the
+// member's term lived.
+func (tl *timeline) judge(t *testing.T, key string, n int) {
+	t.Helper()
+	switch {
+	case n > 0 && !tl.groupEndedFirst():
+		t.Errorf("the Elector led %d terms of %q while the member that owns it lived; want its Acquire refused; transitions:\n%s", n, key, tl)
+	case n > 0:
+		t.Logf("the member's term ended before the Elector's began (its lease lapsed: a loaded machine), so the Elector led; transitions:\n%s", tl)
 	}
 }
 
