@@ -48,6 +48,7 @@ func checkEditLengthen(s *state) {
 			// The edit ended the grant (on etcd, revoking the lease
 			// deletes its key). A holder let in must have a greater
 			// token; the grant stays lost.
+			s.tb.Logf("after %v's record was lengthened to %s, its renewal was told lost: %v", ga, d, err)
 			s.probeAfterEdit(k, b, ga, tenure.Grant{}, "lengthened")
 			s.renewLost(ga)
 			return
