@@ -1,6 +1,7 @@
 package etcdtesting
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -26,7 +27,12 @@ func Edits(cl *clientv3.Client, etcdKey func(key string) string) tenuretest.Edit
 		if _, err := pb.NewLeaseClient(cl.ActiveConnection()).LeaseGrant(Ctx(tb), &pb.LeaseGrantRequest{ID: int64(id), TTL: secs}); err != nil {
 			tb.Fatalf("grant lease %x again for %ds: %v", int64(id), secs, err)
 		}
-		tb.Cleanup(func() { _, _ = cl.Revoke(Ctx(tb), id) })
+		tb.Cleanup(func() {
+			// tb's context has ended by now: the revocation gets its own.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, _ = cl.Revoke(ctx, id)
+		})
 	}
 	return tenuretest.Edits{
 		Lengthen: regrant,
