@@ -28,7 +28,7 @@ func (s *state) edits() *Edits {
 // (a holder computes its deadline from Sent + TTL, and Sent is never after
 // the reply: see checkSent). Then another holder's Acquire is refused naming
 // g, or, if granted, is granted with a greater token and not before the
-// renewed lease ends.
+// lease of the last renewal that succeeded ends.
 func checkEditLengthen(s *state) {
 	const d = time.Hour
 	k := s.key("k")
@@ -47,9 +47,14 @@ func checkEditLengthen(s *state) {
 			}
 			// The edit ended the grant (on etcd, revoking the lease
 			// deletes its key). A holder let in must have a greater
-			// token; the grant stays lost.
-			s.tb.Logf("after %v's record was lengthened to %s, its renewal was told lost: %v", ga, d, err)
-			s.probeAfterEdit(k, b, ga, tenure.Grant{}, "lengthened")
+			// token, and not before a renewal that succeeded ends; the
+			// grant stays lost.
+			s.tb.Logf("after %v's record was lengthened to %s, its renewal %d was told lost: %v", ga, d, i+1, err)
+			var renewed tenure.Grant
+			if i > 0 {
+				renewed = last
+			}
+			s.probeAfterEdit(k, b, ga, renewed, "lengthened")
 			s.renewLost(ga)
 			return
 		}

@@ -165,6 +165,8 @@ func TestChecksCatchPlantedBugs(t *testing.T) {
 		{"Renew writes back a shortened record another holder took", bugs{rewriteEdited: true}, "EditShorten", "two holders act at once", nil},
 		{"Renew writes back a removed record another holder took", bugs{rewriteEdited: true}, "EditRemove", "two holders act at once", nil},
 		{"the token sequence removed with the record", bugs{removeTokens: true}, "EditRemove", "want > ", nil},
+		{"the token sequence removed with a record a lengthen ended", bugs{lengthenRemoves: true, removeTokens: true}, "EditLengthen", "want > ", nil},
+		{"Renew succeeds but leaves a lengthened record ended", bugs{renewEndsEdited: true}, "EditLengthen", "two holders of the key at once", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -178,6 +180,17 @@ func TestChecksCatchPlantedBugs(t *testing.T) {
 				t.Errorf("check %s failed with:\n%s\nwant a report mentioning %q", tc.check, got, tc.want)
 			}
 		})
+	}
+}
+
+// EditLengthen passes a coordinator on which a lengthen ends the grant, as
+// a revocation does on etcd: its renewal is told lost, and the next holder
+// gets a greater token.
+func TestEditLengthenThatEndsTheGrant(t *testing.T) {
+	c := newToyFor(t, bugs{lengthenRemoves: true})
+	r := runCheck(t, "EditLengthen", c, c.Restart, tenuretest.WithEdits(c.edits()))
+	if r.Failed() || r.Skipped() {
+		t.Errorf("EditLengthen against a correct coordinator whose lengthen ends the grant: failed = %v, skipped = %v:\n%s", r.Failed(), r.Skipped(), r.report())
 	}
 }
 

@@ -42,6 +42,8 @@ type bugs struct {
 	renewRecordTTL   bool // Renew extends by and reports the record's TTL, edited or not
 	rewriteEdited    bool // Renew of a grant whose record was edited writes it back, whoever holds the key
 	removeTokens     bool // the token sequence lives in the record: removing it starts the sequence again
+	lengthenRemoves  bool // not a bug: the toy's Lengthen ends the grant, as a revocation does on etcd
+	renewEndsEdited  bool // Renew of a grant whose record was edited reports success and leaves the record ended
 }
 
 // toy is a small Coordinator on real time, correct unless built with bugs.
@@ -193,6 +195,8 @@ func (c *toy) renewLocked(g tenure.Grant) (tenure.Grant, error) {
 		ttl = l.ttl
 	}
 	switch {
+	case c.bugs.renewEndsEdited && c.edited[g.Key] == g.Token:
+		l.expires = now
 	case c.bugs.renewShort:
 		l.expires = now.Add(c.life(ttl) / 2)
 	case !c.bugs.renewNoop:
@@ -299,7 +303,8 @@ func (c *toy) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent,
 }
 
 // edits edit the toy's record of a live grant as an operator would edit a
-// backend's: Lengthen and Shorten set its TTL and expiry, Remove deletes it.
+// backend's: Lengthen and Shorten set its TTL and expiry, Remove deletes it
+// (and so does Lengthen, with lengthenRemoves).
 func (c *toy) edits() tenuretest.Edits {
 	set := func(tb testing.TB, g tenure.Grant, d time.Duration) {
 		tb.Helper()
@@ -312,23 +317,24 @@ func (c *toy) edits() tenuretest.Edits {
 		l.ttl, l.expires = d, time.Now().Add(d)
 		c.edited[g.Key] = g.Token
 	}
-	return tenuretest.Edits{
-		Lengthen: set,
-		Shorten:  set,
-		Remove: func(tb testing.TB, g tenure.Grant) {
-			tb.Helper()
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if l := c.leases[g.Key]; l == nil || l.token != g.Token {
-				tb.Fatalf("toy: no record of %v to remove", g)
-			}
-			delete(c.leases, g.Key)
-			if c.bugs.removeTokens {
-				delete(c.tokens, g.Key)
-			}
-			c.edited[g.Key] = g.Token
-		},
+	remove := func(tb testing.TB, g tenure.Grant) {
+		tb.Helper()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if l := c.leases[g.Key]; l == nil || l.token != g.Token {
+			tb.Fatalf("toy: no record of %v to remove", g)
+		}
+		delete(c.leases, g.Key)
+		if c.bugs.removeTokens {
+			delete(c.tokens, g.Key)
+		}
+		c.edited[g.Key] = g.Token
 	}
+	lengthen := set
+	if c.bugs.lengthenRemoves {
+		lengthen = func(tb testing.TB, g tenure.Grant, _ time.Duration) { tb.Helper(); remove(tb, g) }
+	}
+	return tenuretest.Edits{Lengthen: lengthen, Shorten: set, Remove: remove}
 }
 
 func (c *toy) Restart() {
