@@ -6,6 +6,7 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/etcdbin"
+	"github.com/tenure-dev/tenure/internal/etcdtesting"
 	"github.com/tenure-dev/tenure/tenuretest"
 )
 
@@ -20,6 +21,7 @@ func TestConformanceEtcdBinary(t *testing.T) {
 		return newCoordinator(t, cl)
 	},
 		tenuretest.WithTTL(2*time.Second),
+		tenuretest.WithEdits(etcdtesting.Edits(cl, newCoordinator(t, cl).EtcdKey)),
 		tenuretest.WithRestart(func(t *testing.T) {
 			b.Kill() // a crash: no graceful shutdown
 			b.Restart(t)

@@ -25,6 +25,9 @@ func allChecks() []check {
 		{name: "BadInput", run: checkBadInput},
 		{name: "CanceledContext", run: checkCanceledContext},
 		{name: "Close", run: checkClose},
+		{name: "EditLengthen", needsEdits: true, run: checkEditLengthen},
+		{name: "EditShorten", needsEdits: true, run: checkEditShorten},
+		{name: "EditRemove", needsEdits: true, run: checkEditRemove},
 		{name: "Restart", needsRestart: true, run: checkRestart},
 	}
 }

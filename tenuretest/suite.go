@@ -20,6 +20,7 @@ type options struct {
 	grace       time.Duration
 	callTimeout time.Duration
 	restart     func(t *testing.T)
+	edits       *Edits
 }
 
 // WithTTL sets the TTL the suite asks for. Default 2s, the smallest lease
@@ -52,6 +53,39 @@ func WithCallTimeout(d time.Duration) Option {
 // after all others have finished, never concurrently with them.
 func WithRestart(restart func(t *testing.T)) Option {
 	return func(o *options) { o.restart = restart }
+}
+
+// Edits edit a backend's record of a live grant the way an operator, or
+// another program with the backend's credentials, could, behind the
+// coordinator's back. Each is called with the same testing.TB that was passed
+// to the factory for that subtest, and with a grant the suite was just given
+// by Acquire; it fails tb if the edit cannot be made. All three are required.
+//
+// A backend whose records nothing outside its process can reach has nothing
+// to wire: the memory coordinator keeps its leases in its own memory, where
+// only its methods change them, so its conformance tests pass no Edits.
+type Edits struct {
+	// Lengthen makes g's record last d from now (d is an hour in the
+	// suite), as far as the backend lets an operator: on etcd, the lease
+	// revoked and granted again under its ID with TTL d (which deletes the
+	// key, as any revocation does); on PostgreSQL, the row's expires_at
+	// moved; on Kubernetes, the Lease's leaseDurationSeconds and renewTime.
+	Lengthen func(tb testing.TB, g tenure.Grant, d time.Duration)
+	// Shorten makes g's record last d from now, d below g's TTL. A
+	// backend may round d up to what its record holds (whole seconds), as
+	// long as it stays below g's TTL.
+	Shorten func(tb testing.TB, g tenure.Grant, d time.Duration)
+	// Remove deletes g's record: on etcd, its lease revoked; on
+	// PostgreSQL, its row deleted; on Kubernetes, its Lease deleted.
+	Remove func(tb testing.TB, g tenure.Grant)
+}
+
+// WithEdits adds the edit checks to Contract (EditLengthen, EditShorten,
+// EditRemove): each acquires a key, edits the grant's record with e, and
+// holds the coordinator to docs/safety.md's bound on edits by hand. Every
+// backend with records an operator can reach passes it.
+func WithEdits(e Edits) Option {
+	return func(o *options) { o.edits = &e }
 }
 
 func newOptions(opts []Option) *options {
@@ -105,6 +139,20 @@ func newOptions(opts []Option) *options {
 //   - Close: calls after Close (Acquire, Renew, Release, Leader, Watch) fail
 //     with errors matching tenure.ErrClosed, and a second Close returns nil.
 //
+// With WithEdits, Contract also runs the checks of an edit by hand to a live
+// grant's record, none of which may make tenure report more lease than the
+// grant asked for, or let a second holder in unnoticed:
+//
+//   - EditLengthen: after the record is lengthened to an hour, the grant's
+//     Renew either reports it lost (tenure.ErrLost) or reports a TTL no
+//     longer than the grant's, twice; a holder let in after it has a greater
+//     token, and never before the old grant's renewed lease ends.
+//   - EditShorten: after the record is shortened below the TTL, another
+//     holder is granted the key (at the latest once the grant's own lease
+//     ends) with a greater token; the old grant's next Renew is lost, and
+//     neither it nor its Release disturbs the new holder.
+//   - EditRemove: the same after the record is deleted.
+//
 // Restart, with WithRestart only, runs after them.
 //
 // The suite waits for all its subtests before it returns, so a caller may
@@ -117,7 +165,7 @@ func RunCoordinatorTests(t *testing.T, newCoordinator func(t *testing.T) tenure.
 	}
 	t.Run("Contract", func(t *testing.T) {
 		for _, ck := range allChecks() {
-			if ck.needsRestart {
+			if ck.needsRestart || ck.needsEdits && o.edits == nil {
 				continue
 			}
 			t.Run(ck.name, func(t *testing.T) {
@@ -147,6 +195,7 @@ func RunCoordinatorTests(t *testing.T, newCoordinator func(t *testing.T) tenure.
 type check struct {
 	name         string
 	needsRestart bool
+	needsEdits   bool // runs only with WithEdits
 	run          func(s *state)
 }
 

@@ -112,7 +112,7 @@ func TestChecksPassCorrectCoordinator(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c := newToyFor(t, bugs{})
-			r := runCheck(t, name, c, c.Restart)
+			r := runCheck(t, name, c, c.Restart, tenuretest.WithEdits(c.edits()))
 			if r.Failed() || r.Skipped() {
 				t.Errorf("check %s against a correct coordinator: failed = %v, skipped = %v:\n%s", name, r.Failed(), r.Skipped(), r.report())
 			}
@@ -161,12 +161,18 @@ func TestChecksCatchPlantedBugs(t *testing.T) {
 		{"ended context ignored", bugs{ignoreContext: true}, "CanceledContext", "context.Canceled", nil},
 		{"usable after Close", bugs{usableAfterClose: true}, "Close", "tenure.ErrClosed", nil},
 		{"tokens forgotten on restart", bugs{forgetOnRestart: true}, "Restart", "before the restart", nil},
+		{"Renew reports the record's TTL after it was lengthened", bugs{renewRecordTTL: true}, "EditLengthen", "must not lengthen what the holder is told", nil},
+		{"Renew writes back a shortened record another holder took", bugs{rewriteEdited: true}, "EditShorten", "two holders act at once", nil},
+		{"Renew writes back a removed record another holder took", bugs{rewriteEdited: true}, "EditRemove", "two holders act at once", nil},
+		{"the token sequence removed with the record", bugs{removeTokens: true}, "EditRemove", "want > ", nil},
+		{"the token sequence removed with a record a lengthen ended", bugs{lengthenRemoves: true, removeTokens: true}, "EditLengthen", "want > ", nil},
+		{"Renew succeeds but leaves a lengthened record ended", bugs{renewEndsEdited: true}, "EditLengthen", "two holders of the key at once", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := newToyFor(t, tc.bugs)
-			r := runCheck(t, tc.check, c, c.Restart, tc.opts...)
+			r := runCheck(t, tc.check, c, c.Restart, append([]tenuretest.Option{tenuretest.WithEdits(c.edits())}, tc.opts...)...)
 			if !r.Failed() {
 				t.Fatalf("check %s passed a coordinator whose %s; want it to fail", tc.check, tc.name)
 			}
@@ -174,6 +180,17 @@ func TestChecksCatchPlantedBugs(t *testing.T) {
 				t.Errorf("check %s failed with:\n%s\nwant a report mentioning %q", tc.check, got, tc.want)
 			}
 		})
+	}
+}
+
+// EditLengthen passes a coordinator on which a lengthen ends the grant, as
+// a revocation does on etcd: its renewal is told lost, and the next holder
+// gets a greater token.
+func TestEditLengthenThatEndsTheGrant(t *testing.T) {
+	c := newToyFor(t, bugs{lengthenRemoves: true})
+	r := runCheck(t, "EditLengthen", c, c.Restart, tenuretest.WithEdits(c.edits()))
+	if r.Failed() || r.Skipped() {
+		t.Errorf("EditLengthen against a correct coordinator whose lengthen ends the grant: failed = %v, skipped = %v:\n%s", r.Failed(), r.Skipped(), r.report())
 	}
 }
 
@@ -191,10 +208,24 @@ func TestRunCoordinatorTests(t *testing.T) {
 			t.Fatal("restart hook called with a test that made no coordinator")
 		}
 		c.(*toy).Restart()
+	}), tenuretest.WithEdits(tenuretest.Edits{
+		Lengthen: func(tb testing.TB, g tenure.Grant, d time.Duration) { toyOf(tb, &restarted).edits().Lengthen(tb, g, d) },
+		Shorten:  func(tb testing.TB, g tenure.Grant, d time.Duration) { toyOf(tb, &restarted).edits().Shorten(tb, g, d) },
+		Remove:   func(tb testing.TB, g tenure.Grant) { toyOf(tb, &restarted).edits().Remove(tb, g) },
 	}))...)
 	made := 0
 	restarted.Range(func(_, _ any) bool { made++; return true })
 	if want := len(tenuretest.CheckNames()); made != want {
 		t.Errorf("RunCoordinatorTests made %d coordinators; want one per check (%d)", made, want)
 	}
+}
+
+// toyOf is the toy the factory made for tb.
+func toyOf(tb testing.TB, made *sync.Map) *toy {
+	tb.Helper()
+	c, ok := made.Load(tb)
+	if !ok {
+		tb.Fatal("edit hook called with a test that made no coordinator")
+	}
+	return c.(*toy)
 }

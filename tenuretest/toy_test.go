@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/tenuretest"
 )
 
 // bugs are the defects a toy coordinator can be built with, each one a
@@ -37,6 +39,11 @@ type bugs struct {
 	ignoreContext    bool // calls with an ended context go ahead
 	usableAfterClose bool // calls after Close go ahead
 	forgetOnRestart  bool // Restart loses the token sequence
+	renewRecordTTL   bool // Renew extends by and reports the record's TTL, edited or not
+	rewriteEdited    bool // Renew of a grant whose record was edited writes it back, whoever holds the key
+	removeTokens     bool // the token sequence lives in the record: removing it starts the sequence again
+	lengthenRemoves  bool // not a bug: the toy's Lengthen ends the grant, as a revocation does on etcd
+	renewEndsEdited  bool // Renew of a grant whose record was edited reports success and leaves the record ended
 }
 
 // toy is a small Coordinator on real time, correct unless built with bugs.
@@ -47,6 +54,7 @@ type toy struct {
 	tokens map[string]uint64
 	leases map[string]*toyLease
 	ahead  map[string]time.Time // key+holder → when a refused Acquire started a lease (leaseAhead)
+	edited map[string]uint64    // key → token of the grant whose record was last edited (rewriteEdited)
 	closed bool
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -70,6 +78,7 @@ func newToy(b bugs) *toy {
 		tokens: make(map[string]uint64),
 		leases: make(map[string]*toyLease),
 		ahead:  make(map[string]time.Time),
+		edited: make(map[string]uint64),
 		done:   make(chan struct{}),
 	}
 }
@@ -167,6 +176,10 @@ func (c *toy) sent(at tenure.Instant) tenure.Instant {
 func (c *toy) renewLocked(g tenure.Grant) (tenure.Grant, error) {
 	now := time.Now()
 	l := c.leases[g.Key]
+	if c.bugs.rewriteEdited && c.edited[g.Key] == g.Token && g.Token != 0 {
+		l = &toyLease{holder: g.Holder, token: g.Token, ttl: g.TTL, expires: now.Add(g.TTL)}
+		c.leases[g.Key] = l
+	}
 	if l == nil || l.holder != g.Holder || (l.token != g.Token && !c.bugs.renewSuperseded) {
 		if c.bugs.renewLostAsOther {
 			return tenure.Grant{}, fmt.Errorf("toy: renew %v: not the live grant", g)
@@ -177,11 +190,17 @@ func (c *toy) renewLocked(g tenure.Grant) (tenure.Grant, error) {
 		delete(c.leases, g.Key)
 		return tenure.Grant{}, fmt.Errorf("toy: renew %v: expired: %w", g, tenure.ErrLost)
 	}
+	ttl := min(l.ttl, g.TTL) // an edited record never lengthens the grant
+	if c.bugs.renewRecordTTL {
+		ttl = l.ttl
+	}
 	switch {
+	case c.bugs.renewEndsEdited && c.edited[g.Key] == g.Token:
+		l.expires = now
 	case c.bugs.renewShort:
-		l.expires = now.Add(c.life(l.ttl) / 2)
+		l.expires = now.Add(c.life(ttl) / 2)
 	case !c.bugs.renewNoop:
-		l.expires = now.Add(c.life(l.ttl))
+		l.expires = now.Add(c.life(ttl))
 	}
 	if c.bugs.sharedRenew {
 		for _, o := range c.leases {
@@ -190,7 +209,7 @@ func (c *toy) renewLocked(g tenure.Grant) (tenure.Grant, error) {
 			}
 		}
 	}
-	return tenure.Grant{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: l.ttl}, nil
+	return tenure.Grant{Key: g.Key, Holder: g.Holder, Token: g.Token, TTL: ttl}, nil
 }
 
 func (c *toy) Release(ctx context.Context, g tenure.Grant) error {
@@ -281,6 +300,41 @@ func (c *toy) Watch(ctx context.Context, key string) (<-chan tenure.LeaderEvent,
 		}
 	})
 	return ch, nil
+}
+
+// edits edit the toy's record of a live grant as an operator would edit a
+// backend's: Lengthen and Shorten set its TTL and expiry, Remove deletes it
+// (and so does Lengthen, with lengthenRemoves).
+func (c *toy) edits() tenuretest.Edits {
+	set := func(tb testing.TB, g tenure.Grant, d time.Duration) {
+		tb.Helper()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		l := c.leases[g.Key]
+		if l == nil || l.token != g.Token {
+			tb.Fatalf("toy: no record of %v to edit", g)
+		}
+		l.ttl, l.expires = d, time.Now().Add(d)
+		c.edited[g.Key] = g.Token
+	}
+	remove := func(tb testing.TB, g tenure.Grant) {
+		tb.Helper()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if l := c.leases[g.Key]; l == nil || l.token != g.Token {
+			tb.Fatalf("toy: no record of %v to remove", g)
+		}
+		delete(c.leases, g.Key)
+		if c.bugs.removeTokens {
+			delete(c.tokens, g.Key)
+		}
+		c.edited[g.Key] = g.Token
+	}
+	lengthen := set
+	if c.bugs.lengthenRemoves {
+		lengthen = func(tb testing.TB, g tenure.Grant, _ time.Duration) { tb.Helper(); remove(tb, g) }
+	}
+	return tenuretest.Edits{Lengthen: lengthen, Shorten: set, Remove: remove}
 }
 
 func (c *toy) Restart() {

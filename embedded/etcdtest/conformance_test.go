@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/internal/etcdtesting"
 	"github.com/tenure-dev/tenure/partition"
 
 	"github.com/tenure-dev/tenure"
@@ -29,6 +30,7 @@ func conformanceEmbedded(t *testing.T, n int) {
 		return newCoordinator(t, cl)
 	},
 		tenuretest.WithTTL(2*time.Second),
+		tenuretest.WithEdits(etcdtesting.Edits(cl, newCoordinator(t, cl).EtcdKey)),
 		tenuretest.WithRestart(func(t *testing.T) {
 			c.stopAll()
 			c.startAll(t)

@@ -369,7 +369,7 @@ func TestForeignLeaseWithGroupLabels(t *testing.T) {
 
 // editLease applies edit to Lease name of namespace ns and updates it, as
 // an operator's kubectl edit would.
-func editLease(t *testing.T, cs kubernetes.Interface, ns, name string, edit func(*coordv1.Lease)) {
+func editLease(t testing.TB, cs kubernetes.Interface, ns, name string, edit func(*coordv1.Lease)) {
 	t.Helper()
 	leases := cs.CoordinationV1().Leases(ns)
 	l, err := leases.Get(ctx(t), name, metav1.GetOptions{})
