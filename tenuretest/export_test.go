@@ -27,3 +27,6 @@ func RunCheck(tb testing.TB, name string, c tenure.Coordinator, restart func(), 
 	}
 	tb.Fatalf("no check named %q", name)
 }
+
+// ValidateOptions reports what RunCoordinatorTests would refuse in opts.
+func ValidateOptions(opts ...Option) error { return newOptions(opts).validate() }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ type options struct {
 	callTimeout time.Duration
 	restart     func(t *testing.T)
 	edits       *Edits
+	noEdits     string // WithoutEdits' reason
 }
 
 // WithTTL sets the TTL the suite asks for. Default 2s, the smallest lease
@@ -62,8 +64,8 @@ func WithRestart(restart func(t *testing.T)) Option {
 // by Acquire; it fails tb if the edit cannot be made. All three are required.
 //
 // A backend whose records nothing outside its process can reach has nothing
-// to wire: the memory coordinator keeps its leases in its own memory, where
-// only its methods change them, so its conformance tests pass no Edits.
+// to wire, and says so with WithoutEdits: the memory coordinator keeps its
+// leases in its own memory, where only its methods change them.
 type Edits struct {
 	// Lengthen makes g's record last d from now (d is an hour in the
 	// suite), as far as the backend lets an operator: on etcd, the lease
@@ -84,8 +86,34 @@ type Edits struct {
 // EditRemove): each acquires a key, edits the grant's record with e, and
 // holds the coordinator to docs/safety.md's bound on edits by hand. Every
 // backend with records an operator can reach passes it.
+// RunCoordinatorTests needs WithEdits or WithoutEdits.
 func WithEdits(e Edits) Option {
 	return func(o *options) { o.edits = &e }
+}
+
+// WithoutEdits runs the suite without the edit checks, for a backend whose
+// records nothing outside its process can reach; why says so, and must not
+// be empty. RunCoordinatorTests needs WithEdits or WithoutEdits, so that no
+// backend leaves the edit checks out by forgetting them.
+func WithoutEdits(why string) Option {
+	return func(o *options) { o.noEdits = why }
+}
+
+// validate reports options the suite cannot run with.
+func (o *options) validate() error {
+	if err := tenure.ValidateTTL(o.ttl); err != nil {
+		return fmt.Errorf("tenuretest.WithTTL: %w", err)
+	}
+	e := o.edits
+	switch {
+	case e == nil && strings.TrimSpace(o.noEdits) == "":
+		return errors.New("tenuretest: pass WithEdits (how an operator edits this backend's records behind it) or WithoutEdits (why nothing can): the edit checks are never left out unsaid")
+	case e != nil && o.noEdits != "":
+		return errors.New("tenuretest: WithEdits and WithoutEdits both given")
+	case e != nil && (e.Lengthen == nil || e.Shorten == nil || e.Remove == nil):
+		return errors.New("tenuretest.WithEdits: Lengthen, Shorten and Remove are all required")
+	}
+	return nil
 }
 
 func newOptions(opts []Option) *options {
@@ -139,9 +167,10 @@ func newOptions(opts []Option) *options {
 //   - Close: calls after Close (Acquire, Renew, Release, Leader, Watch) fail
 //     with errors matching tenure.ErrClosed, and a second Close returns nil.
 //
-// With WithEdits, Contract also runs the checks of an edit by hand to a live
-// grant's record, none of which may make tenure report more lease than the
-// grant asked for, or let a second holder in unnoticed:
+// With WithEdits, Contract also runs the checks of an edit by hand to a
+// live grant's record, none of which may make tenure report more lease than
+// the grant asked for, or let a second holder in unnoticed (a caller passes
+// WithEdits or WithoutEdits; the suite fails at once with neither):
 //
 //   - EditLengthen: after the record is lengthened to an hour, the grant's
 //     Renew either reports it lost (tenure.ErrLost) or reports a TTL no
@@ -160,8 +189,8 @@ func newOptions(opts []Option) *options {
 func RunCoordinatorTests(t *testing.T, newCoordinator func(t *testing.T) tenure.Coordinator, opts ...Option) {
 	t.Helper()
 	o := newOptions(opts)
-	if err := tenure.ValidateTTL(o.ttl); err != nil {
-		t.Fatalf("tenuretest.WithTTL: %v", err)
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
 	}
 	t.Run("Contract", func(t *testing.T) {
 		for _, ck := range allChecks() {

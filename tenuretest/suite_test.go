@@ -229,3 +229,36 @@ func toyOf(tb testing.TB, made *sync.Map) *toy {
 	}
 	return c.(*toy)
 }
+
+// TestEditsNeverLeftOutUnsaid: RunCoordinatorTests refuses options with
+// neither WithEdits nor WithoutEdits, with both, with an empty reason, or
+// with an edit missing.
+func TestEditsNeverLeftOutUnsaid(t *testing.T) {
+	all := tenuretest.Edits{
+		Lengthen: func(testing.TB, tenure.Grant, time.Duration) {},
+		Shorten:  func(testing.TB, tenure.Grant, time.Duration) {},
+		Remove:   func(testing.TB, tenure.Grant) {},
+	}
+	noRemove := all
+	noRemove.Remove = nil
+	for _, tc := range []struct {
+		name string
+		opts []tenuretest.Option
+		want string // "" for none
+	}{
+		{"neither", nil, "pass WithEdits"},
+		{"empty reason", []tenuretest.Option{tenuretest.WithoutEdits(" ")}, "pass WithEdits"},
+		{"both", []tenuretest.Option{tenuretest.WithEdits(all), tenuretest.WithoutEdits("x")}, "both given"},
+		{"an edit missing", []tenuretest.Option{tenuretest.WithEdits(noRemove)}, "all required"},
+		{"edits", []tenuretest.Option{tenuretest.WithEdits(all)}, ""},
+		{"without, said why", []tenuretest.Option{tenuretest.WithoutEdits("in-process records")}, ""},
+	} {
+		err := tenuretest.ValidateOptions(tc.opts...)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: RunCoordinatorTests' options refused: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: RunCoordinatorTests' options = %v; want refused with %q", tc.name, err, tc.want)
+		}
+	}
+}
