@@ -64,12 +64,6 @@ type Coordinator struct {
 	// hint that picks the statement an Acquire of a key that can name a
 	// partition tries first (see acquireOnce), never a reason to grant.
 	groupsSeen atomic.Bool
-	// groupsShaped is the pair of OIDs (partitions table, members table)
-	// whose shape the last full look at the group tables found to be
-	// tenure's (groupTablesShapeSQL), or nil: while the group tables an
-	// Acquire finds are that pair, it does not read their shape again
-	// (see acquireOnce).
-	groupsShaped atomic.Pointer[[2]int64]
 }
 
 // statements are the SQL texts, built once with the quoted table name.
@@ -78,10 +72,10 @@ type statements struct {
 	grant, announce                                          string // parts of acquire
 	grantPartition                                           string // grant, above the partition row's token too
 	// acquirePartition, acquireUnlessGroups and acquireNoGroups are
-	// acquirePartitionSQL, acquireUnlessGroupsSQL (with the shape check;
-	// acquireUnlessShapedGroups without it) and acquireNoGroupsSQL; empty
-	// when the table's name leaves no room for the group tables' names.
-	acquirePartition, acquireUnlessGroups, acquireUnlessShapedGroups, acquireNoGroups string
+	// acquirePartitionSQL, acquireUnlessGroupsSQL and acquireNoGroupsSQL;
+	// empty when the table's name leaves no room for the group tables'
+	// names.
+	acquirePartition, acquireUnlessGroups, acquireNoGroups string
 }
 
 func newStatements(t string, notify Notify) statements {
@@ -204,8 +198,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 	if t, err := c.groupTables(); err == nil {
 		c.groups = t
 		c.sql.acquirePartition = acquirePartitionSQL(c.table, t, c.sql)
-		c.sql.acquireUnlessGroups = acquireUnlessGroupsSQL(c.table, c.sql, true)
-		c.sql.acquireUnlessShapedGroups = acquireUnlessGroupsSQL(c.table, c.sql, false)
+		c.sql.acquireUnlessGroups = acquireUnlessGroupsSQL(c.table, c.sql)
 		c.sql.acquireNoGroups = acquireNoGroupsSQL(c.table, c.sql)
 	}
 	if err := c.ensureTable(ctx); err != nil {

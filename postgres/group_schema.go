@@ -82,7 +82,6 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
 		return c.foreignGroupTablesError(t)
 	}
 	if err == nil && badNames.Valid {
-		c.groupsShaped.Store(nil) // Acquire looks at their shape again
 		return groupTablesShapeError(t, badNames.String)
 	}
 	if err != nil || (exists && current) {
@@ -120,7 +119,6 @@ func (c *Coordinator) checkGroupTables(ctx context.Context, t groupTables) error
 		return c.foreignGroupTablesError(t)
 	}
 	if badNames.Valid {
-		c.groupsShaped.Store(nil) // Acquire looks at their shape again
 		return groupTablesShapeError(t, badNames.String)
 	}
 	return nil

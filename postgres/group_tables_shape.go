@@ -27,9 +27,7 @@ import "fmt"
 //
 // It is NULL when there is none, or neither table exists. It rides the statement
 // that looks up the group tables' owners (foreignGroupTablesSQL), so it
-// costs no round trip; it reads a few catalog rows, each by an index. Group
-// operations read it every time; Acquire once per pair of tables (see
-// acquireOnce): its catalog reads cost several times the acquisition.
+// costs no round trip; it reads a few catalog rows, each by an index.
 // Types 20, 25, 1043 and 1184 are bigint, text, varchar and timestamptz
 // (fixed OIDs of every PostgreSQL).
 var groupTablesShapeSQL = `(SELECT pg_catalog.string_agg(bad, '; ') FROM (

@@ -28,27 +28,18 @@ import (
 //   - Otherwise acquireUnlessGroups: one statement that grants the key only if
 //     neither group table exists, and only on the row version its snapshot
 //     read (see acquireUnlessGroupsSQL). It also tells whether the group
-//     tables exist, which they are (their OIDs) and whose: one without the
-//     other, or either another role's, and the key is refused
-//     (halfGroupTables, ErrTableShape). It reads their shape
-//     (groupTablesShapeSQL: refused with ErrTableShape naming the column)
-//     unless they are the pair whose shape an earlier look found to be
-//     tenure's (groupsShaped); group tables it finds that are another pair
-//     (dropped and made again) are looked at again with their shape, by
-//     the next attempt.
-//   - When both exist, are the coordinator's and of tenure's shape,
-//     acquirePartition: one statement more, that writes the partition's
-//     row and grants the key only if no live member owns the partition.
+//     tables exist and whose they are: one without the other, or either
+//     another role's, and the key is refused (halfGroupTables, ErrTableShape).
+//   - When both exist and are the coordinator's, acquirePartition: one
+//     statement more, that writes the partition's row and grants the key
+//     only if no live member owns the partition.
 //
-// Whose the tables are is not kept for the next Acquire: the group tables
-// can be dropped and made again by another role (one that may create
-// tables in their schema) at any time, and a statement that writes that
-// role's tables runs its triggers as this coordinator's role. What is kept
-// picks the next Acquire's first statement (groupsSeen), and spares it
-// their shape while they are the same tables (groupsShaped): a table's
-// shape changes only by an ALTER of its owner, an administrator, which a
-// running coordinator's Acquire does not see until a group operation
-// (checkGroupTables) finds the shape wrong or the tables are made again.
+// What acquireUnlessGroups saw is not kept for the next Acquire: the group
+// tables can be dropped and made again by another role (one that may
+// create tables in their schema) at any time, and a statement that writes
+// that role's tables runs its triggers as this coordinator's role. It only
+// picks the next Acquire's first statement (groupsSeen): both look at the
+// tables themselves.
 func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us int64, first bool) (int64, error) {
 	i := strings.LastIndexByte(key, '/')
 	partition := i >= 0 && tenure.ValidateKey(key[:i]) == nil && inputs.PartitionName(key[i+1:]) == nil
@@ -66,13 +57,8 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 	var token pgtype.Int8
 	var partitions, members, foreign bool
 	var badNames pgtype.Text
-	var oids [2]int64
-	shaped, q := c.groupsShaped.Load(), c.sql.acquireUnlessGroups
-	if shaped != nil {
-		q = c.sql.acquireUnlessShapedGroups
-	}
-	err := c.pool.QueryRow(ctx, q, key, holder, us, c.o.channel, t.partitions, t.members, c.table).
-		Scan(&token, nil, &partitions, &members, &foreign, &badNames, &oids[0], &oids[1])
+	err := c.pool.QueryRow(ctx, c.sql.acquireUnlessGroups, key, holder, us, c.o.channel, t.partitions, t.members, c.table).
+		Scan(&token, nil, &partitions, &members, &foreign, &badNames)
 	if err == nil {
 		c.groupsSeen.Store(partitions || members)
 	}
@@ -84,13 +70,7 @@ func (c *Coordinator) acquireOnce(ctx context.Context, key, holder string, us in
 			ErrTableShape, key, key[i+1:], key[:i], t.members, t.partitions, c.table)
 	case badNames.Valid:
 		return 0, fmt.Errorf("key %q can name partition %q of group %q: %w", key, key[i+1:], key[:i], groupTablesShapeError(t, badNames.String))
-	case partitions && members && shaped != nil && *shaped != oids: // made again since: look at their shape
-		c.groupsShaped.CompareAndSwap(shaped, nil)
-		return 0, errRetry
 	case partitions && members:
-		if shaped == nil {
-			c.groupsShaped.Store(&oids)
-		}
 		token, err := c.acquirePartition(ctx, t, key, holder, us, key[:i], key[i+1:])
 		if isUndefinedTable(err) { // dropped since; nothing was granted
 			return 0, errRetry
@@ -127,10 +107,8 @@ func halfGroupTables(key, group, name string, t groupTables, partitions bool) er
 // or when either is another role's (see foreignGroupTablesSQL: that role's
 // members may own the key's partition), and returns the new token (NULL
 // when not granted), the notification, whether the partitions table and
-// the members table exist, whether either is another role's, how their
-// shape differs from tenure's (groupTablesShapeSQL; NULL if it does not,
-// and always NULL without shape), and the OIDs of the partitions and
-// members tables (0 for one that does not exist).
+// the members table exist, whether either is another role's, and how their
+// name columns could make two names one (groupTablesShapeSQL; NULL if not).
 //
 // The tables are looked up when the statement starts, so a group made
 // after that could claim the key's partition and commit before the UPDATE
@@ -141,25 +119,18 @@ func halfGroupTables(key, group, name string, t groupTables, partitions bool) er
 // granted, and Acquire runs again; its next statement finds the tables. A
 // claim that has not committed when the grant locks the row meets the
 // grant (see claimKeys).
-func acquireUnlessGroupsSQL(table string, s statements, shape bool) string {
+func acquireUnlessGroupsSQL(table string, s statements) string {
 	params := strings.NewReplacer("$1", "$5", "$2", "$6", "$3", "$7")
-	badNames := `NULL::pg_catalog.text`
-	if shape {
-		badNames = params.Replace(groupTablesShapeSQL)
-	}
 	return `WITH s AS MATERIALIZED (
 	SELECT pg_catalog.to_regclass($5) IS NOT NULL AS partitions, pg_catalog.to_regclass($6) IS NOT NULL AS members,
-	       ` + params.Replace(foreignGroupTablesSQL) + ` AS other_role, ` + badNames + ` AS bad_names,
-	       coalesce(pg_catalog.to_regclass($5)::pg_catalog.oid::pg_catalog.int8, 0) AS partitions_oid,
-	       coalesce(pg_catalog.to_regclass($6)::pg_catalog.oid::pg_catalog.int8, 0) AS members_oid
+	       ` + params.Replace(foreignGroupTablesSQL) + ` AS other_role, ` + params.Replace(groupTablesShapeSQL) + ` AS bad_names
 ), g AS (
 	UPDATE ` + table + ` AS l` + s.grant + `
 	  AND NOT (SELECT partitions OR members OR other_role FROM s)
 	  AND ` + snapshotVersion(table) + `
 	RETURNING resource, fencing_token
 )
-SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT partitions FROM s), (SELECT members FROM s), (SELECT other_role FROM s), (SELECT bad_names FROM s),
-       (SELECT partitions_oid FROM s), (SELECT members_oid FROM s)`
+SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT partitions FROM s), (SELECT members FROM s), (SELECT other_role FROM s), (SELECT bad_names FROM s)`
 }
 
 // acquireNoGroupsSQL is the acquisition ($1 to $4) of a key that can name
