@@ -1,0 +1,138 @@
+package postgres_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
+	"github.com/tenure-dev/tenure/postgres"
+)
+
+// shapeCacheScene is a database whose server runs UTC, where member m of
+// group jobs (on coordinator mc) owns partitions 0 and 1 with a minute's
+// lease, and an Elector's coordinator ec runs no group operation. Both
+// coordinators' Acquire saw the group tables of tenure's shape (each
+// keeps their pair of OIDs: see acquireOnce). admin is a connection of
+// the tables' owner, an administrator's psql in New York time.
+type shapeCacheScene struct {
+	admin  *pgx.Conn
+	mc, ec *postgres.Coordinator
+	m      partition.Member
+}
+
+func newShapeCacheScene(t *testing.T) shapeCacheScene {
+	t.Helper()
+	dsn := newDB(t)
+	ctx := ctxFor(t, time.Minute)
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(ctxFor(t, 10*time.Second)) })
+	if _, err := admin.Exec(ctx, `DO $$BEGIN EXECUTE pg_catalog.format('ALTER DATABASE %I SET TimeZone = ''UTC''', current_database()); END$$`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `SET TimeZone = 'America/New_York'`); err != nil {
+		t.Fatal(err)
+	}
+	s := shapeCacheScene{admin: admin, mc: open(t, dsn), ec: open(t, dsn)}
+	s.m = join(ctx, t, s.mc, "m")
+	if res, err := s.mc.ClaimPartitions(ctx, s.m, []string{"0", "1"}); err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("ClaimPartitions(m, 0 1) = %+v, %v", res, err)
+	}
+	for _, c := range []*postgres.Coordinator{s.mc, s.ec} {
+		g, err := c.Acquire(ctx, "jobs/9", "seen", time.Minute)
+		if err != nil {
+			t.Fatalf("Acquire(jobs/9) beside tenure's group tables = %v", err)
+		}
+		if err := c.Release(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// acquire runs Acquire(jobs/<part>) on ec, then on mc, as another holder
+// than m, and returns what each answered, by coordinator.
+func (s shapeCacheScene) acquire(t *testing.T, part string) map[string]error {
+	t.Helper()
+	out := make(map[string]error)
+	for who, c := range map[string]*postgres.Coordinator{"the Elector's coordinator": s.ec, "the member's coordinator": s.mc} {
+		g, err := c.Acquire(ctxFor(t, 30*time.Second), "jobs/"+part, "e", time.Minute)
+		if err == nil {
+			err = errors.New("granted")
+			t.Logf("Acquire(jobs/%s) on %s granted token %d with %s of m's lease left", part, who, g.Token, s.m.Sent.Add(s.m.TTL).Until().Round(time.Millisecond))
+		}
+		out[who] = err
+	}
+	return out
+}
+
+// TestReviewShapeCacheTablesMadeAgain: the members table made again, in
+// one transaction that keeps its rows, of a shape that ends every
+// membership hours early (expires_at timestamp, filled from New York
+// time while the server runs UTC), or the two tables' names swapped, or the
+// members table moved out of the schema and another moved in: the tables
+// Acquire finds are another pair of OIDs, so it reads their shape and
+// refuses m's partition (ErrTableShape), on either coordinator.
+func TestReviewShapeCacheTablesMadeAgain(t *testing.T) {
+	t.Parallel()
+	const remake = `ALTER TABLE cluster_leadership_members RENAME TO old_members;
+CREATE TABLE cluster_leadership_members (LIKE old_members INCLUDING ALL);
+ALTER TABLE cluster_leadership_members ALTER COLUMN expires_at TYPE timestamp;
+INSERT INTO cluster_leadership_members OVERRIDING SYSTEM VALUE SELECT * FROM old_members;`
+	for name, ddl := range map[string]string{
+		"made_again": `BEGIN;` + remake + `DROP TABLE old_members; COMMIT`,
+		"swapped": `BEGIN; ALTER TABLE cluster_leadership_members RENAME TO x;
+ALTER TABLE cluster_leadership_partitions RENAME TO cluster_leadership_members;
+ALTER TABLE x RENAME TO cluster_leadership_partitions; COMMIT`,
+		"set_schema": `BEGIN; CREATE SCHEMA aside; CREATE SCHEMA spare; ` + remake + `
+ALTER TABLE old_members SET SCHEMA aside; ALTER TABLE cluster_leadership_members SET SCHEMA spare;
+ALTER TABLE spare.cluster_leadership_members SET SCHEMA public; COMMIT`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newShapeCacheScene(t)
+			if _, err := s.admin.Exec(ctxFor(t, 30*time.Second), ddl); err != nil {
+				t.Fatal(err)
+			}
+			for who, err := range s.acquire(t, "0") {
+				if !errors.Is(err, postgres.ErrTableShape) {
+					t.Errorf("Acquire(jobs/0) on %s beside group tables made again (%s) while m owns partition 0 = %v; want ErrTableShape", who, name, err)
+				}
+			}
+		})
+	}
+}
+
+// TestReviewShapeCacheCollationInPlace: the partitions' names (and so
+// their primary key) altered in place to a case-insensitive collation,
+// which the coordinators' Acquire does not look at again: the partition's
+// row is still found (a nondeterministic collation only makes more names
+// one), and m's partitions 0 and A (as "jobs/a") are refused to a single
+// key as held by m, on either coordinator.
+func TestReviewShapeCacheCollationInPlace(t *testing.T) {
+	t.Parallel()
+	s := newShapeCacheScene(t)
+	ctx := ctxFor(t, 30*time.Second)
+	if res, err := s.mc.ClaimPartitions(ctx, s.m, []string{"A"}); err != nil || res[0].Err != nil {
+		t.Fatalf("ClaimPartitions(m, A) = %+v, %v", res, err)
+	}
+	if _, err := s.admin.Exec(ctx, `CREATE COLLATION case_insensitive (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+ALTER TABLE cluster_leadership_partitions ALTER COLUMN name TYPE pg_catalog.text COLLATE case_insensitive,
+	ALTER COLUMN grp TYPE pg_catalog.text COLLATE case_insensitive`); err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{"0", "a"} {
+		for who, err := range s.acquire(t, part) {
+			var held *tenure.HeldError
+			if !errors.As(err, &held) || held.Holder != "m" {
+				t.Errorf("Acquire(jobs/%s) on %s beside partition names altered in place to a case-insensitive collation, while m owns it = %v; want a HeldError naming m", part, who, err)
+			}
+		}
+	}
+}
