@@ -136,3 +136,49 @@ ALTER TABLE cluster_leadership_partitions ALTER COLUMN name TYPE pg_catalog.text
 		}
 	}
 }
+
+// TestReviewShapeCacheShadowTables: a role that may create tables in a
+// schema on the coordinators' search_path before public (its own, open to
+// every role) makes tables named as the group tables there, empty, after
+// the coordinators' Acquire saw tenure's. The group tables are named with
+// their schema (to_regclass of "public"."…"), so the shadows are never
+// found: m's partition is refused as m's (HeldError), and a free
+// partition's key is granted (found, the shadows would be refused as
+// another role's).
+func TestReviewShapeCacheShadowTables(t *testing.T) {
+	t.Parallel()
+	r := newPlantingRoles(t)
+	ctx := ctxFor(t, time.Minute)
+	dsn := r.victimDSN + " options='-c search_path=" + r.spy + ",public'"
+	mc, ec := open(t, dsn), open(t, dsn)
+	m := join(ctx, t, mc, "m")
+	claim0(ctx, t, mc, m)
+	for _, c := range []*postgres.Coordinator{mc, ec} {
+		if g, err := c.Acquire(ctx, "jobs/9", "seen", time.Minute); err != nil || c.Release(ctx, g) != nil {
+			t.Fatalf("Acquire(jobs/9) beside tenure's group tables = %v", err)
+		}
+	}
+	hostile := r.hostile(ctx, t)
+	if _, err := hostile.Exec(ctx, `GRANT USAGE ON SCHEMA `+r.spy+` TO PUBLIC;
+CREATE TABLE `+r.spy+`.cluster_leadership_members (epoch bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	grp text NOT NULL, member text NOT NULL, ttl_us bigint NOT NULL, expires_at timestamptz NOT NULL, partitions integer, joined_grp text);
+CREATE TABLE `+r.spy+`.cluster_leadership_partitions (grp text NOT NULL, name text NOT NULL, owner_epoch bigint,
+	fencing_token bigint NOT NULL, PRIMARY KEY (grp, name));
+GRANT ALL ON ALL TABLES IN SCHEMA `+r.spy+` TO PUBLIC`); err != nil {
+		t.Fatal(err)
+	}
+	var shadowed bool // the scene: the search_path finds the shadows
+	queryRow(t, dsn, `SELECT pg_catalog.to_regclass('cluster_leadership_members') OPERATOR(pg_catalog.<>) 'public.cluster_leadership_members'::pg_catalog.regclass`, nil, &shadowed)
+	if !shadowed {
+		t.Fatalf("search_path %s,public does not find the shadow tables first", r.spy)
+	}
+	for who, c := range map[string]*postgres.Coordinator{"the member's coordinator": mc, "another coordinator": ec} {
+		var held *tenure.HeldError
+		if g, err := c.Acquire(ctx, "jobs/0", "e", time.Minute); !errors.As(err, &held) || held.Holder != "m" {
+			t.Errorf("Acquire(jobs/0) on %s beside shadow group tables first on the search_path, while m owns partition 0 = %v, %v; want a HeldError naming m", who, g, err)
+		}
+		if g, err := c.Acquire(ctx, "jobs/5", "e", time.Minute); err != nil || c.Release(ctx, g) != nil {
+			t.Errorf("Acquire(jobs/5) on %s beside shadow group tables first on the search_path = %v; want a grant (free in tenure's tables)", who, err)
+		}
+	}
+}
