@@ -22,10 +22,13 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure"
+	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/postgres"
 )
 
@@ -51,5 +54,68 @@ func TestReviewShapeCacheAlterInPlace(t *testing.T) {
 		if !errors.Is(err, postgres.ErrTableShape) {
 			t.Errorf("Acquire(jobs/1) on %s after m's renewal saw the shape = %v; want ErrTableShape (docs: refused by Acquire from then on)", who, err)
 		}
+	}
+}
+
+// TestReviewShapeCacheAlterInPlaceWindow measures the window the docs
+// admit, with a real member: a partition runner (TTL 3 s) runs jobs/0; an
+// Elector's coordinator that saw the group tables Acquires jobs/0 in a
+// loop from the moment an administrator alters expires_at in place (as
+// in TestReviewShapeCacheAlterInPlace). A grant before the member's term
+// of jobs/0 ended is two owners; the test fails with how long they
+// overlapped. The runner learns at its next sync (a group operation, every
+// 100 ms here), which fails on the shape and ends its terms.
+func TestReviewShapeCacheAlterInPlaceWindow(t *testing.T) {
+	t.Parallel()
+	s := newShapeCacheScene(t) // its member m is not this test's: it leaves
+	ctx := ctxFor(t, time.Minute)
+	if err := s.mc.LeaveGroup(ctx, s.m); err != nil {
+		t.Fatal(err)
+	}
+	started, ended := make(chan time.Time, 1), make(chan time.Time, 1)
+	cfg := partition.DefaultConfig()
+	cfg.Key, cfg.Partitions, cfg.Holder, cfg.Instance, cfg.TTL = "jobs", 1, "a", "1", 3*time.Second
+	g, err := partition.New(s.mc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	defer func() { stop(); <-done }()
+	go func() {
+		defer close(done)
+		_ = g.Run(rctx, func(ctx context.Context, p partition.Partition, term *tenure.Term) error {
+			select {
+			case started <- time.Now():
+			default:
+			}
+			<-ctx.Done()
+			select {
+			case ended <- time.Now():
+			default:
+			}
+			return nil
+		})
+	}()
+	<-started
+	time.Sleep(500 * time.Millisecond)
+	altered := time.Now()
+	if _, err := s.admin.Exec(ctx, `ALTER TABLE cluster_leadership_members ALTER COLUMN expires_at TYPE timestamp`); err != nil {
+		t.Fatal(err)
+	}
+	var granted time.Time
+	for granted.IsZero() && time.Since(altered) < 10*time.Second {
+		if _, err := s.ec.Acquire(ctx, "jobs/0", "e", time.Minute); err == nil {
+			granted = time.Now()
+		}
+	}
+	end := <-ended
+	if granted.IsZero() {
+		t.Logf("ALTER at +0; a's term of jobs/0 ended at %s; the Elector was not granted jobs/0 in 10 s", end.Sub(altered))
+		return
+	}
+	t.Logf("ALTER at +0; Elector granted jobs/0 at %s; a's term of jobs/0 ended at %s", granted.Sub(altered), end.Sub(altered))
+	if granted.Before(end) {
+		t.Errorf("the Elector held jobs/0 from %s after the ALTER, %s before member a's term of it ended: two owners", granted.Sub(altered), end.Sub(granted))
 	}
 }
