@@ -110,30 +110,40 @@ ALTER TABLE spare.cluster_leadership_members SET SCHEMA public; COMMIT`,
 }
 
 // TestReviewShapeCacheCollationInPlace: the partitions' names (and so
-// their primary key) altered in place to a case-insensitive collation,
-// which the coordinators' Acquire does not look at again: the partition's
-// row is still found (a nondeterministic collation only makes more names
-// one), and m's partitions 0 and A (as "jobs/a") are refused to a single
-// key as held by m, on either coordinator.
+// their primary key) altered in place to a case-insensitive collation, or
+// a second unique index under one made on them, which the coordinators'
+// Acquire does not look at again: the partition's row is still found (a
+// nondeterministic collation only makes more names one, and ON CONFLICT
+// takes every unique index on grp and name as its arbiter), and m's
+// partitions 0 and A (as "jobs/a") are refused to a single key as held by
+// m, on either coordinator.
 func TestReviewShapeCacheCollationInPlace(t *testing.T) {
 	t.Parallel()
-	s := newShapeCacheScene(t)
-	ctx := ctxFor(t, 30*time.Second)
-	if res, err := s.mc.ClaimPartitions(ctx, s.m, []string{"A"}); err != nil || res[0].Err != nil {
-		t.Fatalf("ClaimPartitions(m, A) = %+v, %v", res, err)
-	}
-	if _, err := s.admin.Exec(ctx, `CREATE COLLATION case_insensitive (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
-ALTER TABLE cluster_leadership_partitions ALTER COLUMN name TYPE pg_catalog.text COLLATE case_insensitive,
-	ALTER COLUMN grp TYPE pg_catalog.text COLLATE case_insensitive`); err != nil {
-		t.Fatal(err)
-	}
-	for _, part := range []string{"0", "a"} {
-		for who, err := range s.acquire(t, part) {
-			var held *tenure.HeldError
-			if !errors.As(err, &held) || held.Holder != "m" {
-				t.Errorf("Acquire(jobs/%s) on %s beside partition names altered in place to a case-insensitive collation, while m owns it = %v; want a HeldError naming m", part, who, err)
+	for name, ddl := range map[string]string{
+		"altered": `ALTER TABLE cluster_leadership_partitions ALTER COLUMN name TYPE pg_catalog.text COLLATE case_insensitive,
+	ALTER COLUMN grp TYPE pg_catalog.text COLLATE case_insensitive`,
+		"unique_index": `CREATE UNIQUE INDEX ci ON cluster_leadership_partitions (grp, name COLLATE case_insensitive)`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newShapeCacheScene(t)
+			ctx := ctxFor(t, 30*time.Second)
+			if res, err := s.mc.ClaimPartitions(ctx, s.m, []string{"A"}); err != nil || res[0].Err != nil {
+				t.Fatalf("ClaimPartitions(m, A) = %+v, %v", res, err)
 			}
-		}
+			if _, err := s.admin.Exec(ctx, `CREATE COLLATION case_insensitive (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+`+ddl); err != nil {
+				t.Fatal(err)
+			}
+			for _, part := range []string{"0", "a"} {
+				for who, err := range s.acquire(t, part) {
+					var held *tenure.HeldError
+					if !errors.As(err, &held) || held.Holder != "m" {
+						t.Errorf("Acquire(jobs/%s) on %s beside partition names under a case-insensitive collation (%s in place), while m owns it = %v; want a HeldError naming m", part, who, name, err)
+					}
+				}
+			}
+		})
 	}
 }
 
