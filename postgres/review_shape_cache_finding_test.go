@@ -1,23 +1,31 @@
 //go:build openfinding
 
-// Open finding of review-pgshape (issue 34): Acquire's cached shape check
-// (groupsShaped, 965f1e7) grants a key over a live member's partition
-// after an ALTER of the members table in place. Run:
+// Open findings of review-pgshape (issue 34). Run:
 //
-//	go test -tags openfinding -race -count=1 -run TestReviewShapeCacheAlterInPlace ./postgres/
+//	go test -tags openfinding -race -count=1 -run 'TestReview(ShapeCache|ForcedRow)' ./postgres/
 //
-// It fails while the finding is open: an administrator changes expires_at
-// to timestamp (without time zone) from a session whose TimeZone is west
-// of the server's, so every membership's end is stored hours early. The
-// shape check names that column (ErrTableShape), and did in every Acquire
-// before 965f1e7; with the cache, an Acquire of a coordinator that saw the
-// tables before the ALTER reads no shape, finds the member expired, clears
-// its ownership and grants the key, while the member's lease has about a
-// minute left and the member has not been told: it learns at its next
-// group operation. A coordinator that runs no group operation (a process
-// of single keys, an Elector) keeps trusting the tables for ever: the
-// docs' "refused ... by Acquire from then on" holds only for the
-// coordinator whose group operation saw the shape.
+// Each test fails while its finding is open.
+//
+// 1. Acquire's cached shape check (groupsShaped, 965f1e7) grants a key over
+// a live member's partition after an ALTER of the members table in place
+// (TestReviewShapeCacheAlterInPlace, measured with a partition runner by
+// TestReviewShapeCacheAlterInPlaceWindow). An administrator changes
+// expires_at to timestamp (without time zone) from a session whose TimeZone
+// is west of the server's, so every membership's end is stored hours
+// early. The shape check names that column (ErrTableShape), and did in
+// every Acquire before 965f1e7; with the cache, an Acquire of a coordinator
+// that saw the tables before the ALTER reads no shape, finds the member
+// expired, clears its ownership and grants the key, while the member's
+// lease has about a minute left and the member has not been told: it
+// learns at its next group operation. A coordinator that runs no group
+// operation (a process of single keys, an Elector) keeps trusting the
+// tables for ever: the docs' "refused ... by Acquire from then on" holds
+// only for the coordinator whose group operation saw the shape.
+//
+// 2. Not of the cache: row security forced on the members table by its
+// owner hides memberships from Acquire, which then grants a live member's
+// partition (TestReviewForcedRowSecurity); the shape check never looked at
+// row security.
 
 package postgres_test
 
@@ -26,6 +34,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
@@ -117,5 +127,33 @@ func TestReviewShapeCacheAlterInPlaceWindow(t *testing.T) {
 	t.Logf("ALTER at +0; Elector granted jobs/0 at %s; a's term of jobs/0 ended at %s", granted.Sub(altered), end.Sub(altered))
 	if granted.Before(end) {
 		t.Errorf("the Elector held jobs/0 from %s after the ALTER, %s before member a's term of it ended: two owners", granted.Sub(altered), end.Sub(granted))
+	}
+}
+
+// TestReviewForcedRowSecurity (not of the cache: the shape check never
+// looked at row security): the group tables' owner, tenure's own role (no
+// superuser, which row security never applies to), forces row security on
+// the members table with a tenant policy its coordinators' sessions do not
+// meet. Acquire then finds no membership for m's partition, clears its
+// owner and grants the key while m's lease has a minute left.
+func TestReviewForcedRowSecurity(t *testing.T) {
+	t.Parallel()
+	r := newPlantingRoles(t)
+	ctx := ctxFor(t, time.Minute)
+	mc, ec := open(t, r.victimDSN), open(t, r.victimDSN) // the member's; an Elector's
+	m := join(ctx, t, mc, "m")
+	claim0(ctx, t, mc, m)
+	admin, err := pgx.Connect(ctx, r.victimDSN) // the tables' owner
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `ALTER TABLE cluster_leadership_members ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant ON cluster_leadership_members USING (grp = current_setting('app.tenant', true))`); err != nil {
+		t.Fatal(err)
+	}
+	var held *tenure.HeldError
+	if g, err := ec.Acquire(ctx, "jobs/0", "e", time.Minute); !(errors.As(err, &held) && held.Holder == "m") && !errors.Is(err, postgres.ErrTableShape) {
+		t.Errorf("Acquire(jobs/0) beside a members table under forced row security, while m owns partition 0 with %s of its lease left = %v, %v; want a HeldError naming m or ErrTableShape", m.Sent.Add(m.TTL).Until().Round(time.Millisecond), g, err)
 	}
 }
