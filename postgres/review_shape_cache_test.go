@@ -192,3 +192,35 @@ GRANT ALL ON ALL TABLES IN SCHEMA `+r.spy+` TO PUBLIC`); err != nil {
 		}
 	}
 }
+
+// TestReviewShapeCacheRules: rules the group tables' owner creates in
+// place, which no shape check looks at. On the partitions table, an INSERT
+// rule that does nothing instead makes acquirePartition's INSERT …
+// RETURNING an error, and any other INSERT or UPDATE rule its ON CONFLICT
+// (PostgreSQL refuses both); on the members table, an UPDATE rule that
+// does nothing leaves the membership rows as they were. No Acquire grants
+// m's partition while m lives.
+func TestReviewShapeCacheRules(t *testing.T) {
+	t.Parallel()
+	for name, ddl := range map[string]string{
+		"partitions":        `CREATE RULE r AS ON INSERT TO cluster_leadership_partitions DO INSTEAD NOTHING`,
+		"partitions_update": `CREATE RULE r AS ON UPDATE TO cluster_leadership_partitions DO INSTEAD NOTHING`,
+		"partitions_also":   `CREATE RULE r AS ON INSERT TO cluster_leadership_partitions DO ALSO SELECT 1`,
+		"members":           `CREATE RULE r AS ON UPDATE TO cluster_leadership_members DO INSTEAD NOTHING`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newShapeCacheScene(t)
+			if _, err := s.admin.Exec(ctxFor(t, 30*time.Second), ddl); err != nil {
+				t.Fatal(err)
+			}
+			for who, err := range s.acquire(t, "0") {
+				if err == nil || err.Error() == "granted" {
+					t.Errorf("Acquire(jobs/0) on %s beside a rule made in place (%s), while m owns partition 0 = %v; want no grant", who, name, err)
+				} else {
+					t.Logf("Acquire(jobs/0) on %s: %v", who, err)
+				}
+			}
+		})
+	}
+}
