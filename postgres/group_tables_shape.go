@@ -23,7 +23,10 @@ import "fmt"
 //     index of its own (valid, not deferrable, not partial): every
 //     statement takes an epoch for one membership, so a second row of
 //     another group with a live member's epoch would have RemoveForeign
-//     free that member's partitions, and another member claim them.
+//     free that member's partitions, and another member claim them;
+//   - a table with row security enabled (forced or not: tenure's role may
+//     be its owner or not), under which a policy could hide a live
+//     membership, and Acquire or a claim take its partitions.
 //
 // It is NULL when there is none, or neither table exists. It rides the statement
 // that looks up the group tables' owners (foreignGroupTablesSQL), so it
@@ -70,6 +73,10 @@ var groupTablesShapeSQL = `(SELECT pg_catalog.string_agg(bad, '; ') FROM (
 	WHERE i.indrelid OPERATOR(pg_catalog.=) ANY (ARRAY[pg_catalog.to_regclass($1), pg_catalog.to_regclass($2)]::pg_catalog.oid[]) AND i.indisunique
 	  AND EXISTS (SELECT 1 FROM pg_catalog.generate_series(0, i.indnkeyatts OPERATOR(pg_catalog.-) 1) k
 	              WHERE NOT ` + deterministic("i.indcollation[k]") + `)
+	UNION ALL
+	SELECT pg_catalog.format('%I has row security enabled, under which a policy can hide a live row from tenure''s statements', c.relname)
+	FROM pg_catalog.pg_class c
+	WHERE c.oid OPERATOR(pg_catalog.=) ANY (ARRAY[pg_catalog.to_regclass($1), pg_catalog.to_regclass($2)]::pg_catalog.oid[]) AND c.relrowsecurity
 ) AS b(bad))`
 
 // deterministic is whether the collation of oid expr tells every two
@@ -82,5 +89,5 @@ func deterministic(expr string) string {
 // groupTablesShapeError is the error for group tables of another shape
 // than tenure's (see groupTablesShapeSQL), naming each difference.
 func groupTablesShapeError(t groupTables, bad string) error {
-	return fmt.Errorf("%w: group tables %s and %s: %s; want the shape tenure creates (docs/postgresql.md): text names under the database's default collation, an epoch that is the members' primary key, NOT NULL columns, and an expires_at of timestamptz (microseconds)", ErrTableShape, t.members, t.partitions, bad)
+	return fmt.Errorf("%w: group tables %s and %s: %s; want the shape tenure creates (docs/postgresql.md): text names under the database's default collation, an epoch that is the members' primary key, NOT NULL columns, an expires_at of timestamptz (microseconds), and no row security", ErrTableShape, t.members, t.partitions, bad)
 }

@@ -231,6 +231,21 @@ func typeName(formatted, schema string) string {
 	return pgx.Identifier{schema}.Sanitize() + "." + formatted
 }
 
+// rowSecurity reports a leadership table with row security enabled
+// (forced or not: tenure's role may own it or not), under which a policy
+// could hide a live grant's row from tenure's statements, and its key be
+// granted again.
+func rowSecurity(ctx context.Context, db Execer, table string) error {
+	var rls bool
+	if err := db.QueryRow(ctx, `SELECT relrowsecurity FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)`, table).Scan(&rls); err != nil {
+		return fmt.Errorf("postgres: inspect table %s: %w", table, err)
+	}
+	if rls {
+		return fmt.Errorf("%w: table %s: has row security enabled, under which a policy can hide a live grant's row from tenure's statements, and its key be granted again; want it disabled (ALTER TABLE %s DISABLE ROW LEVEL SECURITY)", ErrTableShape, table, table)
+	}
+	return nil
+}
+
 // checkLeadershipShape reports, naming the table and each column, how an
 // existing leadership table differs from what the coordinator needs.
 func checkLeadershipShape(ctx context.Context, db Execer, table string) error {
@@ -249,6 +264,7 @@ func checkLeadershipShape(ctx context.Context, db Execer, table string) error {
 		bad("is not a table (relkind %q)", relkind)
 		return errors.Join(errs...)
 	}
+	errs = append(errs, rowSecurity(ctx, db, table))
 	known := map[string]bool{}
 	for _, want := range leadershipColumns {
 		known[want.name] = true

@@ -1,31 +1,20 @@
-//go:build openfinding
-
-// Open findings of review-pgshape (issue 34). Run:
+// Attacks of review-pgshape (issue 34) on the group tables changed in
+// place while coordinators run. Acquire reads the group tables' shape in
+// every statement that can grant a key naming a partition, so each of
+// these is refused:
 //
-//	go test -tags openfinding -race -count=1 -run 'TestReview(ShapeCache|ForcedRow)' ./postgres/
-//
-// Each test fails while its finding is open.
-//
-// 1. Acquire's cached shape check (groupsShaped, 965f1e7) grants a key over
-// a live member's partition after an ALTER of the members table in place
-// (TestReviewShapeCacheAlterInPlace, measured with a partition runner by
-// TestReviewShapeCacheAlterInPlaceWindow). An administrator changes
-// expires_at to timestamp (without time zone) from a session whose TimeZone
-// is west of the server's, so every membership's end is stored hours
-// early. The shape check names that column (ErrTableShape), and did in
-// every Acquire before 965f1e7; with the cache, an Acquire of a coordinator
-// that saw the tables before the ALTER reads no shape, finds the member
-// expired, clears its ownership and grants the key, while the member's
-// lease has about a minute left and the member has not been told: it
-// learns at its next group operation. A coordinator that runs no group
-// operation (a process of single keys, an Elector) keeps trusting the
-// tables for ever: the docs' "refused ... by Acquire from then on" holds
-// only for the coordinator whose group operation saw the shape.
-//
-// 2. Not of the cache: row security forced on the members table by its
-// owner hides memberships from Acquire, which then grants a live member's
-// partition (TestReviewForcedRowSecurity); the shape check never looked at
-// row security.
+//   - TestReviewShapeCacheAlterInPlace: the members table's expires_at
+//     altered in place to timestamp (without time zone) from a session
+//     whose TimeZone is west of the server's, which stores every
+//     membership's end hours early. (Red, a grant over a live member's
+//     partition with 59.9 s of its lease left, while Acquire trusted a
+//     shape it had read once per pair of tables.)
+//   - TestReviewShapeCacheAlterInPlaceWindow: the same with a partition
+//     runner: no Elector grant before the runner's term ended.
+//   - TestReviewForcedRowSecurity: row security forced on the members
+//     table by its owner, with a policy that hides tenure's rows. (Red
+//     before the shape check named row security: a grant with 59.9 s of
+//     the member's lease left.)
 
 package postgres_test
 
@@ -130,12 +119,11 @@ func TestReviewShapeCacheAlterInPlaceWindow(t *testing.T) {
 	}
 }
 
-// TestReviewForcedRowSecurity (not of the cache: the shape check never
-// looked at row security): the group tables' owner, tenure's own role (no
+// TestReviewForcedRowSecurity: the group tables' owner, tenure's own role (no
 // superuser, which row security never applies to), forces row security on
 // the members table with a tenant policy its coordinators' sessions do not
-// meet. Acquire then finds no membership for m's partition, clears its
-// owner and grants the key while m's lease has a minute left.
+// meet. Acquire must not find m's partition free: it is refused, with
+// ErrTableShape naming row security (or a HeldError naming m).
 func TestReviewForcedRowSecurity(t *testing.T) {
 	t.Parallel()
 	r := newPlantingRoles(t)
