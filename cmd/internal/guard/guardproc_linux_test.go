@@ -25,6 +25,7 @@ import (
 type guardProc struct {
 	cmd     *exec.Cmd
 	ctl     *os.File // tenure's end of the control channel; nil once closed
+	rep     *os.File // tenure's end of the report channel, which read reads
 	reports chan guard.Report
 	stderr  string // file
 	exited  chan struct{}
@@ -44,7 +45,7 @@ func startGuard(t *testing.T, grace time.Duration, wrap, env []string, path stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &guardProc{ctl: ctlW, reports: make(chan guard.Report, 4), stderr: filepath.Join(t.TempDir(), "stderr"), exited: make(chan struct{})}
+	g := &guardProc{ctl: ctlW, rep: repR, reports: make(chan guard.Report, 4), stderr: filepath.Join(t.TempDir(), "stderr"), exited: make(chan struct{})}
 	stderr, err := os.Create(g.stderr)
 	if err != nil {
 		t.Fatal(err)
