@@ -30,26 +30,7 @@ func TestGuardChannelsClosedAtExec(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatalf("needs root, to run the guard as user 65534")
 	}
-	ctlW, ctlR, err := guard.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctlW.Close()
-	repR, repW, err := guard.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer repR.Close()
-	// The guard's ends belong to the guard's user, as they do when tenure
-	// runs as that user.
-	for _, f := range []*os.File{ctlR, repW} {
-		if err := f.Chown(int(nobody.Uid), int(nobody.Gid)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g := startStopped(t, ctlR, repW)
-	ctlR.Close()
-	repW.Close()
+	g, _, _ := startStoppedChannels(t)
 	for fd, name := range map[int]string{guard.ControlFD: "control", guard.ReportFD: "report"} {
 		path := "/proc/" + strconv.Itoa(g) + "/fd/" + strconv.Itoa(fd)
 		sh := exec.Command("sh", "-c", `exec 9> "$1"`, "sh", path)
@@ -62,6 +43,32 @@ func TestGuardChannelsClosedAtExec(t *testing.T) {
 	}
 }
 
+// startStoppedChannels starts a guard as startStopped does, with both its
+// channels (guard.Channel), its ends belonging to its user as they do when
+// tenure runs as that user, and returns its pid and tenure's ends, ctl
+// and rep, closed at the end of the test.
+func startStoppedChannels(t *testing.T) (g int, ctl, rep *os.File) {
+	t.Helper()
+	ctlW, ctlR, err := guard.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctlW.Close() })
+	repR, repW, err := guard.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { repR.Close() })
+	defer ctlR.Close()
+	defer repW.Close()
+	for _, f := range []*os.File{ctlR, repW} {
+		if err := f.Chown(int(nobody.Uid), int(nobody.Gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return startStopped(t, ctlR, repW), ctlW, repR
+}
+
 // startStopped starts a guard as user 65534 from the loaded program, with
 // ctl and rep as its guard.ControlFD and guard.ReportFD, and returns its
 // pid once it is stopped right after its execve (traced by this thread,
@@ -69,15 +76,7 @@ func TestGuardChannelsClosedAtExec(t *testing.T) {
 // guard is killed at the end of the test.
 func startStopped(t *testing.T, ctl, rep *os.File) int {
 	t.Helper()
-	prog, err := os.ReadFile(buildGuard(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := guardbin.LoadProgram(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := loadGuard(t)
 	runtime.LockOSThread() // the tracer is this thread
 	t.Cleanup(runtime.UnlockOSThread)
 	cmd := &exec.Cmd{Path: guardbin.ExecPath, Args: []string{guard.Name}, ExtraFiles: []*os.File{ctl, rep, f},

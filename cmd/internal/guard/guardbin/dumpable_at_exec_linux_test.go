@@ -95,19 +95,7 @@ func TestGuardReportTakenAtExec(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatalf("needs root, to run the guard as user 65534")
 	}
-	ctlW, ctlR, err := guard.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctlW.Close()
-	repR, repW, err := guard.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer repR.Close()
-	g := startStopped(t, ctlR, repW)
-	ctlR.Close()
-	repW.Close()
+	g, _, repR := startStoppedChannels(t)
 	// This test binary, run as user 65534 from memory (it may not reach
 	// the file).
 	self, err := os.ReadFile("/proc/self/exe")
