@@ -14,7 +14,9 @@
 // guard's end of the control channel lets it read, not write, the guard's
 // messages; taking its end of the report channel lets it write reports of
 // its own to tenure (TestGuardForged in package guard shows what a forged
-// report does).
+// report does). Measured: a process of tenure's user reading /proc in a
+// loop took the report channel of 24 of the 29 guards that tenure run
+// --restart started in 30 s.
 // Making the loaded program unreadable (mode 0111) does not help: on this
 // kernel (6.18) a process executed from a file its user may not read stays
 // dumpable.
