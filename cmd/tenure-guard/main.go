@@ -9,7 +9,8 @@
 //
 //	tenure-guard [--kill-grace D] -- PATH ARGV0 [ARG...]
 //
-// with the control pipe on file descriptor 3 and the report pipe on 4.
+// with its control channel on file descriptor 3 and its report channel on
+// 4, Unix-domain sockets.
 package main
 
 import (

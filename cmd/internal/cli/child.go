@@ -52,12 +52,13 @@ func startChild(prog *guardProgram, path string, args, env []string, stdin io.Re
 	if err != nil {
 		return nil, fmt.Errorf("start the guard: %w", err)
 	}
-	ctlR, ctlW, err := os.Pipe()
+	// ctlW and repR are tenure's ends, ctlR and repW the guard's.
+	ctlW, ctlR, err := guard.Channel()
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	repR, repW, err := os.Pipe()
+	repR, repW, err := guard.Channel()
 	if err != nil {
 		os.RemoveAll(dir)
 		ctlR.Close()
@@ -224,7 +225,7 @@ func (c *child) send(m guard.Message) {
 	}
 }
 
-// close closes the control pipe: the guard kills what is left at once.
+// close closes the control channel: the guard kills what is left at once.
 func (c *child) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -28,7 +28,7 @@ type guardProgram struct {
 // load finds the program, and says which it is at debug level (at warning
 // level when an embedded program cannot be used). First it makes tenure
 // not dumpable (see guard.Undumpable): tenure holds the other ends of
-// every guard's pipes.
+// every guard's channels.
 func (p *guardProgram) load() {
 	if p.err = guard.Undumpable(); p.err != nil {
 		return

@@ -8,11 +8,12 @@
 // itself with the hidden subcommand [Command] instead. The guard makes itself a child subreaper (PR_SET_CHILD_SUBREAPER:
 // orphans of the command's descendants, double-forked or setsid'd, become
 // its children instead of init's), starts the command in a process group of
-// its own, and reads [Message]s from tenure on a pipe (file descriptor 3):
+// its own, and reads [Message]s from tenure on its control channel, a
+// Unix-domain socket (file descriptor 3, see [Channel]):
 // each new local deadline as a CLOCK_BOOTTIME instant, forwarded signals,
 // the end of the term, and Ctrl-Z (stop and continue). It kills the whole
 // process tree — every process whose parent chain leads to the guard — at
-// the last deadline it heard of, or at once when the pipe reaches end of
+// the last deadline it heard of, or at once when the channel reaches end of
 // file (tenure died, even by SIGKILL). A process is alive, and part of the
 // tree, while any of its threads is, whatever its state: one whose main
 // thread ended with pthread_exit shows as a zombie in /proc while its other
@@ -25,7 +26,7 @@
 // processes each of which forks its successor and exits at once, which no
 // reading of /proc sees whole, keeps the tree from being gone for as long
 // as it runs. The guard then reports the command's exit status on file
-// descriptor 4.
+// descriptor 4, its report channel.
 //
 // To kill the tree, the guard sends SIGKILL to every process of it that
 // /proc shows (through pidfds, checked to still be in the tree first), to
@@ -70,12 +71,15 @@
 // then gets SIGKILL from the kernel when the guard dies, by the parent-death
 // signal, but its descendants do not), the command's own tree included: a
 // process of it may signal the guard (same user), and, running as root,
-// ptrace it or tenure, or write on the guard's pipes through /proc/PID/fd
-// of either end (the guard and tenure run are not dumpable, see
-// [Undumpable], which keeps all of these from a process of the same user
-// that is not root, but for the instant between the guard's execve and its
-// call of Undumpable); a process that undoes the freeze before the deadline with SIGCONT
-// of its own (a timer of its own, say) runs until the SIGKILL at the
+// ptrace it or tenure, or take an end of the guard's channels from either
+// (pidfd_getfd) and write on it (the guard and tenure run are not
+// dumpable, see [Undumpable], which keeps all of these from a process of
+// the same user that is not root, but for the instant between the guard's
+// execve and its call of Undumpable, in which such a process may ptrace
+// the guard or take its channels where the kernel lets a user trace its
+// own processes: no Yama, or Yama's ptrace_scope 0; nobody can open a
+// channel, a socket, through /proc/PID/fd); a process that undoes the
+// freeze before the deadline with SIGCONT of its own (a timer of its own, say) runs until the SIGKILL at the
 // deadline lands, a few milliseconds past it; a process group that empties and
 // whose id is reused in the instant between the guard reading that a process
 // of the tree leads it (or that a live child of the guard is in it) and

@@ -143,7 +143,7 @@ func (g *guard) supervise(pid int) error {
 		return err
 	}
 	// Keep the lease file (which says the term is over) until tenure has
-	// read the report and closes the pipe, or dies.
+	// read the report and closes the control channel, or dies.
 	if g.msgs != nil {
 		for range g.msgs {
 		}
@@ -291,12 +291,12 @@ func readMessages(r io.Reader) <-chan Message {
 
 // Undumpable makes the calling process not dumpable (PR_SET_DUMPABLE 0),
 // so that a process of the command's tree running as the same user (not
-// root) can neither open its file descriptors through /proc/PID/fd nor
-// ptrace it. Both ends of a guard's pipes need it: the guard's, and
-// tenure run's, which writes the renewals and reads the report. Through
-// either, the tree could forge renewals (and run past its term, the lease
-// file saying it is held) or a report (and have tenure hand the lease over
-// while it runs).
+// root) can neither ptrace it nor take its file descriptors (pidfd_getfd,
+// or open through /proc/PID/fd those that are not sockets). Both ends of a
+// guard's channels (see Channel) need it: the guard's, and tenure run's,
+// which writes the renewals and reads the report. Through either, the tree
+// could forge renewals (and run past its term, the lease file saying it is
+// held) or a report (and have tenure hand the lease over while it runs).
 func Undumpable() error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)

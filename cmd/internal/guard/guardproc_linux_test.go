@@ -21,10 +21,11 @@ import (
 
 // guardProc is a guard run as a process of its own (the test binary, made
 // a guard by guard.AsGuardEnv), as tenure run runs one: messages go in on
-// its control pipe, reports come out of its report pipe.
+// its control channel, reports come out of its report channel (guard.Channel).
 type guardProc struct {
 	cmd     *exec.Cmd
-	ctl     *os.File // the control pipe's write end; nil once closed
+	ctl     *os.File // tenure's end of the control channel; nil once closed
+	rep     *os.File // tenure's end of the report channel, which read reads
 	reports chan guard.Report
 	stderr  string // file
 	exited  chan struct{}
@@ -36,15 +37,15 @@ type guardProc struct {
 // environment.
 func startGuard(t *testing.T, grace time.Duration, wrap, env []string, path string, argv ...string) *guardProc {
 	t.Helper()
-	ctlR, ctlW, err := os.Pipe()
+	ctlW, ctlR, err := guard.Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	repR, repW, err := os.Pipe()
+	repR, repW, err := guard.Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &guardProc{ctl: ctlW, reports: make(chan guard.Report, 4), stderr: filepath.Join(t.TempDir(), "stderr"), exited: make(chan struct{})}
+	g := &guardProc{ctl: ctlW, rep: repR, reports: make(chan guard.Report, 4), stderr: filepath.Join(t.TempDir(), "stderr"), exited: make(chan struct{})}
 	stderr, err := os.Create(g.stderr)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func startGuard(t *testing.T, grace time.Duration, wrap, env []string, path stri
 	return g
 }
 
-// read passes on the guard's reports until the pipe closes, then waits for
+// read passes on the guard's reports until the channel closes, then waits for
 // the guard to exit.
 func (g *guardProc) read(repR *os.File) {
 	defer close(g.exited)
@@ -93,7 +94,7 @@ func (g *guardProc) read(repR *os.File) {
 	}
 }
 
-// send sends m on the control pipe.
+// send sends m on the control channel.
 func (g *guardProc) send(t *testing.T, m guard.Message) {
 	t.Helper()
 	if err := json.NewEncoder(g.ctl).Encode(m); err != nil {
@@ -101,7 +102,7 @@ func (g *guardProc) send(t *testing.T, m guard.Message) {
 	}
 }
 
-// closeControl closes the control pipe (tenure went away).
+// closeControl closes the control channel (tenure went away).
 func (g *guardProc) closeControl() {
 	if g.ctl != nil {
 		g.ctl.Close()
@@ -117,7 +118,7 @@ func (g *guardProc) lease(t *testing.T, d time.Duration) {
 }
 
 // report waits up to d for the guard's next report; ok is false if none
-// came (or the pipe closed).
+// came (or the channel closed).
 func (g *guardProc) report(d time.Duration) (r guard.Report, ok bool) {
 	select {
 	case r, ok = <-g.reports:

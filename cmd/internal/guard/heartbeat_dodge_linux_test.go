@@ -6,9 +6,9 @@
 //
 // Each shows a process of the command's tree writing to a file after the
 // lease's deadline. TestGuardForged and TestGuardStoppedByCommand need a
-// command that may open or stop the guard: as root, or as the guard's
-// user while the guard is dumpable (it is not: PR_SET_DUMPABLE 0); the
-// tests run as root.
+// command that may take the guard's channels or stop the guard: as root,
+// or as the guard's user while the guard is dumpable (it is not, but for
+// the instant after its execve: PR_SET_DUMPABLE 0); the tests run as root.
 
 package guard_test
 
@@ -45,15 +45,16 @@ func TestGuardFreezeDodged(t *testing.T) {
 	}
 }
 
-// TestGuardForged: a process of the command's tree opens the guard's own
-// pipes through /proc/GUARD/fd (open to a process of the same user while
-// the guard is dumpable; the guard's descriptors 3 and 4 being
+// TestGuardForged: a process of the command's tree takes ends of the
+// guard's channels (pidfd_getfd, open to a process of the same user while
+// the guard or tenure is dumpable; the guard's descriptors 3 and 4 being
 // close-on-exec does not stop it), and writes on them:
-//   - forgelease: renewals of its own, on the control pipe, every 50 ms:
+//   - forgelease: renewals of its own, every 50 ms, on every socket of
+//     tenure (here, the test), its end of the control channel among them:
 //     the guard moves its deadline on and the tree writes past the
 //     lease's deadline;
-//   - forgereport: a report that the command exited, on the report pipe:
-//     tenure (here, the test) reads the tree gone while it runs.
+//   - forgereport: a report that the command exited, on the guard's end
+//     of the report channel: tenure reads the tree gone while it runs.
 func TestGuardForged(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {

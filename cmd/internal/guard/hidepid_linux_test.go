@@ -48,7 +48,7 @@ func TestGuardHidepid(t *testing.T) {
 			}
 			g.closeControl()
 			if _, ok := g.report(reportWithin); !ok && !tc.refuses {
-				t.Errorf("no final report within %s of closing the control pipe", reportWithin)
+				t.Errorf("no final report within %s of closing the control channel", reportWithin)
 			}
 			if _, err := os.Stat(marker); tc.refuses && err == nil {
 				t.Errorf("the command ran")

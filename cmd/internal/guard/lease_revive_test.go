@@ -9,7 +9,7 @@ import (
 
 // TestLeaseFileNotRevived: once the guard has marked the lease file ended
 // (tenure ended the term, or the deadline passed and it killed the tree),
-// a renewal that was still in the pipe, with a later deadline, does not
+// a renewal that was still in the control channel, with a later deadline, does not
 // make the file say held again.
 func TestLeaseFileNotRevived(t *testing.T) {
 	for _, tc := range []struct {

@@ -126,7 +126,7 @@ type stateTrigger struct {
 
 var stateTriggers = []stateTrigger{
 	{name: "deadline", grace: time.Minute, do: func(t *testing.T, g *guardProc, out string) { g.lease(t, 200*time.Millisecond) }, expired: true},
-	{name: "pipe EOF", grace: time.Minute, do: func(t *testing.T, g *guardProc, out string) { g.closeControl() }, expired: true},
+	{name: "control EOF", grace: time.Minute, do: func(t *testing.T, g *guardProc, out string) { g.closeControl() }, expired: true},
 	{name: "SIGTERM", grace: 300 * time.Millisecond, do: func(t *testing.T, g *guardProc, out string) {
 		g.send(t, guard.Message{Op: guard.OpEnd, Signal: syscall.SIGTERM})
 	}},
@@ -146,7 +146,7 @@ const reportWithin = 20 * time.Second
 
 // TestGuardStates: whatever state each process of the command's tree is
 // in, a guard told that the deadline passed, that tenure went away (end of
-// file on its pipe), or to end the term with SIGTERM and a kill grace (or
+// file on its control channel), or to end the term with SIGTERM and a kill grace (or
 // whose command exits, leaving a zombie leader whose threads run on),
 // kills every process of the tree and reports the tree gone only once
 // every thread of every one of them has exited.

@@ -52,15 +52,7 @@ func TestProgramFresh(t *testing.T) {
 // as a guard when passed as guard.ExeFD and executed at ExecPath (here
 // without arguments: the guard's usage error).
 func TestLoad(t *testing.T) {
-	prog, err := os.ReadFile(buildGuard(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := guardbin.LoadProgram(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := loadGuard(t)
 	seals, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +73,22 @@ func TestLoad(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "want PATH ARGV0") {
 		t.Errorf("the guard from memory, without arguments: %v, stderr %q; want exit status 2 and its usage", err, stderr.String())
 	}
+}
+
+// loadGuard builds the guard program (buildGuard) and loads it into
+// memory, closed at the end of the test.
+func loadGuard(t *testing.T) *os.File {
+	t.Helper()
+	prog, err := os.ReadFile(buildGuard(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := guardbin.LoadProgram(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // buildGuard builds the guard program by the go:generate directive.

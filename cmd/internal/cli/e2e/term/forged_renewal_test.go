@@ -17,10 +17,11 @@ import (
 // forgeScript is the command of TestCommandForgesNoRenewal: run by a
 // tenure of an unprivileged user, it logs its start ("UPTIME start TOKEN
 // PID LEASE_FILE", as toldScript does), finds tenure (its guard's parent),
-// and writes a renewal of its own to each pipe tenure holds open for
-// writing, through /proc/TENURE/fd (the guard's control pipe among them): its own
-// lease, read from the lease file, with a deadline ten minutes away. It
-// notes "UPTIME forged N" for each pipe it could open (in $LOG.note), then
+// and writes a renewal of its own to each socket tenure holds (the guard's
+// control channel among them) and each pipe it holds open for writing,
+// through /proc/TENURE/fd: its own lease, read from the lease file, with a
+// deadline ten minutes away. It notes "UPTIME forged N" for each it could
+// open (in $LOG.note), then
 // stops tenure (SIGSTOP), so that no true renewal follows, notes "UPTIME
 // stopped TENURE",
 // and asks `tenure lease check` again and again until it is killed,
@@ -35,10 +36,12 @@ t=$(awk '{print $4}' /proc/$g/stat)
 far=$(awk '{printf "%.0f", ($1 + 600) * 1e9}' /proc/uptime)
 msg="{\"op\":\"lease\",\"lease\":$(sed "s/\"deadline_boot_ns\":[0-9]*/\"deadline_boot_ns\":$far/" "$TENURE_LEASE_FILE")}"
 for fd in /proc/$t/fd/*; do
-	case $(readlink "$fd" 2>/dev/null) in pipe:*) ;; *) continue ;; esac
-	case $(awk '/^flags/ {print $2}' "/proc/$t/fdinfo/${fd##*/}" 2>/dev/null) in
-	*1) if (echo "$msg" > "$fd") 2>/dev/null; then read up _ < /proc/uptime; echo "$up forged ${fd##*/}" >> "$LOG.note"; fi ;;
+	case $(readlink "$fd" 2>/dev/null) in
+	socket:*) ;;
+	pipe:*) case $(awk '/^flags/ {print $2}' "/proc/$t/fdinfo/${fd##*/}" 2>/dev/null) in *1) ;; *) continue ;; esac ;;
+	*) continue ;;
 	esac
+	if (echo "$msg" > "$fd") 2>/dev/null; then read up _ < /proc/uptime; echo "$up forged ${fd##*/}" >> "$LOG.note"; fi
 done
 kill -STOP $t
 read up _ < /proc/uptime; echo "$up stopped $t" >> "$LOG.note"
@@ -52,7 +55,7 @@ done`
 // TestCommandForgesNoRenewal: a command of tenure run, of the same user
 // as tenure and not root, cannot renew its own term: it writes renewals
 // with a deadline ten minutes away to tenure's end of its guard's control
-// pipe (through /proc/TENURE/fd), then stops tenure. Its guard must still
+// channel (through /proc/TENURE/fd), then stops tenure. Its guard must still
 // kill its tree at the last deadline tenure sent, and lease check must
 // stop saying "held", before a second tenure run's command starts. (Needs
 // root: tenure runs as user 65534.)
@@ -104,7 +107,7 @@ func TestCommandForgesNoRenewal(t *testing.T) {
 		return strings.Contains(e2e.ReadFile(log+".note"), " stopped ")
 	})
 
-	t.Logf("A's command's notes (a pipe of tenure it wrote a renewal to: \"forged FD\"):\n%s", e2e.ReadFile(log+".note"))
+	t.Logf("A's command's notes (a socket or pipe of tenure it wrote a renewal to: \"forged FD\"):\n%s", e2e.ReadFile(log+".note"))
 
 	// A second tenure run: its command starts once A's lease has expired.
 	e2e.StartProc(t, "run B", []string{"LOG=" + log}, append(append([]string{}, coord...), "run", "--key", key,

@@ -55,11 +55,11 @@ func TestGuardName(t *testing.T) {
 // passed when it gets it never starts the command; it reports why.
 func TestGuardStartTooLate(t *testing.T) {
 	t.Parallel()
-	ctlR, ctlW, err := os.Pipe()
+	ctlW, ctlR, err := guard.Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
-	repR, repW, err := os.Pipe()
+	repR, repW, err := guard.Channel()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ const guardProbe = `readlink /proc/$PPID/exe /proc/$$/fd/3 /proc/$$/fd/4 /proc/$
 // executable is a memfd named tenure-guard; it initialises only the
 // packages of cmd/tenure-guard (GODEBUG=inittrace=1), none of the rest of
 // tenure; and the command inherits neither that program nor the guard's
-// pipes.
+// channels.
 func TestGuardProgram(t *testing.T) {
 	t.Parallel()
 	s := e2e.StartServer(t, t.TempDir())

@@ -13,12 +13,13 @@
 //   traceguard  the writer first stops every thread of the guard with
 //               ptrace (PTRACE_SEIZE, PTRACE_INTERRUPT): SIGCONT does not
 //               resume a thread in a ptrace stop
-//   forgelease  the writer opens the guard's control pipe through
-//               /proc/GUARD/fd/3 for writing, and sends the guard, every
-//               50 ms, a lease whose deadline is 2 s away
-//   forgereport the writer opens the guard's report pipe through
-//               /proc/GUARD/fd/4, and 300 ms after it began to write,
-//               reports the command exited there
+//   forgelease  the writer takes (pidfd_getfd) every socket of the
+//               guard's parent, tenure, its end of the guard's control
+//               channel among them, and sends on each, every 50 ms, a
+//               lease whose deadline is 2 s away
+//   forgereport the writer takes (pidfd_getfd) the guard's end of its
+//               report channel, its file descriptor 4, and 300 ms after it
+//               began to write, reports the command exited there
 //   termguard   the writer ignores SIGTERM and, once the lease file
 //               (TENURE_LEASE_FILE) says the deadline is less than 10 s
 //               away (the guard has applied the test's short lease, not
@@ -36,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,8 +65,9 @@ static void report(void) {
 }
 
 static int beatfd;
-static int forgefd = -1;  // the guard's control pipe (forgelease)
-static int reportfd = -1; // the guard's report pipe (forgereport)
+static int forgefds[64];  // tenure's sockets (forgelease)
+static int nforge;
+static int reportfd = -1; // the guard's end of the report channel (forgereport)
 static pid_t termguard;   // the guard, sent SIGTERM (termguard)
 static char termpath[4096];
 
@@ -96,13 +100,14 @@ static void beat(void) {
 	long long began = boot(), nextTerm = 0;
 	int termed = 0;
 	for (long long end = began + 60000000000LL, n = 0; boot() < end; n++) {
-		if (forgefd >= 0 && n % 250 == 0) {
+		if (nforge > 0 && n % 250 == 0) {
 			int m = snprintf(msg, sizeof msg,
 			    "{\"op\":\"lease\",\"lease\":{\"key\":\"k\",\"holder\":\"h\",\"token\":1,"
 			    "\"deadline_boot_ns\":%lld,\"ttl_ms\":2000,\"live\":true}}\n",
 			    boot() + 2000000000LL);
-			if (write(forgefd, msg, m) != m)
-				_exit(1);
+			// Not every socket is the control channel: no waiting, no SIGPIPE.
+			for (int i = 0; i < nforge; i++)
+				send(forgefds[i], msg, m, MSG_DONTWAIT | MSG_NOSIGNAL);
 		}
 		if (termguard > 0 && boot() >= nextTerm) {
 			if (termed || leaseNear()) {
@@ -165,6 +170,53 @@ static void traceguard(pid_t g) {
 	}
 }
 
+// take returns a copy of file descriptor fd of process pid (pidfd_getfd),
+// or -1.
+static int take(pid_t pid, int fd) {
+	int pidfd = syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		return -1;
+	int got = syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	close(pidfd);
+	return got;
+}
+
+// takeSockets takes every socket of process pid into forgefds.
+static void takeSockets(pid_t pid) {
+	char dir[64], link[4096], target[64];
+	snprintf(dir, sizeof dir, "/proc/%d/fd", pid);
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		_exit(1);
+	for (struct dirent *e; (e = readdir(d)) != NULL && nforge < 64;) {
+		snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+		ssize_t n = readlink(link, target, sizeof target - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		int fd;
+		if (strncmp(target, "socket:", 7) == 0 && (fd = take(pid, atoi(e->d_name))) >= 0)
+			forgefds[nforge++] = fd;
+	}
+	closedir(d);
+}
+
+// parent returns the parent of process pid, or -1.
+static pid_t parent(pid_t pid) {
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *at = strrchr(buf, ')');
+	int ppid;
+	return at != NULL && sscanf(at + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+}
+
 static char stack[1 << 16];
 
 static int nsinit(void *arg) {
@@ -202,11 +254,14 @@ int main(int argc, char **argv) {
 		} else if (strcmp(mode, "traceguard") == 0) {
 			traceguard(guard);
 		} else if (strcmp(mode, "forgelease") == 0 || strcmp(mode, "forgereport") == 0) {
-			char fd[64];
-			int forge = strcmp(mode, "forgelease") == 0;
-			snprintf(fd, sizeof fd, "/proc/%d/fd/%d", guard, forge ? 3 : 4);
-			if ((*(forge ? &forgefd : &reportfd) = open(fd, O_WRONLY)) < 0)
-				_exit(1);
+			if (strcmp(mode, "forgereport") == 0) {
+				if ((reportfd = take(guard, 4)) < 0)
+					_exit(1);
+			} else {
+				takeSockets(parent(guard));
+				if (nforge == 0)
+					_exit(1);
+			}
 		} else if (strcmp(mode, "termguard") == 0) {
 			signal(SIGTERM, SIG_IGN);
 			termguard = guard;
