@@ -10,11 +10,15 @@
 // is trusted until they connect again: here a second holder is granted a
 // key whose lease has a minute left. docs/postgresql.md ("Change tenure's
 // tables only while no tenure runs on them") says so. A fix must make the
-// statements notice a changed table at a cost the hot path can carry: for
-// example a fingerprint of the table's catalog rows (the xmin of its
-// pg_class, pg_attribute and pg_index rows, which an ALTER in place
+// statements notice a changed table at a cost the hot path can carry. Two
+// designs, neither tried: a fingerprint of the table's catalog rows (the
+// xmin of its pg_attribute and pg_index rows, which an ALTER in place
 // rewrites) compared in each statement, with the full shape check only when
-// it differs.
+// it differs; or PostgreSQL's own plan invalidation: a prepared statement
+// that returns the columns whose shape matters fails with "cached plan must
+// not change result type" (0A000) once their type, typmod or collation
+// changed, and tenure would run the full shape check on that error, and on
+// every new connection (pgxpool's AfterConnect).
 
 package postgres_test
 
