@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -47,7 +48,19 @@ func TestGroupConformanceEtcdBinary(t *testing.T) {
 		if _, err := client.Put(ctx(t), moved, string(get.Kvs[0].Value), clientv3.WithLease(clientv3.LeaseID(m.Epoch))); err != nil {
 			t.Fatalf("put %s on the lease of %s by hand: %v", moved, m, err)
 		}
-	}, true))
+	}, true), partitiontest.WithOwnerByHand(func(t *testing.T, group, name string, owner partition.Member) {
+		c, client := newCoordinator(t, newClient(t, []string{b.URL})), newClient(t, []string{b.URL})
+		key := c.EtcdKey(partition.Key(group, name))
+		if _, err := client.Put(ctx(t), key, owner.ID, clientv3.WithLease(clientv3.LeaseID(owner.Epoch))); err != nil {
+			t.Fatalf("put %s on the lease of %s by hand: %v", key, owner, err)
+		}
+	}), partitiontest.WithIgnoredEdit(func(t *testing.T, m partition.Member, _ tenure.Grant) {
+		c, client := newCoordinator(t, newClient(t, []string{b.URL})), newClient(t, []string{b.URL})
+		own := c.EtcdKey(fmt.Sprintf("#members/%s#%016x#%s", m.Group, m.Epoch, m.ID))
+		if _, err := client.Put(ctx(t), own, "1 "+strconv.Itoa(m.Partitions), clientv3.WithLease(clientv3.LeaseID(m.Epoch))); err != nil {
+			t.Fatalf("put %s with a TTL of 1 s on the lease of %s by hand: %v", own, m, err)
+		}
+	}))
 }
 
 // forceRelease releases the live grant on key, whoever holds it, as

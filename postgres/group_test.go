@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/partition/partitiontest"
 )
@@ -45,6 +46,13 @@ func TestGroupConformance(t *testing.T) {
 		tag, err := c.Pool().Exec(ctxFor(t, 10*time.Second), `UPDATE `+partitions+` SET owner_epoch = $1 WHERE grp = $2 AND name = $3`, int64(owner.Epoch), group, name)
 		if err != nil || tag.RowsAffected() != 1 {
 			t.Fatalf("give partition %s/%s to %s by hand = %v, %v; want one row updated", group, name, owner, tag, err)
+		}
+	}), partitiontest.WithIgnoredEdit(func(t *testing.T, m partition.Member, _ tenure.Grant) {
+		c := open(t, dsn)
+		members := c.Table()[:len(c.Table())-1] + `_members"`
+		tag, err := c.Pool().Exec(ctxFor(t, 10*time.Second), `UPDATE `+members+` SET ttl_us = 1 WHERE epoch = $1`, int64(m.Epoch))
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("set the ttl_us of %s to 1 µs by hand = %v, %v; want one row updated", m, tag, err)
 		}
 	}))
 }

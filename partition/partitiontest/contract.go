@@ -35,6 +35,7 @@ type options struct {
 	own   func(t *testing.T, group, name string, owner partition.Member)
 
 	ignored func(t *testing.T, m partition.Member, owned tenure.Grant)
+	without map[string]string // WithoutByHand: check → why
 }
 
 // WithTTL sets the membership TTL of the expiry checks. Default 2s.
@@ -53,11 +54,15 @@ func WithFreeByHand(free func(t *testing.T, group, name string)) Option {
 // WatchMembers only for a coordinator that is a partition.MembersWatcher,
 // FreedByHand only WithFreeByHand, MovedMembership only
 // WithMovedMembership, OtherGroupsOwner only WithOwnerByHand, and
-// IgnoredEdit only WithIgnoredEdit.
+// IgnoredEdit only WithIgnoredEdit. Each of those four needs its option
+// or WithoutByHand: Run fails at once with neither.
 func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	o := options{ttl: 2 * time.Second, slack: 5 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
 	}
 	s := suite{newCoordinator: newCoordinator, o: o}
 	t.Run("Contract", s.contract)
