@@ -56,16 +56,16 @@ psql -X -q "$dsn" -c 'CREATE EXTENSION pg_stat_statements'
 # of a database that no longer exists. The renewals name the row's token
 # ($3) and a TTL: tenure's is renewSQL (WITH locked ...), the seed's
 # SeedRenew (cmd/internal/bench/seed.go).
-psql -X "$dsn" <<'SQL'
-WITH s AS (
+psql -X -q "$dsn" <<'SQL'
+CREATE TEMP VIEW s AS
 	SELECT *, CASE WHEN query LIKE '%tenure_bench_seed%' THEN 'seed' ELSE 'tenure' END AS side
 	FROM pg_stat_statements
-	WHERE dbid NOT IN (SELECT oid FROM pg_database) AND calls >= 100
-), cycles AS (
+	WHERE dbid NOT IN (SELECT oid FROM pg_database) AND calls >= 100;
+CREATE TEMP VIEW cycles AS
 	SELECT side, sum(calls) AS n FROM s
 	WHERE query LIKE 'WITH locked AS MATERIALIZED%' OR query LIKE 'UPDATE tenure_bench_seed SET expires_at = CURRENT_TIMESTAMP%'
-	GROUP BY side
-)
+	GROUP BY side;
+
 SELECT s.side, round(s.calls / c.n, 3) AS per_cycle,
        round((mean_exec_time * 1000)::numeric, 1) AS exec_us, plans,
        round((mean_plan_time * 1000)::numeric) AS plan_us,
@@ -75,15 +75,6 @@ SELECT s.side, round(s.calls / c.n, 3) AS per_cycle,
 FROM s JOIN cycles c USING (side)
 ORDER BY s.side DESC, s.calls DESC, s.mean_exec_time DESC;
 
-WITH s AS (
-	SELECT *, CASE WHEN query LIKE '%tenure_bench_seed%' THEN 'seed' ELSE 'tenure' END AS side
-	FROM pg_stat_statements
-	WHERE dbid NOT IN (SELECT oid FROM pg_database) AND calls >= 100
-), cycles AS (
-	SELECT side, sum(calls) AS n FROM s
-	WHERE query LIKE 'WITH locked AS MATERIALIZED%' OR query LIKE 'UPDATE tenure_bench_seed SET expires_at = CURRENT_TIMESTAMP%'
-	GROUP BY side
-)
 SELECT side, c.n AS cycles, round(sum(s.calls) / c.n, 3) AS statements_per_cycle,
        round((sum(total_exec_time) * 1000 / c.n)::numeric, 1) AS exec_us_per_cycle,
        round(sum(wal_records)::numeric / c.n, 2) AS wal_recs_per_cycle
