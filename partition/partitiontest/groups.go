@@ -28,6 +28,14 @@ type fleet struct {
 
 	mu     sync.Mutex
 	tokens map[string][]uint64 // partition key → tokens in the order their terms began
+	ends   []ended             // terms that ended, in the order reported
+}
+
+// ended is a term of member who that ended (a Transition of kind other
+// than Elected).
+type ended struct {
+	who string
+	tr  tenure.Transition
 }
 
 func (s suite) fleet(t *testing.T, p int, ttl time.Duration) *fleet {
@@ -57,6 +65,13 @@ func (f *fleet) start(name string) { f.startAs(name, name) }
 func (f *fleet) startAs(name, holder string) {
 	cfg := f.cfg
 	cfg.Holder, cfg.Instance = holder, "1"
+	cfg.OnTransition = func(tr tenure.Transition) {
+		if tr.Kind != tenure.Elected {
+			f.mu.Lock()
+			f.ends = append(f.ends, ended{name, tr})
+			f.mu.Unlock()
+		}
+	}
 	c := f.s.newCoordinator(f.t)
 	g, err := partition.New(c, cfg)
 	if err != nil {
