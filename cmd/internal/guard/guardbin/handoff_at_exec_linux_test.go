@@ -34,8 +34,10 @@ import (
 
 // takeEnv, "PID FD WHEN" in its environment, makes the test binary take
 // file descriptor FD of process PID (pidfd_getfd), say "taken" on its
-// standard output, and write forgedReport on it: at once (WHEN "now"), or
-// once its standard input ends (WHEN "later").
+// standard output, and write forgedReport on it: at once (WHEN "now"),
+// once its standard input ends (WHEN "later"), or on a socket pair of its
+// own whose other end it sends on it first, as the guard hands over its
+// report channel (WHEN "handoff").
 const takeEnv = "TENURE_GUARDBIN_TEST_TAKE"
 
 // traceEnv, a pid in its environment, makes the test binary attach to
@@ -73,8 +75,19 @@ func take(v string) int {
 		return 1
 	}
 	fmt.Println("taken")
-	if when == "later" {
+	switch when {
+	case "later":
 		io.Copy(io.Discard, os.Stdin)
+	case "handoff": // a report channel of its own, for the guard's
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err == nil {
+			err = unix.Sendmsg(fd, []byte{'H'}, unix.UnixRights(fds[0]), nil, 0)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "hand over a channel: %v\n", err)
+			return 1
+		}
+		fd = fds[1]
 	}
 	if _, err := unix.Write(fd, []byte(forgedReport)); err != nil {
 		fmt.Fprintf(os.Stderr, "write on the taken fd: %v\n", err)
@@ -158,14 +171,15 @@ func awaitLine(t *testing.T, cmd *exec.Cmd, want string) {
 // descriptor guard.ReportFD) while the guard, run from the loaded
 // program, is stopped (ptrace) right after its execve, before its own
 // PR_SET_DUMPABLE, cannot have tenure read a report of its own: written
-// before the guard hands tenure its new report channel, it gets the
-// channel refused; written after, it is never read. (Needs root: the
+// before the guard hands tenure its new report channel, or on a channel
+// of its own handed over as the guard does, it gets the channel refused;
+// written after, it is never read. (Needs root: the
 // guard runs as user 65534.)
 func TestGuardReportTakenAtExec(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatalf("needs root, to run the guard as user 65534")
 	}
-	for _, when := range []string{"now", "later"} {
+	for _, when := range []string{"now", "handoff", "later"} {
 		t.Run(when, func(t *testing.T) {
 			g, _, old := startStoppedChannels(t, "--", "/bin/true", "true")
 			taker := asNobody(t, takeEnv+"="+strconv.Itoa(g)+" "+strconv.Itoa(guard.ReportFD)+" "+when)
@@ -174,7 +188,7 @@ func TestGuardReportTakenAtExec(t *testing.T) {
 				t.Fatal(err)
 			}
 			awaitLine(t, taker, "taken")
-			if when == "now" {
+			if when != "later" {
 				later.Close()
 				taker.Wait() // the forged report is written
 			}
@@ -184,8 +198,8 @@ func TestGuardReportTakenAtExec(t *testing.T) {
 			rep, err := guard.AcceptReport(old, g)
 			old.Close()
 			switch {
-			case when == "now" && err == nil:
-				t.Errorf("the guard's report channel, on which user 65534 wrote a report before the guard's handover, was accepted; want it refused")
+			case when != "later" && err == nil:
+				t.Errorf("the guard's report channel, on which user 65534 wrote (%s) before the guard's handover, was accepted; want it refused", when)
 			case when == "later" && err != nil:
 				t.Fatalf("the guard's handover, user 65534 holding its first report channel: %v; want it accepted", err)
 			}
