@@ -245,4 +245,15 @@ func TestTracedGuardRefused(t *testing.T) {
 	if want := "traced by process " + strconv.Itoa(tracer.Process.Pid); !strings.Contains(err.Error(), want) {
 		t.Errorf("refused: %v; want it to say %q", err, want)
 	}
+	// The guard refuses too: it does not wait for a lease while traced.
+	var ws syscall.WaitStatus
+	for began := time.Now(); time.Since(began) < 5*time.Second; time.Sleep(10 * time.Millisecond) {
+		if pid, _ := syscall.Wait4(g, &ws, syscall.WNOHANG|syscall.WALL, nil); pid == g {
+			if ws.ExitStatus() != 1 {
+				t.Errorf("the traced guard ended with %v; want exit status 1", ws)
+			}
+			return
+		}
+	}
+	t.Errorf("the traced guard still runs 5s after its start; want it to exit 1")
 }
