@@ -4,6 +4,7 @@ package guard
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -28,7 +29,7 @@ func notTraced(pid int) error {
 	case err != nil:
 		return fmt.Errorf("cannot tell whether the guard is traced: %w", err)
 	case tracer != 0:
-		return fmt.Errorf("the guard is %w by process %d (ptrace: strace -f, a debugger), which could forge what the guard tells tenure: refused", errTraced, tracer)
+		return fmt.Errorf("the guard is %w by process %d (ptrace: strace -f, a debugger), which could make it tell tenure anything", errTraced, tracer)
 	}
 	return nil
 }
@@ -100,7 +101,7 @@ func AcceptReport(rep *os.File, pid int) (*os.File, error) {
 	case n == 0 && len(fds) == 0:
 		return nil, errors.New("the guard ended before it handed over its report channel")
 	case n != 1 || buf[0] != handoffByte || len(fds) != 1 || flags&unix.MSG_CTRUNC != 0:
-		return nil, fmt.Errorf("the guard's report channel carried %q (%d descriptors) where the guard hands over a channel of its own: refused", bytes.TrimSpace(buf[:n]), len(fds))
+		return nil, notHandedOver(buf[:n], len(fds))
 	}
 	cred, err := unix.GetsockoptUcred(fds[0], unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil {
@@ -110,7 +111,7 @@ func AcceptReport(rep *os.File, pid int) (*os.File, error) {
 		return nil, fmt.Errorf("a report channel made by process %d, not by the guard (%d), came on the guard's report channel: refused", cred.Pid, pid)
 	}
 	if err := notTraced(pid); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: refused", err)
 	}
 	if err := unix.SetNonblock(fds[0], true); err != nil {
 		return nil, os.NewSyscallError("fcntl", err)
@@ -118,6 +119,18 @@ func AcceptReport(rep *os.File, pid int) (*os.File, error) {
 	f := os.NewFile(uintptr(fds[0]), "guard report")
 	fds = nil
 	return f, nil
+}
+
+// notHandedOver is the error of a report channel that carried b and nfds
+// descriptors where the guard hands over its own: a failure it reported
+// before its handover (such as being traced), or anything a process that
+// took the guard's end wrote.
+func notHandedOver(b []byte, nfds int) error {
+	var r Report
+	if json.Unmarshal(b, &r) == nil && r.Err != "" && nfds == 0 {
+		return fmt.Errorf("before handing over its report channel, the guard (or a process that took its end) reported %q: refused", r.Err)
+	}
+	return fmt.Errorf("the guard's report channel carried %q (%d descriptors) where the guard hands over a channel of its own: refused", bytes.TrimSpace(b), nfds)
 }
 
 // recvmsg receives one message on f, waiting for it in the runtime's
