@@ -32,8 +32,8 @@ const poll = 100 * time.Millisecond
 const settle = 10 * time.Millisecond
 
 // Main runs the guard (see the package comment) with the arguments after
-// Command and returns its exit code: 0 once it has reported, 2 on bad
-// arguments.
+// Command and returns its exit code: 0 once it has reported, 1 when a
+// process traces it, 2 on bad arguments.
 func Main(args []string, stderr io.Writer) int {
 	// The command's parent-death signal is tied to the thread that forks
 	// it: keep the main goroutine on one thread for the guard's life.
