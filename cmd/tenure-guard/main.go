@@ -10,7 +10,8 @@
 //	tenure-guard [--kill-grace D] -- PATH ARGV0 [ARG...]
 //
 // with its control channel on file descriptor 3 and its report channel on
-// 4, Unix-domain sockets.
+// 4, Unix-domain sockets; it hands tenure a report channel of its own on 4
+// once it is not dumpable (guard.AcceptReport).
 package main
 
 import (

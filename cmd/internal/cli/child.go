@@ -84,7 +84,7 @@ func startChild(prog *guardProgram, path string, args, env []string, stdin io.Re
 		return nil, fmt.Errorf("start the guard: %w", err)
 	}
 	c := &child{done: make(chan struct{}), started: make(chan struct{}), ctl: ctlW, enc: json.NewEncoder(ctlW), lease: lease}
-	go c.watch(cmd, json.NewDecoder(repR), repR)
+	go c.watch(cmd, repR)
 	return c, nil
 }
 
@@ -130,7 +130,7 @@ var errTooLate = errors.New("the term was over before the command started")
 func startFailure(r guard.Report, err error) error {
 	switch {
 	case err != nil:
-		return fmt.Errorf("the guard ended before starting the command: %w", err)
+		return fmt.Errorf("the guard failed before starting the command: %w", err)
 	case r.Expired:
 		return fmt.Errorf("%w: %s", errTooLate, r.Err)
 	case r.Code == ExitNotFound:
@@ -140,18 +140,26 @@ func startFailure(r guard.Report, err error) error {
 	}
 }
 
-// watch reads the guard's reports: the command's pid (or why it did not
-// start), then how it ended; then it waits for the guard to exit.
-func (c *child) watch(cmd *exec.Cmd, dec *json.Decoder, rep io.Closer) {
+// watch takes the report channel the guard hands over on old (see
+// guard.AcceptReport) and reads the guard's reports from it: the
+// command's pid (or why it did not start), then how it ended; then it
+// waits for the guard to exit. A guard whose handover is refused has
+// failed: the command does not start.
+func (c *child) watch(cmd *exec.Cmd, old *os.File) {
 	var r guard.Report
-	err := dec.Decode(&r)
+	rep, err := guard.AcceptReport(old, cmd.Process.Pid)
+	old.Close()
+	var dec *json.Decoder
+	if err == nil {
+		defer rep.Close()
+		dec = json.NewDecoder(rep)
+		err = dec.Decode(&r)
+	}
 	if err != nil || r.Pid == 0 {
 		c.startErr = startFailure(r, err)
 		close(c.started)
 		c.close()
-		werr := cmd.Wait()
-		rep.Close()
-		c.ended(r, err, werr)
+		c.ended(r, err, cmd.Wait())
 		return
 	}
 	c.pid, c.began = r.Pid, time.Now()

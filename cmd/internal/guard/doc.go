@@ -78,7 +78,12 @@
 // execve and its call of Undumpable, in which such a process may ptrace
 // the guard or take its channels where the kernel lets a user trace its
 // own processes: no Yama, or Yama's ptrace_scope 0; nobody can open a
-// channel, a socket, through /proc/PID/fd); a process that undoes the
+// channel, a socket, through /proc/PID/fd. Against that instant, the guard
+// refuses to go on while traced, and once not dumpable hands tenure a
+// report channel made then, which tenure takes only from the guard's pid
+// and untraced, see [AcceptReport]; what remains is a tracer that detached
+// before that check, and a process reading the guard's end of the control
+// channel, which takes messages meant for the guard); a process that undoes the
 // freeze before the deadline with SIGCONT of its own (a timer of its own, say) runs until the SIGKILL at the
 // deadline lands, a few milliseconds past it; a process group that empties and
 // whose id is reused in the instant between the guard reading that a process

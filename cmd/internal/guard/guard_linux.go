@@ -32,8 +32,8 @@ const poll = 100 * time.Millisecond
 const settle = 10 * time.Millisecond
 
 // Main runs the guard (see the package comment) with the arguments after
-// Command and returns its exit code: 0 once it has reported, 2 on bad
-// arguments.
+// Command and returns its exit code: 0 once it has reported, 1 when a
+// process traces it, 2 on bad arguments.
 func Main(args []string, stderr io.Writer) int {
 	// The command's parent-death signal is tied to the thread that forks
 	// it: keep the main goroutine on one thread for the guard's life.
@@ -57,11 +57,41 @@ func Main(args []string, stderr io.Writer) int {
 	syscall.CloseOnExec(ExeFD)
 	ctl, rep := os.NewFile(ControlFD, "control"), os.NewFile(ReportFD, "report")
 	g := &guard{enc: json.NewEncoder(rep), log: stderr}
-	if err := g.run(ctl, *grace, *lease, fs.Arg(0), fs.Args()[1:]); err != nil {
+	err := g.secure(rep)
+	if err == nil {
+		err = g.run(ctl, *grace, *lease, fs.Arg(0), fs.Args()[1:])
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "tenure guard: %v\n", err)
 		_ = g.enc.Encode(Report{Err: err.Error(), Code: 126})
 	}
+	if errors.Is(err, errTraced) {
+		return 1
+	}
 	return 0
+}
+
+// secure makes the guard a subreaper and not dumpable, checks that no
+// process traces it (one that attached in the instant before Undumpable
+// would stay attached), and hands tenure a report channel made from then
+// on in place of rep (see handOver). Until then, g reports on rep, which
+// tenure takes for a failure.
+func (g *guard) secure(rep *os.File) error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err)
+	}
+	if err := Undumpable(); err != nil {
+		return err
+	}
+	if err := notTraced(0); err != nil {
+		return err
+	}
+	rep, err := handOver(rep)
+	if err != nil {
+		return err
+	}
+	g.enc = json.NewEncoder(rep)
+	return nil
 }
 
 // guard is the running guard process.
@@ -79,12 +109,6 @@ type guard struct {
 // run starts the command once the first lease arrives, enforces the
 // deadlines, and reports how the command ended.
 func (g *guard) run(ctl io.Reader, grace time.Duration, lease, path string, argv []string) error {
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("PR_SET_CHILD_SUBREAPER: %w", err)
-	}
-	if err := Undumpable(); err != nil {
-		return err
-	}
 	if err := checkProcVisible(); err != nil {
 		return err
 	}

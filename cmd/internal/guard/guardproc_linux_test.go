@@ -25,10 +25,13 @@ import (
 type guardProc struct {
 	cmd     *exec.Cmd
 	ctl     *os.File // tenure's end of the control channel; nil once closed
-	rep     *os.File // tenure's end of the report channel, which read reads
+	rep     *os.File // tenure's end of the report channel the guard handed over, which read reads; nil if refused
 	reports chan guard.Report
 	stderr  string // file
 	exited  chan struct{}
+	// handoffErr is why the report channel the guard handed over was
+	// refused.
+	handoffErr error
 }
 
 // startGuard starts a guard with kill grace grace for the command at path
@@ -45,7 +48,7 @@ func startGuard(t *testing.T, grace time.Duration, wrap, env []string, path stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &guardProc{ctl: ctlW, rep: repR, reports: make(chan guard.Report, 4), stderr: filepath.Join(t.TempDir(), "stderr"), exited: make(chan struct{})}
+	g := &guardProc{ctl: ctlW, reports: make(chan guard.Report, 4), stderr: filepath.Join(t.TempDir(), "stderr"), exited: make(chan struct{})}
 	stderr, err := os.Create(g.stderr)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +64,10 @@ func startGuard(t *testing.T, grace time.Duration, wrap, env []string, path stri
 	}
 	ctlR.Close()
 	repW.Close()
-	go g.read(repR)
+	// Tenure's end of the report channel is the one the guard hands over.
+	g.rep, g.handoffErr = guard.AcceptReport(repR, g.cmd.Process.Pid)
+	repR.Close()
+	go g.read(g.rep)
 	t.Cleanup(func() {
 		g.closeControl()
 		select {
@@ -69,6 +75,9 @@ func startGuard(t *testing.T, grace time.Duration, wrap, env []string, path stri
 		case <-time.After(10 * time.Second):
 			g.cmd.Process.Kill()
 			<-g.exited
+		}
+		if g.handoffErr != nil && t.Failed() {
+			t.Logf("the guard's handover: %v", g.handoffErr)
 		}
 		if b, _ := os.ReadFile(g.stderr); t.Failed() && len(b) > 0 {
 			t.Logf("guard's stderr:\n%s", b)
@@ -79,10 +88,15 @@ func startGuard(t *testing.T, grace time.Duration, wrap, env []string, path stri
 
 // read passes on the guard's reports until the channel closes, then waits for
 // the guard to exit.
-func (g *guardProc) read(repR *os.File) {
+func (g *guardProc) read(rep *os.File) {
 	defer close(g.exited)
-	defer repR.Close()
-	dec := json.NewDecoder(repR)
+	if rep == nil {
+		close(g.reports)
+		g.cmd.Wait()
+		return
+	}
+	defer rep.Close()
+	dec := json.NewDecoder(rep)
 	for {
 		var r guard.Report
 		if err := dec.Decode(&r); err != nil {

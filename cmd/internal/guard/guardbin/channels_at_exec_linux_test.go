@@ -44,11 +44,11 @@ func TestGuardChannelsClosedAtExec(t *testing.T) {
 	}
 }
 
-// startStoppedChannels starts a guard as startStopped does, with both its
-// channels (guard.Channel), its ends belonging to its user as they do when
-// tenure runs as that user, and returns its pid and tenure's ends, ctl
-// and rep, closed at the end of the test.
-func startStoppedChannels(t *testing.T) (g int, ctl, rep *os.File) {
+// startStoppedChannels starts a guard with args as startStopped does, with
+// both its channels (guard.Channel), its ends belonging to its user as
+// they do when tenure runs as that user, and returns its pid and tenure's
+// ends, ctl and rep, closed at the end of the test.
+func startStoppedChannels(t *testing.T, args ...string) (g int, ctl, rep *os.File) {
 	t.Helper()
 	ctlW, ctlR, err := guard.Channel()
 	if err != nil {
@@ -67,20 +67,20 @@ func startStoppedChannels(t *testing.T) (g int, ctl, rep *os.File) {
 			t.Fatal(err)
 		}
 	}
-	return startStopped(t, ctlR, repW), ctlW, repR
+	return startStopped(t, ctlR, repW, args...), ctlW, repR
 }
 
 // startStopped starts a guard as user 65534 from the loaded program, with
-// ctl and rep as its guard.ControlFD and guard.ReportFD, and returns its
+// args, ctl and rep as its guard.ControlFD and guard.ReportFD, and returns its
 // pid once it is stopped right after its execve (traced by this thread,
 // locked to it until the test ends), before any of its own code runs. The
 // guard is killed at the end of the test.
-func startStopped(t *testing.T, ctl, rep *os.File) int {
+func startStopped(t *testing.T, ctl, rep *os.File, args ...string) int {
 	t.Helper()
 	f := loadGuard(t)
 	runtime.LockOSThread() // the tracer is this thread
 	t.Cleanup(runtime.UnlockOSThread)
-	cmd := &exec.Cmd{Path: guardbin.ExecPath, Args: []string{guard.Name}, ExtraFiles: []*os.File{ctl, rep, f},
+	cmd := &exec.Cmd{Path: guardbin.ExecPath, Args: append([]string{guard.Name}, args...), ExtraFiles: []*os.File{ctl, rep, f},
 		SysProcAttr: &syscall.SysProcAttr{Ptrace: true, Credential: nobody}}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -73,13 +73,18 @@ func TestGuardStartTooLate(t *testing.T) {
 	}
 	ctlR.Close()
 	repW.Close()
-	defer repR.Close()
+	rep, err := guard.AcceptReport(repR, cmd.Process.Pid)
+	repR.Close()
+	if err != nil {
+		t.Fatalf("the guard's report channel: %v\n%s", err, stderr.String())
+	}
+	defer rep.Close()
 	lease := guard.Lease{Key: "late", Holder: "h", Token: 3, Deadline: boottime.Now().Add(-time.Millisecond), TTLMs: 2000, Live: true}
 	if err := json.NewEncoder(ctlW).Encode(guard.Message{Op: guard.OpLease, Lease: &lease}); err != nil {
 		t.Fatal(err)
 	}
 	var r guard.Report
-	if err := json.NewDecoder(repR).Decode(&r); err != nil {
+	if err := json.NewDecoder(rep).Decode(&r); err != nil {
 		t.Fatalf("the guard's report: %v\n%s", err, stderr.String())
 	}
 	ctlW.Close()
