@@ -27,8 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/postgres"
 )
@@ -44,14 +42,7 @@ func TestLeadershipAlteredInPlace(t *testing.T) {
 	t.Parallel()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close(ctxFor(t, 10*time.Second)) })
-	if _, err := admin.Exec(ctx, `DO $$BEGIN EXECUTE pg_catalog.format('ALTER DATABASE %I SET TimeZone = ''UTC''', current_database()); END$$`); err != nil {
-		t.Fatal(err)
-	}
+	admin := newYorkAdmin(t, dsn)
 	c1, c2 := open(t, dsn), open(t, dsn)
 	g, err := c1.Acquire(ctx, "k", "h", time.Minute)
 	if err != nil {
@@ -60,7 +51,7 @@ func TestLeadershipAlteredInPlace(t *testing.T) {
 	if _, _, err := c2.Leader(ctx, "k"); err != nil { // c2 has run its statements before the ALTER
 		t.Fatal(err)
 	}
-	if _, err := admin.Exec(ctx, `SET TimeZone = 'America/New_York'; ALTER TABLE `+c1.Table()+` ALTER COLUMN expires_at TYPE timestamp`); err != nil {
+	if _, err := admin.Exec(ctx, `ALTER TABLE `+c1.Table()+` ALTER COLUMN expires_at TYPE timestamp`); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []*postgres.Coordinator{c2, c1} {

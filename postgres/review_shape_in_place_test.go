@@ -3,13 +3,13 @@
 // every statement that can grant a key naming a partition, so each of
 // these is refused:
 //
-//   - TestReviewShapeCacheAlterInPlace: the members table's expires_at
+//   - TestReviewGroupTablesAlterInPlace: the members table's expires_at
 //     altered in place to timestamp (without time zone) from a session
 //     whose TimeZone is west of the server's, which stores every
 //     membership's end hours early. (Red, a grant over a live member's
 //     partition with 59.9 s of its lease left, while Acquire trusted a
 //     shape it had read once per pair of tables.)
-//   - TestReviewShapeCacheAlterInPlaceWindow: the same with a partition
+//   - TestReviewGroupTablesAlterInPlaceWindow: the same with a partition
 //     runner: no Elector grant before the runner's term ended.
 //   - TestReviewForcedRowSecurity: row security forced on the members
 //     table by its owner, with a policy that hides tenure's rows. (Red
@@ -31,13 +31,13 @@ import (
 	"github.com/tenure-dev/tenure/postgres"
 )
 
-// TestReviewShapeCacheAlterInPlace: after an ALTER in place of the
+// TestReviewGroupTablesAlterInPlace: after an ALTER in place of the
 // members table's expires_at, no Acquire grants a live member's
 // partition, on the member's coordinator or on another; and once the
 // member's renewal saw the shape, Acquire refuses on either coordinator.
-func TestReviewShapeCacheAlterInPlace(t *testing.T) {
+func TestReviewGroupTablesAlterInPlace(t *testing.T) {
 	t.Parallel()
-	s := newShapeCacheScene(t)
+	s := newGroupTablesScene(t)
 	ctx := ctxFor(t, 30*time.Second)
 	if _, err := s.admin.Exec(ctx, `ALTER TABLE cluster_leadership_members ALTER COLUMN expires_at TYPE timestamp`); err != nil {
 		t.Fatal(err)
@@ -56,17 +56,17 @@ func TestReviewShapeCacheAlterInPlace(t *testing.T) {
 	}
 }
 
-// TestReviewShapeCacheAlterInPlaceWindow measures the window the docs
+// TestReviewGroupTablesAlterInPlaceWindow measures the window the docs
 // admit, with a real member: a partition runner (TTL 3 s) runs jobs/0; an
 // Elector's coordinator that saw the group tables Acquires jobs/0 in a
 // loop from the moment an administrator alters expires_at in place (as
-// in TestReviewShapeCacheAlterInPlace). A grant before the member's term
+// in TestReviewGroupTablesAlterInPlace). A grant before the member's term
 // of jobs/0 ended is two owners; the test fails with how long they
 // overlapped. The runner learns at its next sync (a group operation, every
 // 100 ms here), which fails on the shape and ends its terms.
-func TestReviewShapeCacheAlterInPlaceWindow(t *testing.T) {
+func TestReviewGroupTablesAlterInPlaceWindow(t *testing.T) {
 	t.Parallel()
-	s := newShapeCacheScene(t) // its member m is not this test's: it leaves
+	s := newGroupTablesScene(t) // its member m is not this test's: it leaves
 	ctx := ctxFor(t, time.Minute)
 	if err := s.mc.LeaveGroup(ctx, s.m); err != nil {
 		t.Fatal(err)

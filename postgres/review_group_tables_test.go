@@ -12,35 +12,24 @@ import (
 	"github.com/tenure-dev/tenure/postgres"
 )
 
-// shapeCacheScene is a database whose server runs UTC, where member m of
+// groupTablesScene is a database whose server runs UTC, where member m of
 // group jobs (on coordinator mc) owns partitions 0 and 1 with a minute's
 // lease, and an Elector's coordinator ec runs no group operation. Both
 // coordinators' Acquire saw the group tables of tenure's shape before the
-// attack (a coordinator that trusted what it saw once would be caught
-// here). admin is a connection of
+// attack, so a coordinator that trusted what it once saw would be caught.
+// admin is a connection of
 // the tables' owner, an administrator's psql in New York time.
-type shapeCacheScene struct {
+type groupTablesScene struct {
 	admin  *pgx.Conn
 	mc, ec *postgres.Coordinator
 	m      partition.Member
 }
 
-func newShapeCacheScene(t *testing.T) shapeCacheScene {
+func newGroupTablesScene(t *testing.T) groupTablesScene {
 	t.Helper()
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close(ctxFor(t, 10*time.Second)) })
-	if _, err := admin.Exec(ctx, `DO $$BEGIN EXECUTE pg_catalog.format('ALTER DATABASE %I SET TimeZone = ''UTC''', current_database()); END$$`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Exec(ctx, `SET TimeZone = 'America/New_York'`); err != nil {
-		t.Fatal(err)
-	}
-	s := shapeCacheScene{admin: admin, mc: open(t, dsn), ec: open(t, dsn)}
+	s := groupTablesScene{admin: newYorkAdmin(t, dsn), mc: open(t, dsn), ec: open(t, dsn)}
 	s.m = join(ctx, t, s.mc, "m")
 	if res, err := s.mc.ClaimPartitions(ctx, s.m, []string{"0", "1"}); err != nil || res[0].Err != nil || res[1].Err != nil {
 		t.Fatalf("ClaimPartitions(m, 0 1) = %+v, %v", res, err)
@@ -57,9 +46,40 @@ func newShapeCacheScene(t *testing.T) shapeCacheScene {
 	return s
 }
 
+// newYorkAdmin makes dsn's database run UTC for every new session and
+// returns a connection of its owner whose own session runs New York time,
+// as an administrator's psql elsewhere would.
+func newYorkAdmin(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(ctxFor(t, 10*time.Second)) })
+	if _, err := admin.Exec(ctx, `DO $$BEGIN EXECUTE pg_catalog.format('ALTER DATABASE %I SET TimeZone = ''UTC''', current_database()); END$$`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `SET TimeZone = 'America/New_York'`); err != nil {
+		t.Fatal(err)
+	}
+	return admin
+}
+
+// newGroupTablesSceneAfter is newGroupTablesScene once its admin has run
+// ddl.
+func newGroupTablesSceneAfter(t *testing.T, ddl string) groupTablesScene {
+	t.Helper()
+	s := newGroupTablesScene(t)
+	if _, err := s.admin.Exec(ctxFor(t, 30*time.Second), ddl); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // acquire runs Acquire(jobs/<part>) on ec, then on mc, as another holder
 // than m, and returns what each answered, by coordinator.
-func (s shapeCacheScene) acquire(t *testing.T, part string) map[string]error {
+func (s groupTablesScene) acquire(t *testing.T, part string) map[string]error {
 	t.Helper()
 	out := make(map[string]error)
 	for who, c := range map[string]*postgres.Coordinator{"the Elector's coordinator": s.ec, "the member's coordinator": s.mc} {
@@ -73,14 +93,14 @@ func (s shapeCacheScene) acquire(t *testing.T, part string) map[string]error {
 	return out
 }
 
-// TestReviewShapeCacheTablesMadeAgain: the members table made again, in
+// TestReviewGroupTablesTablesMadeAgain: the members table made again, in
 // one transaction that keeps its rows, of a shape that ends every
 // membership hours early (expires_at timestamp, filled from New York
 // time while the server runs UTC), or the two tables' names swapped, or the
 // members table moved out of the schema and another moved in: the tables
 // Acquire finds are another pair of OIDs, so it reads their shape and
 // refuses m's partition (ErrTableShape), on either coordinator.
-func TestReviewShapeCacheTablesMadeAgain(t *testing.T) {
+func TestReviewGroupTablesTablesMadeAgain(t *testing.T) {
 	t.Parallel()
 	const remake = `ALTER TABLE cluster_leadership_members RENAME TO old_members;
 CREATE TABLE cluster_leadership_members (LIKE old_members INCLUDING ALL);
@@ -97,10 +117,7 @@ ALTER TABLE spare.cluster_leadership_members SET SCHEMA public; COMMIT`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := newShapeCacheScene(t)
-			if _, err := s.admin.Exec(ctxFor(t, 30*time.Second), ddl); err != nil {
-				t.Fatal(err)
-			}
+			s := newGroupTablesSceneAfter(t, ddl)
 			for who, err := range s.acquire(t, "0") {
 				if !errors.Is(err, postgres.ErrTableShape) {
 					t.Errorf("Acquire(jobs/0) on %s beside group tables made again (%s) while m owns partition 0 = %v; want ErrTableShape", who, name, err)
@@ -110,7 +127,7 @@ ALTER TABLE spare.cluster_leadership_members SET SCHEMA public; COMMIT`,
 	}
 }
 
-// TestReviewShapeCacheCollationInPlace: the partitions' names (and so
+// TestReviewGroupTablesCollationInPlace: the partitions' names (and so
 // their primary key) altered in place to a case-insensitive collation, or
 // a second unique index under one made on them: m's partitions 0 and A
 // (as "jobs/a") are refused to a single key on either coordinator, with
@@ -118,7 +135,7 @@ ALTER TABLE spare.cluster_leadership_members SET SCHEMA public; COMMIT`,
 // as held by m: the partition's row is still found, since a
 // nondeterministic collation only makes more names one, and ON CONFLICT
 // takes every unique index on grp and name as its arbiter).
-func TestReviewShapeCacheCollationInPlace(t *testing.T) {
+func TestReviewGroupTablesCollationInPlace(t *testing.T) {
 	t.Parallel()
 	for name, ddl := range map[string]string{
 		"altered": `ALTER TABLE cluster_leadership_partitions ALTER COLUMN name TYPE pg_catalog.text COLLATE case_insensitive,
@@ -127,7 +144,7 @@ func TestReviewShapeCacheCollationInPlace(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := newShapeCacheScene(t)
+			s := newGroupTablesScene(t)
 			ctx := ctxFor(t, 30*time.Second)
 			if res, err := s.mc.ClaimPartitions(ctx, s.m, []string{"A"}); err != nil || res[0].Err != nil {
 				t.Fatalf("ClaimPartitions(m, A) = %+v, %v", res, err)
@@ -148,7 +165,7 @@ func TestReviewShapeCacheCollationInPlace(t *testing.T) {
 	}
 }
 
-// TestReviewShapeCacheShadowTables: a role that may create tables in a
+// TestReviewGroupTablesShadowTables: a role that may create tables in a
 // schema on the coordinators' search_path before public (its own, open to
 // every role) makes tables named as the group tables there, empty, after
 // the coordinators' Acquire saw tenure's. The group tables are named with
@@ -156,7 +173,7 @@ func TestReviewShapeCacheCollationInPlace(t *testing.T) {
 // found: m's partition is refused as m's (HeldError), and a free
 // partition's key is granted (found, the shadows would be refused as
 // another role's).
-func TestReviewShapeCacheShadowTables(t *testing.T) {
+func TestReviewGroupTablesShadowTables(t *testing.T) {
 	t.Parallel()
 	r := newPlantingRoles(t)
 	ctx := ctxFor(t, time.Minute)
@@ -194,14 +211,14 @@ GRANT ALL ON ALL TABLES IN SCHEMA `+r.spy+` TO PUBLIC`); err != nil {
 	}
 }
 
-// TestReviewShapeCacheRules: rules the group tables' owner creates in
+// TestReviewGroupTablesRules: rules the group tables' owner creates in
 // place, which no shape check looks at. On the partitions table, an INSERT
 // rule that does nothing instead makes acquirePartition's INSERT …
 // RETURNING an error, and any other INSERT or UPDATE rule its ON CONFLICT
 // (PostgreSQL refuses both); on the members table, an UPDATE rule that
 // does nothing leaves the membership rows as they were. No Acquire grants
 // m's partition while m lives.
-func TestReviewShapeCacheRules(t *testing.T) {
+func TestReviewGroupTablesRules(t *testing.T) {
 	t.Parallel()
 	for name, ddl := range map[string]string{
 		"partitions":        `CREATE RULE r AS ON INSERT TO cluster_leadership_partitions DO INSTEAD NOTHING`,
@@ -211,10 +228,7 @@ func TestReviewShapeCacheRules(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := newShapeCacheScene(t)
-			if _, err := s.admin.Exec(ctxFor(t, 30*time.Second), ddl); err != nil {
-				t.Fatal(err)
-			}
+			s := newGroupTablesSceneAfter(t, ddl)
 			for who, err := range s.acquire(t, "0") {
 				if err == nil || err.Error() == "granted" {
 					t.Errorf("Acquire(jobs/0) on %s beside a rule made in place (%s), while m owns partition 0 = %v; want no grant", who, name, err)
