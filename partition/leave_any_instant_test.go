@@ -47,6 +47,11 @@ func (g *checkOnly) act(p partition.Partition, term *tenure.Term) {
 			owner, token = gr.Holder, gr.Token
 		}
 	}
+	// Judged by a Check after the read: a term once ended stays ended, so
+	// a Check that passes now passed when the coordinator answered.
+	if term.Check() != nil {
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.acts[term.Grant().Holder]++
