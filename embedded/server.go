@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tenure-dev/tenure/internal/zapslog"
 )
@@ -110,7 +112,23 @@ func (s *Server) etcdConfig() *embed.Config {
 	// end open streams (watches, keepalives) at once instead of waiting
 	// etcd's request timeout for them to finish.
 	ec.ServiceRegister = s.register
+	// Once Close has begun, refuse new streams. Close stops the gRPC
+	// servers, which ends every open stream; a client then opens its
+	// watch again, and over TLS (gRPC served by etcd's HTTP server) a
+	// stream that arrives while Stop waits for the others is never closed
+	// by it, so that Stop would wait for it forever. Refused, the stream
+	// ends at once.
+	ec.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainStreamInterceptor(s.refuseWhileClosing)}
 	return ec
+}
+
+// refuseWhileClosing is a gRPC stream interceptor that refuses every
+// stream once Close has begun.
+func (s *Server) refuseWhileClosing(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if s.closing.Load() {
+		return status.Error(codes.Unavailable, "etcd member is closing")
+	}
+	return handler(srv, ss)
 }
 
 func (s *Server) register(g *grpc.Server) {
