@@ -76,6 +76,8 @@ type statements struct {
 	// empty when the table's name leaves no room for the group tables'
 	// names.
 	acquirePartition, acquireUnlessGroups, acquireNoGroups string
+	// removeForeign ends a foreign record's row (RemoveForeign).
+	removeForeign string
 }
 
 func newStatements(t string, notify Notify) statements {
@@ -98,20 +100,28 @@ func newStatements(t string, notify Notify) statements {
 		// would reject every new leader (or, worse, a table re-created
 		// between two resources' writes would hand out a token twice).
 		acquire: `UPDATE ` + t + grant + `
-RETURNING fencing_token, ` + announce,
+RETURNING fencing_token, ` + announce + `, ` + shapeColumns(""),
 		announce: announce,
-		lookup:   `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
+		lookup:   `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP, ` + shapeColumns("") + ` FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 		insert: `INSERT INTO ` + t + ` (resource, holder_id, fencing_token, acquired_at, expires_at)
 VALUES ($1, NULL, 0, NULL, '-infinity') ON CONFLICT (resource) DO NOTHING`,
 		renew: renewSQL(t),
 		release: `UPDATE ` + t + ` SET expires_at = '-infinity'
 WHERE resource OPERATOR(pg_catalog.=) $1 AND holder_id OPERATOR(pg_catalog.=) $2
   AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
-RETURNING ` + announce,
-		leader: `SELECT holder_id, fencing_token, ` + leftMicros + `
+RETURNING ` + announce + `, ` + shapeColumns(""),
+		leader: `SELECT holder_id, fencing_token, ` + leftMicros + `, ` + shapeColumns("") + `
 FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP`,
+		removeForeign: `WITH r AS (
+	UPDATE ` + t + ` SET expires_at = '-infinity'
+	WHERE resource OPERATOR(pg_catalog.=) $1 AND COALESCE(holder_id, '') OPERATOR(pg_catalog.=) $2
+	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
+	  AND ($5 OR expires_at OPERATOR(pg_catalog.>) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) (` + microsInterval("$6") + `)))
+	RETURNING resource, ` + shapeColumns("") + `
+)
+SELECT pg_catalog.pg_notify($4, resource)::pg_catalog.text, ` + shapeColumns("") + ` FROM r`,
 		observe: `SELECT holder_id, fencing_token, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP,
-       CASE WHEN expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP THEN ` + leftMicros + ` END
+       CASE WHEN expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP THEN ` + leftMicros + ` END, ` + shapeColumns("") + `
 FROM ` + t + ` WHERE resource OPERATOR(pg_catalog.=) $1`,
 	}
 }
@@ -150,7 +160,8 @@ func renewSQL(t string) string {
 UPDATE ` + t + ` AS l
 SET expires_at = CURRENT_TIMESTAMP OPERATOR(pg_catalog.+) (` + microsInterval("$4") + `)
 FROM locked AS k
-WHERE l.ctid OPERATOR(pg_catalog.=) k.ctid AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()`
+WHERE l.ctid OPERATOR(pg_catalog.=) k.ctid AND k.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()
+RETURNING ` + shapeColumns("l.")
 }
 
 // grantSQL is the SET and WHERE of a grant: the key's row ($1) is free,
@@ -193,7 +204,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 	if o.schema != "" {
 		ident = pgx.Identifier{o.schema, o.table}
 	}
-	c := &Coordinator{pool: markedPool{pool}, o: o, table: ident.Sanitize(), presence: presence{keys: map[string]int{}}}
+	c := &Coordinator{pool: markedPool{Pool: pool}, o: o, table: ident.Sanitize(), presence: presence{keys: map[string]int{}}}
 	c.sql = newStatements(c.table, o.notify)
 	if t, err := c.groupTables(); err == nil {
 		c.groups = t
@@ -204,6 +215,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 	if err := c.ensureTable(ctx); err != nil {
 		return nil, err
 	}
+	s := c.sql
+	c.pool.guard = newGuard(c.table, func(ctx context.Context, db Execer) error {
+		_, err := checkTable(ctx, db, c.table)
+		return err
+	}, s.acquire, s.lookup, s.renew, s.release, s.leader, s.observe, s.removeForeign,
+		s.acquirePartition, s.acquireUnlessGroups, s.acquireNoGroups)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }

@@ -29,6 +29,16 @@
 // half a second early), or whose owner is a role other than this one, the schema's
 // owner, the database's owner or a superuser.
 //
+// The table is checked when New makes the coordinator, and again on each
+// connection after it prepares a statement that grants, renews, releases or
+// reads a key. Those statements return expires_at and holder_id, so that
+// PostgreSQL refuses them ("cached plan must not change result type") once
+// either column's type, precision or collation was altered in place: the
+// coordinator then runs the statement once more on a new connection, which
+// checks the table first, and returns ErrTableShape if it is refused. Pools
+// whose DefaultQueryExecMode is not pgx.QueryExecModeCacheStatement prepare
+// nothing, and see such a change only in New (see docs/postgresql.md).
+//
 // # The statements
 //
 // Acquisition is a single atomic statement, with the TTL passed as

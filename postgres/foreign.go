@@ -155,14 +155,7 @@ func (c *Coordinator) RemoveForeign(ctx context.Context, r tenure.ForeignRecord)
 		}
 		return removed, nil
 	}
-	tag, err := c.pool.Exec(ctx, `WITH r AS (
-	UPDATE `+c.table+` SET expires_at = '-infinity'
-	WHERE resource OPERATOR(pg_catalog.=) $1 AND COALESCE(holder_id, '') OPERATOR(pg_catalog.=) $2
-	  AND fencing_token OPERATOR(pg_catalog.=) $3 AND expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
-	  AND ($5 OR expires_at OPERATOR(pg_catalog.>) (pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) (`+microsInterval("$6")+`)))
-	RETURNING resource
-)
-SELECT pg_catalog.pg_notify($4, resource)::pg_catalog.text FROM r`, r.Key, r.Holder, int64(r.Token), c.o.channel,
+	tag, err := c.pool.Exec(ctx, c.sql.removeForeign, r.Key, r.Holder, int64(r.Token), c.o.channel,
 		malformedRow(r.Holder, int64(r.Token)), limits.MaxTTL.Microseconds())
 	if err != nil {
 		return false, fmt.Errorf("postgres: remove foreign row of %q: %w", r.Key, err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,8 +61,9 @@ func (l *ownerLog) violations() []string {
 
 // runMember joins group "jobs" as id and, until ctx ends, claims every
 // partition, checks and renews; when its membership is lost (its row
-// deleted by a reset), it joins again. It logs every epoch and grant.
-func runMember(ctx context.Context, c partition.Coordinator, id string, names []string, log *ownerLog) (claims int) {
+// deleted by a reset), it joins again. It logs every epoch and grant,
+// and counts its grants in claims.
+func runMember(ctx context.Context, c partition.Coordinator, id string, names []string, log *ownerLog, claims *atomic.Int64) {
 	var m partition.Member
 	var owned []tenure.Grant
 	for ctx.Err() == nil {
@@ -85,7 +87,7 @@ func runMember(ctx context.Context, c partition.Coordinator, id string, names []
 			if r.Err == nil {
 				log.granted(m, r.Grant)
 				owned = append(owned, r.Grant)
-				claims++
+				claims.Add(1)
 			}
 		}
 		lost, err := c.CheckPartitions(ctx, m, owned)
@@ -100,7 +102,6 @@ func runMember(ctx context.Context, c partition.Coordinator, id string, names []
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return claims
 }
 
 // unowned returns the names of the partitions owned does not hold.
@@ -128,14 +129,10 @@ func TestEpochsNeverRepeatWhenGroupTablesReset(t *testing.T) {
 	log := newOwnerLog()
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	claims := make([]int, 3)
+	claims := make([]atomic.Int64, 3)
 	for i := range claims {
 		c := open(t, dsn)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			claims[i] = runMember(ctx, c, fmt.Sprintf("m%d#1", i), names, log)
-		}()
+		wg.Go(func() { runMember(ctx, c, fmt.Sprintf("m%d#1", i), names, log, &claims[i]) })
 	}
 	steps := []string{
 		`TRUNCATE ` + membersTable + ` RESTART IDENTITY`,
@@ -146,24 +143,41 @@ func TestEpochsNeverRepeatWhenGroupTablesReset(t *testing.T) {
 		`DROP TABLE ` + membersTable + `, ` + partitionsTable,
 	}
 	pause := func() { time.Sleep(400 * time.Millisecond) }
+	// reset runs sql once a join has made the tables again.
+	reset := func(sql string) {
+		waitUntil(t, 20*time.Second, "group tables re-created", func() bool {
+			var ok bool
+			err := pool.QueryRow(ctxFor(t, 5*time.Second), `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`, membersTable, partitionsTable).Scan(&ok)
+			return err == nil && ok
+		})
+		if _, err := pool.Exec(ctxFor(t, 10*time.Second), sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		pause()
+	}
 	pause()
 	for _, sql := range steps {
-		for range 2 { // the tables re-created by a join, and reset again
-			waitUntil(t, 20*time.Second, "group tables re-created", func() bool {
-				var ok bool
-				err := pool.QueryRow(ctxFor(t, 5*time.Second), `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`, membersTable, partitionsTable).Scan(&ok)
-				return err == nil && ok
-			})
-			if _, err := pool.Exec(ctxFor(t, 10*time.Second), sql); err != nil {
-				t.Fatalf("%s: %v", sql, err)
+		reset(sql)
+		reset(sql) // the tables re-created by a join, and reset again
+	}
+	// The first member to claim takes every partition; the others claim
+	// after a reset. On a loaded machine a member may not have had its
+	// turn yet: reset both tables until each has claimed.
+	idle := func() bool {
+		for i := range claims {
+			if claims[i].Load() == 0 {
+				return true
 			}
-			pause()
 		}
+		return false
+	}
+	for deadline := time.Now().Add(time.Minute); idle() && time.Now().Before(deadline); {
+		reset(steps[4])
 	}
 	cancel()
 	wg.Wait()
-	for i, n := range claims {
-		if n == 0 {
+	for i := range claims {
+		if claims[i].Load() == 0 {
 			t.Errorf("member m%d#1 claimed nothing: the test proved nothing", i)
 		}
 	}

@@ -167,9 +167,9 @@ func acquirePartitionSQL(table string, t groupTables, s statements) string {
 ), g AS (
 	UPDATE ` + table + s.grantPartition + `
 	  AND (SELECT owner_epoch FROM p) IS NULL
-	RETURNING resource, fencing_token
+	RETURNING resource, fencing_token, ` + shapeColumns("") + `
 )
 SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g),
        (SELECT owner_epoch FROM p), (SELECT fencing_token FROM p),
-       (SELECT member FROM o), coalesce((SELECT live FROM o), false)`
+       (SELECT member FROM o), coalesce((SELECT live FROM o), false), ` + shapeOf("g")
 }

@@ -26,9 +26,16 @@ import "fmt"
 //     free that member's partitions, and another member claim them;
 //   - a table with row security enabled (forced or not: tenure's role may
 //     be its owner or not), under which a policy could hide a live
-//     membership, and Acquire or a claim take its partitions.
+//     membership, and Acquire or a claim take its partitions;
+//   - in the leadership table ($3), which a claim reads to see whether a
+//     partition's key is held as a single key, and which New checked when
+//     the coordinator was made but which may have been altered in place
+//     since: an expires_at that is not timestamptz of microseconds (a
+//     timestamp converted in place from a session west of the server
+//     stores each lease's end hours early), a holder_id that is not text
+//     or varchar under a deterministic collation, or row security.
 //
-// It is NULL when there is none, or neither table exists. It rides the statement
+// It is NULL when there is none, or no table exists. It rides the statement
 // that looks up the group tables' owners (foreignGroupTablesSQL), so it
 // costs no round trip; it reads a few catalog rows, each by an index.
 // Types 20, 25, 1043 and 1184 are bigint, text, varchar and timestamptz
@@ -74,9 +81,20 @@ var groupTablesShapeSQL = `(SELECT pg_catalog.string_agg(bad, '; ') FROM (
 	  AND EXISTS (SELECT 1 FROM pg_catalog.generate_series(0, i.indnkeyatts OPERATOR(pg_catalog.-) 1) k
 	              WHERE NOT ` + deterministic("i.indcollation[k]") + `)
 	UNION ALL
+	SELECT pg_catalog.format('column %I of %I is %s', a.attname, c.relname,
+	       CASE WHEN a.atttypid OPERATOR(pg_catalog.=) ANY ('{25,1043}'::pg_catalog.oid[])
+	            THEN 'under a nondeterministic collation' ELSE pg_catalog.format_type(a.atttypid, a.atttypmod) END)
+	FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) a.attrelid
+	WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($3) AND NOT a.attisdropped
+	  AND ((a.attname OPERATOR(pg_catalog.=) 'expires_at'
+	        AND (a.atttypid OPERATOR(pg_catalog.<>) 1184 OR a.atttypmod OPERATOR(pg_catalog.>=) 0 AND a.atttypmod OPERATOR(pg_catalog.<) 6))
+	    OR (a.attname OPERATOR(pg_catalog.=) 'holder_id'
+	        AND (a.atttypid OPERATOR(pg_catalog.<>) ALL ('{25,1043}'::pg_catalog.oid[]) OR NOT ` + deterministic("a.attcollation") + `)))
+	UNION ALL
 	SELECT pg_catalog.format('%I has row security enabled, under which a policy can hide a live row from tenure''s statements', c.relname)
 	FROM pg_catalog.pg_class c
-	WHERE c.oid OPERATOR(pg_catalog.=) ANY (ARRAY[pg_catalog.to_regclass($1), pg_catalog.to_regclass($2)]::pg_catalog.oid[]) AND c.relrowsecurity
+	WHERE c.oid OPERATOR(pg_catalog.=) ANY (ARRAY[pg_catalog.to_regclass($1), pg_catalog.to_regclass($2), pg_catalog.to_regclass($3)]::pg_catalog.oid[])
+	  AND c.relrowsecurity
 ) AS b(bad))`
 
 // deterministic is whether the collation of oid expr tells every two
@@ -89,5 +107,5 @@ func deterministic(expr string) string {
 // groupTablesShapeError is the error for group tables of another shape
 // than tenure's (see groupTablesShapeSQL), naming each difference.
 func groupTablesShapeError(t groupTables, bad string) error {
-	return fmt.Errorf("%w: group tables %s and %s: %s; want the shape tenure creates (docs/postgresql.md): text names under the database's default collation, an epoch that is the members' primary key, NOT NULL columns, an expires_at of timestamptz (microseconds), and no row security", ErrTableShape, t.members, t.partitions, bad)
+	return fmt.Errorf("%w: group tables %s and %s, or the leadership table: %s; want the shape tenure creates (docs/postgresql.md): text names under the database's default collation, an epoch that is the members' primary key, NOT NULL columns, an expires_at of timestamptz (microseconds), and no row security", ErrTableShape, t.members, t.partitions, bad)
 }

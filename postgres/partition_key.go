@@ -128,9 +128,9 @@ func acquireUnlessGroupsSQL(table string, s statements) string {
 	UPDATE ` + table + ` AS l` + s.grant + `
 	  AND NOT (SELECT partitions OR members OR other_role FROM s)
 	  AND ` + snapshotVersion(table) + `
-	RETURNING resource, fencing_token
+	RETURNING resource, fencing_token, ` + shapeColumns("l.") + `
 )
-SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT partitions FROM s), (SELECT members FROM s), (SELECT other_role FROM s), (SELECT bad_names FROM s)`
+SELECT (SELECT fencing_token FROM g), (SELECT ` + s.announce + ` FROM g), (SELECT partitions FROM s), (SELECT members FROM s), (SELECT other_role FROM s), (SELECT bad_names FROM s), ` + shapeOf("g")
 }
 
 // acquireNoGroupsSQL is the acquisition ($1 to $4) of a key that can name
@@ -147,7 +147,7 @@ func acquireNoGroupsSQL(table string, s statements) string {
 	return `UPDATE ` + table + ` AS l` + s.grant + `
 	  AND pg_catalog.to_regclass($5) IS NULL AND pg_catalog.to_regclass($6) IS NULL
 	  AND ` + snapshotVersion(table) + `
-RETURNING fencing_token, ` + s.announce
+RETURNING fencing_token, ` + s.announce + `, ` + shapeColumns("l.")
 }
 
 // snapshotVersion is the condition, on the row version l that an UPDATE

@@ -37,10 +37,21 @@ func refusal(err error) error {
 // markedPool is the Coordinator's pool: every statement's error that PostgreSQL
 // refused for good, in a transaction or not, also wraps tenure.ErrRefused
 // (see refusal), so that an Elector or a partition group stops instead of
-// retrying it.
-type markedPool struct{ *pgxpool.Pool }
+// retrying it. Its guarded statements run as guard says.
+type markedPool struct {
+	*pgxpool.Pool
+	guard *guard
+}
 
 func (p markedPool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if p.guard != nil && p.guard.stmts[sql] {
+		var tag pgconn.CommandTag
+		err := p.guard.run(ctx, p.Pool, sql, func(conn *pgx.Conn) (err error) {
+			tag, err = conn.Exec(ctx, sql, args...)
+			return err
+		})
+		return tag, refusal(err)
+	}
 	tag, err := p.Pool.Exec(ctx, sql, args...)
 	return tag, refusal(err)
 }
@@ -51,6 +62,9 @@ func (p markedPool) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 }
 
 func (p markedPool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if p.guard != nil && p.guard.stmts[sql] {
+		return guardedRow{ctx: ctx, p: p, sql: sql, args: args}
+	}
 	return markedRow{p.Pool.QueryRow(ctx, sql, args...)}
 }
 

@@ -64,17 +64,23 @@ func (c *Coordinator) ensureTable(ctx context.Context) error {
 			return fmt.Errorf("postgres: create table %s: %w", c.table, err)
 		}
 	}
-	if err := checkLeadershipOwner(ctx, c.pool, c.table); err != nil {
-		return err
-	}
-	if err := checkLeadershipShape(ctx, c.pool, c.table); err != nil {
-		return err
-	}
-	if err := checkNoChildTables(ctx, c.pool, c.table); err != nil {
-		return err
-	}
-	c.holderChars, err = checkExactColumns(ctx, c.pool, c.table)
+	c.holderChars, err = checkTable(ctx, c.pool, c.table)
 	return err
+}
+
+// checkTable checks the leadership table's owner and shape, and returns
+// holder_id's length when it is a varchar(n) (see checkExactColumns).
+func checkTable(ctx context.Context, db Execer, table string) (holderChars int, err error) {
+	if err := checkLeadershipOwner(ctx, db, table); err != nil {
+		return 0, err
+	}
+	if err := checkLeadershipShape(ctx, db, table); err != nil {
+		return 0, err
+	}
+	if err := checkNoChildTables(ctx, db, table); err != nil {
+		return 0, err
+	}
+	return checkExactColumns(ctx, db, table)
 }
 
 // checkExactColumns refuses a leadership table whose expires_at stores
