@@ -110,9 +110,14 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
 // defaults, rules and row security policies as this coordinator's role.
 // Tables that do not exist pass: the statements find them missing.
 func (c *Coordinator) checkGroupTables(ctx context.Context, t groupTables) error {
+	return c.checkGroupTablesOn(ctx, c.pool, t)
+}
+
+// checkGroupTablesOn is checkGroupTables, its statement run on db.
+func (c *Coordinator) checkGroupTablesOn(ctx context.Context, db Execer, t groupTables) error {
 	var foreign bool
 	var badNames pgtype.Text
-	if err := c.pool.QueryRow(ctx, `SELECT `+foreignGroupTablesSQL+`, `+groupTablesShapeSQL, t.partitions, t.members, c.table).Scan(&foreign, &badNames); err != nil {
+	if err := db.QueryRow(ctx, `SELECT `+foreignGroupTablesSQL+`, `+groupTablesShapeSQL, t.partitions, t.members, c.table).Scan(&foreign, &badNames); err != nil {
 		return fmt.Errorf("look up the owners of group tables %s and %s: %w", t.members, t.partitions, err)
 	}
 	if foreign {

@@ -63,6 +63,7 @@ func TestReviewInPlaceClaimAfterShapeCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := <-done
+	t.Logf("ClaimPartitions(m, 5) after the ALTER = %+v, %v", c.res, c.err)
 	if c.err == nil && c.res[0].Err == nil {
 		t.Errorf("ClaimPartitions(m, 5), shape checked before an ALTER in place of expires_at and claimed after, while e holds jobs/5 (token %d) with %s left = token %d; want an error",
 			g.Token, g.Sent.Add(g.TTL).Until().Round(time.Millisecond), c.res[0].Grant.Token)
