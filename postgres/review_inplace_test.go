@@ -10,9 +10,11 @@ package postgres_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
 	"github.com/tenure-dev/tenure/postgres"
 )
@@ -70,5 +72,34 @@ func TestReviewInPlaceClaimAfterShapeCheck(t *testing.T) {
 	}
 	if c.err != nil && !errors.Is(c.err, postgres.ErrTableShape) {
 		t.Errorf("ClaimPartitions(m, 5) after expires_at was altered in place = %v; want ErrTableShape", c.err)
+	}
+}
+
+// TestReviewInPlaceHolderLength: holder_id altered in place from text to
+// varchar(255), a shape New accepts, but only while it refuses holders
+// longer than the column (see TestLeadershipTableHolderLength):
+// PostgreSQL stores a string too long for a varchar(n) without an error
+// when its excess is spaces, so holder "x…x " (255 x and a space) is
+// stored as "x…x", another holder, who may then acquire the first's live
+// key (a holder may acquire its own key again). The coordinator ran its
+// statements before the ALTER. Holder "x…x " must be refused, or the
+// other's Acquire must be (ErrHeld).
+func TestReviewInPlaceHolderLength(t *testing.T) {
+	t.Parallel()
+	s := newInPlaceScene(t)
+	ctx := ctxFor(t, time.Minute)
+	s.exec(t, `ALTER TABLE `+s.c1.Table()+` ALTER COLUMN holder_id TYPE varchar(255)`)
+	long, cut := strings.Repeat("x", 255)+" ", strings.Repeat("x", 255)
+	ga, err := s.c1.Acquire(ctx, "jobs", long, time.Minute)
+	if err != nil {
+		if !errors.Is(err, tenure.ErrInvalidHolder) && !errors.Is(err, postgres.ErrTableShape) {
+			t.Fatalf("Acquire(jobs) by a 256-byte holder after holder_id became varchar(255) = %v; want it granted, ErrInvalidHolder or ErrTableShape", err)
+		}
+		t.Logf("Acquire(jobs) by a 256-byte holder after holder_id became varchar(255) = %v", err)
+		return
+	}
+	if gb, err := s.c2.Acquire(ctx, "jobs", cut, time.Minute); !errors.Is(err, tenure.ErrHeld) {
+		t.Errorf("Acquire(jobs) by the 255 x, after holder_id became varchar(255) in place, while %q (256 bytes) holds token %d with %s left = token %d, %v; want ErrHeld",
+			long[250:], ga.Token, ga.Sent.Add(ga.TTL).Until().Round(time.Millisecond), gb.Token, err)
 	}
 }
