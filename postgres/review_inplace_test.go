@@ -10,7 +10,9 @@ package postgres_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,5 +103,73 @@ func TestReviewInPlaceHolderLength(t *testing.T) {
 	if gb, err := s.c2.Acquire(ctx, "jobs", cut, time.Minute); !errors.Is(err, tenure.ErrHeld) {
 		t.Errorf("Acquire(jobs) by the 255 x, after holder_id became varchar(255) in place, while %q (256 bytes) holds token %d with %s left = token %d, %v; want ErrHeld",
 			long[250:], ga.Token, ga.Sent.Add(ga.TTL).Until().Round(time.Millisecond), gb.Token, err)
+	}
+}
+
+// TestReviewInPlaceMixedPool: c1's pool has run Leader(k) on several
+// connections before the ALTER (expires_at made timestamp from New York
+// time); then Acquires of h's key k by "other" run on it from several
+// goroutines at once, so that some run on connections that prepared
+// before the ALTER, some on connections that prepare after, and some
+// while others close their stale connections. None may be granted k, and
+// each must fail with ErrTableShape.
+func TestReviewInPlaceMixedPool(t *testing.T) {
+	t.Parallel()
+	s := newInPlaceScene(t)
+	ctx := ctxFor(t, time.Minute)
+	errs := make([]error, 8)
+	race := func(op func() error) {
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() { errs[i] = op() })
+		}
+		wg.Wait()
+	}
+	race(func() error { _, _, err := s.c1.Leader(ctx, "k"); return err })
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	conns := s.c1.Pool().Stat().TotalConns()
+	s.exec(t, `ALTER TABLE `+s.c1.Table()+` ALTER COLUMN expires_at TYPE timestamp`)
+	race(func() error {
+		g, err := s.c1.Acquire(ctx, "k", "other", time.Minute)
+		if err == nil {
+			return fmt.Errorf("granted token %d", g.Token)
+		}
+		return err
+	})
+	for i, err := range errs {
+		if !errors.Is(err, postgres.ErrTableShape) {
+			t.Errorf("Acquire(k, other) #%d after expires_at was altered in place, on a pool of %d connections that prepared before, while h holds k with %s left = %v; want ErrTableShape",
+				i, conns, s.g.Sent.Add(s.g.TTL).Until().Round(time.Millisecond), err)
+		}
+	}
+}
+
+// TestReviewInPlaceDomain: expires_at altered in place to a domain over
+// timestamp (without time zone), from New York time, and, on another
+// table, holder_id to a domain over text under a case-insensitive
+// collation: each result column's type changes to the domain's, and the
+// check must refuse a domain whatever its base type.
+func TestReviewInPlaceDomain(t *testing.T) {
+	t.Parallel()
+	for name, ddl := range map[string]string{
+		"expires_at": `CREATE DOMAIN lease_end AS timestamp;
+ALTER TABLE cluster_leadership ALTER COLUMN expires_at TYPE lease_end`,
+		"holder_id": `CREATE COLLATION case_insensitive (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE DOMAIN holder AS text COLLATE case_insensitive;
+ALTER TABLE cluster_leadership ALTER COLUMN holder_id TYPE holder`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newInPlaceScene(t)
+			s.exec(t, ddl)
+			for _, who := range []string{"other", "H"} {
+				if g, err := s.c2.Acquire(ctxFor(t, time.Minute), "k", who, time.Minute); !errors.Is(err, postgres.ErrTableShape) {
+					t.Errorf("Acquire(k, %s) after %s became a domain in place, while h holds k with %s left = %v, %v; want ErrTableShape",
+						who, name, s.g.Sent.Add(s.g.TTL).Until().Round(time.Millisecond), g, err)
+				}
+			}
+		})
 	}
 }
