@@ -125,3 +125,36 @@ func (s inPlaceScene) dsn(t *testing.T) string {
 	t.Helper()
 	return s.c1.Pool().Config().ConnString()
 }
+
+// TestReviewInPlaceReapAfterShapeCheck: m owns partition 0 of jobs for a
+// minute. A claim of partition 0 for member m2 checks the group tables'
+// shape (beginGroup), then deletes the group's expired memberships in a
+// statement of its own; just before that statement is sent, an
+// administrator (New York time) makes the members table's expires_at
+// timestamp, which stores every membership's end five hours early. Once
+// the claim has answered, the administrator makes it timestamptz again,
+// from the same session, which restores every end exactly. A member m3
+// that joins then must not be granted partition 0 while m's lease has a
+// minute left.
+func TestReviewInPlaceReapAfterShapeCheck(t *testing.T) {
+	t.Parallel()
+	s := newGroupTablesScene(t)
+	ctx := ctxFor(t, time.Minute)
+	alter := func(typ string) {
+		if _, err := s.admin.Exec(ctx, `ALTER TABLE cluster_leadership_members ALTER COLUMN expires_at TYPE `+typ); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &alterHook{marker: "USING gone", at: beforeSend, fire: func() { alter("timestamp") }}
+	hc := openHooked(t, s.ec.Pool().Config().ConnString(), h)
+	m2 := join(ctx, t, s.ec, "m2")
+	res, err := hc.ClaimPartitions(ctx, m2, []string{"0"})
+	t.Logf("ClaimPartitions(m2, 0) with the members table altered just before its reaping = %+v, %v", res, err)
+	alter("timestamptz")
+	m3 := join(ctx, t, s.ec, "m3")
+	res, err = s.ec.ClaimPartitions(ctx, m3, []string{"0"})
+	if err == nil && res[0].Err == nil {
+		t.Errorf("ClaimPartitions(m3, 0) after the ALTER there and back, while m (epoch %d) owns partition 0 with %s of its lease left = token %d; want an error",
+			s.m.Epoch, s.m.Sent.Add(s.m.TTL).Until().Round(time.Millisecond), res[0].Grant.Token)
+	}
+}
