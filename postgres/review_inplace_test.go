@@ -59,7 +59,7 @@ func TestReviewInPlaceClaimAfterShapeCheck(t *testing.T) {
 		res, err := s.mc.ClaimPartitions(ctx, s.m, []string{"5"})
 		done <- claimed{res, err}
 	}()
-	awaitLockWait(ctx, t, s.ec.Pool(), "USING gone")
+	awaitLockWait(ctx, t, s.ec.Pool(), "WITH gone AS MATERIALIZED")
 	if _, err := tx.Exec(ctx, `ALTER TABLE cluster_leadership ALTER COLUMN expires_at TYPE timestamp`); err != nil {
 		t.Fatal(err)
 	}
