@@ -158,3 +158,37 @@ func TestReviewInPlaceReapAfterShapeCheck(t *testing.T) {
 			s.m.Epoch, s.m.Sent.Add(s.m.TTL).Until().Round(time.Millisecond), res[0].Grant.Token)
 	}
 }
+
+// TestReviewInPlaceOwnerAfterShapeCheck: m owns partition 0 of jobs for a
+// minute. An Elector's Acquire of jobs/0 checks the tables' shape in one
+// statement (acquireUnlessGroups), then reads the partition's owner in
+// the next (acquirePartition), and clears an owner whose membership has
+// ended; just before that statement is sent, an administrator (New York
+// time) makes the members table's expires_at timestamp, which stores
+// every membership's end five hours early. Once the Acquire has answered,
+// the administrator makes it timestamptz again, from the same session,
+// which restores every end exactly. No Acquire of jobs/0 may be granted
+// while m's lease has a minute left.
+func TestReviewInPlaceOwnerAfterShapeCheck(t *testing.T) {
+	t.Parallel()
+	s := newGroupTablesScene(t)
+	ctx := ctxFor(t, time.Minute)
+	alter := func(typ string) {
+		if _, err := s.admin.Exec(ctx, `ALTER TABLE cluster_leadership_members ALTER COLUMN expires_at TYPE `+typ); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &alterHook{marker: "FOR SHARE OF m", at: beforeSend, fire: func() { alter("timestamp") }}
+	hc := openHooked(t, s.ec.Pool().Config().ConnString(), h)
+	for i, c := range []*postgres.Coordinator{hc, s.ec} {
+		g, err := c.Acquire(ctx, "jobs/0", "e", time.Minute)
+		if err == nil {
+			t.Errorf("Acquire(jobs/0) #%d, the members table altered in place just before the partition's owner was read, and back after the first, while m (epoch %d) owns partition 0 with %s of its lease left = token %d; want an error",
+				i+1, s.m.Epoch, s.m.Sent.Add(s.m.TTL).Until().Round(time.Millisecond), g.Token)
+		}
+		t.Logf("Acquire(jobs/0) #%d = %v", i+1, err)
+		if i == 0 {
+			alter("timestamptz")
+		}
+	}
+}
