@@ -157,7 +157,7 @@ func (c *Coordinator) claim(ctx context.Context, t groupTables, m partition.Memb
 	          CROSS JOIN LATERAL (SELECT owner_epoch FROM `+t.partitions+`
 	                              WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) n LIMIT 1) p)))
 	  AND expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP
-	  AND `+reapShape.Replace(groupTablesShapeSQL)+` IS NULL
+	  AND `+groupTablesShapeAt(3)+` IS NULL
 	ORDER BY epoch FOR UPDATE
 )
 DELETE FROM `+t.members+` m USING gone WHERE m.epoch OPERATOR(pg_catalog.=) gone.epoch`, m.Group, names, t.partitions, t.members, c.table); err != nil {
@@ -205,15 +205,6 @@ func (c *Coordinator) lockLeadership(ctx context.Context, tx pgx.Tx, t groupTabl
 	}
 	return nil
 }
-
-// reapShape numbers the parameters of groupTablesShapeSQL after the two of
-// a claim's deletion of expired memberships, which deletes none when the
-// tables' shape is not tenure's: beginGroup checked it, but in a statement
-// of its own, and a members table's expires_at altered in place since (to
-// timestamp, from a session west of the server) would make live
-// memberships look expired. The claim's transaction then refuses the
-// shape (see lockLeadership).
-var reapShape = strings.NewReplacer("$1", "$3", "$2", "$4", "$3", "$5")
 
 // isSerializationFailure reports whether err is PostgreSQL's SQLSTATE
 // 40001: the transaction was rolled back for a concurrent change.
