@@ -192,3 +192,85 @@ func TestReviewInPlaceOwnerAfterShapeCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewInPlaceClaimTransaction: e holds jobs/5 as a single key for a
+// minute; member m claims partition 5. Just before the claim's
+// transaction checks m's membership (after it checked the tables' shape
+// again), an administrator starts to make the leadership table's
+// expires_at timestamp, and the claim goes on once the ALTER has
+// committed or waits for a lock. The administrator runs New York time
+// beside sessions in UTC (the ALTER rewrites the table, which hides its
+// rows from the claim's snapshot), or UTC beside sessions in Berlin time
+// (no rewrite: PostgreSQL keeps the rows, and each lease's end, read in
+// Berlin time, is an hour early). The claim must not take partition 5
+// while e's lease has a minute left.
+func TestReviewInPlaceClaimTransaction(t *testing.T) {
+	t.Parallel()
+	for name, setup := range map[string]string{
+		"New York beside UTC": "",
+		"UTC beside Berlin": `DO $$BEGIN EXECUTE pg_catalog.format('ALTER DATABASE %I SET TimeZone = ''Europe/Berlin''', current_database()); END$$;
+SET TimeZone = 'UTC'`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			claimWhileAltered(t, setup)
+		})
+	}
+}
+
+// claimWhileAltered is TestReviewInPlaceClaimTransaction after the
+// administrator ran setup.
+func claimWhileAltered(t *testing.T, setup string) {
+	s := newGroupTablesScene(t)
+	ctx := ctxFor(t, time.Minute)
+	g, err := s.ec.Acquire(ctx, "jobs/5", "e", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup != "" {
+		if _, err := s.admin.Exec(ctx, setup); err != nil {
+			t.Fatal(err)
+		}
+	}
+	altered := make(chan error, 1)
+	h := &alterHook{marker: "SELECT true FROM", at: beforeSend, fire: func() {
+		go func() {
+			_, err := s.admin.Exec(ctx, `ALTER TABLE cluster_leadership ALTER COLUMN expires_at TYPE timestamp`)
+			altered <- err
+		}()
+		waitAlteredOrWaiting(ctx, t, s.ec.Pool(), altered)
+	}}
+	hc := openHooked(t, s.ec.Pool().Config().ConnString(), h)
+	res, err := hc.ClaimPartitions(ctx, s.m, []string{"5"})
+	t.Logf("ClaimPartitions(m, 5) with the leadership table altered inside its transaction = %+v, %v", res, err)
+	if err == nil && res[0].Err == nil {
+		t.Errorf("ClaimPartitions(m, 5), the leadership table's expires_at altered in place inside the claim's transaction, while e holds jobs/5 (token %d) with %s left = token %d; want an error",
+			g.Token, g.Sent.Add(g.TTL).Until().Round(time.Millisecond), res[0].Grant.Token)
+	}
+	if err := <-altered; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitAlteredOrWaiting waits until the ALTER reported on altered has
+// ended (and puts its result back) or waits for a lock.
+func waitAlteredOrWaiting(ctx context.Context, t *testing.T, pool *pgxpool.Pool, altered chan error) {
+	t.Helper()
+	for {
+		select {
+		case err := <-altered:
+			altered <- err
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE wait_event_type = 'Lock' AND strpos(query, 'ALTER TABLE') > 0`).Scan(&n); err != nil {
+			t.Errorf("read pg_stat_activity: %v", err)
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+}
