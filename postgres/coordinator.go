@@ -216,13 +216,27 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 		return nil, err
 	}
 	s := c.sql
-	c.pool.guard = newGuard(c.table, func(ctx context.Context, db Execer) error {
-		_, err := checkTable(ctx, db, c.table)
-		return err
-	}, s.acquire, s.lookup, s.renew, s.release, s.leader, s.observe, s.removeForeign,
+	c.pool.guard = newGuard(c.table, c.checkTableAgain, s.acquire, s.lookup, s.renew, s.release, s.leader, s.observe, s.removeForeign,
 		s.acquirePartition, s.acquireUnlessGroups, s.acquireNoGroups)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
+}
+
+// checkTableAgain is the guard's check (see guard): checkTable, and a
+// holder_id whose length is now shorter than the one New read (or is
+// limited where it was not) is refused, since Acquire checks holders
+// against the length New read (holderChars), and a longer holder would be
+// stored cut, as another (see checkExactColumns).
+func (c *Coordinator) checkTableAgain(ctx context.Context, db Execer) error {
+	n, err := checkTable(ctx, db, c.table)
+	if err == nil && n > 0 && (c.holderChars == 0 || n < c.holderChars) {
+		was := "of no length"
+		if c.holderChars > 0 {
+			was = fmt.Sprintf("varchar(%d)", c.holderChars)
+		}
+		return fmt.Errorf("%w: table %s: column %q became varchar(%d) while this coordinator ran (it was %s when the coordinator was made, and holders are checked against that), which would cut a longer holder's trailing spaces and store another holder; make a new coordinator", ErrTableShape, c.table, "holder_id", n, was)
+	}
+	return err
 }
 
 // Dial connects to the server named by dsn (a URL, "postgres://user:pw@host/db",

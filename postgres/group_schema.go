@@ -110,9 +110,14 @@ func (c *Coordinator) ensureGroupTables(ctx context.Context, t groupTables) erro
 // defaults, rules and row security policies as this coordinator's role.
 // Tables that do not exist pass: the statements find them missing.
 func (c *Coordinator) checkGroupTables(ctx context.Context, t groupTables) error {
+	return c.checkGroupTablesOn(ctx, c.pool, t)
+}
+
+// checkGroupTablesOn is checkGroupTables, its statement run on db.
+func (c *Coordinator) checkGroupTablesOn(ctx context.Context, db Execer, t groupTables) error {
 	var foreign bool
 	var badNames pgtype.Text
-	if err := c.pool.QueryRow(ctx, `SELECT `+foreignGroupTablesSQL+`, `+groupTablesShapeSQL, t.partitions, t.members, c.table).Scan(&foreign, &badNames); err != nil {
+	if err := db.QueryRow(ctx, `SELECT `+foreignGroupTablesSQL+`, `+groupTablesShapeSQL, t.partitions, t.members, c.table).Scan(&foreign, &badNames); err != nil {
 		return fmt.Errorf("look up the owners of group tables %s and %s: %w", t.members, t.partitions, err)
 	}
 	if foreign {
@@ -152,6 +157,11 @@ const foreignGroupTablesSQL = `EXISTS (SELECT 1 FROM pg_catalog.pg_class g, pg_c
 // the other is deleted. It returns the new token (NULL when not granted), the notification, the
 // row's owner epoch and token, and the owner's member and whether its
 // membership is live (NULL and false when the snapshot has no row for it).
+// An owner counts as live while the tables' shape ($7 to $9: see
+// groupTablesShapeSQL) is not tenure's: the shape was checked by the
+// statement before (acquireUnlessGroups), and a members table's
+// expires_at altered in place since (to timestamp, from a session west of
+// the server) would make a live owner look ended, and Acquire clear it.
 func acquirePartitionSQL(table string, t groupTables, s statements) string {
 	return `WITH p AS MATERIALIZED (
 	INSERT INTO ` + t.partitions + ` AS p (grp, name, owner_epoch, fencing_token)
@@ -161,7 +171,8 @@ func acquirePartitionSQL(table string, t groupTables, s statements) string {
 	    THEN GREATEST(p.fencing_token OPERATOR(pg_catalog.+) 1, EXCLUDED.fencing_token) ELSE p.fencing_token END
 	RETURNING p.owner_epoch, p.fencing_token
 ), o AS MATERIALIZED (
-	SELECT m.member, m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP AS live
+	SELECT m.member, (m.expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP
+	                  OR ` + groupTablesShapeAt(7) + ` IS NOT NULL) AS live
 	FROM p JOIN ` + t.members + ` m ON m.epoch OPERATOR(pg_catalog.=) p.owner_epoch
 	FOR SHARE OF m
 ), g AS (

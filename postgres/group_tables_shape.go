@@ -1,6 +1,9 @@
 package postgres
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // groupTablesShapeSQL describes, for existing group tables ($1 the
 // partitions table, $2 the members table), how they differ from what
@@ -108,4 +111,17 @@ func deterministic(expr string) string {
 // than tenure's (see groupTablesShapeSQL), naming each difference.
 func groupTablesShapeError(t groupTables, bad string) error {
 	return fmt.Errorf("%w: group tables %s and %s, or the leadership table: %s; want the shape tenure creates (docs/postgresql.md): text names under the database's default collation, an epoch that is the members' primary key, NOT NULL columns, an expires_at of timestamptz (microseconds), and no row security", ErrTableShape, t.members, t.partitions, bad)
+}
+
+// groupTablesShapeAt is groupTablesShapeSQL with its parameters numbered
+// from $n on, for a statement whose own come first. The statements that
+// act on a membership's expiry in the unsafe direction (a claim's
+// deletion of expired memberships, an Acquire's clearing of an ended
+// owner) carry it, because the look at the shape before them is a
+// statement of its own, and a members table's expires_at altered in
+// place since (to timestamp, from a session west of the server) would
+// make live memberships look ended: a shape that is not tenure's deletes
+// nothing, and counts every owner live.
+func groupTablesShapeAt(n int) string {
+	return strings.NewReplacer("$1", fmt.Sprintf("$%d", n), "$2", fmt.Sprintf("$%d", n+1), "$3", fmt.Sprintf("$%d", n+2)).Replace(groupTablesShapeSQL)
 }

@@ -99,7 +99,7 @@ func TestLeadershipPrecisionAlteredInPlace(t *testing.T) {
 }
 
 // TestLeadershipAlteredInPlaceToAcceptedShape: holder_id altered in place
-// from text to varchar(200), a shape New accepts. The statements prepared
+// from text to varchar, a shape New accepts. The statements prepared
 // before, on every connection of c1's pool that ran them, are refused once
 // each, and tenure, having checked the table again, serves on: h renews
 // and releases, and another holder is refused while h holds the key.
@@ -126,19 +126,19 @@ func TestLeadershipAlteredInPlaceToAcceptedShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	conns := s.c1.Pool().Stat().TotalConns()
-	s.exec(t, `ALTER TABLE `+s.c1.Table()+` ALTER COLUMN holder_id TYPE varchar(200)`)
+	s.exec(t, `ALTER TABLE `+s.c1.Table()+` ALTER COLUMN holder_id TYPE varchar`)
 	if err := leaders(); err != nil {
-		t.Errorf("Leader(k) after holder_id became varchar(200), on a pool whose %d connections prepared it before = %v", conns, err)
+		t.Errorf("Leader(k) after holder_id became varchar, on a pool whose %d connections prepared it before = %v", conns, err)
 	}
 	if _, err := s.c2.Acquire(ctx, "k", "other", time.Minute); !isHeld(err) {
-		t.Errorf("Acquire(k, other) after holder_id became varchar(200), while h holds k = %v; want a HeldError", err)
+		t.Errorf("Acquire(k, other) after holder_id became varchar, while h holds k = %v; want a HeldError", err)
 	}
 	g, err := s.c1.Renew(ctx, s.g)
 	if err != nil {
-		t.Fatalf("Renew after holder_id became varchar(200) = %v", err)
+		t.Fatalf("Renew after holder_id became varchar = %v", err)
 	}
 	if err := s.c1.Release(ctx, g); err != nil {
-		t.Fatalf("Release after holder_id became varchar(200) = %v", err)
+		t.Fatalf("Release after holder_id became varchar = %v", err)
 	}
 	if _, err := s.c2.Acquire(ctx, "k", "other", time.Minute); err != nil {
 		t.Errorf("Acquire(k, other) after h released = %v", err)

@@ -185,7 +185,7 @@ func (c *Coordinator) acquirePartition(ctx context.Context, t groupTables, key, 
 	var token, epoch, ptok pgtype.Int8
 	var member pgtype.Text
 	var live bool
-	err := c.pool.QueryRow(ctx, c.sql.acquirePartition, key, holder, us, c.o.channel, group, name).
+	err := c.pool.QueryRow(ctx, c.sql.acquirePartition, key, holder, us, c.o.channel, group, name, t.partitions, t.members, c.table).
 		Scan(&token, nil, &epoch, &ptok, &member, &live)
 	switch {
 	case err != nil || token.Valid:
@@ -193,8 +193,8 @@ func (c *Coordinator) acquirePartition(ctx context.Context, t groupTables, key, 
 	case !epoch.Valid:
 		return 0, pgx.ErrNoRows // held by a single key, or no row yet: see Acquire
 	case !member.Valid:
-		err := c.pool.QueryRow(ctx, `SELECT member, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP FROM `+t.members+`
-WHERE epoch OPERATOR(pg_catalog.=) $1 FOR SHARE`, epoch.Int64).Scan(&member, &live)
+		err := c.pool.QueryRow(ctx, `SELECT member, expires_at OPERATOR(pg_catalog.>) CURRENT_TIMESTAMP OR `+groupTablesShapeAt(2)+` IS NOT NULL
+FROM `+t.members+` WHERE epoch OPERATOR(pg_catalog.=) $1 FOR SHARE`, epoch.Int64, t.partitions, t.members, c.table).Scan(&member, &live)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return 0, fmt.Errorf("read the owner of partition %q of group %q: %w", name, group, err)
 		}

@@ -157,13 +157,17 @@ func (c *Coordinator) claim(ctx context.Context, t groupTables, m partition.Memb
 	          CROSS JOIN LATERAL (SELECT owner_epoch FROM `+t.partitions+`
 	                              WHERE grp OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) n LIMIT 1) p)))
 	  AND expires_at OPERATOR(pg_catalog.<=) CURRENT_TIMESTAMP
+	  AND `+groupTablesShapeAt(3)+` IS NULL
 	ORDER BY epoch FOR UPDATE
 )
-DELETE FROM `+t.members+` m USING gone WHERE m.epoch OPERATOR(pg_catalog.=) gone.epoch`, m.Group, names); err != nil {
+DELETE FROM `+t.members+` m USING gone WHERE m.epoch OPERATOR(pg_catalog.=) gone.epoch`, m.Group, names, t.partitions, t.members, c.table); err != nil {
 		return nil, nil, fmt.Errorf("delete expired memberships: %w", err)
 	}
 	for attempt := 1; ; attempt++ {
 		err = pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+			if err := c.lockLeadership(ctx, tx, t); err != nil {
+				return err
+			}
 			var err error
 			if claimed, err = c.claimTx(ctx, tx, t, m, names); err != nil {
 				return err
@@ -178,6 +182,28 @@ DELETE FROM `+t.members+` m USING gone WHERE m.epoch OPERATOR(pg_catalog.=) gone
 			return nil, nil, fmt.Errorf("refused %d times for concurrent changes to its rows, nothing claimed: %w", attempt, err)
 		}
 	}
+}
+
+// lockLeadership locks the leadership table for tx against an ALTER TABLE
+// (ACCESS SHARE, which conflicts with ACCESS EXCLUSIVE only) and then
+// checks the shape of it and of the group tables again: an ALTER made in
+// place after beginGroup's check (an expires_at made timestamp from a
+// session west of the server, which makes a live single-key grant of a
+// partition's key look expired) committed before the lock, and is seen;
+// one made after waits for tx to end. LOCK takes no snapshot, so it must
+// be tx's first statement: the snapshot of REPEATABLE READ, taken by the
+// check, is then taken after the lock.
+func (c *Coordinator) lockLeadership(ctx context.Context, tx pgx.Tx, t groupTables) error {
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+c.table+` IN ACCESS SHARE MODE`); err != nil {
+		return fmt.Errorf("lock the leadership table: %w", err)
+	}
+	if err := c.checkGroupTablesOn(ctx, tx, t); err != nil {
+		if errors.Is(err, ErrTableShape) {
+			return fmt.Errorf("%w: %w", tenure.ErrLost, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // isSerializationFailure reports whether err is PostgreSQL's SQLSTATE
