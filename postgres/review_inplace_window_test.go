@@ -140,11 +140,7 @@ func TestReviewInPlaceReapAfterShapeCheck(t *testing.T) {
 	t.Parallel()
 	s := newGroupTablesScene(t)
 	ctx := ctxFor(t, time.Minute)
-	alter := func(typ string) {
-		if _, err := s.admin.Exec(ctx, `ALTER TABLE cluster_leadership_members ALTER COLUMN expires_at TYPE `+typ); err != nil {
-			t.Fatal(err)
-		}
-	}
+	alter := func(typ string) { s.alterMembersExpiry(t, typ) }
 	h := &alterHook{marker: "USING gone", at: beforeSend, fire: func() { alter("timestamp") }}
 	hc := openHooked(t, s.ec.Pool().Config().ConnString(), h)
 	m2 := join(ctx, t, s.ec, "m2")
@@ -173,11 +169,7 @@ func TestReviewInPlaceOwnerAfterShapeCheck(t *testing.T) {
 	t.Parallel()
 	s := newGroupTablesScene(t)
 	ctx := ctxFor(t, time.Minute)
-	alter := func(typ string) {
-		if _, err := s.admin.Exec(ctx, `ALTER TABLE cluster_leadership_members ALTER COLUMN expires_at TYPE `+typ); err != nil {
-			t.Fatal(err)
-		}
-	}
+	alter := func(typ string) { s.alterMembersExpiry(t, typ) }
 	h := &alterHook{marker: "FOR SHARE OF m", at: beforeSend, fire: func() { alter("timestamp") }}
 	hc := openHooked(t, s.ec.Pool().Config().ConnString(), h)
 	for i, c := range []*postgres.Coordinator{hc, s.ec} {
@@ -272,5 +264,14 @@ WHERE wait_event_type = 'Lock' AND strpos(query, 'ALTER TABLE') > 0`).Scan(&n); 
 		if n > 0 {
 			return
 		}
+	}
+}
+
+// alterMembersExpiry has the scene's administrator make the members
+// table's expires_at of type typ, in place.
+func (s groupTablesScene) alterMembersExpiry(t *testing.T, typ string) {
+	t.Helper()
+	if _, err := s.admin.Exec(ctxFor(t, 30*time.Second), `ALTER TABLE cluster_leadership_members ALTER COLUMN expires_at TYPE `+typ); err != nil {
+		t.Fatal(err)
 	}
 }
