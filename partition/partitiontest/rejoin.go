@@ -30,6 +30,7 @@ func (s suite) rejoin(t *testing.T) {
 		t.Errorf("CheckPartitions(first membership) after the same id joined again = %v, %v; want its partition still owned", lost, err)
 	}
 	var held *tenure.HeldError
+	second = renew(t, b, second) // each step below is a few statements: under load they outlive a 2 s membership
 	if r := claim(t, b, second, "0")[0]; !errors.As(r.Err, &held) || held.Token != owned.Grant.Token {
 		t.Errorf("second membership's claim of the first's partition = %+v, %v; want a *HeldError with token %d", r.Grant, r.Err, owned.Grant.Token)
 	}
@@ -41,15 +42,18 @@ func (s suite) rejoin(t *testing.T) {
 	if err != nil || len(listed) != 1 || listed[0].Holder != "r#1" || listed[0].Token != owned.Grant.Token {
 		t.Fatalf("GroupPartitions() = %+v, %v; want the first membership's grant, token %d", listed, err, owned.Grant.Token)
 	}
+	second = renew(t, b, second)
 	if err := b.ReleasePartitions(ctx(t), second, listed); err != nil {
 		t.Errorf("ReleasePartitions(second membership, the first's grant) = %v; want nil (nothing freed)", err)
 	}
+	first = renew(t, a, first)
 	if lost, err := a.CheckPartitions(ctx(t), first, []tenure.Grant{owned.Grant}); err != nil || len(lost) != 0 {
 		t.Errorf("CheckPartitions(first membership) after the second released its grant = %v, %v; want its partition still owned", lost, err)
 	}
 	if r := claim(t, b, second, "0")[0]; !errors.As(r.Err, &held) || held.Token != owned.Grant.Token {
 		t.Errorf("second membership's claim after releasing the first's grant = %+v, %v; want a *HeldError with token %d", r.Grant, r.Err, owned.Grant.Token)
 	}
+	second = renew(t, b, second)
 	if err := a.LeaveGroup(ctx(t), first); err != nil {
 		t.Fatalf("LeaveGroup(first membership) error = %v", err)
 	}
