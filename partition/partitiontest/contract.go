@@ -200,6 +200,7 @@ func (s suite) contract(t *testing.T) {
 	if r := claim(t, b, mb, "7")[0]; r.Err != nil || r.Grant.Token <= first[7].Grant.Token {
 		t.Errorf("b's claim of a released partition = %+v, %v; want a grant with token > %d", r.Grant, r.Err, first[7].Grant.Token)
 	}
+	ma, mb = renew(t, a, ma), renew(t, b, mb) // 200 claims and their checks outlive a 2 s membership under load
 	s.checkMembers(t, a, g, "a#1", "b#1")
 	parts, err := a.GroupPartitions(ctx(t), g)
 	if err != nil || len(parts) != 199 {
