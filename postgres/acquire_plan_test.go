@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/tenure-dev/tenure/postgres"
 )
 
 // statementRecorder keeps the statements a pool sends, with their
@@ -48,23 +45,9 @@ func (r *statementRecorder) take() []pgx.TraceQueryStartData {
 func TestAcquirePartitionLikeKeyPlanReadsOnlyItsTable(t *testing.T) {
 	t.Parallel()
 	dsn := newDB(t)
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rec statementRecorder
-	cfg.ConnConfig.Tracer = &rec
+	c := openTraced(t, dsn, &rec)
 	ctx := ctxFor(t, time.Minute)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	c, err := postgres.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	for range 2 { // the first acquisition inserts the key's row
 		rec.take()
 		g, err := c.Acquire(ctx, "bench/0", "a", time.Minute)
@@ -84,7 +67,7 @@ func TestAcquirePartitionLikeKeyPlanReadsOnlyItsTable(t *testing.T) {
 		t.Fatalf("Acquire(bench/0) sent %d statements; want 1", len(sent))
 	}
 	var plan string
-	err = pgx.BeginFunc(ctx, newPool(t, dsn), func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, newPool(t, dsn), func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sent[0].SQL, sent[0].Args...).Scan(&plan)
 	})
 	if err != nil {

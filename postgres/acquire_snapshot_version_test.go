@@ -9,8 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/tenure-dev/tenure/postgres"
 )
 
 // tagRecorder keeps the command tag of every statement a pool sends that
@@ -50,22 +48,8 @@ func TestOneStatementAcquireGrantsOnlyItsSnapshotsVersion(t *testing.T) {
 	const key = "jobs/0"
 	dsn := newDB(t)
 	ctx := ctxFor(t, time.Minute)
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rec tagRecorder
-	cfg.ConnConfig.Tracer = &rec
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	c, err := postgres.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := openTraced(t, dsn, &rec)
 	g0, err := c.Acquire(ctx, key, "first#1", time.Minute)
 	if err != nil {
 		t.Fatal(err)

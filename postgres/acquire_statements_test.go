@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/tenure-dev/tenure/postgres"
 )
 
 // statementCounter counts the statements a pool sends (BEGIN, COMMIT and
@@ -32,24 +29,9 @@ func (s *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQu
 // replaced by another role's at any time (TestGroupTablesReplacedUnderACoordinator).
 func TestAcquireStatements(t *testing.T) {
 	t.Parallel()
-	dsn := newDB(t)
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var count statementCounter
-	cfg.ConnConfig.Tracer = &count
-	pool, err := pgxpool.NewWithConfig(ctxFor(t, 10*time.Second), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	c := openTraced(t, newDB(t), &count)
 	ctx := ctxFor(t, time.Minute)
-	c, err := postgres.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	cycle := func(key string) (acquire, renew, release int64) {
 		t.Helper()
 		before := count.n.Load()

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
 	"github.com/tenure-dev/tenure/internal/pgtest"
@@ -72,5 +74,28 @@ func open(t testing.TB, dsn string, opts ...postgres.Option) *postgres.Coordinat
 			t.Errorf("Close() error = %v", err)
 		}
 	})
+	return c
+}
+
+// openTraced opens a coordinator on a pool of its own whose statements
+// tracer sees.
+func openTraced(t testing.TB, dsn string, tracer pgx.QueryTracer) *postgres.Coordinator {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	c, err := postgres.New(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -65,28 +65,6 @@ func (h *alterHook) TracePrepareEnd(ctx context.Context, _ *pgx.Conn, d pgx.Trac
 	}
 }
 
-// openHooked opens a coordinator on a pool of its own, traced by h.
-func openHooked(t *testing.T, dsn string, h *alterHook) *postgres.Coordinator {
-	t.Helper()
-	ctx := ctxFor(t, 30*time.Second)
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = h
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	c, err := postgres.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 // acquireMarker is a piece of the SQL of a plain key's acquisition only.
 const acquireMarker = "RETURNING fencing_token, "
 
@@ -107,7 +85,7 @@ func TestReviewInPlaceGuardWindows(t *testing.T) {
 				s.exec(t, `ALTER TABLE `+s.c1.Table()+` ALTER COLUMN expires_at TYPE timestamp`)
 				fired = true
 			}}
-			c := openHooked(t, s.dsn(t), h)
+			c := openTraced(t, s.dsn(t), h)
 			g, err := c.Acquire(ctxFor(t, time.Minute), "k", "other", time.Minute)
 			if !fired {
 				t.Fatalf("the ALTER never ran: no statement containing %q was %s", acquireMarker, at)
@@ -142,7 +120,7 @@ func TestReviewInPlaceReapAfterShapeCheck(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	alter := func(typ string) { s.alterMembersExpiry(t, typ) }
 	h := &alterHook{marker: "USING gone", at: beforeSend, fire: func() { alter("timestamp") }}
-	hc := openHooked(t, s.ec.Pool().Config().ConnString(), h)
+	hc := openTraced(t, s.ec.Pool().Config().ConnString(), h)
 	m2 := join(ctx, t, s.ec, "m2")
 	res, err := hc.ClaimPartitions(ctx, m2, []string{"0"})
 	t.Logf("ClaimPartitions(m2, 0) with the members table altered just before its reaping = %+v, %v", res, err)
@@ -171,7 +149,7 @@ func TestReviewInPlaceOwnerAfterShapeCheck(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	alter := func(typ string) { s.alterMembersExpiry(t, typ) }
 	h := &alterHook{marker: "FOR SHARE OF m", at: beforeSend, fire: func() { alter("timestamp") }}
-	hc := openHooked(t, s.ec.Pool().Config().ConnString(), h)
+	hc := openTraced(t, s.ec.Pool().Config().ConnString(), h)
 	for i, c := range []*postgres.Coordinator{hc, s.ec} {
 		g, err := c.Acquire(ctx, "jobs/0", "e", time.Minute)
 		if err == nil {
@@ -232,7 +210,7 @@ func claimWhileAltered(t *testing.T, setup string) {
 		}()
 		waitAlteredOrWaiting(ctx, t, s.ec.Pool(), altered)
 	}}
-	hc := openHooked(t, s.ec.Pool().Config().ConnString(), h)
+	hc := openTraced(t, s.ec.Pool().Config().ConnString(), h)
 	res, err := hc.ClaimPartitions(ctx, s.m, []string{"5"})
 	t.Logf("ClaimPartitions(m, 5) with the leadership table altered inside its transaction = %+v, %v", res, err)
 	if err == nil && res[0].Err == nil {

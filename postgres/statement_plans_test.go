@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/partition"
@@ -196,21 +195,7 @@ func TestPartitionStatementsLookUpPerName(t *testing.T) {
 	}
 	defer conn.Close(context.Background())
 	tracer := &planTracer{ctx: ctx, conn: conn}
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = tracer
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	c, err := postgres.New(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openTraced(t, dsn, tracer)
 	m, other := join(ctx, t, c, "m"), join(ctx, t, c, "other")
 	for _, sql := range []string{
 		`ALTER TABLE ` + partitionsTable + ` SET (autovacuum_enabled = false)`,
