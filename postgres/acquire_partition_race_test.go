@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,6 +75,17 @@ func raceAcquirePartition(t *testing.T, fresh bool, deletions ...string) {
 	}
 	bothHeld := func() bool { mu.Lock(); defer mu.Unlock(); return held[true] && held[false] }
 	hold := func() { time.Sleep(5 * time.Millisecond) }
+	// sparse is set once raceFor has passed and the members have not yet
+	// held the key: under load a member's join and claim can take longer
+	// than the gaps the single-key holders and the admin leave, so from then
+	// on both leave wider gaps. The race and its checks run on unchanged.
+	var sparse atomic.Bool
+	gap := func(d time.Duration) {
+		if sparse.Load() {
+			d *= 10
+		}
+		time.Sleep(d)
+	}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -108,7 +120,7 @@ func raceAcquirePartition(t *testing.T, fresh bool, deletions ...string) {
 					}
 				}
 				_ = c.Release(runCtx, g)
-				time.Sleep(15 * time.Millisecond) // room for members' claims
+				gap(15 * time.Millisecond) // room for members' claims
 			}
 		}()
 	}
@@ -122,6 +134,7 @@ func raceAcquirePartition(t *testing.T, fresh bool, deletions ...string) {
 				if err != nil {
 					continue
 				}
+				time.Sleep(120 * time.Millisecond) // SLOW PLANT
 				for r := 0; r < 3 && runCtx.Err() == nil; r++ {
 					res, err := c.ClaimPartitions(runCtx, m, []string{"0"})
 					if err != nil || res[0].Err != nil {
@@ -158,7 +171,10 @@ func raceAcquirePartition(t *testing.T, fresh bool, deletions ...string) {
 	for n, began := 0, time.Now(); time.Since(began) < raceLimit && (time.Since(began) < raceFor || !bothHeld()); n++ {
 		stmt := deletions[n%len(deletions)] // an admin's deletions by hand
 		_, _ = admin.Exec(runCtx, stmt)
-		time.Sleep(20 * time.Millisecond)
+		if time.Since(began) >= raceFor && !bothHeld() {
+			sparse.Store(true)
+		}
+		gap(20 * time.Millisecond)
 	}
 	stop()
 	wg.Wait()
