@@ -27,10 +27,12 @@ func (s suite) liveNotForeign(t *testing.T) {
 	}
 	g := groupName(t)
 	id := fmt.Sprintf("live%d#1", time.Now().UnixNano())
-	first := s.joinWith(t, a, g, id, 2)
+	// Memberships that live a minute: one that expired under load would
+	// rightly be listed.
+	first := joinFor(t, a, g, id, 2, time.Minute)
 	claimAll(t, a, first, "0")
-	second := s.joinWith(t, b, g, id, 2)
-	other := s.joinWith(t, b, g, id+"0", 2)
+	second := joinFor(t, b, g, id, 2, time.Minute)
+	other := joinFor(t, b, g, id+"0", 2, time.Minute)
 	claimAll(t, b, other, "1")
 	for _, prefix := range []string{"", g, g + "/"} {
 		rs, err := l.ListForeign(ctx(t), prefix)

@@ -74,16 +74,17 @@ func (f *fleet) hold(what string, d time.Duration, cond func() bool) {
 			f.t.Logf("%s: condition broken, owners %v, after terms ended at their local deadlines (renewals late: a loaded machine), not judged:\n%s", what, owners, endList(ends))
 			return
 		}
-		f.t.Fatalf("%s: condition broken; owners %v; terms ended since the hold began:\n%s", what, owners, endList(ends))
+		f.t.Fatalf("%s: condition broken; owners %v (of partitions %v); terms ended since the hold began:\n%s", what, owners, f.cfg.PartitionNames(), endList(ends))
 	}
 }
 
-// endsOf waits up to the TTL for every partition that owners leaves out
-// to have a term ended since ends[from], and returns those ends and
+// endsOf waits up to the TTL and the slack (a report is a goroutine's
+// send, late on a loaded machine) for every partition that owners leaves
+// out to have a term ended since ends[from], and returns those ends and
 // whether each of the partitions left out has one, of kind Expired (its
 // local deadline).
 func (f *fleet) endsOf(from int, owners map[string]string) ([]ended, bool) {
-	for give := time.Now().Add(f.cfg.TTL); ; time.Sleep(20 * time.Millisecond) {
+	for give := time.Now().Add(f.cfg.TTL + f.s.o.slack); ; time.Sleep(20 * time.Millisecond) {
 		f.mu.Lock()
 		ends := slices.Clone(f.ends[from:])
 		f.mu.Unlock()

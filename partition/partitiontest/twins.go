@@ -54,7 +54,7 @@ func (s suite) twins(t *testing.T) {
 	if lost, err := a.CheckPartitions(ctx(t), first, []tenure.Grant{owned}); err != nil || len(lost) != 0 {
 		t.Errorf("CheckPartitions(first membership) after a twin left = %v, %v; want its partition still owned", lost, err)
 	}
-	other := s.join(t, c, g, "o#1")
+	other := joinFor(t, c, g, "o#1", 0, time.Minute)
 	var held *tenure.HeldError
 	if r := claim(t, c, other, "0")[0]; !errors.As(r.Err, &held) || held.Holder != "r#1" || held.Token != owned.Token {
 		t.Errorf("another member's claim of the first's partition after its twins left = %+v, %v; want a *HeldError naming r#1, token %d", r.Grant, r.Err, owned.Token)

@@ -46,7 +46,7 @@ func (s suite) watchMembers(t *testing.T) {
 	}
 	next("at the start")
 	drain()
-	m := s.join(t, other, group, "b#1")
+	m := joinFor(t, other, group, "b#1", 0, time.Minute)
 	next("after a member joined")
 	drain()
 	if err := other.LeaveGroup(ctx(t), m); err != nil {
