@@ -47,10 +47,13 @@
 // (CONFIG_PROC_CHILDREN unset) the guard reads every process each time.
 //
 // The freeze (SIGSTOP) comes 100 ms before the deadline (a twentieth of the
-// TTL at most), so that nothing of the tree runs at it. A guard starved of
+// TTL at most), so that nothing of the tree runs at it, and the kill
+// (SIGKILL) 50 ms before it (a fortieth of the TTL at most), so that it
+// lands before the deadline even in a process that undoes the freeze with
+// SIGCONT of its own (a timer of its own, say). A guard starved of
 // CPU on a loaded host can take longer than that to read /proc; so, on
 // each renewal, the guard scouts the tree and holds a pidfd for each of its
-// processes, and the freeze and the kill at the deadline signal those at
+// processes, and the freeze and the kill signal those at
 // once, before they read /proc for processes started since. A process
 // started after the last renewal is stopped only once the guard has read
 // /proc; a guard that gets no CPU between the freeze and the deadline
@@ -83,9 +86,7 @@
 // report channel made then, which tenure takes only from the guard's pid
 // and untraced, see [AcceptReport]; what remains is a tracer that detached
 // before that check, and a process reading the guard's end of the control
-// channel, which takes messages meant for the guard); a process that undoes the
-// freeze before the deadline with SIGCONT of its own (a timer of its own, say) runs until the SIGKILL at the
-// deadline lands, a few milliseconds past it; a process group that empties and
+// channel, which takes messages meant for the guard); a process group that empties and
 // whose id is reused in the instant between the guard reading that a process
 // of the tree leads it (or that a live child of the guard is in it) and
 // signalling it; processes that multiply faster than the guard kills them

@@ -2,7 +2,7 @@
 
 // Open findings, red on purpose: run them with
 //
-//	cd cmd && go test -tags openfinding -count=1 -run 'TestGuardFreezeDodged|TestGuardForged|TestGuardStoppedByCommand' ./internal/guard/
+//	cd cmd && go test -tags openfinding -count=1 -run 'TestGuardForged|TestGuardStoppedByCommand' ./internal/guard/
 //
 // Each shows a process of the command's tree writing to a file after the
 // lease's deadline. TestGuardForged and TestGuardStoppedByCommand need a
@@ -20,30 +20,6 @@ import (
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
-
-// TestGuardFreezeDodged: a process of the command's tree that the freeze
-// before the deadline (one SIGSTOP) does not hold goes on writing until
-// the SIGKILL that comes once the deadline has passed, so it writes after
-// the deadline (the guard does report only once it is gone):
-//   - contimer: its own POSIX timer (timer_create, SIGEV_SIGNAL) sends it
-//     SIGCONT every millisecond;
-func TestGuardFreezeDodged(t *testing.T) {
-	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mode := range []string{"contimer"} {
-		t.Run(mode, func(t *testing.T) {
-			hb := startHeartbeat(t, prog, mode, time.Minute, heartbeatDeadline)
-			r, ok := hb.g.report(reportWithin)
-			reported := boottime.Now()
-			if !ok {
-				t.Fatalf("no report within %s of the deadline; alive: %s", reportWithin, describe(hb.held.alive()))
-			}
-			hb.checkBeats(t, r, reported)
-		})
-	}
-}
 
 // TestGuardForged: a process of the command's tree takes ends of the
 // guard's channels (pidfd_getfd, open to a process of the same user while

@@ -76,7 +76,7 @@ func (s *state) handle(m Message) {
 	case OpSignal:
 		// SIGCONT goes through OpCont's rules: a tree frozen for its
 		// deadline, or past it, is never continued.
-		if !s.killed && !(m.Signal == syscall.SIGCONT && (s.frozen || now >= s.lease.Deadline)) {
+		if !s.killed && !(m.Signal == syscall.SIGCONT && (s.frozen || now >= s.killDue())) {
 			s.tree.signal(m.Signal)
 		}
 	case OpEnd:
@@ -91,8 +91,8 @@ func (s *state) handle(m Message) {
 			return
 		}
 		s.stopped = false
-		if now >= s.lease.Deadline {
-			s.expire() // never continued after its deadline
+		if now >= s.killDue() {
+			s.expire() // never continued once its kill is due
 			return
 		}
 		if !s.frozen {
@@ -105,9 +105,12 @@ func (s *state) handle(m Message) {
 // or returns "": the deadline has passed, or the tree is being killed
 // already (tenure went away, or asked for it).
 func (s *state) tooLate() string {
-	if now := s.clock(); now >= s.lease.Deadline {
-		return fmt.Sprintf("the term's local deadline passed %s before the command could start (tenure or the guard was stopped or slow)",
-			now.Sub(s.lease.Deadline).Round(time.Millisecond))
+	if now := s.clock(); now >= s.killDue() {
+		when := fmt.Sprintf("passed %s before the command could start", now.Sub(s.lease.Deadline).Round(time.Millisecond))
+		if now < s.lease.Deadline {
+			when = fmt.Sprintf("was %s away when the command could start, less than the kill's lead before it", s.lease.Deadline.Sub(now).Round(time.Millisecond))
+		}
+		return "the term's local deadline " + when + " (tenure or the guard was stopped or slow)"
 	}
 	if s.killed {
 		return "the term ended (or tenure went away) before the command could start"
@@ -137,20 +140,20 @@ func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 			s.stopped, s.frozen = false, false
 		}
 	}
-	at = min(at, s.lease.Deadline)
+	at = min(at, s.killDue())
 	if s.killAt == 0 || at < s.killAt {
 		s.killAt = at
 	}
 }
 
 // tick acts on the boot clock: SIGTERM at termAt, SIGSTOP at freezeAt,
-// SIGKILL at the deadline or at killAt.
+// SIGKILL at killDue or at killAt.
 func (s *state) tick() {
 	if s.killed || !s.leased {
 		return
 	}
 	now := s.clock()
-	if now >= s.lease.Deadline {
+	if now >= s.killDue() {
 		s.expire()
 		return
 	}
@@ -188,8 +191,23 @@ func (s *state) freezeAt() boottime.Instant {
 	return s.lease.Deadline.Add(-lead)
 }
 
-// expire kills the whole tree because the deadline passed, or because
-// tenure is gone and nobody will move it.
+// killLead is how long before the deadline the tree is killed (SIGKILL),
+// so that the kill lands before it: a process that undoes the freeze with
+// SIGCONT of its own (a timer of its own, say) runs until the SIGKILL
+// lands, about a millisecond after it is sent (0.8-1.5 ms measured on two
+// cores), and the rest of the lead is for a guard slow to wake on a loaded
+// host. At most a fortieth of the TTL; a renewal that comes later than
+// that is too late.
+const killLead = 50 * time.Millisecond
+
+// killDue is when the tree is killed unless a renewal comes first.
+func (s *state) killDue() boottime.Instant {
+	lead := max(min(killLead, time.Duration(s.lease.TTLMs)*time.Millisecond/40), 0)
+	return s.lease.Deadline.Add(-lead)
+}
+
+// expire kills the whole tree because its kill is due (killDue), or
+// because tenure is gone and nobody will move it.
 func (s *state) expire() {
 	s.expired = true
 	s.killNow()
@@ -210,7 +228,7 @@ func (s *state) wake(most time.Duration) time.Duration {
 		return most
 	}
 	now := s.clock()
-	d := min(most, s.lease.Deadline.Sub(now))
+	d := min(most, s.killDue().Sub(now))
 	if s.killAt != 0 {
 		d = min(d, s.killAt.Sub(now))
 	}

@@ -72,8 +72,9 @@ func drive(s *state, d time.Duration, msgs map[time.Duration]Message) {
 }
 
 // TestDeadlines: SIGTERM at TermAt, SIGSTOP (frozen) a twentieth of the TTL
-// before the last deadline heard of, SIGKILL at it; a renewal moves them
-// all; nothing is sent while the lease is renewed.
+// before the last deadline heard of, SIGKILL a fortieth of the TTL (50 ms
+// at most: killLead) before it; a renewal moves them all; nothing is sent
+// while the lease is renewed.
 func TestDeadlines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, rec := newState(t, time.Second)
@@ -81,7 +82,7 @@ func TestDeadlines(t *testing.T) {
 		drive(s, 3*time.Second, map[time.Duration]Message{
 			500 * time.Millisecond: leaseMsg(1500*time.Millisecond, 1200*time.Millisecond),
 		})
-		want := []string{"terminated@1.2s", "stopped (signal)@1.4s", "killed@1.5s"}
+		want := []string{"terminated@1.2s", "stopped (signal)@1.4s", "killed@1.45s"}
 		if !slices.Equal(rec.sent, want) {
 			t.Fatalf("sent %q; want %q (TERM and KILL moved by the renewal)", rec.sent, want)
 		}
@@ -112,14 +113,14 @@ func TestScout(t *testing.T) {
 		if !slices.Equal(rec.scouts, want) {
 			t.Errorf("scouted at %v; want %v (each lease but the one that came once its freeze was due)", rec.scouts, want)
 		}
-		if want := []string{"stopped (signal)@1.45s", "killed@1.55s"}; !slices.Equal(rec.sent, want) {
+		if want := []string{"stopped (signal)@1.45s", "killed@1.5s"}; !slices.Equal(rec.sent, want) {
 			t.Errorf("sent %q; want %q", rec.sent, want)
 		}
 	})
 }
 
 // TestEnd: a term that ends gets the signal now and SIGKILL after the
-// grace, or at the deadline if that comes first.
+// grace, or at the kill's lead before the deadline if that comes first.
 func TestEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -128,7 +129,7 @@ func TestEnd(t *testing.T) {
 		want     []string
 	}{
 		{"grace first", 300 * time.Millisecond, 5 * time.Second, []string{"terminated@1s", "killed@1.3s"}},
-		{"deadline first", 10 * time.Second, 1500 * time.Millisecond, []string{"terminated@1s", "stopped (signal)@1.4s", "killed@1.5s"}},
+		{"deadline first", 10 * time.Second, 1500 * time.Millisecond, []string{"terminated@1s", "stopped (signal)@1.4s", "killed@1.45s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -160,7 +161,7 @@ func TestEndRepeated(t *testing.T) {
 			msgs[at] = Message{Op: OpEnd, Signal: syscall.SIGTERM}
 		}
 		drive(s, 4*time.Second, msgs)
-		want := []string{"terminated@1s", "stopped (signal)@1.9s", "killed@2s"}
+		want := []string{"terminated@1s", "stopped (signal)@1.9s", "killed@1.95s"}
 		if !slices.Equal(rec.sent, want) {
 			t.Fatalf("sent %q; want %q", rec.sent, want)
 		}
@@ -170,7 +171,7 @@ func TestEndRepeated(t *testing.T) {
 // TestEndAfterOverdueTerm: a term that ends after the guard sent SIGTERM
 // for an overdue renewal, with no renewal since, sends no second SIGTERM
 // (many commands take a second one as "exit now, skip the clean-up"), and
-// SIGKILL comes by the deadline; one renewed since gets SIGTERM again. A
+// SIGKILL comes before the deadline; one renewed since gets SIGTERM again. A
 // tree stopped by Ctrl-Z is still continued, to act on the first.
 func TestEndAfterOverdueTerm(t *testing.T) {
 	for _, tc := range []struct {
@@ -180,11 +181,11 @@ func TestEndAfterOverdueTerm(t *testing.T) {
 	}{
 		{"not renewed", map[time.Duration]Message{
 			1500 * time.Millisecond: {Op: OpEnd, Signal: syscall.SIGTERM},
-		}, []string{"terminated@1s", "stopped (signal)@1.9s", "killed@2s"}},
+		}, []string{"terminated@1s", "stopped (signal)@1.9s", "killed@1.95s"}},
 		{"stopped by Ctrl-Z", map[time.Duration]Message{
 			1200 * time.Millisecond: {Op: OpStop},
 			1500 * time.Millisecond: {Op: OpEnd, Signal: syscall.SIGTERM},
-		}, []string{"terminated@1s", "stopped (signal)@1.2s", "continued@1.5s", "stopped (signal)@1.9s", "killed@2s"}},
+		}, []string{"terminated@1s", "stopped (signal)@1.2s", "continued@1.5s", "stopped (signal)@1.9s", "killed@1.95s"}},
 		{"renewed since", map[time.Duration]Message{
 			1200 * time.Millisecond: leaseMsg(4*time.Second, 3*time.Second),
 			1500 * time.Millisecond: {Op: OpEnd, Signal: syscall.SIGTERM},
@@ -204,16 +205,16 @@ func TestEndAfterOverdueTerm(t *testing.T) {
 }
 
 // TestStopContinue: a tree stopped by Ctrl-Z is continued only before its
-// deadline; after it, it is killed (at the deadline, while stopped) and
-// never continued.
+// deadline; after it, it is killed (the kill's lead before the deadline,
+// while stopped) and never continued.
 func TestStopContinue(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cont time.Duration
 		want []string
 	}{
-		{"before the deadline", 800 * time.Millisecond, []string{"stopped (signal)@500ms", "continued@800ms", "stopped (signal)@1.9s", "killed@2s"}},
-		{"after the deadline", 3 * time.Second, []string{"stopped (signal)@500ms", "stopped (signal)@1.9s", "killed@2s"}},
+		{"before the deadline", 800 * time.Millisecond, []string{"stopped (signal)@500ms", "continued@800ms", "stopped (signal)@1.9s", "killed@1.95s"}},
+		{"after the deadline", 3 * time.Second, []string{"stopped (signal)@500ms", "stopped (signal)@1.9s", "killed@1.95s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -282,7 +283,7 @@ func TestFreezeThenRenew(t *testing.T) {
 		drive(s, 3*time.Second, map[time.Duration]Message{
 			950 * time.Millisecond: leaseMsg(2*time.Second, 0),
 		})
-		want := []string{"stopped (signal)@900ms", "continued@950ms", "stopped (signal)@1.9s", "killed@2s"}
+		want := []string{"stopped (signal)@900ms", "continued@950ms", "stopped (signal)@1.9s", "killed@1.95s"}
 		if !slices.Equal(rec.sent, want) {
 			t.Fatalf("sent %q; want %q", rec.sent, want)
 		}
