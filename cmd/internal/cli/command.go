@@ -306,7 +306,7 @@ func (s *supervisor) feed(ctx context.Context, c *child, t *tenure.Term, stop <-
 		case <-overdue.C:
 		}
 		if ctx.Err() == nil {
-			s.log.Warn("renewal overdue: the guard sends the command SIGTERM now, SIGKILL at the local deadline unless a renewal comes first",
+			s.log.Warn("renewal overdue: the guard sends the command SIGTERM now, SIGKILL just before the local deadline unless a renewal comes first",
 				"key", t.Grant().Key, "token", t.Token(), "sigkill_in", max(t.Remaining(), 0).Round(time.Millisecond))
 		}
 		select { // no news until the next renewal

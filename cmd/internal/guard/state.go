@@ -201,9 +201,14 @@ func (s *state) freezeAt() boottime.Instant {
 const killLead = 50 * time.Millisecond
 
 // killDue is when the tree is killed unless a renewal comes first.
-func (s *state) killDue() boottime.Instant {
-	lead := max(min(killLead, time.Duration(s.lease.TTLMs)*time.Millisecond/40), 0)
-	return s.lease.Deadline.Add(-lead)
+func (s *state) killDue() boottime.Instant { return KillAt(s.lease) }
+
+// KillAt is when the guard kills the tree of a term whose last lease is l,
+// unless a renewal comes first: its lead (50 ms, a fortieth of the TTL at
+// most) before l's deadline, so that the kill lands before the deadline.
+func KillAt(l Lease) boottime.Instant {
+	lead := max(min(killLead, time.Duration(l.TTLMs)*time.Millisecond/40), 0)
+	return l.Deadline.Add(-lead)
 }
 
 // expire kills the whole tree because its kill is due (killDue), or

@@ -43,7 +43,8 @@ func TestGuard(t *testing.T) {
 }
 
 // testGuardStopped: kill -STOP of tenure alone. The guard kills the command
-// at the last deadline it heard of, while tenure is still stopped; no write
+// just before the last deadline it heard of (guard.KillAt), while tenure
+// is still stopped; no write
 // of the command is accepted after that deadline (in-flight ones at most
 // within the --margin the coordinator still holds the lease); `tenure
 // lease check` says held before, not held after.
@@ -73,8 +74,8 @@ func testGuardStopped(t *testing.T, c e2e.GuardCoord) {
 	if err != nil {
 		t.Fatalf("lease file while tenure is stopped: %v", err)
 	}
-	if l.Live || l.Deadline > killedBy || l.Deadline < stoppedAt {
-		t.Errorf("lease file %+v; want live false, deadline between the stop and the death", l)
+	if l.Live || guard.KillAt(l) > killedBy || l.Deadline < stoppedAt {
+		t.Errorf("lease file %+v; want live false, deadline after the stop, and the kill due (%s before it) before the death", l, l.Deadline.Sub(guard.KillAt(l)))
 	}
 	after := e2e.RunTenure(t, nil, "lease", "check", "--lease-file", leaseFile)
 	if after.Code != cli.ExitError || !strings.Contains(after.Stderr, "lease not held") {
@@ -108,8 +109,8 @@ func testGuardSuspendPast(t *testing.T, c e2e.GuardCoord) {
 	time.Sleep(200 * time.Millisecond) // in-flight writes land
 	n := len(res.WritesBy(pid))
 	e2e.WaitDead(t, pid, e2e.TTL+5*time.Second, "the stopped command")
-	if l, err := guard.ReadLease(leaseFile); err == nil && boottime.Now() < l.Deadline {
-		t.Fatalf("command dead before its deadline: %+v", l)
+	if l, err := guard.ReadLease(leaseFile); err == nil && boottime.Now() < guard.KillAt(l) {
+		t.Fatalf("command dead before its kill was due (%s before the deadline): %+v", l.Deadline.Sub(guard.KillAt(l)), l)
 	}
 	s.Signal(t, syscall.SIGCONT)
 	next := res.First(t, 20*time.Second, "from a new term", func(w e2e.Write) bool { return w.Token > first.Token })
@@ -136,8 +137,8 @@ func testGuardSuspendWithin(t *testing.T, c e2e.GuardCoord) {
 		t.Fatal(err)
 	}
 	s.Signal(t, syscall.SIGCONT)
-	if boottime.Now() >= l.Deadline {
-		t.Skipf("the machine is too slow: SIGCONT came after the deadline")
+	if boottime.Now() >= guard.KillAt(l) {
+		t.Skipf("the machine is too slow: SIGCONT came after the kill was due")
 	}
 	res.First(t, 10*time.Second, "well after the old deadline", func(w e2e.Write) bool {
 		return w.PID == pid && w.Token == first.Token && clock.At(w.At) > l.Deadline.Add(e2e.TTL)
