@@ -1,0 +1,95 @@
+// Attacks of review-guardshare (issue 34, "safe by class") on the guard's
+// record shared by the coordinators of one pool (see the package's guard):
+// what a connection prepared and checked is kept under the table's quoted
+// name and the holder_id length New read, so a coordinator made after
+// another on the same pool checks nothing before a statement the other
+// prepared and checked there. Each test looks for two coordinators whose
+// record is one but whose check, or whose statements, differ, alters the
+// table in place as an administrator in New York time beside a UTC server
+// (newYorkAdmin), and asserts the safe outcome: no second holder of a live
+// key.
+
+package postgres_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure/internal/pgtest"
+	"github.com/tenure-dev/tenure/postgres"
+)
+
+// oneConn is dsn for a pool of one connection, on which every coordinator
+// of the pool runs its statements.
+func oneConn(dsn string) string {
+	return pgtest.WithParams(dsn, map[string]string{"pool_max_conns": "1"})
+}
+
+// TestReviewGuardShareNotifyModes: c1 (NotifyWatched) and c2 (NotifyAll)
+// share one connection and one record (same table, same holder_id length),
+// but their acquisitions are two SQL texts. c1 acquires k, which prepares
+// and checks its text; expires_at is then altered in place to timestamp,
+// which ends h's lease five hours early. c2's Acquire prepares its own
+// text only now, after the ALTER, so it must check the table then (the
+// record is per SQL text, not per key): ErrTableShape, not a grant of h's
+// live key.
+func TestReviewGuardShareNotifyModes(t *testing.T) {
+	t.Parallel()
+	dsn := newDB(t)
+	ctx := ctxFor(t, time.Minute)
+	admin := newYorkAdmin(t, dsn)
+	c1 := open(t, oneConn(dsn), postgres.WithNotify(postgres.NotifyWatched))
+	c2, err := postgres.New(ctx, c1.Pool(), postgres.WithNotify(postgres.NotifyAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	g, err := c1.Acquire(ctx, "k", "h", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `ALTER TABLE `+c1.Table()+` ALTER COLUMN expires_at TYPE timestamp`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c2.Acquire(ctx, "k", "other", time.Minute); !errors.Is(err, postgres.ErrTableShape) {
+		t.Errorf("c2 (NotifyAll): Acquire(k, other) after expires_at was altered in place, on the connection where c1 (NotifyWatched) prepared and checked its own acquisition, while h holds token %d with %s left = %v, %v; want ErrTableShape",
+			g.Token, g.Sent.Add(g.TTL).Until().Round(time.Millisecond), got, err)
+	}
+}
+
+// TestReviewGuardShareHolderLengthBetweenNews: c1 is made while holder_id
+// is text, and acquires k on a pool of one connection; holder_id is then
+// altered in place to varchar(300), and c2 is made on c1's pool, so it
+// reads a holder_id of 300 characters: two records on one connection. c2
+// must check on its own (c1's record is not its own), and serves: h's live
+// key is refused to it (a HeldError). c1 must refuse to serve on a
+// holder_id that became limited while it ran (ErrTableShape), and its
+// statement, refused by PostgreSQL once, must not be trusted on the
+// connection made again.
+func TestReviewGuardShareHolderLengthBetweenNews(t *testing.T) {
+	t.Parallel()
+	dsn := newDB(t)
+	ctx := ctxFor(t, time.Minute)
+	admin := newYorkAdmin(t, dsn)
+	c1 := open(t, oneConn(dsn))
+	if _, err := c1.Acquire(ctx, "k", "h", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `ALTER TABLE `+c1.Table()+` ALTER COLUMN holder_id TYPE varchar(300)`); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := postgres.New(ctx, c1.Pool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got, err := c2.Acquire(ctx, "k", "other", time.Minute); !isHeld(err) {
+		t.Errorf("c2 (made on varchar(300)): Acquire(k, other) while h holds k = %v, %v; want a HeldError", got, err)
+	}
+	for range 2 { // before and after c2 ran on the connection
+		if got, err := c1.Acquire(ctx, "k2", "other", time.Minute); !errors.Is(err, postgres.ErrTableShape) {
+			t.Errorf("c1 (made on text): Acquire(k2, other) after holder_id became varchar(300) in place = %v, %v; want ErrTableShape", got, err)
+		}
+	}
+}
