@@ -93,3 +93,33 @@ func TestReviewGuardShareHolderLengthBetweenNews(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewGuardShareTempSchema: WithSchema("pg_temp") names the table
+// "pg_temp"."cluster_leadership" in every session, the quoted name the
+// guard's record is kept under, but pg_temp is each session's own schema:
+// two coordinators with the same options, on two connections, each make
+// and use a table of their own. The second must not be granted the key the
+// first holds.
+func TestReviewGuardShareTempSchema(t *testing.T) {
+	t.Parallel()
+	dsn := oneConn(newDB(t))
+	ctx := ctxFor(t, time.Minute)
+	c1, err := postgres.Dial(ctx, dsn, postgres.WithSchema("pg_temp"))
+	if err != nil {
+		t.Logf("Dial(WithSchema(pg_temp)) = %v", err)
+		if !errors.Is(err, postgres.ErrTableShape) && !errors.Is(err, postgres.ErrInvalidOption) {
+			t.Errorf("Dial(WithSchema(pg_temp)) = %v; want ErrTableShape or ErrInvalidOption", err)
+		}
+		return
+	}
+	defer c1.Close()
+	g, err := c1.Acquire(ctx, "k", "h", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := open(t, dsn, postgres.WithSchema("pg_temp"))
+	if got, err := c2.Acquire(ctx, "k", "other", time.Minute); !isHeld(err) {
+		t.Errorf("Acquire(k, other) on %s, another session's, while h holds token %d on %s = %v, %v; want a HeldError",
+			c2.Table(), g.Token, c1.Table(), got, err)
+	}
+}
