@@ -123,3 +123,38 @@ func TestReviewGuardShareTempSchema(t *testing.T) {
 			c2.Table(), g.Token, c1.Table(), got, err)
 	}
 }
+
+// TestReviewGuardShareDeallocated: c1 acquires k on a pool of one
+// connection, which prepares and checks the acquisition there. Another
+// user of the pool deallocates the connection's prepared statements
+// (pgx's DeallocateAll, which pgx's own caches follow), and expires_at is
+// then altered in place to timestamp. The record still says the
+// acquisition was prepared and checked there, but pgx prepares it again,
+// after the ALTER, when it next runs: the table must be checked then.
+func TestReviewGuardShareDeallocated(t *testing.T) {
+	t.Parallel()
+	dsn := newDB(t)
+	ctx := ctxFor(t, time.Minute)
+	admin := newYorkAdmin(t, dsn)
+	c1 := open(t, oneConn(dsn))
+	g, err := c1.Acquire(ctx, "k", "h", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := c1.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = pc.Conn().DeallocateAll(ctx)
+	pc.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `ALTER TABLE `+c1.Table()+` ALTER COLUMN expires_at TYPE timestamp`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c1.Acquire(ctx, "k", "other", time.Minute); !errors.Is(err, postgres.ErrTableShape) {
+		t.Errorf("Acquire(k, other) after the connection's statements were deallocated and expires_at altered in place, while h holds token %d with %s left = %v, %v; want ErrTableShape",
+			g.Token, g.Sent.Add(g.TTL).Until().Round(time.Millisecond), got, err)
+	}
+}
