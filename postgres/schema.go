@@ -184,6 +184,17 @@ type relation struct {
 	temporary bool   // a temporary table: each session's own
 }
 
+// unusable says why rel cannot be the leadership table, or "".
+func (rel relation) unusable() string {
+	switch {
+	case rel.kind != "r" && rel.kind != "p":
+		return fmt.Sprintf("is not a table (relkind %q)", rel.kind)
+	case rel.temporary:
+		return "is a temporary table (schema pg_temp), each session's own: two connections would each grant a key from a table of their own; want a table of a permanent schema (WithSchema)"
+	}
+	return ""
+}
+
 // columns describes the table with the quoted name, and its columns.
 func columns(ctx context.Context, db Execer, table string) (rel relation, cols map[string]column, err error) {
 	if err := db.QueryRow(ctx, `SELECT relkind::pg_catalog.text, relpersistence OPERATOR(pg_catalog.=) 't' FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)`, table).Scan(&rel.kind, &rel.temporary); err != nil {
@@ -272,12 +283,8 @@ func checkLeadershipShape(ctx context.Context, db Execer, table string) error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: table %s: "+format, append([]any{ErrTableShape, table}, args...)...))
 	}
-	if rel.kind != "r" && rel.kind != "p" {
-		bad("is not a table (relkind %q)", rel.kind)
-		return errors.Join(errs...)
-	}
-	if rel.temporary {
-		bad("is a temporary table (schema pg_temp), each session's own: two connections would each grant a key from a table of their own; want a table of a permanent schema (WithSchema)")
+	if why := rel.unusable(); why != "" {
+		bad("%s", why)
 		return errors.Join(errs...)
 	}
 	errs = append(errs, rowSecurity(ctx, db, table))
