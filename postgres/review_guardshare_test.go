@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/pgtest"
 	"github.com/tenure-dev/tenure/postgres"
 )
@@ -155,5 +156,54 @@ func TestReviewGuardShareDeallocated(t *testing.T) {
 	if got, err := c1.Acquire(ctx, "k", "other", time.Minute); !errors.Is(err, postgres.ErrTableShape) {
 		t.Errorf("Acquire(k, other) after the connection's statements were deallocated and expires_at altered in place, while h holds token %d with %s left = %v, %v; want ErrTableShape",
 			g.Token, g.Sent.Add(g.TTL).Until().Round(time.Millisecond), got, err)
+	}
+}
+
+// TestReviewGuardShareTableMadeAgain: c1 runs h's grant of k on a pool of
+// one connection, which prepares and checks its statements there. The
+// administrator renames the table away (h's row, live, goes with it) and
+// makes a new one under the name: a new OID behind the same quoted name.
+// c2, made after on c1's pool, shares c1's record, so it checks nothing
+// before its first Acquire, and is granted k on the new table. Every
+// statement of that SQL text must now mean the new table, for c1 too: h's
+// renewal fails (its row is not there), a third holder is refused with a
+// HeldError naming other, and other's token is above h's, though the new
+// table's tokens start again.
+func TestReviewGuardShareTableMadeAgain(t *testing.T) {
+	t.Parallel()
+	dsn := newDB(t)
+	ctx := ctxFor(t, time.Minute)
+	admin := newYorkAdmin(t, dsn)
+	c1 := open(t, oneConn(dsn))
+	g1, err := c1.Acquire(ctx, "k", "h", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g1, err = c1.Renew(ctx, g1); err != nil { // prepares the renewal too
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `BEGIN; ALTER TABLE cluster_leadership RENAME TO old_leadership;
+CREATE TABLE cluster_leadership (resource text PRIMARY KEY, holder_id text, fencing_token bigint NOT NULL DEFAULT 0,
+  acquired_at timestamptz, expires_at timestamptz NOT NULL DEFAULT '-infinity'); COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := postgres.New(ctx, c1.Pool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	g2, err := c2.Acquire(ctx, "k", "other", time.Minute)
+	if err != nil {
+		t.Fatalf("c2: Acquire(k, other) on the table made again = %v", err)
+	}
+	if g2.Token <= g1.Token {
+		t.Errorf("c2: Acquire(k, other) on the table made again = token %d; h's, on the table renamed away, is %d: want a greater one", g2.Token, g1.Token)
+	}
+	if r, err := c1.Renew(ctx, g1); err == nil {
+		t.Errorf("c1: Renew(%s) after the table was made again, while other holds k (token %d) = %v; want an error", g1, g2.Token, r)
+	}
+	var held *tenure.HeldError
+	if _, err := c1.Acquire(ctx, "k", "third", time.Minute); !errors.As(err, &held) || held.Holder != "other" {
+		t.Errorf("c1: Acquire(k, third) while other holds k on the table made again = %v; want a HeldError naming other", err)
 	}
 }
