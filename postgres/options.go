@@ -77,7 +77,8 @@ func (n Notify) String() string {
 // DefaultSchema. The table is always named with its schema, never found
 // through the search_path: two roles (or two connections) with different
 // search_paths would otherwise find two different tables, and hand out the
-// same key, with the same tokens, twice.
+// same key, with the same tokens, twice. For the same reason a temporary
+// table (schema pg_temp, each session's own) is refused with ErrTableShape.
 func WithSchema(schema string) Option { return func(o *options) { o.schema = schema } }
 
 // WithTable names the leadership table. Default DefaultTable. A table

@@ -111,29 +111,40 @@ func (g *guard) runOnce(ctx context.Context, pool *pgxpool.Pool, sql string, fn 
 
 // connState is what a guard keeps in a connection's CustomData.
 type connState struct {
-	prepares bool            // the connection is in pgx's default mode, which prepares statements
-	done     map[string]bool // the statements prepared there, the table checked after
+	prepares bool // the connection is in pgx's default mode, which prepares statements
+	// done holds the statements prepared there, the table checked after:
+	// each as pgx described it when it was prepared.
+	done map[string]*pgconn.StatementDescription
 }
 
 // prepare prepares sql on conn the first time it is run there, and checks
 // the table after; on a connection that prepares nothing, it does nothing.
+// pgx's Prepare answers from its own map, with no statement sent, while
+// the connection keeps the statement; a statement deallocated since (pgx's
+// DeallocateAll or Deallocate, by another user of the pool) is prepared
+// again, a new description, after which the table is checked again: run
+// as it was, pgx would prepare it again itself, unchecked.
 func (g *guard) prepare(ctx context.Context, conn *pgx.Conn, sql string) error {
 	data := conn.PgConn().CustomData()
 	st, _ := data[g.key].(*connState)
 	if st == nil {
-		st = &connState{prepares: conn.Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement, done: map[string]bool{}}
+		st = &connState{prepares: conn.Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement, done: map[string]*pgconn.StatementDescription{}}
 		data[g.key] = st
 	}
-	if !st.prepares || st.done[sql] {
+	if !st.prepares {
 		return nil
 	}
-	if _, err := conn.Prepare(ctx, sql, sql); err != nil {
+	sd, err := conn.Prepare(ctx, sql, sql)
+	if err != nil {
 		return err
+	}
+	if st.done[sql] == sd {
+		return nil
 	}
 	if err := g.check(ctx, conn); err != nil {
 		return err
 	}
-	st.done[sql] = true
+	st.done[sql] = sd
 	return nil
 }
 

@@ -178,13 +178,30 @@ type column struct {
 	deterministic    bool // its collation, and that of every unique index it leads, tells every two different strings apart
 }
 
-// columns describes the columns of the table with the quoted name.
-func columns(ctx context.Context, db Execer, table string) (relkind string, cols map[string]column, err error) {
-	if err := db.QueryRow(ctx, `SELECT relkind::pg_catalog.text FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)`, table).Scan(&relkind); err != nil {
+// relation is what the catalog says of a table besides its columns.
+type relation struct {
+	kind      string // pg_class.relkind
+	temporary bool   // a temporary table: each session's own
+}
+
+// unusable says why rel cannot be the leadership table, or "".
+func (rel relation) unusable() string {
+	switch {
+	case rel.kind != "r" && rel.kind != "p":
+		return fmt.Sprintf("is not a table (relkind %q)", rel.kind)
+	case rel.temporary:
+		return "is a temporary table (schema pg_temp), each session's own: two connections would each grant a key from a table of their own; want a table of a permanent schema (WithSchema)"
+	}
+	return ""
+}
+
+// columns describes the table with the quoted name, and its columns.
+func columns(ctx context.Context, db Execer, table string) (rel relation, cols map[string]column, err error) {
+	if err := db.QueryRow(ctx, `SELECT relkind::pg_catalog.text, relpersistence OPERATOR(pg_catalog.=) 't' FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)`, table).Scan(&rel.kind, &rel.temporary); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return "", nil, fmt.Errorf("%w: table %s does not exist", ErrTableShape, table)
+			return rel, nil, fmt.Errorf("%w: table %s does not exist", ErrTableShape, table)
 		}
-		return "", nil, err
+		return rel, nil, err
 	}
 	rows, err := db.Query(ctx, `
 SELECT a.attname, pg_catalog.format_type(a.atttypid, NULL),
@@ -205,7 +222,7 @@ SELECT a.attname, pg_catalog.format_type(a.atttypid, NULL),
 FROM pg_catalog.pg_attribute a
 WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped`, table)
 	if err != nil {
-		return "", nil, err
+		return rel, nil, err
 	}
 	cols = map[string]column{}
 	for rows.Next() {
@@ -214,13 +231,13 @@ WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND a.attnum 
 		var schema string
 		if err := rows.Scan(&c.name, &c.typ, &schema, &c.notNull, &c.hasDef, &auto, &c.uniqueSingleCol, &c.deterministic); err != nil {
 			rows.Close()
-			return "", nil, err
+			return rel, nil, err
 		}
 		c.typ = typeName(c.typ, schema)
 		c.identity = auto
 		cols[c.name] = c
 	}
-	return relkind, cols, rows.Err()
+	return rel, cols, rows.Err()
 }
 
 // typeName is the name of a column's type as format_type spells it when
@@ -255,7 +272,7 @@ func rowSecurity(ctx context.Context, db Execer, table string) error {
 // checkLeadershipShape reports, naming the table and each column, how an
 // existing leadership table differs from what the coordinator needs.
 func checkLeadershipShape(ctx context.Context, db Execer, table string) error {
-	relkind, cols, err := columns(ctx, db, table)
+	rel, cols, err := columns(ctx, db, table)
 	if err != nil {
 		if errors.Is(err, ErrTableShape) {
 			return err
@@ -266,8 +283,8 @@ func checkLeadershipShape(ctx context.Context, db Execer, table string) error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: table %s: "+format, append([]any{ErrTableShape, table}, args...)...))
 	}
-	if relkind != "r" && relkind != "p" {
-		bad("is not a table (relkind %q)", relkind)
+	if why := rel.unusable(); why != "" {
+		bad("%s", why)
 		return errors.Join(errs...)
 	}
 	errs = append(errs, rowSecurity(ctx, db, table))
