@@ -216,7 +216,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Coordinator,
 		return nil, err
 	}
 	s := c.sql
-	c.pool.guard = newGuard(c.table, c.holderChars, c.checkTableAgain, s.acquire, s.lookup, s.renew, s.release, s.leader, s.observe, s.removeForeign,
+	c.pool.guard = newGuard(c.table, c.checkTableAgain, s.acquire, s.lookup, s.renew, s.release, s.leader, s.observe, s.removeForeign,
 		s.acquirePartition, s.acquireUnlessGroups, s.acquireNoGroups)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil

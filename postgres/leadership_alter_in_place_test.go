@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tenure-dev/tenure"
-	"github.com/tenure-dev/tenure/internal/pgtest"
 	"github.com/tenure-dev/tenure/postgres"
 )
 
@@ -193,48 +191,4 @@ func TestLeadershipAlteredInPlaceClaim(t *testing.T) {
 func isHeld(err error) bool {
 	var held *tenure.HeldError
 	return errors.As(err, &held)
-}
-
-// TestLeadershipAlteredInPlaceCoordinatorsOfOnePool: coordinators made on
-// one pool share what its connections prepared and checked (a coordinator
-// made for each request checks nothing again), and that sharing trusts no
-// statement prepared before an ALTER: c1 acquires k on a pool of one
-// connection; c2, made after on the same pool, sends no check of the table
-// with its Acquire; after the ALTER, both are refused ErrTableShape.
-func TestLeadershipAlteredInPlaceCoordinatorsOfOnePool(t *testing.T) {
-	t.Parallel()
-	dsn := newDB(t)
-	ctx := ctxFor(t, time.Minute)
-	admin := newYorkAdmin(t, dsn)
-	var rec statementRecorder
-	c1 := openTraced(t, pgtest.WithParams(dsn, map[string]string{"pool_max_conns": "1"}), &rec)
-	if _, err := c1.Acquire(ctx, "k", "h", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	c2, err := postgres.New(ctx, c1.Pool())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	rec.take() // New's own check of the table
-	if _, err := c2.Acquire(ctx, "k", "other", time.Minute); !isHeld(err) {
-		t.Fatalf("Acquire(k, other) while h holds k = %v; want a HeldError", err)
-	}
-	checks := 0
-	for _, d := range rec.take() {
-		if strings.Contains(d.SQL, "pg_get_userbyid") { // checkTable's first statement
-			checks++
-		}
-	}
-	if checks > 0 {
-		t.Errorf("c2's first Acquire, on the connection where c1 prepared it and checked the table, checked the table %d times; want none", checks)
-	}
-	if _, err := admin.Exec(ctx, `ALTER TABLE `+c1.Table()+` ALTER COLUMN expires_at TYPE timestamp`); err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range []*postgres.Coordinator{c2, c1} {
-		if got, err := c.Acquire(ctx, "k", "other", time.Minute); !errors.Is(err, postgres.ErrTableShape) {
-			t.Errorf("c%d: Acquire(k, other) after expires_at was altered in place = %v, %v; want ErrTableShape", 2-i, got, err)
-		}
-	}
 }

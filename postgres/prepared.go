@@ -39,11 +39,11 @@ import (
 // checked when a coordinator is made (New). The group operations check the
 // leadership table with the group tables (groupTablesShapeSQL).
 //
-// What a connection's CustomData records is shared by every coordinator
-// whose check is the same (the same table, and the same holder_id length
-// read by New): a statement prepared there and checked after by one is
-// prepared and checked for all, so a coordinator made for each request on
-// a shared pool checks nothing again.
+// What a connection's CustomData records is each coordinator's own: a
+// coordinator checks the table before its first statement on each
+// connection, whatever another coordinator of the pool checked there
+// before (a change that leaves every column as it was, made since that
+// check, would otherwise go unseen by a coordinator made after it).
 type guard struct {
 	key   string          // in each connection's CustomData: the statements prepared there, and checked after
 	stmts map[string]bool // the guarded statements
@@ -61,11 +61,10 @@ func shapeColumns(l string) string {
 // shapeColumnCount is the number of columns shapeColumns returns.
 const shapeColumnCount = 2
 
-// newGuard guards stmts, run on table, with check, the table's check for a
-// holder_id of holderChars (see checkTableAgain).
-func newGuard(table string, holderChars int, check func(context.Context, Execer) error, stmts ...string) *guard {
+// newGuard guards stmts, run on table, with check.
+func newGuard(table string, check func(context.Context, Execer) error, stmts ...string) *guard {
 	g := &guard{stmts: map[string]bool{}, check: check}
-	g.key = fmt.Sprintf("tenure/postgres guard: table %s, holder_id of %d characters", table, holderChars)
+	g.key = fmt.Sprintf("tenure/postgres guard %p: table %s", g, table)
 	for _, s := range stmts {
 		if s != "" {
 			g.stmts[s] = true

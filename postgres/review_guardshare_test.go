@@ -1,13 +1,13 @@
 // Attacks of review-guardshare (issue 34, "safe by class") on the guard's
-// record shared by the coordinators of one pool (see the package's guard):
-// what a connection prepared and checked is kept under the table's quoted
-// name and the holder_id length New read, so a coordinator made after
-// another on the same pool checks nothing before a statement the other
-// prepared and checked there. Each test looks for two coordinators whose
-// record is one but whose check, or whose statements, differ, alters the
-// table in place as an administrator in New York time beside a UTC server
-// (newYorkAdmin), and asserts the safe outcome: no second holder of a live
-// key.
+// record of what a connection prepared and checked (see the package's
+// guard), made while that record was shared by the coordinators of one
+// pool (kept under the table's quoted name and the holder_id length New
+// read); it is each coordinator's own again since
+// TestReviewGuardShareClosedCoordinator broke the sharing. Each test looks
+// for two coordinators of one pool whose check, or whose statements,
+// differ, alters the table in place as an administrator in New York time
+// beside a UTC server (newYorkAdmin), and asserts the safe outcome: no
+// second holder of a live key.
 
 package postgres_test
 
@@ -15,6 +15,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/internal/pgtest"
@@ -205,5 +207,51 @@ CREATE TABLE cluster_leadership (resource text PRIMARY KEY, holder_id text, fenc
 	var held *tenure.HeldError
 	if _, err := c1.Acquire(ctx, "k", "third", time.Minute); !errors.As(err, &held) || held.Holder != "other" {
 		t.Errorf("c1: Acquire(k, third) while other holds k on the table made again = %v; want a HeldError naming other", err)
+	}
+}
+
+// TestReviewGuardShareClosedCoordinator: c1 acquires k on a pool of one
+// connection, which prepares and checks the acquisition there; c2 is made
+// on c1's pool, and c1 is closed. The administrator then drops the unique
+// index on resource (no result column changes, so PostgreSQL plans the
+// statement again without a word) and adds a second, ended row for k.
+// c2 has never run a statement: its first Acquire on that connection
+// checks the table itself, whatever c1 checked there. (With the record
+// shared by the coordinators of a pool, as for a while it was, c2 trusted
+// c1's check, made before the change, and granted k to "other" while h
+// held it with a minute left.)
+func TestReviewGuardShareClosedCoordinator(t *testing.T) {
+	t.Parallel()
+	dsn := newDB(t)
+	ctx := ctxFor(t, time.Minute)
+	admin := newYorkAdmin(t, dsn)
+	pool, err := pgxpool.New(ctx, oneConn(dsn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	c1, err := postgres.New(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c1.Acquire(ctx, "k", "h", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := postgres.New(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if err := c1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `ALTER TABLE `+c2.Table()+` DROP CONSTRAINT cluster_leadership_pkey;
+INSERT INTO `+c2.Table()+` (resource) VALUES ('k')`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c2.Acquire(ctx, "k", "other", time.Minute); !errors.Is(err, postgres.ErrTableShape) && !isHeld(err) {
+		t.Errorf("c2: Acquire(k, other) after resource's unique index was dropped and a second row of k added, while h holds token %d with %s left = token %d, %v; want ErrTableShape or a HeldError",
+			g.Token, g.Sent.Add(g.TTL).Until().Round(time.Millisecond), got.Token, err)
 	}
 }
