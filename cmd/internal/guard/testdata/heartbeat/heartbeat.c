@@ -6,6 +6,9 @@
 //   plain       the writer just writes
 //   contimer    a POSIX timer of the writer's sends it SIGCONT every
 //               millisecond: no SIGSTOP holds it for longer
+//   contimerwide as contimer, after the writer forked $HEARTBEAT_WIDE
+//               (3000 if unset) children that sleep (pause): a tree the
+//               guard takes long to read
 //   guardgroup  the writer joins the guard's process group (the command
 //               runs in the guard's session) instead of one of its own
 //   stopguard   the writer first stops the guard (the command's parent)
@@ -247,6 +250,17 @@ int main(int argc, char **argv) {
 		if (strcmp(mode, "plain") == 0) {
 		} else if (strcmp(mode, "guardgroup") == 0) {
 		} else if (strcmp(mode, "contimer") == 0) {
+			contimer();
+		} else if (strcmp(mode, "contimerwide") == 0) {
+			const char *wide = getenv("HEARTBEAT_WIDE");
+			for (int i = 0, n = wide != NULL ? atoi(wide) : 3000; i < n; i++) {
+				pid_t c = fork();
+				if (c < 0)
+					_exit(1);
+				if (c == 0)
+					for (;;)
+						pause();
+			}
 			contimer();
 		} else if (strcmp(mode, "stopguard") == 0) {
 			if (kill(guard, SIGSTOP) != 0)
