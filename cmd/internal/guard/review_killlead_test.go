@@ -97,3 +97,24 @@ func TestReviewGraceInKillLead(t *testing.T) {
 		}
 	})
 }
+
+// TestReviewRenewAfterKillDue: lease deadline 1 s (TTL 2 s: frozen at
+// 900 ms, kill due at 950 ms), a renewal handled at 960 ms with no tick
+// since the freeze (the guard woke for the message before its timer):
+// too late, as it is when the tick comes first. (Taken, it continued the
+// frozen tree, until handle checked the kill's time first.)
+func TestReviewRenewAfterKillDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, rec := newState(t, time.Second)
+		s.handle(leaseMsg(time.Second, 0))
+		time.Sleep(900 * time.Millisecond)
+		s.tick()
+		time.Sleep(60 * time.Millisecond) // no tick: the message came first
+		s.handle(leaseMsg(3*time.Second, 0))
+		s.tick()
+		want := []string{"stopped (signal)@900ms", "killed@960ms"}
+		if !slices.Equal(rec.sent, want) {
+			t.Fatalf("sent %q; want %q (a renewal after the kill was due is too late)", rec.sent, want)
+		}
+	})
+}

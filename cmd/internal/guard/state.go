@@ -54,6 +54,12 @@ type state struct {
 // handle applies one message from tenure.
 func (s *state) handle(m Message) {
 	now := s.clock()
+	if s.leased && !s.killed && now >= s.killDue() {
+		// The kill fell due before this message was handled (the guard
+		// woke for it before its timer, or late): whatever it says, even
+		// a renewal, comes too late.
+		s.expire()
+	}
 	switch m.Op {
 	case OpLease:
 		if m.Lease == nil || s.killed || !s.lease.Live && s.leased {

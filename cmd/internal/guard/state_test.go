@@ -275,15 +275,15 @@ func TestContinueAfterSuspend(t *testing.T) {
 }
 
 // TestFreezeThenRenew: a renewal that comes after the tree was frozen
-// ahead of the deadline continues it.
+// ahead of the deadline, before its kill is due, continues it.
 func TestFreezeThenRenew(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s, rec := newState(t, time.Second)
 		s.handle(leaseMsg(time.Second, 0))
 		drive(s, 3*time.Second, map[time.Duration]Message{
-			950 * time.Millisecond: leaseMsg(2*time.Second, 0),
+			925 * time.Millisecond: leaseMsg(2*time.Second, 0),
 		})
-		want := []string{"stopped (signal)@900ms", "continued@950ms", "stopped (signal)@1.9s", "killed@1.95s"}
+		want := []string{"stopped (signal)@900ms", "continued@925ms", "stopped (signal)@1.9s", "killed@1.95s"}
 		if !slices.Equal(rec.sent, want) {
 			t.Fatalf("sent %q; want %q", rec.sent, want)
 		}
