@@ -87,12 +87,13 @@
 // and untraced, see [AcceptReport]; what remains is a tracer that detached
 // before that check, and a process reading the guard's end of the control
 // channel, which takes messages meant for the guard); a process that undoes
-// the freeze with SIGCONT of its own while the guard is still freezing the
-// tree when the kill falls due (the freeze signals the scouted processes,
-// then reads /proc, and the kill waits for it): a tree of a thousand
-// processes and more, or a TTL under a second, and the process writes
-// until the kill lands, past the deadline (1-5 ms at a TTL of 100 ms,
-// 63-77 ms with 1,000 processes at 2 s, measured); a process group that empties and
+// the freeze with SIGCONT of its own when the kill cannot land within its
+// lead: the freeze stops signalling and reading /proc once the kill falls
+// due, and the kill signals the command's process group first, but with a
+// TTL under a second (a lead of a few milliseconds) or a tree of a
+// thousand processes and more (signalled one by one) the process can write
+// until the kill lands, past the deadline (measured: 1-5 ms at a TTL of
+// 100 ms; up to 39 ms with 1,000 processes at 2 s); a process group that empties and
 // whose id is reused in the instant between the guard reading that a process
 // of the tree leads it (or that a live child of the guard is in it) and
 // signalling it; processes that multiply faster than the guard kills them

@@ -110,8 +110,8 @@ func (l *sigLog) signal(sig syscall.Signal) {
 	if l.killed {
 		l.t.Fatalf("signal %d at %d after SIGKILL (sent %v)", sig, *l.now, l.sent)
 	}
-	if sig == syscall.SIGCONT && *l.now >= l.s.lease.Deadline {
-		l.t.Fatalf("SIGCONT at %d, at or after the deadline %d (sent %v)", *l.now, l.s.lease.Deadline, l.sent)
+	if sig == syscall.SIGCONT && *l.now >= KillAt(l.s.lease) {
+		l.t.Fatalf("SIGCONT at %d, at or after the kill was due %d (deadline %d; sent %v)", *l.now, KillAt(l.s.lease), l.s.lease.Deadline, l.sent)
 	}
 }
 
@@ -120,7 +120,8 @@ func (l *sigLog) kill() {
 	l.killed = true
 }
 
-func (l *sigLog) scout() {}
+func (l *sigLog) scout()             {}
+func (l *sigLog) freeze(func() bool) { l.signal(syscall.SIGSTOP) }
 
 // FuzzGuardState: whatever messages tenure's side sends, and whenever, the
 // guard never continues the tree at or after its deadline, sends nothing

@@ -24,6 +24,13 @@ type signaller interface {
 	// walk of /proc is under way when the freeze is due; the processes
 	// started since are found by reading /proc after that.
 	scout()
+	// freeze is signal(SIGSTOP), but it stops once due reports true: it
+	// checks between its steps (the scouted processes, a few at a time;
+	// the walk; the sweep) whether the kill has fallen due, which then
+	// goes first. Reading /proc can take longer than the freeze's lead
+	// over the kill, on a host with many processes or with a short TTL,
+	// and a process that undoes the freeze writes until the kill lands.
+	freeze(due func() bool)
 }
 
 // state is the guard's deadline logic: what to do to the tree, and when,
@@ -173,7 +180,10 @@ func (s *state) tick() {
 	}
 	if !s.frozen && now >= s.freezeAt() {
 		s.frozen = true
-		s.tree.signal(syscall.SIGSTOP)
+		due := func() bool { return s.clock() >= s.killDue() }
+		if s.tree.freeze(due); due() {
+			s.expire() // the kill fell due while the freeze read /proc
+		}
 	}
 }
 

@@ -19,12 +19,21 @@ type recorder struct {
 	began  time.Time
 	sent   []string
 	scouts []time.Duration // when the tree was scouted
+	// freezeTook is how long a freeze takes (reading /proc) unless due
+	// stops it; it checks due every millisecond.
+	freezeTook time.Duration
 }
 
 func (r *recorder) signal(sig syscall.Signal) {
 	r.sent = append(r.sent, fmt.Sprintf("%s@%s", sig, time.Since(r.began)))
 }
 func (r *recorder) kill() { r.signal(syscall.SIGKILL) }
+func (r *recorder) freeze(due func() bool) {
+	r.signal(syscall.SIGSTOP)
+	for end := time.Now().Add(r.freezeTook); time.Now().Before(end) && !due(); {
+		time.Sleep(time.Millisecond)
+	}
+}
 func (r *recorder) scout() {
 	r.scouts = append(r.scouts, time.Since(r.began))
 }
@@ -320,4 +329,20 @@ func TestOverdueEnd(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestSlowFreeze: a freeze that reads /proc for longer than its lead over
+// the kill (80 ms here: 900 ms to 980 ms, the kill due at 950 ms) stops
+// when the kill falls due, and the kill comes then, not once the reading
+// ends.
+func TestSlowFreeze(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, rec := newState(t, time.Second)
+		rec.freezeTook = 80 * time.Millisecond
+		s.handle(leaseMsg(time.Second, 0))
+		drive(s, 2*time.Second, nil)
+		if want := []string{"stopped (signal)@900ms", "killed@950ms"}; !slices.Equal(rec.sent, want) {
+			t.Errorf("sent %q; want %q", rec.sent, want)
+		}
+	})
 }

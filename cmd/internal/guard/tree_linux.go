@@ -66,6 +66,33 @@ func (t *procTree) signalScouted(sig syscall.Signal) {
 	}
 }
 
+// freeze sends SIGSTOP as signal does, checking between its steps whether
+// due reports true (see signaller.freeze): the process groups of the
+// guard's children first (the command's, one signal for every process
+// in it), then the scouted processes, due checked every freezeBatch of
+// them, then those walk finds, then those sweep finds.
+func (t *procTree) freeze(due func() bool) {
+	t.signalHeld(nil, syscall.SIGSTOP)
+	for i, fd := range t.scouted {
+		if i%freezeBatch == 0 && due() {
+			return
+		}
+		_ = unix.PidfdSendSignal(fd, syscall.SIGSTOP, nil, 0)
+	}
+	if due() {
+		return
+	}
+	if t.signalFound(t.walk, syscall.SIGSTOP); t.noLists || due() {
+		return // walk swept, or the kill is due
+	}
+	t.signalFound(t.sweep, syscall.SIGSTOP)
+}
+
+// freezeBatch is how many scouted processes freeze signals between two
+// looks at the clock (a signal took up to 0.4 ms each, measured with 3,000
+// processes on two loaded cores).
+const freezeBatch = 64
+
 // killRound bounds how long one call of kill keeps finding new processes
 // to kill; the guard calls it again while any is left.
 const killRound = 100 * time.Millisecond
@@ -349,7 +376,8 @@ func openOurs(p Proc, ours map[int]bool, self int) (int, error) {
 // caller's to kill again. A process with SIGKILL pending cannot fork: a
 // fork under way fails, so each process killed adds none.
 func (t *procTree) kill() {
-	t.signalScouted(syscall.SIGKILL) // before the walk: see signaller.scout
+	t.signalHeld(nil, syscall.SIGKILL) // the command's group: one signal for every process in it
+	t.signalScouted(syscall.SIGKILL)   // before the walk: see signaller.scout
 	began := time.Now()
 	for first := true; ; first = false {
 		t.signalFound(t.walk, syscall.SIGKILL)
