@@ -16,7 +16,10 @@ import (
 
 // TestElectorFaultsOnPostgres runs a (through a proxy) and b (direct)
 // Electors for one key, and injects one fault into a's link or the row
-// 600ms into a's first term, just after its first renewal.
+// just after a's first renewal was answered (about 600ms into its first
+// term; the first run of a statement on a connection prepares it and
+// checks the table, some round trips more, which on a loaded machine can
+// push that renewal past 600ms and into the fault).
 func TestElectorFaultsOnPostgres(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -73,7 +76,9 @@ func TestElectorFaultsOnPostgres(t *testing.T) {
 			var renewed int // a's renewals answered during the fault
 			during := func(term *tenure.Term) {
 				defer close(faultDone)
-				time.Sleep(600 * time.Millisecond)
+				for end := time.Now().Add(5 * time.Second); env.oracle.renewalsOf("a") == 0 && time.Now().Before(end); {
+					time.Sleep(10 * time.Millisecond)
+				}
 				before := env.oracle.renewalsOf("a")
 				tc.fault(env, term)
 				renewed = env.oracle.renewalsOf("a") - before
