@@ -16,9 +16,12 @@ import (
 // clock to a file every 200 µs, in a process group of its own (plain), as
 // pid 2 of a user and PID namespace of its own (userns), or ignoring
 // SIGTERM while it sends the guard SIGTERM every 50 ms under a kill grace
-// of a minute (termguard: the grace never runs past the deadline), writes nothing
-// at or after the lease's deadline (the guard freezes the tree before it
-// and kills it then), and nothing after the guard reported the tree gone.
+// of a minute (termguard: the grace never runs past the deadline), or
+// undoing the freeze with SIGCONT from a POSIX timer of its own every
+// millisecond (contimer), writes nothing at or after the lease's deadline
+// (the guard freezes the tree before it, and kills it its lead, killLead,
+// before it: the kill lands before the deadline), and nothing after the
+// guard reported the tree gone.
 // The termguard writer sends its SIGTERMs only once the guard has applied
 // the lease whose deadline the test watches (the lease file says so): a
 // SIGTERM before that ends the term under the minute-long lease the
@@ -29,7 +32,7 @@ func TestGuardHeartbeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"plain", "userns", "termguard"} {
+	for _, mode := range []string{"plain", "userns", "termguard", "contimer"} {
 		// One at a time: each writer keeps a core busy, and the freeze
 		// comes only 100 ms before the deadline.
 		t.Run(mode, func(t *testing.T) {

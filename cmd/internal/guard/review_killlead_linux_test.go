@@ -28,7 +28,7 @@ import (
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
-// TestReviewKillLeadShortTTL: the freeze dodger of TestGuardFreezeDodged
+// TestReviewKillLeadShortTTL: the freeze dodger of TestGuardHeartbeat (contimer)
 // (contimer: its own timer sends it SIGCONT every ms) under the shortest
 // lease tenure run accepts (--ttl 100ms with --margin 50ms), whose kill
 // lead is a fortieth of the TTL: 2.5 ms, and its freeze lead 5 ms. The
@@ -58,7 +58,7 @@ func testReviewTTL(t *testing.T, ttlMs int64) {
 	hb.checkBeats(t, r, reported)
 }
 
-// TestReviewKillLeadWide: the freeze dodger of TestGuardFreezeDodged with
+// TestReviewKillLeadWide: the freeze dodger of TestGuardHeartbeat (contimer) with
 // 3000 sleeping processes beside it in the tree, under the lease of
 // startHeartbeat (TTL 2 s: the freeze 100 ms before the deadline, the kill
 // 50 ms before it), given 3 s before the deadline (the scout on it, which
