@@ -68,11 +68,12 @@ process group of its own and learns
 each new local deadline (the moment the lease might expire at the
 coordinator, less a safety margin, on the clock that counts suspended
 time). The guard, not tenure, enforces it:
-  - at the last deadline it heard of, it SIGKILLs every process of
-    COMMAND's tree (every descendant, in any process group or session),
-    even if tenure is stopped (kill -STOP) and sends nothing more;
-  - when renewals stall, SIGTERM comes first, at --kill-grace before the
-    deadline, but not before a renewal is overdue (unanswered a retry
+  - just before the last deadline it heard of (50ms, a fortieth of the
+    TTL at most), it SIGKILLs every process of COMMAND's tree (every
+    descendant, in any process group or session), even if tenure is
+    stopped (kill -STOP) and sends nothing more;
+  - when renewals stall, SIGTERM comes first, at --kill-grace before that
+    SIGKILL, but not before a renewal is overdue (unanswered a retry
     period, TTL/10, after it was due; tenure logs "renewal overdue" then);
     a --kill-grace that cannot fit is warned about at start, with the
     arithmetic;

@@ -23,9 +23,9 @@ func stallCfg(ttl, margin time.Duration) tenure.Config {
 	return cfg
 }
 
-// TestStallTermAt: SIGTERM at --kill-grace before the deadline, never
-// before the next renewal is overdue, and none when that is at or past the
-// deadline.
+// TestStallTermAt: SIGTERM at --kill-grace before the guard's SIGKILL (its
+// lead, 50 ms at these TTLs, before the deadline), never before the next
+// renewal is overdue, and none when that is at or past the SIGKILL.
 func TestStallTermAt(t *testing.T) {
 	ms := func(n int) boottime.Instant { return boottime.Instant(time.Duration(n) * time.Millisecond) }
 	for _, tc := range []struct {
@@ -38,11 +38,14 @@ func TestStallTermAt(t *testing.T) {
 		// --ttl 3s: renewed after min(1s, 3s/3, 1.97s/2) = 985ms, overdue
 		// 300ms later.
 		{"grace does not fit: at overdue", 3 * time.Second, time.Second, time.Second, ms(1970), 0, ms(1285)},
-		{"grace fits", 3 * time.Second, time.Second, 500 * time.Millisecond, ms(1970), 0, ms(1470)},
+		{"grace fits", 3 * time.Second, time.Second, 500 * time.Millisecond, ms(1970), 0, ms(1420)},
 		{"overdue past the deadline: none", 3 * time.Second, 2500 * time.Millisecond, time.Second, ms(470), 0, 0},
-		{"default flags", 10 * time.Second, time.Second, 2 * time.Second, ms(8900), 0, ms(6900)},
+		{"default flags", 10 * time.Second, time.Second, 2 * time.Second, ms(8900), 0, ms(6850)},
+		// Renewed after 340ms (half the time left), overdue at 640ms: after
+		// the SIGKILL (630ms) though before the deadline: none.
+		{"overdue past the kill: none", 3 * time.Second, time.Second, time.Second, ms(680), 0, 0},
 		// A grace that fits only in part: SIGTERM at overdue, not at
-		// deadline − grace (770ms).
+		// the SIGKILL − grace (720ms).
 		{"part of the grace", 3 * time.Second, time.Second, 1200 * time.Millisecond, ms(1970), 0, ms(1285)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,13 +68,14 @@ func TestStallWarning(t *testing.T) {
 		want        []string // "" for no warning
 	}{
 		{"issue #19: --ttl 3s --kill-grace 1s", 3 * time.Second, time.Second, time.Second, []string{
-			"--kill-grace 1s does not fit", "only 685ms before SIGKILL", "the local deadline is 1.97s after a renewal",
-			"overdue 1.285s after it (due after 985ms, unanswered for the retry period 300ms)",
-			"use --kill-grace 685ms or less, or --ttl 4s or more"}},
+			"--kill-grace 1s does not fit", "only 635ms before SIGKILL", "the local deadline is 1.97s after a renewal",
+			"SIGKILL comes 50ms before it", "overdue 1.285s after the renewal (due after 985ms, unanswered for the retry period 300ms)",
+			"use --kill-grace 635ms or less, or --ttl 4s or more"}},
 		{"no SIGTERM at all", 3 * time.Second, 2500 * time.Millisecond, time.Second, []string{
 			"gets no SIGTERM, only SIGKILL", "use --ttl 6s or more"}},
 		{"default flags", 10 * time.Second, time.Second, 2 * time.Second, nil},
-		{"fits exactly", 3 * time.Second, time.Second, 685 * time.Millisecond, nil},
+		{"fits exactly", 3 * time.Second, time.Second, 635 * time.Millisecond, nil},
+		{"50ms too long", 3 * time.Second, time.Second, 685 * time.Millisecond, []string{"only 635ms before SIGKILL"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := stallPlan{cfg: stallCfg(tc.ttl, tc.margin), grace: tc.grace}.warning()

@@ -37,17 +37,18 @@ type Op string
 // The messages tenure sends, one JSON object per line.
 const (
 	// OpLease: the term's lease as it stands (the first starts the command).
-	// SIGTERM at TermAt (when set), SIGKILL at Lease.Deadline.
+	// SIGTERM at TermAt (when set), SIGKILL at KillAt(Lease), just before
+	// Lease.Deadline.
 	OpLease Op = "lease"
 	// OpSignal: send Signal to every process of the tree.
 	OpSignal Op = "signal"
 	// OpEnd: the term is over. Signal now (unless 0, or SIGTERM sent at
 	// TermAt already with no OpLease since), SIGKILL after the kill grace
-	// but no later than the deadline.
+	// but no later than KillAt(Lease).
 	OpEnd Op = "end"
 	// OpStop: SIGSTOP the tree (tenure got SIGTSTP and stops itself).
 	OpStop Op = "stop"
-	// OpCont: SIGCONT the tree if the deadline has not passed; kill it
+	// OpCont: SIGCONT the tree if its kill is not due (KillAt); kill it
 	// otherwise, without ever continuing it.
 	OpCont Op = "cont"
 )

@@ -30,7 +30,7 @@ while :; do sleep 0.05; done`
 	e2e.WaitDead(t, pid, 3*time.Second+e2e.Slack, "the command after the coordinator went silent")
 	died := time.Now()
 	log := s.Err.String()
-	for _, want := range []string{"--kill-grace 1s does not fit", "only 685ms before SIGKILL", "use --kill-grace 685ms or less, or --ttl 4s or more"} {
+	for _, want := range []string{"--kill-grace 1s does not fit", "only 635ms before SIGKILL", "use --kill-grace 635ms or less, or --ttl 4s or more"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("tenure's log does not say %q at start", want)
 		}
