@@ -17,8 +17,9 @@ import (
 // checkTiming checks --ttl, --margin and --max-drift together, as
 // tenure.Config.Validate does (a margin of at least timing.MinMargin), but
 // says it in the flags the user typed and names the smallest --ttl that
-// works with the margin and drift given.
-func checkTiming(cmd *cobra.Command, ttl, margin time.Duration, drift float64) error {
+// works with the margin and drift given, and is at least floor (the
+// shortest --ttl the command accepts; it refuses a shorter one itself).
+func checkTiming(cmd *cobra.Command, ttl, margin time.Duration, drift float64, floor time.Duration) error {
 	switch {
 	case ttl <= 0:
 		return usageError("%s %s: must be positive, as in --ttl 10s", flagRef(cmd, "ttl"), ttl)
@@ -36,6 +37,7 @@ func checkTiming(cmd *cobra.Command, ttl, margin time.Duration, drift float64) e
 		return nil
 	}
 	least, ok := smallestTTL(margin, drift)
+	least = max(least, floor)
 	if !ok {
 		return usageError("%s %s leaves no safe lease with %s: use a smaller --margin",
 			flagRef(cmd, "margin"), margin, driftText(cmd, drift))

@@ -159,7 +159,7 @@ func (f *verifyFlags) options(cmd *cobra.Command, g *globalFlags) (chaos.Options
 		}
 	}
 	margin := f.effectiveMargin(cmd)
-	if err := checkTiming(cmd, f.ttl, margin, f.maxDrift); err != nil {
+	if err := checkTiming(cmd, f.ttl, margin, f.maxDrift, 0); err != nil {
 		return chaos.Options{}, err
 	}
 	exe, err := os.Executable()

@@ -90,10 +90,10 @@
 // the freeze with SIGCONT of its own when the kill cannot land within its
 // lead: the freeze stops signalling and reading /proc once the kill falls
 // due, and the kill signals the command's process group first, but with a
-// TTL under a second (a lead of a few milliseconds) or a tree of a
-// thousand processes and more (signalled one by one) the process can write
-// until the kill lands, past the deadline (measured: 1-5 ms at a TTL of
-// 100 ms; up to 39 ms with 1,000 processes at 2 s); a process group that empties and
+// tree of a thousand processes and more (signalled one by one) the process
+// can write until the kill lands, past the deadline (measured: up to 39 ms
+// with 1,000 processes at 2 s; under a TTL below MinTTL, which tenure run
+// refuses, 1-5 ms); a process group that empties and
 // whose id is reused in the instant between the guard reading that a process
 // of the tree leads it (or that a live child of the guard is in it) and
 // signalling it; processes that multiply faster than the guard kills them

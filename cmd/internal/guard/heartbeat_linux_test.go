@@ -50,6 +50,37 @@ func TestGuardHeartbeat(t *testing.T) {
 	}
 }
 
+// TestGuardHeartbeatShortestTTL: the freeze dodger of TestGuardHeartbeat
+// (contimer: its own timer sends it SIGCONT every ms) under the shortest
+// lease tenure run accepts (MinTTL, 400 ms), whose kill lead is a fortieth
+// of the TTL, 10 ms, and its freeze lead 20 ms. The writer must write
+// nothing at or after the deadline. Under a 100 ms TTL (a kill lead of
+// 2.5 ms), which tenure run accepted before, it wrote 1.9-5.6 ms after it
+// in 4 of 10 runs (load average 2.5 on two cores); under 400 ms, in none
+// of 10 beside two busy loops.
+func TestGuardHeartbeatShortestTTL(t *testing.T) {
+	testHeartbeatTTL(t, guard.MinTTL.Milliseconds())
+}
+
+// testHeartbeatTTL runs heartbeat contimer under a guard, renews its lease
+// with the same deadline and a TTL of ttlMs, and checks the writer's beats.
+func testHeartbeatTTL(t *testing.T, ttlMs int64) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := startHeartbeat(t, prog, "contimer", time.Minute, heartbeatDeadline)
+	l := guard.Lease{Key: "k", Holder: "h", Token: 1, Deadline: hb.deadline, TTLMs: ttlMs, Live: true}
+	hb.g.send(t, guard.Message{Op: guard.OpLease, Lease: &l})
+	r, ok := hb.g.report(reportWithin)
+	reported := boottime.Now()
+	if !ok {
+		t.Fatalf("no report within %s of the deadline; alive: %s", reportWithin, describe(hb.held.alive()))
+	}
+	t.Logf("kill due %s before the deadline", hb.deadline.Sub(guard.KillAt(l)))
+	hb.checkBeats(t, r, reported)
+}
+
 // TestGuardHeartbeatTerm: the term ended with SIGTERM and a kill grace
 // (tenure's stop, or a SIGTERM to the guard) gives the writer, in a
 // process group of its own, its SIGTERM: it exits on it, before the guard

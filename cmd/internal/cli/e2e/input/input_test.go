@@ -89,6 +89,8 @@ func TestBadInput(t *testing.T) {
 		{"malformed --ttl", nil, []string{"run", "--key", "jobs", "--ttl", "ten", "--", "true"}, []string{"--ttl", `"ten"`}},
 		{"zero --ttl", nil, []string{"run", "--key", "jobs", "--ttl", "0s", "--", "true"}, []string{"--ttl", "must be positive"}},
 		{"--ttl too short for the margin", nil, []string{"run", "--key", "jobs", "--ttl", "900ms", "--", "true"}, []string{"--ttl 900ms is too short for --margin 1s (the default)", "use --ttl 2s or more"}},
+		{"--ttl too short for the guard", nil, []string{"run", "--key", "jobs", "--ttl", "300ms", "--margin", "50ms", "--", "true"}, []string{"--ttl 300ms is too short for the guard", "(7.5ms here)", "use --ttl 400ms or more"}},
+		{"--ttl too short for the margin and the guard", nil, []string{"run", "--key", "jobs", "--ttl", "60ms", "--margin", "50ms", "--", "true"}, []string{"--ttl 60ms is too short for --margin 50ms", "use --ttl 400ms or more"}},
 		{"--margin beyond the drift allowance", nil, []string{"run", "--key", "jobs", "--ttl", "2s", "--margin", "1990ms", "--", "true"}, []string{"--ttl 2s is too short for --margin 1.99s", "use --ttl 4s or more"}},
 		{"--max-drift out of range", nil, []string{"run", "--key", "jobs", "--max-drift", "0.7", "--", "true"}, []string{"--max-drift (0.7) must be in [0, 0.5)"}},
 		{"negative --margin", nil, []string{"run", "--key", "jobs", "--margin", "-1s", "--", "true"}, []string{"--margin (-1s) must not be negative"}},
