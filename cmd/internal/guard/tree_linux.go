@@ -29,6 +29,10 @@ type procTree struct {
 	// found: a process of the tree stays in it, and a pidfd names its
 	// process whatever pids are reused.
 	scouted []int
+	// leaders holds, of scouted, the pidfds of the processes that lead a
+	// process group (not the guard's), each with its group's id: a signal
+	// to the group reaches all its processes at once.
+	leaders []leader
 	// noLists: the kernel keeps no children lists, and walk sweeps.
 	noLists bool
 }
@@ -40,7 +44,7 @@ func (t *procTree) scout() {
 	for _, fd := range t.scouted {
 		_ = unix.Close(fd)
 	}
-	t.scouted = t.scouted[:0]
+	t.scouted, t.leaders = t.scouted[:0], t.leaders[:0]
 	if t.main == 0 {
 		return
 	}
@@ -53,6 +57,29 @@ func (t *procTree) scout() {
 	for _, p := range procs {
 		if fd, err := openOurs(p, ours, t.self); err == nil {
 			t.scouted = append(t.scouted, fd)
+			if p.Pgid == p.Pid && p.Pgid != t.selfPgid {
+				t.leaders = append(t.leaders, leader{fd: fd, pgid: p.Pgid})
+			}
+		}
+	}
+}
+
+// A leader is a scouted process that leads a process group.
+type leader struct {
+	fd   int // its pidfd, one of scouted
+	pgid int // its group's id: its pid
+}
+
+// signalGroups sends sig to the process group of each scouted leader that
+// is still there, exited or not: while a process is there (a zombie not
+// yet reaped included), no other process can take its pid, and so no
+// other group its group's id. In a wide tree most processes are often in
+// a few groups, and a signal to each reaches them all long before the
+// scouted processes have each had theirs.
+func (t *procTree) signalGroups(sig syscall.Signal) {
+	for _, l := range t.leaders {
+		if unix.PidfdSendSignal(l.fd, 0, nil, 0) == nil {
+			_ = syscall.Kill(-l.pgid, sig)
 		}
 	}
 }
@@ -61,6 +88,7 @@ func (t *procTree) scout() {
 // no walk of /proc comes first. Only SIGSTOP and SIGKILL go there, which a
 // process may get twice without harm.
 func (t *procTree) signalScouted(sig syscall.Signal) {
+	t.signalGroups(sig)
 	for _, fd := range t.scouted {
 		_ = unix.PidfdSendSignal(fd, sig, nil, 0)
 	}
@@ -69,10 +97,12 @@ func (t *procTree) signalScouted(sig syscall.Signal) {
 // freeze sends SIGSTOP as signal does, checking between its steps whether
 // due reports true (see signaller.freeze): the process groups of the
 // guard's children first (the command's, one signal for every process
-// in it), then the scouted processes, due checked every freezeBatch of
-// them, then those walk finds, then those sweep finds.
+// in it), then the groups the scouted processes lead, then the scouted
+// processes, due checked every freezeBatch of them, then those walk
+// finds, then those sweep finds.
 func (t *procTree) freeze(due func() bool) {
 	t.signalHeld(nil, syscall.SIGSTOP)
+	t.signalGroups(syscall.SIGSTOP)
 	for i, fd := range t.scouted {
 		if i%freezeBatch == 0 && due() {
 			return

@@ -9,6 +9,9 @@
 //   contimerwide as contimer, after the writer forked $HEARTBEAT_WIDE
 //               (3000 if unset) children that sleep (pause): a tree the
 //               guard takes long to read
+//   contimerlast as contimerwide, but the writer is the last process
+//               of its group to be forked: the process that forked the
+//               sleepers forks it, and sleeps too (the group's leader)
 //   guardgroup  the writer joins the guard's process group (the command
 //               runs in the guard's session) instead of one of its own
 //   stopguard   the writer first stops the guard (the command's parent)
@@ -251,13 +254,21 @@ int main(int argc, char **argv) {
 		} else if (strcmp(mode, "guardgroup") == 0) {
 		} else if (strcmp(mode, "contimer") == 0) {
 			contimer();
-		} else if (strcmp(mode, "contimerwide") == 0) {
+		} else if (strcmp(mode, "contimerwide") == 0 || strcmp(mode, "contimerlast") == 0) {
 			const char *wide = getenv("HEARTBEAT_WIDE");
 			for (int i = 0, n = wide != NULL ? atoi(wide) : 3000; i < n; i++) {
 				pid_t c = fork();
 				if (c < 0)
 					_exit(1);
 				if (c == 0)
+					for (;;)
+						pause();
+			}
+			if (strcmp(mode, "contimerlast") == 0) {
+				pid_t c = fork();
+				if (c < 0)
+					_exit(1);
+				if (c > 0)
 					for (;;)
 						pause();
 			}
