@@ -195,8 +195,11 @@ func TestJoinGroupCheckFaults(t *testing.T) {
 					t.Errorf("after JoinGroup failed (%v), its lease %x has %s left of %ds: more than the %s since its grant allows; it was extended", err, int64(e.lease), left, r.GrantedTTL, most)
 				}
 			}
-			// A later JoinGroup of the same ID is a good membership.
-			later := mustJoin(t, judge, group, id, ttl)
+			// A later JoinGroup of the same ID is a good membership. It lives
+			// a minute: nothing renews it while the failed one's lease
+			// expires (on a loaded machine, a 3 s membership expired before
+			// it was judged).
+			later := mustJoin(t, judge, group, id, time.Minute)
 			if later.Epoch == uint64(e.lease) {
 				t.Fatalf("the later JoinGroup(%q, %q) = %s: on the failed JoinGroup's lease", group, id, later)
 			}
