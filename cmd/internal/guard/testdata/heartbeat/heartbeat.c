@@ -12,6 +12,15 @@
 //   contimerlast as contimerwide, but the writer is the last process
 //               of its group to be forked: the process that forked the
 //               sleepers forks it, and sleeps too (the group's leader)
+//   leaderless  as contimerlast, but the group holds no leader: the
+//               group's leader forks a process and exits (the command,
+//               which ignores SIGCHLD, reaps it at once); that process
+//               forks the sleepers and the writer, which stay in the
+//               leaderless group, and moves to a group of its own
+//   reaped      as plain, but the command ignores SIGCHLD: the writer,
+//               killed, is reaped at once, and its pid is free again
+//   joingroup   as plain, but the command first joins process group
+//               $HEARTBEAT_JOIN (one of its session's)
 //   guardgroup  the writer joins the guard's process group (the command
 //               runs in the guard's session) instead of one of its own
 //   stopguard   the writer first stops the guard (the command's parent)
@@ -244,13 +253,46 @@ int main(int argc, char **argv) {
 	if ((beatfd = open(path, O_WRONLY | O_CREAT, 0644)) < 0)
 		return 1;
 	snprintf(termpath, sizeof termpath, "%s.term", out);
+	if (strcmp(mode, "leaderless") == 0 || strcmp(mode, "reaped") == 0)
+		signal(SIGCHLD, SIG_IGN);
+	if (strcmp(mode, "joingroup") == 0) {
+		const char *join = getenv("HEARTBEAT_JOIN");
+		if (join == NULL || setpgid(0, atoi(join)) != 0)
+			return 1;
+	}
 	if (fork() == 0) {
+		signal(SIGCHLD, SIG_DFL);
 		struct sigaction sa = {.sa_handler = onTerm};
 		if (sigaction(SIGTERM, &sa, NULL) != 0)
 			_exit(1);
 		if (setpgid(0, strcmp(mode, "guardgroup") == 0 ? getpgid(guard) : 0) != 0)
 			_exit(1);
-		if (strcmp(mode, "plain") == 0) {
+		if (strcmp(mode, "plain") == 0 || strcmp(mode, "reaped") == 0 || strcmp(mode, "joingroup") == 0) {
+		} else if (strcmp(mode, "leaderless") == 0) {
+			pid_t c = fork();
+			if (c < 0)
+				_exit(1);
+			if (c > 0)
+				_exit(0); // the leader: gone, reaped by the command
+			const char *wide = getenv("HEARTBEAT_WIDE");
+			for (int i = 0, n = wide != NULL ? atoi(wide) : 3000; i < n; i++) {
+				pid_t c = fork();
+				if (c < 0)
+					_exit(1);
+				if (c == 0)
+					for (;;)
+						pause();
+			}
+			c = fork();
+			if (c < 0)
+				_exit(1);
+			if (c > 0) {
+				if (setpgid(0, 0) != 0)
+					_exit(1);
+				for (;;)
+					pause();
+			}
+			contimer();
 		} else if (strcmp(mode, "guardgroup") == 0) {
 		} else if (strcmp(mode, "contimer") == 0) {
 			contimer();
