@@ -1,0 +1,92 @@
+//go:build linux && openfinding
+
+// Open findings of the review of the guard's group signals (review-groups).
+// Run them from cmd/ with
+//
+//	go test -tags openfinding -count=1 -v -run 'TestReviewGroups' ./internal/guard/
+//
+// (HEARTBEAT_WIDE=N in the environment sets the leaderless tree's size.)
+
+package guard_test
+
+import (
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// TestReviewGroupsLeaderless: the wide tree of TestReviewKillLeadWide
+// (contimerlast: the freeze dodger the last of 3,001 processes of one
+// group to be forked), but the group's leader is gone before the guard
+// ever scouts it (it forked the process that forks the others, and exited;
+// the command, ignoring SIGCHLD, reaped it), and the process that forked
+// the sleepers and the writer moved to a group of its own. No scouted
+// process leads the group, none of its processes is a child of the guard:
+// no group signal reaches it, and the freeze and the kill reach its
+// processes one by one, the writer last, as before the group signals. The
+// writer must write nothing at or after the deadline.
+func TestReviewGroupsLeaderless(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := startHeartbeat(t, prog, "leaderless", time.Minute, 3*time.Second)
+	writer := readInt(hb.out)
+	f := statFields(writer)
+	if f == nil {
+		t.Fatalf("the writer %d is gone", writer)
+	}
+	pgid, _ := strconv.Atoi(f[2])
+	leader := statFields(pgid)
+	t.Logf("the writer %d is in group %d, whose leader is %v (stat %v); %d processes held",
+		writer, pgid, leader != nil, leader, len(hb.held))
+	if leader != nil {
+		t.Fatalf("the writer's group %d has a leader: stat %v", pgid, leader)
+	}
+	r, ok := hb.g.report(reportWithin)
+	reported := boottime.Now()
+	if !ok {
+		t.Fatalf("no report within %s of the deadline; alive: %d processes", reportWithin, len(hb.held.alive()))
+	}
+	hb.checkBeats(t, r, reported)
+}
+
+// TestReviewGroupsJoinOutsider: the command (a child of the guard) joins
+// the process group of a process outside the tree (`sleep 60` started by
+// the test, in a group of its own in the same session: the command runs
+// in the guard's session). The guard signals the process group of each
+// of its children (signalHeld), whoever leads it: the freeze and the kill
+// reach the outsider. It must be neither stopped nor killed.
+func TestReviewGroupsJoinOutsider(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outsider := exec.Command("sleep", "60")
+	outsider.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := outsider.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		outsider.Process.Kill()
+		outsider.Wait()
+	})
+	pid := outsider.Process.Pid
+	t.Setenv("HEARTBEAT_JOIN", strconv.Itoa(pid))
+	hb := startHeartbeat(t, prog, "joingroup", time.Minute, heartbeatDeadline)
+	t.Logf("the outsider %d leads group %d: stat %v", pid, pid, statFields(pid))
+	r, ok := hb.g.report(reportWithin)
+	reported := boottime.Now()
+	if !ok {
+		t.Fatalf("no report within %s of the deadline; alive: %s", reportWithin, describe(hb.held.alive()))
+	}
+	hb.checkBeats(t, r, reported)
+	if f := statFields(pid); f == nil || f[0] == "T" || f[0] == "Z" || f[0] == "t" {
+		t.Errorf("the outsider %d (outside the tree, leading group %d, which the command joined) was signalled by the guard: stat %v", pid, pid, f)
+	}
+}
