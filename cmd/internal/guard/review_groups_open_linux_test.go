@@ -90,3 +90,40 @@ func TestReviewGroupsJoinOutsider(t *testing.T) {
 		t.Errorf("the outsider %d (outside the tree, leading group %d, which the command joined) was signalled by the guard: stat %v", pid, pid, f)
 	}
 }
+
+// TestReviewGroupsHop: the wide tree of TestReviewKillLeadWide
+// (contimerlast), but between the guard's scout and its freeze (1 s
+// before the deadline) every process of the group, its leader and the
+// writer among them, moves to a group a new process started then leads.
+// The scouted leader is alive, and the guard signals its group, now
+// empty; the new group's leader is found only by the freeze's and the
+// kill's walk of /proc, after the scouted processes had their signals one
+// by one, the writer last. The writer must write nothing at or after the
+// deadline.
+func TestReviewGroupsHop(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := startHeartbeat(t, prog, "hopgroup", time.Minute, 3*time.Second)
+	writer := readInt(hb.out)
+	before := statFields(writer)
+	hop := awaitInt(t, hb.out+".hop")
+	seen := hb.deadline.Sub(boottime.Now())
+	time.Sleep(20 * time.Millisecond)
+	after := statFields(writer)
+	if before == nil || after == nil {
+		t.Fatalf("the writer %d is gone: stat before the hop %v, after %v", writer, before, after)
+	}
+	t.Logf("the writer %d moved from group %s to group %s (the new one: %d), seen %s before the deadline; %d processes held",
+		writer, before[2], after[2], hop, seen.Round(time.Millisecond), len(hb.held))
+	if after[2] != strconv.Itoa(hop) || seen < 100*time.Millisecond {
+		t.Fatalf("no hop before the freeze: the writer %d is in group %s (the new group %d, seen %s before the deadline)", writer, after[2], hop, seen.Round(time.Millisecond))
+	}
+	r, ok := hb.g.report(reportWithin)
+	reported := boottime.Now()
+	if !ok {
+		t.Fatalf("no report within %s of the deadline; alive: %d processes", reportWithin, len(hb.held.alive()))
+	}
+	hb.checkBeats(t, r, reported)
+}
