@@ -56,19 +56,42 @@ func TestReviewGroupsLeaderless(t *testing.T) {
 	hb.checkBeats(t, r, reported)
 }
 
-// TestReviewGroupsJoinOutsider: the command (a child of the guard) joins
-// the process group of a process outside the tree (`sleep 60` started by
-// the test, in a group of its own in the same session: the command runs
-// in the guard's session). The guard signals the process group of each
-// of its children (signalHeld), whoever leads it: the freeze and the kill
-// reach the outsider. It must be neither stopped nor killed.
+// TestReviewGroupsJoinOutsider: a process outside the tree (`sleep 60`
+// started by the test) shares a process group with the tree, in the
+// session the command runs in (the guard's): the command (a child of the
+// guard) joins the outsider's group (commandjoins), or the outsider joins
+// the group the writer of heartbeat plain leads (outsiderjoins). The
+// guard signals the group of each of its children (signalHeld), whoever
+// leads it, and the groups processes of the tree lead (signalGroups,
+// signalAll), whoever is in them: the freeze and the kill reach the
+// outsider. It must be neither stopped nor killed.
 func TestReviewGroupsJoinOutsider(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Run("commandjoins", func(t *testing.T) {
+		pid := startOutsider(t, 0)
+		t.Setenv("HEARTBEAT_JOIN", strconv.Itoa(pid))
+		hb := startHeartbeat(t, prog, "joingroup", time.Minute, heartbeatDeadline)
+		t.Logf("the outsider %d leads group %d: stat %v; the command's %v", pid, pid, statFields(pid), statFields(hb.g.cmd.Process.Pid))
+		checkOutsider(t, hb, pid)
+	})
+	t.Run("outsiderjoins", func(t *testing.T) {
+		hb := startHeartbeat(t, prog, "plain", time.Minute, heartbeatDeadline)
+		writer := readInt(hb.out)
+		pid := startOutsider(t, writer)
+		t.Logf("the outsider %d is in group %d, which the writer leads: stat %v", pid, writer, statFields(pid))
+		checkOutsider(t, hb, pid)
+	})
+}
+
+// startOutsider starts `sleep 60`, outside the tree, in process group
+// pgid (0: one of its own), and returns its pid.
+func startOutsider(t *testing.T, pgid int) int {
+	t.Helper()
 	outsider := exec.Command("sleep", "60")
-	outsider.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	outsider.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 	if err := outsider.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +99,13 @@ func TestReviewGroupsJoinOutsider(t *testing.T) {
 		outsider.Process.Kill()
 		outsider.Wait()
 	})
-	pid := outsider.Process.Pid
-	t.Setenv("HEARTBEAT_JOIN", strconv.Itoa(pid))
-	hb := startHeartbeat(t, prog, "joingroup", time.Minute, heartbeatDeadline)
-	t.Logf("the outsider %d leads group %d: stat %v", pid, pid, statFields(pid))
+	return outsider.Process.Pid
+}
+
+// checkOutsider waits for the guard's report, checks the writer's beats,
+// and that the outsider, pid, is neither stopped nor dead.
+func checkOutsider(t *testing.T, hb *heartbeat, pid int) {
+	t.Helper()
 	r, ok := hb.g.report(reportWithin)
 	reported := boottime.Now()
 	if !ok {
@@ -87,7 +113,7 @@ func TestReviewGroupsJoinOutsider(t *testing.T) {
 	}
 	hb.checkBeats(t, r, reported)
 	if f := statFields(pid); f == nil || f[0] == "T" || f[0] == "Z" || f[0] == "t" {
-		t.Errorf("the outsider %d (outside the tree, leading group %d, which the command joined) was signalled by the guard: stat %v", pid, pid, f)
+		t.Errorf("the outsider %d (outside the tree, in a group with a process of the tree) was signalled by the guard: stat %v", pid, f)
 	}
 }
 
