@@ -25,35 +25,42 @@ import (
 // group to be forked), but the group's leader is gone before the guard
 // ever scouts it (it forked the process that forks the others, and exited;
 // the command, ignoring SIGCHLD, reaped it), and the process that forked
-// the sleepers and the writer moved to a group of its own. No scouted
-// process leads the group, none of its processes is a child of the guard:
-// no group signal reaches it, and the freeze and the kill reach its
-// processes one by one, the writer last, as before the group signals. The
+// the sleepers and the writer moved to a group of its own (leaderless).
+// No scouted process leads the group, none of its processes is a child of
+// the guard: no group signal reaches it, and the freeze and the kill reach
+// its processes one by one, the writer last, as before the group signals.
+// leaderlessplain: the same, but the writer does not undo the freeze; it
+// just writes. lastplain, the control: that writer in the same tree with
+// its group's leader there (scouted, its group signalled at once). The
 // writer must write nothing at or after the deadline.
 func TestReviewGroupsLeaderless(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb := startHeartbeat(t, prog, "leaderless", time.Minute, 3*time.Second)
-	writer := readInt(hb.out)
-	f := statFields(writer)
-	if f == nil {
-		t.Fatalf("the writer %d is gone", writer)
+	for _, mode := range []string{"leaderless", "leaderlessplain", "lastplain"} {
+		t.Run(mode, func(t *testing.T) {
+			hb := startHeartbeat(t, prog, mode, time.Minute, 3*time.Second)
+			writer := readInt(hb.out)
+			f := statFields(writer)
+			if f == nil {
+				t.Fatalf("the writer %d is gone", writer)
+			}
+			pgid, _ := strconv.Atoi(f[2])
+			leader := statFields(pgid)
+			t.Logf("the writer %d is in group %d, whose leader is %v (stat %v); %d processes held",
+				writer, pgid, leader != nil, leader, len(hb.held))
+			if (leader != nil) != (mode == "lastplain") {
+				t.Fatalf("the writer's group %d: leader's stat %v", pgid, leader)
+			}
+			r, ok := hb.g.report(reportWithin)
+			reported := boottime.Now()
+			if !ok {
+				t.Fatalf("no report within %s of the deadline; alive: %d processes", reportWithin, len(hb.held.alive()))
+			}
+			hb.checkBeats(t, r, reported)
+		})
 	}
-	pgid, _ := strconv.Atoi(f[2])
-	leader := statFields(pgid)
-	t.Logf("the writer %d is in group %d, whose leader is %v (stat %v); %d processes held",
-		writer, pgid, leader != nil, leader, len(hb.held))
-	if leader != nil {
-		t.Fatalf("the writer's group %d has a leader: stat %v", pgid, leader)
-	}
-	r, ok := hb.g.report(reportWithin)
-	reported := boottime.Now()
-	if !ok {
-		t.Fatalf("no report within %s of the deadline; alive: %d processes", reportWithin, len(hb.held.alive()))
-	}
-	hb.checkBeats(t, r, reported)
 }
 
 // TestReviewGroupsJoinOutsider: a process outside the tree (`sleep 60`

@@ -12,11 +12,15 @@
 //   contimerlast as contimerwide, but the writer is the last process
 //               of its group to be forked: the process that forked the
 //               sleepers forks it, and sleeps too (the group's leader)
+//   lastplain   as contimerlast, but the writer has no timer: it just
+//               writes
 //   leaderless  as contimerlast, but the group holds no leader: the
 //               group's leader forks a process and exits (the command,
 //               which ignores SIGCHLD, reaps it at once); that process
 //               forks the sleepers and the writer, which stay in the
 //               leaderless group, and moves to a group of its own
+//   leaderlessplain as leaderless, but the writer has no timer: it
+//               just writes
 //   hopgroup    as contimerlast, but once the lease file says the
 //               deadline is less than 1 s away (after the guard's
 //               scout on that lease), the group's leader forks a process
@@ -285,7 +289,8 @@ int main(int argc, char **argv) {
 	if ((beatfd = open(path, O_WRONLY | O_CREAT, 0644)) < 0)
 		return 1;
 	snprintf(termpath, sizeof termpath, "%s.term", out);
-	if (strcmp(mode, "leaderless") == 0 || strcmp(mode, "reaped") == 0)
+	int leaderless = strcmp(mode, "leaderless") == 0 || strcmp(mode, "leaderlessplain") == 0;
+	if (leaderless || strcmp(mode, "reaped") == 0)
 		signal(SIGCHLD, SIG_IGN);
 	if (strcmp(mode, "joingroup") == 0) {
 		const char *join = getenv("HEARTBEAT_JOIN");
@@ -300,7 +305,7 @@ int main(int argc, char **argv) {
 		if (setpgid(0, strcmp(mode, "guardgroup") == 0 ? getpgid(guard) : 0) != 0)
 			_exit(1);
 		if (strcmp(mode, "plain") == 0 || strcmp(mode, "reaped") == 0 || strcmp(mode, "joingroup") == 0) {
-		} else if (strcmp(mode, "leaderless") == 0) {
+		} else if (leaderless) {
 			pid_t c = fork();
 			if (c < 0)
 				_exit(1);
@@ -324,12 +329,14 @@ int main(int argc, char **argv) {
 				for (;;)
 					pause();
 			}
-			contimer();
+			if (strcmp(mode, "leaderless") == 0)
+				contimer();
 		} else if (strcmp(mode, "guardgroup") == 0) {
 		} else if (strcmp(mode, "contimer") == 0) {
 			contimer();
-		} else if (strcmp(mode, "contimerwide") == 0 || strcmp(mode, "contimerlast") == 0 || strcmp(mode, "hopgroup") == 0) {
-			int hop = strcmp(mode, "hopgroup") == 0;
+		} else if (strcmp(mode, "contimerwide") == 0 || strcmp(mode, "contimerlast") == 0 || strcmp(mode, "hopgroup") == 0 ||
+		    strcmp(mode, "lastplain") == 0) {
+			int hop = strcmp(mode, "hopgroup") == 0, last = hop || strcmp(mode, "lastplain") == 0 || strcmp(mode, "contimerlast") == 0;
 			if (hop) {
 				hopTo = mmap(NULL, sizeof *hopTo, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 				struct sigaction sa = {.sa_handler = onHop, .sa_flags = SA_RESTART};
@@ -345,7 +352,7 @@ int main(int argc, char **argv) {
 					for (;;)
 						pause();
 			}
-			if (strcmp(mode, "contimerlast") == 0 || hop) {
+			if (last) {
 				pid_t c = fork();
 				if (c < 0)
 					_exit(1);
@@ -375,7 +382,8 @@ int main(int argc, char **argv) {
 					for (;;)
 						pause();
 			}
-			contimer();
+			if (strcmp(mode, "lastplain") != 0)
+				contimer();
 		} else if (strcmp(mode, "stopguard") == 0) {
 			if (kill(guard, SIGSTOP) != 0)
 				_exit(1);
