@@ -107,7 +107,7 @@
 // no child of the guard is in (their leader exited, or they moved to a
 // group started after the last renewal): the freeze and the kill reach
 // them one by one, and the last of them can write past the deadline
-// without undoing the freeze (measured: 0.7-1.3 s with 3,000 processes at
+// without undoing the freeze (measured: 0.6-1.3 s with 3,000 processes at
 // 2 s on two loaded cores); a process outside the tree in a process group
 // with a process of the tree (the command runs in the session of the
 // guard's caller, where each may join the other's group): the guard's
