@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -33,8 +34,12 @@ func TestGuardGroupLeaderPidReused(t *testing.T) {
 		t.Fatalf("the writer %d does not lead its process group: stat %v", writer, f)
 	}
 	// The guard scouts on the lease startHeartbeat sent: the writer, a
-	// leader, is among the scouted.
-	time.Sleep(300 * time.Millisecond)
+	// leader, is among the scouted once the guard holds a pidfd for it.
+	for began := time.Now(); !holdsPidfd(hb.g.cmd.Process.Pid, writer); time.Sleep(time.Millisecond) {
+		if time.Since(began) > reportWithin {
+			t.Fatalf("the guard holds no pidfd for the writer %d within %s of the lease", writer, reportWithin)
+		}
+	}
 	if err := unix.PidfdSendSignal(hb.held[writer], syscall.SIGKILL, nil, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +63,26 @@ func TestGuardGroupLeaderPidReused(t *testing.T) {
 	if f := statFields(writer); f == nil || f[0] == "T" || f[0] == "Z" || f[0] == "t" {
 		t.Errorf("the outsider %d (outside the tree, leading group %d, the id of a scouted leader reaped since) was signalled by the guard: stat %v", writer, writer, f)
 	}
+}
+
+// holdsPidfd reports whether process holder has a pidfd for process pid
+// open (its fdinfo says so; reading another user's, or an undumpable
+// process's, needs root).
+func holdsPidfd(holder, pid int) bool {
+	dir := "/proc/" + strconv.Itoa(holder)
+	fds, _ := os.ReadDir(dir + "/fd")
+	for _, fd := range fds {
+		if link, err := os.Readlink(dir + "/fd/" + fd.Name()); err != nil || link != "anon_inode:[pidfd]" {
+			continue
+		}
+		b, _ := os.ReadFile(dir + "/fdinfo/" + fd.Name())
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "Pid:" && f[1] == strconv.Itoa(pid) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // reusePid starts a process outside the tree, `sleep 60` in a process
