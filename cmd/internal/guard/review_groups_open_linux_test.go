@@ -53,6 +53,7 @@ func TestReviewGroupsLeaderless(t *testing.T) {
 			if (leader != nil) != (mode == "lastplain") {
 				t.Fatalf("the writer's group %d: leader's stat %v", pgid, leader)
 			}
+			logScouted(t, hb, writer)
 			r, ok := hb.g.report(reportWithin)
 			reported := boottime.Now()
 			if !ok {
@@ -60,6 +61,21 @@ func TestReviewGroupsLeaderless(t *testing.T) {
 			}
 			hb.checkBeats(t, r, reported)
 		})
+	}
+}
+
+// logScouted logs whether, and when, the guard came to hold a pidfd for
+// pid (its scout on the lease startHeartbeat sent took it), looking until
+// the hop of hopgroup is due (1 s before the deadline).
+func logScouted(t *testing.T, hb *heartbeat, pid int) {
+	t.Helper()
+	for {
+		held := holdsPidfd(hb.g.cmd.Process.Pid, pid)
+		if left := hb.deadline.Sub(boottime.Now()); held || left < 1100*time.Millisecond {
+			t.Logf("the guard holds a pidfd for %d (scouted it): %v, %s before the deadline", pid, held, left.Round(time.Millisecond))
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -140,6 +156,7 @@ func TestReviewGroupsHop(t *testing.T) {
 	}
 	hb := startHeartbeat(t, prog, "hopgroup", time.Minute, 3*time.Second)
 	writer := readInt(hb.out)
+	logScouted(t, hb, writer)
 	before := statFields(writer)
 	hop := awaitInt(t, hb.out+".hop")
 	seen := hb.deadline.Sub(boottime.Now())
@@ -150,6 +167,7 @@ func TestReviewGroupsHop(t *testing.T) {
 	}
 	t.Logf("the writer %d moved from group %s to group %s (the new one: %d), seen %s before the deadline; %d processes held",
 		writer, before[2], after[2], hop, seen.Round(time.Millisecond), len(hb.held))
+	t.Logf("the guard holds a pidfd for the new group's leader %d (scouted it): %v", hop, holdsPidfd(hb.g.cmd.Process.Pid, hop))
 	if after[2] != strconv.Itoa(hop) || seen < 100*time.Millisecond {
 		t.Fatalf("no hop before the freeze: the writer %d is in group %s (the new group %d, seen %s before the deadline)", writer, after[2], hop, seen.Round(time.Millisecond))
 	}
