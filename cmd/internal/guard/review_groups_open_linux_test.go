@@ -32,7 +32,12 @@ import (
 // leaderlessplain: the same, but the writer does not undo the freeze; it
 // just writes. lastplain, the control: that writer in the same tree with
 // its group's leader there (scouted, its group signalled at once). The
-// writer must write nothing at or after the deadline.
+// writer must write nothing at or after the deadline. Measured with 3,000
+// sleepers on two cores (load average 3-50): leaderless wrote 0.19-1.16 s
+// after the deadline (9 of 9 runs), leaderlessplain 0.62-1.25 s after it
+// (8 of 8), while lastplain was frozen 94-99 ms before it (5 of 5,
+// interleaved with leaderlessplain); with 1,000, all passed (3 of 3 each).
+// Before the group signals (eb6ca62) lastplain too wrote 874 ms after it.
 func TestReviewGroupsLeaderless(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
@@ -87,7 +92,8 @@ func logScouted(t *testing.T, hb *heartbeat, pid int) {
 // guard signals the group of each of its children (signalHeld), whoever
 // leads it, and the groups processes of the tree lead (signalGroups,
 // signalAll), whoever is in them: the freeze and the kill reach the
-// outsider. It must be neither stopped nor killed.
+// outsider. It must be neither stopped nor killed. Both are killed, on
+// main and before the group signals (eb6ca62) alike.
 func TestReviewGroupsJoinOutsider(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
@@ -148,7 +154,8 @@ func checkOutsider(t *testing.T, hb *heartbeat, pid int) {
 // empty; the new group's leader is found only by the freeze's and the
 // kill's walk of /proc, after the scouted processes had their signals one
 // by one, the writer last. The writer must write nothing at or after the
-// deadline.
+// deadline. It wrote 0.48-1.0 s after it (6 of 6 runs, 3,000 sleepers,
+// load average 3-16).
 func TestReviewGroupsHop(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
