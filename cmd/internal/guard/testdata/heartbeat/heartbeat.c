@@ -12,6 +12,26 @@
 //   contimerlast as contimerwide, but the writer is the last process
 //               of its group to be forked: the process that forked the
 //               sleepers forks it, and sleeps too (the group's leader)
+//   lastplain   as contimerlast, but the writer has no timer: it just
+//               writes
+//   leaderless  as contimerlast, but the group holds no leader: the
+//               group's leader forks a process and exits (the command,
+//               which ignores SIGCHLD, reaps it at once); that process
+//               forks the sleepers and the writer, which stay in the
+//               leaderless group, and moves to a group of its own
+//   leaderlessplain as leaderless, but the writer has no timer: it
+//               just writes
+//   hopgroup    as contimerlast, but once the lease file says the
+//               deadline is less than 1 s away (after the guard's
+//               scout on that lease), the group's leader forks a process
+//               that starts a group of its own, and every process of the
+//               leader's group (the leader and the writer among them)
+//               moves to that group (SIGUSR1, whose handler does it); the
+//               new group's id goes to OUT.hop
+//   reaped      as plain, but the command ignores SIGCHLD: the writer,
+//               killed, is reaped at once, and its pid is free again
+//   joingroup   as plain, but the command first joins process group
+//               $HEARTBEAT_JOIN (one of its session's)
 //   guardgroup  the writer joins the guard's process group (the command
 //               runs in the guard's session) instead of one of its own
 //   stopguard   the writer first stops the guard (the command's parent)
@@ -42,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -93,6 +114,30 @@ static int leaseNear(void) {
 	const char *key = "\"deadline_boot_ns\":";
 	char *at = strstr(buf, key);
 	return at != NULL && strtoll(at + strlen(key), NULL, 10) - boot() < 10000000000LL;
+}
+
+// leaseLeft returns how long until the deadline the lease file names, in
+// ns, or -1 if it names none.
+static long long leaseLeft(void) {
+	const char *path = getenv("TENURE_LEASE_FILE");
+	char buf[4096];
+	int fd = path == NULL ? -1 : open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	const char *key = "\"deadline_boot_ns\":";
+	char *at = strstr(buf, key);
+	return at == NULL ? -1 : strtoll(at + strlen(key), NULL, 10) - boot();
+}
+
+static volatile int *hopTo; // shared: the group to move to (hopgroup)
+
+static void onHop(int sig) {
+	setpgid(0, *hopTo);
 }
 
 static void onTerm(int sig) {
@@ -244,17 +289,28 @@ int main(int argc, char **argv) {
 	if ((beatfd = open(path, O_WRONLY | O_CREAT, 0644)) < 0)
 		return 1;
 	snprintf(termpath, sizeof termpath, "%s.term", out);
+	int leaderless = strcmp(mode, "leaderless") == 0 || strcmp(mode, "leaderlessplain") == 0;
+	if (leaderless || strcmp(mode, "reaped") == 0)
+		signal(SIGCHLD, SIG_IGN);
+	if (strcmp(mode, "joingroup") == 0) {
+		const char *join = getenv("HEARTBEAT_JOIN");
+		if (join == NULL || setpgid(0, atoi(join)) != 0)
+			return 1;
+	}
 	if (fork() == 0) {
+		signal(SIGCHLD, SIG_DFL);
 		struct sigaction sa = {.sa_handler = onTerm};
 		if (sigaction(SIGTERM, &sa, NULL) != 0)
 			_exit(1);
 		if (setpgid(0, strcmp(mode, "guardgroup") == 0 ? getpgid(guard) : 0) != 0)
 			_exit(1);
-		if (strcmp(mode, "plain") == 0) {
-		} else if (strcmp(mode, "guardgroup") == 0) {
-		} else if (strcmp(mode, "contimer") == 0) {
-			contimer();
-		} else if (strcmp(mode, "contimerwide") == 0 || strcmp(mode, "contimerlast") == 0) {
+		if (strcmp(mode, "plain") == 0 || strcmp(mode, "reaped") == 0 || strcmp(mode, "joingroup") == 0) {
+		} else if (leaderless) {
+			pid_t c = fork();
+			if (c < 0)
+				_exit(1);
+			if (c > 0)
+				_exit(0); // the leader: gone, reaped by the command
 			const char *wide = getenv("HEARTBEAT_WIDE");
 			for (int i = 0, n = wide != NULL ? atoi(wide) : 3000; i < n; i++) {
 				pid_t c = fork();
@@ -264,15 +320,70 @@ int main(int argc, char **argv) {
 					for (;;)
 						pause();
 			}
-			if (strcmp(mode, "contimerlast") == 0) {
+			c = fork();
+			if (c < 0)
+				_exit(1);
+			if (c > 0) {
+				if (setpgid(0, 0) != 0)
+					_exit(1);
+				for (;;)
+					pause();
+			}
+			if (strcmp(mode, "leaderless") == 0)
+				contimer();
+		} else if (strcmp(mode, "guardgroup") == 0) {
+		} else if (strcmp(mode, "contimer") == 0) {
+			contimer();
+		} else if (strcmp(mode, "contimerwide") == 0 || strcmp(mode, "contimerlast") == 0 || strcmp(mode, "hopgroup") == 0 ||
+		    strcmp(mode, "lastplain") == 0) {
+			int hop = strcmp(mode, "hopgroup") == 0, last = hop || strcmp(mode, "lastplain") == 0 || strcmp(mode, "contimerlast") == 0;
+			if (hop) {
+				hopTo = mmap(NULL, sizeof *hopTo, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+				struct sigaction sa = {.sa_handler = onHop, .sa_flags = SA_RESTART};
+				if (hopTo == MAP_FAILED || sigaction(SIGUSR1, &sa, NULL) != 0)
+					_exit(1);
+			}
+			const char *wide = getenv("HEARTBEAT_WIDE");
+			for (int i = 0, n = wide != NULL ? atoi(wide) : 3000; i < n; i++) {
 				pid_t c = fork();
 				if (c < 0)
 					_exit(1);
+				if (c == 0)
+					for (;;)
+						pause();
+			}
+			if (last) {
+				pid_t c = fork();
+				if (c < 0)
+					_exit(1);
+				if (c > 0 && hop) {
+					for (long long left; (left = leaseLeft()) < 0 || left > 1000000000LL;)
+						usleep(5000);
+					pid_t g = fork();
+					if (g < 0)
+						_exit(1);
+					if (g == 0) {
+						setpgid(0, 0);
+						for (;;)
+							pause();
+					}
+					if (setpgid(g, g) != 0 && getpgid(g) != g)
+						_exit(1);
+					*hopTo = g;
+					kill(0, SIGUSR1);
+					char path[4096], num[32];
+					snprintf(path, sizeof path, "%s.hop", out);
+					int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+					if (fd < 0 || write(fd, num, snprintf(num, sizeof num, "%d", g)) < 0)
+						_exit(1);
+					close(fd);
+				}
 				if (c > 0)
 					for (;;)
 						pause();
 			}
-			contimer();
+			if (strcmp(mode, "lastplain") != 0)
+				contimer();
 		} else if (strcmp(mode, "stopguard") == 0) {
 			if (kill(guard, SIGSTOP) != 0)
 				_exit(1);
