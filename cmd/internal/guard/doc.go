@@ -88,12 +88,15 @@
 // before that check, and a process reading the guard's end of the control
 // channel, which takes messages meant for the guard); a process that undoes
 // the freeze with SIGCONT of its own when the kill cannot land within its
-// lead: the freeze stops signalling and reading /proc once the kill falls
-// due, and the kill signals the command's process group first, but with a
-// tree of a thousand processes and more (signalled one by one) the process
-// can write until the kill lands, past the deadline (measured: up to 39 ms
-// with 1,000 processes at 2 s; under a TTL below MinTTL, which tenure run
-// refuses, 1-5 ms); a process group that empties and
+// lead: the freeze and the kill signal the process group each scouted
+// process is in first, the freeze stops signalling and reading /proc once
+// the kill would fall due first, and a tree whose scout took long is
+// frozen earlier (twice the scout's time before the kill, a tenth of the
+// TTL at most), but in a tree of thousands of processes each in a group of
+// its own the process can write until the kill lands, past the deadline
+// (measured: with 3,000 processes in one group at 2 s, 0.23-0.35 s late in
+// 2 of 9 runs made two at a time, on time alone; under a TTL below MinTTL,
+// which tenure run refuses, 1-5 ms); a process group that empties and
 // whose id is reused in the instant between the guard reading that a process
 // of the tree leads it (or that a live child of the guard is in it) and
 // signalling it; processes that multiply faster than the guard kills them
@@ -102,14 +105,8 @@
 // whose every process starts a process group of its own): the guard never
 // reports such a tree gone, and kills each process it finds, but ends it
 // only once a kill lands before a fork completes; nor do Ctrl-Z and the
-// freeze before the deadline (SIGSTOP) stop it for sure; a tree of
-// thousands of processes in process groups no scouted process leads and
-// no child of the guard is in (their leader exited, or they moved to a
-// group started after the last renewal): the freeze and the kill reach
-// them one by one, and the last of them can write past the deadline
-// without undoing the freeze (measured: 0.6-1.3 s with 3,000 processes at
-// 2 s on two loaded cores); a process outside the tree in a process group
-// with a process of the tree (the command runs in the session of the
-// guard's caller, where each may join the other's group): the guard's
-// signals to that group reach it.
+// freeze before the deadline (SIGSTOP) stop it for sure; a process
+// outside the tree in a process group with a process of the tree (the
+// command runs in the session of the guard's caller, where each may join
+// the other's group): the guard's signals to that group reach it.
 package guard

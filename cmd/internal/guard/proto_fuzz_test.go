@@ -120,8 +120,8 @@ func (l *sigLog) kill() {
 	l.killed = true
 }
 
-func (l *sigLog) scout()             {}
-func (l *sigLog) freeze(func() bool) { l.signal(syscall.SIGSTOP) }
+func (l *sigLog) scout()                          {}
+func (l *sigLog) freeze(func(time.Duration) bool) { l.signal(syscall.SIGSTOP) }
 
 // FuzzGuardState: whatever messages tenure's side sends, and whenever, the
 // guard never continues the tree at or after its deadline, sends nothing

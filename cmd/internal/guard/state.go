@@ -24,13 +24,15 @@ type signaller interface {
 	// walk of /proc is under way when the freeze is due; the processes
 	// started since are found by reading /proc after that.
 	scout()
-	// freeze is signal(SIGSTOP), but it stops once due reports true: it
-	// checks between its steps (the scouted processes, a few at a time;
-	// the walk; the sweep) whether the kill has fallen due, which then
-	// goes first. Reading /proc can take longer than the freeze's lead
-	// over the kill, on a host with many processes or with a short TTL,
-	// and a process that undoes the freeze writes until the kill lands.
-	freeze(due func() bool)
+	// freeze is signal(SIGSTOP), but it stops once the kill would fall
+	// due before its next step ends: it checks between its steps (the
+	// scouted processes, a few at a time; the walk; the sweep) whether the
+	// kill falls due within the time the step took last (due(d)), and
+	// then leaves the rest to the kill, which goes first. Reading /proc
+	// can take longer than the freeze's lead over the kill, on a host with
+	// many processes or with a short TTL, and a process that undoes the
+	// freeze writes until the kill lands.
+	freeze(due func(within time.Duration) bool)
 }
 
 // state is the guard's deadline logic: what to do to the tree, and when,
@@ -56,6 +58,7 @@ type state struct {
 	killed       bool             // SIGKILL sent: the tree is gone for good
 	expired      bool             // killed because the deadline passed (or tenure went away)
 	leased       bool             // an OpLease has arrived
+	scoutTook    time.Duration    // how long the last scout took: see freezeAt
 }
 
 // handle applies one message from tenure.
@@ -85,6 +88,7 @@ func (s *state) handle(m Message) {
 		}
 		if !s.frozen && now < s.freezeAt() {
 			s.tree.scout() // see signaller
+			s.scoutTook = s.clock().Sub(now)
 		}
 	case OpSignal:
 		// SIGCONT goes through OpCont's rules: a tree frozen for its
@@ -180,8 +184,8 @@ func (s *state) tick() {
 	}
 	if !s.frozen && now >= s.freezeAt() {
 		s.frozen = true
-		due := func() bool { return s.clock() >= s.killDue() }
-		if s.tree.freeze(due); due() {
+		due := func(within time.Duration) bool { return s.clock().Add(within) >= s.killDue() }
+		if s.tree.freeze(due); due(0) {
 			s.expire() // the kill fell due while the freeze read /proc
 		}
 	}
@@ -201,9 +205,20 @@ func (s *state) overdueEnd() bool {
 // comes: at most a twentieth of the TTL.
 const freezeLead = 100 * time.Millisecond
 
-// freezeAt is when the tree is frozen unless a renewal comes first.
+// freezeAt is when the tree is frozen unless a renewal comes first: the
+// freeze's lead before the deadline, or, for a tree that took long to
+// scout, early enough that the freeze (which signals what the scout
+// found) ends before the kill falls due: the kill's lead and twice the
+// last scout's time, at most a tenth of the TTL (the retry period: the
+// freeze never comes before a renewal is overdue). A signal to a process
+// group of 3,000 processes took about 100 ms, their scout 200-600 ms, on
+// two loaded cores.
 func (s *state) freezeAt() boottime.Instant {
-	lead := max(min(freezeLead, time.Duration(s.lease.TTLMs)*time.Millisecond/20), 0)
+	ttl := time.Duration(s.lease.TTLMs) * time.Millisecond
+	lead := max(min(freezeLead, ttl/20), 0)
+	if wide := s.lease.Deadline.Sub(KillAt(s.lease)) + 2*s.scoutTook; wide > lead {
+		lead = max(min(wide, ttl/10), lead)
+	}
 	return s.lease.Deadline.Add(-lead)
 }
 

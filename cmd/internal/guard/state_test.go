@@ -22,19 +22,22 @@ type recorder struct {
 	// freezeTook is how long a freeze takes (reading /proc) unless due
 	// stops it; it checks due every millisecond.
 	freezeTook time.Duration
+	// scoutTook is how long a scout takes (reading a wide tree).
+	scoutTook time.Duration
 }
 
 func (r *recorder) signal(sig syscall.Signal) {
 	r.sent = append(r.sent, fmt.Sprintf("%s@%s", sig, time.Since(r.began)))
 }
 func (r *recorder) kill() { r.signal(syscall.SIGKILL) }
-func (r *recorder) freeze(due func() bool) {
+func (r *recorder) freeze(due func(time.Duration) bool) {
 	r.signal(syscall.SIGSTOP)
-	for end := time.Now().Add(r.freezeTook); time.Now().Before(end) && !due(); {
+	for end := time.Now().Add(r.freezeTook); time.Now().Before(end) && !due(0); {
 		time.Sleep(time.Millisecond)
 	}
 }
 func (r *recorder) scout() {
+	time.Sleep(r.scoutTook)
 	r.scouts = append(r.scouts, time.Since(r.began))
 }
 
@@ -325,6 +328,33 @@ func TestOverdueEnd(t *testing.T) {
 				drive(s, tc.end, msgs)
 				if got := s.overdueEnd(); got != tc.want {
 					t.Errorf("overdueEnd() at %s = %v; want %v (sent %q)", tc.end, got, tc.want, rec.sent)
+				}
+			})
+		})
+	}
+}
+
+// TestWideTreeFrozenEarly: a tree whose scout took long is frozen early
+// enough that a freeze as long (twice the scout) ends before the kill
+// falls due, but never more than a tenth of the TTL (200 ms here) before
+// the deadline; a tree scouted quickly is frozen at the usual lead.
+func TestWideTreeFrozenEarly(t *testing.T) {
+	for _, tc := range []struct {
+		scout  time.Duration
+		freeze string
+	}{
+		{10 * time.Millisecond, "900ms"}, // 50 + 2×10 = 70 ms: under the freeze's lead, 100 ms
+		{60 * time.Millisecond, "830ms"}, // 50 + 2×60 = 170 ms
+		{time.Second / 2, "800ms"},       // a tenth of the TTL at most
+	} {
+		t.Run(tc.scout.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, rec := newState(t, time.Second)
+				rec.scoutTook = tc.scout
+				s.handle(leaseMsg(time.Second, 0))
+				drive(s, 2*time.Second, nil)
+				if want := []string{"stopped (signal)@" + tc.freeze, "killed@950ms"}; !slices.Equal(rec.sent, want) {
+					t.Errorf("sent %q; want %q", rec.sent, want)
 				}
 			})
 		})

@@ -29,12 +29,15 @@ type procTree struct {
 	// found: a process of the tree stays in it, and a pidfd names its
 	// process whatever pids are reused.
 	scouted []int
-	// leaders holds, of scouted, the pidfds of the processes that lead a
-	// process group (not the guard's), each with its group's id: a signal
-	// to the group reaches all its processes at once.
-	leaders []leader
+	// pids holds the pid of each process of scouted, in the same order:
+	// its process group is read when the tree is signalled (see
+	// signalGroups).
+	pids []int
 	// noLists: the kernel keeps no children lists, and walk sweeps.
 	noLists bool
+	// walkTook and sweepTook are how long the last walk and the last sweep
+	// took: the freeze begins neither when the kill would fall due first.
+	walkTook, sweepTook time.Duration
 }
 
 // scout walks the tree and holds a pidfd for each of its live processes
@@ -44,7 +47,7 @@ func (t *procTree) scout() {
 	for _, fd := range t.scouted {
 		_ = unix.Close(fd)
 	}
-	t.scouted, t.leaders = t.scouted[:0], t.leaders[:0]
+	t.scouted, t.pids = t.scouted[:0], t.pids[:0]
 	if t.main == 0 {
 		return
 	}
@@ -56,30 +59,30 @@ func (t *procTree) scout() {
 	ours := t.ours(procs)
 	for _, p := range procs {
 		if fd, err := openOurs(p, ours, t.self); err == nil {
-			t.scouted = append(t.scouted, fd)
-			if p.Pgid == p.Pid && p.Pgid != t.selfPgid {
-				t.leaders = append(t.leaders, leader{fd: fd, pgid: p.Pgid})
-			}
+			t.scouted, t.pids = append(t.scouted, fd), append(t.pids, p.Pid)
 		}
 	}
 }
 
-// A leader is a scouted process that leads a process group.
-type leader struct {
-	fd   int // its pidfd, one of scouted
-	pgid int // its group's id: its pid
-}
-
-// signalGroups sends sig to the process group of each scouted leader that
-// is still there, exited or not: while a process is there (a zombie not
-// yet reaped included), no other process can take its pid, and so no
-// other group its group's id. In a wide tree most processes are often in
-// a few groups, and a signal to each reaches them all long before the
-// scouted processes have each had theirs.
+// signalGroups sends sig to the process group each scouted process is in
+// now, once per group, but the guard's own: it reads the group's id
+// (getpgid), then checks with the process's pidfd that the process is
+// still there, exited or not, so that the pid it read named it and the
+// group holds it (a process that moved to another group since has its
+// new group signalled, as has one whose group's leader is gone). In a
+// wide tree most processes are often in a few groups, and a signal to
+// each reaches them all long before the scouted processes have each had
+// theirs.
 func (t *procTree) signalGroups(sig syscall.Signal) {
-	for _, l := range t.leaders {
-		if unix.PidfdSendSignal(l.fd, 0, nil, 0) == nil {
-			_ = syscall.Kill(-l.pgid, sig)
+	done := map[int]bool{t.selfPgid: true}
+	for i, pid := range t.pids {
+		pgid, err := unix.Getpgid(pid)
+		if err != nil || pgid <= 0 || done[pgid] {
+			continue
+		}
+		if unix.PidfdSendSignal(t.scouted[i], 0, nil, 0) == nil {
+			done[pgid] = true
+			_ = syscall.Kill(-pgid, sig)
 		}
 	}
 }
@@ -95,25 +98,26 @@ func (t *procTree) signalScouted(sig syscall.Signal) {
 }
 
 // freeze sends SIGSTOP as signal does, checking between its steps whether
-// due reports true (see signaller.freeze): the process groups of the
+// the kill falls due (see signaller.freeze): the process groups of the
 // guard's children first (the command's, one signal for every process
-// in it), then the groups the scouted processes lead, then the scouted
+// in it), then the groups the scouted processes are in, then the scouted
 // processes, due checked every freezeBatch of them, then those walk
-// finds, then those sweep finds.
-func (t *procTree) freeze(due func() bool) {
+// finds unless the kill would fall due within the last walk's time, then
+// those sweep finds, likewise.
+func (t *procTree) freeze(due func(within time.Duration) bool) {
 	t.signalHeld(nil, syscall.SIGSTOP)
 	t.signalGroups(syscall.SIGSTOP)
 	for i, fd := range t.scouted {
-		if i%freezeBatch == 0 && due() {
+		if i%freezeBatch == 0 && due(0) {
 			return
 		}
 		_ = unix.PidfdSendSignal(fd, syscall.SIGSTOP, nil, 0)
 	}
-	if due() {
-		return
+	if due(t.walkTook) {
+		return // the kill would fall due during the walk
 	}
-	if t.signalFound(t.walk, syscall.SIGSTOP); t.noLists || due() {
-		return // walk swept, or the kill is due
+	if t.signalFound(t.walk, syscall.SIGSTOP); t.noLists || due(t.sweepTook) {
+		return // walk swept, or the kill would fall due during the sweep
 	}
 	t.signalFound(t.sweep, syscall.SIGSTOP)
 }
@@ -147,6 +151,7 @@ func (t *procTree) live() []Proc {
 // (the freeze, the kill) walks again by sweep after it. Without the lists
 // (CONFIG_PROC_CHILDREN unset), it sweeps.
 func (t *procTree) walk() (procs []Proc, ok bool) {
+	defer func(began time.Time) { t.walkTook = time.Since(began) }(time.Now())
 	procs, err := Family("/proc", t.self)
 	if errors.Is(err, ErrNoChildrenLists) {
 		t.noLists = true
@@ -162,6 +167,7 @@ func (t *procTree) walk() (procs []Proc, ok bool) {
 // stat line of every process on the host, where no list can skip one; ok
 // is false when /proc does not show the guard itself.
 func (t *procTree) sweep() (procs []Proc, ok bool) {
+	defer func(began time.Time) { t.sweepTook = time.Since(began) }(time.Now())
 	procs, err := Descendants("/proc", t.self)
 	if err != nil || !seen(t.self) {
 		return nil, false
