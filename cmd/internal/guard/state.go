@@ -209,10 +209,10 @@ const freezeLead = 100 * time.Millisecond
 // freeze's lead before the deadline, or, for a tree that took long to
 // scout, early enough that the freeze (which signals what the scout
 // found) ends before the kill falls due: the kill's lead and twice the
-// last scout's time, at most a tenth of the TTL (the retry period: the
-// freeze never comes before a renewal is overdue). A signal to a process
-// group of 3,000 processes took about 100 ms, their scout 200-600 ms, on
-// two loaded cores.
+// last scout's time, at most a tenth of the TTL (at the default margin,
+// still after the next renewal is overdue). A signal to a process group of
+// 3,000 processes took about 100 ms, their scout 200-600 ms, on two loaded
+// cores.
 func (s *state) freezeAt() boottime.Instant {
 	ttl := time.Duration(s.lease.TTLMs) * time.Millisecond
 	lead := max(min(freezeLead, ttl/20), 0)
