@@ -102,3 +102,31 @@ func TestSpeedDocCurrent(t *testing.T) {
 	}
 	t.Logf("measured at %.12s, %s commits to coordinator code since", rec.Commit, strconv.Itoa(len(commits)))
 }
+
+// TestPartitionsMissMarked: a partition-group figure that misses its
+// target is marked "(not met)" beside it, and one that meets it is not.
+func TestPartitionsMissMarked(t *testing.T) {
+	rec, err := readRecord(filepath.Join(repoRoot(t), "docs/speed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rec.Runs {
+		if r.Partitions != nil {
+			p := *r.Partitions
+			p.LeaveP99MS, p.ColdStartMS = 999, 20_000 // etcd's and PostgreSQL's the same
+			rec.Runs[i].Partitions = &p
+		}
+	}
+	var page bytes.Buffer
+	if err := render(&page, rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| planned-leave hand-over p99 | ≤ 1 s | 999 ms | 999 ms |",
+		"| cold start to fully owned | < 20 s | 20.00 s **(not met)** | 20.00 s **(not met)** |",
+	} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the page has no line %q", want)
+		}
+	}
+}
