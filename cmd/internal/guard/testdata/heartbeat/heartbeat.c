@@ -268,6 +268,20 @@ static pid_t parent(pid_t pid) {
 	return at != NULL && sscanf(at + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
 }
 
+// forkSleepers forks $HEARTBEAT_WIDE (3000 if unset) children that sleep
+// (pause) until killed: a tree the guard takes long to read.
+static void forkSleepers(void) {
+	const char *wide = getenv("HEARTBEAT_WIDE");
+	for (int i = 0, n = wide != NULL ? atoi(wide) : 3000; i < n; i++) {
+		pid_t c = fork();
+		if (c < 0)
+			_exit(1);
+		if (c == 0)
+			for (;;)
+				pause();
+	}
+}
+
 static char stack[1 << 16];
 
 static int nsinit(void *arg) {
@@ -311,15 +325,7 @@ int main(int argc, char **argv) {
 				_exit(1);
 			if (c > 0)
 				_exit(0); // the leader: gone, reaped by the command
-			const char *wide = getenv("HEARTBEAT_WIDE");
-			for (int i = 0, n = wide != NULL ? atoi(wide) : 3000; i < n; i++) {
-				pid_t c = fork();
-				if (c < 0)
-					_exit(1);
-				if (c == 0)
-					for (;;)
-						pause();
-			}
+			forkSleepers();
 			c = fork();
 			if (c < 0)
 				_exit(1);
@@ -343,15 +349,7 @@ int main(int argc, char **argv) {
 				if (hopTo == MAP_FAILED || sigaction(SIGUSR1, &sa, NULL) != 0)
 					_exit(1);
 			}
-			const char *wide = getenv("HEARTBEAT_WIDE");
-			for (int i = 0, n = wide != NULL ? atoi(wide) : 3000; i < n; i++) {
-				pid_t c = fork();
-				if (c < 0)
-					_exit(1);
-				if (c == 0)
-					for (;;)
-						pause();
-			}
+			forkSleepers();
 			if (last) {
 				pid_t c = fork();
 				if (c < 0)
