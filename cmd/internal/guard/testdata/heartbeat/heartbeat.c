@@ -52,6 +52,18 @@
 //               just the minute-long one the command started under), sends
 //               the guard SIGTERM every 50 ms; it creates OUT.sigterm when
 //               it sends the first
+//   latewide    the writer writes until the lease file says the deadline
+//               is less than 10 s away (the guard has applied, and
+//               scouted on, the test's lease, not just the minute-long
+//               one the command started under), then forks $HEARTBEAT_WIDE sleepers (3000 if
+//               unset; in its group) and a new writer, which starts a
+//               process group of its own, writes its pid to OUT.late and
+//               writes on in its place; the old writer sleeps: the tree
+//               is wide only after the last renewal, and the guard
+//               scouted neither the sleepers nor the new writer
+//   widenew     as latewide, but the sleepers are forked before the
+//               writer's first beat (the tree is wide at the last
+//               renewal): only the new writer comes after it
 //   userns      the writer is pid 2 of a new user and PID namespace whose
 //               init forks it and waits; OUT names the namespace's parent
 #define _GNU_SOURCE
@@ -78,18 +90,22 @@ static long long boot(void) {
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-// report writes this process's pid, as /proc (the guard's) shows it, to out.
-static void report(void) {
+// reportTo writes this process's pid, as /proc (the guard's) shows it, to
+// path.
+static void reportTo(const char *path) {
 	char self[64] = {0}, tmp[4096];
 	if (readlink("/proc/self", self, sizeof self - 1) < 0)
 		_exit(1);
-	snprintf(tmp, sizeof tmp, "%s.tmp", out);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || write(fd, self, strlen(self)) < 0)
 		_exit(1);
 	close(fd);
-	rename(tmp, out);
+	rename(tmp, path);
 }
+
+// report writes this process's pid to out.
+static void report(void) { reportTo(out); }
 
 static int beatfd;
 static int forgefds[64];  // tenure's sockets (forgelease)
@@ -145,10 +161,35 @@ static void onTerm(int sig) {
 	_exit(0);
 }
 
+static int late;         // hand the beat over once the lease is near (latewide, widenew)
+static int lateSleepers; // fork the sleepers then too (latewide)
+
+static void forkSleepers(void);
+
+// handOff forks, for latewide, the sleepers, then a new writer in a
+// process group of its own, which returns (to write on); this process
+// sleeps.
+static void handOff(void) {
+	late = 0;
+	if (lateSleepers)
+		forkSleepers();
+	pid_t c = fork();
+	if (c < 0)
+		_exit(1);
+	if (c > 0)
+		for (;;)
+			pause();
+	if (setpgid(0, 0) != 0)
+		_exit(1);
+	char path[4096];
+	snprintf(path, sizeof path, "%s.late", out);
+	reportTo(path);
+}
+
 // beat writes the boot clock to OUT.beat (beatfd) until 60 s have passed.
 static void beat(void) {
 	char buf[32], msg[512];
-	long long began = boot(), nextTerm = 0;
+	long long began = boot(), nextTerm = 0, nextLate = 0;
 	int termed = 0;
 	for (long long end = began + 60000000000LL, n = 0; boot() < end; n++) {
 		if (nforge > 0 && n % 250 == 0) {
@@ -171,6 +212,11 @@ static void beat(void) {
 				}
 			}
 			nextTerm = boot() + (termed ? 50000000LL : 10000000LL);
+		}
+		if (late && boot() >= nextLate) {
+			if (leaseNear())
+				handOff();
+			nextLate = boot() + 10000000LL;
 		}
 		if (reportfd >= 0 && boot() > began + 300000000LL) {
 			const char *r = "{\"exited\":true,\"code\":0,\"status\":\"exit status 0\"}\n";
@@ -338,6 +384,12 @@ int main(int argc, char **argv) {
 			if (strcmp(mode, "leaderless") == 0)
 				contimer();
 		} else if (strcmp(mode, "guardgroup") == 0) {
+		} else if (strcmp(mode, "latewide") == 0 || strcmp(mode, "widenew") == 0) {
+			late = 1;
+			if (strcmp(mode, "latewide") == 0)
+				lateSleepers = 1;
+			else
+				forkSleepers();
 		} else if (strcmp(mode, "contimer") == 0) {
 			contimer();
 		} else if (strcmp(mode, "contimerwide") == 0 || strcmp(mode, "contimerlast") == 0 || strcmp(mode, "hopgroup") == 0 ||
