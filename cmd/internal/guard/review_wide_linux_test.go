@@ -1,78 +1,67 @@
-//go:build linux && openfinding
+//go:build linux
 
-// Open findings of the fresh review of the freeze and the kill of wide
-// trees (review-wide, after 0600ef4). Run them one at a time (each keeps a
-// core busy and forks 3,000 processes) from cmd/ with
-//
-//	go test -tags openfinding -count=1 -v -run 'TestReviewWideNewWriter/latewide$' ./internal/guard/
-//
-// (HEARTBEAT_WIDE=N in the environment sets the wide tree's size.)
+// The fresh review of the freeze and the kill of wide trees (review-wide,
+// after 0600ef4): the attacks the guard holds against. Its open findings
+// are in review_wide_open_linux_test.go.
 
 package guard_test
 
 import (
-	"os"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
-	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
-// TestReviewWideNewWriter: a plain writer (no timer of its own, nothing
-// undoes the freeze) that the guard never scouted: 10 s before the
-// deadline (1 s after the lease, 11 s long, and the guard's scout on it)
-// the writer the guard scouted forks a new writer, which starts a process group of its own and
-// writes in its place, and sleeps. No scouted process is in the new
-// writer's group, which it leads, and it is no child of the guard: only a
-// reading of /proc (the freeze's walk, then the kill's) finds it, after
-// the whole tree is read. latewide: the tree is wide only after the last
-// renewal (the old writer forks 3,000 sleepers, in its group, before the
-// new writer: 7 s for 3,000 forks here), so the scout took little and the freeze comes 100 ms
-// before the deadline; widenew: the 3,000 sleepers were there at the
-// scout, which took long, so the freeze comes up to 200 ms before the
-// deadline, but it skips its walk when the kill would fall due within the
-// last walk's time, and the new writer is then left to the kill's walk.
-// The writer must write nothing at or after the deadline.
-func TestReviewWideNewWriter(t *testing.T) {
+// TestReviewWidePidReusedOtherGroup: the freeze and the kill read the
+// process group each scouted process is in when they signal (getpgid of
+// its pid). A scouted process (the writer of heartbeat reaped) is killed
+// and reaped after the scout, and its pid goes to a process outside the
+// tree (`sleep 60`) in a process group that another process outside the
+// tree leads, one the guard never saw: getpgid of the scouted pid now
+// names that group. The guard must signal neither outsider: its pidfd for
+// the scouted process says it is gone. (Needs root: ns_last_pid.)
+func TestReviewWidePidReusedOtherGroup(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := os.Getenv("HEARTBEAT_WIDE"); n != "" {
-		t.Logf("HEARTBEAT_WIDE=%s", n)
+	hb := startHeartbeat(t, prog, "reaped", time.Minute, 2*time.Second)
+	writer := readInt(hb.out)
+	for began := time.Now(); !holdsPidfd(hb.g.cmd.Process.Pid, writer); time.Sleep(time.Millisecond) {
+		if time.Since(began) > reportWithin {
+			t.Fatalf("the guard holds no pidfd for the writer %d within %s of the lease", writer, reportWithin)
+		}
 	}
-	for _, mode := range []string{"latewide", "widenew"} {
-		t.Run(mode, func(t *testing.T) {
-			hb := startHeartbeat(t, prog, mode, time.Minute, 11*time.Second)
-			logLate(t, hb)
-			r, ok := hb.g.report(reportWithin)
-			reported := boottime.Now()
-			if !ok {
-				t.Fatalf("no report within %s of the deadline; alive: %d processes", reportWithin, len(hb.held.alive()))
-			}
-			hb.checkBeats(t, r, reported)
-		})
+	if err := unix.PidfdSendSignal(hb.held[writer], syscall.SIGKILL, nil, 0); err != nil {
+		t.Fatal(err)
 	}
-}
-
-// logLate waits for the new writer of latewide and widenew (its pid in
-// OUT.late) and logs when it came, its process group, and whether the
-// guard holds a pidfd for it (scouted it: it must not have).
-func logLate(t *testing.T, hb *heartbeat) int {
-	t.Helper()
-	w := awaitInt(t, hb.out+".late")
-	seen := hb.deadline.Sub(boottime.Now())
-	f := statFields(w)
-	if f == nil {
-		t.Fatalf("the new writer %d is gone", w)
+	for began := time.Now(); statFields(writer) != nil; time.Sleep(time.Millisecond) {
+		if time.Since(began) > reportWithin {
+			t.Fatalf("the writer %d was not reaped within %s: stat %v", writer, reportWithin, statFields(writer))
+		}
 	}
-	scouted := holdsPidfd(hb.g.cmd.Process.Pid, w)
-	t.Logf("the new writer %d (ppid %s, group %s) seen %s before the deadline; the guard holds a pidfd for it: %v",
-		w, f[1], f[2], seen.Round(time.Millisecond), scouted)
-	if seen < 500*time.Millisecond || scouted || f[2] != strconv.Itoa(w) {
-		t.Fatalf("not the tree wanted: the new writer came %s before the deadline (want it before the freeze), scouted %v, in group %s", seen.Round(time.Millisecond), scouted, f[2])
+	leader := startOutsider(t, 0)
+	member := reusePid(t, writer, leader)
+	if f := statFields(writer); f == nil || f[2] != strconv.Itoa(leader) {
+		t.Fatalf("the outsider %d is not in group %d: stat %v", member.Process.Pid, leader, f)
 	}
-	return w
+	t.Logf("the scouted writer's pid %d went to an outsider in group %d, which the outsider %d leads", writer, leader, leader)
+	r, ok := hb.g.report(reportWithin)
+	if !ok {
+		t.Fatalf("no report within %s of the deadline; alive: %s", reportWithin, describe(hb.held.alive()))
+	}
+	if !r.Killed || !r.Expired {
+		t.Errorf("report %+v; want killed, expired", r)
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, pid := range []int{writer, leader} {
+		if f := statFields(pid); f == nil || f[0] == "T" || f[0] == "Z" || f[0] == "t" {
+			t.Errorf("the outsider %d (outside the tree, in group %d, which getpgid of a scouted pid reused since names) was signalled by the guard: stat %v", pid, leader, f)
+		}
+	}
 }

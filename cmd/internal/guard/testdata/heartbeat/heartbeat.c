@@ -53,9 +53,10 @@
 //               the guard SIGTERM every 50 ms; it creates OUT.sigterm when
 //               it sends the first
 //   latewide    the writer writes until the lease file says the deadline
-//               is less than 10 s away (the guard has applied, and
-//               scouted on, the test's lease, not just the minute-long
-//               one the command started under), then forks $HEARTBEAT_WIDE sleepers (3000 if
+//               is less than 24 s away (the guard has applied the test's
+//               lease, 26 s long, not just the minute-long one the
+//               command started under, and scouted on it 2 s before),
+//               then forks $HEARTBEAT_WIDE sleepers (3000 if
 //               unset; in its group) and a new writer, which starts a
 //               process group of its own, writes its pid to OUT.late and
 //               writes on in its place; the old writer sleeps: the tree
@@ -114,24 +115,6 @@ static int reportfd = -1; // the guard's end of the report channel (forgereport)
 static pid_t termguard;   // the guard, sent SIGTERM (termguard)
 static char termpath[4096];
 
-// leaseNear reports whether the lease file says the deadline is less than
-// 10 s away.
-static int leaseNear(void) {
-	const char *path = getenv("TENURE_LEASE_FILE");
-	char buf[4096];
-	int fd = path == NULL ? -1 : open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *key = "\"deadline_boot_ns\":";
-	char *at = strstr(buf, key);
-	return at != NULL && strtoll(at + strlen(key), NULL, 10) - boot() < 10000000000LL;
-}
-
 // leaseLeft returns how long until the deadline the lease file names, in
 // ns, or -1 if it names none.
 static long long leaseLeft(void) {
@@ -148,6 +131,13 @@ static long long leaseLeft(void) {
 	const char *key = "\"deadline_boot_ns\":";
 	char *at = strstr(buf, key);
 	return at == NULL ? -1 : strtoll(at + strlen(key), NULL, 10) - boot();
+}
+
+// leaseWithin reports whether the lease file says the deadline is less
+// than ns away.
+static int leaseWithin(long long ns) {
+	long long left = leaseLeft();
+	return left >= 0 && left < ns;
 }
 
 static volatile int *hopTo; // shared: the group to move to (hopgroup)
@@ -202,7 +192,7 @@ static void beat(void) {
 				send(forgefds[i], msg, m, MSG_DONTWAIT | MSG_NOSIGNAL);
 		}
 		if (termguard > 0 && boot() >= nextTerm) {
-			if (termed || leaseNear()) {
+			if (termed || leaseWithin(10000000000LL)) {
 				kill(termguard, SIGTERM);
 				if (!termed) {
 					char sent[4096];
@@ -214,7 +204,7 @@ static void beat(void) {
 			nextTerm = boot() + (termed ? 50000000LL : 10000000LL);
 		}
 		if (late && boot() >= nextLate) {
-			if (leaseNear())
+			if (leaseWithin(24000000000LL))
 				handOff();
 			nextLate = boot() + 10000000LL;
 		}
