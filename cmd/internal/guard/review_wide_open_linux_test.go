@@ -16,13 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-dev/tenure/cmd/internal/guard"
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
 // TestReviewWideNewWriter: a plain writer (no timer of its own, nothing
-// undoes the freeze) that the guard never scouted: 2 s after the lease
-// (26 s long) and the guard's scout on it, the writer the guard scouted
+// undoes the freeze) that the guard never scouted: 3 s after the lease
+// (27 s long) and the guard's scout on it, the writer the guard scouted
 // forks a new writer, which starts a process group of its own and
 // writes in its place, and sleeps. No scouted process is in the new
 // writer's group, which it leads, and it is no child of the guard: only a
@@ -43,11 +44,18 @@ func TestReviewWideNewWriter(t *testing.T) {
 	if n := os.Getenv("HEARTBEAT_WIDE"); n != "" {
 		t.Logf("HEARTBEAT_WIDE=%s", n)
 	}
-	for _, mode := range []string{"latewide", "widenew"} {
-		t.Run(mode, func(t *testing.T) {
-			hb := startHeartbeat(t, prog, mode, time.Minute, 26*time.Second)
+	for _, tc := range []struct {
+		name, mode string
+		ttlMs      int64
+	}{{"latewide", "latewide", 2000}, {"widenew", "widenew", 2000}, {"latewide10s", "latewide", 10000}, {"widenew10s", "widenew", 10000}} {
+		t.Run(tc.name, func(t *testing.T) {
+			hb := startHeartbeat(t, prog, tc.mode, time.Minute, 27*time.Second)
+			if tc.ttlMs != 2000 {
+				l := guard.Lease{Key: "k", Holder: "h", Token: 1, Deadline: hb.deadline, TTLMs: tc.ttlMs, Live: true}
+				hb.g.send(t, guard.Message{Op: guard.OpLease, Lease: &l})
+			}
 			logLate(t, hb)
-			r, ok := hb.g.report(reportWithin)
+			r, ok := hb.g.report(hb.deadline.Sub(boottime.Now()) + reportWithin)
 			reported := boottime.Now()
 			if !ok {
 				t.Fatalf("no report within %s of the deadline; alive: %d processes", reportWithin, len(hb.held.alive()))
@@ -75,4 +83,31 @@ func logLate(t *testing.T, hb *heartbeat) int {
 		t.Fatalf("not the tree wanted: the new writer came %s before the deadline (want it before the freeze), scouted %v, in group %s", seen.Round(time.Millisecond), scouted, f[2])
 	}
 	return w
+}
+
+// TestReviewWideGroupsPlain: a plain writer the guard scouted, the last of
+// 3,001 processes each in a process group of its own (heartbeat
+// groupsplain: 3,000 sleepers, then the writer, forked by one process).
+// The freeze signals the group of each scouted process, in the order the
+// scout found them, with no look at the clock between them: the writer's
+// group comes last. The writer must write nothing at or after the
+// deadline.
+func TestReviewWideGroupsPlain(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := startHeartbeat(t, prog, "groupsplain", time.Minute, 3*time.Second)
+	writer := readInt(hb.out)
+	f := statFields(writer)
+	if f == nil || f[2] != strconv.Itoa(writer) {
+		t.Fatalf("the writer %d does not lead its group: stat %v", writer, f)
+	}
+	logScouted(t, hb, writer)
+	r, ok := hb.g.report(reportWithin)
+	reported := boottime.Now()
+	if !ok {
+		t.Fatalf("no report within %s of the deadline; alive: %d processes", reportWithin, len(hb.held.alive()))
+	}
+	hb.checkBeats(t, r, reported)
 }

@@ -52,10 +52,13 @@
 //               just the minute-long one the command started under), sends
 //               the guard SIGTERM every 50 ms; it creates OUT.sigterm when
 //               it sends the first
+//   groupsplain as lastplain, but each sleeper, and the writer, starts a
+//               process group of its own: the writer's is the last of
+//               3,001 groups
 //   latewide    the writer writes until the lease file says the deadline
 //               is less than 24 s away (the guard has applied the test's
-//               lease, 26 s long, not just the minute-long one the
-//               command started under, and scouted on it 2 s before),
+//               lease, 27 s long, not just the minute-long one the
+//               command started under, and scouted on it 3 s before),
 //               then forks $HEARTBEAT_WIDE sleepers (3000 if
 //               unset; in its group) and a new writer, which starts a
 //               process group of its own, writes its pid to OUT.late and
@@ -153,6 +156,8 @@ static void onTerm(int sig) {
 
 static int late;         // hand the beat over once the lease is near (latewide, widenew)
 static int lateSleepers; // fork the sleepers then too (latewide)
+
+static int ownGroups; // each sleeper starts a process group of its own (groupsplain)
 
 static void forkSleepers(void);
 
@@ -312,9 +317,12 @@ static void forkSleepers(void) {
 		pid_t c = fork();
 		if (c < 0)
 			_exit(1);
-		if (c == 0)
+		if (c == 0) {
+			if (ownGroups && setpgid(0, 0) != 0)
+				_exit(1);
 			for (;;)
 				pause();
+		}
 	}
 }
 
@@ -383,8 +391,10 @@ int main(int argc, char **argv) {
 		} else if (strcmp(mode, "contimer") == 0) {
 			contimer();
 		} else if (strcmp(mode, "contimerwide") == 0 || strcmp(mode, "contimerlast") == 0 || strcmp(mode, "hopgroup") == 0 ||
-		    strcmp(mode, "lastplain") == 0) {
-			int hop = strcmp(mode, "hopgroup") == 0, last = hop || strcmp(mode, "lastplain") == 0 || strcmp(mode, "contimerlast") == 0;
+		    strcmp(mode, "lastplain") == 0 || strcmp(mode, "groupsplain") == 0) {
+			int hop = strcmp(mode, "hopgroup") == 0, groups = strcmp(mode, "groupsplain") == 0;
+			int last = hop || groups || strcmp(mode, "lastplain") == 0 || strcmp(mode, "contimerlast") == 0;
+			ownGroups = groups;
 			if (hop) {
 				hopTo = mmap(NULL, sizeof *hopTo, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 				struct sigaction sa = {.sa_handler = onHop, .sa_flags = SA_RESTART};
@@ -421,8 +431,10 @@ int main(int argc, char **argv) {
 				if (c > 0)
 					for (;;)
 						pause();
+				if (groups && setpgid(0, 0) != 0)
+					_exit(1);
 			}
-			if (strcmp(mode, "lastplain") != 0)
+			if (strcmp(mode, "lastplain") != 0 && !groups)
 				contimer();
 		} else if (strcmp(mode, "stopguard") == 0) {
 			if (kill(guard, SIGSTOP) != 0)
