@@ -111,3 +111,32 @@ func TestReviewWideGroupsPlain(t *testing.T) {
 	}
 	hb.checkBeats(t, r, reported)
 }
+
+// TestReviewWideSlowScout: the guard scouts the tree when a lease comes,
+// before it looks at the clock again. Under `--ttl 2s` and the default
+// `--margin 1s`, a renewal's local deadline is about 1 s after it was
+// sent (sent here 1 s before the deadline, TTL 2 s), and the scout of a
+// tree of 3,001 processes takes most of that: the freeze, due 200 ms
+// before the deadline (the scout took long), comes only once the scout is
+// over. lastplain: the plain writer is the last of 3,001 processes of a
+// group that its leader keeps (the control of TestReviewGroupsLeaderless,
+// frozen 94-99 ms before the deadline given 3 s); groupsplain: the writer
+// leads the last of 3,001 groups (see TestReviewWideGroupsPlain). The
+// writer must write nothing at or after the deadline.
+func TestReviewWideSlowScout(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"lastplain", "groupsplain"} {
+		t.Run(mode, func(t *testing.T) {
+			hb := startHeartbeat(t, prog, mode, time.Minute, time.Second)
+			r, ok := hb.g.report(reportWithin)
+			reported := boottime.Now()
+			if !ok {
+				t.Fatalf("no report within %s of the deadline; alive: %d processes", reportWithin, len(hb.held.alive()))
+			}
+			hb.checkBeats(t, r, reported)
+		})
+	}
+}
