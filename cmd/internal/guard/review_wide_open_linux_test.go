@@ -1,12 +1,21 @@
 //go:build linux && openfinding
 
 // Open findings of the fresh review of the freeze and the kill of wide
-// trees (review-wide, after 0600ef4). Run them one at a time (each keeps a
-// core busy and forks 3,000 processes) from cmd/ with
+// trees (review-wide, after 0600ef4). Run them one at a time (each forks
+// 3,000 processes; never two at once) from cmd/ with, say,
 //
 //	go test -tags openfinding -count=1 -v -run 'TestReviewWideNewWriter/latewide$' ./internal/guard/
 //
-// (HEARTBEAT_WIDE=N in the environment sets the wide tree's size.)
+// (HEARTBEAT_WIDE=N in the environment sets the wide trees' size.)
+//
+// What they have in common: on this host (two cores, Linux 6.18 in a VM)
+// the kernel takes about 100 ms to deliver one SIGSTOP to a group of 3,000
+// processes and 0.6-1.5 s to deliver one SIGKILL to it (kill(2) of the
+// group, timed alone in C: stop 98.8 ms, kill 1,547.9 ms), the guard's
+// walk of such a tree 0.24-0.75 s, and its freeze (group by group, then
+// process by process) does not look at the clock between the groups. A
+// process the group signals reach last, or only after a walk, is stopped
+// long after the freeze is due.
 
 package guard_test
 
@@ -24,18 +33,35 @@ import (
 // TestReviewWideNewWriter: a plain writer (no timer of its own, nothing
 // undoes the freeze) that the guard never scouted: 3 s after the lease
 // (27 s long) and the guard's scout on it, the writer the guard scouted
-// forks a new writer, which starts a process group of its own and
-// writes in its place, and sleeps. No scouted process is in the new
-// writer's group, which it leads, and it is no child of the guard: only a
-// reading of /proc (the freeze's walk, then the kill's) finds it, after
-// the whole tree is read. latewide: the tree is wide only after the last
-// renewal (the old writer forks 3,000 sleepers, in its group, before the
-// new writer: 2-10 s for 3,000 forks on two cores), so the scout took little and the freeze comes 100 ms
-// before the deadline; widenew: the 3,000 sleepers were there at the
-// scout, which took long, so the freeze comes up to 200 ms before the
-// deadline, but it skips its walk when the kill would fall due within the
-// last walk's time, and the new writer is then left to the kill's walk.
-// The writer must write nothing at or after the deadline.
+// forks a new writer, which starts a process group of its own and writes
+// in its place, and sleeps. No scouted process is in the new writer's
+// group, which it leads, and it is no child of the guard: only a reading
+// of /proc (the freeze's walk, then the kill's) finds it, after the whole
+// tree is read. latewide: the tree is wide only after the last renewal
+// (the old writer forks 3,000 sleepers, in its group, before the new
+// writer: 5-20 s for 3,000 forks on two cores), so the scout took little
+// and the freeze comes 100 ms before the deadline whatever the TTL;
+// widenew: the 3,000 sleepers were there at the scout, which took long,
+// so the freeze comes a tenth of the TTL before the deadline at most (200
+// ms under TTL 2 s, 1 s under 10 s, tenure run's default). The writer
+// must write nothing at or after the deadline.
+//
+// Measured, one run at a time (load average 4-50 at the start of a run,
+// most of it the 3,000 processes of the run before): latewide wrote
+// 1.40, 1.37, 0.98 s after the deadline (and 0.96, 1.04 s in two earlier
+// runs with an 11 s lease), latewide10s 0.97, 1.09, 0.89 s, widenew 0.87,
+// 1.37, 0.87 s (0.89, 0.84, 1.12 s earlier); widenew10s passed 3 of 3
+// (frozen 506, 395, 212 ms before the deadline). The control, latewide
+// with HEARTBEAT_WIDE=0 (the same new writer in a tree of 3 processes),
+// passed 2 of 2 (frozen 98 ms before it). Traced with the guard's stderr
+// (latewide, TTL 2 s): the freeze at 99 ms before the deadline spent
+// 102 ms on the SIGSTOP of the sleepers' group and stopped (the kill was
+// due); the kill's SIGKILL of that group took 642 ms, its walk 364 ms,
+// and only then was the new writer's group signalled. widenew: the
+// freeze at 200 ms before the deadline (scout 917 ms) spent 126 ms on
+// the group, 35 ms on the 3,002 scouted processes, then stopped (the
+// kill was due) before its walk; the kill's signals took 620 ms, its walk
+// 239 ms.
 func TestReviewWideNewWriter(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
@@ -87,11 +113,15 @@ func logLate(t *testing.T, hb *heartbeat) int {
 
 // TestReviewWideGroupsPlain: a plain writer the guard scouted, the last of
 // 3,001 processes each in a process group of its own (heartbeat
-// groupsplain: 3,000 sleepers, then the writer, forked by one process).
-// The freeze signals the group of each scouted process, in the order the
-// scout found them, with no look at the clock between them: the writer's
-// group comes last. The writer must write nothing at or after the
-// deadline.
+// groupsplain: 3,000 sleepers, then the writer, forked by one process),
+// given 3 s before the deadline (TTL 2 s). The freeze signals the group
+// of each scouted process, in the order the scout found them, with no
+// look at the clock between them: the writer's group comes last. The
+// writer must write nothing at or after the deadline. It wrote 35 ms
+// after it in 1 of 3 runs (frozen 76 and 59 ms before it in the others);
+// with HEARTBEAT_WIDE=300, frozen 147 ms before it. Traced (in
+// TestReviewWideSlowScout, the same tree): the freeze came 199 ms before
+// the deadline and its group signals took 218 ms.
 func TestReviewWideGroupsPlain(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
@@ -113,16 +143,20 @@ func TestReviewWideGroupsPlain(t *testing.T) {
 }
 
 // TestReviewWideSlowScout: the guard scouts the tree when a lease comes,
-// before it looks at the clock again. Under `--ttl 2s` and the default
-// `--margin 1s`, a renewal's local deadline is about 1 s after it was
-// sent (sent here 1 s before the deadline, TTL 2 s), and the scout of a
-// tree of 3,001 processes takes most of that: the freeze, due 200 ms
-// before the deadline (the scout took long), comes only once the scout is
-// over. lastplain: the plain writer is the last of 3,001 processes of a
-// group that its leader keeps (the control of TestReviewGroupsLeaderless,
-// frozen 94-99 ms before the deadline given 3 s); groupsplain: the writer
-// leads the last of 3,001 groups (see TestReviewWideGroupsPlain). The
-// writer must write nothing at or after the deadline.
+// and looks at the clock again only once the scout is over. Under `--ttl
+// 2s` and the default `--margin 1s`, a renewal's local deadline is about
+// 1 s after it was sent (sent here 1 s before the deadline, TTL 2 s), and
+// the scout of a tree of 3,001 processes could take most of that.
+// lastplain: the plain writer is the last of 3,001 processes of a group
+// that its leader keeps (the control of TestReviewGroupsLeaderless);
+// groupsplain: the writer leads the last of 3,001 groups (see
+// TestReviewWideGroupsPlain). The writer must write nothing at or after
+// the deadline. The scout did not take that long: lastplain passed 3 of 3
+// (frozen 199 ms before the deadline); groupsplain wrote 171 and 129 ms
+// after it in 2 of 3 runs (and 19 ms in 1 of 2 traced), where the trace
+// shows the scout (659 ms) over 340 ms before the deadline, the freeze
+// on time (199 ms before it), and its group signals 218 ms long: the
+// finding of TestReviewWideGroupsPlain, not a late scout.
 func TestReviewWideSlowScout(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
