@@ -39,7 +39,7 @@ import (
 // of /proc (the freeze's walk, then the kill's) finds it, after the whole
 // tree is read. latewide: the tree is wide only after the last renewal
 // (the old writer forks 3,000 sleepers, in its group, before the new
-// writer: 5-20 s for 3,000 forks on two cores), so the scout took little
+// writer: 2-15 s for 3,000 forks on two cores), so the scout took little
 // and the freeze comes 100 ms before the deadline whatever the TTL;
 // widenew: the 3,000 sleepers were there at the scout, which took long,
 // so the freeze comes a tenth of the TTL before the deadline at most (200
@@ -150,19 +150,23 @@ func TestReviewWideGroupsPlain(t *testing.T) {
 // lastplain: the plain writer is the last of 3,001 processes of a group
 // that its leader keeps (the control of TestReviewGroupsLeaderless);
 // groupsplain: the writer leads the last of 3,001 groups (see
-// TestReviewWideGroupsPlain). The writer must write nothing at or after
-// the deadline. The scout did not take that long: lastplain passed 3 of 3
-// (frozen 199 ms before the deadline); groupsplain wrote 171 and 129 ms
-// after it in 2 of 3 runs (and 19 ms in 1 of 2 traced), where the trace
-// shows the scout (659 ms) over 340 ms before the deadline, the freeze
-// on time (199 ms before it), and its group signals 218 ms long: the
-// finding of TestReviewWideGroupsPlain, not a late scout.
+// TestReviewWideGroupsPlain); threadscout: lastplain with a process of
+// 8,000 threads in the group, whose every thread's children list the
+// scout reads. The writer must write nothing at or after the deadline.
+// The scout did not take that long: lastplain passed 3 of 3 and
+// threadscout 3 of 3 (frozen 199 ms before the deadline; traced, its
+// scout took 506 ms and was over 494 ms before the deadline); groupsplain
+// wrote 171 and 129 ms after it in 2 of 3 runs (and 19 ms in 1 of 2
+// traced), where the trace shows the scout (659 ms) over 340 ms before
+// the deadline, the freeze on time (199 ms before it), and its group
+// signals 218 ms long: the finding of TestReviewWideGroupsPlain, not a
+// late scout.
 func TestReviewWideSlowScout(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"lastplain", "groupsplain"} {
+	for _, mode := range []string{"lastplain", "groupsplain", "threadscout"} {
 		t.Run(mode, func(t *testing.T) {
 			hb := startHeartbeat(t, prog, mode, time.Minute, time.Second)
 			r, ok := hb.g.report(reportWithin)

@@ -55,6 +55,10 @@
 //   groupsplain as lastplain, but each sleeper, and the writer, starts a
 //               process group of its own: the writer's is the last of
 //               3,001 groups
+//   threadscout as lastplain, but the group's leader first forks a
+//               process with $HEARTBEAT_THREADS (8000 if unset) threads
+//               that sleep, in the group: a tree whose every thread's
+//               children list the guard reads when it scouts
 //   latewide    the writer writes until the lease file says the deadline
 //               is less than 24 s away (the guard has applied the test's
 //               lease, 27 s long, not just the minute-long one the
@@ -73,6 +77,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -326,6 +331,43 @@ static void forkSleepers(void) {
 	}
 }
 
+static void *pauseThread(void *arg) {
+	for (;;)
+		pause();
+	return NULL;
+}
+
+// forkThreads forks a process that starts $HEARTBEAT_THREADS (8000 if
+// unset) threads that sleep, and returns once they are all up.
+static void forkThreads(void) {
+	const char *env = getenv("HEARTBEAT_THREADS");
+	int n = env != NULL ? atoi(env) : 8000, up[2];
+	if (pipe(up) != 0)
+		_exit(1);
+	pid_t c = fork();
+	if (c < 0)
+		_exit(1);
+	if (c == 0) {
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, 1 << 16);
+		for (int i = 0; i < n; i++) {
+			pthread_t t;
+			if (pthread_create(&t, &attr, pauseThread, NULL) != 0)
+				_exit(1);
+		}
+		if (write(up[1], "", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	char b;
+	if (read(up[0], &b, 1) != 1)
+		_exit(1);
+	close(up[0]);
+	close(up[1]);
+}
+
 static char stack[1 << 16];
 
 static int nsinit(void *arg) {
@@ -391,10 +433,13 @@ int main(int argc, char **argv) {
 		} else if (strcmp(mode, "contimer") == 0) {
 			contimer();
 		} else if (strcmp(mode, "contimerwide") == 0 || strcmp(mode, "contimerlast") == 0 || strcmp(mode, "hopgroup") == 0 ||
-		    strcmp(mode, "lastplain") == 0 || strcmp(mode, "groupsplain") == 0) {
+		    strcmp(mode, "lastplain") == 0 || strcmp(mode, "groupsplain") == 0 || strcmp(mode, "threadscout") == 0) {
 			int hop = strcmp(mode, "hopgroup") == 0, groups = strcmp(mode, "groupsplain") == 0;
-			int last = hop || groups || strcmp(mode, "lastplain") == 0 || strcmp(mode, "contimerlast") == 0;
+			int threads = strcmp(mode, "threadscout") == 0, plain = groups || threads || strcmp(mode, "lastplain") == 0;
+			int last = hop || plain || strcmp(mode, "contimerlast") == 0;
 			ownGroups = groups;
+			if (threads)
+				forkThreads();
 			if (hop) {
 				hopTo = mmap(NULL, sizeof *hopTo, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 				struct sigaction sa = {.sa_handler = onHop, .sa_flags = SA_RESTART};
@@ -434,7 +479,7 @@ int main(int argc, char **argv) {
 				if (groups && setpgid(0, 0) != 0)
 					_exit(1);
 			}
-			if (strcmp(mode, "lastplain") != 0 && !groups)
+			if (!plain)
 				contimer();
 		} else if (strcmp(mode, "stopguard") == 0) {
 			if (kill(guard, SIGSTOP) != 0)
