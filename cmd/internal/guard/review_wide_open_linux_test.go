@@ -178,3 +178,35 @@ func TestReviewWideSlowScout(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewWideDodge: a plain writer the guard scouted (it never undoes
+// the freeze), the last of 3,001 processes, that dodges the group signals
+// by moving between process groups at the times the guard's schedule
+// gives away (heartbeat dodgegroups): in a group of its own while the
+// freeze signals the sleepers' group, it moves into that group once its
+// leader is stopped, before the freeze reads the writer's group (getpgid:
+// a group signalled already, not signalled again), and back into a group
+// of its own 70 ms before the deadline, before the kill signals the
+// sleepers' group. The freeze stops signalling the scouted processes one
+// by one when the kill falls due, before the writer's turn; the kill
+// signals the writer's group only after the sleepers' (a SIGKILL to
+// 3,001 processes). Given 3 s before the deadline (TTL 2 s). The writer
+// must write nothing at or after the deadline.
+func TestReviewWideDodge(t *testing.T) {
+	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := startHeartbeat(t, prog, "dodgegroups", time.Minute, 3*time.Second)
+	writer := readInt(hb.out)
+	f := statFields(writer)
+	if f == nil || f[2] != strconv.Itoa(writer) {
+		t.Fatalf("the writer %d does not lead its group: stat %v", writer, f)
+	}
+	r, ok := hb.g.report(reportWithin)
+	reported := boottime.Now()
+	if !ok {
+		t.Fatalf("no report within %s of the deadline; alive: %d processes", reportWithin, len(hb.held.alive()))
+	}
+	hb.checkBeats(t, r, reported)
+}

@@ -59,6 +59,10 @@
 //               process with $HEARTBEAT_THREADS (8000 if unset) threads
 //               that sleep, in the group: a tree whose every thread's
 //               children list the guard reads when it scouts
+//   dodgegroups as groupsplain, but the writer moves into the group of
+//               the sleeper forked two thirds of the way through once
+//               that sleeper is stopped (the freeze has signalled its
+//               group)
 //   latewide    the writer writes until the lease file says the deadline
 //               is less than 24 s away (the guard has applied the test's
 //               lease, 27 s long, not just the minute-long one the
@@ -159,12 +163,39 @@ static void onTerm(int sig) {
 	_exit(0);
 }
 
+static pid_t dodgeOf; // dodgegroups: the leader of the group the writer dodges into
+
+// stateOf returns the state letter of process pid in /proc, or 0.
+static char stateOf(pid_t pid) {
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *at = strrchr(buf, ')');
+	return at != NULL && at[1] == ' ' ? at[2] : 0;
+}
+
+// dodge moves the writer (dodgegroups) into dodgeOf's group once that
+// process is stopped (the freeze has signalled its group).
+static void dodge(void) {
+	if (stateOf(dodgeOf) == 'T') {
+		if (setpgid(0, dodgeOf) != 0)
+			_exit(1);
+		dodgeOf = 0;
+	}
+}
+
 static int late;         // hand the beat over once the lease is near (latewide, widenew)
 static int lateSleepers; // fork the sleepers then too (latewide)
 
 static int ownGroups; // each sleeper starts a process group of its own (groupsplain)
 
-static void forkSleepers(void);
+static pid_t forkSleepers(void);
 
 // handOff forks, for latewide, the sleepers, then a new writer in a
 // process group of its own, which returns (to write on); this process
@@ -213,6 +244,8 @@ static void beat(void) {
 			}
 			nextTerm = boot() + (termed ? 50000000LL : 10000000LL);
 		}
+		if (dodgeOf > 0)
+			dodge();
 		if (late && boot() >= nextLate) {
 			if (leaseWithin(24000000000LL))
 				handOff();
@@ -315,13 +348,17 @@ static pid_t parent(pid_t pid) {
 }
 
 // forkSleepers forks $HEARTBEAT_WIDE (3000 if unset) children that sleep
-// (pause) until killed: a tree the guard takes long to read.
-static void forkSleepers(void) {
+// (pause) until killed: a tree the guard takes long to read. It returns
+// the pid of the one forked two thirds of the way through.
+static pid_t forkSleepers(void) {
 	const char *wide = getenv("HEARTBEAT_WIDE");
+	pid_t at = 0;
 	for (int i = 0, n = wide != NULL ? atoi(wide) : 3000; i < n; i++) {
 		pid_t c = fork();
 		if (c < 0)
 			_exit(1);
+		if (i == n * 2 / 3)
+			at = c;
 		if (c == 0) {
 			if (ownGroups && setpgid(0, 0) != 0)
 				_exit(1);
@@ -329,6 +366,7 @@ static void forkSleepers(void) {
 				pause();
 		}
 	}
+	return at;
 }
 
 static void *pauseThread(void *arg) {
@@ -433,11 +471,13 @@ int main(int argc, char **argv) {
 		} else if (strcmp(mode, "contimer") == 0) {
 			contimer();
 		} else if (strcmp(mode, "contimerwide") == 0 || strcmp(mode, "contimerlast") == 0 || strcmp(mode, "hopgroup") == 0 ||
-		    strcmp(mode, "lastplain") == 0 || strcmp(mode, "groupsplain") == 0 || strcmp(mode, "threadscout") == 0) {
-			int hop = strcmp(mode, "hopgroup") == 0, groups = strcmp(mode, "groupsplain") == 0;
-			int threads = strcmp(mode, "threadscout") == 0, plain = groups || threads || strcmp(mode, "lastplain") == 0;
+		    strcmp(mode, "lastplain") == 0 || strcmp(mode, "groupsplain") == 0 || strcmp(mode, "threadscout") == 0 ||
+		    strcmp(mode, "dodgegroups") == 0) {
+			int hop = strcmp(mode, "hopgroup") == 0, dodging = strcmp(mode, "dodgegroups") == 0;
+			int groups = strcmp(mode, "groupsplain") == 0, threads = strcmp(mode, "threadscout") == 0;
+			int plain = groups || threads || dodging || strcmp(mode, "lastplain") == 0;
 			int last = hop || plain || strcmp(mode, "contimerlast") == 0;
-			ownGroups = groups;
+			ownGroups = groups || dodging;
 			if (threads)
 				forkThreads();
 			if (hop) {
@@ -446,7 +486,7 @@ int main(int argc, char **argv) {
 				if (hopTo == MAP_FAILED || sigaction(SIGUSR1, &sa, NULL) != 0)
 					_exit(1);
 			}
-			forkSleepers();
+			pid_t twoThirds = forkSleepers();
 			if (last) {
 				pid_t c = fork();
 				if (c < 0)
@@ -476,8 +516,10 @@ int main(int argc, char **argv) {
 				if (c > 0)
 					for (;;)
 						pause();
-				if (groups && setpgid(0, 0) != 0)
+				if ((groups || dodging) && setpgid(0, 0) != 0)
 					_exit(1);
+				if (dodging)
+					dodgeOf = twoThirds;
 			}
 			if (!plain)
 				contimer();
