@@ -180,18 +180,27 @@ func TestReviewWideSlowScout(t *testing.T) {
 }
 
 // TestReviewWideDodge: a plain writer the guard scouted (it never undoes
-// the freeze), the last of 3,001 processes, that dodges the group signals
-// by moving between process groups at the times the guard's schedule
-// gives away (heartbeat dodgegroups): in a group of its own while the
-// freeze signals the sleepers' group, it moves into that group once its
-// leader is stopped, before the freeze reads the writer's group (getpgid:
-// a group signalled already, not signalled again), and back into a group
-// of its own 70 ms before the deadline, before the kill signals the
-// sleepers' group. The freeze stops signalling the scouted processes one
-// by one when the kill falls due, before the writer's turn; the kill
-// signals the writer's group only after the sleepers' (a SIGKILL to
-// 3,001 processes). Given 3 s before the deadline (TTL 2 s). The writer
-// must write nothing at or after the deadline.
+// the freeze), the last of 3,001 processes each in a process group of its
+// own, beside a process of 8,000 threads in its parent's group (heartbeat
+// dodgegroups), that dodges the group signals: once the sleeper forked
+// two thirds of the way through is stopped (the freeze has signalled its
+// group), it moves into that sleeper's group. The freeze, reading the
+// writer's group (getpgid) last, finds one it has signalled already and
+// skips it; its group signals run past the kill's due time, and it stops
+// before its pidfd loop reaches the writer; the kill reaches the writer
+// only with that sleeper's group, two thirds of the way through a
+// SIGKILL to 3,001 groups. Given 3 s before the deadline (TTL 2 s). The
+// writer must write nothing at or after the deadline.
+//
+// Measured: it wrote 150, 731 and 667 ms after the deadline (3 of 3;
+// load average 2.6 at the start of the first). Without the threads it
+// wrote 453 (traced: the freeze's group signals ran from 200 to 34 ms
+// before the deadline, then the freeze stopped) and 313 ms after it in 2
+// of 4 runs; in the other two its group signals were over before the kill
+// fell due and its pidfd loop stopped the writer 68-69 ms before it. The
+// control, the same tree with HEARTBEAT_DODGE=0 (the writer stays in its
+// own group, the last signalled): frozen 8 ms before the deadline in one
+// run, 101 ms late in the other (TestReviewWideGroupsPlain's finding).
 func TestReviewWideDodge(t *testing.T) {
 	prog, err := guardtest.Program(t.TempDir(), "heartbeat")
 	if err != nil {

@@ -59,10 +59,11 @@
 //               process with $HEARTBEAT_THREADS (8000 if unset) threads
 //               that sleep, in the group: a tree whose every thread's
 //               children list the guard reads when it scouts
-//   dodgegroups as groupsplain, but the writer moves into the group of
-//               the sleeper forked two thirds of the way through once
-//               that sleeper is stopped (the freeze has signalled its
-//               group)
+//   dodgegroups as groupsplain, with the threads of threadscout first
+//               (in the leader's group), but the writer moves into the
+//               group of the sleeper forked two thirds of the way through
+//               once that sleeper is stopped (the freeze has signalled
+//               its group); with $HEARTBEAT_DODGE=0 it stays in its own
 //   latewide    the writer writes until the lease file says the deadline
 //               is less than 24 s away (the guard has applied the test's
 //               lease, 27 s long, not just the minute-long one the
@@ -478,7 +479,7 @@ int main(int argc, char **argv) {
 			int plain = groups || threads || dodging || strcmp(mode, "lastplain") == 0;
 			int last = hop || plain || strcmp(mode, "contimerlast") == 0;
 			ownGroups = groups || dodging;
-			if (threads)
+			if (threads || dodging)
 				forkThreads();
 			if (hop) {
 				hopTo = mmap(NULL, sizeof *hopTo, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -518,7 +519,8 @@ int main(int argc, char **argv) {
 						pause();
 				if ((groups || dodging) && setpgid(0, 0) != 0)
 					_exit(1);
-				if (dodging)
+				const char *dodges = getenv("HEARTBEAT_DODGE");
+				if (dodging && (dodges == NULL || atoi(dodges) != 0))
 					dodgeOf = twoThirds;
 			}
 			if (!plain)
