@@ -126,12 +126,6 @@ func (t *procTree) freeze(due func(within time.Duration) bool) {
 	t.signalFound(t.sweep, syscall.SIGSTOP, stop)
 }
 
-// stopAt is the stop of a read of /proc (see procTree) that due gives:
-// the kill is due now.
-func stopAt(due func(within time.Duration) bool) func() bool {
-	return func() bool { return due(0) }
-}
-
 // killRound bounds how long one call of kill keeps finding new processes
 // to kill; the guard calls it again while any is left.
 const killRound = 100 * time.Millisecond
