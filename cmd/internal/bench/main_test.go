@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenure-dev/tenure/internal/leakcheck"
 	"github.com/tenure-dev/tenure/internal/pgtest"
+	"github.com/tenure-dev/tenure/internal/raceexit"
 )
 
 // pg is the test binary's PostgreSQL server, set by TestMain.
@@ -25,6 +26,7 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(childEnv); spec != "" {
 		os.Exit(RunChild(context.Background(), spec, os.Stdout))
 	}
+	raceexit.Quick() // this binary, run again as a child, exits at once
 	leakcheck.VerifyTestMain(testMain{m})
 }
 

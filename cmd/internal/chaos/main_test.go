@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/tenure-dev/tenure/internal/raceexit"
 )
 
 // nodeModeEnv makes the test binary run as a node process.
@@ -29,6 +31,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	raceexit.Quick() // this binary, run again as a node, exits at once
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("go.etcd.io/etcd/client/pkg/v3/logutil.(*MergeLogger).outputLoop"),
 		goleak.IgnoreTopFunction("github.com/anishathalye/porcupine.checkParallel.func1"),

@@ -14,6 +14,7 @@ import (
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
 	"github.com/tenure-dev/tenure/cmd/internal/testparallel"
 	"github.com/tenure-dev/tenure/internal/pgtest"
+	"github.com/tenure-dev/tenure/internal/raceexit"
 )
 
 // TenureBin is the tenure binary built for the end-to-end tests.
@@ -38,6 +39,7 @@ var SelfBin string
 // helper command (ChildMain, with the package's own modes in more) when
 // the test binary is one, else build tenure and run the tests (BuildThen).
 func Main(m *testing.M, more ...func(mode string) (code int, ok bool)) int {
+	raceexit.Quick() // tenure and this binary, run again, exit at once
 	if mode := os.Getenv(ChildModeEnv); mode != "" {
 		return ChildMain(mode, more...)
 	}

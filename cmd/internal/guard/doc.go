@@ -89,8 +89,9 @@
 // channel, which takes messages meant for the guard); a process that undoes
 // the freeze with SIGCONT of its own when the kill cannot land within its
 // lead: the freeze and the kill signal the process group each scouted
-// process is in first, the freeze stops signalling and reading /proc once
-// the kill would fall due first, and a tree whose scout took long is
+// process is in first, everything but the kill (a forwarded signal,
+// Ctrl-Z, the freeze, a scout) stops signalling and reading /proc once the
+// kill falls due, so that the kill goes then, and a tree whose scout took long is
 // frozen earlier (twice the scout's time before the kill, a tenth of the
 // TTL at most), but in a tree of thousands of processes each in a group of
 // its own the process can write until the kill lands, past the deadline

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tenure-dev/tenure/internal/leakcheck"
+	"github.com/tenure-dev/tenure/internal/raceexit"
 )
 
 // AsGuardEnv, set to 1 in its environment, makes the test binary a guard
@@ -16,5 +17,6 @@ func TestMain(m *testing.M) {
 	if os.Getenv(AsGuardEnv) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stderr))
 	}
+	raceexit.Quick() // this binary, run again as the guard, exits at once
 	leakcheck.VerifyTestMain(m)
 }

@@ -9,9 +9,15 @@ import (
 )
 
 // signaller reaches every process of the command's tree.
+//
+// Every method but kill gets due, which says whether the kill falls due
+// within a given time from now: reading /proc can take longer than the
+// freeze's and the kill's leads (on a host with many processes, or a
+// loaded one), so each ends once the kill is due and leaves the rest to
+// the kill, which goes first.
 type signaller interface {
-	signal(sig syscall.Signal) // sig to every process of the tree
-	kill()                     // SIGKILL to every process of the tree (the guard repeats it while any is left)
+	signal(sig syscall.Signal, due func(within time.Duration) bool) // sig to every process of the tree
+	kill()                                                          // SIGKILL to every process of the tree (the guard repeats it while any is left)
 	// scout learns which processes the tree holds, so that the next
 	// SIGSTOP or SIGKILL reaches them at once, before the tree is looked
 	// for again. The guard scouts on each lease that comes before its
@@ -23,15 +29,9 @@ type signaller interface {
 	// freeze and the kill reach the processes found then at once, and no
 	// walk of /proc is under way when the freeze is due; the processes
 	// started since are found by reading /proc after that.
-	scout()
-	// freeze is signal(SIGSTOP), but it stops once the kill would fall
-	// due before its next step ends: it checks between its steps (the
-	// scouted processes, a few at a time; the walk; the sweep) whether the
-	// kill falls due within the time the step took last (due(d)), and
-	// then leaves the rest to the kill, which goes first. Reading /proc
-	// can take longer than the freeze's lead over the kill, on a host with
-	// many processes or with a short TTL, and a process that undoes the
-	// freeze writes until the kill lands.
+	scout(due func(within time.Duration) bool)
+	// freeze is signal(SIGSTOP): a process that undoes the freeze writes
+	// until the kill lands, so the freeze too ends once the kill is due.
 	freeze(due func(within time.Duration) bool)
 }
 
@@ -83,25 +83,25 @@ func (s *state) handle(m Message) {
 		if s.frozen && now < s.freezeAt() {
 			s.frozen = false // renewed after all
 			if !s.stopped {
-				s.tree.signal(syscall.SIGCONT)
+				s.tree.signal(syscall.SIGCONT, s.due)
 			}
 		}
 		if !s.frozen && now < s.freezeAt() {
-			s.tree.scout() // see signaller
+			s.tree.scout(s.due) // see signaller
 			s.scoutTook = s.clock().Sub(now)
 		}
 	case OpSignal:
 		// SIGCONT goes through OpCont's rules: a tree frozen for its
 		// deadline, or past it, is never continued.
 		if !s.killed && !(m.Signal == syscall.SIGCONT && (s.frozen || now >= s.killDue())) {
-			s.tree.signal(m.Signal)
+			s.tree.signal(m.Signal, s.due)
 		}
 	case OpEnd:
 		s.end(m.Signal, now.Add(s.grace))
 	case OpStop:
 		if !s.killed {
 			s.stopped = true
-			s.tree.signal(syscall.SIGSTOP)
+			s.tree.signal(syscall.SIGSTOP, s.due)
 		}
 	case OpCont:
 		if !s.stopped || s.killed {
@@ -113,7 +113,7 @@ func (s *state) handle(m Message) {
 			return
 		}
 		if !s.frozen {
-			s.tree.signal(syscall.SIGCONT)
+			s.tree.signal(syscall.SIGCONT, s.due)
 		}
 	}
 }
@@ -147,13 +147,13 @@ func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 	}
 	if sig != 0 {
 		if sig != syscall.SIGTERM || !s.termed {
-			s.tree.signal(sig)
+			s.tree.signal(sig, s.due)
 		}
 		if sig == syscall.SIGTERM {
 			s.termed = true // the lease has ended: no renewal resets it
 		}
 		if (s.stopped || s.frozen) && sig != syscall.SIGKILL && s.clock() < s.freezeAt() {
-			s.tree.signal(syscall.SIGCONT) // let it act on sig
+			s.tree.signal(syscall.SIGCONT, s.due) // let it act on sig
 			s.stopped, s.frozen = false, false
 		}
 	}
@@ -169,26 +169,48 @@ func (s *state) tick() {
 	if s.killed || !s.leased {
 		return
 	}
+	if s.killIfDue() {
+		return
+	}
 	now := s.clock()
-	if now >= s.killDue() {
-		s.expire()
-		return
-	}
-	if s.killAt != 0 && now >= s.killAt {
-		s.killNow()
-		return
-	}
 	if s.termAt != 0 && !s.termed && now >= s.termAt {
 		s.termed, s.overdue, s.termedAt, s.renewedSince = true, true, now, false
-		s.tree.signal(syscall.SIGTERM)
+		s.tree.signal(syscall.SIGTERM, s.due)
 	}
 	if !s.frozen && now >= s.freezeAt() {
 		s.frozen = true
-		due := func(within time.Duration) bool { return s.clock().Add(within) >= s.killDue() }
-		if s.tree.freeze(due); due(0) {
-			s.expire() // the kill fell due while the freeze read /proc
-		}
+		s.tree.freeze(s.due)
 	}
+	s.killIfDue() // it fell due while the tree was signalled
+}
+
+// killIfDue kills the tree if its kill is due (see due), and reports
+// whether it did.
+func (s *state) killIfDue() bool {
+	now := s.clock()
+	switch {
+	case now >= s.killDue():
+		s.expire()
+	case s.killAt != 0 && now >= s.killAt:
+		s.killNow()
+	default:
+		return false
+	}
+	return true
+}
+
+// due reports whether the tree's kill falls due within the given time
+// from now: at killDue, or at killAt once the term has ended. Before the
+// first lease, and once the tree is killed, never.
+func (s *state) due(within time.Duration) bool {
+	if !s.leased || s.killed {
+		return false
+	}
+	at := s.killDue()
+	if s.killAt != 0 {
+		at = min(at, s.killAt)
+	}
+	return s.clock().Add(within) >= at
 }
 
 // overdueEnd reports whether the tree, ending now, ended because of the

@@ -22,24 +22,39 @@ type recorder struct {
 	// freezeTook is how long a freeze takes (reading /proc) unless due
 	// stops it; it checks due every millisecond.
 	freezeTook time.Duration
-	// scoutTook is how long a scout takes (reading a wide tree).
-	scoutTook time.Duration
+	// scoutTook is how long a scout takes (reading a wide tree), and
+	// signalTook how long any other signal takes (reading the host's
+	// processes), unless due stops them.
+	scoutTook, signalTook time.Duration
 }
 
-func (r *recorder) signal(sig syscall.Signal) {
+func (r *recorder) record(sig syscall.Signal) {
 	r.sent = append(r.sent, fmt.Sprintf("%s@%s", sig, time.Since(r.began)))
 }
-func (r *recorder) kill() { r.signal(syscall.SIGKILL) }
+func (r *recorder) signal(sig syscall.Signal, due func(time.Duration) bool) {
+	r.record(sig)
+	r.busy(r.signalTook, due)
+}
+func (r *recorder) kill() { r.record(syscall.SIGKILL) }
 func (r *recorder) freeze(due func(time.Duration) bool) {
-	r.signal(syscall.SIGSTOP)
-	for end := time.Now().Add(r.freezeTook); time.Now().Before(end) && !due(0); {
+	r.record(syscall.SIGSTOP)
+	r.busy(r.freezeTook, due)
+}
+func (r *recorder) scout(due func(time.Duration) bool) {
+	r.busy(r.scoutTook, due)
+	r.scouts = append(r.scouts, time.Since(r.began))
+}
+
+// busy takes d, checking due every millisecond, unless due says the kill
+// is due.
+func (r *recorder) busy(d time.Duration, due func(time.Duration) bool) {
+	for end := time.Now().Add(d); time.Now().Before(end) && !due(0); {
 		time.Sleep(time.Millisecond)
 	}
 }
-func (r *recorder) scout() {
-	time.Sleep(r.scoutTook)
-	r.scouts = append(r.scouts, time.Since(r.began))
-}
+
+// never is a due that never says the kill is due.
+func never(time.Duration) bool { return false }
 
 // newState returns a state whose boot clock is the bubble's clock
 // (0 when the bubble began), with a lease file in dir.
@@ -375,4 +390,40 @@ func TestSlowFreeze(t *testing.T) {
 			t.Errorf("sent %q; want %q", rec.sent, want)
 		}
 	})
+}
+
+// TestSlowSignalHoldsNoKill: whatever the guard is doing to the tree when
+// the kill falls due (a forwarded signal, the SIGTERM that ends the term,
+// Ctrl-Z, each reading every process of a crowded host; a scout of a wide
+// tree on a late renewal), it stops, and the kill comes when due, not
+// once the reading ends. Each step here takes 2 s unless due stops it; the
+// kill is due at 950 ms (the lease's deadline, 1 s, less its lead).
+func TestSlowSignalHoldsNoKill(t *testing.T) {
+	for name, tc := range map[string]struct {
+		at   time.Duration
+		msg  Message
+		want []string
+	}{
+		"forwarded": {920 * time.Millisecond, Message{Op: OpSignal, Signal: syscall.SIGHUP},
+			[]string{"stopped (signal)@900ms", "hangup@920ms", "killed@950ms"}},
+		"end": {920 * time.Millisecond, Message{Op: OpEnd, Signal: syscall.SIGTERM},
+			[]string{"stopped (signal)@900ms", "terminated@920ms", "killed@950ms"}},
+		"stop": {920 * time.Millisecond, Message{Op: OpStop},
+			[]string{"stopped (signal)@900ms", "stopped (signal)@920ms", "killed@950ms"}},
+		// The same deadline, renewed late: the scout runs into the freeze
+		// and the kill.
+		"renewal": {850 * time.Millisecond, leaseMsg(time.Second, 0), []string{"killed@950ms"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, rec := newState(t, time.Minute)
+				s.handle(leaseMsg(time.Second, 0))
+				rec.signalTook, rec.scoutTook = 2*time.Second, 2*time.Second
+				drive(s, 3*time.Second, map[time.Duration]Message{tc.at: tc.msg})
+				if !slices.Equal(rec.sent, tc.want) {
+					t.Errorf("sent %q; want %q", rec.sent, tc.want)
+				}
+			})
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A Proc is one process found in /proc.
@@ -24,11 +25,38 @@ func (p Proc) Zombie() bool { return p.State == 'Z' || p.State == 'X' }
 // (root excluded), read from procDir (normally "/proc"), parents before
 // their children.
 func Descendants(procDir string, root int) ([]Proc, error) {
-	all, err := readProcs(procDir)
+	return descendants(procDir, root, nil)
+}
+
+// descendants is Descendants, cut short with errStopped once stop (nil:
+// never) says so; it asks every stopEvery processes read.
+func descendants(procDir string, root int, stop func() bool) ([]Proc, error) {
+	all, err := readProcs(procDir, stop)
 	if err != nil {
 		return nil, err
 	}
 	return descendantsOf(all, root), nil
+}
+
+// errStopped: a read of /proc was cut short, since the caller's stop said
+// so (the kill fell due: see procTree).
+var errStopped = errors.New("read of /proc stopped")
+
+// stopEvery is how many processes a read of /proc, or a signal to each
+// process, goes through between two calls of its stop (a stat line read
+// took 10-20 µs, a pidfd signal up to 0.4 ms, on two loaded cores).
+const stopEvery = 32
+
+// stopAt is the stop of a read of /proc that due (see signaller) gives:
+// the kill is due now.
+func stopAt(due func(within time.Duration) bool) func() bool {
+	return func() bool { return due(0) }
+}
+
+// stopped reports whether stop (nil: never) says to stop at the i-th
+// process of a loop.
+func stopped(stop func() bool, i int) bool {
+	return stop != nil && i%stopEvery == 0 && stop()
 }
 
 // ErrNoChildrenLists: the kernel keeps no children lists in procDir
@@ -48,6 +76,12 @@ var ErrNoChildrenLists = errors.New("no children lists in /proc/PID/task/TID/chi
 // descendants) until it is called again. It returns the error of reading
 // root's thread list, or ErrNoChildrenLists.
 func Family(procDir string, root int) ([]Proc, error) {
+	return family(procDir, root, nil)
+}
+
+// family is Family, cut short with errStopped once stop (nil: never) says
+// so; it asks every stopEvery processes read.
+func family(procDir string, root int, stop func() bool) ([]Proc, error) {
 	kids, listed, err := childrenOf(procDir, root)
 	if err != nil {
 		return nil, err
@@ -57,6 +91,7 @@ func Family(procDir string, root int) ([]Proc, error) {
 	}
 	var out []Proc
 	seen := map[int]bool{root: true}
+	reads := 0
 	for i := -1; i < len(out); i++ {
 		parent := root
 		if i >= 0 {
@@ -67,6 +102,10 @@ func Family(procDir string, root int) ([]Proc, error) {
 			if seen[pid] {
 				continue
 			}
+			if stopped(stop, reads) {
+				return nil, errStopped
+			}
+			reads++
 			b, err := os.ReadFile(procDir + "/" + strconv.Itoa(pid) + "/stat")
 			if err != nil {
 				continue // gone
@@ -137,8 +176,9 @@ func descendantsOf(all []Proc, root int) []Proc {
 }
 
 // readProcs reads the stat line of every process in procDir. Processes that
-// vanish while it reads are left out.
-func readProcs(procDir string) ([]Proc, error) {
+// vanish while it reads are left out. It ends with errStopped once stop
+// (nil: never) says so.
+func readProcs(procDir string, stop func() bool) ([]Proc, error) {
 	d, err := os.Open(procDir)
 	if err != nil {
 		return nil, err
@@ -149,10 +189,15 @@ func readProcs(procDir string) ([]Proc, error) {
 		return nil, err
 	}
 	var out []Proc
+	reads := 0
 	for _, name := range names {
 		if name == "" || name[0] < '0' || name[0] > '9' {
 			continue
 		}
+		if stopped(stop, reads) {
+			return nil, errStopped
+		}
+		reads++
 		b, err := os.ReadFile(procDir + "/" + name + "/stat")
 		if err != nil {
 			continue // gone

@@ -35,11 +35,11 @@ func BenchmarkWalk(b *testing.B) {
 		host := len(mustDescendants(b, 1)) + 1
 		for _, w := range []struct {
 			name string
-			walk func() ([]Proc, bool)
+			walk func(stop func() bool) ([]Proc, bool)
 		}{{"children", t.walk}, {"sweep", t.sweep}} {
 			b.Run(fmt.Sprintf("extra=%d/%s", extra, w.name), func(b *testing.B) {
 				for b.Loop() {
-					if procs, ok := w.walk(); !ok || len(procs) != 10 {
+					if procs, ok := w.walk(nil); !ok || len(procs) != 10 {
 						b.Fatalf("walk found %d processes (ok %v); want the 10 of the tree", len(procs), ok)
 					}
 				}
@@ -52,8 +52,8 @@ func BenchmarkWalk(b *testing.B) {
 // awaitWalk waits until both walks of t find n processes.
 func awaitWalk(b *testing.B, t *procTree, n int) {
 	for began := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-		fast, _ := t.walk()
-		full, _ := t.sweep()
+		fast, _ := t.walk(nil)
+		full, _ := t.sweep(nil)
 		if len(fast) == n && len(full) == n {
 			return
 		}

@@ -35,26 +35,34 @@ type procTree struct {
 	pids []int
 	// noLists: the kernel keeps no children lists, and walk sweeps.
 	noLists bool
-	// walkTook and sweepTook are how long the last walk and the last sweep
-	// took: the freeze begins neither when the kill would fall due first.
-	walkTook, sweepTook time.Duration
 }
+
+// Reading /proc takes time in proportion to the processes read: the
+// tree's for a walk, the host's for a sweep (a few thousand processes on
+// two loaded cores: hundreds of milliseconds). So everything but the kill
+// reads /proc, and signals the processes found one by one, only until the
+// kill falls due (its stop, from state's due, says so): then it ends, and
+// the kill, which goes to the scouted processes first and reads on to the
+// end, follows at once. A forwarded SIGTERM, a Ctrl-Z, the freeze or a
+// scout that began before the kill fell due never holds it back.
 
 // scout walks the tree and holds a pidfd for each of its live processes
 // (see scouted), in place of those the last scout held. Before the command
-// starts, and without pidfds (Linux < 5.3), it holds none.
-func (t *procTree) scout() {
+// starts, and without pidfds (Linux < 5.3), it holds none. A walk cut short
+// (the kill fell due) or blind keeps those the last scout held: they are
+// still the tree's.
+func (t *procTree) scout(due func(within time.Duration) bool) {
+	if t.main == 0 {
+		return
+	}
+	procs, ok := t.walk(stopAt(due))
+	if !ok {
+		return
+	}
 	for _, fd := range t.scouted {
 		_ = unix.Close(fd)
 	}
 	t.scouted, t.pids = t.scouted[:0], t.pids[:0]
-	if t.main == 0 {
-		return
-	}
-	procs, ok := t.walk()
-	if !ok {
-		return
-	}
 	procs = alive(procs)
 	ours := t.ours(procs)
 	for _, p := range procs {
@@ -97,35 +105,26 @@ func (t *procTree) signalScouted(sig syscall.Signal) {
 	}
 }
 
-// freeze sends SIGSTOP as signal does, checking between its steps whether
-// the kill falls due (see signaller.freeze): the process groups of the
-// guard's children first (the command's, one signal for every process
-// in it), then the groups the scouted processes are in, then the scouted
-// processes, due checked every freezeBatch of them, then those walk
-// finds unless the kill would fall due within the last walk's time, then
-// those sweep finds, likewise.
+// freeze sends SIGSTOP as signal does, until the kill falls due (see
+// signaller.freeze): the process groups of the guard's children first
+// (the command's, one signal for every process in it), then the groups
+// the scouted processes are in, then the scouted processes, then those
+// walk finds, then those sweep finds.
 func (t *procTree) freeze(due func(within time.Duration) bool) {
+	stop := stopAt(due)
 	t.signalHeld(nil, syscall.SIGSTOP)
 	t.signalGroups(syscall.SIGSTOP)
 	for i, fd := range t.scouted {
-		if i%freezeBatch == 0 && due(0) {
+		if stopped(stop, i) {
 			return
 		}
 		_ = unix.PidfdSendSignal(fd, syscall.SIGSTOP, nil, 0)
 	}
-	if due(t.walkTook) {
-		return // the kill would fall due during the walk
+	if t.signalFound(t.walk, syscall.SIGSTOP, stop); t.noLists {
+		return // walk swept
 	}
-	if t.signalFound(t.walk, syscall.SIGSTOP); t.noLists || due(t.sweepTook) {
-		return // walk swept, or the kill would fall due during the sweep
-	}
-	t.signalFound(t.sweep, syscall.SIGSTOP)
+	t.signalFound(t.sweep, syscall.SIGSTOP, stop)
 }
-
-// freezeBatch is how many scouted processes freeze signals between two
-// looks at the clock (a signal took up to 0.4 ms each, measured with 3,000
-// processes on two loaded cores).
-const freezeBatch = 64
 
 // killRound bounds how long one call of kill keeps finding new processes
 // to kill; the guard calls it again while any is left.
@@ -136,7 +135,7 @@ const killRound = 100 * time.Millisecond
 // mounted over it after the guard started), the guard cannot tell which
 // processes are left: live then returns just blind.
 func (t *procTree) live() []Proc {
-	procs, ok := t.sweep()
+	procs, ok := t.sweep(nil)
 	if !ok {
 		return []Proc{blind}
 	}
@@ -149,13 +148,13 @@ func (t *procTree) live() []Proc {
 // when /proc does not show the guard itself. A list read while a process
 // leaves it may have skipped a process: what must reach every process
 // (the freeze, the kill) walks again by sweep after it. Without the lists
-// (CONFIG_PROC_CHILDREN unset), it sweeps.
-func (t *procTree) walk() (procs []Proc, ok bool) {
-	defer func(began time.Time) { t.walkTook = time.Since(began) }(time.Now())
-	procs, err := Family("/proc", t.self)
+// (CONFIG_PROC_CHILDREN unset), it sweeps. ok is false too when stop (nil:
+// never) cut it short.
+func (t *procTree) walk(stop func() bool) (procs []Proc, ok bool) {
+	procs, err := family("/proc", t.self, stop)
 	if errors.Is(err, ErrNoChildrenLists) {
 		t.noLists = true
-		return t.sweep()
+		return t.sweep(stop)
 	}
 	if err != nil || !seen(t.self) {
 		return nil, false
@@ -165,10 +164,10 @@ func (t *procTree) walk() (procs []Proc, ok bool) {
 
 // sweep returns every descendant /proc shows, zombies among them, from the
 // stat line of every process on the host, where no list can skip one; ok
-// is false when /proc does not show the guard itself.
-func (t *procTree) sweep() (procs []Proc, ok bool) {
-	defer func(began time.Time) { t.sweepTook = time.Since(began) }(time.Now())
-	procs, err := Descendants("/proc", t.self)
+// is false when /proc does not show the guard itself, or when stop (nil:
+// never) cut it short.
+func (t *procTree) sweep(stop func() bool) (procs []Proc, ok bool) {
+	procs, err := descendants("/proc", t.self, stop)
 	if err != nil || !seen(t.self) {
 		return nil, false
 	}
@@ -273,23 +272,26 @@ func (t *procTree) gone() bool {
 // the processes the last scout found first, then those walk finds, and
 // only then those sweep finds (which walk may have skipped): the freeze
 // lands before the guard reads every process of the host. Other signals
-// go once, to the processes sweep finds.
-func (t *procTree) signal(sig syscall.Signal) {
+// go once, to the processes sweep finds. It ends once the kill falls due
+// (see procTree).
+func (t *procTree) signal(sig syscall.Signal, due func(within time.Duration) bool) {
+	stop := stopAt(due)
 	if sig == syscall.SIGSTOP || sig == syscall.SIGKILL {
 		t.signalScouted(sig) // before the walk: see signaller.scout
-		if t.signalFound(t.walk, sig); t.noLists {
+		if t.signalFound(t.walk, sig, stop); t.noLists {
 			return // walk swept
 		}
 	}
-	t.signalFound(t.sweep, sig)
+	t.signalFound(t.sweep, sig, stop)
 }
 
 // signalFound sends sig to the tree's processes and groups that find
-// returns (see signalAll, signalHeld); nothing when find is blind.
-func (t *procTree) signalFound(find func() ([]Proc, bool), sig syscall.Signal) {
-	if procs, ok := find(); ok {
+// returns (see signalAll, signalHeld), until stop (nil: never) says to
+// stop; nothing when find is blind or stopped.
+func (t *procTree) signalFound(find func(stop func() bool) ([]Proc, bool), sig syscall.Signal, stop func() bool) {
+	if procs, ok := find(stop); ok {
 		// Before reaping: reaped, a child no longer holds its group.
-		t.signalAll(alive(procs), sig, t.signalHeld(procs, sig))
+		t.signalAll(alive(procs), sig, t.signalHeld(procs, sig), stop)
 	}
 }
 
@@ -337,8 +339,9 @@ func (t *procTree) children() []int {
 // command's among them) but those in done, which it adds them to, and to
 // each of procs outside the groups in done (to all of them for SIGKILL).
 // A process of the tree in the guard's own group, which no group signal
-// reaches, gets every signal on its own.
-func (t *procTree) signalAll(procs []Proc, sig syscall.Signal, done map[int]bool) {
+// reaches, gets every signal on its own. It ends once stop (nil: never)
+// says so.
+func (t *procTree) signalAll(procs []Proc, sig syscall.Signal, done map[int]bool, stop func() bool) {
 	procs = slices.DeleteFunc(slices.Clone(procs), func(p Proc) bool { return p == blind })
 	ours := t.ours(procs)
 	for _, p := range procs {
@@ -347,7 +350,10 @@ func (t *procTree) signalAll(procs []Proc, sig syscall.Signal, done map[int]bool
 			_ = syscall.Kill(-p.Pgid, sig)
 		}
 	}
-	for _, p := range procs {
+	for i, p := range procs {
+		if stopped(stop, i) {
+			return
+		}
 		if !done[p.Pgid] || sig == syscall.SIGKILL || p.Pgid == t.selfPgid {
 			signalProc(p, ours, t.self, sig)
 		}
@@ -416,9 +422,9 @@ func (t *procTree) kill() {
 	t.signalScouted(syscall.SIGKILL)   // before the walk: see signaller.scout
 	began := time.Now()
 	for first := true; ; first = false {
-		t.signalFound(t.walk, syscall.SIGKILL)
+		t.signalFound(t.walk, syscall.SIGKILL, nil)
 		if first && !t.noLists {
-			t.signalFound(t.sweep, syscall.SIGKILL) // what walk may skip
+			t.signalFound(t.sweep, syscall.SIGKILL, nil) // what walk may skip
 		}
 		reaped := t.reaped
 		if t.gone() || time.Since(began) > killRound {

@@ -186,7 +186,7 @@ func TestScoutedSignalledFirst(t *testing.T) {
 		}
 		sleep = tree.live()
 	}
-	tree.scout()
+	tree.scout(never)
 	held, err := unix.PidfdOpen(sleep[0].Pid, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -199,11 +199,11 @@ func TestScoutedSignalledFirst(t *testing.T) {
 	})
 	sh.Process.Kill()
 	sh.Wait()
-	if procs, ok := tree.walk(); ok {
+	if procs, ok := tree.walk(nil); ok {
 		t.Fatalf("the walk still finds %+v after the root was reaped; want it blind", procs)
 	}
 
-	tree.signal(syscall.SIGSTOP)
+	tree.signal(syscall.SIGSTOP, never)
 	state := func() byte {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(sleep[0].Pid) + "/stat")
 		if err != nil {
@@ -221,5 +221,55 @@ func TestScoutedSignalledFirst(t *testing.T) {
 	fds := []unix.PollFd{{Fd: int32(held), Events: unix.POLLIN}}
 	if n, err := unix.Poll(fds, 5000); err != nil || n == 0 {
 		t.Errorf("sleep (pid %d, state %c) alive 5 s after SIGKILL; want killed by the scout's pidfd", sleep[0].Pid, state())
+	}
+}
+
+// TestSignalStopsWhenDue: a signal sent while the kill is due reads no
+// further in /proc, and so reaches no process it would have found there
+// (the kill follows at once, and reads to the end); sent while it is not,
+// it reaches them all.
+func TestSignalStopsWhenDue(t *testing.T) {
+	sh := exec.Command("/bin/sh", "-c", "sleep 60 & sleep 60 & wait")
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-sh.Process.Pid, syscall.SIGKILL)
+		sh.Wait()
+	})
+	tree := &procTree{self: sh.Process.Pid, selfPgid: syscall.Getpgrp(), main: sh.Process.Pid}
+	var sleeps []Proc
+	for began := time.Now(); len(sleeps) != 2; time.Sleep(10 * time.Millisecond) {
+		if time.Since(began) > 10*time.Second {
+			t.Fatalf("the shell's tree is %+v; want two sleeps", sleeps)
+		}
+		sleeps = tree.live()
+	}
+	stoppedOnes := func() (n int) {
+		for _, p := range sleeps {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/stat")
+			if q, perr := ParseStat(b); err == nil && perr == nil && q.State == 'T' {
+				n++
+			}
+		}
+		return n
+	}
+	tree.signal(syscall.SIGSTOP, func(time.Duration) bool { return true })
+	time.Sleep(100 * time.Millisecond)
+	if n := stoppedOnes(); n != 0 {
+		t.Errorf("%d of the sleeps stopped by a signal sent when the kill was due; want none: it reads no further", n)
+	}
+	tree.signal(syscall.SIGSTOP, never)
+	for began := time.Now(); stoppedOnes() != 2; time.Sleep(time.Millisecond) {
+		if time.Since(began) > 5*time.Second {
+			t.Fatalf("%d of 2 sleeps stopped 5 s after SIGSTOP; want both", stoppedOnes())
+		}
+	}
+	if _, err := descendants("/proc", 1, func() bool { return true }); !errors.Is(err, errStopped) {
+		t.Errorf("a sweep stopped at once returned %v; want errStopped", err)
+	}
+	if _, err := family("/proc", 1, func() bool { return true }); !errors.Is(err, errStopped) {
+		t.Errorf("a walk stopped at once returned %v; want errStopped", err)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package raceexit
+
+const raceBuilt = false
