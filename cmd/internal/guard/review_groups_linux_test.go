@@ -48,7 +48,7 @@ func TestGuardGroupLeaderPidReused(t *testing.T) {
 			t.Fatalf("the writer %d was not reaped within %s: stat %v", writer, reportWithin, statFields(writer))
 		}
 	}
-	outsider := reusePid(t, writer)
+	outsider := reusePid(t, writer, 0)
 	if f := statFields(outsider.Process.Pid); f == nil || f[2] != strconv.Itoa(writer) {
 		t.Fatalf("the outsider %d does not lead group %d: stat %v", outsider.Process.Pid, writer, f)
 	}
@@ -85,17 +85,18 @@ func holdsPidfd(holder, pid int) bool {
 	return false
 }
 
-// reusePid starts a process outside the tree, `sleep 60` in a process
-// group of its own, with pid want (free): it sets the kernel's last pid to
-// the one before and tries again while another process takes want first.
-func reusePid(t *testing.T, want int) *exec.Cmd {
+// reusePid starts a process outside the tree, `sleep 60` in process group
+// pgid (0: one of its own), with pid want (free): it sets the kernel's last
+// pid to the one before and tries again while another process takes want
+// first.
+func reusePid(t *testing.T, want, pgid int) *exec.Cmd {
 	t.Helper()
 	for try := 0; try < 100; try++ {
 		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(want-1)), 0); err != nil {
 			t.Fatalf("set the last pid (needs root): %v", err)
 		}
 		cmd := exec.Command("sleep", "60")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -111,4 +112,20 @@ func reusePid(t *testing.T, want int) *exec.Cmd {
 	}
 	t.Fatalf("no process got pid %d in 100 tries", want)
 	return nil
+}
+
+// startOutsider starts `sleep 60`, outside the tree, in process group
+// pgid (0: one of its own), and returns its pid.
+func startOutsider(t *testing.T, pgid int) int {
+	t.Helper()
+	outsider := exec.Command("sleep", "60")
+	outsider.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+	if err := outsider.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		outsider.Process.Kill()
+		outsider.Wait()
+	})
+	return outsider.Process.Pid
 }

@@ -18,9 +18,7 @@
 package guard_test
 
 import (
-	"os/exec"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -121,22 +119,6 @@ func TestReviewGroupsJoinOutsider(t *testing.T) {
 		t.Logf("the outsider %d is in group %d, which the writer leads: stat %v", pid, writer, statFields(pid))
 		checkOutsider(t, hb, pid)
 	})
-}
-
-// startOutsider starts `sleep 60`, outside the tree, in process group
-// pgid (0: one of its own), and returns its pid.
-func startOutsider(t *testing.T, pgid int) int {
-	t.Helper()
-	outsider := exec.Command("sleep", "60")
-	outsider.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
-	if err := outsider.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		outsider.Process.Kill()
-		outsider.Wait()
-	})
-	return outsider.Process.Pid
 }
 
 // checkOutsider waits for the guard's report, checks the writer's beats,

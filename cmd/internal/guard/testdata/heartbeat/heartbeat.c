@@ -52,11 +52,37 @@
 //               just the minute-long one the command started under), sends
 //               the guard SIGTERM every 50 ms; it creates OUT.sigterm when
 //               it sends the first
+//   groupsplain as lastplain, but each sleeper, and the writer, starts a
+//               process group of its own: the writer's is the last of
+//               3,001 groups
+//   threadscout as lastplain, but the group's leader first forks a
+//               process with $HEARTBEAT_THREADS (8000 if unset) threads
+//               that sleep, in the group: a tree whose every thread's
+//               children list the guard reads when it scouts
+//   dodgegroups as groupsplain, with the threads of threadscout first
+//               (in the leader's group), but the writer moves into the
+//               group of the sleeper forked two thirds of the way through
+//               once that sleeper is stopped (the freeze has signalled
+//               its group); with $HEARTBEAT_DODGE=0 it stays in its own
+//   latewide    the writer writes until the lease file says the deadline
+//               is less than 24 s away (the guard has applied the test's
+//               lease, 27 s long, not just the minute-long one the
+//               command started under, and scouted on it 3 s before),
+//               then forks $HEARTBEAT_WIDE sleepers (3000 if
+//               unset; in its group) and a new writer, which starts a
+//               process group of its own, writes its pid to OUT.late and
+//               writes on in its place; the old writer sleeps: the tree
+//               is wide only after the last renewal, and the guard
+//               scouted neither the sleepers nor the new writer
+//   widenew     as latewide, but the sleepers are forked before the
+//               writer's first beat (the tree is wide at the last
+//               renewal): only the new writer comes after it
 //   userns      the writer is pid 2 of a new user and PID namespace whose
 //               init forks it and waits; OUT names the namespace's parent
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -78,18 +104,22 @@ static long long boot(void) {
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-// report writes this process's pid, as /proc (the guard's) shows it, to out.
-static void report(void) {
+// reportTo writes this process's pid, as /proc (the guard's) shows it, to
+// path.
+static void reportTo(const char *path) {
 	char self[64] = {0}, tmp[4096];
 	if (readlink("/proc/self", self, sizeof self - 1) < 0)
 		_exit(1);
-	snprintf(tmp, sizeof tmp, "%s.tmp", out);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || write(fd, self, strlen(self)) < 0)
 		_exit(1);
 	close(fd);
-	rename(tmp, out);
+	rename(tmp, path);
 }
+
+// report writes this process's pid to out.
+static void report(void) { reportTo(out); }
 
 static int beatfd;
 static int forgefds[64];  // tenure's sockets (forgelease)
@@ -97,24 +127,6 @@ static int nforge;
 static int reportfd = -1; // the guard's end of the report channel (forgereport)
 static pid_t termguard;   // the guard, sent SIGTERM (termguard)
 static char termpath[4096];
-
-// leaseNear reports whether the lease file says the deadline is less than
-// 10 s away.
-static int leaseNear(void) {
-	const char *path = getenv("TENURE_LEASE_FILE");
-	char buf[4096];
-	int fd = path == NULL ? -1 : open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	const char *key = "\"deadline_boot_ns\":";
-	char *at = strstr(buf, key);
-	return at != NULL && strtoll(at + strlen(key), NULL, 10) - boot() < 10000000000LL;
-}
 
 // leaseLeft returns how long until the deadline the lease file names, in
 // ns, or -1 if it names none.
@@ -134,6 +146,13 @@ static long long leaseLeft(void) {
 	return at == NULL ? -1 : strtoll(at + strlen(key), NULL, 10) - boot();
 }
 
+// leaseWithin reports whether the lease file says the deadline is less
+// than ns away.
+static int leaseWithin(long long ns) {
+	long long left = leaseLeft();
+	return left >= 0 && left < ns;
+}
+
 static volatile int *hopTo; // shared: the group to move to (hopgroup)
 
 static void onHop(int sig) {
@@ -145,10 +164,64 @@ static void onTerm(int sig) {
 	_exit(0);
 }
 
+static pid_t dodgeOf; // dodgegroups: the leader of the group the writer dodges into
+
+// stateOf returns the state letter of process pid in /proc, or 0.
+static char stateOf(pid_t pid) {
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *at = strrchr(buf, ')');
+	return at != NULL && at[1] == ' ' ? at[2] : 0;
+}
+
+// dodge moves the writer (dodgegroups) into dodgeOf's group once that
+// process is stopped (the freeze has signalled its group).
+static void dodge(void) {
+	if (stateOf(dodgeOf) == 'T') {
+		if (setpgid(0, dodgeOf) != 0)
+			_exit(1);
+		dodgeOf = 0;
+	}
+}
+
+static int late;         // hand the beat over once the lease is near (latewide, widenew)
+static int lateSleepers; // fork the sleepers then too (latewide)
+
+static int ownGroups; // each sleeper starts a process group of its own (groupsplain)
+
+static pid_t forkSleepers(void);
+
+// handOff forks, for latewide, the sleepers, then a new writer in a
+// process group of its own, which returns (to write on); this process
+// sleeps.
+static void handOff(void) {
+	late = 0;
+	if (lateSleepers)
+		forkSleepers();
+	pid_t c = fork();
+	if (c < 0)
+		_exit(1);
+	if (c > 0)
+		for (;;)
+			pause();
+	if (setpgid(0, 0) != 0)
+		_exit(1);
+	char path[4096];
+	snprintf(path, sizeof path, "%s.late", out);
+	reportTo(path);
+}
+
 // beat writes the boot clock to OUT.beat (beatfd) until 60 s have passed.
 static void beat(void) {
 	char buf[32], msg[512];
-	long long began = boot(), nextTerm = 0;
+	long long began = boot(), nextTerm = 0, nextLate = 0;
 	int termed = 0;
 	for (long long end = began + 60000000000LL, n = 0; boot() < end; n++) {
 		if (nforge > 0 && n % 250 == 0) {
@@ -161,7 +234,7 @@ static void beat(void) {
 				send(forgefds[i], msg, m, MSG_DONTWAIT | MSG_NOSIGNAL);
 		}
 		if (termguard > 0 && boot() >= nextTerm) {
-			if (termed || leaseNear()) {
+			if (termed || leaseWithin(10000000000LL)) {
 				kill(termguard, SIGTERM);
 				if (!termed) {
 					char sent[4096];
@@ -171,6 +244,13 @@ static void beat(void) {
 				}
 			}
 			nextTerm = boot() + (termed ? 50000000LL : 10000000LL);
+		}
+		if (dodgeOf > 0)
+			dodge();
+		if (late && boot() >= nextLate) {
+			if (leaseWithin(24000000000LL))
+				handOff();
+			nextLate = boot() + 10000000LL;
 		}
 		if (reportfd >= 0 && boot() > began + 300000000LL) {
 			const char *r = "{\"exited\":true,\"code\":0,\"status\":\"exit status 0\"}\n";
@@ -269,17 +349,62 @@ static pid_t parent(pid_t pid) {
 }
 
 // forkSleepers forks $HEARTBEAT_WIDE (3000 if unset) children that sleep
-// (pause) until killed: a tree the guard takes long to read.
-static void forkSleepers(void) {
+// (pause) until killed: a tree the guard takes long to read. It returns
+// the pid of the one forked two thirds of the way through.
+static pid_t forkSleepers(void) {
 	const char *wide = getenv("HEARTBEAT_WIDE");
+	pid_t at = 0;
 	for (int i = 0, n = wide != NULL ? atoi(wide) : 3000; i < n; i++) {
 		pid_t c = fork();
 		if (c < 0)
 			_exit(1);
-		if (c == 0)
+		if (i == n * 2 / 3)
+			at = c;
+		if (c == 0) {
+			if (ownGroups && setpgid(0, 0) != 0)
+				_exit(1);
 			for (;;)
 				pause();
+		}
 	}
+	return at;
+}
+
+static void *pauseThread(void *arg) {
+	for (;;)
+		pause();
+	return NULL;
+}
+
+// forkThreads forks a process that starts $HEARTBEAT_THREADS (8000 if
+// unset) threads that sleep, and returns once they are all up.
+static void forkThreads(void) {
+	const char *env = getenv("HEARTBEAT_THREADS");
+	int n = env != NULL ? atoi(env) : 8000, up[2];
+	if (pipe(up) != 0)
+		_exit(1);
+	pid_t c = fork();
+	if (c < 0)
+		_exit(1);
+	if (c == 0) {
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, 1 << 16);
+		for (int i = 0; i < n; i++) {
+			pthread_t t;
+			if (pthread_create(&t, &attr, pauseThread, NULL) != 0)
+				_exit(1);
+		}
+		if (write(up[1], "", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	char b;
+	if (read(up[0], &b, 1) != 1)
+		_exit(1);
+	close(up[0]);
+	close(up[1]);
 }
 
 static char stack[1 << 16];
@@ -338,18 +463,31 @@ int main(int argc, char **argv) {
 			if (strcmp(mode, "leaderless") == 0)
 				contimer();
 		} else if (strcmp(mode, "guardgroup") == 0) {
+		} else if (strcmp(mode, "latewide") == 0 || strcmp(mode, "widenew") == 0) {
+			late = 1;
+			if (strcmp(mode, "latewide") == 0)
+				lateSleepers = 1;
+			else
+				forkSleepers();
 		} else if (strcmp(mode, "contimer") == 0) {
 			contimer();
 		} else if (strcmp(mode, "contimerwide") == 0 || strcmp(mode, "contimerlast") == 0 || strcmp(mode, "hopgroup") == 0 ||
-		    strcmp(mode, "lastplain") == 0) {
-			int hop = strcmp(mode, "hopgroup") == 0, last = hop || strcmp(mode, "lastplain") == 0 || strcmp(mode, "contimerlast") == 0;
+		    strcmp(mode, "lastplain") == 0 || strcmp(mode, "groupsplain") == 0 || strcmp(mode, "threadscout") == 0 ||
+		    strcmp(mode, "dodgegroups") == 0) {
+			int hop = strcmp(mode, "hopgroup") == 0, dodging = strcmp(mode, "dodgegroups") == 0;
+			int groups = strcmp(mode, "groupsplain") == 0, threads = strcmp(mode, "threadscout") == 0;
+			int plain = groups || threads || dodging || strcmp(mode, "lastplain") == 0;
+			int last = hop || plain || strcmp(mode, "contimerlast") == 0;
+			ownGroups = groups || dodging;
+			if (threads || dodging)
+				forkThreads();
 			if (hop) {
 				hopTo = mmap(NULL, sizeof *hopTo, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 				struct sigaction sa = {.sa_handler = onHop, .sa_flags = SA_RESTART};
 				if (hopTo == MAP_FAILED || sigaction(SIGUSR1, &sa, NULL) != 0)
 					_exit(1);
 			}
-			forkSleepers();
+			pid_t twoThirds = forkSleepers();
 			if (last) {
 				pid_t c = fork();
 				if (c < 0)
@@ -379,8 +517,13 @@ int main(int argc, char **argv) {
 				if (c > 0)
 					for (;;)
 						pause();
+				if ((groups || dodging) && setpgid(0, 0) != 0)
+					_exit(1);
+				const char *dodges = getenv("HEARTBEAT_DODGE");
+				if (dodging && (dodges == NULL || atoi(dodges) != 0))
+					dodgeOf = twoThirds;
 			}
-			if (strcmp(mode, "lastplain") != 0)
+			if (!plain)
 				contimer();
 		} else if (strcmp(mode, "stopguard") == 0) {
 			if (kill(guard, SIGSTOP) != 0)
