@@ -186,7 +186,7 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().SetInterspersed(false)
 	fs := cmd.Flags()
 	fs.StringVar(&f.key, "key", "", "the key to lead (required): 1–200 bytes of A-Z a-z 0-9 . _ / -")
-	fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lease TTL: how long after its last renewal a silent leader keeps the key (etcd rounds up to whole seconds; at least 400ms)")
+	fs.DurationVar(&f.ttl, "ttl", 10*time.Second, "lease TTL: how long after its last renewal a silent leader keeps the key (etcd rounds up to whole seconds; at least 1s)")
 	fs.DurationVar(&f.margin, "margin", time.Second, "safety margin: the command is stopped this long before the lease could expire at the coordinator (at least 50ms, less than --ttl)")
 	fs.Float64Var(&f.maxDrift, "max-drift", 0.01, "largest clock-rate difference assumed between this machine and the coordinator, as a fraction in [0, 0.5)")
 	fs.StringVar(&f.holder, "holder", "", "this process's display `name` (default: the host name, the process id and a random suffix)")
@@ -240,7 +240,7 @@ func checkRunFlags(cmd *cobra.Command, g *globalFlags, f *runFlags, args []strin
 		return cfg, "", err
 	}
 	if f.ttl < guard.MinTTL {
-		return cfg, "", usageError("%s %s is too short for the guard: it kills the command a fortieth of the TTL before the local deadline (%s here), and a lead under 10ms can land after the deadline on a loaded host; use --ttl %s or more",
+		return cfg, "", usageError("%s %s is too short for the guard: it kills the command a fortieth of the TTL before the local deadline (%s here), and a lead under 25ms can land after the deadline on a loaded host; use --ttl %s or more",
 			flagRef(cmd, "ttl"), f.ttl, f.ttl/40, guard.MinTTL)
 	}
 	cfg.Key, cfg.Holder, cfg.TTL = f.key, f.holder, f.ttl

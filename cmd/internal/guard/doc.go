@@ -93,11 +93,16 @@
 // Ctrl-Z, the freeze, a scout) stops signalling and reading /proc once the
 // kill falls due, so that the kill goes then, and a tree whose scout took long is
 // frozen earlier (twice the scout's time before the kill, a tenth of the
-// TTL at most), but in a tree of thousands of processes each in a group of
-// its own the process can write until the kill lands, past the deadline
-// (measured: with 3,000 processes in one group at 2 s, 0.23-0.35 s late in
-// 2 of 9 runs made two at a time, on time alone; under a TTL below MinTTL,
-// which tenure run refuses, 1-5 ms); a process group that empties and
+// TTL at most), but in a tree of thousands of processes the process can
+// write until the kill lands, past the deadline, as can one the freeze
+// does not reach first: forked after the last renewal (found by reading
+// /proc only), or moved into a group already signalled. The kernel took
+// 1.5 s to deliver SIGKILL to a group of 3,000 processes on two cores
+// (measured with 3,000 processes: 0.9-1.4 s late for a writer forked after
+// the renewal, at TTL 2 s and 10 s; 0.15-0.73 s for one that changed group;
+// 0.23-0.35 s for the last forked undoing the freeze, in 2 of 9 runs made
+// two at a time; under a TTL below MinTTL, which tenure run refuses,
+// 1-5 ms); a process group that empties and
 // whose id is reused in the instant between the guard reading that a process
 // of the tree leads it (or that a live child of the guard is in it) and
 // signalling it; processes that multiply faster than the guard kills them
