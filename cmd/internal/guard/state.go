@@ -258,7 +258,7 @@ const killLead = 50 * time.Millisecond
 // is 25 ms there. A process that undoes the freeze with SIGCONT of its own
 // wrote 1-5 ms after the deadline in most runs under a 100 ms TTL (a lead
 // of 2.5 ms, which a guard woken a little late on a loaded host misses);
-// under 400 ms (10 ms) it wrote within 2 ms of the deadline in 6 of 20
+// under 400 ms (10 ms) it wrote within 2 ms of the deadline in at least 5 of 20
 // runs beside two busy loops, and 0.3-8 ms after it in 2 runs on a host
 // loaded further.
 const MinTTL = time.Second
