@@ -31,6 +31,7 @@ func TestReviewDueSlowTermGraceEnd(t *testing.T) {
 				rec.signalTook = 2 * time.Second
 				time.Sleep(500 * time.Millisecond)
 				end(s)
+				s.tick() // as the guard's loop does after each message or signal
 				drive(s, 3*time.Second, nil)
 				want := []string{"terminated@500ms", "killed@600ms"}
 				if !slices.Equal(rec.sent, want) {
@@ -49,21 +50,28 @@ func TestReviewDueSlowTermGraceEnd(t *testing.T) {
 // kill was due at the grace's end, for the term that ended: the report
 // does not say the deadline passed (Expired).
 func TestReviewDueLateWakeAfterGrace(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s, rec := newState(t, 100*time.Millisecond)
-		s.handle(leaseMsg(2*time.Second, 0))
-		time.Sleep(500 * time.Millisecond)
-		s.handle(Message{Op: OpEnd, Signal: syscall.SIGTERM})
-		time.Sleep(2 * time.Second) // starved past 600 ms and 1.95 s
-		s.tick()
-		want := []string{"terminated@500ms", "killed@2.5s"}
-		if !slices.Equal(rec.sent, want) {
-			t.Fatalf("sent %q; want %q", rec.sent, want)
-		}
-		if s.expired {
-			t.Errorf("expired = true; want false (the kill fell due at 600 ms, the grace's end)")
-		}
-	})
+	for name, wake := range map[string]func(s *state){
+		"timer":   func(s *state) { s.tick() },
+		"message": func(s *state) { s.handle(Message{Op: OpSignal, Signal: syscall.SIGHUP}) }, // handled before the loop's tick
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, rec := newState(t, 100*time.Millisecond)
+				s.handle(leaseMsg(2*time.Second, 0))
+				time.Sleep(500 * time.Millisecond)
+				s.handle(Message{Op: OpEnd, Signal: syscall.SIGTERM})
+				time.Sleep(2 * time.Second) // starved past 600 ms and 1.95 s
+				wake(s)
+				want := []string{"terminated@500ms", "killed@2.5s"}
+				if !slices.Equal(rec.sent, want) {
+					t.Fatalf("sent %q; want %q", rec.sent, want)
+				}
+				if s.expired {
+					t.Errorf("expired = true; want false (the kill fell due at 600 ms, the grace's end)")
+				}
+			})
+		})
+	}
 }
 
 // TestReviewDueRenewWhileFrozenSlowCont: a renewal reaches a frozen tree
@@ -105,6 +113,7 @@ func TestReviewDueStoppedEndSlowTerm(t *testing.T) {
 		rec.signalTook = 2 * time.Second
 		time.Sleep(300 * time.Millisecond)
 		s.handle(Message{Op: OpEnd, Signal: syscall.SIGTERM})
+		s.tick() // as the guard's loop does after each message
 		drive(s, 3*time.Second, nil)
 		want := []string{"stopped (signal)@200ms", "terminated@500ms", "continued@600ms", "killed@600ms"}
 		if !slices.Equal(rec.sent, want) {
