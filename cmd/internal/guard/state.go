@@ -68,7 +68,7 @@ func (s *state) handle(m Message) {
 		// The kill fell due before this message was handled (the guard
 		// woke for it before its timer, or late): whatever it says, even
 		// a renewal, comes too late.
-		s.expire()
+		s.killIfDue()
 	}
 	switch m.Op {
 	case OpLease:
@@ -87,8 +87,9 @@ func (s *state) handle(m Message) {
 			}
 		}
 		if !s.frozen && now < s.freezeAt() {
+			began := s.clock()  // after the SIGCONT, which is no scout's time
 			s.tree.scout(s.due) // see signaller
-			s.scoutTook = s.clock().Sub(now)
+			s.scoutTook = s.clock().Sub(began)
 		}
 	case OpSignal:
 		// SIGCONT goes through OpCont's rules: a tree frozen for its
@@ -145,6 +146,13 @@ func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 	if s.killed {
 		return
 	}
+	// The kill falls due at the grace's end from now on: a sig that reads
+	// /proc longer than the grace ends there (see due), not at the
+	// deadline's kill.
+	at = min(at, s.killDue())
+	if s.killAt == 0 || at < s.killAt {
+		s.killAt = at
+	}
 	if sig != 0 {
 		if sig != syscall.SIGTERM || !s.termed {
 			s.tree.signal(sig, s.due)
@@ -156,10 +164,6 @@ func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 			s.tree.signal(syscall.SIGCONT, s.due) // let it act on sig
 			s.stopped, s.frozen = false, false
 		}
-	}
-	at = min(at, s.killDue())
-	if s.killAt == 0 || at < s.killAt {
-		s.killAt = at
 	}
 }
 
@@ -185,14 +189,16 @@ func (s *state) tick() {
 }
 
 // killIfDue kills the tree if its kill is due (see due), and reports
-// whether it did.
+// whether it did. It is Expired when the deadline's kill came first: not
+// when the term ended and its grace did before it, however late the guard
+// got to the kill.
 func (s *state) killIfDue() bool {
 	now := s.clock()
 	switch {
+	case s.killAt != 0 && s.killAt < s.killDue() && now >= s.killAt:
+		s.killNow()
 	case now >= s.killDue():
 		s.expire()
-	case s.killAt != 0 && now >= s.killAt:
-		s.killNow()
 	default:
 		return false
 	}
