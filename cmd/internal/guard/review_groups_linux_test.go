@@ -33,21 +33,7 @@ func TestGuardGroupLeaderPidReused(t *testing.T) {
 	if f := statFields(writer); f == nil || f[2] != strconv.Itoa(writer) {
 		t.Fatalf("the writer %d does not lead its process group: stat %v", writer, f)
 	}
-	// The guard scouts on the lease startHeartbeat sent: the writer, a
-	// leader, is among the scouted once the guard holds a pidfd for it.
-	for began := time.Now(); !holdsPidfd(hb.g.cmd.Process.Pid, writer); time.Sleep(time.Millisecond) {
-		if time.Since(began) > reportWithin {
-			t.Fatalf("the guard holds no pidfd for the writer %d within %s of the lease", writer, reportWithin)
-		}
-	}
-	if err := unix.PidfdSendSignal(hb.held[writer], syscall.SIGKILL, nil, 0); err != nil {
-		t.Fatal(err)
-	}
-	for began := time.Now(); statFields(writer) != nil; time.Sleep(time.Millisecond) {
-		if time.Since(began) > reportWithin {
-			t.Fatalf("the writer %d was not reaped within %s: stat %v", writer, reportWithin, statFields(writer))
-		}
-	}
+	reapScouted(t, hb, writer)
 	outsider := reusePid(t, writer, 0)
 	if f := statFields(outsider.Process.Pid); f == nil || f[2] != strconv.Itoa(writer) {
 		t.Fatalf("the outsider %d does not lead group %d: stat %v", outsider.Process.Pid, writer, f)
@@ -62,6 +48,27 @@ func TestGuardGroupLeaderPidReused(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if f := statFields(writer); f == nil || f[0] == "T" || f[0] == "Z" || f[0] == "t" {
 		t.Errorf("the outsider %d (outside the tree, leading group %d, the id of a scouted leader reaped since) was signalled by the guard: stat %v", writer, writer, f)
+	}
+}
+
+// reapScouted waits until the guard of hb has scouted process pid (it
+// scouts on the lease startHeartbeat sent, and then holds a pidfd for
+// it), then kills pid and waits until it is reaped: its pid is free for
+// reuse while the guard still holds the scout's pidfd.
+func reapScouted(t *testing.T, hb *heartbeat, pid int) {
+	t.Helper()
+	for began := time.Now(); !holdsPidfd(hb.g.cmd.Process.Pid, pid); time.Sleep(time.Millisecond) {
+		if time.Since(began) > reportWithin {
+			t.Fatalf("the guard holds no pidfd for process %d within %s of the lease", pid, reportWithin)
+		}
+	}
+	if err := unix.PidfdSendSignal(hb.held[pid], syscall.SIGKILL, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	for began := time.Now(); statFields(pid) != nil; time.Sleep(time.Millisecond) {
+		if time.Since(began) > reportWithin {
+			t.Fatalf("process %d was not reaped within %s: stat %v", pid, reportWithin, statFields(pid))
+		}
 	}
 }
 

@@ -8,11 +8,8 @@ package guard_test
 
 import (
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/tenure-dev/tenure/cmd/internal/guard/guardtest"
 )
@@ -32,19 +29,7 @@ func TestReviewWidePidReusedOtherGroup(t *testing.T) {
 	}
 	hb := startHeartbeat(t, prog, "reaped", time.Minute, 2*time.Second)
 	writer := readInt(hb.out)
-	for began := time.Now(); !holdsPidfd(hb.g.cmd.Process.Pid, writer); time.Sleep(time.Millisecond) {
-		if time.Since(began) > reportWithin {
-			t.Fatalf("the guard holds no pidfd for the writer %d within %s of the lease", writer, reportWithin)
-		}
-	}
-	if err := unix.PidfdSendSignal(hb.held[writer], syscall.SIGKILL, nil, 0); err != nil {
-		t.Fatal(err)
-	}
-	for began := time.Now(); statFields(writer) != nil; time.Sleep(time.Millisecond) {
-		if time.Since(began) > reportWithin {
-			t.Fatalf("the writer %d was not reaped within %s: stat %v", writer, reportWithin, statFields(writer))
-		}
-	}
+	reapScouted(t, hb, writer)
 	leader := startOutsider(t, 0)
 	member := reusePid(t, writer, leader)
 	if f := statFields(writer); f == nil || f[2] != strconv.Itoa(leader) {

@@ -166,19 +166,27 @@ static void onTerm(int sig) {
 
 static pid_t dodgeOf; // dodgegroups: the leader of the group the writer dodges into
 
-// stateOf returns the state letter of process pid in /proc, or 0.
-static char stateOf(pid_t pid) {
-	char path[64], buf[4096];
+// afterComm reads process pid's stat line from /proc into buf (size
+// bytes) and returns what follows its "(comm)", or NULL.
+static const char *afterComm(pid_t pid, char *buf, size_t size) {
+	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/stat", pid);
 	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
 	if (fd >= 0)
 		close(fd);
 	if (n <= 0)
-		return 0;
+		return NULL;
 	buf[n] = 0;
 	char *at = strrchr(buf, ')');
-	return at != NULL && at[1] == ' ' ? at[2] : 0;
+	return at != NULL ? at + 1 : NULL;
+}
+
+// stateOf returns the state letter of process pid in /proc, or 0.
+static char stateOf(pid_t pid) {
+	char buf[4096];
+	const char *at = afterComm(pid, buf, sizeof buf);
+	return at != NULL && at[0] == ' ' ? at[1] : 0;
 }
 
 // dodge moves the writer (dodgegroups) into dodgeOf's group once that
@@ -334,18 +342,10 @@ static void takeSockets(pid_t pid) {
 
 // parent returns the parent of process pid, or -1.
 static pid_t parent(pid_t pid) {
-	char path[64], buf[4096];
-	snprintf(path, sizeof path, "/proc/%d/stat", pid);
-	int fd = open(path, O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	char *at = strrchr(buf, ')');
+	char buf[4096];
+	const char *at = afterComm(pid, buf, sizeof buf);
 	int ppid;
-	return at != NULL && sscanf(at + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+	return at != NULL && sscanf(at, " %*c %d", &ppid) == 1 ? ppid : -1;
 }
 
 // forkSleepers forks $HEARTBEAT_WIDE (3000 if unset) children that sleep
