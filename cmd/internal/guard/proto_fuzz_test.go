@@ -105,7 +105,7 @@ type sigLog struct {
 	sent   []string
 }
 
-func (l *sigLog) signal(sig syscall.Signal, _ func(time.Duration) bool) {
+func (l *sigLog) signal(sig syscall.Signal, _ func() bool) {
 	l.sent = append(l.sent, fmt.Sprintf("%d@%d", sig, *l.now))
 	if l.killed {
 		l.t.Fatalf("signal %d at %d after SIGKILL (sent %v)", sig, *l.now, l.sent)
@@ -120,8 +120,8 @@ func (l *sigLog) kill() {
 	l.killed = true
 }
 
-func (l *sigLog) scout(func(time.Duration) bool)  {}
-func (l *sigLog) freeze(func(time.Duration) bool) { l.signal(syscall.SIGSTOP, nil) }
+func (l *sigLog) scout(func() bool)  {}
+func (l *sigLog) freeze(func() bool) { l.signal(syscall.SIGSTOP, nil) }
 
 // FuzzGuardState: whatever messages tenure's side sends, and whenever, the
 // guard never continues the tree at or after its deadline, sends nothing

@@ -10,14 +10,14 @@ import (
 
 // signaller reaches every process of the command's tree.
 //
-// Every method but kill gets due, which says whether the kill falls due
-// within a given time from now: reading /proc can take longer than the
+// Every method but kill gets due, which says whether the kill is due now:
+// reading /proc can take longer than the
 // freeze's and the kill's leads (on a host with many processes, or a
 // loaded one), so each ends once the kill is due and leaves the rest to
 // the kill, which goes first.
 type signaller interface {
-	signal(sig syscall.Signal, due func(within time.Duration) bool) // sig to every process of the tree
-	kill()                                                          // SIGKILL to every process of the tree (the guard repeats it while any is left)
+	signal(sig syscall.Signal, due func() bool) // sig to every process of the tree
+	kill()                                      // SIGKILL to every process of the tree (the guard repeats it while any is left)
 	// scout learns which processes the tree holds, so that the next
 	// SIGSTOP or SIGKILL reaches them at once, before the tree is looked
 	// for again. The guard scouts on each lease that comes before its
@@ -29,10 +29,10 @@ type signaller interface {
 	// freeze and the kill reach the processes found then at once, and no
 	// walk of /proc is under way when the freeze is due; the processes
 	// started since are found by reading /proc after that.
-	scout(due func(within time.Duration) bool)
+	scout(due func() bool)
 	// freeze is signal(SIGSTOP): a process that undoes the freeze writes
 	// until the kill lands, so the freeze too ends once the kill is due.
-	freeze(due func(within time.Duration) bool)
+	freeze(due func() bool)
 }
 
 // state is the guard's deadline logic: what to do to the tree, and when,
@@ -205,10 +205,10 @@ func (s *state) killIfDue() bool {
 	return true
 }
 
-// due reports whether the tree's kill falls due within the given time
-// from now: at killDue, or at killAt once the term has ended. Before the
-// first lease, and once the tree is killed, never.
-func (s *state) due(within time.Duration) bool {
+// due reports whether the tree's kill is due: at killDue, or at killAt
+// once the term has ended. Before the first lease, and once the tree is
+// killed, never.
+func (s *state) due() bool {
 	if !s.leased || s.killed {
 		return false
 	}
@@ -216,7 +216,7 @@ func (s *state) due(within time.Duration) bool {
 	if s.killAt != 0 {
 		at = min(at, s.killAt)
 	}
-	return s.clock().Add(within) >= at
+	return s.clock() >= at
 }
 
 // overdueEnd reports whether the tree, ending now, ended because of the

@@ -31,30 +31,30 @@ type recorder struct {
 func (r *recorder) record(sig syscall.Signal) {
 	r.sent = append(r.sent, fmt.Sprintf("%s@%s", sig, time.Since(r.began)))
 }
-func (r *recorder) signal(sig syscall.Signal, due func(time.Duration) bool) {
+func (r *recorder) signal(sig syscall.Signal, due func() bool) {
 	r.record(sig)
 	r.busy(r.signalTook, due)
 }
 func (r *recorder) kill() { r.record(syscall.SIGKILL) }
-func (r *recorder) freeze(due func(time.Duration) bool) {
+func (r *recorder) freeze(due func() bool) {
 	r.record(syscall.SIGSTOP)
 	r.busy(r.freezeTook, due)
 }
-func (r *recorder) scout(due func(time.Duration) bool) {
+func (r *recorder) scout(due func() bool) {
 	r.busy(r.scoutTook, due)
 	r.scouts = append(r.scouts, time.Since(r.began))
 }
 
 // busy takes d, checking due every millisecond, unless due says the kill
 // is due.
-func (r *recorder) busy(d time.Duration, due func(time.Duration) bool) {
-	for end := time.Now().Add(d); time.Now().Before(end) && !due(0); {
+func (r *recorder) busy(d time.Duration, due func() bool) {
+	for end := time.Now().Add(d); time.Now().Before(end) && !due(); {
 		time.Sleep(time.Millisecond)
 	}
 }
 
 // never is a due that never says the kill is due.
-func never(time.Duration) bool { return false }
+func never() bool { return false }
 
 // newState returns a state whose boot clock is the bubble's clock
 // (0 when the bubble began), with a lease file in dir.

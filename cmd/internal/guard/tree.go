@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // A Proc is one process found in /proc.
@@ -46,12 +45,6 @@ var errStopped = errors.New("read of /proc stopped")
 // process, goes through between two calls of its stop (a stat line read
 // took 10-20 µs, a pidfd signal up to 0.4 ms, on two loaded cores).
 const stopEvery = 32
-
-// stopAt is the stop of a read of /proc that due (see signaller) gives:
-// the kill is due now.
-func stopAt(due func(within time.Duration) bool) func() bool {
-	return func() bool { return due(0) }
-}
 
 // stopped reports whether stop (nil: never) says to stop at the i-th
 // process of a loop.

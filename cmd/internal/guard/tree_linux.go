@@ -51,11 +51,11 @@ type procTree struct {
 // starts, and without pidfds (Linux < 5.3), it holds none. A walk cut short
 // (the kill fell due) or blind keeps those the last scout held: they are
 // still the tree's.
-func (t *procTree) scout(due func(within time.Duration) bool) {
+func (t *procTree) scout(due func() bool) {
 	if t.main == 0 {
 		return
 	}
-	procs, ok := t.walk(stopAt(due))
+	procs, ok := t.walk(due)
 	if !ok {
 		return
 	}
@@ -110,8 +110,7 @@ func (t *procTree) signalScouted(sig syscall.Signal) {
 // (the command's, one signal for every process in it), then the groups
 // the scouted processes are in, then the scouted processes, then those
 // walk finds, then those sweep finds.
-func (t *procTree) freeze(due func(within time.Duration) bool) {
-	stop := stopAt(due)
+func (t *procTree) freeze(stop func() bool) {
 	t.signalHeld(nil, syscall.SIGSTOP)
 	t.signalGroups(syscall.SIGSTOP)
 	for i, fd := range t.scouted {
@@ -272,10 +271,9 @@ func (t *procTree) gone() bool {
 // the processes the last scout found first, then those walk finds, and
 // only then those sweep finds (which walk may have skipped): the freeze
 // lands before the guard reads every process of the host. Other signals
-// go once, to the processes sweep finds. It ends once the kill falls due
-// (see procTree).
-func (t *procTree) signal(sig syscall.Signal, due func(within time.Duration) bool) {
-	stop := stopAt(due)
+// go once, to the processes sweep finds. It ends once stop (the state's
+// due) says the kill is due (see procTree).
+func (t *procTree) signal(sig syscall.Signal, stop func() bool) {
 	if sig == syscall.SIGSTOP || sig == syscall.SIGKILL {
 		t.signalScouted(sig) // before the walk: see signaller.scout
 		if t.signalFound(t.walk, sig, stop); t.noLists {

@@ -255,7 +255,7 @@ func TestSignalStopsWhenDue(t *testing.T) {
 		}
 		return n
 	}
-	tree.signal(syscall.SIGSTOP, func(time.Duration) bool { return true })
+	tree.signal(syscall.SIGSTOP, func() bool { return true })
 	time.Sleep(100 * time.Millisecond)
 	if n := stoppedOnes(); n != 0 {
 		t.Errorf("%d of the sleeps stopped by a signal sent when the kill was due; want none: it reads no further", n)
