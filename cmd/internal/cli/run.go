@@ -190,7 +190,7 @@ func newRunCommand(g *globalFlags) *cobra.Command {
 	fs.DurationVar(&f.margin, "margin", time.Second, "safety margin: the command is stopped this long before the lease could expire at the coordinator (at least 50ms, less than --ttl)")
 	fs.Float64Var(&f.maxDrift, "max-drift", 0.01, "largest clock-rate difference assumed between this machine and the coordinator, as a fraction in [0, 0.5)")
 	fs.StringVar(&f.holder, "holder", "", "this process's display `name` (default: the host name, the process id and a random suffix)")
-	fs.DurationVar(&f.killGrace, "kill-grace", 2*time.Second, "after SIGTERM, wait this long for the command to exit before SIGKILL (never past the local deadline)")
+	fs.DurationVar(&f.killGrace, "kill-grace", 2*time.Second, "after SIGTERM, wait this long for the command to exit before SIGKILL (never past the local deadline; 0: SIGKILL alone, at once)")
 	fs.BoolVar(&f.restart, "restart", false, "when the command exits, release the key, campaign again and run it again")
 	fs.BoolVar(&f.exitOnLoss, "exit-on-loss", false, "when leadership is lost (the lease expired, was taken or fenced), stop the command and exit 75 instead of campaigning again")
 	fs.DurationVar(&f.waitTimeout, "wait-timeout", 0, "exit with code 3 if not leader within this long of starting to campaign (0: wait forever); applies to every campaign")

@@ -124,3 +124,27 @@ func TestReviewDueStoppedEndSlowTerm(t *testing.T) {
 		}
 	})
 }
+
+// TestNoGraceKillsAlone: under --kill-grace 0 the term's end kills at once,
+// and the SIGTERM that would come before the kill is not sent: the tree
+// gets SIGKILL alone, whatever ended the term.
+func TestNoGraceKillsAlone(t *testing.T) {
+	for name, end := range map[string]func(s *state){
+		"OpEnd":         func(s *state) { s.handle(Message{Op: OpEnd, Signal: syscall.SIGTERM}) },
+		"guard SIGTERM": func(s *state) { s.end(syscall.SIGTERM, s.clock().Add(s.grace)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, rec := newState(t, 0)
+				s.handle(leaseMsg(2*time.Second, 0))
+				time.Sleep(500 * time.Millisecond)
+				end(s)
+				s.tick()
+				drive(s, 3*time.Second, nil)
+				if want := []string{"killed@500ms"}; !slices.Equal(rec.sent, want) {
+					t.Errorf("sent %q; want %q (SIGKILL alone, at the end)", rec.sent, want)
+				}
+			})
+		})
+	}
+}

@@ -139,8 +139,9 @@ func (s *state) tooLate() string {
 // end ends the term: sig now (unless 0, or SIGTERM sent already, for an
 // overdue renewal with no renewal since or by an earlier end: a second one
 // tells many commands to skip their clean-up, and a guard sent SIGTERM
-// again and again would spend its time reading /proc for it), SIGKILL at
-// at or at the deadline, whichever comes first.
+// again and again would spend its time reading /proc for it; or unless
+// the kill is due already, as under --kill-grace 0: the tree gets SIGKILL
+// alone), SIGKILL at at or at the deadline, whichever comes first.
 func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 	s.endLease()
 	if s.killed {
@@ -153,7 +154,7 @@ func (s *state) end(sig syscall.Signal, at boottime.Instant) {
 	if s.killAt == 0 || at < s.killAt {
 		s.killAt = at
 	}
-	if sig != 0 {
+	if sig != 0 && !s.due() {
 		if sig != syscall.SIGTERM || !s.termed {
 			s.tree.signal(sig, s.due)
 		}
