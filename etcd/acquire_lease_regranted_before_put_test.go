@@ -1,0 +1,74 @@
+//go:build openfinding
+
+// Open finding: Acquire on a fresh lease that another program revoked and
+// granted again under its ID, for a shorter TTL, between Acquire's
+// LeaseGrant and its transaction. The lease carries nothing then (no
+// record is removed), and any etcd client may revoke an empty lease and
+// grant its ID again (etcd's LeaseGrant takes an ID; `etcdctl lease list`
+// names every lease, and lease IDs are handed out in sequence; with auth
+// on, a user whose role reads and writes /tenure/leader/ alone listed and
+// revoked another user's empty lease, etcd 3.4.23). Acquire
+// puts the key on it and reports the TTL of its own grant, counted from
+// its send, but the key rides a lease of etcd's minimum TTL: the key is
+// deleted and another holder is granted it while the first grant, by its
+// Sent and TTL, is live. An Elector learns it at its first renewal
+// (TTL/3), whose keepalive finds the lease gone; until then two holders
+// act. It is the class of the spare lease granted again (fixed by
+// checkSpare, spare_lease_regranted_test.go) and of JoinGroup's lease
+// (fixed by joinCheck, TestJoinGroupOnALeaseRegrantedBeforeItsPut); a
+// fresh lease is not checked.
+//
+// Run: go test -tags openfinding -race -count=1 -run TestAcquireOnALeaseRegrantedBeforeItsPut ./etcd/
+//
+// Measured (Debian etcd 3.4.23, minimum TTL 2s):
+//
+//	Acquire(k, o#1) granted k@4 by "o#1" (ttl 30s), 27.4s before h's grant k@2 by "h#1" (ttl 30s) ends (h.Sent + TTL): two holders of k at once
+//
+// A fix: look up every lease once Acquire's key is on it, as checkSpare
+// does for a spare (its TTL as granted and the keys on it), and move the
+// key to a new lease when it differs. It costs a fresh Acquire one more
+// round trip (TestRoundTrips: grant, txn and a LeaseTimeToLive); an
+// Acquire on a spare lease, the handover's, already makes it.
+
+package etcd_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestAcquireOnALeaseRegrantedBeforeItsPut: h's Acquire of k for 30s meets
+// another program that revokes the lease Acquire has just granted and
+// grants its ID again for 1s (etcd raises it to its minimum) before
+// Acquire's transaction puts k on it. No holder may be granted k before
+// h's grant ends: h.Sent + h.TTL.
+func TestAcquireOnALeaseRegrantedBeforeItsPut(t *testing.T) {
+	t.Parallel()
+	eps := startEtcd(t)
+	plain := newClient(t, eps)
+	other := newCoordinator(t, plain)
+	ek := other.EtcdKey("k")
+	var armed atomic.Bool
+	h := newCoordinator(t, hookedClient(t, eps, regrantBeforePut(t, plain, &armed, 1, func(req any) (clientv3.LeaseID, bool) {
+		return txnPutLease(req, ek)
+	})))
+	armed.Store(true)
+	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	if armed.Load() {
+		t.Fatalf("Acquire(k, h#1) = %v, %v; the lease was never granted again: no transaction put k", g, err)
+	}
+	if err != nil {
+		t.Logf("Acquire(k, h#1) on a lease granted again = %v", err)
+		return
+	}
+	ends := g.Sent.Add(g.TTL)
+	for ends.Until() > 0 {
+		if o, err := other.Acquire(ctx(t), "k", "o#1", 30*time.Second); err == nil {
+			t.Fatalf("Acquire(k, o#1) granted %s, %s before h's grant %s ends (h.Sent + TTL): two holders of k at once", o, ends.Until().Round(100*time.Millisecond), g)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
