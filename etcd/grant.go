@@ -346,8 +346,11 @@ func (c *Coordinator) grantLease(ctx context.Context, secs int64) (lease, error)
 // extended or granted again for l.ttl) and this check's send less the time
 // l has used, when etcd reports a second or more left (it counts the TTL
 // left from after the send and truncates it toward zero: 1 means at least
-// 1s, but 0 means anything from 1s expired to 1s left). The lease at etcd
-// ends no sooner than Sent + TTL. If it is not, the key is deleted if it is
+// 1s, but 0 means anything from 1s expired to 1s left) and no more than
+// l.ttl: a leader that has not yet promoted its lessor after a leader
+// change reports a lease with no expiry yet, 9223372036s left (etcd
+// before 3.4.32 and 3.5.14), which would move Sent centuries ahead. The
+// lease at etcd ends no sooner than Sent + TTL. If it is not, the key is deleted if it is
 // still that put, the lease is left to expire (any key on it is not ours),
 // and a new lease of secs seconds is returned, moved true, to put key on.
 func (c *Coordinator) checkSpare(ctx context.Context, key, holder string, secs, rev int64, l lease) (_ lease, moved bool, err error) {
@@ -359,7 +362,7 @@ func (c *Coordinator) checkSpare(ctx context.Context, key, holder string, secs, 
 		// Outcome unknown: the key rides on l, which nothing extends.
 		return l, false, fmt.Errorf("check the lease kept for this grant: %w", err)
 	case r.left >= 0 && r.granted == l.ttl && len(r.keys) == 1 && string(r.keys[0]) == ek:
-		if used := sent.Add(r.left - l.ttl); r.left >= time.Second && used.Time().After(l.sent.Time()) {
+		if used := sent.Add(r.left - l.ttl); r.left >= time.Second && r.left <= l.ttl && used.Time().After(l.sent.Time()) {
 			l.sent = used
 		}
 		return l, false, nil
