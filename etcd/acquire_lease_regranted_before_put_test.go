@@ -7,9 +7,9 @@
 // grant its ID again (etcd's LeaseGrant takes an ID; `etcdctl lease list`
 // names every lease, and lease IDs are handed out in sequence; with auth
 // on, a user whose role reads and writes /tenure/leader/ alone listed and
-// revoked another user's empty lease, etcd 3.4.23). Acquire
-// puts the key on it and reports the TTL of its own grant, counted from
-// its send, but the key rides a lease of etcd's minimum TTL: the key is
+// revoked another user's empty lease, etcd 3.4.23). Acquire puts the key
+// on it and reports the TTL of its own grant, counted from its send, but
+// the key rides a lease of etcd's minimum TTL: the key is
 // deleted and another holder is granted it while the first grant, by its
 // Sent and TTL, is live. An Elector learns it at its first renewal
 // (TTL/3), whose keepalive finds the lease gone; until then two holders
@@ -18,21 +18,34 @@
 // (fixed by joinCheck, TestJoinGroupOnALeaseRegrantedBeforeItsPut); a
 // fresh lease is not checked.
 //
-// Run: go test -tags openfinding -race -count=1 -run TestAcquireOnALeaseRegrantedBeforeItsPut ./etcd/
+// Run: go test -tags openfinding -race -count=1 -run 'TestAcquireOnALease' ./etcd/
 //
 // Measured (Debian etcd 3.4.23, minimum TTL 2s):
 //
 //	Acquire(k, o#1) granted k@4 by "o#1" (ttl 30s), 27.4s before h's grant k@2 by "h#1" (ttl 30s) ends (h.Sent + TTL): two holders of k at once
 //
+// The same window lets another program put a key of its own on the fresh
+// lease first (TestAcquireOnALeaseCarryingAForeignKey): h's live grant is
+// then listed foreign, RemoveForeign deletes it while h renews, and o is
+// granted k (the spare's case, TestSpareLeaseCarryingAForeignKey, is
+// fixed):
+//
+//	ListForeign() lists h's live grant k@3 by "h#1" (ttl 30s) as foreign: {Key:k … Reason:a key put on a lease that carried "stray" before it}
+//	RemoveForeign({Key:k …}) = true, <nil>; want nothing removed: h renews the grant
+//	Acquire(k, o#1) = k@5 by "o#1" (ttl 30s) while h renews its grant k@3 by "h#1" (ttl 30s): two holders of k at once
+//
 // A fix: look up every lease once Acquire's key is on it, as checkSpare
 // does for a spare (its TTL as granted and the keys on it), and move the
-// key to a new lease when it differs. It costs a fresh Acquire one more
-// round trip (TestRoundTrips: grant, txn and a LeaseTimeToLive); an
-// Acquire on a spare lease, the handover's, already makes it.
+// key to a new lease when it differs (the retries after a lease expired
+// before the put, or after a spare moved, put on fresh leases too). It
+// costs a fresh Acquire one more round trip (TestRoundTrips would count
+// grant, txn and a LeaseTimeToLive); an Acquire on a spare lease, the
+// handover's, already makes it.
 
 package etcd_test
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,4 +84,38 @@ func TestAcquireOnALeaseRegrantedBeforeItsPut(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// TestAcquireOnALeaseCarryingAForeignKey: as
+// TestSpareLeaseCarryingAForeignKey, on the fresh lease of h's Acquire:
+// between its LeaseGrant and its transaction, another program puts a key
+// of its own on that lease (the one lease in `etcdctl lease list` that
+// carries nothing). h's grant is live: it must not be listed or removed
+// as foreign, and no other holder may be granted k while h renews it.
+func TestAcquireOnALeaseCarryingAForeignKey(t *testing.T) {
+	t.Parallel()
+	eps := startEtcd(t)
+	plain := newClient(t, eps)
+	other := newCoordinator(t, plain)
+	ek := other.EtcdKey("k")
+	var armed atomic.Bool
+	h := newCoordinator(t, hookedClient(t, eps, rpcHooks{call: func(ctx context.Context, method string, req any) error {
+		l, ok := txnPutLease(req, ek)
+		if method != rpcTxn || !ok || !armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		if _, err := plain.Put(ctx, other.EtcdKey("stray"), "mallory", clientv3.WithLease(l)); err != nil {
+			t.Errorf("put a key on lease %x before Acquire's put: %v", int64(l), err)
+		}
+		return nil
+	}}))
+	armed.Store(true)
+	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	if err != nil {
+		t.Fatalf("Acquire(k, h#1) = %v", err)
+	}
+	if armed.Load() {
+		t.Fatalf("Acquire(k, h#1) = %s; no transaction put k", g)
+	}
+	liveGrantStaysH(t, h, other, g, "o#1")
 }
