@@ -1,46 +1,18 @@
-//go:build openfinding
-
-// Open finding: Acquire on a fresh lease that another program revoked and
-// granted again under its ID, for a shorter TTL, between Acquire's
-// LeaseGrant and its transaction. The lease carries nothing then (no
-// record is removed), and any etcd client may revoke an empty lease and
-// grant its ID again (etcd's LeaseGrant takes an ID; `etcdctl lease list`
-// names every lease, and lease IDs are handed out in sequence; with auth
-// on, a user whose role reads and writes /tenure/leader/ alone listed and
-// revoked another user's empty lease, etcd 3.4.23). Acquire puts the key
-// on it and reports the TTL of its own grant, counted from its send, but
-// the key rides a lease of etcd's minimum TTL: the key is
-// deleted and another holder is granted it while the first grant, by its
-// Sent and TTL, is live. An Elector learns it at its first renewal
-// (TTL/3), whose keepalive finds the lease gone; until then two holders
-// act. It is the class of the spare lease granted again (fixed by
-// checkSpare, spare_lease_regranted_test.go) and of JoinGroup's lease
-// (fixed by joinCheck, TestJoinGroupOnALeaseRegrantedBeforeItsPut); a
-// fresh lease is not checked.
+// Acquire on a fresh lease that another program changed between Acquire's
+// LeaseGrant and its transaction, while it carried nothing (no record is
+// removed): any etcd client may revoke an empty lease and grant its ID
+// again (etcd's LeaseGrant takes an ID), or put a key on it (`etcdctl lease
+// list` names every lease, and lease IDs are handed out in sequence; with
+// auth on, a user whose role reads and writes /tenure/leader/ alone listed
+// and revoked another user's empty lease, etcd 3.4.23). Acquire looks every
+// lease up once its key is on it (checkLease), as it did a spare's alone.
 //
-// Run: go test -tags openfinding -race -count=1 -run 'TestAcquireOnALease' ./etcd/
-//
-// Measured (Debian etcd 3.4.23, minimum TTL 2s):
+// Red before, Debian etcd 3.4.23 (minimum TTL 2s):
 //
 //	Acquire(k, o#1) granted k@4 by "o#1" (ttl 30s), 27.4s before h's grant k@2 by "h#1" (ttl 30s) ends (h.Sent + TTL): two holders of k at once
-//
-// The same window lets another program put a key of its own on the fresh
-// lease first (TestAcquireOnALeaseCarryingAForeignKey): h's live grant is
-// then listed foreign, RemoveForeign deletes it while h renews, and o is
-// granted k (the spare's case, TestSpareLeaseCarryingAForeignKey, is
-// fixed):
-//
 //	ListForeign() lists h's live grant k@3 by "h#1" (ttl 30s) as foreign: {Key:k … Reason:a key put on a lease that carried "stray" before it}
 //	RemoveForeign({Key:k …}) = true, <nil>; want nothing removed: h renews the grant
 //	Acquire(k, o#1) = k@5 by "o#1" (ttl 30s) while h renews its grant k@3 by "h#1" (ttl 30s): two holders of k at once
-//
-// A fix: look up every lease once Acquire's key is on it, as checkSpare
-// does for a spare (its TTL as granted and the keys on it), and move the
-// key to a new lease when it differs (the retries after a lease expired
-// before the put, or after a spare moved, put on fresh leases too). It
-// costs a fresh Acquire one more round trip (TestRoundTrips would count
-// grant, txn and a LeaseTimeToLive); an Acquire on a spare lease, the
-// handover's, already makes it.
 
 package etcd_test
 
