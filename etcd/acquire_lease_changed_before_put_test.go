@@ -9,7 +9,7 @@
 //
 // Red before, Debian etcd 3.4.23 (minimum TTL 2s):
 //
-//	Acquire(k, o#1) granted k@4 by "o#1" (ttl 30s), 27.4s before h's grant k@2 by "h#1" (ttl 30s) ends (h.Sent + TTL): two holders of k at once
+//	Acquire(k, o#1) granted k@4 by "o#1" (ttl 30s), 3.5s before h's grant k@2 by "h#1" (ttl 6s) ends (h.Sent + TTL): two holders of k at once
 //	ListForeign() lists h's live grant k@3 by "h#1" (ttl 30s) as foreign: {Key:k … Reason:a key put on a lease that carried "stray" before it}
 //	RemoveForeign({Key:k …}) = true, <nil>; want nothing removed: h renews the grant
 //	Acquire(k, o#1) = k@5 by "o#1" (ttl 30s) while h renews its grant k@3 by "h#1" (ttl 30s): two holders of k at once
@@ -25,7 +25,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// TestAcquireOnALeaseRegrantedBeforeItsPut: h's Acquire of k for 30s meets
+// TestAcquireOnALeaseRegrantedBeforeItsPut: h's Acquire of k for 6s meets
 // another program that revokes the lease Acquire has just granted and
 // grants its ID again for 1s (etcd raises it to its minimum) before
 // Acquire's transaction puts k on it. No holder may be granted k before
@@ -41,7 +41,7 @@ func TestAcquireOnALeaseRegrantedBeforeItsPut(t *testing.T) {
 		return txnPutLease(req, ek)
 	})))
 	armed.Store(true)
-	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	g, err := h.Acquire(ctx(t), "k", "h#1", 6*time.Second)
 	if armed.Load() {
 		t.Fatalf("Acquire(k, h#1) = %v, %v; the lease was never granted again: no transaction put k", g, err)
 	}
