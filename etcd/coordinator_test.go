@@ -241,7 +241,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 	rc.reset()
 	g := mustAcquire(t, c, "rt/k", "alice", 5*time.Second)
-	want("fresh Acquire", map[string]int{grant: 1, txn: 1})
+	want("fresh Acquire", map[string]int{grant: 1, txn: 1, ttl: 1})
 	g, err := c.Renew(ctx(t), g)
 	if err != nil {
 		t.Fatal(err)

@@ -28,9 +28,10 @@
 // Acquire that found the key held or kept by its last Release: it carries no
 // key and nothing extends it, so it is just a lease that started earlier, and
 // the grant's Sent, when it was granted or last extended, counts its whole age.
-// Once the key is on such a lease, Acquire looks the lease up: one that
-// another process granted again under its ID, for another TTL, or put a key
-// on, is left, and the key put on a new lease.
+// Once the key is on its lease, a new one or such a lease, Acquire looks the
+// lease up: one that another process granted again under its ID, for
+// another TTL, or put a key on, while it carried nothing, is left, and the
+// key put on a new lease.
 //
 // One lease carries at most one grant at a time, and only that grant's own
 // Acquire and Renew extend it, so nothing else can keep a key alive: a

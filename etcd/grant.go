@@ -35,11 +35,11 @@ type lease struct {
 // does not exist, on a lease of its own of at least ttl (whole seconds, at
 // least etcd's minimum); the token is the put's revision. The lease may be
 // older than the call (granted by holder's last refused Acquire of key, or
-// kept by its last Release): Sent is when it was last granted or extended,
-// and once the key is on it, one more request checks that no other process
-// changed it meanwhile (granted it again under its ID for another TTL, or
-// put a key on it); if one did, the key is taken off it and put on a new
-// lease.
+// kept by its last Release): Sent is when it was last granted or extended.
+// Once the key is on its lease, one more request checks that no other
+// process changed the lease since its grant (granted it again under its ID
+// for another TTL, or put a key on it); if one did, the key is taken off
+// it and put on a new lease.
 // A grant holder already has on key is deleted and replaced, unless it is a
 // partition that holder owns as a member of the key's group (a membership
 // of holder rides the key's lease): the key is held then; if another
@@ -54,7 +54,7 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 		return tenure.Grant{}, err
 	}
 	secs := ttlSeconds(ttl)
-	l, spare, err := c.leaseFor(ctx, key, holder, secs)
+	l, err := c.leaseFor(ctx, key, holder, secs)
 	if err != nil {
 		return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 	}
@@ -70,23 +70,20 @@ func (c *Coordinator) Acquire(ctx context.Context, key, holder string, ttl time.
 			if l, err = c.grantLease(ctx, secs); err != nil {
 				return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 			}
-			spare = false
 			continue
 		case err != nil:
 			// Outcome unknown. If the put was applied, the key rides on l,
 			// which nothing extends: it expires within the TTL, unless the
 			// holder acquires again and supersedes it first.
 			return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
-		case resp.Succeeded && spare: // another process may have changed it since it was kept
+		case resp.Succeeded: // another process may have changed l since its grant
 			var moved bool
-			if l, moved, err = c.checkSpare(ctx, key, holder, secs, resp.Header.Revision, l); err != nil {
+			if l, moved, err = c.checkLease(ctx, key, holder, secs, resp.Header.Revision, l); err != nil {
 				return tenure.Grant{}, fmt.Errorf("%s: %w", op, err)
 			}
-			if spare = false; moved {
+			if moved {
 				continue // the key was deleted: put it on l, a new lease
 			}
-			fallthrough
-		case resp.Succeeded:
 			g := tenure.Grant{Key: key, Holder: holder, Token: uint64(resp.Header.Revision), TTL: l.ttl, Sent: l.sent}
 			c.remember(g, secs, l)
 			c.log.Debug("leadership granted", "key", key, "holder", holder, "token", g.Token, "ttl", g.TTL, "lease", fmt.Sprintf("%x", int64(l.id)))
@@ -335,36 +332,41 @@ func (c *Coordinator) grantLease(ctx context.Context, secs int64) (lease, error)
 	return lease{id: resp.ID, ttl: time.Duration(resp.TTL) * time.Second, sent: sent}, nil
 }
 
-// checkSpare checks that spare lease l, on which holder's Acquire has just
-// put key (revision rev), is still the lease that was kept: granted for
-// l.ttl and carrying key alone. Another process may have revoked it
-// and granted its ID again (etcd's LeaseGrant takes an ID) for another
-// TTL, or put a key of its own on it first, which would make the grant
-// look foreign (see ListForeign). If it is, the lease returned is l with
-// Sent as late as etcd's expiry allows: the later of l's own Sent (a lease
-// of that ID was granted or extended for l.ttl then, and since then only
-// extended or granted again for l.ttl) and this check's send less the time
-// l has used, when etcd reports a second or more left (it counts the TTL
-// left from after the send and truncates it toward zero: 1 means at least
-// 1s, but 0 means anything from 1s expired to 1s left). The lease at etcd
-// ends no sooner than Sent + TTL. If it is not, the key is deleted if it is
-// still that put, the lease is left to expire (any key on it is not ours),
-// and a new lease of secs seconds is returned, moved true, to put key on.
-func (c *Coordinator) checkSpare(ctx context.Context, key, holder string, secs, rev int64, l lease) (_ lease, moved bool, err error) {
+// checkLease checks that lease l, on which holder's Acquire has just put
+// key (revision rev), is still the lease Acquire took: granted for l.ttl
+// and carrying key alone. Between its grant (or, for a spare, its keeping)
+// and the put, the lease carried nothing, and another process may have
+// revoked it and granted its ID again (etcd's LeaseGrant takes an ID) for
+// another TTL, or put a key of its own on it first, which would make the
+// grant look foreign (see ListForeign). If it is, the lease returned is l
+// with Sent as late as etcd's expiry allows: the later of l's own Sent (a
+// lease of that ID was granted or extended for l.ttl then, and since then
+// only extended or granted again for l.ttl) and this check's send less the
+// time l has used, when etcd reports a second or more left (it counts the
+// TTL left from after the send and truncates it toward zero: 1 means at
+// least 1s, but 0 means anything from 1s expired to 1s left) and no more
+// than l.ttl: a leader that has not yet promoted its lessor after a leader
+// change reports a lease with no expiry yet, 9223372036s left (etcd before
+// 3.4.32 and 3.5.14), which would move Sent centuries ahead. The lease at
+// etcd ends no sooner than Sent + TTL. If it is not, the key is deleted if
+// it is still that put, the lease is left to expire (any key on it is not
+// ours), and a new lease of secs seconds is returned, moved true, to put
+// key on (and to check again).
+func (c *Coordinator) checkLease(ctx context.Context, key, holder string, secs, rev int64, l lease) (_ lease, moved bool, err error) {
 	ek := c.EtcdKey(key)
 	sent := tenure.Now()
 	r, err := c.leaseKeys(ctx, l.id) // left -1: revoked since the put, and the key with it
 	switch {
 	case err != nil:
 		// Outcome unknown: the key rides on l, which nothing extends.
-		return l, false, fmt.Errorf("check the lease kept for this grant: %w", err)
+		return l, false, fmt.Errorf("check the lease of this grant: %w", err)
 	case r.left >= 0 && r.granted == l.ttl && len(r.keys) == 1 && string(r.keys[0]) == ek:
-		if used := sent.Add(r.left - l.ttl); r.left >= time.Second && used.Time().After(l.sent.Time()) {
+		if used := sent.Add(r.left - l.ttl); r.left >= time.Second && r.left <= l.ttl && used.Time().After(l.sent.Time()) {
 			l.sent = used
 		}
 		return l, false, nil
 	}
-	c.log.Warn("lease kept for the holder's next grant was changed by another process: left to expire, the key put on a new lease",
+	c.log.Warn("lease of the holder's grant was changed by another process before the grant: left to expire, the key put on a new lease",
 		"key", key, "holder", holder, "lease", fmt.Sprintf("%x", int64(l.id)))
 	if _, err := c.deleteIf(ctx, ek, rev, holder); err != nil {
 		return l, false, fmt.Errorf("delete the key put on lease %x, changed by another process (outcome unknown): %w", int64(l.id), err)
@@ -386,7 +388,7 @@ type spareKey struct {
 // or carried holder's grant on key until its Release. No key is attached to
 // a spare lease (the put that tried it failed, or the key was deleted), and
 // nothing extends it: it expires on its own if it is not used. Another
-// process may still change it: Acquire checks it (checkSpare).
+// process may still change it: Acquire checks it (checkLease).
 func (c *Coordinator) keepSpare(key, holder string, secs int64, l lease) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -403,20 +405,18 @@ func (c *Coordinator) keepSpare(key, holder string, secs int64, l lease) {
 func fresh(l lease) bool { return l.sent.Add(l.ttl/3).Until() > 0 }
 
 // leaseFor returns a lease for holder's Acquire of key: the spare kept for
-// it, taken so that no other Acquire uses it, when it is fresh (spare is
-// true: Acquire checks it with checkSpare once its key is on it); a new
-// one otherwise.
-func (c *Coordinator) leaseFor(ctx context.Context, key, holder string, secs int64) (l lease, spare bool, err error) {
+// it, taken so that no other Acquire uses it, when it is fresh; a new one
+// otherwise. Acquire checks either with checkLease once its key is on it.
+func (c *Coordinator) leaseFor(ctx context.Context, key, holder string, secs int64) (lease, error) {
 	k := spareKey{key, holder, secs}
 	c.mu.Lock()
 	l, ok := c.spares[k]
 	delete(c.spares, k)
 	c.mu.Unlock()
 	if ok && fresh(l) {
-		return l, true, nil
+		return l, nil
 	}
-	l, err = c.grantLease(ctx, secs)
-	return l, false, err
+	return c.grantLease(ctx, secs)
 }
 
 // leaseTTL returns the TTL lease id was granted with and the time it has

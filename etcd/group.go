@@ -79,9 +79,9 @@ func (c *Coordinator) JoinGroup(ctx context.Context, group, id string, ttl time.
 	}
 	// Another program may have put a key on the lease since its grant: see
 	// joinCheck.
-	why, err := c.joinCheck(ctx, group, id, &mvccpb.KeyValue{Key: []byte(mark), Value: []byte(id), Lease: int64(l.id), CreateRevision: resp.Header.Revision, ModRevision: resp.Header.Revision})
+	why, err := c.joinCheck(ctx, group, id, l.ttl, &mvccpb.KeyValue{Key: []byte(mark), Value: []byte(id), Lease: int64(l.id), CreateRevision: resp.Header.Revision, ModRevision: resp.Header.Revision})
 	if err == nil && why != "" {
-		err = fmt.Errorf("%s, put by another program", why)
+		err = fmt.Errorf("%s, by another program", why)
 	}
 	if err != nil {
 		_, _ = c.client.Revoke(ctx, l.id)

@@ -1,7 +1,9 @@
 package etcd_test
 
 import (
+	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,5 +75,95 @@ func TestMemberLeaseRevokedAndRegrantedByID(t *testing.T) {
 	}
 	if g := mustClaim(t, c, a, "0")[0]; g.Token <= gb.Token {
 		t.Errorf("a's claim after b released g/0: token %d; want > %d, b's", g.Token, gb.Token)
+	}
+}
+
+// regrantBeforePut returns hooks that, once armed, hold the next
+// transaction of which lease finds the lease (a put on a lease just
+// granted, carrying nothing yet) until another program, through cl, has
+// revoked that lease and granted its ID again for secs seconds: what a
+// program that lists leases (etcdctl lease list) can do between a grant
+// and its first put.
+func regrantBeforePut(t *testing.T, cl *clientv3.Client, armed *atomic.Bool, secs int64, lease func(req any) (clientv3.LeaseID, bool)) rpcHooks {
+	return rpcHooks{call: func(ctx context.Context, method string, req any) error {
+		if method != rpcTxn {
+			return nil
+		}
+		l, ok := lease(req)
+		if !ok || !armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		if _, err := cl.Revoke(ctx, l); err != nil {
+			t.Errorf("revoke lease %x before its first put: %v", int64(l), err)
+		}
+		if _, err := pb.NewLeaseClient(cl.ActiveConnection()).LeaseGrant(ctx, &pb.LeaseGrantRequest{ID: int64(l), TTL: secs}); err != nil {
+			t.Errorf("grant lease %x again for %ds: %v", int64(l), secs, err)
+		}
+		return nil
+	}}
+}
+
+// TestJoinGroupOnALeaseRegrantedBeforeItsPut: between JoinGroup's lease
+// grant and its transaction, another program revokes the lease (it
+// carries nothing yet: no record is removed) and grants its ID again, for
+// etcd's minimum TTL or for the TTL JoinGroup was granted. JoinGroup must
+// not hand out a membership on a lease shorter than the TTL it reports: a
+// joins for 5s and claims g/0; until a.Sent + a.TTL, b's claim of g/0 must
+// be refused. On the shorter lease JoinGroup refuses (and a later
+// JoinGroup of a is a good one); on a lease granted again for the same TTL,
+// which began later, it is a good membership.
+//
+// Red without joinCheck's comparison of the granted TTL:
+//
+//	shorter: JoinGroup(g, a#1) on a lease granted again for 1s = "a#1" in "g" (epoch …, ttl 5s); want refused
+//	b's claim of g/0 = {Grant:g/0@6 by "b#1" (ttl 1m0s) Err:<nil>}, 2.6s before a's membership "a#1" in "g" (epoch …, ttl 5s) ends (a owns g/0@3 by "a#1" (ttl 5s)): two owners at once
+func TestJoinGroupOnALeaseRegrantedBeforeItsPut(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		secs    int64 // the TTL the lease's ID is granted again for
+		refused bool
+	}{
+		{name: "shorter", secs: 1, refused: true},
+		{name: "same TTL", secs: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			eps := startEtcd(t)
+			plain := newClient(t, eps)
+			judge := newCoordinator(t, plain)
+			var armed atomic.Bool
+			c := newCoordinator(t, hookedClient(t, eps, regrantBeforePut(t, plain, &armed, tc.secs, func(req any) (clientv3.LeaseID, bool) {
+				return joinTxnLease(req, "g")
+			})))
+			armed.Store(true)
+			a, err := c.JoinGroup(ctx(t), "g", "a#1", 5*time.Second, 1)
+			if armed.Load() {
+				t.Fatalf("JoinGroup(g, a#1) = %v, %v; the lease was never granted again: no membership transaction", a, err)
+			}
+			switch {
+			case tc.refused && err == nil:
+				t.Logf("JoinGroup(g, a#1) on a lease granted again for %ds = %s; want refused", tc.secs, a)
+			case tc.refused:
+				t.Logf("JoinGroup(g, a#1) on a lease granted again for %ds = %v", tc.secs, err)
+				a = mustJoin(t, c, "g", "a#1", 5*time.Second) // nothing armed: a good membership
+			case err != nil:
+				t.Fatalf("JoinGroup(g, a#1) on a lease granted again for its own TTL = %v; want a membership", err)
+			}
+			ga := mustClaim(t, c, a, "0")[0]
+			b := mustJoin(t, judge, "g", "b#1", time.Minute)
+			ends := a.Sent.Add(a.TTL)
+			for ends.Until() > 0 {
+				res, err := judge.ClaimPartitions(ctx(t), b, []string{"0"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var held *tenure.HeldError
+				if !errors.As(res[0].Err, &held) {
+					t.Fatalf("b's claim of g/0 = %+v, %s before a's membership %s ends (a owns %s): two owners at once", res[0], ends.Until().Round(100*time.Millisecond), a, ga)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		})
 	}
 }

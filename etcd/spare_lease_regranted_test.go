@@ -12,6 +12,7 @@
 package etcd_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,4 +198,55 @@ func releasedLease(t *testing.T, client *clientv3.Client, h *etcd.Coordinator) c
 		t.Fatal(err)
 	}
 	return clientv3.LeaseID(kv.Kvs[0].Lease)
+}
+
+// TestSpareLeaseCheckDuringALeaderChange: h acquires k again on the spare
+// its Release kept, and the check of that spare (its LeaseTimeToLive) is
+// answered by an etcd leader that has not yet promoted its lessor after a
+// leader change: etcd before 3.4.32 and 3.5.14 (Debian's 3.4.23 among
+// them) then reports 9223372036 seconds left, a lease with no expiry yet
+// (etcd-io/etcd#17642). The reply is rewritten to that value below the
+// client (a real etcd does not leave the window open long enough to aim a
+// request at it). h's grant must not count its lease as started later than
+// the check was sent: the lease at etcd (granted again a TTL from the
+// promotion) ends no sooner than Sent + TTL only if Sent is no later than
+// that.
+//
+// Red when checkSpare trusted any time left of a second or more (before
+// it ignored more than the lease was granted):
+//
+//	Acquire(k) on the spare, its check answered in a leader change: Sent 2562047h46m45.997941955s after the Acquire returned; the holder's deadline never comes
+//	grant k@4 by "h#1" (ttl 30s) promises 2562047h47m15.992558254s more lease; etcd has at most 30s
+func TestSpareLeaseCheckDuringALeaderChange(t *testing.T) {
+	t.Parallel()
+	eps := startEtcd(t)
+	client := newClient(t, eps)
+	var armed atomic.Bool
+	h := newCoordinator(t, hookedClient(t, eps, rpcHooks{reply: func(method string, _ stamp, _, reply any, err error) error {
+		if r, ok := reply.(*pb.LeaseTimeToLiveResponse); ok && err == nil && method == rpcTimeToLive && armed.CompareAndSwap(true, false) {
+			r.TTL = 9223372036 // int64(time.Duration(math.MaxInt64).Seconds()): no expiry yet
+		}
+		return err
+	}}))
+	releasedLease(t, client, h)
+	armed.Store(true)
+	g, err := h.Acquire(ctx(t), "k", "h#1", 30*time.Second)
+	returned := time.Now()
+	if err != nil {
+		t.Fatalf("Acquire(k) on the spare = %v", err)
+	}
+	if armed.Load() {
+		t.Fatalf("Acquire(k) = %s: no lease check was answered", g)
+	}
+	if late := g.Sent.Time().Sub(returned); late > 0 {
+		t.Errorf("Acquire(k) on the spare, its check answered in a leader change: Sent %s after the Acquire returned; the holder's deadline never comes", late)
+	}
+	r, err := client.TimeToLive(ctx(t), leaseOf(t, h, "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// etcd rounds the time left down to whole seconds.
+	if atEtcd, promised := time.Duration(r.TTL+1)*time.Second, time.Until(g.Sent.Time().Add(g.TTL)); promised > atEtcd {
+		t.Errorf("grant %s promises %s more lease; etcd has at most %s", g, promised, atEtcd)
+	}
 }
