@@ -76,9 +76,12 @@ type Register struct {
 }
 
 // NewRegister returns a Register that keeps its highest token in etcd key
-// key (any etcd key; it is created by the first write). The token is stored
-// as 20 zero-padded decimal digits. One Register guards one resource (see
-// the Register example).
+// key (created by the first write). The token is stored as 20 zero-padded
+// decimal digits. One Register guards one resource (see the Register
+// example). Keep key outside every coordinator's prefix: there it is a
+// record no coordinator wrote, which ListForeign lists and RemoveForeign
+// (tenure release --force) deletes, and a deleted register accepts older
+// tokens again.
 func NewRegister(client *clientv3.Client, key string) *Register {
 	return &Register{client: client, key: key}
 }

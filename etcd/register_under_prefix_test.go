@@ -17,11 +17,12 @@
 //	ListForeign listed the register as {Key:jobs-fence Member: Holder:00000000000000000005 Token:6 TTL:-1ns Malformed:false Reason:no lease}; RemoveForeign removed it: true, <nil>
 //	a's write with token 2 after b's with token 5 = accepted, register now at token 2; want refused: the register's token went back
 //
-// Fixes to weigh: say in NewRegister's doc and docs/security.md that the
-// register lives outside every tenure prefix (with the role given
-// readwrite on it too), or have ListForeign leave out a value that is a
-// register's token, or keep a register's key under a name no tenure key
-// can take (a '#', as memberships are).
+// Left as documented: NewRegister's doc and docs/security.md say to keep
+// the register outside every coordinator's prefix, with the role given
+// readwrite on it too. Fixes weighed: have ListForeign leave out a value
+// that is a register's token (a stranded key with such a value would then
+// be hidden from release --force), or keep a register's key under a name
+// no tenure key can take (a '#', as memberships are).
 
 package etcd_test
 
