@@ -9,8 +9,10 @@
 // clock says so.
 //
 // Readings are durations since an arbitrary fixed point (boot, on Linux) that
-// is the same for every process on the host, so a deadline computed in one
-// process can be handed to another (the guard of `tenure run`).
+// is the same for every process on the host in one time namespace, so a
+// deadline computed in one process can be handed to another (the guard of
+// `tenure run`). A process in a time namespace of its own reads the clock
+// offset by its namespace's boottime offset (time_namespaces(7)).
 package boottime
 
 import (

@@ -23,8 +23,13 @@ changes, so it stays truthful even while tenure itself is stopped:
 
 The lease is safely held while "live" is true and CLOCK_BOOTTIME (Linux's
 clock that counts suspended time, in nanoseconds; clock_gettime(2)) is
-below "deadline_boot_ns". "tenure lease check" does exactly this test; a
-file it cannot read, cut short or absent is "not held". tenure never hands
+below "deadline_boot_ns". That is the clock of tenure run's time namespace:
+a reader in a time namespace of its own (unshare --time, a container
+restored with a boot-clock offset) takes its namespace's boottime offset
+(/proc/self/timens_offsets) away from its reading and adds
+"boot_offset_ns" (tenure run's; absent when 0). "tenure lease check" does
+exactly this test; a file it cannot read, cut short or absent, or a boot
+clock it cannot place, is "not held". tenure never hands
 the key over while the file says it is held: not when the command ends, and
 not when tenure or the guard is stopped or killed (docs/run.md).`
 
@@ -88,8 +93,11 @@ func runLeaseCheck(cmd *cobra.Command, file string, asJSON bool) error {
 		err = errors.New("TENURE_LEASE_FILE is not set: run this inside a command started by tenure run")
 	} else {
 		var l guard.Lease
+		var now boottime.Instant
 		if l, err = guard.ReadLease(file); err == nil {
-			now := boottime.Now()
+			now, err = l.Now() // on tenure run's boot clock, whatever time namespace this runs in
+		}
+		if err == nil {
 			res = leaseCheckResult{Key: l.Key, Holder: l.Holder, Instance: l.Instance, Token: l.Token, TTLMs: l.TTLMs,
 				TTLLeftMs: max(l.Deadline.Sub(now), 0).Milliseconds()}
 			err = l.Check(now)

@@ -112,6 +112,10 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, lease, path string, argv
 	if err := checkProcVisible(); err != nil {
 		return err
 	}
+	offset, err := BootOffset() // the lease file says it: see Lease.Now
+	if err != nil {
+		return err
+	}
 	// Signals: see onSignal.
 	g.sigs = make(chan os.Signal, 16)
 	signal.Notify(g.sigs, syscall.SIGINT, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGQUIT,
@@ -126,7 +130,7 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, lease, path string, argv
 	}
 	defer os.RemoveAll(filepath.Dir(lease))
 	g.tree = &procTree{self: os.Getpid(), selfPgid: syscall.Getpgrp()}
-	g.st = state{clock: boottime.Now, grace: grace, tree: g.tree, path: lease}
+	g.st = state{clock: boottime.Now, grace: grace, tree: g.tree, path: lease, offset: offset}
 	first, ok := <-g.msgs
 	for ok && first.Op != OpLease {
 		first, ok = <-g.msgs

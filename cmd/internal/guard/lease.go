@@ -22,7 +22,9 @@ import (
 //	 "deadline_boot_ns":123456789000,"ttl_ms":10000,"live":true}
 //
 // The lease is safely held while live is true and the boot clock
-// (CLOCK_BOOTTIME, in nanoseconds) reads less than deadline_boot_ns.
+// (CLOCK_BOOTTIME, in nanoseconds) reads less than deadline_boot_ns: the
+// boot clock of the writer's time namespace, whose offset from the host's
+// is boot_offset_ns (omitted when 0: see BootOffset and Lease.Now).
 type Lease struct {
 	Key      string           `json:"key"`
 	Holder   string           `json:"holder"`   // the display name
@@ -31,6 +33,9 @@ type Lease struct {
 	Deadline boottime.Instant `json:"deadline_boot_ns"`
 	TTLMs    int64            `json:"ttl_ms"`
 	Live     bool             `json:"live"` // false once the term has ended
+	// BootOffset is the boottime offset of the writer's time namespace
+	// (see BootOffset), on whose boot clock Deadline is.
+	BootOffset time.Duration `json:"boot_offset_ns,omitempty"`
 }
 
 // Errors of Lease.Check.
@@ -41,7 +46,22 @@ var (
 	ErrExpired = errors.New("guard: local deadline passed")
 )
 
-// Check returns nil while the lease is safely held at now, and an error
+// Now reads the boot clock as the writer of l reads it: this process's,
+// less the offset of its time namespace, plus the writer's. A reader in a
+// time namespace of its own (unshare --time, a container restored with a
+// boot-clock offset) whose clock reads behind the writer's would otherwise
+// see a live lease held past its deadline, after the key was handed over.
+// It fails when it cannot tell this process's offset.
+func (l Lease) Now() (boottime.Instant, error) {
+	off, err := BootOffset()
+	if err != nil {
+		return 0, err
+	}
+	return boottime.Now().Add(l.BootOffset - off), nil
+}
+
+// Check returns nil while the lease is safely held at now (on the writer's
+// boot clock: see Now), and an error
 // wrapping ErrEnded or ErrExpired otherwise.
 func (l Lease) Check(now boottime.Instant) error {
 	if !l.Live {

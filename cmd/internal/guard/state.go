@@ -43,6 +43,9 @@ type state struct {
 	grace time.Duration
 	tree  signaller
 	path  string // lease file; "" keeps none
+	// offset is the boottime offset of the guard's time namespace (tenure's
+	// too): the lease file says it (Lease.BootOffset).
+	offset time.Duration
 
 	lease   Lease
 	termAt  boottime.Instant // SIGTERM then, unless 0 or sent
@@ -76,7 +79,7 @@ func (s *state) handle(m Message) {
 			return
 		}
 		s.lease, s.leased = *m.Lease, true
-		s.lease.Live = true
+		s.lease.Live, s.lease.BootOffset = true, s.offset
 		s.renewedSince = s.overdue
 		s.termAt, s.termed = m.TermAt, false
 		s.save()

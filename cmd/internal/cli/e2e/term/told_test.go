@@ -30,7 +30,7 @@ import (
 const toldScript = `read up _ < /proc/uptime
 echo "$up start $TENURE_FENCING_TOKEN $$ $TENURE_LEASE_FILE" >> "$LOG"
 trap '' TERM
-if mkdir "$LOG.checker" 2>/dev/null; then TENURE_E2E_CHILD=toldcheck "$SELF" & fi
+if mkdir "$LOG.checker" 2>/dev/null; then TENURE_E2E_CHILD=toldcheck $WRAP "$SELF" & fi
 exec sleep 3600`
 
 // toldChildMain is childMain's mode for TestToldNeverOutlivesGrant:
@@ -41,10 +41,13 @@ exec sleep 3600`
 //	           BOOT read before it was asked: HOW is "binary" for the built
 //	           tenure ($TENURE), "main" for the same command run in this
 //	           process (cli.Main, no process to start: many more answers on
-//	           a loaded machine); both run at once
+//	           a loaded machine); both run at once. BOOT is on the host's
+//	           boot clock (see hostBoot), wherever the checker runs
 func toldChildMain(mode string) (code int, ok bool) {
 	log := os.Getenv("LOG")
 	switch mode {
+	case "noboottime":
+		return noBootTimeMain(), true
 	case "toldcheck":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		if code := toldAppend(log, "checker %d", os.Getpid()); code != 0 {
@@ -65,7 +68,7 @@ func toldCheckLoop(log, how string) int {
 		if _, err := os.Stat(log + ".stop"); err == nil {
 			return 0
 		}
-		at := boottime.Now()
+		at := hostBoot()
 		var out bytes.Buffer
 		code := 0
 		if how == "main" {
@@ -93,7 +96,7 @@ func toldCheckLoop(log, how string) int {
 
 // toldAppend appends "BOOT " and the formatted line to log; 1 if it cannot.
 func toldAppend(log, format string, args ...any) int {
-	if err := appendLine(log, fmt.Sprintf("%d "+format+"\n", append([]any{boottime.Now()}, args...)...)); err != nil {
+	if err := appendLine(log, fmt.Sprintf("%d "+format+"\n", append([]any{hostBoot()}, args...)...)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -210,8 +213,9 @@ func (l toldLog) after(token uint64) (toldStart, bool) {
 // (and the checker has answered since, if it survives); check, at the end.
 type toldCase struct {
 	name       string
-	partitions bool // one member, --partitions 1: the next grant is its own
-	survives   bool // the checker outlives the fault
+	partitions bool   // one member, --partitions 1: the next grant is its own
+	wrap       string // $WRAP: what the checker is started through ("": nothing)
+	survives   bool   // the checker outlives the fault
 	fault      func(t *testing.T, a *e2e.Proc, guardPid int)
 	after      func(t *testing.T, a *e2e.Proc, guardPid int)
 	check      func(t *testing.T, a *e2e.Proc)
@@ -238,16 +242,10 @@ func TestToldNeverOutlivesGrant(t *testing.T) {
 		}},
 		{name: "guard killed with partitions", partitions: true, survives: true, fault: kill(syscall.SIGKILL)},
 		{name: "tenure killed", fault: func(t *testing.T, a *e2e.Proc, _ int) { a.Signal(t, syscall.SIGKILL) }},
-		{name: "both killed", survives: true, fault: func(t *testing.T, a *e2e.Proc, guardPid int) {
-			toldSignal(t, guardPid, syscall.SIGKILL)
-			a.Signal(t, syscall.SIGKILL)
-		}},
+		{name: "both killed", survives: true, fault: toldKillBoth},
 		{name: "tenure stopped", fault: func(t *testing.T, a *e2e.Proc, _ int) { a.Signal(t, syscall.SIGSTOP) },
 			after: func(t *testing.T, a *e2e.Proc, _ int) { a.Signal(t, syscall.SIGCONT) }},
-		{name: "guard stopped", survives: true, fault: func(t *testing.T, a *e2e.Proc, guardPid int) {
-			toldSignal(t, guardPid, syscall.SIGSTOP)
-			a.Signal(t, syscall.SIGTERM) // it stops renewing: the next grant comes at the lease's expiry
-		}, after: kill(syscall.SIGCONT)},
+		{name: "guard stopped", survives: true, fault: toldStopGuard, after: kill(syscall.SIGCONT)},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -257,11 +255,26 @@ func TestToldNeverOutlivesGrant(t *testing.T) {
 	}
 }
 
+// toldKillBoth SIGKILLs the guard, then tenure: nobody is left to mark the
+// lease file ended.
+func toldKillBoth(t *testing.T, a *e2e.Proc, guardPid int) {
+	toldSignal(t, guardPid, syscall.SIGKILL)
+	a.Signal(t, syscall.SIGKILL)
+}
+
+// toldStopGuard stops the guard, then tenure with SIGTERM: it stops
+// renewing and waits for the guard, so the next grant comes at the lease's
+// expiry, the lease file still saying the last deadline the guard wrote.
+func toldStopGuard(t *testing.T, a *e2e.Proc, guardPid int) {
+	toldSignal(t, guardPid, syscall.SIGSTOP)
+	a.Signal(t, syscall.SIGTERM)
+}
+
 // testTold runs case c on key (see TestToldNeverOutlivesGrant).
 func testTold(t *testing.T, coord []string, key string, c toldCase) {
 	log := filepath.Join(t.TempDir(), "log")
 	t.Cleanup(func() { toldStop(t, log) })
-	env := []string{"LOG=" + log, "SELF=" + e2e.SelfBin, "TENURE=" + e2e.TenureBin}
+	env := []string{"LOG=" + log, "SELF=" + e2e.SelfBin, "TENURE=" + e2e.TenureBin, "WRAP=" + c.wrap}
 	ttl := e2e.LossTTL
 	if c.partitions {
 		// A longer lease than the other cases: were the partition

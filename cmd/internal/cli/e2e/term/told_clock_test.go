@@ -1,0 +1,130 @@
+package term
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tenure-dev/tenure/cmd/internal/e2e"
+	"github.com/tenure-dev/tenure/internal/boottime"
+)
+
+// The $WRAP of the cases of TestToldWhateverTheClock: the checker runs in a
+// time namespace of its own whose boot clock reads a minute behind the
+// host's (as a container restored with a boot-clock offset does), or under
+// a seccomp filter that refuses clock_gettime(CLOCK_BOOTTIME) (childMain's
+// "noboottime"; Go's own clocks use the vDSO, which the filter does not
+// see, so a filter built by tracing a Go program can leave the call out).
+const (
+	toldTimeNS     = "unshare --user --map-root-user --time --boottime -60 --fork"
+	toldNoBootTime = "env " + e2e.ChildModeEnv + "=noboottime"
+)
+
+// TestToldWhateverTheClock: a process of the command's tree that runs
+// `tenure lease check` with a boot clock of its own, a minute behind
+// tenure's or unreadable, is told "not held" once the next grant of the
+// key has begun, in the cases where the lease file still says live and
+// only its deadline says the term is over: the guard and tenure both
+// killed, and the guard stopped (see TestToldNeverOutlivesGrant).
+func TestToldWhateverTheClock(t *testing.T) {
+	t.Parallel()
+	if out, err := exec.Command("sh", "-c", toldTimeNS+" true").CombinedOutput(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s: %v\n%s", toldTimeNS, err, out)
+		}
+		t.Skipf("no time namespace here: %v\n%s", err, out)
+	}
+	srv := e2e.StartServer(t, t.TempDir())
+	cases := []toldCase{
+		{name: "both killed, time namespace", wrap: toldTimeNS, survives: true, fault: toldKillBoth},
+		{name: "guard stopped, time namespace", wrap: toldTimeNS, survives: true, fault: toldStopGuard,
+			after: func(t *testing.T, _ *e2e.Proc, guardPid int) { toldSignal(t, guardPid, syscall.SIGCONT) }},
+		{name: "both killed, boot clock refused", wrap: toldNoBootTime, survives: true, fault: toldKillBoth},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testTold(t, srv.Coord, "told-clock-"+strconv.Itoa(i), c)
+		})
+	}
+}
+
+// noBootTimeMain is childMain's mode "noboottime": refuse
+// clock_gettime(CLOCK_BOOTTIME) with EPERM (a seccomp filter, kept across
+// execve), then run this program again as the checker ("toldcheck").
+func noBootTimeMain() int {
+	runtime.LockOSThread() // the filter is this thread's, which execs
+	const retAllow, retErrno = 0x7fff0000, 0x00050000
+	prog := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // the call's number
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_CLOCK_GETTIME, Jf: 3},
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 16}, // its first argument's low half
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.CLOCK_BOOTTIME, Jf: 1},
+		{Code: unix.BPF_RET | unix.BPF_K, K: retErrno | uint32(unix.EPERM)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: retAllow},
+	}
+	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "no_new_privs:", err)
+		return 1
+	}
+	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fp)), 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "seccomp:", err)
+		return 1
+	}
+	env := []string{e2e.ChildModeEnv + "=toldcheck"}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, e2e.ChildModeEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	fmt.Fprintln(os.Stderr, syscall.Exec("/proc/self/exe", os.Args[:1], env))
+	return 1
+}
+
+// hostBoot reads the host's boot clock, wherever the checker runs: this
+// process's CLOCK_BOOTTIME (/proc/uptime where it is refused, to the
+// hundredth), less the boot-clock offset of its time namespace
+// (/proc/self/timens_offsets), so that the checker logs on the clock the
+// commands' starts are logged on.
+func hostBoot() boottime.Instant {
+	var ts unix.Timespec
+	now := boottime.Instant(0)
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err == nil {
+		now = boottime.Instant(ts.Nano())
+	} else if b, err := os.ReadFile("/proc/uptime"); err == nil {
+		if f := bytes.Fields(b); len(f) > 0 {
+			secs, _ := strconv.ParseFloat(string(f[0]), 64)
+			now = boottime.Instant(secs * float64(time.Second))
+		}
+	}
+	return now.Add(-timeNSOffset())
+}
+
+var timeNSOffset = sync.OnceValue(func() time.Duration {
+	f, err := os.Open("/proc/self/timens_offsets")
+	if err != nil {
+		return 0 // no time namespaces on this kernel
+	}
+	defer f.Close()
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		if fs := strings.Fields(sc.Text()); len(fs) == 3 && fs[0] == "boottime" {
+			s, _ := strconv.ParseInt(fs[1], 10, 64)
+			ns, _ := strconv.ParseInt(fs[2], 10, 64)
+			return time.Duration(s)*time.Second + time.Duration(ns)
+		}
+	}
+	return 0
+})
