@@ -1,7 +1,6 @@
 package term
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tenure-dev/tenure/cmd/internal/e2e"
+	"github.com/tenure-dev/tenure/cmd/internal/guard"
 	"github.com/tenure-dev/tenure/internal/boottime"
 )
 
@@ -113,18 +112,9 @@ func hostBoot() boottime.Instant {
 	return now.Add(-timeNSOffset())
 }
 
-var timeNSOffset = sync.OnceValue(func() time.Duration {
-	f, err := os.Open("/proc/self/timens_offsets")
-	if err != nil {
-		return 0 // no time namespaces on this kernel
-	}
-	defer f.Close()
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		if fs := strings.Fields(sc.Text()); len(fs) == 3 && fs[0] == "boottime" {
-			s, _ := strconv.ParseInt(fs[1], 10, 64)
-			ns, _ := strconv.ParseInt(fs[2], 10, 64)
-			return time.Duration(s)*time.Second + time.Duration(ns)
-		}
-	}
-	return 0
-})
+// timeNSOffset is the boot-clock offset of this process's time namespace
+// (guard.BootOffset), 0 where it cannot be told.
+func timeNSOffset() time.Duration {
+	off, _ := guard.BootOffset()
+	return off
+}
