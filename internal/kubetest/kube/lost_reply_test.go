@@ -40,7 +40,7 @@ func TestRepliesLost(t *testing.T) {
 	loseReply := func() {
 		ft.arm(func() func() {
 			proxy.Hold(tcpproxy.Down)
-			return func() { proxy.Reset(); proxy.Release(tcpproxy.Down) }
+			return func() { proxy.Release(tcpproxy.Down) }
 		})
 	}
 	// held checks that b is refused key, naming holder and token.
