@@ -25,9 +25,13 @@
 // Run: cd internal/kubetest && go test -race -count=1 -tags openfinding \
 //        -run TestInteropClientGoStaleReleaseShorterTTL ./kube/
 //
-// Measured (2 cores, kube-apiserver v1.37.2 on the embedded etcd): see the
-// report in the commit that added this file; the test fails with
-// "tenure-n#1 started leading while tenure-h#1 led".
+// Measured (2 cores shared, kube-apiserver v1.37.2 on the embedded etcd,
+// 3 runs): client-go cleared H's grant 16-67 ms after H began to lead; N
+// (TTL 3s, started after the clear) led 3.3-4.5 s after the clear; H (TTL
+// 30s) stopped 10.0 s after the clear, at its next renewal: both led for
+// 6.3-6.7 s. The test fails with "tenure-n#1 started leading while
+// tenure-h#1 led". TestInteropClientGoStaleRelease, where both tenure
+// contenders have one TTL and saw H's grant, passes beside it.
 
 package kube_test
 
@@ -78,19 +82,13 @@ func TestInteropClientGoStaleReleaseShorterTTL(t *testing.T) {
 	}
 	n := startTenureTTL(t, s.Config(kubetest.Admin), ns, name, "tenure-n", 3*time.Second, tl)
 	tl.await(n.id, 30*time.Second)
-	t.Logf("client-go cleared %s's grant %s after %s began to lead; %s (TTL 3s, started after the clear) led %s after the clear; %s stopped leading %s after the clear",
-		h.id, cleared.Sub(tl.started(h.id)), h.id, n.id, tl.started(n.id).Sub(cleared), h.id, stoppedAfter(tl, h.id, cleared))
+	for deadline := time.Now().Add(20 * time.Second); tl.stopped(h.id).IsZero() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // h leads until its next renewal finds the clear
+	}
+	t.Logf("client-go cleared %s's grant %s after it began to lead; %s (TTL 3s, started after the clear) led %s after the clear; %s stopped %s after the clear: both led for %s",
+		h.id, cleared.Sub(tl.started(h.id)), n.id, tl.started(n.id).Sub(cleared), h.id, tl.stopped(h.id).Sub(cleared), tl.stopped(h.id).Sub(tl.started(n.id)))
 	n.stop()
 	h.stop()
 	g.stop()
 	tl.check()
-}
-
-// stoppedAfter is how long after at id stopped leading ("still leading"
-// when it has not).
-func stoppedAfter(tl *timeline, id string, at time.Time) any {
-	if s := tl.stopped(id); !s.IsZero() {
-		return s.Sub(at)
-	}
-	return "still leading"
 }
