@@ -62,7 +62,9 @@ func TestUpdateRecreatesDeletedLease(t *testing.T) {
 // sent just after the Lease was deleted (a transport below the client
 // deletes it as the PUT leaves), must not make it again, and the call must
 // report what a deletion means: the grant or membership lost, a release
-// done.
+// done. Planted: with the uid cleared from the update of extend (Renew)
+// and of RenewMember, the Renew and RenewMember cases fail: each renewal
+// makes the deleted Lease again and reports success.
 func TestWritesToDeletedLease(t *testing.T) {
 	t.Parallel()
 	s, cs := shared(t)
