@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
@@ -140,10 +141,7 @@ func tokenAfter(r record) uint64 { return r.rv.n + 1 }
 func (c *Coordinator) take(ctx context.Context, key string, cur record, holder string, secs int32) (tenure.Grant, error) {
 	l := cur.lease.DeepCopy()
 	now := metav1.NewMicroTime(after(time.Now(), l.Spec.AcquireTime))
-	transitions := int32(0)
-	if t := l.Spec.LeaseTransitions; t != nil {
-		transitions = *t + 1
-	}
+	transitions := nextTransitions(l.Spec.LeaseTransitions, 0)
 	token := tokenAfter(cur)
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &holder, &secs
 	l.Spec.AcquireTime, l.Spec.RenewTime, l.Spec.LeaseTransitions = &now, &now, &transitions
@@ -183,6 +181,20 @@ func (c *Coordinator) granted(key, holder string, token uint64, secs int32, sent
 	g := tenure.Grant{Key: key, Holder: holder, Token: token, TTL: grantedTTL(time.Duration(secs)*time.Second, r), Sent: sent}
 	c.log.Debug("leadership granted", "key", key, "lease", out.Name, "holder", holder, "token", g.Token, "ttl", g.TTL)
 	return g, nil
+}
+
+// nextTransitions is the leaseTransitions a write over a Lease whose count
+// is t writes: one more, first when there is none, and 0 after the largest
+// int32 (written by hand or by another program), so that the count still
+// changes and is never negative, which the API server refuses.
+func nextTransitions(t *int32, first int32) int32 {
+	if t == nil {
+		return first
+	}
+	if *t == math.MaxInt32 {
+		return 0
+	}
+	return *t + 1
 }
 
 // after returns now, or a microsecond after prev when now is not later

@@ -125,11 +125,15 @@ func (c *Coordinator) member(ctx context.Context, m partition.Member) (record, e
 
 // memberLive reports, as an error wrapping tenure.ErrLost, why membership
 // record r is not m live (its holder or group annotation is not m's, or it
-// holds a key: edited by hand; or it expired, judged by m.TTL, never by the
-// Lease's duration: see RenewMember); nil when it is. Its labels are not
-// read (see roles.go).
+// holds a key: edited by hand; it was deleted, and a finalizer keeps it
+// terminating; or it expired, judged by m.TTL, never by the Lease's
+// duration: see RenewMember); nil when it is. Its labels are not read (see
+// roles.go). A deleted membership is over, finalizer or not: a claimer
+// that deleted it as expired takes its partitions at once.
 func (c *Coordinator) memberLive(r record, m partition.Member) error {
 	switch {
+	case r.lease.DeletionTimestamp != nil:
+		return fmt.Errorf("%w: membership Lease %s was deleted (a finalizer keeps it until %v)", tenure.ErrLost, r.lease.Name, r.lease.Finalizers)
 	case r.holder != m.ID || r.lease.Annotations[AnnotationGroup] != m.Group || r.lease.Name != memberName(m.Group, m.Epoch) || holdsKey(r.lease):
 		return fmt.Errorf("%w: membership Lease %s holds %s of %q", tenure.ErrLost, r.lease.Name, display.Holder(r.holder), r.lease.Annotations[AnnotationGroup])
 	case !r.liveFor(m.TTL, c.cfg.MaxDrift):

@@ -286,10 +286,7 @@ func (c *Coordinator) createPartition(ctx context.Context, group, key string) (r
 // (tokenAfter) in AnnotationToken, as take does.
 func (c *Coordinator) takePartition(ctx context.Context, m partition.Member, me record, key string, p record) (tenure.Grant, error) {
 	l := p.lease.DeepCopy()
-	transitions := int32(1)
-	if t := l.Spec.LeaseTransitions; t != nil {
-		transitions = *t + 1
-	}
+	transitions := nextTransitions(l.Spec.LeaseTransitions, 1)
 	l.Spec.LeaseTransitions = &transitions
 	token := tokenAfter(p)
 	ownBy(l, m, me, token, after(time.Now(), l.Spec.AcquireTime))

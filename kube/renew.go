@@ -95,10 +95,7 @@ func (c *Coordinator) extend(ctx context.Context, cur record, g tenure.Grant) (t
 	if prev != nil && prev.Unix() == now.Unix() {
 		// The same second: without a change client-go would not see
 		// this write (see Renew).
-		transitions := int32(1)
-		if t := l.Spec.LeaseTransitions; t != nil {
-			transitions = *t + 1
-		}
+		transitions := nextTransitions(l.Spec.LeaseTransitions, 1)
 		l.Spec.LeaseTransitions = &transitions
 	}
 	if l.Spec.AcquireTime == nil { // removed by hand: the token binds to one

@@ -137,12 +137,17 @@ func startClientGoWith(t *testing.T, cfg *rest.Config, ns, name, id string, tl *
 
 // startTenure runs a tenure Elector for key name as holder id.
 func startTenure(t *testing.T, cfg *rest.Config, ns, name, id string, tl *timeline) *contender {
+	return startTenureTTL(t, cfg, ns, name, id, interopLease, tl)
+}
+
+// startTenureTTL is startTenure with TTL ttl.
+func startTenureTTL(t *testing.T, cfg *rest.Config, ns, name, id string, ttl time.Duration, tl *timeline) *contender {
 	c, err := kube.Dial(t.Context(), cfg, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ec := tenure.DefaultConfig()
-	ec.Key, ec.Holder, ec.Instance, ec.TTL = name, id, "1", interopLease
+	ec.Key, ec.Holder, ec.Instance, ec.TTL = name, id, "1", ttl
 	e, err := tenure.NewElector(c, ec)
 	if err != nil {
 		t.Fatal(err)
