@@ -19,8 +19,10 @@
 // of the cleared grant's TTL (client-go keeps tenure's token annotation but
 // overwrites the duration), so no small change in package kube can restore
 // the wait; the assumption it rests on, that tenure contenders sharing a
-// Lease with client-go use one TTL, is in record.takeable's comment but not
-// in the user documentation, which states the property unconditionally.
+// Lease with client-go use one TTL, is in record.takeable's comment and
+// now in docs/kubernetes.md, which states the property under it. Since
+// client-go keeps tenure's annotations, a fix would write the grant's TTL
+// in one of them and have a contender wait the longer of it and its own.
 //
 // Run: cd internal/kubetest && go test -race -count=1 -tags openfinding \
 //        -run TestInteropClientGoStaleReleaseShorterTTL ./kube/
