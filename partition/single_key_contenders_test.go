@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenure-dev/tenure"
 	"github.com/tenure-dev/tenure/fence"
+	"github.com/tenure-dev/tenure/internal/plant"
 	"github.com/tenure-dev/tenure/internal/timing"
 	"github.com/tenure-dev/tenure/memory"
 	"github.com/tenure-dev/tenure/partition"
@@ -177,12 +178,15 @@ type electorNode struct {
 func TestSingleKeyContendersBesideAGroup(t *testing.T) {
 	for seed := range uint64(*mixedSeeds) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { mixedRun(t, seed) })
+			synctest.Test(t, func(t *testing.T) { mixedRun(t, seed, plant.None) })
 		})
 	}
 }
 
-func mixedRun(t *testing.T, seed uint64) {
+// mixedRun runs one seed, with bug planted in the Electors of partition
+// 0's key (internal/plant), and returns how many acts the oracle found
+// unbacked; without a bug it fails t on any.
+func mixedRun(t *testing.T, seed uint64, bug string) (violations int) {
 	rng := rand.New(rand.NewPCG(seed, 0x51e9e1c0))
 	mc := drawMixedConfig(rng)
 	c := newCluster(t, 4)
@@ -210,7 +214,11 @@ func mixedRun(t *testing.T, seed uint64) {
 			cfg.Instance = fmt.Sprint(incarnation["a"])
 		}
 		mc.apply(&cfg)
-		e, err := tenure.NewElector(c.coord, cfg)
+		var coord tenure.Coordinator = c.coord
+		if key == partition.Key(c.cfg.Key, "0") {
+			coord = plant.Wrap(c.coord, bug, cfg)
+		}
+		e, err := tenure.NewElector(coord, cfg)
 		if err != nil {
 			t.Fatalf("NewElector(%s) = %v", key, err)
 		}
@@ -306,6 +314,9 @@ func mixedRun(t *testing.T, seed uint64) {
 		stopElector(name)
 	}
 	c.check()
+	if bug != plant.None {
+		return len(o.violations())
+	}
 	if v := o.violations(); len(v) > 0 {
 		if len(v) > 10 {
 			v = append(v[:10], fmt.Sprintf("… and %d more", len(v)-10))
@@ -317,4 +328,28 @@ func mixedRun(t *testing.T, seed uint64) {
 	if len(o.acts) < 3 {
 		t.Errorf("seed %d (%s): acts %v; want members and electors to work", seed, mc, o.acts)
 	}
+	return len(o.violations())
+}
+
+// TestSingleKeyContendersCatchPlantedBug: the oracle of
+// TestSingleKeyContendersBesideAGroup catches an Elector whose failed
+// renewals are reported done (internal/plant's renew-after-expiry, in the
+// two Electors of partition 0's key) on the same seeds whose control runs
+// pass.
+func TestSingleKeyContendersCatchPlantedBug(t *testing.T) {
+	caught := 0
+	const seeds = 4
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				if n := mixedRun(t, seed, plant.RenewAfterExpiry); n > 0 {
+					caught++
+				}
+			})
+		})
+	}
+	if caught == 0 {
+		t.Errorf("no act unbacked by the coordinator found in %d seeds with %s planted; the oracle cannot fail", seeds, plant.RenewAfterExpiry)
+	}
+	t.Logf("%s caught in %d of %d seeds", plant.RenewAfterExpiry, caught, seeds)
 }
