@@ -168,7 +168,8 @@ type electorNode struct {
 // the least margin, renewals as rare as allowed), and faults are drawn
 // every 0.2–3s for 40s: partitions, lost requests, lost replies, replies
 // later than the safe lease, coordinator restarts, its clock rate anywhere
-// up to the drift bound, crashes and restarts of members and Electors.
+// up to the drift bound, crashes and restarts of members (some under
+// the identity they had, their crashed membership still live) and Electors.
 // Some terms drain: they act, while Check passes, up to 2 TTLs after their
 // function's ctx ended (a hand-over, a resignation). Every act of every
 // term is checked against the coordinator at that instant (its key held,
@@ -258,8 +259,13 @@ func mixedRun(t *testing.T, seed uint64, bug string) (violations int) {
 		switch f := rng.IntN(10); {
 		case member(n) && !running:
 			c.coord.Heal(n)
+			if rng.IntN(3) == 0 { // the same process identity again, its crashed membership perhaps still live
+				incarnation[n]--
+				log = append(log, "restart member "+n+" as itself")
+			} else {
+				log = append(log, "restart member "+n)
+			}
 			startMember(n)
-			log = append(log, "restart member "+n)
 		case f == 0 && member(n): // crash: no leave, its lease expires
 			c.coord.Partition(n)
 			c.stop(n)
