@@ -123,9 +123,9 @@ func (o *keyOracle) violations() []string {
 // allows: a short or long TTL, the least margin or a large one, no drift
 // or a lot, renewals as rare as allowed.
 type mixedConfig struct {
-	ttl, margin  time.Duration
-	drift        float64
-	renew, retry time.Duration
+	ttl, margin           time.Duration
+	drift                 float64
+	renew, retry, timeout time.Duration
 }
 
 func drawMixedConfig(rng *rand.Rand) mixedConfig {
@@ -140,16 +140,19 @@ func drawMixedConfig(rng *rand.Rand) mixedConfig {
 		mc.renew = safe - time.Millisecond
 		mc.retry = mc.renew - time.Millisecond
 	}
+	if rng.IntN(3) == 0 { // calls waited for long after their replies are of use
+		mc.timeout = 10 * mc.ttl
+	}
 	return mc
 }
 
 func (mc mixedConfig) apply(cfg *tenure.Config) {
 	cfg.TTL, cfg.Margin, cfg.MaxDrift = mc.ttl, mc.margin, mc.drift
-	cfg.RenewInterval, cfg.RetryPeriod = mc.renew, mc.retry
+	cfg.RenewInterval, cfg.RetryPeriod, cfg.RequestTimeout = mc.renew, mc.retry, mc.timeout
 }
 
 func (mc mixedConfig) String() string {
-	return fmt.Sprintf("ttl %s margin %s drift %v renew %s retry %s", mc.ttl, mc.margin, mc.drift, mc.renew, mc.retry)
+	return fmt.Sprintf("ttl %s margin %s drift %v renew %s retry %s timeout %s", mc.ttl, mc.margin, mc.drift, mc.renew, mc.retry, mc.timeout)
 }
 
 // electorNode is an Elector campaigning for one partition's key.
@@ -165,7 +168,8 @@ type electorNode struct {
 // of their own, one for partition 1 under member a's identity (Holder and
 // Instance), all on one memory coordinator. For each seed the lease
 // settings are drawn at their edges (TTL 400ms to 3s, MaxDrift up to 0.45,
-// the least margin, renewals as rare as allowed), and faults are drawn
+// the least margin, renewals as rare as allowed, a request timeout of 10
+// TTLs), and faults are drawn
 // every 0.2–3s for 40s: partitions, lost requests, lost replies, replies
 // later than the safe lease, coordinator restarts, its clock rate anywhere
 // up to the drift bound, crashes and restarts of members (some under
