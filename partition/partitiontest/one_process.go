@@ -2,6 +2,7 @@ package partitiontest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -153,15 +154,12 @@ func (s suite) electorThenGroupOfOneProcess(t *testing.T) {
 	ecfg := tenure.DefaultConfig()
 	ecfg.Key, ecfg.Holder, ecfg.Instance, ecfg.TTL = key, "node", "1", 3*time.Second
 	ecfg.OnTransition = tl.add("elector")
-	e, err := tenure.NewElector(c, ecfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	gcfg := partition.DefaultConfig()
 	gcfg.Key, gcfg.Partitions, gcfg.Holder, gcfg.Instance, gcfg.TTL = g, 1, "node", "1", 3*time.Second
 	gcfg.OnTransition = tl.add("group")
-	grp, err := partition.New(c, gcfg)
-	if err != nil {
+	e, eerr := tenure.NewElector(c, ecfg)
+	grp, gerr := partition.New(c, gcfg)
+	if err := errors.Join(eerr, gerr); err != nil {
 		t.Fatal(err)
 	}
 	run, stop := context.WithCancel(context.Background())
