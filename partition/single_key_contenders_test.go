@@ -181,7 +181,11 @@ type electorNode struct {
 // that must accept it: at no instant do two holders act on one key,
 // whichever API granted it.
 func TestSingleKeyContendersBesideAGroup(t *testing.T) {
-	for seed := range uint64(*mixedSeeds) {
+	seeds := *mixedSeeds
+	if testing.Short() {
+		seeds = min(seeds, 4)
+	}
+	for seed := range uint64(seeds) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { mixedRun(t, seed, plant.None) })
 		})
