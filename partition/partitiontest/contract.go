@@ -83,6 +83,8 @@ func Run(t *testing.T, newCoordinator Factory, opts ...Option) {
 	t.Run("LiveNotForeign", s.liveNotForeign)
 	t.Run("RemoveForeignSparesLive", s.removeForeignSparesLive)
 	t.Run("ElectorAndGroupOfOneProcess", s.electorAndGroupOfOneProcess)
+	t.Run("ClaimOverOwnSingleGrant", s.claimOverOwnSingleGrant)
+	t.Run("ElectorThenGroupOfOneProcess", s.electorThenGroupOfOneProcess)
 	if o.free != nil {
 		t.Run("FreedByHand", s.freedByHand)
 	}
