@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
@@ -149,6 +150,7 @@ func (c *Coordinator) take(ctx context.Context, key string, cur record, holder s
 		l.Annotations = map[string]string{}
 	}
 	l.Annotations[AnnotationToken] = tokenAnnotation(token, now.Time, holder)
+	l.Annotations[AnnotationTTL] = strconv.FormatInt(int64(secs), 10)
 	delete(l.Annotations, AnnotationReleased)
 	if l.Name != key {
 		l.Annotations[AnnotationKey] = key

@@ -32,6 +32,13 @@ const (
 	// client-go's release, which may clear a grant it no longer holds) is
 	// free only after the wait that follows any write.
 	AnnotationReleased = "tenure.dev/released"
+	// AnnotationTTL carries the TTL, in whole seconds, of the last grant
+	// tenure wrote to a Lease (its granting write and every renewal write
+	// it). client-go keeps the annotations it finds, so a Lease its release
+	// cleared still says how long the grant it may have cleared lasted: a
+	// contender waits the longest of that, the duration it saw and its own
+	// TTL.
+	AnnotationTTL = "tenure.dev/ttl"
 	// LabelManagedBy is set to "tenure" on Leases tenure creates, so that
 	// `kubectl get lease -l app.kubernetes.io/managed-by=tenure` lists them.
 	LabelManagedBy = "app.kubernetes.io/managed-by"

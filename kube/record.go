@@ -29,8 +29,9 @@ type record struct {
 	// longer holds. Such a clear is a change like any other: the Lease is
 	// free only wait(ttl) after it was first seen, where ttl is the longest
 	// duration of the grant it may have cleared that this coordinator knows
-	// of (see Coordinator.sight). was and wasToken name that grant, when
-	// this coordinator saw it.
+	// of: the Lease's AnnotationTTL (see ttlOf), and the grant seen before
+	// (see Coordinator.sight). was and wasToken name that grant, when this
+	// coordinator saw it.
 	cleared  bool
 	was      string
 	wasToken uint64
@@ -48,10 +49,21 @@ func newRecord(l *coordv1.Lease, rv version, seen tenure.Instant) record {
 	}
 	if r.holder != "" {
 		r.token = tokenOf(l, rv, r.holder)
-	} else {
-		r.cleared = !releasedBy(l, rv) && !empty(l)
+	} else if r.cleared = !releasedBy(l, rv) && !empty(l); r.cleared {
+		r.ttl = max(r.ttl, ttlOf(l))
 	}
 	return r
+}
+
+// ttlOf is the TTL of the last grant tenure wrote to Lease l, from its
+// AnnotationTTL: zero when it has none, or none tenure could have
+// written (not a whole number of seconds from 1 up to limits.MaxTTL).
+func ttlOf(l *coordv1.Lease) time.Duration {
+	secs, err := strconv.ParseInt(l.Annotations[AnnotationTTL], 10, 32)
+	if err != nil || secs < 1 || time.Duration(secs)*time.Second > limits.MaxTTL {
+		return 0
+	}
+	return time.Duration(secs) * time.Second
 }
 
 // empty reports whether Lease l bears no trace of a holder: no holder, no
@@ -169,8 +181,8 @@ func grantedTTL(ttl time.Duration, r record) time.Duration { return min(ttl, r.t
 // over r: the Lease was released by tenure, has expired, or is held by
 // holder itself for at most a day (a new grant supersedes its earlier one;
 // a longer hold is a foreign record, see ListForeign). A clear tenure
-// cannot attribute expires after the longer of the grant durations it
-// knows and ttl: contenders that share a Lease use one duration.
+// cannot attribute expires after the longest of the grant durations it
+// knows (the Lease's AnnotationTTL among them) and ttl.
 func (r record) takeable(holder string, ttl time.Duration, maxDrift float64) bool {
 	if r.cleared {
 		r.ttl = max(r.ttl, ttl)

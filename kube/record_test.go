@@ -107,6 +107,39 @@ func TestExpiryRuleForeignClear(t *testing.T) {
 	}
 }
 
+// TestExpiryRuleForeignClearOfALongerGrant: a Lease cleared without
+// tenure's release mark, whose tenure.dev/ttl says the last grant tenure
+// wrote lasted 30s, waits 30s·(1 + MaxDrift) for a contender asking for
+// 3s, which never saw that grant: the clear may have cleared it, and its
+// holder learns of it only at its next renewal. A tenure.dev/ttl tenure
+// could not have written (not whole seconds from 1 up to a day) counts
+// for nothing.
+func TestExpiryRuleForeignClearOfALongerGrant(t *testing.T) {
+	for _, tc := range []struct {
+		ttl  string
+		wait time.Duration
+	}{{"30", 30300 * time.Millisecond}, {"0", 3030 * time.Millisecond}, {"-30", 3030 * time.Millisecond}, {"30s", 3030 * time.Millisecond}, {"86401", 3030 * time.Millisecond}} {
+		t.Run("tenure.dev/ttl "+tc.ttl, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := lease("9", "", 1)
+				l.Annotations = map[string]string{kube.AnnotationTTL: tc.ttl}
+				r, err := kube.NewRecord(l, tenure.Now(), 0.01)
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(tc.wait - 10*time.Millisecond)
+				if r.TakeableFor("bob#2", 3*time.Second) {
+					t.Fatalf("Takeable %s after the clear = true; want false until %s", tc.wait-10*time.Millisecond, tc.wait)
+				}
+				time.Sleep(20 * time.Millisecond)
+				if !r.TakeableFor("bob#2", 3*time.Second) {
+					t.Fatalf("Takeable %s after the clear = false; want true", tc.wait+10*time.Millisecond)
+				}
+			})
+		})
+	}
+}
+
 // TestExpiryRuleEmpty: a Lease that bears no trace of a holder (Acquire and
 // ClaimPartitions create one so before they grant it) is free at once; a
 // Lease with any one trace of a grant (a time, a duration, transitions, a

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/display"
@@ -105,6 +106,7 @@ func (c *Coordinator) extend(ctx context.Context, cur record, g tenure.Grant) (t
 		l.Annotations = map[string]string{}
 	}
 	l.Annotations[AnnotationToken] = tokenAnnotation(g.Token, l.Spec.AcquireTime.Time, g.Holder)
+	l.Annotations[AnnotationTTL] = strconv.FormatInt(int64(secs), 10)
 	sent := tenure.Now()
 	out, err := c.leases.Update(ctx, l, metav1.UpdateOptions{})
 	if err != nil {
