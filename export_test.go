@@ -2,6 +2,7 @@ package tenure
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/tenure-dev/tenure/internal/boottime"
@@ -38,7 +39,21 @@ func (c TermControl) End(cause error) { c.t.lease.End(c.t, cause) }
 // which this package's tests do not start, read it). The term's context is
 // cancelled at the deadline unless the lease is extended.
 func newTerm(parent context.Context, g Grant, dl Instant) *Term {
-	l := leaseUntil(newLeaseTiming(g.TTL, 0, 0, 0, 0, 0), g.TTL, dl, true, nil, "renewal")
+	l := newLeaseAt(newLeaseTiming(g.TTL, 0, 0, 0, 0, 0), g.TTL, dl, true, nil, "renewal")
 	t := l.Start(parent, g)
 	return t
+}
+
+// newLeaseAt is newLease with its deadline given: a lease granted for no
+// time by a request sent at dl (its deadline is dl), then given tm and
+// ttl, which only renewals read.
+func newLeaseAt(tm leaseTiming, ttl time.Duration, dl Instant, single bool, log *slog.Logger, name string) *Lease {
+	l, err := newLease(leaseTiming{}, 0, dl, single, log, name)
+	if err != nil {
+		panic(err) // a zero dl
+	}
+	l.mu.Lock()
+	l.tm, l.ttl = tm, ttl
+	l.mu.Unlock()
+	return l
 }

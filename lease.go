@@ -27,15 +27,9 @@ const suspendCheck = time.Second
 // Config.Validate requires a Margin at least this long.
 const suspendNoise = timing.MinMargin
 
-// errNoSent and errSentLater are the one rule for a grant that does not
-// say when the request that started or extended its lease was sent, or
-// says a time still to come, which no request whose reply has come was
-// sent at (a coordinator's fault, as a lease's time left misread would
-// be): it has no safe deadline.
-var (
-	errNoSent    = errors.New("no send time (Grant.Sent, Member.Sent): the lease's age is unknown, so no safe local deadline can be computed")
-	errSentLater = errors.New("a send time (Grant.Sent, Member.Sent) still to come, which no request whose reply has come was sent at: no safe local deadline can be computed")
-)
+// errNoSent is the one rule for a grant that does not say when the request
+// that started or extended its lease was sent: it has no safe deadline.
+var errNoSent = errors.New("no send time (Grant.Sent, Member.Sent): the lease's age is unknown, so no safe local deadline can be computed")
 
 // leaseTiming is how a lease is kept: the settings of Config (or of a
 // partition group's), with their defaults applied.
@@ -58,16 +52,12 @@ func newLeaseTiming(ttl, renew, retry, timeout time.Duration, maxDrift float64, 
 
 // deadline is the one deadline rule: the local deadline of a lease granted
 // for ttl by a request sent at sent is sent + ttl·(1 − MaxDrift) − Margin,
-// on both clocks. A zero sent has none (errNoSent), nor has one still to
-// come (errSentLater).
-// A TTL of zero or less grants nothing: the deadline is Margin before
-// sent, never a negative TTL whose arithmetic overflows into the future.
+// on both clocks. A zero sent has none (errNoSent). A TTL of zero or less
+// grants nothing: the deadline is Margin before sent, never a negative TTL
+// whose arithmetic overflows into the future.
 func (tm leaseTiming) deadline(ttl time.Duration, sent Instant) (Instant, error) {
-	switch {
-	case sent.IsZero():
+	if sent.IsZero() {
 		return Instant{}, errNoSent
-	case sent.Until() > 0:
-		return Instant{}, fmt.Errorf("%w (%s from now)", errSentLater, sent.Until().Round(time.Millisecond))
 	}
 	return sent.Add(timing.SafeLease(max(ttl, 0), tm.maxDrift, tm.margin)), nil
 }
@@ -109,8 +99,7 @@ type Lease struct {
 // NewLease returns the lease that a request sent at sent granted for ttl
 // (a Grant's or a partition.Member's TTL and Sent), kept by cfg's
 // MaxDrift, Margin, RenewInterval, RetryPeriod and RequestTimeout, and
-// logged to cfg.Logger. A lease whose sent is zero, or still to come
-// (no request whose reply has come was sent then), has no safe deadline:
+// logged to cfg.Logger. A lease whose sent is zero has no safe deadline:
 // NewLease returns an error. Stop it when done with it.
 func NewLease(cfg Config, ttl time.Duration, sent Instant) (*Lease, error) {
 	log := cfg.Logger
@@ -122,25 +111,18 @@ func NewLease(cfg Config, ttl time.Duration, sent Instant) (*Lease, error) {
 }
 
 // newLease returns a lease granted for ttl by a request sent at sent,
-// watched by one timer until Stop, or errNoSent when sent is zero
-// (errSentLater when it is still to come).
+// watched by one timer until Stop, or errNoSent when sent is zero.
 func newLease(tm leaseTiming, ttl time.Duration, sent Instant, single bool, log *slog.Logger, name string, attrs ...any) (*Lease, error) {
 	dl, err := tm.deadline(ttl, sent)
 	if err != nil {
 		return nil, err
 	}
-	return leaseUntil(tm, ttl, dl, single, log, name, attrs...), nil
-}
-
-// leaseUntil returns a lease granted for ttl whose local deadline is dl,
-// watched by one timer until Stop.
-func leaseUntil(tm leaseTiming, ttl time.Duration, dl Instant, single bool, log *slog.Logger, name string, attrs ...any) *Lease {
 	l := &Lease{tm: tm, single: single, log: log, name: name, attrs: attrs,
 		ttl: ttl, dl: dl, terms: make(map[*Term]struct{})}
 	l.mu.Lock() // expire, which locks, may run before l.timer is set
 	l.timer = time.AfterFunc(l.sleepLocked(), l.expire)
 	l.mu.Unlock()
-	return l
+	return l, nil
 }
 
 // Start starts a term for grant g on l, with l's deadline; its context
@@ -432,8 +414,8 @@ func (l *Lease) renewOnce(ctx context.Context, renew func(context.Context, time.
 		rn.replied = time.Now()
 	}
 	rn.took = rn.replied.Sub(start)
-	if rn.err == nil {
-		_, rn.err = l.tm.deadline(rn.ttl, rn.sent) // errNoSent, errSentLater or nil
+	if rn.err == nil && rn.sent.IsZero() {
+		rn.err = errNoSent
 	}
 	return rn
 }
@@ -447,7 +429,7 @@ func (l *Lease) settle(ctx context.Context, rn renewal) (next time.Duration, los
 		retry = min(retry, remaining)
 	}
 	switch err := rn.err; {
-	case errors.Is(err, errNoSent) || errors.Is(err, errSentLater):
+	case errors.Is(err, errNoSent):
 		l.void(fmt.Errorf("%w: the coordinator renewed with %w", ErrNotLeader, err))
 		return retry, nil
 	case err == nil:

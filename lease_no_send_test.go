@@ -63,26 +63,3 @@ func TestLeaseRenewedWithoutSendTimeStartsNoTerm(t *testing.T) {
 		}
 	})
 }
-
-// A grant whose send time is still to come when its reply is in hand (a
-// coordinator that misread its lease's time left and moved Sent ahead)
-// has no safe deadline either: NewLease refuses it, as it refuses a zero
-// send time (an Elector's first lease is made by the same rule).
-func TestNewLeaseRefusesASendTimeStillToCome(t *testing.T) {
-	cfg := limitsConfig()
-	for name, sent := range map[string]tenure.Instant{
-		"zero":         {},
-		"an hour on":   tenure.Now().Add(time.Hour),
-		"292 years on": tenure.Now().Add(9223372036 * time.Second),
-	} {
-		if l, err := tenure.NewLease(cfg, cfg.TTL, sent); err == nil {
-			l.Stop()
-			t.Errorf("NewLease(sent %s) = a lease until %s; want an error: no safe deadline", name, time.Until(l.Deadline().Time()).Round(time.Second))
-		}
-	}
-	l, err := tenure.NewLease(cfg, cfg.TTL, tenure.Now())
-	if err != nil {
-		t.Fatalf("NewLease(sent now) = %v; want a lease", err)
-	}
-	l.Stop()
-}
