@@ -47,7 +47,9 @@ func toldChildMain(mode string) (code int, ok bool) {
 	log := os.Getenv("LOG")
 	switch mode {
 	case "noboottime":
-		return noBootTimeMain(), true
+		return noBootTimeMain(nil), true
+	case "noboottime-exec":
+		return noBootTimeMain(os.Args[1:]), true
 	case "toldcheck":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		if code := toldAppend(log, "checker %d", os.Getpid()); code != 0 {
