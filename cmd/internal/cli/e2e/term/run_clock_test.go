@@ -68,6 +68,28 @@ func TestToldWhateverTheProc(t *testing.T) {
 	}
 }
 
+// TestToldAcrossTimeNamespaces: lease check run by a checker two time
+// namespaces deep (a minute behind, then 30 s behind the host: offsets
+// are the host's, not the parent's), or by one that made a time namespace
+// (a minute behind) without entering it (its lease check binaries are in
+// it, its in-process checks are not, and cannot tell their offset), is
+// told "not held" once the next grant has begun, both guard and tenure
+// killed.
+func TestToldAcrossTimeNamespaces(t *testing.T) {
+	t.Parallel()
+	srv := e2e.StartServer(t, t.TempDir())
+	cases := []toldCase{
+		{name: "nested", wrap: toldTimeNS + " unshare --time --boottime -30 --fork", survives: true, fault: toldKillBoth},
+		{name: "made not entered", wrap: "unshare --user --map-root-user --time --boottime -60", survives: true, fault: toldKillBoth},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testTold(t, srv.Coord, "told-ns-"+strconv.Itoa(i), c)
+		})
+	}
+}
+
 // runClockScript is the command of the tests below: unless $OUT.once is
 // set and $OUT.first does not exist yet (then it exits after 15 s, so that
 // tenure run --restart starts the next command on a guard started then),
