@@ -5,11 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tenure-dev/tenure/cmd/internal/e2e"
 )
@@ -80,7 +83,8 @@ func TestToldAcrossTimeNamespaces(t *testing.T) {
 	srv := e2e.StartServer(t, t.TempDir())
 	cases := []toldCase{
 		{name: "nested", wrap: toldTimeNS + " unshare --time --boottime -30 --fork", survives: true, fault: toldKillBoth},
-		{name: "made not entered", wrap: "unshare --user --map-root-user --time --boottime -60", survives: true, fault: toldKillBoth},
+		{name: "made not entered", wrap: "env " + e2e.ChildModeEnv + "=timens-exec " + e2e.SelfBin + " env " + e2e.ChildModeEnv + "=toldcheck",
+			survives: true, fault: toldKillBoth},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,6 +92,33 @@ func TestToldAcrossTimeNamespaces(t *testing.T) {
 			testTold(t, srv.Coord, "told-ns-"+strconv.Itoa(i), c)
 		})
 	}
+}
+
+// timeNSExecMain is childMain's mode "timens-exec": make a time namespace
+// whose boot clock reads a minute behind this one's, without entering it
+// (unshare(CLONE_NEWTIME) moves only the children: util-linux's unshare
+// enters it), then run argv, whose children are in it.
+func timeNSExecMain(argv []string) int {
+	runtime.LockOSThread() // the namespace is this thread's children's
+	err := unix.Unshare(unix.CLONE_NEWTIME)
+	if err == nil {
+		err = os.WriteFile("/proc/thread-self/timens_offsets", []byte("boottime -60 0\n"), 0o644)
+	}
+	path := ""
+	if err == nil {
+		path, err = exec.LookPath(argv[0])
+	}
+	if err == nil {
+		var env []string
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, e2e.ChildModeEnv+"=") {
+				env = append(env, kv)
+			}
+		}
+		err = syscall.Exec(path, argv, env)
+	}
+	fmt.Fprintln(os.Stderr, "timens-exec:", err)
+	return 1
 }
 
 // runClockScript is the command of the tests below: unless $OUT.once is
@@ -106,8 +137,8 @@ exec sleep 3600`
 // command dies within the TTL and the slack, and the next holder's command
 // never starts while it runs; lease check of its lease file, from the
 // host, says not held once the next holder's has started. The ways:
-// tenure run started in a time namespace it did not enter (unshare --time
-// without --fork: its children, the guard among them, are in it, their
+// tenure run started in a time namespace it did not enter (see
+// timeNSExecMain: its children, the guard among them, are in it, their
 // boot clock a minute behind tenure's), and tenure run under a seccomp
 // filter refusing CLOCK_BOOTTIME with no /proc/uptime (the guard of the
 // second command, --restart, started 15 s after tenure).
@@ -125,7 +156,7 @@ func TestRunOnOneBootClock(t *testing.T) {
 		via  func(t *testing.T) []string
 		once bool
 	}{
-		{name: "time namespace not entered", via: func(*testing.T) []string { return []string{"unshare", "--time", "--boottime", "-60"} }},
+		{name: "time namespace not entered", via: func(*testing.T) []string { return []string{"env", e2e.ChildModeEnv + "=timens-exec", e2e.SelfBin} }},
 		{name: "time namespace entered", via: func(*testing.T) []string {
 			return []string{"unshare", "--time", "--boottime", "-60", "--fork", "--kill-child"}
 		}},
