@@ -94,15 +94,25 @@ func TestToldAcrossTimeNamespaces(t *testing.T) {
 	}
 }
 
-// timeNSExecMain is childMain's mode "timens-exec": make a time namespace
+// The child mode "timens-exec" runs before the tests' TestMain, in init,
+// on the main thread: /proc/self/timens_offsets is that thread's
+// children's time namespace's.
+func init() {
+	if os.Getenv(e2e.ChildModeEnv) == "timens-exec" {
+		os.Exit(timeNSExecMain(os.Args[1:]))
+	}
+}
+
+// timeNSExecMain is the child mode "timens-exec": make a time namespace
 // whose boot clock reads a minute behind this one's, without entering it
 // (unshare(CLONE_NEWTIME) moves only the children: util-linux's unshare
-// enters it), then run argv, whose children are in it.
+// enters it), then run argv, whose children are in it. It runs on the
+// main thread (see init).
 func timeNSExecMain(argv []string) int {
-	runtime.LockOSThread() // the namespace is this thread's children's
+	runtime.LockOSThread()
 	err := unix.Unshare(unix.CLONE_NEWTIME)
 	if err == nil {
-		err = os.WriteFile("/proc/thread-self/timens_offsets", []byte("boottime -60 0\n"), 0o644)
+		err = os.WriteFile("/proc/self/timens_offsets", []byte("boottime -60 0\n"), 0o644)
 	}
 	path := ""
 	if err == nil {

@@ -50,8 +50,6 @@ func toldChildMain(mode string) (code int, ok bool) {
 		return noBootTimeMain(nil), true
 	case "noboottime-exec":
 		return noBootTimeMain(os.Args[1:]), true
-	case "timens-exec":
-		return timeNSExecMain(os.Args[1:]), true
 	case "toldcheck":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		if code := toldAppend(log, "checker %d", os.Getpid()); code != 0 {
