@@ -75,8 +75,10 @@ func TestToldWhateverTheProc(t *testing.T) {
 // namespaces deep (a minute behind, then 30 s behind the host: offsets
 // are the host's, not the parent's), or execed by a process that made a
 // time namespace a minute behind without entering it (timeNSExecMain:
-// execve enters it), is told "not held" once the next grant has begun,
-// both guard and tenure killed.
+// execve enters it), or in a time namespace a minute behind under the
+// seccomp filter refusing CLOCK_BOOTTIME (/proc/uptime and /proc/self/stat
+// are both on its namespace's clock), is told "not held" once the next
+// grant has begun, both guard and tenure killed, and "held" before.
 func TestToldAcrossTimeNamespaces(t *testing.T) {
 	t.Parallel()
 	srv := e2e.StartServer(t, t.TempDir())
@@ -84,6 +86,7 @@ func TestToldAcrossTimeNamespaces(t *testing.T) {
 		{name: "nested", wrap: toldTimeNS + " unshare --time --boottime -30 --fork", survives: true, fault: toldKillBoth},
 		{name: "made not entered", wrap: "env " + e2e.ChildModeEnv + "=timens-exec " + e2e.SelfBin + " env " + e2e.ChildModeEnv + "=toldcheck",
 			survives: true, fault: toldKillBoth},
+		{name: "time namespace, boot clock refused", wrap: toldTimeNS + " " + toldNoBootTime, survives: true, binaries: 1, fault: toldKillBoth},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
