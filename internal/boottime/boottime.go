@@ -36,6 +36,18 @@ func Now() Instant {
 	return now()
 }
 
+// Read reads the boot clock as Now does, but fails where Now would fall
+// back to a clock of this process's own, which another process's readings
+// cannot be compared with: on Linux, CLOCK_BOOTTIME refused (a seccomp
+// filter) and /proc/uptime unreadable or not the host's boot clock. A
+// deadline handed from one process to another is read with it.
+func Read() (Instant, error) {
+	if c := simulated.Load(); c != nil {
+		return (*c)(), nil
+	}
+	return read()
+}
+
 // Simulate makes Now read c until the returned function is called, so that a
 // test can suspend the host in simulation: c moves forward while Go's
 // monotonic clock stands still. It is for tests only: every reader of the

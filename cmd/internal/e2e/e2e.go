@@ -118,8 +118,17 @@ type Proc struct {
 // runs; its output is logged when the test fails.
 func StartProc(t *testing.T, name string, env []string, args ...string) *Proc {
 	t.Helper()
+	return StartProcVia(t, name, nil, env, args...)
+}
+
+// StartProcVia is StartProc with tenure started through the command via
+// (unshare --time --boottime -60, say), which runs tenure's path and args
+// after its own.
+func StartProcVia(t *testing.T, name string, via, env []string, args ...string) *Proc {
+	t.Helper()
 	p := &Proc{Name: name, Out: &SyncBuffer{}, Err: &SyncBuffer{}, Done: make(chan struct{})}
-	p.Cmd = exec.Command(TenureBin, args...)
+	argv := append(append(append([]string{}, via...), TenureBin), args...)
+	p.Cmd = exec.Command(argv[0], argv[1:]...)
 	p.Cmd.Env = append(CleanEnv(), env...)
 	p.Cmd.Stdout, p.Cmd.Stderr = p.Out, p.Err
 	// A child that outlives tenure holding its output open (a guard left

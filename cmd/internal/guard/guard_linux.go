@@ -116,6 +116,11 @@ func (g *guard) run(ctl io.Reader, grace time.Duration, lease, path string, argv
 	if err != nil {
 		return err
 	}
+	// tenure's deadlines are on the boot clock: a guard that can only read
+	// one of its own (boottime.Now's fallback) would kill late.
+	if _, err := boottime.Read(); err != nil {
+		return err
+	}
 	// Signals: see onSignal.
 	g.sigs = make(chan os.Signal, 16)
 	signal.Notify(g.sigs, syscall.SIGINT, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGQUIT,

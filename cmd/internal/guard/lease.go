@@ -51,13 +51,18 @@ var (
 // time namespace of its own (unshare --time, a container restored with a
 // boot-clock offset) whose clock reads behind the writer's would otherwise
 // see a live lease held past its deadline, after the key was handed over.
-// It fails when it cannot tell this process's offset.
+// It fails when it cannot tell this process's offset, or read the boot
+// clock (boottime.Read).
 func (l Lease) Now() (boottime.Instant, error) {
 	off, err := BootOffset()
 	if err != nil {
 		return 0, err
 	}
-	return boottime.Now().Add(l.BootOffset - off), nil
+	now, err := boottime.Read()
+	if err != nil {
+		return 0, err
+	}
+	return now.Add(l.BootOffset - off), nil
 }
 
 // Check returns nil while the lease is safely held at now (on the writer's

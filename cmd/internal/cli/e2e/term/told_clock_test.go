@@ -60,10 +60,11 @@ func TestToldWhateverTheClock(t *testing.T) {
 	}
 }
 
-// noBootTimeMain is childMain's mode "noboottime": refuse
-// clock_gettime(CLOCK_BOOTTIME) with EPERM (a seccomp filter, kept across
-// execve), then run this program again as the checker ("toldcheck").
-func noBootTimeMain() int {
+// noBootTimeMain is childMain's modes "noboottime" and "noboottime-exec":
+// refuse clock_gettime(CLOCK_BOOTTIME) with EPERM (a seccomp filter, kept
+// across execve), then run argv, or, when argv is empty, this program
+// again as the checker ("toldcheck").
+func noBootTimeMain(argv []string) int {
 	runtime.LockOSThread() // the filter is this thread's, which execs
 	const retAllow, retErrno = 0x7fff0000, 0x00050000
 	prog := []unix.SockFilter{
@@ -83,13 +84,22 @@ func noBootTimeMain() int {
 		fmt.Fprintln(os.Stderr, "seccomp:", err)
 		return 1
 	}
-	env := []string{e2e.ChildModeEnv + "=toldcheck"}
+	var env []string
+	path := "/proc/self/exe"
+	if len(argv) == 0 {
+		argv, env = os.Args[:1], []string{e2e.ChildModeEnv + "=toldcheck"}
+	} else if p, err := exec.LookPath(argv[0]); err == nil {
+		path = p
+	} else {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, e2e.ChildModeEnv+"=") {
 			env = append(env, kv)
 		}
 	}
-	fmt.Fprintln(os.Stderr, syscall.Exec("/proc/self/exe", os.Args[:1], env))
+	fmt.Fprintln(os.Stderr, syscall.Exec(path, argv, env))
 	return 1
 }
 

@@ -47,7 +47,9 @@ func toldChildMain(mode string) (code int, ok bool) {
 	log := os.Getenv("LOG")
 	switch mode {
 	case "noboottime":
-		return noBootTimeMain(), true
+		return noBootTimeMain(nil), true
+	case "noboottime-exec":
+		return noBootTimeMain(os.Args[1:]), true
 	case "toldcheck":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		if code := toldAppend(log, "checker %d", os.Getpid()); code != 0 {
@@ -216,6 +218,7 @@ type toldCase struct {
 	partitions bool   // one member, --partitions 1: the next grant is its own
 	wrap       string // $WRAP: what the checker is started through ("": nothing)
 	survives   bool   // the checker outlives the fault
+	binaries   int    // if it survives, the answers of the binary it gives after the next grant began, at least
 	fault      func(t *testing.T, a *e2e.Proc, guardPid int)
 	after      func(t *testing.T, a *e2e.Proc, guardPid int)
 	check      func(t *testing.T, a *e2e.Proc)
@@ -311,13 +314,16 @@ func testTold(t *testing.T, coord []string, key string, c toldCase) {
 	next, _ := l.after(first.token)
 	if c.survives {
 		awaitTold(t, ttl, log, nil, "lease check answers after the next grant began", func(l toldLog) bool {
-			n := 0
+			n, bin := 0, 0
 			for _, ch := range l.checks {
 				if ch.at > next.at {
 					n++
+					if ch.how == "binary" {
+						bin++
+					}
 				}
 			}
-			return n >= 5
+			return n >= 5 && bin >= c.binaries
 		})
 	}
 	outside := e2e.RunTenure(t, nil, "lease", "check", "--lease-file", first.file)
