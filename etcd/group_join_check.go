@@ -47,6 +47,11 @@ func (c *Coordinator) joinCheck(ctx context.Context, group, id string, ttl time.
 			return fmt.Sprintf("a lease that carries %q beside its membership", strings.TrimPrefix(string(k), c.prefix)), nil
 		}
 	}
+	if len(ls.keys) != len(own) { // each is one of its own: one is gone
+		// Revoked since the put (its keys with it) and granted again under
+		// its ID: the membership rides on nothing.
+		return "a lease that no longer carries its membership key and mark", nil
+	}
 	// The mark is first on its lease: firstOnLease remembers it, given the
 	// keys, without another request.
 	return c.firstOnLease(ctx, group, mark, ls.keys)
