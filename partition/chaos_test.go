@@ -38,14 +38,8 @@ func chaosRun(t *testing.T, seed uint64) {
 	c := newCluster(t, 16)
 	defer c.close()
 	names := []string{"a", "b", "c", "d"}
-	incarnation := map[string]int{}
-	startAs := func(n string) {
-		incarnation[n]++
-		c.cfg.Instance = fmt.Sprint(incarnation[n])
-		c.start(n)
-	}
 	for _, n := range names {
-		startAs(n)
+		c.startNew(n)
 	}
 	var log []string
 	end := time.Now().Add(40 * time.Second)
@@ -56,7 +50,7 @@ func chaosRun(t *testing.T, seed uint64) {
 		switch f := rng.IntN(7); {
 		case !running:
 			c.coord.Heal(n)
-			startAs(n)
+			c.startNew(n)
 			log = append(log, "restart "+n)
 		case f == 0: // crash: no leave, lease expires
 			c.coord.Partition(n)
@@ -86,7 +80,7 @@ func chaosRun(t *testing.T, seed uint64) {
 	c.coord.HealAll()
 	for _, n := range names {
 		if _, running := c.nodes[n]; !running {
-			startAs(n)
+			c.startNew(n)
 		}
 	}
 	log = append(log, "heal-all")

@@ -3,6 +3,7 @@ package partition_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -123,6 +124,8 @@ type cluster struct {
 	nodes   map[string]*node
 	wrap    map[string]partition.Coordinator // a member's coordinator, when not coord
 	fn      partition.Func                   // the members' function, when not rec.fn
+	// incarnation is each member's last Instance started by startNew.
+	incarnation map[string]int
 }
 
 type node struct {
@@ -153,6 +156,18 @@ func newCluster(t *testing.T, p int) *cluster {
 	cfg.Instance = "1"
 	cfg.Logger = dbgLogger
 	return &cluster{t: t, coord: memory.New(), suspend: suspend, cfg: cfg, rec: newRecorder(), nodes: map[string]*node{}}
+}
+
+// startNew runs member name as a new process: its Instance one more than
+// its last startNew's (after c.incarnation[name]--, the same process
+// again, its last membership perhaps still live).
+func (c *cluster) startNew(name string) {
+	if c.incarnation == nil {
+		c.incarnation = map[string]int{}
+	}
+	c.incarnation[name]++
+	c.cfg.Instance = fmt.Sprint(c.incarnation[name])
+	c.start(name)
 }
 
 // start runs member name.

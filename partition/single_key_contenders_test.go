@@ -206,21 +206,15 @@ func mixedRun(t *testing.T, seed uint64, bug string) (violations int) {
 	c.fn = func(ctx context.Context, p partition.Partition, t *tenure.Term) error { return o.work(ctx, p.Key, t) }
 
 	members := []string{"a", "b", "c"}
-	incarnation := map[string]int{}
-	startMember := func(n string) {
-		incarnation[n]++
-		c.cfg.Instance = fmt.Sprint(incarnation[n])
-		c.start(n)
-	}
 	for _, n := range members {
-		startMember(n)
+		c.startNew(n)
 	}
 	electors := map[string]*electorNode{}
 	startElector := func(name, key string) {
 		cfg := tenure.DefaultConfig()
 		cfg.Key, cfg.Holder, cfg.Instance = key, name, "e"
 		if name == "a" { // member a's identity, as its current incarnation has it
-			cfg.Instance = fmt.Sprint(incarnation["a"])
+			cfg.Instance = fmt.Sprint(c.incarnation["a"])
 		}
 		mc.apply(&cfg)
 		var coord tenure.Coordinator = c.coord
@@ -268,12 +262,12 @@ func mixedRun(t *testing.T, seed uint64, bug string) (violations int) {
 		case member(n) && !running:
 			c.coord.Heal(n)
 			if rng.IntN(3) == 0 { // the same process identity again, its crashed membership perhaps still live
-				incarnation[n]--
+				c.incarnation[n]--
 				log = append(log, "restart member "+n+" as itself")
 			} else {
 				log = append(log, "restart member "+n)
 			}
-			startMember(n)
+			c.startNew(n)
 		case f == 0 && member(n): // crash: no leave, its lease expires
 			c.coord.Partition(n)
 			c.stop(n)
@@ -320,7 +314,7 @@ func mixedRun(t *testing.T, seed uint64, bug string) (violations int) {
 	c.coord.SetClockRate(1)
 	for _, n := range members {
 		if _, running := c.nodes[n]; !running {
-			startMember(n)
+			c.startNew(n)
 		}
 	}
 	time.Sleep(4 * mc.ttl)
