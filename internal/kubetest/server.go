@@ -2,7 +2,10 @@ package kubetest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/tenure-dev/tenure/embedded"
@@ -89,19 +92,26 @@ func startEtcd(t testing.TB, binary bool, dir string) string {
 }
 
 // startEmbeddedEtcd starts an etcd member in this process with its data
-// under dir, and returns its client URL and the func that stops it.
+// under dir, and returns its client URL and the func that stops it. A
+// port another listener took between FreeLocalURLs and the start is tried
+// again on other ports, twice at most.
 func startEmbeddedEtcd(dir string) (string, func(), error) {
-	urls, err := embedded.FreeLocalURLs(2)
-	if err != nil {
-		return "", nil, err
+	for try := 0; ; try++ {
+		urls, err := embedded.FreeLocalURLs(2)
+		if err != nil {
+			return "", nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), apiserver.DefaultReadyWithin)
+		e, err := embedded.Start(ctx, embedded.Config{Dir: filepath.Join(dir, fmt.Sprintf("etcd%d", try)), ClientURLs: urls[:1], PeerURLs: urls[1:]})
+		cancel()
+		if errors.Is(err, syscall.EADDRINUSE) && try < 2 {
+			continue
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		return urls[0], func() { e.Close() }, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), apiserver.DefaultReadyWithin)
-	defer cancel()
-	e, err := embedded.Start(ctx, embedded.Config{Dir: filepath.Join(dir, "etcd"), ClientURLs: urls[:1], PeerURLs: urls[1:]})
-	if err != nil {
-		return "", nil, err
-	}
-	return urls[0], func() { e.Close() }, nil
 }
 
 // Restart starts kube-apiserver again, after Kill, on the same port and
